@@ -1,0 +1,41 @@
+# ClaimTrail — the two commands a newcomer needs are `make demo` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CORE := audit/dra audit/allocator audit/scheduler audit/replay audit/explain audit/records.py audit/policy.py
+
+.PHONY: install test lint typecheck unit demo bench clean
+
+install: $(STAMP) /usr/bin/chromium
+
+# Re-run pip only when the dependency list changes; the stamp makes repeated installs instant.
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+# The browser test drives Debian's chromium; a downloaded browser is never used.
+/usr/bin/chromium:
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+
+lint: install
+	$(VENV)/bin/ruff check audit ingest dashboards tests benchmarks
+
+typecheck: install
+	$(VENV)/bin/mypy $(CORE)
+
+unit: install
+	$(VENV)/bin/pytest
+
+test: lint typecheck unit
+
+demo: install
+	$(VENV)/bin/claimtrail demo $(if $(DEMO_CHECK),--check,)
+
+bench: install
+	$(PY) -m benchmarks.run --json benchmarks/results.json
+
+clean:
+	rm -rf .claimtrail .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""ClaimTrail core: deciding, recording, replaying, explaining, serving."""

@@ -1,0 +1,107 @@
+"""World events: the ordered log of everything the allocator can see, per cluster.
+
+Every change to allocator inputs is one event with a per-cluster sequence number ``seq``:
+an upsert or delete of a Kubernetes object (ResourceSlice, DeviceClass, DeviceTaintRule, Node,
+ResourceClaim with or without ``status.allocation``, Pod) or the activation of a policy
+(``object_kind == "Policy"``, payload = the policy document). A decision at ``seq`` sees exactly
+the events with a smaller or equal ``seq``. Events are deduplicated by ``(cluster, seq)``; sources
+that observe objects (the Kubernetes watcher) also carry ``resource_version`` so the same
+observed change never gets two sequence numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from audit.records import digest
+
+
+class EventType(StrEnum):
+    UPSERT = "upsert"
+    DELETE = "delete"
+
+
+OBJECT_KINDS = (
+    "DeviceClass",
+    "ResourceSlice",
+    "DeviceTaintRule",
+    "Node",
+    "ResourceClaim",
+    "Pod",
+    "Policy",
+)
+
+
+@dataclass
+class WorldEvent:
+    cluster: str
+    seq: int
+    time: str
+    type: str
+    object_kind: str
+    namespace: str
+    name: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    resource_version: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorldEvent:
+        return cls(**data)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.object_kind, self.namespace, self.name)
+
+    def digest(self) -> str:
+        return digest(self.to_dict())
+
+
+class EventError(ValueError):
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"WorldEvent: {path}: {message}")
+        self.path = path
+
+
+_FIELD_TYPES: dict[str, type] = {
+    "cluster": str,
+    "seq": int,
+    "time": str,
+    "type": str,
+    "object_kind": str,
+    "namespace": str,
+    "name": str,
+    "payload": dict,
+    "resource_version": str,
+}
+
+
+def validate_event(data: Any) -> WorldEvent:
+    """Strictly parse an untrusted event; the error names the failing field."""
+    if not isinstance(data, dict):
+        raise EventError("", f"expected a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(_FIELD_TYPES))
+    if unknown:
+        raise EventError(unknown[0], "unknown field")
+    for name, typ in _FIELD_TYPES.items():
+        if name not in data:
+            if name == "resource_version" or name == "payload":
+                continue
+            raise EventError(name, "required field missing")
+        value = data[name]
+        if typ is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise EventError(name, f"expected an integer, got {type(value).__name__}")
+        if not isinstance(value, typ):
+            raise EventError(name, f"expected {typ.__name__}, got {type(value).__name__}")
+    if data["type"] not in {t.value for t in EventType}:
+        raise EventError("type", f"unknown event type {data['type']!r}")
+    if data["object_kind"] not in OBJECT_KINDS:
+        raise EventError("object_kind", f"unknown object kind {data['object_kind']!r}")
+    if data["seq"] < 0:
+        raise EventError("seq", "must be >= 0")
+    return WorldEvent.from_dict(data)

@@ -1,0 +1,253 @@
+"""Decision records: the unit of evidence ClaimTrail stores, exports, replays and explains.
+
+A record is one allocation attempt for one pod's claims at a world sequence number. Everything
+that reads or writes decisions (the engine, the store, the API, OTLP export and receive, replay)
+speaks this one shape. Records carry two digests over canonical JSON: ``input_digest`` names the
+inputs the engine saw, ``output_digest`` the outcome and evidence it produced. Fields measured
+from a clock (``duration_us``) are excluded from the output digest so a replay can match.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+class Reason(StrEnum):
+    """Closed per-device vocabulary, in upstream check order, then cluster level (DESIGN.md)."""
+
+    SELECTED = "selected"
+    IN_USE = "in_use"
+    CLASS_SELECTOR_MISMATCH = "class_selector_mismatch"
+    REQUEST_SELECTOR_MISMATCH = "request_selector_mismatch"
+    CEL_ERROR = "cel_error"
+    NODE_MISMATCH = "node_mismatch"
+    CAPACITY_INSUFFICIENT = "capacity_insufficient"
+    COUNTERS_EXHAUSTED = "counters_exhausted"
+    UNHEALTHY = "unhealthy"
+    TAINT_NOT_TOLERATED = "taint_not_tolerated"
+    CONSTRAINT_UNSATISFIED = "constraint_unsatisfied"
+    POOL_INCOMPLETE = "pool_incomplete"
+    POOL_INVALID = "pool_invalid"
+    NOT_REACHED = "not_reached"
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    FAIR_SHARE_DEFERRED = "fair_share_deferred"
+    NODE_FILTERED = "node_filtered"
+    BINDING_CONFLICT = "binding_conflict"
+    STALE_SLICE = "stale_slice"
+
+
+class Blocker(StrEnum):
+    """Tier-level reasons a whole preference tier could not be used."""
+
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    FAIR_SHARE_DEFERRED = "fair_share_deferred"
+    INSUFFICIENT_ON_NODE = "insufficient_on_node"
+    NOT_REQUESTED = "not_requested"
+
+
+class Outcome(StrEnum):
+    ALLOCATED = "allocated"
+    UNSCHEDULABLE = "unschedulable"
+    DEFERRED = "deferred"
+    ERROR = "error"
+
+
+class RetryClass(StrEnum):
+    """How a failed attempt continues: retryable classes back off, terminal ones stop."""
+
+    NONE = ""
+    BINDING_CONFLICT = "binding_conflict"
+    STALE_SLICE = "stale_slice"
+    UNHEALTHY = "unhealthy"
+    NODE_LOST = "node_lost"
+    UNSCHEDULABLE = "unschedulable"
+    QUOTA = "quota"
+    FAIR_SHARE = "fair_share"
+    TERMINAL = "terminal"
+
+
+class Track(StrEnum):
+    DRA = "dra"
+    DEVICE_PLUGIN = "device-plugin"
+
+
+@dataclass
+class DeviceRef:
+    """A device handed to the pod: identity ``driver/pool/device``, where and what it is."""
+
+    device: str
+    node: str
+    model: str
+    request: str
+
+
+@dataclass
+class Exemplar:
+    """One device verdict kept in the summary; full verdicts come back by replay."""
+
+    device: str
+    node: str
+    reason: str
+    detail: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class TierSummary:
+    """Evidence for one preference tier (a firstAvailable subrequest, or the only request)."""
+
+    index: int
+    request: str
+    model: str
+    considered: int
+    reasons: dict[str, int] = field(default_factory=dict)
+    exemplars: list[Exemplar] = field(default_factory=list)
+    nodes_evaluated: int = 0
+
+
+@dataclass
+class TierBlocker:
+    code: str
+    tier: int
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DecisionRecord:
+    decision_id: str
+    cluster: str
+    seq: int
+    time: str
+    attempt: int
+    tenant: str
+    namespace: str
+    pod: str
+    pod_uid: str
+    claims: list[str]
+    claim_uids: list[str]
+    preference: list[str]
+    policy_version: str
+    policy_digest: str
+    outcome: str
+    node: str = ""
+    devices: list[DeviceRef] = field(default_factory=list)
+    tier_index: int = -1
+    preferred_model: str = ""
+    allocated_model: str = ""
+    fallback: bool = False
+    tiers: list[TierSummary] = field(default_factory=list)
+    blockers: list[TierBlocker] = field(default_factory=list)
+    retry_class: str = ""
+    backoff_ms: int = 0
+    wait_ms: int = 0
+    steps: int = 0
+    duration_us: int = 0
+    track: str = Track.DRA.value
+    template_version: str = ""
+    message: str = ""
+    engine_version: str = ""
+    input_digest: str = ""
+    output_digest: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DecisionRecord:
+        """Build from trusted dicts (our own JSONL). Untrusted input goes through ``validate_record``."""
+        d = dict(data)
+        d["devices"] = [DeviceRef(**x) for x in d.get("devices", [])]
+        d["tiers"] = [
+            TierSummary(**{**t, "exemplars": [Exemplar(**e) for e in t.get("exemplars", [])]})
+            for t in d.get("tiers", [])
+        ]
+        d["blockers"] = [TierBlocker(**b) for b in d.get("blockers", [])]
+        return cls(**d)
+
+    def compute_output_digest(self) -> str:
+        return digest(output_view(self.to_dict()))
+
+    def seal(self) -> DecisionRecord:
+        """Fill ``output_digest`` from the record's own content; returns self for chaining."""
+        self.output_digest = self.compute_output_digest()
+        return self
+
+
+# Fields left out of the output digest: the digest itself and anything measured from a clock.
+OUTPUT_DIGEST_EXCLUDED = frozenset({"output_digest", "duration_us"})
+
+
+def output_view(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in OUTPUT_DIGEST_EXCLUDED}
+
+
+def canonical_json(obj: Any) -> bytes:
+    """The one byte encoding digests are taken over: sorted keys, no spaces, UTF-8, no NaN."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def digest(obj: Any) -> str:
+    return hashlib.sha256(canonical_json(obj)).hexdigest()
+
+
+def decision_id(cluster: str, claim_uid: str, attempt: int) -> str:
+    """Deterministic id: the same attempt re-sent from anywhere lands on the same key (UUID text form)."""
+    h = hashlib.sha256(f"{cluster}\x00{claim_uid}\x00{attempt}".encode()).hexdigest()[:32]
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def to_jsonl(records: list[DecisionRecord]) -> str:
+    return "".join(json.dumps(r.to_dict(), sort_keys=True, separators=(",", ":")) + "\n" for r in records)
+
+
+class RecordError(ValueError):
+    """An incoming record failed validation; ``path`` names the field, as quarantine stores it."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"DecisionRecord: {path}: {message}" if path else f"DecisionRecord: {message}")
+        self.path = path
+
+
+def record_json_schema() -> dict[str, Any]:
+    """The documented JSON schema of a record (what `claimtrail schema --record` prints)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(DecisionRecord).json_schema()
+
+
+def validate_record(data: Any) -> DecisionRecord:
+    """Strictly parse an untrusted record; errors name the first failing field path."""
+    from pydantic import ValidationError
+
+    if not isinstance(data, dict):
+        raise RecordError("", f"expected a JSON object, got {type(data).__name__}")
+    try:
+        # strict JSON mode: objects become dataclasses, but "5" never silently becomes 5
+        rec = _adapter().validate_json(json.dumps(data), strict=True)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise RecordError(".".join(str(p) for p in err["loc"]), err["msg"]) from None
+    if rec.outcome not in {o.value for o in Outcome}:
+        raise RecordError("outcome", f"unknown outcome {rec.outcome!r}")
+    if rec.track not in {t.value for t in Track}:
+        raise RecordError("track", f"unknown track {rec.track!r}")
+    return rec
+
+
+_ADAPTER: Any = None
+
+
+def _adapter() -> Any:
+    global _ADAPTER
+    if _ADAPTER is None:
+        from pydantic import TypeAdapter
+
+        _ADAPTER = TypeAdapter(DecisionRecord)
+    return _ADAPTER

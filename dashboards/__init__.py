@@ -1,0 +1,1 @@
+"""Streamlit dashboards; they read only through the audit API."""

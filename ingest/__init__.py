@@ -1,0 +1,1 @@
+"""Sources of world events and decisions: simulator, Kubernetes, OTLP, files."""
