@@ -1,0 +1,164 @@
+"""``claimtrail demo``: the whole product on one laptop, in one command.
+
+Starts the API server on an embedded store, simulates a realistic cluster day into it over
+HTTP (the server owns the chDB directory, so nothing else opens it), starts the dashboard, asks
+the API a why-H100-skipped question and verifies the simulated day by replay, then prints the
+URLs and a summary and serves until Ctrl-C. ``--check`` does the same, checks that both servers
+answer, and exits 0 — the form CI and newcomers use to prove a fresh machine works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from audit.cli import UserError
+
+DEMO_SEED = 7
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("demo", help="simulate a cluster day, serve the API and dashboards")
+    p.add_argument("--check", action="store_true", help="check that everything answers, then exit")
+    p.add_argument("--data-dir", default=".claimtrail/demo", help="embedded store directory (recreated)")
+    p.add_argument("--api-port", type=int, default=8080)
+    p.add_argument("--dashboard-port", type=int, default=8501)
+    p.add_argument("--hours", type=float, default=24.0, help="simulated hours")
+    p.set_defaults(func=run)
+
+
+def _free(port: int) -> int:
+    """Use the asked port when free, else any free loopback port (a second demo must not fail)."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+
+
+def _wait_http(url: str, proc: subprocess.Popen[bytes], what: str, timeout_s: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise UserError(f"{what} exited with code {proc.returncode} before answering at {url}")
+        try:
+            if httpx.get(url, timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise UserError(f"{what} did not answer at {url} within {timeout_s:.0f} s")
+
+
+def _claimtrail(*args: str) -> list[str]:
+    return [sys.executable, "-m", "audit.cli.main", *args]
+
+
+def _step(msg: str) -> None:
+    print(f"==> {msg}", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir)
+    shutil.rmtree(data_dir, ignore_errors=True)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    api_port, dash_port = _free(args.api_port), _free(args.dashboard_port)
+    api = f"http://127.0.0.1:{api_port}"
+    procs: list[subprocess.Popen[bytes]] = []
+    env = {**os.environ, "CLAIMTRAIL_API": api}
+    try:
+        _step(f"starting the audit API on {api} (embedded ClickHouse in {data_dir})")
+        procs.append(subprocess.Popen(_claimtrail("serve", "--dsn", f"chdb://{data_dir.resolve()}/db",
+                                                  "--port", str(api_port), "--insecure-local"), env=env))
+        _wait_http(f"{api}/readyz", procs[0], "the API server")
+
+        _step(f"simulating {args.hours:g} hours of a GPU cluster (seed {DEMO_SEED}) into the API")
+        records = data_dir / "records.jsonl"
+        events = data_dir / "events.jsonl"
+        sim = subprocess.run(_claimtrail("simulate", "--seed", str(DEMO_SEED), "--hours", str(args.hours),
+                                         "--out", str(records), "--events", str(events)), env=env)
+        if sim.returncode != 0:
+            raise UserError(f"simulation failed with exit code {sim.returncode}")
+        _post_jsonl(api, "events", events)
+        _post_jsonl(api, "records", records)
+
+        _step(f"starting the dashboard on http://127.0.0.1:{dash_port}")
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py"),
+             "--server.port", str(dash_port), "--server.address", "127.0.0.1", "--server.headless", "true",
+             "--browser.gatherUsageStats", "false"], env=env, stdout=subprocess.DEVNULL))
+        _wait_http(f"http://127.0.0.1:{dash_port}/_stcore/health", procs[1], "the dashboard")
+
+        _summary(api)
+        _why_example(api)
+        _step("verifying the simulated day by replay")
+        rep = subprocess.run(_claimtrail("replay", "--records", str(records), "--events", str(events)), env=env)
+        if rep.returncode != 0:
+            raise UserError(f"replay verification reported mismatches (exit {rep.returncode})")
+
+        print(f"\nAPI        {api}/docs\nDashboard  http://127.0.0.1:{dash_port}\n", flush=True)
+        if args.check:
+            _step("demo check passed: API and dashboard answer")
+            return 0
+        print("Serving until Ctrl-C.", flush=True)
+        signal.pause()
+        return 0
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def _post_jsonl(api: str, kind: str, path: Path) -> None:
+    if not path.exists():
+        raise UserError(f"simulation wrote no {kind} file at {path}")
+    body = path.read_bytes()
+    chunk: list[bytes] = []
+    size = 0
+    lines = body.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        chunk.append(line)
+        size += len(line)
+        if size > 4_000_000 or i == len(lines) - 1:
+            r = httpx.post(f"{api}/v1/ingest/{kind}", content=b"".join(chunk),
+                           headers={"Content-Type": "application/x-ndjson"}, timeout=300)
+            if r.status_code >= 300:
+                raise UserError(f"ingest of {kind} failed: HTTP {r.status_code}: {r.text[:300]}")
+            chunk, size = [], 0
+
+
+def _summary(api: str) -> None:
+    rows = httpx.get(f"{api}/v1/stats/fallback", params={"group_by": "preferred,allocated"}, timeout=60).json()
+    total = sum(int(r.get("decisions", 0)) for r in rows.get("rows", []))
+    print(f"\nDecisions by preferred -> allocated model ({total} decisions):")
+    for r in rows.get("rows", []):
+        print(f"  {r.get('preferred', '?'):>6} -> {r.get('allocated') or 'pending':<8} {r.get('decisions', 0):>7}")
+
+
+def _why_example(api: str) -> None:
+    page = httpx.get(f"{api}/v1/decisions", params={"fallback": "true", "limit": 1}, timeout=60).json()
+    items = page.get("items", [])
+    if not items:
+        print("\n(no fallback decision in this run to explain)")
+        return
+    rec = items[0]
+    cmd = f"claimtrail why {rec['namespace']}/{rec['pod']} --model {rec['preferred_model']} --server {api}"
+    _step(f"why was {rec['preferred_model']} skipped?  $ {cmd}")
+    subprocess.run(_claimtrail("why", f"{rec['namespace']}/{rec['pod']}", "--model", rec["preferred_model"],
+                               "--server", api))
