@@ -1,0 +1,126 @@
+"""Run one reflector per watched resource and feed one ordered consumer.
+
+Reflector threads only read from the API server; a single consumer applies what they saw to the
+event log (so ``seq`` is assigned in one place), derives observed decisions, and writes events
+and records to the sink, retrying the sink with backoff so nothing accepted is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from kubernetes import client
+
+from audit.events import WorldEvent
+from audit.records import DecisionRecord
+from ingest.kube.eventlog import Applied, EventLog
+from ingest.kube.reflector import Backoff, Change, Reflector, Snapshot
+from ingest.kube.resources import WATCHED, WatchedResource
+
+log = logging.getLogger(__name__)
+
+
+class Sink(Protocol):
+    def write_events(self, events: list[WorldEvent]) -> Any: ...
+    def write_records(self, records: list[DecisionRecord]) -> Any: ...
+    def close(self) -> Any: ...
+
+
+class Observer(Protocol):
+    def observe(self, applied: list[Applied], world: EventLog) -> list[DecisionRecord]: ...
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Watcher:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        cluster: str,
+        sink: Sink,
+        *,
+        namespaces: Sequence[str] = (),
+        observer: Observer | None = None,
+        clock: Callable[[], str] = utc_now,
+        next_seq: int = 0,
+        resources: Sequence[WatchedResource] = WATCHED,
+        backoff: Callable[[], Backoff] = Backoff,
+        page_size: int = 500,
+        watch_timeout_seconds: int = 300,
+    ) -> None:
+        self.sink = sink
+        self.observer = observer
+        self.log = EventLog(cluster, clock, next_seq=next_seq)
+        self.queue: queue.Queue[Snapshot | Change] = queue.Queue()
+        self.reflectors: list[Reflector] = []
+        for res in resources:
+            scopes: Sequence[str | None] = namespaces if (namespaces and res.namespaced) else [None]
+            for ns in scopes:
+                self.reflectors.append(
+                    Reflector(
+                        api_client, res, self.queue.put, namespace=ns, page_size=page_size,
+                        watch_timeout_seconds=watch_timeout_seconds, backoff=backoff(),
+                    )
+                )
+        self.applied_count = 0
+        self._busy = threading.Event()
+        self._sink_backoff = backoff()
+
+    def run(self, stop: threading.Event) -> None:
+        threads = [
+            threading.Thread(target=r.run, args=(stop,), name=f"watch-{r.resource.kind}-{r.scope}", daemon=True)
+            for r in self.reflectors
+        ]
+        for t in threads:
+            t.start()
+        try:
+            while not stop.is_set():
+                try:
+                    item = self.queue.get(timeout=0.05)
+                except queue.Empty:
+                    continue
+                self._busy.set()
+                try:
+                    self._consume(item, stop)
+                finally:
+                    self._busy.clear()
+        finally:
+            for r in self.reflectors:
+                r.stop()
+            for t in threads:
+                t.join(timeout=2)
+
+    def idle(self) -> bool:
+        """True when everything reflectors delivered has been applied and written."""
+        return self.queue.empty() and not self._busy.is_set()
+
+    def _consume(self, item: Snapshot | Change, stop: threading.Event) -> None:
+        applied = self.log.apply(item)
+        if not applied:
+            return
+        self.applied_count += len(applied)
+        events = [a.event for a in applied if a.event is not None]
+        records = self.observer.observe(applied, self.log) if self.observer else []
+        self._write(lambda: self.sink.write_events(events) if events else None, stop)
+        self._write(lambda: self.sink.write_records(records) if records else None, stop)
+
+    def _write(self, action: Callable[[], Any], stop: threading.Event) -> None:
+        while True:
+            try:
+                action()
+                self._sink_backoff.reset()
+                return
+            except Exception as exc:  # noqa: BLE001 - any sink failure is retried, never dropped
+                if stop.is_set():
+                    log.error("stopping with unwritten data", extra={"error": str(exc)})
+                    raise
+                delay = self._sink_backoff.next_delay()
+                log.warning("sink write failed, retrying", extra={"error": str(exc), "delay_s": delay})
+                stop.wait(delay)
