@@ -1,0 +1,35 @@
+"""Wording for the decision explorer: how a decision is labelled and how a replay verdict reads.
+
+Kept apart from the page so the phrasing of a match or mismatch can be checked directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audit.records import DecisionRecord
+from dashboards.client import ReplayReport
+
+
+def label_of(record: DecisionRecord) -> str:
+    """A unique, readable option text for one decision."""
+    got = record.allocated_model or record.outcome
+    return f"{record.time} · {record.namespace}/{record.pod} · attempt {record.attempt} · {got} · {record.decision_id[:8]}"
+
+
+def _run_for(report: ReplayReport, decision_id: str) -> dict[str, Any] | None:
+    return next((r for r in report.runs if r.get("decision_id") == decision_id), None)
+
+
+def describe_replay(report: ReplayReport, decision_id: str) -> tuple[str, bool]:
+    """One sentence on whether replaying ``decision_id`` matched; the flag is True for a match."""
+    run = _run_for(report, decision_id)
+    if run is None:
+        if report.body.get("job") or report.body.get("job_id"):
+            return f"Replay queued as job {report.body.get('job') or report.body.get('job_id')}.", True
+        return f"The replay answer did not mention decision {decision_id}.", False
+    if run.get("match") is True:
+        return f"Match: re-executing {decision_id[:8]} reproduced the recorded output digest.", True
+    cause = run.get("cause") or "unknown cause"
+    diff = run.get("diff")
+    return f"Mismatch ({cause}) for {decision_id[:8]}" + (f": {diff}" if diff else "."), False

@@ -1,0 +1,73 @@
+"""The filter bar every page shares: cluster, time window, tenant, model and policy version.
+
+Widgets live in the sidebar with stable keys (``f_cluster``, ``f_since``, ``f_until``,
+``f_tenant``, ``f_model``, ``f_policy``) so a choice survives page switches and tests can set
+them. The tenant and model choices are the ones present in the data, asked from the API; the
+time window is ISO 8601 text checked here so a typo gets a message instead of an API error.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import streamlit as st
+
+from dashboards import client
+from dashboards.client import ApiError, Filters
+
+ALL = "(all)"
+
+
+def parse_instant(field: str, text: str) -> str:
+    """Accept an ISO 8601 instant (``2026-03-01T00:00:00Z`` or a date); raise ValueError naming the field."""
+    text = text.strip()
+    if not text:
+        return ""
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"filter `{field}`: {text!r} is not an ISO 8601 time such as 2026-03-01T08:00:00Z") from None
+    return text
+
+
+def _facet(column: str, cluster: str) -> list[str]:
+    """Values of ``column`` present in the data, from the API's fallback statistics grouped by it."""
+    try:
+        table = client.stats("fallback", Filters(cluster=cluster), (column,))
+    except ApiError as exc:
+        st.sidebar.caption(f"{column} choices unavailable: {exc}")
+        return []
+    return sorted({str(v) for v in table.column(column) if v not in (None, "")})
+
+
+def filter_bar() -> Filters:
+    """Draw the filters and return them; a malformed time window stops the page with a message."""
+    sb = st.sidebar
+    sb.header("Filters")
+    cluster = sb.text_input("Cluster", key="f_cluster", placeholder="all clusters").strip()
+    since_text = sb.text_input("Since (UTC)", key="f_since", placeholder="2026-03-01T00:00:00Z")
+    until_text = sb.text_input("Until (UTC)", key="f_until", placeholder="2026-03-02T00:00:00Z")
+    tenant = sb.selectbox("Tenant", [ALL, *_facet("tenant", cluster)], key="f_tenant")
+    model = sb.selectbox("Model", [ALL, *_facet("model", cluster)], key="f_model")
+    policy = sb.text_input("Policy version", key="f_policy", placeholder="all versions").strip()
+    try:
+        since = parse_instant("since", since_text)
+        until = parse_instant("until", until_text)
+    except ValueError as exc:
+        st.error(str(exc))
+        st.stop()
+    return Filters(
+        cluster=cluster,
+        since=since,
+        until=until,
+        tenant="" if tenant in (None, ALL) else str(tenant),
+        model="" if model in (None, ALL) else str(model),
+        policy_version=policy,
+    )
+
+
+def login_box() -> None:
+    """A token typed here replaces ``CLAIMTRAIL_TOKEN`` for this browser session."""
+    with st.sidebar.expander("Sign in", expanded=False):
+        st.text_input("API token", key="login_token", type="password", help="Bearer token issued for your tenant")
+        st.caption(f"API: {client.api_base()}")

@@ -1,0 +1,88 @@
+"""Fallback: how often workloads got a less-preferred model, which way they fell, and why.
+
+Rates over time and the preference → outcome flows come from ``/v1/stats/fallback`` grouped by
+hour, preferred and allocated model; the reasons the preferred model was skipped are the
+API's per-reason device counts for the preferred tiers (grouped by ``reason``); regret is the
+API's share of fallbacks whose preferred model became available soon after.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboards import client, figures
+from dashboards.filters import filter_bar
+from dashboards.view import empty, has_columns, load, num, pct, ratio, reading
+
+SOURCE = "/v1/stats/fallback"
+
+st.title("Fallback")
+filters = filter_bar()
+
+flows = load(lambda: client.stats("fallback", filters, ("hour", "preferred", "allocated")), "fallback flows")
+if empty(flows, "decisions") or flows is None or not has_columns(flows, SOURCE, "hour", "preferred", "allocated", "decisions"):
+    st.stop()
+
+decided_by_hour: dict[str, float] = {}
+for r in flows.rows:
+    decided_by_hour[str(r["hour"])] = decided_by_hour.get(str(r["hour"]), 0.0) + num(r["decisions"])
+fallback_rows = [
+    {"hour": str(r["hour"]), "pair": f"{r['preferred']} → {r['allocated']}", "rate": num(r["decisions"]) / decided_by_hour[str(r["hour"])]}
+    for r in flows.rows
+    if r["allocated"] and r["allocated"] != r["preferred"] and decided_by_hour[str(r["hour"])]
+]
+total = sum(decided_by_hour.values())
+fell_back = sum(num(r["decisions"]) for r in flows.rows if r["allocated"] and r["allocated"] != r["preferred"])
+pairs: dict[str, float] = {}
+for r in flows.rows:
+    if r["allocated"] and r["allocated"] != r["preferred"]:
+        pairs[f"{r['preferred']} → {r['allocated']}"] = pairs.get(f"{r['preferred']} → {r['allocated']}", 0.0) + num(r["decisions"])
+
+left, right = st.columns(2)
+with left:
+    if fallback_rows:
+        st.plotly_chart(
+            figures.stacked_area(fallback_rows, "hour", "pair", "rate", "Fallback rate by hour, preferred → allocated"),
+            key="fallback_area",
+        )
+    else:
+        st.info("No fallbacks in this window.")
+with right:
+    st.plotly_chart(figures.sankey(flows.rows, "preferred", "allocated", "decisions", "Preference → outcome"), key="fallback_sankey")
+
+top_pair = max(pairs.items(), key=lambda kv: (kv[1], kv[0])) if pairs else None
+reading(
+    f"{pct(ratio(fell_back, total))} of {int(total):,} decisions fell back"
+    + (f"; the most common path is {top_pair[0]} ({int(top_pair[1]):,})." if top_pair else ".")
+)
+
+st.subheader("Why the preferred model was skipped")
+skipped_model = filters.model or "H100"
+reasons = load(lambda: client.stats("fallback", filters, ("reason",)), "skip reasons")
+if reasons is not None and not empty(reasons, "skip reasons") and has_columns(reasons, SOURCE + "?group_by=reason", "reason", "devices"):
+    ranked = sorted(reasons.rows, key=lambda r: (-num(r["devices"]), str(r["reason"])))
+    st.plotly_chart(
+        figures.bar([str(r["reason"]) for r in ranked], [num(r["devices"]) for r in ranked], f"Top reasons {skipped_model} devices were skipped"),
+        key="fallback_reasons",
+    )
+    reading(f"The leading reason is {ranked[0]['reason']} ({int(num(ranked[0]['devices'])):,} device verdicts).")
+
+st.subheader("Regret")
+regret = load(lambda: client.stats("fallback", filters, ("preferred",)), "regret")
+if regret is not None and not empty(regret, "fallbacks") and has_columns(regret, SOURCE, "preferred", "fallbacks", "regret"):
+    st.dataframe(
+        [
+            {
+                "preferred": r["preferred"],
+                "fallbacks": int(num(r["fallbacks"])),
+                "regretted": int(num(r["regret"])),
+                "regret rate": pct(ratio(num(r["regret"]), num(r["fallbacks"]))),
+            }
+            for r in regret.rows
+        ],
+        hide_index=True,
+        key="fallback_regret",
+    )
+    regretted = sum(num(r["regret"]) for r in regret.rows)
+    all_fallbacks = sum(num(r["fallbacks"]) for r in regret.rows)
+    reading(f"{pct(ratio(regretted, all_fallbacks))} of fallbacks would have had their preferred model soon after (target < 5 %).")

@@ -1,0 +1,57 @@
+"""Replay: is every recorded decision reproducible, and what would another policy have done.
+
+Determinism status per hour (verified, matched, mismatched by cause) is counted by the API from
+its replay runs; a counterfactual run replays the filtered window under another policy
+version through ``POST /v1/replay`` and shows the recorded and the replayed figures side by side.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboards import client, figures
+from dashboards.client import ApiError
+from dashboards.filters import filter_bar
+from dashboards.view import empty, has_columns, load, num, pct, ratio, reading
+
+SOURCE = "/v1/stats/replay"
+
+st.title("Replay")
+filters = filter_bar()
+
+status = load(lambda: client.stats("replay", filters, ("hour",)), "replay status")
+if status is not None and not empty(status, "replay runs") and has_columns(status, SOURCE, "hour", "runs", "matched", "mismatched"):
+    rows = sorted(status.rows, key=lambda r: str(r["hour"]))
+    hours = [str(r["hour"]) for r in rows]
+    st.plotly_chart(
+        figures.grouped_bars(hours, {"matched": [num(r["matched"]) for r in rows], "mismatched": [num(r["mismatched"]) for r in rows]},
+                             "Replay runs per hour of decision time", barmode="stack"),
+        key="replay_status",
+    )
+    runs = sum(num(r["runs"]) for r in rows)
+    mismatched = sum(num(r["mismatched"]) for r in rows)
+    reading(f"{int(runs):,} decisions replayed, {pct(ratio(runs - mismatched, runs))} matched; {int(mismatched):,} mismatched.")
+    causes = load(lambda: client.stats("replay", filters, ("cause",)), "mismatch causes")
+    if causes is not None and causes.rows and has_columns(causes, SOURCE, "cause", "mismatched"):
+        bad = [r for r in causes.rows if num(r["mismatched"]) > 0]
+        if bad:
+            st.dataframe([{"cause": r["cause"], "mismatched": int(num(r["mismatched"]))} for r in bad], hide_index=True, key="replay_causes")
+
+st.subheader("Counterfactual run")
+st.caption("Replays the decisions selected by the filters under another policy version and compares the outcomes.")
+other = st.text_input("Counterfactual policy version", key="cf_policy", placeholder="e.g. v8").strip()
+if st.button("Run counterfactual", key="cf_run", disabled=not other):
+    try:
+        report = client.counterfactual(filters, other)
+    except ApiError as exc:
+        st.error(f"Counterfactual run failed: {exc}")
+    else:
+        st.session_state["cf_report"] = report.body
+if "cf_report" in st.session_state:
+    body = st.session_state["cf_report"]
+    recorded, replayed = body.get("baseline") or {}, body.get("counterfactual") or {}
+    left, right = st.columns(2)
+    left.markdown(f"**Recorded** (policy {recorded.get('policy_version', filters.policy_version or 'as recorded')})")
+    left.json(recorded, expanded=True)
+    right.markdown(f"**Replayed** (policy {replayed.get('policy_version', other)})")
+    right.json(replayed, expanded=True)

@@ -1,0 +1,68 @@
+"""Migration: the device-plugin and DRA cohorts (and claim-template versions) compared, with a verdict.
+
+Cohort figures — success, fallback, scheduling latency, utilisation — and the
+promote/hold/rollback verdict come from ``/v1/stats/migration``, one row per track × template
+version; the page lays the cohorts side by side.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboards import client, figures
+from dashboards.filters import filter_bar
+from dashboards.view import empty, has_columns, load, num, pct, reading
+
+SOURCE = "/v1/stats/migration"
+VERDICT_STYLE = {"promote": st.success, "hold": st.warning, "rollback": st.error}
+
+st.title("Migration")
+filters = filter_bar()
+
+cohorts = load(lambda: client.stats("migration", filters), "migration cohorts")
+if empty(cohorts, "cohorts") or cohorts is None or not has_columns(
+    cohorts, SOURCE, "track", "template_version", "decisions", "success_rate", "fallback_rate", "wait_p50_ms", "wait_p95_ms"
+):
+    st.stop()
+rows = sorted(cohorts.rows, key=lambda r: (str(r["track"]), str(r["template_version"])))
+names = [f"{r['track']} {r['template_version']}".strip() for r in rows]
+
+verdict_rows = [r for r in cohorts.rows if r.get("verdict")]
+if verdict_rows:
+    verdict = str(verdict_rows[0]["verdict"])
+    VERDICT_STYLE.get(verdict, st.info)(f"Verdict: {verdict.upper()}" + (f" — {verdict_rows[0]['reason']}" if verdict_rows[0].get("reason") else ""))
+else:
+    st.info(f"{SOURCE} gave no verdict for these cohorts.")
+
+left, right = st.columns(2)
+with left:
+    st.plotly_chart(
+        figures.grouped_bars(names, {"success": [num(r["success_rate"]) for r in rows], "fallback": [num(r["fallback_rate"]) for r in rows]},
+                             "Success and fallback rate per cohort"),
+        key="mig_rates",
+    )
+with right:
+    st.plotly_chart(
+        figures.grouped_bars(names, {"p50": [num(r["wait_p50_ms"]) / 1000 for r in rows], "p95": [num(r["wait_p95_ms"]) / 1000 for r in rows]},
+                             "Scheduling latency per cohort (seconds)"),
+        key="mig_latency",
+    )
+if not cohorts.missing("utilisation"):
+    st.plotly_chart(figures.bar(names, [num(r["utilisation"]) for r in rows], "GPU utilisation per cohort"), key="mig_util")
+
+st.dataframe(
+    [
+        {
+            "cohort": n,
+            "decisions": int(num(r["decisions"])),
+            "success": pct(num(r["success_rate"])),
+            "fallback": pct(num(r["fallback_rate"])),
+            "wait p95 (s)": round(num(r["wait_p95_ms"]) / 1000, 1),
+        }
+        for n, r in zip(names, rows, strict=True)
+    ],
+    hide_index=True,
+    key="mig_table",
+)
+best = max(zip(names, rows, strict=True), key=lambda nr: (num(nr[1]["success_rate"]), nr[0]))
+reading(f"{len(rows)} cohorts; the highest success rate is {best[0]} ({pct(num(best[1]['success_rate']))}).")

@@ -1,0 +1,66 @@
+"""Small presentation helpers shared by the pages: errors, empty states, readings, numbers.
+
+A page asks for data through ``load`` so an API failure becomes one readable error box instead
+of a traceback, states what a chart says in one ``reading`` line (a caption starting with
+"Reading:"), and checks with ``has_columns`` that the API's rows carry what a chart draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import streamlit as st
+
+from dashboards.client import ApiError, StatsTable
+
+T = TypeVar("T")
+
+READING_PREFIX = "Reading: "
+
+
+def load(fetch: Callable[[], T], what: str) -> T | None:
+    """Run one API call; on failure show what could not be loaded and why, and return None."""
+    try:
+        return fetch()
+    except ApiError as exc:
+        st.error(f"Could not load {what}: {exc}")
+        return None
+
+
+def reading(text: str) -> None:
+    st.caption(READING_PREFIX + text)
+
+
+def empty(table: StatsTable | None, what: str) -> bool:
+    """True (after saying so) when there is nothing to draw."""
+    if table is None:
+        return True
+    if not table.rows:
+        st.info(f"No {what} for these filters.")
+        return True
+    return False
+
+
+def has_columns(table: StatsTable, source: str, *columns: str) -> bool:
+    """True when every column is present; otherwise name the missing ones instead of drawing."""
+    missing = table.missing(*columns)
+    if missing:
+        st.warning(f"{source} did not return {', '.join(f'`{c}`' for c in missing)}; this chart needs them.")
+        return False
+    return True
+
+
+def num(value: Any) -> float:
+    """A numeric cell; None (SQL NULL) counts as zero."""
+    if value is None or value == "":
+        return 0.0
+    return float(value)
+
+
+def pct(value: float | None) -> str:
+    return "–" if value is None else f"{100.0 * value:.1f} %"
+
+
+def ratio(part: float, whole: float) -> float | None:
+    return None if whole == 0 else part / whole

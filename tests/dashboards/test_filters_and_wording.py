@@ -1,0 +1,48 @@
+"""Filter parsing and the explorer's wording of replay verdicts."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboards.client import Filters, ReplayReport
+from dashboards.explorer import describe_replay
+from dashboards.filters import parse_instant
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("2026-03-01T08:00:00Z", "2026-03-01T08:00:00Z", id="utc-instant"),
+        pytest.param(" 2026-03-01 ", "2026-03-01", id="date-trimmed"),
+        pytest.param("", "", id="empty-means-unbounded"),
+    ],
+)
+def test_time_filter_accepts_iso_8601(text: str, expected: str) -> None:
+    assert parse_instant("since", text) == expected
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2026-13-01", "08:00; DROP TABLE decisions"], ids=["word", "bad-month", "injection"])
+def test_time_filter_rejects_other_text_naming_the_field(text: str) -> None:
+    with pytest.raises(ValueError, match=r"^filter `until`: .* is not an ISO 8601 time"):
+        parse_instant("until", text)
+
+
+def test_filters_send_only_what_is_set() -> None:
+    assert Filters(tenant="alpha", model="H100").params() == {"tenant": "alpha", "model": "H100"}
+    assert Filters().params() == {}
+
+
+@pytest.mark.parametrize(
+    ("body", "expected", "ok"),
+    [
+        pytest.param({"runs": [{"decision_id": "abcdef0123", "match": True}]},
+                     "Match: re-executing abcdef01 reproduced the recorded output digest.", True, id="match"),
+        pytest.param({"runs": [{"decision_id": "abcdef0123", "match": False, "cause": "policy_changed", "diff": "tier 0"}]},
+                     "Mismatch (policy_changed) for abcdef01: tier 0", False, id="mismatch-with-cause"),
+        pytest.param({"results": [{"decision_id": "other", "match": True}]},
+                     "The replay answer did not mention decision abcdef0123.", False, id="answer-about-another-decision"),
+        pytest.param({"job_id": "j-7"}, "Replay queued as job j-7.", True, id="queued-as-job"),
+    ],
+)
+def test_replay_verdict_wording(body: dict, expected: str, ok: bool) -> None:
+    assert describe_replay(ReplayReport(body), "abcdef0123") == (expected, ok)
