@@ -1,0 +1,158 @@
+"""Pure mapping from a (redacted) DecisionRecord to OTLP attributes, and verdict selection.
+
+No OpenTelemetry objects here: the functions return plain attribute dicts and verdict lists, so
+the schema can be tested without an SDK and the exporter stays a thin shell around them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from audit.allocator.outcome import TierEvidence
+from audit.records import DecisionRecord, TierSummary, canonical_json
+from audit.telemetry import schema as s
+
+AttributeValue = str | bool | int | float | list[str]
+
+DEFAULT_MAX_VERDICTS = 64
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One device verdict as exported: a record exemplar or a verdict handed in by the engine."""
+
+    tier_index: int
+    device: str
+    node: str
+    reason: str
+    source: str
+    detail: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class VerdictSelection:
+    kept: list[Verdict]
+    dropped_by_tier: dict[int, int]
+
+    @property
+    def dropped(self) -> int:
+        return sum(self.dropped_by_tier.values())
+
+
+def record_json(record: DecisionRecord) -> str:
+    return canonical_json(record.to_dict()).decode()
+
+
+def root_attributes(
+    record: DecisionRecord,
+    labels: Mapping[str, str],
+    redacted_paths: Sequence[str],
+    selection: VerdictSelection,
+) -> dict[str, AttributeValue]:
+    attrs: dict[str, AttributeValue] = {
+        s.K8S_CLUSTER: record.cluster,
+        s.K8S_NAMESPACE: record.namespace,
+        s.K8S_POD_NAME: record.pod,
+        s.K8S_POD_UID: record.pod_uid,
+        s.K8S_NODE: record.node,
+        s.DECISION_ID: record.decision_id,
+        s.SCHEMA_VERSION: record.schema_version,
+        s.SEQ: record.seq,
+        s.ATTEMPT: record.attempt,
+        s.TENANT: record.tenant,
+        s.OUTCOME: record.outcome,
+        s.PREFERRED_MODEL: record.preferred_model,
+        s.ALLOCATED_MODEL: record.allocated_model,
+        s.TIER_INDEX: record.tier_index,
+        s.FALLBACK: record.fallback,
+        s.POLICY_VERSION: record.policy_version,
+        s.POLICY_DIGEST: record.policy_digest,
+        s.INPUT_DIGEST: record.input_digest,
+        s.OUTPUT_DIGEST: record.output_digest,
+        s.RETRY_CLASS: record.retry_class,
+        s.BACKOFF_MS: record.backoff_ms,
+        s.WAIT_MS: record.wait_ms,
+        s.STEPS: record.steps,
+        s.DURATION_US: record.duration_us,
+        s.TRACK: record.track,
+        s.TEMPLATE_VERSION: record.template_version,
+        s.ENGINE_VERSION: record.engine_version,
+        s.CLAIMS: list(record.claims),
+        s.CLAIM_UIDS: list(record.claim_uids),
+        s.PREFERENCE: list(record.preference),
+        s.DEVICES: [d.device for d in record.devices],
+        s.BLOCKERS: [f"{b.code}@{b.tier}" for b in record.blockers],
+        s.VERDICTS_EXPORTED: len(selection.kept),
+        s.VERDICTS_DROPPED: selection.dropped,
+        s.RECORD: record_json(record),
+    }
+    # empty strings and lists say nothing in an explorer; the record attribute keeps them
+    attrs = {k: v for k, v in attrs.items() if v != "" and v != []}
+    if redacted_paths:
+        attrs[s.REDACTED] = list(redacted_paths)
+    for key in sorted(labels):
+        attrs[s.K8S_POD_LABEL_PREFIX + key] = labels[key]
+    return attrs
+
+
+def tier_attributes(record: DecisionRecord, tier: TierSummary, dropped: int) -> dict[str, AttributeValue]:
+    attrs: dict[str, AttributeValue] = {
+        s.DECISION_ID: record.decision_id,
+        s.TIER_INDEX: tier.index,
+        s.TIER_REQUEST: tier.request,
+        s.TIER_MODEL: tier.model,
+        s.TIER_CONSIDERED: tier.considered,
+        s.TIER_NODES_EVALUATED: tier.nodes_evaluated,
+        s.TIER_VERDICTS_DROPPED: dropped,
+    }
+    for code in sorted(tier.reasons):
+        attrs[s.TIER_REASON_PREFIX + code] = tier.reasons[code]
+    return attrs
+
+
+def verdict_attributes(decision_id: str, verdict: Verdict) -> dict[str, AttributeValue]:
+    attrs: dict[str, AttributeValue] = {
+        s.DECISION_ID: decision_id,
+        s.TIER_INDEX: verdict.tier_index,
+        s.VERDICT_DEVICE: verdict.device,
+        s.VERDICT_NODE: verdict.node,
+        s.VERDICT_REASON: verdict.reason,
+        s.VERDICT_SOURCE: verdict.source,
+    }
+    for key in sorted(verdict.detail):
+        attrs[s.VERDICT_DETAIL_PREFIX + key] = verdict.detail[key]
+    return attrs
+
+
+def verdict_body(verdict: Verdict) -> str:
+    where = f" on {verdict.node}" if verdict.node else ""
+    return f"tier {verdict.tier_index}: {verdict.device}{where}: {verdict.reason}"
+
+
+def select_verdicts(
+    record: DecisionRecord, extra: Sequence[TierEvidence], limit: int
+) -> VerdictSelection:
+    """Exemplars first (tier order), then extra verdicts not already present, at most ``limit``.
+
+    Extra verdicts belong to the tier whose index is their subrequest index; they were evaluated
+    on the decision's node. Everything past the bound is counted per tier, never silently lost.
+    """
+    candidates: list[Verdict] = []
+    seen: set[tuple[int, str]] = set()
+    for tier in record.tiers:
+        for ex in tier.exemplars:
+            candidates.append(Verdict(tier.index, ex.device, ex.node, ex.reason, "exemplar", dict(ex.detail)))
+            seen.add((tier.index, ex.device))
+    for evidence in extra:
+        for v in evidence.verdicts:
+            key = (evidence.subrequest_index, v.device)
+            if key in seen:
+                continue
+            seen.add(key)
+            candidates.append(Verdict(evidence.subrequest_index, v.device, record.node, v.reason, "engine", v.detail_dict()))
+    kept = candidates[: max(limit, 0)]
+    dropped: dict[int, int] = {}
+    for left_out in candidates[len(kept):]:
+        dropped[left_out.tier_index] = dropped.get(left_out.tier_index, 0) + 1
+    return VerdictSelection(kept, dropped)

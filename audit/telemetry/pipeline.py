@@ -1,0 +1,177 @@
+"""The telemetry pipeline: providers, processors and OTLP exporters wired for decisions.
+
+``DecisionTelemetry.from_env()`` follows the standard OpenTelemetry variables: the OTLP exporters
+read ``OTEL_EXPORTER_OTLP_*`` (endpoint, headers, compression, timeout, certificates) themselves,
+``OTEL_EXPORTER_OTLP_PROTOCOL`` (or the per-signal ``..._TRACES_PROTOCOL`` etc.) picks
+``http/protobuf`` (default) or ``grpc``, ``OTEL_SERVICE_NAME``/``OTEL_RESOURCE_ATTRIBUTES`` name the
+resource and ``OTEL_BSP_*``/``OTEL_BLRP_*``/``OTEL_METRIC_EXPORT_INTERVAL`` tune batching.
+ClaimTrail's own settings: ``CLAIMTRAIL_OTEL_MAX_VERDICTS`` (verdict log records per decision,
+default 64) and the redaction variables of ``audit.telemetry.redaction``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import (
+    BatchLogRecordProcessor,
+    LogRecordExporter,
+    SimpleLogRecordProcessor,
+)
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+
+from audit.allocator.outcome import TierEvidence
+from audit.records import DecisionRecord
+from audit.telemetry.attributes import DEFAULT_MAX_VERDICTS
+from audit.telemetry.decision_metrics import DecisionMetrics
+from audit.telemetry.errors import TelemetryConfigError
+from audit.telemetry.ids import QueuedIdGenerator
+from audit.telemetry.redaction import Redaction
+from audit.telemetry.traces import DECISION_SPAN_LIMITS, DecisionTracer, ExportedTrace
+
+ENV_MAX_VERDICTS = "CLAIMTRAIL_OTEL_MAX_VERDICTS"
+PROTOCOLS = ("http/protobuf", "grpc")
+DEFAULT_SERVICE_NAME = "claimtrail"
+
+
+@dataclass(frozen=True)
+class TelemetrySettings:
+    max_verdicts: int = DEFAULT_MAX_VERDICTS
+    redaction: Redaction = field(default_factory=Redaction)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> TelemetrySettings:
+        raw = environ.get(ENV_MAX_VERDICTS, "")
+        max_verdicts = DEFAULT_MAX_VERDICTS
+        if raw:
+            try:
+                max_verdicts = int(raw)
+            except ValueError:
+                raise TelemetryConfigError(f"{ENV_MAX_VERDICTS}: {raw!r} is not an integer") from None
+            if max_verdicts < 0:
+                raise TelemetryConfigError(f"{ENV_MAX_VERDICTS}: must be >= 0, got {max_verdicts}")
+        return cls(max_verdicts=max_verdicts, redaction=Redaction.from_env(environ))
+
+
+def protocol_for(signal: str, environ: Mapping[str, str]) -> str:
+    """The OTLP protocol for one signal (``traces``/``logs``/``metrics``), per the spec's precedence."""
+    specific = f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL"
+    name = specific if environ.get(specific) else "OTEL_EXPORTER_OTLP_PROTOCOL"
+    value = environ.get(name) or "http/protobuf"
+    if value == "http/json":
+        raise TelemetryConfigError(
+            f"{name}: 'http/json' is not offered by the Python OTLP exporter; use 'http/protobuf' or 'grpc'"
+        )
+    if value not in PROTOCOLS:
+        raise TelemetryConfigError(f"{name}: unknown protocol {value!r} (expected one of {', '.join(PROTOCOLS)})")
+    return value
+
+
+def otlp_exporters(environ: Mapping[str, str]) -> tuple[SpanExporter, LogRecordExporter, MetricExporter]:
+    """OTLP exporters for the configured protocols; they read endpoints and headers themselves."""
+    span: SpanExporter
+    log: LogRecordExporter
+    metric: MetricExporter
+    if protocol_for("traces", environ) == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
+
+        span = GrpcSpans()
+    else:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpans
+
+        span = HttpSpans()
+    if protocol_for("logs", environ) == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs
+
+        log = GrpcLogs()
+    else:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogs
+
+        log = HttpLogs()
+    if protocol_for("metrics", environ) == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcMetrics
+
+        metric = GrpcMetrics()
+    else:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpMetrics
+
+        metric = HttpMetrics()
+    return span, log, metric
+
+
+class DecisionTelemetry:
+    """Exports decisions as traces + verdict logs and counts them in metrics."""
+
+    def __init__(
+        self,
+        span_exporter: SpanExporter,
+        log_exporter: LogRecordExporter,
+        metric_reader: MetricReader | None = None,
+        *,
+        settings: TelemetrySettings | None = None,
+        resource: Resource | None = None,
+        batch: bool = True,
+    ) -> None:
+        self.settings = settings or TelemetrySettings()
+        resource = resource or Resource.create({SERVICE_NAME: DEFAULT_SERVICE_NAME})
+        ids = QueuedIdGenerator()
+        self.tracer_provider = TracerProvider(resource=resource, id_generator=ids, span_limits=DECISION_SPAN_LIMITS)
+        self.logger_provider = LoggerProvider(resource=resource)
+        if batch:
+            self.tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+            self.logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
+        else:
+            self.tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
+            self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+        self.meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader] if metric_reader else [])
+        self.tracer = DecisionTracer(
+            self.tracer_provider,
+            ids,
+            self.logger_provider,
+            redaction=self.settings.redaction,
+            max_verdicts=self.settings.max_verdicts,
+        )
+        self.metrics = DecisionMetrics(self.meter_provider)
+
+    @classmethod
+    def from_env(cls) -> DecisionTelemetry:
+        """Build from the process environment (the OTLP exporters and resource read it too)."""
+        env = os.environ
+        settings = TelemetrySettings.from_env(env)
+        span, log, metric = otlp_exporters(env)
+        # explicit resource attributes win over the environment, so name the service only when
+        # neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES does
+        named = bool(env.get("OTEL_SERVICE_NAME")) or "service.name=" in env.get("OTEL_RESOURCE_ATTRIBUTES", "")
+        resource = Resource.create() if named else Resource.create({SERVICE_NAME: DEFAULT_SERVICE_NAME})
+        return cls(span, log, PeriodicExportingMetricReader(metric), settings=settings, resource=resource)
+
+    def export(
+        self,
+        record: DecisionRecord,
+        verdicts: Sequence[TierEvidence] = (),
+        labels: Mapping[str, str] | None = None,
+    ) -> ExportedTrace:
+        exported = self.tracer.export(record, verdicts, labels)
+        self.metrics.observe_decision(exported.record)
+        return exported
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Hand everything queued to the exporters. True does not prove delivery (see stack notes)."""
+        results = [
+            self.tracer_provider.force_flush(timeout_millis),
+            self.logger_provider.force_flush(timeout_millis),
+            self.meter_provider.force_flush(timeout_millis),
+        ]
+        return all(results)
+
+    def shutdown(self) -> None:
+        self.tracer_provider.shutdown()
+        self.logger_provider.shutdown()
+        self.meter_provider.shutdown()

@@ -1,0 +1,112 @@
+"""Redaction applied to a decision before any byte of it leaves the process.
+
+Settings: hash pod names (every occurrence of the pod name in any string of the record, its
+verdicts and labels becomes a keyed hash, so claim names derived from pod names do not leak it),
+drop pod labels, drop the tenant. The redacted record keeps its original ``output_digest``: the
+digest still names the decision the engine made, and replaying the original inputs reproduces
+it. The changed paths travel with the record (like OPA's ``masked``/``erased`` lists) so a reader
+can tell what was redacted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from audit.records import DecisionRecord
+from audit.telemetry.errors import TelemetryConfigError
+
+ENV_REDACT = "CLAIMTRAIL_OTEL_REDACT"
+ENV_REDACT_SALT = "CLAIMTRAIL_OTEL_REDACT_SALT"
+OPTIONS = ("hash_pod_names", "drop_labels", "drop_tenant")
+
+
+@dataclass(frozen=True)
+class Redaction:
+    hash_pod_names: bool = False
+    drop_labels: bool = False
+    drop_tenant: bool = False
+    salt: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.hash_pod_names or self.drop_labels or self.drop_tenant
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Redaction:
+        raw = environ.get(ENV_REDACT, "")
+        chosen = {part.strip() for part in raw.split(",") if part.strip()}
+        unknown = sorted(chosen - set(OPTIONS))
+        if unknown:
+            raise TelemetryConfigError(
+                f"{ENV_REDACT}: unknown option {unknown[0]!r} (expected a comma list of {', '.join(OPTIONS)})"
+            )
+        return cls(
+            hash_pod_names="hash_pod_names" in chosen,
+            drop_labels="drop_labels" in chosen,
+            drop_tenant="drop_tenant" in chosen,
+            salt=environ.get(ENV_REDACT_SALT, ""),
+        )
+
+    def pod_token(self, pod: str) -> str:
+        h = hashlib.sha256(f"{self.salt}\x00{pod}".encode()).hexdigest()[:16]
+        return f"pod-sha256-{h}"
+
+
+@dataclass(frozen=True)
+class Scrubber:
+    """Rewrites strings for one decision: the pod name, wherever it appears, becomes its token."""
+
+    secret: str = ""
+    token: str = ""
+
+    def text(self, value: str) -> str:
+        if self.secret and self.secret in value:
+            return value.replace(self.secret, self.token)
+        return value
+
+    def deep(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.deep(v) for v in value]
+        if isinstance(value, dict):
+            return {self.text(k): self.deep(v) for k, v in value.items()}
+        return value
+
+
+@dataclass
+class RedactedDecision:
+    record: DecisionRecord
+    labels: dict[str, str]
+    scrubber: Scrubber
+    paths: list[str]
+
+
+def redact(record: DecisionRecord, labels: Mapping[str, str], settings: Redaction) -> RedactedDecision:
+    """Return a redacted copy; the input record is never modified."""
+    original = record.to_dict()
+    scrubber = (
+        Scrubber(record.pod, settings.pod_token(record.pod))
+        if settings.hash_pod_names and record.pod
+        else Scrubber()
+    )
+    data = scrubber.deep(original)
+    if settings.drop_tenant:
+        data["tenant"] = ""
+    kept_labels = {} if settings.drop_labels else {scrubber.text(k): scrubber.text(v) for k, v in labels.items()}
+    paths = sorted(_changed_paths(original, data, ""))
+    if settings.drop_labels and labels:
+        paths.append("/labels")
+    return RedactedDecision(DecisionRecord.from_dict(data), kept_labels, scrubber, paths)
+
+
+def _changed_paths(before: Any, after: Any, path: str) -> list[str]:
+    """JSON-pointer paths whose values differ (key renames report the parent object)."""
+    if isinstance(before, dict) and isinstance(after, dict) and before.keys() == after.keys():
+        return [p for k in before for p in _changed_paths(before[k], after[k], f"{path}/{k}")]
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [p for i, (b, a) in enumerate(zip(before, after, strict=True)) for p in _changed_paths(b, a, f"{path}/{i}")]
+    return [] if before == after else [path or "/"]

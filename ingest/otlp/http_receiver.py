@@ -1,0 +1,100 @@
+"""OTLP/HTTP endpoints ``/v1/traces`` and ``/v1/logs`` as a FastAPI router.
+
+Per the OTLP/HTTP spec: protobuf or JSON bodies (the response uses the request's encoding),
+optional gzip, 200 with ``partial_success`` when some items were rejected, 400 with a
+``google.rpc.Status`` body for a malformed payload (which is also quarantined, raw bytes as
+received), 415 for other media types, and 503 when the sink cannot write so the sender retries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from google.protobuf.message import Message
+from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from starlette.concurrency import run_in_threadpool
+
+from ingest.otlp.payload import (
+    JSON,
+    MAX_BODY_BYTES,
+    PayloadError,
+    UnsupportedMediaType,
+    decompress,
+    media_type,
+    parse,
+    serialize,
+)
+from ingest.otlp.receiver import OtlpReceiver, ReceiverCounters, SinkUnavailable
+from ingest.otlp.sink import RecordSink
+
+SOURCE = "otlp/http"
+
+
+@dataclass(frozen=True)
+class _Signal:
+    kind: str
+    message_type: type[Message]
+    export: Callable[[Any], Message]
+
+
+def make_router(
+    sink: RecordSink, counters: ReceiverCounters | None = None, max_body_bytes: int = MAX_BODY_BYTES
+) -> APIRouter:
+    """Routes for the API server; pass ``counters`` to read what the receiver saw."""
+    receiver = OtlpReceiver(sink, SOURCE, counters or ReceiverCounters())
+    traces = _Signal("traces", ExportTraceServiceRequest, receiver.traces)
+    logs = _Signal("logs", ExportLogsServiceRequest, receiver.logs)
+    router = APIRouter(tags=["otlp"])
+
+    async def dispatch(signal: _Signal, request: Request) -> Response:
+        body = await request.body()
+        # decoding and the store write are blocking work; keep them off the event loop
+        return await run_in_threadpool(
+            _handle,
+            receiver,
+            signal,
+            max_body_bytes,
+            body,
+            request.headers.get("content-type", ""),
+            request.headers.get("content-encoding", ""),
+        )
+
+    @router.post("/v1/traces")
+    async def otlp_traces(request: Request) -> Response:
+        return await dispatch(traces, request)
+
+    @router.post("/v1/logs")
+    async def otlp_logs(request: Request) -> Response:
+        return await dispatch(logs, request)
+
+    return router
+
+
+def _handle(
+    receiver: OtlpReceiver, signal: _Signal, max_body: int, body: bytes, content_type: str, content_encoding: str
+) -> Response:
+    try:
+        media = media_type(content_type)
+    except UnsupportedMediaType as exc:
+        receiver.malformed(signal.kind, str(exc), body)
+        return _status(415, code_pb2.INVALID_ARGUMENT, str(exc), JSON)
+    try:
+        request = parse(decompress(body, content_encoding, max_body), media, signal.message_type)
+    except PayloadError as exc:
+        receiver.malformed(signal.kind, str(exc), body)
+        return _status(400, code_pb2.INVALID_ARGUMENT, str(exc), media)
+    try:
+        response = signal.export(request)
+    except SinkUnavailable as exc:
+        return _status(503, code_pb2.UNAVAILABLE, str(exc), media)
+    return Response(serialize(response, media), status_code=200, media_type=media)
+
+
+def _status(http_status: int, code: int, message: str, media: str) -> Response:
+    body = status_pb2.Status(code=code, message=message)
+    return Response(serialize(body, media), status_code=http_status, media_type=media)

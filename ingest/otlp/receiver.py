@@ -1,0 +1,107 @@
+"""The transport-independent OTLP receiver: decode, write to the sink, quarantine, count.
+
+HTTP (``ingest.otlp.http``) and gRPC (``ingest.otlp.grpc``) both hand decoded export requests
+here. Items that claim to be decisions but fail validation are quarantined one by one and
+reported in the OTLP ``partial_success`` of the response; the rest of the batch is kept.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsPartialSuccess,
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from ingest.otlp.decode import DecodeResult, records_from_logs, records_from_traces
+from ingest.otlp.sink import RecordSink
+
+COUNTER_NAMES = (
+    "requests",
+    "records",
+    "parts",
+    "ignored",
+    "rejected",
+    "malformed",
+    "sink_errors",
+)
+
+
+class ReceiverCounters:
+    """Counts of what arrived: records kept, decision parts, ignored items, rejects, bad payloads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values = dict.fromkeys(COUNTER_NAMES, 0)
+
+    def add(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self._values[name] += n
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._values)
+
+
+class SinkUnavailable(RuntimeError):
+    """The sink failed to write; the sender should retry (HTTP 503, gRPC UNAVAILABLE)."""
+
+
+@dataclass
+class OtlpReceiver:
+    sink: RecordSink
+    source: str
+    counters: ReceiverCounters
+
+    def traces(self, request: ExportTraceServiceRequest) -> ExportTraceServiceResponse:
+        result = self._store(records_from_traces(request))
+        response = ExportTraceServiceResponse()
+        if result.rejected:
+            response.partial_success.CopyFrom(
+                ExportTracePartialSuccess(rejected_spans=len(result.rejected), error_message=_summary(result))
+            )
+        return response
+
+    def logs(self, request: ExportLogsServiceRequest) -> ExportLogsServiceResponse:
+        result = self._store(records_from_logs(request))
+        response = ExportLogsServiceResponse()
+        if result.rejected:
+            response.partial_success.CopyFrom(
+                ExportLogsPartialSuccess(rejected_log_records=len(result.rejected), error_message=_summary(result))
+            )
+        return response
+
+    def malformed(self, kind: str, error: str, raw: bytes) -> None:
+        self.counters.add("requests")
+        self.counters.add("malformed")
+        self.sink.quarantine(self.source, kind, error, raw)
+
+    def _store(self, result: DecodeResult) -> DecodeResult:
+        self.counters.add("requests")
+        for item in result.rejected:
+            self.sink.quarantine(self.source, item.kind, item.error, item.raw)
+        self.counters.add("rejected", len(result.rejected))
+        self.counters.add("ignored", result.ignored)
+        self.counters.add("parts", result.parts)
+        if result.records:
+            try:
+                self.sink.write_records(result.records)
+            except Exception as exc:  # any store failure: the sender keeps the batch and retries
+                self.counters.add("sink_errors")
+                raise SinkUnavailable(f"decision store unavailable: {type(exc).__name__}: {exc}") from exc
+            self.counters.add("records", len(result.records))
+        return result
+
+
+def _summary(result: DecodeResult) -> str:
+    first = result.rejected[0].error
+    more = len(result.rejected) - 1
+    return first if more == 0 else f"{first} (and {more} more rejected)"

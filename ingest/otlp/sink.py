@@ -1,0 +1,44 @@
+"""Where received decisions go: the small protocol the receiver writes to, and an in-memory sink.
+
+The API server passes its AuditStore, which offers these two methods; ``MemorySink`` is the same
+contract kept in lists (for tests, benchmarks and a receiver run without a store).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Protocol
+
+from audit.records import DecisionRecord
+
+
+class RecordSink(Protocol):
+    def write_records(self, records: list[DecisionRecord]) -> None: ...
+
+    def quarantine(self, source: str, kind: str, error: str, raw: bytes) -> None: ...
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    source: str
+    kind: str
+    error: str
+    raw: bytes
+
+
+class MemorySink:
+    """Thread-safe lists of what was written and quarantined."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.records: list[DecisionRecord] = []
+        self.quarantined: list[Quarantined] = []
+
+    def write_records(self, records: list[DecisionRecord]) -> None:
+        with self._lock:
+            self.records.extend(records)
+
+    def quarantine(self, source: str, kind: str, error: str, raw: bytes) -> None:
+        with self._lock:
+            self.quarantined.append(Quarantined(source, kind, error, raw))
