@@ -1,0 +1,178 @@
+"""Bearer tokens, tenants and response redaction for the audit API.
+
+The tokens file is YAML: either a list of entries or a mapping with ``tokens:`` (that list)
+and an optional ``redaction:`` block. Each entry names a token by its SHA-256 hex digest
+(``token_sha256``; ``claimtrail serve --hash-token`` prints it) or, for local setups, in clear
+(``token``, hashed when loaded and never kept), and grants either one ``tenant`` or
+``admin: true``. Only digests are held in memory, so a memory dump or a log never shows a token.
+
+Example::
+
+    tokens:
+      - token_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+        tenant: team-a
+      - token_sha256: 60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752
+        admin: true
+    redaction:
+      hash_pod_names: true   # non-admins see sha256:<16 hex> instead of pod names
+      drop_details: true     # non-admins get no free-text messages or exemplar details
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from audit.cli import UserError
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: an admin (sees every tenant) or exactly one tenant."""
+
+    tenant: str | None
+    admin: bool = False
+
+    @property
+    def scope(self) -> str | None:
+        """The tenant every query is restricted to; None means all tenants (admin)."""
+        return None if self.admin else self.tenant
+
+
+ADMIN = Principal(tenant=None, admin=True)
+
+
+@dataclass(frozen=True)
+class Redaction:
+    hash_pod_names: bool = False
+    drop_details: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.hash_pod_names or self.drop_details
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """Token digests → principals; ``insecure_local`` makes every caller an admin."""
+
+    principals: dict[str, Principal] = field(default_factory=dict)
+    redaction: Redaction = Redaction()
+    insecure_local: bool = False
+
+    def authenticate(self, authorization: str | None) -> Principal | None:
+        if self.insecure_local:
+            return ADMIN
+        if not authorization:
+            return None
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        return self.principals.get(hash_token(token.strip()))
+
+
+def _entry(index: int, raw: Any, source: str) -> tuple[str, Principal]:
+    where = f"tokens file {source}: tokens[{index}]"
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: expected a mapping with token_sha256 (or token) and tenant or admin")
+    unknown = sorted(set(raw) - {"token_sha256", "token", "tenant", "admin", "name"})
+    if unknown:
+        raise UserError(f"{where}.{unknown[0]}: unknown field")
+    if ("token_sha256" in raw) == ("token" in raw):
+        raise UserError(f"{where}: exactly one of token_sha256 or token is required")
+    if "token" in raw:
+        if not isinstance(raw["token"], str) or not raw["token"]:
+            raise UserError(f"{where}.token: expected a non-empty string")
+        digest = hash_token(raw["token"])
+    else:
+        digest = str(raw["token_sha256"]).lower()
+        if not _HEX64.match(digest):
+            raise UserError(f"{where}.token_sha256: expected 64 hex characters (sha256 of the token)")
+    admin = raw.get("admin", False)
+    if not isinstance(admin, bool):
+        raise UserError(f"{where}.admin: expected true or false")
+    tenant = raw.get("tenant")
+    if admin == (tenant is not None):
+        raise UserError(f"{where}: give exactly one of tenant or admin: true")
+    if tenant is not None and (not isinstance(tenant, str) or not tenant):
+        raise UserError(f"{where}.tenant: expected a non-empty string")
+    return digest, Principal(tenant=tenant, admin=admin)
+
+
+def _redaction(raw: Any, source: str) -> Redaction:
+    if raw is None:
+        return Redaction()
+    if not isinstance(raw, dict):
+        raise UserError(f"tokens file {source}: redaction: expected a mapping")
+    for key, value in raw.items():
+        if key not in ("hash_pod_names", "drop_details"):
+            raise UserError(f"tokens file {source}: redaction.{key}: unknown field")
+        if not isinstance(value, bool):
+            raise UserError(f"tokens file {source}: redaction.{key}: expected true or false")
+    return Redaction(**raw)
+
+
+def parse_tokens(doc: Any, source: str = "<tokens>") -> AuthConfig:
+    if isinstance(doc, list):
+        entries, redaction = doc, None
+    elif isinstance(doc, dict):
+        unknown = sorted(set(doc) - {"tokens", "redaction"})
+        if unknown:
+            raise UserError(f"tokens file {source}: {unknown[0]}: unknown field")
+        entries, redaction = doc.get("tokens") or [], doc.get("redaction")
+        if not isinstance(entries, list):
+            raise UserError(f"tokens file {source}: tokens: expected a list")
+    else:
+        raise UserError(f"tokens file {source}: expected a list of tokens or a mapping with tokens:")
+    principals: dict[str, Principal] = {}
+    for i, raw in enumerate(entries):
+        digest, principal = _entry(i, raw, source)
+        if digest in principals:
+            raise UserError(f"tokens file {source}: tokens[{i}]: the same token is listed twice")
+        principals[digest] = principal
+    if not principals:
+        raise UserError(f"tokens file {source}: no tokens defined (use --insecure-local for a local demo)")
+    return AuthConfig(principals=principals, redaction=_redaction(redaction, source))
+
+
+def load_tokens(path: str) -> AuthConfig:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UserError(f"tokens file {path}: cannot read: {exc.strerror}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"tokens file {path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    return parse_tokens(doc, path)
+
+
+def pod_hash(name: str) -> str:
+    return "sha256:" + hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def redact_record(record: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
+    """A copy of a record dict as a non-admin may see it."""
+    if not redaction.active:
+        return record
+    out = dict(record)
+    if redaction.hash_pod_names:
+        for key in ("pod", "pod_uid"):
+            if out.get(key):
+                out[key] = pod_hash(str(out[key]))
+    if redaction.drop_details:
+        out["message"] = ""
+        out["tiers"] = [{**t, "exemplars": [{**e, "detail": {}} for e in t.get("exemplars", [])]}
+                        for t in out.get("tiers", [])]
+    return out

@@ -1,0 +1,110 @@
+"""Query-parameter checks shared by the endpoints: every bad value is a 400 naming the parameter.
+
+Values that reach the store are validated here first (ids, model names, times, enums), so
+injection strings and garbage never get further than a problem document; the store still
+binds every value server-side.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from audit.api.problems import Problem
+from audit.records import Outcome, Track
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+_MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+# Kubernetes names: DNS subdomains for pods and namespaces; tenants and clusters are plain labels.
+_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:()-]{0,127}$")
+
+GROUP_BY_CHOICES = ("tenant", "model", "hour", "day", "preferred", "allocated", "cluster", "policy_version",
+                    "track", "template_version", "retry_class")
+
+
+def decision_id(value: str) -> str:
+    if not _ID.match(value):
+        raise Problem("invalid-parameter", f"decision id {value[:80]!r}: expected letters, digits, '-', '.', ':' or '_'"
+                      " (at most 128)")
+    return value
+
+
+def model(value: str | None, name: str = "model") -> str | None:
+    if value is None or value == "":
+        return None
+    if not _MODEL.match(value):
+        raise Problem("invalid-parameter", f"{name} {value[:80]!r}: expected a device model name such as H100")
+    return value
+
+
+def k8s_name(value: str | None, name: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not _NAME.match(value):
+        raise Problem("invalid-parameter", f"{name} {value[:80]!r}: expected a Kubernetes name (lowercase DNS subdomain)")
+    return value
+
+
+def label(value: str | None, name: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not _LABEL.match(value):
+        raise Problem("invalid-parameter", f"{name} {value[:80]!r}: expected letters, digits and . _ : - ( )")
+    return value
+
+
+def timestamp(value: str | None, name: str) -> str | None:
+    """RFC 3339 time, returned normalised to UTC ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
+    if value is None or value == "":
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise Problem("invalid-parameter", f"{name} {value[:80]!r}: expected an RFC 3339 time such as "
+                      "2026-05-01T00:00:00Z") from None
+    if parsed.tzinfo is None:
+        raise Problem("invalid-parameter", f"{name} {value[:80]!r}: the time needs a zone (Z or +hh:mm)")
+    from datetime import UTC
+
+    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def outcome(value: str | None) -> str | None:
+    if value is None or value == "":
+        return None
+    if value not in {o.value for o in Outcome}:
+        raise Problem("invalid-parameter", f"outcome {value[:80]!r}: expected one of "
+                      f"{', '.join(o.value for o in Outcome)}")
+    return value
+
+
+def track(value: str | None) -> str | None:
+    if value is None or value == "":
+        return None
+    if value not in {t.value for t in Track}:
+        raise Problem("invalid-parameter", f"track {value[:80]!r}: expected one of {', '.join(t.value for t in Track)}")
+    return value
+
+
+def boolean(value: str | None, name: str) -> bool | None:
+    if value is None or value == "":
+        return None
+    lowered = value.lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise Problem("invalid-parameter", f"{name} {value[:80]!r}: expected true or false")
+
+
+def group_by(value: str | None, default: tuple[str, ...]) -> list[str]:
+    if value is None or value.strip() == "":
+        return list(default)
+    keys = [k.strip() for k in value.split(",") if k.strip()]
+    for k in keys:
+        if k not in GROUP_BY_CHOICES:
+            raise Problem("invalid-parameter", f"group_by {k[:80]!r}: expected any of {', '.join(GROUP_BY_CHOICES)}")
+    if len(set(keys)) != len(keys):
+        raise Problem("invalid-parameter", "group_by: a key is repeated")
+    return keys
