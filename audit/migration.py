@@ -1,0 +1,517 @@
+"""Device plugin → DRA migration: cohorts, their statistics with confidence intervals, a verdict,
+and the ordered plan that follows from it.
+
+Pure: records (and optional release times) in, a report out; no clock, and randomness only
+through a seeded ``random.Random`` the caller passes for bootstrap intervals.
+
+A cohort is the set of pods sharing a ``track`` (``device-plugin`` or ``dra``) and a claim
+template version (the ``claimtrail.io/template-version`` label). Per pod, the latest record
+decides its cohort; the pod succeeded if any attempt allocated; its scheduling latency is the
+bound record's ``wait_ms`` (creation → bound) and its time pending the largest ``wait_ms`` of
+any attempt (so pods that never bound count too). GPU utilisation comes from allocation
+lifetimes: of the time from a pod's creation until its devices were released, the share it held
+them, ``lifetime / (wait + lifetime)``.
+
+Candidate and baseline are compared through the interval of their difference (Newcombe's
+hybrid score interval built from Wilson intervals for rates; Welch's normal approximation, or a
+seeded percentile bootstrap, for means). Per metric, with ``r`` the regression (oriented so
+positive is worse) and ``t`` its declared tolerance: ``low(r) > t`` → worse (rollback),
+``high(r) <= t`` → acceptable, otherwise inconclusive (hold).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from audit.records import DecisionRecord, Outcome, Track
+
+
+class Verdict(StrEnum):
+    PROMOTE = "promote"
+    HOLD = "hold"
+    ROLLBACK = "rollback"
+
+
+class MetricState(StrEnum):
+    ACCEPTABLE = "acceptable"
+    WORSE = "worse"
+    INCONCLUSIVE = "inconclusive"
+    NOT_MEASURED = "not_measured"
+
+
+METRICS = ("success_rate", "fallback_rate", "scheduling_latency_ms", "time_pending_ms", "gpu_utilisation")
+HIGHER_IS_BETTER = frozenset({"success_rate", "gpu_utilisation"})
+RATE_METRICS = frozenset({"success_rate", "fallback_rate"})
+
+
+class MigrationError(ValueError):
+    """A threshold document or input that cannot be used; the message names the field."""
+
+
+# -- cohorts ----------------------------------------------------------------------------------------
+@dataclass(frozen=True, order=True)
+class CohortKey:
+    track: str
+    template_version: str = ""
+
+    def matches(self, other: CohortKey) -> bool:
+        """A selector with an empty template version matches every version of its track."""
+        return self.track == other.track and (not self.template_version or self.template_version == other.template_version)
+
+    def __str__(self) -> str:
+        return f"{self.track}/{self.template_version}" if self.template_version else self.track
+
+
+@dataclass
+class PodOutcome:
+    key: CohortKey
+    succeeded: bool
+    fallback: bool
+    latency_ms: float | None  # None when the pod never bound
+    pending_ms: float
+    utilisation: float | None  # None when no release was observed
+
+
+@dataclass
+class Cohort:
+    key: CohortKey
+    pods: list[PodOutcome] = field(default_factory=list)
+
+    def samples(self, metric: str) -> list[float]:
+        if metric == "success_rate":
+            return [1.0 if p.succeeded else 0.0 for p in self.pods]
+        if metric == "fallback_rate":
+            return [1.0 if p.fallback else 0.0 for p in self.pods if p.succeeded]
+        if metric == "scheduling_latency_ms":
+            return [p.latency_ms for p in self.pods if p.latency_ms is not None]
+        if metric == "time_pending_ms":
+            return [p.pending_ms for p in self.pods]
+        if metric == "gpu_utilisation":
+            return [p.utilisation for p in self.pods if p.utilisation is not None]
+        raise MigrationError(f"unknown metric {metric!r}")
+
+
+def _parse_time(text: str, what: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise MigrationError(f"{what}: not an RFC 3339 time: {text!r}") from None
+
+
+def pod_key(record: DecisionRecord) -> tuple[str, str, str]:
+    return (record.cluster, record.namespace, record.pod_uid or record.pod)
+
+
+def build_cohorts(
+    records: Iterable[DecisionRecord], releases: Mapping[tuple[str, str, str], str] | None = None
+) -> dict[CohortKey, Cohort]:
+    """Group records per pod, then pods per cohort. ``releases`` maps a pod key to the time its
+    devices were released (pod deleted or finished)."""
+    by_pod: dict[tuple[str, str, str], list[DecisionRecord]] = defaultdict(list)
+    for rec in records:
+        by_pod[pod_key(rec)].append(rec)
+    cohorts: dict[CohortKey, Cohort] = {}
+    for pkey in sorted(by_pod):
+        attempts = sorted(by_pod[pkey], key=lambda r: (r.seq, r.time, r.attempt, r.decision_id))
+        last = attempts[-1]
+        key = CohortKey(last.track, last.template_version)
+        bound = next((r for r in attempts if r.outcome == Outcome.ALLOCATED.value), None)
+        pending = float(max(r.wait_ms for r in attempts))
+        utilisation = None
+        if bound is not None and releases and pkey in releases:
+            held = (
+                _parse_time(releases[pkey], f"release of {pkey[1]}/{pkey[2]}")
+                - _parse_time(bound.time, f"record {bound.decision_id}: time")
+            ).total_seconds() * 1000.0
+            if held < 0:
+                raise MigrationError(f"release of {pkey[1]}/{pkey[2]} is before its allocation at {bound.time}")
+            total = held + bound.wait_ms
+            utilisation = held / total if total > 0 else 1.0
+        cohorts.setdefault(key, Cohort(key)).pods.append(
+            PodOutcome(
+                key=key,
+                succeeded=bound is not None,
+                fallback=bool(bound and bound.fallback),
+                latency_ms=float(bound.wait_ms) if bound is not None else None,
+                pending_ms=pending,
+                utilisation=utilisation,
+            )
+        )
+    return dict(sorted(cohorts.items()))
+
+
+# -- intervals --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    low: float
+    high: float
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"estimate": self.estimate, "low": self.low, "high": self.high, "n": self.n}
+
+
+def z_for(confidence: float) -> float:
+    """Two-sided normal quantile, by bisection on erf (no SciPy in the pure core)."""
+    if not 0.5 < confidence < 1.0:
+        raise MigrationError(f"confidence: must be in (0.5, 1), got {confidence}")
+    target = confidence
+    lo, hi = 0.0, 10.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if math.erf(mid / math.sqrt(2)) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def wilson(successes: int, n: int, z: float) -> Interval:
+    """Wilson score interval: well-behaved near 0 and 1 and for small n, unlike the Wald interval."""
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # at k = 0 and k = n the bound is exactly 0 or 1; do not let rounding move it
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(p, low, high, n)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _variance(values: Sequence[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    m = _mean(values)
+    return sum((v - m) ** 2 for v in values) / (len(values) - 1)
+
+
+def mean_interval(values: Sequence[float], z: float) -> Interval:
+    if not values:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    m = _mean(values)
+    half = z * math.sqrt(_variance(values) / len(values))
+    return Interval(m, m - half, m + half, len(values))
+
+
+def rate_difference(cand: Sequence[float], base: Sequence[float], z: float) -> Interval:
+    """Newcombe's hybrid score interval for p_cand − p_base (method 10, Newcombe 1998)."""
+    a = wilson(int(sum(cand)), len(cand), z)
+    b = wilson(int(sum(base)), len(base), z)
+    d = a.estimate - b.estimate
+    low = d - math.sqrt((a.estimate - a.low) ** 2 + (b.high - b.estimate) ** 2)
+    high = d + math.sqrt((a.high - a.estimate) ** 2 + (b.estimate - b.low) ** 2)
+    return Interval(d, low, high, min(len(cand), len(base)))
+
+
+def mean_difference(
+    cand: Sequence[float], base: Sequence[float], z: float, *, rng: random.Random | None = None, resamples: int = 1000
+) -> Interval:
+    """mean_cand − mean_base: Welch's normal approximation, or a percentile bootstrap when
+    ``rng`` is given (deterministic for a seeded generator)."""
+    d = _mean(cand) - _mean(base)
+    if rng is None:
+        half = z * math.sqrt(_variance(cand) / len(cand) + _variance(base) / len(base))
+        return Interval(d, d - half, d + half, min(len(cand), len(base)))
+    diffs = sorted(
+        _mean([cand[rng.randrange(len(cand))] for _ in cand]) - _mean([base[rng.randrange(len(base))] for _ in base])
+        for _ in range(resamples)
+    )
+    alpha = 1 - math.erf(z / math.sqrt(2))
+    lo_i = max(0, int(math.floor(alpha / 2 * resamples)))
+    hi_i = min(resamples - 1, int(math.ceil((1 - alpha / 2) * resamples)) - 1)
+    return Interval(d, diffs[lo_i], diffs[hi_i], min(len(cand), len(base)))
+
+
+# -- thresholds and verdict -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MetricThreshold:
+    max_regression: float  # in the metric's unit, oriented so positive is worse
+    required: bool = False  # a required metric must be measured to promote
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    baseline: CohortKey
+    candidate: CohortKey
+    confidence: float = 0.95
+    min_pods: int = 30
+    metrics: Mapping[str, MetricThreshold] = field(default_factory=dict)
+    bootstrap_resamples: int = 0  # 0: normal approximation for means
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> Thresholds:
+        if not isinstance(doc, dict):
+            raise MigrationError("thresholds: expected a mapping")
+        known = {"baseline", "candidate", "confidence", "min_pods", "metrics", "bootstrap_resamples"}
+        for k in sorted(set(doc) - known):
+            raise MigrationError(f"thresholds.{k}: unknown field")
+
+        def cohort(name: str) -> CohortKey:
+            sel = doc.get(name)
+            if not isinstance(sel, dict) or not isinstance(sel.get("track"), str):
+                raise MigrationError(f"thresholds.{name}.track: required (dra or device-plugin)")
+            if sel["track"] not in {t.value for t in Track}:
+                raise MigrationError(f"thresholds.{name}.track: unknown track {sel['track']!r}")
+            return CohortKey(sel["track"], str(sel.get("template_version", "") or ""))
+
+        metrics: dict[str, MetricThreshold] = {}
+        raw_metrics = doc.get("metrics") or {}
+        if not isinstance(raw_metrics, dict) or not raw_metrics:
+            raise MigrationError("thresholds.metrics: declare at least one metric")
+        for name in sorted(raw_metrics):
+            if name not in METRICS:
+                raise MigrationError(f"thresholds.metrics.{name}: unknown metric (known: {', '.join(METRICS)})")
+            m = raw_metrics[name]
+            if not isinstance(m, dict) or not isinstance(m.get("max_regression"), int | float):
+                raise MigrationError(f"thresholds.metrics.{name}.max_regression: required number")
+            metrics[name] = MetricThreshold(float(m["max_regression"]), bool(m.get("required", False)))
+        confidence = doc.get("confidence", 0.95)
+        min_pods = doc.get("min_pods", 30)
+        resamples = doc.get("bootstrap_resamples", 0)
+        if not isinstance(confidence, float):
+            raise MigrationError("thresholds.confidence: expected a number like 0.95")
+        if not isinstance(min_pods, int) or min_pods < 1:
+            raise MigrationError("thresholds.min_pods: expected a positive integer")
+        if not isinstance(resamples, int) or resamples < 0:
+            raise MigrationError("thresholds.bootstrap_resamples: expected a non-negative integer")
+        z_for(confidence)
+        return cls(cohort("baseline"), cohort("candidate"), confidence, min_pods, metrics, resamples)
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    metric: str
+    baseline: Interval
+    candidate: Interval
+    regression: Interval  # candidate vs baseline, positive = worse
+    max_regression: float
+    state: MetricState
+
+
+@dataclass(frozen=True)
+class Report:
+    baseline: CohortKey
+    candidate: CohortKey
+    baseline_pods: int
+    candidate_pods: int
+    comparisons: list[MetricComparison]
+    verdict: Verdict
+    reasons: list[str]
+    cohorts: dict[CohortKey, dict[str, Interval]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": str(self.baseline),
+            "candidate": str(self.candidate),
+            "baseline_pods": self.baseline_pods,
+            "candidate_pods": self.candidate_pods,
+            "verdict": self.verdict.value,
+            "reasons": self.reasons,
+            "comparisons": [
+                {
+                    "metric": c.metric,
+                    "baseline": c.baseline.to_dict(),
+                    "candidate": c.candidate.to_dict(),
+                    "regression": c.regression.to_dict(),
+                    "max_regression": c.max_regression,
+                    "state": c.state.value,
+                }
+                for c in self.comparisons
+            ],
+            "cohorts": {str(k): {m: i.to_dict() for m, i in v.items()} for k, v in self.cohorts.items()},
+        }
+
+
+def describe(cohort: Cohort, z: float) -> dict[str, Interval]:
+    out: dict[str, Interval] = {}
+    for metric in METRICS:
+        values = cohort.samples(metric)
+        if metric in RATE_METRICS:
+            out[metric] = wilson(int(sum(values)), len(values), z)
+        else:
+            out[metric] = mean_interval(values, z)
+    return out
+
+
+def _merge(cohorts: Mapping[CohortKey, Cohort], selector: CohortKey) -> Cohort:
+    merged = Cohort(selector)
+    for key, cohort in cohorts.items():
+        if selector.matches(key):
+            merged.pods.extend(cohort.pods)
+    return merged
+
+
+def compare(
+    cohorts: Mapping[CohortKey, Cohort], thresholds: Thresholds, rng: random.Random | None = None
+) -> Report:
+    z = z_for(thresholds.confidence)
+    base = _merge(cohorts, thresholds.baseline)
+    cand = _merge(cohorts, thresholds.candidate)
+    reasons: list[str] = []
+    comparisons: list[MetricComparison] = []
+    base_desc, cand_desc = describe(base, z), describe(cand, z)
+    for metric in METRICS:
+        if metric not in thresholds.metrics:
+            continue
+        limit = thresholds.metrics[metric]
+        b, c = base.samples(metric), cand.samples(metric)
+        if not b or not c:
+            nan = Interval(math.nan, math.nan, math.nan, 0)
+            comparisons.append(
+                MetricComparison(metric, base_desc[metric], cand_desc[metric], nan, limit.max_regression, MetricState.NOT_MEASURED)
+            )
+            if limit.required:
+                reasons.append(f"{metric}: required but not measured in both cohorts")
+            continue
+        if metric in RATE_METRICS:
+            diff = rate_difference(c, b, z)
+        else:
+            boot = rng if thresholds.bootstrap_resamples else None
+            diff = mean_difference(c, b, z, rng=boot, resamples=thresholds.bootstrap_resamples or 1000)
+        regression = (
+            Interval(-diff.estimate, -diff.high, -diff.low, diff.n) if metric in HIGHER_IS_BETTER else diff
+        )
+        if regression.low > limit.max_regression:
+            state = MetricState.WORSE
+            reasons.append(
+                f"{metric}: candidate is worse by {regression.estimate:.4g} "
+                f"(interval {regression.low:.4g}..{regression.high:.4g}) beyond the allowed {limit.max_regression:.4g}"
+            )
+        elif regression.high <= limit.max_regression:
+            state = MetricState.ACCEPTABLE
+        else:
+            state = MetricState.INCONCLUSIVE
+            reasons.append(
+                f"{metric}: interval {regression.low:.4g}..{regression.high:.4g} straddles the allowed {limit.max_regression:.4g}"
+            )
+        comparisons.append(MetricComparison(metric, base_desc[metric], cand_desc[metric], regression, limit.max_regression, state))
+    states = {c.state for c in comparisons}
+    too_few = len(base.pods) < thresholds.min_pods or len(cand.pods) < thresholds.min_pods
+    if MetricState.WORSE in states:
+        verdict = Verdict.ROLLBACK
+    elif too_few:
+        verdict = Verdict.HOLD
+        reasons.append(
+            f"need at least {thresholds.min_pods} pods per cohort "
+            f"(baseline {len(base.pods)}, candidate {len(cand.pods)})"
+        )
+    elif MetricState.INCONCLUSIVE in states or any(r.endswith("not measured in both cohorts") for r in reasons):
+        verdict = Verdict.HOLD
+    else:
+        verdict = Verdict.PROMOTE
+    return Report(
+        baseline=thresholds.baseline,
+        candidate=thresholds.candidate,
+        baseline_pods=len(base.pods),
+        candidate_pods=len(cand.pods),
+        comparisons=comparisons,
+        verdict=verdict,
+        reasons=reasons,
+        cohorts={k: describe(v, z) for k, v in cohorts.items()},
+    )
+
+
+def report(
+    records: Iterable[DecisionRecord],
+    thresholds: Thresholds,
+    *,
+    releases: Mapping[tuple[str, str, str], str] | None = None,
+    rng: random.Random | None = None,
+) -> Report:
+    return compare(build_cohorts(records, releases), thresholds, rng)
+
+
+def releases_from_events(events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
+    """When each pod released its devices, from world events (dicts of WorldEvent): the pod's
+    delete, or the first upsert showing it Succeeded or Failed."""
+    out: dict[tuple[str, str, str], str] = {}
+    for ev in sorted(events, key=lambda e: (e.get("cluster", ""), e.get("seq", 0))):
+        if ev.get("object_kind") != "Pod":
+            continue
+        payload = ev.get("payload") or {}
+        uid = (payload.get("metadata") or {}).get("uid") or ev.get("name", "")
+        key = (str(ev.get("cluster", "")), str(ev.get("namespace", "")), str(uid))
+        finished = (payload.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if key not in out and (ev.get("type") == "delete" or finished):
+            out[key] = str(ev.get("time", ""))
+    return out
+
+
+# -- plan -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlanStep:
+    action: str
+    detail: str
+    command: str = ""
+    check: str = ""
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """What the plan acts on: the new template version and the namespaces in each stage."""
+
+    template: str = "gpu-h100-first"
+    template_version: str = "v2"
+    device_class: str = "gpu.nvidia.com"
+    canary_namespaces: tuple[str, ...] = ()
+    expand_namespaces: tuple[str, ...] = ()
+    overlay_dir: str = "deploy/overlays"
+
+
+def plan(verdict: Verdict, rollout: Rollout) -> list[PlanStep]:
+    """The ordered steps for a verdict. No step changes a running pod: a workload moves between
+    the device plugin and a claim only when its pods are re-created, so a pod never holds a
+    claim and a device-plugin GPU at once."""
+    canary = ", ".join(rollout.canary_namespaces) or "(canary namespaces)"
+    expand = ", ".join(rollout.expand_namespaces) or "(next namespaces)"
+    tmpl = f"{rollout.template}-{rollout.template_version}"
+    ov = rollout.overlay_dir
+    report_cmd = "claimtrail migration report --thresholds deploy/migration/thresholds.yaml --server $CLAIMTRAIL_API"
+    if verdict is Verdict.ROLLBACK:
+        return [
+            PlanStep("freeze", f"stop publishing ResourceClaimTemplate {tmpl}: no new namespace gets it", f"kubectl apply -k {ov}/migration-rollback"),
+            PlanStep(
+                "switch-back",
+                f"roll the canary workloads in {canary} back to `nvidia.com/gpu` limits; each new pod uses the "
+                "device plugin only, pods still holding claims keep them",
+                "kubectl rollout restart deployment -n <namespace>  # after reverting the pod template",
+            ),
+            PlanStep(
+                "drain",
+                "leave bound DRA pods to their termination policy (terminationGracePeriodSeconds, Job completion); "
+                "do not delete their claims",
+                check=f"no allocated ResourceClaim from {tmpl} remains in {canary}",
+            ),
+            PlanStep("remove-template", f"delete ResourceClaimTemplate {tmpl} from {canary}", f"kubectl delete resourceclaimtemplate {tmpl} -n <namespace>"),
+            PlanStep("verify", "the DRA cohort is empty and the device-plugin cohort meets its baseline", report_cmd),
+        ]
+    if verdict is Verdict.HOLD:
+        return [
+            PlanStep("keep", f"keep {tmpl} in {canary} only; expand nothing"),
+            PlanStep("watch", "collect more decisions until every metric is conclusive", report_cmd),
+        ]
+    return [
+        PlanStep("enable-class", f"make sure DeviceClass {rollout.device_class} exists (cluster-scoped, idempotent)", f"kubectl apply -k {ov}/../dra"),
+        PlanStep("publish-template", f"publish ResourceClaimTemplate {tmpl} in {expand}", f"kubectl apply -k {ov}/migration-expand"),
+        PlanStep(
+            "switch-workloads",
+            f"move workloads in {expand} from `nvidia.com/gpu` limits to the claim template by re-creating their pods; "
+            "running pods keep their device-plugin GPU until replaced",
+        ),
+        PlanStep("watch", "compare the cohorts again before the next stage", report_cmd),
+        PlanStep("expand", "repeat for the next namespace set; make the template the default last"),
+    ]
