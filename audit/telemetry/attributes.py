@@ -78,6 +78,7 @@ def root_attributes(
         s.TRACK: record.track,
         s.TEMPLATE_VERSION: record.template_version,
         s.ENGINE_VERSION: record.engine_version,
+        s.MESSAGE: record.message,
         s.CLAIMS: list(record.claims),
         s.CLAIM_UIDS: list(record.claim_uids),
         s.PREFERENCE: list(record.preference),

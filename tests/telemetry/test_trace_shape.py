@@ -1,0 +1,141 @@
+"""The exported protobuf: span tree, deterministic ids and times, attribute names, log links."""
+
+from __future__ import annotations
+
+import calendar
+
+import pytest
+
+from audit.records import Outcome
+from audit.telemetry import schema as s
+from audit.telemetry.ids import root_span_id_for, tier_span_id_for, trace_id_for
+from tests.telemetry.capture import attrs, export_over_http
+from tests.telemetry.records_factory import NAMESPACE, POD, TENANT, make_record
+
+START_NS = calendar.timegm((2026, 3, 14, 9, 26, 53)) * 1_000_000_000 + 589_793_000
+
+
+def _id(value: int, size: int) -> bytes:
+    return value.to_bytes(size, "big")
+
+
+def test_one_root_span_with_a_child_span_per_tier(monkeypatch: pytest.MonkeyPatch) -> None:
+    record = make_record()
+    wire = export_over_http(monkeypatch, [record])
+    root = wire.root()
+    assert root.name == s.ROOT_SPAN
+    assert [t.name for t in wire.tiers()] == [s.TIER_SPAN, s.TIER_SPAN]
+    assert {t.parent_span_id for t in wire.tiers()} == {root.span_id}
+    assert {sp.trace_id for sp in wire.spans} == {_id(trace_id_for(record.decision_id), 16)}
+    assert root.span_id == _id(root_span_id_for(record.decision_id), 8)
+    assert sorted(t.span_id for t in wire.tiers()) == sorted(
+        _id(tier_span_id_for(record.decision_id, i), 8) for i in (0, 1)
+    )
+
+
+def test_span_times_come_from_the_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    wire = export_over_http(monkeypatch, [make_record(duration_us=420)])
+    for span in wire.spans:
+        assert (span.start_time_unix_nano, span.end_time_unix_nano) == (START_NS, START_NS + 420_000)
+    assert {lr.time_unix_nano for lr in wire.logs} == {START_NS}
+
+
+def test_root_span_attributes_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    record = make_record()
+    root = attrs(export_over_http(monkeypatch, [record]).root())
+    expected = {
+        "k8s.cluster.name": "gpu-east",
+        "k8s.namespace.name": NAMESPACE,
+        "k8s.pod.name": POD,
+        "k8s.pod.uid": record.pod_uid,
+        "k8s.node.name": "node-a7",
+        "claimtrail.decision_id": record.decision_id,
+        "claimtrail.schema_version": 1,
+        "claimtrail.seq": 1042,
+        "claimtrail.attempt": 0,
+        "claimtrail.tenant": TENANT,
+        "claimtrail.outcome": "allocated",
+        "claimtrail.preferred_model": "H100",
+        "claimtrail.allocated_model": "A100",
+        "claimtrail.tier_index": 1,
+        "claimtrail.fallback": True,
+        "claimtrail.policy_version": "2026-03-01",
+        "claimtrail.policy_digest": "a" * 64,
+        "claimtrail.input_digest": "b" * 64,
+        "claimtrail.output_digest": record.output_digest,
+        "claimtrail.wait_ms": 1500,
+        "claimtrail.steps": 17,
+        "claimtrail.duration_us": 420,
+        "claimtrail.track": "dra",
+        "claimtrail.template_version": "v3",
+        "claimtrail.engine_version": "0.1.0",
+        "claimtrail.message": record.message,
+        "claimtrail.claims": [f"{NAMESPACE}/{POD}-gpu"],
+        "claimtrail.claim_uids": record.claim_uids,
+        "claimtrail.preference": ["h100", "a100"],
+        "claimtrail.devices": ["gpu.nvidia.com/node-a7/gpu-3"],
+        "claimtrail.blockers": ["insufficient_on_node@0"],
+        "claimtrail.verdicts.exported": 3,
+        "claimtrail.verdicts.dropped": 0,
+        "claimtrail.backoff_ms": 0,
+    }
+    record_json = root.pop(s.RECORD)
+    assert root == expected
+    assert record_json.startswith('{"allocated_model":"A100",')
+
+
+def test_tier_spans_count_devices_per_reason_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    tiers = {attrs(t)[s.TIER_INDEX]: attrs(t) for t in export_over_http(monkeypatch, [make_record()]).tiers()}
+    assert tiers[0] == {
+        "claimtrail.decision_id": make_record().decision_id,
+        "claimtrail.tier_index": 0,
+        "claimtrail.tier.request": "gpu/h100",
+        "claimtrail.tier.model": "H100",
+        "claimtrail.tier.considered": 8,
+        "claimtrail.tier.nodes_evaluated": 2,
+        "claimtrail.tier.verdicts.dropped": 0,
+        "claimtrail.tier.reason.in_use": 6,
+        "claimtrail.tier.reason.unhealthy": 2,
+    }
+    assert (tiers[1]["claimtrail.tier.reason.selected"], tiers[1]["claimtrail.tier.reason.not_reached"]) == (1, 3)
+
+
+def test_every_attribute_key_is_k8s_semconv_or_under_the_one_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    wire = export_over_http(monkeypatch, [make_record()], labels={"app": "trainer"})
+    keys = {k for item in [*wire.spans, *wire.logs] for k in attrs(item)}
+    outside = {k for k in keys if not k.startswith(s.PREFIX)}
+    assert outside == {"k8s.cluster.name", "k8s.namespace.name", "k8s.pod.name", "k8s.pod.uid", "k8s.node.name",
+                       "k8s.pod.label.app"}
+
+
+def test_verdict_log_records_link_to_their_tier_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    record = make_record()
+    wire = export_over_http(monkeypatch, [record])
+    tier_span = {attrs(t)[s.TIER_INDEX]: t.span_id for t in wire.tiers()}
+    got = sorted(
+        (attrs(lr)[s.TIER_INDEX], attrs(lr)[s.VERDICT_DEVICE], attrs(lr)[s.VERDICT_REASON], lr.span_id == tier_span[attrs(lr)[s.TIER_INDEX]])
+        for lr in wire.logs
+    )
+    assert got == [
+        (0, "gpu.nvidia.com/node-h1/gpu-0", "in_use", True),
+        (0, "gpu.nvidia.com/node-h1/gpu-1", "unhealthy", True),
+        (1, "gpu.nvidia.com/node-a7/gpu-3", "selected", True),
+    ]
+    assert {lr.trace_id for lr in wire.logs} == {_id(trace_id_for(record.decision_id), 16)}
+    assert {lr.event_name for lr in wire.logs} == {s.VERDICT_EVENT}
+    unhealthy = next(lr for lr in wire.logs if attrs(lr)[s.VERDICT_REASON] == "unhealthy")
+    assert attrs(unhealthy)["claimtrail.detail.taint"] == "gpu.nvidia.com/unhealthy"
+    assert unhealthy.body.string_value == "tier 0: gpu.nvidia.com/node-h1/gpu-1 on node-h1: unhealthy"
+
+
+def test_an_error_outcome_marks_the_root_span_as_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    record = make_record(outcome=Outcome.ERROR.value, message="cel_runtime: no such key", devices=[], node="")
+    root = export_over_http(monkeypatch, [record]).root()
+    assert (root.status.code, root.status.message) == (2, "cel_runtime: no such key")  # STATUS_CODE_ERROR
+
+
+def test_exporting_a_decision_twice_gives_byte_identical_spans_and_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = export_over_http(monkeypatch, [make_record()])
+    second = export_over_http(monkeypatch, [make_record()])
+    assert sorted(sp.SerializeToString() for sp in first.spans) == sorted(sp.SerializeToString() for sp in second.spans)
+    assert sorted(lr.SerializeToString() for lr in first.logs) == sorted(lr.SerializeToString() for lr in second.logs)
