@@ -156,7 +156,11 @@ class Interval:
     n: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"estimate": self.estimate, "low": self.low, "high": self.high, "n": self.n}
+        # an unmeasured interval is NaN in memory and null in JSON
+        def num(x: float) -> float | None:
+            return None if math.isnan(x) else x
+
+        return {"estimate": num(self.estimate), "low": num(self.low), "high": num(self.high), "n": self.n}
 
 
 def z_for(confidence: float) -> float:

@@ -1,0 +1,227 @@
+"""``claimtrail migration report|plan``: judge the device plugin → DRA canary and say what to do.
+
+``report`` reads decision records (``--records FILE`` JSON lines, or ``--server URL`` the audit
+API), groups them into cohorts by track and claim-template version, compares the candidate with
+the baseline declared in ``--thresholds FILE`` and prints the verdict (promote, hold, rollback)
+with every metric's interval. ``--events FILE`` (world events, JSON lines) adds allocation
+lifetimes for GPU utilisation. ``plan`` prints the ordered steps for a verdict, given with
+``--verdict`` or computed like ``report``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+from typing import Any
+
+import yaml
+
+from audit.cli import UserError
+from audit.migration import (
+    MigrationError,
+    Report,
+    Rollout,
+    Thresholds,
+    Verdict,
+    plan,
+    releases_from_events,
+    report,
+)
+from audit.records import DecisionRecord, RecordError, validate_record
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("migration", help="device plugin -> DRA canary: report, verdict and plan")
+    msub = p.add_subparsers(dest="migration_command", metavar="ACTION")
+    rep = msub.add_parser("report", help="compare cohorts and give a promote/hold/rollback verdict")
+    _inputs(rep)
+    rep.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    rep.set_defaults(func=run_report)
+    pl = msub.add_parser("plan", help="the ordered steps for a verdict")
+    _inputs(pl, required=False)
+    pl.add_argument("--verdict", choices=[v.value for v in Verdict], help="plan for this verdict instead of computing it")
+    pl.add_argument("--canary", default="", help="comma-separated canary namespaces")
+    pl.add_argument("--expand", default="", help="comma-separated namespaces of the next stage")
+    pl.add_argument("--template", default="gpu-h100-first", help="ResourceClaimTemplate name without version")
+    pl.add_argument("--template-version", default="", help="default: the candidate's version in --thresholds, else v2")
+    pl.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    pl.set_defaults(func=run_plan)
+    p.set_defaults(func=lambda _args: _usage(p))
+
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _inputs(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--thresholds", required=required, metavar="FILE", help="verdict thresholds (YAML)")
+    p.add_argument("--records", metavar="FILE", help="decision records, JSON lines")
+    p.add_argument("--server", help="audit API URL to read records from (default CLAIMTRAIL_API)")
+    p.add_argument("--token", help="bearer token (default CLAIMTRAIL_TOKEN)")
+    p.add_argument("--cluster", help="only records of this cluster")
+    p.add_argument("--since", help="only records at or after this RFC 3339 time")
+    p.add_argument("--events", metavar="FILE", help="world events, JSON lines (allocation lifetimes)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (when thresholds ask for it)")
+
+
+def _read_thresholds(path: str) -> Thresholds:
+    try:
+        with open(path) as fh:
+            doc = yaml.safe_load(fh)
+    except OSError as exc:
+        raise UserError(f"--thresholds {path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"--thresholds {path}: not YAML: {str(exc).splitlines()[0]}") from None
+    try:
+        return Thresholds.from_dict(doc)
+    except MigrationError as exc:
+        raise UserError(f"--thresholds {path}: {exc}") from None
+
+
+def _jsonl(path: str) -> list[tuple[int, Any]]:
+    out = []
+    try:
+        with open(path) as fh:
+            for n, line in enumerate(fh, 1):
+                if line.strip():
+                    try:
+                        out.append((n, json.loads(line)))
+                    except json.JSONDecodeError as exc:
+                        raise UserError(f"{path}:{n}: not JSON: {exc.msg}") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+    return out
+
+
+def _records_from_file(path: str) -> list[DecisionRecord]:
+    records = []
+    for n, data in _jsonl(path):
+        try:
+            records.append(validate_record(data))
+        except RecordError as exc:
+            raise UserError(f"{path}:{n}: {exc}") from None
+    return records
+
+
+def _records_from_api(args: argparse.Namespace) -> list[DecisionRecord]:
+    import httpx
+
+    server = (args.server or os.environ.get("CLAIMTRAIL_API") or DEFAULT_SERVER).rstrip("/")
+    token = args.token or os.environ.get("CLAIMTRAIL_TOKEN", "")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    params: dict[str, Any] = {"limit": 1000}
+    if args.cluster:
+        params["cluster"] = args.cluster
+    if args.since:
+        params["since"] = args.since
+    records: list[DecisionRecord] = []
+    with httpx.Client(base_url=server, headers=headers, timeout=60) as http:
+        while True:
+            try:
+                response = http.get("/v1/decisions", params=params)
+            except httpx.HTTPError as exc:
+                raise UserError(f"--server {server}: cannot reach the audit API: {exc}") from None
+            if response.status_code != 200:
+                detail = response.text[:200]
+                raise UserError(f"--server {server}: GET /v1/decisions answered {response.status_code}: {detail}")
+            page = response.json()
+            for data in page.get("items", []):
+                try:
+                    records.append(validate_record(data))
+                except RecordError as exc:
+                    raise UserError(f"--server {server}: decision {data.get('decision_id', '?')}: {exc}") from None
+            if not page.get("next"):
+                return records
+            params["cursor"] = page["next"]
+
+
+def _load_records(args: argparse.Namespace) -> list[DecisionRecord]:
+    if args.records and args.server:
+        raise UserError("give either --records FILE or --server URL, not both")
+    records = _records_from_file(args.records) if args.records else _records_from_api(args)
+    if args.cluster:
+        records = [r for r in records if r.cluster == args.cluster]
+    if args.since:
+        records = [r for r in records if r.time >= args.since]
+    return records
+
+
+def _compute(args: argparse.Namespace) -> tuple[Thresholds, Report]:
+    thresholds = _read_thresholds(args.thresholds)
+    records = _load_records(args)
+    releases = releases_from_events(d for _, d in _jsonl(args.events)) if args.events else None
+    try:
+        return thresholds, report(records, thresholds, releases=releases, rng=random.Random(args.seed))
+    except MigrationError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _fmt(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.4g}"
+
+
+def render_report(rep: Report) -> str:
+    lines = [
+        f"verdict: {rep.verdict.value}",
+        f"baseline {rep.baseline} ({rep.baseline_pods} pods) vs candidate {rep.candidate} ({rep.candidate_pods} pods)",
+        "",
+        f"{'metric':<24}{'baseline':>12}{'candidate':>12}  {'regression (interval)':<32}{'allowed':>10}  state",
+    ]
+    for c in rep.comparisons:
+        interval = f"{_fmt(c.regression.estimate)} ({_fmt(c.regression.low)}..{_fmt(c.regression.high)})"
+        lines.append(
+            f"{c.metric:<24}{_fmt(c.baseline.estimate):>12}{_fmt(c.candidate.estimate):>12}  "
+            f"{interval:<32}{_fmt(c.max_regression):>10}  {c.state.value}"
+        )
+    if rep.reasons:
+        lines += ["", "reasons:"] + [f"  - {r}" for r in rep.reasons]
+    return "\n".join(lines)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    _, rep = _compute(args)
+    print(json.dumps(rep.to_dict(), indent=2, allow_nan=False, default=str) if args.output == "json" else render_report(rep))
+    return 0
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    version = args.template_version
+    if args.verdict:
+        verdict = Verdict(args.verdict)
+        if not version and args.thresholds:
+            version = _read_thresholds(args.thresholds).candidate.template_version
+    else:
+        if not args.thresholds:
+            raise UserError("give --verdict, or --thresholds with --records/--server to compute it")
+        thresholds, rep = _compute(args)
+        verdict = rep.verdict
+        version = version or thresholds.candidate.template_version
+    rollout = Rollout(
+        template=args.template,
+        template_version=version or "v2",
+        canary_namespaces=_split(args.canary),
+        expand_namespaces=_split(args.expand),
+    )
+    steps = plan(verdict, rollout)
+    if args.output == "json":
+        print(json.dumps({"verdict": verdict.value, "steps": [s.__dict__ for s in steps]}, indent=2))
+        return 0
+    print(f"plan for verdict {verdict.value}:")
+    for i, s in enumerate(steps, 1):
+        print(f"{i}. [{s.action}] {s.detail}")
+        if s.command:
+            print(f"     $ {s.command}")
+        if s.check:
+            print(f"     until: {s.check}")
+    return 0

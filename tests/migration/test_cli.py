@@ -1,0 +1,109 @@
+"""``claimtrail migration report|plan`` on records files and the audit API's wire format."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from audit.cli.main import main
+from audit.records import to_jsonl
+from tests.migration.cohorts import cohort_records
+
+THRESHOLDS = str(Path(__file__).resolve().parents[2] / "deploy" / "migration" / "thresholds.yaml")
+
+
+def _canary(worse: bool) -> list:
+    rng = random.Random(9)
+    base, _ = cohort_records(rng, track="device-plugin", template_version="", pods=3000, success=0.97)
+    cand, _ = cohort_records(rng, track="dra", template_version="v2", pods=3000, success=0.85 if worse else 0.97)
+    return base + cand
+
+
+@pytest.fixture(scope="module")
+def worse_file(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("m") / "records.jsonl"
+    path.write_text(to_jsonl(_canary(worse=True)))
+    return str(path)
+
+
+def test_report_prints_rollback_for_a_worse_dra_cohort(worse_file: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migration", "report", "--records", worse_file, "--thresholds", THRESHOLDS, "-o", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "rollback"
+    assert out["baseline_pods"] == 3000 and out["candidate_pods"] == 3000
+    assert {c["metric"]: c["state"] for c in out["comparisons"]}["success_rate"] == "worse"
+
+
+def test_plan_computes_the_verdict_and_prints_rollback_steps(worse_file: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migration", "plan", "--records", worse_file, "--thresholds", THRESHOLDS, "--canary", "team-a"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "plan for verdict rollback:"
+    assert "1. [freeze] stop publishing ResourceClaimTemplate gpu-h100-first-v2" in out
+
+
+class _Api(BaseHTTPRequestHandler):
+    """Serves /v1/decisions pages the way the audit API does (items + next cursor)."""
+
+    pages: list[list[dict]] = []
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        url = urlparse(self.path)
+        q = parse_qs(url.query)
+        index = int(q.get("cursor", ["0"])[0])
+        body = {"items": self.pages[index], "next": str(index + 1) if index + 1 < len(self.pages) else None}
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture()
+def api() -> Iterator[str]:
+    records = [r.to_dict() for r in _canary(worse=False)]
+    _Api.pages = [records[i : i + 1000] for i in range(0, len(records), 1000)]
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Api)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_report_reads_every_page_from_the_api_and_promotes_an_equal_cohort(api: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migration", "report", "--server", api, "--thresholds", THRESHOLDS]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "verdict: promote"
+    assert "baseline device-plugin (3000 pods) vs candidate dra/v2 (3000 pods)" in out
+
+
+BAD = {
+    "missing_file": (["--records", "/nonexistent.jsonl"], "/nonexistent.jsonl: cannot read"),
+    "bad_record": (["--records", "@bad"], ":1: DecisionRecord: outcome"),
+    "both_sources": (["--records", "x", "--server", "http://127.0.0.1:9"], "either --records FILE or --server URL"),
+}
+
+
+@pytest.mark.parametrize(("extra", "message"), list(BAD.values()), ids=list(BAD))
+def test_bad_input_is_one_line_naming_the_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    rec = _canary(False)[0].to_dict()
+    rec["outcome"] = 5
+    bad.write_text(json.dumps(rec) + "\n")
+    argv = ["migration", "report", "--thresholds", THRESHOLDS] + [str(bad) if a == "@bad" else a for a in extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
