@@ -1,0 +1,44 @@
+"""Per-node DRA device allocation, exact to kube-scheduler 1.36 (incubating), with evidence.
+
+Usage::
+
+    from audit.allocator import Allocator, AllocatedState, Features, Quirks, Inventory
+    inventory = Inventory(slices=[...], classes=[...], taint_rules=[...], features=Features())
+    state = AllocatedState.from_claims(allocated_claims)
+    outcome = Allocator(inventory, state, quirks=Quirks()).allocate(node, claims, explain=True)
+
+``Inventory`` is built once and reused while slices, classes and rules are unchanged; an
+``Allocator`` holds one allocated-state snapshot (like one scheduling cycle upstream) and may
+allocate on any number of nodes. The outcome is ``audit.allocator.outcome.AllocationOutcome``.
+"""
+
+from audit.allocator.features import Features, GateError, Quirks
+from audit.allocator.inventory import Inventory, InventoryError
+from audit.allocator.outcome import AllocationOutcome, ClaimAllocation, DeviceVerdict, Status, TierEvidence
+from audit.allocator.search import (
+    AllocationError,
+    Allocator,
+    deterministic_share_id,
+    is_health_taint,
+    tolerates,
+)
+from audit.allocator.state import AllocatedState
+
+__all__ = [
+    "AllocatedState",
+    "AllocationError",
+    "AllocationOutcome",
+    "Allocator",
+    "ClaimAllocation",
+    "DeviceVerdict",
+    "Features",
+    "GateError",
+    "Inventory",
+    "InventoryError",
+    "Quirks",
+    "Status",
+    "TierEvidence",
+    "deterministic_share_id",
+    "is_health_taint",
+    "tolerates",
+]

@@ -1,0 +1,89 @@
+"""Reading Kubernetes objects from files: YAML (single or multi-document), JSON and ``kind: List``.
+
+Every object comes back with a source label (``cluster.yaml#3`` = the third document of the
+file, ``cluster.yaml#2.items[4]`` for an item of a List) so that later error messages can point
+at it. Objects are returned in file order and never merged, even when two share a name: deciding
+what duplicates mean is the caller's job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import yaml
+
+
+class LoadError(ValueError):
+    """Input that cannot be read as Kubernetes objects; the message names file and document."""
+
+
+def _flatten(raw: Any, label: str) -> list[tuple[str, dict[str, Any]]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, dict):
+        raise LoadError(f"{label}: expected a Kubernetes object (a mapping), got {type(raw).__name__}")
+    kind = raw.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and "items" in raw:
+        items = raw.get("items")
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            raise LoadError(f"{label}: items: expected a list, got {type(items).__name__}")
+        out: list[tuple[str, dict[str, Any]]] = []
+        for i, item in enumerate(items):
+            out.extend(_flatten(item, f"{label}.items[{i}]"))
+        return out
+    return [(label, raw)]
+
+
+def load_text(text: str, source: str) -> list[tuple[str, dict[str, Any]]]:
+    """Parse ``text`` (JSON or YAML, possibly several documents) into labelled raw objects."""
+    stripped = text.lstrip()
+    if stripped.startswith("{") or stripped.startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            # JSON is also YAML; only fall through when YAML can read what JSON could not.
+            try:
+                docs = list(yaml.safe_load_all(text))
+            except yaml.YAMLError:
+                raise LoadError(f"{source}: invalid JSON: {exc}") from None
+        else:
+            docs = data if isinstance(data, list) else [data]
+            if isinstance(data, list):
+                out: list[tuple[str, dict[str, Any]]] = []
+                for i, doc in enumerate(data):
+                    out.extend(_flatten(doc, f"{source}[{i}]"))
+                return out
+    else:
+        try:
+            docs = list(yaml.safe_load_all(text))
+        except yaml.YAMLError as exc:
+            raise LoadError(f"{source}: invalid YAML: {_yaml_problem(exc)}") from None
+    result: list[tuple[str, dict[str, Any]]] = []
+    for index, doc in enumerate(docs, start=1):
+        result.extend(_flatten(doc, f"{source}#{index}"))
+    return result
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if mark is not None:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return str(problem)
+
+
+def load_documents(path: str) -> list[tuple[str, dict[str, Any]]]:
+    """Read one file; raises LoadError when it is missing, unreadable or not Kubernetes objects."""
+    label = os.path.basename(path) or path
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise LoadError(f"{path}: cannot read file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise LoadError(f"{path}: not UTF-8 text") from None
+    return load_text(text, label)
