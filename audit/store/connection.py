@@ -1,0 +1,99 @@
+"""Resolving a DSN and opening a clickhouse-connect client on it.
+
+The DSN comes from ``--dsn``, then ``CLAIMTRAIL_DSN``, then the embedded default
+``chdb://<data dir>/db`` (data dir ``CLAIMTRAIL_DATA_DIR``, default ``./.claimtrail``). The
+database named in an ``http(s)://…/<database>`` DSN is used (``claimtrail`` when absent); chDB's
+default database uses the Memory engine, so the embedded store always uses a named database.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import clickhouse_connect
+from clickhouse_connect.driver.exceptions import ClickHouseError
+
+from audit.cli import UserError
+
+DEFAULT_DATABASE = "claimtrail"
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+class StoreError(UserError):
+    """The store cannot be reached or used; the message says which DSN and why."""
+
+
+class StoreLockedError(StoreError):
+    """Another process owns the embedded chDB directory (chDB locks it to one process)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed DSN: what to hand to clickhouse-connect and which database to use."""
+
+    dsn: str
+    database: str
+    embedded_path: str | None  # directory of the embedded engine, None for a server
+
+    @property
+    def display(self) -> str:
+        """The DSN without its password, for messages and logs."""
+        parts = urlsplit(self.dsn)
+        if parts.password:
+            netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+            return urlunsplit(parts._replace(netloc=netloc))
+        return self.dsn
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("CLAIMTRAIL_DATA_DIR", ".claimtrail"))
+
+
+def resolve_dsn(dsn: str | None = None) -> Target:
+    raw = dsn or os.environ.get("CLAIMTRAIL_DSN") or f"chdb://{data_dir() / 'db'}"
+    parts = urlsplit(raw)
+    if parts.scheme == "chdb":
+        path = parts.netloc + parts.path
+        if not path:
+            raise StoreError(f"DSN {raw!r}: a chdb:// DSN needs a directory, e.g. chdb://.claimtrail/db")
+        return Target(dsn=f"chdb://{path}", database=DEFAULT_DATABASE, embedded_path=str(Path(path).resolve()))
+    if parts.scheme in ("http", "https", "clickhouse", "clickhouses"):
+        database = parts.path.strip("/") or DEFAULT_DATABASE
+        if not _IDENTIFIER.match(database):
+            raise StoreError(f"DSN {raw!r}: database name {database!r} must be a plain identifier")
+        scheme = {"clickhouse": "http", "clickhouses": "https"}.get(parts.scheme, parts.scheme)
+        return Target(dsn=urlunsplit(parts._replace(scheme=scheme, path="")), database=database, embedded_path=None)
+    raise StoreError(f"DSN {raw!r}: scheme must be chdb://, http://, https:// or clickhouse://")
+
+
+def connect(target: Target, create_database: bool = True) -> Any:
+    """Open a client on ``target`` with its database selected; errors become one-line messages."""
+    try:
+        if target.embedded_path is not None:
+            Path(target.embedded_path).parent.mkdir(parents=True, exist_ok=True)
+        timeouts: dict[str, Any] = {} if target.embedded_path else {"connect_timeout": 5, "send_receive_timeout": 60}
+        client = clickhouse_connect.get_client(dsn=target.dsn, **timeouts)
+        if create_database:
+            client.command(f"CREATE DATABASE IF NOT EXISTS {target.database}")
+        client.database = target.database
+        return client
+    except ClickHouseError as exc:
+        raise _explain(target, exc) from None
+    except OSError as exc:
+        raise StoreError(f"store {target.display}: cannot connect: {exc}") from None
+
+
+def _explain(target: Target, exc: Exception) -> StoreError:
+    text = str(exc)
+    if target.embedded_path is not None and ("Cannot lock file" in text or "Code: 76" in text):
+        return StoreLockedError(
+            f"the embedded store at {target.embedded_path} is owned by another process (claimtrail serve?); "
+            "send data to its API with --out http://… or use a ClickHouse server DSN"
+        )
+    first_line = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return StoreError(f"store {target.display}: {first_line[:300]}")

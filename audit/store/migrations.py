@@ -1,0 +1,127 @@
+"""Versioned schema migrations, applied at start and recorded in ``schema_migrations``.
+
+Each migration is a list of idempotent statements (``IF NOT EXISTS``; rollup backfills are
+duplicate-tolerant because rollups hold sets of decision hashes), so a migration interrupted
+half-way is simply run again. A store whose recorded version is newer than this code knows is
+refused: an older binary must not write rows into a schema it does not understand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from audit.store import schema
+from audit.store.connection import StoreError
+from audit.store.schema import Retention
+
+
+class SchemaTooNewError(StoreError):
+    """The store was migrated by a newer ClaimTrail than this one."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    statements: Callable[[str, Retention, str | None], list[str]]  # (database, retention, cluster)
+
+
+def _tables(*names: str) -> Callable[[str, Retention, str | None], list[str]]:
+    def build(database: str, retention: Retention, cluster: str | None) -> list[str]:
+        out: list[str] = []
+        for name in names:
+            out.extend(schema.create_table(schema.TABLES[name], database, retention, cluster))
+        return out
+
+    return build
+
+
+def _rollups(database: str, retention: Retention, cluster: str | None) -> list[str]:
+    out = _tables("fallback_1h", "tenant_usage_1h")(database, retention, cluster)
+    for view in schema.VIEWS.values():
+        out.append(schema.create_view(view, database, cluster))
+        if not cluster:  # on a cluster the operator backfills per shard, after the DDL has spread
+            out.append(schema.backfill_view(view, database))
+    return out
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "world events, checkpoints, decisions, tier evidence, policies, quarantine",
+              _tables("events", "checkpoints", "decisions", "decision_tiers", "policies", "quarantine")),
+    Migration(2, "replay runs", _tables("replay_runs")),
+    Migration(3, "duplicate-tolerant rollups for fallback rate and tenant usage, backfilled", _rollups),
+)
+LATEST = MIGRATIONS[-1].version
+
+
+def applied_version(client: Any, database: str) -> int:
+    exists = client.query(
+        "SELECT count() FROM system.tables WHERE database = {db:String} AND name = 'schema_migrations'",
+        parameters={"db": database},
+    ).result_rows[0][0]
+    if not exists:
+        return 0
+    rows = client.query(f"SELECT max(version) FROM {database}.schema_migrations").result_rows
+    return int(rows[0][0] or 0)
+
+
+def migrate(client: Any, database: str, retention: Retention = schema.DEFAULT_RETENTION,
+            upto: int = LATEST) -> list[int]:
+    """Apply every migration newer than the store's version up to ``upto``; return those applied."""
+    for stmt in schema.create_table(schema.SCHEMA_MIGRATIONS, database, retention):
+        client.command(stmt)
+    current = applied_version(client, database)
+    if current > LATEST:
+        raise SchemaTooNewError(
+            f"store database {database}: schema version {current} is newer than this ClaimTrail "
+            f"understands ({LATEST}); upgrade ClaimTrail before using this store"
+        )
+    applied: list[int] = []
+    for migration in MIGRATIONS:
+        if migration.version <= current or migration.version > upto:
+            continue
+        for stmt in migration.statements(database, retention, None):
+            client.command(stmt)
+        client.insert(f"{database}.schema_migrations", [[migration.version, migration.description]],
+                      column_names=["version", "description"])
+        applied.append(migration.version)
+    return applied
+
+
+def apply_retention(client: Any, database: str, retention: Retention) -> None:
+    """Make each table's TTL match ``retention`` (configurable after creation, not only at it)."""
+    for table in schema.TABLES.values():
+        if not table.retention_column:
+            continue
+        ttl = schema.ttl_clause(table, retention)
+        if ttl:
+            client.command(f"ALTER TABLE {database}.{table.name} MODIFY {ttl}")
+        else:
+            has_ttl = client.query(
+                "SELECT count() FROM system.tables WHERE database = {db:String} AND name = {t:String} "
+                "AND position(create_table_query, ' TTL ') > 0",
+                parameters={"db": database, "t": table.name},
+            ).result_rows[0][0]
+            if has_ttl:
+                client.command(f"ALTER TABLE {database}.{table.name} REMOVE TTL")
+
+
+def cluster_ddl(database: str, cluster: str, retention: Retention = schema.DEFAULT_RETENTION) -> list[str]:
+    """Every statement of every migration rendered for a cluster, ending with the version record."""
+    out = [f"CREATE DATABASE IF NOT EXISTS {database} ON CLUSTER {cluster}"]
+    out.extend(schema.create_table(schema.SCHEMA_MIGRATIONS, database, retention, cluster))
+    for migration in MIGRATIONS:
+        out.extend(migration.statements(database, retention, cluster))
+    values = ", ".join(f"({m.version}, '{m.description}')" for m in MIGRATIONS)
+    out.append(f"INSERT INTO {database}.schema_migrations (version, description) VALUES {values}")
+    return out
+
+
+def single_node_ddl(database: str, retention: Retention = schema.DEFAULT_RETENTION) -> list[str]:
+    out = [f"CREATE DATABASE IF NOT EXISTS {database}"]
+    out.extend(schema.create_table(schema.SCHEMA_MIGRATIONS, database, retention))
+    for migration in MIGRATIONS:
+        out.extend(migration.statements(database, retention, None))
+    return out

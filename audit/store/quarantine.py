@@ -1,0 +1,52 @@
+"""Quarantine rows: input that failed validation, kept with its error instead of being dropped.
+
+A row names the source, the kind of input, the error, the field path and the raw payload
+(capped at ``RAW_CAP`` bytes; ``raw_size`` keeps the original length so truncation is visible).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+RAW_CAP = 64 * 1024
+COLUMNS = ("time", "source", "kind", "error", "path", "raw", "raw_size", "raw_digest")
+
+
+@dataclass(frozen=True)
+class QuarantineRow:
+    time_ms: int
+    source: str
+    kind: str
+    error: str
+    path: str
+    raw: str
+    raw_size: int
+    raw_digest: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def quarantine_row(source: str, kind: str, error: str, path: str, raw: bytes | str,
+                   now_ms: int | None = None) -> QuarantineRow:
+    data = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else raw
+    return QuarantineRow(
+        time_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+        source=source,
+        kind=kind,
+        error=error,
+        path=path,
+        raw=data[:RAW_CAP].decode("utf-8", "replace"),
+        raw_size=len(data),
+        raw_digest=hashlib.sha256(data).hexdigest(),
+    )
+
+
+def columns(rows: list[QuarantineRow]) -> list[list[Any]]:
+    return [
+        [r.time_ms for r in rows], [r.source for r in rows], [r.kind for r in rows], [r.error for r in rows],
+        [r.path for r in rows], [r.raw for r in rows], [r.raw_size for r in rows], [r.raw_digest for r in rows],
+    ]

@@ -1,0 +1,350 @@
+"""One schema definition that renders both the single-node DDL and the cluster DDL.
+
+Tables are declared once as data (columns, engine family, key, partition, retention column,
+sharding key). ``render`` turns them into ``CREATE TABLE`` statements for one server or chDB
+(``*MergeTree`` with ``non_replicated_deduplication_window`` so insert tokens deduplicate there
+too) or, with a cluster name, into ``Replicated*MergeTree … ON CLUSTER`` local tables plus
+``Distributed`` tables. Decision tables shard by ``cityHash64(decision_id)`` so a decision, its
+tier rows and its rollup contribution live on one shard.
+
+Choices (see the research notes on ClickHouse schema design):
+- ``decisions`` and ``decision_tiers`` share the key prefix ``(tenant, hour, decision_id)``: the
+  API always scopes by tenant and time, and a decision's tier rows sit next to each other.
+  Point lookups by id or pod use bloom-filter skip indexes instead of a second sort order.
+- ReplacingMergeTree everywhere a row has a deterministic key, so a re-sent record that slipped
+  past insert deduplication is removed at merge time; reads use ``FINAL`` or ``LIMIT 1 BY``.
+- Rollups are AggregatingMergeTree over ``uniqExact``/``groupUniqArray`` states keyed by a hash of
+  decision_id: a materialized view sees every inserted block, so plain sums would count a
+  duplicate block twice, while a set of decision hashes absorbs it.
+- Digests and the message live only inside the ZSTD record JSON (ALIAS columns read them): they
+  are random hex that does not compress, and storing them twice would double the bytes per row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEDUP_WINDOW = 1000
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[str, ...]
+    engine: str  # MergeTree family name without the Replicated prefix
+    order_by: str
+    partition_by: str = ""
+    retention_column: str = ""  # Date expression TTLs count from; "" = no TTL possible
+    indexes: tuple[str, ...] = ()
+    shard_key: str = "rand()"
+    engine_args: str = ""
+
+
+@dataclass(frozen=True)
+class View:
+    """A materialized view feeding a rollup table; ``select`` reads ``{src}``."""
+
+    name: str
+    target: str
+    source: str
+    select: str
+
+
+@dataclass(frozen=True)
+class Retention:
+    """Days to keep rows per table; None keeps them forever (the default: audit data)."""
+
+    days: dict[str, int] = field(default_factory=dict)
+
+    def for_table(self, name: str) -> int | None:
+        return self.days.get(name)
+
+
+DEFAULT_RETENTION = Retention({"quarantine": 30})
+
+SCHEMA_MIGRATIONS = Table(
+    name="schema_migrations",
+    columns=("version UInt32", "description String", "applied_at DateTime64(3, 'UTC') DEFAULT now64(3)"),
+    engine="ReplacingMergeTree",
+    order_by="version",
+    shard_key="version",
+)
+
+EVENTS = Table(
+    name="events",
+    columns=(
+        "cluster LowCardinality(String)",
+        "seq UInt64",
+        "time DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1))",
+        "type LowCardinality(String)",
+        "object_kind LowCardinality(String)",
+        "namespace LowCardinality(String)",
+        "name String",
+        "resource_version String",
+        "body String CODEC(ZSTD(3))",  # the full event, canonical JSON: read back byte for byte
+    ),
+    engine="ReplacingMergeTree",
+    order_by="(cluster, seq)",
+    partition_by="toYYYYMM(time)",
+    retention_column="toDate(time)",
+    shard_key="cityHash64(cluster)",  # one cluster's log on one shard keeps range reads local
+)
+
+CHECKPOINTS = Table(
+    name="checkpoints",
+    columns=(
+        "cluster LowCardinality(String)",
+        "seq UInt64",
+        "digest String",
+        "body String CODEC(ZSTD(3))",
+        "written_at DateTime64(3, 'UTC') DEFAULT now64(3)",
+    ),
+    engine="ReplacingMergeTree",
+    order_by="(cluster, seq)",
+    shard_key="cityHash64(cluster)",
+)
+
+DECISIONS = Table(
+    name="decisions",
+    columns=(
+        "time DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1))",
+        "decision_id String CODEC(ZSTD(1))",
+        "cluster LowCardinality(String)",
+        "seq UInt64 CODEC(T64, ZSTD(1))",
+        "attempt UInt16",
+        "tenant LowCardinality(String)",
+        "namespace LowCardinality(String)",
+        "pod String CODEC(ZSTD(1))",
+        "pod_uid String CODEC(ZSTD(1))",
+        "policy_version LowCardinality(String)",
+        "policy_digest LowCardinality(String)",
+        "outcome LowCardinality(String)",
+        "node LowCardinality(String)",
+        "n_devices UInt16",
+        "tier_index Int16",
+        "preferred_model LowCardinality(String)",
+        "allocated_model LowCardinality(String)",
+        "fallback Bool",
+        "retry_class LowCardinality(String)",
+        "backoff_ms UInt32 CODEC(T64, ZSTD(1))",
+        "wait_ms UInt64 CODEC(T64, ZSTD(1))",
+        "steps UInt32 CODEC(T64, ZSTD(1))",
+        "duration_us UInt32 CODEC(T64, ZSTD(1))",
+        "track LowCardinality(String)",
+        "template_version LowCardinality(String)",
+        "engine_version LowCardinality(String)",
+        "schema_version UInt16",
+        "record String CODEC(ZSTD(3))",  # the full record, canonical JSON: get_decision returns it
+        "input_digest String ALIAS JSONExtractString(record, 'input_digest')",
+        "output_digest String ALIAS JSONExtractString(record, 'output_digest')",
+        "message String ALIAS JSONExtractString(record, 'message')",
+    ),
+    engine="ReplacingMergeTree",
+    order_by="(tenant, toStartOfHour(time), decision_id)",
+    partition_by="toYYYYMM(time)",
+    retention_column="toDate(time)",
+    indexes=(
+        "INDEX idx_decision_id decision_id TYPE bloom_filter(0.001) GRANULARITY 1",
+        "INDEX idx_pod pod TYPE bloom_filter(0.01) GRANULARITY 1",
+    ),
+    shard_key="cityHash64(decision_id)",
+)
+
+DECISION_TIERS = Table(
+    name="decision_tiers",
+    columns=(
+        "time DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1))",
+        "tenant LowCardinality(String)",
+        "decision_id String CODEC(ZSTD(1))",
+        "tier UInt8",
+        "request LowCardinality(String)",
+        "model LowCardinality(String)",
+        "considered UInt32 CODEC(T64, ZSTD(1))",
+        "nodes_evaluated UInt32 CODEC(T64, ZSTD(1))",
+        "reasons Map(LowCardinality(String), UInt32)",
+    ),
+    engine="ReplacingMergeTree",
+    order_by="(tenant, toStartOfHour(time), decision_id, tier)",
+    partition_by="toYYYYMM(time)",
+    retention_column="toDate(time)",
+    indexes=("INDEX idx_decision_id decision_id TYPE bloom_filter(0.001) GRANULARITY 1",),
+    shard_key="cityHash64(decision_id)",
+)
+
+POLICIES = Table(
+    name="policies",
+    columns=(
+        "version String",
+        "digest String",
+        "document String CODEC(ZSTD(3))",
+        "written_at DateTime64(3, 'UTC') DEFAULT now64(3)",
+    ),
+    engine="ReplacingMergeTree",
+    order_by="(version, digest)",
+    shard_key="cityHash64(version)",
+)
+
+QUARANTINE = Table(
+    name="quarantine",
+    columns=(
+        "time DateTime64(3, 'UTC')",
+        "source LowCardinality(String)",
+        "kind LowCardinality(String)",
+        "error String",
+        "path String",
+        "raw String CODEC(ZSTD(3))",
+        "raw_size UInt64",
+        "raw_digest String",
+    ),
+    engine="ReplacingMergeTree",
+    # one row per distinct bad payload per source: a re-sent bad batch is not counted twice
+    order_by="(kind, source, raw_digest)",
+    partition_by="toYYYYMM(time)",
+    retention_column="toDate(time)",
+    shard_key="cityHash64(raw_digest)",
+)
+
+REPLAY_RUNS = Table(
+    name="replay_runs",
+    columns=(
+        "time DateTime64(3, 'UTC')",
+        "decision_id String",
+        "engine_version LowCardinality(String)",
+        "policy_digest LowCardinality(String)",
+        "match Bool",
+        "cause LowCardinality(String)",
+        "diff String CODEC(ZSTD(3))",
+    ),
+    engine="ReplacingMergeTree",
+    order_by="(decision_id, engine_version, policy_digest, time)",
+    partition_by="toYYYYMM(time)",
+    retention_column="toDate(time)",
+    shard_key="cityHash64(decision_id)",
+)
+
+FALLBACK_1H = Table(
+    name="fallback_1h",
+    columns=(
+        "hour DateTime('UTC')",
+        "cluster LowCardinality(String)",
+        "tenant LowCardinality(String)",
+        "preferred_model LowCardinality(String)",
+        "allocated_model LowCardinality(String)",
+        "outcome LowCardinality(String)",
+        "fallback Bool",
+        "track LowCardinality(String)",
+        "policy_version LowCardinality(String)",
+        "decisions AggregateFunction(uniqExact, UInt64)",
+    ),
+    engine="AggregatingMergeTree",
+    order_by="(hour, cluster, tenant, preferred_model, allocated_model, outcome, fallback, track, policy_version)",
+    partition_by="toYYYYMM(hour)",
+    retention_column="toDate(hour)",
+    shard_key="cityHash64(tenant)",
+)
+
+TENANT_USAGE_1H = Table(
+    name="tenant_usage_1h",
+    columns=(
+        "hour DateTime('UTC')",
+        "cluster LowCardinality(String)",
+        "tenant LowCardinality(String)",
+        "allocated_model LowCardinality(String)",
+        "decisions AggregateFunction(uniqExact, UInt64)",
+        # (decision hash, devices, wait_ms, first choice): a set, so a duplicate adds nothing
+        "allocations AggregateFunction(groupUniqArray, Tuple(UInt64, UInt16, UInt64, UInt8))",
+    ),
+    engine="AggregatingMergeTree",
+    order_by="(hour, cluster, tenant, allocated_model)",
+    partition_by="toYYYYMM(hour)",
+    retention_column="toDate(hour)",
+    shard_key="cityHash64(tenant)",
+)
+
+FALLBACK_1H_MV = View(
+    name="fallback_1h_mv",
+    target="fallback_1h",
+    source="decisions",
+    select=(
+        "SELECT toStartOfHour(time) AS hour, cluster, tenant, preferred_model, allocated_model, outcome, "
+        "fallback, track, policy_version, uniqExactState(cityHash64(decision_id)) AS decisions "
+        "FROM {src} GROUP BY hour, cluster, tenant, preferred_model, allocated_model, outcome, fallback, "
+        "track, policy_version"
+    ),
+)
+
+TENANT_USAGE_1H_MV = View(
+    name="tenant_usage_1h_mv",
+    target="tenant_usage_1h",
+    source="decisions",
+    select=(
+        "SELECT toStartOfHour(time) AS hour, cluster, tenant, allocated_model, "
+        "uniqExactState(cityHash64(decision_id)) AS decisions, "
+        "groupUniqArrayStateIf((cityHash64(decision_id), n_devices, wait_ms, toUInt8(tier_index = 0)), "
+        "outcome = 'allocated') AS allocations "
+        "FROM {src} GROUP BY hour, cluster, tenant, allocated_model"
+    ),
+)
+
+TABLES = {t.name: t for t in (
+    SCHEMA_MIGRATIONS, EVENTS, CHECKPOINTS, DECISIONS, DECISION_TIERS, POLICIES, QUARANTINE, REPLAY_RUNS,
+    FALLBACK_1H, TENANT_USAGE_1H,
+)}
+VIEWS = {v.name: v for v in (FALLBACK_1H_MV, TENANT_USAGE_1H_MV)}
+
+
+def ttl_clause(table: Table, retention: Retention) -> str:
+    days = retention.for_table(table.name)
+    if days is None or not table.retention_column:
+        return ""
+    return f"TTL {table.retention_column} + INTERVAL {int(days)} DAY"
+
+
+def create_table(table: Table, database: str, retention: Retention, cluster: str | None = None) -> list[str]:
+    """``CREATE TABLE`` for one node, or the replicated local table plus its Distributed table."""
+    local = f"{table.name}_local" if cluster else table.name
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    if cluster:
+        zk_path = f"'/clickhouse/tables/{{shard}}/{database}/{local}', '{{replica}}'"
+        args = f"{zk_path}, {table.engine_args}" if table.engine_args else zk_path
+        engine = f"Replicated{table.engine}({args})"
+    else:
+        engine = f"{table.engine}({table.engine_args})"
+    body = ",\n  ".join(table.columns + table.indexes)
+    lines = [f"CREATE TABLE IF NOT EXISTS {database}.{local}{on_cluster} (\n  {body}\n) ENGINE = {engine}"]
+    if table.partition_by:
+        lines.append(f"PARTITION BY {table.partition_by}")
+    lines.append(f"ORDER BY {table.order_by}")
+    ttl = ttl_clause(table, retention)
+    if ttl:
+        lines.append(ttl)
+    settings = ["index_granularity = 8192"]
+    if ttl:
+        settings.append("ttl_only_drop_parts = 1")
+    if not cluster:
+        # a single node or chDB deduplicates insert tokens only with a window (replicated: on by default)
+        settings.append(f"non_replicated_deduplication_window = {DEDUP_WINDOW}")
+    lines.append("SETTINGS " + ", ".join(settings))
+    statements = ["\n".join(lines)]
+    if cluster:
+        statements.append(
+            f"CREATE TABLE IF NOT EXISTS {database}.{table.name} ON CLUSTER {cluster} AS {database}.{local}\n"
+            f"ENGINE = Distributed({cluster}, {database}, {local}, {table.shard_key})"
+        )
+    return statements
+
+
+def create_view(view: View, database: str, cluster: str | None = None) -> str:
+    """Views read and write the local tables: each shard rolls up the decisions it holds."""
+    suffix = "_local" if cluster else ""
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    select = view.select.format(src=f"{database}.{view.source}{suffix}")
+    return (
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {database}.{view.name}{on_cluster} "
+        f"TO {database}.{view.target}{suffix}\nAS {select}"
+    )
+
+
+def backfill_view(view: View, database: str) -> str:
+    """Fill a new rollup from rows that existed before its view (views only see new inserts)."""
+    return f"INSERT INTO {database}.{view.target} {view.select.format(src=f'{database}.{view.source} FINAL')}"

@@ -1,0 +1,199 @@
+"""A durable, bounded, append-only spool of batches waiting to reach ClickHouse.
+
+Frames are appended to segment files and fsync'ed at each batch boundary, so a batch the
+writer has acknowledged survives ``kill -9`` and power loss. A frame is
+``magic | kind | payload length | crc32 | payload``; a torn frame at the tail (the process died
+while writing it — that batch was never acknowledged) is cut off on reopen. The position of the
+oldest undelivered frame is kept in ``ack`` (written to a temporary file, fsync'ed, renamed),
+so delivery resumes in order after a restart. Fully delivered segments are deleted.
+
+Back-pressure: an append that would push undelivered bytes past ``max_bytes`` waits up to
+``block_seconds`` for delivery to make room, then raises ``SpoolFullError`` naming the spool
+and its limit; nothing is ever dropped silently.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import time
+import zlib
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from audit.cli import UserError
+
+MAGIC = b"CTS1"
+_HEADER = struct.Struct(">4sBII")  # magic, kind, payload length, crc32
+KINDS = {"records": 1, "events": 2, "quarantine": 3}
+_KIND_NAMES = {v: k for k, v in KINDS.items()}
+SEGMENT_BYTES = 64 * 2**20
+
+
+class SpoolFullError(UserError):
+    """The spool reached its size limit: the store has been unreachable or slow for too long."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Where one spooled batch lives; ``payload`` is read on demand."""
+
+    segment: int
+    offset: int
+    end: int
+    kind: str
+
+    @property
+    def position(self) -> tuple[int, int]:
+        return (self.segment, self.offset)
+
+    @property
+    def size(self) -> int:
+        return self.end - self.offset
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Spool:
+    def __init__(self, directory: str | os.PathLike[str], max_bytes: int = 1 << 30,
+                 block_seconds: float = 30.0) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
+        self.block_seconds = block_seconds
+        self._cond = threading.Condition()
+        self._pending: deque[Frame] = deque()
+        self._pending_bytes = 0
+        self._load()
+        self._fh = open(self._path(self._segment), "ab")  # noqa: SIM115 - lives as long as the spool
+
+    # opening ------------------------------------------------------------------------------
+    def _path(self, segment: int) -> Path:
+        return self.directory / f"{segment:08d}.seg"
+
+    def _segments(self) -> list[int]:
+        return sorted(int(p.stem) for p in self.directory.glob("*.seg") if p.stem.isdigit())
+
+    def _load(self) -> None:
+        try:
+            seg_text, off_text = (self.directory / "ack").read_text().split()
+            ack_segment, ack_offset = int(seg_text), int(off_text)
+        except FileNotFoundError:
+            ack_segment, ack_offset = 0, 0
+        segments = self._segments()
+        for seg in segments:
+            data = self._path(seg).read_bytes()
+            good = 0
+            for frame in _parse(seg, data):
+                good = frame.end
+                if (seg, frame.offset) >= (ack_segment, ack_offset):
+                    self._pending.append(frame)
+                    self._pending_bytes += frame.size
+            if good < len(data):  # a torn tail: that batch was never acknowledged to its producer
+                with open(self._path(seg), "r+b") as fh:
+                    fh.truncate(good)
+                    os.fsync(fh.fileno())
+        self._segment = max(segments, default=ack_segment)
+
+    # producer side ------------------------------------------------------------------------
+    def append(self, kind: str, payload: bytes) -> Frame:
+        """Append one batch and fsync it; only after this returns is the batch acknowledged."""
+        header = _HEADER.pack(MAGIC, KINDS[kind], len(payload), zlib.crc32(payload))
+        size = len(header) + len(payload)
+        with self._cond:
+            deadline = time.monotonic() + self.block_seconds
+            while self._pending and self._pending_bytes + size > self.max_bytes:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SpoolFullError(
+                        f"spool {self.directory}: {self._pending_bytes} bytes wait for the store and the limit "
+                        f"is {self.max_bytes}; the batch was not accepted (the store is unreachable or too slow)"
+                    )
+                self._cond.wait(left)
+            if self._fh.tell() >= SEGMENT_BYTES:
+                self._fh.close()
+                self._segment += 1
+                self._fh = open(self._path(self._segment), "ab")  # noqa: SIM115
+                _fsync_dir(self.directory)
+            offset = self._fh.tell()
+            self._fh.write(header + payload)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            frame = Frame(self._segment, offset, offset + size, kind)
+            self._pending.append(frame)
+            self._pending_bytes += size
+            self._cond.notify_all()
+            return frame
+
+    # delivery side ------------------------------------------------------------------------
+    def peek(self) -> Frame | None:
+        with self._cond:
+            return self._pending[0] if self._pending else None
+
+    def wait_for_frame(self, timeout: float) -> Frame | None:
+        with self._cond:
+            if not self._pending:
+                self._cond.wait(timeout)
+            return self._pending[0] if self._pending else None
+
+    def read(self, frame: Frame) -> bytes:
+        with open(self._path(frame.segment), "rb") as fh:
+            fh.seek(frame.offset + _HEADER.size)
+            return fh.read(frame.end - frame.offset - _HEADER.size)
+
+    def ack(self, frame: Frame) -> None:
+        """Mark the oldest frame delivered; delete segments nobody needs any more."""
+        with self._cond:
+            if not self._pending or self._pending[0] != frame:
+                raise RuntimeError(f"spool {self.directory}: ack out of order at {frame.position}")
+            self._pending.popleft()
+            self._pending_bytes -= frame.size
+            tmp = self.directory / "ack.tmp"
+            with open(tmp, "w") as fh:
+                fh.write(f"{frame.segment} {frame.end}")
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.directory / "ack")
+            for seg in self._segments():
+                if seg < frame.segment:
+                    self._path(seg).unlink()
+            self._cond.notify_all()
+
+    def pending_bytes(self) -> int:
+        with self._cond:
+            return self._pending_bytes
+
+    def pending_frames(self) -> int:
+        with self._cond:
+            return len(self._pending)
+
+    def wait_empty(self, timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._pending, timeout)
+
+    def close(self) -> None:
+        with self._cond:
+            self._fh.close()
+
+
+def _parse(segment: int, data: bytes) -> list[Frame]:
+    frames: list[Frame] = []
+    pos = 0
+    while pos + _HEADER.size <= len(data):
+        magic, kind, length, crc = _HEADER.unpack_from(data, pos)
+        end = pos + _HEADER.size + length
+        if magic != MAGIC or kind not in _KIND_NAMES or end > len(data):
+            break
+        if zlib.crc32(data[pos + _HEADER.size:end]) != crc:
+            break
+        frames.append(Frame(segment, pos, end, _KIND_NAMES[kind]))
+        pos = end
+    return frames

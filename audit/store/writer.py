@@ -1,0 +1,287 @@
+"""The record writer: batch, spool durably, insert idempotently, count everything.
+
+A batch is cut when ``batch_size`` records are buffered, when the oldest buffered item is
+``max_delay`` seconds old, or on ``flush()``. Cutting a batch checks every record against the
+columns it goes into (failures are quarantined with the field path), encodes the records'
+canonical JSON, and appends it to the spool with an fsync: from then on a crash loses nothing.
+
+A delivery thread takes spooled batches strictly in order and inserts them column-wise with an
+``insert_deduplication_token`` derived from the batch bytes, then acknowledges them in the spool.
+A crash between insert and acknowledgement re-sends the same bytes with the same token, which
+ClickHouse skips; a rebuilt batch holding records already stored is collapsed by
+ReplacingMergeTree and read with ``FINAL``/``LIMIT 1 BY``. While the store is unreachable,
+batches wait in the spool and the thread retries every ``retry_interval`` seconds; producers
+block (then get ``SpoolFullError``) when the spool is full. Encoding in the producer and
+inserting in the delivery thread overlap, so the engine's compression runs while Python encodes
+the next batch.
+
+Inserts use clickhouse-connect's native column format: measured on the decision rows it beat
+building an Arrow table and ``insert_arrow`` (about 8 vs 21 µs per row including tier rows).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from audit.events import WorldEvent
+from audit.records import DecisionRecord
+from audit.store import quarantine as q
+from audit.store import rows
+from audit.store.spool import Frame, Spool
+
+log = logging.getLogger(__name__)
+
+MAX_READY_BATCHES = 4  # encoded columns kept in memory for delivery; older ones are re-read from the spool
+RECENT_IDS = 1_000_000  # decision ids remembered to count re-sent records
+
+
+class RecordWriter:
+    """Buffered, spooled, idempotent writer of decisions, tier evidence, events and quarantine rows.
+
+    ``background=False`` delivers synchronously inside ``flush()`` (no thread; useful for tools
+    that write once and exit)."""
+
+    def __init__(self, connector: Callable[[], Any], spool_dir: str, *, source: str = "writer",
+                 batch_size: int = 10_000, max_delay: float = 1.0, max_spool_bytes: int = 1 << 30,
+                 spool_block_seconds: float = 30.0, retry_interval: float = 1.0, background: bool = True) -> None:
+        self._connector = connector
+        self._client: Any = None
+        self.source = source
+        self.batch_size = batch_size
+        self.max_delay = max_delay
+        self.retry_interval = retry_interval
+        self.spool = Spool(spool_dir, max_spool_bytes, spool_block_seconds)
+        self._lock = threading.RLock()  # producer side: buffers and counters
+        self._deliver_lock = threading.Lock()  # one delivery at a time, in spool order
+        self._records: list[DecisionRecord] = []
+        self._events: list[WorldEvent] = []
+        self._oldest = 0.0
+        # columns already built for spooled record batches, with their token, so delivery need not
+        # re-read and re-parse the spool on the normal path
+        self._ready: dict[tuple[int, int], tuple[str, rows.DecisionBatch]] = {}
+        self._recent: OrderedDict[str, None] = OrderedDict()
+        self._counters = {"received": 0, "written": 0, "quarantined": 0, "spooled": 0, "duplicates": 0,
+                          "events_received": 0, "events_written": 0, "delivery_errors": 0}
+        self.last_error = ""
+        self._closed = threading.Event()
+        self._threads: list[threading.Thread] = []
+        if background:
+            for target, name in ((self._deliver_loop, "claimtrail-deliver"), (self._timer_loop, "claimtrail-batch")):
+                thread = threading.Thread(target=target, name=name, daemon=True)
+                thread.start()
+                self._threads.append(thread)
+        self._background = background
+
+    # producers ---------------------------------------------------------------------------
+    def write_records(self, records: Iterable[DecisionRecord]) -> None:
+        with self._lock:
+            for record in records:
+                self._counters["received"] += 1
+                if not self._records and not self._events:
+                    self._oldest = time.monotonic()
+                self._records.append(record)
+                if len(self._records) >= self.batch_size:
+                    self._cut()
+
+    def write_events(self, events: Iterable[WorldEvent]) -> None:
+        with self._lock:
+            for event in events:
+                self._counters["events_received"] += 1
+                if not self._records and not self._events:
+                    self._oldest = time.monotonic()
+                self._events.append(event)
+                if len(self._events) >= self.batch_size:
+                    self._cut()
+
+    def write_quarantine(self, rows_: list[q.QuarantineRow]) -> None:
+        if not rows_:
+            return
+        with self._lock:
+            payload = "\n".join(json.dumps(r.to_dict(), ensure_ascii=False) for r in rows_).encode()
+            self.spool.append("quarantine", payload)
+            self._counters["quarantined"] += len(rows_)
+
+    def flush(self, timeout: float = 60.0) -> bool:
+        """Spool everything buffered (durable from here on), then wait up to ``timeout`` seconds for
+        delivery. Returns True when the store has it all, False when it is still in the spool."""
+        with self._lock:
+            self._cut()
+        if not self._background:
+            return self._deliver_all()
+        errors = self._counters["delivery_errors"]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.spool.wait_empty(min(0.2, max(0.0, deadline - time.monotonic()))):
+                return True
+            if self._counters["delivery_errors"] != errors:
+                return False  # the store is down: the data is safe in the spool, retries continue
+        return self.spool.pending_frames() == 0
+
+    def drain(self) -> bool:
+        """Deliver every spooled batch now; True when the spool is empty."""
+        return self._deliver_all()
+
+    def close(self) -> None:
+        """Flush, stop the threads, make a last delivery attempt; what is left stays spooled."""
+        with self._lock:
+            self._cut()
+        self._closed.set()
+        for thread in self._threads:
+            thread.join()
+        self._deliver_all()
+        self.spool.close()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            out = dict(self._counters)
+            out["buffered"] = len(self._records) + len(self._events)
+        out["spool_bytes"] = self.spool.pending_bytes()
+        out["spool_batches"] = self.spool.pending_frames()
+        return out
+
+    # batching ----------------------------------------------------------------------------
+    def _timer_loop(self) -> None:
+        while not self._closed.wait(self.max_delay / 4):
+            with self._lock:
+                if (self._records or self._events) and time.monotonic() - self._oldest >= self.max_delay:
+                    self._cut()
+
+    def _cut(self) -> None:
+        """Append buffered records and events to the spool as one batch each (fsync'ed)."""
+        if self._records:
+            batch, self._records = self._records, []
+            good: list[DecisionRecord] = []
+            times: list[int] = []
+            bad: list[q.QuarantineRow] = []
+            for record in batch:
+                try:
+                    times.append(rows.check_record(record))
+                    good.append(record)
+                except rows.RowError as exc:
+                    bad.append(q.quarantine_row(self.source, "record", str(exc), exc.path, rows.record_json(record)))
+            self.write_quarantine(bad)
+            if good:
+                self._count_duplicates(good)
+                texts = [rows.record_json(r) for r in good]
+                columns = rows.decision_batch(good, texts, times)
+                payload = "\n".join(texts).encode()
+                frame = self.spool.append("records", payload)
+                self._counters["spooled"] += len(good)
+                if len(self._ready) < MAX_READY_BATCHES:
+                    self._ready[frame.position] = (batch_token(payload), columns)
+        if self._events:
+            batch_e, self._events = self._events, []
+            good_e: list[WorldEvent] = []
+            bad = []
+            for event in batch_e:
+                try:
+                    rows.check_event(event)
+                    good_e.append(event)
+                except rows.RowError as exc:
+                    bad.append(q.quarantine_row(self.source, "event", str(exc), exc.path, rows.event_json(event)))
+            self.write_quarantine(bad)
+            if good_e:
+                self.spool.append("events", "\n".join(rows.event_json(e) for e in good_e).encode())
+
+    def _count_duplicates(self, records: list[DecisionRecord]) -> None:
+        """Count records whose decision_id this writer already took recently (the store keeps one copy)."""
+        recent = self._recent
+        for record in records:
+            if record.decision_id in recent:
+                self._counters["duplicates"] += 1
+                recent.move_to_end(record.decision_id)
+            else:
+                recent[record.decision_id] = None
+        while len(recent) > RECENT_IDS:
+            recent.popitem(last=False)
+
+    # delivery ----------------------------------------------------------------------------
+    def _deliver_loop(self) -> None:
+        while not self._closed.is_set():
+            frame = self.spool.wait_for_frame(0.2)
+            if frame is None:
+                continue
+            if not self._deliver_one(frame):
+                self._closed.wait(self.retry_interval)
+
+    def _deliver_all(self) -> bool:
+        while (frame := self.spool.peek()) is not None:
+            if not self._deliver_one(frame):
+                return False
+        return True
+
+    def _deliver_one(self, frame: Frame) -> bool:
+        with self._deliver_lock:
+            if self.spool.peek() != frame:  # delivered meanwhile by the other path
+                return True
+            try:
+                if self._client is None:
+                    self._client = self._connector()
+                self._insert(self._client, frame)
+            except Exception as exc:  # the store is down or refused: keep the frame, retry later
+                text = str(exc).strip()
+                self.last_error = text.splitlines()[0][:300] if text else type(exc).__name__
+                log.warning("store delivery failed; the batch stays in the spool", extra={"error": self.last_error})
+                self._counters["delivery_errors"] += 1
+                self._drop_client()
+                return False
+            self.spool.ack(frame)
+            return True
+
+    def _drop_client(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:  # closing a broken connection may fail too; it is discarded either way
+                log.debug("closing a failed store client raised", exc_info=True)
+        self._client = None
+
+    def _insert(self, client: Any, frame: Frame) -> None:
+        ready = self._ready.get(frame.position) if frame.kind == "records" else None
+        if ready is not None:
+            token, batch = ready
+        else:
+            payload = self.spool.read(frame)
+            token = batch_token(payload)
+            lines = payload.decode().split("\n")
+        if frame.kind == "records":
+            if ready is None:
+                batch = rows.decision_batch([DecisionRecord.from_dict(json.loads(line)) for line in lines], lines)
+            _insert_columns(client, "decisions", batch.decisions, token)
+            if batch.tiers["decision_id"]:
+                _insert_columns(client, "decision_tiers", batch.tiers, token)
+            self._ready.pop(frame.position, None)
+            with self._lock:
+                self._counters["written"] += len(batch)
+                self._counters["spooled"] = max(0, self._counters["spooled"] - len(batch))
+        elif frame.kind == "events":
+            events = [WorldEvent.from_dict(json.loads(line)) for line in lines]
+            _insert_columns(client, "events", rows.event_columns(events, lines), token)
+            with self._lock:
+                self._counters["events_written"] += len(events)
+        else:
+            qrows = [q.QuarantineRow(**json.loads(line)) for line in lines]
+            _insert_columns(client, "quarantine", dict(zip(q.COLUMNS, q.columns(qrows), strict=True)), token)
+
+
+def batch_token(payload: bytes) -> str:
+    """The insert deduplication token of a batch: the same bytes always get the same token."""
+    return hashlib.sha256(payload).hexdigest()[:32]
+
+
+def _insert_columns(client: Any, table: str, columns: dict[str, list[Any]], token: str) -> Any:
+    settings = {"insert_deduplication_token": f"{token}:{table}",
+                # a retried block must not reach the rollups a second time either
+                "deduplicate_blocks_in_dependent_materialized_views": 1}
+    return client.insert(table, list(columns.values()), column_names=list(columns), column_oriented=True,
+                         settings=settings)
