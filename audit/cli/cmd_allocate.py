@@ -1,0 +1,214 @@
+"""``claimtrail allocate``: run the per-node allocator on objects from files, as the scheduler would.
+
+Claims are allocated together on one node against everything else in the files: slices,
+classes, taint rules, and claims that already carry ``status.allocation`` (they occupy their
+devices). ``-o json`` (the default) prints exactly one JSON object on stdout — success,
+``unsatisfiable`` or ``error`` — with exit code 0, 1 or 2, also for unreadable input. API
+validation findings are warnings on stderr; allocation proceeds as upstream's allocator would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections import Counter
+from typing import Any
+
+import yaml
+
+from audit.allocator import (
+    AllocatedState,
+    AllocationOutcome,
+    Allocator,
+    Features,
+    GateError,
+    Inventory,
+    InventoryError,
+    Status,
+)
+from audit.cli import UserError
+from audit.dra.loader import LoadError, load_documents
+from audit.dra.model import (
+    DeviceClass,
+    DeviceTaintRule,
+    KubeObject,
+    ModelError,
+    Node,
+    ResourceClaim,
+    ResourceSlice,
+    parse_object,
+    supported_kind,
+)
+
+
+class _Failure(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "allocate",
+        help="allocate claims on one node exactly as kube-scheduler 1.36 would",
+        description="Allocate ResourceClaims on one node against the slices, classes and allocated claims in the files.",
+    )
+    parser.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="FILE",
+                        help="YAML or JSON file with Kubernetes objects (repeatable)")
+    parser.add_argument("--node", required=True, metavar="NAME", help="node to allocate on")
+    parser.add_argument("--node-label", dest="node_labels", action="append", default=[], metavar="KEY=VALUE",
+                        help="node label, added to or overriding the Node object's labels (repeatable)")
+    parser.add_argument("--feature-gates", default="", metavar="NAME=true|false,...",
+                        help="feature gates (default: Kubernetes 1.36 defaults)")
+    parser.add_argument("--claim", dest="claims", action="append", default=[], metavar="[NS/]NAME",
+                        help="claim to allocate, in order (default: every unallocated claim in file order)")
+    parser.add_argument("--explain", action="store_true", help="add per-device evidence for every tier")
+    parser.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        outcome, steps_claims = _allocate(args)
+    except _Failure as failure:
+        if args.output == "text":
+            raise UserError(failure.message) from None
+        _emit(args.output, {"error": {"code": failure.code, "message": failure.message}})
+        return 2
+    if args.output == "text":
+        print(render_text(outcome, args.node, steps_claims))
+    else:
+        _emit(args.output, outcome_document(outcome, args.explain))
+    return {Status.SUCCESS: 0, Status.UNSATISFIABLE: 1}.get(outcome.status, 2)
+
+
+def _emit(output: str, document: dict[str, Any]) -> None:
+    if output == "yaml":
+        sys.stdout.write(yaml.safe_dump(document, sort_keys=False))
+    else:
+        sys.stdout.write(json.dumps(document, separators=(",", ":")) + "\n")
+
+
+def outcome_document(outcome: AllocationOutcome, explain: bool) -> dict[str, Any]:
+    """The JSON contract of ``claimtrail allocate -o json``."""
+    doc: dict[str, Any]
+    if outcome.status is Status.SUCCESS:
+        doc = {"allocations": [a.to_api() for a in outcome.allocations]}
+    elif outcome.status is Status.UNSATISFIABLE:
+        doc = {"unsatisfiable": True, "message": outcome.message}
+    else:
+        doc = {"error": {"code": outcome.error_code, "message": outcome.message}}
+    if explain:
+        doc["explanation"] = {
+            "steps": outcome.steps,
+            "tiers": [
+                {"claim": t.claim, "request": t.request, "subrequestIndex": t.subrequest_index,
+                 "verdicts": [{"device": v.device, "reason": v.reason, **({"detail": v.detail_dict()} if v.detail else {})}
+                              for v in t.verdicts]}
+                for t in outcome.evidence
+            ],
+        }
+    return doc
+
+
+def render_text(outcome: AllocationOutcome, node: str, claims: list[str]) -> str:
+    lines: list[str] = []
+    if outcome.status is Status.SUCCESS:
+        lines.append(f"node {node}: allocated {len(outcome.allocations)} claim(s) in {outcome.steps} steps")
+        for key, allocation in zip(claims, outcome.allocations, strict=False):
+            lines.append(f"claim {key}")
+            for result in allocation.results:
+                lines.append(f"  {result['request']} -> {result['driver']}/{result['pool']}/{result['device']}")
+    elif outcome.status is Status.UNSATISFIABLE:
+        lines.append(f"node {node}: {outcome.message} ({outcome.steps} steps)")
+    else:
+        lines.append(f"node {node}: error ({outcome.error_code}): {outcome.message}")
+    for tier in outcome.evidence:
+        counts = Counter(v.reason for v in tier.verdicts)
+        summary = ", ".join(f"{reason}={n}" for reason, n in sorted(counts.items()))
+        lines.append(f"tier {tier.claim} {tier.request}: {summary or 'no devices'}")
+    return "\n".join(lines)
+
+
+def _warn_findings(raw_objects: list[tuple[str, dict[str, Any]]]) -> None:
+    try:
+        validate = importlib.import_module("audit.dra.validate")
+    except ModuleNotFoundError as exc:
+        if exc.name != "audit.dra.validate":
+            raise
+        return
+    for _source, raw in raw_objects:
+        for finding in validate.validate_object(raw):
+            print(f"warning: {finding}", file=sys.stderr)
+
+
+def _load(files: list[str]) -> list[tuple[str, KubeObject]]:
+    raw_objects: list[tuple[str, dict[str, Any]]] = []
+    for path in files:
+        try:
+            raw_objects.extend(load_documents(path))
+        except LoadError as exc:
+            raise _Failure("invalid_input", str(exc)) from None
+    _warn_findings([(s, r) for s, r in raw_objects if supported_kind(r)])
+    parsed: list[tuple[str, KubeObject]] = []
+    for source, raw in raw_objects:
+        if not supported_kind(raw):
+            print(f"warning: {source}: ignoring kind {raw.get('kind')!r} (not used for allocation)", file=sys.stderr)
+            continue
+        try:
+            parsed.append((source, parse_object(raw)))
+        except ModelError as exc:
+            raise _Failure("invalid_input", f"{source}: {exc}") from None
+    return parsed
+
+
+def _node(objects: list[tuple[str, KubeObject]], name: str, labels: list[str]) -> Node:
+    node = next((o for _, o in objects if isinstance(o, Node) and o.name == name), Node(name=name))
+    extra: dict[str, str] = {}
+    for item in labels:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise _Failure("invalid_argument", f"--node-label {item!r}: expected KEY=VALUE")
+        extra[key] = value
+    return node.with_labels(extra) if extra else node
+
+
+def _select_claims(claims: list[ResourceClaim], wanted: list[str]) -> list[ResourceClaim]:
+    if not wanted:
+        return [c for c in claims if c.allocation is None]
+    chosen: list[ResourceClaim] = []
+    for ref in wanted:
+        ns, sep, name = ref.rpartition("/")
+        matches = [c for c in claims if c.name == name and (not sep or c.namespace == ns)]
+        if not matches:
+            raise _Failure("claim_not_found", f"--claim {ref}: no ResourceClaim with that name in the files")
+        unallocated = [c for c in matches if c.allocation is None]
+        chosen.extend(unallocated or matches)
+    return chosen
+
+
+def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
+    try:
+        features = Features.from_gates(args.feature_gates)
+    except GateError as exc:
+        raise _Failure("invalid_argument", f"--feature-gates: {exc}") from None
+    objects = _load(args.files)
+    node = _node(objects, args.node, args.node_labels)
+    claims = [o for _, o in objects if isinstance(o, ResourceClaim)]
+    to_allocate = _select_claims(claims, args.claims)
+    allocating = {id(c) for c in to_allocate}
+    try:
+        state = AllocatedState.from_claims(c for c in claims if c.allocation is not None and id(c) not in allocating)
+        inventory = Inventory(
+            slices=[o for _, o in objects if isinstance(o, ResourceSlice)],
+            classes=[o for _, o in objects if isinstance(o, DeviceClass)],
+            taint_rules=[o for _, o in objects if isinstance(o, DeviceTaintRule)],
+            features=features,
+        )
+        outcome = Allocator(inventory, state).allocate(node, to_allocate, explain=args.explain or args.output == "text")
+    except (InventoryError, ValueError) as exc:
+        raise _Failure("invalid_input", str(exc)) from None
+    return outcome, [c.key for c in to_allocate]
