@@ -1,0 +1,561 @@
+"""ClaimTrail policy documents: parse, validate, default, canonicalise and digest.
+
+A policy (``apiVersion: claimtrail.io/v1alpha1``, ``kind: Policy``) is the versioned rule set every
+decision names: tenants (namespace -> tenant), per-tenant quotas per device model (nominal and
+borrowing limit), fairness weights and mode, retry/backoff, timeouts, which taints mean
+"unhealthy", the device-model table (how a device's model is derived from its attributes, and its
+H100-equivalent weight), the fallback mode, whether one pod may mix models, and topology
+constraints. ``Policy.digest`` is the sha256 of the canonical form (defaults filled, durations in
+milliseconds), so two documents that mean the same thing have the same digest.
+
+Pure: no I/O. Loading YAML from a file is the caller's job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.records import digest
+
+API_VERSION = "claimtrail.io/v1alpha1"
+KIND = "Policy"
+
+FALLBACK_MODES = ("immediate", "strict", "wait-for-preferred")
+FAIRNESS_MODES = ("drf", "off")
+# Classes a policy may declare retryable; the rest of audit.records.RetryClass are terminal by nature.
+RETRYABLE_CHOICES = ("binding_conflict", "stale_slice", "unhealthy", "node_lost", "unschedulable", "quota", "fair_share")
+DEFAULT_RETRYABLE = ("binding_conflict", "stale_slice", "unhealthy", "node_lost", "unschedulable", "quota", "fair_share")
+
+# The default model table for NVIDIA's DRA driver (gpu.nvidia.com publishes productName, e.g.
+# "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"). The H100-equivalent weights are a policy
+# choice (relative throughput a site assigns), not a measured fact; sites override them.
+DEFAULT_MODEL_RULES: tuple[dict[str, Any], ...] = (
+    {"model": "H100", "driver": "gpu.nvidia.com", "attribute": "productName", "match": r"^NVIDIA H100\b", "h100Equivalent": 1.0},
+    {"model": "A100", "driver": "gpu.nvidia.com", "attribute": "productName", "match": r"^NVIDIA A100\b", "h100Equivalent": 0.5},
+    {"model": "L40S", "driver": "gpu.nvidia.com", "attribute": "productName", "match": r"^NVIDIA L40S\b", "h100Equivalent": 0.35},
+    {"model": "L4", "driver": "gpu.nvidia.com", "attribute": "productName", "match": r"^NVIDIA L4$", "h100Equivalent": 0.12},
+)
+
+UNKNOWN_MODEL = "unknown"
+
+_DURATION_RE = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
+
+
+class PolicyError(ValueError):
+    """A policy document is invalid; ``path`` names the field (``spec.tenants[1].weight``)."""
+
+    def __init__(self, name: str, path: str, message: str) -> None:
+        super().__init__(f"Policy {name}: {path}: {message}")
+        self.path = path
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Quota:
+    nominal: int
+    borrowing_limit: int | None  # None: may borrow any unused nominal quota of other tenants
+
+    @property
+    def limit(self) -> int | None:
+        return None if self.borrowing_limit is None else self.nominal + self.borrowing_limit
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    namespaces: tuple[str, ...]
+    weight: float
+    quotas: Mapping[str, Quota] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelRule:
+    model: str  # may use regex group references (\1) to keep the attribute's own text
+    driver: str
+    attribute: str
+    match: str
+    h100_equivalent: float
+    pattern: re.Pattern[str] = field(compare=False, repr=False, default=re.compile(""))
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    version: str
+    tenants: tuple[Tenant, ...]
+    fairness_mode: str
+    usage_half_life_ms: int
+    wait_aging_per_hour: float
+    preemption: bool
+    backoff_base_ms: int
+    backoff_cap_ms: int
+    max_attempts: int
+    retryable: tuple[str, ...]
+    allocation_timeout_ms: int
+    binding_timeout_ms: int
+    starvation_ms: int
+    unhealthy_taint_keys: tuple[str, ...]
+    unhealthy_taint_suffixes: tuple[str, ...]
+    model_rules: tuple[ModelRule, ...]
+    fallback_mode: str
+    fallback_wait_ms: int
+    mixed_models: bool
+    topology_match_attributes: tuple[str, ...]
+    canonical: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
+    digest: str = ""
+
+    # ---- lookups the engine and metrics use -------------------------------------------------
+
+    def tenant_for(self, namespace: str) -> str:
+        """Namespaces not listed by any tenant form a tenant of their own name (weight 1, no quota)."""
+        return _tenant_index(self).get(namespace, namespace)
+
+    def tenant(self, name: str) -> Tenant | None:
+        for t in self.tenants:
+            if t.name == name:
+                return t
+        return None
+
+    def weight(self, tenant: str) -> float:
+        t = self.tenant(tenant)
+        return t.weight if t else 1.0
+
+    def quota(self, tenant: str, model: str) -> Quota | None:
+        t = self.tenant(tenant)
+        return t.quotas.get(model) if t else None
+
+    def model_of(self, driver: str, attributes: Mapping[str, Any]) -> str:
+        """The device's model by the first matching rule; devices no rule matches are ``unknown``."""
+        for rule in self.model_rules:
+            if rule.driver != driver:
+                continue
+            value = attribute_text(driver, attributes, rule.attribute)
+            if value is None:
+                continue
+            m = rule.pattern.search(value)
+            if m:
+                return m.expand(rule.model) if "\\" in rule.model else rule.model
+        return UNKNOWN_MODEL
+
+    def model_attribute(self) -> str:
+        """Fully qualified attribute the model table reads (for the no-mixed-models constraint)."""
+        if not self.model_rules:
+            return ""
+        rule = self.model_rules[0]
+        return rule.attribute if "/" in rule.attribute else f"{rule.driver}/{rule.attribute}"
+
+    def h100_equivalent(self, model: str) -> float:
+        for rule in self.model_rules:
+            if rule.model == model:
+                return rule.h100_equivalent
+        return 1.0
+
+    def is_unhealthy_taint(self, key: str) -> bool:
+        return key in self.unhealthy_taint_keys or any(key.endswith(s) for s in self.unhealthy_taint_suffixes)
+
+    def backoff_ms(self, attempt: int) -> int:
+        """Capped exponential backoff after failed attempt number ``attempt`` (1-based)."""
+        return min(self.backoff_cap_ms, self.backoff_base_ms * (2 ** max(0, attempt - 1)))
+
+    def is_retryable(self, retry_class: str) -> bool:
+        return retry_class in self.retryable
+
+
+_TENANT_INDEX_CACHE: dict[str, dict[str, str]] = {}
+
+
+def _tenant_index(policy: Policy) -> dict[str, str]:
+    idx = _TENANT_INDEX_CACHE.get(policy.digest)
+    if idx is None:
+        idx = {ns: t.name for t in policy.tenants for ns in t.namespaces}
+        _TENANT_INDEX_CACHE[policy.digest] = idx
+    return idx
+
+
+def attribute_text(driver: str, attributes: Mapping[str, Any], name: str) -> str | None:
+    """An attribute's value as text, looked up the way upstream does (qualified, then driver-local)."""
+    raw = attributes.get(name)
+    if raw is None and "/" in name:
+        domain, _, ident = name.partition("/")
+        if domain == driver:
+            raw = attributes.get(ident)
+    if raw is None and "/" not in name:
+        raw = attributes.get(f"{driver}/{name}")
+    if not isinstance(raw, Mapping):
+        return None
+    for key in ("string", "version", "int", "bool"):
+        if key in raw:
+            return str(raw[key])
+    return None
+
+
+# ---- parsing ----------------------------------------------------------------------------------
+
+
+def parse_duration_ms(value: Any) -> int:
+    """``90`` (seconds), ``"90s"``, ``"10m"``, ``"1h30m"``, ``"250ms"`` -> milliseconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration like 90s, 10m or 1h")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("must not be negative")
+        return value * 1000
+    if isinstance(value, float):
+        if value < 0:
+            raise ValueError("must not be negative")
+        return round(value * 1000)
+    if not isinstance(value, str) or not value:
+        raise ValueError("expected a duration like 90s, 10m or 1h")
+    m = _DURATION_RE.match(value.strip())
+    if not m or not any(m.groups()):
+        raise ValueError(f"invalid duration {value!r} (expected e.g. 90s, 10m, 1h30m, 250ms)")
+    h, mi, s, ms = (int(g) if g else 0 for g in m.groups())
+    return ((h * 60 + mi) * 60 + s) * 1000 + ms
+
+
+class _Reader:
+    """Walks a raw dict, collecting every problem with its field path."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.errors: list[PolicyError] = []
+
+    def fail(self, path: str, message: str) -> None:
+        self.errors.append(PolicyError(self.name, path, message))
+
+    def mapping(self, obj: Any, path: str) -> dict[str, Any]:
+        if obj is None:
+            return {}
+        if not isinstance(obj, dict):
+            self.fail(path, f"expected a mapping, got {type(obj).__name__}")
+            return {}
+        return obj
+
+    def unknown(self, obj: dict[str, Any], allowed: set[str], path: str) -> None:
+        for key in sorted(set(obj) - allowed):
+            self.fail(f"{path}.{key}" if path else key, "unknown field")
+
+    def number(self, obj: dict[str, Any], key: str, path: str, default: float, minimum: float = 0.0,
+               exclusive: bool = False) -> float:
+        v = obj.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            self.fail(f"{path}.{key}", f"expected a number, got {type(v).__name__}")
+            return default
+        if v < minimum or (exclusive and v == minimum):
+            self.fail(f"{path}.{key}", f"must be {'>' if exclusive else '>='} {minimum:g}")
+            return default
+        return float(v)
+
+    def integer(self, obj: dict[str, Any], key: str, path: str, default: int | None, minimum: int = 0) -> int | None:
+        v = obj.get(key, default)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int):
+            self.fail(f"{path}.{key}", f"expected an integer, got {type(v).__name__}")
+            return default
+        if v < minimum:
+            self.fail(f"{path}.{key}", f"must be >= {minimum}")
+            return default
+        return v
+
+    def duration(self, obj: dict[str, Any], key: str, path: str, default: str) -> int:
+        try:
+            return parse_duration_ms(obj.get(key, default))
+        except ValueError as exc:
+            self.fail(f"{path}.{key}", str(exc))
+            return parse_duration_ms(default)
+
+    def string(self, obj: dict[str, Any], key: str, path: str, default: str | None = None,
+               choices: tuple[str, ...] = ()) -> str:
+        v = obj.get(key, default)
+        if v is None:
+            self.fail(f"{path}.{key}", "required field missing")
+            return ""
+        if not isinstance(v, str):
+            self.fail(f"{path}.{key}", f"expected a string, got {type(v).__name__}")
+            return default or ""
+        if choices and v not in choices:
+            self.fail(f"{path}.{key}", f"must be one of {', '.join(choices)} (got {v!r})")
+            return default or choices[0]
+        return v
+
+    def boolean(self, obj: dict[str, Any], key: str, path: str, default: bool) -> bool:
+        v = obj.get(key, default)
+        if not isinstance(v, bool):
+            self.fail(f"{path}.{key}", f"expected true or false, got {type(v).__name__}")
+            return default
+        return v
+
+    def strings(self, obj: dict[str, Any], key: str, path: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        v = obj.get(key, list(default))
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            self.fail(f"{path}.{key}", "expected a list of strings")
+            return default
+        return tuple(v)
+
+
+def parse_policy(raw: Any) -> Policy:
+    """Parse and validate a policy document; raises ``PolicyError`` naming the first bad field."""
+    policy, errors = _parse(raw)
+    if errors:
+        raise errors[0]
+    assert policy is not None
+    return policy
+
+
+def policy_findings(raw: Any) -> list[PolicyError]:
+    """Every validation problem of a document (empty when it parses)."""
+    return _parse(raw)[1]
+
+
+def default_policy(name: str = "default", version: str = "1") -> Policy:
+    return parse_policy({"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "spec": {"version": version}})
+
+
+def _parse(raw: Any) -> tuple[Policy | None, list[PolicyError]]:
+    if not isinstance(raw, dict):
+        return None, [PolicyError("?", "", f"expected a mapping, got {type(raw).__name__}")]
+    meta_raw = raw.get("metadata")
+    meta: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
+    name_raw = meta.get("name")
+    name: str = name_raw if isinstance(name_raw, str) and name_raw else "?"
+    r = _Reader(name)
+    r.unknown(raw, {"apiVersion", "kind", "metadata", "spec"}, "")
+    if raw.get("apiVersion") != API_VERSION:
+        r.fail("apiVersion", f"must be {API_VERSION} (got {raw.get('apiVersion')!r})")
+    if raw.get("kind") != KIND:
+        r.fail("kind", f"must be {KIND} (got {raw.get('kind')!r})")
+    if name == "?":
+        r.fail("metadata.name", "required field missing")
+    spec = r.mapping(raw.get("spec"), "spec")
+    r.unknown(spec, {"version", "tenants", "fairness", "preemption", "retry", "timeouts", "health", "deviceModels",
+                     "fallback", "mixedModels", "topology"}, "spec")
+    version = spec.get("version")
+    if isinstance(version, int | float) and not isinstance(version, bool):
+        version = str(version)
+    if not isinstance(version, str) or not version:
+        r.fail("spec.version", "required: a non-empty string")
+        version = ""
+
+    tenants = _tenants(r, spec.get("tenants", []))
+    fairness = r.mapping(spec.get("fairness"), "spec.fairness")
+    r.unknown(fairness, {"mode", "usageHalfLife", "waitAgingPerHour"}, "spec.fairness")
+    preemption = r.mapping(spec.get("preemption"), "spec.preemption")
+    r.unknown(preemption, {"enabled"}, "spec.preemption")
+    if preemption.get("enabled") is True:
+        r.fail("spec.preemption.enabled", "preemption is not supported by this engine; set false")
+    retry = r.mapping(spec.get("retry"), "spec.retry")
+    r.unknown(retry, {"backoffBase", "backoffCap", "maxAttempts", "retryable"}, "spec.retry")
+    timeouts = r.mapping(spec.get("timeouts"), "spec.timeouts")
+    r.unknown(timeouts, {"allocation", "bindingConditions", "starvation"}, "spec.timeouts")
+    health = r.mapping(spec.get("health"), "spec.health")
+    r.unknown(health, {"unhealthyTaintKeys", "unhealthyTaintSuffixes"}, "spec.health")
+    fallback = r.mapping(spec.get("fallback"), "spec.fallback")
+    r.unknown(fallback, {"mode", "wait"}, "spec.fallback")
+    topology = r.mapping(spec.get("topology"), "spec.topology")
+    r.unknown(topology, {"matchAttributes"}, "spec.topology")
+
+    retryable = r.strings(retry, "retryable", "spec.retry", DEFAULT_RETRYABLE)
+    for i, cls in enumerate(retryable):
+        if cls not in RETRYABLE_CHOICES:
+            r.fail(f"spec.retry.retryable[{i}]", f"unknown class {cls!r} (one of {', '.join(RETRYABLE_CHOICES)})")
+    rules = _model_rules(r, spec.get("deviceModels", [dict(x) for x in DEFAULT_MODEL_RULES]))
+    base_ms = r.duration(retry, "backoffBase", "spec.retry", "1s")
+    cap_ms = r.duration(retry, "backoffCap", "spec.retry", "5m")
+    if cap_ms < base_ms:
+        r.fail("spec.retry.backoffCap", "must be >= backoffBase")
+    max_attempts = r.integer(retry, "maxAttempts", "spec.retry", 8, minimum=1) or 8
+    half_life = r.duration(fairness, "usageHalfLife", "spec.fairness", "1h")
+    if half_life == 0:
+        r.fail("spec.fairness.usageHalfLife", "must be > 0")
+        half_life = 3_600_000
+
+    known_models = {rule.model for rule in rules}
+    for ti, t in enumerate(tenants):
+        for model in t.quotas:
+            if known_models and model not in known_models and not any("\\" in x.model for x in rules):
+                r.fail(f"spec.tenants[{ti}].quotas.{model}", "model is not produced by any spec.deviceModels rule")
+    seen_ns: dict[str, str] = {}
+    for ti, t in enumerate(tenants):
+        for ns in t.namespaces:
+            if ns in seen_ns:
+                r.fail(f"spec.tenants[{ti}].namespaces", f"namespace {ns!r} already belongs to tenant {seen_ns[ns]!r}")
+            seen_ns[ns] = t.name
+
+    fields: dict[str, Any] = dict(
+        name=name,
+        version=version,
+        tenants=tuple(sorted(tenants, key=lambda t: t.name)),
+        fairness_mode=r.string(fairness, "mode", "spec.fairness", "drf", FAIRNESS_MODES),
+        usage_half_life_ms=half_life,
+        wait_aging_per_hour=r.number(fairness, "waitAgingPerHour", "spec.fairness", 0.5),
+        preemption=False,
+        backoff_base_ms=base_ms,
+        backoff_cap_ms=cap_ms,
+        max_attempts=max_attempts,
+        retryable=tuple(sorted(set(retryable))),
+        # Upstream's DRA filter timeout default is 10 s (DynamicResourcesArgs); binding conditions 600 s.
+        allocation_timeout_ms=r.duration(timeouts, "allocation", "spec.timeouts", "10s"),
+        binding_timeout_ms=r.duration(timeouts, "bindingConditions", "spec.timeouts", "600s"),
+        starvation_ms=r.duration(timeouts, "starvation", "spec.timeouts", "1h"),
+        unhealthy_taint_keys=tuple(sorted(set(r.strings(health, "unhealthyTaintKeys", "spec.health")))),
+        unhealthy_taint_suffixes=tuple(sorted(set(r.strings(health, "unhealthyTaintSuffixes", "spec.health",
+                                                             ("/unhealthy",))))),
+        model_rules=rules,
+        fallback_mode=r.string(fallback, "mode", "spec.fallback", "immediate", FALLBACK_MODES),
+        fallback_wait_ms=r.duration(fallback, "wait", "spec.fallback", "10m"),
+        mixed_models=r.boolean(spec, "mixedModels", "spec", True),
+        topology_match_attributes=tuple(sorted(set(r.strings(topology, "matchAttributes", "spec.topology")))),
+    )
+    if r.errors:
+        return None, r.errors
+    canonical = _canonical(fields)
+    return Policy(**fields, canonical=canonical, digest=digest(canonical)), []
+
+
+def _tenants(r: _Reader, raw: Any) -> list[Tenant]:
+    if not isinstance(raw, list):
+        r.fail("spec.tenants", "expected a list")
+        return []
+    out: list[Tenant] = []
+    names: set[str] = set()
+    for i, item in enumerate(raw):
+        path = f"spec.tenants[{i}]"
+        t = r.mapping(item, path)
+        r.unknown(t, {"name", "namespaces", "weight", "quotas"}, path)
+        name = r.string(t, "name", path)
+        if name in names:
+            r.fail(f"{path}.name", f"duplicate tenant {name!r}")
+        names.add(name)
+        namespaces = r.strings(t, "namespaces", path, (name,) if name else ())
+        weight = r.number(t, "weight", path, 1.0, minimum=0.0, exclusive=True)
+        quotas: dict[str, Quota] = {}
+        qraw = r.mapping(t.get("quotas"), f"{path}.quotas")
+        for model in sorted(qraw):
+            qpath = f"{path}.quotas.{model}"
+            q = r.mapping(qraw[model], qpath)
+            r.unknown(q, {"nominal", "borrowingLimit"}, qpath)
+            nominal = r.integer(q, "nominal", qpath, None)
+            if nominal is None:
+                r.fail(f"{qpath}.nominal", "required field missing")
+                nominal = 0
+            borrowing = r.integer(q, "borrowingLimit", qpath, 0) if "borrowingLimit" in q else 0
+            quotas[model] = Quota(nominal=nominal, borrowing_limit=borrowing)
+        out.append(Tenant(name=name, namespaces=tuple(sorted(set(namespaces))), weight=weight, quotas=quotas))
+    return out
+
+
+def _model_rules(r: _Reader, raw: Any) -> tuple[ModelRule, ...]:
+    if not isinstance(raw, list):
+        r.fail("spec.deviceModels", "expected a list")
+        return ()
+    rules: list[ModelRule] = []
+    for i, item in enumerate(raw):
+        path = f"spec.deviceModels[{i}]"
+        m = r.mapping(item, path)
+        r.unknown(m, {"model", "driver", "attribute", "match", "prefix", "h100Equivalent"}, path)
+        if "match" in m and "prefix" in m:
+            r.fail(path, "set either match (regex) or prefix, not both")
+        if "prefix" in m:
+            prefix = r.string(m, "prefix", path)
+            match = "^" + re.escape(prefix)
+        else:
+            match = r.string(m, "match", path)
+        try:
+            pattern = re.compile(match)
+        except re.error as exc:
+            r.fail(f"{path}.match", f"invalid regular expression: {exc}")
+            pattern = re.compile("(?!)")
+        model = r.string(m, "model", path)
+        if "\\" in model and pattern.groups == 0:
+            r.fail(f"{path}.model", "uses a group reference but match has no groups")
+        rules.append(ModelRule(
+            model=model,
+            driver=r.string(m, "driver", path, "gpu.nvidia.com"),
+            attribute=r.string(m, "attribute", path, "productName"),
+            match=match,
+            h100_equivalent=r.number(m, "h100Equivalent", path, 1.0),
+            pattern=pattern,
+        ))
+    return tuple(rules)
+
+
+def _canonical(f: dict[str, Any]) -> dict[str, Any]:
+    """The digest's input: every field, defaults filled, durations in ms, unordered lists sorted."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": f["name"],
+        "version": f["version"],
+        "tenants": [
+            {"name": t.name, "namespaces": list(t.namespaces), "weight": t.weight,
+             "quotas": {m: {"nominal": q.nominal, "borrowingLimit": q.borrowing_limit} for m, q in sorted(t.quotas.items())}}
+            for t in f["tenants"]
+        ],
+        "fairness": {"mode": f["fairness_mode"], "usageHalfLifeMs": f["usage_half_life_ms"],
+                     "waitAgingPerHour": f["wait_aging_per_hour"]},
+        "preemption": {"enabled": f["preemption"]},
+        "retry": {"backoffBaseMs": f["backoff_base_ms"], "backoffCapMs": f["backoff_cap_ms"],
+                  "maxAttempts": f["max_attempts"], "retryable": list(f["retryable"])},
+        "timeouts": {"allocationMs": f["allocation_timeout_ms"], "bindingConditionsMs": f["binding_timeout_ms"],
+                     "starvationMs": f["starvation_ms"]},
+        "health": {"unhealthyTaintKeys": list(f["unhealthy_taint_keys"]),
+                   "unhealthyTaintSuffixes": list(f["unhealthy_taint_suffixes"])},
+        "deviceModels": [
+            {"model": x.model, "driver": x.driver, "attribute": x.attribute, "match": x.match,
+             "h100Equivalent": x.h100_equivalent}
+            for x in f["model_rules"]
+        ],
+        "fallback": {"mode": f["fallback_mode"], "waitMs": f["fallback_wait_ms"]},
+        "mixedModels": f["mixed_models"],
+        "topology": {"matchAttributes": list(f["topology_match_attributes"])},
+    }
+
+
+def policy_document(policy: Policy) -> dict[str, Any]:
+    """A document that parses back to an equal policy (the payload of a Policy world event)."""
+    c = policy.canonical
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": policy.name},
+        "spec": {
+            "version": policy.version,
+            "tenants": [
+                {"name": t["name"], "namespaces": t["namespaces"], "weight": t["weight"], "quotas": t["quotas"]}
+                for t in c["tenants"]
+            ],
+            "fairness": {"mode": policy.fairness_mode, "usageHalfLife": f"{policy.usage_half_life_ms}ms",
+                         "waitAgingPerHour": policy.wait_aging_per_hour},
+            "preemption": {"enabled": False},
+            "retry": {"backoffBase": f"{policy.backoff_base_ms}ms", "backoffCap": f"{policy.backoff_cap_ms}ms",
+                      "maxAttempts": policy.max_attempts, "retryable": list(policy.retryable)},
+            "timeouts": {"allocation": f"{policy.allocation_timeout_ms}ms",
+                         "bindingConditions": f"{policy.binding_timeout_ms}ms",
+                         "starvation": f"{policy.starvation_ms}ms"},
+            "health": {"unhealthyTaintKeys": list(policy.unhealthy_taint_keys),
+                       "unhealthyTaintSuffixes": list(policy.unhealthy_taint_suffixes)},
+            "deviceModels": c["deviceModels"],
+            "fallback": {"mode": policy.fallback_mode, "wait": f"{policy.fallback_wait_ms}ms"},
+            "mixedModels": policy.mixed_models,
+            "topology": {"matchAttributes": list(policy.topology_match_attributes)},
+        },
+    }
+
+
+def capacity_findings(policy: Policy, devices_per_model: Mapping[str, int]) -> list[str]:
+    """Promises the cluster cannot keep: Σ nominal quota of a model above its device count."""
+    out: list[str] = []
+    totals: dict[str, int] = {}
+    for t in policy.tenants:
+        for model, q in t.quotas.items():
+            totals[model] = totals.get(model, 0) + q.nominal
+    for model in sorted(totals):
+        have = devices_per_model.get(model, 0)
+        if totals[model] > have:
+            out.append(f"Policy {policy.name}: spec.tenants[*].quotas.{model}.nominal: sum of nominal quota "
+                       f"{totals[model]} exceeds the {have} {model} devices in the cluster")
+    return out

@@ -1,0 +1,54 @@
+"""Tenant quota per device model: nominal plus borrowing, never bypassed by fallback.
+
+Semantics follow Kueue's ClusterQueue rules (research/fairness.md §1.1): a request fits if the
+tenant's usage of the model plus the request stays within its nominal quota; beyond nominal it
+may borrow up to ``borrowingLimit`` (unlimited when null) but only from nominal quota other
+tenants leave unused. A tenant with no quota entry for a model is not limited on that model.
+Quota is counted in devices of the model, from the world's allocation index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from audit.policy import Policy
+from audit.world import World
+
+
+@dataclass(frozen=True)
+class QuotaCheck:
+    fits: bool
+    model: str
+    used: int
+    requested: int
+    nominal: int | None = None
+    limit: int | None = None
+    lendable: int | None = None
+
+    def detail(self) -> dict[str, int | str | None]:
+        return {"model": self.model, "used": self.used, "requested": self.requested, "nominal": self.nominal,
+                "limit": self.limit, "lendable": self.lendable}
+
+
+def check_quota(world: World, policy: Policy, tenant: str, model: str, count: int) -> QuotaCheck:
+    q = policy.quota(tenant, model)
+    used = world.model_in_use(tenant, model)
+    if q is None:
+        return QuotaCheck(True, model, used, count)
+    want = used + count
+    if want <= q.nominal:
+        return QuotaCheck(True, model, used, count, q.nominal, q.limit)
+    lendable = 0
+    for other in policy.tenants:
+        if other.name == tenant:
+            continue
+        oq = other.quotas.get(model)
+        if oq is not None:
+            lendable += max(0, oq.nominal - world.model_in_use(other.name, model))
+    borrow = want - q.nominal
+    borrowed_by_others = sum(
+        max(0, world.model_in_use(o.name, model) - o.quotas[model].nominal)
+        for o in policy.tenants if o.name != tenant and model in o.quotas)
+    room = lendable - borrowed_by_others
+    fits = borrow <= room and (q.limit is None or want <= q.limit)
+    return QuotaCheck(fits, model, used, count, q.nominal, q.limit, max(0, room))

@@ -1,0 +1,168 @@
+"""A pod's preference structure: its claims, their requests and each request's tiers.
+
+A tier is one ``firstAvailable`` subrequest (index = its position; 0 is the first choice) or the
+whole request when it has no subrequests. Each tier knows its device count and which device
+models it can possibly match. The model set is found by evaluating the tier's DeviceClass and
+request CEL selectors on the world's device *signatures* (a device's attributes minus per-device
+identity such as uuid/PCI address, plus capacity): a model is included if any signature of it
+matches, or if a selector errors there, or if a selector names an identity attribute (then all
+models are included). The set is therefore a superset of the models the allocator could pick —
+the engine uses it only to skip nodes that cannot possibly satisfy a tier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.world import IDENTITY_ATTRIBUTES, World
+
+TEMPLATE_VERSION_LABEL = "claimtrail.io/template-version"
+
+
+@dataclass(frozen=True)
+class Tier:
+    claim: str  # "<ns>/<claim name>"
+    request: str
+    subrequest: str  # "" for a plain request
+    index: int
+    count: int
+    all_devices: bool
+    device_class: str
+    selectors: tuple[str, ...]
+    tolerates: bool  # has tolerations: health taints might be tolerated
+    models: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return "|".join(self.models) if self.models else "none"
+
+    @property
+    def path(self) -> str:
+        return f"{self.claim}/{self.request}" + (f"/{self.subrequest}" if self.subrequest else "")
+
+
+@dataclass(frozen=True)
+class RequestTiers:
+    claim: str
+    request: str
+    first_available: bool
+    tiers: tuple[Tier, ...]
+
+
+@dataclass
+class PodClaims:
+    """The pod's claims resolved from the world, in ``spec.resourceClaims`` order."""
+
+    claims: list[dict[str, Any]] = field(default_factory=list)  # unallocated claims to allocate
+    allocated: list[dict[str, Any]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # pod claim names whose claim does not exist
+
+
+def resolve_claims(world: World, pod: dict[str, Any]) -> PodClaims:
+    ns = pod["metadata"].get("namespace", "")
+    statuses = {s.get("name"): s.get("resourceClaimName")
+                for s in (pod.get("status") or {}).get("resourceClaimStatuses", []) or []}
+    out = PodClaims()
+    for ref in (pod.get("spec") or {}).get("resourceClaims", []) or []:
+        name = ref.get("resourceClaimName") or statuses.get(ref.get("name"))
+        claim = world.get("ResourceClaim", ns, name) if name else None
+        if claim is None:
+            out.missing.append(ref.get("name", ""))
+            continue
+        if (claim.get("status") or {}).get("allocation"):
+            out.allocated.append(claim)
+        else:
+            out.claims.append(claim)
+    return out
+
+
+def template_version(claims: list[dict[str, Any]]) -> str:
+    for c in claims:
+        v = (c.get("metadata", {}).get("labels") or {}).get(TEMPLATE_VERSION_LABEL)
+        if v:
+            return str(v)
+    return ""
+
+
+ModelMatcher = Callable[[str, tuple[str, ...]], tuple[str, ...]]
+
+
+def request_tiers(claims: list[dict[str, Any]], match_models: ModelMatcher) -> list[RequestTiers]:
+    out: list[RequestTiers] = []
+    for claim in claims:
+        ckey = f"{claim['metadata'].get('namespace', '')}/{claim['metadata']['name']}"
+        for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests", []) or []:
+            subs = req.get("firstAvailable")
+            if subs:
+                tiers = tuple(_tier(ckey, req["name"], s.get("name", ""), i, s, match_models) for i, s in enumerate(subs))
+                out.append(RequestTiers(ckey, req["name"], True, tiers))
+            else:
+                exact = req.get("exactly") or req
+                out.append(RequestTiers(ckey, req["name"], False, (_tier(ckey, req["name"], "", 0, exact, match_models),)))
+    return out
+
+
+def _tier(claim: str, request: str, sub: str, index: int, spec: dict[str, Any], match_models: ModelMatcher) -> Tier:
+    selectors = tuple(str((s.get("cel") or {}).get("expression", "")) for s in spec.get("selectors", []) or [])
+    device_class = spec.get("deviceClassName", "")
+    all_devices = spec.get("allocationMode") == "All"
+    return Tier(claim=claim, request=request, subrequest=sub, index=index,
+                count=1 if all_devices else int(spec.get("count", 1) or 1), all_devices=all_devices,
+                device_class=device_class, selectors=selectors, tolerates=bool(spec.get("tolerations")),
+                models=match_models(device_class, selectors))
+
+
+class SignatureModelMatcher:
+    """Models a (class, selectors) pair can match, by CEL on device signatures; cached per world state."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self._cache: dict[tuple[Any, ...], tuple[str, ...]] = {}
+        self._env: Any = None
+
+    def __call__(self, device_class: str, selectors: tuple[str, ...]) -> tuple[str, ...]:
+        cls = self.world.get("DeviceClass", "", device_class)
+        class_selectors = tuple(str((s.get("cel") or {}).get("expression", ""))
+                                for s in ((cls or {}).get("spec") or {}).get("selectors", []) or [])
+        key = (self.world.signature_version, self.world.inventory_version if cls is None else 0,
+               device_class, class_selectors, selectors)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._compute(cls is not None, class_selectors + selectors)
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
+    def _compute(self, class_exists: bool, expressions: tuple[str, ...]) -> tuple[str, ...]:
+        every = tuple(sorted({e[1] for e in self.world.signatures.values()}))
+        if not class_exists:
+            return ()
+        if any(ident in expr for expr in expressions for ident in IDENTITY_ATTRIBUTES):
+            return every
+        try:
+            from audit.dra.cel import CelEnvironment, device_context
+        except ImportError:
+            return every  # without a CEL evaluator every model stays a candidate (sound, slower)
+        if self._env is None:
+            self._env = CelEnvironment()
+        models: set[str] = set()
+        compiled = []
+        for expr in expressions:
+            try:
+                compiled.append(self._env.compile(expr))
+            except Exception:
+                return every  # the allocator reports the compile error on the node it visits
+        for _, (_, model, driver, attrs, capacity) in sorted(self.world.signatures.items()):
+            if model in models:
+                continue
+            try:
+                ctx = device_context(driver, attrs, capacity, False)
+                if all(c.evaluate(ctx) for c in compiled):
+                    models.add(model)
+            except Exception:
+                models.add(model)  # a runtime error there aborts that node in the allocator: keep it visible
+        return tuple(sorted(models))
+

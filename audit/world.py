@@ -1,0 +1,573 @@
+"""The world: what the allocator can see at a sequence number, folded from the event log.
+
+``World.apply(event)`` folds one ``WorldEvent`` (objects by kind/namespace/name) and keeps the
+indexes the decision engine needs up to date incrementally: devices by node and model (highest
+pool generation only), which devices are allocated and to which claim, which are unhealthy
+(a NoSchedule/NoExecute taint the active policy calls health), free-and-healthy counts per node per
+model with name-sorted node lists per count, pending pods, device-plugin capacity, and each
+tenant's usage (current H100-equivalents plus an exponentially decayed history, half-life from the
+policy) computed from allocation and release events and their times, never from hidden state.
+
+``chain_digest`` = sha256(previous chain || event digest), so one hash names the whole history a
+decision saw. ``snapshot()``/``from_snapshot()`` checkpoint the world; indexes are rebuilt from the
+objects, history-dependent state (usage, charges) travels in the snapshot.
+
+Pure: no I/O, no clock. Times are the events' own.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from audit.events import EventType, WorldEvent
+from audit.policy import Policy, default_policy, parse_policy
+from audit.records import digest
+
+GENESIS = "0" * 64
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+NO_EXECUTE_EFFECTS = ("NoSchedule", "NoExecute")
+DEVICE_PLUGIN_RESOURCE = "nvidia.com/gpu"
+# GPU feature discovery labels device-plugin nodes with the product (dashes for spaces).
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+# Attributes unique per device; left out of signatures (selectors naming them disable the shortcut).
+IDENTITY_ATTRIBUTES = frozenset({"uuid", "gpu.nvidia.com/uuid", "resource.kubernetes.io/pciBusID",
+                                 "resource.kubernetes.io/pcieRoot", "pciBusID", "pcieRoot"})
+
+
+def parse_time_ms(text: str) -> int:
+    """RFC 3339 (``2026-11-01T00:00:00Z`` or with fractional seconds) -> ms since the epoch."""
+    t = text.strip()
+    if t.endswith("Z"):
+        t = t[:-1] + "+00:00"
+    dt = datetime.fromisoformat(t)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    delta = dt - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def format_time_ms(ms: int) -> str:
+    dt = _EPOCH + timedelta(milliseconds=ms)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def event_digest(ev: WorldEvent) -> str:
+    """Same value as ``ev.digest()`` without deep-copying the payload."""
+    return digest({"cluster": ev.cluster, "seq": ev.seq, "time": ev.time, "type": ev.type,
+                   "object_kind": ev.object_kind, "namespace": ev.namespace, "name": ev.name,
+                   "payload": ev.payload, "resource_version": ev.resource_version})
+
+
+def chain(prev: str, event_hex: str) -> str:
+    return hashlib.sha256((prev + event_hex).encode()).hexdigest()
+
+
+def obj_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+@dataclass
+class Device:
+    """One indexed device: identity ``driver/pool/device``, its node, model and health."""
+
+    id: str
+    driver: str
+    pool: str
+    name: str
+    node: str
+    slice: str
+    generation: int
+    model: str
+    attributes: dict[str, Any]
+    capacity: dict[str, Any]
+    taints: tuple[tuple[str, str, str], ...]  # (key, value, effect) from the slice and taint rules
+    unhealthy: bool = False
+
+
+@dataclass
+class TenantUsage:
+    in_use_eq: float = 0.0  # H100-equivalents allocated right now
+    decayed: float = 0.0  # exponentially decayed H100-eq·ms
+    last_ms: int = 0
+
+    def advance(self, now_ms: int, half_life_ms: int) -> None:
+        dt = now_ms - self.last_ms
+        if dt > 0:
+            f = 0.5 ** (dt / half_life_ms)
+            self.decayed = self.decayed * f + self.in_use_eq * (half_life_ms / math.log(2)) * (1.0 - f)
+            self.last_ms = now_ms
+        elif self.last_ms == 0:
+            self.last_ms = now_ms
+
+    def rate(self, now_ms: int, half_life_ms: int) -> float:
+        """Decayed average usage in H100-equivalents (equals in_use_eq in steady state)."""
+        dt = max(0, now_ms - self.last_ms)
+        f = 0.5 ** (dt / half_life_ms)
+        decayed = self.decayed * f + self.in_use_eq * (half_life_ms / math.log(2)) * (1.0 - f)
+        return decayed * math.log(2) / half_life_ms
+
+
+@dataclass
+class Charge:
+    """What an allocation charged a tenant, so its release subtracts exactly that."""
+
+    tenant: str
+    eq: float
+    models: dict[str, int]
+
+
+class World:
+    """Objects plus incremental indexes; see the module docstring."""
+
+    def __init__(self, cluster: str = "default") -> None:
+        self.cluster = cluster
+        self.seq = -1
+        self.time = ""
+        self.time_ms = 0
+        self.chain_digest = GENESIS
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {}
+        self.policy: Policy = default_policy()
+        self.policy_key = ""
+        # versions: bump when the allocator's inventory inputs change (slices, classes, taint rules)
+        self.inventory_version = 0
+        self.devices: dict[str, Device] = {}
+        self.node_devices: dict[str, list[str]] = {}  # node -> device ids (slice order)
+        self.pool_devices: dict[tuple[str, str], list[str]] = {}
+        self.allocated_by: dict[str, str] = {}  # device id -> claim key
+        self.claim_devices: dict[str, list[str]] = {}  # allocated claim -> device ids
+        self.charges: dict[str, Charge] = {}  # claim key or "pod:<key>" -> charge
+        self.usage: dict[str, TenantUsage] = {}
+        self.tenant_models: dict[str, dict[str, int]] = {}  # tenant -> model -> devices in use
+        # node -> model -> [total, free_healthy]
+        self.node_model: dict[str, dict[str, list[int]]] = {}
+        # model -> k -> sorted node names with free_healthy >= k
+        self.free_nodes: dict[str, dict[int, list[str]]] = {}
+        self.model_totals: dict[str, int] = {}
+        self.model_free: dict[str, int] = {}  # free and healthy devices per model, cluster-wide
+        self.model_allocated: dict[str, int] = {}
+        # device "signatures" (attributes minus identity, capacity): what selectors can tell apart
+        self.signatures: dict[str, list[Any]] = {}  # key -> [count, model, driver, attributes, capacity]
+        self.signature_version = 0
+        self.nodes: set[str] = set()
+        self.has_shared_slices = False
+        self.pending: dict[str, int] = {}  # pod key -> creation ms (no nodeName yet)
+        self.dp_capacity: dict[str, int] = {}  # device-plugin node -> nvidia.com/gpu allocatable
+        self.dp_used: dict[str, int] = {}
+        self.dp_model: dict[str, str] = {}
+
+    # ---- reading ------------------------------------------------------------------------------
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get(kind, {}).get(obj_key(namespace, name))
+
+    def items(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        return iter(sorted(self.objects.get(kind, {}).items()))
+
+    def count(self, kind: str) -> int:
+        return len(self.objects.get(kind, {}))
+
+    def free_healthy(self, node: str, model: str) -> int:
+        return self.node_model.get(node, {}).get(model, [0, 0])[1]
+
+    def nodes_with_free(self, model: str, k: int) -> list[str]:
+        """Names (sorted) of nodes with at least ``k`` free, healthy devices of ``model``."""
+        return self.free_nodes.get(model, {}).get(max(1, k), [])
+
+    def nodes_with_model(self, model: str) -> list[str]:
+        return sorted(n for n, m in self.node_model.items() if m.get(model, [0])[0] > 0)
+
+    def tenant_usage(self, tenant: str) -> TenantUsage:
+        return self.usage.get(tenant) or TenantUsage(last_ms=self.time_ms)
+
+    def model_in_use(self, tenant: str, model: str) -> int:
+        return self.tenant_models.get(tenant, {}).get(model, 0)
+
+    def device_models(self) -> dict[str, int]:
+        return dict(self.model_totals)
+
+    # ---- folding ------------------------------------------------------------------------------
+
+    def apply(self, ev: WorldEvent) -> None:
+        if ev.seq <= self.seq:
+            raise ValueError(f"WorldEvent: seq: {ev.seq} is not after {self.seq} (events must be applied in order)")
+        self.chain_digest = chain(self.chain_digest, event_digest(ev))
+        self.seq = ev.seq
+        if ev.time:
+            self.time = ev.time
+            self.time_ms = parse_time_ms(ev.time)
+        kind, key = ev.object_kind, obj_key(ev.namespace, ev.name)
+        bucket = self.objects.setdefault(kind, {})
+        old = bucket.get(key)
+        if ev.type == EventType.DELETE.value:
+            bucket.pop(key, None)
+            new = None
+        else:
+            bucket[key] = ev.payload
+            new = ev.payload
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, key, old, new)
+
+    def apply_all(self, events: list[WorldEvent]) -> None:
+        for ev in events:
+            self.apply(ev)
+
+    # ---- policy ---------------------------------------------------------------------------------
+
+    def _on_policy(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None and key != self.policy_key:
+            return
+        policy = parse_policy(new) if new is not None else default_policy()
+        self.policy_key = key if new is not None else ""
+        rules_changed = policy.canonical.get("deviceModels") != self.policy.canonical.get("deviceModels")
+        self.policy = policy
+        if rules_changed:
+            self._reindex_devices()
+
+    # ---- devices --------------------------------------------------------------------------------
+
+    def _on_slice(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        self.inventory_version += 1
+        spec = (new or old or {}).get("spec", {})
+        pool = spec.get("pool", {})
+        if not spec.get("nodeName"):
+            if new is not None:
+                self.has_shared_slices = True
+            return
+        self._reindex_pool(spec.get("driver", ""), pool.get("name", ""))
+
+    def _on_taint_rule(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        self.inventory_version += 1
+        for o in (old, new):
+            sel = ((o or {}).get("spec") or {}).get("deviceSelector") or {}
+            if sel.get("driver") and sel.get("pool"):
+                self._reindex_pool(sel["driver"], sel["pool"])
+            elif o is not None:
+                self._reindex_devices()
+                return
+
+    def _on_class(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        self.inventory_version += 1
+
+    def _reindex_devices(self) -> None:
+        pools = sorted({(d.driver, d.pool) for d in self.devices.values()} | set(self.pool_devices))
+        for s in self.objects.get("ResourceSlice", {}).values():
+            spec = s.get("spec", {})
+            if spec.get("nodeName"):
+                pools.append((spec.get("driver", ""), spec.get("pool", {}).get("name", "")))
+        for driver, pool in sorted(set(pools)):
+            self._reindex_pool(driver, pool)
+
+    def _reindex_pool(self, driver: str, pool: str) -> None:
+        for dev_id in self.pool_devices.pop((driver, pool), []):
+            self._remove_device(dev_id)
+        slices = [
+            (name, s) for name, s in self.objects.get("ResourceSlice", {}).items()
+            if s.get("spec", {}).get("driver") == driver and s.get("spec", {}).get("pool", {}).get("name") == pool
+            and s.get("spec", {}).get("nodeName")
+        ]
+        if not slices:
+            return
+        top = max(int(s["spec"]["pool"].get("generation", 0)) for _, s in slices)
+        rule_taints = self._rule_taints(driver, pool)
+        ids: list[str] = []
+        for name, s in sorted(slices, key=lambda x: x[0]):
+            spec = s["spec"]
+            if int(spec["pool"].get("generation", 0)) != top:
+                continue
+            node = spec["nodeName"]
+            for d in spec.get("devices", []) or []:
+                dev_id = f"{driver}/{pool}/{d.get('name', '')}"
+                if dev_id in self.devices:
+                    continue  # duplicate names make the pool invalid; the allocator reports it
+                taints = tuple((t.get("key", ""), t.get("value", ""), t.get("effect", ""))
+                               for t in d.get("taints", []) or [])
+                taints += tuple(t for (dn, t) in rule_taints if dn in ("", d.get("name")))
+                attrs = d.get("attributes", {}) or {}
+                dev = Device(id=dev_id, driver=driver, pool=pool, name=d.get("name", ""), node=node, slice=name,
+                             generation=top, model=self.policy.model_of(driver, attrs), attributes=attrs,
+                             capacity=d.get("capacity", {}) or {}, taints=taints)
+                dev.unhealthy = any(e in NO_EXECUTE_EFFECTS and self.policy.is_unhealthy_taint(k) for k, _, e in taints)
+                self._add_device(dev)
+                ids.append(dev_id)
+        self.pool_devices[(driver, pool)] = ids
+
+    def _rule_taints(self, driver: str, pool: str) -> list[tuple[str, tuple[str, str, str]]]:
+        out: list[tuple[str, tuple[str, str, str]]] = []
+        for _, rule in sorted(self.objects.get("DeviceTaintRule", {}).items()):
+            spec = rule.get("spec", {}) or {}
+            sel = spec.get("deviceSelector", {}) or {}
+            if sel.get("driver", driver) != driver or sel.get("pool", pool) != pool:
+                continue
+            t = spec.get("taint", {}) or {}
+            out.append((sel.get("device", ""), (t.get("key", ""), t.get("value", ""), t.get("effect", ""))))
+        return out
+
+    def _usable(self, dev: Device) -> bool:
+        return not dev.unhealthy and dev.id not in self.allocated_by
+
+    def _add_device(self, dev: Device) -> None:
+        self.devices[dev.id] = dev
+        self.node_devices.setdefault(dev.node, []).append(dev.id)
+        counts = self.node_model.setdefault(dev.node, {}).setdefault(dev.model, [0, 0])
+        counts[0] += 1
+        self.model_totals[dev.model] = self.model_totals.get(dev.model, 0) + 1
+        if self._usable(dev):
+            self._shift_free(dev.node, dev.model, +1)
+        sig = self._signature(dev)
+        entry = self.signatures.get(sig)
+        if entry is None:
+            self.signatures[sig] = [1, dev.model, dev.driver, dev.attributes, dev.capacity]
+            self.signature_version += 1
+        else:
+            entry[0] += 1
+
+    def _remove_device(self, dev_id: str) -> None:
+        dev = self.devices.pop(dev_id, None)
+        if dev is None:
+            return
+        lst = self.node_devices.get(dev.node, [])
+        if dev_id in lst:
+            lst.remove(dev_id)
+        counts = self.node_model[dev.node][dev.model]
+        counts[0] -= 1
+        self.model_totals[dev.model] -= 1
+        if self._usable(dev):
+            self._shift_free(dev.node, dev.model, -1)
+        if counts[0] == 0:
+            del self.node_model[dev.node][dev.model]
+        sig = self._signature(dev)
+        entry = self.signatures[sig]
+        entry[0] -= 1
+        if entry[0] == 0:
+            del self.signatures[sig]
+            self.signature_version += 1
+
+    @staticmethod
+    def _signature(dev: Device) -> str:
+        attrs = {k: v for k, v in dev.attributes.items() if k not in IDENTITY_ATTRIBUTES}
+        return digest([dev.driver, dev.model, attrs, dev.capacity])
+
+    def _shift_free(self, node: str, model: str, delta: int) -> None:
+        counts = self.node_model.setdefault(node, {}).setdefault(model, [0, 0])
+        before = counts[1]
+        after = before + delta
+        counts[1] = after
+        self.model_free[model] = self.model_free.get(model, 0) + delta
+        by_k = self.free_nodes.setdefault(model, {})
+        if delta > 0:
+            for k in range(before + 1, after + 1):
+                lst = by_k.setdefault(k, [])
+                i = bisect.bisect_left(lst, node)
+                if i == len(lst) or lst[i] != node:
+                    lst.insert(i, node)
+        else:
+            for k in range(after + 1, before + 1):
+                lst = by_k.get(k, [])
+                i = bisect.bisect_left(lst, node)
+                if i < len(lst) and lst[i] == node:
+                    del lst[i]
+
+    # ---- claims and usage -------------------------------------------------------------------------
+
+    def _on_claim(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        old_alloc = _allocated_ids(old)
+        new_alloc = _allocated_ids(new)
+        if old_alloc == new_alloc:
+            return
+        if old_alloc:
+            self._release(key, old_alloc)
+        if new_alloc:
+            namespace = (new or {}).get("metadata", {}).get("namespace", "")
+            self._allocate(key, namespace, new_alloc)
+
+    def _allocate(self, key: str, namespace: str, ids: list[str]) -> None:
+        self.claim_devices[key] = ids
+        models: dict[str, int] = {}
+        eq = 0.0
+        for dev_id in ids:
+            dev = self.devices.get(dev_id)
+            if dev is not None and self._usable(dev):
+                self._shift_free(dev.node, dev.model, -1)
+            self.allocated_by[dev_id] = key
+            model = dev.model if dev is not None else "unknown"
+            self.model_allocated[model] = self.model_allocated.get(model, 0) + 1
+            models[model] = models.get(model, 0) + 1
+            eq += self.policy.h100_equivalent(model)
+        self._charge(key, Charge(self.policy.tenant_for(namespace), eq, models))
+
+    def _release(self, key: str, ids: list[str]) -> None:
+        self.claim_devices.pop(key, None)
+        for dev_id in ids:
+            if self.allocated_by.get(dev_id) == key:
+                del self.allocated_by[dev_id]
+                dev = self.devices.get(dev_id)
+                model = dev.model if dev is not None else "unknown"
+                self.model_allocated[model] = self.model_allocated.get(model, 0) - 1
+                if dev is not None and self._usable(dev):
+                    self._shift_free(dev.node, dev.model, +1)
+        self._uncharge(key)
+
+    def _charge(self, key: str, charge: Charge) -> None:
+        usage = self.usage.setdefault(charge.tenant, TenantUsage(last_ms=self.time_ms))
+        usage.advance(self.time_ms, self.policy.usage_half_life_ms)
+        usage.in_use_eq += charge.eq
+        tm = self.tenant_models.setdefault(charge.tenant, {})
+        for m, n in charge.models.items():
+            tm[m] = tm.get(m, 0) + n
+        self.charges[key] = charge
+
+    def _uncharge(self, key: str) -> None:
+        charge = self.charges.pop(key, None)
+        if charge is None:
+            return
+        usage = self.usage.setdefault(charge.tenant, TenantUsage(last_ms=self.time_ms))
+        usage.advance(self.time_ms, self.policy.usage_half_life_ms)
+        usage.in_use_eq = max(0.0, usage.in_use_eq - charge.eq)
+        if usage.in_use_eq < 1e-9:
+            usage.in_use_eq = 0.0
+        tm = self.tenant_models.setdefault(charge.tenant, {})
+        for m, n in charge.models.items():
+            tm[m] = tm.get(m, 0) - n
+
+    # ---- nodes and pods -----------------------------------------------------------------------------
+
+    def _on_node(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None:
+            self.nodes.discard(key)
+            self.dp_capacity.pop(key, None)
+            self.dp_model.pop(key, None)
+            return
+        self.nodes.add(key)
+        alloc = (new.get("status", {}) or {}).get("allocatable", {}) or {}
+        gpus = alloc.get(DEVICE_PLUGIN_RESOURCE)
+        if gpus is not None:
+            self.dp_capacity[key] = int(str(gpus))
+            product = (new.get("metadata", {}).get("labels", {}) or {}).get(GPU_PRODUCT_LABEL, "")
+            self.dp_model[key] = self.policy.model_of("gpu.nvidia.com", {"productName": {"string": product.replace("-", " ")}})
+        else:
+            self.dp_capacity.pop(key, None)
+            self.dp_model.pop(key, None)
+
+    def _on_pod(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        old_node = ((old or {}).get("spec") or {}).get("nodeName", "")
+        new_node = ((new or {}).get("spec") or {}).get("nodeName", "")
+        if new is not None and not new_node and not _terminated(new):
+            self.pending[key] = parse_time_ms(new["metadata"].get("creationTimestamp") or self.time or "1970-01-01T00:00:00Z")
+        else:
+            self.pending.pop(key, None)
+        old_gpus = device_plugin_gpus(old) if old_node else 0
+        new_gpus = device_plugin_gpus(new) if new_node and new is not None and not _terminated(new) else 0
+        if old_gpus and (old_node != new_node or not new_gpus):
+            self.dp_used[old_node] = self.dp_used.get(old_node, 0) - old_gpus
+            self._uncharge(f"pod:{key}")
+        if new_gpus and (old_node != new_node or not old_gpus):
+            self.dp_used[new_node] = self.dp_used.get(new_node, 0) + new_gpus
+            model = self.dp_model.get(new_node, "unknown")
+            namespace = (new or {}).get("metadata", {}).get("namespace", "")
+            self._charge(f"pod:{key}", Charge(self.policy.tenant_for(namespace),
+                                              new_gpus * self.policy.h100_equivalent(model), {model: new_gpus}))
+
+    # ---- checkpoints ---------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """Canonical checkpoint: objects plus the history-dependent state indexes cannot rebuild."""
+        return {
+            "cluster": self.cluster,
+            "seq": self.seq,
+            "time": self.time,
+            "chain": self.chain_digest,
+            "policy": self.policy_key,
+            "objects": {k: dict(sorted(v.items())) for k, v in sorted(self.objects.items()) if v},
+            "usage": {t: [u.in_use_eq, u.decayed, u.last_ms] for t, u in sorted(self.usage.items())},
+            "charges": {k: [c.tenant, c.eq, dict(sorted(c.models.items()))] for k, c in sorted(self.charges.items())},
+        }
+
+    @classmethod
+    def from_snapshot(cls, snap: dict[str, Any]) -> World:
+        w = cls(snap["cluster"])
+        policy_objs = snap["objects"].get("Policy", {})
+        if snap.get("policy") in policy_objs:
+            w.policy_key = snap["policy"]
+            w.policy = parse_policy(policy_objs[w.policy_key])
+        for kind in ("Policy", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "Pod"):
+            w.objects[kind] = dict(snap["objects"].get(kind, {}))
+        w.objects["ResourceClaim"] = dict(snap["objects"].get("ResourceClaim", {}))
+        for key, node in w.objects["Node"].items():
+            w._on_node(key, None, node)
+        w._reindex_devices()
+        for key, claim in w.objects["ResourceClaim"].items():
+            ids = _allocated_ids(claim)
+            if ids:
+                w.claim_devices[key] = ids
+                for dev_id in ids:
+                    dev = w.devices.get(dev_id)
+                    if dev is not None and w._usable(dev):
+                        w._shift_free(dev.node, dev.model, -1)
+                    w.allocated_by[dev_id] = key
+                    model = dev.model if dev is not None else "unknown"
+                    w.model_allocated[model] = w.model_allocated.get(model, 0) + 1
+        for key, pod in w.objects["Pod"].items():
+            node = (pod.get("spec") or {}).get("nodeName", "")
+            if not node and not _terminated(pod):
+                w.pending[key] = parse_time_ms(pod["metadata"].get("creationTimestamp") or snap["time"])
+            elif node and not _terminated(pod):
+                w.dp_used[node] = w.dp_used.get(node, 0) + device_plugin_gpus(pod)
+        for k, (tenant, eq, models) in snap["charges"].items():
+            w.charges[k] = Charge(tenant, eq, dict(models))
+            tm = w.tenant_models.setdefault(tenant, {})
+            for m, n in models.items():
+                tm[m] = tm.get(m, 0) + n
+        for t, (in_use, decayed, last) in snap["usage"].items():
+            w.usage[t] = TenantUsage(in_use, decayed, last)
+        w.seq, w.time, w.chain_digest = snap["seq"], snap["time"], snap["chain"]
+        w.time_ms = parse_time_ms(snap["time"]) if snap["time"] else 0
+        return w
+
+
+def _allocated_ids(claim: dict[str, Any] | None) -> list[str]:
+    if not claim:
+        return []
+    alloc = (claim.get("status") or {}).get("allocation")
+    if not alloc:
+        return []
+    out = []
+    for r in (alloc.get("devices") or {}).get("results", []) or []:
+        if r.get("adminAccess"):
+            continue  # admin-access results do not occupy the device (upstream allocateddevices.go)
+        out.append(f"{r.get('driver', '')}/{r.get('pool', '')}/{r.get('device', '')}")
+    return out
+
+
+def _terminated(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def device_plugin_gpus(pod: dict[str, Any] | None) -> int:
+    """Σ ``nvidia.com/gpu`` limits over the pod's containers (the device plugin's unit)."""
+    if not pod:
+        return 0
+    total = 0
+    for c in (pod.get("spec") or {}).get("containers", []) or []:
+        limits = ((c.get("resources") or {}).get("limits") or {})
+        v = limits.get(DEVICE_PLUGIN_RESOURCE)
+        if v is not None:
+            total += int(str(v))
+    return total
+
+
+_HANDLERS = {
+    "Policy": World._on_policy,
+    "ResourceSlice": World._on_slice,
+    "DeviceTaintRule": World._on_taint_rule,
+    "DeviceClass": World._on_class,
+    "ResourceClaim": World._on_claim,
+    "Node": World._on_node,
+    "Pod": World._on_pod,
+}
