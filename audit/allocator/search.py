@@ -199,7 +199,7 @@ class _Run:
                 done = False
             if not done:
                 if self.invalid_pool_seen:
-                    return self._outcome(Status.ERROR, code="invalid_pools", message="invalid resource pools were encountered")
+                    return self._outcome(Status.ERROR, code="invalid_pools", message=self._invalid_pools_message())
                 return self._outcome(Status.UNSATISFIABLE, message="cannot allocate all claims")
             try:
                 allocations = [self._claim_allocation(ci) for ci in range(len(self.claims))]
@@ -208,6 +208,11 @@ class _Run:
         except AllocationError as exc:
             return self._outcome(Status.ERROR, code=exc.code, message=exc.message)
         return self._outcome(Status.SUCCESS, allocations=allocations)
+
+    def _invalid_pools_message(self) -> str:
+        # The first sentence is upstream's text; the pool problems name what to fix.
+        problems = [f"resource pool {p.pool_id} is invalid: {p.invalid_reason}" for p in self.view.pools if p.invalid]
+        return "invalid resource pools were encountered: " + "; ".join(problems)
 
     def _outcome(self, status: Status, code: str = "", message: str = "",
                  allocations: list[ClaimAllocation] | None = None) -> AllocationOutcome:
