@@ -1,0 +1,16 @@
+"""Why a pod did not get a device model: per-device primary reasons, tier blockers, one sentence.
+
+``explain`` answers against a cluster view (an offline dump or the world rebuilt at a
+decision's ``seq``) with exact per-device verdicts from the allocator; ``explain_record``
+answers from a stored decision's evidence summary alone. Both return an ``Explanation``.
+Pure: no I/O, no clock.
+"""
+
+from audit.explain.core import explain
+from audit.explain.models import ModelTable
+from audit.explain.record import explain_record
+from audit.explain.result import Explanation
+from audit.explain.view import ClusterView, ViewError
+
+__all__ = ["ClusterView", "Explanation", "ModelTable", "ViewError", "explain",
+           "explain_record"]

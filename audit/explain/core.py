@@ -1,0 +1,195 @@
+"""``explain``: why a pod did not get model M, device by device, against a cluster view.
+
+Order of work: the pod's claims and tiers; which tier asks for M (the first whose selectors
+select some M device; none → ``not_requested`` and M's devices are judged against the first
+tier); node filters for the pod; exact allocator verdicts on every remaining node holding M
+devices; one primary reason per device; tier blockers; the outcome (the record's if given, else
+the pod's current allocation); one sentence.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from audit.explain.models import ModelTable
+from audit.explain.nodes import node_exclusion
+from audit.explain.probe import NodeProber, Verdict, probe_claim
+from audit.explain.reasons import AVAILABLE, RANK, ordered_codes
+from audit.explain.record import model_tier, record_blockers, record_outcome
+from audit.explain.result import DeviceReason, Explanation
+from audit.explain.summary import render_summary
+from audit.explain.tiers import Tier, pod_tiers, tier_models
+from audit.explain.view import ClusterView, Device, ViewError, obj_name, obj_namespace
+from audit.policy import Policy
+from audit.records import Blocker, DecisionRecord, Reason
+
+
+def _pod_key(pod: str | tuple[str, str]) -> tuple[str, str]:
+    if isinstance(pod, tuple):
+        return pod
+    ns, sep, name = pod.partition("/")
+    if not sep or not ns or not name:
+        raise ViewError(f"pod {pod!r}: expected NAMESPACE/NAME")
+    return ns, name
+
+
+def _current_outcome(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
+                     tiers: Sequence[Tier], table: ModelTable) -> dict[str, Any]:
+    """The allocation the pod holds now (all claims allocated), or pending."""
+    allocations = [(c, (c.get("status") or {}).get("allocation")) for c in claims]
+    if not claims or not all(a for _, a in allocations):
+        return {"result": "pending", "model": "", "devices": [], "node": "", "tier": -1, "retry_class": ""}
+    by_id = {d.id: d for d in view.devices(table.model_of)}
+    devices: list[str] = []
+    models: list[str] = []
+    tier_index = -1
+    for claim, alloc in allocations:
+        key = f"{obj_namespace(claim)}/{obj_name(claim)}"
+        for res in ((alloc or {}).get("devices") or {}).get("results") or []:
+            dev_id = f"{res.get('driver')}/{res.get('pool')}/{res.get('device')}"
+            devices.append(dev_id)
+            if dev_id in by_id and by_id[dev_id].model:
+                models.append(by_id[dev_id].model)
+            req, _, sub = str(res.get("request", "")).partition("/")
+            for t in tiers:
+                if t.claim == key and t.request == req and t.subrequest == sub and tier_index < 0:
+                    tier_index = t.index
+    node = str((pod.get("spec") or {}).get("nodeName") or "")
+    model = models[0] if models and all(m == models[0] for m in models) else "+".join(sorted(set(models)))
+    return {"result": "allocated", "model": model, "devices": devices, "node": node, "tier": tier_index,
+            "retry_class": ""}
+
+
+def _judge(view: ClusterView, pod: Mapping[str, Any], claim: Mapping[str, Any], tier: Tier,
+           devices: Sequence[Device], exclude: Sequence[tuple[str, str]],
+           binding_counts: bool) -> dict[str, tuple[str, Verdict]]:
+    """Device id → (node judged on, primary verdict) for every device given."""
+    out: dict[str, tuple[str, Verdict]] = {}
+    shared = [d for d in devices if not d.node]
+    by_node: dict[str, list[Device]] = {}
+    for d in devices:
+        if d.node:
+            by_node.setdefault(d.node, []).append(d)
+    nodes = sorted(set(by_node) | (set(view.nodes) if shared else set()))
+    prober: NodeProber | None = None
+    request = probe_claim(claim, tier)
+    for node in nodes:
+        here = by_node.get(node, []) + shared
+        cause, detail = node_exclusion(pod, node, view.nodes.get(node), binding_counts)
+        if cause:
+            verdicts: dict[str, Verdict] = {d.id: (Reason.NODE_FILTERED.value, {"cause": cause, "detail": detail})
+                                            for d in here}
+        else:
+            prober = prober or NodeProber(view, exclude)
+            verdicts = prober.probe(node, request, {d.id for d in here})
+        for d in here:
+            verdict = verdicts[d.id]
+            best = out.get(d.id)
+            if best is None or RANK.get(verdict[0], -1) > RANK.get(best[1][0], -1):
+                out[d.id] = (node, verdict)
+    return out
+
+
+def _insufficient(tier: Tier, judged: Mapping[str, tuple[str, Verdict]], devices: Sequence[Device],
+                  model: str) -> dict[str, Any] | None:
+    per_node: Counter[str] = Counter()
+    for d in devices:
+        node, (reason, _) = judged[d.id]
+        if reason == AVAILABLE:
+            per_node[node] += 1
+    if not per_node or max(per_node.values()) >= tier.count:
+        return None
+    best_node, best = sorted(per_node.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    return {"code": Blocker.INSUFFICIENT_ON_NODE.value, "tier": tier.index, "needed": tier.count,
+            "best": best, "best_node": best_node}
+
+
+def _quota_blocker(view: ClusterView, policy: Policy | None, namespace: str, model: str, tier: Tier,
+                   table: ModelTable, own: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
+    """The tenant's quota for the model cannot take this tier's devices (nominal + borrowing limit)."""
+    if policy is None:
+        return None
+    tenant = policy.tenant_for(namespace)
+    quota = policy.quota(tenant, model)
+    if quota is None or quota.limit is None:
+        return None
+    by_id = {d.id: d for d in view.devices(table.model_of)}
+    usage = 0
+    for claim in view.allocated_claims(own):
+        if policy.tenant_for(obj_namespace(claim)) != tenant:
+            continue
+        for res in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
+            dev = by_id.get(f"{res.get('driver')}/{res.get('pool')}/{res.get('device')}")
+            usage += 1 if dev is not None and dev.model == model and not res.get("adminAccess") else 0
+    if usage + tier.count <= quota.limit:
+        return None
+    return {"code": Blocker.QUOTA_EXHAUSTED.value, "tier": tier.index, "tenant": tenant, "usage": usage,
+            "nominal": quota.nominal, "borrowable": quota.borrowing_limit or 0, "needed": tier.count}
+
+
+def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: Policy | None = None,
+            record: DecisionRecord | None = None, detail: bool = False,
+            model_table: ModelTable | None = None) -> Explanation:
+    """Explain why ``pod`` did (not) get ``model``; see the module docstring for the steps."""
+    ns, name = _pod_key(pod)
+    pod_obj = view.pod(ns, name)
+    claims = view.pod_claims(pod_obj)
+    tiers = pod_tiers(claims)
+    if not tiers:
+        raise ViewError(f"Pod {ns}/{name}: spec.resourceClaims: the pod requests no devices")
+    table = model_table or ModelTable.of(policy)
+    models_by_tier = tier_models(view, tiers, table.model_of)
+    target = next((t for t in tiers if model in models_by_tier[t.index]), None)
+    judged_tier = target or tiers[0]
+    claim = next(c for c in claims if f"{obj_namespace(c)}/{obj_name(c)}" == judged_tier.claim)
+    devices = [d for d in view.devices(table.model_of) if d.model == model]
+    own = [(obj_namespace(c), obj_name(c)) for c in claims]
+    current = _current_outcome(view, pod_obj, claims, tiers, table)
+    # A decision is taken before its pod is bound, so a recorded or held allocation is judged unbound.
+    unbound = record is not None or current["result"] == "allocated"
+    judged = _judge(view, pod_obj, claim, judged_tier, devices, own, binding_counts=not unbound)
+
+    reasons_counter: Counter[str] = Counter(judged[d.id][1][0] for d in devices)
+    reasons = {code: reasons_counter[code] for code in ordered_codes(set(reasons_counter))}
+    node_causes: Counter[str] = Counter(v[1].get("cause", "") for _, v in judged.values()
+                                        if v[0] == Reason.NODE_FILTERED.value)
+    taint_keys: dict[str, str] = {}
+    for code in (Reason.UNHEALTHY.value, Reason.TAINT_NOT_TOLERATED.value):
+        keys = Counter(v[1].get("key") or v[1].get("taint") or "" for _, v in judged.values() if v[0] == code)
+        keys.pop("", None)
+        if keys:
+            taint_keys[code] = sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+
+    if record is not None:
+        outcome = record_outcome(record)
+        rec_tier = model_tier(record, model)
+        blockers = record_blockers(record, rec_tier, model) if rec_tier or target is None else []
+        policy_version = record.policy_version
+        decision_id = record.decision_id
+    else:
+        outcome = current
+        blockers = []
+        policy_version = policy.version if policy is not None else ""
+        decision_id = ""
+    # A tier whose selectors match no device in the cluster is named by its request instead.
+    preference = [(models_by_tier[t.index] or [t.label])[0] for t in tiers]
+    if target is None and not any(b["code"] == Blocker.NOT_REQUESTED.value for b in blockers):
+        blockers.insert(0, {"code": Blocker.NOT_REQUESTED.value, "preference": preference})
+    skipped = not (outcome["result"] == "allocated" and outcome["model"] == model)
+    if target is not None and skipped:
+        for found in (_quota_blocker(view, policy, ns, model, target, table, own),
+                      _insufficient(target, judged, devices, model)):
+            if found and not any(b["code"] == found["code"] for b in blockers):
+                blockers.append(found)
+    summary = render_summary(model, skipped, reasons, blockers, outcome, policy_version,
+                             node_causes=node_causes, taint_keys=taint_keys)
+    device_rows = None
+    if detail:
+        device_rows = [DeviceReason(device=d.id, node=judged[d.id][0], reason=judged[d.id][1][0],
+                                    detail={k: str(v) for k, v in sorted(judged[d.id][1][1].items())})
+                       for d in devices]
+    return Explanation(pod=f"{ns}/{name}", decision_id=decision_id, model=model, skipped=skipped, outcome=outcome,
+                       reasons=reasons, blockers=blockers, summary=summary, policy_version=policy_version,
+                       devices=device_rows)

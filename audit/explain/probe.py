@@ -1,0 +1,132 @@
+"""Exact per-device verdicts for one tier on one node, from the allocator's own evidence.
+
+The tier is probed as a claim asking for one device of that tier alone (constraints that
+apply to it kept), so every device the claim could have used gets a verdict. The allocator's
+depth-first search stops at the first usable device and leaves later ones ``not_reached``;
+the probe then occupies that device and searches again, until every device of the node has a
+verdict. An occupied device is rejected by the in-use check, which upstream runs before any
+other; if it consumes shared counters its consumption is first taken off its slice, since an
+unallocated device consumes nothing and the devices after it must see the counters as they were.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from audit.allocator import AllocatedState, Allocator, Inventory
+from audit.dra.model import DeviceClass, DeviceTaintRule, Node, ResourceClaim, ResourceSlice, parse_object
+from audit.explain.reasons import AVAILABLE
+from audit.explain.tiers import Tier
+from audit.explain.view import ClusterView, ViewError
+from audit.records import Reason
+
+Verdict = tuple[str, dict[str, str]]
+
+
+def probe_claim(claim: Mapping[str, Any], tier: Tier) -> dict[str, Any]:
+    """The claim reduced to one device of this tier (status dropped: it is to be allocated)."""
+    body = {k: v for k, v in tier.spec.items() if k not in ("count", "allocationMode", "name")}
+    body["allocationMode"] = "ExactCount"
+    body["count"] = 1
+    if tier.subrequest:
+        request: dict[str, Any] = {"name": tier.request, "firstAvailable": [{"name": tier.subrequest, **body}]}
+    else:
+        request = {"name": tier.request, "exactly": body}
+    devices = (claim.get("spec") or {}).get("devices") or {}
+    constraints = []
+    for c in devices.get("constraints") or []:
+        refs = c.get("requests") or []
+        kept = [r for r in refs if r in (tier.request, tier.label)]
+        if refs and not kept:
+            continue
+        constraints.append({**c, "requests": kept})
+    out = {k: copy.deepcopy(v) for k, v in claim.items() if k != "status"}
+    out["spec"] = {"devices": {"requests": [request], **({"constraints": constraints} if constraints else {})}}
+    return out
+
+
+T = TypeVar("T")
+
+
+def parse_as(raw: Mapping[str, Any], cls: type[T]) -> T:
+    """Parse an API object of a known kind; a malformed one is a ViewError naming object and field."""
+    try:
+        parsed = parse_object(dict(raw))
+    except ValueError as exc:
+        raise ViewError(str(exc)) from None
+    if not isinstance(parsed, cls):
+        raise ViewError(f"{raw.get('kind')} {(raw.get('metadata') or {}).get('name')}: expected a {cls.__name__}")
+    return parsed
+
+
+class NodeProber:
+    """Holds the parsed cluster once and answers per-node probes for one claim tier."""
+
+    def __init__(self, view: ClusterView, exclude_claims: Sequence[tuple[str, str]]) -> None:
+        self._view = view
+        self._parsed_slices = {name: parse_as(raw, ResourceSlice) for name, raw in sorted(view.slices.items())}
+        self._raw_slices: dict[str, dict[str, Any]] = {}
+        self._classes = [parse_as(raw, DeviceClass) for _, raw in sorted(view.classes.items())]
+        self._rules = [parse_as(raw, DeviceTaintRule) for _, raw in sorted(view.taint_rules.items())]
+        self._base = self._inventory(self._parsed_slices)
+        allocated = [parse_as(c, ResourceClaim) for c in view.allocated_claims(exclude_claims)]
+        self._state = AllocatedState.from_claims(allocated)
+
+    def _inventory(self, slices: Mapping[str, ResourceSlice]) -> Inventory:
+        return Inventory(slices=list(slices.values()), classes=self._classes, taint_rules=self._rules)
+
+    def probe(self, node_name: str, claim: Mapping[str, Any], wanted: set[str]) -> dict[str, Verdict]:
+        node = parse_as(self._view.nodes[node_name], Node)
+        parsed_claim = parse_as(claim, ResourceClaim)
+        verdicts: dict[str, Verdict] = {}
+        slices = self._parsed_slices
+        inventory = self._base
+        state = self._state
+        for _ in range(len(wanted) + 64):
+            outcome = Allocator(inventory, state).allocate(node, [parsed_claim], explain=True)
+            chosen = ""
+            aborted = ""
+            for evidence in outcome.evidence:
+                for v in evidence.verdicts:
+                    if v.device in verdicts or v.reason == Reason.NOT_REACHED.value:
+                        continue
+                    if v.reason == Reason.SELECTED.value:
+                        verdicts[v.device] = (AVAILABLE, {})
+                        chosen = chosen or v.device
+                    else:
+                        verdicts[v.device] = (v.reason, v.detail_dict())
+                        if v.reason == Reason.CEL_ERROR.value:
+                            aborted = v.device
+            if not (wanted - verdicts.keys()) or not chosen:
+                break
+            driver, _, rest = chosen.partition("/")  # pool names may contain "/", drivers and devices not
+            pool, _, name = rest.rpartition("/")
+            stripped = self._without_counters(slices, driver, pool, name)
+            if stripped is not slices:
+                slices, inventory = stripped, self._inventory(stripped)
+            state = state.with_results([{"driver": driver, "pool": pool, "device": name}])
+        for device in sorted(wanted - verdicts.keys()):
+            # A selector error aborts the whole node (upstream): devices after it were never tried.
+            detail = {"aborted_by": aborted} if aborted else {"message": outcome.message}
+            verdicts[device] = (Reason.CEL_ERROR.value if aborted else Reason.NOT_REACHED.value, detail)
+        return verdicts
+
+    def _without_counters(self, slices: dict[str, ResourceSlice], driver: str, pool: str,
+                          name: str) -> dict[str, ResourceSlice]:
+        """``slices`` with the device's counter consumption removed (the same dict if it has none)."""
+        for slice_name in slices:
+            raw = self._raw_slices.get(slice_name) or self._view.slices[slice_name]
+            spec = raw.get("spec") or {}
+            if spec.get("driver") != driver or (spec.get("pool") or {}).get("name") != pool:
+                continue
+            devices = spec.get("devices") or []
+            if not any(d.get("name") == name and d.get("consumesCounters") for d in devices):
+                continue
+            trimmed = copy.deepcopy(raw)
+            trimmed["spec"]["devices"] = [{k: v for k, v in d.items() if k != "consumesCounters"}
+                                          if d.get("name") == name else d for d in devices]
+            self._raw_slices[slice_name] = trimmed
+            return {**slices, slice_name: parse_as(trimmed, ResourceSlice)}
+        return slices

@@ -1,0 +1,64 @@
+"""Explain from a stored decision alone: the evidence summary the record carries.
+
+This is the fast path of the API (no world rebuild): reason counts are the decision's own tier
+counts for the model (so they add up to the devices that tier considered), blockers are the
+record's tier blockers, and the outcome is the record's. Per-device detail needs the world and
+goes through ``explain``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from audit.explain.reasons import ordered_codes
+from audit.explain.result import Explanation
+from audit.explain.summary import render_summary
+from audit.records import Blocker, DecisionRecord, Outcome, Reason, TierSummary
+
+
+def record_outcome(record: DecisionRecord) -> dict[str, Any]:
+    allocated = record.outcome == Outcome.ALLOCATED.value
+    return {
+        "result": record.outcome,
+        "model": record.allocated_model if allocated else "",
+        "devices": [d.device for d in record.devices],
+        "node": record.node,
+        "tier": record.tier_index if allocated else -1,
+        "retry_class": record.retry_class,
+        "fallback": record.fallback,
+    }
+
+
+def model_tier(record: DecisionRecord, model: str) -> TierSummary | None:
+    """The first preference tier asking for the model."""
+    return next((t for t in record.tiers if t.model == model), None)
+
+
+def record_blockers(record: DecisionRecord, tier: TierSummary | None, model: str) -> list[dict[str, Any]]:
+    if tier is None:
+        return [{"code": Blocker.NOT_REQUESTED.value, "preference": list(record.preference)}]
+    return [{"code": b.code, "tier": b.tier, **b.detail} for b in record.blockers if b.tier == tier.index]
+
+
+def _taint_keys(tier: TierSummary) -> dict[str, str]:
+    keys: dict[str, Counter[str]] = {}
+    for ex in tier.exemplars:
+        key = ex.detail.get("key") or ex.detail.get("taint") or ""
+        if ex.reason in (Reason.UNHEALTHY.value, Reason.TAINT_NOT_TOLERATED.value) and key:
+            keys.setdefault(ex.reason, Counter())[key] += 1
+    return {code: c.most_common(1)[0][0] for code, c in keys.items()}
+
+
+def explain_record(record: DecisionRecord, model: str) -> Explanation:
+    tier = model_tier(record, model)
+    counts = {code: n for code, n in tier.reasons.items() if n} if tier else {}
+    reasons = {code: counts[code] for code in ordered_codes(set(counts))}
+    blockers = record_blockers(record, tier, model)
+    outcome = record_outcome(record)
+    skipped = not (record.outcome == Outcome.ALLOCATED.value and record.allocated_model == model)
+    summary = render_summary(model, skipped, reasons, blockers, outcome, record.policy_version,
+                             taint_keys=_taint_keys(tier) if tier else {})
+    return Explanation(pod=f"{record.namespace}/{record.pod}", decision_id=record.decision_id, model=model,
+                       skipped=skipped, outcome=outcome, reasons=reasons, blockers=blockers, summary=summary,
+                       policy_version=record.policy_version)

@@ -1,0 +1,83 @@
+"""One human sentence from an explanation's codes, counts and details.
+
+Example: "H100 skipped: of 64 H100, 40 in use, 8 unhealthy (taint gpu.nvidia.com/unhealthy),
+16 on nodes excluded by node affinity; tenant quota 8/8 H100 used. Allocated A100 gpu-3 on
+node a100-07 (tier 1) under policy v7."
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from audit.explain.nodes import NODE_CAUSE_TEXT
+from audit.explain.reasons import REASON_TEXT, ordered_codes
+from audit.records import Blocker, Reason
+
+
+def _reason_phrases(reasons: Mapping[str, int], node_causes: Mapping[str, int],
+                    taint_keys: Mapping[str, str]) -> list[str]:
+    phrases = []
+    for code in ordered_codes({c for c, n in reasons.items() if n}):
+        n = reasons[code]
+        if code == Reason.NODE_FILTERED.value and node_causes:
+            for cause in sorted(node_causes, key=lambda c: (-node_causes[c], c)):
+                phrases.append(f"{node_causes[cause]} {NODE_CAUSE_TEXT.get(cause, 'on nodes the pod cannot use')}")
+            continue
+        text = f"{n} {REASON_TEXT.get(code, code.replace('_', ' '))}"
+        if code in taint_keys and taint_keys[code]:
+            text += f" (taint {taint_keys[code]})"
+        phrases.append(text)
+    return phrases
+
+
+def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
+    code = blocker.get("code")
+    if code == Blocker.QUOTA_EXHAUSTED.value:
+        used, nominal = blocker.get("usage", "?"), blocker.get("nominal", "?")
+        text = f"tenant quota {used}/{nominal} {model} used"
+        if blocker.get("borrowable"):
+            text += f" ({blocker['borrowable']} borrowable)"
+        return text
+    if code == Blocker.FAIR_SHARE_DEFERRED.value:
+        text = f"deferred for fair share (tenant share {blocker.get('tenant_share', '?')}"
+        if blocker.get("other_tenant"):
+            text += f" vs {blocker.get('other_share', '?')} for {blocker['other_tenant']}"
+        return text + ")"
+    if code == Blocker.INSUFFICIENT_ON_NODE.value:
+        text = f"no node had {blocker.get('needed', '?')} usable {model} together"
+        if blocker.get("best_node"):
+            text += f" (at most {blocker.get('best', 0)} on node {blocker['best_node']})"
+        return text
+    if code == Blocker.NOT_REQUESTED.value:
+        pref = ", ".join(str(m) for m in blocker.get("preference") or []) or "none"
+        return f"{model} is not in the pod's preference list ({pref})"
+    return str(code)
+
+
+def _outcome_sentence(outcome: Mapping[str, Any], policy_version: str) -> str:
+    under = f" under policy {policy_version}" if policy_version else ""
+    if outcome.get("result") == "allocated":
+        names = ", ".join(str(d).rsplit("/", 1)[-1] for d in outcome.get("devices") or [])
+        tier = outcome.get("tier")
+        tier_text = f" (tier {tier})" if isinstance(tier, int) and tier >= 0 else ""
+        node = f" on node {outcome['node']}" if outcome.get("node") else ""
+        return f"Allocated {outcome.get('model') or 'devices'} {names}{node}{tier_text}{under}.".replace("  ", " ")
+    result = str(outcome.get("result") or "pending")
+    retry = f", retry class {outcome['retry_class']}" if outcome.get("retry_class") else ""
+    return f"Pod not allocated ({result}{retry}){under}."
+
+
+def render_summary(model: str, skipped: bool, reasons: Mapping[str, int], blockers: Sequence[Mapping[str, Any]],
+                   outcome: Mapping[str, Any], policy_version: str, node_causes: Mapping[str, int] | None = None,
+                   taint_keys: Mapping[str, str] | None = None) -> str:
+    total = sum(reasons.values())
+    head = f"{model} skipped" if skipped else f"{model} chosen"
+    if total:
+        parts = ", ".join(_reason_phrases(reasons, node_causes or {}, taint_keys or {}))
+        body = f"of {total} {model}, {parts}"
+    else:
+        body = f"no {model} visible to the pod's claims"
+    blocker_text = "; ".join(_blocker_phrase(model, b) for b in blockers)
+    first = f"{head}: {body}" + (f"; {blocker_text}" if blocker_text else "") + "."
+    return f"{first} {_outcome_sentence(outcome, policy_version)}"

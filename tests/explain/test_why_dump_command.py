@@ -1,0 +1,87 @@
+"""``claimtrail why --dump``: the offline answer from a kubectl dump with NVIDIA-like slices."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from audit.cli.main import main
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "explain"
+PENDING = str(FIXTURES / "cluster-pending.yaml")
+ALLOCATED = str(FIXTURES / "cluster-allocated.yaml")
+
+H100_REASONS = {"node_filtered": 4, "in_use": 1, "request_selector_mismatch": 1, "unhealthy": 1,
+                "taint_not_tolerated": 1}
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+    assert main(["why", *argv, "-o", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_pending_pod_h100_reasons_and_sentence(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = _json(capsys, "--dump", PENDING, "team-a/train-1", "--model", "H100")
+    assert answer["reasons"] == H100_REASONS
+    assert answer["skipped"] is True and answer["outcome"]["result"] == "pending"
+    assert answer["summary"] == (
+        "H100 skipped: of 8 H100, 2 on nodes excluded by node affinity, 2 on nodes with taints the pod does not "
+        "tolerate, 1 in use, 1 not matching the request's selectors, 1 unhealthy (taint gpu.nvidia.com/unhealthy), "
+        "1 with an untolerated taint (taint example.com/maintenance). Pod not allocated (pending).")
+    assert "devices" not in answer
+
+
+def test_allocated_pod_is_explained_for_its_a100(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = _json(capsys, "--dump", ALLOCATED, "team-a/train-1", "--model", "H100", "--devices")
+    assert answer["reasons"] == H100_REASONS
+    assert answer["outcome"] == {"result": "allocated", "model": "A100", "devices": ["gpu.nvidia.com/a100-07/gpu-3"],
+                                 "node": "a100-07", "tier": 1, "retry_class": ""}
+    assert str(answer["summary"]).endswith("Allocated A100 gpu-3 on node a100-07 (tier 1).")
+    devices = {d["device"]: d for d in answer["devices"]}  # type: ignore[union-attr]
+    assert devices["gpu.nvidia.com/h100-01/gpu-1"]["reason"] == "unhealthy"
+    assert devices["gpu.nvidia.com/h100-01/gpu-0"]["reason"] == "in_use"
+    assert devices["gpu.nvidia.com/h100-03/gpu-0"]["detail"]["cause"] == "node_taint"
+    a100 = _json(capsys, "--dump", ALLOCATED, "team-a/train-1", "--model", "A100")
+    assert a100["skipped"] is False and a100["reasons"] == {"in_use": 1, "available": 1}
+
+
+def test_policy_file_supplies_version_and_quota(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("""apiVersion: claimtrail.io/v1alpha1
+kind: Policy
+metadata: {name: lab}
+spec:
+  version: v7
+  tenants:
+  - name: team-b
+    namespaces: [team-b]
+  - name: team-a
+    namespaces: [team-a]
+    quotas:
+      A100: {nominal: 0, borrowingLimit: 0}
+""")
+    answer = _json(capsys, "--dump", PENDING, "team-a/train-1", "--model", "A100", "--policy", str(policy))
+    assert answer["policy_version"] == "v7"
+    assert answer["blockers"] == [{"code": "quota_exhausted", "tier": 1, "tenant": "team-a", "usage": 0,
+                                   "nominal": 0, "borrowable": 0, "needed": 1}]
+
+
+def test_text_output_has_the_sentence_and_a_reason_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["why", "--dump", PENDING, "team-a/train-1", "--model", "H100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("H100 skipped: of 8 H100")
+    assert any(line.split() == ["node_filtered", "4"] for line in lines)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--dump", PENDING, "train-1", "--model", "H100"], "pod 'train-1': expected NAMESPACE/POD"),
+    (["--dump", PENDING, "team-a/ghost", "--model", "H100"], "Pod team-a/ghost: not found in the cluster view"),
+    (["--dump", "/nonexistent/cluster.yaml", "team-a/train-1", "--model", "H100"], "/nonexistent/cluster.yaml"),
+    (["--dump", PENDING, "team-a/train-1", "--model", "H100", "--policy", PENDING], "--policy"),
+], ids=["bad-pod-name", "unknown-pod", "missing-dump", "bad-policy"])
+def test_user_mistakes_are_one_line_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["why", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
