@@ -1,0 +1,292 @@
+"""The DRA selector CEL environment: device variable, Kubernetes libraries, errors and typing."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from audit.dra.cel import (
+    MAX_EXPRESSION_LENGTH,
+    CelCompileError,
+    CelDevice,
+    CelEnvironment,
+    CelOptions,
+    CelRuntimeError,
+    device_context,
+)
+from audit.dra.quantity import Quantity
+
+NV = "gpu.nvidia.com"
+H100_ATTRIBUTES = {
+    "productName": {"string": "NVIDIA H100 80GB HBM3"},
+    "architecture": {"string": "Hopper"},
+    "index": {"int": 3},
+    "mig": {"bool": False},
+    "driverVersion": {"version": "580.105.8"},
+    "cudaComputeCapability": {"version": "9.0.0"},
+    "resource.kubernetes.io/pcieRoot": {"string": "pci0000:55"},
+}
+H100_CAPACITY = {"memory": {"value": "80Gi"}, "example.com/slots": {"value": "4"}}
+
+
+@pytest.fixture(scope="module")
+def env() -> CelEnvironment:
+    return CelEnvironment()
+
+
+@pytest.fixture(scope="module")
+def h100() -> CelDevice:
+    return device_context(NV, H100_ATTRIBUTES, H100_CAPACITY, allow_multiple_allocations=True)
+
+
+TRUE_OR_FALSE = [
+    ("driver", 'device.driver == "gpu.nvidia.com"', True),
+    ("string-attribute", 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"', True),
+    ("unqualified-name-in-driver-domain", 'device.attributes["gpu.nvidia.com"].architecture.startsWith("Hop")', True),
+    ("qualified-name-in-own-domain", 'device.attributes["resource.kubernetes.io"].pcieRoot == "pci0000:55"', True),
+    ("int-attribute", 'device.attributes["gpu.nvidia.com"].index > 2', True),
+    ("bool-attribute", 'device.attributes["gpu.nvidia.com"].mig', False),
+    ("allow-multiple-allocations", "device.allowMultipleAllocations", True),
+    ("unknown-domain-is-empty-map", 'size(device.attributes["other.example.com"]) == 0', True),
+    ("has-on-unknown-domain", 'has(device.attributes["other.example.com"].x)', False),
+    ("has-present-key", 'has(device.attributes["gpu.nvidia.com"].index)', True),
+    ("capacity-in-other-domain", 'device.capacity["example.com"].slots == quantity("4")', True),
+    ("macro-over-domains", 'device.attributes.exists(d, d == "resource.kubernetes.io")', True),
+    ("comprehension", '[1, 2, 3].all(x, x > 0)', True),
+    # quantity library
+    ("quantity-compareTo", 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0', True),
+    ("quantity-compareTo-equal", 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) == 0', True),
+    ("quantity-isGreaterThan", 'device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("80G"))', True),
+    ("quantity-isLessThan", 'device.capacity["gpu.nvidia.com"].memory.isLessThan(quantity("80Gi"))', False),
+    ("quantity-equality-by-value", 'device.capacity["gpu.nvidia.com"].memory == quantity("81920Mi")', True),
+    ("quantity-inequality", 'device.capacity["gpu.nvidia.com"].memory != quantity("80G")', True),
+    ("quantity-add-quantity", 'quantity("1Gi").add(quantity("1Gi")) == quantity("2Gi")', True),
+    ("quantity-add-int", 'quantity("1k").add(24) == quantity("1024")', True),
+    ("quantity-sub-quantity", 'quantity("1").sub(quantity("1500m")).sign() == -1', True),
+    ("quantity-sub-int", 'quantity("10").sub(3).asInteger() == 7', True),
+    ("quantity-asInteger", 'device.capacity["gpu.nvidia.com"].memory.asInteger() == 85899345920', True),
+    ("quantity-asApproximateFloat", 'quantity("1.5").asApproximateFloat() == 1.5', True),
+    ("quantity-sign", 'quantity("-2").sign() == -1 && quantity("0").sign() == 0', True),
+    ("quantity-isInteger", 'quantity("2").isInteger() && !quantity("1.5").isInteger()', True),
+    ("isQuantity-true", 'isQuantity("1.5Gi")', True),
+    ("isQuantity-false", 'isQuantity("1.5GiB")', False),
+    # semver library
+    ("semver-attribute-isGreaterThan", 'device.attributes["gpu.nvidia.com"].driverVersion.isGreaterThan(semver("550.54.15"))', True),
+    ("semver-attribute-isLessThan", 'device.attributes["gpu.nvidia.com"].driverVersion.isLessThan(semver("580.105.8"))', False),
+    ("semver-compareTo", 'device.attributes["gpu.nvidia.com"].cudaComputeCapability.compareTo(semver("8.0.0")) == 1', True),
+    ("semver-major-minor-patch", 'semver("1.2.3").major() == 1 && semver("1.2.3").minor() == 2 && semver("1.2.3").patch() == 3', True),
+    ("semver-prerelease-lower", 'semver("1.0.0-rc.1").isLessThan(semver("1.0.0"))', True),
+    ("semver-equality-ignores-build", 'semver("1.0.0+a") == semver("1.0.0+b")', True),
+    ("semver-normalize", 'semver("v1.2", true) == semver("1.2.0")', True),
+    ("isSemver-true", 'isSemver("1.2.3-alpha")', True),
+    ("isSemver-false", 'isSemver("v1.2.3")', False),
+    ("isSemver-normalize", 'isSemver("v1.2", true)', True),
+    # Kubernetes' string extension
+    ("strings-lowerAscii", 'device.attributes["gpu.nvidia.com"].productName.lowerAscii().contains("h100")', True),
+    ("strings-split", '"a,b".split(",").size() == 2', True),
+    ("sets-contains", "sets.contains([1, 2, 3], [2])", True),
+]
+
+
+@pytest.mark.parametrize(("expression", "expected"), [c[1:] for c in TRUE_OR_FALSE], ids=[c[0] for c in TRUE_OR_FALSE])
+def test_selector_evaluates_like_kubernetes(env: CelEnvironment, h100: CelDevice, expression: str, expected: bool) -> None:
+    assert env.compile(expression).evaluate(h100) is expected
+
+
+RUNTIME_ERRORS = [
+    ("unknown-id", 'device.attributes["gpu.nvidia.com"].memory == 1', "no such key: memory"),
+    ("unknown-id-in-unknown-domain", 'device.attributes["other.example.com"].x == 1', "no such key: x"),
+    ("unknown-capacity", 'device.capacity["gpu.nvidia.com"].cores.isGreaterThan(quantity("1"))', "no such key: cores"),
+    ("string-result", "device.driver", "CEL result of type string could not be converted to bool"),
+    ("int-result", 'device.attributes["gpu.nvidia.com"].index', "CEL result of type int could not be converted to bool"),
+    ("quantity-result", 'device.capacity["gpu.nvidia.com"].memory',
+     "CEL result of type kubernetes.Quantity could not be converted to bool"),
+    ("semver-result", 'semver("1.0.0")', "CEL result of type kubernetes.Semver could not be converted to bool"),
+    ("bad-quantity-literal", 'quantity("1.5GB").sign() == 1',
+     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
+    ("bad-quantity-suffix", 'quantity("1K").sign() == 1', "unable to parse quantity's suffix"),
+    ("bad-semver-literal", 'semver("1.2").major() == 1', "No Major.Minor.Patch elements found"),
+    ("asInteger-fraction", 'quantity("1.5").asInteger() == 1', "cannot convert value to integer"),
+    ("division-by-zero", "1 / 0 == 1", "division by zero"),
+]
+
+
+@pytest.mark.parametrize(("expression", "message"), [c[1:] for c in RUNTIME_ERRORS], ids=[c[0] for c in RUNTIME_ERRORS])
+def test_runtime_error_has_upstream_text(env: CelEnvironment, h100: CelDevice, expression: str, message: str) -> None:
+    selector = env.compile(expression)
+    with pytest.raises(CelRuntimeError) as err:
+        selector.evaluate(h100)
+    assert str(err.value) == message
+
+
+TYPING = [
+    ("quantity-plus-string", 'device.capacity["gpu.nvidia.com"].memory + "x" == "y"', "no such overload"),
+    ("quantity-less-than-operator", 'device.capacity["gpu.nvidia.com"].memory < quantity("1")', "no such overload"),
+    ("quantity-times-int", 'device.capacity["gpu.nvidia.com"].memory * 2 == 2', "no such overload"),
+    ("compareTo-on-string", 'device.attributes["gpu.nvidia.com"].productName.compareTo(quantity("1")) == 0',
+     "no matching overload for 'compareTo' applied to '(string, kubernetes.Quantity)'"),
+    ("compareTo-quantity-with-semver", 'quantity("1").compareTo(semver("1.0.0")) == 0',
+     "no matching overload for 'compareTo' applied to '(kubernetes.Quantity, kubernetes.Semver)'"),
+    ("compareTo-with-plain-string", 'quantity("1").compareTo("1") == 0',
+     "no matching overload for 'compareTo' applied to '(kubernetes.Quantity, string)'"),
+    ("add-string", 'quantity("1").add("1") == quantity("2")',
+     "no matching overload for 'add' applied to '(kubernetes.Quantity, string)'"),
+    ("add-bool", 'quantity("1").add(true) == quantity("2")',
+     "no matching overload for 'add' applied to '(kubernetes.Quantity, bool)'"),
+    ("sign-on-int", "(5).sign() == 1", "no matching overload for 'sign' applied to '(int)'"),
+    ("major-on-quantity", 'quantity("1").major() == 1', "no matching overload for 'major' applied to '(kubernetes.Quantity)'"),
+    ("major-on-string-attribute", 'device.attributes["gpu.nvidia.com"].architecture.major() == 1',
+     "no matching overload for 'major' applied to '(string)'"),
+    ("quantity-of-int", "quantity(5).sign() == 1", "no matching overload for 'quantity' applied to '(int)'"),
+    ("string-function-on-quantity", 'quantity("1").lowerAscii() == "1"',
+     "no matching overload for 'lowerAscii' applied to '(kubernetes.Quantity)'"),
+]
+
+
+@pytest.mark.parametrize(("expression", "message"), [c[1:] for c in TYPING], ids=[c[0] for c in TYPING])
+def test_quantities_and_semvers_reject_other_types(env: CelEnvironment, h100: CelDevice, expression: str, message: str) -> None:
+    selector = env.compile(expression)
+    with pytest.raises(CelRuntimeError) as err:
+        selector.evaluate(h100)
+    assert str(err.value).startswith(message)
+
+
+COMPILE_ERRORS = [
+    ("syntax", "device.driver ==", "ERROR: <input>:1:17: Syntax error"),
+    ("undeclared-variable", 'gpu.driver == "x"', "ERROR: <input>:1:1: undeclared reference to 'gpu' (in container '')"),
+    ("undeclared-on-second-line", 'device.driver == "x" &&\n  foo', "ERROR: <input>:2:3: undeclared reference to 'foo'"),
+    ("unknown-function", 'device.driver.startWith("x")', "ERROR: <input>:1:15: undeclared reference to 'startWith'"),
+    ("undefined-device-field", "device.name == 'x'", "ERROR: <input>:1:7: undefined field 'name'"),
+    ("size-of-capacity", 'device.capacity["gpu.nvidia.com"].memory.size() > 0',
+     "found no matching overload for 'size' applied to 'kubernetes.Quantity.()'"),
+    ("size-of-quantity-global", 'size(quantity("1")) == 1', "found no matching overload for 'size' applied to '(kubernetes.Quantity)'"),
+    ("size-of-semver", 'semver("1.0.0").size() == 1', "applied to 'kubernetes.Semver.()'"),
+    ("includes-without-list-gate", 'device.attributes["gpu.nvidia.com"].index.includes(3)', "undeclared reference to 'includes'"),
+    ("unsupported-bind", "cel.bind(x, 1, x == 1)", "function 'cel.bind' is not supported"),
+    ("unsupported-two-variable-comprehension", "[1].all(i, v, v > 0)", "two-variable comprehensions are not supported"),
+    ("unsupported-optional-syntax", 'device.attributes["gpu.nvidia.com"][?"x"].hasValue()', "unsupported syntax '[?'"),
+]
+
+
+@pytest.mark.parametrize(("expression", "fragment"), [c[1:] for c in COMPILE_ERRORS], ids=[c[0] for c in COMPILE_ERRORS])
+def test_compile_error_reports_position(env: CelEnvironment, expression: str, fragment: str) -> None:
+    with pytest.raises(CelCompileError) as err:
+        env.compile(expression)
+    assert str(err.value).startswith("compilation failed: ")
+    assert fragment in str(err.value)
+
+
+def test_compile_error_shows_line_and_caret(env: CelEnvironment) -> None:
+    with pytest.raises(CelCompileError) as err:
+        env.compile("device.name == 'x'")
+    assert str(err.value) == (
+        "compilation failed: ERROR: <input>:1:7: undefined field 'name'\n | device.name == 'x'\n | ......^"
+    )
+
+
+def test_allow_multiple_allocations_is_undeclared_without_consumable_capacity() -> None:
+    env = CelEnvironment(CelOptions(consumable_capacity=False))
+    with pytest.raises(CelCompileError, match="undefined field 'allowMultipleAllocations'"):
+        env.compile("device.allowMultipleAllocations")
+    assert CelEnvironment().compile("device.allowMultipleAllocations").expression == "device.allowMultipleAllocations"
+
+
+def test_expression_longer_than_10_kib_is_refused(env: CelEnvironment) -> None:
+    padding = " " * (MAX_EXPRESSION_LENGTH - len("true"))
+    assert env.compile("true" + padding).evaluate(device_context(NV, {}, {}, False)) is True
+    with pytest.raises(CelCompileError) as err:
+        env.compile("true " + padding)
+    assert str(err.value) == "compilation failed: expression too long (10241 bytes, must be at most 10240)"
+
+
+def test_compilation_is_cached_per_expression_including_errors(env: CelEnvironment) -> None:
+    assert env.compile('device.driver == "a"') is env.compile('device.driver == "a"')
+    with pytest.raises(CelCompileError) as first:
+        env.compile("nope")
+    with pytest.raises(CelCompileError) as second:
+        env.compile("nope")
+    assert first.value is second.value
+
+
+def test_unparsable_version_fails_every_evaluation_on_that_device(env: CelEnvironment) -> None:
+    device = device_context(NV, {"driverVersion": {"version": "580.105"}, "model": {"string": "x"}}, {}, False)
+    for expression in ('device.driver == "gpu.nvidia.com"', 'device.attributes["gpu.nvidia.com"].model == "x"'):
+        with pytest.raises(CelRuntimeError) as err:
+            env.compile(expression).evaluate(device)
+        assert str(err.value) == "attribute driverVersion: parse semantic version: No Major.Minor.Patch elements found"
+    assert device.error is not None
+
+
+def test_list_attribute_without_gate_fails_evaluation_on_that_device(env: CelEnvironment) -> None:
+    device = device_context(NV, {"models": {"strings": ["a", "b"]}}, {}, False)
+    with pytest.raises(CelRuntimeError) as err:
+        env.compile('device.driver == "gpu.nvidia.com"').evaluate(device)
+    assert str(err.value) == "attribute models: unsupported attribute value"
+
+
+LIST_GATE = CelOptions(list_type_attributes=True)
+LIST_ATTRIBUTES = {
+    "models": {"strings": ["H100", "A100"]},
+    "numaNodes": {"ints": [0, 1]},
+    "flags": {"bools": [True]},
+    "firmware": {"versions": ["1.2.3", "2.0.0"]},
+    "index": {"int": 3},
+}
+INCLUDES = [
+    ("strings", 'device.attributes["gpu.nvidia.com"].models.includes("A100")', True),
+    ("strings-missing", 'device.attributes["gpu.nvidia.com"].models.includes("B200")', False),
+    ("ints", 'device.attributes["gpu.nvidia.com"].numaNodes.includes(1)', True),
+    ("bool-is-not-int", 'device.attributes["gpu.nvidia.com"].flags.includes(1)', False),
+    ("versions", 'device.attributes["gpu.nvidia.com"].firmware.includes(semver("2.0.0"))', True),
+    ("scalar", 'device.attributes["gpu.nvidia.com"].index.includes(3)', True),
+    ("list-size", 'device.attributes["gpu.nvidia.com"].models.size() == 2', True),
+]
+
+
+@pytest.mark.parametrize(("expression", "expected"), [c[1:] for c in INCLUDES], ids=[c[0] for c in INCLUDES])
+def test_list_type_attributes_with_gate(expression: str, expected: bool) -> None:
+    device = device_context(NV, LIST_ATTRIBUTES, {}, False, LIST_GATE)
+    assert CelEnvironment(LIST_GATE).compile(expression).evaluate(device) is expected
+
+
+def test_includes_refuses_more_than_48_items() -> None:
+    env = CelEnvironment(LIST_GATE)
+    device = device_context(NV, {"many": {"ints": list(range(49))}}, {}, False, LIST_GATE)
+    with pytest.raises(CelRuntimeError, match="more than the maximum of 48"):
+        env.compile('device.attributes["gpu.nvidia.com"].many.includes(1)').evaluate(device)
+
+
+def test_runtime_error_is_cached_and_raised_again(env: CelEnvironment, h100: CelDevice) -> None:
+    selector = env.compile('device.attributes["gpu.nvidia.com"].absent == 1')
+    for _ in range(2):
+        with pytest.raises(CelRuntimeError, match="no such key: absent"):
+            selector.evaluate(h100)
+
+
+def test_same_selector_gives_per_device_answers(env: CelEnvironment) -> None:
+    selector = env.compile('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0')
+    big = device_context(NV, {}, {"memory": {"value": "80Gi"}}, False)
+    small = device_context(NV, {}, {"memory": {"value": "24Gi"}}, False)
+    assert [selector.evaluate(big), selector.evaluate(small), selector.evaluate(big)] == [True, False, True]
+
+
+QUANTITY_TEXT = st.builds(
+    lambda n, suffix: f"{n}{suffix}",
+    st.integers(min_value=-(10**6), max_value=10**6),
+    st.sampled_from(["", "m", "k", "M", "Ki", "Mi", "Gi", "n"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(QUANTITY_TEXT, QUANTITY_TEXT)
+def test_cel_quantity_comparison_agrees_with_python(left: str, right: str) -> None:
+    env = CelEnvironment()
+    device = device_context(NV, {}, {"a": {"value": left}}, False)
+    expected = Quantity.parse(left).cmp(Quantity.parse(right))
+    selector = env.compile(f'device.capacity["gpu.nvidia.com"].a.compareTo(quantity("{right}")) == {expected}')
+    assert selector.evaluate(device) is True
+    equal = env.compile(f'device.capacity["gpu.nvidia.com"].a == quantity("{right}")')
+    assert equal.evaluate(device) is (expected == 0)
+    greater = env.compile(f'device.capacity["gpu.nvidia.com"].a.isGreaterThan(quantity("{right}"))')
+    assert greater.evaluate(device) is (expected == 1)
