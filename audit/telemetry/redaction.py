@@ -17,6 +17,7 @@ from typing import Any
 
 from audit.records import DecisionRecord
 from audit.telemetry.errors import TelemetryConfigError
+from audit.telemetry.record_dict import record_dict
 
 ENV_REDACT = "CLAIMTRAIL_OTEL_REDACT"
 ENV_REDACT_SALT = "CLAIMTRAIL_OTEL_REDACT_SALT"
@@ -80,6 +81,7 @@ class Scrubber:
 @dataclass
 class RedactedDecision:
     record: DecisionRecord
+    data: dict[str, Any]  # the record as a plain dict, what its JSON attribute is made from
     labels: dict[str, str]
     scrubber: Scrubber
     paths: list[str]
@@ -87,7 +89,9 @@ class RedactedDecision:
 
 def redact(record: DecisionRecord, labels: Mapping[str, str], settings: Redaction) -> RedactedDecision:
     """Return a redacted copy; the input record is never modified."""
-    original = record.to_dict()
+    original = record_dict(record)
+    if not settings.active:
+        return RedactedDecision(record, original, dict(labels), Scrubber(), [])
     scrubber = (
         Scrubber(record.pod, settings.pod_token(record.pod))
         if settings.hash_pod_names and record.pod
@@ -100,7 +104,7 @@ def redact(record: DecisionRecord, labels: Mapping[str, str], settings: Redactio
     paths = sorted(_changed_paths(original, data, ""))
     if settings.drop_labels and labels:
         paths.append("/labels")
-    return RedactedDecision(DecisionRecord.from_dict(data), kept_labels, scrubber, paths)
+    return RedactedDecision(DecisionRecord.from_dict(data), data, kept_labels, scrubber, paths)
 
 
 def _changed_paths(before: Any, after: Any, path: str) -> list[str]:

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit.records import DecisionRecord, DeviceRef, Exemplar, Outcome, TierBlocker, TierSummary
+from audit.telemetry.record_dict import record_dict
 from ingest.otlp.decode import records_from_logs, records_from_traces
 from tests.otlp.payloads import exported
 
@@ -67,3 +68,9 @@ def test_any_record_round_trips_with_the_same_output_digest(record: DecisionReco
     assert decoded.parts == len(record.tiers)
     logs_decoded = records_from_logs(verdict_logs)
     assert logs_decoded.parts == min(64, sum(len(t.exemplars) for t in record.tiers))
+
+
+@settings(max_examples=40, deadline=None)
+@given(records())
+def test_fast_record_dict_equals_to_dict(record: DecisionRecord) -> None:
+    assert record_dict(record) == record.to_dict()
