@@ -21,7 +21,7 @@ from clickhouse_connect.driver.exceptions import ClickHouseError
 from audit.cli import UserError
 
 DEFAULT_DATABASE = "claimtrail"
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
 class StoreError(UserError):
@@ -64,7 +64,7 @@ def resolve_dsn(dsn: str | None = None) -> Target:
         return Target(dsn=f"chdb://{path}", database=DEFAULT_DATABASE, embedded_path=str(Path(path).resolve()))
     if parts.scheme in ("http", "https", "clickhouse", "clickhouses"):
         database = parts.path.strip("/") or DEFAULT_DATABASE
-        if not _IDENTIFIER.match(database):
+        if not IDENTIFIER.match(database):
             raise StoreError(f"DSN {raw!r}: database name {database!r} must be a plain identifier")
         scheme = {"clickhouse": "http", "clickhouses": "https"}.get(parts.scheme, parts.scheme)
         return Target(dsn=urlunsplit(parts._replace(scheme=scheme, path="")), database=database, embedded_path=None)

@@ -14,6 +14,7 @@ and its limit; nothing is ever dropped silently.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import struct
 import threading
@@ -22,6 +23,7 @@ import zlib
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from audit.cli import UserError
 
@@ -30,6 +32,10 @@ _HEADER = struct.Struct(">4sBII")  # magic, kind, payload length, crc32
 KINDS = {"records": 1, "events": 2, "quarantine": 3}
 _KIND_NAMES = {v: k for k, v in KINDS.items()}
 SEGMENT_BYTES = 64 * 2**20
+
+
+class SpoolBusyError(UserError):
+    """Another process holds the spool directory."""
 
 
 class SpoolFullError(UserError):
@@ -69,6 +75,7 @@ class Spool:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_bytes = max_bytes
         self.block_seconds = block_seconds
+        self._lock_fh = _lock_directory(self.directory)
         self._cond = threading.Condition()
         self._pending: deque[Frame] = deque()
         self._pending_bytes = 0
@@ -179,9 +186,25 @@ class Spool:
         with self._cond:
             return self._cond.wait_for(lambda: not self._pending, timeout)
 
+    @property
+    def closed(self) -> bool:
+        return self._fh.closed
+
     def close(self) -> None:
         with self._cond:
             self._fh.close()
+            self._lock_fh.close()  # releases the flock
+
+
+def _lock_directory(directory: Path) -> Any:
+    """One writer per spool: two processes appending to the same segments would interleave frames."""
+    fh = open(directory / "lock", "a+")  # noqa: SIM115 - held until close()
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise SpoolBusyError(f"spool {directory} is in use by another writer (this or another process); give each writer its own spool") from None
+    return fh
 
 
 def _parse(segment: int, data: bytes) -> list[Frame]:

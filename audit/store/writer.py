@@ -130,6 +130,8 @@ class RecordWriter:
 
     def close(self) -> None:
         """Flush, stop the threads, make a last delivery attempt; what is left stays spooled."""
+        if self._closed.is_set() and self.spool.closed:
+            return
         with self._lock:
             self._cut()
         self._closed.set()

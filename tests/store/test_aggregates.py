@@ -1,0 +1,107 @@
+"""Fallback, fairness, health and migration aggregates equal what the records say."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from audit.records import DecisionRecord
+from audit.store.queries import AuditStore, DecisionFilter
+from audit.store.rows import epoch_ms
+from tests.store.conftest import write_all
+from tests.store.factory import make_records
+
+WHOLE_DAY = DecisionFilter(since="2026-11-01T00:00:00Z", until="2026-11-02T00:00:00Z")
+PART_DAY = DecisionFilter(since="2026-11-01T00:00:30Z", until="2026-11-02T00:00:00Z")
+
+
+def truth(records: list[DecisionRecord], key) -> dict:
+    out: dict = {}
+    for r in records:
+        acc = out.setdefault(key(r), {"decisions": 0, "allocated": 0, "fallbacks": 0, "unschedulable": 0})
+        acc["decisions"] += 1
+        acc["allocated"] += r.outcome == "allocated"
+        acc["fallbacks"] += r.outcome == "allocated" and r.fallback
+        acc["unschedulable"] += r.outcome == "unschedulable"
+    return out
+
+
+@pytest.mark.parametrize("f", [WHOLE_DAY, PART_DAY, DecisionFilter(namespace="acme-ml")],
+                         ids=["rollup", "raw-rows-partial-hour", "raw-rows-namespace"])
+def test_fallback_stats_by_tenant_and_model_match_the_records(store: AuditStore, f: DecisionFilter) -> None:
+    records = make_records(200, seconds_apart=60)
+    write_all(store, records)
+    since = epoch_ms(f.since) if f.since else 0
+    selected = [r for r in records if epoch_ms(r.time) >= since and (f.namespace is None or r.namespace == f.namespace)]
+    expected = truth(selected, lambda r: (r.tenant, r.allocated_model))
+    got = store.fallback_stats(f, ["tenant", "model"])
+    assert {(g["tenant"], g["model"]): {k: g[k] for k in ("decisions", "allocated", "fallbacks", "unschedulable")}
+            for g in got} == expected
+    for g in got:
+        assert g["fallback_rate"] == (g["fallbacks"] / g["allocated"] if g["allocated"] else 0.0)
+
+
+def test_fallback_stats_by_hour_uses_iso_hours(store: AuditStore) -> None:
+    records = make_records(120, seconds_apart=60)  # two hours
+    write_all(store, records)
+    got = store.fallback_stats(WHOLE_DAY, ["hour"])
+    assert [(g["hour"], g["decisions"]) for g in got] == [("2026-11-01T00:00:00Z", 60), ("2026-11-01T01:00:00Z", 60)]
+
+
+def test_scope_tenant_folds_other_tenants_into_others(store: AuditStore) -> None:
+    records = make_records(40)
+    write_all(store, records)
+    got = store.fallback_stats(WHOLE_DAY, ["tenant"], scope_tenant="acme")
+    assert [(g["tenant"], g["decisions"]) for g in got] == [("(others)", 30), ("acme", 10)]
+    fair = store.fairness_stats(DecisionFilter(), scope_tenant="acme")
+    assert [(g["tenant"], g["decisions"]) for g in fair] == [("(others)", 30), ("acme", 10)]
+
+
+def test_fairness_stats_per_tenant(store: AuditStore) -> None:
+    records = make_records(80)
+    write_all(store, records)
+    write_all(store, records[:30])  # duplicates must not count
+    got = {g["tenant"]: g for g in store.fairness_stats(DecisionFilter())}
+    for tenant in ("acme", "globex", "initech", "umbrella"):
+        mine = [r for r in records if r.tenant == tenant]
+        allocated = [r for r in mine if r.outcome == "allocated"]
+        waits = sorted(r.wait_ms for r in mine)
+        g = got[tenant]
+        assert g["decisions"] == len(mine)
+        assert g["allocated"] == len(allocated)
+        assert g["devices_allocated"] == sum(len(r.devices) for r in allocated)
+        assert g["first_choice_rate"] == sum(r.tier_index == 0 for r in allocated) / len(allocated)
+        assert g["wait_p50_ms"] == pytest.approx(statistics.quantiles(waits, n=2, method="inclusive")[0], abs=waits[-1])
+        assert waits[0] <= g["wait_p50_ms"] <= g["wait_p95_ms"] <= g["wait_p99_ms"] <= waits[-1]
+
+
+def test_health_stats_counts_retries_and_unhealthy_verdicts(store: AuditStore) -> None:
+    records = make_records(70)
+    records[0].retry_class = "binding_conflict"
+    records[1].retry_class = "terminal"
+    records[2].outcome = "error"
+    write_all(store, records)
+    (hour,) = store.health_stats(DecisionFilter())
+    unschedulable = [r for r in records if r.retry_class == "unschedulable"]
+    assert hour["decisions"] == 70
+    assert hour["retries"] == {"unschedulable": len(unschedulable), "binding_conflict": 1}
+    assert hour["terminal_failures"] == 2
+    assert hour["unhealthy"] == sum(t.reasons.get("unhealthy", 0) for r in records for t in r.tiers)
+    assert hour["binding_conflict"] == 0 and hour["stale_slice"] == 0
+
+
+def test_migration_stats_per_track_and_template_cohort(store: AuditStore) -> None:
+    records = make_records(60)
+    for r in records[:20]:
+        r.track = "device-plugin"
+    write_all(store, records)
+    got = {(g["track"], g["template_version"]): g for g in store.migration_stats(DecisionFilter())}
+    for (track, template), g in got.items():
+        cohort = [r for r in records if r.track == track and r.template_version == template]
+        allocated = [r for r in cohort if r.outcome == "allocated"]
+        assert g["decisions"] == len(cohort)
+        assert g["success_rate"] == len(allocated) / len(cohort)
+        assert g["fallback_rate"] == sum(r.fallback for r in allocated) / len(allocated)
+    assert sum(g["decisions"] for g in got.values()) == 60
+    assert set(got) == {("device-plugin", "t1"), ("device-plugin", "t2"), ("dra", "t1"), ("dra", "t2")}

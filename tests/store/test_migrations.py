@@ -1,0 +1,87 @@
+"""Migrations run from an empty store and from every earlier version, idempotently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from audit.store import connection, migrations
+from audit.store.migrations import LATEST, MIGRATIONS, SchemaTooNewError
+from audit.store.queries import AuditStore, DecisionFilter
+from audit.store.schema import Retention
+from tests.store.factory import make_records
+
+EXPECTED_TABLES = {
+    1: {"schema_migrations", "events", "checkpoints", "decisions", "decision_tiers", "policies", "quarantine"},
+    2: {"replay_runs"},
+    3: {"fallback_1h", "tenant_usage_1h", "fallback_1h_mv", "tenant_usage_1h_mv"},
+}
+
+
+def tables(client, database: str) -> set[str]:
+    rows = client.query("SELECT name FROM system.tables WHERE database = {d:String}", parameters={"d": database})
+    return {r[0] for r in rows.result_rows}
+
+
+def test_migrations_from_empty_create_every_table_and_record_each_version(tmp_path: Path) -> None:
+    target = connection.resolve_dsn(f"chdb://{tmp_path}/db")
+    client = connection.connect(target)
+    try:
+        assert migrations.migrate(client, target.database) == [m.version for m in MIGRATIONS]
+        assert tables(client, target.database) == set().union(*EXPECTED_TABLES.values())
+        assert migrations.migrate(client, target.database) == []  # idempotent: nothing left to do
+        versions = client.query("SELECT version FROM schema_migrations FINAL ORDER BY version").result_rows
+        assert [v[0] for v in versions] == list(range(1, LATEST + 1))
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("start", [v for v in range(1, LATEST)], ids=lambda v: f"from-v{v}")
+def test_migrating_from_an_earlier_version_keeps_data_and_backfills_rollups(tmp_path: Path, start: int) -> None:
+    target = connection.resolve_dsn(f"chdb://{tmp_path}/db")
+    client = connection.connect(target)
+    records = make_records(90, seconds_apart=120)
+    try:
+        assert migrations.migrate(client, target.database, upto=start) == list(range(1, start + 1))
+        assert tables(client, target.database) == set().union(*(EXPECTED_TABLES[v] for v in range(1, start + 1)))
+        from audit.store.writer import RecordWriter
+
+        writer = RecordWriter(lambda: connection.connect(target), str(tmp_path / "spool"), background=False)
+        writer.write_records(records)
+        assert writer.flush()
+        writer.close()
+    finally:
+        client.close()
+    with AuditStore.open(f"chdb://{tmp_path}/db") as store:  # applies the rest
+        assert migrations.applied_version(store.client, target.database) == LATEST
+        assert store.client.query("SELECT count() FROM decisions").result_rows[0][0] == 90
+        day = DecisionFilter(since="2026-11-01T00:00:00Z", until="2026-11-02T00:00:00Z")
+        from_rollup = store.fallback_stats(day, ["tenant", "model"])
+        from_rows = store.fallback_stats(DecisionFilter(until="2026-11-02T00:00:00.001Z"), ["tenant", "model"])
+        assert from_rollup == from_rows
+        assert sum(g["decisions"] for g in from_rollup) == 90
+        assert sum(u["decisions"] for u in store.tenant_usage(day)) == 90
+
+
+def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    with AuditStore.open(f"chdb://{tmp_path}/db") as store:
+        store.client.insert("schema_migrations", [[LATEST + 1, "from the future"]], column_names=["version", "description"])
+    with pytest.raises(SchemaTooNewError, match=f"schema version {LATEST + 1} is newer"):
+        AuditStore.open(f"chdb://{tmp_path}/db")
+
+
+def test_retention_is_configurable_after_creation(tmp_path: Path) -> None:
+    def ttl_of(store: AuditStore, table: str) -> str:
+        query = store.client.query("SELECT create_table_query FROM system.tables WHERE database = 'claimtrail' "
+                                   "AND name = {t:String}", parameters={"t": table}).result_rows[0][0]
+        return query.split(" TTL ")[1].split(" SETTINGS")[0] if " TTL " in query else ""
+
+    with AuditStore.open(f"chdb://{tmp_path}/db") as store:
+        assert ttl_of(store, "decisions") == ""  # audit data is kept until an operator says otherwise
+        assert ttl_of(store, "quarantine") == "toDate(time) + toIntervalDay(30)"
+    with AuditStore.open(f"chdb://{tmp_path}/db", retention=Retention({"decisions": 400})) as store:
+        assert ttl_of(store, "decisions") == "toDate(time) + toIntervalDay(400)"
+        assert ttl_of(store, "quarantine") == ""
+    with AuditStore.open(f"chdb://{tmp_path}/db", retention=Retention({})) as store:
+        assert ttl_of(store, "decisions") == ""
