@@ -349,7 +349,7 @@ class _Run:
             undo = self._allocate_device(data, entry, pool, position, must=True)
             if undo is None:
                 return False
-            if self._one(ci, ri, si, di + 1, 0, in_sub):
+            if self._descend(undo, ci, ri, si, di + 1, 0, in_sub):
                 return True
             undo()
             return False
@@ -381,10 +381,18 @@ class _Run:
             undo = self._allocate_device(data, entry, pool, position, must=False)
             if undo is None:
                 continue
-            if self._one(ci, ri, si, di + 1, position + 1, in_sub):
+            if self._descend(undo, ci, ri, si, di + 1, position + 1, in_sub):
                 return True
             undo()
         return False
+
+    def _descend(self, undo: Callable[[], None], ci: int, ri: int, si: int, di: int, start: int, in_sub: bool) -> bool:
+        """Recurse for the next slot; a size-limit abort gives this device back on its way up."""
+        try:
+            return self._one(ci, ri, si, di, start, in_sub)
+        except _SizeExceeded:
+            undo()
+            raise
 
     # ------------------------------------------------------------------ per-device checks
 
