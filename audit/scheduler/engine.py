@@ -44,6 +44,7 @@ from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.filters import node_filter
 from audit.scheduler.nodealloc import allocate_on_node
 from audit.scheduler.quota import check_quota
+from audit.scheduler.sealing import seal
 from audit.scheduler.tiers import (
     RequestTiers,
     SignatureModelMatcher,
@@ -141,7 +142,7 @@ def decide(world: World, pod_key: str, attempt: int, time_ms: int, policy: Polic
         rec = _record(ctx, pc.claims, [], Outcome.UNSCHEDULABLE if pc.missing else Outcome.ERROR)
         rec.retry_class = RetryClass.UNSCHEDULABLE.value if pc.missing else RetryClass.TERMINAL.value
         rec.message = msg
-        return Decision(pod_key, attempt, rec.seal(), satisfiable=bool(pc.missing))
+        return Decision(pod_key, attempt, seal(rec), satisfiable=bool(pc.missing))
     rts = request_tiers(pc.claims, _matcher(world))
     return _decide_dra(ctx, pc.claims, rts)
 
@@ -194,7 +195,7 @@ def _decide_dra(ctx: _Context, claims: list[dict[str, Any]], rts: list[RequestTi
         rec.retry_class = RetryClass.QUOTA.value
         rec.tiers = summarize(world, rts, closed, [], multi_claim)
         rec.message = f"tenant {ctx.tenant} has no quota left for any allowed tier"
-        return Decision(ctx.pod_key, ctx.attempt, rec.seal(), satisfiable=True)
+        return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=True)
     aug_claims = _augmented(ctx, claims, rts, allowed)
     best, visits, steps = _search(ctx, claims, aug_claims, rts, allowed)
     summaries = summarize(world, rts, closed, visits, multi_claim)
@@ -404,7 +405,7 @@ def _proposal(ctx: _Context, claims: list[dict[str, Any]], rts: list[RequestTier
     assert best.outcome is not None
     proposal = Proposal(best.node, [_claim_key(c) for c in claims], list(best.outcome.allocations),
                         [d.device for d in devices], generations, tier)
-    return Decision(ctx.pod_key, ctx.attempt, rec.seal(), proposal=proposal)
+    return Decision(ctx.pod_key, ctx.attempt, seal(rec), proposal=proposal)
 
 
 def _no_node(ctx: _Context, claims: list[dict[str, Any]], rts: list[RequestTiers],
@@ -437,7 +438,7 @@ def _no_node(ctx: _Context, claims: list[dict[str, Any]], rts: list[RequestTiers
             rec.message = f"strict fallback mode: only {rts[0].tiers[0].label} is acceptable and none is free"
     else:
         rec.message = "unsatisfiable: no node in the cluster has enough matching devices for any allowed tier"
-    return Decision(ctx.pod_key, ctx.attempt, rec.seal(), satisfiable=satisfiable)
+    return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=satisfiable)
 
 
 def still_satisfiable(world: World, rts: list[RequestTiers]) -> bool:
@@ -494,7 +495,7 @@ def _decide_device_plugin(ctx: _Context) -> Decision:
         rec.retry_class = RetryClass.UNSCHEDULABLE.value if any(c >= gpus for c in world.dp_capacity.values()) \
             else RetryClass.TERMINAL.value
         rec.message = f"no device-plugin node has {gpus} free nvidia.com/gpu"
-        return Decision(ctx.pod_key, ctx.attempt, rec.seal(), satisfiable=rec.retry_class != RetryClass.TERMINAL.value)
+        return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=rec.retry_class != RetryClass.TERMINAL.value)
     model = world.dp_model.get(chosen, "unknown")
     rec.outcome = Outcome.ALLOCATED.value
     rec.node = chosen
@@ -502,7 +503,7 @@ def _decide_device_plugin(ctx: _Context) -> Decision:
     rec.allocated_model = model
     rec.message = f"{gpus} x nvidia.com/gpu on {chosen} (device plugin: count only)"
     proposal = Proposal(chosen, [], [], [], {}, 0, dp_gpus=gpus)
-    return Decision(ctx.pod_key, ctx.attempt, rec.seal(), proposal=proposal)
+    return Decision(ctx.pod_key, ctx.attempt, seal(rec), proposal=proposal)
 
 
 # ---- bind ------------------------------------------------------------------------------------------
@@ -559,7 +560,7 @@ def bind(world: World, decision: Decision, time_ms: int, policy: Policy | None =
                f"attempt {decision.attempt} of {policy.max_attempts}" if satisfiable else
                "no node in the cluster can satisfy the claims any more")
         rec.message = f"bind-time re-check failed ({cls.value}); terminal: {why}"
-    return Decision(decision.pod_key, decision.attempt, rec.seal(), satisfiable=satisfiable)
+    return Decision(decision.pod_key, decision.attempt, seal(rec), satisfiable=satisfiable)
 
 
 def _satisfiable_after(world: World, pod: dict[str, Any], decision: Decision) -> bool:

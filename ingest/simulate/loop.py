@@ -1,0 +1,494 @@
+"""The seeded simulator: a discrete-event loop that writes the world event log and decisions.
+
+Everything random comes from one ``random.Random(seed)``; simulated time only. The loop turns a
+``Scenario`` into world events (policy activation, classes, nodes, slices, claims, pods), then
+processes timed actions — arrivals (Poisson plus bursts), finishes, health flaps (a
+``DeviceTaintRule`` with ``gpu.nvidia.com/unhealthy`` added, later removed), node loss and
+repair, driver upgrades (a new slice generation), policy changes — and after each instant runs a
+scheduling pass: pending pods are attempted in the fairness order (``audit.scheduler.queue``),
+each attempt is ``decide`` then ``bind``; with probability ``bindInterference`` an event that
+invalidates the proposal (taint, slice generation bump, a foreign claim on the device, node loss)
+is injected between the two, exactly where a real cluster races.
+
+Queueing is per tenant and first-in-first-out inside a tenant (like Kueue's StrictFIFO per
+queue): when a tenant's head pod cannot be placed the tenant waits until capacity changes
+(release, recovery, repair, policy change), so an unschedulable pod costs one record per change,
+not one per instant. Failed binds back off (policy base/cap) and retry; terminal failures end
+the pod (phase Failed).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.events import EventType, WorldEvent
+from audit.policy import default_policy, parse_policy, policy_document
+from audit.records import DecisionRecord, Outcome, RetryClass
+from audit.scheduler.engine import Decision, bind, decide
+from audit.scheduler.queue import order_key
+from audit.world import World, format_time_ms, parse_time_ms
+from ingest.simulate.cluster import DRIVER, build_nodes, device_class, slice_object, slice_uuids
+from ingest.simulate.scenario import Scenario
+
+HOUR = 3_600_000
+BIND_RETRY_CLASSES = {RetryClass.BINDING_CONFLICT.value, RetryClass.STALE_SLICE.value, RetryClass.UNHEALTHY.value,
+                      RetryClass.NODE_LOST.value}
+UNHEALTHY_TAINT = "gpu.nvidia.com/unhealthy"
+
+
+@dataclass(order=True)
+class _Action:
+    time: int
+    order: int
+    kind: str = field(compare=False)
+    data: Any = field(compare=False, default=None)
+
+
+@dataclass
+class Job:
+    """One generated (or trace) pod: when it arrives, what it asks for and for how long it runs."""
+
+    name: str
+    namespace: str
+    arrival_ms: int
+    size: int
+    duration_ms: int
+    template: str = ""
+    device_plugin: bool = False
+    claim_spec: dict[str, Any] | None = None  # explicit claim spec (trace mode) instead of a template
+
+
+@dataclass
+class _PodState:
+    job: Job
+    attempts: int = 0
+    node: str = ""
+
+
+@dataclass
+class SimulationResult:
+    records: list[DecisionRecord]
+    events: list[WorldEvent]
+    world: World
+    jobs: int
+    finished: int
+    failed: int
+    end_ms: int
+    start_ms: int
+
+
+class Simulator:
+    def __init__(self, scenario: Scenario, seed: int = 1, hours: float | None = None,
+                 keep_events: bool = True, on_events: Callable[[list[WorldEvent]], None] | None = None,
+                 on_record: Callable[[DecisionRecord], None] | None = None,
+                 progress: Callable[[float, int], None] | None = None) -> None:
+        self.sc = scenario
+        self.rng = random.Random(seed)
+        self.hours = scenario.hours if hours is None else hours
+        self.world = World(scenario.cluster)
+        self.start_ms = parse_time_ms(scenario.start)
+        self.end_ms = self.start_ms + int(self.hours * HOUR)
+        self.now = self.start_ms
+        self.keep_events = keep_events
+        self.on_events = on_events
+        self.on_record = on_record
+        self.progress = progress
+        self.events: list[WorldEvent] = []
+        self.records: list[DecisionRecord] = []
+        self._heap: list[_Action] = []
+        self._order = 0
+        self.pods: dict[str, _PodState] = {}
+        self.queues: dict[str, list[tuple[int, str]]] = {}  # tenant -> sorted (created, pod key)
+        self.blocked: set[str] = set()  # tenants waiting for a capacity change
+        self.templates = scenario.templates()
+        self.node_pools: dict[str, Any] = {}
+        self.lost: set[str] = set()
+        self.finished = 0
+        self.failed = 0
+        self._uid = 0
+        self._n_flap = 0
+
+    # ---- emitting world events ------------------------------------------------------------------
+
+    def emit(self, kind: str, namespace: str, name: str, payload: dict[str, Any] | None,
+             type_: str = EventType.UPSERT.value) -> None:
+        ev = WorldEvent(self.world.cluster, self.world.seq + 1, format_time_ms(self.now), type_, kind, namespace,
+                        name, payload or {})
+        self._apply(ev)
+
+    def _apply(self, ev: WorldEvent) -> None:
+        self.world.apply(ev)
+        if self.keep_events:
+            self.events.append(ev)
+        if self.on_events is not None:
+            self.on_events([ev])
+
+    def _uid_next(self) -> str:
+        self._uid += 1
+        h = self.rng.getrandbits(128)
+        return f"{h >> 96:08x}-{(h >> 80) & 0xffff:04x}-{(h >> 64) & 0xffff:04x}-{(h >> 48) & 0xffff:04x}-{h & 0xffffffffffff:012x}"
+
+    def schedule(self, at: int, kind: str, data: Any = None) -> None:
+        self._order += 1
+        heapq.heappush(self._heap, _Action(at, self._order, kind, data))
+
+    # ---- setup --------------------------------------------------------------------------------------
+
+    def setup(self, jobs: list[Job]) -> None:
+        policy_doc = self.sc.policy or policy_document(default_policy())
+        self.emit("Policy", "", policy_doc["metadata"]["name"], policy_doc)
+        if not any(o.get("kind") == "DeviceClass" for o in self.sc.objects):
+            self.emit("DeviceClass", "", device_class()["metadata"]["name"], device_class())
+        for obj in self.sc.objects:
+            kind = obj["kind"]
+            if kind == "ResourceClaimTemplate":
+                continue  # templates are instantiated by the claim controller, not seen by the allocator
+            self.emit(kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"], obj)
+        for node, sl in build_nodes(self.sc.pools, self.rng):
+            name = node["metadata"]["name"]
+            self.emit("Node", "", name, node)
+            if sl is not None:
+                self.emit("ResourceSlice", "", sl["metadata"]["name"], sl)
+        for pool in self.sc.pools:
+            for i in range(pool.nodes):
+                self.node_pools[f"{pool.node_prefix()}-{i:03d}"] = pool
+        for job in jobs:
+            self.schedule(job.arrival_ms, "arrive", job)
+        for at, doc in self.sc.policy_changes:
+            self.schedule(self.start_ms + at, "policy", doc)
+        self._schedule_disruptions()
+
+    def _schedule_disruptions(self) -> None:
+        d = self.sc.disruptions
+        dra_nodes = sorted(n for n, p in self.node_pools.items() if not p.device_plugin)
+        if not dra_nodes:
+            return
+        for rate, kind in ((d.health_flaps_per_hour, "flap"), (d.node_losses_per_day / 24, "lose"),
+                           (d.driver_upgrades_per_day / 24, "upgrade")):
+            if rate <= 0:
+                continue
+            t = self.start_ms
+            while True:
+                t += int(self.rng.expovariate(rate / HOUR))
+                if t >= self.end_ms:
+                    break
+                self.schedule(t, kind, self.rng.choice(dra_nodes))
+
+    # ---- generating jobs ----------------------------------------------------------------------------
+
+    def generate_jobs(self) -> list[Job]:
+        jobs: list[Job] = list(self.sc.explicit_jobs)
+        n = 0
+        has_dp = any(p.device_plugin for p in self.sc.pools)
+        for t in self.sc.tenants:
+            arrivals: list[int] = []
+            if t.arrivals_per_hour > 0:
+                at = self.start_ms
+                while True:
+                    at += int(self.rng.expovariate(t.arrivals_per_hour / HOUR))
+                    if at >= self.end_ms:
+                        break
+                    arrivals.append(at)
+            for b in t.bursts:
+                for i in range(b.jobs):
+                    arrivals.append(self.start_ms + b.at_ms + (b.over_ms * i) // max(1, b.jobs))
+            for at in sorted(arrivals):
+                n += 1
+                size = _weighted(self.rng, t.sizes)
+                dur = t.duration_median_min * 60_000 * math.exp(t.duration_sigma * self.rng.gauss(0.0, 1.0))
+                template = _weighted(self.rng, t.templates)
+                dp = has_dp and self.rng.random() < t.device_plugin_fraction
+                jobs.append(Job(f"job-{n:06d}", t.namespace, at, size, max(60_000, int(dur)), template, dp))
+        jobs.sort(key=lambda j: (j.arrival_ms, j.namespace, j.name))
+        return jobs
+
+    # ---- the loop -----------------------------------------------------------------------------------
+
+    def run(self) -> SimulationResult:
+        jobs = self.generate_jobs()
+        self.setup(jobs)
+        last_progress = 0
+        while self._heap and self._heap[0].time < self.end_ms:
+            self.now = self._heap[0].time
+            while self._heap and self._heap[0].time == self.now:
+                a = heapq.heappop(self._heap)
+                getattr(self, f"_on_{a.kind}")(a.data)
+            self._pass()
+            if self.progress is not None and len(self.records) - last_progress >= 500:
+                last_progress = len(self.records)
+                self.progress((self.now - self.start_ms) / max(1, self.end_ms - self.start_ms), len(self.records))
+        if self.progress is not None:
+            self.progress(1.0, len(self.records))
+        return SimulationResult(self.records, self.events, self.world, len(jobs), self.finished, self.failed,
+                                self.end_ms, self.start_ms)
+
+    def _wake(self) -> None:
+        self.blocked.clear()
+
+    def _enqueue(self, key: str, created: int) -> None:
+        tenant = self.world.policy.tenant_for(key.split("/", 1)[0])
+        bisect.insort(self.queues.setdefault(tenant, []), (created, key))
+
+    def _pass(self) -> None:
+        while True:
+            policy = self.world.policy
+            best: tuple[tuple[float, int, str], str] | None = None
+            for tenant in sorted(self.queues):
+                q = self.queues[tenant]
+                if not q or tenant in self.blocked:
+                    continue
+                k = order_key(self.world, policy, q[0][1], self.now)
+                if best is None or k < best[0]:
+                    best = (k, tenant)
+            if best is None:
+                return
+            tenant = best[1]
+            _, key = self.queues[tenant].pop(0)
+            self._attempt(key, tenant)
+
+    def _attempt(self, key: str, tenant: str) -> None:
+        st = self.pods[key]
+        st.attempts += 1
+        d = decide(self.world, key, st.attempts, self.now)
+        if d.proposal is not None:
+            if self.sc.disruptions.bind_interference > 0 and self.rng.random() < self.sc.disruptions.bind_interference:
+                self._interfere(d)
+            d = bind(self.world, d, self.now)
+        self._record(d)
+        rec = d.record
+        if d.events:
+            for ev in d.events:
+                self._apply(ev)
+            st.node = rec.node
+            self.schedule(self.now + st.job.duration_ms, "finish", key)
+            return
+        created = self.world.pending.get(key, self.now)
+        if rec.retry_class in BIND_RETRY_CLASSES and rec.backoff_ms > 0:
+            self.schedule(self.now + rec.backoff_ms, "retry", key)
+        elif rec.retry_class == RetryClass.TERMINAL.value:
+            self._fail(key)
+        else:
+            # unschedulable, quota or waiting for the preferred model: the tenant waits for a change
+            self.queues[tenant].insert(0, (created, key))
+            self.blocked.add(tenant)
+            if rec.outcome == Outcome.DEFERRED.value and rec.retry_class == RetryClass.UNSCHEDULABLE.value:
+                wait_left = self.world.policy.fallback_wait_ms - rec.wait_ms
+                self.schedule(self.now + max(1, wait_left), "wake", None)
+
+    def _record(self, d: Decision) -> None:
+        self.records.append(d.record)
+        if self.on_record is not None:
+            self.on_record(d.record)
+
+    # ---- actions ------------------------------------------------------------------------------------
+
+    def _on_arrive(self, job: Job) -> None:
+        key = f"{job.namespace}/{job.name}"
+        pod: dict[str, Any] = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": job.name, "namespace": job.namespace, "uid": self._uid_next(),
+                         "creationTimestamp": format_time_ms(self.now)},
+            "spec": {"containers": [{"name": "main", "image": "trainer"}]},
+        }
+        if job.device_plugin:
+            pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": str(job.size)}}
+        else:
+            claim_name = f"{job.name}-gpu"
+            claim = self._claim(job, claim_name)
+            self.emit("ResourceClaim", job.namespace, claim_name, claim)
+            pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": job.template or "inline"}]
+            pod["status"] = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": claim_name}]}
+        self.emit("Pod", job.namespace, job.name, pod)
+        self.pods[key] = _PodState(job)
+        self._enqueue(key, self.now)
+
+    def _claim(self, job: Job, claim_name: str) -> dict[str, Any]:
+        labels: dict[str, str] = {}
+        if job.claim_spec is not None:
+            spec = job.claim_spec
+        else:
+            tmpl = self.templates[job.template]
+            inner = tmpl["spec"]
+            labels = dict((inner.get("metadata") or {}).get("labels") or {})
+            spec = _with_count(inner["spec"], job.size)
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": claim_name, "namespace": job.namespace, "uid": self._uid_next(),
+                             "labels": labels,
+                             "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"}},
+                "spec": spec}
+
+    def _on_finish(self, key: str) -> None:
+        st = self.pods.get(key)
+        if st is None or not st.node:
+            return
+        self._remove_pod(key, st)
+        self.finished += 1
+        self._wake()
+
+    def _remove_pod(self, key: str, st: _PodState) -> None:
+        ns, name = key.split("/", 1)
+        self.emit("Pod", ns, name, None, EventType.DELETE.value)
+        if not st.job.device_plugin and self.world.get("ResourceClaim", ns, f"{name}-gpu") is not None:
+            self.emit("ResourceClaim", ns, f"{name}-gpu", None, EventType.DELETE.value)
+        del self.pods[key]
+
+    def _fail(self, key: str) -> None:
+        st = self.pods[key]
+        ns, name = key.split("/", 1)
+        pod = self.world.get("Pod", ns, name)
+        if pod is not None:
+            self.emit("Pod", ns, name, {**pod, "status": {**(pod.get("status") or {}), "phase": "Failed"}})
+        self.failed += 1
+        self._remove_pod(key, st)
+
+    def _on_retry(self, key: str) -> None:
+        if key in self.pods:
+            self._enqueue(key, self.world.pending.get(key, self.now))
+
+    def _on_wake(self, _: Any) -> None:
+        self._wake()
+
+    def _on_policy(self, doc: dict[str, Any]) -> None:
+        parse_policy(doc)
+        self.emit("Policy", "", doc["metadata"]["name"], doc)
+        self._wake()
+
+    def _on_flap(self, node: str) -> None:
+        if node in self.lost:
+            return
+        pool = self.node_pools[node]
+        dev = f"gpu-{self.rng.randrange(pool.gpus_per_node)}"
+        self._n_flap += 1
+        name = f"flap-{node}-{dev}-{self._n_flap}"
+        self._taint(name, node, dev, "xid-79")
+        self.schedule(self.now + self.sc.disruptions.flap_ms, "recover", name)
+
+    def _taint(self, rule: str, node: str, device: str, value: str) -> None:
+        self.emit("DeviceTaintRule", "", rule, {
+            "apiVersion": "resource.k8s.io/v1alpha3", "kind": "DeviceTaintRule", "metadata": {"name": rule},
+            "spec": {"deviceSelector": {"driver": DRIVER, "pool": node, "device": device},
+                     "taint": {"key": UNHEALTHY_TAINT, "value": value, "effect": "NoSchedule"}}})
+
+    def _on_recover(self, rule: str) -> None:
+        if self.world.get("DeviceTaintRule", "", rule) is not None:
+            self.emit("DeviceTaintRule", "", rule, None, EventType.DELETE.value)
+            self._wake()
+
+    def _on_lose(self, node: str) -> None:
+        if node in self.lost or node not in self.world.nodes:
+            return
+        self.lost.add(node)
+        self.emit("Node", "", node, None, EventType.DELETE.value)
+        sl_name = f"{node}-{DRIVER}"
+        old = self.world.get("ResourceSlice", "", sl_name)
+        if old is not None:
+            self.emit("ResourceSlice", "", sl_name, None, EventType.DELETE.value)
+        for key, st in sorted(self.pods.items()):
+            if st.node == node:
+                self._fail(key)
+        self.schedule(self.now + self.sc.disruptions.node_repair_ms, "repair", (node, old))
+
+    def _on_repair(self, data: tuple[str, dict[str, Any] | None]) -> None:
+        node, old = data
+        self.lost.discard(node)
+        pool = self.node_pools[node]
+        from ingest.simulate.cluster import node_object
+
+        self.emit("Node", "", node, node_object(node, pool))
+        if old is not None:
+            gen = int(old["spec"]["pool"]["generation"]) + 1
+            sl = slice_object(node, pool, self.rng, gen, _driver_version(old), slice_uuids(old))
+            self.emit("ResourceSlice", "", sl["metadata"]["name"], sl)
+        self._wake()
+
+    def _on_upgrade(self, node: str) -> None:
+        self._bump_generation(node, upgrade=True)
+
+    def _bump_generation(self, node: str, upgrade: bool) -> None:
+        sl_name = f"{node}-{DRIVER}"
+        old = self.world.get("ResourceSlice", "", sl_name)
+        if old is None:
+            return
+        pool = self.node_pools[node]
+        version = _driver_version(old)
+        if upgrade:
+            major, minor, patch = (int(x) for x in version.split("."))
+            version = f"{major}.{minor + 1}.{patch}"
+        gen = int(old["spec"]["pool"]["generation"]) + 1
+        sl = slice_object(node, pool, self.rng, gen, version, slice_uuids(old))
+        self.emit("ResourceSlice", "", sl_name, sl)
+        self._wake()
+
+    def _interfere(self, d: Decision) -> None:
+        """Something changes between filter and bind, as races do in a real cluster."""
+        p = d.proposal
+        assert p is not None
+        if p.dp_gpus:
+            return
+        kind = self.rng.choice(("unhealthy", "stale_slice", "binding_conflict", "node_lost"))
+        device = p.device_ids[0]
+        driver, pool, dev = device.split("/", 2)
+        if kind == "unhealthy":
+            self._n_flap += 1
+            name = f"flap-{pool}-{dev}-{self._n_flap}"
+            self._taint(name, pool, dev, "xid-48")
+            self.schedule(self.now + self.sc.disruptions.flap_ms, "recover", name)
+        elif kind == "stale_slice":
+            self._bump_generation(p.node, upgrade=False)
+        elif kind == "binding_conflict":
+            name = f"foreign-{self._uid}"
+            ns = "kube-system"
+            claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                     "metadata": {"name": name, "namespace": ns, "uid": self._uid_next()},
+                     "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
+                     "status": {"allocation": {"devices": {"results": [
+                         {"request": "gpu", "driver": driver, "pool": pool, "device": dev}], "config": []},
+                         "nodeSelector": None}}}
+            self.emit("ResourceClaim", ns, name, claim)
+            self.schedule(self.now + 10 * 60_000, "release_foreign", (ns, name))
+        else:
+            self._on_lose(p.node)
+
+    def _on_release_foreign(self, data: tuple[str, str]) -> None:
+        ns, name = data
+        self.emit("ResourceClaim", ns, name, None, EventType.DELETE.value)
+        self._wake()
+
+
+def _weighted(rng: random.Random, choices: tuple[tuple[Any, float], ...]) -> Any:
+    total = sum(w for _, w in choices)
+    x = rng.random() * total
+    for value, w in choices:
+        x -= w
+        if x < 0:
+            return value
+    return choices[-1][0]
+
+
+def _with_count(spec: dict[str, Any], size: int) -> dict[str, Any]:
+    devices = spec.get("devices") or {}
+    requests = []
+    for r in devices.get("requests") or []:
+        if r.get("firstAvailable"):
+            r = {**r, "firstAvailable": [{**s, "count": size} for s in r["firstAvailable"]]}
+        elif r.get("exactly"):
+            r = {**r, "exactly": {**r["exactly"], "count": size}}
+        requests.append(r)
+    return {**spec, "devices": {**devices, "requests": requests}}
+
+
+def _driver_version(slice_obj: dict[str, Any]) -> str:
+    devices = slice_obj["spec"].get("devices") or []
+    if not devices:
+        return "580.105.8"
+    return str(devices[0]["attributes"]["driverVersion"]["version"])
+
+
+def simulate(scenario: Scenario, seed: int = 1, hours: float | None = None, **kwargs: Any) -> SimulationResult:
+    return Simulator(scenario, seed, hours, **kwargs).run()

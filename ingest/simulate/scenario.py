@@ -1,0 +1,249 @@
+"""Scenario documents: Kubernetes YAML plus a ClaimTrail Policy and a ``Workload`` mix.
+
+A scenario file is a multi-document YAML stream. Kubernetes objects (Node, ResourceSlice,
+DeviceClass, ResourceClaimTemplate, DeviceTaintRule) are taken as they are; ``kind: Policy``
+(claimtrail.io/v1alpha1) is the initial policy; ``kind: Workload`` (claimtrail.io/v1alpha1)
+describes what the simulator generates::
+
+    spec:
+      cluster: demo
+      start: "2026-11-02T00:00:00Z"
+      hours: 24
+      nodePools: [{model: H100, nodes: 16, gpusPerNode: 8, driverVersion: "580.105.8", devicePlugin: false}]
+      tenants:
+        - namespace: team-a
+          arrivalsPerHour: 40
+          bursts: [{at: 2h, jobs: 200, over: 10m}]
+          templates: [{name: train-h100-first, weight: 1}]
+          sizes: {"1": 0.6, "2": 0.2, "4": 0.15, "8": 0.05}
+          durationMinutes: {median: 45, sigma: 0.8}
+          devicePluginFraction: 0.1
+      disruptions: {healthFlapsPerHour: 2, flapMinutes: 20, nodeLossesPerDay: 1, nodeRepairHours: 2,
+                    driverUpgradesPerDay: 4, bindInterference: 0.01}
+      policyChanges: [{at: 12h, policy: {...a Policy document...}}]
+
+Node pools generate Nodes and NVIDIA-shaped ResourceSlices (see ``cluster.py``); pod claims are
+instantiated from the named ResourceClaimTemplate with every request's (sub)request ``count`` set to
+the job's size. Errors name the document and field path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from audit.policy import PolicyError, parse_duration_ms, parse_policy
+from ingest.simulate.cluster import NodePool
+
+WORKLOAD_API = "claimtrail.io/v1alpha1"
+K8S_KINDS = ("Node", "ResourceSlice", "DeviceClass", "ResourceClaimTemplate", "DeviceTaintRule")
+
+
+class ScenarioError(ValueError):
+    """A scenario document is invalid; the message names the document and the field."""
+
+
+@dataclass(frozen=True)
+class Burst:
+    at_ms: int
+    jobs: int
+    over_ms: int
+
+
+@dataclass(frozen=True)
+class TenantMix:
+    namespace: str
+    arrivals_per_hour: float
+    bursts: tuple[Burst, ...]
+    templates: tuple[tuple[str, float], ...]
+    sizes: tuple[tuple[int, float], ...]
+    duration_median_min: float
+    duration_sigma: float
+    device_plugin_fraction: float
+
+
+@dataclass(frozen=True)
+class Disruptions:
+    health_flaps_per_hour: float = 0.0
+    flap_ms: int = 20 * 60_000
+    node_losses_per_day: float = 0.0
+    node_repair_ms: int = 2 * 3_600_000
+    driver_upgrades_per_day: float = 0.0
+    bind_interference: float = 0.0
+
+
+@dataclass
+class Scenario:
+    name: str
+    cluster: str = "sim"
+    start: str = "2026-11-02T00:00:00Z"
+    hours: float = 24.0
+    pools: list[NodePool] = field(default_factory=list)
+    objects: list[dict[str, Any]] = field(default_factory=list)  # Kubernetes objects, file order
+    policy: dict[str, Any] | None = None
+    tenants: list[TenantMix] = field(default_factory=list)
+    disruptions: Disruptions = field(default_factory=Disruptions)
+    policy_changes: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    explicit_jobs: list[Any] = field(default_factory=list)  # trace-driven jobs (see traces.py)
+
+    def templates(self) -> dict[str, dict[str, Any]]:
+        return {o["metadata"]["name"]: o for o in self.objects if o.get("kind") == "ResourceClaimTemplate"}
+
+
+def load_scenario_text(text: str, source: str) -> Scenario:
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{source}: not valid YAML: {exc}") from None
+    return scenario_from_documents(docs, source)
+
+
+def scenario_from_documents(docs: list[Any], source: str) -> Scenario:
+    sc = Scenario(name=source)
+    workload_seen = False
+    for i, doc in enumerate(docs):
+        where = f"{source}#{i}"
+        if not isinstance(doc, dict):
+            raise ScenarioError(f"{where}: expected a mapping, got {type(doc).__name__}")
+        kind = doc.get("kind")
+        if kind in K8S_KINDS:
+            if not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
+                raise ScenarioError(f"{where} {kind}: metadata.name: required field missing")
+            sc.objects.append(doc)
+        elif kind == "Policy":
+            try:
+                parse_policy(doc)
+            except PolicyError as exc:
+                raise ScenarioError(f"{where}: {exc}") from None
+            sc.policy = doc
+        elif kind == "Workload":
+            if workload_seen:
+                raise ScenarioError(f"{where} Workload: only one Workload document per scenario")
+            workload_seen = True
+            _workload(sc, doc, where)
+        else:
+            raise ScenarioError(f"{where}: kind: unsupported kind {kind!r} (expected one of "
+                                f"{', '.join(K8S_KINDS)}, Policy, Workload)")
+    return sc
+
+
+def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
+    name = (doc.get("metadata") or {}).get("name") or "?"
+    label = f"{where} Workload {name}"
+    if doc.get("apiVersion") != WORKLOAD_API:
+        raise ScenarioError(f"{label}: apiVersion: must be {WORKLOAD_API}")
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        raise ScenarioError(f"{label}: spec: expected a mapping")
+    sc.name = name
+    allowed = {"cluster", "start", "hours", "nodePools", "tenants", "disruptions", "policyChanges"}
+    for key in sorted(set(spec) - allowed):
+        raise ScenarioError(f"{label}: spec.{key}: unknown field")
+    sc.cluster = _str(spec, "cluster", label, "sim")
+    sc.start = _str(spec, "start", label, sc.start)
+    sc.hours = _num(spec, "hours", label, 24.0)
+    for i, p in enumerate(_list(spec, "nodePools", label)):
+        path = f"spec.nodePools[{i}]"
+        p = _map(p, label, path)
+        sc.pools.append(NodePool(
+            model=_str(p, "model", label, None, path), nodes=int(_num(p, "nodes", label, None, path)),
+            gpus_per_node=int(_num(p, "gpusPerNode", label, 8, path)),
+            driver_version=_str(p, "driverVersion", label, "580.105.8", path),
+            prefix=_str(p, "prefix", label, "", path), device_plugin=bool(p.get("devicePlugin", False)),
+        ))
+    for i, t in enumerate(_list(spec, "tenants", label)):
+        sc.tenants.append(_tenant(_map(t, label, f"spec.tenants[{i}]"), label, f"spec.tenants[{i}]"))
+    d = _map(spec.get("disruptions") or {}, label, "spec.disruptions")
+    sc.disruptions = Disruptions(
+        health_flaps_per_hour=_num(d, "healthFlapsPerHour", label, 0.0, "spec.disruptions"),
+        flap_ms=int(_num(d, "flapMinutes", label, 20, "spec.disruptions") * 60_000),
+        node_losses_per_day=_num(d, "nodeLossesPerDay", label, 0.0, "spec.disruptions"),
+        node_repair_ms=int(_num(d, "nodeRepairHours", label, 2, "spec.disruptions") * 3_600_000),
+        driver_upgrades_per_day=_num(d, "driverUpgradesPerDay", label, 0.0, "spec.disruptions"),
+        bind_interference=_num(d, "bindInterference", label, 0.0, "spec.disruptions"),
+    )
+    for i, c in enumerate(_list(spec, "policyChanges", label)):
+        path = f"spec.policyChanges[{i}]"
+        c = _map(c, label, path)
+        at = _duration(c, "at", label, path)
+        try:
+            parse_policy(c.get("policy"))
+        except PolicyError as exc:
+            raise ScenarioError(f"{label}: {path}.policy: {exc}") from None
+        sc.policy_changes.append((at, c["policy"]))
+
+
+def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
+    bursts = []
+    for i, b in enumerate(t.get("bursts") or []):
+        bp = f"{path}.bursts[{i}]"
+        b = _map(b, label, bp)
+        bursts.append(Burst(_duration(b, "at", label, bp), int(_num(b, "jobs", label, None, bp)),
+                            _duration(b, "over", label, bp, "10m")))
+    templates = []
+    for i, tp in enumerate(t.get("templates") or []):
+        tpp = f"{path}.templates[{i}]"
+        tp = _map(tp, label, tpp)
+        templates.append((_str(tp, "name", label, None, tpp), _num(tp, "weight", label, 1.0, tpp)))
+    if not templates:
+        raise ScenarioError(f"{label}: {path}.templates: at least one ResourceClaimTemplate name is required")
+    sizes_raw = _map(t.get("sizes") or {"1": 1.0}, label, f"{path}.sizes")
+    sizes = []
+    for k, v in sorted(sizes_raw.items(), key=lambda kv: int(kv[0])):
+        if not str(k).isdigit() or int(k) < 1:
+            raise ScenarioError(f"{label}: {path}.sizes.{k}: keys are device counts >= 1")
+        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+            raise ScenarioError(f"{label}: {path}.sizes.{k}: expected a non-negative weight")
+        sizes.append((int(k), float(v)))
+    dur = _map(t.get("durationMinutes") or {}, label, f"{path}.durationMinutes")
+    return TenantMix(
+        namespace=_str(t, "namespace", label, None, path),
+        arrivals_per_hour=_num(t, "arrivalsPerHour", label, 0.0, path),
+        bursts=tuple(bursts), templates=tuple(templates), sizes=tuple(sizes),
+        duration_median_min=_num(dur, "median", label, 30.0, f"{path}.durationMinutes"),
+        duration_sigma=_num(dur, "sigma", label, 0.8, f"{path}.durationMinutes"),
+        device_plugin_fraction=_num(t, "devicePluginFraction", label, 0.0, path),
+    )
+
+
+def _map(v: Any, label: str, path: str) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise ScenarioError(f"{label}: {path}: expected a mapping, got {type(v).__name__}")
+    return v
+
+
+def _list(spec: dict[str, Any], key: str, label: str) -> list[Any]:
+    v = spec.get(key) or []
+    if not isinstance(v, list):
+        raise ScenarioError(f"{label}: spec.{key}: expected a list")
+    return v
+
+
+def _str(m: dict[str, Any], key: str, label: str, default: str | None, path: str = "spec") -> str:
+    v = m.get(key, default)
+    if v is None:
+        raise ScenarioError(f"{label}: {path}.{key}: required field missing")
+    if not isinstance(v, str):
+        raise ScenarioError(f"{label}: {path}.{key}: expected a string, got {type(v).__name__}")
+    return v
+
+
+def _num(m: dict[str, Any], key: str, label: str, default: float | None, path: str = "spec") -> float:
+    v = m.get(key, default)
+    if v is None:
+        raise ScenarioError(f"{label}: {path}.{key}: required field missing")
+    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+        raise ScenarioError(f"{label}: {path}.{key}: expected a non-negative number, got {v!r}")
+    return float(v)
+
+
+def _duration(m: dict[str, Any], key: str, label: str, path: str, default: str | None = None) -> int:
+    v = m.get(key, default)
+    if v is None:
+        raise ScenarioError(f"{label}: {path}.{key}: required field missing")
+    try:
+        return parse_duration_ms(v)
+    except ValueError as exc:
+        raise ScenarioError(f"{label}: {path}.{key}: {exc}") from None
