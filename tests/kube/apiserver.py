@@ -252,7 +252,10 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 return
             col, namespace = routed
             if q.get("watch") in ("true", "1"):
-                self._watch(col, namespace, q)
+                try:
+                    self._watch(col, namespace, q)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client went away (it stopped watching)
             else:
                 self._send_json(200, server.list_page(col, namespace, q))
 

@@ -1,0 +1,132 @@
+"""Policy correctness on a live cluster: re-run each observed DRA allocation through our allocator.
+
+The scheduler chose the node (an input, taken from the binding); on that node, with the world as
+observed just before (every other claim's allocation counts as in use), our allocator must pick
+the same devices for the same requests. A difference is counted in the
+``claimtrail.kube.allocation_mismatches`` counter and logged with the diff.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import metrics
+
+log = logging.getLogger(__name__)
+
+_meter = metrics.get_meter("claimtrail.kube")
+MISMATCHES = _meter.create_counter(
+    "claimtrail.kube.allocation_mismatches",
+    unit="{allocation}",
+    description="Observed DRA allocations whose devices differ from what the allocator chooses on the same node",
+)
+CHECKS = _meter.create_counter(
+    "claimtrail.kube.allocation_checks",
+    unit="{allocation}",
+    description="Observed DRA allocations re-run through the allocator, by result",
+)
+
+Result = tuple[str, str, str, str]  # (request, driver, pool, device)
+
+
+@dataclass
+class Agreement:
+    checked: bool
+    agrees: bool = False
+    observed: dict[str, list[Result]] = field(default_factory=dict)
+    expected: dict[str, list[Result]] = field(default_factory=dict)
+    diff: list[str] = field(default_factory=list)
+    error: str = ""
+
+    def summary(self) -> str:
+        if not self.checked:
+            return f"allocator not run: {self.error}"
+        if self.agrees:
+            return "allocator agrees"
+        return "allocator disagrees: " + "; ".join(self.diff)
+
+
+def results_of(raw_results: Iterable[Mapping[str, Any]]) -> list[Result]:
+    return [
+        (str(r.get("request", "")), str(r.get("driver", "")), str(r.get("pool", "")), str(r.get("device", "")))
+        for r in raw_results
+    ]
+
+
+def diff_results(observed: Mapping[str, list[Result]], expected: Mapping[str, list[Result]]) -> list[str]:
+    out: list[str] = []
+    for claim in sorted(set(observed) | set(expected)):
+        got, want = observed.get(claim, []), expected.get(claim, [])
+        if got == want:
+            continue
+        out.append(
+            f"claim {claim}: scheduler chose "
+            + (", ".join(f"{r[0]}={r[1]}/{r[2]}/{r[3]}" for r in got) or "nothing")
+            + "; allocator chooses "
+            + (", ".join(f"{r[0]}={r[1]}/{r[2]}/{r[3]}" for r in want) or "nothing")
+        )
+    return out
+
+
+def _unallocated(raw: Mapping[str, Any]) -> dict[str, Any]:
+    claim = copy.deepcopy(dict(raw))
+    claim.pop("status", None)
+    return claim
+
+
+def check(
+    *,
+    node: Mapping[str, Any],
+    claims: Sequence[Mapping[str, Any]],
+    slices: Iterable[Mapping[str, Any]],
+    classes: Iterable[Mapping[str, Any]],
+    taint_rules: Iterable[Mapping[str, Any]],
+    other_claims: Iterable[Mapping[str, Any]],
+) -> Agreement:
+    """Allocate ``claims`` (raw, as observed with their allocation) on ``node`` and compare."""
+    observed = {
+        str(c["metadata"]["name"]): results_of(((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or [])
+        for c in claims
+    }
+    try:
+        from audit.allocator import AllocatedState, Allocator, Inventory
+        from audit.allocator.outcome import Status
+        from audit.dra.model import parse_object
+    except ImportError as exc:
+        return Agreement(checked=False, observed=observed, error=f"allocator unavailable ({exc})")
+    try:
+        inventory = Inventory(
+            slices=[parse_object(s) for s in slices],
+            classes=[parse_object(c) for c in classes],
+            taint_rules=[parse_object(t) for t in taint_rules],
+        )
+        state = AllocatedState.from_claims([parse_object(c) for c in other_claims])
+        outcome = Allocator(inventory, state).allocate(
+            parse_object(node), [parse_object(_unallocated(c)) for c in claims], explain=True
+        )
+    except Exception as exc:  # noqa: BLE001 - a malformed observed object must not stop the watcher
+        CHECKS.add(1, {"result": "error"})
+        log.warning("allocator re-run failed", extra={"error": str(exc)})
+        return Agreement(checked=False, observed=observed, error=str(exc))
+    expected: dict[str, list[Result]] = {name: [] for name in observed}
+    if outcome.status == Status.SUCCESS:
+        for alloc in outcome.allocations:
+            expected[alloc.claim.rsplit("/", 1)[-1]] = results_of(alloc.results)
+    diff = diff_results(observed, expected)
+    if outcome.status != Status.SUCCESS:
+        diff.insert(0, f"allocator outcome {outcome.status.value}: {outcome.message or outcome.error_code}")
+    agrees = not diff
+    CHECKS.add(1, {"result": "agree" if agrees else "mismatch"})
+    if not agrees:
+        node_name = str((node.get("metadata") or {}).get("name", ""))
+        MISMATCHES.add(1, {"node": node_name})
+        # claim names are tenant data: the diff itself is logged at DEBUG only (audit/logs.py)
+        log.warning(
+            "observed allocation differs from the allocator",
+            extra={"node": node_name, "differences": len(diff), "tenant_data": {"diff": diff}},
+        )
+    return Agreement(checked=True, agrees=agrees, observed=observed, expected=expected, diff=diff)

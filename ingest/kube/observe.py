@@ -1,0 +1,332 @@
+"""Observed decisions: what the real scheduler did, as DecisionRecords.
+
+- A pod whose claims are all allocated (``status.allocation``: results, chosen subrequest, node
+  selector) becomes one ``track=dra`` record with the devices, the tier it landed in, its wait
+  (pod creation → PodScheduled) and the allocator's agreement in ``message``.
+- A bound pod with ``nvidia.com/gpu`` limits becomes a ``track=device-plugin`` record.
+- A ``FailedScheduling`` event for a GPU pod (e.g. "cannot allocate all claims") becomes an
+  ``unschedulable`` record on the pod's track, one per event count.
+
+Ids never depend on arrival order (reflectors run in parallel, events may come late or expire):
+an allocation is ``decision_id(cluster, first claim uid, 0)``, a device-plugin binding
+``decision_id(cluster, pod uid, 0)``, and the n-th scheduling failure of a pod
+``decision_id(cluster, pod uid, n)`` with n ≥ 1 from the event's count. Re-observing the same
+state (a relist, a restarted watcher) yields the same ids, and the store dedupes them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from audit.records import DecisionRecord, DeviceRef, Outcome, RetryClass, Track, decision_id, digest
+from ingest.kube import agreement
+from ingest.kube.eventlog import Applied, EventLog
+
+TEMPLATE_VERSION_LABEL = "claimtrail.io/template-version"
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by NVIDIA GPU feature discovery
+ENGINE = "kube-scheduler (observed)"
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _ms_between(start: str, end: str) -> int:
+    try:
+        a = datetime.fromisoformat(start.replace("Z", "+00:00"))
+        b = datetime.fromisoformat(end.replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    return max(0, int((b - a).total_seconds() * 1000))
+
+
+def gpu_limit(pod: Mapping[str, Any]) -> int:
+    total = 0
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        value = ((c.get("resources") or {}).get("limits") or {}).get(GPU_RESOURCE)
+        if value is not None:
+            try:
+                total += int(str(value))
+            except ValueError:
+                continue
+    return total
+
+
+def scheduled_at(pod: Mapping[str, Any]) -> str:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            return str(cond.get("lastTransitionTime") or "")
+    return ""
+
+
+def pod_claim_names(pod: Mapping[str, Any]) -> list[str] | None:
+    """Claim object names in ``spec.resourceClaims`` order; None while one is not created yet."""
+    statuses = {s.get("name"): s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    names = []
+    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
+        name = ref.get("resourceClaimName") or statuses.get(ref.get("name"))
+        if not name:
+            return None
+        names.append(name)
+    return names
+
+
+def _subrequests(claim: Mapping[str, Any]) -> dict[str, list[str]]:
+    out = {}
+    for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+        out[req.get("name", "")] = [s.get("name", "") for s in req.get("firstAvailable") or []]
+    return out
+
+
+class DecisionObserver:
+    def __init__(
+        self, cluster: str, clock: Callable[[], str], *, check_allocations: bool = True, cache_size: int = 100_000
+    ) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.check_allocations = check_allocations
+        self._recorded: set[str] = set()  # decision ids already emitted
+        self._failures: dict[tuple[str, str], int] = {}  # pod key -> failed attempts seen
+        # scheduler events that arrived before their pod (reflectors run in parallel)
+        self._waiting: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        # Reflectors run in parallel, so a claim may be deleted before its pod's binding arrives
+        # (or the pod before the claim's allocation): joins use the last state seen of each,
+        # kept after deletion, in bounded most-recently-seen caches.
+        self._pods = _Recent(cache_size)
+        self._claims = _Recent(cache_size)
+        self._allocated = _Recent(cache_size)
+        self.agreements: list[agreement.Agreement] = []
+
+    def observe(self, applied: list[Applied], world: EventLog) -> list[DecisionRecord]:
+        out: list[DecisionRecord] = []
+        for a in applied:
+            if a.type != "upsert":
+                continue
+            key = (str(_meta(a.object).get("namespace", "")), str(_meta(a.object).get("name", "")))
+            if a.kind == "Pod":
+                self._pods.put(key, a.object)
+                for event in self._waiting.pop(key, []):
+                    out += self._event(event, world)
+                out += self._pod(a.object, world)
+            elif a.kind == "ResourceClaim":
+                self._claims.put(key, a.object)
+                if (a.object.get("status") or {}).get("allocation"):
+                    self._allocated.put(key, a.object)
+                    for ref in (a.object.get("status") or {}).get("reservedFor") or []:
+                        if ref.get("resource") == "pods":
+                            pod = self._pods.get((key[0], str(ref.get("name", ""))))
+                            if pod is not None:
+                                out += self._pod(pod, world)
+                for pod_key in [k for k in self._waiting if k[0] == key[0]]:
+                    for event in self._waiting.pop(pod_key, []):
+                        out += self._event(event, world)
+            elif a.kind == "Event":
+                out += self._event(a.object, world)
+        return out
+
+    # -- successes ------------------------------------------------------------------------------
+    def _pod(self, pod: Mapping[str, Any], world: EventLog) -> list[DecisionRecord]:
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        ns = _meta(pod).get("namespace", "")
+        if (pod.get("spec") or {}).get("resourceClaims"):
+            names = pod_claim_names(pod)
+            if not node:
+                return []  # the decision is complete when the pod is bound, not before
+            if names is None:
+                return []
+            claims = [self._allocated.get((ns, n)) for n in names]
+            if any(c is None or not (c.get("status") or {}).get("allocation") for c in claims):
+                return []
+            return self._emit(self._dra_record(pod, [c for c in claims if c is not None], node, world))
+        if node and gpu_limit(pod) > 0:
+            return self._emit(self._device_plugin_record(pod, node, world))
+        return []
+
+    def _emit(self, record: DecisionRecord | None) -> list[DecisionRecord]:
+        if record is None or record.decision_id in self._recorded:
+            return []
+        self._recorded.add(record.decision_id)
+        return [record.seal()]
+
+    def _base(self, pod: Mapping[str, Any], key_uid: str, attempt: int, world: EventLog) -> dict[str, Any]:
+        meta = _meta(pod)
+        ns = meta.get("namespace", "")
+        return {
+            "decision_id": decision_id(self.cluster, key_uid, attempt),
+            "cluster": self.cluster,
+            "seq": max(0, world.next_seq - 1),
+            "attempt": attempt,
+            "tenant": ns,
+            "namespace": ns,
+            "pod": meta.get("name", ""),
+            "pod_uid": meta.get("uid", ""),
+            "policy_version": "observed",
+            "policy_digest": "",
+            "engine_version": ENGINE,
+        }
+
+    def _dra_record(
+        self, pod: Mapping[str, Any], claims: list[dict[str, Any]], node: str, world: EventLog
+    ) -> DecisionRecord | None:
+        attempt = 0
+        uids = [str(_meta(c).get("uid", "")) for c in claims]
+        devices: list[DeviceRef] = []
+        tier_index, preference = -1, []
+        for claim in claims:
+            subs = _subrequests(claim)
+            for res in claim["status"]["allocation"].get("devices", {}).get("results") or []:
+                request, _, sub = str(res.get("request", "")).partition("/")
+                devices.append(
+                    DeviceRef(
+                        device=f"{res.get('driver')}/{res.get('pool')}/{res.get('device')}",
+                        node=node,
+                        model=_device_model(world, res),
+                        request=str(res.get("request", "")),
+                    )
+                )
+                if sub and not preference:
+                    preference = subs.get(request, [])
+                    tier_index = preference.index(sub) if sub in preference else -1
+        other = [
+            c for c in world.objects("ResourceClaim")
+            if (c.get("status") or {}).get("allocation") and _meta(c).get("uid") not in set(uids)
+        ]
+        node_obj = world.get("Node", "", node)
+        if self.check_allocations and node_obj is not None:
+            agreed = agreement.check(
+                node=node_obj, claims=claims, slices=world.objects("ResourceSlice"),
+                classes=world.objects("DeviceClass"), taint_rules=world.objects("DeviceTaintRule"), other_claims=other,
+            )
+            self.agreements.append(agreed)
+            message = agreed.summary()
+        else:
+            message = "allocator not run: node not observed" if self.check_allocations else ""
+        bound = scheduled_at(pod)
+        created = str(_meta(pod).get("creationTimestamp", ""))
+        label = (_meta(claims[0]).get("labels") or {}).get(TEMPLATE_VERSION_LABEL, "")
+        return DecisionRecord(
+            **self._base(pod, uids[0] if uids else str(_meta(pod).get("uid", "")), attempt, world),
+            time=bound or self.clock(),
+            claims=[str(_meta(c).get("name", "")) for c in claims],
+            claim_uids=uids,
+            preference=preference,
+            outcome=Outcome.ALLOCATED.value,
+            node=node,
+            devices=devices,
+            tier_index=tier_index,
+            preferred_model=preference[0] if preference else "",
+            allocated_model=devices[0].model if devices else "",
+            fallback=tier_index > 0,
+            wait_ms=_ms_between(created, bound) if bound else 0,
+            track=Track.DRA.value,
+            template_version=str(label),
+            message=message,
+            input_digest=digest({"claims": [c.get("spec") for c in claims], "node": node}),
+        )
+
+    def _device_plugin_record(self, pod: Mapping[str, Any], node: str, world: EventLog) -> DecisionRecord:
+        attempt = 0
+        node_obj = world.get("Node", "", node) or {}
+        model = str((_meta(node_obj).get("labels") or {}).get(GPU_PRODUCT_LABEL, ""))
+        count = gpu_limit(pod)
+        bound = scheduled_at(pod)
+        created = str(_meta(pod).get("creationTimestamp", ""))
+        return DecisionRecord(
+            **self._base(pod, str(_meta(pod).get("uid", "")), attempt, world),
+            time=bound or self.clock(),
+            claims=[],
+            claim_uids=[],
+            preference=[],
+            outcome=Outcome.ALLOCATED.value,
+            node=node,
+            # the device plugin does not say which GPUs it handed out, only how many on which node
+            devices=[DeviceRef(device=f"{GPU_RESOURCE}/{node}/{i}", node=node, model=model, request=GPU_RESOURCE) for i in range(count)],
+            allocated_model=model,
+            wait_ms=_ms_between(created, bound) if bound else 0,
+            track=Track.DEVICE_PLUGIN.value,
+            template_version=str((_meta(pod).get("labels") or {}).get(TEMPLATE_VERSION_LABEL, "")),
+            input_digest=digest({"pod": pod.get("spec"), "node": node}),
+        )
+
+    # -- failures -------------------------------------------------------------------------------
+    def _event(self, event: Mapping[str, Any], world: EventLog) -> list[DecisionRecord]:
+        involved = event.get("involvedObject") or {}
+        if event.get("reason") != "FailedScheduling" or involved.get("kind") != "Pod":
+            return []
+        ns, name = involved.get("namespace", ""), involved.get("name", "")
+        pod = self._pods.get((ns, name))
+        if pod is None:
+            self._waiting.setdefault((ns, name), []).append(event)
+            return []
+        is_dra = bool((pod.get("spec") or {}).get("resourceClaims"))
+        if not is_dra and gpu_limit(pod) == 0:
+            return []  # not a GPU pod: not a decision this audit covers
+        claims = [self._claims.get((ns, n)) for n in (pod_claim_names(pod) or [])] if is_dra else []
+        if is_dra and (not claims or any(c is None for c in claims)):
+            # the scheduler only tries pods whose claims exist: wait until we have seen them, so
+            # the record does not depend on which reflector delivered first
+            self._waiting.setdefault((ns, name), []).append(event)
+            return []
+        count = int(event.get("count") or (event.get("series") or {}).get("count") or 1)
+        seen = self._failures.get((ns, name), 0)
+        if count <= seen:
+            return []
+        self._failures[(ns, name)] = count
+        claims_ok = [c for c in claims if c is not None]
+        uids = [str(_meta(c).get("uid", "")) for c in claims_ok]
+        message = str(event.get("message", ""))
+        when = str(event.get("lastTimestamp") or event.get("eventTime") or self.clock())
+        label_src = claims_ok[0] if claims_ok else pod
+        record = DecisionRecord(
+            **self._base(pod, str(_meta(pod).get("uid", "")), count, world),
+            time=when,
+            claims=[str(_meta(c).get("name", "")) for c in claims_ok],
+            claim_uids=uids,
+            preference=next(iter(_subrequests(claims_ok[0]).values()), []) if claims_ok else [],
+            outcome=Outcome.UNSCHEDULABLE.value,
+            retry_class=RetryClass.UNSCHEDULABLE.value,
+            wait_ms=_ms_between(str(_meta(pod).get("creationTimestamp", "")), when),
+            track=(Track.DRA if is_dra else Track.DEVICE_PLUGIN).value,
+            template_version=str((_meta(label_src).get("labels") or {}).get(TEMPLATE_VERSION_LABEL, "")),
+            message=message,
+            # only what the failed attempt asked for: the pod's later binding must not change it
+            input_digest=digest({
+                "event": message, "claims": [c.get("spec") for c in claims_ok],
+                "pod": _meta(pod).get("uid", ""), "gpus": gpu_limit(pod),
+            }),
+        )
+        return self._emit(record)
+
+
+class _Recent:
+    """The last state seen per object key, forgetting the least recently seen beyond ``size``."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+
+    def put(self, key: tuple[str, str], obj: dict[str, Any]) -> None:
+        self._items[key] = obj
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def get(self, key: tuple[str, str]) -> dict[str, Any] | None:
+        return self._items.get(key)
+
+
+def _device_model(world: EventLog, result: Mapping[str, Any]) -> str:
+    for s in world.objects("ResourceSlice"):
+        spec = s.get("spec") or {}
+        if spec.get("driver") != result.get("driver") or (spec.get("pool") or {}).get("name") != result.get("pool"):
+            continue
+        for d in spec.get("devices") or []:
+            if d.get("name") == result.get("device"):
+                attrs = d.get("attributes") or {}
+                product = attrs.get("productName") or attrs.get(f"{spec.get('driver')}/productName") or {}
+                return str(product.get("string", ""))
+    return ""
