@@ -2,11 +2,14 @@
 
 Export: decisions go through ``DecisionTelemetry`` with the batch span and log processors and the
 real OTLP/HTTP exporters to a receiver in another process (so the receiver does not share this
-process's interpreter). The overhead is the time ``export()`` takes on the caller's thread, with
-the background export threads running as they would in production; the target is ≤ 5 % of the
-engine's per-decision time (the engine targets 2,000 decisions/s, i.e. 500 µs). Delivery is
-checked: every decision sent must arrive. Receiver: pre-encoded OTLP protobuf batches POSTed to
-``/v1/traces``, decisions stored per second, plus the decode step alone.
+process's interpreter). Per decision it reports the time ``export()`` takes on the caller's
+thread (background export threads running, as in production) and the CPU the caller's process
+spends, in three variants: full (3 spans + 3 verdict logs), spans only, and ``ExporterProcess``
+(SDK work in a child process; the caller pickles records into a pipe, and a full pipe blocks it,
+so its wall time shows back-pressure whenever the child is slower than the producer). The
+target is ≤ 5 % of the engine's per-decision time (the engine targets 2,000 decisions/s, i.e.
+500 µs). Delivery is checked: every decision sent must arrive. Receiver: pre-encoded OTLP
+protobuf batches POSTed to ``/v1/traces``, decisions stored per second, plus decoding alone.
 """
 
 from __future__ import annotations
@@ -127,6 +130,31 @@ def _export_overhead(rx: _Receiver, max_verdicts: int) -> tuple[float, float, fl
     return caller / sent * 1e6, cpu / sent * 1e6, sent / total, delivered - sent
 
 
+def _child_process_overhead(rx: _Receiver) -> tuple[float, float, float, int]:
+    """Same measures with ``ExporterProcess``: the caller only pickles records into a pipe."""
+    from audit.telemetry import ExporterProcess
+
+    os.environ["CLAIMTRAIL_OTEL_MAX_VERDICTS"] = "64"
+    records = _records(EXPORT_DECISIONS)
+    exporter = ExporterProcess()
+    for record in records[:50]:
+        exporter.export(record)
+    exporter.flush()
+    before = rx.count()
+    cpu_started = time.process_time()
+    started = time.perf_counter()
+    for record in records[50:]:
+        exporter.export(record)
+    caller = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
+    exporter.flush()
+    total = time.perf_counter() - started
+    exporter.close()
+    sent = len(records) - 50
+    delivered = rx.count() - before
+    return caller / sent * 1e6, cpu / sent * 1e6, sent / total, delivered - sent
+
+
 def _receiver_throughput(rx: _Receiver) -> tuple[float, float]:
     import httpx
 
@@ -169,19 +197,23 @@ def run() -> list[dict[str, Any]]:
     try:
         full = _export_overhead(rx, 64)
         spans_only = _export_overhead(rx, 0)
+        child = _child_process_overhead(rx)
         http_rate, decode_rate = _receiver_throughput(rx)
     finally:
         rx.stop()
     budget = TARGET_SHARE * ENGINE_BUDGET_US
     rows: list[dict[str, Any]] = []
-    for label, (caller_us, cpu_us, rate, missing) in (("3 spans + 3 verdict logs", full), ("spans only", spans_only)):
+    variants = (("in process, 3 spans + 3 verdict logs", full), ("in process, spans only", spans_only),
+                ("child process, 3 spans + 3 verdict logs", child))
+    for label, (caller_us, cpu_us, rate, missing) in variants:
         rows += [
             {"issue": "#9", "name": f"OTel export, caller thread per decision ({label})", "value": round(caller_us, 1),
              "unit": "µs", "target": f"<= {budget:.0f} µs",
              "note": f"{caller_us / ENGINE_BUDGET_US:.0%} of the 500 µs engine budget; batch processors; {_delivery(missing)}"},
-            {"issue": "#9", "name": f"OTel export, process CPU per decision ({label})", "value": round(cpu_us, 1),
+            {"issue": "#9", "name": f"OTel export, caller-process CPU per decision ({label})", "value": round(cpu_us, 1),
              "unit": "µs", "target": f"<= {budget:.0f} µs",
-             "note": f"{cpu_us / ENGINE_BUDGET_US:.0%} of the engine budget; includes background encode + OTLP/HTTP send"},
+             "note": f"{cpu_us / ENGINE_BUDGET_US:.0%} of the engine budget; the caller's process (background "
+                     "encode + send included in process; the child's work excluded for the child variant)"},
             {"issue": "#9", "name": f"OTel export end to end incl. flush ({label})", "value": round(rate),
              "unit": "dec/s", "target": "", "note": "to a receiver in its own process on loopback"},
         ]

@@ -7,6 +7,7 @@ the OTLP receiver in ``ingest.otlp``, which turns such traces back into Decision
 
 from audit.telemetry.errors import TelemetryConfigError, TelemetryError
 from audit.telemetry.pipeline import DecisionTelemetry, TelemetrySettings, otlp_exporters, protocol_for
+from audit.telemetry.process import ExporterProcess, FlushReport
 from audit.telemetry.redaction import Redaction
 from audit.telemetry.traces import DecisionTracer, ExportedTrace
 
@@ -14,6 +15,8 @@ __all__ = [
     "DecisionTelemetry",
     "DecisionTracer",
     "ExportedTrace",
+    "ExporterProcess",
+    "FlushReport",
     "Redaction",
     "TelemetryConfigError",
     "TelemetryError",

@@ -1,0 +1,140 @@
+"""Decision export in a child process, so the engine's thread only pays for handing a record over.
+
+Building spans and log records with the OpenTelemetry Python SDK and encoding them to OTLP costs
+several hundred microseconds of CPU per decision, which in the engine's process competes for the
+interpreter lock with the engine itself. ``ExporterProcess`` runs ``DecisionTelemetry`` (batch
+processors, standard ``OTEL_*`` configuration) in a spawned child and sends it batches of
+pickled records through a pipe. Configuration and record-time errors are raised in the caller,
+before anything is sent. A full pipe blocks the caller (back-pressure), so no decision is
+silently dropped between the two processes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from audit.allocator.outcome import TierEvidence
+from audit.records import DecisionRecord
+from audit.telemetry.errors import TelemetryError
+from audit.telemetry.pipeline import DecisionTelemetry, TelemetrySettings, protocol_for
+from audit.telemetry.traces import time_ns
+
+DEFAULT_BATCH = 64
+
+
+@dataclass(frozen=True)
+class FlushReport:
+    """What the child has done so far: decisions exported, and errors it met (with messages)."""
+
+    exported: int
+    errors: tuple[str, ...]
+
+
+def _child_main(conn: Connection) -> None:
+    telemetry = DecisionTelemetry.from_env()
+    exported = 0
+    errors: list[str] = []
+    while True:
+        message = conn.recv()
+        kind = message[0]
+        if kind == "decisions":
+            for record, verdicts, labels in message[1]:
+                try:
+                    telemetry.export(record, verdicts, labels)
+                    exported += 1
+                except TelemetryError as exc:  # checked in the caller already; kept for completeness
+                    errors.append(str(exc))
+        elif kind == "health":
+            telemetry.metrics.observe_health_transition(*message[1])
+        elif kind == "replay":
+            telemetry.metrics.observe_replay(*message[1])
+        elif kind == "flush":
+            telemetry.force_flush()
+            conn.send(FlushReport(exported, tuple(errors)))
+        elif kind == "stop":
+            telemetry.shutdown()
+            conn.send(FlushReport(exported, tuple(errors)))
+            return
+
+
+class ExporterProcess:
+    """``export()`` like ``DecisionTelemetry``, with the SDK work done in a child process."""
+
+    def __init__(self, batch_size: int = DEFAULT_BATCH) -> None:
+        # fail in the caller, with the variable named, rather than in a child nobody watches
+        self.settings = TelemetrySettings.from_env(os.environ)
+        for signal in ("traces", "logs", "metrics"):
+            protocol_for(signal, os.environ)
+        self.batch_size = batch_size
+        self._buffer: list[tuple[DecisionRecord, Sequence[TierEvidence], Mapping[str, str] | None]] = []
+        # spawn, not fork: the parent may run gRPC or SDK threads that a fork would copy mid-state
+        context = mp.get_context("spawn")
+        self._conn, child_conn = context.Pipe(duplex=True)
+        self._proc = context.Process(target=_child_main, args=(child_conn,), name="claimtrail-otel-export", daemon=True)
+        self._proc.start()
+        child_conn.close()
+        self._closed = False
+
+    def export(
+        self,
+        record: DecisionRecord,
+        verdicts: Sequence[TierEvidence] = (),
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        self._check_open()
+        time_ns(record)  # raises TelemetryError naming the decision for an unreadable time
+        if record.duration_us < 0:
+            raise TelemetryError(f"DecisionRecord {record.decision_id}: duration_us: must be >= 0, got {record.duration_us}")
+        self._buffer.append((record, verdicts, labels))
+        if len(self._buffer) >= self.batch_size:
+            self._send_buffer()
+
+    def observe_health_transition(self, cluster: str, model: str, healthy: bool) -> None:
+        self._send(("health", (cluster, model, healthy)))
+
+    def observe_replay(self, cluster: str, matched: bool) -> None:
+        self._send(("replay", (cluster, matched)))
+
+    def flush(self) -> FlushReport:
+        """Send what is buffered and wait until the child has handed it to the OTLP exporters."""
+        self._send(("flush",))
+        return self._receive_report()
+
+    def close(self) -> FlushReport:
+        if self._closed:
+            raise TelemetryError("ExporterProcess: already closed")
+        self._send(("stop",))
+        report = self._receive_report()
+        self._closed = True
+        self._conn.close()
+        self._proc.join(timeout=30)
+        return report
+
+    def _receive_report(self) -> FlushReport:
+        try:
+            report: FlushReport = self._conn.recv()
+        except EOFError:
+            self._proc.join(timeout=5)
+            raise TelemetryError(f"ExporterProcess: export process exited with code {self._proc.exitcode}") from None
+        return report
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        self._check_open()
+        self._send_buffer()
+        self._conn.send(message)
+
+    def _send_buffer(self) -> None:
+        if self._buffer:
+            batch, self._buffer = self._buffer, []
+            self._conn.send(("decisions", batch))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise TelemetryError("ExporterProcess: closed")
+        if not self._proc.is_alive():
+            raise TelemetryError(f"ExporterProcess: export process exited with code {self._proc.exitcode}")
