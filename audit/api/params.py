@@ -19,9 +19,6 @@ _MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:()-]{0,127}$")
 
-GROUP_BY_CHOICES = ("tenant", "model", "hour", "day", "preferred", "allocated", "cluster", "policy_version",
-                    "track", "template_version", "retry_class")
-
 
 def decision_id(value: str) -> str:
     if not _ID.match(value):
@@ -98,13 +95,13 @@ def boolean(value: str | None, name: str) -> bool | None:
     raise Problem("invalid-parameter", f"{name} {value[:80]!r}: expected true or false")
 
 
-def group_by(value: str | None, default: tuple[str, ...]) -> list[str]:
+def group_by(value: str | None, default: tuple[str, ...], choices: tuple[str, ...]) -> list[str]:
     if value is None or value.strip() == "":
         return list(default)
     keys = [k.strip() for k in value.split(",") if k.strip()]
     for k in keys:
-        if k not in GROUP_BY_CHOICES:
-            raise Problem("invalid-parameter", f"group_by {k[:80]!r}: expected any of {', '.join(GROUP_BY_CHOICES)}")
+        if k not in choices:
+            raise Problem("invalid-parameter", f"group_by {k[:80]!r}: expected any of {', '.join(choices)}")
     if len(set(keys)) != len(keys):
         raise Problem("invalid-parameter", "group_by: a key is repeated")
     return keys

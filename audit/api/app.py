@@ -1,0 +1,114 @@
+"""The FastAPI application: routes, auth, problem documents, request metrics, health.
+
+``create_app(store, settings)`` wires an opened store into the routers. The OTLP receiver
+(``ingest.otlp``) is mounted when present, behind the same admin check as the other ingest paths.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import PlainTextResponse
+
+from audit.api import routes_decisions, routes_ingest, routes_replay, routes_stats, storeport
+from audit.api.auth import Principal
+from audit.api.deps import Settings, principal
+from audit.api.metrics import RequestMetrics, render_gauges
+from audit.api.problems import Problem, install_handlers, problem_response
+
+log = logging.getLogger("claimtrail.api")
+
+
+def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
+    if not who.admin:
+        raise Problem("forbidden", "ingest writes data of every tenant and needs an admin token")
+    return who
+
+
+def _mount_otlp(app: FastAPI, store: Any) -> Any:
+    for name in ("ingest.otlp.http", "ingest.otlp.http_receiver"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        make_router = getattr(module, "make_router", None)
+        if make_router is None:
+            continue
+        counters = None
+        try:
+            counters = importlib.import_module("ingest.otlp.receiver").ReceiverCounters()
+            router = make_router(storeport.OtlpSink(store), counters=counters)
+        except (ImportError, AttributeError, TypeError):
+            router = make_router(storeport.OtlpSink(store))
+        app.include_router(router, dependencies=[Depends(_require_admin)])
+        return counters
+    return None
+
+
+def _numbers(values: Any) -> dict[str, float]:
+    if not isinstance(values, dict):
+        values = {k: v for k, v in vars(values).items() if not k.startswith("_")} if values is not None else {}
+    return {str(k): v for k, v in values.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def create_app(store: Any, settings: Settings) -> FastAPI:
+    app = FastAPI(title="ClaimTrail audit API", version="1",
+                  description="Decision records, explanations and statistics for DRA accelerator allocation. "
+                              "Every call except health and metrics needs `Authorization: Bearer <token>`.")
+    app.state.store = store
+    app.state.settings = settings
+    requests = RequestMetrics()
+    install_handlers(app)
+
+    @app.middleware("http")
+    async def _measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        started = time.perf_counter()
+        try:
+            response = await call_next(request)
+        except Exception:  # noqa: BLE001 - a defect below the handlers still answers problem+json
+            log.exception("unhandled error", extra={"path": request.url.path})
+            response = problem_response("internal", "an internal error occurred; it has been logged", request.url.path)
+        route = request.scope.get("route")
+        template = getattr(route, "path", "(unmatched)")
+        requests.observe(request.method, template, response.status_code, time.perf_counter() - started)
+        return response
+
+    for module in (routes_decisions, routes_stats, routes_ingest, routes_replay):
+        app.include_router(module.router)
+    otlp_counters = _mount_otlp(app, store)
+
+    @app.get("/healthz", tags=["health"], summary="The process is alive")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"], summary="The store answers")
+    async def readyz() -> Response:
+        try:
+            await run_in_threadpool(storeport.ready, store)
+        except Exception as exc:  # noqa: BLE001 - any store failure means not ready
+            return problem_response("unavailable", f"the store does not answer: {type(exc).__name__}", "/readyz")
+        return Response('{"status":"ready"}', media_type="application/json")
+
+    @app.get("/metrics", tags=["health"], summary="Prometheus metrics", response_class=PlainTextResponse)
+    async def metrics() -> PlainTextResponse:
+        lines = requests.render()
+        try:
+            store_counters = await run_in_threadpool(storeport.counters, store)
+        except Exception:  # noqa: BLE001 - a scrape must not fail because the store is down
+            log.warning("store counters unavailable for /metrics")
+            store_counters = {}
+        lines += render_gauges("claimtrail_store", "Store writer counters (writer_received, writer_written, "
+                               "writer_quarantined, ...) and replay_decisions / replay_mismatches.",
+                               store_counters, "counter")
+        if otlp_counters is not None:
+            lines += render_gauges("claimtrail_otlp_items", "OTLP receiver counters.", _numbers(otlp_counters),
+                                   "counter")
+        return PlainTextResponse("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
+
+    return app

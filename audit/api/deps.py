@@ -1,0 +1,47 @@
+"""Per-request context: the store, the caller, and server settings held on ``app.state``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request
+
+from audit.api.auth import AuthConfig, Principal
+from audit.api.problems import Problem
+
+DEFAULT_MAX_BODY = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Settings:
+    auth: AuthConfig
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    max_sync_replay: int = 1000
+
+
+def principal(request: Request) -> Principal:
+    """FastAPI dependency: the authenticated caller, or a 401 problem."""
+    settings: Settings = request.app.state.settings
+    who = settings.auth.authenticate(request.headers.get("authorization"))
+    if who is None:
+        raise Problem("unauthorized", "a valid bearer token is required (Authorization: Bearer <token>)")
+    return who
+
+
+def store(request: Request) -> Any:
+    return request.app.state.store
+
+
+def settings(request: Request) -> Settings:
+    s: Settings = request.app.state.settings
+    return s
+
+
+def tenant_filter(who: Principal, requested: str | None) -> str | None:
+    """The tenant a query is restricted to. A tenant naming another tenant learns nothing: 404."""
+    if who.admin:
+        return requested
+    if requested is not None and requested != who.tenant:
+        raise Problem("not-found", f"tenant {requested!r} not found")
+    return who.tenant

@@ -1,0 +1,112 @@
+"""Decisions: listing, one by id, and "why was <model> skipped?" for a decision or a pod."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.concurrency import run_in_threadpool
+
+from audit.api import params, storeport
+from audit.api.auth import Principal, pod_hash, redact_record
+from audit.api.deps import Settings, principal, settings, store, tenant_filter
+from audit.api.problems import Problem
+from audit.api.worldview import world_at
+from audit.explain import ModelTable, ViewError, explain, explain_record
+from audit.records import DecisionRecord
+
+router = APIRouter(prefix="/v1", tags=["decisions"])
+
+MAX_LIMIT = 1000
+
+
+def _shown(who: Principal, cfg: Settings, record: DecisionRecord) -> dict[str, Any]:
+    data = record.to_dict()
+    return data if who.admin else redact_record(data, cfg.auth.redaction)
+
+
+@router.get("/decisions", summary="List decisions (newest first), cursor-paginated")
+def list_decisions(
+    who: Annotated[Principal, Depends(principal)], db: Annotated[Any, Depends(store)],
+    cfg: Annotated[Settings, Depends(settings)],
+    tenant: str | None = None, namespace: str | None = None, pod: str | None = None, model: str | None = None,
+    outcome: str | None = None, fallback: str | None = None, since: str | None = None, until: str | None = None,
+    policy_version: str | None = None, cluster: str | None = None, track: str | None = None,
+    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+) -> dict[str, Any]:
+    f = storeport.decision_filter(
+        tenant=tenant_filter(who, params.label(tenant, "tenant")), namespace=params.k8s_name(namespace, "namespace"),
+        pod=params.k8s_name(pod, "pod"), model=params.model(model), outcome=params.outcome(outcome),
+        fallback=params.boolean(fallback, "fallback"), since=params.timestamp(since, "since"),
+        until=params.timestamp(until, "until"), policy_version=params.label(policy_version, "policy_version"),
+        cluster=params.label(cluster, "cluster"), track=params.track(track))
+    items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
+    return {"items": [_shown(who, cfg, r) for r in items], "next": next_cursor}
+
+
+def _get(db: Any, who: Principal, decision: str) -> DecisionRecord:
+    record: DecisionRecord | None = storeport.call(db.get_decision, params.decision_id(decision), who.scope)
+    if record is None:
+        raise Problem("not-found", f"decision {decision} not found")
+    return record
+
+
+@router.get("/decisions/{decision}", summary="One decision record")
+def get_decision(decision: str, who: Annotated[Principal, Depends(principal)], db: Annotated[Any, Depends(store)],
+                 cfg: Annotated[Settings, Depends(settings)]) -> dict[str, Any]:
+    return _shown(who, cfg, _get(db, who, decision))
+
+
+def _check_model(record: DecisionRecord, model: str | None) -> str:
+    checked = params.model(model)
+    if checked is None:
+        raise Problem("invalid-parameter", "model: required, e.g. ?model=H100")
+    known = ModelTable.of(None).known_models() | set(record.preference) | {t.model for t in record.tiers}
+    known |= {record.allocated_model, record.preferred_model} - {""}
+    if checked not in known:
+        raise Problem("unknown-model", f"model {checked!r}: not a device model this cluster or decision knows "
+                      f"(known: {', '.join(sorted(known))})")
+    return checked
+
+
+def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: str | None,
+         detail: str | None) -> dict[str, Any]:
+    checked = _check_model(record, model)
+    if detail not in (None, "", "devices"):
+        raise Problem("invalid-parameter", f"detail {detail[:40]!r}: expected 'devices' or nothing")
+    if detail == "devices":
+        view, policy = storeport.call(world_at, db, record.cluster, record.seq)
+        try:
+            result = explain(view, (record.namespace, record.pod), checked, policy, record=record, detail=True)
+        except ViewError as exc:
+            raise Problem("not-found", f"decision {record.decision_id}: the world at seq {record.seq} "
+                          f"cannot answer: {exc}") from None
+    else:
+        result = explain_record(record, checked)
+    body = result.to_dict()
+    if not who.admin and cfg.auth.redaction.hash_pod_names:
+        ns, _, pod = body["pod"].partition("/")
+        body["pod"] = f"{ns}/{pod_hash(pod)}"
+        body["summary"] = body["summary"].replace(record.pod, pod_hash(record.pod))
+    return body
+
+
+@router.get("/decisions/{decision}/why", summary="Why a decision did (not) get a device model")
+async def why_decision(decision: str, who: Annotated[Principal, Depends(principal)],
+                       db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
+                       model: str | None = None, detail: str | None = None) -> dict[str, Any]:
+    record = await run_in_threadpool(_get, db, who, decision)
+    return await run_in_threadpool(_why, db, who, cfg, record, model, detail)
+
+
+@router.get("/pods/{namespace}/{name}/why", summary="Why the pod's latest decision did (not) get a device model")
+async def why_pod(namespace: str, name: str, who: Annotated[Principal, Depends(principal)],
+                  db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
+                  model: str | None = None, detail: str | None = None) -> dict[str, Any]:
+    ns = params.k8s_name(namespace, "namespace")
+    pod = params.k8s_name(name, "pod")
+    record = await run_in_threadpool(storeport.call, db.latest_for_pod, ns, pod, who.scope)
+    if record is None:
+        raise Problem("not-found", f"no decision for pod {namespace}/{name}")
+    return await run_in_threadpool(_why, db, who, cfg, record, model, detail)

@@ -1,0 +1,82 @@
+"""Ingest of records and world events as JSON lines (optionally gzip), for producers.
+
+The body is read with a hard cap (413 beyond it) and decompressed with the same cap, so a small
+gzip bomb cannot exhaust memory. Ingest writes the store for every tenant, so it needs an admin
+token. Bad lines are quarantined by the store and counted in the answer, never dropped.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+
+from audit.api import storeport
+from audit.api.auth import Principal
+from audit.api.deps import Settings, principal, settings, store
+from audit.api.problems import Problem
+
+router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
+
+
+async def _read_capped(request: Request, cap: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        raise Problem("payload-too-large", f"request body of {declared} bytes exceeds the limit of {cap} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise Problem("payload-too-large", f"request body exceeds the limit of {cap} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _gunzip(body: bytes, cap: int) -> bytes:
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(body, cap + 1)
+    except zlib.error as exc:
+        raise Problem("malformed-body", f"Content-Encoding gzip: body is not valid gzip ({exc})") from None
+    if len(out) > cap or inflater.unconsumed_tail:
+        raise Problem("payload-too-large", f"decompressed body exceeds the limit of {cap} bytes")
+    if not inflater.eof:
+        raise Problem("malformed-body", "Content-Encoding gzip: body is truncated")
+    return out
+
+
+async def _ingest(kind: str, request: Request, who: Principal, db: Any, cfg: Settings) -> dict[str, Any]:
+    if not who.admin:
+        raise Problem("forbidden", "ingest writes data of every tenant and needs an admin token")
+    encoding = (request.headers.get("content-encoding") or "identity").strip().lower()
+    if encoding not in ("identity", "gzip"):
+        raise Problem("unsupported-media-type", f"Content-Encoding {encoding[:40]!r}: only gzip or none is accepted")
+    body = await _read_capped(request, cfg.max_body_bytes)
+    if encoding == "gzip":
+        body = _gunzip(body, cfg.max_body_bytes)
+    result = await run_in_threadpool(storeport.call, db.ingest_jsonl, body, kind, "api")
+    return _as_dict(result)
+
+
+def _as_dict(result: Any) -> dict[str, Any]:
+    if isinstance(result, dict):
+        return result
+    if hasattr(result, "to_dict"):
+        out: dict[str, Any] = result.to_dict()
+        return out
+    return {k: v for k, v in vars(result).items() if not k.startswith("_")}
+
+
+@router.post("/records", summary="Ingest decision records (JSON lines, gzip allowed)")
+async def ingest_records(request: Request, who: Annotated[Principal, Depends(principal)],
+                         db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)]) -> dict[str, Any]:
+    return await _ingest("records", request, who, db, cfg)
+
+
+@router.post("/events", summary="Ingest world events (JSON lines, gzip allowed)")
+async def ingest_events(request: Request, who: Annotated[Principal, Depends(principal)],
+                        db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)]) -> dict[str, Any]:
+    return await _ingest("events", request, who, db, cfg)

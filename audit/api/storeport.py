@@ -1,0 +1,72 @@
+"""The calls the API makes on ``audit.store.AuditStore``, with store errors mapped to problems.
+
+Kept in one place so the API's view of the store is one short list. A store that cannot answer
+(unreachable server, a ClickHouse error) is a 503; a value the store refuses (a stale cursor, a
+bad limit) is a 400 with the store's own message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from clickhouse_connect.driver.exceptions import ClickHouseError
+
+from audit.api.problems import Problem
+from audit.cli import UserError
+from audit.records import DecisionRecord
+from audit.store.connection import StoreError
+from audit.store.filters import DecisionFilter
+from audit.store.quarantine import quarantine_row
+
+T = TypeVar("T")
+
+
+def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    try:
+        return fn(*args, **kwargs)
+    except Problem:
+        raise
+    except (StoreError, ClickHouseError) as exc:
+        raise Problem("unavailable", f"the store cannot answer: {str(exc).splitlines()[0][:300]}") from None
+    except (UserError, ValueError) as exc:
+        raise Problem("invalid-parameter", str(exc)) from None
+
+
+def decision_filter(**values: Any) -> DecisionFilter:
+    """A store ``DecisionFilter`` from the given (already validated) values; None means unset."""
+    known = {f.name for f in dataclasses.fields(DecisionFilter)}
+    unsupported = sorted(k for k, v in values.items() if v is not None and k not in known)
+    if unsupported:
+        raise Problem("invalid-parameter", f"{unsupported[0]}: filter not supported by this store")
+    return DecisionFilter(**{k: v for k, v in values.items() if v is not None})
+
+
+def ready(store: Any) -> None:
+    """Raises unless the store answers a query."""
+    store.quarantine_count()
+
+
+def counters(store: Any) -> dict[str, float]:
+    """Writer counters (received, written, quarantined, spooled, ...) and replay mismatches."""
+    out: dict[str, float] = {f"writer_{k}": v for k, v in store.ingest_stats().items()}
+    summary = store.replay_summary()
+    out["replay_decisions"] = sum(r["decisions"] for r in summary)
+    out["replay_mismatches"] = sum(r["mismatches"] for r in summary)
+    return out
+
+
+class OtlpSink:
+    """What the OTLP receiver writes to: records through a spooled writer, bad payloads to quarantine."""
+
+    def __init__(self, store: Any) -> None:
+        self._writer = store.writer(name="otlp")
+
+    def write_records(self, records: list[DecisionRecord]) -> None:
+        self._writer.write_records(records)
+        self._writer.flush()
+
+    def quarantine(self, source: str, kind: str, error: str, raw: bytes) -> None:
+        self._writer.write_quarantine([quarantine_row(source, kind, error, "", raw)])
+        self._writer.flush()

@@ -1,0 +1,79 @@
+"""``claimtrail serve``: the audit API over HTTP, owning the store.
+
+With the embedded store (``chdb://``, the default) this process owns the data directory and
+every producer sends data to its ingest endpoints. Auth comes from ``--tokens FILE`` (see
+``audit.api.auth``); ``--insecure-local`` makes every caller an admin and is refused unless the
+server binds a loopback address. ``--hash-token TOKEN`` prints the digest to put in the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import sys
+from typing import Any
+
+from audit.cli import UserError
+
+log = logging.getLogger("claimtrail.serve")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("serve", help="serve the audit API (owns the store)")
+    p.add_argument("--dsn", default=None, help="store DSN (default: CLAIMTRAIL_DSN or the embedded store)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--tokens", metavar="FILE", help="YAML file mapping token digests to tenants or admin")
+    p.add_argument("--insecure-local", action="store_true",
+                   help="no authentication, every caller is admin (only when binding loopback)")
+    p.add_argument("--max-body-mb", type=float, default=64.0, help="ingest body size limit (413 beyond)")
+    p.add_argument("--hash-token", metavar="TOKEN", help="print the sha256 digest of TOKEN for the tokens file, then exit")
+    p.set_defaults(func=run)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    from audit.api.auth import AuthConfig, hash_token, load_tokens
+
+    if args.hash_token is not None:
+        print(hash_token(args.hash_token))
+        return 0
+    if args.insecure_local and args.tokens:
+        raise UserError("--insecure-local and --tokens exclude each other")
+    if args.insecure_local:
+        if not is_loopback(args.host):
+            raise UserError(f"--insecure-local is only allowed on a loopback address, not --host {args.host}")
+        auth = AuthConfig(insecure_local=True)
+    elif args.tokens:
+        auth = load_tokens(args.tokens)
+    else:
+        raise UserError("no authentication configured: give --tokens FILE (or --insecure-local on loopback)")
+    if not 0 < args.port < 65536:
+        raise UserError(f"--port {args.port}: expected 1..65535")
+    if args.max_body_mb <= 0:
+        raise UserError(f"--max-body-mb {args.max_body_mb}: expected a positive number")
+
+    import uvicorn
+
+    from audit.api.app import create_app
+    from audit.api.deps import Settings
+    from audit.store.queries import AuditStore
+
+    store = AuditStore.open(args.dsn)
+    try:
+        app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024)))
+        print(f"claimtrail serve: listening on http://{args.host}:{args.port} (OpenAPI at /docs)",
+              file=sys.stderr, flush=True)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    finally:
+        store.close()
+    return 0

@@ -1,0 +1,121 @@
+"""A real ``claimtrail serve`` process on loopback with an embedded store in a temp directory.
+
+One server per test module (starting chDB takes seconds). It is seeded through its own ingest
+endpoint with the hand-built records of ``factory`` and with the world events of the explain
+fixture dump, so decision-level "why" questions can be answered device by device.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from audit.api.auth import hash_token
+from audit.events import WorldEvent
+from audit.records import to_jsonl
+from tests.api import factory
+
+REPO = Path(__file__).resolve().parents[2]
+DUMP = REPO / "tests" / "fixtures" / "explain" / "cluster-pending.yaml"
+TOKENS = {"admin": "admin-secret", "team-a": "team-a-secret", "team-b": "team-b-secret"}
+
+
+@dataclass(frozen=True)
+class Server:
+    base: str
+    log: Path
+
+    def get(self, path: str, who: str | None = "admin", **params: object) -> httpx.Response:
+        return httpx.get(self.base + path, params=params, headers=auth(who), timeout=60)
+
+    def post(self, path: str, who: str | None = "admin", **kwargs: object) -> httpx.Response:
+        return httpx.post(self.base + path, headers={**auth(who), **kwargs.pop("headers", {})},  # type: ignore[dict-item]
+                          timeout=60, **kwargs)  # type: ignore[arg-type]
+
+
+def auth(who: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[who]}"} if who else {}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def world_events() -> list[WorldEvent]:
+    """Every object of the fixture dump as one upsert, in file order, seq 1.. (before all decisions)."""
+    items = yaml.safe_load(DUMP.read_text())["items"]
+    out = []
+    for seq, obj in enumerate(items, start=1):
+        meta = obj.get("metadata", {})
+        payload = {k: v for k, v in obj.items() if k != "kind"}
+        out.append(WorldEvent(cluster=factory.CLUSTER, seq=seq, time="2026-05-01T07:00:00.000000Z", type="upsert",
+                              object_kind=obj["kind"], namespace=meta.get("namespace", ""), name=meta["name"],
+                              payload=payload))
+    return out
+
+
+def start_server(root: Path, *extra: str) -> tuple[Server, subprocess.Popen[bytes]]:
+    tokens = root / "tokens.yaml"
+    tokens.write_text(yaml.safe_dump({"tokens": [
+        {"token_sha256": hash_token(TOKENS["admin"]), "admin": True},
+        {"token_sha256": hash_token(TOKENS["team-a"]), "tenant": "team-a"},
+        {"token_sha256": hash_token(TOKENS["team-b"]), "tenant": "team-b"},
+    ]}))
+    port = free_port()
+    log = root / "serve.log"
+    cmd = [sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{root}/db", "--host", "127.0.0.1",
+           "--port", str(port), "--tokens", str(tokens), *extra]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    server = Server(f"http://127.0.0.1:{port}", log)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"serve exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(server.base + "/readyz", timeout=2).status_code == 200:
+                return server, proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    stop(proc)
+    raise RuntimeError(f"serve did not get ready:\n{log.read_text()[-3000:]}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def seed(server: Server) -> None:
+    events = "".join(__import__("json").dumps(e.to_dict()) + "\n" for e in world_events()).encode()
+    r = server.post("/v1/ingest/events", content=events)
+    assert r.status_code == 200, r.text
+    r = server.post("/v1/ingest/records", content=to_jsonl(factory.RECORDS).encode())
+    assert r.status_code == 200, r.text
+
+
+@pytest.fixture(scope="package")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    pytest.importorskip("audit.store.queries", reason="the store is not in this tree yet")
+    root = tmp_path_factory.mktemp("api")
+    srv, proc = start_server(root, "--max-body-mb", "1")
+    try:
+        seed(srv)
+        yield srv
+    finally:
+        stop(proc)
