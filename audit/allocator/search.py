@@ -526,6 +526,14 @@ class _Run:
                 if counters_undo is not None and not leak:
                     counters_undo()
                 return None
+        if self.features.consumable_capacity and entry.multi and not self._capacity_fits(data, entry, position):
+            # Re-checked at allocation time: All-mode candidates were listed before earlier
+            # requests of this call consumed shares.
+            for constraint in constraints:
+                constraint.remove(data.base, data.sub, device, driver, entry.id)
+            if counters_undo is not None and not leak:
+                counters_undo()
+            return None
         if not entry.multi:
             self.allocating.setdefault(entry.id, []).append(ci)
         share_id: str | None = None
