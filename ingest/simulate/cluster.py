@@ -71,8 +71,7 @@ def slice_object(name: str, pool: NodePool, rng: random.Random, generation: int 
     devices = []
     for i in range(pool.gpus_per_node):
         bus = 0x18 + i * 0x10
-        uuid = uuids[i] if uuids else "GPU-" + "%08x-%04x-%04x-%04x-%012x" % (
-            rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(16), rng.getrandbits(16), rng.getrandbits(48))
+        uuid = uuids[i] if uuids else "GPU-" + f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-{rng.getrandbits(16):04x}-{rng.getrandbits(16):04x}-{rng.getrandbits(48):012x}"
         devices.append({
             "name": f"gpu-{i}",
             "attributes": {

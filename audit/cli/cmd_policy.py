@@ -1,0 +1,97 @@
+"""``claimtrail policy check FILE``: validate a policy and flag promises the cluster cannot keep.
+
+FILE may hold the Policy alone or a whole scenario; ResourceSlices in it (and in ``--cluster``
+files) and a Workload's ``nodePools`` give the device count per model (through the policy's
+model table). Every validation error is printed with its field path; Σ nominal quota above the
+devices of a model is flagged. Exit 0: valid; 1: valid but over-committed; 2: invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import yaml
+
+from audit.cli import UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("policy", help="work with ClaimTrail policy documents")
+    sub = p.add_subparsers(dest="policy_command", metavar="SUBCOMMAND")
+    check = sub.add_parser("check", help="validate a policy and check quotas against cluster capacity")
+    check.add_argument("file", metavar="FILE")
+    check.add_argument("--cluster", metavar="FILE", action="append", default=[],
+                       help="YAML with ResourceSlices (or a scenario) whose devices the quotas must fit")
+    check.set_defaults(func=run_check)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _documents(path: str) -> list[Any]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return [d for d in yaml.safe_load_all(fh) if d is not None]
+    except OSError as exc:
+        raise UserError(f"{path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}: not valid YAML: {exc}") from None
+
+
+def device_counts(docs: list[Any], policy: Any) -> dict[str, int]:
+    from ingest.simulate.cluster import product
+
+    counts: dict[str, int] = {}
+    for d in docs:
+        if not isinstance(d, dict):
+            continue
+        if d.get("kind") == "ResourceSlice":
+            spec = d.get("spec") or {}
+            driver = spec.get("driver", "")
+            for dev in spec.get("devices") or []:
+                m = policy.model_of(driver, dev.get("attributes") or {})
+                counts[m] = counts.get(m, 0) + 1
+        elif d.get("kind") == "Workload":
+            for pool in (d.get("spec") or {}).get("nodePools") or []:
+                if not isinstance(pool, dict) or pool.get("devicePlugin"):
+                    continue
+                name = product(str(pool.get("model", "")))["productName"]
+                m = policy.model_of("gpu.nvidia.com", {"productName": {"string": name}})
+                n = int(pool.get("nodes", 0)) * int(pool.get("gpusPerNode", 8))
+                counts[m] = counts.get(m, 0) + n
+    return counts
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from audit.policy import capacity_findings, parse_policy, policy_findings
+
+    docs = _documents(args.file)
+    policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
+    if not policies:
+        raise UserError(f"{args.file}: no kind: Policy document found")
+    cluster_docs = list(docs)
+    for path in args.cluster:
+        cluster_docs.extend(_documents(path))
+    status = 0
+    for doc in policies:
+        errors = policy_findings(doc)
+        if errors:
+            for e in errors:
+                print(f"{args.file}: {e}", file=sys.stderr)
+            status = 2
+            continue
+        policy = parse_policy(doc)
+        counts = device_counts(cluster_docs, policy)
+        if not counts:
+            print(f"Policy {policy.name} version {policy.version}: valid (digest {policy.digest[:16]}); "
+                  "no devices given, capacity not checked")
+            continue
+        findings = capacity_findings(policy, counts)
+        for f in findings:
+            print(f"warning: {f}", file=sys.stderr)
+        if findings:
+            status = max(status, 1)
+        have = ", ".join(f"{m} {n}" for m, n in sorted(counts.items()))
+        print(f"Policy {policy.name} version {policy.version}: valid (digest {policy.digest[:16]}); devices: {have}"
+              + ("; quota over-committed" if findings else ""))
+    return status

@@ -1,0 +1,187 @@
+"""``claimtrail simulate``: run the seeded cluster simulator and write events and decision records.
+
+Without ``--scenario`` or ``--trace`` the built-in "cluster day" runs (64 nodes, four tenants, a
+flood, health flaps, node loss, driver upgrades, a policy change). ``--out`` takes a ``.jsonl``
+file, an API server URL or a ``chdb://`` DSN; ``--events`` writes the world event log as JSONL.
+A progress bar goes to stderr and a summary table to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from typing import Any
+
+import yaml
+
+from audit.cli import UserError
+from audit.records import DecisionRecord
+
+DEFAULT_SCENARIO = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "ingest", "simulate", "scenarios", "cluster-day.yaml")
+BATCH = 2000
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("simulate", help="run the seeded cluster simulator",
+                              description="Simulate a GPU cluster and record every allocation decision.")
+    p.add_argument("--scenario", metavar="FILE", help="scenario YAML (Kubernetes objects + Policy + Workload)")
+    p.add_argument("--trace", metavar="NAME", help="trace-driven run: openb-2023 or spot-2026")
+    p.add_argument("--trace-dir", metavar="DIR", help="folder with the traces (default ../shared/traces)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    p.add_argument("--hours", type=float, help="simulated hours (default: the scenario's)")
+    p.add_argument("--policy", metavar="FILE", help="replace the scenario's initial policy")
+    p.add_argument("--out", metavar="TARGET", help="decision records: FILE.jsonl, http(s)://server or chdb:///dir")
+    p.add_argument("--events", metavar="FILE.jsonl", help="write the world event log here")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _load_scenario(args: argparse.Namespace) -> Any:
+    from ingest.simulate.scenario import ScenarioError, load_scenario_text
+    from ingest.simulate.traces import TraceError, trace_scenario
+
+    if args.trace and args.scenario:
+        raise UserError("--trace and --scenario: choose one")
+    if args.hours is not None and args.hours <= 0:
+        raise UserError(f"--hours {args.hours}: must be > 0")
+    try:
+        if args.trace:
+            sc = trace_scenario(args.trace, args.trace_dir, args.seed, args.hours or 24.0)
+        else:
+            path = args.scenario or DEFAULT_SCENARIO
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+            except OSError as exc:
+                raise UserError(f"--scenario {path}: {exc.strerror}") from None
+            sc = load_scenario_text(text, os.path.basename(path))
+    except (ScenarioError, TraceError) as exc:
+        raise UserError(str(exc)) from None
+    if args.policy:
+        sc.policy = _policy_doc(args.policy)
+    return sc
+
+
+def _policy_doc(path: str) -> dict[str, Any]:
+    from audit.policy import PolicyError, parse_policy
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            docs = [d for d in yaml.safe_load_all(fh) if d is not None]
+    except OSError as exc:
+        raise UserError(f"--policy {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"--policy {path}: not valid YAML: {exc}") from None
+    policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
+    if len(policies) != 1:
+        raise UserError(f"--policy {path}: expected exactly one kind: Policy document, found {len(policies)}")
+    try:
+        parse_policy(policies[0])
+    except PolicyError as exc:
+        raise UserError(f"--policy {path}: {exc}") from None
+    return policies[0]
+
+
+class _Progress:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.last = -1
+
+    def __call__(self, fraction: float, decisions: int) -> None:
+        if not self.enabled:
+            return
+        pct = int(fraction * 100)
+        if pct == self.last and fraction < 1.0:
+            return
+        self.last = pct
+        bar = "#" * (pct // 4) + "." * (25 - pct // 4)
+        end = "\n" if fraction >= 1.0 else ""
+        print(f"\rsimulating [{bar}] {pct:3d}% {decisions:,} decisions", end=end, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ingest.simulate.loop import Simulator
+    from ingest.simulate.output import OutputError, jsonl_output, open_output
+
+    sc = _load_scenario(args)
+    try:
+        out = open_output(args.out) if args.out else None
+        events_out = jsonl_output(args.events) if args.events else None
+    except OutputError as exc:
+        raise UserError(str(exc)) from None
+    # A .jsonl --out holds decision records only (one per line); stores also take the event log.
+    events_to_out = bool(args.out) and not args.out.endswith(".jsonl")
+    pending_records: list[DecisionRecord] = []
+    pending_events: list[Any] = []
+
+    def on_record(rec: DecisionRecord) -> None:
+        if out is not None:
+            pending_records.append(rec)
+            if len(pending_records) >= BATCH:
+                out.write_records(pending_records)
+                pending_records.clear()
+
+    def on_events(evs: list[Any]) -> None:
+        pending_events.extend(evs)
+        if len(pending_events) >= BATCH:
+            flush_events()
+
+    def flush_events() -> None:
+        if events_out is not None:
+            events_out.write_events(pending_events)
+        if out is not None and events_to_out:
+            out.write_events(pending_events)
+        pending_events.clear()
+
+    sim = Simulator(sc, args.seed, args.hours, keep_events=False,
+                    on_events=on_events if (events_out is not None or events_to_out) else None,
+                    on_record=on_record, progress=_Progress(not args.quiet))
+    result = sim.run()
+    if pending_events:
+        flush_events()
+    if out is not None:
+        if pending_records:
+            out.write_records(pending_records)
+        out.close()
+    if events_out is not None:
+        events_out.close()
+    print(summary_table(result))
+    return 0
+
+
+def summary_table(result: Any) -> str:
+    from audit.metrics import fallback_rates, first_choice_hit_rate, wait_percentiles
+
+    records: list[DecisionRecord] = result.records
+    outcomes = Counter(r.outcome for r in records)
+    lines = [
+        f"simulated {(result.end_ms - result.start_ms) / 3_600_000:g} h on cluster {result.world.cluster}: "
+        f"{result.jobs:,} jobs, {len(records):,} decisions, {result.world.seq + 1:,} world events",
+        "outcomes: " + ", ".join(f"{k} {v:,}" for k, v in sorted(outcomes.items())),
+        f"first-choice hit rate: {first_choice_hit_rate(records):.1%}; finished {result.finished:,}, "
+        f"failed {result.failed:,}",
+        "",
+        f"{'preferred -> allocated':<28} {'share':>8}",
+    ]
+    for (pref, alloc), share in fallback_rates(records).items():
+        lines.append(f"{(pref or '-') + ' -> ' + (alloc or '-'):<28} {share:>8.1%}")
+    lines += ["", f"{'tenant':<16} {'decisions':>10} {'allocated':>10} {'wait p50':>10} {'wait p95':>10} {'wait p99':>10}"]
+    waits = wait_percentiles(records)
+    per_tenant = Counter(r.tenant for r in records)
+    alloc_tenant = Counter(r.tenant for r in records if r.outcome == "allocated")
+    for t in sorted(per_tenant):
+        p50, p95, p99 = waits.get(t, (0.0, 0.0, 0.0))
+        lines.append(f"{t:<16} {per_tenant[t]:>10,} {alloc_tenant[t]:>10,} {_dur(p50):>10} {_dur(p95):>10} {_dur(p99):>10}")
+    return "\n".join(lines)
+
+
+def _dur(ms: float) -> str:
+    s = ms / 1000
+    if s < 120:
+        return f"{s:.0f}s"
+    if s < 7200:
+        return f"{s / 60:.0f}m"
+    return f"{s / 3600:.1f}h"
