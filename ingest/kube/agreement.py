@@ -3,7 +3,7 @@
 The scheduler chose the node (an input, taken from the binding); on that node, with the world as
 observed just before (every other claim's allocation counts as in use), our allocator must pick
 the same devices for the same requests. A difference is counted in the
-``claimtrail.kube.allocation_mismatches`` counter and logged with the diff.
+``claimtrail.kube.allocation_mismatches`` counter (alert on its rate) and logged with the diff.
 """
 
 from __future__ import annotations
@@ -18,17 +18,24 @@ from opentelemetry import metrics
 
 log = logging.getLogger(__name__)
 
-_meter = metrics.get_meter("claimtrail.kube")
-MISMATCHES = _meter.create_counter(
-    "claimtrail.kube.allocation_mismatches",
-    unit="{allocation}",
-    description="Observed DRA allocations whose devices differ from what the allocator chooses on the same node",
-)
-CHECKS = _meter.create_counter(
-    "claimtrail.kube.allocation_checks",
-    unit="{allocation}",
-    description="Observed DRA allocations re-run through the allocator, by result",
-)
+
+
+class AgreementMetrics:
+    """The counters, from the global meter provider unless one is given (tests read their own)."""
+
+    def __init__(self, provider: metrics.MeterProvider | None = None) -> None:
+        meter = (provider or metrics.get_meter_provider()).get_meter("claimtrail.kube")
+        self.mismatches = meter.create_counter(
+            "claimtrail.kube.allocation_mismatches",
+            unit="{allocation}",
+            description="Observed DRA allocations whose devices differ from what the allocator chooses on the same node",
+        )
+        self.checks = meter.create_counter(
+            "claimtrail.kube.allocation_checks",
+            unit="{allocation}",
+            description="Observed DRA allocations re-run through the allocator, by result",
+        )
+
 
 Result = tuple[str, str, str, str]  # (request, driver, pool, device)
 
@@ -86,6 +93,7 @@ def check(
     classes: Iterable[Mapping[str, Any]],
     taint_rules: Iterable[Mapping[str, Any]],
     other_claims: Iterable[Mapping[str, Any]],
+    counters: AgreementMetrics,
 ) -> Agreement:
     """Allocate ``claims`` (raw, as observed with their allocation) on ``node`` and compare."""
     observed = {
@@ -109,7 +117,7 @@ def check(
             parse_object(node), [parse_object(_unallocated(c)) for c in claims], explain=True
         )
     except Exception as exc:  # noqa: BLE001 - a malformed observed object must not stop the watcher
-        CHECKS.add(1, {"result": "error"})
+        counters.checks.add(1, {"result": "error"})
         log.warning("allocator re-run failed", extra={"error": str(exc)})
         return Agreement(checked=False, observed=observed, error=str(exc))
     expected: dict[str, list[Result]] = {name: [] for name in observed}
@@ -120,10 +128,10 @@ def check(
     if outcome.status != Status.SUCCESS:
         diff.insert(0, f"allocator outcome {outcome.status.value}: {outcome.message or outcome.error_code}")
     agrees = not diff
-    CHECKS.add(1, {"result": "agree" if agrees else "mismatch"})
+    counters.checks.add(1, {"result": "agree" if agrees else "mismatch"})
     if not agrees:
         node_name = str((node.get("metadata") or {}).get("name", ""))
-        MISMATCHES.add(1, {"node": node_name})
+        counters.mismatches.add(1, {"node": node_name})
         # claim names are tenant data: the diff itself is logged at DEBUG only (audit/logs.py)
         log.warning(
             "observed allocation differs from the allocator",

@@ -84,8 +84,15 @@ def _subrequests(claim: Mapping[str, Any]) -> dict[str, list[str]]:
 
 class DecisionObserver:
     def __init__(
-        self, cluster: str, clock: Callable[[], str], *, check_allocations: bool = True, cache_size: int = 100_000
+        self,
+        cluster: str,
+        clock: Callable[[], str],
+        *,
+        check_allocations: bool = True,
+        cache_size: int = 100_000,
+        metrics: agreement.AgreementMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or agreement.AgreementMetrics()
         self.cluster = cluster
         self.clock = clock
         self.check_allocations = check_allocations
@@ -200,6 +207,7 @@ class DecisionObserver:
             agreed = agreement.check(
                 node=node_obj, claims=claims, slices=world.objects("ResourceSlice"),
                 classes=world.objects("DeviceClass"), taint_rules=world.objects("DeviceTaintRule"), other_claims=other,
+                counters=self.metrics,
             )
             self.agreements.append(agreed)
             message = agreed.summary()

@@ -70,6 +70,10 @@ class Watcher:
                     )
                 )
         self.applied_count = 0
+        # like an informer's cache sync: watch changes wait until every reflector has listed
+        # once, so the first observed allocations are checked against a complete inventory
+        self._unsynced = {(r.resource.kind, r.scope) for r in self.reflectors}
+        self._held: list[Change] = []
         self._busy = threading.Event()
         self._sink_backoff = backoff()
 
@@ -85,6 +89,9 @@ class Watcher:
                 try:
                     item = self.queue.get(timeout=0.05)
                 except queue.Empty:
+                    if self._unsynced:
+                        # a reflector whose kind is not served never lists: do not wait for it
+                        self._consume_sync_progress(stop)
                     continue
                 self._busy.set()
                 try:
@@ -99,9 +106,30 @@ class Watcher:
 
     def idle(self) -> bool:
         """True when everything reflectors delivered has been applied and written."""
-        return self.queue.empty() and not self._busy.is_set()
+        return self.queue.empty() and not self._busy.is_set() and not self._held
+
+    def synced(self) -> bool:
+        return not self._unsynced
 
     def _consume(self, item: Snapshot | Change, stop: threading.Event) -> None:
+        if not self._unsynced:
+            self._apply(item, stop)
+            return
+        if isinstance(item, Change):
+            self._held.append(item)
+            return
+        self._unsynced.discard((item.kind, item.scope))
+        self._apply(item, stop)
+        self._consume_sync_progress(stop)
+
+    def _consume_sync_progress(self, stop: threading.Event) -> None:
+        self._unsynced -= {(r.resource.kind, r.scope) for r in self.reflectors if not r.served}
+        if not self._unsynced:
+            held, self._held = self._held, []
+            for change in held:
+                self._apply(change, stop)
+
+    def _apply(self, item: Snapshot | Change, stop: threading.Event) -> None:
         applied = self.log.apply(item)
         if not applied:
             return

@@ -1,0 +1,56 @@
+"""Each observed DRA allocation is re-run through the allocator on its node; a difference is
+flagged with the diff, counted in the alert metric and logged."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from audit.records import DecisionRecord
+from ingest.kube.agreement import AgreementMetrics
+from ingest.kube.observe import DecisionObserver
+from tests.kube.apiserver import FakeApiServer
+from tests.kube.harness import FIXED_TIME, CollectingSink, make_watcher, populate, run_until_caught_up
+
+
+def _observe(changes: str) -> tuple[list[DecisionRecord], dict[str, int]]:
+    reader = InMemoryMetricReader()
+    observer = DecisionObserver(
+        "test-cluster", lambda: FIXED_TIME, metrics=AgreementMetrics(MeterProvider(metric_readers=[reader]))
+    )
+    with FakeApiServer() as server:
+        populate(server, changes=changes)
+        sink = CollectingSink()
+        run_until_caught_up(server, make_watcher(server, sink, observer=observer))
+    counts: dict[str, int] = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else []:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                counts[metric.name] = sum(p.value for p in metric.data.data_points)
+    return sink.records, counts
+
+
+def test_scheduler_choice_equal_to_the_allocator_is_recorded_as_agreement() -> None:
+    records, counts = _observe("changes.yaml")
+    allocated = [r for r in records if r.outcome == "allocated" and r.track == "dra"]
+    assert [r.message for r in allocated] == ["allocator agrees"]
+    assert counts.get("claimtrail.kube.allocation_checks") == 1
+    assert counts.get("claimtrail.kube.allocation_mismatches", 0) == 0
+
+
+def test_different_device_than_the_allocator_is_flagged_with_the_diff(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="ingest.kube.agreement"):
+        records, counts = _observe("changes-mismatch.yaml")
+    (record,) = [r for r in records if r.pod == "infer-0"]
+    assert record.message == (
+        "allocator disagrees: claim infer-0-gpu-p2m7d: scheduler chose gpu/h100=gpu.nvidia.com/node-a/gpu-1; "
+        "allocator chooses gpu/h100=gpu.nvidia.com/node-a/gpu-0"
+    )
+    assert counts["claimtrail.kube.allocation_mismatches"] == 1
+    (logged,) = [r for r in caplog.records if r.getMessage() == "observed allocation differs from the allocator"]
+    assert logged.node == "node-a" and logged.differences == 1  # type: ignore[attr-defined]
+    assert "gpu.nvidia.com/node-a/gpu-0" in logged.tenant_data["diff"][0]  # type: ignore[attr-defined]
