@@ -120,6 +120,8 @@ class DecisionTelemetry:
         batch: bool = True,
     ) -> None:
         self.settings = settings or TelemetrySettings()
+        self.span_exporter = span_exporter
+        self.log_exporter = log_exporter
         resource = resource or Resource.create({SERVICE_NAME: DEFAULT_SERVICE_NAME})
         ids = QueuedIdGenerator()
         self.tracer_provider = TracerProvider(resource=resource, id_generator=ids, span_limits=DECISION_SPAN_LIMITS)

@@ -2,7 +2,9 @@
 
 Settings: hash pod names (every occurrence of the pod name in any string of the record, its
 verdicts and labels becomes a keyed hash, so claim names derived from pod names do not leak it),
-drop pod labels, drop the tenant. The redacted record keeps its original ``output_digest``: the
+drop pod labels, drop the tenant. Values from closed vocabularies (outcome, track, retry class,
+reason and blocker codes), digests and uids are left verbatim: rewriting them could only corrupt
+the record (a pod named ``a`` must not turn ``allocated`` into garbage), and they identify no pod. The redacted record keeps its original ``output_digest``: the
 digest still names the decision the engine made, and replaying the original inputs reproduces
 it. The changed paths travel with the record (like OPA's ``masked``/``erased`` lists) so a reader
 can tell what was redacted.
@@ -97,7 +99,7 @@ def redact(record: DecisionRecord, labels: Mapping[str, str], settings: Redactio
         if settings.hash_pod_names and record.pod
         else Scrubber()
     )
-    data = scrubber.deep(original)
+    data = _scrub_fields(original, scrubber)
     if settings.drop_tenant:
         data["tenant"] = ""
     kept_labels = {} if settings.drop_labels else {scrubber.text(k): scrubber.text(v) for k, v in labels.items()}
@@ -105,6 +107,39 @@ def redact(record: DecisionRecord, labels: Mapping[str, str], settings: Redactio
     if settings.drop_labels and labels:
         paths.append("/labels")
     return RedactedDecision(DecisionRecord.from_dict(data), data, kept_labels, scrubber, paths)
+
+
+# record fields (at any depth) that hold closed-vocabulary values, digests or uids
+_VERBATIM = frozenset(
+    {
+        "decision_id", "pod_uid", "claim_uids", "outcome", "track", "retry_class",
+        "policy_digest", "input_digest", "output_digest", "reasons", "reason", "code",
+    }
+)
+# free-form string maps: keys and values are tenant data
+_FREE_FORM = frozenset({"detail"})
+
+
+def _scrub_fields(fields: dict[str, Any], scrubber: Scrubber) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key in _VERBATIM:
+            out[key] = value
+        elif key in _FREE_FORM:
+            out[key] = scrubber.deep(value)
+        else:
+            out[key] = _scrub_value(value, scrubber)
+    return out
+
+
+def _scrub_value(value: Any, scrubber: Scrubber) -> Any:
+    if isinstance(value, str):
+        return scrubber.text(value)
+    if isinstance(value, list):
+        return [_scrub_value(v, scrubber) for v in value]
+    if isinstance(value, dict):  # a nested record part (device, tier, exemplar, blocker)
+        return _scrub_fields(value, scrubber)
+    return value
 
 
 def _changed_paths(before: Any, after: Any, path: str) -> list[str]:

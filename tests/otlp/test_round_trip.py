@@ -84,17 +84,28 @@ def test_grpc_round_trip_keeps_output_digest(monkeypatch: pytest.MonkeyPatch) ->
     assert [r.to_dict() for r in received] == [r.to_dict() for r in originals]
 
 
-def test_from_env_picks_grpc_exporters(monkeypatch: pytest.MonkeyPatch) -> None:
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-    telemetry = telemetry_from_env(monkeypatch, {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"})
+@pytest.mark.parametrize(
+    ("env", "grpc_signals"),
+    [
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, {"traces", "logs"}),
+        ({"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, {"traces"}),
+        ({}, set()),
+    ],
+    ids=["grpc-everywhere", "grpc-traces-only", "http-default"],
+)
+def test_from_env_builds_the_exporters_the_protocol_names(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], grpc_signals: set[str]
+) -> None:
+    telemetry = telemetry_from_env(monkeypatch, env)
     try:
-        processor = telemetry.tracer_provider._active_span_processor._span_processors[0]
-        assert isinstance(processor.span_exporter, OTLPSpanExporter)
+        kinds = {
+            "traces": type(telemetry.span_exporter).__module__,
+            "logs": type(telemetry.log_exporter).__module__,
+        }
     finally:
-        telemetry.meter_provider.shutdown()
-        telemetry.logger_provider.shutdown()
-        telemetry.tracer_provider.shutdown()
+        telemetry.shutdown()
+    assert {signal for signal, module in kinds.items() if ".proto.grpc." in module} == grpc_signals
+    assert {signal for signal, module in kinds.items() if ".proto.http." in module} == {"traces", "logs"} - grpc_signals
 
 
 def test_decision_telemetry_is_importable_from_package() -> None:
