@@ -339,7 +339,9 @@ class ResourceSlice:
 
 
 def _attribute(r: _Reader, value: Any, path: str) -> AttributeValue:
-    m = r.mapping(value, path)
+    if not isinstance(value, dict):
+        raise r.fail(path, "expected one of int/bool/string/version")
+    m = value
     present = [k for k in ATTRIBUTE_KINDS if m.get(k) is not None]
     if len(present) != 1 or set(m) - set(ATTRIBUTE_KINDS):
         raise r.fail(path, "expected one of int/bool/string/version")

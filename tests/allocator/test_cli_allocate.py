@@ -1,0 +1,169 @@
+"""The ``claimtrail allocate`` contract: one JSON object on stdout and exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from audit.cli.main import main
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "allocator"
+CLUSTER = str(FIXTURES / "cluster.yaml")
+CLAIMS = str(FIXTURES / "claims.yaml")
+PAIR = str(FIXTURES / "two-gpus.json")
+
+
+def allocate(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, str]:
+    code = main(["allocate", *argv])
+    out, err = capsys.readouterr()
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1, out
+    return code, json.loads(lines[0]), err
+
+
+def test_success_document(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a")
+    assert code == 0
+    assert doc == {"allocations": [{
+        "claim": "train-0",
+        # gpu-1 is allocated to serve-0, so the H100 subrequest takes gpu-0.
+        "results": [{"request": "gpu/h100", "driver": "gpu.nvidia.com", "pool": "node-a", "device": "gpu-0"}],
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-a"]}]}]},
+        "config": [{"source": "FromClass", "requests": ["gpu/h100"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": {"strategy": "TimeSlicing"}}}}],
+    }]}
+
+
+def test_fallback_on_another_node(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", "node-b")
+    assert code == 0
+    assert doc["allocations"][0]["results"][0]["request"] == "gpu/a100"
+
+
+def test_unsatisfiable_document(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "-f", PAIR, "--node", "node-a", "--claim", "team-a/pair")
+    assert (code, doc) == (1, {"unsatisfiable": True, "message": "cannot allocate all claims"})
+
+
+def test_allocated_claim_named_explicitly_is_reallocated(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "-f", PAIR, "--node", "node-a", "--claim", "serve-0", "--claim", "pair")
+    assert code == 1  # serve-0 and pair need three H100s, node-a has two
+    code, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "-f", PAIR, "--node", "node-a", "--claim", "pair")
+    assert code == 1
+    code, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a", "--claim", "serve-0")
+    assert [r["device"] for r in doc["allocations"][0]["results"]] == ["gpu-1"]
+
+
+def test_claims_in_the_given_order(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", PAIR, "-f", CLAIMS, "--node", "node-a", "--claim", "pair", "--claim", "train-0")
+    assert code == 1  # pair needs both H100s of node-a but gpu-1 is busy
+    code, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a", "--claim", "train-0")
+    assert [a["claim"] for a in doc["allocations"]] == ["train-0"]
+
+
+def test_error_document_with_upstream_text(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a", "--feature-gates", "DRAPrioritizedList=false")
+    assert code == 2
+    assert doc == {"error": {"code": "feature_disabled", "message":
+                             "claim team-a/train-0, request gpu: has subrequests, but the DRAPrioritizedList feature is disabled"}}
+
+
+@pytest.mark.parametrize(("argv", "code", "needle"), [
+    pytest.param(["-f", str(FIXTURES / "missing.yaml")], "invalid_input", "missing.yaml: cannot read file", id="missing-file"),
+    pytest.param(["-f", str(FIXTURES / "broken.yaml")], "invalid_input", "broken.yaml: invalid YAML", id="bad-yaml"),
+    pytest.param(["-f", str(FIXTURES / "wrong-type.yaml")], "invalid_input",
+                 "wrong-type.yaml#1: ResourceSlice node-1: spec.devices[2].attributes.memory: expected one of int/bool/string/version",
+                 id="wrong-attribute-type"),
+    pytest.param(["-f", CLUSTER, "--feature-gates", "DRANope=true"], "invalid_argument", "unknown gate", id="unknown-gate"),
+    pytest.param(["-f", CLUSTER, "--feature-gates", "DRAAdminAccess=maybe"], "invalid_argument", "NAME=true", id="bad-gate-value"),
+    pytest.param(["-f", CLUSTER, "--claim", "nope"], "claim_not_found", "--claim nope", id="unknown-claim"),
+    pytest.param(["-f", CLUSTER, "--node-label", "novalue"], "invalid_argument", "KEY=VALUE", id="bad-node-label"),
+])
+def test_bad_input_is_one_json_error(capsys: pytest.CaptureFixture[str], argv: list[str], code: str, needle: str) -> None:
+    exit_code, doc, _ = allocate(capsys, *argv, "--node", "node-1")
+    assert exit_code == 2
+    assert doc["error"]["code"] == code
+    assert needle in doc["error"]["message"]
+
+
+def test_bad_input_in_text_mode_is_one_line_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["allocate", "-f", str(FIXTURES / "broken.yaml"), "--node", "n", "-o", "text"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_explain_adds_evidence(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a", "--explain")
+    assert code == 0
+    explanation = doc["explanation"]
+    assert explanation["steps"] == 5  # request, subrequest h100, slot done, claim done, all done
+    tiers = {(t["request"], t["subrequestIndex"]): t["verdicts"] for t in explanation["tiers"]}
+    assert tiers[("gpu/h100", 0)] == [
+        {"device": "gpu.nvidia.com/node-a/gpu-1", "reason": "in_use"},
+        {"device": "gpu.nvidia.com/node-a/gpu-0", "reason": "selected"},
+    ]
+    assert [v["reason"] for v in tiers[("gpu/a100", 1)]] == ["not_reached", "not_reached"]
+
+
+def test_node_label_override_and_node_object(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    zonal = tmp_path / "zonal.yaml"
+    zonal.write_text(yaml.safe_dump_all([
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "any"}, "spec": {}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "zonal"}, "spec": {
+            "driver": "net.example.com", "pool": {"name": "zone-2", "generation": 0, "resourceSliceCount": 1},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-2"]}]}]},
+            "devices": [{"name": "nic-0"}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "net"},
+         "spec": {"devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "any", "selectors": [
+             {"cel": {"expression": "device.driver == 'net.example.com'"}}]}}]}}},
+    ]))
+    code, _, _ = allocate(capsys, "-f", CLUSTER, "-f", str(zonal), "--node", "node-a", "--claim", "net")
+    assert code == 1  # node-a's object says zone-1
+    code, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", str(zonal), "--node", "node-a", "--claim", "net",
+                            "--node-label", "topology.kubernetes.io/zone=zone-2")
+    assert code == 0
+    assert doc["allocations"][0]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["zone-2"]
+
+
+def test_yaml_output_is_the_same_document(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["allocate", "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a"])
+    as_json = json.loads(capsys.readouterr().out)
+    main(["allocate", "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a", "-o", "yaml"])
+    assert yaml.safe_load(capsys.readouterr().out) == as_json
+
+
+def test_text_output_for_people(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["allocate", "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a", "-o", "text"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines() == [
+        "node node-a: allocated 1 claim(s) in 5 steps",
+        "claim team-a/train-0",
+        "  gpu/h100 -> gpu.nvidia.com/node-a/gpu-0",
+        "tier team-a/train-0 gpu/h100: in_use=1, selected=1",
+        "tier team-a/train-0 gpu/a100: not_reached=2",
+    ]
+
+
+def test_ignored_kinds_are_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    extra = tmp_path / "ns.yaml"
+    extra.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n")
+    code, _, err = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "-f", str(extra), "--node", "node-a")
+    assert code == 0
+    assert "ignoring kind 'Namespace'" in err
+
+
+def test_real_command_line_entry_point() -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run([sys.executable, "-m", "audit.cli.main", "allocate", "-f", CLUSTER, "-f", CLAIMS, "--node", "node-b"],
+                          capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["allocations"][0]["results"][0]["device"] == "gpu-0"
