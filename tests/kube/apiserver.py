@@ -81,6 +81,8 @@ class FakeApiServer:
         self.idle_hold = 0.05  # how long an idle watch waits for news before ending
         self.cond = threading.Condition()
         self.requests: list[str] = []
+        # called before a Lease update is checked: lets a test interleave a competing writer
+        self.before_lease_update: Any = None
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -306,6 +308,9 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(404, _status(404, "NotFound", "not found"))
                 return
             key = (m.group(1), m.group(2))
+            hook, server.before_lease_update = server.before_lease_update, None
+            if hook is not None:
+                hook()
             with server.cond:
                 current = server.leases.get(key)
                 if current is None:

@@ -1,0 +1,163 @@
+"""Leader election with a coordination.k8s.io/v1 Lease, so two watcher replicas never both ingest.
+
+The algorithm follows client-go's leaderelection: read the Lease; create it if missing; take it
+over only when its holder has not renewed for ``lease_duration`` *as measured by our own clock
+since we last saw the record change* (never by comparing the holder's timestamps with ours, so
+clock skew between nodes cannot cause two leaders); write with the Lease's resourceVersion so a
+concurrent writer gets 409 Conflict and loses. The leader renews every ``retry_period`` and
+steps down when it could not renew within ``renew_deadline``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger(__name__)
+
+
+def _micro_time(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+@dataclass
+class _Observed:
+    record: tuple[Any, ...]
+    at: float  # our monotonic clock when the record last changed
+
+
+class LeaseElector:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        namespace: str,
+        name: str,
+        identity: str,
+        *,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        if not lease_duration > renew_deadline > retry_period > 0:
+            raise ValueError("lease: need lease_duration > renew_deadline > retry_period > 0")
+        self.api = client.CoordinationV1Api(api_client)
+        self.namespace, self.name, self.identity = namespace, name, identity
+        self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
+        self.monotonic, self.wall = monotonic, wall
+        self._observed: _Observed | None = None
+        self.is_leader = False
+
+    # -- one step -------------------------------------------------------------------------------
+    def try_acquire_or_renew(self) -> bool:
+        now_wall = _micro_time(self.wall())
+        try:
+            current = json.loads(self.api.read_namespaced_lease(self.name, self.namespace, _preload_content=False).data)
+        except ApiException as exc:
+            if exc.status != 404:
+                return self._lost(f"read failed: HTTP {exc.status}")
+            body = self._body(None, now_wall, acquire=True, transitions=0)
+            try:
+                self.api.create_namespaced_lease(self.namespace, body)
+            except ApiException as exc2:
+                return self._lost(f"create failed: HTTP {exc2.status}")
+            return self._won()
+        spec = current.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        record = (holder, spec.get("renewTime"), spec.get("leaseDurationSeconds"), spec.get("leaseTransitions"))
+        if self._observed is None or self._observed.record != record:
+            self._observed = _Observed(record, self.monotonic())
+        if holder and holder != self.identity:
+            duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+            if self.monotonic() < self._observed.at + duration:
+                return self._lost(f"held by {holder}")
+        taking_over = holder != self.identity
+        transitions = int(spec.get("leaseTransitions") or 0) + (1 if taking_over and holder else 0)
+        body = self._body(current, now_wall, acquire=taking_over, transitions=transitions)
+        try:
+            self.api.replace_namespaced_lease(self.name, self.namespace, body)
+        except ApiException as exc:
+            # 409: someone else wrote first; they won this round
+            return self._lost(f"update failed: HTTP {exc.status}")
+        return self._won()
+
+    def release(self) -> None:
+        """Give the Lease up at shutdown so the next replica does not wait for it to expire."""
+        if not self.is_leader:
+            return
+        try:
+            current = json.loads(self.api.read_namespaced_lease(self.name, self.namespace, _preload_content=False).data)
+            if (current.get("spec") or {}).get("holderIdentity") == self.identity:
+                body = self._body(current, _micro_time(self.wall()), acquire=False, transitions=None)
+                body.spec.holder_identity = None
+                body.spec.lease_duration_seconds = 1
+                self.api.replace_namespaced_lease(self.name, self.namespace, body)
+        except ApiException as exc:
+            log.warning("could not release the lease", extra={"status": exc.status})
+        self.is_leader = False
+
+    def _body(self, current: dict[str, Any] | None, now: datetime, *, acquire: bool, transitions: int | None) -> client.V1Lease:
+        spec = dict((current or {}).get("spec") or {})
+        meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if current is not None:
+            meta["resourceVersion"] = current["metadata"]["resourceVersion"]
+        return client.V1Lease(
+            metadata=client.V1ObjectMeta(
+                name=meta["name"], namespace=meta["namespace"], resource_version=meta.get("resourceVersion")
+            ),
+            spec=client.V1LeaseSpec(
+                holder_identity=self.identity,
+                lease_duration_seconds=int(self.lease_duration),
+                acquire_time=now if acquire else spec.get("acquireTime"),
+                renew_time=now,
+                lease_transitions=transitions if transitions is not None else spec.get("leaseTransitions"),
+            ),
+        )
+
+    def _won(self) -> bool:
+        if not self.is_leader:
+            log.info("became leader", extra={"lease": f"{self.namespace}/{self.name}", "identity": self.identity})
+        self.is_leader = True
+        return True
+
+    def _lost(self, why: str) -> bool:
+        log.debug("not leader", extra={"lease": f"{self.namespace}/{self.name}", "why": why})
+        return False
+
+    # -- the loop -------------------------------------------------------------------------------
+    def run(self, stop: threading.Event, lead: Callable[[threading.Event], None]) -> bool:
+        """Wait to become leader, then run ``lead(stop_leading)`` while renewing. Returns True if
+        leadership was lost (the caller should exit so the process restarts clean)."""
+        while not stop.is_set() and not self.try_acquire_or_renew():
+            stop.wait(self.retry_period)
+        if stop.is_set():
+            return False
+        stop_leading = threading.Event()
+        worker = threading.Thread(target=lead, args=(stop_leading,), name="leader-work", daemon=True)
+        worker.start()
+        last_renew = self.monotonic()
+        lost = False
+        while not stop.is_set():
+            stop.wait(self.retry_period)
+            if self.try_acquire_or_renew():
+                last_renew = self.monotonic()
+            elif self.monotonic() - last_renew > self.renew_deadline:
+                log.error("leadership lost: could not renew the lease in time", extra={"lease": self.name})
+                lost = True
+                break
+        stop_leading.set()
+        worker.join(timeout=10)
+        if not lost:
+            self.release()
+        self.is_leader = False
+        return lost
