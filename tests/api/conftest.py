@@ -71,7 +71,7 @@ def start_server(root: Path, *extra: str) -> tuple[Server, subprocess.Popen[byte
         {"token_sha256": hash_token(TOKENS["admin"]), "admin": True},
         {"token_sha256": hash_token(TOKENS["team-a"]), "tenant": "team-a"},
         {"token_sha256": hash_token(TOKENS["team-b"]), "tenant": "team-b"},
-    ]}))
+    ], "redaction": {"hash_pod_names": True}}))
     port = free_port()
     log = root / "serve.log"
     cmd = [sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{root}/db", "--host", "127.0.0.1",

@@ -1,0 +1,48 @@
+"""``claimtrail serve`` refuses unsafe or broken setups with one line, before opening anything."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audit.api.auth import hash_token
+from audit.cli.main import main
+from tests.api.conftest import REPO, Server, free_port
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--insecure-local", "--host", "0.0.0.0"], "--insecure-local is only allowed on a loopback address"),
+    (["--insecure-local", "--host", "10.1.2.3"], "--insecure-local is only allowed on a loopback address"),
+    ([], "no authentication configured"),
+    (["--tokens", "/nonexistent/tokens.yaml"], "tokens file /nonexistent/tokens.yaml: cannot read"),
+    (["--insecure-local", "--port", "70000"], "--port 70000: expected 1..65535"),
+], ids=["any-address", "lan-address", "no-auth", "missing-tokens", "bad-port"])
+def test_refused_setups(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_tokens_file_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text("tokens:\n- {token_sha256: nothex, tenant: a}\n")
+    assert main(["serve", "--tokens", str(tokens)]) == 2
+    assert "tokens[0].token_sha256: expected 64 hex characters" in capsys.readouterr().err
+
+
+def test_hash_token_prints_the_digest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--hash-token", "s3cret"]) == 0
+    assert capsys.readouterr().out.strip() == hash_token("s3cret")
+
+
+def test_second_server_on_the_same_embedded_store_explains_ownership(server: Server) -> None:
+    root = server.log.parent
+    proc = subprocess.run([sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{root}/db",
+                           "--insecure-local", "--port", str(free_port())], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "owned by another process" in proc.stderr
