@@ -1,0 +1,56 @@
+"""Reading objects from YAML, JSON, multi-document streams and Lists, with labelled errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from audit.dra.loader import LoadError, load_documents, load_text
+
+CLAIM = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: %s}\n"
+
+
+def names(docs: list[tuple[str, dict]]) -> list[tuple[str, str]]:
+    return [(label, raw["metadata"]["name"]) for label, raw in docs]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    pytest.param(CLAIM % "a", [("f.yaml#1", "a")], id="single-document"),
+    pytest.param(CLAIM % "a" + "---\n" + CLAIM % "b", [("f.yaml#1", "a"), ("f.yaml#2", "b")], id="multi-document"),
+    pytest.param(CLAIM % "a" + "---\n---\n" + CLAIM % "b", [("f.yaml#1", "a"), ("f.yaml#3", "b")], id="empty-documents-skipped"),
+    pytest.param(CLAIM % "a" + "---\n" + CLAIM % "a", [("f.yaml#1", "a"), ("f.yaml#2", "a")], id="equal-names-not-merged"),
+    pytest.param("kind: List\nitems:\n- kind: ResourceClaim\n  metadata: {name: a}\n- kind: ResourceClaim\n  metadata: {name: b}\n",
+                 [("f.yaml#1.items[0]", "a"), ("f.yaml#1.items[1]", "b")], id="kind-list-flattened"),
+    pytest.param('{"kind": "ResourceClaimList", "items": [{"kind": "ResourceClaim", "metadata": {"name": "a"}}]}',
+                 [("f.yaml#1.items[0]", "a")], id="json-typed-list"),
+    pytest.param('[{"kind": "ResourceClaim", "metadata": {"name": "a"}}, {"kind": "ResourceClaim", "metadata": {"name": "b"}}]',
+                 [("f.yaml[0]", "a"), ("f.yaml[1]", "b")], id="json-array"),
+])
+def test_load_text(text: str, expected: list[tuple[str, str]]) -> None:
+    assert names(load_text(text, "f.yaml")) == expected
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    pytest.param("kind: X\n  bad: [\n", "f.yaml: invalid YAML:", id="bad-yaml"),
+    pytest.param("- 1\n- 2\n", "f.yaml#1: expected a Kubernetes object (a mapping), got list", id="top-level-list"),
+    pytest.param("just a string\n", "f.yaml#1: expected a Kubernetes object (a mapping), got str", id="scalar"),
+    pytest.param("kind: List\nitems: 5\n", "f.yaml#1: items: expected a list, got int", id="list-items-not-a-list"),
+    pytest.param("kind: List\nitems: [3]\n", "f.yaml#1.items[0]: expected a Kubernetes object", id="list-item-not-an-object"),
+    pytest.param('{"kind": ', "f.yaml: invalid", id="bad-json"),
+])
+def test_load_errors_name_file_and_document(text: str, message: str) -> None:
+    with pytest.raises(LoadError) as err:
+        load_text(text, "f.yaml")
+    assert str(err.value).startswith(message)
+
+
+def test_load_documents_labels_with_the_file_name(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(CLAIM % "a")
+    assert names(load_documents(str(path))) == [("cluster.yaml#1", "a")]
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match="cannot read file"):
+        load_documents(str(tmp_path / "nope.yaml"))
