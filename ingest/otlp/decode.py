@@ -106,6 +106,8 @@ def record_from_attributes(attrs: dict[str, Any]) -> DecisionRecord:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordError("", f"attribute {s.RECORD} is not JSON ({exc})") from None
+    except RecursionError:
+        raise RecordError("", f"attribute {s.RECORD} nests too deeply") from None
     record = validate_record(data)
     for key, field_name in s.CROSS_CHECKED.items():
         if key in attrs and attrs[key] != getattr(record, field_name):

@@ -74,12 +74,16 @@ def parse(body: bytes, media: str, message_type: type[M]) -> M:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PayloadError(f"{message_type.__name__}: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise PayloadError(f"{message_type.__name__}: JSON nests too deeply") from None
     if not isinstance(data, dict):
         raise PayloadError(f"{message_type.__name__}: expected a JSON object, got {type(data).__name__}")
     try:
         json_format.ParseDict(_ids_to_base64(data, message_type.__name__), message, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise PayloadError(f"{message_type.__name__}: {exc}") from None
+    except RecursionError:
+        raise PayloadError(f"{message_type.__name__}: JSON nests too deeply") from None
     return message
 
 
