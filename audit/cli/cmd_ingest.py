@@ -1,0 +1,137 @@
+"""``claimtrail ingest kube``: watch a live cluster and send the world event log and observed
+decisions to the audit API (``--server http(s)://…``) or straight to a ClickHouse DSN.
+
+Kubernetes access comes from ``--kubeconfig``/``--context``, else the in-cluster service account,
+else the default kubeconfig. Unless ``--no-leader-election``, replicas elect one leader through
+a Lease (``--lease-namespace``/``--lease-name``); the others wait. A leader that loses its Lease
+exits with status 1 so its Deployment restarts it clean.
+
+Sequence numbers: the sink's last ``seq`` for the cluster + 1 when the sink can tell, otherwise
+``start-time-in-ms × 2^20`` so a restarted watcher never reuses a number an earlier run wrote
+(1 048 576 events per millisecond of uptime would be needed to collide).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from typing import Any
+
+from audit.cli import UserError
+
+log = logging.getLogger(__name__)
+
+IN_CLUSTER_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("ingest", help="ingest from a source into the audit store")
+    isub = p.add_subparsers(dest="ingest_source", metavar="SOURCE")
+    k = isub.add_parser("kube", help="watch a Kubernetes cluster (DRA objects, pods, scheduler events)")
+    k.add_argument("--server", required=True, help="audit API URL, or a ClickHouse DSN in server mode")
+    k.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    k.add_argument("--context", help="kubeconfig context")
+    k.add_argument("--namespace", action="append", default=[], metavar="N",
+                   help="watch namespaced objects only in N (repeatable; default all namespaces)")
+    k.add_argument("--cluster", default="", help="cluster name in events and records (default: the context or 'default')")
+    k.add_argument("--lease-namespace", help="namespace of the election Lease (default: own namespace or 'claimtrail')")
+    k.add_argument("--lease-name", help="Lease name (default claimtrail-watcher-<cluster>)")
+    k.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(), help="this replica's name")
+    k.add_argument("--no-leader-election", action="store_true", help="ingest without a Lease (single replica only)")
+    k.add_argument("--no-allocator-check", action="store_true", help="do not re-run observed allocations")
+    k.add_argument("--seq-start", type=int, help="first sequence number (default: see the command's help)")
+    k.add_argument("--page-size", type=int, default=500, help="list page size")
+    k.set_defaults(func=run_kube)
+    p.set_defaults(func=lambda _a: (p.print_help(), 2)[1])
+
+
+def _api_client(args: argparse.Namespace) -> Any:
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    cfg = client.Configuration()
+    try:
+        if args.kubeconfig or args.context:
+            config.load_kube_config(config_file=args.kubeconfig, context=args.context, client_configuration=cfg)
+        else:
+            try:
+                config.load_incluster_config(client_configuration=cfg)
+            except ConfigException:
+                config.load_kube_config(client_configuration=cfg)
+    except (ConfigException, OSError) as exc:
+        where = args.kubeconfig or "~/.kube/config"
+        raise UserError(f"--kubeconfig {where}: cannot load Kubernetes access: {exc}") from None
+    return client.ApiClient(cfg)
+
+
+def _open_sink(target: str) -> Any:
+    try:
+        from ingest.sinks import open_sink
+    except ImportError as exc:
+        raise UserError(f"--server {target}: no sink available in this installation ({exc})") from None
+    try:
+        return open_sink(target)
+    except ValueError as exc:
+        raise UserError(f"--server {target}: {exc}") from None
+
+
+def _first_seq(sink: Any, cluster: str, given: int | None) -> int:
+    if given is not None:
+        return given
+    last = getattr(sink, "last_seq", None)
+    if callable(last):
+        found = last(cluster)
+        if found is not None:
+            return int(found) + 1
+    return int(time.time() * 1000) << 20
+
+
+def _lease_namespace(args: argparse.Namespace) -> str:
+    if args.lease_namespace:
+        return str(args.lease_namespace)
+    try:
+        with open(IN_CLUSTER_NAMESPACE) as fh:
+            return fh.read().strip()
+    except OSError:
+        return "claimtrail"
+
+
+def run_kube(args: argparse.Namespace) -> int:
+    from ingest.kube.lease import LeaseElector
+    from ingest.kube.observe import DecisionObserver
+    from ingest.kube.watcher import Watcher, utc_now
+
+    cluster = args.cluster or args.context or "default"
+    if args.seq_start is not None and args.seq_start < 0:
+        raise UserError("--seq-start: must be >= 0")
+    api = _api_client(args)
+    sink = _open_sink(args.server)
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+
+    def lead(stop_leading: threading.Event) -> None:
+        watcher = Watcher(
+            api, cluster, sink,
+            namespaces=args.namespace,
+            observer=DecisionObserver(cluster, utc_now, check_allocations=not args.no_allocator_check),
+            next_seq=_first_seq(sink, cluster, args.seq_start),
+            page_size=args.page_size,
+        )
+        watcher.run(stop_leading)
+
+    try:
+        if args.no_leader_election:
+            lead(stop)
+            return 0
+        elector = LeaseElector(api, _lease_namespace(args), args.lease_name or f"claimtrail-watcher-{cluster}", args.identity)
+        lost = elector.run(stop, lead)
+        return 1 if lost else 0
+    finally:
+        sink.close()
