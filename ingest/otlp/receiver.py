@@ -36,19 +36,31 @@ COUNTER_NAMES = (
 
 
 class ReceiverCounters:
-    """Counts of what arrived: records kept, decision parts, ignored items, rejects, bad payloads."""
+    """Counts of what arrived: records kept, decision parts, ignored items, rejects, bad payloads.
+
+    Each count is a plain public attribute (``counters.records``), so metric renderers that read
+    an object's attributes see them; ``snapshot()`` gives a consistent copy.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._values = dict.fromkeys(COUNTER_NAMES, 0)
+        self.requests = 0
+        self.records = 0
+        self.parts = 0
+        self.ignored = 0
+        self.rejected = 0
+        self.malformed = 0
+        self.sink_errors = 0
 
     def add(self, name: str, n: int = 1) -> None:
+        if name not in COUNTER_NAMES:
+            raise KeyError(f"ReceiverCounters: unknown counter {name!r}")
         with self._lock:
-            self._values[name] += n
+            setattr(self, name, getattr(self, name) + n)
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:
-            return dict(self._values)
+            return {name: getattr(self, name) for name in COUNTER_NAMES}
 
 
 class SinkUnavailable(RuntimeError):

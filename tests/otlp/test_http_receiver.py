@@ -215,3 +215,11 @@ def test_store_failure_answers_503_so_the_sender_retries() -> None:
     )
     assert sink.quarantined == []
     assert counters.snapshot()["sink_errors"] == 1
+
+
+def test_counters_are_public_attributes_matching_the_snapshot(rx: ReceiverApp) -> None:
+    request, _ = exported([make_record()])
+    _post(rx, "/v1/traces", request.SerializeToString(), PB)
+    public = {k: v for k, v in vars(rx.counters).items() if not k.startswith("_")}
+    assert public == rx.counters.snapshot()
+    assert (public["requests"], public["records"], public["parts"]) == (1, 1, 2)
