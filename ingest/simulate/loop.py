@@ -289,6 +289,10 @@ class Simulator:
     # ---- actions ------------------------------------------------------------------------------------
 
     def _on_arrive(self, job: Job) -> None:
+        self.submit(job)
+
+    def submit(self, job: Job) -> str:
+        """Create the job's claim and pod at the current time; returns the pod key."""
         key = f"{job.namespace}/{job.name}"
         pod: dict[str, Any] = {
             "apiVersion": "v1", "kind": "Pod",
@@ -307,6 +311,7 @@ class Simulator:
         self.emit("Pod", job.namespace, job.name, pod)
         self.pods[key] = _PodState(job)
         self._enqueue(key, self.now)
+        return key
 
     def _claim(self, job: Job, claim_name: str) -> dict[str, Any]:
         labels: dict[str, str] = {}

@@ -1,0 +1,98 @@
+"""Changes between filter and bind are caught at bind, classified, retried with backoff or ended."""
+
+import pytest
+
+from audit.scheduler.engine import bind, decide
+from tests.scheduler.worlds import ALL_DEVICES, cluster, hold, submit
+
+
+def _taint(sim, node, device):
+    sim._taint(f"flap-{node}-{device}", node, device, "xid-79")
+
+
+def _bump(sim, node, device):
+    sim._bump_generation(node, upgrade=True)
+
+
+def _take(sim, node, device):
+    hold(sim, node, [int(device.split("-")[1])], name="racer")
+
+
+def _lose(sim, node, device):
+    sim._on_lose(node)
+
+
+@pytest.mark.parametrize(
+    ("interfere", "retry_class"),
+    [
+        pytest.param(_taint, "unhealthy", id="device-tainted-unhealthy"),
+        pytest.param(_bump, "stale_slice", id="driver-upgrade-new-slice-generation"),
+        pytest.param(_take, "binding_conflict", id="device-taken-by-another-claim"),
+        pytest.param(_lose, "node_lost", id="node-deleted"),
+    ],
+)
+def test_bind_time_failure_is_classified_and_retried(interfere, retry_class):
+    sim = cluster()
+    key = submit(sim, "job-1")
+    d = decide(sim.world, key, 1, sim.now)
+    assert d.proposal is not None and d.record.outcome == "allocated"
+    _, node, device = d.proposal.device_ids[0].split("/")
+    filter_seq = sim.world.seq
+    interfere(sim, node, device)
+    b = bind(sim.world, d, sim.now)
+    r = b.record
+    assert (r.outcome, r.retry_class, r.backoff_ms, b.events) == ("error", retry_class, 1000, [])
+    assert r.seq == filter_seq
+    assert r.blockers[-1].code == retry_class
+    assert r.blockers[-1].detail["bind_seq"] == sim.world.seq
+    assert r.output_digest == r.compute_output_digest()
+    # the retry decides afresh against the changed world and lands elsewhere
+    d2 = bind(sim.world, decide(sim.world, key, 2, sim.now + r.backoff_ms), sim.now + r.backoff_ms)
+    assert d2.record.outcome == "allocated"
+    moved = d2.record.devices[0].device != d.proposal.device_ids[0]
+    assert moved == (retry_class != "stale_slice")  # a new generation of the same free device is fine
+
+
+def test_backoff_is_capped_exponential_and_attempts_are_bounded():
+    sim = cluster()  # backoff 1s, cap 8s, maxAttempts 3
+    key = submit(sim, "job-1")
+    seen = []
+    for attempt in (1, 2, 3):
+        d = decide(sim.world, key, attempt, sim.now)
+        _, node, device = d.proposal.device_ids[0].split("/")
+        _taint(sim, node, device)
+        r = bind(sim.world, d, sim.now).record
+        seen.append((r.retry_class, r.backoff_ms))
+    assert seen == [("unhealthy", 1000), ("unhealthy", 2000), ("terminal", 0)]
+    assert "attempt 3 of 3" in r.message
+
+
+def test_unsatisfiable_after_node_loss_is_terminal_at_once():
+    sim = cluster()
+    key = submit(sim, "job-1", size=8, template="a100-only")
+    _lose(sim, "a100-001", "")
+    d = decide(sim.world, key, 1, sim.now)
+    assert d.proposal.node == "a100-000"
+    _lose(sim, "a100-000", "")
+    r = bind(sim.world, d, sim.now).record
+    assert (r.outcome, r.retry_class) == ("error", "terminal")
+    assert "no node in the cluster can satisfy" in r.message
+
+
+def test_retryable_classes_come_from_the_policy():
+    sim = cluster(retry={"backoffBase": "1s", "backoffCap": "8s", "maxAttempts": 3, "retryable": ["binding_conflict"]})
+    key = submit(sim, "job-1")
+    d = decide(sim.world, key, 1, sim.now)
+    _, node, device = d.proposal.device_ids[0].split("/")
+    _taint(sim, node, device)
+    assert bind(sim.world, d, sim.now).record.retry_class == "terminal"
+
+
+def test_unschedulable_when_every_device_is_unhealthy_is_not_terminal():
+    sim = cluster()
+    for node in ("h100-000", "h100-001", "a100-000", "a100-001", "l40s-000"):
+        for i in ALL_DEVICES:
+            _taint(sim, node, f"gpu-{i}")
+    r = decide(sim.world, submit(sim, "job-1"), 1, sim.now).record
+    assert (r.outcome, r.retry_class) == ("unschedulable", "unschedulable")
+    assert r.tiers[0].reasons == {"unhealthy": 16}

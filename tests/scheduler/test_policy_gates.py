@@ -1,0 +1,81 @@
+"""Quota, fallback modes and mixed-model rules close tiers; fallback never bypasses them."""
+
+import pytest
+
+from tests.scheduler.worlds import ALL_DEVICES, cluster, decide_and_bind, hold, submit
+
+
+def test_quota_exhausted_h100_falls_back_to_a100_with_blocker():
+    sim = cluster()
+    for i in range(8):
+        assert decide_and_bind(sim, submit(sim, f"a-{i}")).record.allocated_model == "H100"
+    r = decide_and_bind(sim, submit(sim, "a-8")).record
+    assert (r.outcome, r.allocated_model, r.tier_index, r.fallback) == ("allocated", "A100", 1, True)
+    assert r.blockers[0].code == "quota_exhausted"
+    assert r.blockers[0].detail == {"model": "H100", "used": 8, "requested": 1, "nominal": 8, "limit": 8,
+                                    "lendable": 8}
+    assert r.tiers[0].reasons == {"quota_exhausted": 16}
+    assert sim.world.model_in_use("alpha", "H100") == 8
+
+
+def test_borrowing_only_from_unused_nominal_of_others():
+    sim = cluster(tenants=[
+        {"name": "alpha", "namespaces": ["alpha"], "weight": 1, "quotas": {"H100": {"nominal": 4, "borrowingLimit": 4}}},
+        {"name": "beta", "namespaces": ["beta"], "weight": 1, "quotas": {"H100": {"nominal": 4}}},
+    ])
+    models = [decide_and_bind(sim, submit(sim, f"a-{i}")).record.allocated_model for i in range(10)]
+    assert models == ["H100"] * 8 + ["A100"] * 2
+    # beta's nominal 4 is now all borrowed by alpha: beta has 4 of its own, nothing more
+    for i in range(4):
+        assert decide_and_bind(sim, submit(sim, f"b-{i}", "beta")).record.allocated_model == "H100"
+    assert decide_and_bind(sim, submit(sim, "b-4", "beta")).record.allocated_model == "A100"
+
+
+def test_quota_on_every_tier_defers():
+    sim = cluster(tenants=[{"name": "alpha", "namespaces": ["alpha"], "weight": 1,
+                            "quotas": {"H100": {"nominal": 0}, "A100": {"nominal": 0}, "L40S": {"nominal": 0}}}],
+                  deviceModels=[{"model": m, "driver": "gpu.nvidia.com", "attribute": "productName",
+                                 "prefix": f"NVIDIA {m}", "h100Equivalent": 1.0} for m in ("H100", "A100", "L40S")])
+    r = decide_and_bind(sim, submit(sim, "a-1")).record
+    assert (r.outcome, r.retry_class) == ("deferred", "quota")
+    assert [b.code for b in r.blockers] == ["quota_exhausted"] * 3
+
+
+@pytest.mark.parametrize(
+    ("mode", "wait_s", "expected"),
+    [
+        pytest.param("immediate", 0, ("allocated", "A100"), id="immediate-falls-back-at-once"),
+        pytest.param("strict", 0, ("unschedulable", ""), id="strict-waits-for-h100"),
+        pytest.param("wait-for-preferred", 0, ("deferred", ""), id="wait-for-preferred-waits-first"),
+        pytest.param("wait-for-preferred", 600, ("allocated", "A100"), id="wait-for-preferred-falls-back-after-T"),
+    ],
+)
+def test_fallback_modes(mode, wait_s, expected):
+    sim = cluster(fallback={"mode": mode, "wait": "10m"})
+    hold(sim, "h100-000", ALL_DEVICES)
+    hold(sim, "h100-001", ALL_DEVICES)
+    key = submit(sim, "job-1")
+    sim.now += wait_s * 1000
+    r = decide_and_bind(sim, key).record
+    assert (r.outcome, r.allocated_model) == expected
+    if mode == "strict":
+        assert r.tiers[1].reasons == {"not_reached": 16}
+    if expected[0] == "deferred":
+        assert r.blockers[-1].detail["fallback_after_ms"] == 600_000
+
+
+def test_strict_mode_still_takes_preferred_when_free():
+    sim = cluster(fallback={"mode": "strict"})
+    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    assert (r.outcome, r.allocated_model) == ("allocated", "H100")
+
+
+@pytest.mark.parametrize(("mixed", "expected"), [(True, ("allocated", "A100|H100")), (False, ("unschedulable", ""))],
+                         ids=["mixed-allowed", "mixed-forbidden"])
+def test_mixed_models_per_pod(mixed, expected):
+    # Four devices fit only by taking both H100 and both A100 of the one mixed node.
+    sim = cluster("mixed-node.yaml", mixedModels=mixed)
+    r = decide_and_bind(sim, submit(sim, "job-1", size=4, template="any-big-gpu")).record
+    assert (r.outcome, r.allocated_model) == expected
+    if mixed:
+        assert [d.model for d in r.devices] == ["H100", "H100", "A100", "A100"]

@@ -1,0 +1,58 @@
+"""Worlds for engine tests, built the way the simulator builds them from a scenario file."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from audit.policy import parse_policy, policy_document
+from ingest.simulate.loop import Job, Simulator
+from ingest.simulate.scenario import load_scenario_text
+
+ALL_DEVICES = list(range(8))
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "scenarios")
+
+
+def scenario(name: str = "small-cluster.yaml", **policy_spec: Any) -> Any:
+    with open(os.path.join(FIXTURES, name), encoding="utf-8") as fh:
+        sc = load_scenario_text(fh.read(), name)
+    if policy_spec:
+        doc = policy_document(parse_policy(sc.policy))
+        doc["spec"].update(policy_spec)
+        sc.policy = doc
+    return sc
+
+
+def cluster(name: str = "small-cluster.yaml", seed: int = 7, **policy_spec: Any) -> Simulator:
+    """A simulator whose world holds the scenario's policy, classes, nodes and slices (no jobs yet)."""
+    sim = Simulator(scenario(name, **policy_spec), seed=seed)
+    sim.setup([])
+    return sim
+
+
+def submit(sim: Simulator, name: str, namespace: str = "alpha", size: int = 1, template: str = "h100-first",
+           device_plugin: bool = False) -> str:
+    return sim.submit(Job(name, namespace, sim.now, size, 3_600_000, template, device_plugin))
+
+
+def hold(sim: Simulator, node: str, devices: list[int], name: str = "") -> str:
+    """Allocate devices ``gpu-<i>`` of ``node`` to a claim outside every tenant (another scheduler)."""
+    name = name or f"held-{node}-{'-'.join(map(str, devices))}"
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": name, "namespace": "ops", "uid": f"uid-{name}"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                                                           "count": len(devices)}}]}},
+             "status": {"allocation": {"devices": {"results": [
+                 {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": f"gpu-{i}"} for i in devices],
+                 "config": []}, "nodeSelector": None}}}
+    sim.emit("ResourceClaim", "ops", name, claim)
+    return name
+
+
+def decide_and_bind(sim: Simulator, key: str, attempt: int = 1) -> Any:
+    from audit.scheduler.engine import bind, decide
+
+    d = bind(sim.world, decide(sim.world, key, attempt, sim.now), sim.now)
+    for ev in d.events:
+        sim._apply(ev)
+    return d
