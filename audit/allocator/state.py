@@ -91,7 +91,11 @@ class AllocatedState:
             if sign > 0:
                 aggregate[name] = q if current is None else current.add(q)
             elif current is not None:
-                aggregate[name] = current.sub(q)
+                remaining = current.sub(q)
+                if remaining.is_zero():
+                    del aggregate[name]
+                else:
+                    aggregate[name] = remaining
         if not aggregate:
             del self.aggregated_capacity[device_id]
 
