@@ -8,6 +8,7 @@ default database uses the Memory engine, so the embedded store always uses a nam
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 from dataclasses import dataclass
@@ -88,9 +89,25 @@ def connect(target: Target, create_database: bool = True) -> Any:
         raise StoreError(f"store {target.display}: cannot connect: {exc}") from None
 
 
+def _locked_by_another_process(directory: str) -> bool:
+    """ClickHouse flocks ``<dir>/status`` while an engine runs there; probe it the same way."""
+    try:
+        with open(Path(directory) / "status", "rb") as fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    except OSError:
+        return False
+    return False
+
+
 def _explain(target: Target, exc: Exception) -> StoreError:
     text = str(exc)
-    if target.embedded_path is not None and ("Cannot lock file" in text or "Code: 76" in text):
+    if target.embedded_path is not None and (
+        "Cannot lock file" in text or _locked_by_another_process(target.embedded_path)
+    ):
         return StoreLockedError(
             f"the embedded store at {target.embedded_path} is owned by another process (claimtrail serve?); "
             "send data to its API with --out http://… or use a ClickHouse server DSN"

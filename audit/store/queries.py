@@ -33,6 +33,7 @@ from audit.store.filters import (
     rollup_can_answer,
     where_sql,
 )
+from audit.store.rows import RowError, check_event, check_record
 from audit.store.schema import DEFAULT_RETENTION, Retention
 from audit.store.writer import RecordWriter
 
@@ -149,11 +150,15 @@ class AuditStore:
             try:
                 data = json.loads(line)
                 if kind == "records":
-                    good_records.append(validate_record(data))
+                    record = validate_record(data)
+                    check_record(record)  # values must also fit their columns
+                    good_records.append(record)
                 else:
-                    good_events.append(validate_event(data))
+                    event = validate_event(data)
+                    check_event(event)
+                    good_events.append(event)
                 continue
-            except (RecordError, EventError) as exc:
+            except (RecordError, EventError, RowError) as exc:
                 path, error = exc.path, str(exc)
             except (ValueError, UnicodeDecodeError) as exc:  # not JSON at all
                 error = f"line {number}: invalid JSON: {exc}"
@@ -443,6 +448,27 @@ class AuditStore:
         return int(self._query("SELECT count() FROM quarantine FINAL").result_rows[0][0])
 
 
+def open_writer(dsn: str | None = None, name: str = "writer", spool_dir: str | None = None,
+                **opts: Any) -> RecordWriter:
+    """A spooled writer that needs no live store to start: it connects (and migrates) on first
+    delivery and keeps retrying, so records are safe in the spool while the store is away."""
+    target = resolve_dsn(dsn)
+
+    def connector() -> Any:
+        client = connect(target)
+        try:
+            migrations.migrate(client, target.database)
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    if spool_dir is None:
+        base = Path(target.embedded_path).parent if target.embedded_path else data_dir()
+        spool_dir = str(base / "spool" / name)
+    return RecordWriter(connector, spool_dir, source=name, **opts)
+
+
 def _decompress(body: bytes) -> bytes:
     if body[:2] != b"\x1f\x8b":
         if len(body) > MAX_BODY_BYTES:
@@ -457,4 +483,4 @@ def _decompress(body: bytes) -> bytes:
     return out
 
 
-__all__ = ["AuditStore", "DecisionFilter", "IngestResult", "ReplayRun"]
+__all__ = ["AuditStore", "DecisionFilter", "IngestResult", "ReplayRun", "open_writer"]

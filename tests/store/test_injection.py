@@ -1,0 +1,103 @@
+"""SQL-injection strings in every query parameter are data, never SQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from audit.cli import UserError
+from audit.records import canonical_json
+from audit.store.connection import resolve_dsn
+from audit.store.queries import AuditStore, DecisionFilter
+from tests.store.conftest import write_all
+from tests.store.factory import make_record, make_records
+
+NASTY = [
+    "'; DROP TABLE decisions; --",
+    "acme' OR '1'='1",
+    "acme') OR ('1'='1",
+    "\\' OR 1=1 --",
+    "{tenant:String}",
+    "`decisions`",
+    "x\x00y",
+    "1; SELECT * FROM system.tables",
+    "acme\" OR \"\"=\"",
+]
+FILTER_FIELDS = ["tenant", "namespace", "pod", "model", "outcome", "policy_version", "cluster", "track"]
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuditStore]:
+    """One store for the module (opening a chDB store per case would dominate the run time)."""
+    with AuditStore.open(f"chdb://{tmp_path_factory.mktemp('inj')}/db") as store:
+        write_all(store, make_records(20))
+        yield store
+
+
+def intact(store: AuditStore) -> None:
+    assert store.client.query("SELECT count() FROM decisions FINAL WHERE cluster = 'c1'").result_rows[0][0] == 20
+    assert store.client.query("SELECT count() FROM system.tables WHERE database = 'claimtrail'").result_rows[0][0] == 12
+
+
+@pytest.mark.parametrize("value", NASTY, ids=range(len(NASTY)))
+def test_point_lookups_treat_injection_as_a_value(loaded: AuditStore, value: str) -> None:
+    assert loaded.get_decision(value, None) is None
+    assert loaded.get_decision(make_record(0).decision_id, value) is None
+    assert loaded.latest_for_pod(value, value, None) is None
+    assert loaded.latest_for_pod("acme-ml", "train-0", value) is None
+    assert list(loaded.events(value, 0, 100)) == []
+    assert loaded.nearest_checkpoint(value, 10) is None
+    assert loaded.replay_summary(value, value, value) == []
+    assert loaded.get_policy(value, value) is None
+    assert loaded.max_seq(value) is None
+    intact(loaded)
+
+
+@pytest.mark.parametrize("field", FILTER_FIELDS)
+def test_every_filter_field_treats_injection_as_a_value(loaded: AuditStore, field: str) -> None:
+    for value in NASTY:
+        f = DecisionFilter(**{field: value})
+        assert loaded.list_decisions(f, None, 100) == ([], None)
+        assert loaded.fallback_stats(f, ["tenant", "model", "hour"]) == []
+        assert loaded.fairness_stats(f) == []
+        assert loaded.health_stats(f) == []
+        assert loaded.migration_stats(f) == []
+        if field in ("tenant", "cluster", "model"):
+            assert loaded.tenant_usage(f) == []
+        intact(loaded)
+
+
+@pytest.mark.parametrize("value", NASTY, ids=range(len(NASTY)))
+def test_scope_tenant_and_cursor_treat_injection_as_a_value(loaded: AuditStore, value: str) -> None:
+    got = loaded.fallback_stats(DecisionFilter(cluster="c1"), ["tenant"], scope_tenant=value)
+    assert [(g["tenant"], g["decisions"]) for g in got] == [("(others)", 20)]
+    assert [g["tenant"] for g in loaded.fairness_stats(DecisionFilter(cluster="c1"), scope_tenant=value)] == [
+        "(others)"]
+    with pytest.raises(UserError, match="cursor"):
+        loaded.list_decisions(DecisionFilter(), value, 10)
+    intact(loaded)
+
+
+@pytest.mark.parametrize("index", range(len(NASTY)))
+def test_injection_inside_stored_values_round_trips_literally(loaded: AuditStore, index: int) -> None:
+    store, value = loaded, NASTY[index]
+    record = make_record(index, tenant=value, pod=value, namespace=value, cluster="stored-injection")
+    write_all(store, [record])
+    store.write_policy(value, value, {"name": value})
+    store.write_checkpoint(value, 5, {"v": value})
+    got = store.get_decision(record.decision_id, value)
+    assert got is not None and canonical_json(got.to_dict()) == canonical_json(record.to_dict())
+    assert store.latest_for_pod(value, value, value) is not None
+    assert store.get_policy(value, value) == {"name": value}
+    assert store.nearest_checkpoint(value, 5) == (5, {"v": value})
+    by_tenant = store.fallback_stats(DecisionFilter(cluster="stored-injection", tenant=value), ["tenant"])
+    assert [(g["tenant"], g["decisions"]) for g in by_tenant] == [(value, 1)]
+    intact(store)
+
+
+@pytest.mark.parametrize("dsn", ["http://u:p@localhost:8123/db;DROP", "http://localhost:8123/a b", "ftp://x"],
+                         ids=["semicolon-database", "space-database", "scheme"])
+def test_dsns_that_would_reach_sql_are_refused(dsn: str) -> None:
+    with pytest.raises(UserError, match="DSN"):
+        resolve_dsn(dsn)
