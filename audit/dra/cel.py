@@ -832,7 +832,8 @@ class CelEnvironment:
         except Exception as exc:  # the binding reports syntax errors as ValueError with a position
             message = str(exc)
             start = message.find("ERROR: <input>")
-            return CelCompileError(f"compilation failed: {message[start:] if start >= 0 else message}")
+            detail = (message[start:] if start >= 0 else message).replace("\n| ", "\n | ")
+            return CelCompileError(f"compilation failed: {detail}")
         try:
             analysis = _analyse(expression, self.options, self._functions)
         except CelCompileError as exc:

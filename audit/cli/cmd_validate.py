@@ -1,0 +1,51 @@
+"""``claimtrail validate``: check DRA objects in files against the API server's rules and limits.
+
+Every finding is printed on its own line as ``<object>: <field path>: <message>`` (or, with
+``-o json``, as a JSON list of ``{"object", "path", "message"}``). The exit code is 1 when there is
+any finding and 0 when every object would be admitted; unreadable files are a usage error (2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from audit.cli import UserError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="check DRA objects against the API server's validation rules",
+        description="Report every field of DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates, "
+                    "DeviceTaintRules, Nodes and Pods that the Kubernetes API server would refuse.",
+    )
+    parser.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="FILE",
+                        help="YAML or JSON file with Kubernetes objects (repeatable)")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text", help="text (default) or json")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported here so that `claimtrail --help` stays fast and independent of the CEL binding.
+    from audit.dra.loader import LoadError, load_documents
+    from audit.dra.validate import validate_object
+
+    objects: list[dict[str, Any]] = []
+    for path in args.files:
+        try:
+            objects.extend(raw for _source, raw in load_documents(path))
+        except LoadError as exc:
+            raise UserError(str(exc)) from None
+    findings = [finding for obj in objects for finding in validate_object(obj)]
+    if args.output == "json":
+        print(json.dumps([{"object": f.obj, "path": f.path, "message": f.message} for f in findings], indent=2))
+    else:
+        for finding in findings:
+            print(finding)
+        noun = "object" if len(objects) == 1 else "objects"
+        print(f"{len(objects)} {noun} checked, {len(findings)} finding{'' if len(findings) == 1 else 's'}",
+              file=sys.stderr)
+    return 1 if findings else 0
