@@ -1,0 +1,137 @@
+"""Per-node allocation cost of the exact allocator on two cluster shapes (issue #3).
+
+(a) The scheduler_perf shape ``SchedulingWithResourceClaimTemplate/5000pods_500nodes``: 500 nodes
+with 10 devices each (driver ``test-driver.cdi.k8s.io``, class ``test-class``), one-device
+claims, 5000 pods filling the cluster one after the other. (b) An NVIDIA-like cluster of 1,000
+nodes × 8 GPUs (H100/A100/L40S with ``gpu.nvidia.com`` attribute names) and a firstAvailable
+claim H100 → A100 → L40S with memory and driverVersion selectors. Both measure one
+``Allocator.allocate`` call on one node with evidence on, the way the decision engine calls it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+from audit.allocator import AllocatedState, Allocator, Features, Inventory, Status
+from audit.dra.model import DeviceClass, Node, ResourceClaim, ResourceSlice, parse_object
+
+PERF_DRIVER = "test-driver.cdi.k8s.io"
+GPU_DRIVER = "gpu.nvidia.com"
+
+PRODUCTS = [
+    ("NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "81559Mi"),
+    ("NVIDIA A100-SXM4-80GB", "Ampere", "8.0.0", "80Gi"),
+    ("NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi"),
+]
+
+
+def _slice(node: str, driver: str, devices: list[dict[str, Any]]) -> ResourceSlice:
+    obj = parse_object({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-{driver}"},
+                        "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                                 "devices": devices}})
+    assert isinstance(obj, ResourceSlice)
+    return obj
+
+
+def _class(name: str, expression: str) -> DeviceClass:
+    obj = parse_object({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+                        "spec": {"selectors": [{"cel": {"expression": expression}}]}})
+    assert isinstance(obj, DeviceClass)
+    return obj
+
+
+def _claim(name: str, requests: list[dict[str, Any]]) -> ResourceClaim:
+    obj = parse_object({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "bench"},
+                        "spec": {"devices": {"requests": requests}}})
+    assert isinstance(obj, ResourceClaim)
+    return obj
+
+
+def _median_us(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1e6, 1)
+
+
+def scheduler_perf_shape(nodes: int = 500, per_node: int = 10, pods: int = 5000) -> list[dict[str, Any]]:
+    slices = [_slice(f"node-{n}", PERF_DRIVER, [{"name": f"device-{d}"} for d in range(per_node)]) for n in range(nodes)]
+    inventory = Inventory(slices=slices, classes=[_class("test-class", f"device.driver == '{PERF_DRIVER}'")], features=Features())
+    node_objs = [Node(name=f"node-{n}") for n in range(nodes)]
+    state = AllocatedState()
+    samples: list[float] = []
+    steps: list[int] = []
+    started = time.perf_counter()
+    for p in range(pods):
+        claim = _claim(f"pod-{p}-claim", [{"name": "req-0", "exactly": {"deviceClassName": "test-class"}}])
+        allocator = Allocator(inventory, state)  # one scheduling cycle per pod, as upstream
+        t0 = time.perf_counter()
+        outcome = allocator.allocate(node_objs[p % nodes], [claim], explain=True)
+        samples.append(time.perf_counter() - t0)
+        assert outcome.status is Status.SUCCESS
+        steps.append(outcome.steps)
+        state.add_results(outcome.allocations[0].results)
+    total = time.perf_counter() - started
+    return [
+        {"issue": "#3", "name": "allocator scheduler_perf 500x10 median per-node allocate (evidence on)", "value": _median_us(samples),
+         "unit": "us", "target": "<= 200", "note": f"{pods} one-device claims filling {nodes} nodes x {per_node} devices"},
+        {"issue": "#3", "name": "allocator scheduler_perf 500x10 p99 per-node allocate", "value": round(sorted(samples)[int(len(samples) * 0.99)] * 1e6, 1),
+         "unit": "us", "target": "", "note": "late pods walk past in-use devices"},
+        {"issue": "#3", "name": "allocator scheduler_perf 500x10 pods/s (one node per pod)", "value": round(pods / total, 1),
+         "unit": "pods/s", "target": "", "note": "incl. claim parsing and state updates; upstream perf-dash threshold 64 pods/s for whole scheduling"},
+        {"issue": "#3", "name": "allocator scheduler_perf 500x10 median steps", "value": statistics.median(steps),
+         "unit": "allocateOne calls", "target": "4", "note": "request, slot done, claim done, all done"},
+    ]
+
+
+def _gpu(index: int, product: tuple[str, str, str, str]) -> dict[str, Any]:
+    name, arch, cc, memory = product
+    return {"name": f"gpu-{index}", "attributes": {
+        "type": {"string": "gpu"}, "productName": {"string": name}, "architecture": {"string": arch}, "brand": {"string": "Nvidia"},
+        "driverVersion": {"version": "580.105.8"}, "cudaComputeCapability": {"version": cc},
+        "resource.kubernetes.io/pcieRoot": {"string": f"pci0000:{index // 4}"}},
+        "capacity": {"memory": {"value": memory}}}
+
+
+def nvidia_shape(nodes: int = 1000, per_node: int = 8) -> list[dict[str, Any]]:
+    slices = [_slice(f"gpu-node-{n}", GPU_DRIVER, [_gpu(i, PRODUCTS[n % 3]) for i in range(per_node)]) for n in range(nodes)]
+    gpu_class = _class("gpu.nvidia.com", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'")
+    inventory = Inventory(slices=slices, classes=[gpu_class], features=Features())
+    common = ["device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('550.0.0')) >= 0"]
+
+    def tier(name: str, product: str, memory: str) -> dict[str, Any]:
+        return {"name": name, "deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression": e}} for e in [
+            f"device.attributes['gpu.nvidia.com'].productName.startsWith('{product}')",
+            f"device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('{memory}')) >= 0", *common]]}
+
+    claim = _claim("train", [{"name": "gpu", "firstAvailable": [
+        tier("h100", "NVIDIA H100", "79Gi"), tier("a100", "NVIDIA A100", "40Gi"), tier("l40s", "NVIDIA L40S", "40Gi")]}])
+    node_objs = [Node(name=f"gpu-node-{n}") for n in range(nodes)]
+    allocator = Allocator(inventory, AllocatedState())
+    rows: list[dict[str, Any]] = []
+    for label in ("cold", "warm"):
+        per_model: dict[str, list[float]] = {p[0]: [] for p in PRODUCTS}
+        steps: dict[str, list[int]] = {p[0]: [] for p in PRODUCTS}
+        for n, node in enumerate(node_objs):
+            t0 = time.perf_counter()
+            outcome = allocator.allocate(node, [claim], explain=True)
+            per_model[PRODUCTS[n % 3][0]].append(time.perf_counter() - t0)
+            steps[PRODUCTS[n % 3][0]].append(outcome.steps)
+            assert outcome.status is Status.SUCCESS
+        all_samples = [s for v in per_model.values() for s in v]
+        note = ("first visit of every node: CEL evaluated per device" if label == "cold"
+                else "selector results cached per device in the inventory")
+        rows.append({"issue": "#3", "name": f"allocator nvidia 1000x8 median per-node allocate, {label} (evidence on)",
+                     "value": _median_us(all_samples), "unit": "us", "target": "<= 200", "note": note})
+        for product, samples in per_model.items():
+            rows.append({"issue": "#3", "name": f"allocator nvidia 1000x8 {label} median on {product} nodes", "value": _median_us(samples),
+                         "unit": "us", "target": "<= 200", "note": f"median steps {statistics.median(steps[product])}"})
+    return rows
+
+
+def run() -> list[dict[str, Any]]:
+    return scheduler_perf_shape() + nvidia_shape()
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(row)
