@@ -167,3 +167,10 @@ def test_real_command_line_entry_point() -> None:
                           capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["allocations"][0]["results"][0]["device"] == "gpu-0"
+
+
+def test_validation_findings_are_warnings_and_allocation_proceeds(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, err = allocate(capsys, "-f", CLUSTER, "-f", str(FIXTURES / "invalid-request-name.yaml"), "--node", "node-a")
+    assert code == 0
+    assert doc["allocations"][0]["results"][0]["request"] == "GPU_0"
+    assert err.startswith('warning: ResourceClaim team-a/bad-name: spec.devices.requests[0].name: Invalid value: "GPU_0"')
