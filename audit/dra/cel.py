@@ -21,9 +21,9 @@ How it maps onto ``cel``, which cannot hold Python objects and does not type-che
 * Static checks Kubernetes makes when compiling — undeclared variables, unknown functions,
   undefined fields of ``device`` — are made here on the token stream, with cel-go's
   ``ERROR: <input>:line:col:`` layout. Other type errors between values surface at run time.
-* Domains named literally (``device.attributes["gpu.nvidia.com"]``) and the driver's own domain
-  are present as empty maps when a device has none; a domain computed at run time that the device
-  lacks is reported as ``no such key``.
+* A domain the device lacks reads as an empty map: every ``device.attributes[K]`` and
+  ``device.capacity[K]`` is compiled as ``(K in device.attributes ? device.attributes[K] : {})``,
+  so ``in``, ``size()`` and macros over ``device.attributes`` still see only real domains.
 * ``cel`` tracks no evaluation cost, so the 1,000,000 cost limit is not enforced; the 10 KiB
   expression limit is. Two-variable comprehensions, ``cel.bind``, optional syntax and the URL,
   IP/CIDR, regex-find and format libraries are refused at compile time as unsupported.
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
 import logging
 import re
 import threading
@@ -405,6 +406,7 @@ class _Token:
     kind: str  # "ident", "string", "number", "punct"
     text: str  # identifiers and punctuation as written; strings as their decoded value
     offset: int
+    end: int
 
 
 _TOKEN = re.compile(
@@ -450,14 +452,14 @@ def _tokenize(source: str) -> list[_Token]:
     while pos < len(source):
         match = _TOKEN.match(source, pos)
         if match is None:
-            tokens.append(_Token("punct", source[pos], pos))
+            tokens.append(_Token("punct", source[pos], pos, pos + 1))
             pos += 1
             continue
         kind = match.lastgroup or "punct"
         if kind == "string":
-            tokens.append(_Token(kind, _decode(match.group()), pos))
+            tokens.append(_Token(kind, _decode(match.group()), pos, match.end()))
         elif kind != "space":
-            tokens.append(_Token(kind, match.group(), pos))
+            tokens.append(_Token(kind, match.group(), pos, match.end()))
         pos = match.end()
     return tokens
 
@@ -474,12 +476,7 @@ def _error_at(source: str, offset: int, message: str) -> CelCompileError:
     )
 
 
-@dataclass(frozen=True)
-class _Analysis:
-    domains: frozenset[str]  # attribute/capacity domains named by literals
-
-
-def _analyse(source: str, options: CelOptions, functions: Mapping[str, Any]) -> _Analysis:
+def _analyse(source: str, options: CelOptions, functions: Mapping[str, Any]) -> None:
     """Static checks of a parsed expression; raises CelCompileError like the Kubernetes compiler."""
     tokens = _tokenize(source)
     device_fields = {"driver", "attributes", "capacity"}
@@ -541,17 +538,6 @@ def _analyse(source: str, options: CelOptions, functions: Mapping[str, Any]) -> 
                 applied = f"({opaque[0]})" if opaque else ""
             if opaque is not None:
                 raise _error_at(source, t.offset, f"found no matching overload for 'size' applied to '{applied}'")
-
-    domains: set[str] = set()
-    for i, t in enumerate(tokens):
-        if t.kind != "ident" or t.text not in ("attributes", "capacity") or not punct(i - 1, "."):
-            continue
-        key = tokens[i + 2] if i + 2 < len(tokens) else None
-        if punct(i + 1, "[") and key is not None and key.kind == "string" and punct(i + 3, "]"):
-            domains.add(key.text)
-        elif punct(i + 1, ".") and ident(i + 2) is not None and not punct(i + 3, "("):
-            domains.add(tokens[i + 2].text)
-    return _Analysis(frozenset(domains))
 
 
 def _closing(tokens: list[_Token], open_index: int) -> int:
@@ -622,6 +608,48 @@ def _opaque_before(tokens: list[_Token], end: int) -> tuple[str, int] | None:
     return None
 
 
+def _with_empty_domains(source: str) -> str:
+    """Rewrite ``device.attributes[K]`` / ``device.capacity[K]`` (and ``.K``) so that a domain the
+    device lacks reads as an empty map, as Kubernetes' custom map lookup does:
+    ``(K in device.attributes ? device.attributes[K] : {})``. ``has(device.attributes.K)`` keeps
+    asking whether the domain exists and is left alone."""
+    tokens = _tokenize(source)
+    out: list[str] = []
+    copied = 0
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        field = tokens[i + 2].text if i + 2 < len(tokens) else ""
+        is_root = t.kind == "ident" and t.text == "device" and (i == 0 or tokens[i - 1].text != ".")
+        if not (is_root and tokens[i + 1].text == "." and field in ("attributes", "capacity") and i + 3 < len(tokens)):
+            i += 1
+            continue
+        opener = tokens[i + 3]
+        if opener.kind == "punct" and opener.text == "[":
+            close = _closing(tokens, i + 3)
+            if close >= len(tokens):
+                break
+            key = _with_empty_domains(source[opener.end:tokens[close].offset])
+            last = close
+        elif opener.text == "." and i + 4 < len(tokens) and tokens[i + 4].kind == "ident":
+            following = tokens[i + 5].text if i + 5 < len(tokens) else ""
+            in_has = i >= 2 and tokens[i - 2].text == "has" and tokens[i - 1].text == "(" and following == ")"
+            if in_has or following == "(":  # a domain-presence test or a method call on the map
+                i += 5
+                continue
+            key = json.dumps(tokens[i + 4].text)
+            last = i + 4
+        else:
+            i += 3
+            continue
+        out.append(source[copied:t.offset])
+        out.append(f"(({key}) in device.{field} ? device.{field}[{key}] : {{}})")
+        copied = tokens[last].end
+        i = last + 1
+    out.append(source[copied:])
+    return "".join(out)
+
+
 def _check_function(source: str, name: str, offset: int, functions: Mapping[str, Any]) -> None:
     if name in functions or name in _NATIVE:
         return
@@ -674,7 +702,7 @@ def _parse_version_attribute(text: str) -> Semver:
 class CelDevice:
     """One device as selectors see it; build once per device and reuse for every expression."""
 
-    __slots__ = ("driver", "_base", "_error", "_functions", "_by_domains", "_by_missing")
+    __slots__ = ("driver", "_base", "_error", "_functions", "_context")
 
     def __init__(self, driver: str, base: dict[str, Any], error: str | None,
                  functions: dict[str, Callable[..., Any]]) -> None:
@@ -682,32 +710,19 @@ class CelDevice:
         self._base = base
         self._error = error
         self._functions = functions
-        # Contexts are shared by every selector whose literal domains the device lacks alike.
-        self._by_domains: dict[frozenset[str], cel.Context] = {}
-        self._by_missing: dict[frozenset[str], cel.Context] = {}
+        self._context: cel.Context | None = None
 
     @property
     def error(self) -> str | None:
         """Why every evaluation on this device fails (an unconvertible attribute), if it does."""
         return self._error
 
-    def context(self, domains: frozenset[str]) -> cel.Context:
-        """The evaluation context in which ``domains`` exist (as empty maps when the device lacks them)."""
-        ctx = self._by_domains.get(domains)
-        if ctx is None:
-            attributes, capacity = self._base["attributes"], self._base["capacity"]
-            missing = frozenset(d for d in domains if d not in attributes or d not in capacity)
-            ctx = self._by_missing.get(missing)
-            if ctx is None:
-                device = self._base
-                if missing:
-                    device = dict(device)
-                    device["attributes"] = {**attributes, **{d: {} for d in missing if d not in attributes}}
-                    device["capacity"] = {**capacity, **{d: {} for d in missing if d not in capacity}}
-                ctx = cel.Context(variables={"device": device}, functions=self._functions)
-                self._by_missing[missing] = ctx
-            self._by_domains[domains] = ctx
-        return ctx
+    @property
+    def context(self) -> cel.Context:
+        """The evaluation context, built on first use (converting the device costs ~20 µs)."""
+        if self._context is None:
+            self._context = cel.Context(variables={"device": self._base}, functions=self._functions)
+        return self._context
 
 
 def device_context(
@@ -718,8 +733,8 @@ def device_context(
     options: CelOptions = CelOptions(),
 ) -> CelDevice:
     """Build the ``device`` variable from API-shaped attributes and capacity of one device."""
-    attrs: dict[str, dict[str, Any]] = {driver: {}}
-    caps: dict[str, dict[str, Any]] = {driver: {}}
+    attrs: dict[str, dict[str, Any]] = {}
+    caps: dict[str, dict[str, Any]] = {}
     error: str | None = None
     for name in sorted(attributes):
         domain, ident = _split_qualified(name, driver)
@@ -771,12 +786,11 @@ def _runtime_error(exc: Exception) -> CelRuntimeError:
 class CompiledSelector:
     """A compiled selector; ``evaluate`` caches its result per device object."""
 
-    __slots__ = ("expression", "_program", "_domains", "_results")
+    __slots__ = ("expression", "_program", "_results")
 
-    def __init__(self, expression: str, program: cel.Program, domains: frozenset[str]) -> None:
+    def __init__(self, expression: str, program: cel.Program) -> None:
         self.expression = expression
         self._program = program
-        self._domains = domains
         self._results: dict[int, tuple[CelDevice, bool | CelRuntimeError]] = {}
 
     def evaluate(self, device: CelDevice) -> bool:
@@ -796,7 +810,7 @@ class CompiledSelector:
             return CelRuntimeError(device.error)
         _failure.message = None
         try:
-            result = self._program.execute(device.context(self._domains))
+            result = self._program.execute(device.context)
         except Exception as exc:  # the binding raises several exception types for run-time errors
             return _runtime_error(exc)
         if isinstance(result, bool):
@@ -835,7 +849,13 @@ class CelEnvironment:
             detail = (message[start:] if start >= 0 else message).replace("\n| ", "\n | ")
             return CelCompileError(f"compilation failed: {detail}")
         try:
-            analysis = _analyse(expression, self.options, self._functions)
+            _analyse(expression, self.options, self._functions)
         except CelCompileError as exc:
             return exc
-        return CompiledSelector(expression, program, analysis.domains)
+        rewritten = _with_empty_domains(expression)
+        if rewritten != expression:
+            try:
+                program = cel.compile(rewritten)
+            except Exception as exc:  # only an unforeseen shape of domain access can get here
+                return CelCompileError(f"compilation failed: cannot make unknown domains empty maps: {exc}")
+        return CompiledSelector(expression, program)
