@@ -156,6 +156,7 @@ class Inventory:
             else:
                 self._shared.append(index)
         self._views: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
+        self.selector_evaluator: Any = None  # set by the allocator on first CEL evaluation
 
     # ------------------------------------------------------------------ devices
 

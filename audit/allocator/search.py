@@ -133,15 +133,15 @@ class Allocator:
         self.share_ids = share_ids or deterministic_share_id
         self.health = health or is_health_taint
         self._available: dict[Any, dict[tuple[str, str], Quantity]] = {}
-        self._selectors: SelectorEvaluator | None = None
 
     @property
     def selectors(self) -> SelectorEvaluator:
-        cached = getattr(self.inventory, "_selector_evaluator", None)
-        if cached is None:
-            cached = SelectorEvaluator(self.features)
-            self.inventory._selector_evaluator = cached  # type: ignore[attr-defined]
-        return cached
+        # Shared by every allocator over the same inventory: compiled expressions and per-device
+        # results stay valid as long as the inventory's devices do.
+        evaluator = self.inventory.selector_evaluator
+        if evaluator is None:
+            evaluator = self.inventory.selector_evaluator = SelectorEvaluator(self.features)
+        return evaluator
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim], explain: bool = False) -> AllocationOutcome:
         """Allocate every claim on ``node`` together, as upstream ``Allocate`` would."""
