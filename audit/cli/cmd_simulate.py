@@ -107,13 +107,15 @@ def run(args: argparse.Namespace) -> int:
     from ingest.simulate.output import OutputError, jsonl_output, open_output
 
     sc = _load_scenario(args)
+    out = None
+    events_to_out = False  # the sink keeps the event log too (a store, or its .events.jsonl companion)
     try:
-        out = open_output(args.out) if args.out else None
-        events_out = jsonl_output(args.events) if args.events else None
+        if args.out:
+            out, events_to_out = open_output(args.out, args.events)
+        own_events_file = args.events and not (events_to_out and args.out.endswith(".jsonl"))
+        events_out = jsonl_output(args.events) if own_events_file else None
     except OutputError as exc:
         raise UserError(str(exc)) from None
-    # A .jsonl --out holds decision records only (one per line); stores also take the event log.
-    events_to_out = bool(args.out) and not args.out.endswith(".jsonl")
     pending_records: list[DecisionRecord] = []
     pending_events: list[Any] = []
 

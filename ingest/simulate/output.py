@@ -44,18 +44,22 @@ class JsonlOutput:
         self._fh.close()
 
 
-def open_output(target: str) -> Output:
+def open_output(target: str, events_path: str | None = None) -> tuple[Output, bool]:
+    """The output and whether it also stores the event log (a store, or a JSONL file sink)."""
     try:
         from ingest.sinks import open_sink  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         if target.endswith(".jsonl"):
-            return JsonlOutput(target)
+            return JsonlOutput(target), False
         raise OutputError(f"{target}: only .jsonl targets are supported in this build") from None
     try:
-        sink: Output = open_sink(target)
+        if target.endswith(".jsonl"):
+            sink: Output = open_sink(target, events_path=events_path)
+        else:
+            sink = open_sink(target)
     except ValueError as exc:
-        raise OutputError(f"{target}: {exc}") from None
-    return sink
+        raise OutputError(str(exc)) from None
+    return sink, True
 
 
 def jsonl_output(path: str) -> Output:

@@ -1,0 +1,48 @@
+"""``claimtrail policy check``: exit codes, field-naming errors and the over-commitment flag."""
+
+import os
+
+import pytest
+
+from audit.cli.main import main
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures")
+TEAM = os.path.join(FIXTURES, "policy", "team-quotas.yaml")
+
+
+def test_policy_with_too_few_devices_is_flagged(capsys):
+    # the file's slice has 2 H100 and 1 A100; the quotas promise 16 H100 and 8 A100
+    assert main(["policy", "check", TEAM]) == 1
+    out, err = capsys.readouterr()
+    assert "Policy team-quotas version 7: valid" in out
+    assert "devices: A100 1, H100 2" in out
+    assert "warning: Policy team-quotas: spec.tenants[*].quotas.H100.nominal: sum of nominal quota 16 exceeds the 2" in err
+
+
+def test_scenario_with_enough_devices_passes(capsys):
+    path = os.path.join(FIXTURES, "scenarios", "small-cluster.yaml")
+    assert main(["policy", "check", path]) == 0
+    assert "devices: A100 16, H100 16, L40S 8" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\nspec: {version: '1', "
+                     "mixedModels: maybe}\n", "spec.mixedModels: expected true or false", id="bad-field"),
+        pytest.param("kind: Node\nmetadata: {name: n}\n", "no kind: Policy document found", id="no-policy"),
+        pytest.param("spec: [unclosed\n", "not valid YAML", id="bad-yaml"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, capsys, content, message):
+    f = tmp_path / "p.yaml"
+    f.write_text(content)
+    assert main(["policy", "check", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_missing_file_names_the_file(capsys):
+    assert main(["policy", "check", "/nonexistent/policy.yaml"]) == 2
+    assert "/nonexistent/policy.yaml: No such file or directory" in capsys.readouterr().err

@@ -1,0 +1,62 @@
+"""``claimtrail simulate``: records as JSONL, the event log, the summary table and clear errors."""
+
+import json
+import os
+
+import pytest
+
+from audit.cli.main import main
+from audit.events import validate_event
+from audit.records import validate_record
+from audit.world import World
+
+SMALL = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "scenarios", "fairness.yaml")
+
+
+def test_simulate_writes_records_and_events(tmp_path, capsys):
+    out, events = tmp_path / "records.jsonl", tmp_path / "events.jsonl"
+    assert main(["simulate", "--scenario", SMALL, "--hours", "1", "--seed", "4", "--out", str(out),
+                 "--events", str(events)]) == 0
+    stdout, stderr = capsys.readouterr()
+    records = [validate_record(json.loads(line)) for line in out.read_text().splitlines()]
+    evs = [validate_event(json.loads(line)) for line in events.read_text().splitlines()]
+    assert records and all(r.cluster == "fairness" for r in records)
+    assert f"{len(records):,} decisions" in stdout
+    assert "tenant" in stdout and "flood" in stdout and "steady" in stdout
+    assert "100%" in stderr
+    world = World("fairness")
+    for e in evs:
+        world.apply(e)
+    assert world.seq == evs[-1].seq == len(evs) - 1
+    assert {r.seq for r in records} <= {e.seq for e in evs}
+
+
+def test_simulate_default_scenario_quietly(tmp_path, capsys):
+    assert main(["simulate", "--hours", "0.5", "--quiet"]) == 0
+    stdout, stderr = capsys.readouterr()
+    assert "simulated 0.5 h on cluster demo" in stdout
+    assert stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--scenario", "/nope.yaml"], "--scenario /nope.yaml: No such file or directory", id="missing-file"),
+        pytest.param(["--trace", "philly"], "unknown trace 'philly'", id="unknown-trace"),
+        pytest.param(["--trace", "openb-2023", "--trace-dir", "/nope"], "trace file not found", id="missing-trace-dir"),
+        pytest.param(["--hours", "-1"], "--hours -1.0: must be > 0", id="negative-hours"),
+        pytest.param(["--out", "/tmp/x.parquet", "--hours", "0.1"], "/tmp/x.parquet", id="unsupported-out"),
+    ],
+)
+def test_bad_arguments_give_one_line(argv, message, capsys):
+    assert main(["simulate", "--quiet", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_bad_workload_field_is_named(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text("apiVersion: claimtrail.io/v1alpha1\nkind: Workload\nmetadata: {name: w}\n"
+                 "spec: {tenants: [{namespace: a, templates: [{name: t}], sizes: {'0': 1}}]}\n")
+    assert main(["simulate", "--quiet", "--scenario", str(f)]) == 2
+    assert "Workload w: spec.tenants[0].sizes.0: keys are device counts >= 1" in capsys.readouterr().err
