@@ -1,0 +1,257 @@
+"""Audit API latency and throughput on a store of ≥ 1,000,000 decisions (issue 7).
+
+A real ``claimtrail serve`` process owns an embedded store holding ≥ 1M decisions (the store
+benchmark's bulk builder when it offers one, else this module's own writer-based builder, cached
+under ``.claimtrail/bench-api``) plus a world of 1,000 nodes × 8 NVIDIA-like GPUs and decisions
+of pods in it. Measured over HTTP on loopback:
+
+- "why was H100 skipped?" summary (from the stored evidence) on random decisions: p95 (≤ 50 ms);
+- the same with ``detail=devices`` (world rebuilt at the decision's seq, exact per-device
+  reasons over 8,000 GPUs): p95 (≤ 300 ms);
+- decision by id under concurrent clients: requests/s and p99.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import random
+import shutil
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE = REPO / ".claimtrail" / "bench-api"
+MIN_DECISIONS = 1_000_000
+WORLD_CLUSTER = "bench-world"
+NODES, GPUS = 1000, 8
+PROBE_PODS = 12
+SUMMARY_REQUESTS = 300
+CLIENTS, REQUESTS_PER_CLIENT = 8, 250
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+# ---- the 1M store --------------------------------------------------------------------------
+
+def _own_store(path: Path) -> int:
+    """Build (once) 1M decisions through the store's writer: five templates with fresh ids and times."""
+    from audit.records import decision_id
+    from audit.store.queries import AuditStore
+    from tests.api import factory
+
+    marker = path / "decisions.count"
+    if marker.exists():
+        return int(marker.read_text())
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    store = AuditStore.open(f"chdb://{path}/db")
+    writer = store.writer(name="bench-build")
+    batch = []
+    for i in range(MIN_DECISIONS):
+        rec = _copy(factory.RECORDS[i % len(factory.RECORDS)])
+        rec.decision_id = decision_id("bench", f"claim-{i}", 1)
+        rec.time = f"2026-04-{1 + (i // 86_400) % 28:02d}T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}.000Z"
+        rec.pod = f"job-{i}"
+        batch.append(rec)
+        if len(batch) == 20_000:
+            writer.write_records(batch)
+            batch = []
+    writer.write_records(batch)
+    writer.flush(timeout=1200)
+    store.close()
+    marker.write_text(str(MIN_DECISIONS))
+    return MIN_DECISIONS
+
+
+def _copy(record: Any) -> Any:
+    import copy
+
+    return copy.copy(record)
+
+
+def _store() -> tuple[Path, int, str]:
+    """A directory with ``db`` inside holding ≥ 1M decisions, and where it came from."""
+    try:
+        bench_store = importlib.import_module("benchmarks.bench_store")
+        builder = getattr(bench_store, "build_million_store", None) or getattr(bench_store, "ensure_big_store", None)
+    except ImportError:
+        builder = None
+    if builder is not None:
+        built = builder()
+        src, count = built if isinstance(built, tuple) else (built, MIN_DECISIONS)
+        src = Path(src)
+        src_root = src.parent if src.name == "db" else src
+        work = CACHE / "from-store-bench"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(src_root, work, ignore=shutil.ignore_patterns("spool"))
+        return work, int(count), "store bench's 1M builder (copied)"
+    own = CACHE / "own"
+    return own, _own_store(own), "own writer-built 1M store (cached)"
+
+
+# ---- the world for detail=devices ------------------------------------------------------------
+
+def _world() -> tuple[list[Any], list[Any]]:
+    """World events (1,000 nodes × 8 GPUs, a third of them held) and decisions of pods in it."""
+    from audit.events import WorldEvent
+    from audit.records import DecisionRecord, TierSummary, decision_id
+    from tests.explain.builders import GPU_CLASS, claim, gpu, node, pod, slice_, sub
+
+    models = ("H100", "A100", "L40S")
+    objects: list[dict[str, Any]] = [GPU_CLASS]
+    held: list[tuple[str, str]] = []
+    for i in range(NODES):
+        name = f"gpu-node-{i:04d}"
+        objects.append(node(name, zone="a" if i % 5 else "b"))
+        devices = []
+        for j in range(GPUS):
+            taint = [{"key": "gpu.nvidia.com/unhealthy", "effect": "NoSchedule"}] if (i * GPUS + j) % 17 == 0 else None
+            devices.append(gpu(f"gpu-{j}", models[i % 3], taints=taint))
+            if (i + j) % 3 == 0:
+                held.append((name, f"gpu-{j}"))
+        objects.append(slice_(name, devices))
+    objects += [claim(f"holder-{k}", "team-b", allocated=held[k:k + GPUS]) for k in range(0, len(held), GPUS)]
+    for p in range(PROBE_PODS):
+        objects.append(claim(f"train-{p}-gpu", subs=[sub("h100", "H100"), sub("a100", "A100")]))
+        objects.append(pod(f"train-{p}", f"train-{p}-gpu", nodeSelector={"zone": "a"}))
+    events = []
+    for seq, obj in enumerate(objects, start=1):
+        meta = obj["metadata"]
+        events.append(WorldEvent(cluster=WORLD_CLUSTER, seq=seq, time="2026-04-30T00:00:00.000Z", type="upsert",
+                                 object_kind=obj["kind"], namespace=meta.get("namespace", ""), name=meta["name"],
+                                 payload={k: v for k, v in obj.items() if k != "kind"}))
+    records = []
+    for p in range(PROBE_PODS):
+        tiers = [TierSummary(index=0, request="gpu/h100", model="H100", considered=2672, reasons={"in_use": 2672}),
+                 TierSummary(index=1, request="gpu/a100", model="A100", considered=2664,
+                             reasons={"in_use": 888, "selected": 1, "not_reached": 1775})]
+        records.append(DecisionRecord(
+            decision_id=decision_id(WORLD_CLUSTER, f"train-{p}", 1), cluster=WORLD_CLUSTER, seq=len(objects),
+            time="2026-04-30T00:00:01.000Z", attempt=1, tenant="team-a", namespace="team-a", pod=f"train-{p}",
+            pod_uid=f"uid-train-{p}", claims=[f"train-{p}-gpu"], claim_uids=[f"uid-team-a-train-{p}-gpu"],
+            preference=["H100", "A100"], policy_version="1", policy_digest="", outcome="allocated",
+            node="gpu-node-0001", tier_index=1, preferred_model="H100", allocated_model="A100", fallback=True,
+            tiers=tiers).seal())
+    return events, records
+
+
+def _post(base: str, kind: str, lines: list[str]) -> None:
+    for start in range(0, len(lines), 500):
+        r = httpx.post(f"{base}/v1/ingest/{kind}", content="".join(lines[start:start + 500]).encode(), timeout=300)
+        r.raise_for_status()
+
+
+# ---- measurements ----------------------------------------------------------------------------
+
+def _timed_get(client: httpx.Client, path: str, params: dict[str, str] | None = None) -> float:
+    started = time.perf_counter()
+    r = client.get(path, params=params)
+    elapsed = time.perf_counter() - started
+    if r.status_code != 200:
+        raise RuntimeError(f"GET {path}: HTTP {r.status_code}: {r.text[:300]}")
+    return elapsed
+
+
+def _sample_ids(base: str, n: int) -> list[str]:
+    ids: list[str] = []
+    with httpx.Client(base_url=base, timeout=120) as client:
+        cursor = None
+        while len(ids) < n * 3:
+            page = client.get("/v1/decisions", params={"limit": 1000, **({"cursor": cursor} if cursor else {})}).json()
+            ids += [item["decision_id"] for item in page["items"] if item["cluster"] != WORLD_CLUSTER]
+            cursor = page["next"]
+            if not cursor:
+                break
+    random.Random(7).shuffle(ids)
+    return ids[:n]
+
+
+def _throughput(base: str, ids: list[str]) -> tuple[float, float]:
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def client_loop(offset: int) -> None:
+        mine = []
+        with httpx.Client(base_url=base, timeout=120) as client:
+            for k in range(REQUESTS_PER_CLIENT):
+                mine.append(_timed_get(client, f"/v1/decisions/{ids[(offset + k) % len(ids)]}"))
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=client_loop, args=(c * 37,)) for c in range(CLIENTS)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    return len(latencies) / wall, _p(latencies, 0.99)
+
+
+def run() -> list[dict[str, Any]]:
+    sys.path.insert(0, str(REPO))
+    from audit.records import to_jsonl
+    from tests.api.conftest import free_port, stop
+
+    store_dir, decisions, source = _store()
+    log = store_dir / "bench-api-serve.log"
+    port = free_port()
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{store_dir}/db",
+                             "--port", str(port), "--insecure-local"], cwd=REPO, stdout=log.open("wb"),
+                            stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"serve did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        events, probe_records = _world()
+        _post(base, "events", [json.dumps(e.to_dict()) + "\n" for e in events])
+        _post(base, "records", [to_jsonl(probe_records)])
+        ids = _sample_ids(base, SUMMARY_REQUESTS)
+        with httpx.Client(base_url=base, timeout=300) as client:
+            summary = [_timed_get(client, f"/v1/decisions/{i}/why", {"model": "H100"}) for i in ids]
+            _timed_get(client, f"/v1/decisions/{probe_records[0].decision_id}/why",
+                       {"model": "H100", "detail": "devices"})  # warm imports and caches of the process
+            detail = [_timed_get(client, f"/v1/decisions/{r.decision_id}/why", {"model": "H100", "detail": "devices"})
+                      for r in probe_records[1:]]
+        rps, p99 = _throughput(base, ids)
+    finally:
+        stop(proc)
+    note = f"{decisions:,} decisions ({source}); loopback HTTP, 2-core machine shared with other work"
+    return [
+        {"issue": "#7", "name": "why H100 skipped, summary: p95", "value": round(_p(summary, 0.95) * 1000, 2),
+         "unit": "ms", "target": "<= 50 ms", "note": f"{len(summary)} random decisions; median "
+                                                        f"{statistics.median(summary) * 1000:.1f} ms; {note}"},
+        {"issue": "#7", "name": "why H100 skipped, detail=devices: p95", "value": round(_p(detail, 0.95) * 1000, 1),
+         "unit": "ms", "target": "<= 300 ms",
+         "note": f"{len(detail)} decisions in a {NODES} nodes x {GPUS} GPUs world rebuilt from {len(events)} events; "
+                 f"median {statistics.median(detail) * 1000:.0f} ms; {note}"},
+        {"issue": "#7", "name": f"decision by id, {CLIENTS} concurrent clients: throughput", "value": round(rps, 1),
+         "unit": "req/s", "target": "", "note": f"{CLIENTS * REQUESTS_PER_CLIENT} requests; {note}"},
+        {"issue": "#7", "name": f"decision by id, {CLIENTS} concurrent clients: p99", "value": round(p99 * 1000, 2),
+         "unit": "ms", "target": "", "note": note},
+    ]
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(row)
