@@ -211,7 +211,8 @@ class _Run:
 
     def _invalid_pools_message(self) -> str:
         # The first sentence is upstream's text; the pool problems name what to fix.
-        problems = [f"resource pool {p.pool_id} is invalid: {p.invalid_reason}" for p in self.view.pools if p.invalid]
+        # "pool X is invalid: reason" is the per-pool text older releases returned directly.
+        problems = [f"pool {p.name} is invalid: {p.invalid_reason}" for p in self.view.pools if p.invalid]
         return "invalid resource pools were encountered: " + "; ".join(problems)
 
     def _outcome(self, status: Status, code: str = "", message: str = "",

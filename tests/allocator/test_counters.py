@@ -170,7 +170,7 @@ INVALID_POOLS = [
 def test_invalid_pool_error_only_when_nothing_else_fits(slices: list, reason: str) -> None:
     outcome = run([CLASS_A, *slices, claim("claim-0", request("req-0", "class-a"))], explain=True)
     assert (outcome.status, outcome.error_code) == (Status.ERROR, "invalid_pools")
-    assert outcome.message == f"invalid resource pools were encountered: resource pool driver-a/pool-1 is invalid: {reason}"
+    assert outcome.message == f"invalid resource pools were encountered: pool pool-1 is invalid: {reason}"
     assert {v.reason for v in outcome.evidence[0].verdicts} == {"pool_invalid"}
     good = resource_slice("slice-9", NODE_1, "pool-9", devices=[device("dev-9")])
     assert picks(run([CLASS_A, *slices, good, claim("claim-0", request("req-0", "class-a"))])) == [("claim-0", "req-0", "pool-9/dev-9")]
