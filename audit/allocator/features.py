@@ -46,6 +46,20 @@ class Features:
         """Upstream ``DeviceBindingAndStatus``: both gates must be on."""
         return self.binding_conditions and self.resource_claim_device_status
 
+    @property
+    def variant(self) -> str:
+        """The allocator kube-scheduler 1.36 picks: the first whose features cover the enabled ones.
+
+        ``stable`` supports AdminAccess, PrioritizedList, PartitionableDevices and DeviceTaints;
+        ``incubating`` adds binding conditions/device status and consumable capacity;
+        ``experimental`` adds list-type attributes (research §2.1).
+        """
+        if self.list_type_attributes:
+            return "experimental"
+        if self.consumable_capacity or self.device_binding:
+            return "incubating"
+        return "stable"
+
     @classmethod
     def gate_names(cls) -> tuple[str, ...]:
         return tuple(_GATES)

@@ -185,6 +185,8 @@ class _Run:
         self.consumed_counters: dict[Any, dict[tuple[str, str], Quantity]] = {}
         self.selectable_cache: dict[tuple[tuple[int, int, int], int], tuple[bool, str, tuple[tuple[str, str], ...]]] = {}
         self.steps = 0
+        # The stable variant still enumerates permutations: every slot starts at the first device.
+        self.combinations = self.features.variant != "stable"
         self.invalid_pool_seen = False
         self.evidence: EvidenceLog | None = EvidenceLog(self.view) if explain else None
 
@@ -382,7 +384,7 @@ class _Run:
             undo = self._allocate_device(data, entry, pool, position, must=False)
             if undo is None:
                 continue
-            if self._descend(undo, ci, ri, si, di + 1, position + 1, in_sub):
+            if self._descend(undo, ci, ri, si, di + 1, position + 1 if self.combinations else 0, in_sub):
                 return True
             undo()
         return False

@@ -144,3 +144,17 @@ def test_two_claims_in_one_call_never_share_a_device() -> None:
     objs = [CLASS_A, sized_slice(("d-1", "x"), ("d-2", "x")),
             claim("claim-0", request("req-0", "class-a")), claim("claim-1", request("req-0", "class-a"))]
     assert [p[2] for p in picks(run(objs))] == ["pool-1/d-1", "pool-1/d-2"]
+
+
+@pytest.mark.parametrize(("gates", "variant", "steps"), [
+    pytest.param("", "incubating", 7, id="incubating-tries-combinations"),
+    pytest.param("DRAConsumableCapacity=false,DRADeviceBindingConditions=false", "stable", 9, id="stable-tries-permutations"),
+])
+def test_stable_variant_enumerates_permutations(gates: str, variant: str, steps: int) -> None:
+    from audit.allocator import Features
+    assert Features.from_gates(gates).variant == variant
+    devices = [device(f"device-{i}", {"x": x}) for i, x in enumerate([1, 1, 2, 2], start=1)]
+    objs = [CLASS_A, resource_slice("slice-1", NODE_1, "pool-1", devices=devices),
+            claim("claim-0", request("req-0", "class-a", 3), constraints=[{"matchAttribute": "driver-a/x"}])]
+    outcome = run(objs, gates=gates)
+    assert (outcome.status, outcome.steps) == (Status.UNSATISFIABLE, steps)
