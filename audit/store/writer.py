@@ -143,6 +143,13 @@ class RecordWriter:
             self._client.close()
             self._client = None
 
+    def query(self, sql: str, parameters: dict[str, Any]) -> list[tuple]:
+        """Run a read on the writer's own connection (for callers that hold no store)."""
+        with self._deliver_lock:
+            if self._client is None:
+                self._client = self._connector()
+            return list(self._client.query(sql, parameters=parameters).result_rows)
+
     def stats(self) -> dict[str, int]:
         with self._lock:
             out = dict(self._counters)

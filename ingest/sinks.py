@@ -1,0 +1,259 @@
+"""Where producers (simulator, Kubernetes watcher, importers) send records and events.
+
+``open_sink(target)`` picks the transport from the target:
+
+- ``path.jsonl``: canonical JSON lines of records, events in ``--events`` or ``path.events.jsonl``;
+- ``http(s)://host:port``: the audit API (``/v1/ingest/records`` and ``/v1/ingest/events``), gzip
+  JSONL batches with the bearer token from ``CLAIMTRAIL_TOKEN``. Batches are spooled on disk
+  first, so a server that is down or restarting loses nothing: delivery retries with exponential
+  backoff and drains the spool in order once the server answers. This is how every process but
+  the owner reaches an embedded store (chDB locks its directory to one process);
+- ``chdb://dir`` or ``clickhouse://user:pass@host:8123/db``: the store's spooled writer directly.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from audit.cli import UserError
+from audit.events import WorldEvent
+from audit.records import DecisionRecord
+from audit.store.connection import data_dir
+from audit.store.rows import event_json, record_json
+from audit.store.spool import Frame, Spool
+from ingest.files import FileFormatError, JsonlAppender
+
+log = logging.getLogger(__name__)
+
+
+class SinkError(UserError, ValueError):
+    """The target cannot be used as a sink; the message names it."""
+
+
+class Sink(Protocol):
+    def write_records(self, records: Iterable[DecisionRecord]) -> None: ...
+    def write_events(self, events: Iterable[WorldEvent]) -> None: ...
+    def flush(self) -> bool: ...
+    def close(self) -> None: ...
+    def stats(self) -> dict[str, int]: ...
+
+
+class FileSink:
+    """Records and events as canonical JSON lines in two files (fsync'ed on flush)."""
+
+    def __init__(self, path: str, events_path: str | None = None) -> None:
+        records = Path(path)
+        events = Path(events_path) if events_path else records.with_name(records.stem + ".events.jsonl")
+        try:
+            self._records = JsonlAppender(records)
+            self._events = JsonlAppender(events)
+        except FileFormatError as exc:
+            raise SinkError(str(exc)) from None
+        self._counts = {"received": 0, "written": 0, "events_received": 0, "events_written": 0}
+
+    def write_records(self, records: Iterable[DecisionRecord]) -> None:
+        n = self._records.write_lines(record_json(r) for r in records)
+        self._counts["received"] += n
+        self._counts["written"] += n
+
+    def write_events(self, events: Iterable[WorldEvent]) -> None:
+        n = self._events.write_lines(event_json(e) for e in events)
+        self._counts["events_received"] += n
+        self._counts["events_written"] += n
+
+    def flush(self) -> bool:
+        self._records.flush()
+        self._events.flush()
+        return True
+
+    def close(self) -> None:
+        self._records.close()
+        self._events.close()
+
+    def stats(self) -> dict[str, int]:
+        return dict(self._counts)
+
+    def last_seq(self, cluster: str) -> int | None:
+        return None
+
+
+class StoreSink:
+    """The store's spooled writer, for a ``chdb://`` or ClickHouse server DSN."""
+
+    def __init__(self, dsn: str, spool_dir: str | None = None, name: str = "sink", **opts: Any) -> None:
+        from audit.store.queries import open_writer
+
+        self.writer = open_writer(dsn, name=name, spool_dir=spool_dir, **opts)
+
+    def write_records(self, records: Iterable[DecisionRecord]) -> None:
+        self.writer.write_records(records)
+
+    def write_events(self, events: Iterable[WorldEvent]) -> None:
+        self.writer.write_events(events)
+
+    def flush(self) -> bool:
+        return self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+    def stats(self) -> dict[str, int]:
+        return self.writer.stats()
+
+    def last_seq(self, cluster: str) -> int | None:
+        """The highest event seq stored for ``cluster`` (after delivering what is spooled)."""
+        self.writer.flush()
+        rows = self.writer.query("SELECT max(seq), count() FROM events WHERE cluster = {c:String}", {"c": cluster})
+        return int(rows[0][0]) if rows and rows[0][1] else None
+
+
+class HttpSink:
+    """Spooled, retrying delivery of gzip JSONL batches to the audit API's ingest endpoints."""
+
+    PATHS = {"records": "/v1/ingest/records", "events": "/v1/ingest/events"}
+
+    def __init__(self, url: str, token: str | None = None, spool_dir: str | None = None, *, batch_size: int = 2000,
+                 max_delay: float = 1.0, backoff_base: float = 0.2, backoff_cap: float = 10.0,
+                 max_spool_bytes: int = 1 << 30, spool_block_seconds: float = 30.0, timeout: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        self.token = token if token is not None else os.environ.get("CLAIMTRAIL_TOKEN")
+        if spool_dir is None:
+            spool_dir = str(data_dir() / "spool" / ("http-" + hashlib.sha256(self.url.encode()).hexdigest()[:12]))
+        self.spool = Spool(spool_dir, max_spool_bytes, spool_block_seconds)
+        self.batch_size = batch_size
+        self.max_delay = max_delay
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self._client = httpx.Client(timeout=timeout)
+        self._lock = threading.Lock()
+        self._buffers: dict[str, list[str]] = {"records": [], "events": []}
+        self._oldest = 0.0
+        self._counts = {"received": 0, "events_received": 0, "sent": 0, "events_sent": 0, "quarantined": 0,
+                        "delivery_errors": 0}
+        self.last_error = ""
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._deliver_loop, name="claimtrail-http-sink", daemon=True)
+        self._thread.start()
+
+    def write_records(self, records: Iterable[DecisionRecord]) -> None:
+        self._add("records", (record_json(r) for r in records))
+
+    def write_events(self, events: Iterable[WorldEvent]) -> None:
+        self._add("events", (event_json(e) for e in events))
+
+    def _add(self, kind: str, lines: Iterable[str]) -> None:
+        with self._lock:
+            for line in lines:
+                if not any(self._buffers.values()):
+                    self._oldest = time.monotonic()
+                buffer = self._buffers[kind]
+                buffer.append(line)
+                self._counts["received" if kind == "records" else "events_received"] += 1
+                if len(buffer) >= self.batch_size:
+                    self._cut(kind)
+
+    def _cut(self, kind: str) -> None:
+        buffer = self._buffers[kind]
+        if buffer:
+            self.spool.append(kind, gzip.compress(("\n".join(buffer) + "\n").encode(), compresslevel=5, mtime=0))
+            self._buffers[kind] = []
+
+    def flush(self, timeout: float = 60.0) -> bool:
+        """Spool what is buffered (durable), then wait up to ``timeout`` s for the server to take it all."""
+        with self._lock:
+            self._cut("events")  # events first: decisions refer to the world they saw
+            self._cut("records")
+        return self.spool.wait_empty(timeout)
+
+    def close(self) -> None:
+        with self._lock:
+            self._cut("events")
+            self._cut("records")
+        self._closed.set()
+        self._thread.join()
+        self.spool.close()
+        self._client.close()
+
+    def stats(self) -> dict[str, int]:
+        out = dict(self._counts)
+        out["spool_bytes"] = self.spool.pending_bytes()
+        out["spool_batches"] = self.spool.pending_frames()
+        return out
+
+    def last_seq(self, cluster: str) -> int | None:
+        return None  # the API has no such query; the watcher then starts from a time-based seq
+
+    def _deliver_loop(self) -> None:
+        failures = 0
+        while not self._closed.is_set():
+            with self._lock:
+                if any(self._buffers.values()) and time.monotonic() - self._oldest >= self.max_delay:
+                    self._cut("events")
+                    self._cut("records")
+            frame = self.spool.wait_for_frame(0.1)
+            if frame is None:
+                continue
+            if self._post(frame):
+                failures = 0
+                continue
+            failures += 1
+            # exponential backoff, capped: a server that is down is not hammered, one that is back is found soon
+            self._closed.wait(min(self.backoff_cap, self.backoff_base * 2 ** min(failures - 1, 16)))
+        # a last attempt at close; whatever is left stays in the spool for the next run
+        while (frame := self.spool.peek()) is not None and self._post(frame):
+            pass
+
+    def _post(self, frame: Frame) -> bool:
+        body = self.spool.read(frame)
+        headers = {"Content-Type": "application/x-ndjson", "Content-Encoding": "gzip"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            response = self._client.post(self.url + self.PATHS[frame.kind], content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            return self._failed(f"{self.url}: {type(exc).__name__}: {exc}")
+        if not response.is_success:
+            return self._failed(f"{self.url}{self.PATHS[frame.kind]}: HTTP {response.status_code}: "
+                                f"{response.text[:300]}")
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = {}
+        lines = gzip.decompress(body).count(b"\n")
+        with self._lock:
+            self._counts["sent" if frame.kind == "records" else "events_sent"] += lines
+            self._counts["quarantined"] += int(answer.get("quarantined", 0)) if isinstance(answer, dict) else 0
+        self.spool.ack(frame)
+        return True
+
+    def _failed(self, message: str) -> bool:
+        self.last_error = message
+        self._counts["delivery_errors"] += 1
+        log.warning("ingest delivery failed; the batch stays in the spool", extra={"error": message[:300]})
+        return False
+
+
+def open_sink(target: str, *, events_path: str | None = None, token: str | None = None,
+              spool_dir: str | None = None, **opts: Any) -> Any:
+    """A sink for ``target`` (see the module docstring); bad targets raise ``SinkError``."""
+    if target.startswith(("http://", "https://")):
+        return HttpSink(target, token=token, spool_dir=spool_dir, **opts)
+    if target.startswith(("chdb://", "clickhouse://", "clickhouses://")):
+        return StoreSink(target, spool_dir=spool_dir, **opts)
+    if target.endswith(".jsonl"):
+        return FileSink(target, events_path)
+    raise SinkError(f"target {target!r}: expected a .jsonl path, http(s)://host:port of the audit API, "
+                    "or a chdb:// / clickhouse:// DSN")
+
+
+__all__ = ["FileSink", "HttpSink", "Sink", "SinkError", "StoreSink", "open_sink"]

@@ -1,0 +1,193 @@
+"""Sinks deliver records and events to files, to the store, and over HTTP through outages."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from audit.records import canonical_json
+from audit.store.queries import AuditStore
+from ingest.files import export_events, export_records, import_file
+from ingest.sinks import FileSink, HttpSink, SinkError, StoreSink, open_sink
+from tests.store.factory import make_event, make_records
+
+TOKEN = "s3cret-admin"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class IngestServer:
+    """A real loopback HTTP server in front of a real store, speaking the ingest endpoints."""
+
+    def __init__(self, store: AuditStore, port: int) -> None:
+        outer = self
+        self.requests = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server naming
+                outer.requests += 1
+                kind = {"/v1/ingest/records": "records", "/v1/ingest/events": "events"}.get(self.path)
+                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                    self._answer(401, {"error": "bad token"})
+                elif kind is None:
+                    self._answer(404, {"error": self.path})
+                else:
+                    body = self.rfile.read(int(self.headers["Content-Length"]))
+                    if self.headers.get("Content-Encoding") == "gzip":
+                        body = gzip.decompress(body)
+                    self._answer(200, store.ingest_jsonl(body, kind, "http-test").to_dict())  # type: ignore[arg-type]
+
+            def _answer(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def port() -> int:
+    return free_port()
+
+
+@pytest.fixture
+def http_sink(tmp_path: Path, port: int, monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpSink]:
+    monkeypatch.setenv("CLAIMTRAIL_TOKEN", TOKEN)
+    sink = open_sink(f"http://127.0.0.1:{port}", spool_dir=str(tmp_path / "http-spool"), batch_size=100,
+                     backoff_base=0.02, backoff_cap=0.1)
+    yield sink
+    sink.close()
+
+
+def test_http_sink_spools_while_the_server_is_down_and_drains_when_it_starts(store: AuditStore, port: int,
+                                                                             http_sink: HttpSink) -> None:
+    records = make_records(250)
+    events = [make_event(s) for s in range(1, 41)]
+    http_sink.write_events(events)
+    http_sink.write_records(records)
+    assert http_sink.flush(timeout=0.5) is False  # connection refused: everything waits on disk
+    stats = http_sink.stats()
+    assert stats["delivery_errors"] >= 1 and stats["sent"] == 0 and stats["spool_batches"] == 4
+    assert "ConnectError" in http_sink.last_error
+    server = IngestServer(store, port)
+    try:
+        assert http_sink.flush(timeout=60) is True
+    finally:
+        server.stop()
+    stats = http_sink.stats()
+    assert (stats["sent"], stats["events_sent"], stats["spool_batches"]) == (250, 40, 0)
+    assert store.client.query("SELECT count() FROM decisions FINAL").result_rows[0][0] == 250
+    got = store.get_decision(records[17].decision_id, None)
+    assert got is not None and canonical_json(got.to_dict()) == canonical_json(records[17].to_dict())
+    assert [e.seq for e in store.events("c1", 0, 100)] == list(range(1, 41))
+
+
+def test_a_restarted_http_sink_delivers_what_an_earlier_run_left_in_the_spool(store: AuditStore, tmp_path: Path,
+                                                                              port: int,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAIMTRAIL_TOKEN", TOKEN)
+    spool = str(tmp_path / "left-over")
+    first = HttpSink(f"http://127.0.0.1:{port}", spool_dir=spool, batch_size=50, backoff_base=0.02, backoff_cap=0.05)
+    first.write_records(make_records(120))
+    assert first.flush(timeout=0.3) is False
+    first.close()  # the process ends with the batches still spooled
+    server = IngestServer(store, port)
+    try:
+        second = HttpSink(f"http://127.0.0.1:{port}", spool_dir=spool, backoff_base=0.02)
+        assert second.flush(timeout=60) is True
+        second.close()
+    finally:
+        server.stop()
+    assert store.client.query("SELECT count(), uniqExact(decision_id) FROM decisions FINAL").result_rows[0] == (120, 120)
+
+
+def test_http_sink_keeps_batches_the_server_refuses(store: AuditStore, tmp_path: Path, port: int) -> None:
+    server = IngestServer(store, port)
+    try:
+        sink = HttpSink(f"http://127.0.0.1:{port}", token="wrong", spool_dir=str(tmp_path / "s"), backoff_base=0.02,
+                        backoff_cap=0.05)
+        sink.write_records(make_records(5))
+        assert sink.flush(timeout=0.5) is False
+        assert "HTTP 401" in sink.last_error and sink.stats()["spool_batches"] == 1
+        sink.token = TOKEN  # the operator fixes the token; nothing was lost meanwhile
+        assert sink.flush(timeout=30) is True
+        sink.close()
+    finally:
+        server.stop()
+    assert store.client.query("SELECT count() FROM decisions FINAL").result_rows[0][0] == 5
+
+
+def test_file_sink_writes_canonical_lines_that_import_back(tmp_path: Path) -> None:
+    records = make_records(12)
+    events = [make_event(s) for s in range(3)]
+    sink = open_sink(str(tmp_path / "out.jsonl"))
+    assert isinstance(sink, FileSink)
+    sink.write_records(records)
+    sink.write_events(events)
+    sink.close()
+    lines = (tmp_path / "out.jsonl").read_bytes().splitlines()
+    assert lines == [canonical_json(r.to_dict()) for r in records]
+    back = import_file(tmp_path / "out.jsonl", "records")
+    assert [canonical_json(r.to_dict()) for r in back.records] == lines and back.errors == []
+    assert [e.to_dict() for e in import_file(tmp_path / "out.events.jsonl", "events").events] == [
+        e.to_dict() for e in events]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".yaml"])
+def test_export_then_import_round_trips_records_and_events(tmp_path: Path, suffix: str) -> None:
+    records = make_records(5)
+    events = [make_event(s) for s in range(4)]
+    assert export_records(records, tmp_path / f"r{suffix}") == 5
+    assert export_events(events, tmp_path / f"e{suffix}") == 4
+    assert [r.to_dict() for r in import_file(tmp_path / f"r{suffix}", "records").records] == [r.to_dict() for r in records]
+    assert [e.to_dict() for e in import_file(tmp_path / f"e{suffix}", "events").events] == [e.to_dict() for e in events]
+
+
+def test_import_reports_each_bad_item_with_location_and_field_path() -> None:
+    fixtures = Path(__file__).parents[1] / "fixtures" / "store"
+    result = import_file(fixtures / "records_with_mistakes.yaml", "records")
+    assert len(result.records) == 1
+    assert [(e.location.rsplit("/", 1)[1], e.path) for e in result.errors] == [
+        ("records_with_mistakes.yaml#1", "seq"), ("records_with_mistakes.yaml#2", "outcome")]
+
+
+def test_store_sink_writes_through_the_spooled_writer(tmp_path: Path) -> None:
+    sink = open_sink(f"chdb://{tmp_path}/db", spool_dir=str(tmp_path / "sp"))
+    assert isinstance(sink, StoreSink)
+    sink.write_events([make_event(s) for s in range(5, 9)])
+    sink.write_records(make_records(30))
+    assert sink.flush() is True
+    assert sink.last_seq("c1") == 8 and sink.last_seq("elsewhere") is None
+    assert sink.stats()["written"] == 30
+    sink.close()
+    with AuditStore.open(f"chdb://{tmp_path}/db") as store:
+        assert store.client.query("SELECT count() FROM decisions").result_rows[0][0] == 30
+
+
+@pytest.mark.parametrize("target", ["out.csv", "ftp://host/x", "/tmp/no-suffix"], ids=["csv", "ftp", "no-suffix"])
+def test_unknown_targets_are_refused_with_a_message(target: str) -> None:
+    with pytest.raises(SinkError, match="expected a .jsonl path"):
+        open_sink(target)
