@@ -1,0 +1,53 @@
+"""Trace-driven scenarios read the real Alibaba traces (../shared/traces) and keep their model names."""
+
+import collections
+
+import pytest
+
+from ingest.simulate.loop import simulate
+from ingest.simulate.traces import TraceError, default_trace_dir, openb_scenario, spot_scenario
+
+
+def _gpus(sc):
+    return collections.Counter(
+        d["attributes"]["productName"]["string"] for o in sc.objects if o["kind"] == "ResourceSlice"
+        for d in o["spec"]["devices"])
+
+
+def test_openb_inventory_and_allowed_models():
+    sc = openb_scenario(default_trace_dir(), seed=1, hours=24)
+    assert sum(1 for o in sc.objects if o["kind"] == "Node") == 1213
+    assert _gpus(sc) == {"G2": 4392, "T4": 842, "G3": 312, "P100": 265, "V100M32": 204, "V100M16": 195, "A10": 2}
+    by_name = {j.name: j for j in sc.explicit_jobs}
+    subs = {j.name: [s["name"] for s in j.claim_spec["devices"]["requests"][0]["firstAvailable"]]
+            for j in sc.explicit_jobs}
+    # a pod without gpu_spec may use every model, best first; the 33 long-running pods arrive at the start
+    assert subs["openb-pod-0000"] == ["g3", "g2", "v100m32", "v100m16", "t4", "p100", "a10"]
+    assert by_name["openb-pod-0000"].arrival_ms == by_name["openb-pod-0001"].arrival_ms == sc_start(sc)
+    assert {tuple(s) for s in subs.values()} >= {("v100m32", "v100m16"), ("t4",)}
+    assert {j.namespace for j in sc.explicit_jobs} <= {"qos-ls", "qos-be", "qos-burstable", "qos-guaranteed"}
+
+
+def test_openb_day_runs_with_trace_model_names():
+    result = simulate(openb_scenario(default_trace_dir(), seed=1, hours=24), seed=1, keep_events=False)
+    allocated = [r for r in result.records if r.outcome == "allocated"]
+    assert len(allocated) > 100
+    assert {r.allocated_model for r in allocated} <= {"G3", "G2", "V100M32", "V100M16", "T4", "P100", "A10"}
+    assert all(r.preference[0] == r.preferred_model for r in allocated)
+
+
+def test_spot_inventory_shape():
+    sc = spot_scenario(default_trace_dir(), seed=1, hours=1)
+    assert sum(_gpus(sc).values()) == 10412
+    assert _gpus(sc)["H800"] == 1752 and _gpus(sc)["A100-SXM4-80GB"] == 3456
+
+
+def test_missing_trace_dir_is_named(tmp_path):
+    with pytest.raises(TraceError, match="openb_node_list_gpu_node.csv: trace file not found"):
+        openb_scenario(str(tmp_path), seed=1, hours=1)
+
+
+def sc_start(sc):
+    from audit.world import parse_time_ms
+
+    return parse_time_ms(sc.start)
