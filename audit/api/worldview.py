@@ -1,28 +1,47 @@
-"""The cluster as a decision saw it: the world at the decision's ``seq``.
+"""The cluster as a decision saw it: the objects of the world at the decision's ``seq``.
 
 A decision at ``seq`` sees exactly the events with a smaller or equal ``seq`` (audit/events.py).
-The world (``audit.world.World``) is restored from the nearest checkpoint at or before ``seq``
-and folded forward with the events after it; its objects become the explanation's cluster view
-and its active policy the explanation's policy.
+The objects are restored from the nearest checkpoint at or before ``seq`` (``World.snapshot``
+keeps them under ``objects``, keyed like ``audit.world.obj_key``) and folded forward with the
+events after it: an upsert replaces the object, a delete removes it. Only objects are needed
+here, so this does not build ``audit.world.World``, whose engine indexes cost far more than
+the fold. The active policy follows the world's rule: the newest Policy upsert, until it is
+deleted (then the default policy).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from audit.events import EventType
 from audit.explain import ClusterView
-from audit.policy import Policy
-from audit.world import World
+from audit.policy import Policy, default_policy, parse_policy
+from audit.world import obj_key
 
 
 def world_at(store: Any, cluster: str, seq: int) -> tuple[ClusterView, Policy]:
     checkpoint = store.nearest_checkpoint(cluster, seq)
-    world = World.from_snapshot(checkpoint[1]) if checkpoint else World(cluster)
+    objects: dict[str, dict[str, dict[str, Any]]] = {}
+    active_policy = ""
+    if checkpoint is not None:
+        snapshot = checkpoint[1]
+        objects = {kind: dict(by_key) for kind, by_key in (snapshot.get("objects") or {}).items()}
+        active_policy = str(snapshot.get("policy") or "")
     # The store reads events strictly after a non-negative seq; without a checkpoint that skips
     # an event numbered 0 (the simulator and the watcher number from 1).
-    start = checkpoint[0] if checkpoint else 0
-    for event in store.events(cluster, start, seq):
-        world.apply(event)
-    objects = [{**payload, "kind": kind} for kind, by_key in sorted(world.objects.items()) if kind != "Policy"
-               for _, payload in sorted(by_key.items())]
-    return ClusterView.from_objects(objects), world.policy
+    for event in store.events(cluster, checkpoint[0] if checkpoint else 0, seq):
+        key = obj_key(event.namespace, event.name)
+        by_key = objects.setdefault(event.object_kind, {})
+        if event.type == EventType.DELETE.value:
+            by_key.pop(key, None)
+            if event.object_kind == "Policy" and key == active_policy:
+                active_policy = ""
+        else:
+            by_key[key] = event.payload
+            if event.object_kind == "Policy":
+                active_policy = key
+    policy_doc = objects.get("Policy", {}).get(active_policy) if active_policy else None
+    policy = parse_policy(policy_doc) if policy_doc else default_policy()
+    view = ClusterView.from_objects({**payload, "kind": kind} for kind, by_key in sorted(objects.items())
+                                    if kind != "Policy" for _, payload in sorted(by_key.items()))
+    return view, policy
