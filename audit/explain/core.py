@@ -13,9 +13,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from audit.dra.model import ResourceClaim
 from audit.explain.models import ModelTable
 from audit.explain.nodes import node_exclusion
-from audit.explain.probe import NodeProber, Verdict, probe_claim
+from audit.explain.probe import NodeProber, Verdict, parse_as, probe_claim
 from audit.explain.reasons import AVAILABLE, RANK, ordered_codes
 from audit.explain.record import model_tier, record_blockers, record_outcome
 from audit.explain.result import DeviceReason, Explanation
@@ -35,13 +36,12 @@ def _pod_key(pod: str | tuple[str, str]) -> tuple[str, str]:
     return ns, name
 
 
-def _current_outcome(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
-                     tiers: Sequence[Tier], table: ModelTable) -> dict[str, Any]:
+def _current_outcome(pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]], tiers: Sequence[Tier],
+                     by_id: Mapping[str, Device]) -> dict[str, Any]:
     """The allocation the pod holds now (all claims allocated), or pending."""
     allocations = [(c, (c.get("status") or {}).get("allocation")) for c in claims]
     if not claims or not all(a for _, a in allocations):
         return {"result": "pending", "model": "", "devices": [], "node": "", "tier": -1, "retry_class": ""}
-    by_id = {d.id: d for d in view.devices(table.model_of)}
     devices: list[str] = []
     models: list[str] = []
     tier_index = -1
@@ -73,16 +73,17 @@ def _judge(view: ClusterView, pod: Mapping[str, Any], claim: Mapping[str, Any], 
         if d.node:
             by_node.setdefault(d.node, []).append(d)
     nodes = sorted(set(by_node) | (set(view.nodes) if shared else set()))
-    prober: NodeProber | None = None
-    request = probe_claim(claim, tier)
+    exclusions = {node: node_exclusion(pod, node, view.nodes.get(node), binding_counts) for node in nodes}
+    usable = [node for node in nodes if not exclusions[node][0]]
+    prober = NodeProber(view, exclude, usable) if usable else None
+    request = parse_as(probe_claim(claim, tier), ResourceClaim)
     for node in nodes:
         here = by_node.get(node, []) + shared
-        cause, detail = node_exclusion(pod, node, view.nodes.get(node), binding_counts)
-        if cause:
+        cause, detail = exclusions[node]
+        if cause or prober is None:
             verdicts: dict[str, Verdict] = {d.id: (Reason.NODE_FILTERED.value, {"cause": cause, "detail": detail})
                                             for d in here}
         else:
-            prober = prober or NodeProber(view, exclude)
             verdicts = prober.probe(node, request, {d.id for d in here})
         for d in here:
             verdict = verdicts[d.id]
@@ -107,7 +108,7 @@ def _insufficient(tier: Tier, judged: Mapping[str, tuple[str, Verdict]], devices
 
 
 def _quota_blocker(view: ClusterView, policy: Policy | None, namespace: str, model: str, tier: Tier,
-                   table: ModelTable, own: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
+                   by_id: Mapping[str, Device], own: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
     """The tenant's quota for the model cannot take this tier's devices (nominal + borrowing limit)."""
     if policy is None:
         return None
@@ -115,7 +116,6 @@ def _quota_blocker(view: ClusterView, policy: Policy | None, namespace: str, mod
     quota = policy.quota(tenant, model)
     if quota is None or quota.limit is None:
         return None
-    by_id = {d.id: d for d in view.devices(table.model_of)}
     usage = 0
     for claim in view.allocated_claims(own):
         if policy.tenant_for(obj_namespace(claim)) != tenant:
@@ -140,13 +140,15 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
     if not tiers:
         raise ViewError(f"Pod {ns}/{name}: spec.resourceClaims: the pod requests no devices")
     table = model_table or ModelTable.of(policy)
-    models_by_tier = tier_models(view, tiers, table.model_of)
+    everything = view.devices(table.model_of)
+    by_id = {d.id: d for d in everything}
+    models_by_tier = tier_models(view, tiers, everything)
     target = next((t for t in tiers if model in models_by_tier[t.index]), None)
     judged_tier = target or tiers[0]
     claim = next(c for c in claims if f"{obj_namespace(c)}/{obj_name(c)}" == judged_tier.claim)
-    devices = [d for d in view.devices(table.model_of) if d.model == model]
+    devices = [d for d in everything if d.model == model]
     own = [(obj_namespace(c), obj_name(c)) for c in claims]
-    current = _current_outcome(view, pod_obj, claims, tiers, table)
+    current = _current_outcome(pod_obj, claims, tiers, by_id)
     # A decision is taken before its pod is bound, so a recorded or held allocation is judged unbound.
     unbound = record is not None or current["result"] == "allocated"
     judged = _judge(view, pod_obj, claim, judged_tier, devices, own, binding_counts=not unbound)
@@ -179,7 +181,7 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
         blockers.insert(0, {"code": Blocker.NOT_REQUESTED.value, "preference": preference})
     skipped = not (outcome["result"] == "allocated" and outcome["model"] == model)
     if target is not None and skipped:
-        for found in (_quota_blocker(view, policy, ns, model, target, table, own),
+        for found in (_quota_blocker(view, policy, ns, model, target, by_id, own),
                       _insufficient(target, judged, devices, model)):
             if found and not any(b["code"] == found["code"] for b in blockers):
                 blockers.append(found)

@@ -12,7 +12,7 @@ unallocated device consumes nothing and the devices after it must see the counte
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from audit.allocator import AllocatedState, Allocator, Inventory
@@ -61,12 +61,35 @@ def parse_as(raw: Mapping[str, Any], cls: type[T]) -> T:
     return parsed
 
 
+def _relevant_slices(view: ClusterView, nodes: Iterable[str]) -> list[str]:
+    """Slices an allocation on ``nodes`` can look at: theirs, every slice not tied to one node, and
+    every other slice of the same pools (pool completeness and counters are pool-wide; counters
+    are keyed by pool name only in 1.36, so equal pool names of other drivers come along)."""
+    wanted = set(nodes)
+    pool_names = set()
+    for raw in view.slices.values():
+        spec = raw.get("spec") or {}
+        if spec.get("nodeName") in wanted or not spec.get("nodeName") or spec.get("sharedCounters"):
+            pool_names.add((spec.get("pool") or {}).get("name"))
+    return sorted(name for name, raw in view.slices.items()
+                  if ((raw.get("spec") or {}).get("pool") or {}).get("name") in pool_names)
+
+
 class NodeProber:
     """Holds the parsed cluster once and answers per-node probes for one claim tier."""
 
-    def __init__(self, view: ClusterView, exclude_claims: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, view: ClusterView, exclude_claims: Sequence[tuple[str, str]], nodes: Iterable[str]) -> None:
         self._view = view
-        self._parsed_slices = {name: parse_as(raw, ResourceSlice) for name, raw in sorted(view.slices.items())}
+        names = _relevant_slices(view, nodes)
+        self._parsed_slices = {name: parse_as(view.slices[name], ResourceSlice) for name in names}
+        # device id -> slice name, for devices that consume shared counters
+        self._counter_devices: dict[str, str] = {}
+        for name in names:
+            spec = view.slices[name].get("spec") or {}
+            for dev in spec.get("devices") or []:
+                if dev.get("consumesCounters"):
+                    self._counter_devices[f"{spec.get('driver')}/{(spec.get('pool') or {}).get('name')}/"
+                                          f"{dev.get('name')}"] = name
         self._raw_slices: dict[str, dict[str, Any]] = {}
         self._classes = [parse_as(raw, DeviceClass) for _, raw in sorted(view.classes.items())]
         self._rules = [parse_as(raw, DeviceTaintRule) for _, raw in sorted(view.taint_rules.items())]
@@ -77,15 +100,14 @@ class NodeProber:
     def _inventory(self, slices: Mapping[str, ResourceSlice]) -> Inventory:
         return Inventory(slices=list(slices.values()), classes=self._classes, taint_rules=self._rules)
 
-    def probe(self, node_name: str, claim: Mapping[str, Any], wanted: set[str]) -> dict[str, Verdict]:
+    def probe(self, node_name: str, claim: ResourceClaim, wanted: set[str]) -> dict[str, Verdict]:
         node = parse_as(self._view.nodes[node_name], Node)
-        parsed_claim = parse_as(claim, ResourceClaim)
         verdicts: dict[str, Verdict] = {}
         slices = self._parsed_slices
         inventory = self._base
-        state = self._state
+        state = self._state.copy()
         for _ in range(len(wanted) + 64):
-            outcome = Allocator(inventory, state).allocate(node, [parsed_claim], explain=True)
+            outcome = Allocator(inventory, state).allocate(node, [claim], explain=True)
             chosen = ""
             aborted = ""
             for evidence in outcome.evidence:
@@ -101,32 +123,25 @@ class NodeProber:
                             aborted = v.device
             if not (wanted - verdicts.keys()) or not chosen:
                 break
+            if chosen in self._counter_devices:
+                slices = self._without_counters(slices, self._counter_devices[chosen], chosen)
+                inventory = self._inventory(slices)
             driver, _, rest = chosen.partition("/")  # pool names may contain "/", drivers and devices not
             pool, _, name = rest.rpartition("/")
-            stripped = self._without_counters(slices, driver, pool, name)
-            if stripped is not slices:
-                slices, inventory = stripped, self._inventory(stripped)
-            state = state.with_results([{"driver": driver, "pool": pool, "device": name}])
+            state.add_results([{"driver": driver, "pool": pool, "device": name}])
         for device in sorted(wanted - verdicts.keys()):
             # A selector error aborts the whole node (upstream): devices after it were never tried.
             detail = {"aborted_by": aborted} if aborted else {"message": outcome.message}
             verdicts[device] = (Reason.CEL_ERROR.value if aborted else Reason.NOT_REACHED.value, detail)
         return verdicts
 
-    def _without_counters(self, slices: dict[str, ResourceSlice], driver: str, pool: str,
-                          name: str) -> dict[str, ResourceSlice]:
-        """``slices`` with the device's counter consumption removed (the same dict if it has none)."""
-        for slice_name in slices:
-            raw = self._raw_slices.get(slice_name) or self._view.slices[slice_name]
-            spec = raw.get("spec") or {}
-            if spec.get("driver") != driver or (spec.get("pool") or {}).get("name") != pool:
-                continue
-            devices = spec.get("devices") or []
-            if not any(d.get("name") == name and d.get("consumesCounters") for d in devices):
-                continue
-            trimmed = copy.deepcopy(raw)
-            trimmed["spec"]["devices"] = [{k: v for k, v in d.items() if k != "consumesCounters"}
-                                          if d.get("name") == name else d for d in devices]
-            self._raw_slices[slice_name] = trimmed
-            return {**slices, slice_name: parse_as(trimmed, ResourceSlice)}
-        return slices
+    def _without_counters(self, slices: dict[str, ResourceSlice], slice_name: str,
+                          device_id: str) -> dict[str, ResourceSlice]:
+        """``slices`` with the device's counter consumption taken off its slice."""
+        raw = self._raw_slices.get(slice_name) or self._view.slices[slice_name]
+        name = device_id.rpartition("/")[2]
+        trimmed = copy.deepcopy(raw)
+        trimmed["spec"]["devices"] = [{k: v for k, v in d.items() if k != "consumesCounters"}
+                                      if d.get("name") == name else d for d in trimmed["spec"].get("devices") or []]
+        self._raw_slices[slice_name] = trimmed
+        return {**slices, slice_name: parse_as(trimmed, ResourceSlice)}

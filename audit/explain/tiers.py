@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.dra.cel import CelCompileError, CelEnvironment, CelRuntimeError, device_context
-from audit.explain.view import ClusterView, obj_name, obj_namespace
+from audit.explain.view import ClusterView, Device, obj_name, obj_namespace
 
 # Per-device identity attributes: they never decide a model, and would defeat de-duplication.
 _IDENTITY_ATTRIBUTES = {"uuid", "pciBusID", "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot",
@@ -62,29 +62,25 @@ def _expressions(view: ClusterView, tier: Tier) -> list[str]:
     return [str((s.get("cel") or {}).get("expression", "")) for s in selectors]
 
 
-def _shapes(view: ClusterView, model_of: Any) -> dict[str, list[tuple[str, dict[str, Any], dict[str, Any], bool]]]:
+def _shapes(devices: Sequence[Device]) -> dict[str, list[tuple[str, dict[str, Any], dict[str, Any], bool]]]:
     """model → distinct (driver, attributes, capacity, allowMultipleAllocations) device shapes."""
     seen: dict[str, dict[str, tuple[str, dict[str, Any], dict[str, Any], bool]]] = {}
-    for slice_name in sorted(view.slices):
-        spec = view.slices[slice_name].get("spec") or {}
-        driver = str(spec.get("driver", ""))
-        for dev in spec.get("devices") or []:
-            attrs = dev.get("attributes") or {}
-            model = model_of(driver, attrs)
-            if not model:
-                continue
-            shape_attrs = {k: v for k, v in attrs.items() if k not in _IDENTITY_ATTRIBUTES}
-            key = json.dumps([driver, shape_attrs, dev.get("capacity") or {}, bool(dev.get("allowMultipleAllocations"))],
-                             sort_keys=True)
-            seen.setdefault(model, {}).setdefault(key, (driver, attrs, dev.get("capacity") or {},
-                                                        bool(dev.get("allowMultipleAllocations"))))
+    for dev in devices:
+        if not dev.model:
+            continue
+        attrs = dev.raw.get("attributes") or {}
+        capacity = dev.raw.get("capacity") or {}
+        multi = bool(dev.raw.get("allowMultipleAllocations"))
+        shape_attrs = {k: v for k, v in attrs.items() if k not in _IDENTITY_ATTRIBUTES}
+        key = json.dumps([dev.driver, shape_attrs, capacity, multi], sort_keys=True)
+        seen.setdefault(dev.model, {}).setdefault(key, (dev.driver, attrs, capacity, multi))
     return {m: [shapes[k] for k in sorted(shapes)] for m, shapes in seen.items()}
 
 
-def tier_models(view: ClusterView, tiers: Sequence[Tier], model_of: Any) -> dict[int, list[str]]:
+def tier_models(view: ClusterView, tiers: Sequence[Tier], devices: Sequence[Device]) -> dict[int, list[str]]:
     """Tier index → the models (sorted) of which at least one device shape passes all its selectors."""
     env = CelEnvironment()
-    shapes = _shapes(view, model_of)
+    shapes = _shapes(devices)
     out: dict[int, list[str]] = {}
     for tier in tiers:
         try:

@@ -43,6 +43,7 @@ class Device:
     node: str  # the slice's nodeName; "" for devices reachable from many nodes
     model: str
     slice_name: str
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the slice's device entry
 
 
 @dataclass
@@ -123,7 +124,7 @@ class ClusterView:
                 node = str(dev.get("nodeName") or spec.get("nodeName") or "")
                 out.append(Device(id=f"{driver}/{pool_name}/{name}", name=name, driver=driver, pool=pool_name,
                                   node=node, model=model_of(driver, dev.get("attributes") or {}),
-                                  slice_name=slice_name))
+                                  slice_name=slice_name, raw=dev))
         out.sort(key=lambda d: (d.driver, d.pool, d.slice_name))
         return out
 
