@@ -58,12 +58,9 @@ class DeviceEntry:
     counters: tuple[tuple[str, str, Quantity], ...]  # (counter set, counter, amount)
     node_local: bool  # slice nodeName, or device nodeName under perDeviceNodeSelection
     node_selector: Any  # NodeSelector that restricts where the device is reachable, or None
+    multi: bool = False  # allowMultipleAllocations, honoured only with DRAConsumableCapacity
     cel_device: Any = None  # audit.dra.cel CelDevice, built on first CEL evaluation
     cel_results: dict[str, bool] = field(default_factory=dict)  # expression -> result
-
-    @property
-    def multi(self) -> bool:
-        return self.device.allow_multiple_allocations
 
     def __hash__(self) -> int:
         return id(self)
@@ -200,6 +197,7 @@ class Inventory:
             counters=counters,
             node_local=node_local,
             node_selector=selector,
+            multi=dev.allow_multiple_allocations and self.features.consumable_capacity,
         )
 
     # ------------------------------------------------------------------ pools per node

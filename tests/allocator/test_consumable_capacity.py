@@ -161,3 +161,11 @@ def test_with_distinct_constraints_on_shared_devices() -> None:
     same = run(objs[:2] + [claim("claim-0", request("req-0", "class-a", capacity={"bandwidth": "1G"}),
                                  request("req-1", "class-a", capacity={"bandwidth": "1G"}))])
     assert [p[2] for p in picks(same)] == ["pool-1/nic-1", "pool-1/nic-1"]
+
+
+def test_multi_allocatable_device_is_exclusive_without_the_gate() -> None:
+    shared = device("shared-1", allowMultipleAllocations=True)
+    objs = [CLASS_A, nic_slice(shared), claim("claim-0", request("req-0", "class-a")), claim("claim-1", request("req-0", "class-a"))]
+    assert [p[2] for p in picks(run(objs))] == ["pool-1/shared-1", "pool-1/shared-1"]
+    outcome = run(objs, gates="DRAConsumableCapacity=false")
+    assert outcome.status is Status.UNSATISFIABLE
