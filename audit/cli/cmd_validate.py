@@ -3,6 +3,7 @@
 Every finding is printed on its own line as ``<object>: <field path>: <message>`` (or, with
 ``-o json``, as a JSON list of ``{"object", "path", "message"}``). The exit code is 1 when there is
 any finding and 0 when every object would be admitted; unreadable files are a usage error (2).
+Objects of other kinds in the same files (RBAC, quotas, …) are counted on stderr as not checked.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # Imported here so that `claimtrail --help` stays fast and independent of the CEL binding.
     from audit.dra.loader import LoadError, load_documents
-    from audit.dra.validate import validate_object
+    from audit.dra.validate import VALIDATED_KINDS, is_validated, validate_object
 
     objects: list[dict[str, Any]] = []
     for path in args.files:
@@ -45,7 +46,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         for finding in findings:
             print(finding)
-        noun = "object" if len(objects) == 1 else "objects"
-        print(f"{len(objects)} {noun} checked, {len(findings)} finding{'' if len(findings) == 1 else 's'}",
-              file=sys.stderr)
+        checked = sum(1 for obj in objects if is_validated(obj))
+        summary = f"{checked} object{'' if checked == 1 else 's'} checked, {len(findings)} finding{'' if len(findings) == 1 else 's'}"
+        skipped = sorted({str(obj.get("kind")) for obj in objects if not is_validated(obj) and obj.get("kind")})
+        if skipped:
+            summary += f"; not checked (kinds other than {', '.join(VALIDATED_KINDS)}): {', '.join(skipped)}"
+        print(summary, file=sys.stderr)
     return 1 if findings else 0

@@ -27,7 +27,7 @@ from audit.dra.model import object_label
 from audit.dra.quantity import Quantity
 from audit.dra.semver import is_semver_spec
 
-__all__ = ["Finding", "validate_object", "validate_objects"]
+__all__ = ["Finding", "VALIDATED_KINDS", "is_validated", "validate_object", "validate_objects"]
 
 # Limits from resource.k8s.io/v1 types.go.
 DEVICE_REQUESTS_MAX = 32
@@ -102,6 +102,47 @@ _TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")
 _TOLERATION_EFFECTS = ("NoExecute", "NoSchedule", "None")
 
 
+def _fields(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+# Field names of the served types (resource.k8s.io/v1, core/v1 ObjectMeta), for strict decoding.
+_TOP = _fields("apiVersion", "kind", "metadata", "spec", "status")
+_METADATA = _fields("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+                    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+                    "annotations", "ownerReferences", "finalizers", "managedFields")
+_CLASS_SPEC = _fields("selectors", "config", "extendedResourceName")
+_SELECTOR = _fields("cel")
+_CEL = _fields("expression")
+_CLASS_CONFIG = _fields("opaque")
+_CLAIM_CONFIG = _fields("requests", "opaque")
+_OPAQUE = _fields("driver", "parameters")
+_CLAIM_SPEC = _fields("devices")
+_DEVICE_CLAIM = _fields("requests", "constraints", "config")
+_REQUEST = _fields("name", "exactly", "firstAvailable")
+_EXACT = _fields("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
+_SUBREQUEST = _fields("name", "deviceClassName", "selectors", "allocationMode", "count", "tolerations", "capacity")
+_TOLERATION = _fields("key", "operator", "value", "effect", "tolerationSeconds")
+_CAPACITY_REQUIREMENTS = _fields("requests")
+_CONSTRAINT = _fields("requests", "matchAttribute", "distinctAttribute")
+_TEMPLATE_SPEC = _fields("metadata", "spec")
+_SLICE_SPEC = _fields("driver", "pool", "nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection",
+                      "devices", "sharedCounters")
+_POOL = _fields("name", "generation", "resourceSliceCount")
+_DEVICE = _fields("name", "attributes", "capacity", "consumesCounters", "nodeName", "nodeSelector", "allNodes",
+                  "taints", "bindsToNode", "bindingConditions", "bindingFailureConditions",
+                  "allowMultipleAllocations", "nodeAllocatableResourceMappings")
+_DEVICE_CAPACITY = _fields("value", "requestPolicy")
+_REQUEST_POLICY = _fields("default", "validValues", "validRange")
+_VALID_RANGE = _fields("min", "max", "step")
+_COUNTER_CONSUMPTION = _fields("counterSet", "counters")
+_COUNTER = _fields("value")
+_COUNTER_SET = _fields("name", "counters")
+_TAINT = _fields("key", "value", "effect", "timeAdded")
+_TAINT_RULE_SPEC = _fields("deviceSelector", "taint")
+_TAINT_RULE_SELECTOR = _fields("deviceClassName", "driver", "pool", "device", "selectors")
+
+
 @dataclass(frozen=True)
 class Finding:
     """One violation: the object, the field path and an API-server style message."""
@@ -171,12 +212,18 @@ class _Check:
         self.add(path, f"Too long: may not be more than {limit} bytes")
 
     # --- typed access: a wrong type is reported once and the subtree skipped ------------------
-    def mapping(self, value: Any, path: str) -> dict[str, Any] | None:
+    def mapping(self, value: Any, path: str, fields: frozenset[str] | None = None) -> dict[str, Any] | None:
+        """The object at ``path``; with ``fields``, keys outside them are reported as strict
+        decoding does (``kubectl apply`` refuses unknown fields by default)."""
         if value is None:
             return None
         if not isinstance(value, dict):
             self.invalid(path, value, f"must be an object, got {_kind(value)}")
             return None
+        if fields is not None:
+            for key in value:
+                if key not in fields:
+                    self.add(f"{path}.{key}" if path else str(key), f"unknown field {_show(str(key))}")
         return value
 
     def listing(self, value: Any, path: str) -> list[Any] | None:
@@ -322,7 +369,7 @@ class _Check:
 
 
 def _metadata(c: _Check, raw: Mapping[str, Any], namespaced: bool) -> None:
-    meta = c.mapping(raw.get("metadata"), "metadata")
+    meta = c.mapping(raw.get("metadata"), "metadata", _METADATA)
     if meta is None:
         c.required("metadata.name", "name or generateName is required")
         return
@@ -348,10 +395,10 @@ def _metadata(c: _Check, raw: Mapping[str, Any], namespaced: bool) -> None:
 
 def _selectors(c: _Check, value: Any, path: str) -> None:
     for p, item in c.items(value, path, SELECTORS_MAX):
-        selector = c.mapping(item, p)
+        selector = c.mapping(item, p, _SELECTOR)
         if selector is None:
             continue
-        cel = c.mapping(selector.get("cel"), f"{p}.cel")
+        cel = c.mapping(selector.get("cel"), f"{p}.cel", _CEL)
         if cel is None:
             if "cel" not in selector:
                 c.required(f"{p}.cel")
@@ -375,7 +422,7 @@ def _selectors(c: _Check, value: Any, path: str) -> None:
 
 
 def _opaque(c: _Check, value: Any, path: str) -> None:
-    opaque = c.mapping(value, path)
+    opaque = c.mapping(value, path, _OPAQUE)
     if opaque is None:
         c.required(path)
         return
@@ -391,10 +438,10 @@ def _opaque(c: _Check, value: Any, path: str) -> None:
 
 
 def _device_class(c: _Check, raw: Mapping[str, Any]) -> None:
-    spec = c.mapping(raw.get("spec"), "spec") or {}
+    spec = c.mapping(raw.get("spec"), "spec", _CLASS_SPEC) or {}
     _selectors(c, spec.get("selectors"), "spec.selectors")
     for p, item in c.items(spec.get("config"), "spec.config", CONFIG_MAX):
-        config = c.mapping(item, p)
+        config = c.mapping(item, p, _CLASS_CONFIG)
         if config is not None:
             _opaque(c, config.get("opaque"), f"{p}.opaque")
     name = c.string(spec.get("extendedResourceName"), "spec.extendedResourceName")
@@ -409,7 +456,7 @@ def _device_class(c: _Check, raw: Mapping[str, Any]) -> None:
 
 def _tolerations(c: _Check, value: Any, path: str) -> None:
     for p, item in c.items(value, path, TOLERATIONS_MAX):
-        toleration = c.mapping(item, p)
+        toleration = c.mapping(item, p, _TOLERATION)
         if toleration is None:
             continue
         key = c.string(toleration.get("key"), f"{p}.key") or ""
@@ -449,7 +496,7 @@ def _allocation_mode(c: _Check, request: Mapping[str, Any], path: str) -> None:
 
 
 def _capacity_requests(c: _Check, value: Any, path: str) -> None:
-    capacity = c.mapping(value, path)
+    capacity = c.mapping(value, path, _CAPACITY_REQUIREMENTS)
     if capacity is None:
         return
     requests = c.mapping(capacity.get("requests"), f"{path}.requests")
@@ -472,13 +519,14 @@ def _request_body(c: _Check, request: Mapping[str, Any], path: str) -> None:
 
 
 def _claim_spec(c: _Check, spec: Mapping[str, Any], path: str) -> None:
-    devices = c.mapping(spec.get("devices"), f"{path}.devices")
+    c.mapping(spec, path, _CLAIM_SPEC)
+    devices = c.mapping(spec.get("devices"), f"{path}.devices", _DEVICE_CLAIM)
     if devices is None:
         return
     path = f"{path}.devices"
     request_names: dict[str, set[str]] = {}
     for p, item in c.items(devices.get("requests"), f"{path}.requests", DEVICE_REQUESTS_MAX):
-        request = c.mapping(item, p)
+        request = c.mapping(item, p, _REQUEST)
         if request is None:
             continue
         name = c.string(request.get("name"), f"{p}.name")
@@ -495,7 +543,7 @@ def _claim_spec(c: _Check, spec: Mapping[str, Any], path: str) -> None:
         elif exactly is not None and first is not None:
             c.invalid(p, None, "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set")
         if exactly is not None:
-            body = c.mapping(exactly, f"{p}.exactly")
+            body = c.mapping(exactly, f"{p}.exactly", _EXACT)
             if body is not None:
                 _request_body(c, body, f"{p}.exactly")
                 c.boolean(body.get("adminAccess"), f"{p}.exactly.adminAccess")
@@ -505,7 +553,7 @@ def _claim_spec(c: _Check, spec: Mapping[str, Any], path: str) -> None:
                 c.required(f"{p}.firstAvailable")
             seen: set[str] = set()
             for sp, sub_item in subrequests:
-                sub = c.mapping(sub_item, sp)
+                sub = c.mapping(sub_item, sp, _SUBREQUEST | {"adminAccess"})
                 if sub is None:
                     continue
                 sub_name = c.string(sub.get("name"), f"{sp}.name")
@@ -537,7 +585,7 @@ def _claim_spec(c: _Check, spec: Mapping[str, Any], path: str) -> None:
                                     "and a subrequest separated by '/'")
 
     for p, item in c.items(devices.get("constraints"), f"{path}.constraints", CONSTRAINTS_MAX):
-        constraint = c.mapping(item, p)
+        constraint = c.mapping(item, p, _CONSTRAINT)
         if constraint is None:
             continue
         request_refs(constraint.get("requests"), f"{p}.requests")
@@ -551,7 +599,7 @@ def _claim_spec(c: _Check, spec: Mapping[str, Any], path: str) -> None:
         if distinct is not None:
             c.fully_qualified_name(distinct, f"{p}.distinctAttribute")
     for p, item in c.items(devices.get("config"), f"{path}.config", CONFIG_MAX):
-        config = c.mapping(item, p)
+        config = c.mapping(item, p, _CLAIM_CONFIG)
         if config is None:
             continue
         request_refs(config.get("requests"), f"{p}.requests")
@@ -584,7 +632,7 @@ def _resource_claim(c: _Check, raw: Mapping[str, Any]) -> None:
 
 
 def _resource_claim_template(c: _Check, raw: Mapping[str, Any]) -> None:
-    spec = c.mapping(raw.get("spec"), "spec")
+    spec = c.mapping(raw.get("spec"), "spec", _TEMPLATE_SPEC)
     if spec is None:
         c.required("spec")
         return
@@ -607,14 +655,13 @@ _ATTRIBUTE_LISTS = ("ints", "bools", "strings", "versions")
 
 def _attribute(c: _Check, value: Any, path: str) -> int:
     """Validate one attribute value; returns how many values it holds (lists count each)."""
-    attr = c.mapping(value, path)
-    if attr is None:
+    if value is None:
         c.required(path, "exactly one value must be specified")
         return 1
+    attr = c.mapping(value, path, _fields(*_ATTRIBUTE_SCALARS, *_ATTRIBUTE_LISTS))
+    if attr is None:
+        return 1
     present = [k for k in (*_ATTRIBUTE_SCALARS, *_ATTRIBUTE_LISTS) if attr.get(k) is not None]
-    unknown = sorted(k for k in attr if k not in (*_ATTRIBUTE_SCALARS, *_ATTRIBUTE_LISTS))
-    for key in unknown:
-        c.forbidden(f"{path}.{key}", "unknown attribute type")
     if not present:
         c.required(path, "exactly one value must be specified")
         return 1
@@ -650,7 +697,7 @@ def _scalar_attribute(c: _Check, kind: str, value: Any, path: str) -> None:
 
 
 def _request_policy(c: _Check, value: Any, capacity: Quantity | None, path: str) -> None:
-    policy = c.mapping(value, path)
+    policy = c.mapping(value, path, _REQUEST_POLICY)
     if policy is None:
         return
     default = c.quantity(policy["default"], f"{path}.default") if policy.get("default") is not None else None
@@ -669,7 +716,7 @@ def _request_policy(c: _Check, value: Any, capacity: Quantity | None, path: str)
             if capacity is not None and q > capacity:
                 c.invalid(p, item, f"must be less than or equal to the capacity value ({capacity})")
             previous = q
-    rng = c.mapping(valid_range, f"{path}.validRange")
+    rng = c.mapping(valid_range, f"{path}.validRange", _VALID_RANGE)
     if rng is not None:
         low = c.quantity(rng.get("min"), f"{path}.validRange.min")
         high = c.quantity(rng["max"], f"{path}.validRange.max") if rng.get("max") is not None else None
@@ -691,7 +738,7 @@ def _counters(c: _Check, value: Any, path: str, limit: int) -> None:
         c.too_many(path, len(counters), limit)
     for name, counter in counters.items():
         c.dns_label(str(name), f"{path}[{name}]")
-        entry = c.mapping(counter, f"{path}[{name}]")
+        entry = c.mapping(counter, f"{path}[{name}]", _COUNTER)
         if entry is not None:
             c.quantity(entry.get("value"), f"{path}[{name}].value")
 
@@ -750,7 +797,7 @@ def _node_selector(c: _Check, selector: Mapping[str, Any], path: str, exactly_on
 
 
 def _taint(c: _Check, value: Any, path: str) -> None:
-    taint = c.mapping(value, path)
+    taint = c.mapping(value, path, _TAINT)
     if taint is None:
         c.required(path)
         return
@@ -789,7 +836,7 @@ def _device(c: _Check, device: Mapping[str, Any], path: str, per_device_nodes: b
     for name, entry in capacity.items():
         p = f"{path}.capacity[{name}]"
         c.qualified_name(str(name), p)
-        cap = c.mapping(entry, p)
+        cap = c.mapping(entry, p, _DEVICE_CAPACITY)
         if cap is None:
             c.required(f"{p}.value")
             continue
@@ -797,7 +844,7 @@ def _device(c: _Check, device: Mapping[str, Any], path: str, per_device_nodes: b
         _request_policy(c, cap.get("requestPolicy"), amount, f"{p}.requestPolicy")
     consumes = c.items(device.get("consumesCounters"), f"{path}.consumesCounters", CONSUMES_COUNTERS_MAX)
     for p, item in consumes:
-        consumption = c.mapping(item, p)
+        consumption = c.mapping(item, p, _COUNTER_CONSUMPTION)
         if consumption is None:
             continue
         counter_set = c.string(consumption.get("counterSet"), f"{p}.counterSet")
@@ -829,7 +876,7 @@ def _device(c: _Check, device: Mapping[str, Any], path: str, per_device_nodes: b
 
 
 def _resource_slice(c: _Check, raw: Mapping[str, Any]) -> None:
-    spec = c.mapping(raw.get("spec"), "spec")
+    spec = c.mapping(raw.get("spec"), "spec", _SLICE_SPEC)
     if spec is None:
         c.required("spec")
         return
@@ -838,7 +885,7 @@ def _resource_slice(c: _Check, raw: Mapping[str, Any]) -> None:
         c.required("spec.driver")
     else:
         c.driver_name(driver, "spec.driver")
-    pool = c.mapping(spec.get("pool"), "spec.pool")
+    pool = c.mapping(spec.get("pool"), "spec.pool", _POOL)
     if pool is None:
         c.required("spec.pool")
     else:
@@ -870,7 +917,7 @@ def _resource_slice(c: _Check, raw: Mapping[str, Any]) -> None:
     seen: set[str] = set()
     for i, item in enumerate(devices):
         p = f"spec.devices[{i}]"
-        device = c.mapping(item, p)
+        device = c.mapping(item, p, _DEVICE)
         if device is None:
             continue
         name = c.string(device.get("name"), f"{p}.name")
@@ -889,7 +936,7 @@ def _resource_slice(c: _Check, raw: Mapping[str, Any]) -> None:
     set_names: set[str] = set()
     for i, item in enumerate(counter_sets):
         p = f"spec.sharedCounters[{i}]"
-        counter_set = c.mapping(item, p)
+        counter_set = c.mapping(item, p, _COUNTER_SET)
         if counter_set is None:
             continue
         name = c.string(counter_set.get("name"), f"{p}.name")
@@ -906,11 +953,11 @@ def _resource_slice(c: _Check, raw: Mapping[str, Any]) -> None:
 
 
 def _device_taint_rule(c: _Check, raw: Mapping[str, Any]) -> None:
-    spec = c.mapping(raw.get("spec"), "spec")
+    spec = c.mapping(raw.get("spec"), "spec", _TAINT_RULE_SPEC)
     if spec is None:
         c.required("spec")
         return
-    selector = c.mapping(spec.get("deviceSelector"), "spec.deviceSelector")
+    selector = c.mapping(spec.get("deviceSelector"), "spec.deviceSelector", _TAINT_RULE_SELECTOR)
     if selector is not None:
         if selector.get("driver") is not None:
             c.driver_name(selector["driver"], "spec.deviceSelector.driver")
@@ -1003,20 +1050,37 @@ _VALIDATORS: dict[str, tuple[Callable[[_Check, Mapping[str, Any]], None], bool]]
 _VALIDATION_CEL = CelEnvironment(CelOptions(consumable_capacity=True, list_type_attributes=True))
 
 
+VALIDATED_KINDS = tuple(sorted(_VALIDATORS))
+
+
+def is_validated(obj: Mapping[str, Any]) -> bool:
+    """Whether ``validate_object`` checks this object's kind (other kinds yield no findings)."""
+    return isinstance(obj, Mapping) and obj.get("kind") in _VALIDATORS
+
+
 def validate_object(obj: Mapping[str, Any]) -> list[Finding]:
-    """Every violation in one raw object, in field order (empty when the API server would admit it)."""
+    """Every violation in one raw object, in field order (empty when the API server would admit it).
+
+    Objects of kinds outside DRA (see ``VALIDATED_KINDS``) are not checked beyond having a kind and
+    an apiVersion; ``is_validated`` tells them apart."""
     if not isinstance(obj, Mapping):
         return [Finding("object", "", f"Invalid value: {_show(obj)}: must be an object, got {_kind(obj)}")]
     c = _Check(object_label(obj), _VALIDATION_CEL)
     kind = obj.get("kind")
-    if kind not in _VALIDATORS:
-        c.not_supported("kind", kind, tuple(sorted(_VALIDATORS)))
+    if not isinstance(kind, str) or not kind:
+        c.required("kind")
         return c.findings
+    if not isinstance(obj.get("apiVersion"), str) or not obj.get("apiVersion"):
+        c.required("apiVersion")
+        return c.findings
+    if kind not in _VALIDATORS:
+        return c.findings  # outside DRA; callers learn this from is_validated()
     validator, namespaced = _VALIDATORS[kind]
     api_version = obj.get("apiVersion")
     if api_version not in _API_VERSIONS[kind]:
         c.not_supported("apiVersion", api_version, _API_VERSIONS[kind])
         return c.findings
+    c.mapping(dict(obj), "", _TOP)
     _metadata(c, obj, namespaced)
     validator(c, obj)
     return c.findings

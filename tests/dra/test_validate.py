@@ -114,6 +114,7 @@ def test_class_selector_typos_and_unsupported_versions() -> None:
         '"device.attributes[\\"gpu.nvidia.com\\"].productName == \\"NVIDIA H100\\" &&": compilation failed: '
         "ERROR: <input>:1:68: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', "
         "'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}",
+        'DeviceClass h100.nvidia.com: spec.selectors[2].expression: unknown field "expression"',
         "DeviceClass h100.nvidia.com: spec.selectors[2].cel: Required value",
         "DeviceClass h100.nvidia.com: spec.config[0].opaque.driver: Required value",
         'DeviceClass a100.nvidia.com: apiVersion: Unsupported value: "resource.k8s.io/v1beta1": supported values: '
@@ -271,9 +272,19 @@ RULES = [
     ("binding-conditions-alone", _slice(_devices(1, bindingConditions=["example.com/ready"])),
      "spec.devices[0].bindingFailureConditions: Invalid value: null: bindingConditions and bindingFailureConditions "
      "must be set together"),
-    ("unknown-kind", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
-     'kind: Unsupported value: "ConfigMap": supported values: "DeviceClass", "DeviceTaintRule", "Node", "Pod", '
-     '"ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"'),
+    ("unknown-field-typo", _claim(selector=[_selector()]),
+     'spec.devices.requests[0].exactly.selector: unknown field "selector"'),
+    ("unknown-top-level-field", {**CLASS, "sepc": {}}, 'sepc: unknown field "sepc"'),
+    ("unknown-slice-device-field", _slice(_devices(1, attribute={"a": {"int": 1}})),
+     'spec.devices[0].attribute: unknown field "attribute"'),
+    ("unknown-attribute-type", _slice(_devices(1, attributes={"a": {"integer": 1}})),
+     ['spec.devices[0].attributes[a].integer: unknown field "integer"',
+      "spec.devices[0].attributes[a]: Required value: exactly one value must be specified"]),
+    ("other-kind-is-not-checked", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "X_"}}, None),
+    ("missing-kind", {"apiVersion": "v1", "metadata": {"name": "x"}}, "kind: Required value"),
+    ("missing-api-version", {**CLASS, "apiVersion": None}, "apiVersion: Required value"),
+    ("attribute-of-wrong-type", _slice(_devices(1, attributes={"memory": ["80Gi"]})),
+     "spec.devices[0].attributes[memory]: Invalid value: <list>: must be an object, got list"),
     ("missing-name", {**CLASS, "metadata": {}}, "metadata.name: Required value: name or generateName is required"),
     ("v1-device-taint-rule", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "r"},
                               "spec": {"taint": {"key": "example.com/x", "effect": "None"}}}, None),
@@ -288,9 +299,9 @@ RULES = [
 
 
 @pytest.mark.parametrize(("obj", "expected"), [c[1:] for c in RULES], ids=[c[0] for c in RULES])
-def test_api_server_rules(obj: dict[str, Any], expected: str | None) -> None:
+def test_api_server_rules(obj: dict[str, Any], expected: str | list[str] | None) -> None:
     messages = [f"{f.path}: {f.message}" for f in validate_object(obj)]
-    assert messages == ([] if expected is None else [expected])
+    assert messages == ([] if expected is None else [expected] if isinstance(expected, str) else expected)
 
 
 def test_template_claim_spec_is_validated_under_spec_spec() -> None:

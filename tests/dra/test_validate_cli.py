@@ -40,7 +40,7 @@ def test_several_files_are_checked_in_order(capsys: pytest.CaptureFixture[str]) 
                         "-f", str(FIXTURES / "class-mistakes.yaml"))
     lines = out.splitlines()
     assert code == 1
-    assert len(lines) == 7
+    assert len(lines) == 8
     assert lines[0].startswith("ResourceClaim default/train-0: ")
     assert all(line.startswith(("DeviceClass ", "DeviceTaintRule ")) for line in lines[1:])
 
@@ -81,3 +81,13 @@ def test_installed_command_reports_findings() -> None:
     assert done.returncode == 1
     assert len(done.stdout.splitlines()) == 15
     assert done.stderr == "1 object checked, 15 findings\n"
+
+
+def test_objects_of_other_kinds_are_counted_as_not_checked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    manifest = tmp_path / "mixed.yaml"
+    manifest.write_text((FIXTURES / "claim-too-many-subrequests.yaml").read_text()
+                        + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n")
+    code, out, err = _run(capsys, "-f", str(manifest))
+    assert code == 1 and len(out.splitlines()) == 1
+    assert err == ("1 object checked, 1 finding; not checked (kinds other than DeviceClass, DeviceTaintRule, Node, "
+                   "Pod, ResourceClaim, ResourceClaimTemplate, ResourceSlice): ConfigMap\n")
