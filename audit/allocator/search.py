@@ -592,7 +592,7 @@ class _Run:
                     item["bindingFailureConditions"] = list(res.entry.device.binding_failure_conditions)
             if res.share_id is not None:
                 item["shareID"] = res.share_id
-            if res.consumed is not None:
+            if res.consumed:  # omitempty: a device without capacities records none
                 item["consumedCapacity"] = {name: str(q) for name, q in res.consumed.items()}
             results.append(item)
         chosen: dict[int, _RequestData] = {}
