@@ -99,3 +99,16 @@ def test_the_same_bad_line_sent_twice_is_quarantined_once(store: AuditStore) -> 
 def test_unusable_bodies_are_user_errors(store: AuditStore, body: bytes, kind: str, message: str) -> None:
     with pytest.raises(UserError, match=message):
         store.ingest_jsonl(body, kind, source="s")  # type: ignore[arg-type]
+
+
+def test_the_writer_quarantines_records_that_do_not_fit_their_columns(store: AuditStore) -> None:
+    writer = store.writer(name="simulator", background=False)
+    bad = make_record(1)
+    bad.time = "soon"
+    writer.write_records([make_record(0), bad])
+    assert writer.flush()
+    (row,) = store.quarantined(5)
+    assert (row["source"], row["kind"], row["path"]) == ("simulator", "record", "time")
+    assert json.loads(row["raw"])["decision_id"] == bad.decision_id
+    stats = writer.stats()
+    assert (stats["received"], stats["written"], stats["quarantined"]) == (2, 1, 1)

@@ -1,0 +1,74 @@
+"""`claimtrail schema` prints the DDL (single node or cluster) and the record JSON schema;
+a store held by another process is explained in one line."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audit.cli.main import main
+from audit.store.connection import StoreLockedError
+from audit.store.queries import AuditStore
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_single_node_ddl_has_every_table_with_dedup_window(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "schema", "--dsn", "http://u:p@ch.example:8123/audit")
+    assert code == 0
+    created = re.findall(r"CREATE TABLE IF NOT EXISTS audit\.(\w+) \(", out)
+    assert created == ["schema_migrations", "events", "checkpoints", "decisions", "decision_tiers", "policies",
+                       "quarantine", "replay_runs", "fallback_1h", "tenant_usage_1h"]
+    assert out.count("non_replicated_deduplication_window = 1000") == len(created)
+    assert "ON CLUSTER" not in out and "Replicated" not in out
+
+
+def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "schema", "--cluster", "prod")
+    assert code == 0
+    assert "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/claimtrail/decisions_local', '{replica}')" in out
+    assert "ReplicatedAggregatingMergeTree(" in out
+    for table in ("decisions", "decision_tiers", "replay_runs"):
+        assert (f"CREATE TABLE IF NOT EXISTS claimtrail.{table} ON CLUSTER prod AS claimtrail.{table}_local\n"
+                f"ENGINE = Distributed(prod, claimtrail, {table}_local, cityHash64(decision_id))") in out
+    assert "TO claimtrail.fallback_1h_local\nAS SELECT" in out and "FROM claimtrail.decisions_local" in out
+    assert "non_replicated_deduplication_window" not in out
+    assert out.rstrip().endswith("(3, 'duplicate-tolerant rollups for fallback rate and tenant usage, backfilled');")
+
+
+def test_record_schema_is_the_json_schema_of_a_decision_record(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "schema", "--record")
+    schema = json.loads(out)
+    assert code == 0 and schema["title"] == "DecisionRecord"
+    assert {"decision_id", "tiers", "output_digest"} <= set(schema["properties"])
+
+
+def test_a_bad_cluster_name_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "schema", "--cluster", "prod; DROP")
+    assert (code, out) == (2, "")
+    assert err == "claimtrail schema: --cluster 'prod; DROP': must be a plain identifier (letters, digits, _)\n"
+
+
+def test_a_store_owned_by_another_process_is_explained_in_one_line(tmp_path: Path) -> None:
+    hold = "import clickhouse_connect, sys; c = clickhouse_connect.get_client(dsn=sys.argv[1]); print('held', flush=True); sys.stdin.read()"
+    holder = subprocess.Popen([sys.executable, "-c", hold, f"chdb://{tmp_path}/db"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(StoreLockedError) as info:
+            AuditStore.open(f"chdb://{tmp_path}/db")
+        assert str(info.value) == (
+            f"the embedded store at {tmp_path}/db is owned by another process (claimtrail serve?); send data to "
+            "its API with --out http://… or use a ClickHouse server DSN")
+    finally:
+        holder.communicate("")
+    AuditStore.open(f"chdb://{tmp_path}/db").close()  # free again once the owner is gone
