@@ -15,7 +15,8 @@ Example::
         admin: true
     redaction:
       hash_pod_names: true   # non-admins see sha256:<16 hex> instead of pod names
-      drop_details: true     # non-admins get no free-text messages or exemplar details
+      drop_details: true     # non-admins get no free-text messages and no per-device details
+                             # (which carry node labels, selectors and taint values)
 """
 
 from __future__ import annotations
@@ -175,4 +176,18 @@ def redact_record(record: dict[str, Any], redaction: Redaction) -> dict[str, Any
         out["message"] = ""
         out["tiers"] = [{**t, "exemplars": [{**e, "detail": {}} for e in t.get("exemplars", [])]}
                         for t in out.get("tiers", [])]
+    return out
+
+
+def redact_explanation(body: dict[str, Any], pod: str, redaction: Redaction) -> dict[str, Any]:
+    """A copy of an explanation document as a non-admin may see it."""
+    if not redaction.active:
+        return body
+    out = dict(body)
+    if redaction.hash_pod_names:
+        ns, _, _ = str(out.get("pod", "")).partition("/")
+        out["pod"] = f"{ns}/{pod_hash(pod)}"
+        out["summary"] = str(out.get("summary", "")).replace(pod, pod_hash(pod))
+    if redaction.drop_details and "devices" in out:
+        out["devices"] = [{**d, "detail": {}} for d in out["devices"]]
     return out

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.concurrency import run_in_threadpool
 
 from audit.api import params, storeport
-from audit.api.auth import Principal, pod_hash, redact_record
+from audit.api.auth import Principal, redact_explanation, redact_record
 from audit.api.deps import Settings, principal, settings, store, tenant_filter
 from audit.api.problems import Problem
 from audit.api.worldview import world_at
@@ -85,11 +85,7 @@ def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: 
     else:
         result = explain_record(record, checked)
     body = result.to_dict()
-    if not who.admin and cfg.auth.redaction.hash_pod_names:
-        ns, _, pod = body["pod"].partition("/")
-        body["pod"] = f"{ns}/{pod_hash(pod)}"
-        body["summary"] = body["summary"].replace(record.pod, pod_hash(record.pod))
-    return body
+    return body if who.admin else redact_explanation(body, record.pod, cfg.auth.redaction)
 
 
 @router.get("/decisions/{decision}/why", summary="Why a decision did (not) get a device model")

@@ -68,3 +68,16 @@ def test_redaction_hashes_pod_names_and_drops_details() -> None:
     assert shown["pod"].startswith("sha256:") and "train-1" not in shown["pod"]
     assert shown["tiers"][0]["exemplars"][0]["detail"] == {}
     assert data["pod"] == "train-1"  # the stored record is untouched
+
+
+def test_explanations_for_non_admins_lose_pod_names_and_device_details() -> None:
+    from audit.api.auth import pod_hash, redact_explanation
+
+    body = {"pod": "team-a/train-1", "summary": "H100 skipped for train-1.",
+            "devices": [{"device": "d", "node": "n", "reason": "node_filtered",
+                         "detail": {"detail": "nodeSelector zone=a"}}]}
+    shown = redact_explanation(body, "train-1", Redaction(hash_pod_names=True, drop_details=True))
+    assert shown["pod"] == f"team-a/{pod_hash('train-1')}"
+    assert "train-1" not in shown["summary"]
+    assert shown["devices"][0]["detail"] == {}
+    assert redact_explanation(body, "train-1", Redaction()) is body
