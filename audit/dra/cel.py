@@ -37,6 +37,7 @@ import json
 import logging
 import re
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -702,7 +703,7 @@ def _parse_version_attribute(text: str) -> Semver:
 class CelDevice:
     """One device as selectors see it; build once per device and reuse for every expression."""
 
-    __slots__ = ("driver", "_base", "_error", "_functions", "_context")
+    __slots__ = ("driver", "_base", "_error", "_functions", "_context", "__weakref__")
 
     def __init__(self, driver: str, base: dict[str, Any], error: str | None,
                  functions: dict[str, Callable[..., Any]]) -> None:
@@ -791,16 +792,15 @@ class CompiledSelector:
     def __init__(self, expression: str, program: cel.Program) -> None:
         self.expression = expression
         self._program = program
-        self._results: dict[int, tuple[CelDevice, bool | CelRuntimeError]] = {}
+        # Weak keys: a long simulation builds many short-lived devices; results must not keep them.
+        self._results: weakref.WeakKeyDictionary[CelDevice, bool | CelRuntimeError] = weakref.WeakKeyDictionary()
 
     def evaluate(self, device: CelDevice) -> bool:
         """True/False, or CelRuntimeError when evaluation fails on this device."""
-        cached = self._results.get(id(device))
-        if cached is not None and cached[0] is device:
-            outcome = cached[1]
-        else:
+        outcome = self._results.get(device)
+        if outcome is None:
             outcome = self._run(device)
-            self._results[id(device)] = (device, outcome)
+            self._results[device] = outcome
         if isinstance(outcome, CelRuntimeError):
             raise outcome
         return outcome

@@ -295,3 +295,16 @@ def test_cel_quantity_comparison_agrees_with_python(left: str, right: str) -> No
     assert equal.evaluate(device) is (expected == 0)
     greater = env.compile(f'device.capacity["gpu.nvidia.com"].a.isGreaterThan(quantity("{right}"))')
     assert greater.evaluate(device) is (expected == 1)
+
+
+def test_cached_results_do_not_keep_devices_alive(env: CelEnvironment) -> None:
+    import gc
+    import weakref
+
+    selector = env.compile('device.driver == "gpu.nvidia.com"')
+    device = device_context(NV, H100_ATTRIBUTES, H100_CAPACITY, False)
+    assert selector.evaluate(device) is True
+    alive = weakref.ref(device)
+    del device
+    gc.collect()
+    assert alive() is None
