@@ -86,6 +86,10 @@ class ExporterProcess:
         child_conn.close()
         self._closed = False
 
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid
+
     def export(
         self,
         record: DecisionRecord,

@@ -53,3 +53,17 @@ def test_closed_exporter_refuses_more_work(monkeypatch: pytest.MonkeyPatch) -> N
     exporter.close()
     with pytest.raises(TelemetryError, match="ExporterProcess: closed"):
         exporter.export(make_record())
+
+
+def test_a_dead_export_process_is_reported_not_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    _env(monkeypatch, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    exporter = ExporterProcess(batch_size=1)
+    assert exporter.pid is not None
+    os.kill(exporter.pid, signal.SIGKILL)
+    with pytest.raises(TelemetryError, match=r"ExporterProcess: export process exited with code -9"):
+        for _ in range(50):  # the first sends may still fit in the pipe before the death is seen
+            exporter.export(make_record())
+        exporter.flush()
