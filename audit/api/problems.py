@@ -30,6 +30,7 @@ PROBLEM_KINDS: dict[str, tuple[int, str]] = {
     "payload-too-large": (413, "Request body too large"),
     "unsupported-media-type": (415, "Unsupported content encoding"),
     "unknown-model": (422, "Unknown device model"),
+    "unexplainable": (422, "The recorded world cannot answer this question"),
     "not-implemented": (501, "Not implemented"),
     "unavailable": (503, "Service unavailable"),
     "internal": (500, "Internal error"),

@@ -12,7 +12,7 @@ from audit.api.auth import Principal, redact_explanation, redact_record
 from audit.api.deps import Settings, principal, settings, store, tenant_filter
 from audit.api.problems import Problem
 from audit.api.worldview import world_at
-from audit.explain import ModelTable, ViewError, explain, explain_record
+from audit.explain import ModelTable, explain, explain_record
 from audit.records import DecisionRecord
 
 router = APIRouter(prefix="/v1", tags=["decisions"])
@@ -79,8 +79,8 @@ def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: 
         view, policy = storeport.call(world_at, db, record.cluster, record.seq)
         try:
             result = explain(view, (record.namespace, record.pod), checked, policy, record=record, detail=True)
-        except ViewError as exc:
-            raise Problem("not-found", f"decision {record.decision_id}: the world at seq {record.seq} "
+        except ValueError as exc:  # ViewError, or an object of the recorded world the model refuses
+            raise Problem("unexplainable", f"decision {record.decision_id}: the world at seq {record.seq} "
                           f"cannot answer: {exc}") from None
     else:
         result = explain_record(record, checked)

@@ -150,8 +150,11 @@ def test_replay_answers_not_implemented_with_a_stable_type(server: Server) -> No
     ("/v1/decisions", {"pod": "x' OR 1=1 --"}, 400, "invalid-parameter"),
     ("/v1/stats/fallback", {"group_by": "tenant;DROP TABLE decisions"}, 400, "invalid-parameter"),
     ("/v1/nowhere", {}, 404, "not-found"),
+    # train-3 is not in the recorded world, so its devices cannot be judged
+    (f"/v1/decisions/{factory.PENDING.decision_id}/why", {"model": "H100", "detail": "devices"}, 422,
+     "unexplainable"),
 ], ids=["bad-id", "unknown-id", "unknown-model", "missing-model", "bad-detail", "bad-outcome", "bad-time",
-        "bad-limit", "bad-cursor", "injection-pod", "injection-group", "unknown-path"])
+        "bad-limit", "bad-cursor", "injection-pod", "injection-group", "unknown-path", "pod-not-in-world"])
 def test_bad_requests_are_4xx_problems(server: Server, path: str, params: dict[str, str], status: int,
                                        kind: str) -> None:
     r = server.get(path, **params)
