@@ -31,13 +31,25 @@ class EvidenceLog:
             tier = self.verdicts[key] = {}
         tier[position] = (str(reason), detail)
 
-    def _baseline(self) -> list[tuple[str, Detail]]:
-        base: list[tuple[str, Detail]] = []
-        for _entry, pool in self.view.candidates:
-            if pool.incomplete:
-                base.append((Reason.POOL_INCOMPLETE.value, (("pool", pool.pool_id),)))
-            else:
-                base.append((Reason.NOT_REACHED.value, ()))
+    def _verdict(self, position: int, reason: str, detail: Detail) -> DeviceVerdict:
+        # Verdicts are immutable, so equal ones are shared across tiers and calls on this node.
+        cache = self.view.verdict_cache
+        key = (position, reason, detail)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = DeviceVerdict(device=self.view.candidates[position][0].id, reason=reason, detail=detail)
+        return found
+
+    def _baseline(self) -> list[DeviceVerdict]:
+        base = self.view.baseline_verdicts
+        if base is None:
+            base = []
+            for position, (_entry, pool) in enumerate(self.view.candidates):
+                if pool.incomplete:
+                    base.append(self._verdict(position, Reason.POOL_INCOMPLETE.value, (("pool", pool.pool_id),)))
+                else:
+                    base.append(self._verdict(position, Reason.NOT_REACHED.value, ()))
+            self.view.baseline_verdicts = base
         return base
 
     def tiers(self, claims: Sequence[Any], requests: Mapping[tuple[int, int, int], Any],
@@ -47,7 +59,7 @@ class EvidenceLog:
         for key, position in final:
             chosen.setdefault(key, set()).add(position)
         baseline = self._baseline()
-        ids = [entry.id for entry, _ in self.view.candidates]
+        selected = Reason.SELECTED.value
         out: list[TierEvidence] = []
         for ci, claim in enumerate(claims):
             for ri, request in enumerate(claim.spec.requests):
@@ -57,21 +69,16 @@ class EvidenceLog:
                     data = requests.get(key)
                     name = data.name if data is not None else (
                         f"{request.name}/{request.first_available[si].name}" if count else request.name)
-                    recorded = self.verdicts.get(key, {})
-                    picked = chosen.get(key, set())
-                    verdicts = []
-                    for position, device_id in enumerate(ids):
-                        reason: str
-                        detail: Detail
+                    verdicts = list(baseline)
+                    picked = chosen.get(key, ())
+                    for position, (reason, detail) in self.verdicts.get(key, {}).items():
                         if position in picked:
-                            reason, detail = Reason.SELECTED.value, ()
-                        elif position in recorded:
-                            reason, detail = recorded[position]
-                            if reason == Reason.SELECTED.value:
-                                # Taken in a branch that did not become the answer.
-                                reason, detail = Reason.NOT_REACHED.value, (("backtracked", "true"),)
-                        else:
-                            reason, detail = baseline[position]
-                        verdicts.append(DeviceVerdict(device=device_id, reason=reason, detail=detail))
+                            continue
+                        if reason == selected:
+                            # Taken in a branch that did not become the answer.
+                            reason, detail = Reason.NOT_REACHED.value, (("backtracked", "true"),)
+                        verdicts[position] = self._verdict(position, reason, detail)
+                    for position in picked:
+                        verdicts[position] = self._verdict(position, selected, ())
                     out.append(TierEvidence(claim=claim.key, request=name, subrequest_index=si, verdicts=verdicts))
         return out

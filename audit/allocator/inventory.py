@@ -93,6 +93,8 @@ class NodeView:
     pools: list[Pool]
     candidates: list[tuple[DeviceEntry, Pool]]
     positions: dict[DeviceEntry, int]
+    baseline_verdicts: list[Any] | None = None  # evidence of a tier nothing was recorded for
+    verdict_cache: dict[Any, Any] = field(default_factory=dict)
 
 
 def _q(text: str, where: str) -> Quantity:

@@ -29,6 +29,7 @@ from audit.allocator.state import AllocatedState
 from audit.dra.model import (
     DeviceClass,
     DeviceRequest,
+    DeviceSelector,
     DeviceTaint,
     ExactRequest,
     Node,
@@ -416,26 +417,37 @@ class _Run:
         device = entry.device
         if device.binding_conditions and not self.features.device_binding:
             return False, Reason.POOL_INVALID, (("problem", "binding conditions need DRADeviceBindingConditions"),)
-        for owner_label, selectors, reason in (
-            (f"class {data.device_class.name}", data.device_class.selectors, Reason.CLASS_SELECTOR_MISMATCH),
-            (f"claim {self.claims[data.key[0]].key}", data.spec.selectors, Reason.REQUEST_SELECTOR_MISMATCH),
+        failed = self._first_false(data, entry, position, data.device_class.selectors, True)
+        if failed is not None:
+            return False, Reason.CLASS_SELECTOR_MISMATCH, failed
+        failed = self._first_false(data, entry, position, data.spec.selectors, False)
+        if failed is not None:
+            return False, Reason.REQUEST_SELECTOR_MISMATCH, failed
+        if entry.slice.per_device_node_selection and not node_matches(
+            self.node, device.node_name, device.all_nodes, device.node_selector
         ):
-            for i, selector in enumerate(selectors):
-                expression = selector.cel or ""
+            return False, Reason.NODE_MISMATCH, (("node", self.node.name),)
+        return True, "", ()
+
+    def _first_false(self, data: _RequestData, entry: DeviceEntry, position: int, selectors: Sequence[DeviceSelector],
+                     of_class: bool) -> tuple[tuple[str, str], ...] | None:
+        """Detail of the first selector evaluating to false, None when all match; errors are fatal."""
+        results = entry.cel_results
+        for i, selector in enumerate(selectors):
+            expression = selector.cel or ""
+            matched = results.get(expression)
+            if matched is None:
                 try:
                     matched = self.owner.selectors.matches(entry, expression)
                 except SelectorFailure as exc:
                     if self.evidence is not None:
                         self.evidence.record(data.key, position, Reason.CEL_ERROR,
                                              (("selector", str(i)), ("expression", expression), ("error", exc.message)))
-                    raise AllocationError(f"cel_{exc.kind}", f"{owner_label}: selector #{i}: CEL {exc.kind} error: {exc.message}") from None
-                if not matched:
-                    return False, reason, (("selector", str(i)), ("expression", expression))
-        if entry.slice.per_device_node_selection and not node_matches(
-            self.node, device.node_name, device.all_nodes, device.node_selector
-        ):
-            return False, Reason.NODE_MISMATCH, (("node", self.node.name),)
-        return True, "", ()
+                    owner = f"class {data.device_class.name}" if of_class else f"claim {self.claims[data.key[0]].key}"
+                    raise AllocationError(f"cel_{exc.kind}", f"{owner}: selector #{i}: CEL {exc.kind} error: {exc.message}") from None
+            if not matched:
+                return (("selector", str(i)), ("expression", expression))
+        return None
 
     def _capacity_fits(self, data: _RequestData, entry: DeviceEntry, position: int, in_all_list: bool = False) -> bool:
         allocated = self.state.aggregated_capacity.get(entry.id)
