@@ -540,6 +540,73 @@ def _analyse(source: str, options: CelOptions, functions: Mapping[str, Any]) -> 
             if opaque is not None:
                 raise _error_at(source, t.offset, f"found no matching overload for 'size' applied to '{applied}'")
 
+    result = _static_type(tokens)
+    if result is not None and result != "bool":
+        # Kubernetes refuses selectors whose static type is neither bool nor dyn when compiling.
+        raise CelCompileError(f"compilation failed: must evaluate to bool or the unknown type, not {result}")
+
+
+# Result types of functions whose return type does not depend on their receiver.
+_RESULT_TYPES = {
+    "compareTo": "int", "asInteger": "int", "sign": "int", "major": "int", "minor": "int", "patch": "int",
+    "size": "int", "int": "int", "indexOf": "int", "lastIndexOf": "int", "asApproximateFloat": "double",
+    "double": "double", "quantity": "kubernetes.Quantity", "add": "kubernetes.Quantity",
+    "sub": "kubernetes.Quantity", "semver": "kubernetes.Semver", "string": "string", "lowerAscii": "string",
+    "upperAscii": "string", "trim": "string", "replace": "string", "substring": "string", "charAt": "string",
+    "join": "string", "strings.quote": "string",
+    "isGreaterThan": "bool", "isLessThan": "bool", "isInteger": "bool", "isQuantity": "bool", "isSemver": "bool",
+    "startsWith": "bool", "endsWith": "bool", "contains": "bool", "matches": "bool", "has": "bool", "all": "bool",
+    "exists": "bool", "exists_one": "bool", "includes": "bool", "bool": "bool",
+}
+_BOOLEAN_OPERATORS = frozenset({"==", "!=", "<", "<=", ">", ">=", "&&", "||", "!", "?", "+", "-", "*", "/", "%"})
+
+
+def _static_type(tokens: list[_Token]) -> str | None:
+    """The static type of a whole expression when it is evident without a type checker: a single
+    literal, ``device.driver``, a capacity value or a call with a fixed result type. None when an
+    operator, a dynamic value (attributes) or anything else decides it."""
+    if not tokens:
+        return None
+    depth = 0
+    for t in tokens:
+        if t.kind == "punct" and t.text in "([{":
+            depth += 1
+        elif t.kind == "punct" and t.text in ")]}":
+            depth -= 1
+        elif depth == 0 and ((t.kind == "punct" and t.text in _BOOLEAN_OPERATORS) or t.text == "in"):
+            return None
+    if len(tokens) == 1:
+        t = tokens[0]
+        if t.kind == "string":
+            return "string"
+        if t.kind == "number":
+            lowered = t.text.lower()
+            if lowered.endswith("u"):
+                return "uint"
+            return "double" if ("." in lowered or "e" in lowered) and not lowered.startswith("0x") else "int"
+        return {"true": "bool", "false": "bool", "null": "null_type"}.get(t.text)
+    texts = [t.text for t in tokens]
+    if texts == ["device", ".", "driver"]:
+        return "string"
+    if texts == ["device", ".", "allowMultipleAllocations"]:
+        return "bool"
+    last = tokens[-1]
+    if last.kind == "punct" and last.text == ")":
+        opening = _opening(tokens, len(tokens) - 1)
+        if opening == 0:
+            return _static_type(tokens[1:-1])
+        name = tokens[opening - 1] if opening > 0 else None
+        if name is None or name.kind != "ident":
+            return None
+        qualified = name.text
+        if opening >= 3 and tokens[opening - 2].text == "." and tokens[opening - 3].text in ("sets", "strings"):
+            qualified = f"{tokens[opening - 3].text}.{name.text}"
+        return _RESULT_TYPES.get(qualified)
+    opaque = _opaque_before(tokens, len(tokens) - 1)
+    if opaque is not None and opaque[1] == 0:
+        return opaque[0]
+    return None
+
 
 def _closing(tokens: list[_Token], open_index: int) -> int:
     """Index of the bracket closing the one at ``open_index`` (len(tokens) when unbalanced)."""

@@ -103,11 +103,13 @@ RUNTIME_ERRORS = [
     ("unknown-id", 'device.attributes["gpu.nvidia.com"].memory == 1', "no such key: memory"),
     ("unknown-id-in-unknown-domain", 'device.attributes["other.example.com"].x == 1', "no such key: x"),
     ("unknown-capacity", 'device.capacity["gpu.nvidia.com"].cores.isGreaterThan(quantity("1"))', "no such key: cores"),
-    ("string-result", "device.driver", "CEL result of type string could not be converted to bool"),
+    ("string-result", 'device.attributes["gpu.nvidia.com"].architecture',
+     "CEL result of type string could not be converted to bool"),
     ("int-result", 'device.attributes["gpu.nvidia.com"].index', "CEL result of type int could not be converted to bool"),
-    ("quantity-result", 'device.capacity["gpu.nvidia.com"].memory',
+    ("quantity-result", '[device.capacity["gpu.nvidia.com"].memory][0]',
      "CEL result of type kubernetes.Quantity could not be converted to bool"),
-    ("semver-result", 'semver("1.0.0")', "CEL result of type kubernetes.Semver could not be converted to bool"),
+    ("semver-result", 'device.attributes["gpu.nvidia.com"].driverVersion',
+     "CEL result of type kubernetes.Semver could not be converted to bool"),
     ("bad-quantity-literal", 'quantity("1.5GB").sign() == 1',
      "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
     ("bad-quantity-suffix", 'quantity("1K").sign() == 1', "unable to parse quantity's suffix"),
@@ -180,6 +182,25 @@ def test_compile_error_reports_position(env: CelEnvironment, expression: str, fr
         env.compile(expression)
     assert str(err.value).startswith("compilation failed: ")
     assert fragment in str(err.value)
+
+
+STATIC_RESULT_TYPES = [
+    ("driver", "device.driver", "string"),
+    ("int-literal", "1", "int"),
+    ("capacity", 'device.capacity["gpu.nvidia.com"].memory', "kubernetes.Quantity"),
+    ("quantity-call", 'quantity("1")', "kubernetes.Quantity"),
+    ("semver-call", 'semver("1.0.0")', "kubernetes.Semver"),
+    ("compareTo", 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("1"))', "int"),
+    ("parenthesised", "(device.driver)", "string"),
+]
+
+
+@pytest.mark.parametrize(("expression", "type_name"), [c[1:] for c in STATIC_RESULT_TYPES],
+                         ids=[c[0] for c in STATIC_RESULT_TYPES])
+def test_statically_non_bool_selector_fails_to_compile(env: CelEnvironment, expression: str, type_name: str) -> None:
+    with pytest.raises(CelCompileError) as err:
+        env.compile(expression)
+    assert str(err.value) == f"compilation failed: must evaluate to bool or the unknown type, not {type_name}"
 
 
 def test_compile_error_shows_line_and_caret(env: CelEnvironment) -> None:
