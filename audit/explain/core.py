@@ -80,10 +80,11 @@ def _judge(view: ClusterView, pod: Mapping[str, Any], claim: Mapping[str, Any], 
     for node in nodes:
         here = by_node.get(node, []) + shared
         cause, detail = exclusions[node]
-        if cause or prober is None:
+        if cause:
             verdicts: dict[str, Verdict] = {d.id: (Reason.NODE_FILTERED.value, {"cause": cause, "detail": detail})
                                             for d in here}
         else:
+            assert prober is not None  # built because this node is usable
             verdicts = prober.probe(node, request, {d.id for d in here})
         for d in here:
             verdict = verdicts[d.id]
@@ -129,6 +130,21 @@ def _quota_blocker(view: ClusterView, policy: Policy | None, namespace: str, mod
             "nominal": quota.nominal, "borrowable": quota.borrowing_limit or 0, "needed": tier.count}
 
 
+def _tally(judged: Mapping[str, tuple[str, Verdict]]) -> tuple[dict[str, int], Counter[str], dict[str, str]]:
+    """Reason counts (in primary order), node-filter causes, and the commonest taint key per taint reason."""
+    counts: Counter[str] = Counter(reason for _, (reason, _) in judged.values())
+    reasons = {code: counts[code] for code in ordered_codes(set(counts))}
+    node_causes: Counter[str] = Counter(detail.get("cause", "") for _, (reason, detail) in judged.values()
+                                        if reason == Reason.NODE_FILTERED.value)
+    taint_keys: dict[str, str] = {}
+    for code in (Reason.UNHEALTHY.value, Reason.TAINT_NOT_TOLERATED.value):
+        keys = Counter(detail.get("key", "") for _, (reason, detail) in judged.values() if reason == code)
+        keys.pop("", None)
+        if keys:
+            taint_keys[code] = sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+    return reasons, node_causes, taint_keys
+
+
 def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: Policy | None = None,
             record: DecisionRecord | None = None, detail: bool = False,
             model_table: ModelTable | None = None) -> Explanation:
@@ -153,17 +169,7 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
     unbound = record is not None or current["result"] == "allocated"
     judged = _judge(view, pod_obj, claim, judged_tier, devices, own, binding_counts=not unbound)
 
-    reasons_counter: Counter[str] = Counter(judged[d.id][1][0] for d in devices)
-    reasons = {code: reasons_counter[code] for code in ordered_codes(set(reasons_counter))}
-    node_causes: Counter[str] = Counter(v[1].get("cause", "") for _, v in judged.values()
-                                        if v[0] == Reason.NODE_FILTERED.value)
-    taint_keys: dict[str, str] = {}
-    for code in (Reason.UNHEALTHY.value, Reason.TAINT_NOT_TOLERATED.value):
-        keys = Counter(v[1].get("key") or v[1].get("taint") or "" for _, v in judged.values() if v[0] == code)
-        keys.pop("", None)
-        if keys:
-            taint_keys[code] = sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-
+    reasons, node_causes, taint_keys = _tally(judged)
     if record is not None:
         outcome = record_outcome(record)
         rec_tier = model_tier(record, model)
