@@ -58,11 +58,16 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
 def _outcome_sentence(outcome: Mapping[str, Any], policy_version: str) -> str:
     under = f" under policy {policy_version}" if policy_version else ""
     if outcome.get("result") == "allocated":
+        words = ["Allocated", str(outcome.get("model") or "devices")]
         names = ", ".join(str(d).rsplit("/", 1)[-1] for d in outcome.get("devices") or [])
+        if names:
+            words.append(names)
+        if outcome.get("node"):
+            words.append(f"on node {outcome['node']}")
         tier = outcome.get("tier")
-        tier_text = f" (tier {tier})" if isinstance(tier, int) and tier >= 0 else ""
-        node = f" on node {outcome['node']}" if outcome.get("node") else ""
-        return f"Allocated {outcome.get('model') or 'devices'} {names}{node}{tier_text}{under}.".replace("  ", " ")
+        if isinstance(tier, int) and tier >= 0:
+            words.append(f"(tier {tier})")
+        return " ".join(words) + f"{under}."
     result = str(outcome.get("result") or "pending")
     retry = f", retry class {outcome['retry_class']}" if outcome.get("retry_class") else ""
     return f"Pod not allocated ({result}{retry}){under}."
