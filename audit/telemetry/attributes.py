@@ -22,8 +22,13 @@ DEFAULT_MAX_VERDICTS = 64
 
 @dataclass(frozen=True)
 class Verdict:
-    """One device verdict as exported: a record exemplar or a verdict handed in by the engine."""
+    """One device verdict as exported: a record exemplar or a verdict handed in by the engine.
 
+    ``position`` is the tier's place in ``record.tiers`` (tier indexes repeat when a pod has
+    several requests), or None when the verdict matches no tier of the record.
+    """
+
+    position: int | None
     tier_index: int
     device: str
     node: str
@@ -35,11 +40,11 @@ class Verdict:
 @dataclass
 class VerdictSelection:
     kept: list[Verdict]
-    dropped_by_tier: dict[int, int]
+    dropped_by_position: dict[int | None, int]
 
     @property
     def dropped(self) -> int:
-        return sum(self.dropped_by_tier.values())
+        return sum(self.dropped_by_position.values())
 
 
 def record_json(record: DecisionRecord) -> str:
@@ -134,29 +139,44 @@ def verdict_body(verdict: Verdict) -> str:
     return f"tier {verdict.tier_index}: {verdict.device}{where}: {verdict.reason}"
 
 
+def tier_position(record: DecisionRecord, evidence: TierEvidence) -> int | None:
+    """The tier of ``record.tiers`` that engine evidence belongs to: by request name (plain, or
+    prefixed with the claim name as multi-claim records write it), else by a unique tier index."""
+    claim_name = evidence.claim.split("/", 1)[-1]
+    names = {evidence.request, f"{claim_name}/{evidence.request}"}
+    by_name = [i for i, tier in enumerate(record.tiers) if tier.request in names]
+    if by_name:
+        return by_name[0]
+    by_index = [i for i, tier in enumerate(record.tiers) if tier.index == evidence.subrequest_index]
+    return by_index[0] if len(by_index) == 1 else None
+
+
 def select_verdicts(
     record: DecisionRecord, extra: Sequence[TierEvidence], limit: int
 ) -> VerdictSelection:
     """Exemplars first (tier order), then extra verdicts not already present, at most ``limit``.
 
-    Extra verdicts belong to the tier whose index is their subrequest index; they were evaluated
-    on the decision's node. Everything past the bound is counted per tier, never silently lost.
+    Extra verdicts were evaluated on the decision's node. Everything past the bound is counted
+    per tier position, never silently lost.
     """
     candidates: list[Verdict] = []
-    seen: set[tuple[int, str]] = set()
-    for tier in record.tiers:
+    seen: set[tuple[int | None, str]] = set()
+    for position, tier in enumerate(record.tiers):
         for ex in tier.exemplars:
-            candidates.append(Verdict(tier.index, ex.device, ex.node, ex.reason, "exemplar", dict(ex.detail)))
-            seen.add((tier.index, ex.device))
+            candidates.append(Verdict(position, tier.index, ex.device, ex.node, ex.reason, "exemplar", dict(ex.detail)))
+            seen.add((position, ex.device))
     for evidence in extra:
+        joined = tier_position(record, evidence)
         for v in evidence.verdicts:
-            key = (evidence.subrequest_index, v.device)
+            key = (joined, v.device)
             if key in seen:
                 continue
             seen.add(key)
-            candidates.append(Verdict(evidence.subrequest_index, v.device, record.node, v.reason, "engine", v.detail_dict()))
+            candidates.append(
+                Verdict(joined, evidence.subrequest_index, v.device, record.node, v.reason, "engine", v.detail_dict())
+            )
     kept = candidates[: max(limit, 0)]
-    dropped: dict[int, int] = {}
+    dropped: dict[int | None, int] = {}
     for left_out in candidates[len(kept):]:
-        dropped[left_out.tier_index] = dropped.get(left_out.tier_index, 0) + 1
+        dropped[left_out.position] = dropped.get(left_out.position, 0) + 1
     return VerdictSelection(kept, dropped)

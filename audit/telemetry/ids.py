@@ -1,7 +1,7 @@
 """Trace and span ids derived from the decision id, so re-exporting a decision gives the same trace.
 
 A decision id is already deterministic (cluster, claim uid, attempt); hashing it gives a 128-bit
-trace id and 64-bit span ids per role (root, tier i). Explorers then link the same decision
+trace id and 64-bit span ids per role (root, the tier at position i). Explorers then link the same decision
 across re-sends, and tests can predict every id. The SDK asks an ``IdGenerator`` for ids, so a
 generator that hands out ids queued by the exporter makes SDK-built spans carry ours.
 """
@@ -29,8 +29,9 @@ def root_span_id_for(decision_id: str) -> int:
     return _hash_int("claimtrail-span", decision_id, "root", bits=64)
 
 
-def tier_span_id_for(decision_id: str, tier_index: int) -> int:
-    return _hash_int("claimtrail-span", decision_id, f"tier/{tier_index}", bits=64)
+def tier_span_id_for(decision_id: str, position: int) -> int:
+    """Span id of the tier at ``position`` in ``record.tiers`` (tier indexes repeat across requests)."""
+    return _hash_int("claimtrail-span", decision_id, f"tier/{position}", bits=64)
 
 
 class QueuedIdGenerator(IdGenerator):

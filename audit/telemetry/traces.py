@@ -44,7 +44,7 @@ DECISION_SPAN_LIMITS = SpanLimits(max_span_attributes=1024, max_span_attribute_l
 class ExportedTrace:
     trace_id: int
     root_span_id: int
-    tier_span_ids: dict[int, int]
+    tier_span_ids: dict[int, int]  # by position in record.tiers
     verdicts_exported: int
     verdicts_dropped: int
     record: DecisionRecord  # what was sent (after redaction)
@@ -114,19 +114,19 @@ class DecisionTracer:
         root_ctx = trace.set_span_in_context(root, Context())
 
         tier_ids: dict[int, int] = {}
-        tier_ctx: dict[int, Context] = {}
-        for tier in sent.tiers:
-            span_id = tier_span_id_for(record.decision_id, tier.index)
+        tier_ctx: dict[int | None, Context] = {}
+        for position, tier in enumerate(sent.tiers):
+            span_id = tier_span_id_for(record.decision_id, position)
             self._ids.queue(None, span_id)
             span = self._tracer.start_span(
                 s.TIER_SPAN,
                 context=root_ctx,
                 kind=SpanKind.INTERNAL,
-                attributes=tier_attributes(sent, tier, selection.dropped_by_tier.get(tier.index, 0)),
+                attributes=tier_attributes(sent, tier, selection.dropped_by_position.get(position, 0)),
                 start_time=start,
             )
-            tier_ids[tier.index] = span_id
-            tier_ctx[tier.index] = trace.set_span_in_context(span, Context())
+            tier_ids[position] = span_id
+            tier_ctx[position] = trace.set_span_in_context(span, Context())
             span.end(end_time=end)
 
         for verdict in kept:
@@ -134,7 +134,7 @@ class DecisionTracer:
                 timestamp=start,
                 observed_timestamp=start,
                 # a verdict whose tier has no span (extra evidence only) still belongs to the decision
-                context=tier_ctx.get(verdict.tier_index, root_ctx),
+                context=tier_ctx.get(verdict.position, root_ctx),
                 severity_number=SeverityNumber.INFO,
                 severity_text="INFO",
                 body=verdict_body(verdict),
@@ -147,6 +147,7 @@ class DecisionTracer:
 
 def _scrub_verdict(verdict: Verdict, scrubber: Scrubber) -> Verdict:
     return Verdict(
+        verdict.position,
         verdict.tier_index,
         scrubber.text(verdict.device),
         scrubber.text(verdict.node),

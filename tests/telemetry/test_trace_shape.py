@@ -139,3 +139,26 @@ def test_exporting_a_decision_twice_gives_byte_identical_spans_and_logs(monkeypa
     second = export_over_http(monkeypatch, [make_record()])
     assert sorted(sp.SerializeToString() for sp in first.spans) == sorted(sp.SerializeToString() for sp in second.spans)
     assert sorted(lr.SerializeToString() for lr in first.logs) == sorted(lr.SerializeToString() for lr in second.logs)
+
+
+def test_tiers_of_several_requests_get_distinct_spans_and_their_own_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from audit.records import Exemplar, TierSummary
+
+    def tier(index: int, request: str, device: str) -> TierSummary:
+        return TierSummary(index, request, "H100" if index == 0 else "A100", 2, {"in_use": 2},
+                           [Exemplar(device, "node-a7", "in_use")])
+
+    tiers = [tier(0, "train/gpu/h100", "d/p/t0"), tier(1, "train/gpu/a100", "d/p/t1"),
+             tier(0, "eval/gpu/h100", "d/p/e0"), tier(1, "eval/gpu/a100", "d/p/e1")]
+    record = make_record(tiers=tiers)
+    wire = export_over_http(monkeypatch, [record])
+    span_of_request = {attrs(t)[s.TIER_REQUEST]: t.span_id for t in wire.tiers()}
+    assert len(set(span_of_request.values())) == 4
+    assert span_of_request["eval/gpu/h100"] == _id(tier_span_id_for(record.decision_id, 2), 8)
+    linked = {attrs(lr)[s.VERDICT_DEVICE]: lr.span_id for lr in wire.logs}
+    assert linked == {
+        "d/p/t0": span_of_request["train/gpu/h100"],
+        "d/p/t1": span_of_request["train/gpu/a100"],
+        "d/p/e0": span_of_request["eval/gpu/h100"],
+        "d/p/e1": span_of_request["eval/gpu/a100"],
+    }

@@ -64,3 +64,28 @@ def test_verdicts_of_a_tier_without_span_link_to_the_root_span(monkeypatch: pyte
     wire = export_over_http(monkeypatch, [make_record()], verdicts=extra)
     (orphan,) = [lr for lr in wire.logs if attrs(lr)[s.TIER_INDEX] == 5]
     assert orphan.span_id == wire.root().span_id
+
+
+@pytest.mark.parametrize(
+    ("claim", "request_name", "subrequest", "expected"),
+    [
+        ("team-vision/trainer-7f9c4-gpu", "gpu/a100", 1, 1),
+        ("team-vision/eval", "gpu/h100", 0, 0),
+        ("team-vision/x", "gpu/l4", 1, 1),
+        ("team-vision/x", "gpu/l4", 7, None),
+    ],
+    ids=["by-request-name", "name-wins-over-claim", "by-unique-index", "no-tier"],
+)
+def test_engine_evidence_joins_its_tier(claim: str, request_name: str, subrequest: int, expected: int | None) -> None:
+    from audit.telemetry.attributes import tier_position
+
+    assert tier_position(make_record(), TierEvidence(claim, request_name, subrequest)) == expected
+
+
+def test_engine_evidence_joins_a_multi_claim_tier_by_claim_prefixed_name() -> None:
+    from audit.records import TierSummary
+    from audit.telemetry.attributes import tier_position
+
+    record = make_record(tiers=[TierSummary(0, "train/gpu/h100", "H100", 1), TierSummary(0, "eval/gpu/h100", "H100", 1)])
+    assert tier_position(record, TierEvidence("ns/eval", "gpu/h100", 0)) == 1
+    assert tier_position(record, TierEvidence("ns/other", "gpu/x", 0)) is None  # index 0 is ambiguous
