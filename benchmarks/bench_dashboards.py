@@ -39,7 +39,7 @@ def _render_seconds(script: str) -> tuple[float, int]:
     at.run()
     st.cache_data.clear()
     started = time.perf_counter()
-    at.switch_page(f"pages/{script}").run()
+    at.switch_page(f"panels/{script}").run()
     elapsed = time.perf_counter() - started
     problems = len(at.exception) + len(at.error)
     return elapsed, problems

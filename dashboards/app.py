@@ -1,6 +1,6 @@
 """Entry point of the ClaimTrail dashboards: ``streamlit run dashboards/app.py``.
 
-Declares the seven pages with ``st.navigation`` (each page is a script in ``pages/`` with a
+Declares the seven pages with ``st.navigation`` (each page is a script in ``panels/`` with a
 stable URL path), draws the sign-in box, and runs the page the visitor chose. Data comes only
 from the audit API named by ``CLAIMTRAIL_API``.
 """

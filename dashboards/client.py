@@ -268,8 +268,8 @@ def cached_decision(base_url: str, token: str, decision_id: str) -> DecisionReco
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_why(base_url: str, token: str, decision_id: str, model: str) -> WhyAnswer:
-    return _client(base_url, token).why(decision_id, model)
+def cached_why(base_url: str, token: str, decision_id: str, model: str, devices: bool) -> WhyAnswer:
+    return _client(base_url, token).why(decision_id, model, devices)
 
 
 def stats(kind: StatsKind, filters: Filters, group_by: tuple[str, ...] = ()) -> StatsTable:
@@ -284,8 +284,9 @@ def decision(decision_id: str) -> DecisionRecord:
     return cached_decision(api_base(), api_token(), decision_id)
 
 
-def why(decision_id: str, model: str) -> WhyAnswer:
-    return cached_why(api_base(), api_token(), decision_id, model)
+def why(decision_id: str, model: str, devices: bool = False) -> WhyAnswer:
+    """The summary answer (from the record's evidence) or, with ``devices``, the per-device one (replayed world)."""
+    return cached_why(api_base(), api_token(), decision_id, model, devices)
 
 
 def replay(decision_ids: list[str]) -> ReplayReport:

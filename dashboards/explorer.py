@@ -17,6 +17,15 @@ def label_of(record: DecisionRecord) -> str:
     return f"{record.time} · {record.namespace}/{record.pod} · attempt {record.attempt} · {got} · {record.decision_id[:8]}"
 
 
+def detail_text(detail: Any) -> str:
+    """A device verdict's structured detail as one table cell: ``key=value`` pairs in key order."""
+    if detail is None or detail == "" or detail == {}:
+        return ""
+    if isinstance(detail, dict):
+        return ", ".join(f"{k}={detail[k]}" for k in sorted(detail))
+    return str(detail)
+
+
 def _run_for(report: ReplayReport, decision_id: str) -> dict[str, Any] | None:
     return next((r for r in report.runs if r.get("decision_id") == decision_id), None)
 

@@ -2,6 +2,9 @@
 
 Kept apart from ``app.py`` so tools (tests, the benchmark) can list the pages without running
 the app. The URL paths are what links and the browser test open (``/fallback``, ``/explorer``).
+The page scripts live in ``panels/``, not ``pages/``: with a ``pages/`` directory next to the
+entry script, ``streamlit run`` switches to its older directory-driven navigation and never
+executes ``app.py``, so ``st.navigation``, the page titles and the sign-in box would be lost.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-PAGES_DIR = Path(__file__).resolve().parent / "pages"
+PAGES_DIR = Path(__file__).resolve().parent / "panels"
 
 
 class PageSpec(NamedTuple):

@@ -6,6 +6,7 @@ is safe. The seeding goes through ``POST /v1/ingest/records`` exactly as a produ
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -17,7 +18,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from audit.records import to_jsonl
 from tests.dashboards import factory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,10 +66,16 @@ def start_api(data_dir: Path, log: Path) -> tuple[str, subprocess.Popen[bytes]]:
     return base, proc
 
 
-def seed(base: str) -> None:
-    body = to_jsonl(factory.records()).encode()
-    r = httpx.post(f"{base}/v1/ingest/records", content=body, headers={"Content-Type": "application/x-ndjson"}, timeout=60)
+def post_jsonl(base: str, kind: str, lines: list[dict]) -> None:
+    body = "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines).encode()
+    r = httpx.post(f"{base}/v1/ingest/{kind}", content=body, headers={"Content-Type": "application/x-ndjson"}, timeout=60)
     assert r.status_code < 300, r.text
+    assert r.json().get("quarantined", 0) == 0, r.text
+
+
+def seed(base: str) -> None:
+    post_jsonl(base, "events", [e.to_dict() for e in factory.world_events()])
+    post_jsonl(base, "records", [r.to_dict() for r in factory.records()])
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,20 @@
-"""A small, fully deterministic set of decisions the dashboard tests seed the API with.
+"""A small, fully deterministic world and set of decisions the dashboard tests seed the API with.
 
 Ten decisions of two tenants over three hours (08:00–10:59 UTC on 2026-03-01), two policy
 versions and both tracks, chosen so every figure a page shows can be worked out by hand:
 7 allocated (4 first choice, 3 fallbacks: H100→A100 twice, H100→L40S once), 2 pending, 1 error.
+The world events are the kubectl dump in ``fixtures/cluster.yaml``, one upsert per object before
+the first decision, so decision 1 (team-alpha/train-01, H100 → A100) can be explained per device.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+import yaml
+
+from audit.events import WorldEvent
 from audit.records import DecisionRecord, DeviceRef, Exemplar, TierSummary, decision_id, digest
 
 CLUSTER = "lab"
@@ -43,10 +49,10 @@ SPECS = [
     Spec("beta", "10:45", "H100", "", "error", wait_ms=8000, retry_class="terminal", policy="v2"),
 ]
 
-# Per-tier evidence: 8 devices of each model; a skipped H100 tier is 6 in use + 2 unhealthy.
-SKIPPED = {"in_use": 6, "unhealthy": 2}
-CHOSEN = {"selected": 1, "in_use": 3, "not_reached": 4}
-UNREACHED = {"not_reached": 8}
+# Per-tier evidence, matching fixtures/cluster.yaml: a skipped tier is 4 in use + 2 unhealthy of 6.
+SKIPPED = {"in_use": 4, "unhealthy": 2}
+CHOSEN = {"selected": 1, "in_use": 1, "not_reached": 4}
+UNREACHED = {"not_reached": 6}
 
 
 def pod_name(index: int) -> str:
@@ -117,3 +123,16 @@ def build(i: int, spec: Spec) -> DecisionRecord:
 
 def records() -> list[DecisionRecord]:
     return [build(i, spec) for i, spec in enumerate(SPECS)]
+
+
+CLUSTER_DUMP = Path(__file__).resolve().parent / "fixtures" / "cluster.yaml"
+
+
+def world_events() -> list[WorldEvent]:
+    """One upsert per object of the dump, in file order, at seq 1..N (all before the decisions)."""
+    items = yaml.safe_load(CLUSTER_DUMP.read_text())["items"]
+    return [
+        WorldEvent(cluster=CLUSTER, seq=i, time=f"{DAY}T08:00:00Z", type="upsert", object_kind=obj["kind"],
+                   namespace=obj["metadata"].get("namespace", ""), name=obj["metadata"]["name"], payload=obj)
+        for i, obj in enumerate(items, start=1)
+    ]

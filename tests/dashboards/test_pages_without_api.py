@@ -16,7 +16,7 @@ def test_page_reports_an_unreachable_api_without_a_traceback(script: str, monkey
     monkeypatch.setenv("CLAIMTRAIL_API", f"http://127.0.0.1:{free_port()}")
     at = AppTest.from_file(APP, default_timeout=30)
     at.run()
-    at.switch_page(f"pages/{script}").run()
+    at.switch_page(f"panels/{script}").run()
     assert not at.exception
     errors = [e.value for e in at.error]
     assert errors, "the page showed no error for an unreachable API"

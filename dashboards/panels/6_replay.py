@@ -10,16 +10,21 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboards import client, figures
-from dashboards.client import ApiError
+from dashboards.client import ApiError, ReplayReport
 from dashboards.filters import filter_bar
-from dashboards.view import empty, has_columns, load, num, pct, ratio, reading
+from dashboards.view import empty, has_columns, load, load_optional, num, pct, ratio, reading
 
 SOURCE = "/v1/stats/replay"
 
 st.title("Replay")
 filters = filter_bar()
 
-status = load(lambda: client.stats("replay", filters, ("hour",)), "replay status")
+status = load_optional(
+    lambda: client.stats("replay", filters, ("hour",)),
+    "Determinism status over time",
+    f"`{SOURCE}?group_by=hour` with rows {{hour, runs, matched, mismatched}} and `group_by=cause` "
+    "(the store's replay_summary per hour of decision time)",
+)
 if status is not None and not empty(status, "replay runs") and has_columns(status, SOURCE, "hour", "runs", "matched", "mismatched"):
     rows = sorted(status.rows, key=lambda r: str(r["hour"]))
     hours = [str(r["hour"]) for r in rows]
@@ -48,10 +53,10 @@ if st.button("Run counterfactual", key="cf_run", disabled=not other):
     else:
         st.session_state["cf_report"] = report.body
 if "cf_report" in st.session_state:
-    body = st.session_state["cf_report"]
-    recorded, replayed = body.get("baseline") or {}, body.get("counterfactual") or {}
+    cf_runs = ReplayReport(st.session_state["cf_report"]).runs
+    changed = [r for r in cf_runs if r.get("match") is False]
     left, right = st.columns(2)
-    left.markdown(f"**Recorded** (policy {recorded.get('policy_version', filters.policy_version or 'as recorded')})")
-    left.json(recorded, expanded=True)
-    right.markdown(f"**Replayed** (policy {replayed.get('policy_version', other)})")
-    right.json(replayed, expanded=True)
+    left.metric("Decisions replayed", f"{len(cf_runs):,}")
+    right.metric(f"Outcome changed under {other or 'the other policy'}", f"{len(changed):,}")
+    st.dataframe(cf_runs, hide_index=True, key="cf_runs")
+    reading(f"{len(changed):,} of {len(cf_runs):,} decisions would have come out differently.")

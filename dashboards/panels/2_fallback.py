@@ -1,7 +1,8 @@
 """Fallback: how often workloads got a less-preferred model, which way they fell, and why.
 
 Rates over time and the preference → outcome flows come from ``/v1/stats/fallback`` grouped by
-hour, preferred and allocated model; the reasons the preferred model was skipped are the
+hour, preferred and allocated model (group key ``model``: the API's ``allocated`` key shares its
+name with the allocated-count column); the reasons the preferred model was skipped are the
 API's per-reason device counts for the preferred tiers (grouped by ``reason``); regret is the
 API's share of fallbacks whose preferred model became available soon after.
 """
@@ -12,31 +13,32 @@ import streamlit as st
 
 from dashboards import client, figures
 from dashboards.filters import filter_bar
-from dashboards.view import empty, has_columns, load, num, pct, ratio, reading
+from dashboards.view import empty, has_columns, load, load_optional, num, pct, ratio, reading
 
 SOURCE = "/v1/stats/fallback"
 
 st.title("Fallback")
 filters = filter_bar()
 
-flows = load(lambda: client.stats("fallback", filters, ("hour", "preferred", "allocated")), "fallback flows")
-if empty(flows, "decisions") or flows is None or not has_columns(flows, SOURCE, "hour", "preferred", "allocated", "decisions"):
+flows = load(lambda: client.stats("fallback", filters, ("hour", "preferred", "model")), "fallback flows")
+if empty(flows, "decisions") or flows is None or not has_columns(flows, SOURCE, "hour", "preferred", "model", "decisions", "fallbacks"):
     st.stop()
 
 decided_by_hour: dict[str, float] = {}
 for r in flows.rows:
     decided_by_hour[str(r["hour"])] = decided_by_hour.get(str(r["hour"]), 0.0) + num(r["decisions"])
 fallback_rows = [
-    {"hour": str(r["hour"]), "pair": f"{r['preferred']} → {r['allocated']}", "rate": num(r["decisions"]) / decided_by_hour[str(r["hour"])]}
+    {"hour": str(r["hour"]), "pair": f"{r['preferred']} → {r['model']}", "rate": num(r["fallbacks"]) / decided_by_hour[str(r["hour"])]}
     for r in flows.rows
-    if r["allocated"] and r["allocated"] != r["preferred"] and decided_by_hour[str(r["hour"])]
+    if num(r["fallbacks"]) and decided_by_hour[str(r["hour"])]
 ]
 total = sum(decided_by_hour.values())
-fell_back = sum(num(r["decisions"]) for r in flows.rows if r["allocated"] and r["allocated"] != r["preferred"])
+fell_back = sum(num(r["fallbacks"]) for r in flows.rows)
 pairs: dict[str, float] = {}
 for r in flows.rows:
-    if r["allocated"] and r["allocated"] != r["preferred"]:
-        pairs[f"{r['preferred']} → {r['allocated']}"] = pairs.get(f"{r['preferred']} → {r['allocated']}", 0.0) + num(r["decisions"])
+    if num(r["fallbacks"]):
+        pair = f"{r['preferred']} → {r['model']}"
+        pairs[pair] = pairs.get(pair, 0.0) + num(r["fallbacks"])
 
 left, right = st.columns(2)
 with left:
@@ -48,7 +50,7 @@ with left:
     else:
         st.info("No fallbacks in this window.")
 with right:
-    st.plotly_chart(figures.sankey(flows.rows, "preferred", "allocated", "decisions", "Preference → outcome"), key="fallback_sankey")
+    st.plotly_chart(figures.sankey(flows.rows, "preferred", "model", "decisions", "Preference → outcome"), key="fallback_sankey")
 
 top_pair = max(pairs.items(), key=lambda kv: (kv[1], kv[0])) if pairs else None
 reading(
@@ -58,7 +60,12 @@ reading(
 
 st.subheader("Why the preferred model was skipped")
 skipped_model = filters.model or "H100"
-reasons = load(lambda: client.stats("fallback", filters, ("reason",)), "skip reasons")
+reasons = load_optional(
+    lambda: client.stats("fallback", filters, ("reason",)),
+    "Skip reasons by reason code",
+    "`/v1/stats/fallback?group_by=reason` with rows {reason, devices}: device verdicts per reason code in the "
+    "skipped preferred tiers (decision_tiers.reasons)",
+)
 if reasons is not None and not empty(reasons, "skip reasons") and has_columns(reasons, SOURCE + "?group_by=reason", "reason", "devices"):
     ranked = sorted(reasons.rows, key=lambda r: (-num(r["devices"]), str(r["reason"])))
     st.plotly_chart(
@@ -69,7 +76,10 @@ if reasons is not None and not empty(reasons, "skip reasons") and has_columns(re
 
 st.subheader("Regret")
 regret = load(lambda: client.stats("fallback", filters, ("preferred",)), "regret")
-if regret is not None and not empty(regret, "fallbacks") and has_columns(regret, SOURCE, "preferred", "fallbacks", "regret"):
+if regret is not None and regret.missing("regret"):
+    st.info("Regret is not available from this API: it needs a `regret` column in `/v1/stats/fallback` (fallbacks "
+            "whose preferred model became allocatable within 10 minutes, fairness.md §7 goal 3).")
+elif regret is not None and not empty(regret, "fallbacks") and has_columns(regret, SOURCE, "preferred", "fallbacks", "regret"):
     st.dataframe(
         [
             {

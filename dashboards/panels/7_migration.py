@@ -32,7 +32,8 @@ if verdict_rows:
     verdict = str(verdict_rows[0]["verdict"])
     VERDICT_STYLE.get(verdict, st.info)(f"Verdict: {verdict.upper()}" + (f" — {verdict_rows[0]['reason']}" if verdict_rows[0].get("reason") else ""))
 else:
-    st.info(f"{SOURCE} gave no verdict for these cohorts.")
+    st.info(f"No promote/hold/rollback verdict: {SOURCE} gives no `verdict` column (the verdict of "
+            "`claimtrail migration report` over the same cohorts).")
 
 left, right = st.columns(2)
 with left:
@@ -47,7 +48,10 @@ with right:
                              "Scheduling latency per cohort (seconds)"),
         key="mig_latency",
     )
-if not cohorts.missing("utilisation"):
+if cohorts.missing("utilisation"):
+    st.info(f"GPU utilisation per cohort is not available from this API: it needs a `utilisation` column in {SOURCE} "
+            "(allocated device-seconds over device-seconds available, from allocation lifetimes).")
+else:
     st.plotly_chart(figures.bar(names, [num(r["utilisation"]) for r in rows], "GPU utilisation per cohort"), key="mig_util")
 
 st.dataframe(

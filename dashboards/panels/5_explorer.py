@@ -13,7 +13,7 @@ import streamlit as st
 from audit.records import DecisionRecord
 from dashboards import client, figures
 from dashboards.client import ApiError
-from dashboards.explorer import describe_replay, label_of
+from dashboards.explorer import describe_replay, detail_text, label_of
 from dashboards.filters import filter_bar
 from dashboards.view import load, reading
 
@@ -82,13 +82,17 @@ if answer is not None:
         )
     if answer.blockers:
         st.dataframe(answer.blockers, hide_index=True, key="why_blockers")
-    st.dataframe(
-        [{"device": d.device, "node": d.node, "reason": d.reason, "detail": d.detail if isinstance(d.detail, str) else str(d.detail or "")}
-         for d in answer.devices],
-        hide_index=True,
-        key="why_devices",
-    )
     st.caption(f"Explained under policy {answer.policy_version or record.policy_version}.")
+
+st.markdown(f"**Every {model} device and its primary reason** (the world replayed at seq {record.seq})")
+detailed = load(lambda: client.why(record.decision_id, str(model), devices=True), f"the per-device answer for {model}")
+if detailed is not None:
+    # The container carries the key into the page (``st-key-why_devices``) for links and the browser test.
+    with st.container(key="why_devices"):
+        st.dataframe(
+            [{"device": d.device, "node": d.node, "reason": d.reason, "detail": detail_text(d.detail)} for d in detailed.devices],
+            hide_index=True,
+        )
 
 if st.button("Replay now", key="ex_replay"):
     try:

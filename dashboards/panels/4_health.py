@@ -1,0 +1,80 @@
+"""Health & failures: device health churn, bind-time conflicts, node loss, retries, terminal failures.
+
+Everything is counted by the API in ``/v1/stats/health`` per hour: device verdicts
+(``unhealthy``, ``binding_conflict``, ``stale_slice``) from the tier evidence, retries by retry
+class (``node_lost`` among them) and terminal failures; the page arranges the counts over time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from dashboards import client, figures
+from dashboards.filters import filter_bar
+from dashboards.view import empty, has_columns, load, num, reading
+
+SOURCE = "/v1/stats/health"
+VERDICTS = ("unhealthy", "binding_conflict", "stale_slice")
+
+st.title("Health & failures")
+filters = filter_bar()
+
+hourly = load(lambda: client.stats("health", filters), "health counts")
+if empty(hourly, "health or failure activity") or hourly is None or not has_columns(
+    hourly, SOURCE, "hour", *VERDICTS, "retries", "terminal_failures"
+):
+    st.stop()
+rows = sorted(hourly.rows, key=lambda r: str(r["hour"]))
+hours = [str(r["hour"]) for r in rows]
+
+
+def retries(r: dict[str, Any], retry_class: str | None = None) -> float:
+    by_class = r.get("retries") or {}
+    if retry_class is not None:
+        return num(by_class.get(retry_class))
+    return sum(num(v) for v in by_class.values())
+
+
+node_lost = [retries(r, "node_lost") for r in rows]
+totals = {c: int(sum(num(r[c]) for r in rows)) for c in (*VERDICTS, "terminal_failures")}
+totals["node_lost"] = int(sum(node_lost))
+
+cols = st.columns(5)
+for col, label, values in [
+    (cols[0], "Unhealthy device verdicts", [num(r["unhealthy"]) for r in rows]),
+    (cols[1], "Binding conflicts", [num(r["binding_conflict"]) for r in rows]),
+    (cols[2], "Stale slices", [num(r["stale_slice"]) for r in rows]),
+    (cols[3], "Node losses", node_lost),
+    (cols[4], "Terminal failures", [num(r["terminal_failures"]) for r in rows]),
+]:
+    col.metric(label, f"{int(sum(values)):,}", chart_data=values, chart_type="bar", border=True)
+
+st.plotly_chart(
+    figures.lines(hours, {**{c: [num(r[c]) for r in rows] for c in VERDICTS}, "node_lost": node_lost},
+                  "Health verdicts and bind-time failures per hour"),
+    key="health_over_time",
+)
+busiest = max((*VERDICTS, "node_lost"), key=lambda c: (totals[c], c))
+reading(
+    f"{sum(totals[c] for c in (*VERDICTS, 'node_lost')):,} health and bind-time verdicts; most are {busiest} "
+    f"({totals[busiest]:,}); terminal failures: {totals['terminal_failures']:,}."
+)
+
+st.subheader("Retries by class")
+classes = sorted({c for r in rows for c in (r.get("retries") or {})})
+if not classes:
+    st.info("No retries in this window.")
+else:
+    counts = [sum(retries(r, c) for r in rows) for c in classes]
+    st.plotly_chart(
+        figures.grouped_bars(hours, {c: [retries(r, c) for r in rows] for c in classes}, "Retries per hour by class", barmode="stack"),
+        key="health_retries",
+    )
+    top = max(zip(counts, classes, strict=True))
+    reading(f"{int(sum(counts)):,} retries; the largest class is {top[1]} ({int(top[0]):,}).")
+
+st.subheader("Health transitions by model and node")
+st.info(f"Not available from this API: it needs {SOURCE}?group_by=hour,model (and node) with `unhealthy` counts, "
+        "or the device health transitions from the world event log.")

@@ -1,0 +1,186 @@
+"""Every page against a real API server seeded with the factory's ten decisions.
+
+The expected figures are worked out by hand from ``factory.SPECS``: 10 decisions, 7 allocated,
+4 of them first choice, 3 fallbacks (H100→A100 ×2, H100→L40S), 2 pending; tenant alpha has 5
+decisions, 4 allocated, 2 first choice, 2 fallbacks.
+"""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboards import factory
+from tests.dashboards.conftest import REPO
+
+APP = str(REPO / "dashboards" / "app.py")
+READING = "Reading: "
+
+
+def open_page(script: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page(f"panels/{script}").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def readings(at: AppTest) -> list[str]:
+    return [c.value.removeprefix(READING) for c in at.caption if c.value.startswith(READING)]
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def table_with(at: AppTest, column: str):  # noqa: ANN201 - a pandas DataFrame
+    """The first dataframe on the page that has ``column`` (AppTest does not expose dataframe keys)."""
+    for frame in at.dataframe:
+        if column in frame.value.columns:
+            return frame.value
+    raise AssertionError(f"no table with a {column!r} column; tables: {[list(f.value.columns) for f in at.dataframe]}")
+
+
+def problems(at: AppTest) -> list[str]:
+    return [e.value for e in at.error] + [w.value for w in at.warning]
+
+
+def test_overview_shows_the_seeded_totals(api_env: str) -> None:
+    at = open_page("1_overview.py")
+    assert not problems(at), problems(at)
+    shown = metrics(at)
+    assert shown["Decisions"] == "10"
+    assert shown["Allocation success"] == "70.0 %"
+    assert shown["First-choice rate"] == "57.1 %"
+    assert shown["Fallback rate"] == "42.9 %"
+    assert readings(at) == [
+        "10 decisions: 70.0 % allocated, 57.1 % of allocations got the first-choice model and 42.9 % fell back."
+    ]
+    versions = table_with(at, "policy version")
+    assert dict(zip(versions["policy version"], versions["decisions"], strict=True)) == {"v1": 4, "v2": 6}
+
+
+def test_overview_follows_the_tenant_filter(api_env: str) -> None:
+    at = open_page("1_overview.py")
+    at.selectbox(key="f_tenant").select("alpha").run()
+    assert not at.exception
+    shown = metrics(at)
+    assert (shown["Decisions"], shown["Allocation success"], shown["Fallback rate"]) == ("5", "80.0 %", "50.0 %")
+
+
+def test_overview_follows_the_time_window(api_env: str) -> None:
+    at = open_page("1_overview.py")
+    at.text_input(key="f_since").input("2026-03-01T10:00:00Z").run()
+    # 10:00–10:59: three decisions, two allocated first choice, one terminal error
+    shown = metrics(at)
+    assert (shown["Decisions"], shown["Allocation success"], shown["First-choice rate"]) == ("3", "66.7 %", "100.0 %")
+
+
+def test_a_malformed_time_window_is_named_not_sent(api_env: str) -> None:
+    at = open_page("1_overview.py")
+    at.text_input(key="f_until").input("tomorrow").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "filter `until`: 'tomorrow' is not an ISO 8601 time such as 2026-03-01T08:00:00Z"
+    ]
+    assert not at.metric
+
+
+def test_fallback_page_draws_flows_and_reads_the_rate(api_env: str) -> None:
+    at = open_page("2_fallback.py")
+    assert len(at.get("plotly_chart")) >= 2
+    assert readings(at)[0] == "30.0 % of 10 decisions fell back; the most common path is H100 → A100 (2)."
+    at.selectbox(key="f_tenant").select("beta").run()
+    assert readings(at)[0] == "20.0 % of 5 decisions fell back; the most common path is H100 → L40S (1)."
+
+
+def test_fallback_page_with_a_model_filter_that_matches_nothing(api_env: str) -> None:
+    at = open_page("2_fallback.py")
+    at.text_input(key="f_policy").input("v9").run()
+    assert not at.exception
+    assert [i.value for i in at.info][:1] == ["No decisions for these filters."]
+
+
+def test_health_page_counts_verdicts_retries_and_terminal_failures(api_env: str) -> None:
+    at = open_page("4_health.py")
+    shown = metrics(at)
+    # unhealthy verdicts: 2 per skipped tier; 13 skipped tiers over the ten decisions
+    assert (shown["Unhealthy device verdicts"], shown["Binding conflicts"], shown["Terminal failures"]) == ("26", "0", "1")
+    assert readings(at) == [
+        "26 health and bind-time verdicts; most are unhealthy (26); terminal failures: 1.",
+        "2 retries; the largest class is unschedulable (1).",
+    ]
+    at.selectbox(key="f_tenant").select("beta").run()
+    assert metrics(at)["Unhealthy device verdicts"] == "16"
+
+
+def test_fairness_page_judges_shares_and_waits(api_env: str) -> None:
+    at = open_page("3_fairness.py")
+    # alpha holds 4 of 7 allocated devices, beta 3; against equal entitlements J = 0.98
+    assert readings(at) == [
+        "Jain's index over normalised shares is 0.980 (1 is perfectly fair, target ≥ 0.95); "
+        "furthest below entitlement: beta (-7.1 points).",
+        "Longest p99 wait: alpha (9.0 s); no tenant is flagged as starving.",
+    ]
+    table = table_with(at, "first-choice rate")
+    assert list(table["first-choice rate"]) == ["50.0 %", "66.7 %"]
+    at.text_input(key="f_until").input("2026-03-01T09:00:00Z").run()
+    # 08:00–08:59: alpha 2 allocated, beta 1
+    assert readings(at)[0].startswith("Jain's index over normalised shares is 0.900")
+
+
+def test_migration_page_compares_the_cohorts(api_env: str) -> None:
+    at = open_page("7_migration.py")
+    table = table_with(at, "cohort")
+    assert table.to_dict("records") == [
+        {"cohort": "device-plugin", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p95 (s)": 3.0},
+        {"cohort": "dra t1", "decisions": 6, "success": "50.0 %", "fallback": "33.3 %", "wait p95 (s)": 9.0},
+        {"cohort": "dra t2", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p95 (s)": 6.0},
+    ]
+    at.selectbox(key="f_tenant").select("alpha").run()
+    assert list(table_with(at, "cohort")["decisions"]) == [1, 3, 1]
+
+
+def test_explorer_finds_a_pod_and_explains_the_skipped_model_per_device(api_env: str) -> None:
+    at = open_page("5_explorer.py")
+    at.text_input(key="ex_query").input(f"team-alpha/{factory.pod_name(1)}").run()
+    assert not at.exception
+    assert not problems(at), problems(at)
+    assert metrics(at) == {"Outcome": "allocated", "Allocated": "A100", "Node": "a100-node-0", "Policy version": "v1"}
+    assert len(at.get("plotly_chart")) == 4  # a waterfall per tier (3) and the reasons bar
+    assert readings(at) == [
+        "H100 skipped: of 6 H100, 4 in use, 2 unhealthy. Allocated A100 gpu-0 on node a100-node-0 (tier 1) under policy v1."
+    ]
+    devices = table_with(at, "device")
+    assert list(zip(devices["device"], devices["reason"], strict=True)) == [
+        ("gpu.nvidia.com/h100-node-0/gpu-0", "in_use"),
+        ("gpu.nvidia.com/h100-node-0/gpu-1", "in_use"),
+        ("gpu.nvidia.com/h100-node-0/gpu-2", "unhealthy"),
+        ("gpu.nvidia.com/h100-node-0/gpu-3", "unhealthy"),
+        ("gpu.nvidia.com/h100-node-1/gpu-0", "in_use"),
+        ("gpu.nvidia.com/h100-node-1/gpu-1", "in_use"),
+    ]
+    assert devices["detail"][2] == "effect=NoSchedule, key=gpu.nvidia.com/unhealthy, value=xid-79"
+
+
+def test_explorer_replay_button_reports_the_server_answer(api_env: str) -> None:
+    at = open_page("5_explorer.py")
+    at.text_input(key="ex_query").input(f"team-alpha/{factory.pod_name(1)}").run()
+    at.button(key="ex_replay").click().run()
+    assert not at.exception
+    shown = [e.value for e in at.error] + [s.value for s in at.success]
+    assert len(shown) == 1
+    assert shown[0].startswith(("Match: re-executing 35ded5c1", "Mismatch", "Replay failed: POST /v1/replay: HTTP 501"))
+
+
+def test_explorer_says_when_nothing_matches(api_env: str) -> None:
+    at = open_page("5_explorer.py")
+    at.text_input(key="ex_query").input("team-alpha/no-such-pod").run()
+    assert not at.exception
+    assert [i.value for i in at.info] == ["No decision found for pod 'team-alpha/no-such-pod' with these filters."]
+
+
+def test_pages_name_what_the_api_does_not_offer_yet(api_env: str) -> None:
+    """Charts whose data the API lacks say exactly what is missing instead of failing."""
+    notes = {script: [i.value for i in open_page(script).info] for script in ("2_fallback.py", "6_replay.py")}
+    assert any("group_by=reason" in n for n in notes["2_fallback.py"]) or not notes["2_fallback.py"]
+    assert all(" it needs " in n for ns in notes.values() for n in ns)
