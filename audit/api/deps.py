@@ -17,7 +17,6 @@ DEFAULT_MAX_BODY = 64 * 1024 * 1024
 class Settings:
     auth: AuthConfig
     max_body_bytes: int = DEFAULT_MAX_BODY
-    max_sync_replay: int = 1000
 
 
 def principal(request: Request) -> Principal:
