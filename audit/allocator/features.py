@@ -21,7 +21,14 @@ _GATES = {
     "DRADeviceBindingConditions": "binding_conditions",
     "DRAResourceClaimDeviceStatus": "resource_claim_device_status",
     "DRAListTypeAttributes": "list_type_attributes",
+    "DRADeviceTaintRules": "device_taint_rules",
 }
+
+# Real kube-scheduler gates that do not change what the per-node allocator decides.
+NO_EFFECT_GATES = frozenset({
+    "DynamicResourceAllocation", "DRAExtendedResource", "DRASchedulerFilterTimeout", "DRANodeAllocatableResources",
+    "DRAWorkloadResourceClaims", "DRAResourceClaimGranularStatusAuthorization", "DRADeviceBindingConditionsTimeout",
+})
 
 
 class GateError(ValueError):
@@ -40,6 +47,9 @@ class Features:
     binding_conditions: bool = True
     resource_claim_device_status: bool = True
     list_type_attributes: bool = False
+    # Beta and off by default in 1.36, where the API is then not served at all; DeviceTaintRules
+    # given as input imply it is on, so they apply unless this is turned off explicitly.
+    device_taint_rules: bool = True
 
     @property
     def device_binding(self) -> bool:
@@ -67,7 +77,13 @@ class Features:
     @classmethod
     def from_gates(cls, spec: str, base: Features | None = None) -> Features:
         """Parse ``NAME=true|false,...``; unknown gates or values raise GateError."""
+        return cls.parse_gates(spec, base)[0]
+
+    @classmethod
+    def parse_gates(cls, spec: str, base: Features | None = None) -> tuple[Features, list[str]]:
+        """Like ``from_gates``, also returning known gates that have no effect on allocation."""
         changes: dict[str, bool] = {}
+        no_effect: list[str] = []
         for part in (p.strip() for p in spec.split(",")):
             if not part:
                 continue
@@ -75,10 +91,13 @@ class Features:
             name, value = name.strip(), value.strip().lower()
             if not sep or value not in ("true", "false"):
                 raise GateError(f"feature gate {part!r}: expected NAME=true or NAME=false")
+            if name in NO_EFFECT_GATES:
+                no_effect.append(name)
+                continue
             if name not in _GATES:
                 raise GateError(f"feature gate {name!r}: unknown gate (known: {', '.join(_GATES)})")
             changes[_GATES[name]] = value == "true"
-        return replace(base or cls(), **changes)
+        return replace(base or cls(), **changes), no_effect
 
     def to_gates(self) -> dict[str, bool]:
         return {gate: getattr(self, attr) for gate, attr in _GATES.items()}

@@ -172,7 +172,7 @@ class Inventory:
         dev = sl.devices[device_index]
         where = f"ResourceSlice {sl.name}: spec.devices[{device_index}]"
         taints = dev.taints
-        if self.features.device_taints and self.taint_rules:
+        if self.features.device_taints and self.features.device_taint_rules and self.taint_rules:
             extra = tuple(r.taint for r in self.taint_rules
                           if (not r.driver or r.driver == sl.driver) and (not r.pool or r.pool == sl.pool_name)
                           and (not r.device or r.device == dev.name))

@@ -192,9 +192,11 @@ def _select_claims(claims: list[ResourceClaim], wanted: list[str]) -> list[Resou
 
 def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
     try:
-        features = Features.from_gates(args.feature_gates)
+        features, no_effect = Features.parse_gates(args.feature_gates)
     except GateError as exc:
         raise _Failure("invalid_argument", f"--feature-gates: {exc}") from None
+    for gate in no_effect:
+        print(f"warning: --feature-gates: {gate} does not change per-node allocation; ignored", file=sys.stderr)
     objects = _load(args.files)
     node = _node(objects, args.node, args.node_labels)
     claims = [o for _, o in objects if isinstance(o, ResourceClaim)]

@@ -39,7 +39,7 @@ def test_default_features_are_the_1_36_defaults() -> None:
     assert features.to_gates() == {
         "DRAPrioritizedList": True, "DRAAdminAccess": True, "DRADeviceTaints": True, "DRAPartitionableDevices": True,
         "DRAConsumableCapacity": True, "DRADeviceBindingConditions": True, "DRAResourceClaimDeviceStatus": True,
-        "DRAListTypeAttributes": False,
+        "DRAListTypeAttributes": False, "DRADeviceTaintRules": True,
     }
     assert features.device_binding
 
@@ -62,3 +62,9 @@ def test_bad_gates_are_rejected(spec: str) -> None:
 def test_quirks_none_turns_every_quirk_off() -> None:
     assert not any(vars(Quirks.none()).values())
     assert all(vars(Quirks()).values())
+
+
+def test_gates_without_allocator_effect_are_reported() -> None:
+    features, ignored = Features.parse_gates("DRAExtendedResource=true,DRAAdminAccess=false")
+    assert ignored == ["DRAExtendedResource"]
+    assert not features.admin_access

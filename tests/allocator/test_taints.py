@@ -105,3 +105,9 @@ def test_health_predicate_is_injectable() -> None:
 
     outcome = Allocator(inventory, AllocatedState(), health=maintenance_is_health).allocate(node(), pending, explain=True)
     assert outcome.evidence[0].verdicts[0].reason == "unhealthy"
+
+
+def test_device_taint_rules_gate_off_ignores_rules() -> None:
+    rule = taint_rule("rule-1", NO_SCHEDULE, dev="device-1")
+    outcome = run([CLASS_A, tainted_slice(), rule, claim("claim-0", request("req-0", "class-a"))], gates="DRADeviceTaintRules=false")
+    assert picks(outcome) == [("claim-0", "req-0", "pool-1/device-1")]
