@@ -210,6 +210,9 @@ class _Run:
                 raise AllocationError("node_selector", str(exc)) from None
         except AllocationError as exc:
             return self._outcome(Status.ERROR, code=exc.code, message=exc.message)
+        except RecursionError:
+            # One frame per device slot and request; only absurdly large pods get here.
+            return self._outcome(Status.ERROR, code="too_deep", message="allocation search exceeds the recursion limit")
         return self._outcome(Status.SUCCESS, allocations=allocations)
 
     def _invalid_pools_message(self) -> str:
@@ -353,8 +356,12 @@ class _Run:
             undo = self._allocate_device(data, entry, pool, position, must=True)
             if undo is None:
                 return False
-            if self._descend(undo, ci, ri, si, di + 1, 0, in_sub):
-                return True
+            try:
+                if self._one(ci, ri, si, di + 1, 0, in_sub):
+                    return True
+            except _SizeExceeded:
+                undo()  # a size-limit abort gives this device back on its way up
+                raise
             undo()
             return False
         ev = self.evidence
@@ -385,18 +392,14 @@ class _Run:
             undo = self._allocate_device(data, entry, pool, position, must=False)
             if undo is None:
                 continue
-            if self._descend(undo, ci, ri, si, di + 1, position + 1 if self.combinations else 0, in_sub):
-                return True
+            try:
+                if self._one(ci, ri, si, di + 1, position + 1 if self.combinations else 0, in_sub):
+                    return True
+            except _SizeExceeded:
+                undo()
+                raise
             undo()
         return False
-
-    def _descend(self, undo: Callable[[], None], ci: int, ri: int, si: int, di: int, start: int, in_sub: bool) -> bool:
-        """Recurse for the next slot; a size-limit abort gives this device back on its way up."""
-        try:
-            return self._one(ci, ri, si, di, start, in_sub)
-        except _SizeExceeded:
-            undo()
-            raise
 
     # ------------------------------------------------------------------ per-device checks
 
