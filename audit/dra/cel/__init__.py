@@ -1,0 +1,50 @@
+"""The CEL environment of DRA device selectors, on the Rust-backed ``cel`` package.
+
+Selectors in DeviceClasses and requests see one variable, ``device``, with ``driver``,
+``attributes[domain].id``, ``capacity[domain].id`` (a Kubernetes quantity) and, when consumable
+capacity is enabled, ``allowMultipleAllocations``. This module reproduces the Kubernetes 1.36
+environment (``k8s.io/dynamic-resource-allocation/cel/compile.go``): an unknown domain is an empty
+map, an unknown id is the run-time error ``no such key: <id>``, a non-bool result is an error,
+version attributes are semver values parsed with blang's rules, and an attribute that cannot be
+converted makes every evaluation on that device fail.
+
+How it maps onto ``cel``, which cannot hold Python objects and does not type-check:
+
+* Quantities and semvers travel as one-key maps whose key is a private tag and whose value is
+  their canonical value. Every custom function refuses untagged arguments, built-in operators
+  refuse maps (``memory + "x"``, ``memory < x`` fail as in Kubernetes), ``size()`` on an
+  expression that is statically a quantity or semver is refused at compile time, and ``==``
+  compares the canonical value — which is what Kubernetes' ``Equal`` does
+  (``quantity("1Gi") == quantity("1024Mi")`` is true; build metadata of versions is ignored).
+  Where the type is only known at run time (attributes are dynamic) ``size()`` of a version
+  attribute answers 1 instead of failing.
+* Static checks Kubernetes makes when compiling — undeclared variables, unknown functions,
+  undefined fields of ``device`` — are made here on the token stream, with cel-go's
+  ``ERROR: <input>:line:col:`` layout. Other type errors between values surface at run time.
+* A domain the device lacks reads as an empty map: every ``device.attributes[K]`` and
+  ``device.capacity[K]`` is compiled as ``(K in device.attributes ? device.attributes[K] : {})``,
+  so ``in``, ``size()`` and macros over ``device.attributes`` still see only real domains.
+* ``cel`` tracks no evaluation cost, so the 1,000,000 cost limit is not enforced; the 10 KiB
+  expression limit is. Two-variable comprehensions, ``cel.bind``, optional syntax and the URL,
+  IP/CIDR, regex-find and format libraries are refused at compile time as unsupported.
+"""
+
+from audit.dra.cel.contract import (
+    MAX_EXPRESSION_LENGTH,
+    CelCompileError,
+    CelOptions,
+    CelRuntimeError,
+)
+from audit.dra.cel.device import CelDevice, device_context
+from audit.dra.cel.environment import CelEnvironment, CompiledSelector
+
+__all__ = [
+    "CelCompileError",
+    "CelRuntimeError",
+    "CelOptions",
+    "CelDevice",
+    "CelEnvironment",
+    "CompiledSelector",
+    "device_context",
+    "MAX_EXPRESSION_LENGTH",
+]

@@ -1,0 +1,113 @@
+"""Compiling selectors once and evaluating them on devices, with upstream's error texts."""
+
+from __future__ import annotations
+
+import re
+import weakref
+
+import cel
+
+from audit.dra.cel.checks import analyse
+from audit.dra.cel.contract import MAX_EXPRESSION_LENGTH, CelCompileError, CelOptions, CelRuntimeError
+from audit.dra.cel.device import CelDevice
+from audit.dra.cel.library import clear_failure, functions_for, last_failure
+from audit.dra.cel.syntax import with_empty_domains
+from audit.dra.cel.values import type_name
+
+_PYTHON_FAILURE = "Python function call failed"
+
+
+def _runtime_error(exc: Exception) -> CelRuntimeError:
+    """Translate an error of the binding into the text cel-go would give."""
+    if isinstance(exc, KeyError):
+        key = exc.args[0] if exc.args else ""
+        return CelRuntimeError(f"no such key: {key}")
+    message = str(exc)
+    recorded = last_failure()
+    if recorded is not None and _PYTHON_FAILURE in message:
+        return CelRuntimeError(recorded)
+    if isinstance(exc, ZeroDivisionError):
+        return CelRuntimeError("division by zero")
+    undefined = re.match(r"Undefined variable or function: '([^']*)'", message)
+    if undefined:
+        return CelRuntimeError(f"no such overload: {undefined.group(1)}")
+    if isinstance(exc, TypeError):
+        return CelRuntimeError(f"no such overload: {message.split('. ')[0]}")
+    return CelRuntimeError(message)
+
+
+class CompiledSelector:
+    """A compiled selector; ``evaluate`` caches its result per device object."""
+
+    __slots__ = ("expression", "_program", "_results")
+
+    def __init__(self, expression: str, program: cel.Program) -> None:
+        self.expression = expression
+        self._program = program
+        # Weak keys: a long simulation builds many short-lived devices; results must not keep them.
+        self._results: weakref.WeakKeyDictionary[CelDevice, bool | CelRuntimeError] = weakref.WeakKeyDictionary()
+
+    def evaluate(self, device: CelDevice) -> bool:
+        """True/False, or CelRuntimeError when evaluation fails on this device."""
+        outcome = self._results.get(device)
+        if outcome is None:
+            outcome = self._run(device)
+            self._results[device] = outcome
+        if isinstance(outcome, CelRuntimeError):
+            raise outcome
+        return outcome
+
+    def _run(self, device: CelDevice) -> bool | CelRuntimeError:
+        if device.error is not None:
+            return CelRuntimeError(device.error)
+        clear_failure()
+        try:
+            result = self._program.execute(device.context)
+        except Exception as exc:  # the binding raises several exception types for run-time errors
+            return _runtime_error(exc)
+        if isinstance(result, bool):
+            return result
+        return CelRuntimeError(f"CEL result of type {type_name(result)} could not be converted to bool")
+
+
+class CelEnvironment:
+    """Compiles selectors for one set of feature gates; compiled selectors are cached by text."""
+
+    def __init__(self, options: CelOptions = CelOptions()) -> None:
+        self.options = options
+        self._functions = functions_for(options.list_type_attributes)
+        self._compiled: dict[str, CompiledSelector | CelCompileError] = {}
+
+    def compile(self, expression: str) -> CompiledSelector:
+        """Compile ``expression`` or raise CelCompileError (cached, errors included)."""
+        cached = self._compiled.get(expression)
+        if cached is None:
+            cached = self._compile(expression)
+            self._compiled[expression] = cached
+        if isinstance(cached, CelCompileError):
+            raise cached
+        return cached
+
+    def _compile(self, expression: str) -> CompiledSelector | CelCompileError:
+        size = len(expression.encode())
+        if size > MAX_EXPRESSION_LENGTH:
+            return CelCompileError(
+                f"compilation failed: expression too long ({size} bytes, must be at most {MAX_EXPRESSION_LENGTH})")
+        try:
+            program = cel.compile(expression)
+        except Exception as exc:  # the binding reports syntax errors as ValueError with a position
+            message = str(exc)
+            start = message.find("ERROR: <input>")
+            detail = (message[start:] if start >= 0 else message).replace("\n| ", "\n | ")
+            return CelCompileError(f"compilation failed: {detail}")
+        try:
+            analyse(expression, self.options.consumable_capacity, self._functions)
+        except CelCompileError as exc:
+            return exc
+        rewritten = with_empty_domains(expression)
+        if rewritten != expression:
+            try:
+                program = cel.compile(rewritten)
+            except Exception as exc:  # only an unforeseen shape of domain access can get here
+                return CelCompileError(f"compilation failed: cannot make unknown domains empty maps: {exc}")
+        return CompiledSelector(expression, program)
