@@ -13,6 +13,7 @@ can tell what was redacted.
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -54,8 +55,14 @@ class Redaction:
         )
 
     def pod_token(self, pod: str) -> str:
-        h = hashlib.sha256(f"{self.salt}\x00{pod}".encode()).hexdigest()[:16]
-        return f"pod-sha256-{h}"
+        """Without a salt this is the API's own pod hash (``sha256:`` + 16 hex of sha256(pod)), so
+        a pod reads the same in trace explorers and API answers; a salt makes it a keyed HMAC
+        that a dictionary of likely pod names cannot reverse."""
+        if self.salt:
+            h = hmac.new(self.salt.encode(), pod.encode(), hashlib.sha256).hexdigest()[:16]
+        else:
+            h = hashlib.sha256(pod.encode()).hexdigest()[:16]
+        return f"sha256:{h}"
 
 
 @dataclass(frozen=True)

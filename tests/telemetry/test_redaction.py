@@ -88,3 +88,9 @@ def test_salt_changes_the_pod_token() -> None:
 def test_unknown_redaction_option_is_refused_naming_the_variable() -> None:
     with pytest.raises(TelemetryConfigError, match=r"CLAIMTRAIL_OTEL_REDACT: unknown option 'hash_pods'"):
         Redaction.from_env({"CLAIMTRAIL_OTEL_REDACT": "hash_pods,drop_tenant"})
+
+
+def test_unsalted_pod_token_matches_the_api_pod_hash() -> None:
+    from audit.api.auth import pod_hash
+
+    assert Redaction().pod_token(POD) == pod_hash(POD)
