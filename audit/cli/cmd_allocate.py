@@ -186,7 +186,10 @@ def _select_claims(claims: list[ResourceClaim], wanted: list[str]) -> list[Resou
         if not matches:
             raise _Failure("claim_not_found", f"--claim {ref}: no ResourceClaim with that name in the files")
         unallocated = [c for c in matches if c.allocation is None]
-        chosen.extend(unallocated or matches)
+        for found in unallocated or matches:
+            if any(found is c for c in chosen):
+                raise _Failure("invalid_argument", f"--claim {ref}: ResourceClaim {found.key} is already listed")
+            chosen.append(found)
     return chosen
 
 

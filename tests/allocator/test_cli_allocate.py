@@ -84,6 +84,8 @@ def test_error_document_with_upstream_text(capsys: pytest.CaptureFixture[str]) -
     pytest.param(["-f", CLUSTER, "--feature-gates", "DRAAdminAccess=maybe"], "invalid_argument", "NAME=true", id="bad-gate-value"),
     pytest.param(["-f", CLUSTER, "--claim", "nope"], "claim_not_found", "--claim nope", id="unknown-claim"),
     pytest.param(["-f", CLUSTER, "--node-label", "novalue"], "invalid_argument", "KEY=VALUE", id="bad-node-label"),
+    pytest.param(["-f", CLAIMS, "--claim", "train-0", "--claim", "team-a/train-0"], "invalid_argument",
+                 "ResourceClaim team-a/train-0 is already listed", id="claim-listed-twice"),
 ])
 def test_bad_input_is_one_json_error(capsys: pytest.CaptureFixture[str], argv: list[str], code: str, needle: str) -> None:
     exit_code, doc, _ = allocate(capsys, *argv, "--node", "node-1")

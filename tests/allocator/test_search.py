@@ -158,3 +158,13 @@ def test_stable_variant_enumerates_permutations(gates: str, variant: str, steps:
             claim("claim-0", request("req-0", "class-a", 3), constraints=[{"matchAttribute": "driver-a/x"}])]
     outcome = run(objs, gates=gates)
     assert (outcome.status, outcome.steps) == (Status.UNSATISFIABLE, steps)
+
+
+def test_many_large_claims_fit_the_search_depth() -> None:
+    devices = [device(f"d-{i:03d}") for i in range(400)]
+    claims = [claim(f"claim-{i:02d}", request("req-0", "class-a", 32)) for i in range(12)]
+    outcome = run([CLASS_A, resource_slice("slice-1", NODE_1, "pool-1", devices=devices), *claims])
+    assert outcome.status is Status.SUCCESS
+    assert len(picks(outcome)) == 384
+    # 32 slots + slot done + claim done per claim, plus the final call.
+    assert outcome.steps == 12 * 34 + 1
