@@ -182,3 +182,25 @@ def test_incomplete_pool_devices_get_pool_incomplete_verdict() -> None:
     outcome = run(objs, explain=True)
     assert outcome.status is Status.UNSATISFIABLE
     assert verdicts(outcome, "req-0") == {"dev-1": "pool_incomplete"}
+
+
+@pytest.mark.parametrize(("quirks", "expected"), [
+    pytest.param(Quirks(), None, id="multi-allocatable-backtrack-keeps-its-counters-1.36"),
+    pytest.param(Quirks(counter_leak=False), ["pool-1/e", "pool-1/f"], id="multi-allocatable-backtrack-fixed"),
+])
+def test_counter_leak_when_backtracking_over_a_multi_allocatable_device(quirks: Quirks, expected: list[str] | None) -> None:
+    devices = [
+        device("m", {"x": 1}, allowMultipleAllocations=True, consumesCounters=consumes("gpu-0-counters", mem="6Gi")),
+        part("e", "6Gi", x=2),
+        device("f", {"x": 2}),
+    ]
+    objs = [CLASS_A, counter_slice(mem="10Gi"), resource_slice("slice-1", NODE_1, "pool-1", count=2, devices=devices),
+            claim("claim-0", request("req-0", "class-a"), request("req-1", "class-a", selectors=["device.attributes['driver-a'].x == 2"]),
+                  constraints=[{"matchAttribute": "driver-a/x"}])]
+    # req-0 first takes m, req-1 cannot match x=1; giving m back keeps its 6Gi reserved in 1.36,
+    # so e (6Gi) never fits again.
+    outcome = run(objs, quirks=quirks)
+    if expected is None:
+        assert outcome.status is Status.UNSATISFIABLE
+    else:
+        assert [p[2] for p in picks(outcome)] == expected

@@ -127,3 +127,16 @@ def test_per_device_node_selection_needs_partitionable_gate(gates: str) -> None:
         assert devices_of(outcome) == ["driver-a/pool-1/device-2"]
         verdicts = {v.device: v.reason for v in outcome.evidence[0].verdicts}
         assert verdicts == {"driver-a/pool-1/device-1": "node_mismatch", "driver-a/pool-1/device-2": "selected"}
+
+
+def test_lexicographical_not_numeric_pool_order() -> None:
+    slices = [resource_slice(f"slice-{n}", NODE_1, f"pool-{n}", devices=[device(f"device-{n}")]) for n in (2, 10, 1)]
+    outcome = run([CLASS_ANY, *slices, one_device_claim(3)])
+    assert devices_of(outcome) == ["driver-a/pool-1/device-1", "driver-a/pool-10/device-10", "driver-a/pool-2/device-2"]
+
+
+def test_index_named_slices_keep_the_driver_order() -> None:
+    # resourceslice controller >= 1.36 names slices <index as >=5 hex digits>-<driver>-...
+    slices = [resource_slice(f"{i:05x}-driver-a-node-1-x", NODE_1, "pool-1", count=3, devices=[device(f"device-{i}")]) for i in (2, 0, 1)]
+    outcome = run([CLASS_ANY, *slices, one_device_claim(3)])
+    assert devices_of(outcome) == ["driver-a/pool-1/device-0", "driver-a/pool-1/device-1", "driver-a/pool-1/device-2"]
