@@ -21,7 +21,7 @@ from audit.explain.reasons import AVAILABLE, RANK, ordered_codes
 from audit.explain.record import model_tier, record_blockers, record_outcome
 from audit.explain.result import DeviceReason, Explanation
 from audit.explain.summary import render_summary
-from audit.explain.tiers import Tier, pod_tiers, tier_models
+from audit.explain.tiers import Tier, TierMatcher, pod_tiers
 from audit.explain.view import ClusterView, Device, ViewError, obj_name, obj_namespace
 from audit.policy import Policy
 from audit.records import Blocker, DecisionRecord, Reason
@@ -158,8 +158,8 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
     table = model_table or ModelTable.of(policy)
     everything = view.devices(table.model_of)
     by_id = {d.id: d for d in everything}
-    models_by_tier = tier_models(view, tiers, everything)
-    target = next((t for t in tiers if model in models_by_tier[t.index]), None)
+    matcher = TierMatcher(view, everything)
+    target = next((t for t in tiers if matcher.selects(t, model)), None)
     judged_tier = target or tiers[0]
     claim = next(c for c in claims if f"{obj_namespace(c)}/{obj_name(c)}" == judged_tier.claim)
     devices = [d for d in everything if d.model == model]
@@ -181,9 +181,9 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
         blockers = []
         policy_version = policy.version if policy is not None else ""
         decision_id = ""
-    # A tier whose selectors match no device in the cluster is named by its request instead.
-    preference = [(models_by_tier[t.index] or [t.label])[0] for t in tiers]
     if target is None and not any(b["code"] == Blocker.NOT_REQUESTED.value for b in blockers):
+        # A tier whose selectors match no device in the cluster is named by its request instead.
+        preference = [matcher.preferred_model(t) for t in tiers]
         blockers.insert(0, {"code": Blocker.NOT_REQUESTED.value, "preference": preference})
     skipped = not (outcome["result"] == "allocated" and outcome["model"] == model)
     if target is not None and skipped:

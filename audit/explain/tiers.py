@@ -3,8 +3,9 @@
 A tier is one request (``exactly``) or one ``firstAvailable`` subrequest of one of the pod's
 claims, in the scheduler's order. Which model a tier asks for is read off its selectors: the
 tier's DeviceClass and request CEL selectors are evaluated on one device of each distinct
-device shape (driver, attributes other than identity, capacity), so a cluster of thousands of
-identical GPUs costs a handful of evaluations.
+device shape (driver, attributes other than identity, capacity), stopping at the first match, so
+a cluster of thousands of identical GPUs costs a handful of evaluations. Selectors that name an
+identity attribute (uuid, PCI address) are evaluated device by device.
 """
 
 from __future__ import annotations
@@ -62,41 +63,61 @@ def _expressions(view: ClusterView, tier: Tier) -> list[str]:
     return [str((s.get("cel") or {}).get("expression", "")) for s in selectors]
 
 
-def _shapes(devices: Sequence[Device]) -> dict[str, list[tuple[str, dict[str, Any], dict[str, Any], bool]]]:
-    """model → distinct (driver, attributes, capacity, allowMultipleAllocations) device shapes."""
-    seen: dict[str, dict[str, tuple[str, dict[str, Any], dict[str, Any], bool]]] = {}
-    for dev in devices:
-        if not dev.model:
-            continue
-        attrs = dev.raw.get("attributes") or {}
-        capacity = dev.raw.get("capacity") or {}
-        multi = bool(dev.raw.get("allowMultipleAllocations"))
-        shape_attrs = {k: v for k, v in attrs.items() if k not in _IDENTITY_ATTRIBUTES}
-        key = json.dumps([dev.driver, shape_attrs, capacity, multi], sort_keys=True)
-        seen.setdefault(dev.model, {}).setdefault(key, (dev.driver, attrs, capacity, multi))
-    return {m: [shapes[k] for k in sorted(shapes)] for m, shapes in seen.items()}
+def _shape_key(dev: Device) -> str:
+    attrs = {k: v for k, v in (dev.raw.get("attributes") or {}).items() if k not in _IDENTITY_ATTRIBUTES}
+    return json.dumps([dev.driver, attrs, dev.raw.get("capacity") or {}, bool(dev.raw.get("allowMultipleAllocations"))],
+                      sort_keys=True)
 
 
-def tier_models(view: ClusterView, tiers: Sequence[Tier], devices: Sequence[Device]) -> dict[int, list[str]]:
-    """Tier index → the models (sorted) of which at least one device shape passes all its selectors."""
-    env = CelEnvironment()
-    shapes = _shapes(devices)
-    out: dict[int, list[str]] = {}
-    for tier in tiers:
+class TierMatcher:
+    """Answers "does this tier select some device of model M?", evaluating as little as it can.
+
+    Devices of M are tried in cluster order, one per distinct shape, stopping at the first that
+    passes every selector; answers are cached per (tier, model).
+    """
+
+    def __init__(self, view: ClusterView, devices: Sequence[Device]) -> None:
+        self._view = view
+        self._env = CelEnvironment()
+        self._by_model: dict[str, list[Device]] = {}
+        for dev in devices:
+            if dev.model:
+                self._by_model.setdefault(dev.model, []).append(dev)
+        self._answers: dict[tuple[int, str], bool] = {}
+
+    def models(self) -> list[str]:
+        return sorted(self._by_model)
+
+    def selects(self, tier: Tier, model: str) -> bool:
+        key = (tier.index, model)
+        if key not in self._answers:
+            self._answers[key] = self._evaluate(tier, model)
+        return self._answers[key]
+
+    def _evaluate(self, tier: Tier, model: str) -> bool:
+        expressions = _expressions(self._view, tier)
         try:
-            selectors = [env.compile(e) for e in _expressions(view, tier)]
+            selectors = [self._env.compile(e) for e in expressions]
         except CelCompileError:  # an uncompilable selector selects nothing
-            out[tier.index] = []
-            continue
-        models = []
-        for model in sorted(shapes):
-            for driver, attrs, capacity, multi in shapes[model]:
-                try:
-                    ctx = device_context(driver, attrs, capacity, multi)
-                    if all(sel.evaluate(ctx) for sel in selectors):
-                        models.append(model)
-                        break
-                except CelRuntimeError:  # a runtime error means this shape is not selected
+            return False
+        # A selector naming an identity attribute (a uuid, a PCI address) tells identical GPUs apart.
+        by_shape = not any(name.rpartition("/")[2] in e for e in expressions for name in _IDENTITY_ATTRIBUTES)
+        seen: set[str] = set()
+        for dev in self._by_model.get(model, []):
+            if by_shape:
+                shape = _shape_key(dev)
+                if shape in seen:
                     continue
-        out[tier.index] = models
-    return out
+                seen.add(shape)
+            ctx = device_context(dev.driver, dev.raw.get("attributes") or {}, dev.raw.get("capacity") or {},
+                                 bool(dev.raw.get("allowMultipleAllocations")))
+            try:
+                if all(sel.evaluate(ctx) for sel in selectors):
+                    return True
+            except CelRuntimeError:  # a runtime error means this shape is not selected
+                continue
+        return False
+
+    def preferred_model(self, tier: Tier) -> str:
+        """The first model (by name) the tier selects, or the tier's request name if none."""
+        return next((m for m in self.models() if self.selects(tier, m)), tier.label)

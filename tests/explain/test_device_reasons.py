@@ -168,3 +168,13 @@ def test_claim_not_created_yet_is_named() -> None:
     objects[-1] = pod("train", "", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}])
     with pytest.raises(ViewError, match=r"spec.resourceClaims\[0\]: ResourceClaim not created yet"):
         explain(ClusterView.from_objects(objects), "team-a/train", "H100")
+
+
+def test_a_tier_selecting_one_gpu_by_uuid_still_targets_its_model() -> None:
+    # Identical GPUs but for their uuid: the tier asks for the second one only.
+    wanted = "device.attributes['gpu.nvidia.com'].uuid == 'GPU-H100-gpu-1'"
+    objects = scenario(node("n1"), slice_("n1", [gpu("gpu-0"), gpu("gpu-1")]),
+                       pod_claim=claim("train-gpu", subs=[sub("h100", "H100", wanted)]))
+    answer = _explain(objects)
+    assert answer.blockers == []
+    assert answer.reasons == {"request_selector_mismatch": 1, "available": 1}
