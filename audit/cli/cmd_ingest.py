@@ -91,6 +91,22 @@ def _first_seq(sink: Any, cluster: str, given: int | None) -> int:
     return int(time.time() * 1000) << 20
 
 
+def _meter_provider() -> Any:
+    """OTLP metric export when the standard OpenTelemetry endpoint variables are set; otherwise
+    the global (no-op unless configured) provider."""
+    if not (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")):
+        return None
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+
+    from audit.telemetry.pipeline import otlp_exporters
+
+    exporter = otlp_exporters(os.environ)[2]
+    resource = Resource.create({SERVICE_NAME: os.environ.get("OTEL_SERVICE_NAME", "claimtrail-watcher")})
+    return MeterProvider(resource=resource, metric_readers=[PeriodicExportingMetricReader(exporter)])
+
+
 def _lease_namespace(args: argparse.Namespace) -> str:
     if args.lease_namespace:
         return str(args.lease_namespace)
@@ -102,6 +118,7 @@ def _lease_namespace(args: argparse.Namespace) -> str:
 
 
 def run_kube(args: argparse.Namespace) -> int:
+    from ingest.kube.agreement import AgreementMetrics
     from ingest.kube.lease import LeaseElector
     from ingest.kube.observe import DecisionObserver
     from ingest.kube.watcher import Watcher, utc_now
@@ -111,6 +128,8 @@ def run_kube(args: argparse.Namespace) -> int:
         raise UserError("--seq-start: must be >= 0")
     api = _api_client(args)
     sink = _open_sink(args.server)
+    meters = _meter_provider()
+    agreement_metrics = AgreementMetrics(meters)
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -120,7 +139,9 @@ def run_kube(args: argparse.Namespace) -> int:
         watcher = Watcher(
             api, cluster, sink,
             namespaces=args.namespace,
-            observer=DecisionObserver(cluster, utc_now, check_allocations=not args.no_allocator_check),
+            observer=DecisionObserver(
+                cluster, utc_now, check_allocations=not args.no_allocator_check, metrics=agreement_metrics
+            ),
             next_seq=_first_seq(sink, cluster, args.seq_start),
             page_size=args.page_size,
         )
@@ -135,3 +156,5 @@ def run_kube(args: argparse.Namespace) -> int:
         return 1 if lost else 0
     finally:
         sink.close()
+        if meters is not None:
+            meters.shutdown()

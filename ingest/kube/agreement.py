@@ -12,7 +12,7 @@ import copy
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from opentelemetry import metrics
 
@@ -38,6 +38,7 @@ class AgreementMetrics:
 
 
 Result = tuple[str, str, str, str]  # (request, driver, pool, device)
+T = TypeVar("T")
 
 
 @dataclass
@@ -100,21 +101,25 @@ def check(
         str(c["metadata"]["name"]): results_of(((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or [])
         for c in claims
     }
-    try:
-        from audit.allocator import AllocatedState, Allocator, Inventory
-        from audit.allocator.outcome import Status
-        from audit.dra.model import parse_object
-    except ImportError as exc:
-        return Agreement(checked=False, observed=observed, error=f"allocator unavailable ({exc})")
+    from audit.allocator import AllocatedState, Allocator, Inventory
+    from audit.allocator.outcome import Status
+    from audit.dra import model
+
+    def parsed(raw: Mapping[str, Any], kind: type[T]) -> T:
+        obj = model.parse_object(raw)
+        if not isinstance(obj, kind):
+            raise model.ModelError(f"{model.object_label(raw)}: expected a {kind.__name__}")
+        return obj
+
     try:
         inventory = Inventory(
-            slices=[parse_object(s) for s in slices],
-            classes=[parse_object(c) for c in classes],
-            taint_rules=[parse_object(t) for t in taint_rules],
+            slices=[parsed(s, model.ResourceSlice) for s in slices],
+            classes=[parsed(c, model.DeviceClass) for c in classes],
+            taint_rules=[parsed(t, model.DeviceTaintRule) for t in taint_rules],
         )
-        state = AllocatedState.from_claims([parse_object(c) for c in other_claims])
+        state = AllocatedState.from_claims([parsed(c, model.ResourceClaim) for c in other_claims])
         outcome = Allocator(inventory, state).allocate(
-            parse_object(node), [parse_object(_unallocated(c)) for c in claims], explain=True
+            parsed(node, model.Node), [parsed(_unallocated(c), model.ResourceClaim) for c in claims], explain=True
         )
     except Exception as exc:  # noqa: BLE001 - a malformed observed object must not stop the watcher
         counters.checks.add(1, {"result": "error"})

@@ -62,7 +62,7 @@ class LeaseElector:
     def try_acquire_or_renew(self) -> bool:
         now_wall = _micro_time(self.wall())
         try:
-            current = json.loads(self.api.read_namespaced_lease(self.name, self.namespace, _preload_content=False).data)
+            current = self._read()
         except ApiException as exc:
             if exc.status != 404:
                 return self._lost(f"read failed: HTTP {exc.status}")
@@ -96,15 +96,22 @@ class LeaseElector:
         if not self.is_leader:
             return
         try:
-            current = json.loads(self.api.read_namespaced_lease(self.name, self.namespace, _preload_content=False).data)
+            current = self._read()
             if (current.get("spec") or {}).get("holderIdentity") == self.identity:
                 body = self._body(current, _micro_time(self.wall()), acquire=False, transitions=None)
+                assert body.spec is not None
                 body.spec.holder_identity = None
                 body.spec.lease_duration_seconds = 1
                 self.api.replace_namespaced_lease(self.name, self.namespace, body)
         except ApiException as exc:
             log.warning("could not release the lease", extra={"status": exc.status})
         self.is_leader = False
+
+    def _read(self) -> dict[str, Any]:
+        # raw JSON: the Lease exactly as served, resourceVersion included
+        resp: Any = self.api.read_namespaced_lease(self.name, self.namespace, _preload_content=False)
+        data: dict[str, Any] = json.loads(resp.data)
+        return data
 
     def _body(self, current: dict[str, Any] | None, now: datetime, *, acquire: bool, transitions: int | None) -> client.V1Lease:
         spec = dict((current or {}).get("spec") or {})

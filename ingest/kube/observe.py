@@ -182,7 +182,7 @@ class DecisionObserver:
         attempt = 0
         uids = [str(_meta(c).get("uid", "")) for c in claims]
         devices: list[DeviceRef] = []
-        tier_index, preference = -1, []
+        tier_index, preference = -1, list[str]()
         for claim in claims:
             subs = _subrequests(claim)
             for res in claim["status"]["allocation"].get("devices", {}).get("results") or []:

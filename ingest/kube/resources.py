@@ -8,7 +8,9 @@ client builds the real request paths (``/apis/resource.k8s.io/v1/resourceslices`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kubernetes import client
 
@@ -25,12 +27,13 @@ class WatchedResource:
     def namespaced(self) -> bool:
         return bool(self.list_namespaced)
 
-    def list_function(self, api_client: client.ApiClient, namespace: str | None):  # noqa: ANN201
+    def list_function(self, api_client: client.ApiClient, namespace: str | None) -> Callable[..., Any]:
         api = getattr(client, self.api)(api_client)
         if namespace and self.namespaced:
             fn = getattr(api, self.list_namespaced)
             return lambda **kw: fn(namespace, **kw)
-        return getattr(api, self.list_all)
+        fn_all: Callable[..., Any] = getattr(api, self.list_all)
+        return fn_all
 
 
 # Order matters only for start-up: inventory first, so the first observed claims find their

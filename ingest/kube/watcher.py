@@ -103,6 +103,17 @@ class Watcher:
                 r.stop()
             for t in threads:
                 t.join(timeout=2)
+            self._drain(stop)
+
+    def _drain(self, stop: threading.Event) -> None:
+        """Apply and write what reflectors already delivered, so a clean shutdown loses nothing."""
+        self._consume_sync_progress(stop, force=True)
+        while True:
+            try:
+                item = self.queue.get_nowait()
+            except queue.Empty:
+                return
+            self._consume(item, stop)
 
     def idle(self) -> bool:
         """True when everything reflectors delivered has been applied and written."""
@@ -122,7 +133,9 @@ class Watcher:
         self._apply(item, stop)
         self._consume_sync_progress(stop)
 
-    def _consume_sync_progress(self, stop: threading.Event) -> None:
+    def _consume_sync_progress(self, stop: threading.Event, force: bool = False) -> None:
+        if force:
+            self._unsynced.clear()
         self._unsynced -= {(r.resource.kind, r.scope) for r in self.reflectors if not r.served}
         if not self._unsynced:
             held, self._held = self._held, []
