@@ -20,7 +20,7 @@ from audit.allocator.capacity import check_fits, consumed_capacity
 from audit.allocator.constraints import ClaimConstraint, DistinctAttribute, MatchAttribute
 from audit.allocator.evidence import EvidenceLog
 from audit.allocator.features import Features, Quirks
-from audit.allocator.inventory import DeviceEntry, Inventory, NodeView, Pool
+from audit.allocator.inventory import DeviceEntry, Inventory, InventoryError, NodeView, Pool
 from audit.allocator.nodematch import node_matches
 from audit.allocator.outcome import AllocationOutcome, ClaimAllocation, Status
 from audit.allocator.results import ResultError, build_config, build_node_selector
@@ -176,7 +176,7 @@ class _Run:
         self.state = owner.state
         self.node = node
         self.claims = claims
-        self.view: NodeView = owner.inventory.view(node)
+        self.view: NodeView = NodeView(pools=[], candidates=[], positions={})  # set by execute
         self.requests: dict[tuple[int, int, int], _RequestData] = {}
         self.sub_counts: dict[tuple[int, int], int] = {}
         self.constraints: list[list[ClaimConstraint]] = []
@@ -189,12 +189,16 @@ class _Run:
         # The stable variant still enumerates permutations: every slot starts at the first device.
         self.combinations = self.features.variant != "stable"
         self.invalid_pool_seen = False
-        self.evidence: EvidenceLog | None = EvidenceLog(self.view) if explain else None
+        self.explain = explain
+        self.evidence: EvidenceLog | None = None
 
     # ------------------------------------------------------------------ driver
 
     def execute(self) -> AllocationOutcome:
         try:
+            self.view = self.owner.inventory.view(self.node)
+            if self.explain:
+                self.evidence = EvidenceLog(self.view)
             self._prepare()
             try:
                 done = self._one(0, 0, 0, 0, 0, False)
@@ -210,6 +214,9 @@ class _Run:
                 raise AllocationError("node_selector", str(exc)) from None
         except AllocationError as exc:
             return self._outcome(Status.ERROR, code=exc.code, message=exc.message)
+        except InventoryError as exc:
+            # Unusable inventory data met on this node (e.g. an unparsable quantity).
+            return self._outcome(Status.ERROR, code="invalid_inventory", message=str(exc))
         except RecursionError:
             # One frame per device slot and request; only absurdly large pods get here.
             return self._outcome(Status.ERROR, code="too_deep", message="allocation search exceeds the recursion limit")

@@ -125,3 +125,18 @@ def test_the_first_error_in_claim_order_wins() -> None:
 def test_exact_request_without_subrequests_checks_class_before_mode() -> None:
     outcome = run([SLICE, claim("claim-0", {"name": "req-0", "exactly": exact("class-x", mode="Bad")})])
     assert outcome.error_code == "class_not_found"
+
+
+def test_unparsable_capacity_is_an_inventory_error() -> None:
+    sl = resource_slice("slice-1", NODE_1, "pool-1", devices=[device("device-1", capacity={"memory": {"value": "lots"}})])
+    outcome = run([CLASS_A, sl, claim("claim-0", request("req-0", "class-a"))])
+    assert (outcome.status, outcome.error_code) == (Status.ERROR, "invalid_inventory")
+    assert outcome.message.startswith("ResourceSlice slice-1: spec.devices[0].capacity.memory.value: quantities must match")
+
+
+def test_device_node_selector_with_two_terms_cannot_be_a_result() -> None:
+    two_terms = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [NODE_1]}]},
+                                       {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}]}
+    sl = resource_slice("slice-1", None, "pool-1", nodeSelector=two_terms, devices=[device("device-1")])
+    outcome = run([device_class("class-n", driver=None), sl, claim("claim-0", request("req-0", "class-n"))])
+    assert (outcome.status, outcome.message) == (Status.ERROR, "unsupported ResourceSlice.NodeSelector with 2 terms")

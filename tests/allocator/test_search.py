@@ -168,3 +168,17 @@ def test_many_large_claims_fit_the_search_depth() -> None:
     assert len(picks(outcome)) == 384
     # 32 slots + slot done + claim done per claim, plus the final call.
     assert outcome.steps == 12 * 34 + 1
+
+
+def test_admin_access_never_takes_one_device_twice_in_a_claim() -> None:
+    objs = [CLASS_A, sized_slice(("d-1", "x")), claim("claim-0", request("req-0", "class-a", admin=True), request("req-1", "class-a", admin=True))]
+    assert run(objs).status is Status.UNSATISFIABLE
+    objs = [CLASS_A, sized_slice(("d-1", "x")), claim("claim-0", request("req-0", "class-a", admin=True)),
+            claim("claim-1", request("req-0", "class-a", admin=True))]
+    assert [p[2] for p in picks(run(objs))] == ["pool-1/d-1", "pool-1/d-1"]
+
+
+def test_admin_allocation_blocks_later_normal_claims_in_the_same_call() -> None:
+    objs = [CLASS_A, sized_slice(("d-1", "x")), claim("claim-0", request("req-0", "class-a", admin=True)),
+            claim("claim-1", request("req-0", "class-a"))]
+    assert run(objs).status is Status.UNSATISFIABLE
