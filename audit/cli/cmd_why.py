@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 from urllib.parse import quote
 
@@ -60,6 +61,8 @@ def _offline(args: argparse.Namespace, ns: str, name: str) -> dict[str, Any]:
         except (yaml.YAMLError, PolicyError) as exc:
             raise UserError(f"--policy {args.policy}: {str(exc).splitlines()[0]}") from None
     view = ClusterView.from_objects(raw for _, raw in docs)
+    for note in view.ignored:
+        print(f"claimtrail why: --dump {args.dump}: {note}", file=sys.stderr)
     try:
         return explain(view, (ns, name), args.model, policy, detail=args.devices).to_dict()
     except ViewError as exc:

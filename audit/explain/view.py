@@ -60,24 +60,20 @@ class ClusterView:
     def from_objects(cls, objects: Iterable[Mapping[str, Any]]) -> ClusterView:
         """Index API objects by kind; other kinds are listed in ``ignored``, never silently lost."""
         view = cls()
+        tables: dict[str, dict[Any, dict[str, Any]]] = {
+            "Node": view.nodes, "Pod": view.pods, "DeviceClass": view.classes, "ResourceSlice": view.slices,
+            "ResourceClaim": view.claims, "DeviceTaintRule": view.taint_rules}
         for obj in objects:
             kind = str(obj.get("kind", ""))
             name = obj_name(obj)
-            raw = dict(obj)
-            if kind == "Node":
-                view.nodes[name] = raw
-            elif kind == "Pod":
-                view.pods[(obj_namespace(obj), name)] = raw
-            elif kind == "DeviceClass":
-                view.classes[name] = raw
-            elif kind == "ResourceSlice":
-                view.slices[name] = raw
-            elif kind == "ResourceClaim":
-                view.claims[(obj_namespace(obj), name)] = raw
-            elif kind == "DeviceTaintRule":
-                view.taint_rules[name] = raw
-            else:
-                view.ignored.append(f"{kind or '<no kind>'} {name}")
+            table = tables.get(kind)
+            if table is None:
+                view.ignored.append(f"{kind or '<no kind>'} {name}: not a kind the allocator reads")
+                continue
+            key = (obj_namespace(obj), name) if kind in ("Pod", "ResourceClaim") else name
+            if key in table:
+                view.ignored.append(f"{kind} {name}: listed twice, the later copy is used")
+            table[key] = dict(obj)
         return view
 
     def pod(self, namespace: str, name: str) -> dict[str, Any]:

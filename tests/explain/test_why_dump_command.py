@@ -85,3 +85,12 @@ def test_user_mistakes_are_one_line_errors(argv: list[str], message: str, capsys
     assert main(["why", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_objects_the_explanation_does_not_use_are_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dump = tmp_path / "with-extra.yaml"
+    dump.write_text(Path(PENDING).read_text() + "- {apiVersion: v1, kind: ConfigMap, metadata: {name: cm, namespace: x}}\n")
+    assert main(["why", "--dump", str(dump), "team-a/train-1", "--model", "H100", "-o", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["reasons"] == H100_REASONS
+    assert "ConfigMap cm: not a kind the allocator reads" in captured.err
