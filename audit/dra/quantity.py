@@ -276,7 +276,8 @@ def _fast_path(
 
 
 def _slow_path(positive: bool, num: str, denom: str, base: int, exponent: int, fmt: Format) -> Quantity:
-    """apimachinery's inf.Dec path: exact value, rounded up to nano, BinarySI capped at int64."""
+    """apimachinery's inf.Dec path: exact value rounded up to nano; BinarySI is capped at 2^63-1 and
+    becomes DecimalSI below 1."""
     digits = int(num + denom)
     if base == 10:
         shift = exponent - len(denom) + 9
@@ -290,8 +291,8 @@ def _slow_path(positive: bool, num: str, denom: str, base: int, exponent: int, f
         magnitude = _ceil_away(digits * (1 << exponent) * _NANO, 10 ** len(denom))
         if magnitude > _INT64_MAX * _NANO:
             magnitude = _INT64_MAX * _NANO
-        if magnitude == 0:
-            fmt = Format.DECIMAL_SI
+        if 0 < magnitude < _NANO:
+            fmt = Format.DECIMAL_SI  # "This avoids rounding and hopefully confusion, too." (quantity.go)
     return Quantity(magnitude if positive else -magnitude, fmt)
 
 

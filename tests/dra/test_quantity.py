@@ -35,7 +35,24 @@ CANONICAL = [
     ("1000e0", "1e3", Fraction(1000), Format.DECIMAL_EXPONENT),
     ("0", "0", Fraction(0), Format.DECIMAL_SI),
     ("0Gi", "0", Fraction(0), Format.BINARY_SI),
-    ("0.0Gi", "0", Fraction(0), Format.DECIMAL_SI),
+    ("0.0Gi", "0", Fraction(0), Format.BINARY_SI),
+    # apimachinery's TestQuantityParse: floating-point look-alikes, rounding, saturation, trolls.
+    # kept verbatim: the int64 path reuses input whose scale is a multiple of 3 (quantity.go)
+    ("100.035k", "100.035k", Fraction(100035), Format.DECIMAL_SI),
+    ("0.0005k", "500m", Fraction(1, 2), Format.DECIMAL_SI),
+    ("1.1E-9", "2e-9", Fraction(2, 10**9), Format.DECIMAL_EXPONENT),
+    ("1.3E+6", "1300e3", Fraction(1300000), Format.DECIMAL_EXPONENT),
+    ("3.001n", "4n", Fraction(4, 10**9), Format.DECIMAL_SI),
+    ("0.00000012345", "124n", Fraction(124, 10**9), Format.DECIMAL_SI),
+    ("9Ei", "9223372036854775807", Fraction(2**63 - 1), Format.BINARY_SI),
+    ("9223372036854775807Ki", "9223372036854775807", Fraction(2**63 - 1), Format.BINARY_SI),
+    ("100.035Ki", "102435840m", Fraction(10243584, 100), Format.BINARY_SI),
+    ("0.5Mi", "512Ki", Fraction(524288), Format.BINARY_SI),
+    ("0.000000000001Ki", "2n", Fraction(2, 10**9), Format.DECIMAL_SI),
+    ("1.", "1.", Fraction(1), Format.DECIMAL_SI),  # kept verbatim, as "100.035k"
+    ("1.G", "1.G", Fraction(10**9), Format.DECIMAL_SI),
+    (".0001k", "100m", Fraction(1, 10), Format.DECIMAL_SI),
+    ("12E", "12E", Fraction(12 * 10**18), Format.DECIMAL_SI),
     ("8Ei", "9223372036854775807", Fraction(2**63 - 1), Format.BINARY_SI),
     ("12345678901234567890", "12345678901234567890", Fraction(12345678901234567890), Format.DECIMAL_SI),
     ("1.0000000001", "1000000001n", Fraction(1000000001, 10**9), Format.DECIMAL_SI),
@@ -48,6 +65,19 @@ def test_parse_keeps_exact_value_and_prints_canonical_form(text: str, shown: str
     assert q.as_fraction() == exact
     assert str(q) == shown
     assert q.format is fmt
+
+
+# apimachinery's TestQuantityString alternates: (text, String()).
+ALTERNATES = [
+    ("307200Ki", "300Mi"), ("1025024Mi", "1001Gi"), ("1024Gi", "1Ti"), ("5000m", "5"), ("1000M", "1G"),
+    ("0.001T", "1G"), ("1000u", "1m"), ("1.08", "1080m"), ("1080000000n", "1080m"), (".001e12", "1e9"),
+    ("0.001e0", "1e-3"), ("1000e-12", "1e-9"), ("3e8", "300e6"), ("00", "0"),
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), ALTERNATES, ids=[c[0] for c in ALTERNATES])
+def test_non_canonical_text_prints_canonically(text: str, shown: str) -> None:
+    assert str(Quantity.parse(text)) == shown
 
 
 INVALID = [
