@@ -329,3 +329,30 @@ def test_cached_results_do_not_keep_devices_alive(env: CelEnvironment) -> None:
     del device
     gc.collect()
     assert alive() is None
+
+
+DEVICE_ERRORS = [
+    ("unparsable-capacity", {}, {"memory": {"value": "80GB"}},
+     "capacity memory: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
+    ("attribute-without-value", {"model": {}}, {}, "attribute model: unsupported attribute value"),
+    ("int-attribute-holding-bool", {"index": {"int": True}}, {}, "attribute index: unsupported attribute value"),
+    ("first-bad-attribute-by-name", {"zeta": {}, "alpha": {"version": "x"}}, {},
+     "attribute alpha: parse semantic version: No Major.Minor.Patch elements found"),
+]
+
+
+@pytest.mark.parametrize(("attributes", "capacity", "message"), [c[1:] for c in DEVICE_ERRORS], ids=[c[0] for c in DEVICE_ERRORS])
+def test_unconvertible_device_fails_evaluation_with_upstream_text(
+        env: CelEnvironment, attributes: dict, capacity: dict, message: str) -> None:  # type: ignore[type-arg]
+    device = device_context(NV, attributes, capacity, False)
+    assert device.error == message
+    with pytest.raises(CelRuntimeError) as err:
+        env.compile("true").evaluate(device)
+    assert str(err.value) == message
+
+
+def test_capacity_accepts_parsed_quantities_and_plain_numbers(env: CelEnvironment) -> None:
+    device = device_context(NV, {}, {"memory": {"value": Quantity.parse("2Gi")}, "slots": {"value": 4}}, False)
+    selector = env.compile('device.capacity["gpu.nvidia.com"].memory == quantity("2048Mi") && '
+                           'device.capacity["gpu.nvidia.com"].slots.compareTo(quantity("4")) == 0')
+    assert selector.evaluate(device) is True
