@@ -15,14 +15,9 @@ allocate on any number of nodes. The outcome is ``audit.allocator.outcome.Alloca
 from audit.allocator.features import Features, GateError, Quirks
 from audit.allocator.inventory import Inventory, InventoryError
 from audit.allocator.outcome import AllocationOutcome, ClaimAllocation, DeviceVerdict, Status, TierEvidence
-from audit.allocator.search import (
-    AllocationError,
-    Allocator,
-    deterministic_share_id,
-    is_health_taint,
-    tolerates,
-)
+from audit.allocator.search import AllocationError, Allocator, deterministic_share_id
 from audit.allocator.state import AllocatedState
+from audit.allocator.taints import is_health_taint, tolerates
 
 __all__ = [
     "AllocatedState",

@@ -18,6 +18,7 @@ from typing import Any
 
 from audit.allocator.capacity import check_fits, consumed_capacity
 from audit.allocator.constraints import ClaimConstraint, DistinctAttribute, MatchAttribute
+from audit.allocator.counters import CounterBook, available_counters, pool_key
 from audit.allocator.evidence import EvidenceLog
 from audit.allocator.features import Features, Quirks
 from audit.allocator.inventory import DeviceEntry, Inventory, InventoryError, NodeView, Pool
@@ -26,6 +27,7 @@ from audit.allocator.outcome import AllocationOutcome, ClaimAllocation, Status
 from audit.allocator.results import ResultError, build_config, build_node_selector
 from audit.allocator.selectors import SelectorEvaluator, SelectorFailure
 from audit.allocator.state import AllocatedState
+from audit.allocator.taints import first_untolerated, is_health_taint
 from audit.dra.model import (
     DeviceClass,
     DeviceRequest,
@@ -34,7 +36,6 @@ from audit.dra.model import (
     ExactRequest,
     Node,
     ResourceClaim,
-    Toleration,
 )
 from audit.dra.quantity import Quantity
 from audit.records import Reason
@@ -55,11 +56,6 @@ def deterministic_share_id(claim: ResourceClaim, request: str, device_id: str, i
     and comparisons with real allocations must treat shareID as opaque.
     """
     return str(uuid.uuid5(_SHARE_NAMESPACE, f"{claim.uid or claim.key}|{request}|{device_id}|{index}"))
-
-
-def is_health_taint(taint: DeviceTaint) -> bool:
-    """Default health predicate: taint keys ending in ``/unhealthy`` mean the device is unhealthy."""
-    return taint.key.endswith("/unhealthy") or taint.key == "unhealthy"
 
 
 class AllocationError(Exception):
@@ -101,17 +97,6 @@ class _Result:
     consumed: dict[str, Quantity] | None
 
 
-def tolerates(toleration: Toleration, taint: DeviceTaint) -> bool:
-    """``ToleratesTaint`` of resourceclaim/devicetoleration.go."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator in ("", "Equal"):
-        return toleration.value == taint.value
-    return toleration.operator == "Exists"
-
-
 class Allocator:
     """One allocated-state snapshot over one inventory; ``allocate`` may be called per node.
 
@@ -151,19 +136,12 @@ class Allocator:
 
     def available_counters(self, pool: Pool) -> dict[tuple[str, str], Quantity]:
         """Shared counters of the pool minus what already allocated devices consume (may be < 0)."""
-        key: Any = pool.name if self.quirks.counters_by_pool_name else (pool.driver, pool.name)
+        key = pool_key(pool, self.quirks.counters_by_pool_name)
         found = self._available.get(key)
-        if found is not None:
-            return found
-        available = {(s, c): q for s, counters in pool.counter_sets.items() for c, q in counters.items()}
-        for entry in pool.all_entries:
-            if entry.id in self.state.allocated_devices or self.state.is_shared_in_use(entry.id):
-                for set_name, counter, amount in entry.counters:
-                    k = (set_name, counter)
-                    if k in available:
-                        available[k] = available[k].sub(amount)
-        self._available[key] = available
-        return available
+        if found is None:
+            # Like upstream, the first pool seen under a key fills the cache for that key.
+            found = self._available[key] = available_counters(pool, self.state)
+        return found
 
 
 class _Run:
@@ -183,7 +161,7 @@ class _Run:
         self.results: list[list[_Result]] = [[] for _ in claims]
         self.allocating: dict[str, list[int]] = {}  # device id -> claim indices allocating it
         self.allocating_capacity: dict[str, dict[str, Quantity]] = {}
-        self.consumed_counters: dict[Any, dict[tuple[str, str], Quantity]] = {}
+        self.counters = CounterBook(owner.available_counters, self.quirks.counters_by_pool_name)
         self.selectable_cache: dict[tuple[tuple[int, int, int], int], tuple[bool, str, tuple[tuple[str, str], ...]]] = {}
         self.steps = 0
         # The stable variant still enumerates permutations: every slot starts at the first device.
@@ -470,34 +448,6 @@ class _Run:
             self.evidence.record(data.key, position, reason, (("capacity", name), ("problem", why)))
         return ok
 
-    def _counter_key(self, pool: Pool) -> Any:
-        return pool.name if self.quirks.counters_by_pool_name else (pool.driver, pool.name)
-
-    def _reserve_counters(self, data: _RequestData, entry: DeviceEntry, pool: Pool, position: int) -> Callable[[], None] | None:
-        """Add the device's counter consumption; None when any counter of the pool is exceeded."""
-        available = self.owner.available_counters(pool)
-        key = self._counter_key(pool)
-        consumed = self.consumed_counters.setdefault(key, {})
-        for set_name, counter, amount in entry.counters:
-            k = (set_name, counter)
-            current = consumed.get(k)
-            consumed[k] = amount if current is None else current.add(amount)
-
-        def undo() -> None:
-            for set_name, counter, amount in entry.counters:
-                k = (set_name, counter)
-                consumed[k] = consumed[k].sub(amount)
-
-        for k, avail in available.items():
-            used = consumed.get(k)
-            if (used is not None and avail.cmp(used) < 0) or (used is None and avail.sign() < 0):
-                undo()
-                if self.evidence is not None:
-                    self.evidence.record(data.key, position, Reason.COUNTERS_EXHAUSTED,
-                                         (("counterSet", k[0]), ("counter", k[1])))
-                return None
-        return undo
-
     def _allocate_device(self, data: _RequestData, entry: DeviceEntry, pool: Pool, position: int,
                          must: bool) -> Callable[[], None] | None:
         """``allocateDevice``: returns an undo closure when the device was taken, else None."""
@@ -520,21 +470,21 @@ class _Run:
                 return None
             shared_in_use = entry.multi and (self.state.is_shared_in_use(entry.id) or entry.id in self.allocating_capacity)
             if not shared_in_use:
-                counters_undo = self._reserve_counters(data, entry, pool, position)
-                if counters_undo is None:
+                counters_undo, exceeded = self.counters.reserve(entry, pool)
+                if exceeded is not None:
+                    if ev is not None:
+                        ev.record(data.key, position, Reason.COUNTERS_EXHAUSTED, (("counterSet", exceeded[0]), ("counter", exceeded[1])))
                     return None
         leak = self.quirks.counter_leak
         if self.features.device_taints:
-            for taint in entry.taints:
-                if taint.effect not in ("NoSchedule", "NoExecute"):
-                    continue
-                if not any(tolerates(t, taint) for t in data.spec.tolerations):
-                    if ev is not None:
-                        reason = Reason.UNHEALTHY if self.owner.health(taint) else Reason.TAINT_NOT_TOLERATED
-                        ev.record(data.key, position, reason, (("key", taint.key), ("value", taint.value), ("effect", taint.effect)))
-                    if counters_undo is not None and not leak:
-                        counters_undo()
-                    return None
+            taint = first_untolerated(entry.taints, data.spec.tolerations) if entry.taints else None
+            if taint is not None:
+                if ev is not None:
+                    reason = Reason.UNHEALTHY if self.owner.health(taint) else Reason.TAINT_NOT_TOLERATED
+                    ev.record(data.key, position, reason, (("key", taint.key), ("value", taint.value), ("effect", taint.effect)))
+                if counters_undo is not None and not leak:
+                    counters_undo()
+                return None
         constraints = self.constraints[ci]
         device, driver = entry.device, entry.driver
         for i, constraint in enumerate(constraints):
