@@ -118,9 +118,8 @@ def check_tolerations(c: Check, value: Any, path: str) -> None:
         effect = c.string(toleration.get("effect"), f"{p}.effect")
         if effect and effect not in TOLERATION_EFFECTS:
             c.not_supported(f"{p}.effect", effect, TOLERATION_EFFECTS)
-        seconds = c.integer(toleration.get("tolerationSeconds"), f"{p}.tolerationSeconds")
-        if seconds is not None and effect != "NoExecute":
-            c.invalid(f"{p}.effect", effect or "", "effect must be 'NoExecute' when `tolerationSeconds` is set")
+        # DeviceToleration ignores tolerationSeconds unless the effect is NoExecute (types.go); not an error.
+        c.integer(toleration.get("tolerationSeconds"), f"{p}.tolerationSeconds")
 
 
 
