@@ -75,7 +75,7 @@ def scheduler_perf_shape(nodes: int = 500, per_node: int = 10, pods: int = 5000)
         {"issue": "#3", "name": "allocator scheduler_perf 500x10 median per-node allocate (evidence on)", "value": _median_us(samples),
          "unit": "us", "target": "<= 200", "note": f"{pods} one-device claims filling {nodes} nodes x {per_node} devices"},
         {"issue": "#3", "name": "allocator scheduler_perf 500x10 p99 per-node allocate", "value": round(sorted(samples)[int(len(samples) * 0.99)] * 1e6, 1),
-         "unit": "us", "target": "", "note": "late pods walk past in-use devices"},
+         "unit": "us", "target": "", "note": "includes the first visit of each node (pool view built, CEL evaluated); noisy on a shared machine"},
         {"issue": "#3", "name": "allocator scheduler_perf 500x10 pods/s (one node per pod)", "value": round(pods / total, 1),
          "unit": "pods/s", "target": "", "note": "incl. claim parsing and state updates; upstream perf-dash threshold 64 pods/s for whole scheduling"},
         {"issue": "#3", "name": "allocator scheduler_perf 500x10 median steps", "value": statistics.median(steps),
