@@ -104,7 +104,7 @@ def _insufficient(tier: Tier, judged: Mapping[str, tuple[str, Verdict]], devices
     if not per_node or max(per_node.values()) >= tier.count:
         return None
     best_node, best = sorted(per_node.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-    return {"code": Blocker.INSUFFICIENT_ON_NODE.value, "tier": tier.index, "needed": tier.count,
+    return {"code": Blocker.INSUFFICIENT_ON_NODE.value, "tier": tier.index, "model": model, "count": tier.count,
             "best": best, "best_node": best_node}
 
 
@@ -126,8 +126,9 @@ def _quota_blocker(view: ClusterView, policy: Policy | None, namespace: str, mod
             usage += 1 if dev is not None and dev.model == model and not res.get("adminAccess") else 0
     if usage + tier.count <= quota.limit:
         return None
-    return {"code": Blocker.QUOTA_EXHAUSTED.value, "tier": tier.index, "tenant": tenant, "usage": usage,
-            "nominal": quota.nominal, "borrowable": quota.borrowing_limit or 0, "needed": tier.count}
+    # Same detail keys as the decision engine's quota blocker (audit.scheduler.quota).
+    return {"code": Blocker.QUOTA_EXHAUSTED.value, "tier": tier.index, "tenant": tenant, "model": model,
+            "used": usage, "requested": tier.count, "nominal": quota.nominal, "limit": quota.limit}
 
 
 def _tally(judged: Mapping[str, tuple[str, Verdict]]) -> tuple[dict[str, int], Counter[str], dict[str, str]]:

@@ -32,12 +32,16 @@ def _reason_phrases(reasons: Mapping[str, int], node_causes: Mapping[str, int],
 
 
 def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
+    """Detail keys follow the decision engine's blockers (audit.scheduler): quota ``used``/
+    ``nominal``/``limit``, insufficient ``count``/``fallback_mode``; fair share ``tenant_share``/
+    ``other_share``/``other_tenant``; not requested ``preference``."""
     code = blocker.get("code")
     if code == Blocker.QUOTA_EXHAUSTED.value:
-        used, nominal = blocker.get("usage", "?"), blocker.get("nominal", "?")
-        text = f"tenant quota {used}/{nominal} {model} used"
-        if blocker.get("borrowable"):
-            text += f" ({blocker['borrowable']} borrowable)"
+        nominal = blocker.get("nominal", "?")
+        text = f"tenant quota {blocker.get('used', '?')}/{nominal} {model} used"
+        limit = blocker.get("limit")
+        if limit is not None and limit != nominal:
+            text += f" (borrowing up to {limit})"
         return text
     if code == Blocker.FAIR_SHARE_DEFERRED.value:
         text = f"deferred for fair share (tenant share {blocker.get('tenant_share', '?')}"
@@ -45,7 +49,9 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
             text += f" vs {blocker.get('other_share', '?')} for {blocker['other_tenant']}"
         return text + ")"
     if code == Blocker.INSUFFICIENT_ON_NODE.value:
-        text = f"no node had {blocker.get('needed', '?')} usable {model} together"
+        if blocker.get("fallback_mode"):
+            return f"waiting for {model} before falling back (policy {blocker['fallback_mode']})"
+        text = f"no node had {blocker.get('count', '?')} usable {model} together"
         if blocker.get("best_node"):
             text += f" (at most {blocker.get('best', 0)} on node {blocker['best_node']})"
         return text

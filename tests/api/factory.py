@@ -54,7 +54,8 @@ FALLBACK = _record(
     device="gpu.nvidia.com/a100-07/gpu-3", tier_index=1,
     tiers=[h100_tier({"in_use": 40, "unhealthy": 8, "node_filtered": 16}),
            a100_tier({"in_use": 3, "selected": 1, "not_reached": 4})],
-    blockers=[TierBlocker(code="quota_exhausted", tier=0, detail={"usage": 8, "nominal": 8, "borrowable": 0})])
+    blockers=[TierBlocker(code="quota_exhausted", tier=0, detail={"model": "H100", "used": 8, "requested": 1,
+                                                              "nominal": 8, "limit": 8})])
 GOT_H100 = _record(
     2, "team-a", "team-a", "train-2", "allocated", allocated="H100", node="h100-02",
     device="gpu.nvidia.com/h100-02/gpu-0", tier_index=0,

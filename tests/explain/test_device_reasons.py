@@ -122,7 +122,8 @@ def test_usable_devices_spread_over_nodes_are_insufficient_on_node() -> None:
                        pod_claim=claim("train-gpu", subs=[sub("h100", "H100", count=2)]))
     answer = _explain(objects)
     assert answer.reasons == {"available": 2}
-    assert answer.blockers == [{"code": "insufficient_on_node", "tier": 0, "needed": 2, "best": 1, "best_node": "n1"}]
+    assert answer.blockers == [{"code": "insufficient_on_node", "tier": 0, "model": "H100", "count": 2, "best": 1,
+                                "best_node": "n1"}]
     assert "no node had 2 usable H100 together (at most 1 on node n1)" in answer.summary
 
 
@@ -134,8 +135,8 @@ def test_tenant_quota_used_up_is_quota_exhausted() -> None:
     objects = scenario(node("n1"), slice_("n1", [gpu("gpu-0"), gpu("gpu-1")]),
                        claim("older", "team-a", allocated=[("n1", "gpu-0")]))
     answer = _explain(objects, policy=policy)
-    assert answer.blockers == [{"code": "quota_exhausted", "tier": 0, "tenant": "team-a", "usage": 1, "nominal": 1,
-                                "borrowable": 0, "needed": 1}]
+    assert answer.blockers == [{"code": "quota_exhausted", "tier": 0, "tenant": "team-a", "model": "H100", "used": 1,
+                                "requested": 1, "nominal": 1, "limit": 1}]
     assert answer.summary == ("H100 skipped: of 2 H100, 1 in use, 1 available; tenant quota 1/1 H100 used. "
                               "Pod not allocated (pending) under policy v7.")
 

@@ -15,7 +15,8 @@ def test_fallback_sentence_names_counts_quota_and_the_allocation() -> None:
     answer = explain_record(factory.FALLBACK, "H100")
     assert answer.skipped is True
     assert answer.reasons == {"node_filtered": 16, "in_use": 40, "unhealthy": 8}
-    assert answer.blockers == [{"code": "quota_exhausted", "tier": 0, "usage": 8, "nominal": 8, "borrowable": 0}]
+    assert answer.blockers == [{"code": "quota_exhausted", "tier": 0, "model": "H100", "used": 8, "requested": 1,
+                                "nominal": 8, "limit": 8}]
     assert answer.summary == (
         "H100 skipped: of 64 H100, 16 on nodes the pod cannot use, 40 in use, 8 unhealthy "
         "(taint gpu.nvidia.com/unhealthy); tenant quota 8/8 H100 used. "

@@ -64,8 +64,8 @@ spec:
 """)
     answer = _json(capsys, "--dump", PENDING, "team-a/train-1", "--model", "A100", "--policy", str(policy))
     assert answer["policy_version"] == "v7"
-    assert answer["blockers"] == [{"code": "quota_exhausted", "tier": 1, "tenant": "team-a", "usage": 0,
-                                   "nominal": 0, "borrowable": 0, "needed": 1}]
+    assert answer["blockers"] == [{"code": "quota_exhausted", "tier": 1, "tenant": "team-a", "model": "A100",
+                                   "used": 0, "requested": 1, "nominal": 0, "limit": 0}]
 
 
 def test_text_output_has_the_sentence_and_a_reason_table(capsys: pytest.CaptureFixture[str]) -> None:
