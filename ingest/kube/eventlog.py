@@ -38,6 +38,13 @@ def _version(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion", ""))
 
 
+def _older(candidate: str, current: str) -> bool:
+    """Whether ``candidate`` is an older resourceVersion than ``current``. ResourceVersions are
+    opaque strings by contract; they are compared only when both are decimal integers (etcd
+    revisions, which every API server in practice serves), never otherwise."""
+    return candidate.isdigit() and current.isdigit() and int(candidate) < int(current)
+
+
 def _clean(obj: dict[str, Any]) -> dict[str, Any]:
     """Drop server bookkeeping that changes nothing the allocator or an auditor reads."""
     out = copy.deepcopy(obj)
@@ -54,6 +61,7 @@ class EventLog:
         self._seen: set[tuple[Key, str]] = set()
         self.duplicates = 0
         self.synthesized_deletes = 0
+        self.stale = 0
 
     def objects(self, kind: str) -> list[dict[str, Any]]:
         """Alive objects of one kind, sorted by (namespace, name) so callers never see dict order."""
@@ -84,10 +92,12 @@ class EventLog:
         )
         for key in gone:
             self.synthesized_deletes += 1
-            out += self._accept(snap.kind, self.alive[key], deleted=True, version=snap.resource_version)
+            out += self._accept(snap.kind, self.alive[key], deleted=True, version=snap.resource_version, relisted=True)
         return out
 
-    def _accept(self, kind: str, obj: dict[str, Any], *, deleted: bool, version: str) -> list[Applied]:
+    def _accept(
+        self, kind: str, obj: dict[str, Any], *, deleted: bool, version: str, relisted: bool = False
+    ) -> list[Applied]:
         key = object_key(kind, obj)
         mark = (key, ("deleted:" if deleted else "") + version)
         if mark in self._seen:
@@ -95,6 +105,11 @@ class EventLog:
             return []
         if deleted and key not in self.alive:
             # already gone (a relist noticed first) or never seen alive: nothing to delete
+            return []
+        if not relisted and key in self.alive and _older(version, _version(self.alive[key])):
+            # a version older than the one we hold (a resent stream): applying it would move the
+            # world backwards
+            self.stale += 1
             return []
         self._seen.add(mark)
         previous = self.alive.get(key)
