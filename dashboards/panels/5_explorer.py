@@ -40,11 +40,12 @@ if not query:
 elif kind == "Decision id":
     one = load(lambda: client.decision(query), f"decision {query}")
     found = [one] if one is not None else []
+elif kind == "Claim":
+    st.info("Search by claim is not available from this API: it needs a `claim` filter on /v1/decisions "
+            "(decisions whose `claims` list holds the name). Search by pod or decision id instead.")
 else:
-    extra = {"claim": query}
-    if kind == "Pod":
-        namespace, _, pod = query.rpartition("/")
-        extra = {"namespace": namespace, "pod": pod}
+    namespace, _, pod = query.rpartition("/")
+    extra = {"namespace": namespace, "pod": pod}
     page = load(lambda: client.decisions(filters, limit=50, **extra), f"decisions for {kind.lower()} {query}")
     found = page.items if page is not None else []
     if page is not None and not found:

@@ -52,10 +52,11 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def start_api(data_dir: Path, log: Path) -> tuple[str, subprocess.Popen[bytes]]:
+def start_api(data_dir: Path, log: Path, auth: tuple[str, ...] = ("--insecure-local",)) -> tuple[str, subprocess.Popen[bytes]]:
+    """``claimtrail serve`` on a free loopback port; ``auth`` is ``--insecure-local`` or ``--tokens FILE``."""
     port = free_port()
     cmd = [sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{data_dir}/db",
-           "--host", "127.0.0.1", "--port", str(port), "--insecure-local"]
+           "--host", "127.0.0.1", "--port", str(port), *auth]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -66,16 +67,17 @@ def start_api(data_dir: Path, log: Path) -> tuple[str, subprocess.Popen[bytes]]:
     return base, proc
 
 
-def post_jsonl(base: str, kind: str, lines: list[dict]) -> None:
+def post_jsonl(base: str, kind: str, lines: list[dict], token: str = "") -> None:
     body = "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines).encode()
-    r = httpx.post(f"{base}/v1/ingest/{kind}", content=body, headers={"Content-Type": "application/x-ndjson"}, timeout=60)
+    headers = {"Content-Type": "application/x-ndjson", **({"Authorization": f"Bearer {token}"} if token else {})}
+    r = httpx.post(f"{base}/v1/ingest/{kind}", content=body, headers=headers, timeout=60)
     assert r.status_code < 300, r.text
     assert r.json().get("quarantined", 0) == 0, r.text
 
 
-def seed(base: str) -> None:
-    post_jsonl(base, "events", [e.to_dict() for e in factory.world_events()])
-    post_jsonl(base, "records", [r.to_dict() for r in factory.records()])
+def seed(base: str, token: str = "") -> None:
+    post_jsonl(base, "events", [e.to_dict() for e in factory.world_events()], token)
+    post_jsonl(base, "records", [r.to_dict() for r in factory.records()], token)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,80 @@
+"""The dashboards inherit the API's tenant scoping: a token from the environment or the sign-in box.
+
+A second API server runs with a tokens file (no ``--insecure-local``): without a token every
+page says it is not signed in; with tenant alpha's token the explorer cannot find beta's pods
+and the fallback page shows alpha next to the folded ``(others)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboards.conftest import REPO, seed, start_api, stop
+
+APP = str(REPO / "dashboards" / "app.py")
+ADMIN_TOKEN = "admin-token-for-tests"
+ALPHA_TOKEN = "alpha-token-for-tests"
+
+
+@pytest.fixture(scope="module")
+def scoped_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("scoped-api")
+    tokens = root / "tokens.yaml"
+    tokens.write_text(yaml.safe_dump({"tokens": [{"token": ADMIN_TOKEN, "admin": True},
+                                                 {"token": ALPHA_TOKEN, "tenant": "alpha"}]}))
+    base, proc = start_api(root, root / "serve.log", ("--tokens", str(tokens)))
+    try:
+        seed(base, ADMIN_TOKEN)
+        yield base
+    finally:
+        stop(proc)
+
+
+def run_page(script: str, at: AppTest | None = None) -> AppTest:
+    at = at or AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page(f"panels/{script}").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_without_a_token_the_page_says_to_sign_in(scoped_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAIMTRAIL_API", scoped_api)
+    monkeypatch.delenv("CLAIMTRAIL_TOKEN", raising=False)
+    at = run_page("1_overview.py")
+    assert [e.value for e in at.error] == [
+        "Could not load decision totals: GET /v1/stats/fallback: not signed in (set a token) — "
+        "a valid bearer token is required (Authorization: Bearer <token>)"
+    ]
+
+
+def test_a_token_typed_in_the_sign_in_box_is_used(scoped_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAIMTRAIL_API", scoped_api)
+    monkeypatch.delenv("CLAIMTRAIL_TOKEN", raising=False)
+    at = run_page("1_overview.py")
+    at.text_input(key="login_token").input(ALPHA_TOKEN).run()
+    assert not any("not signed in" in e.value for e in at.error)
+    assert {m.label: m.value for m in at.metric}["Decisions"] == "10"  # alpha's 5 and the others' 5 as a total
+
+
+def test_a_tenant_sees_itself_and_the_others_folded(scoped_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAIMTRAIL_API", scoped_api)
+    monkeypatch.setenv("CLAIMTRAIL_TOKEN", ALPHA_TOKEN)
+    at = run_page("3_fairness.py")
+    table = next(f.value for f in at.dataframe if "tenant" in f.value.columns)
+    assert list(table["tenant"]) == ["(others)", "alpha"]
+    assert list(table["decisions"]) == [5, 5]
+
+
+def test_a_tenant_cannot_find_another_tenants_pod(scoped_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAIMTRAIL_API", scoped_api)
+    monkeypatch.setenv("CLAIMTRAIL_TOKEN", ALPHA_TOKEN)
+    at = run_page("5_explorer.py")
+    at.text_input(key="ex_query").input("team-beta/train-06").run()
+    assert [i.value for i in at.info] == ["No decision found for pod 'team-beta/train-06' with these filters."]
+    at.text_input(key="ex_query").input("team-alpha/train-01").run()
+    assert {m.label: m.value for m in at.metric}["Allocated"] == "A100"
