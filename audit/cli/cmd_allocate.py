@@ -56,9 +56,11 @@ def register(subparsers: Any) -> None:
         help="allocate claims on one node exactly as kube-scheduler 1.36 would",
         description="Allocate ResourceClaims on one node against the slices, classes and allocated claims in the files.",
     )
-    parser.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="FILE",
-                        help="YAML or JSON file with Kubernetes objects (repeatable)")
-    parser.add_argument("--node", required=True, metavar="NAME", help="node to allocate on")
+    # -f and --node are required, but checked in run() so that a missing one is still reported as
+    # the single JSON error document of the output contract.
+    parser.add_argument("-f", "--filename", dest="files", action="append", default=[], metavar="FILE",
+                        help="YAML or JSON file with Kubernetes objects (repeatable, required)")
+    parser.add_argument("--node", default="", metavar="NAME", help="node to allocate on (required)")
     parser.add_argument("--node-label", dest="node_labels", action="append", default=[], metavar="KEY=VALUE",
                         help="node label, added to or overriding the Node object's labels (repeatable)")
     parser.add_argument("--feature-gates", default="", metavar="NAME=true|false,...",
@@ -194,6 +196,10 @@ def _select_claims(claims: list[ResourceClaim], wanted: list[str]) -> list[Resou
 
 
 def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
+    if not args.files:
+        raise _Failure("invalid_argument", "-f FILE is required (the objects to allocate against)")
+    if not args.node:
+        raise _Failure("invalid_argument", "--node NAME is required (the node to allocate on)")
     try:
         features, no_effect = Features.parse_gates(args.feature_gates)
     except GateError as exc:

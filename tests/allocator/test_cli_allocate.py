@@ -176,3 +176,13 @@ def test_validation_findings_are_warnings_and_allocation_proceeds(capsys: pytest
     assert code == 0
     assert doc["allocations"][0]["results"][0]["request"] == "GPU_0"
     assert err.startswith('warning: ResourceClaim team-a/bad-name: spec.devices.requests[0].name: Invalid value: "GPU_0"')
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    pytest.param(["--node", "node-a"], "-f FILE is required", id="no-files"),
+    pytest.param(["-f", CLUSTER], "--node NAME is required", id="no-node"),
+])
+def test_missing_required_options_are_json_errors(capsys: pytest.CaptureFixture[str], argv: list[str], needle: str) -> None:
+    code, doc, _ = allocate(capsys, *argv)
+    assert code == 2
+    assert doc["error"]["code"] == "invalid_argument" and needle in doc["error"]["message"]
