@@ -63,8 +63,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--node", default="", metavar="NAME", help="node to allocate on (required)")
     parser.add_argument("--node-label", dest="node_labels", action="append", default=[], metavar="KEY=VALUE",
                         help="node label, added to or overriding the Node object's labels (repeatable)")
-    parser.add_argument("--feature-gates", default="", metavar="NAME=true|false,...",
-                        help="feature gates (default: Kubernetes 1.36 defaults)")
+    parser.add_argument("--feature-gates", action="append", default=[], metavar="NAME=true|false,...",
+                        help="feature gates (repeatable; default: Kubernetes 1.36 defaults)")
     parser.add_argument("--claim", dest="claims", action="append", default=[], metavar="[NS/]NAME",
                         help="claim to allocate, in order (default: every unallocated claim in file order)")
     parser.add_argument("--explain", action="store_true", help="add per-device evidence for every tier")
@@ -201,7 +201,7 @@ def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
     if not args.node:
         raise _Failure("invalid_argument", "--node NAME is required (the node to allocate on)")
     try:
-        features, no_effect = Features.parse_gates(args.feature_gates)
+        features, no_effect = Features.parse_gates(",".join(args.feature_gates))
     except GateError as exc:
         raise _Failure("invalid_argument", f"--feature-gates: {exc}") from None
     for gate in no_effect:
