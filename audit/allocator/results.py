@@ -1,6 +1,9 @@
-"""Building the ``status.allocation`` parts that are not per device: config and node selector.
+"""Building ``status.allocation`` byte for byte: result items, config and node selector.
 
-Upstream 1.36 rules (research §2.14): class configs first, one entry per class config with the
+Result items carry ``adminAccess`` only when true, a copy of the request's (defaulted)
+tolerations, the device's binding conditions when that feature is on, and ``shareID`` plus
+``consumedCapacity`` only for shares of multi-allocatable devices, as Go's ``omitempty`` prints
+them. Upstream 1.36 rules (research §2.14): class configs first, one entry per class config with the
 requests of that class collected in order; then claim configs — all of them when they name no
 request, otherwise once per claim request they name (the 1.36 duplicate quirk) or once (fixed
 behaviour). The node selector is ``metadata.name In [node]`` as soon as one device is local to
@@ -10,11 +13,32 @@ when every device is reachable from every node.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit.allocator.inventory import DeviceEntry
-from audit.dra.model import DeviceClass, NodeSelectorRequirement, ResourceClaim
+from audit.dra.model import DeviceClass, NodeSelectorRequirement, ResourceClaim, Toleration
+from audit.dra.quantity import Quantity
+
+
+def result_item(request: str, entry: DeviceEntry, admin: bool, tolerations: Sequence[Toleration], device_binding: bool,
+                share_id: str | None, consumed: Mapping[str, Quantity] | None) -> dict[str, Any]:
+    """One ``DeviceRequestAllocationResult`` in the API's field order."""
+    item: dict[str, Any] = {"request": request, "driver": entry.driver, "pool": entry.pool, "device": entry.device.name}
+    if admin:
+        item["adminAccess"] = True
+    if tolerations:
+        item["tolerations"] = [t.to_api() for t in tolerations]
+    if device_binding:
+        if entry.device.binding_conditions:
+            item["bindingConditions"] = list(entry.device.binding_conditions)
+        if entry.device.binding_failure_conditions:
+            item["bindingFailureConditions"] = list(entry.device.binding_failure_conditions)
+    if share_id is not None:
+        item["shareID"] = share_id
+    if consumed:  # a device without capacities records none
+        item["consumedCapacity"] = {name: str(q) for name, q in consumed.items()}
+    return item
 
 
 class ResultError(ValueError):

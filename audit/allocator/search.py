@@ -24,7 +24,7 @@ from audit.allocator.features import Features, Quirks
 from audit.allocator.inventory import DeviceEntry, Inventory, InventoryError, NodeView, Pool
 from audit.allocator.nodematch import node_matches
 from audit.allocator.outcome import AllocationOutcome, ClaimAllocation, Status
-from audit.allocator.results import ResultError, build_config, build_node_selector
+from audit.allocator.results import ResultError, build_config, build_node_selector, result_item
 from audit.allocator.selectors import SelectorEvaluator, SelectorFailure
 from audit.allocator.state import AllocatedState
 from audit.allocator.taints import first_untolerated, is_health_taint
@@ -549,24 +549,8 @@ class _Run:
 
     def _claim_allocation(self, ci: int) -> ClaimAllocation:
         claim = self.claims[ci]
-        results: list[dict[str, Any]] = []
-        for res in self.results[ci]:
-            item: dict[str, Any] = {"request": res.request.name, "driver": res.entry.driver,
-                                    "pool": res.entry.pool, "device": res.entry.device.name}
-            if res.request.admin:
-                item["adminAccess"] = True
-            if res.request.spec.tolerations:
-                item["tolerations"] = [t.to_api() for t in res.request.spec.tolerations]
-            if self.features.device_binding:
-                if res.entry.device.binding_conditions:
-                    item["bindingConditions"] = list(res.entry.device.binding_conditions)
-                if res.entry.device.binding_failure_conditions:
-                    item["bindingFailureConditions"] = list(res.entry.device.binding_failure_conditions)
-            if res.share_id is not None:
-                item["shareID"] = res.share_id
-            if res.consumed:  # omitempty: a device without capacities records none
-                item["consumedCapacity"] = {name: str(q) for name, q in res.consumed.items()}
-            results.append(item)
+        results = [result_item(res.request.name, res.entry, res.request.admin, res.request.spec.tolerations,
+                               self.features.device_binding, res.share_id, res.consumed) for res in self.results[ci]]
         chosen: dict[int, _RequestData] = {}
         for res in self.results[ci]:
             chosen.setdefault(res.request.key[1], res.request)
