@@ -49,6 +49,7 @@ class Agreement:
     expected: dict[str, list[Result]] = field(default_factory=dict)
     diff: list[str] = field(default_factory=list)
     error: str = ""
+    evidence: list[Any] = field(default_factory=list)  # the re-run's TierEvidence, in search order
 
     def summary(self) -> str:
         if not self.checked:
@@ -142,4 +143,6 @@ def check(
             "observed allocation differs from the allocator",
             extra={"node": node_name, "differences": len(diff), "tenant_data": {"diff": diff}},
         )
-    return Agreement(checked=True, agrees=agrees, observed=observed, expected=expected, diff=diff)
+    return Agreement(
+        checked=True, agrees=agrees, observed=observed, expected=expected, diff=diff, evidence=list(outcome.evidence)
+    )

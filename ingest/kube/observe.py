@@ -21,7 +21,17 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from audit.records import DecisionRecord, DeviceRef, Outcome, RetryClass, Track, decision_id, digest
+from audit.records import (
+    DecisionRecord,
+    DeviceRef,
+    Exemplar,
+    Outcome,
+    RetryClass,
+    TierSummary,
+    Track,
+    decision_id,
+    digest,
+)
 from ingest.kube import agreement
 from ingest.kube.eventlog import Applied, EventLog
 
@@ -203,6 +213,7 @@ class DecisionObserver:
             if (c.get("status") or {}).get("allocation") and _meta(c).get("uid") not in set(uids)
         ]
         node_obj = world.get("Node", "", node)
+        tiers: list[TierSummary] = []
         if self.check_allocations and node_obj is not None:
             agreed = agreement.check(
                 node=node_obj, claims=claims, slices=world.objects("ResourceSlice"),
@@ -211,6 +222,7 @@ class DecisionObserver:
             )
             self.agreements.append(agreed)
             message = agreed.summary()
+            tiers = tier_summaries(agreed.evidence, node, multi_claim=len(claims) > 1)
         else:
             message = "allocator not run: node not observed" if self.check_allocations else ""
         bound = scheduled_at(pod)
@@ -229,6 +241,7 @@ class DecisionObserver:
             preferred_model=preference[0] if preference else "",
             allocated_model=devices[0].model if devices else "",
             fallback=tier_index > 0,
+            tiers=tiers,
             wait_ms=_ms_between(created, bound) if bound else 0,
             track=Track.DRA.value,
             template_version=str(label),
@@ -308,6 +321,39 @@ class DecisionObserver:
             }),
         )
         return self._emit(record)
+
+
+MAX_EXEMPLARS = 3
+
+
+def tier_summaries(evidence: list[Any], node: str, *, multi_claim: bool) -> list[TierSummary]:
+    """Per request/subrequest: the re-run's verdicts on the bound node as counts per reason and
+    a few exemplars (the selected device first, then the first device of each other reason)."""
+    out: list[TierSummary] = []
+    for ev in evidence:
+        request = f"{ev.claim.rsplit('/', 1)[-1]}/{ev.request}" if multi_claim else ev.request
+        reasons: dict[str, int] = {}
+        for v in ev.verdicts:
+            reasons[v.reason] = reasons.get(v.reason, 0) + 1
+        ordered = sorted(ev.verdicts, key=lambda v: v.reason != "selected")
+        exemplars: list[Exemplar] = []
+        seen: set[str] = set()
+        for v in ordered:
+            if v.reason not in seen and len(exemplars) < MAX_EXEMPLARS:
+                seen.add(v.reason)
+                exemplars.append(Exemplar(device=v.device, node=node, reason=v.reason, detail=v.detail_dict()))
+        out.append(
+            TierSummary(
+                index=ev.subrequest_index,
+                request=request,
+                model=ev.request.rpartition("/")[2],
+                considered=len(ev.verdicts),
+                reasons=dict(sorted(reasons.items())),
+                exemplars=exemplars,
+                nodes_evaluated=1,
+            )
+        )
+    return out
 
 
 class _Recent:

@@ -83,7 +83,7 @@ class FakeApiServer:
         self.requests: list[str] = []
         # called before a Lease update is checked: lets a test interleave a competing writer
         self.before_lease_update: Any = None
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -201,6 +201,17 @@ class FakeApiServer:
                     yield _line({"type": "BOOKMARK", "object": {"kind": col.kind, "apiVersion": col.api_version,
                                                                   "metadata": {"resourceVersion": str(rv)}}})
             idle_waited = False
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Clients hanging up (a stopped watcher, pooled connections closed) are normal here."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _strip_type(obj: dict[str, Any]) -> dict[str, Any]:

@@ -51,6 +51,12 @@ def test_different_device_than_the_allocator_is_flagged_with_the_diff(caplog: py
         "allocator chooses gpu/h100=gpu.nvidia.com/node-a/gpu-0"
     )
     assert counts["claimtrail.kube.allocation_mismatches"] == 1
+    # the re-run's evidence on the bound node: which device our allocator would take, per tier
+    assert [(t.request, t.considered, t.reasons) for t in record.tiers] == [
+        ("gpu/h100", 2, {"not_reached": 1, "selected": 1}),
+        ("gpu/a100", 2, {"not_reached": 2}),
+    ]
+    assert record.tiers[0].exemplars[0].device == "gpu.nvidia.com/node-a/gpu-0"
     (logged,) = [r for r in caplog.records if r.getMessage() == "observed allocation differs from the allocator"]
     assert logged.node == "node-a" and logged.differences == 1  # type: ignore[attr-defined]
     assert "gpu.nvidia.com/node-a/gpu-0" in logged.tenant_data["diff"][0]  # type: ignore[attr-defined]
