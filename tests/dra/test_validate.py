@@ -338,3 +338,53 @@ def test_subrequest_and_request_limits_hold_for_any_size(subrequests: int, reque
     if subrequests > 8:
         expected.append("spec.devices.requests[0].firstAvailable")
     assert paths == expected
+
+
+dns_label = st.from_regex(r"[a-z]([-a-z0-9]{0,10}[a-z0-9])?", fullmatch=True)
+c_identifier = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True)
+quantity_text = st.builds(lambda n, s: f"{n}{s}", st.integers(0, 10**6), st.sampled_from(["", "m", "k", "Mi", "Gi"]))
+attribute_value = st.one_of(
+    st.integers(-(2**31), 2**31).map(lambda v: {"int": v}),
+    st.booleans().map(lambda v: {"bool": v}),
+    st.text(alphabet="abcXYZ 0-9", max_size=64).map(lambda v: {"string": v}),
+    st.tuples(st.integers(0, 999), st.integers(0, 999), st.integers(0, 999)).map(lambda v: {"version": ".".join(map(str, v))}),
+)
+
+
+@st.composite
+def valid_claims(draw: st.DrawFn) -> dict[str, Any]:
+    names = draw(st.lists(dns_label, min_size=1, max_size=6, unique=True))
+    requests: list[dict[str, Any]] = []
+    for name in names:
+        if draw(st.booleans()):
+            requests.append({"name": name, "exactly": {"deviceClassName": "gpu.nvidia.com", "count": draw(st.integers(1, 8))}})
+        else:
+            subs = draw(st.lists(dns_label, min_size=1, max_size=8, unique=True))
+            requests.append({"name": name, "firstAvailable": [{"name": s, "deviceClassName": "gpu.nvidia.com"} for s in subs]})
+    refs = draw(st.lists(st.sampled_from(names), max_size=len(names), unique=True))
+    spec: dict[str, Any] = {"devices": {"requests": requests}}
+    if refs:
+        spec["devices"]["constraints"] = [{"requests": refs, "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": draw(dns_label), "namespace": draw(dns_label)}, "spec": spec}
+
+
+@st.composite
+def valid_slices(draw: st.DrawFn) -> dict[str, Any]:
+    names = draw(st.lists(dns_label, max_size=20, unique=True))
+    devices = []
+    for name in names:
+        attributes = draw(st.dictionaries(c_identifier, attribute_value, max_size=10))
+        capacity = draw(st.dictionaries(c_identifier.map(lambda s: "example.com/" + s),
+                                        quantity_text.map(lambda q: {"value": q}), max_size=10))
+        devices.append({"name": name, "attributes": attributes, "capacity": capacity})
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": draw(dns_label)},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": draw(dns_label),
+                     "pool": {"name": draw(dns_label), "generation": draw(st.integers(0, 10)), "resourceSliceCount": 1},
+                     "devices": devices}}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(valid_claims(), valid_slices()))
+def test_objects_within_every_rule_have_no_findings(obj: dict[str, Any]) -> None:
+    assert validate_object(obj) == []
