@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 
 from audit.api import params, storeport
 from audit.api.auth import Principal, redact_explanation, redact_record
@@ -15,6 +16,8 @@ from audit.api.worldview import world_at
 from audit.explain import ModelTable, explain, explain_record
 from audit.records import DecisionRecord
 
+# Bodies go out as JSONResponse: records and explanations are plain JSON already, and FastAPI's
+# generic encoding walk over thousands of device rows would cost more than the explanation.
 router = APIRouter(prefix="/v1", tags=["decisions"])
 
 MAX_LIMIT = 1000
@@ -34,7 +37,7 @@ def list_decisions(
     policy_version: str | None = None, cluster: str | None = None, track: str | None = None,
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
-) -> dict[str, Any]:
+) -> JSONResponse:
     f = storeport.decision_filter(
         tenant=tenant_filter(who, params.label(tenant, "tenant")), namespace=params.k8s_name(namespace, "namespace"),
         pod=params.k8s_name(pod, "pod"), model=params.model(model), outcome=params.outcome(outcome),
@@ -42,7 +45,7 @@ def list_decisions(
         until=params.timestamp(until, "until"), policy_version=params.label(policy_version, "policy_version"),
         cluster=params.label(cluster, "cluster"), track=params.track(track))
     items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
-    return {"items": [_shown(who, cfg, r) for r in items], "next": next_cursor}
+    return JSONResponse({"items": [_shown(who, cfg, r) for r in items], "next": next_cursor})
 
 
 def _get(db: Any, who: Principal, decision: str) -> DecisionRecord:
@@ -54,8 +57,8 @@ def _get(db: Any, who: Principal, decision: str) -> DecisionRecord:
 
 @router.get("/decisions/{decision}", summary="One decision record")
 def get_decision(decision: str, who: Annotated[Principal, Depends(principal)], db: Annotated[Any, Depends(store)],
-                 cfg: Annotated[Settings, Depends(settings)]) -> dict[str, Any]:
-    return _shown(who, cfg, _get(db, who, decision))
+                 cfg: Annotated[Settings, Depends(settings)]) -> JSONResponse:
+    return JSONResponse(_shown(who, cfg, _get(db, who, decision)))
 
 
 def _check_model(record: DecisionRecord, model: str | None) -> str:
@@ -91,18 +94,18 @@ def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: 
 @router.get("/decisions/{decision}/why", summary="Why a decision did (not) get a device model")
 async def why_decision(decision: str, who: Annotated[Principal, Depends(principal)],
                        db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
-                       model: str | None = None, detail: str | None = None) -> dict[str, Any]:
+                       model: str | None = None, detail: str | None = None) -> JSONResponse:
     record = await run_in_threadpool(_get, db, who, decision)
-    return await run_in_threadpool(_why, db, who, cfg, record, model, detail)
+    return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail))
 
 
 @router.get("/pods/{namespace}/{name}/why", summary="Why the pod's latest decision did (not) get a device model")
 async def why_pod(namespace: str, name: str, who: Annotated[Principal, Depends(principal)],
                   db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
-                  model: str | None = None, detail: str | None = None) -> dict[str, Any]:
+                  model: str | None = None, detail: str | None = None) -> JSONResponse:
     ns = params.k8s_name(namespace, "namespace")
     pod = params.k8s_name(name, "pod")
     record = await run_in_threadpool(storeport.call, db.latest_for_pod, ns, pod, who.scope)
     if record is None:
         raise Problem("not-found", f"no decision for pod {namespace}/{name}")
-    return await run_in_threadpool(_why, db, who, cfg, record, model, detail)
+    return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail))
