@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from audit.records import Outcome, RetryClass
-from audit.telemetry import DecisionTelemetry
 from ingest.otlp import MemorySink, start_server
 from tests.otlp.loopback import running_receiver, telemetry_from_env
 from tests.telemetry.records_factory import make_record
@@ -106,7 +105,3 @@ def test_from_env_builds_the_exporters_the_protocol_names(
         telemetry.shutdown()
     assert {signal for signal, module in kinds.items() if ".proto.grpc." in module} == grpc_signals
     assert {signal for signal, module in kinds.items() if ".proto.http." in module} == {"traces", "logs"} - grpc_signals
-
-
-def test_decision_telemetry_is_importable_from_package() -> None:
-    assert DecisionTelemetry.__module__ == "audit.telemetry.pipeline"
