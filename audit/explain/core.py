@@ -64,7 +64,7 @@ def _current_outcome(pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
 
 def _judge(view: ClusterView, pod: Mapping[str, Any], claim: Mapping[str, Any], tier: Tier,
            devices: Sequence[Device], exclude: Sequence[tuple[str, str]],
-           binding_counts: bool) -> dict[str, tuple[str, Verdict]]:
+           binding_counts: bool, policy: Policy | None) -> dict[str, tuple[str, Verdict]]:
     """Device id → (node judged on, primary verdict) for every device given."""
     out: dict[str, tuple[str, Verdict]] = {}
     shared = [d for d in devices if not d.node]
@@ -75,7 +75,7 @@ def _judge(view: ClusterView, pod: Mapping[str, Any], claim: Mapping[str, Any], 
     nodes = sorted(set(by_node) | (set(view.nodes) if shared else set()))
     exclusions = {node: node_exclusion(pod, node, view.nodes.get(node), binding_counts) for node in nodes}
     usable = [node for node in nodes if not exclusions[node][0]]
-    prober = NodeProber(view, exclude, usable) if usable else None
+    prober = NodeProber(view, exclude, usable, policy) if usable else None
     request = parse_as(probe_claim(claim, tier), ResourceClaim)
     for node in nodes:
         here = by_node.get(node, []) + shared
@@ -168,7 +168,7 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
     current = _current_outcome(pod_obj, claims, tiers, by_id)
     # A decision is taken before its pod is bound, so a recorded or held allocation is judged unbound.
     unbound = record is not None or current["result"] == "allocated"
-    judged = _judge(view, pod_obj, claim, judged_tier, devices, own, binding_counts=not unbound)
+    judged = _judge(view, pod_obj, claim, judged_tier, devices, own, not unbound, policy)
 
     reasons, node_causes, taint_keys = _tally(judged)
     if record is not None:

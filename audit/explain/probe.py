@@ -20,6 +20,7 @@ from audit.dra.model import DeviceClass, DeviceTaintRule, Node, ResourceClaim, R
 from audit.explain.reasons import AVAILABLE
 from audit.explain.tiers import Tier
 from audit.explain.view import ClusterView, ViewError
+from audit.policy import Policy
 from audit.records import Reason
 
 Verdict = tuple[str, dict[str, str]]
@@ -78,8 +79,11 @@ def _relevant_slices(view: ClusterView, nodes: Iterable[str]) -> list[str]:
 class NodeProber:
     """Holds the parsed cluster once and answers per-node probes for one claim tier."""
 
-    def __init__(self, view: ClusterView, exclude_claims: Sequence[tuple[str, str]], nodes: Iterable[str]) -> None:
+    def __init__(self, view: ClusterView, exclude_claims: Sequence[tuple[str, str]], nodes: Iterable[str],
+                 policy: Policy | None = None) -> None:
         self._view = view
+        # Which taints mean "unhealthy" is a policy choice; without one, the allocator's default.
+        self._health = (lambda taint: policy.is_unhealthy_taint(taint.key)) if policy is not None else None
         names = _relevant_slices(view, nodes)
         self._parsed_slices = {name: parse_as(view.slices[name], ResourceSlice) for name in names}
         # device id -> slice name, for devices that consume shared counters
@@ -107,7 +111,7 @@ class NodeProber:
         inventory = self._base
         state = self._state.copy()
         for _ in range(len(wanted) + 64):
-            outcome = Allocator(inventory, state).allocate(node, [claim], explain=True)
+            outcome = Allocator(inventory, state, health=self._health).allocate(node, [claim], explain=True)
             chosen = ""
             aborted = ""
             for evidence in outcome.evidence:

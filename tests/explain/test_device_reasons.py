@@ -179,3 +179,14 @@ def test_a_tier_selecting_one_gpu_by_uuid_still_targets_its_model() -> None:
     answer = _explain(objects)
     assert answer.blockers == []
     assert answer.reasons == {"request_selector_mismatch": 1, "available": 1}
+
+
+def test_the_policy_decides_which_taints_mean_unhealthy() -> None:
+    policy = parse_policy({"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "p"},
+                           "spec": {"version": "v2", "health": {"unhealthyTaintKeys": ["example.com/maintenance"],
+                                                                "unhealthyTaintSuffixes": []}}})
+    objects = scenario(node("n1"), slice_("n1", [gpu("gpu-0", taints=[MAINTENANCE]), gpu("gpu-1", taints=[UNHEALTHY])]))
+    assert _explain(objects).reasons == {"unhealthy": 1, "taint_not_tolerated": 1}
+    assert _explain(objects, policy=policy).reasons == {"unhealthy": 1, "taint_not_tolerated": 1}
+    by_device = {d.device: d.reason for d in _explain(objects, policy=policy).devices}
+    assert by_device == {"gpu.nvidia.com/n1/gpu-0": "unhealthy", "gpu.nvidia.com/n1/gpu-1": "taint_not_tolerated"}
