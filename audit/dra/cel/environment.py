@@ -32,7 +32,9 @@ def _runtime_error(exc: Exception) -> CelRuntimeError:
     if undefined:
         return CelRuntimeError(f"no such overload: {undefined.group(1)}")
     if isinstance(exc, TypeError):
-        return CelRuntimeError(f"no such overload: {message.split('. ')[0]}")
+        # cel-go's text for an operator applied to operands it has no overload for; the binding's
+        # own text would name the tagged representation ("map") instead of the Kubernetes type.
+        return CelRuntimeError("no such overload")
     return CelRuntimeError(message)
 
 
