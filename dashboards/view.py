@@ -74,5 +74,15 @@ def pct(value: float | None) -> str:
     return "–" if value is None else f"{100.0 * value:.1f} %"
 
 
+def duration(ms: float) -> str:
+    """A wait in the unit a person reads it in: seconds, minutes or hours."""
+    seconds = ms / 1000
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def ratio(part: float, whole: float) -> float | None:
     return None if whole == 0 else part / whole

@@ -21,18 +21,19 @@ st.title("Fallback")
 filters = filter_bar()
 
 flows = load(lambda: client.stats("fallback", filters, ("hour", "preferred", "model")), "fallback flows")
-if empty(flows, "decisions") or flows is None or not has_columns(flows, SOURCE, "hour", "preferred", "model", "decisions", "fallbacks"):
+if empty(flows, "decisions") or flows is None or not has_columns(flows, SOURCE, "hour", "preferred", "model", "decisions", "allocated", "fallbacks"):
     st.stop()
 
-decided_by_hour: dict[str, float] = {}
+# The fallback rate is of allocations, as the API's own ``fallback_rate`` column defines it.
+allocated_by_hour: dict[str, float] = {}
 for r in flows.rows:
-    decided_by_hour[str(r["hour"])] = decided_by_hour.get(str(r["hour"]), 0.0) + num(r["decisions"])
+    allocated_by_hour[str(r["hour"])] = allocated_by_hour.get(str(r["hour"]), 0.0) + num(r["allocated"])
 fallback_rows = [
-    {"hour": str(r["hour"]), "pair": f"{r['preferred']} → {r['model']}", "rate": num(r["fallbacks"]) / decided_by_hour[str(r["hour"])]}
+    {"hour": str(r["hour"]), "pair": f"{r['preferred']} → {r['model']}", "rate": num(r["fallbacks"]) / allocated_by_hour[str(r["hour"])]}
     for r in flows.rows
-    if num(r["fallbacks"]) and decided_by_hour[str(r["hour"])]
+    if num(r["fallbacks"]) and allocated_by_hour[str(r["hour"])]
 ]
-total = sum(decided_by_hour.values())
+total = sum(allocated_by_hour.values())
 fell_back = sum(num(r["fallbacks"]) for r in flows.rows)
 pairs: dict[str, float] = {}
 for r in flows.rows:
@@ -44,7 +45,7 @@ left, right = st.columns(2)
 with left:
     if fallback_rows:
         st.plotly_chart(
-            figures.stacked_area(fallback_rows, "hour", "pair", "rate", "Fallback rate by hour, preferred → allocated"),
+            figures.stacked_area(fallback_rows, "hour", "pair", "rate", "Fallback rate of allocations by hour, preferred → allocated"),
             key="fallback_area",
         )
     else:
@@ -54,7 +55,7 @@ with right:
 
 top_pair = max(pairs.items(), key=lambda kv: (kv[1], kv[0])) if pairs else None
 reading(
-    f"{pct(ratio(fell_back, total))} of {int(total):,} decisions fell back"
+    f"{pct(ratio(fell_back, total))} of {int(total):,} allocations fell back"
     + (f"; the most common path is {top_pair[0]} ({int(top_pair[1]):,})." if top_pair else ".")
 )
 

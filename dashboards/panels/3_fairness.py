@@ -15,7 +15,7 @@ import streamlit as st
 from dashboards import client, figures
 from dashboards.fairness import jain_index
 from dashboards.filters import filter_bar
-from dashboards.view import empty, has_columns, load, load_optional, num, pct, reading
+from dashboards.view import duration, empty, has_columns, load, load_optional, num, pct, reading
 
 SOURCE = "/v1/stats/fairness"
 UNITS = {"raw devices": "devices_allocated", "H100-equivalent": "devices_h100eq"}
@@ -94,8 +94,9 @@ if has_columns(tenants, SOURCE, "wait_p50_ms", "wait_p95_ms", "wait_p99_ms", "fi
                 "decisions": int(num(r["decisions"])),
                 "allocated": int(num(r["allocated"])),
                 "first-choice rate": pct(num(r["first_choice_rate"])),
-                "wait p50 (s)": round(num(r["wait_p50_ms"]) / 1000, 2),
-                "wait p99 (s)": round(num(r["wait_p99_ms"]) / 1000, 2),
+                "wait p50": duration(num(r["wait_p50_ms"])),
+                "wait p95": duration(num(r["wait_p95_ms"])),
+                "wait p99": duration(num(r["wait_p99_ms"])),
                 "starving": "yes" if r.get("starving") else "",
             }
             for r in rows
@@ -108,6 +109,6 @@ if has_columns(tenants, SOURCE, "wait_p50_ms", "wait_p95_ms", "wait_p99_ms", "fi
     starving = [str(r["tenant"]) for r in rows if r.get("starving")]
     worst = max(rows, key=lambda r: (num(r["wait_p99_ms"]), str(r["tenant"])))
     reading(
-        f"Longest p99 wait: {worst['tenant']} ({num(worst['wait_p99_ms']) / 1000:.1f} s); "
+        f"Longest p99 wait: {worst['tenant']} ({duration(num(worst['wait_p99_ms']))}); "
         + (f"starving: {', '.join(starving)}." if starving else "no tenant is flagged as starving.")
     )

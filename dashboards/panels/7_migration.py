@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboards import client, figures
 from dashboards.filters import filter_bar
-from dashboards.view import empty, has_columns, load, num, pct, reading
+from dashboards.view import duration, empty, has_columns, load, num, pct, reading
 
 SOURCE = "/v1/stats/migration"
 VERDICT_STYLE = {"promote": st.success, "hold": st.warning, "rollback": st.error}
@@ -61,7 +61,8 @@ st.dataframe(
             "decisions": int(num(r["decisions"])),
             "success": pct(num(r["success_rate"])),
             "fallback": pct(num(r["fallback_rate"])),
-            "wait p95 (s)": round(num(r["wait_p95_ms"]) / 1000, 1),
+            "wait p50": duration(num(r["wait_p50_ms"])),
+            "wait p95": duration(num(r["wait_p95_ms"])),
         }
         for n, r in zip(names, rows, strict=True)
     ],

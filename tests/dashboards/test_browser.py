@@ -69,7 +69,7 @@ def test_fallback_page_draws_plotly_charts_and_redraws_after_a_tenant_is_picked(
 
     page.locator(".st-key-f_tenant").click()
     page.get_by_role("option", name="alpha").click()
-    page.get_by_text("of 5 decisions fell back", exact=False).first.wait_for(timeout=60_000)
+    page.get_by_text("of 4 allocations fell back", exact=False).first.wait_for(timeout=60_000)
     page.wait_for_selector(PLOT, timeout=60_000)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "dashboard-fallback.png"), full_page=True)

@@ -7,6 +7,7 @@ import pytest
 from dashboards.client import Filters, ReplayReport
 from dashboards.explorer import describe_replay
 from dashboards.filters import parse_instant
+from dashboards.view import duration
 
 
 @pytest.mark.parametrize(
@@ -46,3 +47,16 @@ def test_filters_send_only_what_is_set() -> None:
 )
 def test_replay_verdict_wording(body: dict, expected: str, ok: bool) -> None:
     assert describe_replay(ReplayReport(body), "abcdef0123") == (expected, ok)
+
+
+@pytest.mark.parametrize(
+    ("ms", "shown"),
+    [
+        pytest.param(0, "0.0 s", id="zero"),
+        pytest.param(119_949, "119.9 s", id="just-under-two-minutes-stays-seconds"),
+        pytest.param(5_737_600, "95.6 min", id="minutes"),
+        pytest.param(7_200_000, "2.0 h", id="two-hours"),
+    ],
+)
+def test_waits_read_in_the_largest_sensible_unit(ms: float, shown: str) -> None:
+    assert duration(ms) == shown

@@ -88,9 +88,9 @@ def test_a_malformed_time_window_is_named_not_sent(api_env: str) -> None:
 def test_fallback_page_draws_flows_and_reads_the_rate(api_env: str) -> None:
     at = open_page("2_fallback.py")
     assert len(at.get("plotly_chart")) >= 2
-    assert readings(at)[0] == "30.0 % of 10 decisions fell back; the most common path is H100 → A100 (2)."
+    assert readings(at)[0] == "42.9 % of 7 allocations fell back; the most common path is H100 → A100 (2)."
     at.selectbox(key="f_tenant").select("beta").run()
-    assert readings(at)[0] == "20.0 % of 5 decisions fell back; the most common path is H100 → L40S (1)."
+    assert readings(at)[0] == "33.3 % of 3 allocations fell back; the most common path is H100 → L40S (1)."
 
 
 def test_fallback_page_with_a_model_filter_that_matches_nothing(api_env: str) -> None:
@@ -132,9 +132,9 @@ def test_migration_page_compares_the_cohorts(api_env: str) -> None:
     at = open_page("7_migration.py")
     table = table_with(at, "cohort")
     assert table.to_dict("records") == [
-        {"cohort": "device-plugin", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p95 (s)": 3.0},
-        {"cohort": "dra t1", "decisions": 6, "success": "50.0 %", "fallback": "33.3 %", "wait p95 (s)": 9.0},
-        {"cohort": "dra t2", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p95 (s)": 6.0},
+        {"cohort": "device-plugin", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p50": "3.0 s", "wait p95": "3.0 s"},
+        {"cohort": "dra t1", "decisions": 6, "success": "50.0 %", "fallback": "33.3 %", "wait p50": "7.0 s", "wait p95": "9.0 s"},
+        {"cohort": "dra t2", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p50": "6.0 s", "wait p95": "6.0 s"},
     ]
     at.selectbox(key="f_tenant").select("alpha").run()
     assert list(table_with(at, "cohort")["decisions"]) == [1, 3, 1]
