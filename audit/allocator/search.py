@@ -362,7 +362,7 @@ class _Run:
                     continue
             elif entry.id in self.state.allocated_devices or self.allocating.get(entry.id):
                 if ev is not None:
-                    ev.record(data.key, position, Reason.IN_USE, ())
+                    ev.record(data.key, position, Reason.IN_USE, self._holder(entry.id))
                 continue
             if not self._selectable(data, entry, position):
                 continue
@@ -387,6 +387,13 @@ class _Run:
         return False
 
     # ------------------------------------------------------------------ per-device checks
+
+    def _holder(self, device_id: str) -> tuple[tuple[str, str], ...]:
+        """Who holds a device: an earlier allocation, or a claim of this same call."""
+        holders = self.allocating.get(device_id)
+        if holders:
+            return (("by", self.claims[holders[0]].key),)
+        return (("by", "allocated"),)
 
     def _selectable(self, data: _RequestData, entry: DeviceEntry, position: int) -> bool:
         """``isSelectable``, cached per (device, request/subrequest) for this call."""
@@ -460,7 +467,7 @@ class _Run:
                 return None
         elif entry.id in self.state.allocated_devices or self.allocating.get(entry.id):
             if ev is not None:
-                ev.record(data.key, position, Reason.IN_USE, ())
+                ev.record(data.key, position, Reason.IN_USE, self._holder(entry.id))
             return None
         counters_undo: Callable[[], None] | None = None
         if entry.counters:

@@ -108,7 +108,7 @@ def test_explain_adds_evidence(capsys: pytest.CaptureFixture[str]) -> None:
     assert explanation["steps"] == 5  # request, subrequest h100, slot done, claim done, all done
     tiers = {(t["request"], t["subrequestIndex"]): t["verdicts"] for t in explanation["tiers"]}
     assert tiers[("gpu/h100", 0)] == [
-        {"device": "gpu.nvidia.com/node-a/gpu-1", "reason": "in_use"},
+        {"device": "gpu.nvidia.com/node-a/gpu-1", "reason": "in_use", "detail": {"by": "allocated"}},
         {"device": "gpu.nvidia.com/node-a/gpu-0", "reason": "selected"},
     ]
     assert [v["reason"] for v in tiers[("gpu/a100", 1)]] == ["not_reached", "not_reached"]

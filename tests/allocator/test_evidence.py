@@ -49,7 +49,7 @@ def test_verdict_details_name_selector_and_taint() -> None:
     assert tier["nic-0"] == {"selector": "1", "expression": "device.attributes['driver-a'].type == 'gpu'"}
     assert tier["gpu-2"] == {"selector": "0", "expression": H100}
     assert tier["gpu-0"] == {"key": "gpu.nvidia.com/unhealthy", "value": "", "effect": "NoExecute"}
-    assert tier["gpu-1"] == {}
+    assert tier["gpu-1"] == {"by": "allocated"}
 
 
 def test_every_tier_lists_every_candidate_once_in_candidate_order() -> None:
@@ -84,6 +84,8 @@ def test_second_claim_tier_sees_devices_taken_in_the_same_call() -> None:
     objs = [CLASS_GPU, SLICE, claim("claim-0", request("gpu", "gpu")), claim("claim-1", request("gpu", "gpu"))]
     outcome = run(objs, explain=True)
     assert verdicts(outcome, "gpu", claim="default/claim-1")["gpu-1"] == "in_use"
+    held = next(v for v in outcome.evidence[1].verdicts if v.device.endswith("/gpu-1"))
+    assert held.detail_dict() == {"by": "default/claim-0"}
     assert verdicts(outcome, "gpu", claim="default/claim-1")["gpu-2"] == "selected"
 
 
