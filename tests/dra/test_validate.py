@@ -388,3 +388,35 @@ def valid_slices(draw: st.DrawFn) -> dict[str, Any]:
 @given(st.one_of(valid_claims(), valid_slices()))
 def test_objects_within_every_rule_have_no_findings(obj: dict[str, Any]) -> None:
     assert validate_object(obj) == []
+
+
+json_like = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5) | st.floats(allow_nan=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+MUTATION_BASES = _fixture("valid-cluster.yaml") + _fixture("slice-mistakes.yaml")
+
+
+def _field_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _field_paths(item, prefix + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _field_paths(item, prefix + (index,))
+    return found
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, len(MUTATION_BASES) - 1), st.randoms(use_true_random=False), json_like)
+def test_any_value_in_any_field_gives_findings_not_exceptions(index: int, rnd: Any, value: Any) -> None:
+    obj = copy.deepcopy(MUTATION_BASES[index])
+    path = rnd.choice(_field_paths(obj)[1:])
+    holder = obj
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = value
+    findings = validate_object(obj)
+    assert all(isinstance(f, Finding) and f.message for f in findings)
