@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audit.records import TierSummary
 from dashboards import figures
@@ -55,3 +57,38 @@ def test_bar_keeps_category_order(orientation: str) -> None:
     trace = figures.bar(["in_use", "unhealthy"], [6, 2], "t", orientation=orientation).data[0]
     cats, vals = (trace.x, trace.y) if orientation == "v" else (trace.y, trace.x)
     assert (list(cats), list(vals)) == (["in_use", "unhealthy"], [6, 2])
+
+
+ROWS = st.lists(
+    st.fixed_dictionaries({
+        "hour": st.sampled_from(["08", "09", "10"]),
+        "preferred": st.sampled_from(["H100", "A100"]),
+        "allocated": st.sampled_from(["H100", "A100", "L40S", ""]),
+        "decisions": st.integers(0, 50),
+    }),
+    max_size=20,
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(ROWS)
+def test_sankey_carries_every_decision_exactly_once(rows: list[dict]) -> None:
+    trace = figures.sankey(rows, "preferred", "allocated", "decisions", "t").data[0]
+    assert sum(trace.link.value) == sum(r["decisions"] for r in rows)
+
+
+@settings(max_examples=50, deadline=None)
+@given(ROWS)
+def test_stacked_area_sums_to_each_hours_total(rows: list[dict]) -> None:
+    fig = figures.stacked_area(rows, "hour", "allocated", "decisions", "t")
+    for i, hour in enumerate(sorted({r["hour"] for r in rows})):
+        assert sum(t.y[i] for t in fig.data) == sum(r["decisions"] for r in rows if r["hour"] == hour)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.dictionaries(st.sampled_from(["selected", "in_use", "unhealthy", "not_reached", "node_filtered"]), st.integers(0, 20)))
+def test_waterfall_ends_at_the_selected_count_when_reasons_cover_every_device(reasons: dict[str, int]) -> None:
+    tier = TierSummary(index=0, request="gpu", model="H100", considered=sum(reasons.values()), reasons=reasons)
+    trace = figures.tier_waterfall(tier).data[0]
+    assert sum(trace.y[:-1]) == reasons.get("selected", 0)  # the running total the final bar shows
+    assert trace.y[-1] == reasons.get("selected", 0)

@@ -184,3 +184,23 @@ def test_pages_name_what_the_api_does_not_offer_yet(api_env: str) -> None:
     notes = {script: [i.value for i in open_page(script).info] for script in ("2_fallback.py", "6_replay.py")}
     assert any("group_by=reason" in n for n in notes["2_fallback.py"]) or not notes["2_fallback.py"]
     assert all(" it needs " in n for ns in notes.values() for n in ns)
+
+
+def test_explorer_names_an_unknown_decision_id(api_env: str) -> None:
+    at = open_page("5_explorer.py")
+    at.radio(key="ex_kind").set_value("Decision id").run()
+    at.text_input(key="ex_query").input("00000000-0000-0000-0000-000000000000").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "Could not load decision 00000000-0000-0000-0000-000000000000: GET /v1/decisions/"
+        "00000000-0000-0000-0000-000000000000: not found — decision 00000000-0000-0000-0000-000000000000 not found"
+    ]
+
+
+def test_explorer_search_by_claim_says_what_the_api_lacks(api_env: str) -> None:
+    at = open_page("5_explorer.py")
+    at.radio(key="ex_kind").set_value("Claim").run()
+    at.text_input(key="ex_query").input("train-01-gpu").run()
+    assert not at.exception
+    assert len(at.info) == 1 and "needs a `claim` filter on /v1/decisions" in at.info[0].value
+    assert not at.metric  # nothing unrelated is shown as if it matched
