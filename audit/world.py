@@ -52,9 +52,18 @@ def parse_time_ms(text: str) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
+_FORMATTED: dict[int, str] = {}
+
+
 def format_time_ms(ms: int) -> str:
-    dt = _EPOCH + timedelta(milliseconds=ms)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    """ms since the epoch -> ``2026-11-02T00:00:00.000Z`` (memoised: simulations reuse instants)."""
+    text = _FORMATTED.get(ms)
+    if text is None:
+        if len(_FORMATTED) > 100_000:
+            _FORMATTED.clear()
+        dt = _EPOCH + timedelta(milliseconds=ms)
+        text = _FORMATTED[ms] = dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return text
 
 
 def event_digest(ev: WorldEvent) -> str:
@@ -136,9 +145,13 @@ class World:
         self.policy_key = ""
         # versions: bump when the allocator's inventory inputs change (slices, classes, taint rules)
         self.inventory_version = 0
+        self.class_version = 0  # DeviceClass changes (they affect every node)
+        self.node_versions: dict[str, int] = {}  # bumped when a node's pools, devices or taints change
+        self.multi_model_nodes: set[str] = set()  # nodes carrying more than one device model
         self.devices: dict[str, Device] = {}
         self.node_devices: dict[str, list[str]] = {}  # node -> device ids (slice order)
         self.pool_devices: dict[tuple[str, str], list[str]] = {}
+        self.pool_slices: dict[tuple[str, str], set[str]] = {}  # node-local slices per pool
         self.allocated_by: dict[str, str] = {}  # device id -> claim key
         self.claim_devices: dict[str, list[str]] = {}  # allocated claim -> device ids
         self.charges: dict[str, Charge] = {}  # claim key or "pod:<key>" -> charge
@@ -234,12 +247,26 @@ class World:
 
     def _on_slice(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         self.inventory_version += 1
+        for obj in (old, new):
+            spec = (obj or {}).get("spec", {})
+            if obj is None or not spec.get("nodeName"):
+                continue
+            pid = (spec.get("driver", ""), spec.get("pool", {}).get("name", ""))
+            if obj is new:
+                self.pool_slices.setdefault(pid, set()).add(key)
+            elif new is None or (new.get("spec", {}).get("driver", ""),
+                                 new.get("spec", {}).get("pool", {}).get("name", "")) != pid:
+                self.pool_slices.get(pid, set()).discard(key)
         spec = (new or old or {}).get("spec", {})
         pool = spec.get("pool", {})
         if not spec.get("nodeName"):
             if new is not None:
                 self.has_shared_slices = True
             return
+        if old is not None and old.get("spec", {}).get("nodeName"):
+            o = old["spec"]
+            if (o.get("driver", ""), o.get("pool", {}).get("name", "")) != (spec.get("driver", ""), pool.get("name", "")):
+                self._reindex_pool(o.get("driver", ""), o.get("pool", {}).get("name", ""))
         self._reindex_pool(spec.get("driver", ""), pool.get("name", ""))
 
     def _on_taint_rule(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
@@ -254,6 +281,7 @@ class World:
 
     def _on_class(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         self.inventory_version += 1
+        self.class_version += 1
 
     def _reindex_devices(self) -> None:
         pools = sorted({(d.driver, d.pool) for d in self.devices.values()} | set(self.pool_devices))
@@ -264,14 +292,25 @@ class World:
         for driver, pool in sorted(set(pools)):
             self._reindex_pool(driver, pool)
 
+    def _touch(self, node: str) -> None:
+        self.node_versions[node] = self.node_versions.get(node, 0) + 1
+        if len(self.node_model.get(node, {})) > 1:
+            self.multi_model_nodes.add(node)
+        else:
+            self.multi_model_nodes.discard(node)
+
     def _reindex_pool(self, driver: str, pool: str) -> None:
+        touched = {self.devices[d].node for d in self.pool_devices.get((driver, pool), []) if d in self.devices}
+        self._reindex_pool_devices(driver, pool)
+        touched.update(self.devices[d].node for d in self.pool_devices.get((driver, pool), []))
+        for node in touched:
+            self._touch(node)
+
+    def _reindex_pool_devices(self, driver: str, pool: str) -> None:
         for dev_id in self.pool_devices.pop((driver, pool), []):
             self._remove_device(dev_id)
-        slices = [
-            (name, s) for name, s in self.objects.get("ResourceSlice", {}).items()
-            if s.get("spec", {}).get("driver") == driver and s.get("spec", {}).get("pool", {}).get("name") == pool
-            and s.get("spec", {}).get("nodeName")
-        ]
+        bucket = self.objects.get("ResourceSlice", {})
+        slices = [(name, bucket[name]) for name in self.pool_slices.get((driver, pool), ()) if name in bucket]
         if not slices:
             return
         top = max(int(s["spec"]["pool"].get("generation", 0)) for _, s in slices)
@@ -501,6 +540,12 @@ class World:
         w.objects["ResourceClaim"] = dict(snap["objects"].get("ResourceClaim", {}))
         for key, node in w.objects["Node"].items():
             w._on_node(key, None, node)
+        for key, sl in w.objects["ResourceSlice"].items():
+            spec = sl.get("spec", {})
+            if spec.get("nodeName"):
+                w.pool_slices.setdefault((spec.get("driver", ""), spec.get("pool", {}).get("name", "")), set()).add(key)
+            else:
+                w.has_shared_slices = True
         w._reindex_devices()
         for key, claim in w.objects["ResourceClaim"].items():
             ids = _allocated_ids(claim)

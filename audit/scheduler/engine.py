@@ -179,10 +179,20 @@ def _augmented(ctx: _Context, claims: list[dict[str, Any]], rts: list[RequestTie
         ckey = _claim_key(c)
         per_req = {rt.request: tuple(t.index for t in allowed[(rt.claim, rt.request)])
                    for rt in rts if rt.claim == ckey and rt.first_available}
-        aug = augment_claim(c, per_req, ctx.policy)
-        assert aug is not None  # callers only augment when every request keeps a tier
-        out.append(aug)
+        key = (id(c), tuple(sorted(per_req.items())), ctx.policy.digest)
+        hit = _AUGMENTED.get(key)
+        if hit is None or hit[0] is not c:
+            aug = augment_claim(c, per_req, ctx.policy)
+            assert aug is not None  # callers only augment when every request keeps a tier
+            if len(_AUGMENTED) > 50_000:
+                _AUGMENTED.clear()
+            # the same augmented object on every attempt lets the typed-object cache hit on retries
+            hit = _AUGMENTED[key] = (c, aug)
+        out.append(hit[1])
     return out
+
+
+_AUGMENTED: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
 
 
 def _decide_dra(ctx: _Context, claims: list[dict[str, Any]], rts: list[RequestTiers]) -> Decision:
@@ -249,11 +259,15 @@ def candidate_nodes(world: World, t: Tier) -> list[str]:
         return sorted(n for n in names if n in world.nodes)
     if len(t.models) == 1:
         return [n for n in world.nodes_with_free(t.models[0], t.count) if n in world.nodes]
+    # Several models: nodes where one model alone has enough, plus nodes carrying several models
+    # whose free devices together may be enough.
     names = set()
     for m in t.models:
-        names.update(world.nodes_with_free(m, 1))
-    return sorted(n for n in names if n in world.nodes
-                  and sum(world.free_healthy(n, m) for m in t.models) >= t.count)
+        names.update(world.nodes_with_free(m, t.count))
+    for n in world.multi_model_nodes:
+        if sum(world.free_healthy(n, m) for m in t.models) >= t.count:
+            names.add(n)
+    return sorted(n for n in names if n in world.nodes)
 
 
 def candidate_order(world: World, rts: list[RequestTiers],

@@ -37,14 +37,16 @@ def tier_request_name(t: Tier) -> str:
 
 def summarize(world: World, rts: list[RequestTiers], closed: Mapping[tuple[str, str, int], str],
               visits: list[Visit], multi_claim: bool) -> list[TierSummary]:
+    stats = {v.node: _node_stats(world, v.node) for v in visits}
     out: list[TierSummary] = []
     for rt in rts:
         for t in rt.tiers:
-            out.append(_summary(world, t, closed.get((t.claim, t.request, t.index)), visits, multi_claim))
+            out.append(_summary(world, t, closed.get((t.claim, t.request, t.index)), visits, stats, multi_claim))
     return out
 
 
-def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit], multi_claim: bool) -> TierSummary:
+def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
+             stats: Mapping[str, Mapping[str, list[int]]], multi_claim: bool) -> TierSummary:
     name = tier_request_name(t)
     request = f"{t.claim.split('/', 1)[1]}/{name}" if multi_claim else name
     considered = sum(world.model_totals.get(m, 0) for m in t.models)
@@ -59,7 +61,12 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit], mul
     seen_reasons: set[str] = set()
     evaluated = 0
     for v in visits:
-        node_total, node_alloc, node_free = _node_counts(world, v.node, t.models)
+        per = stats[v.node]
+        node_total = node_alloc = node_free = 0
+        for m in t.models:
+            c = per.get(m)
+            if c is not None:
+                node_total, node_alloc, node_free = node_total + c[0], node_alloc + c[1], node_free + c[2]
         in_use -= node_alloc
         free -= node_free
         considered -= node_total
@@ -90,33 +97,38 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit], mul
                        reasons=dict(sorted(reasons.items())), exemplars=exemplars, nodes_evaluated=evaluated)
 
 
-def _node_counts(world: World, node: str, models: tuple[str, ...]) -> tuple[int, int, int]:
-    per = world.node_model.get(node, {})
-    total = sum(per.get(m, [0, 0])[0] for m in models)
-    free = sum(per.get(m, [0, 0])[1] for m in models)
-    alloc = 0
+def _node_stats(world: World, node: str) -> dict[str, list[int]]:
+    """model -> [devices, allocated, free and healthy] on one node."""
+    out: dict[str, list[int]] = {}
+    for model, (total, free) in world.node_model.get(node, {}).items():
+        out[model] = [total, 0, free]
     for dev_id in world.node_devices.get(node, []):
-        if dev_id in world.allocated_by and world.devices[dev_id].model in models:
-            alloc += 1
-    return total, alloc, free
+        if dev_id in world.allocated_by:
+            c = out.get(world.devices[dev_id].model)
+            if c is not None:
+                c[1] += 1
+    return out
 
 
 def _pick_exemplars(out: list[Exemplar], seen: set[str], node: str, verdicts: list[Any]) -> None:
+    """The selected device first, then the first device of each other reason (never not_reached)."""
+    if len(out) >= MAX_EXEMPLARS:
+        return
+    selected = Reason.SELECTED.value
+    if selected not in seen:
+        for vd in verdicts:
+            if vd.reason == selected:
+                out.append(Exemplar(device=vd.device, node=node, reason=selected, detail=vd.detail_dict()))
+                seen.add(selected)
+                break
     for vd in verdicts:
         if len(out) >= MAX_EXEMPLARS:
             return
-        if vd.reason == Reason.NOT_REACHED.value or vd.reason in seen:
+        reason = vd.reason
+        if reason in seen or reason == Reason.NOT_REACHED.value:
             continue
-        if vd.reason != Reason.SELECTED.value and Reason.SELECTED.value not in seen and any(
-                x.reason == Reason.SELECTED.value for x in verdicts):
-            # the chosen device leads the exemplars when this node has one
-            sel = next(x for x in verdicts if x.reason == Reason.SELECTED.value)
-            out.append(Exemplar(device=sel.device, node=node, reason=sel.reason, detail=sel.detail_dict()))
-            seen.add(Reason.SELECTED.value)
-            if len(out) >= MAX_EXEMPLARS:
-                return
-        seen.add(vd.reason)
-        out.append(Exemplar(device=vd.device, node=node, reason=vd.reason, detail=vd.detail_dict()))
+        seen.add(reason)
+        out.append(Exemplar(device=vd.device, node=node, reason=reason, detail=vd.detail_dict()))
 
 
 def _add(counts: dict[str, int], reason: str, n: int) -> None:

@@ -23,6 +23,10 @@ class _WorldCache:
         self.version = -1
         self.inventory: Any = None
         self.parsed: dict[int, tuple[dict[str, Any], Any]] = {}  # id(payload) -> (payload, typed)
+        self.per_node: dict[str, tuple[tuple[int, int], Any]] = {}  # node -> (versions, Inventory)
+        # compiled selectors are the same for every node: one evaluator serves all per-node inventories
+        self.evaluator: Any = None
+        self.evaluator_version = -1
 
 
 _CACHES: weakref.WeakKeyDictionary[World, _WorldCache] = weakref.WeakKeyDictionary()
@@ -47,6 +51,44 @@ def typed(world: World, payload: dict[str, Any]) -> Any:
         c.parsed.clear()
     c.parsed[id(payload)] = (payload, obj)
     return obj
+
+
+def node_inventory(world: World, node: str) -> Any:
+    """An inventory of just this node's slices (pools here are per node): rebuilt only when the node
+    or the device classes change, so the allocator's per-device caches survive changes elsewhere."""
+    if world.has_shared_slices:
+        return inventory(world)
+    c = _cache(world)
+    key = (world.class_version, world.node_versions.get(node, 0))
+    hit = c.per_node.get(node)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    slices = [s for _, s in world.items("ResourceSlice") if s.get("spec", {}).get("nodeName") == node] \
+        if node not in world.node_devices else _node_slices(world, node)
+    pools = {(s["spec"].get("driver", ""), s["spec"].get("pool", {}).get("name", "")) for s in slices}
+    rules = [r for _, r in world.items("DeviceTaintRule") if _rule_may_match(r, pools)]
+    inv = Inventory(slices=[typed(world, s) for s in slices],
+                    classes=[typed(world, s) for _, s in world.items("DeviceClass")],
+                    taint_rules=[typed(world, r) for r in rules], features=Features())
+    if c.evaluator is not None and c.evaluator_version == world.class_version and hasattr(inv, "selector_evaluator"):
+        inv.selector_evaluator = c.evaluator
+    c.per_node[node] = (key, inv)
+    return inv
+
+
+def _node_slices(world: World, node: str) -> list[dict[str, Any]]:
+    names: set[str] = set()
+    for dev_id in world.node_devices.get(node, []):
+        dev = world.devices[dev_id]
+        names.update(world.pool_slices.get((dev.driver, dev.pool), ()))
+    bucket = world.objects.get("ResourceSlice", {})
+    return [bucket[n] for n in sorted(names) if n in bucket]
+
+
+def _rule_may_match(rule: dict[str, Any], pools: set[tuple[str, str]]) -> bool:
+    sel = (rule.get("spec") or {}).get("deviceSelector") or {}
+    return not sel.get("pool") or any((not sel.get("driver") or sel["driver"] == d) and sel["pool"] == p
+                                      for d, p in pools)
 
 
 def inventory(world: World) -> Any:
@@ -82,7 +124,11 @@ def allocate_on_node(world: World, node: str, claims: list[dict[str, Any]], poli
                      explain: bool = True) -> AllocationOutcome:
     node_obj = typed(world, world.get("Node", "", node) or {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
     typed_claims = [typed(world, c) for c in claims]
-    allocator = Allocator(inventory(world), allocated_state(world, node), quirks=Quirks(),
+    allocator = Allocator(node_inventory(world, node), allocated_state(world, node), quirks=Quirks(),
                           health=lambda taint: policy.is_unhealthy_taint(taint.key))
     outcome: AllocationOutcome = allocator.allocate(node_obj, typed_claims, explain=explain)
+    c = _cache(world)
+    shared = getattr(allocator.inventory, "selector_evaluator", None)
+    if shared is not None and (c.evaluator is None or c.evaluator_version != world.class_version):
+        c.evaluator, c.evaluator_version = shared, world.class_version
     return outcome

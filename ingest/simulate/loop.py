@@ -20,11 +20,12 @@ the pod (phase Failed).
 from __future__ import annotations
 
 import bisect
+import gc
 import heapq
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from audit.events import EventType, WorldEvent
@@ -40,14 +41,6 @@ HOUR = 3_600_000
 BIND_RETRY_CLASSES = {RetryClass.BINDING_CONFLICT.value, RetryClass.STALE_SLICE.value, RetryClass.UNHEALTHY.value,
                       RetryClass.NODE_LOST.value}
 UNHEALTHY_TAINT = "gpu.nvidia.com/unhealthy"
-
-
-@dataclass(order=True)
-class _Action:
-    time: int
-    order: int
-    kind: str = field(compare=False)
-    data: Any = field(compare=False, default=None)
 
 
 @dataclass
@@ -101,7 +94,7 @@ class Simulator:
         self.progress = progress
         self.events: list[WorldEvent] = []
         self.records: list[DecisionRecord] = []
-        self._heap: list[_Action] = []
+        self._heap: list[tuple[int, int, str, Any]] = []  # (time, order, action, data)
         self._order = 0
         self.pods: dict[str, _PodState] = {}
         self.queues: dict[str, list[tuple[int, str]]] = {}  # tenant -> sorted (created, pod key)
@@ -136,7 +129,7 @@ class Simulator:
 
     def schedule(self, at: int, kind: str, data: Any = None) -> None:
         self._order += 1
-        heapq.heappush(self._heap, _Action(at, self._order, kind, data))
+        heapq.heappush(self._heap, (at, self._order, kind, data))
 
     # ---- setup --------------------------------------------------------------------------------------
 
@@ -211,14 +204,26 @@ class Simulator:
     # ---- the loop -----------------------------------------------------------------------------------
 
     def run(self) -> SimulationResult:
+        # Every record and event stays alive until the end: cyclic GC passes over them are pure cost.
+        thresholds = gc.get_threshold()
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(200_000, 50, 1000)
+        try:
+            return self._run()
+        finally:
+            gc.set_threshold(*thresholds)
+            gc.unfreeze()
+
+    def _run(self) -> SimulationResult:
         jobs = self.generate_jobs()
         self.setup(jobs)
         last_progress = 0
-        while self._heap and self._heap[0].time < self.end_ms:
-            self.now = self._heap[0].time
-            while self._heap and self._heap[0].time == self.now:
-                a = heapq.heappop(self._heap)
-                getattr(self, f"_on_{a.kind}")(a.data)
+        while self._heap and self._heap[0][0] < self.end_ms:
+            self.now = self._heap[0][0]
+            while self._heap and self._heap[0][0] == self.now:
+                _, _, kind, data = heapq.heappop(self._heap)
+                getattr(self, f"_on_{kind}")(data)
             self._pass()
             if self.progress is not None and len(self.records) - last_progress >= 500:
                 last_progress = len(self.records)
