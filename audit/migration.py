@@ -109,11 +109,29 @@ def pod_key(record: DecisionRecord) -> tuple[str, str, str]:
     return (record.cluster, record.namespace, record.pod_uid or record.pod)
 
 
-def build_cohorts(
-    records: Iterable[DecisionRecord], releases: Mapping[tuple[str, str, str], str] | None = None
-) -> dict[CohortKey, Cohort]:
-    """Group records per pod, then pods per cohort. ``releases`` maps a pod key to the time its
-    devices were released (pod deleted or finished)."""
+Releases = Mapping[tuple[str, str, str], "str | Sequence[str]"]
+
+
+def _release_for(
+    releases: Releases | None, by_uid: tuple[str, str, str], by_name: tuple[str, str, str], bound: DecisionRecord
+) -> str | None:
+    """The first release at or after the allocation, looked up by pod uid, else by pod name
+    (names are reused over time, hence "first after", and a release before it never counts)."""
+    if not releases:
+        return None
+    start = _parse_time(bound.time, f"record {bound.decision_id}: time")
+    for key in (by_uid, by_name):
+        found = releases.get(key)
+        times = [found] if isinstance(found, str) else list(found or [])
+        after = sorted(t for t in times if _parse_time(t, f"release of {key[1]}/{key[2]}") >= start)
+        if after:
+            return after[0]
+    return None
+
+
+def build_cohorts(records: Iterable[DecisionRecord], releases: Releases | None = None) -> dict[CohortKey, Cohort]:
+    """Group records per pod, then pods per cohort. ``releases`` maps a pod (cluster, namespace,
+    uid or name) to the time(s) its devices were released (pod deleted or finished)."""
     by_pod: dict[tuple[str, str, str], list[DecisionRecord]] = defaultdict(list)
     for rec in records:
         by_pod[pod_key(rec)].append(rec)
@@ -125,13 +143,12 @@ def build_cohorts(
         bound = next((r for r in attempts if r.outcome == Outcome.ALLOCATED.value), None)
         pending = float(max(r.wait_ms for r in attempts))
         utilisation = None
-        if bound is not None and releases and pkey in releases:
+        released = _release_for(releases, pkey, (last.cluster, last.namespace, last.pod), bound) if bound else None
+        if bound is not None and released is not None:
             held = (
-                _parse_time(releases[pkey], f"release of {pkey[1]}/{pkey[2]}")
+                _parse_time(released, f"release of {pkey[1]}/{pkey[2]}")
                 - _parse_time(bound.time, f"record {bound.decision_id}: time")
             ).total_seconds() * 1000.0
-            if held < 0:
-                raise MigrationError(f"release of {pkey[1]}/{pkey[2]} is before its allocation at {bound.time}")
             total = held + bound.wait_ms
             utilisation = held / total if total > 0 else 1.0
         cohorts.setdefault(key, Cohort(key)).pods.append(
@@ -439,19 +456,24 @@ def report(
     return compare(build_cohorts(records, releases), thresholds, rng)
 
 
-def releases_from_events(events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
-    """When each pod released its devices, from world events (dicts of WorldEvent): the pod's
-    delete, or the first upsert showing it Succeeded or Failed."""
-    out: dict[tuple[str, str, str], str] = {}
-    for ev in sorted(events, key=lambda e: (e.get("cluster", ""), e.get("seq", 0))):
+def releases_from_events(events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], list[str]]:
+    """When pods released their devices, from world events (dicts of WorldEvent): a pod's delete,
+    or an upsert showing it Succeeded or Failed. Keyed by pod uid when the payload has one and
+    always by pod name; each key lists its release times in log order."""
+    out: dict[tuple[str, str, str], list[str]] = {}
+    for ev in sorted(events, key=lambda e: (str(e.get("cluster", "")), int(e.get("seq", 0)))):
         if ev.get("object_kind") != "Pod":
             continue
         payload = ev.get("payload") or {}
-        uid = (payload.get("metadata") or {}).get("uid") or ev.get("name", "")
-        key = (str(ev.get("cluster", "")), str(ev.get("namespace", "")), str(uid))
         finished = (payload.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-        if key not in out and (ev.get("type") == "delete" or finished):
-            out[key] = str(ev.get("time", ""))
+        if ev.get("type") != "delete" and not finished:
+            continue
+        cluster, ns = str(ev.get("cluster", "")), str(ev.get("namespace", ""))
+        uid = (payload.get("metadata") or {}).get("uid")
+        for key in ([(cluster, ns, str(uid))] if uid else []) + [(cluster, ns, str(ev.get("name", "")))]:
+            times = out.setdefault(key, [])
+            if str(ev.get("time", "")) not in times:
+                times.append(str(ev.get("time", "")))
     return out
 
 

@@ -164,7 +164,7 @@ def _compute(args: argparse.Namespace) -> tuple[Thresholds, Report]:
 
 
 def _fmt(value: float) -> str:
-    return "-" if math.isnan(value) else f"{value:.4g}"
+    return "-" if math.isnan(value) else f"{value + 0.0:.4g}"  # + 0.0 turns -0.0 into 0.0
 
 
 def render_report(rep: Report) -> str:

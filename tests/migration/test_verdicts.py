@@ -147,3 +147,25 @@ def test_wilson_interval_is_within_0_1_and_holds_the_estimate(n: int, data: st.D
     w = wilson(k, n, z_for(0.95))
     assert 0.0 <= w.low <= w.estimate <= w.high <= 1.0
     assert not math.isnan(w.high)
+
+
+def test_release_is_matched_by_name_and_is_the_first_after_the_allocation() -> None:
+    from datetime import datetime, timedelta
+
+    from audit.migration import releases_from_events
+
+    rng = random.Random(4)
+    records, _ = cohort_records(rng, track="dra", template_version="v2", pods=1, success=1.0, latency_ms=1000)
+    bound = next(r for r in records if r.outcome == "allocated")
+    at = datetime.fromisoformat(bound.time.replace("Z", "+00:00"))
+    events = [
+        # an earlier pod of the same name went away before this one was bound: not its release
+        {"cluster": "canary", "seq": 1, "time": (at - timedelta(hours=1)).isoformat(), "type": "delete",
+         "object_kind": "Pod", "namespace": "team-a", "name": bound.pod, "payload": {}},
+        {"cluster": "canary", "seq": 9, "time": (at + timedelta(milliseconds=bound.wait_ms)).isoformat(),
+         "type": "delete", "object_kind": "Pod", "namespace": "team-a", "name": bound.pod, "payload": {}},
+    ]
+    releases = releases_from_events(events)
+    assert list(releases) == [("canary", "team-a", bound.pod)]
+    cohort = build_cohorts(records, releases)[CohortKey("dra", "v2")]
+    assert cohort.samples("gpu_utilisation") == [pytest.approx(0.5)]  # held as long as it waited
