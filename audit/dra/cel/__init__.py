@@ -19,8 +19,10 @@ How it maps onto ``cel``, which cannot hold Python objects and does not type-che
   Where the type is only known at run time (attributes are dynamic) ``size()`` of a version
   attribute answers 1 instead of failing.
 * Static checks Kubernetes makes when compiling — undeclared variables, unknown functions,
-  undefined fields of ``device`` — are made here on the token stream, with cel-go's
-  ``ERROR: <input>:line:col:`` layout. Other type errors between values surface at run time.
+  undefined fields of ``device``, a result type that is evidently not bool (``device.driver``) —
+  are made here on the token stream, with cel-go's ``ERROR: <input>:line:col:`` layout. Type
+  errors a type checker would find deeper inside an expression surface at run time instead.
+* Results are cached per (selector, device object); devices are held weakly.
 * A domain the device lacks reads as an empty map: every ``device.attributes[K]`` and
   ``device.capacity[K]`` is compiled as ``(K in device.attributes ? device.attributes[K] : {})``,
   so ``in``, ``size()`` and macros over ``device.attributes`` still see only real domains.
