@@ -126,7 +126,9 @@ def _strip_factor(value: int, base: int) -> tuple[int, int]:
 
 
 class Quantity:
-    """An exact, immutable Kubernetes quantity; equality and order follow ``Cmp``."""
+    """An exact, immutable Kubernetes quantity; equality and order follow ``Cmp``.
+
+    Build one with ``parse`` or ``from_int``; the constructor takes the value in nano-units."""
 
     __slots__ = ("_nanos", "_format", "_text")
 
