@@ -11,12 +11,36 @@ deleted (then the default policy).
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from typing import Any
 
-from audit.events import EventType
+from clickhouse_connect.driver.exceptions import ClickHouseError
+
+from audit.events import EventType, WorldEvent
 from audit.explain import ClusterView
 from audit.policy import Policy, default_policy, parse_policy
 from audit.world import obj_key
+
+log = logging.getLogger("claimtrail.api")
+
+
+def _events(store: Any, cluster: str, after_seq: int, upto_seq: int) -> Iterator[WorldEvent]:
+    """Events with ``after_seq < seq <= upto_seq``; ``after_seq=-1`` means from the first event (seq 0)."""
+    started = False
+    try:
+        for event in store.events(cluster, after_seq, upto_seq):
+            started = True
+            yield event
+        return
+    except ClickHouseError:
+        if started or after_seq >= 0:
+            raise
+    # A store that binds after_seq as unsigned cannot start before seq 0: the event at seq 0 (the
+    # simulator's initial Policy) is then missing from the fold, which is logged for operators.
+    log.warning("the store cannot read events from seq 0; the world is folded from seq 1",
+                extra={"cluster": cluster})
+    yield from store.events(cluster, 0, upto_seq)
 
 
 def world_at(store: Any, cluster: str, seq: int) -> tuple[ClusterView, Policy]:
@@ -27,9 +51,7 @@ def world_at(store: Any, cluster: str, seq: int) -> tuple[ClusterView, Policy]:
         snapshot = checkpoint[1]
         objects = {kind: dict(by_key) for kind, by_key in (snapshot.get("objects") or {}).items()}
         active_policy = str(snapshot.get("policy") or "")
-    # The store reads events strictly after a non-negative seq; without a checkpoint that skips
-    # an event numbered 0 (the simulator and the watcher number from 1).
-    for event in store.events(cluster, checkpoint[0] if checkpoint else 0, seq):
+    for event in _events(store, cluster, checkpoint[0] if checkpoint else -1, seq):
         key = obj_key(event.namespace, event.name)
         by_key = objects.setdefault(event.object_kind, {})
         if event.type == EventType.DELETE.value:
