@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit.allocator import Status
+from audit.allocator import Quirks, Status
 from tests.allocator.checker import Problem
 from tests.allocator.helpers import (
     NODE_1,
@@ -75,7 +75,9 @@ def api(outcome: Any) -> list[dict[str, Any]]:
 @SETTINGS
 @given(problems())
 def test_results_obey_every_rule_and_unsatisfiable_means_no_solution(objects: list[dict[str, Any]]) -> None:
-    outcome = run(objects)
+    # The 1.36 distinctAttribute quirk knowingly lets duplicates through (see test_constraints),
+    # so the rules are checked against the fixed behaviour.
+    outcome = run(objects, quirks=Quirks.none())
     problem = Problem(objects, NODE_1)
     if outcome.status is Status.SUCCESS:
         assert problem.check(api(outcome)) == []
@@ -107,3 +109,16 @@ def test_evidence_changes_neither_result_nor_steps(objects: list[dict[str, Any]]
     chosen = sorted(f"{r['driver']}/{r['pool']}/{r['device']}" for a in api(explained) for r in a["results"])
     selected = sorted(v.device for t in explained.evidence for v in t.verdicts if v.reason == "selected")
     assert selected == chosen
+
+
+@SETTINGS
+@given(problems())
+def test_with_1_36_quirks_only_distinct_attribute_can_be_violated(objects: list[dict[str, Any]]) -> None:
+    outcome = run(objects)
+    if outcome.status is not Status.SUCCESS:
+        return
+    problems_found = Problem(objects, NODE_1).check(api(outcome))
+    has_distinct = any("distinctAttribute" in c for o in objects if o["kind"] == "ResourceClaim"
+                       for c in o["spec"]["devices"].get("constraints", []))
+    assert all(p.endswith("violates a constraint") for p in problems_found)
+    assert has_distinct or not problems_found
