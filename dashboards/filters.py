@@ -48,7 +48,7 @@ def filter_bar() -> Filters:
     since_text = sb.text_input("Since (UTC)", key="f_since", placeholder="2026-03-01T00:00:00Z")
     until_text = sb.text_input("Until (UTC)", key="f_until", placeholder="2026-03-02T00:00:00Z")
     tenant = sb.selectbox("Tenant", [ALL, *_facet("tenant", cluster)], key="f_tenant")
-    model = sb.selectbox("Model", [ALL, *_facet("model", cluster)], key="f_model")
+    model = sb.selectbox("Allocated model", [ALL, *_facet("model", cluster)], key="f_model", help="The model a decision was given")
     policy = sb.text_input("Policy version", key="f_policy", placeholder="all versions").strip()
     try:
         since = parse_instant("since", since_text)
