@@ -18,7 +18,7 @@ from ingest.simulate.cluster import NodePool
 from ingest.simulate.loop import Job, Simulator
 from ingest.simulate.scenario import Disruptions, Scenario, TenantMix, load_scenario_text
 
-SLICE_HOURS = 1.5
+SLICE_HOURS = 4.0
 DAY_CLAIMS = 100_000
 
 _TEMPLATES = """
@@ -70,20 +70,22 @@ def _day_scenario() -> Scenario:
     return sc
 
 
-def _timed(sim: Simulator) -> tuple[float, Any]:
-    started = time.perf_counter()
+def _timed(sim: Simulator) -> tuple[float, float, Any]:
+    """(CPU seconds, wall seconds, result): the rate is per CPU-second because the machine is shared."""
+    cpu, wall = time.process_time(), time.perf_counter()
     result = sim.run()
-    return time.perf_counter() - started, result
+    return time.process_time() - cpu, time.perf_counter() - wall, result
 
 
 def bench_day() -> dict[str, Any]:
     sim = Simulator(_day_scenario(), seed=1, hours=SLICE_HOURS, keep_events=False)
-    elapsed, result = _timed(sim)
-    rate = len(result.records) / elapsed
+    cpu, wall, result = _timed(sim)
+    rate = len(result.records) / cpu
     return {"issue": "#4", "name": "engine decisions/s, 1000 nodes x 8 GPUs, records included", "value": round(rate, 1),
             "unit": "decisions/s", "target": ">= 2000",
-            "note": f"{SLICE_HOURS} h slice of a {DAY_CLAIMS:,}-claim day: {result.jobs:,} claims, "
-                    f"{len(result.records):,} decisions, {result.world.seq + 1:,} events in {elapsed:.1f}s"}
+            "note": f"per CPU-second, one core; {SLICE_HOURS} h slice of a {DAY_CLAIMS:,}-claim day (the full day "
+                    f"takes over 2 min): {result.jobs:,} claims, {len(result.records):,} decisions, "
+                    f"{result.world.seq + 1:,} events in {cpu:.1f}s CPU / {wall:.1f}s wall"}
 
 
 def bench_scheduler_perf() -> dict[str, Any]:
@@ -93,11 +95,12 @@ def bench_scheduler_perf() -> dict[str, Any]:
     sim = Simulator(sc, seed=1, keep_events=False)
     jobs = [Job(f"pod-{i:05d}", "perf", sim.start_ms, 1, 3_600_000 * 10, "one-device") for i in range(5000)]
     sim.generate_jobs = lambda: jobs  # type: ignore[method-assign]
-    elapsed, result = _timed(sim)
+    cpu, wall, result = _timed(sim)
     allocated = sum(1 for r in result.records if r.outcome == "allocated")
-    return {"issue": "#4", "name": "scheduler_perf shape 500 nodes x 10 devices, 5000 pods", "value": round(allocated / elapsed, 1),
+    return {"issue": "#4", "name": "scheduler_perf shape 500 nodes x 10 devices, 5000 pods", "value": round(allocated / cpu, 1),
             "unit": "pods/s", "target": "upstream ~105-240 pods/s (36 cores)",
-            "note": f"{allocated:,} pods bound, {len(result.records):,} decisions in {elapsed:.1f}s, one core"}
+            "note": f"per CPU-second, one core: {allocated:,} pods bound, {len(result.records):,} decisions in "
+                    f"{cpu:.1f}s CPU / {wall:.1f}s wall, records included"}
 
 
 def run() -> list[dict[str, Any]]:
