@@ -43,16 +43,12 @@ def _p(values: list[float], q: float) -> float:
 
 # ---- the 1M store --------------------------------------------------------------------------
 
-def _own_store(path: Path) -> int:
-    """Build (once) 1M decisions through the store's writer: five templates with fresh ids and times."""
+def _own_store(path: Path) -> None:
+    """1M decisions through the store's writer: five templates with fresh ids and times."""
     from audit.records import decision_id
     from audit.store.queries import AuditStore
     from tests.api import factory
 
-    marker = path / "decisions.count"
-    if marker.exists():
-        return int(marker.read_text())
-    shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     store = AuditStore.open(f"chdb://{path}/db")
     writer = store.writer(name="bench-build")
@@ -69,8 +65,6 @@ def _own_store(path: Path) -> int:
     writer.write_records(batch)
     writer.flush(timeout=1200)
     store.close()
-    marker.write_text(str(MIN_DECISIONS))
-    return MIN_DECISIONS
 
 
 def _copy(record: Any) -> Any:
@@ -79,40 +73,29 @@ def _copy(record: Any) -> Any:
     return copy.copy(record)
 
 
-def _store_bench_cache() -> Path | None:
-    """The store benchmark's cached 1M-decision store (built by it, or here with its builder)."""
+def _store() -> tuple[Path, str]:
+    """A directory with ``db`` inside holding ≥ 1M decisions, and how it was built.
+
+    Built once into this benchmark's own cache (other benchmarks may rebuild theirs at the same
+    time), with the store benchmark's bulk builder when it has one, else through the writer. The
+    world and probe decisions added later have fixed ids and seqs, so re-adding them changes nothing.
+    """
+    path = CACHE / "store"
+    if (path / "READY").exists():
+        return path, (path / "READY").read_text().strip()
+    shutil.rmtree(path, ignore_errors=True)
     try:
-        bench_store = importlib.import_module("benchmarks.bench_store")
+        builder = getattr(importlib.import_module("benchmarks.bench_store"), "_build_large_store", None)
     except ImportError:
-        return None
-    public = getattr(bench_store, "build_million_store", None) or getattr(bench_store, "ensure_big_store", None)
-    if public is not None:
-        built = public()
-        path = Path(built[0] if isinstance(built, tuple) else built)
-        return path.parent if path.name == "db" else path
-    cache = REPO / getattr(bench_store, "CACHE", Path(".claimtrail/bench-store"))
-    builder = getattr(bench_store, "_build_large_store", None)
-    if not (cache / "READY").exists():
-        if builder is None:
-            return None
-        # Same cache and marker as the store benchmark, so whichever runs first builds it once.
-        shutil.rmtree(cache, ignore_errors=True)
-        builder(cache)
-        (cache / "READY").write_text("built by bench_api with the store benchmark's builder\n")
-    return cache
-
-
-def _store() -> tuple[Path, int, str]:
-    """A directory with ``db`` inside holding ≥ 1M decisions, and where it came from."""
-    source = _store_bench_cache()
-    if source is not None:
-        work = CACHE / "from-store-bench"
-        shutil.rmtree(work, ignore_errors=True)
-        # A copy: the world and probe decisions added here must not change the store benchmark's data.
-        shutil.copytree(source, work, ignore=shutil.ignore_patterns("spool", "READY"))
-        return work, MIN_DECISIONS, "the store benchmark's 1M store, copied"
-    own = CACHE / "own"
-    return own, _own_store(own), "own writer-built 1M store (cached)"
+        builder = None
+    if builder is not None:
+        builder(path)
+        how = "built with the store benchmark's bulk builder"
+    else:
+        _own_store(path)
+        how = "built through the store writer"
+    (path / "READY").write_text(how + "\n")
+    return path, how
 
 
 # ---- the world for detail=devices ------------------------------------------------------------
@@ -145,7 +128,7 @@ def _world() -> tuple[list[Any], list[Any]]:
         meta = obj["metadata"]
         events.append(WorldEvent(cluster=WORLD_CLUSTER, seq=seq, time="2026-04-30T00:00:00.000Z", type="upsert",
                                  object_kind=obj["kind"], namespace=meta.get("namespace", ""), name=meta["name"],
-                                 payload={k: v for k, v in obj.items() if k != "kind"}))
+                                 payload=obj))
     records = []
     for p in range(PROBE_PODS):
         tiers = [TierSummary(index=0, request="gpu/h100", model="H100", considered=2672, reasons={"in_use": 2672}),
@@ -188,6 +171,8 @@ def _sample_ids(base: str, n: int) -> list[str]:
             cursor = page["next"]
             if not cursor:
                 break
+    if not ids:
+        raise RuntimeError("the store served no decisions to sample")
     random.Random(7).shuffle(ids)
     return ids[:n]
 
@@ -219,7 +204,7 @@ def run() -> list[dict[str, Any]]:
     from audit.records import to_jsonl
     from tests.api.conftest import free_port, stop
 
-    store_dir, _, source = _store()
+    store_dir, source = _store()
     log = store_dir / "bench-api-serve.log"
     port = free_port()
     import subprocess

@@ -79,10 +79,12 @@ def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: 
     if detail not in (None, "", "devices"):
         raise Problem("invalid-parameter", f"detail {detail[:40]!r}: expected 'devices' or nothing")
     if detail == "devices":
-        view, policy = storeport.call(world_at, db, record.cluster, record.seq)
         try:
+            view, policy = world_at(db, record.cluster, record.seq)
             result = explain(view, (record.namespace, record.pod), checked, policy, record=record, detail=True)
-        except ValueError as exc:  # ViewError, or an object of the recorded world the model refuses
+        except storeport.STORE_ERRORS as exc:
+            raise storeport.unavailable(exc) from None
+        except ValueError as exc:  # ViewError, or an object or policy of the recorded world that is invalid
             raise Problem("unexplainable", f"decision {record.decision_id}: the world at seq {record.seq} "
                           f"cannot answer: {exc}") from None
     else:

@@ -23,13 +23,21 @@ from audit.store.quarantine import quarantine_row
 T = TypeVar("T")
 
 
+# Failures of the store itself (as opposed to values it refuses).
+STORE_ERRORS = (StoreError, ClickHouseError)
+
+
+def unavailable(exc: Exception) -> Problem:
+    return Problem("unavailable", f"the store cannot answer: {str(exc).splitlines()[0][:300]}")
+
+
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     try:
         return fn(*args, **kwargs)
     except Problem:
         raise
-    except (StoreError, ClickHouseError) as exc:
-        raise Problem("unavailable", f"the store cannot answer: {str(exc).splitlines()[0][:300]}") from None
+    except STORE_ERRORS as exc:
+        raise unavailable(exc) from None
     except (UserError, ValueError) as exc:
         raise Problem("invalid-parameter", str(exc)) from None
 

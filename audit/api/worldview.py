@@ -63,7 +63,7 @@ def world_at(store: Any, cluster: str, seq: int) -> tuple[ClusterView, Policy]:
             if event.object_kind == "Policy":
                 active_policy = key
     policy_doc = objects.get("Policy", {}).get(active_policy) if active_policy else None
-    policy = parse_policy(policy_doc) if policy_doc else default_policy()
+    policy = parse_policy({**policy_doc, "kind": "Policy"}) if policy_doc else default_policy()
     view = ClusterView.from_objects({**payload, "kind": kind} for kind, by_key in sorted(objects.items())
                                     if kind != "Policy" for _, payload in sorted(by_key.items()))
     return view, policy

@@ -52,14 +52,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+WORLD_POLICY = {"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "lab"},
+                "spec": {"version": "v7", "health": {"unhealthyTaintKeys": ["example.com/maintenance"]}}}
+
+
 def world_events() -> list[WorldEvent]:
-    """Every object of the fixture dump as one upsert, in file order, seq 1.. (before all decisions)."""
+    """The fixture dump as upserts in file order from seq 1, then a policy that counts maintenance
+    taints as unhealthy, then the deletion of node h100-03's slice (all before every decision)."""
     items = yaml.safe_load(DUMP.read_text())["items"]
+    changes = [("upsert", WORLD_POLICY),
+               ("delete", next(o for o in items if o["metadata"]["name"].startswith("h100-03-")))]
     out = []
-    for seq, obj in enumerate(items, start=1):
+    for seq, (kind, obj) in enumerate([*(("upsert", o) for o in items), *changes], start=1):
         meta = obj.get("metadata", {})
-        payload = {k: v for k, v in obj.items() if k != "kind"}
-        out.append(WorldEvent(cluster=factory.CLUSTER, seq=seq, time="2026-05-01T07:00:00.000000Z", type="upsert",
+        payload = obj if kind == "upsert" else {}
+        out.append(WorldEvent(cluster=factory.CLUSTER, seq=seq, time="2026-05-01T07:00:00.000000Z", type=kind,
                               object_kind=obj["kind"], namespace=meta.get("namespace", ""), name=meta["name"],
                               payload=payload))
     return out
