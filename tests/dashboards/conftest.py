@@ -1,7 +1,7 @@
 """A real audit API process on loopback, with an embedded store seeded from the test factory.
 
-One server per test module (starting chDB costs seconds); tests only read from it, so sharing
-is safe. The seeding goes through ``POST /v1/ingest/records`` exactly as a producer would.
+One server for the whole session (starting chDB costs seconds); tests only read from it, so
+sharing is safe. The seeding goes through ``POST /v1/ingest/records`` exactly as a producer would.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def seed(base: str, token: str = "") -> None:
     post_jsonl(base, "records", [r.to_dict() for r in factory.records()], token)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of a running, seeded API server."""
     pytest.importorskip("audit.cli.cmd_serve", reason="`claimtrail serve` is not in this tree yet")
