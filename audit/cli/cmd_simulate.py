@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             out.write_events(pending_events)
         pending_events.clear()
 
-    sim = Simulator(sc, args.seed, args.hours, keep_events=False,
+    sim = Simulator(sc, args.seed, args.hours, keep_events=True,
                     on_events=on_events if (events_out is not None or events_to_out) else None,
                     on_record=on_record, progress=_Progress(not args.quiet))
     result = sim.run()
@@ -155,7 +155,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary_table(result: Any) -> str:
-    from audit.metrics import fallback_rates, first_choice_hit_rate, wait_percentiles
+    from audit.metrics import (
+        fallback_rates,
+        fallback_regret,
+        first_choice_hit_rate,
+        jain_index,
+        tenant_shares,
+        usage_intervals,
+        wait_percentiles,
+    )
 
     records: list[DecisionRecord] = result.records
     outcomes = Counter(r.outcome for r in records)
@@ -170,13 +178,27 @@ def summary_table(result: Any) -> str:
     ]
     for (pref, alloc), share in fallback_rates(records).items():
         lines.append(f"{(pref or '-') + ' -> ' + (alloc or '-'):<28} {share:>8.1%}")
-    lines += ["", f"{'tenant':<16} {'decisions':>10} {'allocated':>10} {'wait p50':>10} {'wait p95':>10} {'wait p99':>10}"]
-    waits = wait_percentiles(records)
+    world = result.world
+    capacity = sum(world.model_totals.values()) + sum(world.dp_capacity.values())
+    intervals = usage_intervals(records, result.events, result.end_ms) if result.events else []
     per_tenant = Counter(r.tenant for r in records)
+    shares = tenant_shares(intervals, world.policy, capacity, (result.start_ms, result.end_ms), per_tenant) \
+        if intervals else {}
+    regret, fallbacks = fallback_regret(records, intervals, world.model_totals) if intervals else (0, 0)
+    if shares:
+        lines += ["", f"Jain's index over shares of weighted entitlement (whole run, not capped by demand): "
+                      f"{jain_index(s.normalized for s in shares.values()):.3f}; fallback regret "
+                      f"(preferred model free within 10 min): {regret:,} of {fallbacks:,}"]
+    lines += ["", f"{'tenant':<16} {'decisions':>10} {'allocated':>10} {'wait p50':>10} {'wait p95':>10} "
+                  f"{'wait p99':>10} {'GPU-h':>9} {'H100eq-h':>9} {'share/ent':>9}"]
+    waits = wait_percentiles(records)
     alloc_tenant = Counter(r.tenant for r in records if r.outcome == "allocated")
     for t in sorted(per_tenant):
         p50, p95, p99 = waits.get(t, (0.0, 0.0, 0.0))
-        lines.append(f"{t:<16} {per_tenant[t]:>10,} {alloc_tenant[t]:>10,} {_dur(p50):>10} {_dur(p95):>10} {_dur(p99):>10}")
+        sh = shares.get(t)
+        usage = f" {sh.device_hours:>9.1f} {sh.eq_hours:>9.1f} {sh.normalized:>9.2f}" if sh else ""
+        lines.append(f"{t:<16} {per_tenant[t]:>10,} {alloc_tenant[t]:>10,} {_dur(p50):>10} {_dur(p95):>10} "
+                     f"{_dur(p99):>10}{usage}")
     return "\n".join(lines)
 
 

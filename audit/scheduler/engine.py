@@ -270,6 +270,17 @@ def candidate_nodes(world: World, t: Tier) -> list[str]:
     return sorted(n for n in names if n in world.nodes)
 
 
+def _iter_candidates(world: World, t: Tier) -> Iterator[str]:
+    """``candidate_nodes`` lazily for the common single-model tier (the search usually stops early)."""
+    if world.has_shared_slices or t.tolerates or t.all_devices or len(t.models) != 1:
+        yield from candidate_nodes(world, t)
+        return
+    nodes = world.nodes
+    for n in world.nodes_with_free(t.models[0], t.count):
+        if n in nodes:
+            yield n
+
+
 def candidate_order(world: World, rts: list[RequestTiers],
                     allowed: dict[tuple[str, str], tuple[Tier, ...]]) -> Iterator[tuple[int, str]]:
     """(score upper bound, node) in bound-descending, name-ascending order."""
@@ -278,7 +289,7 @@ def candidate_order(world: World, rts: list[RequestTiers],
         seen: set[str] = set()
         for t in allowed[(rt.claim, rt.request)]:
             ub = MAX_SUBREQUESTS - t.index if rt.first_available else 0
-            for node in candidate_nodes(world, t):
+            for node in _iter_candidates(world, t):
                 if node not in seen:
                     seen.add(node)
                     yield ub, node
