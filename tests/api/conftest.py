@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -34,12 +35,11 @@ class Server:
     base: str
     log: Path
 
-    def get(self, path: str, who: str | None = "admin", **params: object) -> httpx.Response:
+    def get(self, path: str, who: str | None = "admin", **params: str | int) -> httpx.Response:
         return httpx.get(self.base + path, params=params, headers=auth(who), timeout=60)
 
-    def post(self, path: str, who: str | None = "admin", **kwargs: object) -> httpx.Response:
-        return httpx.post(self.base + path, headers={**auth(who), **kwargs.pop("headers", {})},  # type: ignore[dict-item]
-                          timeout=60, **kwargs)  # type: ignore[arg-type]
+    def post(self, path: str, who: str | None = "admin", **kwargs: Any) -> httpx.Response:
+        return httpx.post(self.base + path, headers={**auth(who), **kwargs.pop("headers", {})}, timeout=60, **kwargs)
 
 
 def auth(who: str | None) -> dict[str, str]:

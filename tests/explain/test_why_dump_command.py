@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ H100_REASONS = {"node_filtered": 4, "in_use": 1, "request_selector_mismatch": 1,
                 "taint_not_tolerated": 1}
 
 
-def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
     assert main(["why", *argv, "-o", "json"]) == 0
     return json.loads(capsys.readouterr().out)
 
@@ -39,7 +40,7 @@ def test_allocated_pod_is_explained_for_its_a100(capsys: pytest.CaptureFixture[s
     assert answer["outcome"] == {"result": "allocated", "model": "A100", "devices": ["gpu.nvidia.com/a100-07/gpu-3"],
                                  "node": "a100-07", "tier": 1, "retry_class": ""}
     assert str(answer["summary"]).endswith("Allocated A100 gpu-3 on node a100-07 (tier 1).")
-    devices = {d["device"]: d for d in answer["devices"]}  # type: ignore[union-attr]
+    devices = {d["device"]: d for d in answer["devices"]}
     assert devices["gpu.nvidia.com/h100-01/gpu-1"]["reason"] == "unhealthy"
     assert devices["gpu.nvidia.com/h100-01/gpu-0"]["reason"] == "in_use"
     assert devices["gpu.nvidia.com/h100-03/gpu-0"]["detail"]["cause"] == "node_taint"
