@@ -93,8 +93,25 @@ class NodeView:
     pools: list[Pool]
     candidates: list[tuple[DeviceEntry, Pool]]
     positions: dict[DeviceEntry, int]
+    unusable_pools: list[Pool] = field(default_factory=list)  # incomplete or invalid, in pool order
     baseline_verdicts: list[Any] | None = None  # evidence of a tier nothing was recorded for
     verdict_cache: dict[Any, Any] = field(default_factory=dict)
+
+
+def _add_slice(by_pool: dict[tuple[str, str], list[int]], generation: dict[tuple[str, str], int],
+               pid: tuple[str, str], index: int, slice_generation: int) -> None:
+    """upstream ``addSlice``: a newer generation replaces the pool's slices, an older one is dropped."""
+    current = generation.get(pid)
+    if current is None or slice_generation > current:
+        generation[pid] = slice_generation
+        by_pool[pid] = [index]
+    elif slice_generation == current:
+        by_pool[pid].append(index)
+
+
+def _pool_order(pool: Pool) -> tuple[bool, bytes, bytes]:
+    # Pools without binding-condition devices first, each group by (driver, pool) byte-wise.
+    return (pool.has_binding_conditions, pool.driver.encode(), pool.name.encode())
 
 
 def _q(text: str, where: str) -> Quantity:
@@ -146,14 +163,21 @@ class Inventory:
                 )
         self._entries: dict[tuple[int, int], DeviceEntry] = {}
         self._per_node: dict[str, list[int]] = {}
+        # nodeSelector, allNodes and per-device node selection slices (and older slices that
+        # carry both devices and counters)
         self._shared: list[int] = []
+        self._counter_slices: dict[tuple[str, str], list[int]] = {}  # always relevant in 1.36
         self._by_pool: dict[tuple[str, str], list[int]] = {}
         for index, sl in enumerate(self.slices):
-            self._by_pool.setdefault((sl.driver, sl.pool_name), []).append(index)
-            if sl.node_name and not sl.shared_counters:
+            pid = (sl.driver, sl.pool_name)
+            self._by_pool.setdefault(pid, []).append(index)
+            if sl.shared_counters and not sl.devices:
+                self._counter_slices.setdefault(pid, []).append(index)
+            elif sl.node_name and not sl.shared_counters:
                 self._per_node.setdefault(sl.node_name, []).append(index)
             else:
                 self._shared.append(index)
+        self._counter_only_unusable: list[Pool] | None = None
         self._views: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
         self.selector_evaluator: Any = None  # set by the allocator on first CEL evaluation
 
@@ -230,30 +254,48 @@ class Inventory:
             sl = self.slices[index]
             if not partitionable and (sl.per_device_node_selection or sl.shared_counters):
                 continue
-            if not self._relevant(sl, node):
-                continue
-            pid = (sl.driver, sl.pool_name)
-            current = generation.get(pid)
-            if current is None or sl.pool_generation > current:
-                generation[pid] = sl.pool_generation
-                by_pool[pid] = [index]
-            elif sl.pool_generation == current:
-                by_pool[pid].append(index)
+            if self._relevant(sl, node):
+                _add_slice(by_pool, generation, (sl.driver, sl.pool_name), index, sl.pool_generation)
+        if partitionable:
+            # Counter slices are relevant on every node. Pools that have nothing but counter slices
+            # here look the same from every node that has no devices in them, so they are
+            # gathered once per inventory (see _counter_only_pools) instead of once per node.
+            for pid in list(by_pool):
+                for index in self._counter_slices.get(pid, ()):
+                    _add_slice(by_pool, generation, pid, index, self.slices[index].pool_generation)
         pools: list[Pool] = []
         for pid, indices in by_pool.items():
-            pool = self._build_pool(pid, indices, generation[pid], node)
+            pool = self._build_pool(pid, indices, generation[pid])
             if pool is not None:
                 pools.append(pool)
-        # Pools without binding-condition devices first, each group by (driver, pool) byte-wise.
-        pools.sort(key=lambda p: (p.has_binding_conditions, p.driver.encode(), p.name.encode()))
+        pools.sort(key=_pool_order)
+        unusable = [p for p in pools if p.incomplete or p.invalid]
+        if partitionable:
+            unusable += [p for p in self._counter_only_pools() if (p.driver, p.name) not in by_pool]
+            unusable.sort(key=_pool_order)
         candidates: list[tuple[DeviceEntry, Pool]] = []
         for pool in pools:
             for entry in pool.entries:
                 candidates.append((entry, pool))
         positions = {entry: i for i, (entry, _) in enumerate(candidates)}
-        return NodeView(pools=pools, candidates=candidates, positions=positions)
+        return NodeView(pools=pools, candidates=candidates, positions=positions, unusable_pools=unusable)
 
-    def _build_pool(self, pid: tuple[str, str], indices: list[int], gen: int, node: Node) -> Pool | None:
+    def _counter_only_pools(self) -> list[Pool]:
+        """Unusable pools seen from a node that has only their counter slices (node-independent)."""
+        if self._counter_only_unusable is None:
+            unusable = []
+            for pid, indices in self._counter_slices.items():
+                by_pool: dict[tuple[str, str], list[int]] = {}
+                generation: dict[tuple[str, str], int] = {}
+                for index in indices:
+                    _add_slice(by_pool, generation, pid, index, self.slices[index].pool_generation)
+                pool = self._build_pool(pid, by_pool[pid], generation[pid])
+                if pool is not None and (pool.incomplete or pool.invalid):
+                    unusable.append(pool)
+            self._counter_only_unusable = unusable
+        return self._counter_only_unusable
+
+    def _build_pool(self, pid: tuple[str, str], indices: list[int], gen: int) -> Pool | None:
         first = self.slices[indices[0]]
         all_indices = list(indices)
         incomplete = False

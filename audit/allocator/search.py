@@ -287,7 +287,7 @@ class _Run:
             data.num_devices = spec.count
         elif spec.allocation_mode == "All":
             data.all_mode = True
-            for pool in self.view.pools:
+            for pool in self.view.unusable_pools:
                 if pool.incomplete:
                     raise AllocationError("pool_incomplete", f"{prefix}: asks for all devices, but resource pool "
                                           f"{pool.pool_id} is currently being updated")

@@ -204,3 +204,24 @@ def test_counter_leak_when_backtracking_over_a_multi_allocatable_device(quirks: 
         assert outcome.status is Status.UNSATISFIABLE
     else:
         assert [p[2] for p in picks(outcome)] == expected
+
+
+def test_incomplete_counter_pool_of_another_node_breaks_all_mode_here() -> None:
+    # 1.36 treats every counter slice as relevant on every node, so an incomplete counter-only
+    # pool elsewhere makes All requests fail here too.
+    elsewhere = resource_slice("slice-9", None, "pool-9", count=2, sharedCounters=[counters("set", mem="1")])
+    objs = [CLASS_A, resource_slice("slice-1", NODE_1, "pool-1", devices=[device("dev-1")]), elsewhere,
+            claim("claim-0", request("req-0", "class-a", mode="All"))]
+    outcome = run(objs)
+    assert outcome.message == ("claim default/claim-0, request req-0: asks for all devices, but resource pool "
+                               "driver-a/pool-9 is currently being updated")
+    assert picks(run(objs[:3] + [claim("claim-0", request("req-0", "class-a"))])) == [("claim-0", "req-0", "pool-1/dev-1")]
+
+
+def test_slice_with_both_counters_and_devices_is_used() -> None:
+    both = resource_slice("slice-1", NODE_1, "pool-1", sharedCounters=[counters("gpu-0-counters", mem="8Gi")],
+                          devices=[part("half-1", "4Gi"), part("half-2", "4Gi"), part("half-3", "4Gi")])
+    outcome = run([CLASS_A, both, claim("claim-0", request("req-0", "class-a", 3))])
+    assert outcome.status is Status.UNSATISFIABLE
+    assert [p[2] for p in picks(run([CLASS_A, both, claim("claim-0", request("req-0", "class-a", 2))]))] == [
+        "pool-1/half-1", "pool-1/half-2"]
