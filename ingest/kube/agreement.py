@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -87,40 +88,121 @@ def _unallocated(raw: Mapping[str, Any]) -> dict[str, Any]:
     return claim
 
 
-def check(
-    *,
-    node: Mapping[str, Any],
-    claims: Sequence[Mapping[str, Any]],
-    slices: Iterable[Mapping[str, Any]],
-    classes: Iterable[Mapping[str, Any]],
-    taint_rules: Iterable[Mapping[str, Any]],
-    other_claims: Iterable[Mapping[str, Any]],
-    counters: AgreementMetrics,
-) -> Agreement:
-    """Allocate ``claims`` (raw, as observed with their allocation) on ``node`` and compare."""
-    observed = {
-        str(c["metadata"]["name"]): results_of(((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or [])
-        for c in claims
-    }
-    from audit.allocator import AllocatedState, Allocator, Inventory
-    from audit.allocator.outcome import Status
+def model_claim(raw: Mapping[str, Any]) -> Any:
     from audit.dra import model
 
-    def parsed(raw: Mapping[str, Any], kind: type[T]) -> T:
-        obj = model.parse_object(raw)
+    obj = model.parse_object(raw)
+    if not isinstance(obj, model.ResourceClaim):
+        raise model.ModelError(f"{model.object_label(raw)}: expected a ResourceClaim")
+    return obj
+
+
+class Rerunner:
+    """Re-runs observed allocations, reusing work between decisions: parsed objects are cached
+    by (kind, namespace, name, resourceVersion) — an object version never changes — and the
+    allocator's Inventory is rebuilt only when the set of slices, classes or taint rules did."""
+
+    def __init__(self, counters: AgreementMetrics, cache_size: int = 200_000) -> None:
+        self.counters = counters
+        self.cache_size = cache_size
+        self._parsed: OrderedDict[tuple[str, str, str, str], Any] = OrderedDict()
+        self._inventory_key: Any = None
+        self._inventory: Any = None
+
+    def parsed(self, raw: Mapping[str, Any], kind: type[T]) -> T:
+        from audit.dra import model
+
+        meta = raw.get("metadata") or {}
+        key = (str(raw.get("kind", "")), str(meta.get("namespace", "")), str(meta.get("name", "")),
+               str(meta.get("resourceVersion", "")))
+        obj = self._parsed.get(key) if key[3] else None
+        if obj is None:
+            obj = model.parse_object(raw)
+            if key[3]:
+                self._parsed[key] = obj
+                while len(self._parsed) > self.cache_size:
+                    self._parsed.popitem(last=False)
+        else:
+            self._parsed.move_to_end(key)
         if not isinstance(obj, kind):
             raise model.ModelError(f"{model.object_label(raw)}: expected a {kind.__name__}")
         return obj
 
+    def inventory(
+        self,
+        slices: Sequence[Mapping[str, Any]],
+        classes: Sequence[Mapping[str, Any]],
+        taint_rules: Sequence[Mapping[str, Any]],
+        generation: Any = None,
+    ) -> Any:
+        """The Inventory for these objects; ``generation`` (when the caller tracks changes) names
+        their state cheaply, otherwise it is taken from every object's resourceVersion."""
+        from audit.allocator import Inventory
+        from audit.dra import model
+
+        if generation is not None:
+            key: Any = ("generation", generation)
+        else:
+            key = tuple(_version_key(o) for group in (slices, classes, taint_rules) for o in group)
+            if any(not k[3] for k in key):
+                key = None  # objects without versions: never reuse
+        if key is None or key != self._inventory_key:
+            self._inventory = Inventory(
+                slices=[self.parsed(s, model.ResourceSlice) for s in slices],
+                classes=[self.parsed(c, model.DeviceClass) for c in classes],
+                taint_rules=[self.parsed(t, model.DeviceTaintRule) for t in taint_rules],
+            )
+            self._inventory_key = key
+        return self._inventory
+
+    def check(
+        self,
+        *,
+        node: Mapping[str, Any],
+        claims: Sequence[Mapping[str, Any]],
+        slices: Sequence[Mapping[str, Any]],
+        classes: Sequence[Mapping[str, Any]],
+        taint_rules: Sequence[Mapping[str, Any]],
+        other_claims: Iterable[Mapping[str, Any]],
+        generation: Any = None,
+    ) -> Agreement:
+        """Allocate ``claims`` (raw, as observed with their allocation) on ``node`` and compare."""
+        return _check(self, node, claims, slices, classes, taint_rules, other_claims, generation)
+
+
+def _version_key(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    meta = obj.get("metadata") or {}
+    return (str(obj.get("kind", "")), str(meta.get("namespace", "")), str(meta.get("name", "")),
+            str(meta.get("resourceVersion", "")))
+
+
+def _check(
+    rerun: Rerunner,
+    node: Mapping[str, Any],
+    claims: Sequence[Mapping[str, Any]],
+    slices: Sequence[Mapping[str, Any]],
+    classes: Sequence[Mapping[str, Any]],
+    taint_rules: Sequence[Mapping[str, Any]],
+    other_claims: Iterable[Mapping[str, Any]],
+    generation: Any,
+) -> Agreement:
+    counters = rerun.counters
+    observed = {
+        str(c["metadata"]["name"]): results_of(((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or [])
+        for c in claims
+    }
+    from audit.allocator import AllocatedState, Allocator
+    from audit.allocator.outcome import Status
+    from audit.dra import model
+
     try:
-        inventory = Inventory(
-            slices=[parsed(s, model.ResourceSlice) for s in slices],
-            classes=[parsed(c, model.DeviceClass) for c in classes],
-            taint_rules=[parsed(t, model.DeviceTaintRule) for t in taint_rules],
-        )
-        state = AllocatedState.from_claims([parsed(c, model.ResourceClaim) for c in other_claims])
+        inventory = rerun.inventory(slices, classes, taint_rules, generation)
+        state = AllocatedState.from_claims([rerun.parsed(c, model.ResourceClaim) for c in other_claims])
         outcome = Allocator(inventory, state).allocate(
-            parsed(node, model.Node), [parsed(_unallocated(c), model.ResourceClaim) for c in claims], explain=True
+            rerun.parsed(node, model.Node),
+            # the claims as they were before allocation: parsed fresh (no version of them looks like this)
+            [model_claim(_unallocated(c)) for c in claims],
+            explain=True,
         )
     except Exception as exc:  # noqa: BLE001 - a malformed observed object must not stop the watcher
         counters.checks.add(1, {"result": "error"})

@@ -58,14 +58,25 @@ class EventLog:
         self.clock = clock
         self.next_seq = next_seq
         self.alive: dict[Key, dict[str, Any]] = {}
+        self._by_kind: dict[str, dict[Key, dict[str, Any]]] = {}
+        self._sorted: dict[str, list[dict[str, Any]]] = {}
+        self.generations: dict[str, int] = {}  # bumped on every accepted change of a kind
         self._seen: set[tuple[Key, str]] = set()
         self.duplicates = 0
         self.synthesized_deletes = 0
         self.stale = 0
 
     def objects(self, kind: str) -> list[dict[str, Any]]:
-        """Alive objects of one kind, sorted by (namespace, name) so callers never see dict order."""
-        return [obj for key, obj in sorted(self.alive.items()) if key[0] == kind]
+        """Alive objects of one kind, sorted by (namespace, name) so callers never see dict order.
+        The list is shared until the kind changes again: callers must not modify it."""
+        cached = self._sorted.get(kind)
+        if cached is None:
+            objs = self._by_kind.get(kind, {})
+            cached = self._sorted[kind] = [objs[k] for k in sorted(objs)]
+        return cached
+
+    def generation(self, kind: str) -> int:
+        return self.generations.get(kind, 0)
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self.alive.get((kind, namespace, name))
@@ -87,8 +98,8 @@ class EventLog:
             out += self._accept(snap.kind, obj, deleted=False, version=_version(obj))
         gone = sorted(
             key
-            for key in self.alive
-            if key[0] == snap.kind and (not snap.scope or key[1] == snap.scope) and key not in present
+            for key in self._by_kind.get(snap.kind, {})
+            if (not snap.scope or key[1] == snap.scope) and key not in present
         )
         for key in gone:
             self.synthesized_deletes += 1
@@ -113,10 +124,15 @@ class EventLog:
             return []
         self._seen.add(mark)
         previous = self.alive.get(key)
+        per_kind = self._by_kind.setdefault(kind, {})
         if deleted:
             self.alive.pop(key, None)
+            per_kind.pop(key, None)
         else:
             self.alive[key] = obj
+            per_kind[key] = obj
+        self._sorted.pop(kind, None)
+        self.generations[kind] = self.generations.get(kind, 0) + 1
         event = None
         etype = EventType.DELETE if deleted else EventType.UPSERT
         if BY_KIND[kind].world:

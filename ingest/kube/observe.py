@@ -103,6 +103,12 @@ class DecisionObserver:
         metrics: agreement.AgreementMetrics | None = None,
     ) -> None:
         self.metrics = metrics or agreement.AgreementMetrics()
+        self.rerun = agreement.Rerunner(self.metrics, cache_size)
+        self._models: dict[tuple[str, str, str], str] = {}
+        # allocated claims by the single node their allocation is pinned to ("" = not pinned)
+        self._allocated_on: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        self._claim_node: dict[tuple[str, str], str] = {}
+        self._models_generation = -1
         self.cluster = cluster
         self.clock = clock
         self.check_allocations = check_allocations
@@ -121,9 +127,11 @@ class DecisionObserver:
     def observe(self, applied: list[Applied], world: EventLog) -> list[DecisionRecord]:
         out: list[DecisionRecord] = []
         for a in applied:
+            key = (str(_meta(a.object).get("namespace", "")), str(_meta(a.object).get("name", "")))
+            if a.kind == "ResourceClaim":
+                self._index_allocation(key, a.object if a.type == "upsert" else None)
             if a.type != "upsert":
                 continue
-            key = (str(_meta(a.object).get("namespace", "")), str(_meta(a.object).get("name", "")))
             if a.kind == "Pod":
                 self._pods.put(key, a.object)
                 for event in self._waiting.pop(key, []):
@@ -201,24 +209,27 @@ class DecisionObserver:
                     DeviceRef(
                         device=f"{res.get('driver')}/{res.get('pool')}/{res.get('device')}",
                         node=node,
-                        model=_device_model(world, res),
+                        model=self._device_model(world, res),
                         request=str(res.get("request", "")),
                     )
                 )
                 if sub and not preference:
                     preference = subs.get(request, [])
                     tier_index = preference.index(sub) if sub in preference else -1
+        # devices in use that this node can reach: claims allocated on it, plus claims whose
+        # allocation is not pinned to one node (network-attached or multi-node pools)
+        mine = set(uids)
         other = [
-            c for c in world.objects("ResourceClaim")
-            if (c.get("status") or {}).get("allocation") and _meta(c).get("uid") not in set(uids)
+            c for group in (self._allocated_on.get(node, {}), self._allocated_on.get("", {}))
+            for _, c in sorted(group.items()) if _meta(c).get("uid") not in mine
         ]
         node_obj = world.get("Node", "", node)
         tiers: list[TierSummary] = []
         if self.check_allocations and node_obj is not None:
-            agreed = agreement.check(
+            agreed = self.rerun.check(
                 node=node_obj, claims=claims, slices=world.objects("ResourceSlice"),
                 classes=world.objects("DeviceClass"), taint_rules=world.objects("DeviceTaintRule"), other_claims=other,
-                counters=self.metrics,
+                generation=tuple(world.generation(k) for k in ("ResourceSlice", "DeviceClass", "DeviceTaintRule")),
             )
             self.agreements.append(agreed)
             message = agreed.summary()
@@ -272,6 +283,32 @@ class DecisionObserver:
             template_version=str((_meta(pod).get("labels") or {}).get(TEMPLATE_VERSION_LABEL, "")),
             input_digest=digest({"pod": pod.get("spec"), "node": node}),
         )
+
+    def _index_allocation(self, key: tuple[str, str], claim: dict[str, Any] | None) -> None:
+        old = self._claim_node.pop(key, None)
+        if old is not None:
+            self._allocated_on.get(old, {}).pop(key, None)
+        allocation = (claim.get("status") or {}).get("allocation") if claim else None
+        if claim is None or not allocation:
+            return
+        node = pinned_node(allocation.get("nodeSelector"))
+        self._allocated_on.setdefault(node, {})[key] = claim
+        self._claim_node[key] = node
+
+    def _device_model(self, world: EventLog, result: Mapping[str, Any]) -> str:
+        """The device's productName from its slice (index rebuilt when slices change)."""
+        gen = world.generation("ResourceSlice")
+        if self._models_generation != gen:
+            index: dict[tuple[str, str, str], str] = {}
+            for s in world.objects("ResourceSlice"):
+                spec = s.get("spec") or {}
+                driver, pool = str(spec.get("driver", "")), str((spec.get("pool") or {}).get("name", ""))
+                for d in spec.get("devices") or []:
+                    attrs = d.get("attributes") or {}
+                    product = attrs.get("productName") or attrs.get(f"{driver}/productName") or {}
+                    index[(driver, pool, str(d.get("name", "")))] = str(product.get("string", ""))
+            self._models, self._models_generation = index, gen
+        return self._models.get((str(result.get("driver")), str(result.get("pool")), str(result.get("device"))), "")
 
     # -- failures -------------------------------------------------------------------------------
     def _event(self, event: Mapping[str, Any], world: EventLog) -> list[DecisionRecord]:
@@ -356,6 +393,20 @@ def tier_summaries(evidence: list[Any], node: str, *, multi_claim: bool) -> list
     return out
 
 
+def pinned_node(selector: Mapping[str, Any] | None) -> str:
+    """The node an allocation's node selector pins it to (``matchFields metadata.name In [n]``,
+    as the scheduler writes for node-local devices), or "" when it is not pinned to one node."""
+    terms = (selector or {}).get("nodeSelectorTerms") or []
+    if len(terms) != 1 or terms[0].get("matchExpressions"):
+        return ""
+    fields = terms[0].get("matchFields") or []
+    if len(fields) == 1:
+        f = fields[0]
+        if f.get("key") == "metadata.name" and f.get("operator") == "In" and len(f.get("values") or []) == 1:
+            return str(f["values"][0])
+    return ""
+
+
 class _Recent:
     """The last state seen per object key, forgetting the least recently seen beyond ``size``."""
 
@@ -371,16 +422,3 @@ class _Recent:
 
     def get(self, key: tuple[str, str]) -> dict[str, Any] | None:
         return self._items.get(key)
-
-
-def _device_model(world: EventLog, result: Mapping[str, Any]) -> str:
-    for s in world.objects("ResourceSlice"):
-        spec = s.get("spec") or {}
-        if spec.get("driver") != result.get("driver") or (spec.get("pool") or {}).get("name") != result.get("pool"):
-            continue
-        for d in spec.get("devices") or []:
-            if d.get("name") == result.get("device"):
-                attrs = d.get("attributes") or {}
-                product = attrs.get("productName") or attrs.get(f"{spec.get('driver')}/productName") or {}
-                return str(product.get("string", ""))
-    return ""

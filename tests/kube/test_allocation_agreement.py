@@ -42,6 +42,13 @@ def test_scheduler_choice_equal_to_the_allocator_is_recorded_as_agreement() -> N
     assert counts.get("claimtrail.kube.allocation_mismatches", 0) == 0
 
 
+def test_devices_held_by_other_claims_on_the_node_count_as_in_use() -> None:
+    records, counts = _observe("changes-busy-node.yaml")
+    messages = {r.pod: r.message for r in records if r.outcome == "allocated"}
+    assert messages == {"busy-0": "allocator agrees", "busy-1": "allocator agrees"}
+    assert counts.get("claimtrail.kube.allocation_mismatches", 0) == 0
+
+
 def test_different_device_than_the_allocator_is_flagged_with_the_diff(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger="ingest.kube.agreement"):
         records, counts = _observe("changes-mismatch.yaml")
