@@ -1,0 +1,117 @@
+"""One allocation attempt: its context, the decision it yields and the record skeleton.
+
+``AttemptContext`` gathers what an attempt derives from its inputs (the pod, its tenant and wait
+under the policy, the time). ``new_record`` fills every record field that is known before the
+search (identity, tenant, preference, policy version and digest, the input digest over the world
+chain digest, seq, pod, claim specs, policy, attempt and time). ``Decision`` carries the sealed
+record and, when a node was found, the ``Proposal`` the bind step re-checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.allocator.outcome import ClaimAllocation
+from audit.events import WorldEvent
+from audit.policy import Policy
+from audit.records import DecisionRecord, Outcome, Track, decision_id, digest
+from audit.scheduler.tiers import RequestTiers, SignatureModelMatcher, template_version
+from audit.world import World, format_time_ms, parse_time_ms
+
+ENGINE_VERSION = "claimtrail-engine/1"
+
+
+@dataclass
+class Proposal:
+    node: str
+    claim_keys: list[str]
+    allocations: list[ClaimAllocation]
+    device_ids: list[str]
+    generations: dict[str, tuple[str, int]]
+    tier: int
+    dp_gpus: int = 0
+
+
+@dataclass
+class Decision:
+    pod_key: str
+    attempt: int
+    record: DecisionRecord
+    proposal: Proposal | None = None
+    events: list[WorldEvent] = field(default_factory=list)
+    satisfiable: bool = True
+
+    @property
+    def retry_class(self) -> str:
+        return self.record.retry_class
+
+
+class AttemptContext:
+    """Everything one attempt derives from its inputs (kept together so helpers stay small)."""
+
+    def __init__(self, world: World, pod_key: str, attempt: int, time_ms: int, policy: Policy) -> None:
+        self.world, self.pod_key, self.attempt, self.time_ms, self.policy = world, pod_key, attempt, time_ms, policy
+        ns, _, name = pod_key.partition("/")
+        pod = world.get("Pod", ns, name)
+        if pod is None:
+            raise KeyError(f"Pod {pod_key}: not in the world at seq {world.seq}")
+        self.pod = pod
+        self.namespace, self.name = ns, name
+        self.uid = str(pod["metadata"].get("uid", ""))
+        self.tenant = policy.tenant_for(ns)
+        created = world.pending.get(pod_key)
+        if created is None:
+            created = parse_time_ms(pod["metadata"].get("creationTimestamp") or world.time or format_time_ms(time_ms))
+        self.wait_ms = max(0, time_ms - created)
+        self.time = format_time_ms(time_ms)
+
+
+_MATCHERS: dict[int, tuple[World, SignatureModelMatcher]] = {}
+
+
+def model_matcher(world: World) -> SignatureModelMatcher:
+    hit = _MATCHERS.get(id(world))
+    if hit is None or hit[0] is not world:
+        if len(_MATCHERS) > 64:
+            _MATCHERS.clear()
+        hit = (world, SignatureModelMatcher(world))
+        _MATCHERS[id(world)] = hit
+    return hit[1]
+
+
+def claim_key(claim: dict[str, Any]) -> str:
+    return f"{claim['metadata'].get('namespace', '')}/{claim['metadata']['name']}"
+
+
+def new_record(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers], outcome: Outcome,
+            track: Track = Track.DRA) -> DecisionRecord:
+    claim_uids = [str(c["metadata"].get("uid", "")) for c in claims]
+    primary = rts[0].tiers if rts else ()
+    preference = [t.label for t in primary]
+    input_digest = digest({
+        "world": ctx.world.chain_digest, "seq": ctx.world.seq,
+        "pod": {"key": ctx.pod_key, "uid": ctx.uid},
+        "claims": [{"name": c["metadata"]["name"], "uid": c["metadata"].get("uid", ""), "spec": c.get("spec")} for c in claims],
+        "policy": ctx.policy.digest, "attempt": ctx.attempt, "time": ctx.time,
+    })
+    return DecisionRecord(
+        decision_id=decision_id(ctx.world.cluster, claim_uids[0] if claim_uids else ctx.uid, ctx.attempt),
+        cluster=ctx.world.cluster, seq=ctx.world.seq, time=ctx.time, attempt=ctx.attempt, tenant=ctx.tenant,
+        namespace=ctx.namespace, pod=ctx.name, pod_uid=ctx.uid, claims=[c["metadata"]["name"] for c in claims],
+        claim_uids=claim_uids, preference=preference, policy_version=ctx.policy.version,
+        policy_digest=ctx.policy.digest, outcome=outcome.value, preferred_model=preference[0] if preference else "",
+        wait_ms=ctx.wait_ms, track=track.value, template_version=template_version(claims),
+        engine_version=ENGINE_VERSION, input_digest=input_digest,
+    )
+
+
+def still_satisfiable(world: World, rts: list[RequestTiers]) -> bool:
+    """Could the claims be met on an empty cluster as it is now (devices exist on a live node)?"""
+    for rt in rts:
+        if not any(
+            any(sum(world.node_model.get(n, {}).get(m, [0, 0])[0] for m in t.models) >= t.count for n in world.nodes)
+            for t in rt.tiers
+        ):
+            return False
+    return True

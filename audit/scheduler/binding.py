@@ -1,0 +1,106 @@
+"""The bind-time re-check: what changed between filter and bind, and what happens next.
+
+Checked in order against the world at bind time: the node is gone (``node_lost``), a device's
+slice moved to another generation (``stale_slice``), a device now carries a taint the policy
+calls unhealthy (``unhealthy``), a device was taken by another claim (``binding_conflict``).
+A failed bind is retried with the policy's capped exponential backoff when its class is
+retryable, attempts remain and the cluster still has devices that could satisfy the claims;
+otherwise it is terminal. A successful bind returns the events the decision writes: each
+claim's ``status.allocation`` (+ ``reservedFor``) and the pod's ``nodeName``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from audit.events import EventType, WorldEvent
+from audit.policy import Policy
+from audit.records import DecisionRecord, Outcome, RetryClass, TierBlocker
+from audit.scheduler.attempt import Decision, Proposal, model_matcher, still_satisfiable
+from audit.scheduler.sealing import seal
+from audit.scheduler.tiers import request_tiers, resolve_claims
+from audit.world import World, format_time_ms
+
+
+def bind_check(world: World, proposal: Proposal) -> tuple[RetryClass, dict[str, Any]] | None:
+    """What changed between filter and bind that makes the proposal invalid, if anything."""
+    if proposal.node not in world.nodes:
+        return RetryClass.NODE_LOST, {"node": proposal.node}
+    if proposal.dp_gpus:
+        free = world.dp_capacity.get(proposal.node, 0) - world.dp_used.get(proposal.node, 0)
+        if free < proposal.dp_gpus:
+            return RetryClass.BINDING_CONFLICT, {"node": proposal.node, "free": free}
+        return None
+    for dev_id in proposal.device_ids:
+        dev = world.devices.get(dev_id)
+        if dev is None or (dev.slice, dev.generation) != proposal.generations[dev_id]:
+            return RetryClass.STALE_SLICE, {"device": dev_id, "node": proposal.node,
+                                            "generation": str(dev.generation if dev else "gone")}
+        if dev.unhealthy:
+            keys = [k for k, _, e in dev.taints if world.policy.is_unhealthy_taint(k)]
+            return RetryClass.UNHEALTHY, {"device": dev_id, "node": proposal.node, "taint": ",".join(keys)}
+        owner = world.allocated_by.get(dev_id)
+        if owner is not None and owner not in proposal.claim_keys:
+            return RetryClass.BINDING_CONFLICT, {"device": dev_id, "node": proposal.node, "holder": owner}
+    return None
+
+
+def bind(world: World, decision: Decision, time_ms: int, policy: Policy | None = None) -> Decision:
+    """Re-check at bind time; on success return the events the allocation writes."""
+    policy = policy or world.policy
+    p = decision.proposal
+    if p is None:
+        return decision
+    failure = bind_check(world, p)
+    ns, _, name = decision.pod_key.partition("/")
+    pod = world.get("Pod", ns, name)
+    if failure is None and pod is not None:
+        return dataclasses.replace(decision, events=_bind_events(world, pod, p, time_ms))
+    cls, detail = failure if failure is not None else (RetryClass.TERMINAL, {"pod": decision.pod_key})
+    rec = DecisionRecord.from_dict(decision.record.to_dict())
+    satisfiable = pod is not None and cls != RetryClass.TERMINAL and _satisfiable_after(world, pod, decision)
+    retryable = satisfiable and policy.is_retryable(cls.value) and decision.attempt < policy.max_attempts
+    rec.outcome = Outcome.ERROR.value
+    rec.node, rec.devices, rec.allocated_model, rec.fallback = "", [], "", False
+    rec.blockers = [*rec.blockers, TierBlocker(cls.value, p.tier, {**detail, "bind_seq": world.seq})]
+    if retryable:
+        rec.retry_class = cls.value
+        rec.backoff_ms = policy.backoff_ms(decision.attempt)
+        rec.message = f"bind-time re-check failed ({cls.value}); retrying in {rec.backoff_ms} ms"
+    else:
+        rec.retry_class = RetryClass.TERMINAL.value
+        why = ("pod deleted before bind" if pod is None else
+               f"attempt {decision.attempt} of {policy.max_attempts}" if satisfiable else
+               "no node in the cluster can satisfy the claims any more")
+        rec.message = f"bind-time re-check failed ({cls.value}); terminal: {why}"
+    return Decision(decision.pod_key, decision.attempt, seal(rec), satisfiable=satisfiable)
+
+
+def _satisfiable_after(world: World, pod: dict[str, Any], decision: Decision) -> bool:
+    if decision.proposal is not None and decision.proposal.dp_gpus:
+        return any(c >= decision.proposal.dp_gpus for n, c in world.dp_capacity.items() if n in world.nodes)
+    pc = resolve_claims(world, pod)
+    return still_satisfiable(world, request_tiers(pc.claims, model_matcher(world)))
+
+
+def _bind_events(world: World, pod: dict[str, Any], p: Proposal, time_ms: int) -> list[WorldEvent]:
+    time = format_time_ms(time_ms)
+    seq = world.seq
+    events: list[WorldEvent] = []
+    ns = pod["metadata"].get("namespace", "")
+    reserved = [{"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"].get("uid", "")}]
+    for alloc in p.allocations:
+        claim = world.get("ResourceClaim", ns, alloc.claim)
+        if claim is None:
+            continue
+        seq += 1
+        status = {**(claim.get("status") or {}), "allocation": {
+            "devices": {"results": alloc.results, "config": alloc.config}, "nodeSelector": alloc.node_selector},
+            "reservedFor": reserved}
+        events.append(WorldEvent(world.cluster, seq, time, EventType.UPSERT.value, "ResourceClaim", ns, alloc.claim,
+                                 {**claim, "status": status}))
+    seq += 1
+    events.append(WorldEvent(world.cluster, seq, time, EventType.UPSERT.value, "Pod", ns, pod["metadata"]["name"],
+                             {**pod, "spec": {**pod["spec"], "nodeName": p.node}}))
+    return events

@@ -1,0 +1,65 @@
+"""Legacy device-plugin pods (``nvidia.com/gpu`` limits), decided as the device plugin would.
+
+The device plugin only counts GPUs per node: the first node by name with enough free
+``nvidia.com/gpu`` that passes the node filters and the tenant's quota wins. The record is on
+the ``device-plugin`` track with no device identities (the kubelet picks them later).
+"""
+
+from __future__ import annotations
+
+from audit.records import Outcome, RetryClass, TierSummary, Track, decision_id
+from audit.scheduler.attempt import AttemptContext, Decision, Proposal, new_record
+from audit.scheduler.filters import node_filter
+from audit.scheduler.quota import check_quota
+from audit.scheduler.sealing import seal
+from audit.world import device_plugin_gpus
+
+
+def decide_device_plugin(ctx: AttemptContext) -> Decision:
+    world = ctx.world
+    gpus = device_plugin_gpus(ctx.pod)
+    rec = new_record(ctx, [], [], Outcome.UNSCHEDULABLE, Track.DEVICE_PLUGIN)
+    rec.decision_id = decision_id(world.cluster, ctx.uid, ctx.attempt)
+    rec.preference = ["nvidia.com/gpu"]
+    rec.preferred_model = ""
+    capacity = sum(world.dp_capacity.values())
+    used = sum(max(0, world.dp_used.get(n, 0)) for n in world.dp_capacity)
+    reasons: dict[str, int] = {}
+    quota_blocked = 0
+    chosen = ""
+    for node in sorted(world.dp_capacity):
+        free = world.dp_capacity[node] - world.dp_used.get(node, 0)
+        if free < gpus:
+            continue
+        if node_filter(world, node, ctx.pod) is not None:
+            reasons["node_filtered"] = reasons.get("node_filtered", 0) + free
+            continue
+        if not check_quota(world, ctx.policy, ctx.tenant, world.dp_model.get(node, "unknown"), gpus).fits:
+            quota_blocked += free
+            continue
+        chosen = node
+        break
+    if used:
+        reasons["in_use"] = used
+    if quota_blocked:
+        reasons["quota_exhausted"] = quota_blocked
+    if chosen:
+        reasons["selected"] = gpus
+    rest = capacity - sum(reasons.values())
+    if rest > 0:
+        reasons["not_reached"] = rest
+    rec.tiers = [TierSummary(index=0, request="nvidia.com/gpu", model="any", considered=capacity,
+                             reasons=dict(sorted(reasons.items())), nodes_evaluated=0)]
+    if not chosen:
+        rec.retry_class = RetryClass.UNSCHEDULABLE.value if any(c >= gpus for c in world.dp_capacity.values()) \
+            else RetryClass.TERMINAL.value
+        rec.message = f"no device-plugin node has {gpus} free nvidia.com/gpu"
+        return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=rec.retry_class != RetryClass.TERMINAL.value)
+    model = world.dp_model.get(chosen, "unknown")
+    rec.outcome = Outcome.ALLOCATED.value
+    rec.node = chosen
+    rec.tier_index = 0
+    rec.allocated_model = model
+    rec.message = f"{gpus} x nvidia.com/gpu on {chosen} (device plugin: count only)"
+    proposal = Proposal(chosen, [], [], [], {}, 0, dp_gpus=gpus)
+    return Decision(ctx.pod_key, ctx.attempt, seal(rec), proposal=proposal)
