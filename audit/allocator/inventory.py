@@ -114,11 +114,21 @@ def _pool_order(pool: Pool) -> tuple[bool, bytes, bytes]:
     return (pool.has_binding_conditions, pool.driver.encode(), pool.name.encode())
 
 
+_PARSED: dict[str, Quantity] = {}
+
+
 def _q(text: str, where: str) -> Quantity:
-    try:
-        return Quantity.parse(text)
-    except ValueError as exc:
-        raise InventoryError(f"{where}: {exc}") from None
+    # Quantities are immutable and the same few strings ("80Gi", "1") repeat across thousands of
+    # devices, so each text is parsed once per process.
+    found = _PARSED.get(text)
+    if found is None:
+        try:
+            found = Quantity.parse(text)
+        except ValueError as exc:
+            raise InventoryError(f"{where}: {exc}") from None
+        if len(_PARSED) < 65536:
+            _PARSED[text] = found
+    return found
 
 
 def _parse_capacity(cap: DeviceCapacity, where: str) -> ParsedCapacity:
