@@ -73,8 +73,9 @@ def bar(
 
 
 def grouped_bars(
-    categories: Sequence[str], series: dict[str, Sequence[float]], title: str, barmode: str = "group"
+    categories: Sequence[str], series: dict[str, Sequence[float | None]], title: str, barmode: str = "group"
 ) -> go.Figure:
+    """One bar per category and series; a None value leaves a gap (unknown, not zero)."""
     fig = go.Figure([go.Bar(x=list(categories), y=list(vals), name=name) for name, vals in series.items()])
     return _layout(fig, title, barmode=barmode)
 

@@ -74,8 +74,20 @@ def pct(value: float | None) -> str:
     return "–" if value is None else f"{100.0 * value:.1f} %"
 
 
-def duration(ms: float) -> str:
+def maybe(row: dict[str, Any], column: str) -> float | None:
+    """A cell that may be absent: the API folds other tenants into "(others)" with counts only."""
+    value = row.get(column)
+    return None if value is None or value == "" else float(value)
+
+
+def none_or(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+def duration(ms: float | None) -> str:
     """A wait in the unit a person reads it in: seconds, minutes or hours."""
+    if ms is None:
+        return "–"
     seconds = ms / 1000
     if seconds < 120:
         return f"{seconds:.1f} s"

@@ -15,7 +15,18 @@ import streamlit as st
 from dashboards import client, figures
 from dashboards.fairness import jain_index
 from dashboards.filters import filter_bar
-from dashboards.view import duration, empty, has_columns, load, load_optional, num, pct, reading
+from dashboards.view import (
+    duration,
+    empty,
+    has_columns,
+    load,
+    load_optional,
+    maybe,
+    none_or,
+    num,
+    pct,
+    reading,
+)
 
 SOURCE = "/v1/stats/fairness"
 UNITS = {"raw devices": "devices_allocated", "H100-equivalent": "devices_h100eq"}
@@ -83,7 +94,7 @@ if hourly is not None and not empty(hourly, "hourly activity") and has_columns(h
 st.subheader("Waiting and first choice per tenant")
 if has_columns(tenants, SOURCE, "wait_p50_ms", "wait_p95_ms", "wait_p99_ms", "first_choice_rate"):
     st.plotly_chart(
-        figures.grouped_bars(names, {q: [num(r[f"wait_{q}_ms"]) / 1000 for r in rows] for q in ("p50", "p95", "p99")},
+        figures.grouped_bars(names, {q: [none_or(maybe(r, f"wait_{q}_ms"), 1 / 1000) for r in rows] for q in ("p50", "p95", "p99")},
                              "Wait before the decision (seconds)"),
         key="fair_wait",
     )
@@ -93,10 +104,10 @@ if has_columns(tenants, SOURCE, "wait_p50_ms", "wait_p95_ms", "wait_p99_ms", "fi
                 "tenant": r["tenant"],
                 "decisions": int(num(r["decisions"])),
                 "allocated": int(num(r["allocated"])),
-                "first-choice rate": pct(num(r["first_choice_rate"])),
-                "wait p50": duration(num(r["wait_p50_ms"])),
-                "wait p95": duration(num(r["wait_p95_ms"])),
-                "wait p99": duration(num(r["wait_p99_ms"])),
+                "first-choice rate": pct(maybe(r, "first_choice_rate")),
+                "wait p50": duration(maybe(r, "wait_p50_ms")),
+                "wait p95": duration(maybe(r, "wait_p95_ms")),
+                "wait p99": duration(maybe(r, "wait_p99_ms")),
                 "starving": "yes" if r.get("starving") else "",
             }
             for r in rows
@@ -107,8 +118,8 @@ if has_columns(tenants, SOURCE, "wait_p50_ms", "wait_p95_ms", "wait_p99_ms", "fi
     if tenants.missing("starving"):
         st.caption(f"Starvation flags need a `starving` column in {SOURCE} (pending longer than the policy's limit).")
     starving = [str(r["tenant"]) for r in rows if r.get("starving")]
-    worst = max(rows, key=lambda r: (num(r["wait_p99_ms"]), str(r["tenant"])))
+    worst = max(rows, key=lambda r: (num(r.get("wait_p99_ms")), str(r["tenant"])))
     reading(
-        f"Longest p99 wait: {worst['tenant']} ({duration(num(worst['wait_p99_ms']))}); "
+        f"Longest p99 wait: {worst['tenant']} ({duration(maybe(worst, 'wait_p99_ms'))}); "
         + (f"starving: {', '.join(starving)}." if starving else "no tenant is flagged as starving.")
     )

@@ -60,3 +60,11 @@ def test_replay_verdict_wording(body: dict, expected: str, ok: bool) -> None:
 )
 def test_waits_read_in_the_largest_sensible_unit(ms: float, shown: str) -> None:
     assert duration(ms) == shown
+
+
+def test_a_cell_missing_from_a_folded_row_reads_as_unknown_not_zero() -> None:
+    from dashboards.view import maybe, pct
+
+    folded = {"tenant": "(others)", "decisions": 5}
+    assert (maybe(folded, "wait_p99_ms"), duration(maybe(folded, "wait_p99_ms")), pct(maybe(folded, "first_choice_rate"))) == (None, "–", "–")
+    assert maybe({"wait_p99_ms": 0}, "wait_p99_ms") == 0.0

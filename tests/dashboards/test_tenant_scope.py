@@ -68,6 +68,9 @@ def test_a_tenant_sees_itself_and_the_others_folded(scoped_api: str, monkeypatch
     table = next(f.value for f in at.dataframe if "tenant" in f.value.columns)
     assert list(table["tenant"]) == ["(others)", "alpha"]
     assert list(table["decisions"]) == [5, 5]
+    # the others' figures are computed over their decisions together (here only beta's)
+    assert list(table["wait p99"]) == ["8.0 s", "9.0 s"]
+    assert list(table["first-choice rate"]) == ["66.7 %", "50.0 %"]
 
 
 def test_a_tenant_cannot_find_another_tenants_pod(scoped_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
