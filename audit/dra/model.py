@@ -357,15 +357,18 @@ def _attribute(r: _Reader, value: Any, path: str) -> AttributeValue:
     return AttributeValue(kind, tuple(items))
 
 
+_SCALAR_NAMES = {"int": "an integer", "bool": "a boolean", "string": "a string", "version": "a string"}
+
+
 def _check_scalar(r: _Reader, kind: str, value: Any, path: str) -> None:
-    ok = {
-        "int": isinstance(value, int) and not isinstance(value, bool),
-        "bool": isinstance(value, bool),
-        "string": isinstance(value, str),
-        "version": isinstance(value, str),
-    }[kind]
+    if kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind == "bool":
+        ok = isinstance(value, bool)
+    else:
+        ok = isinstance(value, str)
     if not ok:
-        raise r.fail(path, f"expected {'a string' if kind in ('string', 'version') else 'an ' + ('integer' if kind == 'int' else 'boolean')}, got {_type_name(value)}")
+        raise r.fail(path, f"expected {_SCALAR_NAMES[kind]}, got {_type_name(value)}")
 
 
 def _capacity(r: _Reader, value: Any, path: str) -> DeviceCapacity:
