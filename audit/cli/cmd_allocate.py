@@ -208,6 +208,13 @@ def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
         print(f"warning: --feature-gates: {gate} does not change per-node allocation; ignored", file=sys.stderr)
     objects = _load(args.files)
     node = _node(objects, args.node, args.node_labels)
+    classes: dict[str, str] = {}
+    for source, obj in objects:
+        if isinstance(obj, DeviceClass):
+            if obj.name in classes:
+                print(f"warning: {source}: DeviceClass {obj.name} is also defined in {classes[obj.name]}; "
+                      "the later definition is used", file=sys.stderr)
+            classes[obj.name] = source
     claims = [o for _, o in objects if isinstance(o, ResourceClaim)]
     to_allocate = _select_claims(claims, args.claims)
     allocating = {id(c) for c in to_allocate}

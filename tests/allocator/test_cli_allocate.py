@@ -186,3 +186,9 @@ def test_missing_required_options_are_json_errors(capsys: pytest.CaptureFixture[
     code, doc, _ = allocate(capsys, *argv)
     assert code == 2
     assert doc["error"]["code"] == "invalid_argument" and needle in doc["error"]["message"]
+
+
+def test_a_class_defined_twice_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = allocate(capsys, "-f", CLUSTER, "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a")
+    assert code == 0
+    assert "warning: cluster.yaml#1: DeviceClass gpu.nvidia.com is also defined in cluster.yaml#1" in err
