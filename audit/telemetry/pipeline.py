@@ -37,6 +37,10 @@ from audit.telemetry.redaction import Redaction
 from audit.telemetry.traces import DECISION_SPAN_LIMITS, DecisionTracer, ExportedTrace
 
 ENV_MAX_VERDICTS = "CLAIMTRAIL_OTEL_MAX_VERDICTS"
+# The SDK's default batch queue (2048 items) holds under 700 decisions of spans and drops the rest
+# when the backend is slow; ClaimTrail queues about 10,000 decisions unless OTEL_BSP_MAX_QUEUE_SIZE /
+# OTEL_BLRP_MAX_QUEUE_SIZE say otherwise.
+DEFAULT_QUEUE_ITEMS = 32_768
 PROTOCOLS = ("http/protobuf", "grpc")
 DEFAULT_SERVICE_NAME = "claimtrail"
 
@@ -127,8 +131,12 @@ class DecisionTelemetry:
         self.tracer_provider = TracerProvider(resource=resource, id_generator=ids, span_limits=DECISION_SPAN_LIMITS)
         self.logger_provider = LoggerProvider(resource=resource)
         if batch:
-            self.tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
-            self.logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
+            spans_queue = None if os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE") else DEFAULT_QUEUE_ITEMS
+            logs_queue = None if os.environ.get("OTEL_BLRP_MAX_QUEUE_SIZE") else DEFAULT_QUEUE_ITEMS
+            self.tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter, max_queue_size=spans_queue))
+            self.logger_provider.add_log_record_processor(
+                BatchLogRecordProcessor(log_exporter, max_queue_size=logs_queue)
+            )
         else:
             self.tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
             self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
