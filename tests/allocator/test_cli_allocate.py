@@ -188,7 +188,9 @@ def test_missing_required_options_are_json_errors(capsys: pytest.CaptureFixture[
     assert doc["error"]["code"] == "invalid_argument" and needle in doc["error"]["message"]
 
 
-def test_a_class_defined_twice_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = allocate(capsys, "-f", CLUSTER, "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a")
+def test_a_class_defined_twice_is_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    again = tmp_path / "class.yaml"
+    again.write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.nvidia.com}\nspec: {}\n")
+    code, _, err = allocate(capsys, "-f", CLUSTER, "-f", str(again), "-f", CLAIMS, "--node", "node-a")
     assert code == 0
-    assert "warning: cluster.yaml#1: DeviceClass gpu.nvidia.com is also defined in cluster.yaml#1" in err
+    assert "warning: class.yaml#1: DeviceClass gpu.nvidia.com is also defined in cluster.yaml#1" in err
