@@ -113,9 +113,10 @@ class Simulator:
              type_: str = EventType.UPSERT.value) -> None:
         ev = WorldEvent(self.world.cluster, self.world.seq + 1, format_time_ms(self.now), type_, kind, namespace,
                         name, payload or {})
-        self._apply(ev)
+        self.apply_event(ev)
 
-    def _apply(self, ev: WorldEvent) -> None:
+    def apply_event(self, ev: WorldEvent) -> None:
+        """Fold an event into the world and hand it to the event log and listeners."""
         self.world.apply(ev)
         if self.keep_events:
             self.events.append(ev)
@@ -269,7 +270,7 @@ class Simulator:
         rec = d.record
         if d.events:
             for ev in d.events:
-                self._apply(ev)
+                self.apply_event(ev)
             st.node = rec.node
             self.schedule(self.now + st.job.duration_ms, "finish", key)
             return
@@ -376,10 +377,11 @@ class Simulator:
         dev = f"gpu-{self.rng.randrange(pool.gpus_per_node)}"
         self._n_flap += 1
         name = f"flap-{node}-{dev}-{self._n_flap}"
-        self._taint(name, node, dev, "xid-79")
+        self.taint_device(name, node, dev, "xid-79")
         self.schedule(self.now + self.sc.disruptions.flap_ms, "recover", name)
 
-    def _taint(self, rule: str, node: str, device: str, value: str) -> None:
+    def taint_device(self, rule: str, node: str, device: str, value: str) -> None:
+        """A DeviceTaintRule marking one device ``gpu.nvidia.com/unhealthy`` (NoSchedule)."""
         self.emit("DeviceTaintRule", "", rule, {
             "apiVersion": "resource.k8s.io/v1alpha3", "kind": "DeviceTaintRule", "metadata": {"name": rule},
             "spec": {"deviceSelector": {"driver": DRIVER, "pool": node, "device": device},
@@ -391,6 +393,10 @@ class Simulator:
             self._wake()
 
     def _on_lose(self, node: str) -> None:
+        self.lose_node(node)
+
+    def lose_node(self, node: str) -> None:
+        """The node disappears with its slice; pods running there fail; it is repaired later."""
         if node in self.lost or node not in self.world.nodes:
             return
         self.lost.add(node)
@@ -418,9 +424,10 @@ class Simulator:
         self._wake()
 
     def _on_upgrade(self, node: str) -> None:
-        self._bump_generation(node, upgrade=True)
+        self.bump_slice(node, upgrade=True)
 
-    def _bump_generation(self, node: str, upgrade: bool) -> None:
+    def bump_slice(self, node: str, upgrade: bool) -> None:
+        """Republish the node's slice with the next generation (a driver upgrade bumps the version)."""
         sl_name = f"{node}-{DRIVER}"
         old = self.world.get("ResourceSlice", "", sl_name)
         if old is None:
@@ -447,10 +454,10 @@ class Simulator:
         if kind == "unhealthy":
             self._n_flap += 1
             name = f"flap-{pool}-{dev}-{self._n_flap}"
-            self._taint(name, pool, dev, "xid-48")
+            self.taint_device(name, pool, dev, "xid-48")
             self.schedule(self.now + self.sc.disruptions.flap_ms, "recover", name)
         elif kind == "stale_slice":
-            self._bump_generation(p.node, upgrade=False)
+            self.bump_slice(p.node, upgrade=False)
         elif kind == "binding_conflict":
             name = f"foreign-{self._uid}"
             ns = "kube-system"
@@ -463,7 +470,7 @@ class Simulator:
             self.emit("ResourceClaim", ns, name, claim)
             self.schedule(self.now + 10 * 60_000, "release_foreign", (ns, name))
         else:
-            self._on_lose(p.node)
+            self.lose_node(p.node)
 
     def _on_release_foreign(self, data: tuple[str, str]) -> None:
         ns, name = data

@@ -7,11 +7,11 @@ from tests.scheduler.worlds import ALL_DEVICES, cluster, hold, submit
 
 
 def _taint(sim, node, device):
-    sim._taint(f"flap-{node}-{device}", node, device, "xid-79")
+    sim.taint_device(f"flap-{node}-{device}", node, device, "xid-79")
 
 
 def _bump(sim, node, device):
-    sim._bump_generation(node, upgrade=True)
+    sim.bump_slice(node, upgrade=True)
 
 
 def _take(sim, node, device):
@@ -19,7 +19,7 @@ def _take(sim, node, device):
 
 
 def _lose(sim, node, device):
-    sim._on_lose(node)
+    sim.lose_node(node)
 
 
 @pytest.mark.parametrize(

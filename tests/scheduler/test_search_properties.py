@@ -20,7 +20,7 @@ def test_pruned_search_equals_brute_force(held, taints, size, template):
         if devs:
             hold(sim, node, sorted(devs))
     for i, (node, dev) in enumerate(taints):
-        sim._taint(f"t-{i}", node, f"gpu-{dev}", "xid")
+        sim.taint_device(f"t-{i}", node, f"gpu-{dev}", "xid")
     key = submit(sim, "job-x", size=size, template=template)
     d = decide(sim.world, key, 1, sim.now)
     expected = brute_force_choice(sim.world, key, sim.now)

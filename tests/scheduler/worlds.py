@@ -54,5 +54,5 @@ def decide_and_bind(sim: Simulator, key: str, attempt: int = 1) -> Any:
 
     d = bind(sim.world, decide(sim.world, key, attempt, sim.now), sim.now)
     for ev in d.events:
-        sim._apply(ev)
+        sim.apply_event(ev)
     return d
