@@ -43,7 +43,7 @@ def _store_dir() -> Path:
     return OWN_CACHE
 
 
-def _render_seconds(script: str) -> tuple[float, int]:
+def _render_seconds(script: str) -> tuple[float, list[str]]:
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
@@ -54,8 +54,7 @@ def _render_seconds(script: str) -> tuple[float, int]:
     started = time.perf_counter()
     at.switch_page(f"panels/{script}").run()
     elapsed = time.perf_counter() - started
-    problems = len(at.exception) + len(at.error)
-    return elapsed, problems
+    return elapsed, [str(e.value)[:120] for e in (*at.exception, *at.error)]
 
 
 def run() -> list[dict[str, Any]]:
@@ -86,7 +85,7 @@ def run() -> list[dict[str, Any]]:
                 "unit": "s",
                 "target": f"<= {TARGET_S} s",
                 "note": f"{decisions:,} decisions; AppTest, cold cache"
-                        + (f"; {problems} error/exception boxes" if problems else ""),
+                        + "".join(f"; shown: {p}" for p in problems),
             })
     finally:
         stop(proc)
