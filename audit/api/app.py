@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -32,29 +31,14 @@ def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
 
 
 def _mount_otlp(app: FastAPI, store: Any) -> Any:
-    for name in ("ingest.otlp.http", "ingest.otlp.http_receiver"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        make_router = getattr(module, "make_router", None)
-        if make_router is None:
-            continue
-        counters = None
-        try:
-            counters = importlib.import_module("ingest.otlp.receiver").ReceiverCounters()
-            router = make_router(storeport.OtlpSink(store), counters=counters)
-        except (ImportError, AttributeError, TypeError):
-            router = make_router(storeport.OtlpSink(store))
-        app.include_router(router, dependencies=[Depends(_require_admin)])
-        return counters
-    return None
-
-
-def _numbers(values: Any) -> dict[str, float]:
-    if not isinstance(values, dict):
-        values = {k: v for k, v in vars(values).items() if not k.startswith("_")} if values is not None else {}
-    return {str(k): v for k, v in values.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    """Mount the OTLP/HTTP receiver (/v1/traces, /v1/logs) behind the admin check, when installed."""
+    try:
+        from ingest.otlp import ReceiverCounters, make_router
+    except ImportError:
+        return None
+    counters = ReceiverCounters()
+    app.include_router(make_router(storeport.OtlpSink(store), counters=counters), dependencies=[Depends(_require_admin)])
+    return counters
 
 
 def create_app(store: Any, settings: Settings) -> FastAPI:
@@ -107,7 +91,7 @@ def create_app(store: Any, settings: Settings) -> FastAPI:
                                "writer_quarantined, ...) and replay_decisions / replay_mismatches.",
                                store_counters, "counter")
         if otlp_counters is not None:
-            lines += render_gauges("claimtrail_otlp_items", "OTLP receiver counters.", _numbers(otlp_counters),
+            lines += render_gauges("claimtrail_otlp_items", "OTLP receiver counters.", otlp_counters.snapshot(),
                                    "counter")
         return PlainTextResponse("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
 

@@ -32,6 +32,20 @@ def test_metrics_count_requests_by_route_template_and_show_writer_counters(serve
     assert 'claimtrail_store{counter="writer_received"}' in text
     assert 'claimtrail_store{counter="replay_mismatches"} 0' in text
     assert "# TYPE claimtrail_http_request_duration_seconds histogram" in text
+    assert 'claimtrail_otlp_items{counter="requests"}' in text
+
+
+def _otlp_requests(server: Server) -> int:
+    line = next(x for x in server.get("/metrics", None).text.splitlines()
+                if x.startswith('claimtrail_otlp_items{counter="requests"}'))
+    return int(line.split()[-1])
+
+
+def test_otlp_receiver_is_mounted_for_admins(server: Server) -> None:
+    before = _otlp_requests(server)
+    r = server.post("/v1/traces", content=b"", headers={"Content-Type": "application/x-protobuf"})
+    assert r.status_code == 200, r.text
+    assert _otlp_requests(server) == before + 1
 
 
 def test_decision_by_id_is_the_stored_record(server: Server) -> None:
