@@ -1,0 +1,180 @@
+"""Verification by replay: rebuild each decision's inputs, re-execute it, compare digests.
+
+For a record at ``seq`` the world is rebuilt at ``seq`` (``WorldCursor``) and the attempt is
+decided again with the record's pod, attempt and time (``audit.scheduler.engine.decide``). First
+the ``input_digest`` is compared (input fidelity: did we rebuild what the decision saw?), then
+the ``output_digest`` (determinism: does the engine still decide the same?). A bind-time
+failure was written at a later seq (the record's blocker carries ``bind_seq``): the proposal is
+decided at ``seq`` and re-checked by ``bind`` on the world at ``bind_seq``, as it happened.
+
+Records are replayed in (cluster, seq) order so the world is folded forward once for a whole
+batch: all records at one seq are decided first, then their bind checks run in ``bind_seq``
+order. Every result names its cause when it does not match: ``input_mismatch``,
+``output_mismatch``, ``missing_events`` or ``checkpoint_corrupt``, with a structural diff.
+Records observed on a real cluster (the node came from the binding) are checked for device
+agreement instead (``audit.replay.observed``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from itertools import groupby
+from typing import Any
+
+from audit.records import DecisionRecord
+from audit.replay.checkpoints import CheckpointCorrupt
+from audit.replay.diff import record_diff
+from audit.replay.source import MissingEvents, ReplaySource, WorldCursor
+from audit.scheduler import engine
+from audit.scheduler.sealing import record_dict
+from audit.world import World, parse_time_ms
+
+# Fields a record copies from its inputs: when the input digest differs these say which input.
+INPUT_FIELDS = ("cluster", "seq", "time", "attempt", "namespace", "pod", "pod_uid", "claims", "claim_uids",
+                "policy_version", "policy_digest")
+
+
+class Cause(StrEnum):
+    INPUT_MISMATCH = "input_mismatch"
+    OUTPUT_MISMATCH = "output_mismatch"
+    MISSING_EVENTS = "missing_events"
+    CHECKPOINT_CORRUPT = "checkpoint_corrupt"
+
+
+@dataclass
+class ReplayResult:
+    decision_id: str
+    engine_version: str  # of the engine that replayed
+    policy_digest: str  # the record's
+    match: bool
+    cause: str = ""
+    diff: list[str] = field(default_factory=list)
+    observed: bool = False  # an observed decision: match means our allocator agrees
+    replayed: DecisionRecord | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decision_id": self.decision_id, "engine_version": self.engine_version,
+                "policy_digest": self.policy_digest, "match": self.match, "cause": self.cause,
+                "diff": list(self.diff), "observed": self.observed}
+
+
+def bind_seq(record: DecisionRecord) -> int | None:
+    """The seq of the bind-time re-check, for records whose bind failed."""
+    seqs = [b.detail["bind_seq"] for b in record.blockers if isinstance(b.detail.get("bind_seq"), int)]
+    return seqs[-1] if seqs else None
+
+
+def is_observed(record: DecisionRecord) -> bool:
+    return record.engine_version.endswith("(observed)")
+
+
+def compare(recorded: DecisionRecord, replayed: DecisionRecord) -> tuple[str, list[str]]:
+    """("", []) when the replay reproduces the record, else (cause, diff lines)."""
+    if replayed.input_digest != recorded.input_digest:
+        return Cause.INPUT_MISMATCH.value, input_diff(recorded, replayed)
+    sealed_ok = recorded.compute_output_digest() == recorded.output_digest
+    if replayed.output_digest == recorded.output_digest and sealed_ok:
+        return "", []
+    lines = record_diff(recorded.to_dict(), record_dict(replayed))
+    if not sealed_ok:
+        lines.insert(0, "output_digest: the stored record no longer hashes to its own output_digest "
+                        "(edited after it was sealed)")
+    if not lines:
+        lines.append(f"output_digest: recorded {recorded.output_digest}, replayed {replayed.output_digest}")
+    return Cause.OUTPUT_MISMATCH.value, lines
+
+
+def input_diff(recorded: DecisionRecord, replayed: DecisionRecord) -> list[str]:
+    rec, rep = recorded.to_dict(), record_dict(replayed)
+    lines = [f"input_digest: recorded {recorded.input_digest}, replayed {replayed.input_digest}"]
+    lines += record_diff({k: rec[k] for k in INPUT_FIELDS}, {k: rep[k] for k in INPUT_FIELDS})
+    if len(lines) == 1:
+        lines.append(f"world: the events up to seq {recorded.seq} are not the history this decision saw "
+                     "(an event was changed, added or removed)")
+    return lines
+
+
+class Verifier:
+    """Replays batches of records against one source, keeping one world cursor per cluster."""
+
+    def __init__(self, source: ReplaySource, decide: Callable[..., engine.Decision] | None = None,
+                 bind: Callable[..., engine.Decision] | None = None) -> None:
+        self.source = source
+        self.cursors: dict[str, WorldCursor] = {}
+        # the engine's functions, looked up at call time unless given (tests swap tie-break rules)
+        self._decide = decide
+        self._bind = bind
+
+    def cursor(self, cluster: str) -> WorldCursor:
+        cur = self.cursors.get(cluster)
+        if cur is None:
+            cur = self.cursors[cluster] = WorldCursor(self.source, cluster)
+        return cur
+
+    def run(self, records: Iterable[DecisionRecord]) -> Iterator[ReplayResult]:
+        """Results in (cluster, seq, decision_id) order, one per record."""
+        ordered = sorted(records, key=lambda r: (r.cluster, r.seq, r.decision_id))
+        for (cluster, seq), group in groupby(ordered, key=lambda r: (r.cluster, r.seq)):
+            yield from self._group(cluster, seq, list(group))
+
+    def _group(self, cluster: str, seq: int, records: list[DecisionRecord]) -> Iterator[ReplayResult]:
+        cursor = self.cursor(cluster)
+        try:
+            world = cursor.at(seq)
+        except (MissingEvents, CheckpointCorrupt) as exc:
+            yield from (_failed(r, exc) for r in records)
+            return
+        decided: list[tuple[DecisionRecord, engine.Decision | ReplayResult]] = []
+        for r in records:
+            decided.append((r, self._decide_one(world, r)))
+        later: list[tuple[int, DecisionRecord, engine.Decision]] = []
+        results: dict[str, ReplayResult] = {}
+        for r, d in decided:
+            if isinstance(d, ReplayResult):
+                results[r.decision_id] = d
+                continue
+            at = bind_seq(r)
+            if at is not None and d.proposal is not None:
+                later.append((at, r, d))
+            else:
+                results[r.decision_id] = _result(r, d.record)
+        for at, r, d in sorted(later, key=lambda x: (x[0], x[1].decision_id)):
+            try:
+                world = cursor.at(at)
+            except (MissingEvents, CheckpointCorrupt) as exc:
+                results[r.decision_id] = _failed(r, exc)
+                continue
+            bind = self._bind or engine.bind
+            results[r.decision_id] = _result(r, bind(world, d, parse_time_ms(r.time)).record)
+        for r in records:
+            yield results[r.decision_id]
+
+    def _decide_one(self, world: World, r: DecisionRecord) -> engine.Decision | ReplayResult:
+        if is_observed(r):
+            from audit.replay.observed import check_observed
+
+            return check_observed(world, r)
+        decide = self._decide or engine.decide
+        try:
+            return decide(world, f"{r.namespace}/{r.pod}", r.attempt, parse_time_ms(r.time))
+        except KeyError as exc:
+            return ReplayResult(r.decision_id, engine.ENGINE_VERSION, r.policy_digest, False,
+                                Cause.INPUT_MISMATCH.value, [str(exc.args[0]) if exc.args else repr(exc)])
+
+
+def _result(recorded: DecisionRecord, replayed: DecisionRecord) -> ReplayResult:
+    cause, diff = compare(recorded, replayed)
+    return ReplayResult(recorded.decision_id, engine.ENGINE_VERSION, recorded.policy_digest, not cause, cause, diff,
+                        replayed=replayed)
+
+
+def _failed(r: DecisionRecord, exc: Exception) -> ReplayResult:
+    cause = Cause.MISSING_EVENTS if isinstance(exc, MissingEvents) else Cause.CHECKPOINT_CORRUPT
+    return ReplayResult(r.decision_id, engine.ENGINE_VERSION, r.policy_digest, False, cause.value, [str(exc)],
+                        observed=is_observed(r))
+
+
+def replay_records(source: ReplaySource, records: Iterable[DecisionRecord]) -> list[ReplayResult]:
+    return list(Verifier(source).run(records))
