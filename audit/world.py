@@ -40,8 +40,21 @@ IDENTITY_ATTRIBUTES = frozenset({"uuid", "gpu.nvidia.com/uuid", "resource.kubern
                                  "resource.kubernetes.io/pcieRoot", "pciBusID", "pcieRoot"})
 
 
+_PARSED: dict[str, int] = {}
+
+
 def parse_time_ms(text: str) -> int:
     """RFC 3339 (``2026-11-01T00:00:00Z`` or with fractional seconds) -> ms since the epoch."""
+    hit = _PARSED.get(text)
+    if hit is not None:
+        return hit
+    if len(_PARSED) > 100_000:
+        _PARSED.clear()
+    value = _PARSED[text] = _parse_time_ms(text)
+    return value
+
+
+def _parse_time_ms(text: str) -> int:
     t = text.strip()
     if t.endswith("Z"):
         t = t[:-1] + "+00:00"

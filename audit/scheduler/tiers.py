@@ -92,15 +92,24 @@ ModelMatcher = Callable[[str, tuple[str, ...]], tuple[str, ...]]
 def request_tiers(claims: list[dict[str, Any]], match_models: ModelMatcher) -> list[RequestTiers]:
     out: list[RequestTiers] = []
     for claim in claims:
-        ckey = f"{claim['metadata'].get('namespace', '')}/{claim['metadata']['name']}"
-        for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests", []) or []:
-            subs = req.get("firstAvailable")
-            if subs:
-                tiers = tuple(_tier(ckey, req["name"], s.get("name", ""), i, s, match_models) for i, s in enumerate(subs))
-                out.append(RequestTiers(ckey, req["name"], True, tiers))
-            else:
-                exact = req.get("exactly") or req
-                out.append(RequestTiers(ckey, req["name"], False, (_tier(ckey, req["name"], "", 0, exact, match_models),)))
+        if isinstance(match_models, SignatureModelMatcher):
+            out.extend(match_models.cached_tiers(claim))
+        else:
+            out.extend(claim_tiers(claim, match_models))
+    return out
+
+
+def claim_tiers(claim: dict[str, Any], match_models: ModelMatcher) -> list[RequestTiers]:
+    out: list[RequestTiers] = []
+    ckey = f"{claim['metadata'].get('namespace', '')}/{claim['metadata']['name']}"
+    for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests", []) or []:
+        subs = req.get("firstAvailable")
+        if subs:
+            tiers = tuple(_tier(ckey, req["name"], s.get("name", ""), i, s, match_models) for i, s in enumerate(subs))
+            out.append(RequestTiers(ckey, req["name"], True, tiers))
+        else:
+            exact = req.get("exactly") or req
+            out.append(RequestTiers(ckey, req["name"], False, (_tier(ckey, req["name"], "", 0, exact, match_models),)))
     return out
 
 
@@ -120,7 +129,18 @@ class SignatureModelMatcher:
     def __init__(self, world: World) -> None:
         self.world = world
         self._cache: dict[tuple[Any, ...], tuple[str, ...]] = {}
+        self._tiers: dict[tuple[int, int, int], tuple[dict[str, Any], list[RequestTiers]]] = {}
         self._env: Any = None
+
+    def cached_tiers(self, claim: dict[str, Any]) -> list[RequestTiers]:
+        """``claim_tiers`` memoised per claim object while classes and device signatures stay the same."""
+        key = (id(claim), self.world.signature_version, self.world.inventory_version)
+        hit = self._tiers.get(key)
+        if hit is None or hit[0] is not claim:
+            if len(self._tiers) > 50_000:
+                self._tiers.clear()
+            hit = self._tiers[key] = (claim, claim_tiers(claim, self))
+        return hit[1]
 
     def __call__(self, device_class: str, selectors: tuple[str, ...]) -> tuple[str, ...]:
         cls = self.world.get("DeviceClass", "", device_class)
