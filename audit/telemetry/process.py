@@ -125,6 +125,13 @@ class ExporterProcess:
         self._proc.join(timeout=30)
         return report
 
+    def __enter__(self) -> ExporterProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._closed:
+            self.close()
+
     def _receive_report(self) -> FlushReport:
         try:
             report: FlushReport = pickle.loads(self._conn.recv_bytes())

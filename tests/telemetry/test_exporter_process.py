@@ -32,13 +32,11 @@ def test_child_process_export_delivers_every_decision_with_its_digest(monkeypatc
 
 def test_bad_record_time_is_raised_in_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
     _env(monkeypatch, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
-    exporter = ExporterProcess()
-    try:
+    with ExporterProcess() as exporter:
         record = make_record(time="soon")
         with pytest.raises(TelemetryError, match=rf"DecisionRecord {record.decision_id}: time: 'soon'"):
             exporter.export(record)
-    finally:
-        assert exporter.close() == FlushReport(0, ())
+        assert exporter.flush() == FlushReport(0, ())
 
 
 def test_bad_configuration_is_raised_before_a_process_starts(monkeypatch: pytest.MonkeyPatch) -> None:
