@@ -41,4 +41,7 @@ def describe_replay(report: ReplayReport, decision_id: str) -> tuple[str, bool]:
         return f"Match: re-executing {decision_id[:8]} reproduced the recorded output digest.", True
     cause = run.get("cause") or "unknown cause"
     diff = run.get("diff")
+    if isinstance(diff, list):
+        # the first differences say enough; the full list is in the replay run itself
+        diff = "; ".join(str(d) for d in diff[:3]) + (f"; … {len(diff) - 3} more" if len(diff) > 3 else "")
     return f"Mismatch ({cause}) for {decision_id[:8]}" + (f": {diff}" if diff else "."), False

@@ -8,7 +8,7 @@ time window is ISO 8601 text checked here so a typo gets a message instead of an
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import streamlit as st
 
@@ -19,15 +19,20 @@ ALL = "(all)"
 
 
 def parse_instant(field: str, text: str) -> str:
-    """Accept an ISO 8601 instant (``2026-03-01T00:00:00Z`` or a date); raise ValueError naming the field."""
+    """An ISO 8601 time or date as the API wants it (with a zone); raise ValueError naming the field.
+
+    The fields are labelled UTC, so a time or date without a zone is taken as UTC.
+    """
     text = text.strip()
     if not text:
         return ""
     try:
-        datetime.fromisoformat(text.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"filter `{field}`: {text!r} is not an ISO 8601 time such as 2026-03-01T08:00:00Z") from None
-    return text
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _facet(column: str, cluster: str) -> list[str]:

@@ -14,7 +14,9 @@ from dashboards.view import duration
     ("text", "expected"),
     [
         pytest.param("2026-03-01T08:00:00Z", "2026-03-01T08:00:00Z", id="utc-instant"),
-        pytest.param(" 2026-03-01 ", "2026-03-01", id="date-trimmed"),
+        pytest.param(" 2026-03-01 ", "2026-03-01T00:00:00Z", id="date-is-utc-midnight"),
+        pytest.param("2026-03-01T08:30", "2026-03-01T08:30:00Z", id="time-without-zone-is-utc"),
+        pytest.param("2026-03-01T10:00:00+02:00", "2026-03-01T08:00:00Z", id="offset-converted-to-utc"),
         pytest.param("", "", id="empty-means-unbounded"),
     ],
 )
@@ -40,6 +42,10 @@ def test_filters_send_only_what_is_set() -> None:
                      "Match: re-executing abcdef01 reproduced the recorded output digest.", True, id="match"),
         pytest.param({"runs": [{"decision_id": "abcdef0123", "match": False, "cause": "policy_changed", "diff": "tier 0"}]},
                      "Mismatch (policy_changed) for abcdef01: tier 0", False, id="mismatch-with-cause"),
+        pytest.param({"runs": [{"decision_id": "abcdef0123", "match": False, "cause": "output_mismatch",
+                                "diff": ["outcome: a != b", "node: x != y", "tier 0", "tier 1", "tier 2"]}]},
+                     "Mismatch (output_mismatch) for abcdef01: outcome: a != b; node: x != y; tier 0; … 2 more", False,
+                     id="mismatch-with-a-list-of-differences"),
         pytest.param({"results": [{"decision_id": "other", "match": True}]},
                      "The replay answer did not mention decision abcdef0123.", False, id="answer-about-another-decision"),
         pytest.param({"job_id": "j-7"}, "Replay queued as job j-7.", True, id="queued-as-job"),
