@@ -20,6 +20,7 @@ from audit.api.auth import Principal
 from audit.api.deps import Settings, principal
 from audit.api.metrics import RequestMetrics, render_gauges
 from audit.api.problems import Problem, install_handlers, problem_response
+from audit.api.replay_jobs import JobBoard
 
 log = logging.getLogger("claimtrail.api")
 
@@ -47,6 +48,7 @@ def create_app(store: Any, settings: Settings) -> FastAPI:
                               "Every call except health and metrics needs `Authorization: Bearer <token>`.")
     app.state.store = store
     app.state.settings = settings
+    app.state.replay_jobs = JobBoard(store, chunk=settings.replay_sync_limit)
     requests = RequestMetrics()
     install_handlers(app)
 

@@ -13,10 +13,10 @@ Example::
         tenant: team-a
       - token_sha256: 60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752
         admin: true
-    redaction:
-      hash_pod_names: true   # non-admins see sha256:<16 hex> instead of pod names
-      drop_details: true     # non-admins get no free-text messages and no per-device details
-                             # (which carry node labels, selectors and taint values)
+    redaction:               # what non-admins see; the same settings as OTLP export
+      hash_pod_names: true   # pod names, wherever they appear, become sha256:<16 hex>
+      drop_labels: true      # no per-device details (they carry node labels, selectors, taints)
+      salt: "..."            # optional: keyed hashes a dictionary of pod names cannot reverse
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from typing import Any
 import yaml
 
 from audit.cli import UserError
+from audit.records import DecisionRecord
+from audit.telemetry.redaction import OPTIONS as REDACTION_OPTIONS
+from audit.telemetry.redaction import Redaction, Scrubber, redact
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -52,16 +55,6 @@ class Principal:
 
 
 ADMIN = Principal(tenant=None, admin=True)
-
-
-@dataclass(frozen=True)
-class Redaction:
-    hash_pod_names: bool = False
-    drop_details: bool = False
-
-    @property
-    def active(self) -> bool:
-        return self.hash_pod_names or self.drop_details
 
 
 @dataclass(frozen=True)
@@ -117,9 +110,11 @@ def _redaction(raw: Any, source: str) -> Redaction:
     if not isinstance(raw, dict):
         raise UserError(f"tokens file {source}: redaction: expected a mapping")
     for key, value in raw.items():
-        if key not in ("hash_pod_names", "drop_details"):
+        if key not in (*REDACTION_OPTIONS, "salt"):
             raise UserError(f"tokens file {source}: redaction.{key}: unknown field")
-        if not isinstance(value, bool):
+        if key == "salt" and not isinstance(value, str):
+            raise UserError(f"tokens file {source}: redaction.salt: expected a string")
+        if key != "salt" and not isinstance(value, bool):
             raise UserError(f"tokens file {source}: redaction.{key}: expected true or false")
     return Redaction(**raw)
 
@@ -160,34 +155,32 @@ def load_tokens(path: str) -> AuthConfig:
 
 
 def pod_hash(name: str) -> str:
-    return "sha256:" + hashlib.sha256(name.encode()).hexdigest()[:16]
+    """How a pod name reads for non-admins without a salt (the same token OTLP export uses)."""
+    return Redaction().pod_token(name)
 
 
-def redact_record(record: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
-    """A copy of a record dict as a non-admin may see it."""
+def redact_record(record: DecisionRecord, redaction: Redaction) -> dict[str, Any]:
+    """The record as a non-admin may see it (telemetry's redaction, plus ``drop_labels`` clearing
+    exemplar details, which carry node labels and selector values)."""
     if not redaction.active:
-        return record
-    out = dict(record)
-    if redaction.hash_pod_names:
-        for key in ("pod", "pod_uid"):
-            if out.get(key):
-                out[key] = pod_hash(str(out[key]))
-    if redaction.drop_details:
-        out["message"] = ""
-        out["tiers"] = [{**t, "exemplars": [{**e, "detail": {}} for e in t.get("exemplars", [])]}
-                        for t in out.get("tiers", [])]
-    return out
+        return record.to_dict()
+    data = redact(record, {}, redaction).data
+    if redaction.drop_labels:
+        data["tiers"] = [{**t, "exemplars": [{**e, "detail": {}} for e in t.get("exemplars", [])]}
+                         for t in data.get("tiers", [])]
+    return data
 
 
 def redact_explanation(body: dict[str, Any], pod: str, redaction: Redaction) -> dict[str, Any]:
-    """A copy of an explanation document as a non-admin may see it."""
+    """An explanation document as a non-admin may see it."""
     if not redaction.active:
         return body
     out = dict(body)
-    if redaction.hash_pod_names:
-        ns, _, _ = str(out.get("pod", "")).partition("/")
-        out["pod"] = f"{ns}/{pod_hash(pod)}"
-        out["summary"] = str(out.get("summary", "")).replace(pod, pod_hash(pod))
-    if redaction.drop_details and "devices" in out:
+    if redaction.hash_pod_names and pod:
+        scrub = Scrubber(pod, redaction.pod_token(pod))
+        ns, _, name = str(out.get("pod", "")).partition("/")
+        out["pod"] = f"{ns}/{scrub.text(name)}"
+        out["summary"] = scrub.text(str(out.get("summary", "")))
+    if redaction.drop_labels and "devices" in out:
         out["devices"] = [{**d, "detail": {}} for d in out["devices"]]
     return out

@@ -17,6 +17,7 @@ DEFAULT_MAX_BODY = 64 * 1024 * 1024
 class Settings:
     auth: AuthConfig
     max_body_bytes: int = DEFAULT_MAX_BODY
+    replay_sync_limit: int = 200  # decisions replayed within a request; more start a job
 
 
 def principal(request: Request) -> Principal:

@@ -24,8 +24,7 @@ MAX_LIMIT = 1000
 
 
 def _shown(who: Principal, cfg: Settings, record: DecisionRecord) -> dict[str, Any]:
-    data = record.to_dict()
-    return data if who.admin else redact_record(data, cfg.auth.redaction)
+    return record.to_dict() if who.admin else redact_record(record, cfg.auth.redaction)
 
 
 @router.get("/decisions", summary="List decisions (newest first), cursor-paginated")

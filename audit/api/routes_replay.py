@@ -1,79 +1,92 @@
-"""Replay of decisions by id or window: re-execute and compare digests (``audit.replay``).
+"""Replay of decisions by id or by window: re-execute and compare digests (``audit.replay``).
 
-Until a replay engine is installed the endpoint answers 501 with a stable problem type, after
-the same auth and tenant checks as the working endpoint (so it never reveals other tenants'
-decisions either way).
+Up to ``--replay-sync-limit`` decisions (default 200) are replayed inside the request (``{"runs": [...], "summary"}``);
+more start a job (202 with a job id; ``GET /v1/replay/{job}`` reports progress and, when done,
+the runs). A tenant replays only its own decisions and sees only its own jobs.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from audit.api import params, storeport
 from audit.api.auth import Principal
-from audit.api.deps import principal, store
+from audit.api.deps import principal, store, tenant_filter
 from audit.api.problems import Problem
+from audit.api.replay_jobs import JobBoard, replay_and_store, summarize
 
 router = APIRouter(prefix="/v1/replay", tags=["replay"])
+
+MAX_WINDOW = 100_000
 
 
 class ReplayRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    decision_ids: list[str] = Field(default_factory=list, max_length=100_000)
+    decision_ids: list[str] = Field(default_factory=list, max_length=MAX_WINDOW)
     cluster: str | None = None
     since: str | None = None
     until: str | None = None
     tenant: str | None = None
     model: str | None = None
     policy_version: str | None = None
+    limit: int = Field(default=10_000, ge=1, le=MAX_WINDOW)  # decisions taken from a window
     counterfactual_policy: str | None = None  # replay the window under another policy version
 
 
-def replay_engine() -> Any | None:
-    """``audit.replay.replay_decisions(store, ids)`` when the replay package provides it."""
-    try:
-        module = importlib.import_module("audit.replay")
-    except ImportError:
-        return None
-    return getattr(module, "replay_decisions", None)
-
-
-def _check(db: Any, who: Principal, req: ReplayRequest) -> list[str]:
-    ids = [params.decision_id(i) for i in req.decision_ids]
-    if not ids and not (req.cluster and req.since and req.until):
+def _ids(db: Any, who: Principal, req: ReplayRequest) -> list[str]:
+    """The decisions to replay, every one visible to the caller (others are "not found")."""
+    if req.counterfactual_policy is not None:
+        params.label(req.counterfactual_policy, "counterfactual_policy")
+        raise Problem("not-implemented", "counterfactual replay under another policy is not available in this "
+                      "build of the server")
+    if req.decision_ids:
+        given = [params.decision_id(i) for i in req.decision_ids]
+        for decision in given:
+            if storeport.call(db.get_decision, decision, who.scope) is None:
+                raise Problem("not-found", f"decision {decision} not found")
+        return given
+    if not (req.cluster and req.since and req.until):
         raise Problem("invalid-parameter", "give decision_ids, or a window: cluster, since and until")
-    params.label(req.cluster, "cluster")
-    params.model(req.model)
-    params.label(req.policy_version, "policy_version")
-    params.label(req.counterfactual_policy, "counterfactual_policy")
-    if req.tenant is not None and not who.admin and req.tenant != who.tenant:
-        raise Problem("not-found", f"tenant {req.tenant!r} not found")
-    params.timestamp(req.since, "since")
-    params.timestamp(req.until, "until")
-    for decision in ids:
-        if storeport.call(db.get_decision, decision, who.scope) is None:
-            raise Problem("not-found", f"decision {decision} not found")
+    f = storeport.decision_filter(
+        cluster=params.label(req.cluster, "cluster"), since=params.timestamp(req.since, "since"),
+        until=params.timestamp(req.until, "until"), tenant=tenant_filter(who, params.label(req.tenant, "tenant")),
+        model=params.model(req.model), policy_version=params.label(req.policy_version, "policy_version"))
+    ids: list[str] = []
+    cursor = None
+    while len(ids) < req.limit:
+        page, cursor = storeport.call(db.list_decisions, f, cursor, min(1000, req.limit - len(ids)))
+        ids += [r.decision_id for r in page]
+        if cursor is None:
+            break
     return ids
+
+
+def _board(request: Request) -> JobBoard:
+    board: JobBoard = request.app.state.replay_jobs
+    return board
 
 
 @router.post("", summary="Replay decisions and compare digests")
 async def replay(req: ReplayRequest, who: Annotated[Principal, Depends(principal)],
-                 db: Annotated[Any, Depends(store)]) -> dict[str, Any]:
-    ids = await run_in_threadpool(_check, db, who, req)
-    engine = replay_engine()
-    if engine is None:
-        raise Problem("not-implemented", "replay is not available in this build of the server")
-    result = await run_in_threadpool(storeport.call, engine, db, ids)
-    return {"runs": result}
+                 db: Annotated[Any, Depends(store)], board: Annotated[JobBoard, Depends(_board)]) -> JSONResponse:
+    ids = await run_in_threadpool(_ids, db, who, req)
+    if len(ids) > board.chunk:
+        job = board.start(ids, who.scope)
+        return JSONResponse(job.view(), status_code=202)
+    runs = await run_in_threadpool(storeport.call, replay_and_store, db, ids)
+    return JSONResponse({"runs": runs, "summary": summarize(runs)})
 
 
-@router.get("/{job}", summary="State of a replay job")
-async def replay_job(job: str, who: Annotated[Principal, Depends(principal)]) -> dict[str, Any]:
-    params.decision_id(job)
-    raise Problem("not-found", f"replay job {job} not found")
+@router.get("/{job}", summary="Progress and results of a replay job")
+def replay_job(job: str, who: Annotated[Principal, Depends(principal)],
+               board: Annotated[JobBoard, Depends(_board)]) -> JSONResponse:
+    found = board.get(params.decision_id(job), who.scope)
+    if found is None:
+        raise Problem("not-found", f"replay job {job} not found")
+    return JSONResponse(found.view())

@@ -28,6 +28,8 @@ def register(sub: Any) -> None:
     p.add_argument("--insecure-local", action="store_true",
                    help="no authentication, every caller is admin (only when binding loopback)")
     p.add_argument("--max-body-mb", type=float, default=64.0, help="ingest body size limit (413 beyond)")
+    p.add_argument("--replay-sync-limit", type=int, default=200,
+                   help="decisions replayed within a request; more start a background job")
     p.add_argument("--hash-token", metavar="TOKEN", help="print the sha256 digest of TOKEN for the tokens file, then exit")
     p.set_defaults(func=run)
 
@@ -61,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--port {args.port}: expected 1..65535")
     if args.max_body_mb <= 0:
         raise UserError(f"--max-body-mb {args.max_body_mb}: expected a positive number")
+    if args.replay_sync_limit < 1:
+        raise UserError(f"--replay-sync-limit {args.replay_sync_limit}: expected at least 1")
 
     import uvicorn
 
@@ -70,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
     store = AuditStore.open(args.dsn)
     try:
-        app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024)))
+        app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+                                         replay_sync_limit=args.replay_sync_limit))
         print(f"claimtrail serve: listening on http://{args.host}:{args.port} (OpenAPI at /docs)",
               file=sys.stderr, flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)

@@ -120,7 +120,7 @@ def seed(server: Server) -> None:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     pytest.importorskip("audit.store.queries", reason="the store is not in this tree yet")
     root = tmp_path_factory.mktemp("api")
-    srv, proc = start_server(root, "--max-body-mb", "1")
+    srv, proc = start_server(root, "--max-body-mb", "1", "--replay-sync-limit", "2")
     try:
         seed(srv)
         yield srv

@@ -144,12 +144,6 @@ def test_ingest_rejects_bad_bodies_with_problems(server: Server, headers: dict[s
     assert r.json()["type"] == f"https://claimtrail.io/problems/{kind}"
 
 
-def test_replay_answers_not_implemented_with_a_stable_type(server: Server) -> None:
-    r = server.post("/v1/replay", json={"decision_ids": [factory.FALLBACK.decision_id]})
-    assert r.status_code == 501
-    assert r.json()["type"] == "https://claimtrail.io/problems/not-implemented"
-
-
 @pytest.mark.parametrize(("path", "params", "status", "kind"), [
     ("/v1/decisions/no%20such'id", {}, 400, "invalid-parameter"),
     ("/v1/decisions/00000000-0000-0000-0000-000000000000", {}, 404, "not-found"),

@@ -53,8 +53,9 @@ def test_insecure_local_makes_everyone_admin() -> None:
     ([], "no tokens defined"),
     ("just text", "expected a list of tokens or a mapping"),
     ({"tokens": [{"token": "x", "admin": True}], "redaction": {"hash_pods": True}}, "redaction.hash_pods: unknown field"),
+    ({"tokens": [{"token": "x", "admin": True}], "redaction": {"salt": 5}}, "redaction.salt: expected a string"),
 ], ids=["no-token", "both-tokens", "short-digest", "no-role", "both-roles", "admin-not-bool", "unknown-field",
-        "duplicate", "empty", "not-a-list", "unknown-redaction"])
+        "duplicate", "empty", "not-a-list", "unknown-redaction", "salt-not-text"])
 def test_bad_tokens_file_names_the_entry_and_field(doc: object, message: str) -> None:
     with pytest.raises(UserError) as err:
         parse_tokens(doc, "tokens.yaml")
@@ -62,12 +63,20 @@ def test_bad_tokens_file_names_the_entry_and_field(doc: object, message: str) ->
     assert str(err.value).startswith("tokens file tokens.yaml")
 
 
-def test_redaction_hashes_pod_names_and_drops_details() -> None:
-    data = factory.FALLBACK.to_dict()
-    shown = redact_record(data, Redaction(hash_pod_names=True, drop_details=True))
-    assert shown["pod"].startswith("sha256:") and "train-1" not in shown["pod"]
+def test_redaction_hashes_pod_names_everywhere_and_drops_details() -> None:
+    shown = redact_record(factory.FALLBACK, Redaction(hash_pod_names=True, drop_labels=True))
+    assert shown["pod"].startswith("sha256:")
+    assert "train-1" not in str(shown)  # the claim name train-1-gpu included
     assert shown["tiers"][0]["exemplars"][0]["detail"] == {}
-    assert data["pod"] == "train-1"  # the stored record is untouched
+    assert shown["decision_id"] == factory.FALLBACK.decision_id
+    assert factory.FALLBACK.pod == "train-1"  # the stored record is untouched
+
+
+def test_a_salt_makes_pod_tokens_keyed() -> None:
+    plain = redact_record(factory.FALLBACK, Redaction(hash_pod_names=True))["pod"]
+    salted = redact_record(factory.FALLBACK, parse_tokens({**TOKENS, "redaction": {
+        "hash_pod_names": True, "salt": "s3"}}).redaction)["pod"]
+    assert plain != salted and salted.startswith("sha256:")
 
 
 def test_explanations_for_non_admins_lose_pod_names_and_device_details() -> None:
@@ -76,7 +85,7 @@ def test_explanations_for_non_admins_lose_pod_names_and_device_details() -> None
     body = {"pod": "team-a/train-1", "summary": "H100 skipped for train-1.",
             "devices": [{"device": "d", "node": "n", "reason": "node_filtered",
                          "detail": {"detail": "nodeSelector zone=a"}}]}
-    shown = redact_explanation(body, "train-1", Redaction(hash_pod_names=True, drop_details=True))
+    shown = redact_explanation(body, "train-1", Redaction(hash_pod_names=True, drop_labels=True))
     assert shown["pod"] == f"team-a/{pod_hash('train-1')}"
     assert "train-1" not in shown["summary"]
     assert shown["devices"][0]["detail"] == {}
