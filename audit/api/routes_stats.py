@@ -32,10 +32,13 @@ STATS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+# Aggregates with a tenant column: for a tenant caller the store folds every other tenant into "(others)".
+FOLDED = ("fallback", "fairness")
+
+
 def _query(kind: str, db: Any, who: Principal, f_values: dict[str, Any], group_by: str | None) -> dict[str, Any]:
+    """``f_values["tenant"]`` is already the caller's tenant for non-admins (see ``tenant_filter``)."""
     method, fixed = STATS[kind]
-    fn = getattr(db, method)
-    requested = f_values.pop("tenant")
     if kind == "fallback":
         keys = params.group_by(group_by, fixed, FALLBACK_GROUPS)
     else:
@@ -43,15 +46,12 @@ def _query(kind: str, db: Any, who: Principal, f_values: dict[str, Any], group_b
         keys = params.group_by(group_by, fixed, fixed)
         if keys != list(fixed):
             raise Problem("invalid-parameter", f"group_by: /v1/stats/{kind} is grouped by {','.join(fixed)} only")
-    if who.admin:
-        f = storeport.decision_filter(tenant=requested, **f_values)
-        rows = storeport.call(fn, f, keys) if kind == "fallback" else storeport.call(fn, f)
-    elif kind in ("fallback", "fairness"):
-        f = storeport.decision_filter(**f_values)
-        args = (f, keys) if kind == "fallback" else (f,)
-        rows = storeport.call(fn, *args, scope_tenant=who.tenant)
-    else:
-        rows = storeport.call(fn, storeport.decision_filter(tenant=who.tenant, **f_values))
+    args: list[Any] = [keys] if kind == "fallback" else []
+    scope: dict[str, Any] = {}
+    if not who.admin and kind in FOLDED:
+        f_values = {**f_values, "tenant": None}
+        scope = {"scope_tenant": who.tenant}
+    rows = storeport.call(getattr(db, method), storeport.decision_filter(**f_values), *args, **scope)
     return {"rows": rows, "group_by": keys}
 
 
