@@ -3,7 +3,8 @@
 Reflectors may show the same object version twice (a watch resumed from an older
 resourceVersion, a relist after 410 Gone that returns objects already seen) and may miss
 intermediate versions during a gap. This log dedupes by ``(kind, namespace, name,
-resourceVersion)``, assigns the per-cluster ``seq`` in the order changes are applied, and after
+resourceVersion)`` — against the version it holds for a live object, or the deletion's version
+for a deleted one (kept for the most recent ``tombstone_limit`` deletions) —, assigns the per-cluster ``seq`` in the order changes are applied, and after
 every relist compares the snapshot with what it believes is alive: objects that vanished while
 the watch was down get a delete event (with the snapshot's resourceVersion), so the world the
 log describes always converges to the cluster's.
@@ -12,6 +13,7 @@ log describes always converges to the cluster's.
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +55,9 @@ def _clean(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class EventLog:
-    def __init__(self, cluster: str, clock: Callable[[], str], *, next_seq: int = 0) -> None:
+    def __init__(
+        self, cluster: str, clock: Callable[[], str], *, next_seq: int = 0, tombstone_limit: int = 200_000
+    ) -> None:
         self.cluster = cluster
         self.clock = clock
         self.next_seq = next_seq
@@ -61,7 +65,10 @@ class EventLog:
         self._by_kind: dict[str, dict[Key, dict[str, Any]]] = {}
         self._sorted: dict[str, list[dict[str, Any]]] = {}
         self.generations: dict[str, int] = {}  # bumped on every accepted change of a kind
-        self._seen: set[tuple[Key, str]] = set()
+        # deleted keys -> the resourceVersion of their deletion, most recent last, bounded: what
+        # keeps a resent ADDED from bringing a deleted object back
+        self._tombstones: OrderedDict[Key, str] = OrderedDict()
+        self.tombstone_limit = tombstone_limit
         self.duplicates = 0
         self.synthesized_deletes = 0
         self.stale = 0
@@ -110,27 +117,32 @@ class EventLog:
         self, kind: str, obj: dict[str, Any], *, deleted: bool, version: str, relisted: bool = False
     ) -> list[Applied]:
         key = object_key(kind, obj)
-        mark = (key, ("deleted:" if deleted else "") + version)
-        if mark in self._seen:
-            self.duplicates += 1
+        current = self.alive.get(key)
+        held = _version(current) if current is not None else self._tombstones.get(key)
+        if held is not None and version == held:
+            self.duplicates += 1  # this exact version (or this deletion) is already in the log
             return []
-        if deleted and key not in self.alive:
+        if deleted and current is None:
             # already gone (a relist noticed first) or never seen alive: nothing to delete
             return []
-        if not relisted and key in self.alive and _older(version, _version(self.alive[key])):
-            # a version older than the one we hold (a resent stream): applying it would move the
-            # world backwards
+        if held is not None and not relisted and _older(version, held):
+            # older than what we hold (a resent stream): applying it would move the world
+            # backwards, or bring a deleted object back
             self.stale += 1
             return []
-        self._seen.add(mark)
         previous = self.alive.get(key)
         per_kind = self._by_kind.setdefault(kind, {})
         if deleted:
             self.alive.pop(key, None)
             per_kind.pop(key, None)
+            self._tombstones[key] = version
+            self._tombstones.move_to_end(key)
+            while len(self._tombstones) > self.tombstone_limit:
+                self._tombstones.popitem(last=False)
         else:
             self.alive[key] = obj
             per_kind[key] = obj
+            self._tombstones.pop(key, None)
         self._sorted.pop(kind, None)
         self.generations[kind] = self.generations.get(kind, 0) + 1
         event = None

@@ -73,7 +73,7 @@ class Watcher:
         # like an informer's cache sync: watch changes wait until every reflector has listed
         # once, so the first observed allocations are checked against a complete inventory
         self._unsynced = {(r.resource.kind, r.scope) for r in self.reflectors}
-        self._held: list[Change] = []
+        self._held: list[Snapshot | Change] = []
         self._busy = threading.Event()
         self._sink_backoff = backoff()
 
@@ -126,7 +126,9 @@ class Watcher:
         if not self._unsynced:
             self._apply(item, stop)
             return
-        if isinstance(item, Change):
+        if isinstance(item, Change) or (item.kind, item.scope) not in self._unsynced:
+            # watch changes, and relists of reflectors already synced, keep their order behind
+            # the initial lists still to come
             self._held.append(item)
             return
         self._unsynced.discard((item.kind, item.scope))
