@@ -62,7 +62,8 @@ def resolve_dsn(dsn: str | None = None) -> Target:
         path = parts.netloc + parts.path
         if not path:
             raise StoreError(f"DSN {raw!r}: a chdb:// DSN needs a directory, e.g. chdb://.claimtrail/db")
-        return Target(dsn=f"chdb://{path}", database=DEFAULT_DATABASE, embedded_path=str(Path(path).resolve()))
+        absolute = str(Path(path).resolve())  # clickhouse-connect reads chdb://rel/x as host "rel"
+        return Target(dsn=f"chdb://{absolute}", database=DEFAULT_DATABASE, embedded_path=absolute)
     if parts.scheme in ("http", "https", "clickhouse", "clickhouses"):
         database = parts.path.strip("/") or DEFAULT_DATABASE
         if not IDENTIFIER.match(database):

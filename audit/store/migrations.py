@@ -40,10 +40,16 @@ def _tables(*names: str) -> Callable[[str, Retention, str | None], list[str]]:
 
 def _rollups(database: str, retention: Retention, cluster: str | None) -> list[str]:
     out = _tables("fallback_1h", "tenant_usage_1h")(database, retention, cluster)
-    for view in schema.VIEWS.values():
+    for view in schema.ROLLUP_VIEWS:
         out.append(schema.create_view(view, database, cluster))
         if not cluster:  # on a cluster the operator backfills per shard, after the DDL has spread
             out.append(schema.backfill_view(view, database))
+    return out
+
+
+def _json_ingest(database: str, retention: Retention, cluster: str | None) -> list[str]:
+    out = _tables("decisions_in")(database, retention, cluster)
+    out.extend(schema.create_view(view, database, cluster) for view in schema.INGEST_VIEWS)
     return out
 
 
@@ -52,6 +58,7 @@ MIGRATIONS: tuple[Migration, ...] = (
               _tables("events", "checkpoints", "decisions", "decision_tiers", "policies", "quarantine")),
     Migration(2, "replay runs", _tables("replay_runs")),
     Migration(3, "duplicate-tolerant rollups for fallback rate and tenant usage, backfilled", _rollups),
+    Migration(4, "record ingest as JSON lines, columns and tier rows extracted by the engine", _json_ingest),
 )
 LATEST = MIGRATIONS[-1].version
 

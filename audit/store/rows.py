@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import typing
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -114,18 +115,27 @@ def event_json(event: WorldEvent) -> str:
     return text
 
 
+# RFC 3339 date-times (time zone optional, then UTC): the store parses the same text again in SQL
+# (parseDateTime64BestEffort), and on this form both parsers agree to the millisecond.
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?$")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_YEAR_2300_MS = 10_413_792_000_000
+
+
 def epoch_ms(text: str, path: str = "time") -> int:
-    """Milliseconds since the epoch of an ISO 8601 time; a time without zone is taken as UTC."""
-    if not isinstance(text, str) or not text:
-        raise RowError(path, "must be an ISO 8601 time, e.g. 2026-11-01T00:00:00Z")
+    """Milliseconds since the epoch (truncated) of an RFC 3339 time; without a zone it is UTC."""
+    if not isinstance(text, str) or not _RFC3339.match(text):
+        shown = text[:40] if isinstance(text, str) else text
+        raise RowError(path, f"{shown!r} is not an ISO 8601 time like 2026-11-01T08:00:00.000Z")
     try:
         t = datetime.fromisoformat(text)
-    except ValueError:
-        raise RowError(path, f"{text[:40]!r} is not an ISO 8601 time") from None
+    except ValueError as exc:
+        raise RowError(path, f"{text!r} is not a valid time: {exc}") from None
     if t.tzinfo is None:
         t = t.replace(tzinfo=UTC)
-    ms = int(t.timestamp() * 1000)
-    if not 0 <= ms < 2**42:  # DateTime64(3) holds 1970..2299; refuse rather than wrap
+    delta = t - _EPOCH  # exact integer arithmetic: float timestamps can be a millisecond off
+    ms = (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    if not 0 <= ms < _YEAR_2300_MS:  # the store keeps 1970..2299 (DateTime64 range); refuse rather than wrap
         raise RowError(path, f"{text[:40]!r} is outside 1970..2299")
     return ms
 
@@ -180,50 +190,33 @@ class DecisionBatch:
 
 def decision_batch(records: Sequence[DecisionRecord], texts: Sequence[str] | None = None,
                    times: Sequence[int] | None = None) -> DecisionBatch:
-    """Columns for records already checked with ``check_record`` (``times`` = its results)."""
-    d: dict[str, list[Any]] = {c: [] for c in DECISION_COLUMNS}
-    t: dict[str, list[Any]] = {c: [] for c in TIER_COLUMNS}
-    for i, r in enumerate(records):
-        ms = times[i] if times is not None else epoch_ms(r.time)
-        d["time"].append(ms)
-        d["decision_id"].append(r.decision_id)
-        d["cluster"].append(r.cluster)
-        d["seq"].append(r.seq)
-        d["attempt"].append(r.attempt)
-        d["tenant"].append(r.tenant)
-        d["namespace"].append(r.namespace)
-        d["pod"].append(r.pod)
-        d["pod_uid"].append(r.pod_uid)
-        d["policy_version"].append(r.policy_version)
-        d["policy_digest"].append(r.policy_digest)
-        d["outcome"].append(r.outcome)
-        d["node"].append(r.node)
-        d["n_devices"].append(len(r.devices))
-        d["tier_index"].append(r.tier_index)
-        d["preferred_model"].append(r.preferred_model)
-        d["allocated_model"].append(r.allocated_model)
-        d["fallback"].append(r.fallback)
-        d["retry_class"].append(r.retry_class)
-        d["backoff_ms"].append(r.backoff_ms)
-        d["wait_ms"].append(r.wait_ms)
-        d["steps"].append(r.steps)
-        d["duration_us"].append(r.duration_us)
-        d["track"].append(r.track)
-        d["template_version"].append(r.template_version)
-        d["engine_version"].append(r.engine_version)
-        d["schema_version"].append(r.schema_version)
-        d["record"].append(texts[i] if texts is not None else record_json(r))
+    """Columns for records already checked with ``check_record`` (``times`` = its results).
+
+    Rows are built as tuples and transposed with ``zip``: in CPython that is about twice as fast
+    as appending to thirty column lists one value at a time."""
+    if texts is None:
+        texts = [record_json(r) for r in records]
+    if times is None:
+        times = [epoch_ms(r.time) for r in records]
+    decision_rows = []
+    tier_rows = []
+    for r, ms, text in zip(records, times, texts, strict=True):
+        decision_rows.append((
+            ms, r.decision_id, r.cluster, r.seq, r.attempt, r.tenant, r.namespace, r.pod, r.pod_uid,
+            r.policy_version, r.policy_digest, r.outcome, r.node, len(r.devices), r.tier_index, r.preferred_model,
+            r.allocated_model, r.fallback, r.retry_class, r.backoff_ms, r.wait_ms, r.steps, r.duration_us, r.track,
+            r.template_version, r.engine_version, r.schema_version, text,
+        ))
         for tier in r.tiers:
-            t["time"].append(ms)
-            t["tenant"].append(r.tenant)
-            t["decision_id"].append(r.decision_id)
-            t["tier"].append(tier.index)
-            t["request"].append(tier.request)
-            t["model"].append(tier.model)
-            t["considered"].append(tier.considered)
-            t["nodes_evaluated"].append(tier.nodes_evaluated)
-            t["reasons"].append(tier.reasons)
-    return DecisionBatch(d, t)
+            tier_rows.append((ms, r.tenant, r.decision_id, tier.index, tier.request, tier.model, tier.considered,
+                              tier.nodes_evaluated, tier.reasons))
+    return DecisionBatch(_columns(DECISION_COLUMNS, decision_rows), _columns(TIER_COLUMNS, tier_rows))
+
+
+def _columns(names: tuple[str, ...], table: list[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    if not table:
+        return {name: [] for name in names}
+    return {name: list(values) for name, values in zip(names, zip(*table, strict=True), strict=True)}
 
 
 def check_event(event: WorldEvent) -> int:

@@ -16,6 +16,10 @@ Choices (see the research notes on ClickHouse schema design):
 - Rollups are AggregatingMergeTree over ``uniqExact``/``groupUniqArray`` states keyed by a hash of
   decision_id: a materialized view sees every inserted block, so plain sums would count a
   duplicate block twice, while a set of decision hashes absorbs it.
+- Records arrive as their canonical JSON lines into ``decisions_in`` (Null engine); two views
+  extract the decision columns and the tier rows in the engine. A retried block carries the same
+  ``insert_deduplication_token``, which the views' target tables honour
+  (``deduplicate_blocks_in_dependent_materialized_views``), so it is skipped in both.
 - Digests and the message live only inside the ZSTD record JSON (ALIAS columns read them): they
   are random hex that does not compress, and storing them twice would double the bytes per row.
 """
@@ -286,11 +290,62 @@ TENANT_USAGE_1H_MV = View(
     ),
 )
 
+DECISIONS_IN = Table(
+    name="decisions_in",
+    columns=("record String",),
+    engine="Null",
+    order_by="",
+    shard_key="cityHash64(JSONExtractString(record, 'decision_id'))",
+)
+
+# Extraction of the decision columns from the record JSON, done by the engine at insert time:
+# one JSON parse per row in C++ instead of building thirty Python column lists.
+_DECISION_SHAPE = (
+    "Tuple(time String, decision_id String, cluster String, seq UInt64, attempt UInt16, tenant String, "
+    "namespace String, pod String, pod_uid String, policy_version String, policy_digest String, outcome String, "
+    "node String, tier_index Int16, preferred_model String, allocated_model String, fallback Bool, "
+    "retry_class String, backoff_ms UInt32, wait_ms UInt64, steps UInt32, duration_us UInt32, track String, "
+    "template_version String, engine_version String, schema_version UInt16)"
+)
+_SCALARS = ("decision_id", "cluster", "seq", "attempt", "tenant", "namespace", "pod", "pod_uid", "policy_version",
+            "policy_digest", "outcome", "node", "tier_index", "preferred_model", "allocated_model", "fallback",
+            "retry_class", "backoff_ms", "wait_ms", "steps", "duration_us", "track", "template_version",
+            "engine_version", "schema_version")
+
+DECISIONS_IN_MV = View(
+    name="decisions_in_mv",
+    target="decisions",
+    source="decisions_in",
+    select=(
+        "SELECT parseDateTime64BestEffort(j.time, 3, 'UTC') AS time, "
+        + ", ".join(f"j.{name} AS {name}" for name in _SCALARS)
+        + ", toUInt16(JSONLength(record, 'devices')) AS n_devices, record "
+        f"FROM (SELECT record, JSONExtract(record, '{_DECISION_SHAPE}') AS j FROM {{src}})"
+    ),
+)
+
+DECISION_TIERS_IN_MV = View(
+    name="decision_tiers_in_mv",
+    target="decision_tiers",
+    source="decisions_in",
+    select=(
+        "SELECT parseDateTime64BestEffort(JSONExtractString(record, 'time'), 3, 'UTC') AS time, "
+        "JSONExtractString(record, 'tenant') AS tenant, JSONExtractString(record, 'decision_id') AS decision_id, "
+        "toUInt8(JSONExtractUInt(t, 'index')) AS tier, JSONExtractString(t, 'request') AS request, "
+        "JSONExtractString(t, 'model') AS model, toUInt32(JSONExtractUInt(t, 'considered')) AS considered, "
+        "toUInt32(JSONExtractUInt(t, 'nodes_evaluated')) AS nodes_evaluated, "
+        "JSONExtract(t, 'reasons', 'Map(String, UInt32)') AS reasons "
+        "FROM {src} ARRAY JOIN JSONExtractArrayRaw(record, 'tiers') AS t"
+    ),
+)
+
 TABLES = {t.name: t for t in (
     SCHEMA_MIGRATIONS, EVENTS, CHECKPOINTS, DECISIONS, DECISION_TIERS, POLICIES, QUARANTINE, REPLAY_RUNS,
-    FALLBACK_1H, TENANT_USAGE_1H,
+    FALLBACK_1H, TENANT_USAGE_1H, DECISIONS_IN,
 )}
-VIEWS = {v.name: v for v in (FALLBACK_1H_MV, TENANT_USAGE_1H_MV)}
+ROLLUP_VIEWS = (FALLBACK_1H_MV, TENANT_USAGE_1H_MV)
+INGEST_VIEWS = (DECISIONS_IN_MV, DECISION_TIERS_IN_MV)
+VIEWS = {v.name: v for v in (*ROLLUP_VIEWS, *INGEST_VIEWS)}
 
 
 def ttl_clause(table: Table, retention: Retention) -> str:
@@ -311,6 +366,14 @@ def create_table(table: Table, database: str, retention: Retention, cluster: str
     else:
         engine = f"{table.engine}({table.engine_args})"
     body = ",\n  ".join(table.columns + table.indexes)
+    if table.engine == "Null":  # stores nothing: rows only pass through to its views
+        statements = [f"CREATE TABLE IF NOT EXISTS {database}.{local}{on_cluster} (\n  {body}\n) ENGINE = Null"]
+        if cluster:
+            statements.append(
+                f"CREATE TABLE IF NOT EXISTS {database}.{table.name} ON CLUSTER {cluster} AS {database}.{local}\n"
+                f"ENGINE = Distributed({cluster}, {database}, {local}, {table.shard_key})"
+            )
+        return statements
     lines = [f"CREATE TABLE IF NOT EXISTS {database}.{local}{on_cluster} (\n  {body}\n) ENGINE = {engine}"]
     if table.partition_by:
         lines.append(f"PARTITION BY {table.partition_by}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.store import connection, migrations
+from audit.store import connection, migrations, rows
 from audit.store.migrations import LATEST, MIGRATIONS, SchemaTooNewError
 from audit.store.queries import AuditStore, DecisionFilter
 from audit.store.schema import Retention
@@ -16,6 +16,7 @@ EXPECTED_TABLES = {
     1: {"schema_migrations", "events", "checkpoints", "decisions", "decision_tiers", "policies", "quarantine"},
     2: {"replay_runs"},
     3: {"fallback_1h", "tenant_usage_1h", "fallback_1h_mv", "tenant_usage_1h_mv"},
+    4: {"decisions_in", "decisions_in_mv", "decision_tiers_in_mv"},
 }
 
 
@@ -45,12 +46,10 @@ def test_migrating_from_an_earlier_version_keeps_data_and_backfills_rollups(tmp_
     try:
         assert migrations.migrate(client, target.database, upto=start) == list(range(1, start + 1))
         assert tables(client, target.database) == set().union(*(EXPECTED_TABLES[v] for v in range(1, start + 1)))
-        from audit.store.writer import RecordWriter
-
-        writer = RecordWriter(lambda: connection.connect(target), str(tmp_path / "spool"), background=False)
-        writer.write_records(records)
-        assert writer.flush()
-        writer.close()
+        # before version 4 rows were inserted column-wise; do the same here
+        batch = rows.decision_batch(records)
+        for table, columns in (("decisions", batch.decisions), ("decision_tiers", batch.tiers)):
+            client.insert(table, list(columns.values()), column_names=list(columns), column_oriented=True)
     finally:
         client.close()
     with AuditStore.open(f"chdb://{tmp_path}/db") as store:  # applies the rest

@@ -55,7 +55,8 @@ def test_store_level_checks_are_reported_in_the_ingest_result(store: AuditStore)
     result = store.ingest_jsonl(body, "records", source="s")
     # validate_record accepts any string time; the store's column check catches it before writing
     assert (result.accepted, result.quarantined) == (1, 1)
-    assert result.errors == [{"line": 2, "path": "time", "error": "time: 'last tuesday' is not an ISO 8601 time"}]
+    assert result.errors == [{"line": 2, "path": "time",
+                              "error": "time: 'last tuesday' is not an ISO 8601 time like 2026-11-01T08:00:00.000Z"}]
     assert store.quarantine_count() == 1
     assert store.ingest_stats()["written"] == 1
 

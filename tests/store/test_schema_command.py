@@ -27,8 +27,9 @@ def test_single_node_ddl_has_every_table_with_dedup_window(capsys: pytest.Captur
     assert code == 0
     created = re.findall(r"CREATE TABLE IF NOT EXISTS audit\.(\w+) \(", out)
     assert created == ["schema_migrations", "events", "checkpoints", "decisions", "decision_tiers", "policies",
-                       "quarantine", "replay_runs", "fallback_1h", "tenant_usage_1h"]
-    assert out.count("non_replicated_deduplication_window = 1000") == len(created)
+                       "quarantine", "replay_runs", "fallback_1h", "tenant_usage_1h", "decisions_in"]
+    assert out.count("non_replicated_deduplication_window = 1000") == len(created) - 1  # decisions_in: Null
+    assert "CREATE TABLE IF NOT EXISTS audit.decisions_in (\n  record String\n) ENGINE = Null" in out
     assert "ON CLUSTER" not in out and "Replicated" not in out
 
 
@@ -42,7 +43,10 @@ def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pyt
                 f"ENGINE = Distributed(prod, claimtrail, {table}_local, cityHash64(decision_id))") in out
     assert "TO claimtrail.fallback_1h_local\nAS SELECT" in out and "FROM claimtrail.decisions_local" in out
     assert "non_replicated_deduplication_window" not in out
-    assert out.rstrip().endswith("(3, 'duplicate-tolerant rollups for fallback rate and tenant usage, backfilled');")
+    assert ("ENGINE = Distributed(prod, claimtrail, decisions_in_local, "
+            "cityHash64(JSONExtractString(record, 'decision_id')))") in out
+    assert "TO claimtrail.decision_tiers_local\nAS SELECT" in out
+    assert out.rstrip().endswith("(4, 'record ingest as JSON lines, columns and tier rows extracted by the engine');")
 
 
 def test_record_schema_is_the_json_schema_of_a_decision_record(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,214 @@
+"""Store throughput, footprint and query latency on embedded chDB (issue #5).
+
+(a) Decision records per second through the full writer (check, canonical JSON, columns, spool
+with fsync, native insert of decision and tier rows, rollup views) against the same prepared
+columns inserted raw with ``client.insert`` into an identical schema in the same run. (b) Bytes
+on disk per decision (decisions + tier rows + rollups) after ``OPTIMIZE … FINAL``. (c) Latency of
+the API's main queries on a store of 1,000,000 decisions built with ``INSERT … SELECT FROM
+numbers()`` from a real record template (cached under ``.claimtrail/bench-store``).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from audit.store import connection, migrations, rows
+from audit.store.queries import AuditStore, DecisionFilter
+from audit.store.writer import RecordWriter
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the factory lives with the tests
+from tests.store.factory import make_record, make_records  # noqa: E402 - the shared record factory
+
+ISSUE = "#5"
+N_WRITE = 30_000
+BATCH = 10_000
+ROUNDS = 3
+N_STORE = 1_000_000
+REPO = Path(__file__).resolve().parents[1]
+CACHE = Path(".claimtrail/bench-store")
+BUILD_MARK = "claimtrail bench-store v1"  # bump when the builder changes so caches are rebuilt
+TENANTS = ("acme", "globex", "initech", "umbrella")
+
+
+def _row(name: str, value: float, unit: str, target: str, note: str = "") -> dict[str, Any]:
+    return {"issue": ISSUE, "name": name, "value": value, "unit": unit, "target": target, "note": note}
+
+
+def _p95(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=20, method="inclusive")[18]
+
+
+def _writer_seconds(target: connection.Target, records: list[Any], spool: Path) -> float:
+    writer = RecordWriter(lambda: connection.connect(target), str(spool), batch_size=BATCH)
+    started = time.perf_counter()
+    writer.write_records(records)
+    assert writer.flush(timeout=600), writer.last_error
+    seconds = time.perf_counter() - started
+    writer.close()
+    return seconds
+
+
+def _raw_seconds(client: Any, database: str, records: list[Any]) -> float:
+    texts = [rows.record_json(r) for r in records]
+    batches = [rows.decision_batch(records[i:i + BATCH], texts[i:i + BATCH]) for i in range(0, len(records), BATCH)]
+    started = time.perf_counter()
+    for batch in batches:
+        for table, columns in (("decisions", batch.decisions), ("decision_tiers", batch.tiers)):
+            client.insert(f"{database}.{table}", list(columns.values()), column_names=list(columns),
+                          column_oriented=True)
+    return time.perf_counter() - started
+
+
+def _throughput(work: Path) -> list[dict[str, Any]]:
+    """Writer and raw runs alternate, each into its own fresh database; the best of each counts, so
+    load from other processes on a shared machine disturbs the ratio as little as possible."""
+    records = make_records(N_WRITE, seconds_apart=5)
+    base = connection.resolve_dsn(f"chdb://{work}/db")
+    client = connection.connect(base)
+    writer_times, raw_times = [], []
+    for round_ in range(ROUNDS):
+        for prefix in ("w", "r"):
+            client.command(f"CREATE DATABASE IF NOT EXISTS {prefix}{round_}")
+            migrations.migrate(client, f"{prefix}{round_}")  # identical schema, rollup views included
+        writer_times.append(_writer_seconds(replace(base, database=f"w{round_}"), records, work / f"spool{round_}"))
+        raw_times.append(_raw_seconds(client, f"r{round_}", records))
+
+    for table in ("decisions", "decision_tiers", "fallback_1h", "tenant_usage_1h"):
+        client.command(f"OPTIMIZE TABLE w0.{table} FINAL")
+    parts = dict(client.query(
+        "SELECT table, sum(bytes_on_disk) FROM system.parts WHERE active AND database = 'w0' GROUP BY table"
+    ).result_rows)
+    stored = client.query("SELECT count() FROM w0.decisions").result_rows[0][0]
+    client.close()
+    total = sum(parts.get(t, 0) for t in ("decisions", "decision_tiers", "fallback_1h", "tenant_usage_1h"))
+    tiers = sum(len(r.tiers) for r in records)
+    writer_rate, raw_rate = N_WRITE / min(writer_times), N_WRITE / min(raw_times)
+    spread = f"best of {ROUNDS} alternating runs; writer runs {', '.join(f'{N_WRITE / t:,.0f}' for t in writer_times)}"
+    return [
+        _row("store: records/s through the full writer (spool+fsync, tiers, rollups)", round(writer_rate), "rec/s",
+             ">= 50,000", f"{N_WRITE} records + {tiers} tier rows, batches of {BATCH}; {spread}"),
+        _row("store: records/s raw client.insert of prepared columns", round(raw_rate), "rec/s", "baseline",
+             "same rows and schema; JSON and columns built before timing; raw runs "
+             + ", ".join(f"{N_WRITE / t:,.0f}" for t in raw_times)),
+        _row("store: writer / raw throughput", round(writer_rate / raw_rate, 3), "ratio", ">= 0.7"),
+        _row("store: bytes on disk per decision after OPTIMIZE FINAL", round(total / stored, 1), "B", "<= 300",
+             f"decisions {parts.get('decisions', 0) / stored:.0f} B + tiers {parts.get('decision_tiers', 0) / stored:.0f} B"
+             f" + rollups; {stored} decisions"),
+    ]
+
+
+def _build_large_store(path: Path) -> None:
+    """1M decisions from one real record template, varied per row by SQL (ids, pods, tenants, times)."""
+    template = make_record(1)  # an A100 fallback record with two tiers
+    text = rows.record_json(template)
+    for field in ("decision_id", "pod", "tenant", "namespace", "time", "pod_uid"):
+        text = text.replace(f'"{field}":"{getattr(template, field)}"', f'"{field}":"@{field}@"')
+    store = AuditStore.open(f"chdb://{path}/db")
+    client = store.client
+    client.command(
+        """
+        INSERT INTO decisions (time, decision_id, cluster, seq, attempt, tenant, namespace, pod, pod_uid, policy_version,
+            policy_digest, outcome, node, n_devices, tier_index, preferred_model, allocated_model, fallback, retry_class,
+            backoff_ms, wait_ms, steps, duration_us, track, template_version, engine_version, schema_version, record)
+        SELECT t, id, 'bench', number, 0, tenant, ns, pod, pod_uid, 'v1', repeat('d', 64),
+               if(number % 7 = 6, 'unschedulable', 'allocated'), if(number % 7 = 6, '', concat('node-', toString(number % 500))),
+               if(number % 7 = 6, 0, 1), if(number % 7 = 6, -1, toInt16(number % 3 = 1)), 'H100',
+               multiIf(number % 7 = 6, '', number % 3 = 1, 'A100', 'H100'), number % 7 != 6 AND number % 3 = 1,
+               if(number % 7 = 6, 'unschedulable', ''), 0, (number * 37) % 5000, 3, 100 + number % 900, 'dra', 't1',
+               '0.1.0', 1,
+               replaceOne(replaceOne(replaceOne(replaceOne(replaceOne(replaceOne({template:String},
+                   '@decision_id@', id), '@pod@', pod), '@tenant@', tenant), '@namespace@', ns),
+                   '@time@', formatDateTime(t, '%Y-%m-%dT%H:%i:%S.000Z', 'UTC')), '@pod_uid@', pod_uid)
+        FROM (
+            SELECT number,
+                   toDateTime64('2026-11-01 00:00:00', 3, 'UTC') + toIntervalMillisecond(number * 604) AS t,
+                   lower(concat(substring(hex(MD5(toString(number))), 1, 8), '-', substring(hex(MD5(toString(number))), 9, 4),
+                         '-', substring(hex(MD5(toString(number))), 13, 4), '-', substring(hex(MD5(toString(number))), 17, 4),
+                         '-', substring(hex(MD5(toString(number))), 21, 12))) AS id,
+                   arrayElement({tenants:Array(String)}, number % 4 + 1) AS tenant, concat(tenant, '-ml') AS ns,
+                   concat('train-', toString(intDiv(number, 4) % 200000)) AS pod,
+                   concat('pod-uid-', toString(number)) AS pod_uid
+            FROM numbers({n:UInt64}))
+        """,
+        parameters={"template": text, "tenants": list(TENANTS), "n": N_STORE},
+        settings={"max_insert_threads": 2},
+    )
+    client.command(
+        """
+        INSERT INTO decision_tiers (time, tenant, decision_id, tier, request, model, considered, nodes_evaluated, reasons)
+        SELECT time, tenant, decision_id, tier, if(tier = 0, 'gpu/h100', 'gpu/a100'), if(tier = 0, 'H100', 'A100'),
+               if(tier = 0, 8, 4), if(tier = 0, 3, 2),
+               if(tier = 0, map('in_use', 6, 'unhealthy', 2), map('selected', 1, 'in_use', 3))
+        FROM decisions ARRAY JOIN range(toUInt8(if(fallback OR outcome = 'unschedulable', 2, 1))) AS tier
+        """
+    )
+    store.close()
+
+
+def build_million_store() -> tuple[Path, int]:
+    """The cached store of ``N_STORE`` decisions (built on first use); returns its chDB directory and
+    size. Other benchmarks use it too; they must copy it before adding rows."""
+    path = REPO / CACHE
+    mark = path / "READY"
+    if mark.exists() and mark.read_text().startswith(BUILD_MARK):
+        return path / "db", N_STORE
+    shutil.rmtree(path, ignore_errors=True)
+    started = time.perf_counter()
+    _build_large_store(path)
+    mark.write_text(f"{BUILD_MARK}: {N_STORE} decisions, built in {time.perf_counter() - started:.0f} s\n")
+    return path / "db", N_STORE
+
+
+def _latency() -> list[dict[str, Any]]:
+    db, _ = build_million_store()
+    store = AuditStore.open(f"chdb://{db}")
+    try:
+        count = store.client.query("SELECT count() FROM decisions").result_rows[0][0]
+        rng = random.Random(5)
+        sample = [r[0:3] for r in store.client.query(
+            "SELECT decision_id, namespace, pod FROM decisions WHERE cityHash64(decision_id) % 5000 = 0 LIMIT 400"
+        ).result_rows]
+        rng.shuffle(sample)
+        by_id, by_pod, fallback = [], [], []
+        for decision_id, namespace, pod in sample[:200]:
+            tenant = namespace[: -len("-ml")]
+            t0 = time.perf_counter()
+            assert store.get_decision(decision_id, tenant) is not None
+            by_id.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            assert store.latest_for_pod(namespace, pod, tenant) is not None
+            by_pod.append((time.perf_counter() - t0) * 1000)
+        day = DecisionFilter(since="2026-11-03T00:00:00Z", until="2026-11-04T00:00:00Z")
+        for _ in range(20):
+            t0 = time.perf_counter()
+            assert store.fallback_stats(day, ["tenant", "model"])
+            fallback.append((time.perf_counter() - t0) * 1000)
+    finally:
+        store.close()
+    note = f"store of {count:,} decisions, 200 lookups"
+    return [
+        _row("store: decision by id p95 (tenant-scoped)", round(_p95(by_id), 2), "ms", "<= 20", note),
+        _row("store: latest decision by pod p95 (tenant-scoped)", round(_p95(by_pod), 2), "ms", "<= 20", note),
+        _row("store: fallback rate by tenant x model over 24 h, p95", round(_p95(fallback), 2), "ms", "<= 500",
+             "hourly duplicate-tolerant rollup, 20 runs"),
+    ]
+
+
+def run() -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="bench-store-") as work:
+        out = _throughput(Path(work))
+    out.extend(_latency())
+    return out
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(row)
