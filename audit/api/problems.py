@@ -94,7 +94,9 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return problem_response("invalid-parameter", _describe_validation(exc), request.url.path)
+        in_body = any((err.get("loc") or ("",))[0] == "body" for err in exc.errors())
+        return problem_response("malformed-body" if in_body else "invalid-parameter", _describe_validation(exc),
+                                request.url.path)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

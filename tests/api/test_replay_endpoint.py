@@ -54,8 +54,8 @@ def test_replay_by_id_reports_and_records_each_run(server: Server) -> None:
     ({"decision_ids": ["x' OR 1=1"]}, 400, "invalid-parameter"),
     ({"decision_ids": ["00000000-0000-0000-0000-000000000000"]}, 404, "not-found"),
     ({**WINDOW, "since": "then"}, 400, "invalid-parameter"),
-    ({**WINDOW, "limit": 0}, 400, "invalid-parameter"),
-    ({**WINDOW, "extra": 1}, 400, "invalid-parameter"),
+    ({**WINDOW, "limit": 0}, 400, "malformed-body"),
+    ({**WINDOW, "extra": 1}, 400, "malformed-body"),
     ({**WINDOW, "counterfactual_policy": "v8"}, 501, "not-implemented"),
 ], ids=["empty", "partial-window", "bad-id", "unknown-id", "bad-time", "bad-limit", "unknown-field",
         "counterfactual"])
