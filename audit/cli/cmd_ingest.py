@@ -36,8 +36,8 @@ def register(sub: Any) -> None:
     k.add_argument("--server", required=True, help="audit API URL, or a ClickHouse DSN in server mode")
     k.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
     k.add_argument("--context", help="kubeconfig context")
-    k.add_argument("--namespace", action="append", default=[], metavar="N",
-                   help="watch namespaced objects only in N (repeatable; default all namespaces)")
+    k.add_argument("--namespace", action="extend", nargs="+", default=[], metavar="N",
+                   help="watch namespaced objects only in these namespaces (default all namespaces)")
     k.add_argument("--cluster", default="", help="cluster name in events and records (default: the context or 'default')")
     k.add_argument("--lease-namespace", help="namespace of the election Lease (default: own namespace or 'claimtrail')")
     k.add_argument("--lease-name", help="Lease name (default claimtrail-watcher-<cluster>)")

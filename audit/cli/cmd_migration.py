@@ -69,9 +69,13 @@ def _inputs(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--since", help="only records at or after this RFC 3339 time")
     p.add_argument("--events", metavar="FILE", help="world events, JSON lines (allocation lifetimes)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (when thresholds ask for it)")
+    p.add_argument("--min-pods", type=int, help="override the thresholds' min_pods")
+    p.add_argument("--confidence", type=float, help="override the thresholds' confidence, e.g. 0.9")
+    p.add_argument("--candidate", metavar="TRACK[/VERSION]", help="override the candidate cohort, e.g. dra/v3")
+    p.add_argument("--baseline", metavar="TRACK[/VERSION]", help="override the baseline cohort, e.g. dra/v1")
 
 
-def _read_thresholds(path: str) -> Thresholds:
+def _read_thresholds(path: str, args: argparse.Namespace | None = None) -> Thresholds:
     try:
         with open(path) as fh:
             doc = yaml.safe_load(fh)
@@ -79,6 +83,16 @@ def _read_thresholds(path: str) -> Thresholds:
         raise UserError(f"--thresholds {path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise UserError(f"--thresholds {path}: not YAML: {str(exc).splitlines()[0]}") from None
+    if isinstance(doc, dict) and args is not None:
+        # flags override the file, then the whole document is validated as one
+        for flag, field in (("min_pods", "min_pods"), ("confidence", "confidence")):
+            if getattr(args, flag, None) is not None:
+                doc[field] = getattr(args, flag)
+        for flag in ("candidate", "baseline"):
+            value = getattr(args, flag, None)
+            if value:
+                track, _, version = value.partition("/")
+                doc[flag] = {"track": track, "template_version": version}
     try:
         return Thresholds.from_dict(doc)
     except MigrationError as exc:
@@ -154,7 +168,7 @@ def _load_records(args: argparse.Namespace) -> list[DecisionRecord]:
 
 
 def _compute(args: argparse.Namespace) -> tuple[Thresholds, Report]:
-    thresholds = _read_thresholds(args.thresholds)
+    thresholds = _read_thresholds(args.thresholds, args)
     records = _load_records(args)
     releases = releases_from_events(d for _, d in _jsonl(args.events)) if args.events else None
     try:
@@ -200,7 +214,7 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.verdict:
         verdict = Verdict(args.verdict)
         if not version and args.thresholds:
-            version = _read_thresholds(args.thresholds).candidate.template_version
+            version = _read_thresholds(args.thresholds, args).candidate.template_version
     else:
         if not args.thresholds:
             raise UserError("give --verdict, or --thresholds with --records/--server to compute it")

@@ -73,6 +73,10 @@ class Backoff:
         self.attempts = 0
 
 
+CONNECT_TIMEOUT = 10.0
+LIST_TIMEOUT = 120.0
+WATCH_READ_GRACE = 30.0
+
 # Errors that mean "the connection or the server had a problem": reconnect with backoff.
 _TRANSIENT = (urllib3.exceptions.HTTPError, OSError, WatchStreamError, json.JSONDecodeError)
 
@@ -123,6 +127,9 @@ class Reflector:
                     log.warning("resource not served by the API server", extra={"kind": self.resource.kind})
                     self.served = False
                     return
+                if exc.status in (401, 403):
+                    # RBAC or credentials: keep retrying (they may be fixed) but say so loudly
+                    log.warning("not allowed to list/watch", extra={"kind": self.resource.kind, "status": exc.status})
                 self._pause(stop, f"HTTP {exc.status}")
             except _TRANSIENT as exc:
                 self._pause(stop, type(exc).__name__)
@@ -147,7 +154,9 @@ class Reflector:
         token: str | None = None
         version = ""
         while True:
-            kwargs: dict[str, Any] = {"limit": self.page_size, "_preload_content": False}
+            kwargs: dict[str, Any] = {
+                "limit": self.page_size, "_preload_content": False, "_request_timeout": (CONNECT_TIMEOUT, LIST_TIMEOUT),
+            }
             if token:
                 kwargs["_continue"] = token
             try:
@@ -182,6 +191,9 @@ class Reflector:
             resource_version=self.resource_version,
             timeout_seconds=self.watch_timeout_seconds,
             _preload_content=False,
+            # the server ends the watch after timeout_seconds; a read that waits much longer
+            # means a silent network partition: give up and reconnect
+            _request_timeout=(CONNECT_TIMEOUT, self.watch_timeout_seconds + WATCH_READ_GRACE),
         )
         self._response = resp
         try:

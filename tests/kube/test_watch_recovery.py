@@ -116,3 +116,17 @@ def _final_world(events: list[WorldEvent]) -> dict:
         else:
             world[e.key] = digest(e.payload)
     return world
+
+
+def test_namespace_scope_watches_only_those_namespaces() -> None:
+    with FakeApiServer() as server:
+        populate(server)
+        sink = CollectingSink()
+        watcher = make_watcher(server, sink, namespaces=("team-a",))
+        run_until_caught_up(server, watcher)
+    namespaced = {(e.object_kind, e.namespace) for e in sink.events if e.namespace}
+    assert namespaced == {("Pod", "team-a"), ("ResourceClaim", "team-a")}
+    # cluster-scoped kinds are still watched whole
+    assert {e.object_kind for e in sink.events if not e.namespace} == {"DeviceClass", "Node", "ResourceSlice"}
+    assert any(r.startswith("GET /api/v1/namespaces/team-a/pods?") for r in server.requests)
+    assert not any(r.startswith("GET /api/v1/pods?") for r in server.requests)

@@ -88,10 +88,20 @@ def test_report_reads_every_page_from_the_api_and_promotes_an_equal_cohort(api: 
     assert "baseline device-plugin (3000 pods) vs candidate dra/v2 (3000 pods)" in out
 
 
+def test_flags_override_the_thresholds_file(worse_file: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["migration", "report", "--records", worse_file, "--thresholds", THRESHOLDS, "-o", "json",
+            "--baseline", "dra/v2", "--candidate", "dra/v2", "--min-pods", "5000"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["baseline"], out["candidate"], out["verdict"]) == ("dra/v2", "dra/v2", "hold")
+    assert "need at least 5000 pods per cohort (baseline 3000, candidate 3000)" in out["reasons"]
+
+
 BAD = {
     "missing_file": (["--records", "/nonexistent.jsonl"], "/nonexistent.jsonl: cannot read"),
     "bad_record": (["--records", "@bad"], ":1: DecisionRecord: outcome"),
     "both_sources": (["--records", "x", "--server", "http://127.0.0.1:9"], "either --records FILE or --server URL"),
+    "bad_candidate_flag": (["--records", "@bad", "--candidate", "gpu/v2"], "thresholds.candidate.track: unknown track 'gpu'"),
 }
 
 
