@@ -107,6 +107,16 @@ class ReplayReport:
     body: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def summary(self) -> dict[str, Any]:
+        value = self.body.get("summary")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def job(self) -> str:
+        """The job id of a replay too large to run inside the request ("" when it ran there)."""
+        return str(self.body.get("job") or self.body.get("job_id") or "")
+
+    @property
     def runs(self) -> list[dict[str, Any]]:
         for key in ("runs", "results", "items"):
             value = self.body.get(key)
@@ -193,6 +203,15 @@ class ApiClient:
     def replay(self, decision_ids: list[str]) -> ReplayReport:
         body = self._request("POST", "/v1/replay", json={"decision_ids": decision_ids})
         return ReplayReport(_expect_object(body, "/v1/replay"))
+
+    def replay_window(self, filters: Filters, limit: int) -> ReplayReport:
+        """Replay the decisions the filters select (cluster, since and until required by the API)."""
+        body = self._request("POST", "/v1/replay", json={**filters.params(), "limit": limit})
+        return ReplayReport(_expect_object(body, "/v1/replay"))
+
+    def replay_job(self, job_id: str) -> ReplayReport:
+        path = f"/v1/replay/{_segment(job_id)}"
+        return ReplayReport(_expect_object(self._request("GET", path), path))
 
     def counterfactual(self, filters: Filters, policy_version: str) -> ReplayReport:
         body = self._request("POST", "/v1/replay", json={**filters.params(), "counterfactual_policy": policy_version})
@@ -302,3 +321,11 @@ def replay(decision_ids: list[str]) -> ReplayReport:
 
 def counterfactual(filters: Filters, policy_version: str) -> ReplayReport:
     return client().counterfactual(filters, policy_version)
+
+
+def replay_window(filters: Filters, limit: int) -> ReplayReport:
+    return client().replay_window(filters, limit)
+
+
+def replay_job(job_id: str) -> ReplayReport:
+    return client().replay_job(job_id)

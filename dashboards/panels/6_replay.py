@@ -42,6 +42,46 @@ if status is not None and not empty(status, "replay runs") and has_columns(statu
         if bad:
             st.dataframe([{"cause": r["cause"], "mismatched": int(num(r["mismatched"]))} for r in bad], hide_index=True, key="replay_causes")
 
+st.subheader("Verify a window")
+st.caption("Re-executes the decisions the filters select (cluster, since and until are required) and compares digests.")
+limit = int(st.number_input("At most this many decisions", min_value=1, max_value=100_000, value=200, key="rp_limit"))
+if st.button("Verify now", key="rp_verify"):
+    if not (filters.cluster and filters.since and filters.until):
+        st.warning("Set the cluster, since and until filters to choose the window to verify.")
+    else:
+        try:
+            st.session_state["rp_report"] = client.replay_window(filters, limit).body
+        except ApiError as exc:
+            st.error(f"Verification failed: {exc}")
+if "rp_report" in st.session_state:
+    verified = ReplayReport(st.session_state["rp_report"])
+    if verified.job and verified.body.get("state") == "running" and st.button("Refresh progress", key="rp_refresh"):
+        try:
+            st.session_state["rp_report"] = client.replay_job(verified.job).body
+            verified = ReplayReport(st.session_state["rp_report"])
+        except ApiError as exc:
+            st.error(f"Could not load replay job {verified.job}: {exc}")
+    if verified.job:
+        st.caption(f"Replay job {verified.job}: {verified.body.get('state', '?')}, "
+                   f"{verified.body.get('done', 0):,} of {verified.body.get('total', 0):,} decisions done.")
+    summary = verified.summary
+    cols = st.columns(3)
+    cols[0].metric("Replayed", f"{int(num(summary.get('decisions'))):,}")
+    cols[1].metric("Matched", f"{int(num(summary.get('matches'))):,}")
+    cols[2].metric("Mismatched", f"{int(num(summary.get('mismatches'))):,}")
+    by_cause = summary.get("mismatch_causes") or {}
+    if by_cause:
+        st.plotly_chart(figures.bar(list(by_cause), list(by_cause.values()), "Mismatches by cause"), key="rp_causes")
+    if verified.runs:
+        st.dataframe(
+            [{"decision": r.get("decision_id"), "match": r.get("match"), "cause": r.get("cause", ""),
+              "diff": "; ".join(map(str, r.get("diff") or []))} for r in verified.runs],
+            hide_index=True, key="rp_runs",
+        )
+    replayed = num(summary.get("decisions"))
+    reading(f"{int(replayed):,} decisions replayed: {pct(ratio(num(summary.get('matches')), replayed))} reproduced "
+            "their recorded digests.")
+
 st.subheader("Counterfactual run")
 st.caption("Replays the decisions selected by the filters under another policy version and compares the outcomes.")
 other = st.text_input("Counterfactual policy version", key="cf_policy", placeholder="e.g. v8").strip()
