@@ -372,6 +372,8 @@ class World:
         self.model_totals[dev.model] = self.model_totals.get(dev.model, 0) + 1
         if self._usable(dev):
             self._shift_free(dev.node, dev.model, +1)
+        if dev.id in self.allocated_by:
+            self.model_allocated[dev.model] = self.model_allocated.get(dev.model, 0) + 1
         sig = self._signature(dev)
         entry = self.signatures.get(sig)
         if entry is None:
@@ -392,6 +394,8 @@ class World:
         self.model_totals[dev.model] -= 1
         if self._usable(dev):
             self._shift_free(dev.node, dev.model, -1)
+        if dev_id in self.allocated_by:
+            self.model_allocated[dev.model] = self.model_allocated.get(dev.model, 0) - 1
         if counts[0] == 0:
             del self.node_model[dev.node][dev.model]
         sig = self._signature(dev)
@@ -449,7 +453,8 @@ class World:
                 self._shift_free(dev.node, dev.model, -1)
             self.allocated_by[dev_id] = key
             model = dev.model if dev is not None else "unknown"
-            self.model_allocated[model] = self.model_allocated.get(model, 0) + 1
+            if dev is not None:
+                self.model_allocated[model] = self.model_allocated.get(model, 0) + 1
             models[model] = models.get(model, 0) + 1
             eq += self.policy.h100_equivalent(model)
         self._charge(key, Charge(self.policy.tenant_for(namespace), eq, models))
@@ -460,8 +465,8 @@ class World:
             if self.allocated_by.get(dev_id) == key:
                 del self.allocated_by[dev_id]
                 dev = self.devices.get(dev_id)
-                model = dev.model if dev is not None else "unknown"
-                self.model_allocated[model] = self.model_allocated.get(model, 0) - 1
+                if dev is not None:
+                    self.model_allocated[dev.model] = self.model_allocated.get(dev.model, 0) - 1
                 if dev is not None and self._usable(dev):
                     self._shift_free(dev.node, dev.model, +1)
         self._uncharge(key)
@@ -569,8 +574,8 @@ class World:
                     if dev is not None and w._usable(dev):
                         w._shift_free(dev.node, dev.model, -1)
                     w.allocated_by[dev_id] = key
-                    model = dev.model if dev is not None else "unknown"
-                    w.model_allocated[model] = w.model_allocated.get(model, 0) + 1
+                    if dev is not None:
+                        w.model_allocated[dev.model] = w.model_allocated.get(dev.model, 0) + 1
         for key, pod in w.objects["Pod"].items():
             node = (pod.get("spec") or {}).get("nodeName", "")
             if not node and not _terminated(pod):
