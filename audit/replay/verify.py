@@ -23,7 +23,7 @@ from enum import StrEnum
 from itertools import groupby
 from typing import Any
 
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, digest, output_view
 from audit.replay.checkpoints import CheckpointCorrupt
 from audit.replay.diff import record_diff
 from audit.replay.source import MissingEvents, ReplaySource, WorldCursor
@@ -74,10 +74,11 @@ def compare(recorded: DecisionRecord, replayed: DecisionRecord) -> tuple[str, li
     """("", []) when the replay reproduces the record, else (cause, diff lines)."""
     if replayed.input_digest != recorded.input_digest:
         return Cause.INPUT_MISMATCH.value, input_diff(recorded, replayed)
-    sealed_ok = recorded.compute_output_digest() == recorded.output_digest
+    recorded_dict = record_dict(recorded)
+    sealed_ok = digest(output_view(recorded_dict)) == recorded.output_digest
     if replayed.output_digest == recorded.output_digest and sealed_ok:
         return "", []
-    lines = record_diff(recorded.to_dict(), record_dict(replayed))
+    lines = record_diff(recorded_dict, record_dict(replayed))
     if not sealed_ok:
         lines.insert(0, "output_digest: the stored record no longer hashes to its own output_digest "
                         "(edited after it was sealed)")
@@ -87,7 +88,7 @@ def compare(recorded: DecisionRecord, replayed: DecisionRecord) -> tuple[str, li
 
 
 def input_diff(recorded: DecisionRecord, replayed: DecisionRecord) -> list[str]:
-    rec, rep = recorded.to_dict(), record_dict(replayed)
+    rec, rep = record_dict(recorded), record_dict(replayed)
     lines = [f"input_digest: recorded {recorded.input_digest}, replayed {replayed.input_digest}"]
     lines += record_diff({k: rec[k] for k in INPUT_FIELDS}, {k: rep[k] for k in INPUT_FIELDS})
     if len(lines) == 1:
