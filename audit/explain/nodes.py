@@ -1,9 +1,11 @@
 """Can the pod run on this node at all? The cluster-level filter that precedes device checks.
 
-Mirrors the kube-scheduler filters that make a node infeasible before DRA is asked: the pod is
-already bound elsewhere, the node is missing, ``spec.unschedulable``, ``nodeSelector``, required
-node affinity (terms ORed, expressions ANDed; ``matchFields`` on ``metadata.name``) and node
-taints with effect NoSchedule/NoExecute that the pod does not tolerate.
+Mirrors the kube-scheduler filter plugins that make a node infeasible before DRA is asked, in
+the default profile's order: the node is gone, NodeUnschedulable (``spec.unschedulable``),
+NodeName (the pod is bound elsewhere), TaintToleration (NoSchedule/NoExecute node taints the pod
+does not tolerate), NodeAffinity (``nodeSelector``, then required node affinity: terms ORed,
+expressions ANDed, ``matchFields`` on ``metadata.name``). Cause names are the decision engine's
+(``audit.scheduler.filters``), so a recorded and an explained filter read the same.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from typing import Any
 
 # Why a node was excluded; rendered into the summary sentence.
 NODE_CAUSE_TEXT = {
-    "bound_elsewhere": "on other nodes than the one the pod is bound to",
-    "node_missing": "on nodes that no longer exist",
+    "node_lost": "on nodes that no longer exist",
     "unschedulable": "on cordoned nodes",
+    "bound_elsewhere": "on other nodes than the one the pod is bound to",
+    "taint": "on nodes with taints the pod does not tolerate",
+    "node_selector": "on nodes excluded by the pod's nodeSelector",
     "node_affinity": "on nodes excluded by node affinity",
-    "node_taint": "on nodes with taints the pod does not tolerate",
 }
 
 
@@ -77,26 +80,26 @@ def node_exclusion(pod: Mapping[str, Any], node_name: str, node: Mapping[str, An
     decided before the binding, so explaining it must not exclude every other node.
     """
     spec = pod.get("spec") or {}
-    bound = spec.get("nodeName")
-    if binding_counts and bound and bound != node_name:
-        return "bound_elsewhere", f"pod is bound to node {bound}"
     if node is None:
-        return "node_missing", f"node {node_name} is not in the cluster"
+        return "node_lost", f"node {node_name} is not in the cluster"
     node_spec = node.get("spec") or {}
-    labels = {str(k): str(v) for k, v in ((node.get("metadata") or {}).get("labels") or {}).items()}
     tolerations = spec.get("tolerations") or []
     if node_spec.get("unschedulable") and not _tolerates(
             tolerations, {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
         return "unschedulable", f"node {node_name} is cordoned"
+    bound = spec.get("nodeName")
+    if binding_counts and bound and bound != node_name:
+        return "bound_elsewhere", f"pod is bound to node {bound}"
+    for taint in node_spec.get("taints") or []:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
+            return "taint", f"taint {taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}"
+    labels = {str(k): str(v) for k, v in ((node.get("metadata") or {}).get("labels") or {}).items()}
     for key, value in (spec.get("nodeSelector") or {}).items():
         if labels.get(str(key)) != str(value):
-            return "node_affinity", f"nodeSelector {key}={value}"
+            return "node_selector", f"nodeSelector {key}={value}"
     required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
                 .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
     terms = required.get("nodeSelectorTerms")
     if terms is not None and not any(_term_matches(t, node_name, labels) for t in terms):
         return "node_affinity", "required node affinity"
-    for taint in node_spec.get("taints") or []:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
-            return "node_taint", f"taint {taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}"
     return "", ""

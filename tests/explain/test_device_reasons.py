@@ -101,7 +101,7 @@ def test_details_name_the_taint_the_selector_and_the_node_filter() -> None:
     by_device = {d.device: d for d in answer.devices}
     assert by_device["gpu.nvidia.com/n1/gpu-0"].detail["key"] == "gpu.nvidia.com/unhealthy"
     assert by_device["gpu.nvidia.com/n1/gpu-1"].detail["expression"] == DRIVER_550
-    assert by_device["gpu.nvidia.com/n2/gpu-0"].detail == {"cause": "node_taint", "detail": "taint dedicated=b:NoSchedule"}
+    assert by_device["gpu.nvidia.com/n2/gpu-0"].detail == {"cause": "taint", "detail": "taint dedicated=b:NoSchedule"}
     assert answer.summary == ("H100 skipped: of 3 H100, 1 on nodes with taints the pod does not tolerate, "
                               "1 not matching the request's selectors, 1 unhealthy (taint gpu.nvidia.com/unhealthy). "
                               "Pod not allocated (pending).")

@@ -43,7 +43,7 @@ def test_allocated_pod_is_explained_for_its_a100(capsys: pytest.CaptureFixture[s
     devices = {d["device"]: d for d in answer["devices"]}
     assert devices["gpu.nvidia.com/h100-01/gpu-1"]["reason"] == "unhealthy"
     assert devices["gpu.nvidia.com/h100-01/gpu-0"]["reason"] == "in_use"
-    assert devices["gpu.nvidia.com/h100-03/gpu-0"]["detail"]["cause"] == "node_taint"
+    assert devices["gpu.nvidia.com/h100-03/gpu-0"]["detail"]["cause"] == "taint"
     a100 = _json(capsys, "--dump", ALLOCATED, "team-a/train-1", "--model", "A100")
     assert a100["skipped"] is False and a100["reasons"] == {"in_use": 1, "available": 1}
 
