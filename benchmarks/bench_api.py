@@ -33,7 +33,7 @@ WORLD_CLUSTER = "bench-world"
 NODES, GPUS = 1000, 8
 PROBE_PODS = 12
 SUMMARY_REQUESTS = 300
-CLIENTS, REQUESTS_PER_CLIENT = 8, 250
+CLIENTS, REQUESTS_PER_CLIENT = 8, 150
 
 
 def _p(values: list[float], q: float) -> float:
