@@ -1,0 +1,317 @@
+"""``claimtrail replay``: verify recorded decisions by re-executing them, or replay under another policy.
+
+History comes from JSONL files (``--records`` and ``--events``: no store needed), a store
+(``--dsn``; results are written to ``replay_runs``) or the audit API (``--server``, default
+``CLAIMTRAIL_API``; the server replays and records). Select with ``--since/--until``,
+``--decision``, ``--sample`` and ``--shard i/N``; ``--workers K`` replays contiguous runs of the
+history in K processes. A progress bar goes to stderr, the summary (verified, matched, mismatched
+by cause) and the first diffs to stdout. Exit code 1 when any decision does not match.
+``--policy FILE`` re-runs the window under that policy instead and prints the deltas per tenant and
+model side by side with the recorded history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from audit.cli import UserError
+from audit.records import DecisionRecord
+from audit.replay.checkpoints import DEFAULT_INTERVAL
+from audit.replay.report import Summary
+from audit.replay.selection import Selection, SelectionError, Shard, split_contiguous
+from audit.replay.verify import ReplayResult, Verifier
+
+CHUNK = 1000  # decisions per unit of work: one checkpoint load at most per chunk
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("replay", help="verify decisions by replay, or replay a window under another policy",
+                              description="Re-execute recorded decisions and compare their digests.")
+    h = p.add_argument_group("history (one of)")
+    h.add_argument("--records", metavar="FILE.jsonl", help="decision records (offline, with --events)")
+    h.add_argument("--events", metavar="FILE.jsonl", help="the world event log (offline, with --records)")
+    h.add_argument("--dsn", help="store DSN: chdb:///dir or http(s)://user:pass@host:8123/db")
+    h.add_argument("--server", help="audit API URL (default CLAIMTRAIL_API)")
+    h.add_argument("--token", help="bearer token for --server (default CLAIMTRAIL_TOKEN)")
+    s = p.add_argument_group("selection")
+    s.add_argument("--since", help="decisions at or after this RFC 3339 time")
+    s.add_argument("--until", help="decisions before this RFC 3339 time")
+    s.add_argument("--decision", nargs="+", action="extend", default=[], metavar="ID", help="decision ids")
+    s.add_argument("--sample", type=float, default=1.0, metavar="P", help="replay a stable fraction P in (0, 1]")
+    s.add_argument("--shard", metavar="i/N", help="replay shard i of N (segments of --segment seqs)")
+    s.add_argument("--segment", type=int, default=DEFAULT_INTERVAL, metavar="N",
+                   help=f"sequence numbers per shard segment (default {DEFAULT_INTERVAL})")
+    p.add_argument("--checkpoint-every", type=int, default=DEFAULT_INTERVAL, metavar="N",
+                   help="offline: checkpoint the event log every N events before replaying")
+    p.add_argument("--workers", type=int, default=1, metavar="K", help="processes (default 1)")
+    p.add_argument("--policy", metavar="FILE", help="counterfactual: re-run the window under this policy")
+    p.add_argument("--show", type=int, default=20, metavar="N", help="mismatches to print with their diff")
+    p.add_argument("--json", action="store_true", help="print the summary and mismatches as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+# ---- progress ------------------------------------------------------------------------------------
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool, label: str = "replaying") -> None:
+        self.total, self.enabled, self.label = total, enabled, label
+        self.done = 0
+        self.last = -1
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if not self.enabled:
+            return
+        pct = 100 if not self.total else int(self.done * 100 / self.total)
+        if pct == self.last and self.done < self.total:
+            return
+        self.last = pct
+        bar = "#" * (pct // 4) + "." * (25 - pct // 4)
+        end = "\n" if self.done >= self.total else ""
+        print(f"\r{self.label} [{bar}] {pct:3d}% {self.done:,}/{self.total:,} decisions", end=end,
+              file=sys.stderr, flush=True)
+
+
+# ---- loading -------------------------------------------------------------------------------------
+
+
+def _import(path: str, kind: str) -> Any:
+    from ingest.files import FileFormatError, import_file
+
+    try:
+        result = import_file(path, kind)  # type: ignore[arg-type]
+    except FileFormatError as exc:
+        raise UserError(f"--{kind} {exc}") from None
+    if result.errors:
+        first = result.errors[0]
+        where = f" at {first.path}" if first.path else ""
+        raise UserError(f"--{kind} {first.location}{where}: {first.error} "
+                        f"({len(result.errors)} invalid item(s); fix or remove them first)")
+    return result
+
+
+def _selection(args: argparse.Namespace) -> Selection:
+    try:
+        shard = Shard.parse(args.shard) if args.shard else None
+        return Selection(args.since, args.until, tuple(args.decision), args.sample, shard, args.segment)
+    except SelectionError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _offline(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
+    from audit.replay.source import MemorySource
+
+    if not (args.records and args.events):
+        raise UserError("--records and --events: give both for an offline replay")
+    if args.checkpoint_every < 1:
+        raise UserError(f"--checkpoint-every {args.checkpoint_every}: must be >= 1")
+    records = _import(args.records, "records").records
+    try:
+        source = MemorySource(_import(args.events, "events").events)
+    except ValueError as exc:
+        raise UserError(f"--events {args.events}: {exc}") from None
+    source.add_checkpoints(args.checkpoint_every)
+    return records, source
+
+
+def _store_records(store: Any, sel: Selection) -> list[DecisionRecord]:
+    from audit.store.filters import DecisionFilter
+
+    if sel.decision_ids:
+        found = [store.get_decision(d, None) for d in sel.decision_ids]
+        missing = [d for d, r in zip(sel.decision_ids, found, strict=True) if r is None]
+        if missing:
+            raise UserError(f"--decision {missing[0]}: not found in the store")
+        return [r for r in found if r is not None]
+    out: list[DecisionRecord] = []
+    cursor = None
+    while True:
+        page, cursor = store.list_decisions(DecisionFilter(since=sel.since, until=sel.until), cursor, 10_000)
+        out.extend(page)
+        if cursor is None:
+            return out
+
+
+# ---- verifying -----------------------------------------------------------------------------------
+
+_WORKER_SOURCE: Any = None
+
+
+def _verify_chunk(records: list[DecisionRecord]) -> list[ReplayResult]:
+    results = list(Verifier(_WORKER_SOURCE).run(records))
+    for r in results:
+        r.replayed = None  # the caller needs the verdict, not the regenerated record
+    return results
+
+
+def verify(source: Any, records: list[DecisionRecord], workers: int,
+           progress: _Progress) -> Iterator[ReplayResult]:
+    """Results in history order; chunks of contiguous history go to ``workers`` processes."""
+    global _WORKER_SOURCE
+    chunks = split_contiguous(records, max(1, -(-len(records) // CHUNK)))
+    _WORKER_SOURCE = source
+    if workers <= 1 or len(chunks) <= 1:
+        verifier = Verifier(source)
+        for chunk in chunks:
+            results = list(verifier.run(chunk))
+            progress.advance(len(results))
+            yield from results
+        return
+    ctx = multiprocessing.get_context("fork")  # workers inherit the loaded history
+    with ctx.Pool(workers) as pool:
+        for results in pool.imap(_verify_chunk, chunks):
+            progress.advance(len(results))
+            yield from results
+
+
+# ---- server mode ---------------------------------------------------------------------------------
+
+
+def _server(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    url = (args.server or os.environ.get("CLAIMTRAIL_API") or "").rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise UserError(f"--server {url!r}: expected an http(s):// URL of the audit API")
+    token = args.token or os.environ.get("CLAIMTRAIL_TOKEN", "")
+    return url, ({"Authorization": f"Bearer {token}"} if token else {})
+
+
+def _http(call: Callable[[], Any], what: str) -> Any:
+    import httpx
+
+    try:
+        resp = call()
+    except httpx.HTTPError as exc:
+        raise UserError(f"{what}: cannot reach the audit API: {exc}") from None
+    if resp.status_code >= 400:
+        try:
+            detail = resp.json().get("detail") or resp.text
+        except ValueError:
+            detail = resp.text
+        raise UserError(f"{what}: the audit API answered {resp.status_code}: {str(detail)[:300]}")
+    return resp.json()
+
+
+def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list[ReplayResult]]:
+    import httpx
+
+    from audit.records import validate_record
+
+    url, headers = _server(args)
+    with httpx.Client(base_url=url, headers=headers, timeout=600.0) as client:
+        if sel.decision_ids and sel.sample >= 1.0 and sel.shard is None:
+            ids = list(sel.decision_ids)
+        else:
+            records: list[DecisionRecord] = []
+            cursor: str | None = None
+            while True:
+                params = {k: v for k, v in {"since": sel.since, "until": sel.until, "limit": 10_000,
+                                            "cursor": cursor}.items() if v is not None}
+                page = _http(lambda p=params: client.get("/v1/decisions", params=p), "GET /v1/decisions")
+                records.extend(validate_record(item) for item in page["items"])
+                cursor = page.get("next")
+                if not cursor:
+                    break
+            ids = [r.decision_id for r in split_flat(sel.apply(records))]
+        progress = _Progress(len(ids), not args.quiet)
+        summary, shown = Summary(), []
+        for i in range(0, len(ids), CHUNK):
+            body = {"decision_ids": ids[i:i + CHUNK]}
+            runs = _http(lambda b=body: client.post("/v1/replay", json=b), "POST /v1/replay")["runs"]
+            for run in runs:
+                result = ReplayResult(run["decision_id"], run.get("engine_version", ""), run.get("policy_digest", ""),
+                                      bool(run["match"]), run.get("cause", ""), list(run.get("diff", [])),
+                                      bool(run.get("observed", False)))
+                summary.add(result)
+                if not result.match:
+                    shown.append(result)
+            progress.advance(len(runs))
+    return summary, shown
+
+
+def split_flat(records: list[DecisionRecord]) -> list[DecisionRecord]:
+    return [r for chunk in split_contiguous(records, 1) for r in chunk]
+
+
+# ---- output --------------------------------------------------------------------------------------
+
+
+def _print(summary: Summary, mismatches: list[ReplayResult], args: argparse.Namespace) -> None:
+    if args.json:
+        print(json.dumps({"summary": summary.to_dict(), "mismatches": [m.to_dict() for m in mismatches[:args.show]]},
+                         indent=2, sort_keys=True))
+        return
+    for line in summary.lines():
+        print(line)
+    for m in mismatches[:args.show]:
+        print(f"\n{m.decision_id}: {m.cause}")
+        for line in m.diff[:12]:
+            print(f"  {line}")
+        if len(m.diff) > 12:
+            print(f"  ... {len(m.diff) - 12} more")
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def run(args: argparse.Namespace) -> int:
+    sel = _selection(args)
+    if args.workers < 1:
+        raise UserError(f"--workers {args.workers}: must be >= 1")
+    if args.policy:
+        return run_counterfactual(args, sel)
+    offline = bool(args.records or args.events)
+    if sum([offline, bool(args.dsn), bool(args.server)]) > 1:
+        raise UserError("--records/--events, --dsn and --server: choose one history")
+    if not offline and not args.dsn:
+        if not (args.server or os.environ.get("CLAIMTRAIL_API")):
+            raise UserError("no history: give --records and --events, --dsn, or --server (or set CLAIMTRAIL_API)")
+        summary, shown = _server_run(args, sel)
+        _print(summary, shown, args)
+        return 1 if summary.mismatches else 0
+    store = None
+    if offline:
+        records, source = _offline(args)
+    else:
+        from audit.store import AuditStore
+
+        store = source = AuditStore.open(args.dsn)
+    try:
+        if store is not None:
+            records = _store_records(store, sel)
+        chosen = sel.apply(records)
+        progress = _Progress(len(chosen), not args.quiet)
+        summary, mismatches, runs = Summary(), [], []
+        for result in verify(source, chosen, args.workers, progress):
+            summary.add(result)
+            if not result.match:
+                mismatches.append(result)
+            runs.append(result)
+        if store is not None:
+            from audit.store.queries import ReplayRun
+
+            now = _now()
+            store.write_replay_runs([ReplayRun(r.decision_id, r.engine_version, r.policy_digest, r.match, r.cause,
+                                               "\n".join(r.diff), now) for r in runs])
+    finally:
+        if store is not None:
+            store.close()
+    _print(summary, mismatches, args)
+    return 1 if summary.mismatches else 0
+
+
+# ---- counterfactual ------------------------------------------------------------------------------
+
+
+def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
+    raise UserError("--policy: counterfactual replay is not available yet")
