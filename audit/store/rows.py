@@ -14,7 +14,6 @@ import re
 import typing
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
 
 from audit.events import WorldEvent
@@ -32,9 +31,13 @@ class RowError(ValueError):
         self.path = path
 
 
-@cache
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _sorted_fields(cls: type) -> tuple[str, ...]:
-    return tuple(sorted(f.name for f in dataclasses.fields(cls)))
+    if cls not in _FIELDS:
+        _FIELDS[cls] = tuple(sorted(f.name for f in dataclasses.fields(cls)))
+    return _FIELDS[cls]
 
 
 _SCALARS = (str, int, bool, float, type(None))
@@ -70,14 +73,14 @@ def _encoder_source(cls: type, names: dict[type, str]) -> str:
         origin, args = typing.get_origin(hint), typing.get_args(hint)
         value = f"o.{name}"
         if origin is list and args and dataclasses.is_dataclass(args[0]):
-            value = f"[{names[args[0]]}(x) for x in o.{name}]"
+            value = f"[{names[typing.cast(type, args[0])]}(x) for x in o.{name}]"
         elif origin is list:
             value = f"[plain(x) for x in o.{name}]" if args and args[0] is typing.Any else f"list(o.{name})"
         elif origin is dict:
             inner = "plain(v)" if args and args[1] is typing.Any else "v"
             value = f"{{k: {inner} for k, v in sorted(o.{name}.items())}}"
         elif dataclasses.is_dataclass(hint):
-            value = f"{names[hint]}(o.{name})"  # type: ignore[index]
+            value = f"{names[typing.cast(type, hint)]}(o.{name})"
         parts.append(f"{name!r}: {value}")
     return f"def {names[cls]}(o):\n    return {{{', '.join(parts)}}}\n"
 

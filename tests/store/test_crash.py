@@ -12,7 +12,7 @@ from audit.store.queries import AuditStore, DecisionFilter
 from tests.store.factory import make_records
 
 REPO = Path(__file__).resolve().parents[2]
-COUNT, CHUNK = 12_000, 400
+COUNT, CHUNK = 6_000, 250
 
 
 def run_child(directory: Path) -> subprocess.Popen:

@@ -71,7 +71,7 @@ def test_the_writer_counts_records_it_already_took(store: AuditStore) -> None:
     assert (stats["received"], stats["duplicates"], stats["written"]) == (70, 20, 70)
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=4, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 120))
 def test_any_redelivery_pattern_gives_the_same_answers_as_one_clean_delivery(tmp_path_factory, seed: int,
                                                                              n: int) -> None:
