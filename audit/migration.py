@@ -247,10 +247,8 @@ def mean_difference(
     if rng is None:
         half = z * math.sqrt(_variance(cand) / len(cand) + _variance(base) / len(base))
         return Interval(d, d - half, d + half, min(len(cand), len(base)))
-    diffs = sorted(
-        _mean([cand[rng.randrange(len(cand))] for _ in cand]) - _mean([base[rng.randrange(len(base))] for _ in base])
-        for _ in range(resamples)
-    )
+    nc, nb = len(cand), len(base)
+    diffs = sorted(sum(rng.choices(cand, k=nc)) / nc - sum(rng.choices(base, k=nb)) / nb for _ in range(resamples))
     alpha = 1 - math.erf(z / math.sqrt(2))
     lo_i = max(0, int(math.floor(alpha / 2 * resamples)))
     hi_i = min(resamples - 1, int(math.ceil((1 - alpha / 2) * resamples)) - 1)

@@ -70,6 +70,7 @@ class Watcher:
                     )
                 )
         self.applied_count = 0
+        self.observer_errors = 0
         # like an informer's cache sync: watch changes wait until every reflector has listed
         # once, so the first observed allocations are checked against a complete inventory
         self._unsynced = {(r.resource.kind, r.scope) for r in self.reflectors}
@@ -150,7 +151,13 @@ class Watcher:
             return
         self.applied_count += len(applied)
         events = [a.event for a in applied if a.event is not None]
-        records = self.observer.observe(applied, self.log) if self.observer else []
+        records: list[DecisionRecord] = []
+        if self.observer:
+            try:
+                records = self.observer.observe(applied, self.log)
+            except Exception:  # noqa: BLE001 - one bad object must not stop the world event log
+                self.observer_errors += 1
+                log.exception("could not derive decisions from a change", extra={"kinds": sorted({a.kind for a in applied})})
         self._write(lambda: self.sink.write_events(events) if events else None, stop)
         self._write(lambda: self.sink.write_records(records) if records else None, stop)
 
