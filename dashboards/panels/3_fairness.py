@@ -40,39 +40,36 @@ usage_col = UNITS[unit]
 tenants = load(lambda: client.stats("fairness", filters, ("tenant",)), "tenant fairness")
 if empty(tenants, "tenant activity") or tenants is None or not has_columns(tenants, SOURCE, "tenant", "decisions", "allocated"):
     st.stop()
-if tenants.missing(usage_col):
-    st.info(f"{unit} usage is not available from this API: it needs a `{usage_col}` column in {SOURCE} "
-            "(device counts weighted by the policy's model equivalence table).")
-    st.stop()
 rows = sorted(tenants.rows, key=lambda r: str(r["tenant"]))
 names = [str(r["tenant"]) for r in rows]
-used_total = sum(num(r[usage_col]) for r in rows)
 equal_entitlement = tenants.missing("entitlement") != []
-
-
-def share(r: dict[str, Any]) -> float:
-    return num(r[usage_col]) / used_total if used_total else 0.0
 
 
 def entitlement(r: dict[str, Any]) -> float:
     return 1.0 / len(rows) if equal_entitlement else num(r["entitlement"])
 
 
-st.plotly_chart(
-    figures.grouped_bars(names, {"share": [share(r) for r in rows], "entitlement": [entitlement(r) for r in rows]},
-                         f"Share of allocated devices vs entitlement per tenant ({unit})"),
-    key="fair_share",
-)
-if equal_entitlement:
-    st.caption(f"{SOURCE} gives no `entitlement` per tenant, so every tenant is judged against an equal share.")
-jain = jain_index([(share(r), entitlement(r)) for r in rows])
-gaps = sorted((share(r) - entitlement(r), str(r["tenant"])) for r in rows)
-reading(
-    f"Jain's index over normalised shares is {jain:.3f} (1 is perfectly fair, target ≥ 0.95); "
-    f"furthest below entitlement: {gaps[0][1]} ({100 * gaps[0][0]:+.1f} points)."
-    if jain is not None
-    else "No tenant has an entitlement in this window, so fairness cannot be judged."
-)
+if tenants.missing(usage_col):
+    st.info(f"{unit} usage is not available from this API: it needs a `{usage_col}` column in {SOURCE} "
+            "(device counts weighted by the policy's model equivalence table).")
+else:
+    used_total = sum(num(r[usage_col]) for r in rows)
+    shares = [num(r[usage_col]) / used_total if used_total else 0.0 for r in rows]
+    st.plotly_chart(
+        figures.grouped_bars(names, {"share": shares, "entitlement": [entitlement(r) for r in rows]},
+                             f"Share of allocated devices vs entitlement per tenant ({unit})"),
+        key="fair_share",
+    )
+    if equal_entitlement:
+        st.caption(f"{SOURCE} gives no `entitlement` per tenant, so every tenant is judged against an equal share.")
+    jain = jain_index([(sh, entitlement(r)) for sh, r in zip(shares, rows, strict=True)])
+    gaps = sorted((sh - entitlement(r), str(r["tenant"])) for sh, r in zip(shares, rows, strict=True))
+    reading(
+        f"Jain's index over normalised shares is {jain:.3f} (1 is perfectly fair, target ≥ 0.95); "
+        f"furthest below entitlement: {gaps[0][1]} ({100 * gaps[0][0]:+.1f} points)."
+        if jain is not None
+        else "No tenant has an entitlement in this window, so fairness cannot be judged."
+    )
 
 st.subheader("Jain's index over time")
 hourly = load_optional(

@@ -130,6 +130,10 @@ def test_fairness_page_judges_shares_and_waits(api_env: str) -> None:
     at.text_input(key="f_until").input("2026-03-01T09:00:00Z").run()
     # 08:00–08:59: alpha 2 allocated, beta 1
     assert readings(at)[0].startswith("Jain's index over normalised shares is 0.900")
+    at.radio(key="fair_units").set_value("H100-equivalent").run()
+    # the API has no H100-equivalent usage: the page says so and still shows the waits
+    assert any("`devices_h100eq`" in i.value for i in at.info)
+    assert readings(at) == ["Longest p99 wait: beta (4.0 s); no tenant is flagged as starving."]
 
 
 def test_migration_page_compares_the_cohorts(api_env: str) -> None:
