@@ -216,7 +216,7 @@ def test_explorer_search_by_claim_says_what_the_api_lacks(api_env: str) -> None:
     assert not at.metric  # nothing unrelated is shown as if it matched
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     cluster=st.text(max_size=20),
     policy=st.text(max_size=20),
