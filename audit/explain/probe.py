@@ -7,6 +7,9 @@ the probe then occupies that device and searches again, until every device of th
 verdict. An occupied device is rejected by the in-use check, which upstream runs before any
 other; if it consumes shared counters its consumption is first taken off its slice, since an
 unallocated device consumes nothing and the devices after it must see the counters as they were.
+An admin-access request may take occupied devices (upstream), so for it the chosen device is
+instead given a taint nothing tolerates (its counters taken off first, so that the 1.36 counter
+reservation that outlives a taint rejection cannot touch the devices after it).
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from audit.policy import Policy
 from audit.records import Reason
 
 Verdict = tuple[str, dict[str, str]]
+
+# Put on a device the probe has already judged, so that an admin-access search moves past it.
+RETIRED_TAINT = {"key": "explain.claimtrail.io/judged", "value": "", "effect": "NoSchedule"}
 
 
 def probe_claim(claim: Mapping[str, Any], tier: Tier) -> dict[str, Any]:
@@ -86,14 +92,15 @@ class NodeProber:
         self._health = (lambda taint: policy.is_unhealthy_taint(taint.key)) if policy is not None else None
         names = _relevant_slices(view, nodes)
         self._parsed_slices = {name: parse_as(view.slices[name], ResourceSlice) for name in names}
-        # device id -> slice name, for devices that consume shared counters
-        self._counter_devices: dict[str, str] = {}
+        self._slice_of: dict[str, str] = {}  # device id -> slice name
+        self._counter_devices: set[str] = set()  # devices that consume shared counters
         for name in names:
             spec = view.slices[name].get("spec") or {}
             for dev in spec.get("devices") or []:
+                device_id = f"{spec.get('driver')}/{(spec.get('pool') or {}).get('name')}/{dev.get('name')}"
+                self._slice_of[device_id] = name
                 if dev.get("consumesCounters"):
-                    self._counter_devices[f"{spec.get('driver')}/{(spec.get('pool') or {}).get('name')}/"
-                                          f"{dev.get('name')}"] = name
+                    self._counter_devices.add(device_id)
         self._raw_slices: dict[str, dict[str, Any]] = {}
         self._classes = [parse_as(raw, DeviceClass) for _, raw in sorted(view.classes.items())]
         self._rules = [parse_as(raw, DeviceTaintRule) for _, raw in sorted(view.taint_rules.items())]
@@ -106,6 +113,7 @@ class NodeProber:
 
     def probe(self, node_name: str, claim: ResourceClaim, wanted: set[str]) -> dict[str, Verdict]:
         node = parse_as(self._view.nodes[node_name], Node)
+        admin = any(r.exactly is not None and r.exactly.admin_access for r in claim.spec.requests)
         verdicts: dict[str, Verdict] = {}
         slices = self._parsed_slices
         inventory = self._base
@@ -127,8 +135,8 @@ class NodeProber:
                             aborted = v.device
             if not (wanted - verdicts.keys()) or not chosen:
                 break
-            if chosen in self._counter_devices:
-                slices = self._without_counters(slices, self._counter_devices[chosen], chosen)
+            if admin or chosen in self._counter_devices:
+                slices = self._retire(slices, chosen, taint=admin)
                 inventory = self._inventory(slices)
             driver, _, rest = chosen.partition("/")  # pool names may contain "/", drivers and devices not
             pool, _, name = rest.rpartition("/")
@@ -139,13 +147,20 @@ class NodeProber:
             verdicts[device] = (Reason.CEL_ERROR.value if aborted else Reason.NOT_REACHED.value, detail)
         return verdicts
 
-    def _without_counters(self, slices: dict[str, ResourceSlice], slice_name: str,
-                          device_id: str) -> dict[str, ResourceSlice]:
-        """``slices`` with the device's counter consumption taken off its slice."""
+    def _retire(self, slices: dict[str, ResourceSlice], device_id: str, taint: bool) -> dict[str, ResourceSlice]:
+        """``slices`` with the device's counter consumption taken off (and, for ``taint``, a taint
+        no request tolerates put on it)."""
+        slice_name = self._slice_of[device_id]
         raw = self._raw_slices.get(slice_name) or self._view.slices[slice_name]
         name = device_id.rpartition("/")[2]
         trimmed = copy.deepcopy(raw)
-        trimmed["spec"]["devices"] = [{k: v for k, v in d.items() if k != "consumesCounters"}
-                                      if d.get("name") == name else d for d in trimmed["spec"].get("devices") or []]
+        devices = []
+        for dev in trimmed["spec"].get("devices") or []:
+            if dev.get("name") == name:
+                dev = {k: v for k, v in dev.items() if k != "consumesCounters"}
+                if taint:
+                    dev["taints"] = [*(dev.get("taints") or []), RETIRED_TAINT]
+            devices.append(dev)
+        trimmed["spec"]["devices"] = devices
         self._raw_slices[slice_name] = trimmed
         return {**slices, slice_name: parse_as(trimmed, ResourceSlice)}

@@ -190,3 +190,16 @@ def test_the_policy_decides_which_taints_mean_unhealthy() -> None:
     assert _explain(objects, policy=policy).reasons == {"unhealthy": 1, "taint_not_tolerated": 1}
     by_device = {d.device: d.reason for d in _explain(objects, policy=policy).devices}
     assert by_device == {"gpu.nvidia.com/n1/gpu-0": "unhealthy", "gpu.nvidia.com/n1/gpu-1": "taint_not_tolerated"}
+
+
+def test_admin_access_may_use_devices_others_hold_but_not_tainted_ones() -> None:
+    admin_claim = claim("train-gpu")
+    admin_claim["spec"]["devices"]["requests"] = [{"name": "gpu", "exactly": {
+        "deviceClassName": "gpu.nvidia.com", "adminAccess": True,
+        "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA H100')"}}]}}]
+    objects = scenario(node("n1"), slice_("n1", [gpu("gpu-0"), gpu("gpu-1", taints=[UNHEALTHY]), gpu("gpu-2")]),
+                       claim("other", "team-b", allocated=[("n1", "gpu-0"), ("n1", "gpu-2")]), pod_claim=admin_claim)
+    answer = _explain(objects)
+    assert {d.device: d.reason for d in answer.devices} == {
+        "gpu.nvidia.com/n1/gpu-0": "available", "gpu.nvidia.com/n1/gpu-1": "unhealthy",
+        "gpu.nvidia.com/n1/gpu-2": "available"}
