@@ -33,3 +33,19 @@ def test_relist_arriving_before_sync_does_not_overtake_earlier_changes() -> None
     assert [(e.type, e.resource_version, e.payload["status"]["phase"]) for e in sink.events] == [
         ("upsert", "7", "Pending"), ("upsert", "10", "Running")]
     assert watcher.log.duplicates == 1 and watcher.log.stale == 0
+
+
+class _BrokenObserver:
+    def observe(self, applied: list, world: object) -> list:
+        raise KeyError("spec")
+
+
+def test_a_failing_decision_observer_does_not_stop_the_event_log() -> None:
+    sink = CollectingSink()
+    watcher = Watcher(client.ApiClient(), "c", sink, resources=[BY_KIND["Pod"]], clock=lambda: "t",
+                      observer=_BrokenObserver())
+    stop = threading.Event()
+    watcher._consume(Snapshot("Pod", "", [_pod(3, "Running")], "3"), stop)
+    watcher._consume(Change("Pod", "DELETED", _pod(4, "Running")), stop)
+    assert [(e.type, e.resource_version) for e in sink.events] == [("upsert", "3"), ("delete", "4")]
+    assert watcher.observer_errors == 2
