@@ -114,6 +114,10 @@ def render_text(answer: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     ns, name = _split_pod(args.pod)
+    if args.policy and not args.dump:
+        raise UserError("--policy applies to --dump only (the server uses the policy each decision recorded)")
+    if args.dump and (args.server or args.token):
+        raise UserError("--dump answers offline; it takes no --server or --token")
     answer = _offline(args, ns, name) if args.dump else _online(args, ns, name)
     if args.output == "json":
         print(json.dumps(answer, indent=2, sort_keys=True))

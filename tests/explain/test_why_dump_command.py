@@ -81,7 +81,9 @@ def test_text_output_has_the_sentence_and_a_reason_table(capsys: pytest.CaptureF
     (["--dump", PENDING, "team-a/ghost", "--model", "H100"], "Pod team-a/ghost: not found in the cluster view"),
     (["--dump", "/nonexistent/cluster.yaml", "team-a/train-1", "--model", "H100"], "/nonexistent/cluster.yaml"),
     (["--dump", PENDING, "team-a/train-1", "--model", "H100", "--policy", PENDING], "--policy"),
-], ids=["bad-pod-name", "unknown-pod", "missing-dump", "bad-policy"])
+    (["team-a/train-1", "--model", "H100", "--policy", PENDING], "--policy applies to --dump only"),
+    (["--dump", PENDING, "team-a/train-1", "--model", "H100", "--server", "http://x"], "takes no --server"),
+], ids=["bad-pod-name", "unknown-pod", "missing-dump", "bad-policy", "policy-without-dump", "dump-and-server"])
 def test_user_mistakes_are_one_line_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["why", *argv]) == 2
     err = capsys.readouterr().err
