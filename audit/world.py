@@ -398,6 +398,8 @@ class World:
             self.model_allocated[dev.model] = self.model_allocated.get(dev.model, 0) - 1
         if counts[0] == 0:
             del self.node_model[dev.node][dev.model]
+            if not self.node_model[dev.node]:
+                del self.node_model[dev.node]
         sig = self._signature(dev)
         entry = self.signatures[sig]
         entry[0] -= 1

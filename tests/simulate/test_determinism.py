@@ -54,7 +54,7 @@ def test_event_log_replays_to_the_same_chain_and_checkpoints_resume():
         resumed.apply(ev)
     assert fresh.chain_digest == resumed.chain_digest == result.world.chain_digest
     assert resumed.snapshot() == result.world.snapshot()
-    for index in ("node_model", "free_nodes", "pending", "allocated_by", "multi_model_nodes"):
+    for index in ("node_model", "pending", "allocated_by", "multi_model_nodes"):
         assert getattr(resumed, index) == getattr(result.world, index), index
     nonzero = {t: {m: n for m, n in per.items() if n} for t, per in result.world.tenant_models.items()}
     assert {t: {m: n for m, n in per.items() if n} for t, per in resumed.tenant_models.items()} == nonzero
