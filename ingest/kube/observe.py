@@ -16,7 +16,8 @@ state (a relist, a restarted watcher) yields the same ids, and the store dedupes
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import logging
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -34,6 +35,8 @@ from audit.records import (
 )
 from ingest.kube import agreement
 from ingest.kube.eventlog import Applied, EventLog
+
+log = logging.getLogger(__name__)
 
 TEMPLATE_VERSION_LABEL = "claimtrail.io/template-version"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -102,27 +105,29 @@ class DecisionObserver:
         cache_size: int = 100_000,
         metrics: agreement.AgreementMetrics | None = None,
     ) -> None:
-        self.metrics = metrics or agreement.AgreementMetrics()
-        self.rerun = agreement.Rerunner(self.metrics, cache_size)
-        self._models: dict[tuple[str, str, str], str] = {}
-        # allocated claims by the single node their allocation is pinned to ("" = not pinned)
-        self._allocated_on: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
-        self._claim_node: dict[tuple[str, str], str] = {}
-        self._models_generation = -1
         self.cluster = cluster
         self.clock = clock
         self.check_allocations = check_allocations
-        self._recorded: set[str] = set()  # decision ids already emitted
-        self._failures: dict[tuple[str, str], int] = {}  # pod key -> failed attempts seen
-        # scheduler events that arrived before their pod (reflectors run in parallel)
-        self._waiting: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        self.cache_size = cache_size
+        self.metrics = metrics or agreement.AgreementMetrics()
+        self.rerun = agreement.Rerunner(self.metrics, cache_size)
+        self.agreements: deque[agreement.Agreement] = deque(maxlen=1000)  # the most recent, for inspection
+        self._recorded: OrderedDict[str, None] = OrderedDict()  # decision ids already emitted (bounded)
+        self._failures: dict[tuple[str, str], int] = {}  # live pod -> scheduling failures seen
         # Reflectors run in parallel, so a claim may be deleted before its pod's binding arrives
         # (or the pod before the claim's allocation): joins use the last state seen of each,
         # kept after deletion, in bounded most-recently-seen caches.
         self._pods = _Recent(cache_size)
         self._claims = _Recent(cache_size)
         self._allocated = _Recent(cache_size)
-        self.agreements: list[agreement.Agreement] = []
+        # scheduler events that arrived before their pod or its claims
+        self._waiting: OrderedDict[tuple[str, str], list[Mapping[str, Any]]] = OrderedDict()
+        # allocated claims by the single node their allocation is pinned to ("" = not pinned)
+        self._allocated_on: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        self._claim_node: dict[tuple[str, str], str] = {}
+        # device -> productName, rebuilt when slices change
+        self._models: dict[tuple[str, str, str], str] = {}
+        self._models_generation = -1
 
     def observe(self, applied: list[Applied], world: EventLog) -> list[DecisionRecord]:
         out: list[DecisionRecord] = []
@@ -131,6 +136,8 @@ class DecisionObserver:
             if a.kind == "ResourceClaim":
                 self._index_allocation(key, a.object if a.type == "upsert" else None)
             if a.type != "upsert":
+                if a.kind == "Pod":
+                    self._failures.pop(key, None)
                 continue
             if a.kind == "Pod":
                 self._pods.put(key, a.object)
@@ -174,8 +181,19 @@ class DecisionObserver:
     def _emit(self, record: DecisionRecord | None) -> list[DecisionRecord]:
         if record is None or record.decision_id in self._recorded:
             return []
-        self._recorded.add(record.decision_id)
+        self._recorded[record.decision_id] = None
+        while len(self._recorded) > self.cache_size:
+            self._recorded.popitem(last=False)  # the store dedupes by id beyond this window
         return [record.seal()]
+
+    def _wait(self, pod_key: tuple[str, str], event: Mapping[str, Any]) -> None:
+        self._waiting.setdefault(pod_key, []).append(event)
+        while len(self._waiting) > self.cache_size:
+            (ns, name), dropped = self._waiting.popitem(last=False)
+            log.warning(
+                "scheduler events dropped: their pod or claims never arrived",
+                extra={"events": len(dropped), "tenant_data": {"pod": f"{ns}/{name}"}},
+            )
 
     def _base(self, pod: Mapping[str, Any], key_uid: str, attempt: int, world: EventLog) -> dict[str, Any]:
         meta = _meta(pod)
@@ -318,7 +336,7 @@ class DecisionObserver:
         ns, name = involved.get("namespace", ""), involved.get("name", "")
         pod = self._pods.get((ns, name))
         if pod is None:
-            self._waiting.setdefault((ns, name), []).append(event)
+            self._wait((ns, name), event)
             return []
         is_dra = bool((pod.get("spec") or {}).get("resourceClaims"))
         if not is_dra and gpu_limit(pod) == 0:
@@ -327,7 +345,7 @@ class DecisionObserver:
         if is_dra and (not claims or any(c is None for c in claims)):
             # the scheduler only tries pods whose claims exist: wait until we have seen them, so
             # the record does not depend on which reflector delivered first
-            self._waiting.setdefault((ns, name), []).append(event)
+            self._wait((ns, name), event)
             return []
         count = int(event.get("count") or (event.get("series") or {}).get("count") or 1)
         seen = self._failures.get((ns, name), 0)
