@@ -63,9 +63,11 @@ class IngestResult:
     accepted: int = 0
     quarantined: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)  # first errors: line, path, error
+    delivered: bool = True  # False: accepted into the durable spool, the store takes it on a retry
 
     def to_dict(self) -> dict[str, Any]:
-        return {"accepted": self.accepted, "quarantined": self.quarantined, "errors": self.errors}
+        return {"accepted": self.accepted, "quarantined": self.quarantined, "errors": self.errors,
+                "delivered": self.delivered}
 
 
 @dataclass
@@ -169,7 +171,7 @@ class AuditStore:
         writer.write_quarantine(bad)
         writer.write_records(good_records)
         writer.write_events(good_events)
-        writer.flush()
+        result.delivered = writer.flush()
         result.accepted = len(good_records) + len(good_events)
         result.quarantined = len(bad)
         return result
@@ -389,10 +391,16 @@ class AuditStore:
         return int(rows_[0][0]) if rows_ and rows_[0][1] else None
 
     def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict] | None:
+        """The checkpoint with the largest seq <= ``seq``; a rewritten checkpoint reads as its last write."""
         rows_ = self._query(
-            "SELECT seq, body FROM checkpoints WHERE cluster = {c:String} AND seq <= {s:UInt64} "
+            "SELECT seq, body FROM checkpoints FINAL WHERE cluster = {c:String} AND seq <= {s:UInt64} "
             "ORDER BY seq DESC LIMIT 1", {"c": cluster, "s": seq}).result_rows
         return (int(rows_[0][0]), json.loads(rows_[0][1])) if rows_ else None
+
+    def checkpoint_seqs(self, cluster: str) -> list[int]:
+        rows_ = self._query("SELECT DISTINCT seq FROM checkpoints WHERE cluster = {c:String} ORDER BY seq",
+                            {"c": cluster}).result_rows
+        return [int(r[0]) for r in rows_]
 
     def replay_summary(self, engine_version: str | None = None, policy_digest: str | None = None,
                        tenant: str | None = None) -> list[dict]:

@@ -112,6 +112,9 @@ def test_nearest_checkpoint_is_the_latest_at_or_before_seq(store: AuditStore) ->
     assert store.nearest_checkpoint("c1", 150) == (100, {"state": 1})
     assert store.nearest_checkpoint("c1", 200) == (200, {"state": 2})
     assert store.nearest_checkpoint("c2", 500) is None
+    store.write_checkpoint("c1", 100, {"state": "rewritten"})
+    assert store.nearest_checkpoint("c1", 150) == (100, {"state": "rewritten"})
+    assert store.checkpoint_seqs("c1") == [100, 200] and store.checkpoint_seqs("c2") == []
 
 
 def test_replay_summary_counts_the_latest_run_per_decision(store: AuditStore) -> None:
