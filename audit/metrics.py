@@ -14,8 +14,9 @@ Definitions (research/fairness.md §5, §7):
 * **Fallback regret** — fallbacks where the preferred model had enough free devices, cluster-wide,
   at some moment within Δ (default 10 min) after the decision (a cluster-level approximation:
   per-node fit is not checked).
-* **Starvation** — pods that waited more than 10× their tenant's median wait; flagged when their
-  latest record gives no reason (no blocker, no retry class).
+* **Starvation** — pods that waited more than 10× their tenant's median wait (or, still pending,
+  longer than the policy's starvation timeout); flagged when their latest record gives no reason
+  (no blocker, no retry class).
 
 Pure: inputs in, numbers out. Reused by the API and by counterfactual replay.
 """
@@ -212,7 +213,10 @@ def fallback_regret(records: Iterable[DecisionRecord], intervals: Iterable[Usage
     return regret, fallbacks
 
 
-def starvation(records: Iterable[DecisionRecord], now_ms: int, factor: float = STARVATION_FACTOR) -> list[Starvation]:
+def starvation(records: Iterable[DecisionRecord], now_ms: int, factor: float = STARVATION_FACTOR,
+               max_pending_ms: int | None = None) -> list[Starvation]:
+    """Pods that waited > ``factor`` × their tenant's median wait, or > ``max_pending_ms`` (the
+    policy's ``timeouts.starvation``) when given; ``explained`` tells whether a reason was recorded."""
     latest: dict[str, DecisionRecord] = {}
     for r in records:
         key = f"{r.namespace}/{r.pod}"
@@ -228,7 +232,8 @@ def starvation(records: Iterable[DecisionRecord], now_ms: int, factor: float = S
     for key, r in sorted(latest.items()):
         wait = r.wait_ms if r.outcome == Outcome.ALLOCATED.value else r.wait_ms + max(0, now_ms - _ms(r.time))
         median = medians.get(r.tenant, 0.0)
-        if median > 0 and wait > factor * median:
+        too_long = max_pending_ms is not None and r.outcome != Outcome.ALLOCATED.value and wait > max_pending_ms
+        if (median > 0 and wait > factor * median) or too_long:
             explained = bool(r.blockers or r.retry_class or r.outcome == Outcome.ALLOCATED.value)
             out.append(Starvation(key, r.tenant, wait, median, explained))
     return out

@@ -91,6 +91,11 @@ def test_starvation_flags_unexplained_long_waits():
     records.append(rec("silent", outcome="unschedulable", t=0, wait=20_000))
     flags = {s.pod: s.explained for s in starvation(records, T0)}
     assert flags == {"a/slow": True, "a/silent": False}
+    # with a 5 s pending limit, pods still pending at 6 s are reported even without a long median
+    quick = [rec("p0", wait=0), rec("waiting", outcome="unschedulable", t=0, wait=0,
+                                    blockers=[TierBlocker("insufficient_on_node", 0, {})])]
+    assert [s.pod for s in starvation(quick, T0 + 6000, max_pending_ms=5000)] == ["a/waiting"]
+    assert starvation(quick, T0 + 4000, max_pending_ms=5000) == []
 
 
 def test_metrics_on_a_simulated_day():
