@@ -142,6 +142,26 @@ def _store_records(store: Any, sel: Selection) -> list[DecisionRecord]:
             return out
 
 
+def _materialize(history: Any, records: list[DecisionRecord]) -> Any:
+    """The part of a store's history these records need, in memory (for worker processes)."""
+    from audit.replay.source import MemorySource
+    from audit.replay.verify import bind_seq
+
+    events: list[Any] = []
+    checkpoints: list[tuple[str, int, dict[str, Any]]] = []
+    for cluster in sorted({r.cluster for r in records}):
+        mine = [r for r in records if r.cluster == cluster]
+        lo = min(r.seq for r in mine)
+        hi = max(max(r.seq, bind_seq(r) or 0) for r in mine)
+        cp = history.nearest_checkpoint(cluster, lo)
+        if cp is not None:
+            checkpoints.append((cluster, cp[0], cp[1]))
+        events.extend(history.events(cluster, cp[0] if cp is not None else -1, hi))
+    source = MemorySource(events, checkpoints)
+    source.add_checkpoints(DEFAULT_INTERVAL)
+    return source
+
+
 # ---- verifying -----------------------------------------------------------------------------------
 
 _WORKER_SOURCE: Any = None
@@ -283,13 +303,17 @@ def run(args: argparse.Namespace) -> int:
     if offline:
         records, source = _offline(args)
     else:
-        from audit.store import AuditStore
+        from audit.replay.source import StoreHistory
+        from audit.store.queries import AuditStore
 
-        store = source = AuditStore.open(args.dsn)
+        store = AuditStore.open(args.dsn)
+        source = StoreHistory(store)
     try:
         if store is not None:
             records = _store_records(store, sel)
         chosen = sel.apply(records)
+        if store is not None and args.workers > 1:
+            source = _materialize(source, chosen)  # workers must not share the store's connection
         progress = _Progress(len(chosen), not args.quiet)
         summary, mismatches, runs = Summary(), [], []
         for result in verify(source, chosen, args.workers, progress):

@@ -12,16 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from audit.replay.checkpoints import CheckpointCorrupt, CheckpointWriter, checkpoint_body, load_checkpoint
-from audit.replay.source import MemorySource, MissingEvents, ReplaySource, WorldCursor
+from audit.replay.source import MemorySource, MissingEvents, ReplaySource, StoreHistory, WorldCursor
 from audit.replay.verify import Cause, ReplayResult, Verifier, replay_records
 
 
-def replay_decisions(source: Any, decision_ids: list[str]) -> list[dict[str, Any]]:
-    """Replay stored decisions by id (the API's entry point): ``source`` reads records and history."""
+def replay_decisions(store: Any, decision_ids: list[str]) -> list[dict[str, Any]]:
+    """Replay stored decisions by id (the API's entry point); ``store`` is an ``AuditStore``."""
+    source = StoreHistory(store)
     records = []
     missing: list[dict[str, Any]] = []
     for decision in decision_ids:
-        rec = source.get_decision(decision, None)
+        rec = store.get_decision(decision, None)
         if rec is None:
             missing.append({"decision_id": decision, "match": False, "cause": Cause.MISSING_EVENTS.value,
                             "diff": [f"decision {decision}: not found"]})
@@ -38,6 +39,7 @@ __all__ = [
     "MissingEvents",
     "ReplayResult",
     "ReplaySource",
+    "StoreHistory",
     "Verifier",
     "WorldCursor",
     "checkpoint_body",

@@ -81,13 +81,19 @@ class MemorySource:
         return seqs[-1] if seqs else None
 
     def add_checkpoints(self, every: int) -> int:
-        """Checkpoint every ``every`` events by folding the log (what an ingest side would have done)."""
+        """Checkpoint every ``every`` events by folding the log (what an ingest side would have done),
+        starting from the checkpoint just before the first event held, if the log starts later."""
         from audit.replay.checkpoints import CheckpointWriter
 
         writer = CheckpointWriter(self.write_checkpoint, every)
         for cluster in self.clusters():
-            writer._world = None
-            writer.fold(self._events[cluster])
+            evs = self._events[cluster]
+            cp = self.nearest_checkpoint(cluster, evs[0].seq - 1) if evs[0].seq > 0 else None
+            world = load_checkpoint(cluster, cp[0], cp[1]) if cp is not None else World(cluster)
+            for ev in evs:
+                if ev.seq > world.seq:
+                    world.apply(ev)
+                    writer.observe(world)
         return len(writer.written)
 
 
@@ -138,3 +144,37 @@ class WorldCursor:
         if self.world is None:
             raise ValueError("WorldCursor: no world yet")
         return checkpoint_body(self.world)
+
+
+class StoreHistory:
+    """``audit.store.AuditStore`` as a ``ReplaySource`` (the store object does the I/O).
+
+    The store binds ``after_seq`` as an unsigned integer, so "from the first event" cannot be
+    asked as ``after_seq=-1``; the event at seq 0 is read on its own and the rest with
+    ``after_seq=0``.
+    """
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict[str, Any]] | None:
+        found = self.store.nearest_checkpoint(cluster, seq)
+        return None if found is None else (int(found[0]), found[1])
+
+    def events(self, cluster: str, after_seq: int, upto_seq: int) -> Iterator[WorldEvent]:
+        if after_seq < 0 <= upto_seq:
+            yield from self._first(cluster)
+            after_seq = 0
+        if upto_seq > after_seq:
+            yield from self.store.events(cluster, after_seq, upto_seq)
+
+    def _first(self, cluster: str) -> Iterator[WorldEvent]:
+        import json
+
+        rows = self.store._query("SELECT body FROM events WHERE cluster = {c:String} AND seq = 0 LIMIT 1",
+                                 {"c": cluster}).result_rows
+        for (body,) in rows:
+            yield WorldEvent.from_dict(json.loads(body))
+
+    def get_decision(self, decision_id: str, tenant: str | None) -> Any:
+        return self.store.get_decision(decision_id, tenant)
