@@ -144,7 +144,8 @@ class LeaseElector:
     # -- the loop -------------------------------------------------------------------------------
     def run(self, stop: threading.Event, lead: Callable[[threading.Event], None]) -> bool:
         """Wait to become leader, then run ``lead(stop_leading)`` while renewing. Returns True if
-        leadership was lost (the caller should exit so the process restarts clean)."""
+        leadership was lost or the work died (the caller should exit non-zero so the process
+        restarts clean)."""
         while not stop.is_set() and not self.try_acquire_or_renew():
             stop.wait(self.retry_period)
         if stop.is_set():
@@ -156,6 +157,12 @@ class LeaseElector:
         lost = False
         while not stop.is_set():
             stop.wait(self.retry_period)
+            if not worker.is_alive():
+                # the work ended on its own (a crash): hand the Lease on and report failure
+                log.error("leader work stopped unexpectedly", extra={"lease": self.name})
+                lost = True
+                self.release()
+                break
             if self.try_acquire_or_renew():
                 last_renew = self.monotonic()
             elif self.monotonic() - last_renew > self.renew_deadline:

@@ -127,3 +127,14 @@ def test_only_one_of_two_running_replicas_leads_and_the_other_follows_on_shutdow
     stops["watcher-b"].set()
     threads["watcher-b"].join(10)
     assert not overlap.is_set()
+
+
+def test_leader_whose_work_dies_releases_the_lease_and_reports_failure(server: FakeApiServer) -> None:
+    elector = LeaseElector(api_client(server), "claimtrail", "w", "watcher-a",
+                           lease_duration=3, renew_deadline=2, retry_period=0.05)
+
+    def ends_at_once(stop_leading: threading.Event) -> None:
+        return  # as if the watcher had crashed
+
+    assert elector.run(threading.Event(), ends_at_once) is True
+    assert server.leases[("claimtrail", "w")]["spec"].get("holderIdentity") is None
