@@ -76,3 +76,14 @@ def test_a_store_owned_by_another_process_is_explained_in_one_line(tmp_path: Pat
     finally:
         holder.communicate("")
     AuditStore.open(f"chdb://{tmp_path}/db").close()  # free again once the owner is gone
+
+
+def test_every_cluster_statement_is_valid_clickhouse_syntax(store: AuditStore) -> None:
+    """No cluster can run here; the engine's own parser checks each statement (formatQuery)."""
+    from audit.store.migrations import cluster_ddl
+
+    statements = cluster_ddl("claimtrail", "prod")
+    assert len(statements) == 1 + 11 * 2 + 4 + 1  # database, local+Distributed tables, views, version row
+    for statement in statements:
+        formatted = store.client.query("SELECT formatQuery({q:String})", parameters={"q": statement}).result_rows[0][0]
+        assert formatted.split()[0] in ("CREATE", "INSERT")
