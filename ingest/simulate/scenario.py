@@ -126,6 +126,12 @@ def scenario_from_documents(docs: list[Any], source: str) -> Scenario:
         else:
             raise ScenarioError(f"{where}: kind: unsupported kind {kind!r} (expected one of "
                                 f"{', '.join(K8S_KINDS)}, Policy, Workload)")
+    known = sc.templates()
+    for i, t in enumerate(sc.tenants):
+        for j, (name, _) in enumerate(t.templates):
+            if name not in known:
+                raise ScenarioError(f"{source} Workload {sc.name}: spec.tenants[{i}].templates[{j}].name: no "
+                                    f"ResourceClaimTemplate {name!r} in the scenario")
     return sc
 
 
@@ -208,9 +214,27 @@ def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
     )
 
 
+_FIELDS = {
+    "nodePools": {"model", "nodes", "gpusPerNode", "driverVersion", "prefix", "devicePlugin"},
+    "tenants": {"namespace", "arrivalsPerHour", "bursts", "templates", "sizes", "durationMinutes",
+                "devicePluginFraction"},
+    "bursts": {"at", "jobs", "over"},
+    "templates": {"name", "weight"},
+    "durationMinutes": {"median", "sigma"},
+    "disruptions": {"healthFlapsPerHour", "flapMinutes", "nodeLossesPerDay", "nodeRepairHours",
+                    "driverUpgradesPerDay", "bindInterference"},
+    "policyChanges": {"at", "policy"},
+}
+
+
 def _map(v: Any, label: str, path: str) -> dict[str, Any]:
     if not isinstance(v, dict):
         raise ScenarioError(f"{label}: {path}: expected a mapping, got {type(v).__name__}")
+    section = path.rsplit(".", 1)[-1].split("[", 1)[0]
+    allowed = _FIELDS.get(section)
+    if allowed is not None:
+        for key in sorted(set(v) - allowed):
+            raise ScenarioError(f"{label}: {path}.{key}: unknown field")
     return v
 
 

@@ -54,6 +54,31 @@ def test_bad_arguments_give_one_line(argv, message, capsys):
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], sizes: {'0': 1}}]}",
+                     "spec.tenants[0].sizes.0: keys are device counts >= 1", id="zero-size"),
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], arrivalPerHour: 3}]}",
+                     "spec.tenants[0].arrivalPerHour: unknown field", id="typo-in-tenant"),
+        pytest.param("{disruptions: {healthFlaps: 1}}", "spec.disruptions.healthFlaps: unknown field",
+                     id="typo-in-disruptions"),
+        pytest.param("{nodePools: [{model: H100, gpusPerNode: 8}]}", "spec.nodePools[0].nodes: required field missing",
+                     id="pool-without-nodes"),
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], bursts: [{at: soon, jobs: 3}]}]}",
+                     "spec.tenants[0].bursts[0].at: invalid duration 'soon'", id="bad-burst-time"),
+        pytest.param("{tenants: [{namespace: a, templates: [{name: missing}]}]}",
+                     "spec.tenants[0].templates[0].name: no ResourceClaimTemplate 'missing'", id="unknown-template"),
+    ],
+)
+def test_bad_workload_fields_are_named(tmp_path, capsys, spec, message):
+    f = tmp_path / "s.yaml"
+    f.write_text(f"apiVersion: claimtrail.io/v1alpha1\nkind: Workload\nmetadata: {{name: w}}\nspec: {spec}\n")
+    assert main(["simulate", "--quiet", "--scenario", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"Workload w: {message}" in err and "Traceback" not in err
+
+
 def test_bad_workload_field_is_named(tmp_path, capsys):
     f = tmp_path / "s.yaml"
     f.write_text("apiVersion: claimtrail.io/v1alpha1\nkind: Workload\nmetadata: {name: w}\n"
