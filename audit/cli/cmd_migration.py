@@ -41,6 +41,8 @@ def register(sub: Any) -> None:
     rep = msub.add_parser("report", help="compare cohorts and give a promote/hold/rollback verdict")
     _inputs(rep)
     rep.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    rep.add_argument("--exit-code", action="store_true",
+                     help="exit 0 for promote, 3 for hold, 4 for rollback (for pipelines that gate on it)")
     rep.set_defaults(func=run_report)
     pl = msub.add_parser("plan", help="the ordered steps for a verdict")
     _inputs(pl, required=False)
@@ -199,10 +201,13 @@ def render_report(rep: Report) -> str:
     return "\n".join(lines)
 
 
+VERDICT_EXIT_CODES = {Verdict.PROMOTE: 0, Verdict.HOLD: 3, Verdict.ROLLBACK: 4}
+
+
 def run_report(args: argparse.Namespace) -> int:
     _, rep = _compute(args)
     print(json.dumps(rep.to_dict(), indent=2, allow_nan=False, default=str) if args.output == "json" else render_report(rep))
-    return 0
+    return VERDICT_EXIT_CODES[rep.verdict] if args.exit_code else 0
 
 
 def _split(text: str) -> tuple[str, ...]:

@@ -88,6 +88,12 @@ def test_report_reads_every_page_from_the_api_and_promotes_an_equal_cohort(api: 
     assert "baseline device-plugin (3000 pods) vs candidate dra/v2 (3000 pods)" in out
 
 
+@pytest.mark.parametrize(("extra", "code"), [([], 0), (["--exit-code"], 4), (["--exit-code", "--min-pods", "9999"], 4)],
+                         ids=["report_only", "rollback_is_4", "rollback_beats_too_few_pods"])
+def test_exit_code_gates_on_the_verdict(worse_file: str, extra: list[str], code: int) -> None:
+    assert main(["migration", "report", "--records", worse_file, "--thresholds", THRESHOLDS, *extra]) == code
+
+
 def test_flags_override_the_thresholds_file(worse_file: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["migration", "report", "--records", worse_file, "--thresholds", THRESHOLDS, "-o", "json",
             "--baseline", "dra/v2", "--candidate", "dra/v2", "--min-pods", "5000"]
