@@ -1,4 +1,9 @@
-"""The watcher's event log survives the API server's realities without gaps or doubles."""
+"""The watcher's event log survives the API server's realities without gaps or doubles.
+
+"Identical to a clean run" is checked per object (every object's sequence of versions, with
+payload digests) plus a dense ``seq``: resources are watched in parallel, so how changes of
+different kinds interleave depends on arrival, in a clean run as much as in a faulty one.
+"""
 
 from __future__ import annotations
 
