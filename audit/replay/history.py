@@ -1,0 +1,95 @@
+"""Splitting recorded history into what the world did and what the decisions did.
+
+Counterfactual replay keeps the world's own events — arrivals (pod and claim creations), device
+and node changes, health taints, foreign claims — and regenerates the decisions' effects under
+another policy. This module sorts a window of the event log into those two parts:
+
+* **effects** (dropped): a managed pod's claim getting ``status.allocation`` and the pod getting
+  ``nodeName`` (bind), the pod turning ``Failed``, and the managed pod's and claim's deletion;
+* **interference** (held back): the world's events that landed between a decision and its
+  bind-time re-check (the record's ``bind_seq``), which re-happen at the same point of the same
+  attempt when the counterfactual makes that attempt, and otherwise at their time;
+* **external** (kept, in seq order): everything else.
+
+It also derives each job's running time — from its allocation to its deletion — for jobs that
+finished in the window; jobs that failed or never ran in the window have no known duration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from audit.events import EventType, WorldEvent
+from audit.records import DecisionRecord, Outcome
+from audit.replay.verify import bind_seq
+from audit.world import parse_time_ms
+
+
+@dataclass
+class SplitHistory:
+    external: list[WorldEvent] = field(default_factory=list)
+    interference: dict[tuple[str, int], list[WorldEvent]] = field(default_factory=dict)  # (pod key, attempt)
+    effects: int = 0
+    durations: dict[str, int] = field(default_factory=dict)  # pod key -> ms from allocation to finish
+    finished_at: dict[str, int] = field(default_factory=dict)  # pod key -> ms of its finish
+    managed_pods: set[str] = field(default_factory=set)
+
+
+def _pod_key(ev: WorldEvent) -> str:
+    return f"{ev.namespace}/{ev.name}"
+
+
+def split_history(events: list[WorldEvent], records: list[DecisionRecord]) -> SplitHistory:
+    """Sort ``events`` (ascending seq) given the decisions ``records`` made over them."""
+    out = SplitHistory()
+    claim_owner: dict[str, str] = {}  # "ns/claim" -> pod key
+    for r in records:
+        key = f"{r.namespace}/{r.pod}"
+        out.managed_pods.add(key)
+        for c in r.claims:
+            claim_owner[f"{r.namespace}/{c}"] = key
+    held: dict[int, tuple[str, int]] = {}
+    for r in records:
+        at = bind_seq(r)
+        if at is not None:
+            for s in range(r.seq + 1, at + 1):
+                held.setdefault(s, (f"{r.namespace}/{r.pod}", r.attempt))
+    allocated_at: dict[str, int] = {}
+    for r in records:
+        if r.outcome == Outcome.ALLOCATED.value:
+            allocated_at.setdefault(f"{r.namespace}/{r.pod}", parse_time_ms(r.time))
+    failed: set[str] = set()
+    for ev in events:
+        if _is_effect(ev, out.managed_pods, claim_owner):
+            out.effects += 1
+            key = _pod_key(ev)
+            if ev.object_kind == "Pod" and ev.type == EventType.UPSERT.value and _phase(ev) == "Failed":
+                failed.add(key)
+            elif ev.object_kind == "Pod" and ev.type == EventType.DELETE.value and key in allocated_at \
+                    and key not in failed:
+                out.finished_at[key] = parse_time_ms(ev.time)
+                out.durations[key] = out.finished_at[key] - allocated_at[key]
+            continue
+        owner = held.get(ev.seq)
+        if owner is not None:
+            out.interference.setdefault(owner, []).append(ev)
+        else:
+            out.external.append(ev)
+    return out
+
+
+def _phase(ev: WorldEvent) -> str:
+    return str((ev.payload.get("status") or {}).get("phase", ""))
+
+
+def _is_effect(ev: WorldEvent, pods: set[str], claim_owner: dict[str, str]) -> bool:
+    key = _pod_key(ev)
+    if ev.object_kind == "Pod" and key in pods:
+        if ev.type == EventType.DELETE.value:
+            return True
+        return bool((ev.payload.get("spec") or {}).get("nodeName")) or _phase(ev) == "Failed"
+    if ev.object_kind == "ResourceClaim" and key in claim_owner:
+        if ev.type == EventType.DELETE.value:
+            return True
+        return bool((ev.payload.get("status") or {}).get("allocation"))
+    return False
