@@ -210,3 +210,42 @@ def test_replay_is_an_indexed_job_whose_shard_count_matches_its_completions() ->
     assert shard == f"$(JOB_COMPLETION_INDEX)/{spec['completions']}"
     env = {e["name"] for e in spec["template"]["spec"]["containers"][0]["env"]}
     assert "JOB_COMPLETION_INDEX" in env
+
+
+def _claimtrail_argvs() -> list[tuple[str, list[str]]]:
+    """Every `claimtrail …` invocation in the built manifests, with $(VAR) references filled."""
+    import re
+    import shlex
+
+    out = []
+    for entry in ("overlays/production", "overlays/embedded", "replay"):
+        for obj in build(DEPLOY / entry):
+            for c in containers(obj):
+                if not str(c["image"]).startswith("ghcr.io/claimtrail/claimtrail:"):
+                    continue
+                argv = list(c.get("command") or []) + list(c.get("args") or [])
+                if argv[:2] == ["sh", "-c"]:
+                    words = shlex.split(argv[2])
+                    argv = words[: words.index(">")] if ">" in words else words
+                elif not c.get("command"):
+                    argv = ["claimtrail", *argv]  # the image's entrypoint is the claimtrail command
+                if argv and argv[0] == "claimtrail":
+                    argv = [re.sub(r"\$\(([A-Z_]+)\)", "0", a) for a in argv[1:]]
+                    out.append((f"{entry}:{obj['metadata']['name']}/{c['name']}", argv))
+    return out
+
+
+ARGVS = _claimtrail_argvs()
+
+
+@pytest.mark.parametrize(("where", "argv"), ARGVS, ids=[w for w, _ in ARGVS])
+def test_every_claimtrail_invocation_parses_with_the_real_command_line(where: str, argv: list[str]) -> None:
+    from audit.cli.main import build_parser
+
+    args = build_parser().parse_args(argv)
+    assert callable(getattr(args, "func", None)), f"{where}: {argv} names no command"
+
+
+def test_the_manifests_run_the_commands_they_are_meant_to() -> None:
+    commands = sorted({argv[0] + (" " + argv[1] if argv[0] == "ingest" else "") for _, argv in ARGVS})
+    assert commands == ["ingest kube", "replay", "schema", "serve"]
