@@ -13,61 +13,30 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from audit.cli import UserError
-from audit.events import EventError, WorldEvent, validate_event
-from audit.records import DecisionRecord, RecordError, digest, validate_record
-from audit.store import migrations
-from audit.store import quarantine as q
+from audit.events import WorldEvent
+from audit.records import DecisionRecord, digest
+from audit.store import aggregates, migrations
 from audit.store.connection import Target, connect, data_dir, resolve_dsn
 from audit.store.filters import (
     DecisionFilter,
     conditions,
     decode_cursor,
     encode_cursor,
-    rollup_can_answer,
     where_sql,
 )
-from audit.store.rows import RowError, check_event, check_record
+from audit.store.ingest import IngestResult, parse_jsonl
 from audit.store.schema import DEFAULT_RETENTION, Retention
 from audit.store.writer import RecordWriter
 
 log = logging.getLogger(__name__)
 
-OTHERS = "(others)"
 MAX_LIMIT = 10_000
-MAX_BODY_BYTES = 256 * 2**20  # decompressed ingest body; larger bodies are refused, not truncated
-HOUR_FMT = "formatDateTime({col}, '%Y-%m-%dT%H:00:00Z', 'UTC')"
-# group-by name -> (decisions column expression, rollup column)
-GROUPS = {
-    "tenant": ("tenant", "tenant"),
-    "model": ("allocated_model", "allocated_model"),
-    "allocated": ("allocated_model", "allocated_model"),
-    "preferred": ("preferred_model", "preferred_model"),
-    "hour": (HOUR_FMT.format(col="toStartOfHour(time)"), HOUR_FMT.format(col="hour")),
-    "cluster": ("cluster", "cluster"),
-    "track": ("track", "track"),
-    "policy_version": ("policy_version", "policy_version"),
-    "outcome": ("outcome", "outcome"),
-}
-_FINAL = {"do_not_merge_across_partitions_select_final": 1}  # a record's partition never changes
-
-
-@dataclass
-class IngestResult:
-    accepted: int = 0
-    quarantined: int = 0
-    errors: list[dict[str, Any]] = field(default_factory=list)  # first errors: line, path, error
-    delivered: bool = True  # False: accepted into the durable spool, the store takes it on a retry
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"accepted": self.accepted, "quarantined": self.quarantined, "errors": self.errors,
-                "delivered": self.delivered}
 
 
 @dataclass
@@ -79,10 +48,6 @@ class ReplayRun:
     cause: str = ""
     diff: str = ""
     time: str = ""  # ISO 8601; when the replay ran (given by the caller: the store reads no clock here)
-
-
-def _tenant_expr(scope_tenant: str | None, column: str = "tenant") -> str:
-    return f"if({column} = {{scope_tenant:String}}, {column}, '{OTHERS}')" if scope_tenant is not None else column
 
 
 class AuditStore:
@@ -138,43 +103,13 @@ class AuditStore:
 
     def ingest_jsonl(self, body: bytes, kind: Literal["records", "events"], source: str) -> IngestResult:
         """Validate JSON lines (gzip allowed), quarantine bad lines, write and flush good ones."""
-        if kind not in ("records", "events"):
-            raise UserError(f"ingest kind {kind!r}: must be 'records' or 'events'")
-        text = _decompress(body)
-        result = IngestResult()
-        good_records: list[DecisionRecord] = []
-        good_events: list[WorldEvent] = []
-        bad: list[q.QuarantineRow] = []
-        for number, line in enumerate(text.split(b"\n"), start=1):
-            if not line.strip():
-                continue
-            path, error = "", ""
-            try:
-                data = json.loads(line)
-                if kind == "records":
-                    record = validate_record(data)
-                    check_record(record)  # values must also fit their columns
-                    good_records.append(record)
-                else:
-                    event = validate_event(data)
-                    check_event(event)
-                    good_events.append(event)
-                continue
-            except (RecordError, EventError, RowError) as exc:
-                path, error = exc.path, str(exc)
-            except (ValueError, UnicodeDecodeError) as exc:  # not JSON at all
-                error = f"line {number}: invalid JSON: {exc}"
-            bad.append(q.quarantine_row(source, kind[:-1], error, path, line))
-            if len(result.errors) < 20:
-                result.errors.append({"line": number, "path": path, "error": error})
+        parsed = parse_jsonl(body, kind, source)
         writer = self._ingest()
-        writer.write_quarantine(bad)
-        writer.write_records(good_records)
-        writer.write_events(good_events)
-        result.delivered = writer.flush()
-        result.accepted = len(good_records) + len(good_events)
-        result.quarantined = len(bad)
-        return result
+        writer.write_quarantine(parsed.bad)
+        writer.write_records(parsed.records)
+        writer.write_events(parsed.events)
+        parsed.result.delivered = writer.flush()
+        return parsed.result
 
     def ingest_stats(self) -> dict[str, int]:
         """Counters of every writer of this store, summed (for Prometheus)."""
@@ -244,132 +179,24 @@ class AuditStore:
 
     # reading: aggregates ---------------------------------------------------------------------
     def fallback_stats(self, f: DecisionFilter, group_by: Sequence[str], scope_tenant: str | None = None) -> list[dict]:
-        """Per group: decisions, allocated, fallbacks, fallback_rate (of allocated) and unschedulable."""
-        for name in group_by:
-            if name not in GROUPS:
-                raise UserError(f"group_by {name!r}: must be one of {', '.join(sorted(GROUPS))}")
-        names = list(dict.fromkeys(group_by))
-        use_rollup = rollup_can_answer(f)
-        exprs = []
-        for name in names:
-            expr = GROUPS[name][1 if use_rollup else 0]
-            if name == "tenant":
-                expr = _tenant_expr(scope_tenant)
-            exprs.append(f"{expr} AS g_{name}")
-        select = ", ".join([*exprs, "outcome AS o", "fallback AS fb"])
-        group = ", ".join([*(f"g_{n}" for n in names), "o", "fb"])
-        if use_rollup:
-            clauses, params = conditions(f, time_column="hour")
-            sql = (f"SELECT {select}, uniqExactMerge(decisions) AS n FROM fallback_1h {where_sql(clauses)} "
-                   f"GROUP BY {group}")
-            settings = None
-        else:
-            clauses, params = conditions(f)
-            sql = f"SELECT {select}, count() AS n FROM decisions FINAL {where_sql(clauses)} GROUP BY {group}"
-            settings = _FINAL
-        if scope_tenant is not None:
-            params["scope_tenant"] = scope_tenant
-        out: dict[tuple, dict[str, Any]] = {}
-        for row in self._query(sql, params, settings).result_rows:
-            key = tuple(row[: len(names)])
-            outcome, fallback, n = row[len(names)], bool(row[len(names) + 1]), int(row[len(names) + 2])
-            acc = out.setdefault(key, {**dict(zip(names, key, strict=True)), "decisions": 0, "allocated": 0,
-                                       "fallbacks": 0, "unschedulable": 0})
-            acc["decisions"] += n
-            if outcome == "allocated":
-                acc["allocated"] += n
-                acc["fallbacks"] += n if fallback else 0
-            elif outcome == "unschedulable":
-                acc["unschedulable"] += n
-        result = [out[k] for k in sorted(out)]
-        for acc in result:
-            acc["fallback_rate"] = acc["fallbacks"] / acc["allocated"] if acc["allocated"] else 0.0
-        return result
+        """Per group: decisions, allocated, fallbacks, fallback_rate (of allocated), unschedulable."""
+        return aggregates.fallback_stats(self._query, f, group_by, scope_tenant)
 
     def fairness_stats(self, f: DecisionFilter, scope_tenant: str | None = None) -> list[dict]:
-        """Per tenant: decisions, allocated, devices_allocated (the device-seconds proxy: records carry
-        no release time), wait p50/p95/p99 in ms, first_choice_rate among allocated decisions."""
-        clauses, params = conditions(f)
-        if scope_tenant is not None:
-            params["scope_tenant"] = scope_tenant
-        sql = (
-            f"SELECT {_tenant_expr(scope_tenant)} AS t, count(), countIf(outcome = 'allocated'), "
-            "sumIf(n_devices, outcome = 'allocated'), quantilesExact(0.5, 0.95, 0.99)(wait_ms), "
-            "countIf(outcome = 'allocated' AND tier_index = 0) "
-            f"FROM decisions FINAL {where_sql(clauses)} GROUP BY t ORDER BY t"
-        )
-        out = []
-        for t, n, allocated, devices, waits, first in self._query(sql, params, _FINAL).result_rows:
-            out.append({"tenant": t, "decisions": int(n), "allocated": int(allocated), "devices_allocated": int(devices),
-                        "wait_p50_ms": float(waits[0]), "wait_p95_ms": float(waits[1]), "wait_p99_ms": float(waits[2]),
-                        "first_choice_rate": first / allocated if allocated else 0.0})
-        return out
+        """Per tenant: decisions, allocated, devices_allocated, wait p50/p95/p99, first_choice_rate."""
+        return aggregates.fairness_stats(self._query, f, scope_tenant)
 
     def health_stats(self, f: DecisionFilter) -> list[dict]:
-        """Per hour: decisions, retries by retry_class, terminal failures, and device verdict counts
-        for unhealthy / binding_conflict / stale_slice from the tier evidence."""
-        clauses, params = conditions(f)
-        hour = HOUR_FMT.format(col="toStartOfHour(time)")
-        by_hour: dict[str, dict[str, Any]] = {}
-        sql = (f"SELECT {hour} AS h, retry_class, outcome, count() FROM decisions FINAL {where_sql(clauses)} "
-               "GROUP BY h, retry_class, outcome ORDER BY h")
-        for h, retry_class, outcome, n in self._query(sql, params, _FINAL).result_rows:
-            acc = by_hour.setdefault(h, {"hour": h, "decisions": 0, "retries": {}, "terminal_failures": 0,
-                                         "unhealthy": 0, "binding_conflict": 0, "stale_slice": 0})
-            acc["decisions"] += int(n)
-            if retry_class == "terminal" or outcome == "error":
-                acc["terminal_failures"] += int(n)
-            elif retry_class:
-                acc["retries"][retry_class] = acc["retries"].get(retry_class, 0) + int(n)
-        tier_filter = DecisionFilter(tenant=f.tenant, since=f.since, until=f.until)
-        t_clauses, t_params = conditions(tier_filter)
-        if f.active() - {"tenant", "since", "until"}:
-            d_clauses, d_params = conditions(f)
-            t_clauses.append(f"decision_id IN (SELECT decision_id FROM decisions {where_sql(d_clauses)})")
-            t_params.update(d_params)
-        sql = (f"SELECT {hour} AS h, sum(reasons['unhealthy']), sum(reasons['binding_conflict']), "
-               f"sum(reasons['stale_slice']) FROM decision_tiers FINAL {where_sql(t_clauses)} GROUP BY h")
-        for h, unhealthy, conflict, stale in self._query(sql, t_params, _FINAL).result_rows:
-            if h in by_hour:
-                by_hour[h].update(unhealthy=int(unhealthy), binding_conflict=int(conflict), stale_slice=int(stale))
-        return [by_hour[h] for h in sorted(by_hour)]
+        """Per hour: retries by retry_class, terminal failures, unhealthy/conflict/stale verdicts."""
+        return aggregates.health_stats(self._query, f)
 
     def migration_stats(self, f: DecisionFilter) -> list[dict]:
-        """Per track × template_version cohort: decisions, success rate, fallback rate, wait p50/p95."""
-        clauses, params = conditions(f)
-        sql = (
-            "SELECT track, template_version, count(), countIf(outcome = 'allocated'), "
-            "countIf(outcome = 'allocated' AND fallback), quantilesExact(0.5, 0.95)(wait_ms) "
-            f"FROM decisions FINAL {where_sql(clauses)} GROUP BY track, template_version "
-            "ORDER BY track, template_version"
-        )
-        out = []
-        for track, template, n, allocated, fallbacks, waits in self._query(sql, params, _FINAL).result_rows:
-            out.append({"track": track, "template_version": template, "decisions": int(n),
-                        "allocated": int(allocated), "success_rate": allocated / n if n else 0.0,
-                        "fallback_rate": fallbacks / allocated if allocated else 0.0,
-                        "wait_p50_ms": float(waits[0]), "wait_p95_ms": float(waits[1])})
-        return out
+        """Per track x template_version cohort: success and fallback rates, wait p50/p95."""
+        return aggregates.migration_stats(self._query, f)
 
     def tenant_usage(self, f: DecisionFilter, scope_tenant: str | None = None) -> list[dict]:
-        """Per tenant × allocated model from the hourly usage rollup (duplicate-tolerant)."""
-        if f.active() - {"tenant", "since", "until", "cluster", "model"} or not rollup_can_answer(f):
-            raise UserError("tenant_usage: filter only by tenant, cluster, model and whole-hour since/until")
-        clauses, params = conditions(f, time_column="hour")
-        if scope_tenant is not None:
-            params["scope_tenant"] = scope_tenant
-        sql = (
-            f"SELECT {_tenant_expr(scope_tenant)} AS t, allocated_model, uniqExactMerge(decisions), "
-            "groupUniqArrayMerge(allocations) FROM tenant_usage_1h "
-            f"{where_sql(clauses)} GROUP BY t, allocated_model ORDER BY t, allocated_model"
-        )
-        out = []
-        for t, model, n, allocations in self._query(sql, params).result_rows:
-            out.append({"tenant": t, "model": model, "decisions": int(n), "allocated": len(allocations),
-                        "devices_allocated": sum(a[1] for a in allocations),
-                        "wait_ms_total": sum(a[2] for a in allocations),
-                        "first_choice": sum(a[3] for a in allocations)})
-        return out
+        """Per tenant x allocated model from the hourly usage rollup."""
+        return aggregates.tenant_usage(self._query, f, scope_tenant)
 
     # world events, checkpoints, replay, policies, quarantine ---------------------------------
     def events(self, cluster: str, after_seq: int, upto_seq: int, page: int = 10_000) -> Iterator[WorldEvent]:
@@ -475,20 +302,6 @@ def open_writer(dsn: str | None = None, name: str = "writer", spool_dir: str | N
         base = Path(target.embedded_path).parent if target.embedded_path else data_dir()
         spool_dir = str(base / "spool" / name)
     return RecordWriter(connector, spool_dir, source=name, **opts)
-
-
-def _decompress(body: bytes) -> bytes:
-    if body[:2] != b"\x1f\x8b":
-        if len(body) > MAX_BODY_BYTES:
-            raise UserError(f"ingest body: {len(body)} bytes exceeds the limit of {MAX_BODY_BYTES}")
-        return body
-    try:
-        out = zlib.decompressobj(wbits=31).decompress(body, MAX_BODY_BYTES + 1)
-    except zlib.error as exc:
-        raise UserError(f"ingest body: not valid gzip ({exc})") from None
-    if len(out) > MAX_BODY_BYTES:
-        raise UserError(f"ingest body: more than {MAX_BODY_BYTES} bytes once decompressed")
-    return out
 
 
 __all__ = ["AuditStore", "DecisionFilter", "IngestResult", "ReplayRun", "open_writer"]
