@@ -1,8 +1,10 @@
 """Policy correctness on a live cluster: re-run each observed DRA allocation through our allocator.
 
 The scheduler chose the node (an input, taken from the binding); on that node, with the world as
-observed just before (every other claim's allocation counts as in use), our allocator must pick
-the same devices for the same requests. A difference is counted in the
+the watcher holds it when the decision completes (slices, classes and taint rules as last seen;
+every other claim allocated there counts as in use), our allocator must pick the same devices for
+the same requests. A slice that changed between the scheduler's cycle and our observation can
+show up as a difference; the diff names the devices so such cases are easy to tell apart. A difference is counted in the
 ``claimtrail.kube.allocation_mismatches`` counter (alert on its rate) and logged with the diff.
 """
 
