@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -63,7 +64,9 @@ class AuditStore:
 
     @classmethod
     def open(cls, dsn: str | None = None, retention: Retention | None = None) -> AuditStore:
-        """Connect, apply migrations (and ``retention`` TTLs when given)."""
+        """Connect, apply migrations, and set TTLs when ``retention`` (or ``CLAIMTRAIL_RETENTION``) is given."""
+        if retention is None and os.environ.get("CLAIMTRAIL_RETENTION") is not None:
+            retention = Retention.parse(os.environ["CLAIMTRAIL_RETENTION"])
         target = resolve_dsn(dsn)
         client = connect(target)
         migrations.migrate(client, target.database, retention or DEFAULT_RETENTION)

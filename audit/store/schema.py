@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from audit.cli import UserError
+
 DEDUP_WINDOW = 1000
 
 
@@ -62,6 +64,22 @@ class Retention:
 
     def for_table(self, name: str) -> int | None:
         return self.days.get(name)
+
+    @classmethod
+    def parse(cls, text: str) -> Retention:
+        """``"decisions=400,decision_tiers=90,quarantine=30"`` (the ``CLAIMTRAIL_RETENTION`` format);
+        tables not named keep their rows forever."""
+        days: dict[str, int] = {}
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            name, _, value = item.partition("=")
+            table = TABLES.get(name.strip())
+            if table is None or not table.retention_column:
+                known = ", ".join(sorted(t.name for t in TABLES.values() if t.retention_column))
+                raise UserError(f"CLAIMTRAIL_RETENTION: {name.strip()!r} is not a table with a retention (one of {known})")
+            if not value.strip().isdigit() or int(value) < 1:
+                raise UserError(f"CLAIMTRAIL_RETENTION: {name.strip()}: days must be a whole number >= 1, got {value!r}")
+            days[table.name] = int(value)
+        return cls(days)
 
 
 DEFAULT_RETENTION = Retention({"quarantine": 30})

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from audit.cli import UserError
 from audit.store import connection, migrations, rows
 from audit.store.migrations import LATEST, MIGRATIONS, SchemaTooNewError
 from audit.store.queries import AuditStore, DecisionFilter
@@ -84,3 +85,23 @@ def test_retention_is_configurable_after_creation(tmp_path: Path) -> None:
         assert ttl_of(store, "quarantine") == ""
     with AuditStore.open(f"chdb://{tmp_path}/db", retention=Retention({})) as store:
         assert ttl_of(store, "decisions") == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("decisions=0", "days must be a whole number >= 1"), ("colours=3", "'colours' is not a table"),
+     ("schema_migrations=5", "'schema_migrations' is not a table with a retention")],
+    ids=["zero-days", "unknown-table", "table-without-time"],
+)
+def test_a_bad_retention_setting_names_the_table(text: str, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        Retention.parse(text)
+
+
+def test_retention_from_the_environment_is_applied_at_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAIMTRAIL_RETENTION", "decisions=400, decision_tiers=90")
+    assert Retention.parse("decisions=400, decision_tiers=90").days == {"decisions": 400, "decision_tiers": 90}
+    with AuditStore.open(f"chdb://{tmp_path}/db") as store:
+        query = store.client.query("SELECT create_table_query FROM system.tables WHERE database = 'claimtrail' "
+                                   "AND name = 'decision_tiers'").result_rows[0][0]
+        assert "TTL toDate(time) + toIntervalDay(90)" in query
