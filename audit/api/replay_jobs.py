@@ -21,7 +21,6 @@ from audit.store.queries import ReplayRun
 
 log = logging.getLogger("claimtrail.api")
 
-SYNC_LIMIT = 200  # default: decisions replayed inside the request; more become a job
 KEPT_JOBS = 100
 
 
@@ -68,7 +67,7 @@ class Job:
 class JobBoard:
     """Background replay jobs of this server process."""
 
-    def __init__(self, store: Any, chunk: int = SYNC_LIMIT,
+    def __init__(self, store: Any, chunk: int,
                  runner: Callable[[Any, list[str]], list[dict[str, Any]]] = replay_and_store) -> None:
         self._store = store
         self.chunk = chunk  # decisions per replay call, and the most a request replays synchronously

@@ -57,18 +57,17 @@ WORLD_POLICY = {"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metad
 
 
 def world_events() -> list[WorldEvent]:
-    """The fixture dump as upserts in file order from seq 1, then a policy that counts maintenance
-    taints as unhealthy, then the deletion of node h100-03's slice (all before every decision)."""
+    """A policy that counts maintenance taints as unhealthy at seq 0, the fixture dump as upserts in
+    file order from seq 1, then the deletion of node h100-03's slice (all before every decision)."""
     items = yaml.safe_load(DUMP.read_text())["items"]
-    changes = [("upsert", WORLD_POLICY),
+    changes = [("upsert", WORLD_POLICY), *(("upsert", o) for o in items),
                ("delete", next(o for o in items if o["metadata"]["name"].startswith("h100-03-")))]
     out = []
-    for seq, (kind, obj) in enumerate([*(("upsert", o) for o in items), *changes], start=1):
+    for seq, (kind, obj) in enumerate(changes):
         meta = obj.get("metadata", {})
-        payload = obj if kind == "upsert" else {}
         out.append(WorldEvent(cluster=factory.CLUSTER, seq=seq, time="2026-05-01T07:00:00.000000Z", type=kind,
                               object_kind=obj["kind"], namespace=meta.get("namespace", ""), name=meta["name"],
-                              payload=payload))
+                              payload=obj if kind == "upsert" else {}))
     return out
 
 
