@@ -47,6 +47,7 @@ class Collection:
     watches: int = 0
     lists: int = 0
     relist_jumps_to_end: bool = False  # a relist shows the final state (the gap hides changes)
+    expire_continue: int = 0  # answer this many continue tokens with 410 Expired
 
     def state_at(self, revision: int, namespace: str | None) -> list[dict[str, Any]]:
         alive: dict[tuple[str, str], dict[str, Any]] = {}
@@ -146,6 +147,9 @@ class FakeApiServer:
 
     def list_page(self, col: Collection, namespace: str | None, q: dict[str, str]) -> dict[str, Any]:
         with self.cond:
+            if "continue" in q and col.expire_continue > 0:
+                col.expire_continue -= 1
+                raise _Expired("The provided continue parameter is too old to display a consistent list result.")
             if "continue" in q:
                 token = json.loads(base64.b64decode(q["continue"]))
                 revision, offset = token["rv"], token["offset"]
@@ -201,6 +205,10 @@ class FakeApiServer:
                     yield _line({"type": "BOOKMARK", "object": {"kind": col.kind, "apiVersion": col.api_version,
                                                                   "metadata": {"resourceVersion": str(rv)}}})
             idle_waited = False
+
+
+class _Expired(Exception):
+    pass
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -270,7 +278,10 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True  # the client went away (it stopped watching)
             else:
-                self._send_json(200, server.list_page(col, namespace, q))
+                try:
+                    self._send_json(200, server.list_page(col, namespace, q))
+                except _Expired as exc:
+                    self._send_json(410, _status(410, "Expired", str(exc)))
 
         def _watch(self, col: Collection, namespace: str | None, q: dict[str, str]) -> None:
             with server.cond:

@@ -96,6 +96,20 @@ def test_paginated_lists_give_the_same_log(clean_run: CollectingSink) -> None:
     assert _per_object_history(sink.events) == _per_object_history(clean_run.events)
 
 
+def test_expired_continue_token_restarts_the_list(clean_run: CollectingSink) -> None:
+    with FakeApiServer() as server:
+        populate(server)
+        server.collections["ResourceSlice"].expire_continue = 1
+        sink = CollectingSink()
+        watcher = make_watcher(server, sink, page_size=1)
+        run_until_caught_up(server, watcher)
+    assert _per_object_history(sink.events) == _per_object_history(clean_run.events)
+    assert server.collections["ResourceSlice"].expire_continue == 0  # the expiry happened
+    first_pages = [r for r in server.requests if r.startswith("GET /apis/resource.k8s.io/v1/resourceslices?limit=1")
+                   and "continue" not in r and "watch" not in r]
+    assert len(first_pages) == 2  # the list started over once
+
+
 def test_delete_missed_during_a_gap_is_synthesized_from_the_relist(clean_run: CollectingSink) -> None:
     with FakeApiServer() as server:
         populate(server)
