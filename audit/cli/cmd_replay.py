@@ -337,5 +337,80 @@ def run(args: argparse.Namespace) -> int:
 # ---- counterfactual ------------------------------------------------------------------------------
 
 
+def _policy_doc(path: str) -> dict[str, Any]:
+    import yaml
+
+    from audit.policy import PolicyError, parse_policy
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            docs = [d for d in yaml.safe_load_all(fh) if d is not None]
+    except OSError as exc:
+        raise UserError(f"--policy {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"--policy {path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
+    if len(policies) != 1:
+        raise UserError(f"--policy {path}: expected exactly one kind: Policy document, found {len(policies)}")
+    try:
+        parse_policy(policies[0])
+    except PolicyError as exc:
+        raise UserError(f"--policy {path}: {exc}") from None
+    return policies[0]
+
+
+def _history(args: argparse.Namespace) -> tuple[list[DecisionRecord], list[Any], Any]:
+    """Records, the full event list of the history and a source for the start world."""
+    from audit.replay.source import MemorySource, StoreHistory
+
+    if args.records or args.events:
+        records, source = _offline(args)
+        events = [e for c in source.clusters() for e in source.events(c, -1, source.max_seq(c) or -1)]
+        return records, events, source
+    if not args.dsn:
+        raise UserError("--policy: give the history as --records and --events, or --dsn")
+    from audit.store.queries import AuditStore
+
+    with AuditStore.open(args.dsn) as store:
+        records = _store_records(store, Selection(until=args.until))
+        history = StoreHistory(store)
+        events: list[Any] = []
+        for cluster in sorted({r.cluster for r in records}):
+            top = store.max_seq(cluster)
+            if top is not None:
+                events.extend(history.events(cluster, -1, top))
+    source = MemorySource(events)
+    source.add_checkpoints(args.checkpoint_every)
+    return records, events, source
+
+
 def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
-    raise UserError("--policy: counterfactual replay is not available yet")
+    from audit.replay.source import WorldCursor
+    from audit.replay.whatif import delta_lines, deltas, whatif
+    from audit.world import World, parse_time_ms
+
+    if not (sel.since and sel.until):
+        raise UserError("--policy: give the window as --since and --until")
+    if sel.decision_ids or sel.shard is not None or sel.sample < 1.0:
+        raise UserError("--policy: replays a whole window; --decision, --shard and --sample do not apply")
+    doc = _policy_doc(args.policy)
+    since, until = parse_time_ms(sel.since), parse_time_ms(sel.until)
+    if until <= since:
+        raise UserError(f"--until {sel.until}: must be after --since {sel.since}")
+    records, events, source = _history(args)
+    clusters = sorted({e.cluster for e in events})
+    if len(clusters) != 1:
+        raise UserError(f"--policy: the history holds {len(clusters)} clusters ({', '.join(clusters)}); "
+                        "replay one cluster's history at a time")
+    cluster = clusters[0]
+    before = [e.seq for e in events if parse_time_ms(e.time) < since]
+    start = WorldCursor(source, cluster).at(max(before)) if before else World(cluster)
+    if not args.quiet:
+        print(f"replaying {sel.since} .. {sel.until} under {args.policy}", file=sys.stderr)
+    result = whatif(start, events, records, doc, since, until)
+    d = deltas(result)
+    if args.json:
+        print(json.dumps(d, indent=2, sort_keys=True))
+    else:
+        print("\n".join(delta_lines(d)))
+    return 1 if d["quota_violations"][1] else 0

@@ -105,3 +105,63 @@ def test_store_replay_writes_runs_and_a_summary(tmp_path, capsys):
     with AuditStore.open(dsn) as store:
         [row] = store.replay_summary()
     assert (row["decisions"], row["matches"], row["mismatches"]) == (400, 400, 0)
+
+
+@pytest.fixture(scope="module")
+def policies(tmp_path_factory, files):
+    import yaml
+
+    doc = busy(HOURS).events[0].payload
+    d = tmp_path_factory.mktemp("policies")
+    (d / "same.yaml").write_text(yaml.safe_dump(doc))
+    tight = json.loads(json.dumps(doc))
+    for t in tight["spec"]["tenants"]:
+        if t["name"] == "team-b":
+            t["quotas"] = {"H100": {"nominal": 2, "borrowingLimit": 0}}
+    (d / "tight.yaml").write_text(yaml.safe_dump(tight))
+    return str(d / "same.yaml"), str(d / "tight.yaml")
+
+
+WINDOW = ["--since", "2026-11-02T00:00:00Z", "--until", "2026-11-02T01:30:00Z"]
+
+
+def test_counterfactual_with_the_recorded_policy_shows_no_delta(files, policies, capsys):
+    code, out, _ = _run(capsys, "--records", files[0], "--events", files[1], "--policy", policies[0], "--json",
+                        *WINDOW)
+    d = json.loads(out)
+    assert code == 0
+    assert d["decisions"][0] == d["decisions"][1] > 0
+    assert d["quota_violations"] == [0, 0]
+    assert all(a == b for metrics in d["tenants"].values() for a, b in metrics.values())
+    assert all(a == b for a, b in d["models"].values())
+
+
+def test_counterfactual_with_a_tighter_quota_prints_the_deltas(files, policies, capsys):
+    code, out, _ = _run(capsys, "--records", files[0], "--events", files[1], "--policy", policies[1], *WINDOW)
+    lines = {line[:34].strip(): line[34:].split() for line in out.splitlines()[1:] if len(line) > 34}
+    assert code == 0
+    assert lines["quota violations"] == ["0", "0"]
+    rec, cf = (int(x.replace(",", "")) for x in lines["team-b/H100 allocations"])
+    assert cf < rec
+    rec_fb, cf_fb = (float(x.rstrip("%")) for x in lines["team-b fallback_rate"])
+    assert cf_fb > rec_fb
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--since", "2026-11-02T00:00:00Z"], "--policy: give the window as --since and --until"),
+    ([*WINDOW, "--shard", "0/2"], "--policy: replays a whole window; --decision, --shard and --sample do not apply"),
+    (["--since", "2026-11-02T02:00:00Z", "--until", "2026-11-02T01:00:00Z"],
+     "--until 2026-11-02T01:00:00Z: must be after --since 2026-11-02T02:00:00Z"),
+], ids=["no-until", "shard-with-policy", "empty-window"])
+def test_counterfactual_option_mistakes(files, policies, capsys, argv, message):
+    code, _, err = _run(capsys, "--records", files[0], "--events", files[1], "--policy", policies[0], *argv)
+    assert (code, err.strip()) == (2, f"claimtrail replay: {message}")
+
+
+def test_counterfactual_refuses_an_invalid_policy(files, capsys, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: bad}\n"
+                   "spec: {version: '3', tenants: [{name: a, namespaces: [a], weight: -1}]}\n")
+    code, _, err = _run(capsys, "--records", files[0], "--events", files[1], "--policy", str(bad), *WINDOW)
+    assert code == 2
+    assert err.startswith(f"claimtrail replay: --policy {bad}: Policy bad: spec.tenants[0].weight: ")
