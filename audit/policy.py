@@ -89,6 +89,7 @@ class Policy:
     fairness_mode: str
     usage_half_life_ms: int
     wait_aging_per_hour: float
+    defer_above_share: bool
     preemption: bool
     backoff_base_ms: int
     backoff_cap_ms: int
@@ -342,7 +343,7 @@ def _parse(raw: Any) -> tuple[Policy | None, list[PolicyError]]:
 
     tenants = _tenants(r, spec.get("tenants", []))
     fairness = r.mapping(spec.get("fairness"), "spec.fairness")
-    r.unknown(fairness, {"mode", "usageHalfLife", "waitAgingPerHour"}, "spec.fairness")
+    r.unknown(fairness, {"mode", "usageHalfLife", "waitAgingPerHour", "deferAboveShare"}, "spec.fairness")
     preemption = r.mapping(spec.get("preemption"), "spec.preemption")
     r.unknown(preemption, {"enabled"}, "spec.preemption")
     if preemption.get("enabled") is True:
@@ -392,6 +393,7 @@ def _parse(raw: Any) -> tuple[Policy | None, list[PolicyError]]:
         fairness_mode=r.string(fairness, "mode", "spec.fairness", "drf", FAIRNESS_MODES),
         usage_half_life_ms=half_life,
         wait_aging_per_hour=r.number(fairness, "waitAgingPerHour", "spec.fairness", 0.5),
+        defer_above_share=r.boolean(fairness, "deferAboveShare", "spec.fairness", False),
         preemption=False,
         backoff_base_ms=base_ms,
         backoff_cap_ms=cap_ms,
@@ -496,7 +498,7 @@ def _canonical(f: dict[str, Any]) -> dict[str, Any]:
             for t in f["tenants"]
         ],
         "fairness": {"mode": f["fairness_mode"], "usageHalfLifeMs": f["usage_half_life_ms"],
-                     "waitAgingPerHour": f["wait_aging_per_hour"]},
+                     "waitAgingPerHour": f["wait_aging_per_hour"], "deferAboveShare": f["defer_above_share"]},
         "preemption": {"enabled": f["preemption"]},
         "retry": {"backoffBaseMs": f["backoff_base_ms"], "backoffCapMs": f["backoff_cap_ms"],
                   "maxAttempts": f["max_attempts"], "retryable": list(f["retryable"])},
@@ -529,7 +531,8 @@ def policy_document(policy: Policy) -> dict[str, Any]:
                 for t in c["tenants"]
             ],
             "fairness": {"mode": policy.fairness_mode, "usageHalfLife": f"{policy.usage_half_life_ms}ms",
-                         "waitAgingPerHour": policy.wait_aging_per_hour},
+                         "waitAgingPerHour": policy.wait_aging_per_hour,
+                         "deferAboveShare": policy.defer_above_share},
             "preemption": {"enabled": False},
             "retry": {"backoffBase": f"{policy.backoff_base_ms}ms", "backoffCap": f"{policy.backoff_cap_ms}ms",
                       "maxAttempts": policy.max_attempts, "retryable": list(policy.retryable)},

@@ -183,6 +183,7 @@ class World:
         self.nodes: set[str] = set()
         self.has_shared_slices = False
         self.pending: dict[str, int] = {}  # pod key -> creation ms (no nodeName yet)
+        self.pending_by_tenant: dict[str, int] = {}  # tenant (under the active policy) -> pending pods
         self.dp_capacity: dict[str, int] = {}  # device-plugin node -> nvidia.com/gpu allocatable
         self.dp_used: dict[str, int] = {}
         self.dp_model: dict[str, str] = {}
@@ -253,8 +254,16 @@ class World:
         self.policy_key = key if new is not None else ""
         rules_changed = policy.canonical.get("deviceModels") != self.policy.canonical.get("deviceModels")
         self.policy = policy
+        self._count_pending_by_tenant()
         if rules_changed:
             self._reindex_devices()
+
+    def _count_pending_by_tenant(self) -> None:
+        counts: dict[str, int] = {}
+        for key in self.pending:
+            tenant = self.policy.tenant_for(key.split("/", 1)[0])
+            counts[tenant] = counts.get(tenant, 0) + 1
+        self.pending_by_tenant = counts
 
     # ---- devices --------------------------------------------------------------------------------
 
@@ -517,10 +526,14 @@ class World:
     def _on_pod(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         old_node = ((old or {}).get("spec") or {}).get("nodeName", "")
         new_node = ((new or {}).get("spec") or {}).get("nodeName", "")
+        was_pending = key in self.pending
         if new is not None and not new_node and not _terminated(new):
             self.pending[key] = parse_time_ms(new["metadata"].get("creationTimestamp") or self.time or "1970-01-01T00:00:00Z")
         else:
             self.pending.pop(key, None)
+        if was_pending != (key in self.pending):
+            tenant = self.policy.tenant_for(key.split("/", 1)[0])
+            self.pending_by_tenant[tenant] = self.pending_by_tenant.get(tenant, 0) + (1 if not was_pending else -1)
         old_gpus = device_plugin_gpus(old) if old_node else 0
         new_gpus = device_plugin_gpus(new) if new_node and new is not None and not _terminated(new) else 0
         if old_gpus and (old_node != new_node or not new_gpus):
@@ -591,6 +604,7 @@ class World:
                 tm[m] = tm.get(m, 0) + n
         for t, (in_use, decayed, last) in snap["usage"].items():
             w.usage[t] = TenantUsage(in_use, decayed, last)
+        w._count_pending_by_tenant()
         w.seq, w.time, w.chain_digest = snap["seq"], snap["time"], snap["chain"]
         w.time_ms = parse_time_ms(snap["time"]) if snap["time"] else 0
         return w

@@ -47,6 +47,7 @@ from audit.scheduler.augment import augment_claim
 from audit.scheduler.binding import bind, bind_check
 from audit.scheduler.deviceplugin import decide_device_plugin
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
+from audit.scheduler.fairshare import fair_share_blocker
 from audit.scheduler.filters import node_filter
 from audit.scheduler.nodealloc import allocate_on_node
 from audit.scheduler.quota import check_quota
@@ -147,6 +148,18 @@ def _decide_dra(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Req
     world = ctx.world
     allowed, closed, blockers, holding = _policy_gates(ctx, rts)
     multi_claim = len(claims) > 1
+    deferral = fair_share_blocker(world, ctx.policy, ctx.tenant)
+    if deferral is not None:
+        rec = new_record(ctx, claims, rts, Outcome.DEFERRED)
+        rec.blockers = [*blockers, deferral]
+        rec.retry_class = RetryClass.FAIR_SHARE.value
+        shut = {(t.claim, t.request, t.index): closed.get((t.claim, t.request, t.index), "fair_share_deferred")
+                for rt in rts for t in rt.tiers}
+        rec.tiers = summarize(world, rts, shut, [], multi_claim)
+        rec.message = (f"tenant {ctx.tenant} holds {deferral.detail['held_eq']} of its "
+                       f"{deferral.detail['entitlement_eq']} H100-equivalents while {deferral.detail['waiting_tenant']} "
+                       "is below its share and waiting")
+        return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=True)
     if any(not tiers for tiers in allowed.values()):
         rec = new_record(ctx, claims, rts, Outcome.DEFERRED)
         rec.blockers = blockers

@@ -31,6 +31,7 @@ def test_parse_reads_every_section():
     assert (p.fallback_mode, p.fallback_wait_ms, p.mixed_models) == ("wait-for-preferred", 600_000, False)
     assert p.topology_match_attributes == ("resource.kubernetes.io/pcieRoot",)
     assert p.starvation_ms == 7_200_000
+    assert p.defer_above_share is False
 
 
 @pytest.mark.parametrize(
@@ -97,6 +98,8 @@ def test_digest_ignores_spelling_and_order_but_not_meaning():
         pytest.param("spec.deviceModels", [{"model": "X", "match": "("}], "spec.deviceModels[0].match: invalid regular",
                      id="bad-regex"),
         pytest.param("apiVersion", "v1", "apiVersion: must be claimtrail.io/v1alpha1", id="wrong-api-version"),
+        pytest.param("spec.fairness.deferAboveShare", "yes", "spec.fairness.deferAboveShare: expected true or false",
+                     id="defer-not-boolean"),
     ],
 )
 def test_validation_names_the_field(path, value, message):
