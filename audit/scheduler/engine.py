@@ -9,7 +9,8 @@ returns the final record plus the events the decision causes (claim ``status.all
 pod ``nodeName``). Failed binds retry with capped exponential backoff while the claim is still
 satisfiable by the cluster's devices and attempts remain, otherwise they are terminal.
 
-Per pod: policy gates per tier (quota, fallback mode) -> cluster-level node filters -> the exact
+Per pod: policy gates per tier (quota, fallback mode; fair-share deferral when the policy asks for
+it) -> cluster-level node filters -> the exact
 per-node allocator -> node choice by the DESIGN.md contract: highest score Σ over firstAvailable
 requests of (8 − chosen subrequest index), then node name. Nodes are visited in (score upper
 bound descending, name) order using the world's free-device indexes, and the search stops as soon

@@ -82,7 +82,7 @@ def test_checkpoint_world_equals_live_world(ops):
     for index in ("node_model", "allocated_by", "pending", "multi_model_nodes"):
         assert getattr(resumed, index) == getattr(live, index), index
     assert _lists(resumed.free_nodes) == _lists(live.free_nodes)
-    for counter in ("model_allocated", "model_free", "model_totals"):
+    for counter in ("model_allocated", "model_free", "model_totals", "pending_by_tenant"):
         assert ({k: v for k, v in getattr(resumed, counter).items() if v}
                 == {k: v for k, v in getattr(live, counter).items() if v}), counter
     key = submit(sim, "probe", size=2)
