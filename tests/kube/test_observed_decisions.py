@@ -81,3 +81,17 @@ def test_reconnects_and_relists_do_not_double_records(records: dict[str, Decisio
 
 def _content(r: DecisionRecord) -> dict:
     return {k: v for k, v in r.to_dict().items() if k not in ("seq", "output_digest")}
+
+
+def test_each_failed_attempt_of_a_device_plugin_pod_is_a_record_and_cpu_pods_are_ignored() -> None:
+    with FakeApiServer() as server:
+        populate(server, changes="changes-pending.yaml")
+        sink = CollectingSink()
+        observer = DecisionObserver("test-cluster", lambda: FIXED_TIME, check_allocations=False)
+        run_until_caught_up(server, make_watcher(server, sink, observer=observer))
+    got = sorted((r.pod, r.attempt, r.track, r.outcome, r.wait_ms) for r in sink.records)
+    assert got == [
+        ("legacy-big", 1, "device-plugin", "unschedulable", 2000),
+        ("legacy-big", 2, "device-plugin", "unschedulable", 302000),
+    ]
+    assert all("Insufficient nvidia.com/gpu" in r.message for r in sink.records)
