@@ -234,7 +234,7 @@ def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list
             records: list[DecisionRecord] = []
             cursor: str | None = None
             while True:
-                params = {k: v for k, v in {"since": sel.since, "until": sel.until, "limit": 10_000,
+                params = {k: v for k, v in {"since": sel.since, "until": sel.until, "limit": 1000,
                                             "cursor": cursor}.items() if v is not None}
                 page = _http(lambda p=params: client.get("/v1/decisions", params=p), "GET /v1/decisions")
                 records.extend(validate_record(item) for item in page["items"])
@@ -246,7 +246,7 @@ def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list
         summary, shown = Summary(), []
         for i in range(0, len(ids), CHUNK):
             body = {"decision_ids": ids[i:i + CHUNK]}
-            runs = _http(lambda b=body: client.post("/v1/replay", json=b), "POST /v1/replay")["runs"]
+            runs = _runs(client, _http(lambda b=body: client.post("/v1/replay", json=b), "POST /v1/replay"))
             for run in runs:
                 result = ReplayResult(run["decision_id"], run.get("engine_version", ""), run.get("policy_digest", ""),
                                       bool(run["match"]), run.get("cause", ""), list(run.get("diff", [])),
@@ -256,6 +256,21 @@ def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list
                     shown.append(result)
             progress.advance(len(runs))
     return summary, shown
+
+
+def _runs(client: Any, answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs of a replay answer; a larger request became a job on the server: follow it."""
+    import time
+
+    while "runs" not in answer:
+        job = answer.get("job")
+        if not job or answer.get("state") not in ("running", "done"):
+            raise UserError(f"POST /v1/replay: replay job {job} ended {answer.get('state')}: "
+                            f"{answer.get('error', 'no runs returned')}")
+        time.sleep(0.5)
+        answer = _http(lambda j=job: client.get(f"/v1/replay/{j}"), f"GET /v1/replay/{job}")
+    runs: list[dict[str, Any]] = answer["runs"]
+    return runs
 
 
 def split_flat(records: list[DecisionRecord]) -> list[DecisionRecord]:
