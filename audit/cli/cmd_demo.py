@@ -144,11 +144,13 @@ def _post_jsonl(api: str, kind: str, path: Path) -> None:
 
 
 def _summary(api: str) -> None:
-    rows = httpx.get(f"{api}/v1/stats/fallback", params={"group_by": "preferred,allocated"}, timeout=60).json()
-    total = sum(int(r.get("decisions", 0)) for r in rows.get("rows", []))
-    print(f"\nDecisions by preferred -> allocated model ({total} decisions):")
-    for r in rows.get("rows", []):
-        print(f"  {r.get('preferred', '?'):>6} -> {r.get('allocated') or 'pending':<8} {r.get('decisions', 0):>7}")
+    rows = httpx.get(f"{api}/v1/stats/fallback", params={"group_by": "preferred,model"}, timeout=60).json()["rows"]
+    total = sum(int(r["decisions"]) for r in rows)
+    print(f"\nDecisions in the store by preferred -> allocated model ({total:,} attempts):")
+    print(f"  {'preferred':<10} {'allocated':<10} {'attempts':>9} {'allocated':>10} {'fallbacks':>10}")
+    for r in rows:
+        print(f"  {r['preferred'] or '-':<10} {r['model'] or '(none)':<10} {r['decisions']:>9,} "
+              f"{r['allocated']:>10,} {r['fallbacks']:>10,}")
 
 
 def _why_example(api: str) -> None:
