@@ -2,7 +2,9 @@
 
 Up to ``--replay-sync-limit`` decisions (default 200) are replayed inside the request (``{"runs": [...], "summary"}``);
 more start a job (202 with a job id; ``GET /v1/replay/{job}`` reports progress and, when done,
-the runs). A tenant replays only its own decisions and sees only its own jobs.
+the runs). A tenant replays only its own decisions and sees only its own jobs. With
+``counterfactual_policy`` the window is decided again under that policy version (admins only:
+it re-decides every tenant's pods); see ``audit.api.counterfactual``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from audit.api import params, storeport
 from audit.api.auth import Principal
+from audit.api.counterfactual import counterfactual_window
 from audit.api.deps import principal, store, tenant_filter
 from audit.api.problems import Problem
 from audit.api.replay_jobs import JobBoard, replay_and_store, summarize
@@ -39,12 +42,22 @@ class ReplayRequest(BaseModel):
     counterfactual_policy: str | None = None  # replay the window under another policy version
 
 
+def _counterfactual(db: Any, who: Principal, req: ReplayRequest) -> dict[str, Any]:
+    if not who.admin:
+        raise Problem("forbidden", "a counterfactual run re-decides every tenant's pods and needs an admin token")
+    version = params.label(req.counterfactual_policy, "counterfactual_policy")
+    cluster = params.label(req.cluster, "cluster")
+    since, until = params.timestamp(req.since, "since"), params.timestamp(req.until, "until")
+    if not (version and cluster and since and until) or req.decision_ids:
+        raise Problem("invalid-parameter", "a counterfactual run takes a window (cluster, since, until), not decision_ids")
+    try:
+        return counterfactual_window(db, cluster, since, until, version)
+    except storeport.STORE_ERRORS as exc:
+        raise storeport.unavailable(exc) from None
+
+
 def _ids(db: Any, who: Principal, req: ReplayRequest) -> list[str]:
     """The decisions to replay, every one visible to the caller (others are "not found")."""
-    if req.counterfactual_policy is not None:
-        params.label(req.counterfactual_policy, "counterfactual_policy")
-        raise Problem("not-implemented", "counterfactual replay under another policy is not available in this "
-                      "build of the server")
     if req.decision_ids:
         given = [params.decision_id(i) for i in req.decision_ids]
         for decision in given:
@@ -75,6 +88,8 @@ def _board(request: Request) -> JobBoard:
 @router.post("", summary="Replay decisions and compare digests")
 async def replay(req: ReplayRequest, who: Annotated[Principal, Depends(principal)],
                  db: Annotated[Any, Depends(store)], board: Annotated[JobBoard, Depends(_board)]) -> JSONResponse:
+    if req.counterfactual_policy is not None:
+        return JSONResponse(await run_in_threadpool(_counterfactual, db, who, req))
     ids = await run_in_threadpool(_ids, db, who, req)
     if len(ids) > board.chunk:
         job = board.start(ids, who.scope)

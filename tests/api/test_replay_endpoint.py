@@ -56,9 +56,10 @@ def test_replay_by_id_reports_and_records_each_run(server: Server) -> None:
     ({**WINDOW, "since": "then"}, 400, "invalid-parameter"),
     ({**WINDOW, "limit": 0}, 400, "malformed-body"),
     ({**WINDOW, "extra": 1}, 400, "malformed-body"),
-    ({**WINDOW, "counterfactual_policy": "v8"}, 501, "not-implemented"),
+    ({**WINDOW, "counterfactual_policy": "v8"}, 404, "not-found"),
+    ({"decision_ids": [factory.FALLBACK.decision_id], "counterfactual_policy": "v7"}, 400, "invalid-parameter"),
 ], ids=["empty", "partial-window", "bad-id", "unknown-id", "bad-time", "bad-limit", "unknown-field",
-        "counterfactual"])
+        "counterfactual-unknown-policy", "counterfactual-needs-window"])
 def test_bad_replay_requests_are_problems(server: Server, body: dict[str, Any], status: int, kind: str) -> None:
     r = server.post("/v1/replay", json=body)
     assert r.status_code == status, r.text
@@ -68,3 +69,24 @@ def test_bad_replay_requests_are_problems(server: Server, body: dict[str, Any], 
 def test_unknown_job_is_not_found(server: Server) -> None:
     r = server.get("/v1/replay/00000000-0000-4000-8000-000000000000")
     assert r.status_code == 404
+
+
+def test_counterfactual_pairs_every_recorded_decision_of_the_window(server: Server) -> None:
+    r = server.post("/v1/replay", json={**WINDOW, "counterfactual_policy": "v7"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert sorted(run["decision_id"] for run in body["runs"]) == sorted(rec.decision_id for rec in factory.RECORDS)
+    by_id = {run["decision_id"]: run for run in body["runs"]}
+    assert by_id[factory.FALLBACK.decision_id]["recorded"]["devices"] == ["gpu.nvidia.com/a100-07/gpu-3"]
+    assert all(run["match"] == (run["counterfactual"] is not None and
+                                run["counterfactual"]["devices"] == run["recorded"]["devices"] and
+                                run["counterfactual"]["outcome"] == run["recorded"]["outcome"])
+               for run in body["runs"])
+    assert body["deltas"]["decisions"][0] == len(factory.RECORDS)
+    assert body["policy_version"] == "v7" and body["cluster"] == factory.CLUSTER
+
+
+def test_counterfactual_runs_are_for_admins_only(server: Server) -> None:
+    r = server.post("/v1/replay", "team-a", json={**WINDOW, "counterfactual_policy": "v7"})
+    assert r.status_code == 403
+    assert r.json()["type"] == "https://claimtrail.io/problems/forbidden"
