@@ -18,6 +18,7 @@ from audit.events import WorldEvent
 from audit.records import DecisionRecord, DeviceRef, Exemplar, TierSummary, decision_id, digest
 
 CLUSTER = "lab"
+WORLD_SEQ = 16  # the last world event (17 objects in fixtures/cluster.yaml at seq 0..16): every decision sees them all
 DAY = "2026-03-01"
 MODELS_BY_PREFERENCE = {"H100": ["H100", "A100", "L40S"], "A100": ["A100", "L40S"]}
 
@@ -90,7 +91,7 @@ def build(i: int, spec: Spec) -> DecisionRecord:
     record = DecisionRecord(
         decision_id=decision_id(CLUSTER, claim_uid, 1),
         cluster=CLUSTER,
-        seq=100 + i,
+        seq=WORLD_SEQ,
         time=f"{DAY}T{spec.minute}:00Z",
         attempt=1,
         tenant=spec.tenant,
@@ -116,7 +117,7 @@ def build(i: int, spec: Spec) -> DecisionRecord:
         track=spec.track,
         template_version=spec.template,
         engine_version="test",
-        input_digest=digest({"claim": claim_uid, "seq": 100 + i}),
+        input_digest=digest({"claim": claim_uid, "seq": WORLD_SEQ}),
     )
     return record.seal()
 
@@ -129,10 +130,10 @@ CLUSTER_DUMP = Path(__file__).resolve().parent / "fixtures" / "cluster.yaml"
 
 
 def world_events() -> list[WorldEvent]:
-    """One upsert per object of the dump, in file order, at seq 1..N (all before the decisions)."""
+    """One upsert per object of the dump, in file order, at seq 0..N-1 (all before the decisions)."""
     items = yaml.safe_load(CLUSTER_DUMP.read_text())["items"]
     return [
         WorldEvent(cluster=CLUSTER, seq=i, time=f"{DAY}T08:00:00Z", type="upsert", object_kind=obj["kind"],
                    namespace=obj["metadata"].get("namespace", ""), name=obj["metadata"]["name"], payload=obj)
-        for i, obj in enumerate(items, start=1)
+        for i, obj in enumerate(items)
     ]
