@@ -1,0 +1,73 @@
+"""Replay: verification throughput and single-decision latency (issue #6).
+
+The history is a slice of the engine benchmark's day on 1,000 nodes × 8 GPUs (``bench_engine``),
+kept with its event log. (a) Throughput: every decision of the slice is replayed in one process —
+world folded forward once, each decision re-decided (bind re-checks included) and compared — and
+the rate is decisions per CPU-second (one core; the machine is shared). (b) Latency: with
+checkpoints every 10,000 events, single decisions sampled across the history are replayed cold
+(a fresh verifier: load and verify the nearest checkpoint, fold at most 10,000 events, decide,
+compare); the p95 of their wall times is reported.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from audit.metrics import percentile
+from audit.replay import MemorySource, Verifier
+from benchmarks.bench_engine import _day_scenario
+from ingest.simulate.loop import SimulationResult, Simulator
+
+SLICE_HOURS = 1.0
+CHECKPOINT_INTERVAL = 10_000
+LATENCY_SAMPLES = 40
+
+
+def history() -> SimulationResult:
+    return Simulator(_day_scenario(), seed=1, hours=SLICE_HOURS, keep_events=True).run()
+
+
+def bench_throughput(result: SimulationResult) -> dict[str, Any]:
+    source = MemorySource(result.events)
+    cpu, wall = time.process_time(), time.perf_counter()
+    results = list(Verifier(source).run(result.records))
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    matched = sum(r.match for r in results)
+    return {"issue": "#6", "name": "replay verification, 1000 nodes x 8 GPUs", "value": round(len(results) / cpu, 1),
+            "unit": "decisions/s", "target": ">= 1000 per core",
+            "note": f"per CPU-second, one process: {len(results):,} decisions ({matched:,} matched) over "
+                    f"{len(result.events):,} events in {cpu:.1f}s CPU / {wall:.1f}s wall; folding included"}
+
+
+def bench_latency(result: SimulationResult) -> dict[str, Any]:
+    source = MemorySource(result.events)
+    source.add_checkpoints(CHECKPOINT_INTERVAL)
+    rng = random.Random(6)
+    late = [r for r in result.records if r.seq >= CHECKPOINT_INTERVAL]
+    picks = rng.sample(late or result.records, min(LATENCY_SAMPLES, len(late or result.records)))
+    times: list[float] = []
+    folds: list[int] = []
+    for r in picks:
+        verifier = Verifier(source)
+        t = time.perf_counter()
+        [res] = list(verifier.run([r]))
+        times.append((time.perf_counter() - t) * 1000)
+        folds.append(verifier.cursor(r.cluster).folds)
+        assert res.match, res.diff
+    times.sort()
+    return {"issue": "#6", "name": "single-decision replay latency p95, checkpoint every 10,000 events",
+            "value": round(percentile(times, 95), 1), "unit": "ms", "target": "<= 200",
+            "note": f"{len(picks)} decisions replayed cold (checkpoint load + verify, <= {max(folds):,} folds, "
+                    f"decide, compare); p50 {percentile(times, 50):.1f} ms, max {times[-1]:.1f} ms"}
+
+
+def run() -> list[dict[str, Any]]:
+    result = history()
+    return [bench_throughput(result), bench_latency(result)]
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(row)
