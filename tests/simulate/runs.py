@@ -1,4 +1,4 @@
-"""Shared simulation runs for the simulate tests (module-level cache: each runs once per session)."""
+"""Shared simulation runs for the simulate tests (cached: each runs once per test process)."""
 
 from __future__ import annotations
 
