@@ -207,7 +207,7 @@ class AuditStore:
         last = after_seq
         while True:
             rows_ = self._query(
-                "SELECT seq, body FROM events WHERE cluster = {c:String} AND seq > {a:UInt64} AND seq <= {u:UInt64} "
+                "SELECT seq, body FROM events WHERE cluster = {c:String} AND seq > {a:Int64} AND seq <= {u:Int64} "
                 "ORDER BY seq LIMIT 1 BY seq LIMIT {n:UInt32}",
                 {"c": cluster, "a": last, "u": upto_seq, "n": page}).result_rows
             for seq, body in rows_:
@@ -223,7 +223,7 @@ class AuditStore:
     def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict] | None:
         """The checkpoint with the largest seq <= ``seq``; a rewritten checkpoint reads as its last write."""
         rows_ = self._query(
-            "SELECT seq, body FROM checkpoints FINAL WHERE cluster = {c:String} AND seq <= {s:UInt64} "
+            "SELECT seq, body FROM checkpoints FINAL WHERE cluster = {c:String} AND seq <= {s:Int64} "
             "ORDER BY seq DESC LIMIT 1", {"c": cluster, "s": seq}).result_rows
         return (int(rows_[0][0]), json.loads(rows_[0][1])) if rows_ else None
 

@@ -102,6 +102,10 @@ def test_events_come_back_in_seq_order_once_within_the_range(store: AuditStore) 
     assert [e.seq for e in got] == list(range(6, 21))
     assert [e.to_dict() for e in got] == [e.to_dict() for e in events[5:20]]
     assert list(store.events("c2", 0, 100)) == []
+    writer.write_events([make_event(0)])
+    assert writer.flush()
+    assert [e.seq for e in store.events("c1", -1, 2)] == [0, 1, 2]  # replay folds from before seq 0
+    assert store.nearest_checkpoint("c1", -1) is None
     assert store.max_seq("c1") == 50
 
 
