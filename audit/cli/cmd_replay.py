@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from audit.cli import UserError
@@ -236,7 +237,7 @@ def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list
             while True:
                 params = {k: v for k, v in {"since": sel.since, "until": sel.until, "limit": 1000,
                                             "cursor": cursor}.items() if v is not None}
-                page = _http(lambda p=params: client.get("/v1/decisions", params=p), "GET /v1/decisions")
+                page = _http(partial(client.get, "/v1/decisions", params=params), "GET /v1/decisions")
                 records.extend(validate_record(item) for item in page["items"])
                 cursor = page.get("next")
                 if not cursor:
@@ -246,7 +247,7 @@ def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list
         summary, shown = Summary(), []
         for i in range(0, len(ids), CHUNK):
             body = {"decision_ids": ids[i:i + CHUNK]}
-            runs = _runs(client, _http(lambda b=body: client.post("/v1/replay", json=b), "POST /v1/replay"))
+            runs = _runs(client, _http(partial(client.post, "/v1/replay", json=body), "POST /v1/replay"))
             for run in runs:
                 result = ReplayResult(run["decision_id"], run.get("engine_version", ""), run.get("policy_digest", ""),
                                       bool(run["match"]), run.get("cause", ""), list(run.get("diff", [])),
@@ -268,7 +269,8 @@ def _runs(client: Any, answer: dict[str, Any]) -> list[dict[str, Any]]:
             raise UserError(f"POST /v1/replay: replay job {job} ended {answer.get('state')}: "
                             f"{answer.get('error', 'no runs returned')}")
         time.sleep(0.5)
-        answer = _http(lambda j=job: client.get(f"/v1/replay/{j}"), f"GET /v1/replay/{job}")
+        path = f"/v1/replay/{job}"
+        answer = _http(partial(client.get, path), f"GET {path}")
     runs: list[dict[str, Any]] = answer["runs"]
     return runs
 
@@ -379,9 +381,9 @@ def _history(args: argparse.Namespace) -> tuple[list[DecisionRecord], list[Any],
     from audit.replay.source import MemorySource, StoreHistory
 
     if args.records or args.events:
-        records, source = _offline(args)
-        events = [e for c in source.clusters() for e in source.events(c, -1, source.max_seq(c) or -1)]
-        return records, events, source
+        records, offline = _offline(args)
+        held = [e for c in offline.clusters() for e in offline.events(c, -1, offline.max_seq(c) or -1)]
+        return records, held, offline
     if not args.dsn:
         raise UserError("--policy: give the history as --records and --events, or --dsn")
     from audit.store.queries import AuditStore

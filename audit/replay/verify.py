@@ -74,11 +74,16 @@ def compare(recorded: DecisionRecord, replayed: DecisionRecord) -> tuple[str, li
     """("", []) when the replay reproduces the record, else (cause, diff lines)."""
     if replayed.input_digest != recorded.input_digest:
         return Cause.INPUT_MISMATCH.value, input_diff(recorded, replayed)
-    recorded_dict = record_dict(recorded)
-    sealed_ok = digest(output_view(recorded_dict)) == recorded.output_digest
-    if replayed.output_digest == recorded.output_digest and sealed_ok:
-        return "", []
-    lines = record_diff(recorded_dict, record_dict(replayed))
+    recorded_dict, replayed_dict = record_dict(recorded), record_dict(replayed)
+    if replayed.output_digest == recorded.output_digest:
+        # equal content under the same digest means the stored record still hashes to its own
+        # digest; comparing dicts spares a second canonical encoding per decision
+        if output_view(recorded_dict) == output_view(replayed_dict):
+            return "", []
+        sealed_ok = digest(output_view(recorded_dict)) == recorded.output_digest
+    else:
+        sealed_ok = digest(output_view(recorded_dict)) == recorded.output_digest
+    lines = record_diff(recorded_dict, replayed_dict)
     if not sealed_ok:
         lines.insert(0, "output_digest: the stored record no longer hashes to its own output_digest "
                         "(edited after it was sealed)")
