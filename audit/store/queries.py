@@ -172,12 +172,22 @@ class AuditStore:
             clauses.append("(time, decision_id) < (fromUnixTimestamp64Milli({c_ms:Int64}, 'UTC'), {c_id:String})")
             params.update(c_ms=ms, c_id=last_id)
         params["limit"] = limit + 1
-        rows_ = self._query(
-            f"SELECT toUnixTimestamp64Milli(time), decision_id, record FROM decisions {where_sql(clauses)} "
+        # two steps: order only the narrow key columns, then read the wide record JSON for one page
+        keys = self._query(
+            f"SELECT toUnixTimestamp64Milli(time) AS ms, decision_id FROM decisions {where_sql(clauses)} "
             "ORDER BY time DESC, decision_id DESC LIMIT 1 BY decision_id LIMIT {limit:UInt32}", params).result_rows
-        page = rows_[:limit]
-        records = [DecisionRecord.from_dict(json.loads(r[2])) for r in page]
-        next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(rows_) > limit else None
+        page = keys[:limit]
+        if not page:
+            return [], None
+        fetch, fetch_params = conditions(DecisionFilter(tenant=f.tenant))
+        fetch.append("decision_id IN {ids:Array(String)}")
+        fetch.append("time BETWEEN fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND fromUnixTimestamp64Milli({hi:Int64}, 'UTC')")
+        fetch_params.update(ids=[k[1] for k in page], lo=page[-1][0], hi=page[0][0])
+        by_key = {(ms, decision_id): text for ms, decision_id, text in self._query(
+            f"SELECT toUnixTimestamp64Milli(time), decision_id, record FROM decisions {where_sql(fetch)} "
+            "LIMIT 1 BY time, decision_id", fetch_params).result_rows}
+        records = [DecisionRecord.from_dict(json.loads(by_key[(k[0], k[1])])) for k in page]
+        next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(keys) > limit else None
         return records, next_cursor
 
     # reading: aggregates ---------------------------------------------------------------------
