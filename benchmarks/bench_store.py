@@ -187,6 +187,12 @@ def _latency() -> list[dict[str, Any]]:
             assert store.latest_for_pod(namespace, pod, tenant) is not None
             by_pod.append((time.perf_counter() - t0) * 1000)
         day = DecisionFilter(since="2026-11-03T00:00:00Z", until="2026-11-04T00:00:00Z")
+        pages = []
+        for tenant in (None, *TENANTS) * 4:
+            t0 = time.perf_counter()
+            page, _ = store.list_decisions(DecisionFilter(tenant=tenant), None, 50)
+            pages.append((time.perf_counter() - t0) * 1000)
+            assert len(page) == 50
         for _ in range(20):
             t0 = time.perf_counter()
             assert store.fallback_stats(day, ["tenant", "model"])
@@ -199,6 +205,8 @@ def _latency() -> list[dict[str, Any]]:
         _row("store: latest decision by pod p95 (tenant-scoped)", round(_p95(by_pod), 2), "ms", "<= 20", note),
         _row("store: fallback rate by tenant x model over 24 h, p95", round(_p95(fallback), 2), "ms", "<= 500",
              "hourly duplicate-tolerant rollup, 20 runs"),
+        _row("store: newest page of 50 decisions (admin or tenant), p95", round(_p95(pages), 2), "ms", "",
+             f"store of {count:,} decisions, no time filter, 20 pages"),
     ]
 
 
