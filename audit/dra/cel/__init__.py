@@ -22,7 +22,11 @@ How it maps onto ``cel``, which cannot hold Python objects and does not type-che
   undefined fields of ``device``, a result type that is evidently not bool (``device.driver``) —
   are made here on the token stream, with cel-go's ``ERROR: <input>:line:col:`` layout. Type
   errors a type checker would find deeper inside an expression surface at run time instead.
-* Results are cached per (selector, device object); devices are held weakly.
+* Results are cached per (selector, device object); devices are held weakly. A selector that
+  reads only named values of ``device`` (its footprint: ``device.driver``,
+  ``device.attributes["d"].id``, ...) is evaluated once per distinct combination of those
+  values and on a ``device`` holding only them, since the binding's conversion of a whole device
+  costs far more than the evaluation; devices convert their values lazily for the same reason.
 * A domain the device lacks reads as an empty map: every ``device.attributes[K]`` and
   ``device.capacity[K]`` is compiled as ``(K in device.attributes ? device.attributes[K] : {})``,
   so ``in``, ``size()`` and macros over ``device.attributes`` still see only real domains.

@@ -10,6 +10,7 @@ import cel
 from audit.dra.cel.checks import analyse
 from audit.dra.cel.contract import MAX_EXPRESSION_LENGTH, CelCompileError, CelOptions, CelRuntimeError
 from audit.dra.cel.device import CelDevice
+from audit.dra.cel.footprint import Path, footprint
 from audit.dra.cel.library import clear_failure, functions_for, last_failure
 from audit.dra.cel.syntax import with_empty_domains
 from audit.dra.cel.values import type_name
@@ -38,33 +39,53 @@ def _runtime_error(exc: Exception) -> CelRuntimeError:
     return CelRuntimeError(message)
 
 
+# Results kept per footprint value of one selector; past this many distinct values (a selector
+# on per-device ids such as a UUID) new ones are evaluated without being kept.
+MAX_SHARED_RESULTS = 65536
+
+
 class CompiledSelector:
-    """A compiled selector; ``evaluate`` caches its result per device object."""
+    """A compiled selector; ``evaluate`` caches its result per device object, and for selectors
+    with a footprint also per footprint value, which devices of one model share."""
 
-    __slots__ = ("expression", "_program", "_results")
+    __slots__ = ("expression", "footprint", "_program", "_results", "_shared")
 
-    def __init__(self, expression: str, program: cel.Program) -> None:
+    def __init__(self, expression: str, program: cel.Program, paths: tuple[Path, ...] | None = None) -> None:
         self.expression = expression
+        self.footprint = paths  # the device paths the selector reads; None: it may read anything
         self._program = program
         # Weak keys: a long simulation builds many short-lived devices; results must not keep them.
         self._results: weakref.WeakKeyDictionary[CelDevice, bool | CelRuntimeError] = weakref.WeakKeyDictionary()
+        self._shared: dict[tuple[object, ...], bool | CelRuntimeError] = {}
 
     def evaluate(self, device: CelDevice) -> bool:
         """True/False, or CelRuntimeError when evaluation fails on this device."""
-        outcome = self._results.get(device)
-        if outcome is None:
-            outcome = self._run(device)
-            self._results[device] = outcome
+        if self.footprint is not None and device.error is None:
+            key = device.values_at(self.footprint)
+            outcome = self._shared.get(key)
+            if outcome is None:
+                outcome = self._execute(device.narrowed_context(self.footprint))
+                if len(self._shared) < MAX_SHARED_RESULTS:
+                    self._shared[key] = outcome
+        else:
+            outcome = self._results.get(device)
+            if outcome is None:
+                outcome = self._run(device)
+                self._results[device] = outcome
         if isinstance(outcome, CelRuntimeError):
             raise outcome
         return outcome
 
     def _run(self, device: CelDevice) -> bool | CelRuntimeError:
+        """Evaluate on the whole device, ignoring the footprint and every cache."""
         if device.error is not None:
             return CelRuntimeError(device.error)
+        return self._execute(device.context)
+
+    def _execute(self, context: cel.Context) -> bool | CelRuntimeError:
         clear_failure()
         try:
-            result = self._program.execute(device.context)
+            result = self._program.execute(context)
         except Exception as exc:  # the binding raises several exception types for run-time errors
             return _runtime_error(exc)
         if isinstance(result, bool):
@@ -112,4 +133,4 @@ class CelEnvironment:
                 program = cel.compile(rewritten)
             except Exception as exc:  # only an unforeseen shape of domain access can get here
                 return CelCompileError(f"compilation failed: cannot make unknown domains empty maps: {exc}")
-        return CompiledSelector(expression, program)
+        return CompiledSelector(expression, program, footprint(expression))

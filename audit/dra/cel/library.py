@@ -241,13 +241,22 @@ _STDLIB: dict[str, Callable[..., Any]] = {
 _LIBRARY = {name: _guarded(name, fn) for name, fn in _STDLIB.items()}
 
 
-def functions_for(list_type_attributes: bool) -> dict[str, Callable[..., Any]]:
-    """The functions of an environment; ``includes`` exists only with DRAListTypeAttributes."""
+def _functions(list_type_attributes: bool) -> dict[str, Callable[..., Any]]:
     functions = dict(_LIBRARY)
     functions.update(_QUANTITY_AND_SEMVER)
     if list_type_attributes:
         functions["includes"] = _includes
     return functions
+
+
+# Built once: every device context of an environment registers the same functions.
+_FUNCTIONS = {flag: _functions(flag) for flag in (False, True)}
+
+
+def functions_for(list_type_attributes: bool) -> dict[str, Callable[..., Any]]:
+    """The functions of an environment; ``includes`` exists only with DRAListTypeAttributes.
+    The map is shared by every caller and must not be changed."""
+    return _FUNCTIONS[bool(list_type_attributes)]
 
 
 def clear_failure() -> None:
