@@ -131,8 +131,22 @@ def _q(text: str, where: str) -> Quantity:
     return found
 
 
+_PLAIN_CAPACITY: dict[str, ParsedCapacity] = {}
+
+
 def _parse_capacity(cap: DeviceCapacity, where: str) -> ParsedCapacity:
     pol = cap.request_policy
+    if pol is None and type(cap.value) is str:
+        # Capacity without a request policy is just its value; every GPU of a model has the same
+        # one, and the parsed form is immutable, so it is shared like the quantity itself.
+        plain = _PLAIN_CAPACITY.get(cap.value)
+        if plain is None:
+            plain = ParsedCapacity(value=_q(cap.value, f"{where}.value"), has_policy=False, default=None,
+                                   valid_values=(), range_min=None, range_max=None, range_step=None,
+                                   has_range=False)
+            if len(_PLAIN_CAPACITY) < 65536:
+                _PLAIN_CAPACITY[cap.value] = plain
+        return plain
     vr = pol.valid_range if pol else None
     return ParsedCapacity(
         value=_q(cap.value, f"{where}.value"),
@@ -215,7 +229,7 @@ class Inventory:
             (cc.counter_set, name, _q(amount, f"{where}.consumesCounters[{i}].counters.{name}.value"))
             for i, cc in enumerate(dev.consumes_counters)
             for name, amount in cc.counters.items()
-        )
+        ) if dev.consumes_counters else ()
         if sl.per_device_node_selection:
             node_local = bool(dev.node_name)
             selector = dev.node_selector
