@@ -118,10 +118,15 @@ def nvidia_shape(nodes: int = 1000, per_node: int = 8) -> list[dict[str, Any]]:
             steps[PRODUCTS[n % 3][0]].append(outcome.steps)
             assert outcome.status is Status.SUCCESS
         all_samples = [s for v in per_model.values() for s in v]
-        note = ("first visit of every node: CEL evaluated per device" if label == "cold"
+        note = ("first visit of every node: pool view built, selectors evaluated per device (answers shared "
+                "by devices that agree on the values a selector reads)" if label == "cold"
                 else "selector results cached per device in the inventory")
         rows.append({"issue": "#3", "name": f"allocator nvidia 1000x8 median per-node allocate, {label} (evidence on)",
                      "value": _median_us(all_samples), "unit": "us", "target": "<= 200", "note": note})
+        if label == "cold":
+            rows.append({"issue": "#3", "name": "allocator nvidia 1000x8 p90 per-node allocate, cold", "unit": "us",
+                         "value": round(sorted(all_samples)[int(len(all_samples) * 0.9)] * 1e6, 1), "target": "",
+                         "note": "includes garbage-collector pauses; noisy on a shared machine"})
         for product, samples in per_model.items():
             rows.append({"issue": "#3", "name": f"allocator nvidia 1000x8 {label} median on {product} nodes", "value": _median_us(samples),
                          "unit": "us", "target": "<= 200", "note": f"median steps {statistics.median_low(steps[product])}"})
