@@ -6,11 +6,13 @@ world folded forward once, each decision re-decided (bind re-checks included) an
 the rate is decisions per CPU-second (one core; the machine is shared). (b) Latency: with
 checkpoints every 10,000 events, single decisions sampled across the history are replayed cold
 (a fresh verifier: load and verify the nearest checkpoint, fold at most 10,000 events, decide,
-compare); the p95 of their wall times is reported.
+compare); the p95 of their wall times is reported. The loaded history is frozen out of the
+garbage collector's generations first (``settle``), as the replay command does.
 """
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from typing import Any
@@ -29,8 +31,16 @@ def history() -> SimulationResult:
     return Simulator(_day_scenario(), seed=1, hours=SLICE_HOURS, keep_events=True).run()
 
 
+def settle() -> None:
+    """Move the loaded history out of the collector's way, as ``claimtrail replay`` does: a full
+    collection walking every event of the history otherwise lands inside a timed replay."""
+    gc.collect()
+    gc.freeze()
+
+
 def bench_throughput(result: SimulationResult) -> dict[str, Any]:
     source = MemorySource(result.events)
+    settle()
     cpu, wall = time.process_time(), time.perf_counter()
     results = list(Verifier(source).run(result.records))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -41,12 +51,14 @@ def bench_throughput(result: SimulationResult) -> dict[str, Any]:
                     f"{len(result.events):,} events in {cpu:.1f}s CPU / {wall:.1f}s wall; folding included"}
 
 
-def bench_latency(result: SimulationResult) -> dict[str, Any]:
+def bench_latency(result: SimulationResult, interval: int = CHECKPOINT_INTERVAL,
+                  samples: int = LATENCY_SAMPLES) -> dict[str, Any]:
     source = MemorySource(result.events)
-    source.add_checkpoints(CHECKPOINT_INTERVAL)
+    source.add_checkpoints(interval)
+    settle()
     rng = random.Random(6)
-    late = [r for r in result.records if r.seq >= CHECKPOINT_INTERVAL]
-    picks = rng.sample(late or result.records, min(LATENCY_SAMPLES, len(late or result.records)))
+    late = [r for r in result.records if r.seq >= interval]
+    picks = rng.sample(late or result.records, min(samples, len(late or result.records)))
     times: list[float] = []
     folds: list[int] = []
     for r in picks:
@@ -57,15 +69,16 @@ def bench_latency(result: SimulationResult) -> dict[str, Any]:
         folds.append(verifier.cursor(r.cluster).folds)
         assert res.match, res.diff
     times.sort()
-    return {"issue": "#6", "name": "single-decision replay latency p95, checkpoint every 10,000 events",
-            "value": round(percentile(times, 95), 1), "unit": "ms", "target": "<= 200",
+    return {"issue": "#6", "name": f"single-decision replay latency p95, checkpoint every {interval:,} events",
+            "value": round(percentile(times, 95), 1), "unit": "ms",
+            "target": "<= 200" if interval == CHECKPOINT_INTERVAL else "(context)",
             "note": f"{len(picks)} decisions replayed cold (checkpoint load + verify, <= {max(folds):,} folds, "
                     f"decide, compare); p50 {percentile(times, 50):.1f} ms, max {times[-1]:.1f} ms"}
 
 
 def run() -> list[dict[str, Any]]:
     result = history()
-    return [bench_throughput(result), bench_latency(result)]
+    return [bench_throughput(result), bench_latency(result), bench_latency(result, 2_000, LATENCY_SAMPLES // 2)]
 
 
 if __name__ == "__main__":

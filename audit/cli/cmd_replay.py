@@ -13,6 +13,7 @@ model side by side with the recorded history.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import multiprocessing
 import os
@@ -122,7 +123,14 @@ def _offline(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
     except ValueError as exc:
         raise UserError(f"--events {args.events}: {exc}") from None
     source.add_checkpoints(args.checkpoint_every)
+    _settle()
     return records, source
+
+
+def _settle() -> None:
+    """The loaded history lives until exit: keep full garbage collections from walking it."""
+    gc.collect()
+    gc.freeze()
 
 
 def _store_records(store: Any, sel: Selection) -> list[DecisionRecord]:
