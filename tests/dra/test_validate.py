@@ -39,7 +39,7 @@ def test_valid_cluster_has_no_findings() -> None:
 
 def test_too_many_subrequests_names_object_and_list() -> None:
     assert _lines(_fixture("claim-too-many-subrequests.yaml")) == [
-        "ResourceClaim default/train-0: spec.devices.requests[0].firstAvailable: Too many: 10: must have at most 8 items",
+        "ResourceClaim default/train-0: spec.devices.requests[0].firstAvailable[9]: too many subrequests (max 8)",
     ]
 
 
@@ -97,7 +97,7 @@ def test_hand_written_slice_reports_every_mistake() -> None:
         "include at most one '/' separator",
         f'{obj}: {d}.capacity[memory].value: Invalid value: "80GB": quantities must match the regular expression '
         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
-        f"{obj}: {d}.consumesCounters: Too many: 3: must have at most 2 items",
+        f"{obj}: {d}.consumesCounters[2]: too many counter consumptions (max 2)",
         f'{obj}: {d}.consumesCounters[2].counters[copyEngines]: Invalid value: "copyEngines": {DNS_LABEL_MSG}',
         f'{obj}: {d}.taints[0].effect: Unsupported value: "NoSchedul": supported values: "NoExecute", '
         '"NoSchedule", "None"',
@@ -182,33 +182,33 @@ def _config(n: int) -> dict[str, Any]:
 TAINT = {"key": "example.com/t", "effect": "NoSchedule"}
 LIMITS = [
     ("requests-32-ok", _requests(32), None),
-    ("requests-33", _requests(33), "spec.devices.requests: Too many: 33: must have at most 32 items"),
+    ("requests-33", _requests(33), "spec.devices.requests[32]: too many requests (max 32)"),
     ("selectors-33", _claim(selectors=[_selector()] * 33),
-     "spec.devices.requests[0].exactly.selectors: Too many: 33: must have at most 32 items"),
+     "spec.devices.requests[0].exactly.selectors[32]: too many selectors (max 32)"),
     ("tolerations-17", _claim(tolerations=[{"operator": "Exists"}] * 17),
-     "spec.devices.requests[0].exactly.tolerations: Too many: 17: must have at most 16 items"),
-    ("constraints-33", _constraints(33), "spec.devices.constraints: Too many: 33: must have at most 32 items"),
-    ("config-33", _config(33), "spec.devices.config: Too many: 33: must have at most 32 items"),
+     "spec.devices.requests[0].exactly.tolerations[16]: too many tolerations (max 16)"),
+    ("constraints-33", _constraints(33), "spec.devices.constraints[32]: too many constraints (max 32)"),
+    ("config-33", _config(33), "spec.devices.config[32]: too many config entries (max 32)"),
     ("class-selectors-33", {**CLASS, "spec": {"selectors": [_selector()] * 33}},
-     "spec.selectors: Too many: 33: must have at most 32 items"),
+     "spec.selectors[32]: too many selectors (max 32)"),
     ("devices-128-ok", _slice(_devices(128)), None),
-    ("devices-129", _slice(_devices(129)), "spec.devices: Too many: 129: must have at most 128 items"),
+    ("devices-129", _slice(_devices(129)), "spec.devices[128]: too many devices (max 128)"),
     ("devices-64-with-taints-ok", _slice(_devices(64, taints=[TAINT])), None),
-    ("devices-65-with-taints", _slice(_devices(65, taints=[TAINT])), "spec.devices: Too many: 65: must have at most 64 items"),
+    ("devices-65-with-taints", _slice(_devices(65, taints=[TAINT])), "spec.devices[64]: too many devices (max 64)"),
     ("devices-65-consuming-counters", _slice(_devices(65, consumesCounters=[{"counterSet": "s", "counters": {"m": {"value": "1"}}}])),
-     "spec.devices: Too many: 65: must have at most 64 items"),
+     "spec.devices[64]: too many devices (max 64)"),
     ("devices-65-with-list-attribute", _slice(_devices(65, attributes={"models": {"strings": ["a"]}})),
-     "spec.devices: Too many: 65: must have at most 64 items"),
-    ("taints-17", _slice(_devices(1, taints=[TAINT] * 17)), "spec.devices[0].taints: Too many: 17: must have at most 16 items"),
+     "spec.devices[64]: too many devices (max 64)"),
+    ("taints-17", _slice(_devices(1, taints=[TAINT] * 17)), "spec.devices[0].taints[16]: too many taints (max 16)"),
     ("attributes-and-capacity-33",
      _slice(_devices(1, attributes={f"a{i}": {"int": i} for i in range(20)}, capacity={f"c{i}": {"value": "1"} for i in range(13)})),
      "spec.devices[0]: Invalid value: 33: the total number of attributes and capacities must not exceed 32"),
     ("attribute-values-49", _slice(_devices(1, attributes={"a": {"ints": list(range(49))}})),
      "spec.devices[0].attributes: Invalid value: 49: the total number of attribute values must not exceed 48"),
     ("counter-sets-9", _slice([], sharedCounters=[{"name": f"s{i}", "counters": {"m": {"value": "1"}}} for i in range(9)]),
-     "spec.sharedCounters: Too many: 9: must have at most 8 items"),
+     "spec.sharedCounters[8]: too many counter sets (max 8)"),
     ("counters-33", _slice([], sharedCounters=[{"name": "s", "counters": {f"c{i}": {"value": "1"} for i in range(33)}}]),
-     "spec.sharedCounters[0].counters: Too many: 33: must have at most 32 items"),
+     "spec.sharedCounters[0].counters: too many counters (max 32)"),
     ("version-too-long", _slice(_devices(1, attributes={"v": {"version": "1.0.0-" + "a" * 60}})),
      "spec.devices[0].attributes[v].version: Too long: may not be more than 64 bytes"),
     ("cel-too-long", _claim(selectors=[_selector("true" + " " * 10237)]),
@@ -315,8 +315,8 @@ def test_template_claim_spec_is_validated_under_spec_spec() -> None:
 
 
 def test_finding_prints_object_path_and_message() -> None:
-    finding = Finding("ResourceClaim default/train-0", "spec.devices.requests[0].firstAvailable", "Too many: 9: must have at most 8 items")
-    assert str(finding) == "ResourceClaim default/train-0: spec.devices.requests[0].firstAvailable: Too many: 9: must have at most 8 items"
+    finding = Finding("ResourceClaim default/train-0", "spec.devices.requests[0].firstAvailable[9]", "too many subrequests (max 8)")
+    assert str(finding) == "ResourceClaim default/train-0: spec.devices.requests[0].firstAvailable[9]: too many subrequests (max 8)"
 
 
 def test_non_mapping_input_is_a_finding_not_a_crash() -> None:
@@ -334,9 +334,9 @@ def test_subrequest_and_request_limits_hold_for_any_size(subrequests: int, reque
     paths = [f.path for f in validate_object(obj)]
     expected = []
     if requests + 1 > 32:
-        expected.append("spec.devices.requests")
+        expected.append(f"spec.devices.requests[{requests}]")
     if subrequests > 8:
-        expected.append("spec.devices.requests[0].firstAvailable")
+        expected.append(f"spec.devices.requests[0].firstAvailable[{subrequests - 1}]")
     assert paths == expected
 
 

@@ -30,8 +30,8 @@ def test_valid_file_exits_zero_and_prints_no_findings(capsys: pytest.CaptureFixt
 def test_findings_are_printed_one_per_line_and_exit_one(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "-f", str(FIXTURES / "claim-too-many-subrequests.yaml"))
     assert code == 1
-    assert out == ("ResourceClaim default/train-0: spec.devices.requests[0].firstAvailable: "
-                   "Too many: 10: must have at most 8 items\n")
+    assert out == ("ResourceClaim default/train-0: spec.devices.requests[0].firstAvailable[9]: "
+                   "too many subrequests (max 8)\n")
     assert err == "1 object checked, 1 finding\n"
 
 

@@ -4,8 +4,9 @@
 resource.k8s.io/v1 DeviceClass, ResourceSlice, ResourceClaim and ResourceClaimTemplate,
 DeviceTaintRule (v1alpha3 and v1), and the DRA-relevant parts of Node and Pod. Rules, limits and
 message texts follow ``pkg/apis/resource/validation`` and apimachinery's ``field`` errors
-(``Required value``, ``Too many: 12: must have at most 8 items``, ``Invalid value: "x": …``),
-one ``Finding`` per error, in field order, with the field path as the API server prints it.
+(``Required value``, ``Invalid value: "x": …``), one ``Finding`` per error, in field order, with
+the field path as the API server prints it. Over-long lists are reported at their last item as
+``too many subrequests (max 8)``, so the path shows how far past the limit the list goes.
 Validation runs after API defaulting, as on the server (allocationMode ExactCount, count 1,
 toleration operator Equal). Selectors are compiled in ``audit.dra.cel`` with the gates the API
 server uses for validation (consumable capacity and list-type attributes on).

@@ -24,14 +24,34 @@ from audit.dra.validate.names import (
 )
 from audit.dra.validate.rules import DRIVER_NAME_MAX, ID_MAX
 
+# What the items of each limited list are called in "too many <noun> (max N)" findings.
+LIST_NOUNS = {
+    "firstAvailable": "subrequests",
+    "requests": "requests",
+    "selectors": "selectors",
+    "tolerations": "tolerations",
+    "constraints": "constraints",
+    "config": "config entries",
+    "devices": "devices",
+    "taints": "taints",
+    "sharedCounters": "counter sets",
+    "counters": "counters",
+    "consumesCounters": "counter consumptions",
+    "validValues": "valid values",
+    "bindingConditions": "binding conditions",
+    "bindingFailureConditions": "binding failure conditions",
+    "results": "results",
+    "reservedFor": "consumers",
+}
+
 
 @dataclass(frozen=True)
 class Finding:
     """One violation: the object, the field path and an API-server style message."""
 
     obj: str  # e.g. "ResourceClaim default/train-0"
-    path: str  # e.g. "spec.devices.requests[0].firstAvailable"
-    message: str  # e.g. "Too many: 10: must have at most 8 items"
+    path: str  # e.g. "spec.devices.requests[0].firstAvailable[9]"
+    message: str  # e.g. "too many subrequests (max 8)"
 
     def __str__(self) -> str:
         return f"{self.obj}: {self.path}: {self.message}"
@@ -87,8 +107,12 @@ class Check:
         self.add(path, f"Unsupported value: {show(value)}: supported values: "
                        + ", ".join(json.dumps(s) for s in supported))
 
-    def too_many(self, path: str, actual: int, limit: int) -> None:
-        self.add(path, f"Too many: {actual}: must have at most {limit} items")
+    def too_many(self, path: str, actual: int, limit: int, *, is_list: bool = True) -> None:
+        """Name the last item of an over-long list, so the user sees how far over the limit it is."""
+        field = path.rsplit(".", 1)[-1]
+        noun = LIST_NOUNS.get(field, "items")
+        where = f"{path}[{actual - 1}]" if is_list else path
+        self.add(where, f"too many {noun} (max {limit})")
 
     def too_long(self, path: str, limit: int) -> None:
         self.add(path, f"Too long: may not be more than {limit} bytes")
@@ -141,7 +165,7 @@ class Check:
         return value
 
     def items(self, value: Any, path: str, limit: int | None) -> list[tuple[str, Any]]:
-        """``(item path, item)`` of a list field, reporting ``Too many`` above ``limit``."""
+        """``(item path, item)`` of a list field, reporting ``too many`` above ``limit``."""
         seq = self.listing(value, path)
         if seq is None:
             return []

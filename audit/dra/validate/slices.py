@@ -122,7 +122,7 @@ def _counters(c: Check, value: Any, path: str, limit: int) -> None:
         c.required(path)
         return
     if len(counters) > limit:
-        c.too_many(path, len(counters), limit)
+        c.too_many(path, len(counters), limit, is_list=False)
     for name, counter in counters.items():
         c.dns_label(str(name), f"{path}[{name}]")
         entry = c.mapping(counter, f"{path}[{name}]", COUNTER_FIELDS)
