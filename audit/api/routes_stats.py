@@ -21,11 +21,11 @@ from audit.api.problems import Problem
 
 router = APIRouter(prefix="/v1/stats", tags=["stats"])
 
-FALLBACK_GROUPS = ("tenant", "model", "allocated", "preferred", "hour", "cluster", "track", "policy_version",
+FALLBACK_GROUPS = ("tenant", "model", "preferred", "hour", "cluster", "track", "policy_version",
                    "outcome")
 # endpoint -> (store method, default grouping)
 STATS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "fallback": ("fallback_stats", ("tenant", "preferred", "allocated")),
+    "fallback": ("fallback_stats", ("tenant", "preferred", "model")),
     "fairness": ("fairness_stats", ("tenant",)),
     "health": ("health_stats", ("hour",)),
     "migration": ("migration_stats", ("track", "template_version")),

@@ -22,8 +22,8 @@ HOUR_FMT = "formatDateTime({col}, '%Y-%m-%dT%H:00:00Z', 'UTC')"
 # group-by name -> (decisions column expression, rollup column)
 GROUPS = {
     "tenant": ("tenant", "tenant"),
+    # the allocated model groups as "model": "allocated" is already the allocated-decision count
     "model": ("allocated_model", "allocated_model"),
-    "allocated": ("allocated_model", "allocated_model"),
     "preferred": ("preferred_model", "preferred_model"),
     "hour": (HOUR_FMT.format(col="toStartOfHour(time)"), HOUR_FMT.format(col="hour")),
     "cluster": ("cluster", "cluster"),

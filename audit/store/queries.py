@@ -145,8 +145,12 @@ class AuditStore:
 
     # reading: single decisions ---------------------------------------------------------------
     def _query(self, sql: str, params: dict[str, Any] | None = None, settings: dict[str, Any] | None = None) -> Any:
+        # Pass only parameters the SQL binds: clickhouse-connect falls back to client-side
+        # %-formatting when none of the given names has a {name:Type} placeholder, which would
+        # both break on literal '%' (formatDateTime) and bypass server-side binding.
+        bound = {k: v for k, v in (params or {}).items() if "{" + k + ":" in sql}
         with self._lock:
-            return self.client.query(sql, parameters=params or {}, settings=settings)
+            return self.client.query(sql, parameters=bound, settings=settings)
 
     def get_decision(self, decision_id: str, tenant: str | None) -> DecisionRecord | None:
         clauses, params = conditions(DecisionFilter(tenant=tenant))

@@ -49,6 +49,20 @@ def test_fallback_stats_by_hour_uses_iso_hours(store: AuditStore) -> None:
     assert [(g["hour"], g["decisions"]) for g in got] == [("2026-11-01T00:00:00Z", 60), ("2026-11-01T01:00:00Z", 60)]
 
 
+def test_hourly_groups_work_for_a_tenant_scoped_caller(store: AuditStore) -> None:
+    records = make_records(120, seconds_apart=60)
+    write_all(store, records)
+    got = store.fallback_stats(WHOLE_DAY, ["hour"], scope_tenant="acme")
+    assert [(g["hour"], g["decisions"]) for g in got] == [("2026-11-01T00:00:00Z", 60), ("2026-11-01T01:00:00Z", 60)]
+
+
+def test_allocated_is_a_count_and_not_a_grouping(store: AuditStore) -> None:
+    from audit.cli import UserError
+
+    with pytest.raises(UserError, match="group_by 'allocated'"):
+        store.fallback_stats(WHOLE_DAY, ["allocated"])
+
+
 def test_scope_tenant_folds_other_tenants_into_others(store: AuditStore) -> None:
     records = make_records(40)
     write_all(store, records)
