@@ -25,6 +25,27 @@ from audit.api.replay_jobs import JobBoard
 log = logging.getLogger("claimtrail.api")
 
 
+def _query_names(dependant: Any) -> set[str]:
+    """Query parameters a route declares, its dependencies' included."""
+    names = {p.alias for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
+def _known_query_parameters(request: Request) -> None:
+    """Refuse query parameters the route does not declare: a misspelt filter silently ignored would
+    answer for everything instead of the subset asked for."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    accepted = sorted(_query_names(dependant))
+    unknown = sorted(set(request.query_params) - set(accepted))
+    if unknown:
+        raise Problem("invalid-parameter", f"{unknown[0][:80]!r}: unknown query parameter for "
+                      f"{request.url.path} (accepted: {', '.join(accepted) or 'none'})")
+
+
 def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
     if not who.admin:
         raise Problem("forbidden", "ingest writes data of every tenant and needs an admin token")
@@ -43,7 +64,7 @@ def _mount_otlp(app: FastAPI, store: Any) -> Any:
 
 
 def create_app(store: Any, settings: Settings) -> FastAPI:
-    app = FastAPI(title="ClaimTrail audit API", version="1",
+    app = FastAPI(title="ClaimTrail audit API", version="1", dependencies=[Depends(_known_query_parameters)],
                   description="Decision records, explanations and statistics for DRA accelerator allocation. "
                               "Every call except health and metrics needs `Authorization: Bearer <token>`.")
     app.state.store = store

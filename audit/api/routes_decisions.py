@@ -15,6 +15,7 @@ from audit.api.problems import Problem
 from audit.api.worldview import world_at
 from audit.explain import ModelTable, explain, explain_record
 from audit.records import DecisionRecord
+from audit.store import insights
 
 # Bodies go out as JSONResponse: records and explanations are plain JSON already, and FastAPI's
 # generic encoding walk over thousands of device rows would cost more than the explanation.
@@ -34,6 +35,7 @@ def list_decisions(
     tenant: str | None = None, namespace: str | None = None, pod: str | None = None, model: str | None = None,
     outcome: str | None = None, fallback: str | None = None, since: str | None = None, until: str | None = None,
     policy_version: str | None = None, cluster: str | None = None, track: str | None = None,
+    claim: str | None = None,
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
 ) -> JSONResponse:
@@ -43,7 +45,11 @@ def list_decisions(
         fallback=params.boolean(fallback, "fallback"), since=params.timestamp(since, "since"),
         until=params.timestamp(until, "until"), policy_version=params.label(policy_version, "policy_version"),
         cluster=params.label(cluster, "cluster"), track=params.track(track))
-    items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
+    claim_name = params.k8s_name(claim, "claim")
+    if claim_name is not None:  # decisions whose claims list holds this ResourceClaim name
+        items, next_cursor = storeport.insight(db, insights.decisions_with_claim, f, claim_name, cursor or None, limit)
+    else:
+        items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
     return JSONResponse({"items": [_shown(who, cfg, r) for r in items], "next": next_cursor})
 
 

@@ -1,10 +1,10 @@
-"""Aggregates the dashboards draw: fallback, fairness, health and migration.
+"""Aggregates the dashboards draw: overview, fallback, fairness, health, migration and replay.
 
 Rows are flat dicts (``{"rows": [...], "group_by": [...]}``). Tenant isolation: a tenant caller
-of the per-tenant aggregates (fallback, fairness) sees its own rows and every other tenant folded
-by the store into one ``(others)`` row, computed over the folded rows (so rates and percentiles
-stay correct); the health and migration aggregates, which have no tenant column, cover only the
-caller's own decisions.
+of the per-tenant aggregates (overview, fallback, fairness) sees its own rows and every other
+tenant folded by the store into one ``(others)`` row, computed over the folded rows (so rates and
+percentiles stay correct); the aggregates without a tenant column (skip reasons, health,
+migration, replay) cover only the caller's own decisions.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
-from audit.api import params, storeport
+from audit.api import insights, params, storeport
 from audit.api.auth import Principal
 from audit.api.deps import principal, store, tenant_filter
 from audit.api.problems import Problem
@@ -23,36 +23,47 @@ router = APIRouter(prefix="/v1/stats", tags=["stats"])
 
 FALLBACK_GROUPS = ("tenant", "model", "preferred", "hour", "cluster", "track", "policy_version",
                    "outcome")
-# endpoint -> (store method, default grouping)
-STATS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "fallback": ("fallback_stats", ("tenant", "preferred", "model")),
-    "fairness": ("fairness_stats", ("tenant",)),
-    "health": ("health_stats", ("hour",)),
-    "migration": ("migration_stats", ("track", "template_version")),
+# endpoint -> the groupings it answers (the first is its default)
+GROUPINGS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "fallback": (("tenant", "preferred", "model"),),  # any combination of FALLBACK_GROUPS, or reason[,preferred]
+    "fairness": (("tenant",), ("hour", "tenant")),
+    "health": (("hour",), ("model",), ("hour", "model")),
+    "migration": (("track", "template_version"),),
+    "replay": (("hour",), ("cause",)),
+    "overview": (("tenant",),),
+}
+SUMMARIES = {
+    "fallback": "Fallback statistics with regret; group_by=reason[,preferred] gives why the preferred model was skipped",
+    "fairness": "Per-tenant usage, entitlement, H100-equivalents, waits and starvation (per hour with group_by=hour,tenant)",
+    "health": "Health verdicts, retries and terminal failures per hour, or per device model (group_by=model or hour,model)",
+    "migration": "Device-plugin vs DRA cohorts with utilisation and the promote/hold/rollback verdict",
+    "replay": "Determinism status of the latest replay run per decision, per hour of decision time or per cause",
+    "overview": "Per-tenant totals with the pods pending now (latest decision not allocated)",
 }
 
 
-# Aggregates with a tenant column: for a tenant caller the store folds every other tenant into "(others)".
-FOLDED = ("fallback", "fairness")
+def _keys(kind: str, group_by: str | None) -> list[str]:
+    choices = GROUPINGS[kind]
+    if kind == "fallback":
+        keys = params.group_by(group_by, choices[0], (*FALLBACK_GROUPS, "reason"))
+        if "reason" in keys and not set(keys) <= {"reason", "preferred"}:
+            raise Problem("invalid-parameter", "group_by: reason combines with preferred only")
+        return keys
+    keys = params.group_by(group_by, choices[0], tuple(dict.fromkeys(k for c in choices for k in c)))
+    if tuple(keys) not in choices:
+        raise Problem("invalid-parameter", f"group_by: /v1/stats/{kind} is grouped by "
+                      f"{' or '.join(','.join(c) for c in choices)}")
+    return keys
 
 
 def _query(kind: str, db: Any, who: Principal, f_values: dict[str, Any], group_by: str | None) -> dict[str, Any]:
     """``f_values["tenant"]`` is already the caller's tenant for non-admins (see ``tenant_filter``)."""
-    method, fixed = STATS[kind]
-    if kind == "fallback":
-        keys = params.group_by(group_by, fixed, FALLBACK_GROUPS)
-    else:
-        # These aggregates have one fixed grouping; accept it (or nothing) so clients can be explicit.
-        keys = params.group_by(group_by, fixed, fixed)
-        if keys != list(fixed):
-            raise Problem("invalid-parameter", f"group_by: /v1/stats/{kind} is grouped by {','.join(fixed)} only")
-    args: list[Any] = [keys] if kind == "fallback" else []
-    scope: dict[str, Any] = {}
-    if not who.admin and kind in FOLDED:
-        f_values = {**f_values, "tenant": None}
-        scope = {"scope_tenant": who.tenant}
-    rows = storeport.call(getattr(db, method), storeport.decision_filter(**f_values), *args, **scope)
-    return {"rows": rows, "group_by": keys}
+    keys = _keys(kind, group_by)
+    own = storeport.decision_filter(**f_values)
+    scope = None if who.admin else who.tenant
+    # Per-tenant aggregates show a tenant caller every other tenant folded into "(others)".
+    folded = storeport.decision_filter(**{**f_values, "tenant": None}) if scope is not None else own
+    return {"rows": insights.BUILDERS[kind](db, own, folded, scope, keys), "group_by": keys}
 
 
 def _endpoint(kind: str) -> Callable[..., dict[str, Any]]:
@@ -70,5 +81,5 @@ def _endpoint(kind: str) -> Callable[..., dict[str, Any]]:
     return endpoint
 
 
-for _kind in STATS:
-    router.add_api_route(f"/{_kind}", _endpoint(_kind), methods=["GET"], summary=f"{_kind.capitalize()} statistics")
+for _kind in GROUPINGS:
+    router.add_api_route(f"/{_kind}", _endpoint(_kind), methods=["GET"], summary=SUMMARIES[_kind])

@@ -78,3 +78,8 @@ class OtlpSink:
     def quarantine(self, source: str, kind: str, error: str, raw: bytes) -> None:
         self._writer.write_quarantine([quarantine_row(source, kind, error, "", raw)])
         self._writer.flush()
+
+
+def insight(store: Any, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run one ``audit.store.insights`` query through the store's locked query call."""
+    return call(fn, store._query, *args, **kwargs)  # noqa: SLF001 - insights share the store's one client lock

@@ -106,7 +106,7 @@ def test_why_for_a_pod_uses_its_latest_decision(server: Server) -> None:
     assert body["reasons"] == {"in_use": 8}
 
 
-@pytest.mark.parametrize("kind", ["fallback", "fairness", "health", "migration"])
+@pytest.mark.parametrize("kind", ["fallback", "fairness", "health", "migration", "overview"])
 def test_stats_rows_for_admin(server: Server, kind: str) -> None:
     r = server.get(f"/v1/stats/{kind}")
     assert r.status_code == 200, r.text

@@ -22,6 +22,8 @@ GETS: list[tuple[str, dict[str, str]]] = [
     ("/v1/stats/fairness", {}),
     ("/v1/stats/health", {}),
     ("/v1/stats/migration", {}),
+    ("/v1/stats/replay", {}),
+    ("/v1/stats/overview", {}),
     ("/v1/replay/some-job", {}),
 ]
 POSTS: list[tuple[str, dict[str, Any]]] = [
@@ -59,8 +61,15 @@ def test_every_post_needs_a_token(server: Server, path: str, kwargs: dict[str, A
     ("/v1/stats/fairness", {"tenant": "team-a"}),
     ("/v1/stats/health", {"tenant": "team-a"}),
     ("/v1/stats/migration", {"tenant": "team-a"}),
+    ("/v1/stats/replay", {"tenant": "team-a"}),
+    ("/v1/stats/overview", {"tenant": "team-a"}),
+    ("/v1/stats/fallback", {"tenant": "team-a", "group_by": "reason"}),
+    ("/v1/stats/fairness", {"tenant": "team-a", "group_by": "hour,tenant"}),
+    ("/v1/stats/health", {"tenant": "team-a", "group_by": "model"}),
+    ("/v1/decisions", {"tenant": "team-a", "claim": "train-1-gpu"}),
 ], ids=["decision", "why", "why-devices", "pod-why", "list-tenant", "fallback-tenant", "fairness-tenant",
-        "health-tenant", "migration-tenant"])
+        "health-tenant", "migration-tenant", "replay-tenant", "overview-tenant", "reasons-tenant",
+        "fairness-hourly-tenant", "health-model-tenant", "claim-tenant"])
 def test_another_tenants_data_is_not_found(server: Server, path: str, params: dict[str, str]) -> None:
     r = server.get(path, "team-b", **params)
     assert r.status_code == 404, r.text

@@ -1,0 +1,171 @@
+"""The figures the dashboards draw beyond the store's plain aggregates, assembled per endpoint.
+
+Each builder gets the caller's own filter (``own``: a tenant caller's tenant set), the filter
+that folds other tenants (``folded``: tenant unset, with ``scope`` the tenant to keep, None for
+admins) and the group keys. Counting happens in ClickHouse (``audit.store.insights``); this
+module only joins those answers with the active policy (weights, H100 equivalents, starvation
+timeout) and with ``audit.migration``'s verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from audit import migration
+from audit.api import storeport
+from audit.api.problems import Problem
+from audit.policy import Policy, default_policy, parse_policy
+from audit.store import insights
+from audit.store.aggregates import OTHERS
+from audit.store.filters import DecisionFilter
+
+# The canary judgement /v1/stats/migration applies: deploy/migration/thresholds.yaml's metrics,
+# with every DRA claim-template version as the candidate (the dashboard filters narrow it).
+MIGRATION_THRESHOLDS = migration.Thresholds.from_dict({
+    "baseline": {"track": "device-plugin"},
+    "candidate": {"track": "dra"},
+    "confidence": 0.95,
+    "min_pods": 100,
+    "metrics": {
+        "success_rate": {"max_regression": 0.02, "required": True},
+        "scheduling_latency_ms": {"max_regression": 2000, "required": True},
+        "time_pending_ms": {"max_regression": 5000},
+        "gpu_utilisation": {"max_regression": 0.03},
+    },
+})
+
+Builder = Callable[[Any, DecisionFilter, DecisionFilter, "str | None", list[str]], list[dict[str, Any]]]
+
+
+def active_policy(db: Any, f: DecisionFilter) -> tuple[Policy, str]:
+    """The policy of the newest decision under ``f`` (or of ``f.policy_version``): the store's policy
+    document, else that version's Policy object in the world event log, else the default policy.
+    The second value says which ("store", "events" or "default")."""
+    version = f.policy_version or storeport.insight(db, insights.latest_policy_version, f)
+    if not version:
+        return default_policy(), "default"
+    doc = storeport.call(db.get_policy, version)
+    source = "store"
+    if doc is None:
+        doc, source = storeport.insight(db, insights.policy_event_document, version, f.cluster), "events"
+    if doc is None:
+        return default_policy(version=version), "default"
+    try:
+        return parse_policy({"kind": "Policy", **doc}), source
+    except ValueError as exc:
+        raise Problem("unexplainable", f"policy {version}: the recorded document is invalid: {exc}") from None
+
+
+def _entitlements(db: Any, folded: DecisionFilter, scope: str | None, policy: Policy) -> dict[str, float]:
+    """Each active tenant's weighted fair share (weight / sum of active weights); for a tenant caller
+    the other tenants' shares are summed under "(others)"."""
+    present = storeport.insight(db, insights.tenants_present, replace(folded, tenant=None))
+    total = sum(policy.weight(t) for t in present)
+    if not total:
+        return {}
+    shares = {t: policy.weight(t) / total for t in present}
+    if scope is None:
+        return shares
+    return {scope: shares.get(scope, 0.0), OTHERS: sum(v for t, v in shares.items() if t != scope)}
+
+
+def fallback(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
+    if "reason" in keys:
+        # skip reasons come from tier rows, which have no folded form: a tenant sees its own only
+        return storeport.insight(db, insights.skip_reasons, own, "preferred" in keys)
+    rows: list[dict[str, Any]] = storeport.call(db.fallback_stats, folded, keys, scope_tenant=scope)
+    regret = storeport.insight(db, insights.regret_counts, folded, keys, scope)
+    for row in rows:
+        row["regret"] = regret.get(tuple(row[k] for k in keys), 0)
+        row["regret_rate"] = row["regret"] / row["fallbacks"] if row["fallbacks"] else 0.0
+    return rows
+
+
+def _h100eq(usage: list[dict[str, Any]], policy: Policy) -> dict[tuple[str, str], float]:
+    out: dict[tuple[str, str], float] = {}
+    for u in usage:
+        key = (u["hour"], u["tenant"])
+        out[key] = out.get(key, 0.0) + u["devices_allocated"] * policy.h100_equivalent(u["model"])
+    return out
+
+
+def fairness(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
+    policy, _ = active_policy(db, own)
+    entitled = _entitlements(db, folded, scope, policy)
+    by_hour = keys == ["hour", "tenant"]
+    usage = storeport.insight(db, insights.usage_by_model, folded, by_hour, scope)
+    eq = _h100eq(usage, policy)
+    if by_hour:
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
+        for u in usage:
+            acc = rows.setdefault((u["hour"], u["tenant"]), {"hour": u["hour"], "tenant": u["tenant"], "decisions": 0,
+                                                             "allocated": 0, "devices_allocated": 0, "first_choice": 0})
+            for k in ("decisions", "allocated", "devices_allocated", "first_choice"):
+                acc[k] += u[k]
+        out = [rows[k] for k in sorted(rows)]
+        for r in out:
+            r["devices_h100eq"] = eq[(r["hour"], r["tenant"])]
+            r["first_choice_rate"] = r.pop("first_choice") / r["allocated"] if r["allocated"] else 0.0
+            r["entitlement"] = entitled.get(r["tenant"], 0.0)
+        return out
+    base: list[dict[str, Any]] = storeport.call(db.fairness_stats, folded, scope_tenant=scope)
+    pending = {p["tenant"]: p for p in storeport.insight(db, insights.pending_pods, folded, policy.starvation_ms, scope)}
+    for r in base:
+        r["devices_h100eq"] = eq.get(("", r["tenant"]), 0.0)
+        r["entitlement"] = entitled.get(r["tenant"], 0.0)
+        p = pending.get(r["tenant"], {})
+        r["pending_now"] = p.get("pending_now", 0)
+        r["starving_pods"] = p.get("starving_pods", 0)
+        r["starving"] = r["starving_pods"] > 0
+    return base
+
+
+def health(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
+    if keys == ["hour"]:
+        rows: list[dict[str, Any]] = storeport.call(db.health_stats, own)
+        return rows
+    return storeport.insight(db, insights.health_by_model, own, "hour" in keys)
+
+
+def _estimate(interval: migration.Interval) -> float | None:
+    return None if math.isnan(interval.estimate) else interval.estimate
+
+
+def migration_cohorts(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None,
+                      keys: list[str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = storeport.call(db.migration_stats, own)
+    records = storeport.insight(db, insights.cohort_records, own)
+    releases = migration.releases_from_events(storeport.insight(db, insights.pod_release_events, own.cluster))
+    try:
+        report = migration.compare(migration.build_cohorts(records, releases), MIGRATION_THRESHOLDS)
+    except migration.MigrationError as exc:
+        raise Problem("unexplainable", f"migration cohorts: {exc}") from None
+    for r in rows:
+        described = report.cohorts.get(migration.CohortKey(r["track"], r["template_version"]))
+        r["utilisation"] = _estimate(described["gpu_utilisation"]) if described else None
+        r["verdict"] = report.verdict.value
+        r["reason"] = "; ".join(report.reasons)
+    return rows
+
+
+def replay(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
+    # replay runs are per decision: a tenant sees the runs of its own decisions only
+    return storeport.insight(db, insights.replay_status, own, keys[0])
+
+
+def overview(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
+    policy, _ = active_policy(db, own)
+    rows: list[dict[str, Any]] = storeport.call(db.fallback_stats, folded, ["tenant"], scope_tenant=scope)
+    pending = {p["tenant"]: p for p in storeport.insight(db, insights.pending_pods, folded, policy.starvation_ms, scope)}
+    for r in rows:
+        p = pending.get(r["tenant"], {})
+        r["pending_now"] = p.get("pending_now", 0)
+        r["starving_pods"] = p.get("starving_pods", 0)
+    return rows
+
+
+BUILDERS: dict[str, Builder] = {"fallback": fallback, "fairness": fairness, "health": health,
+                                "migration": migration_cohorts, "replay": replay, "overview": overview}

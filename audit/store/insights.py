@@ -1,0 +1,246 @@
+"""Aggregates behind the dashboards' finer questions: skip reasons, regret, usage per hour,
+pending pods, health by model, replay status, migration inputs, and decisions by claim.
+
+Like ``aggregates``, each function takes ``query(sql, parameters, settings)`` (the store's locked
+client call) and a ``DecisionFilter``; every user value is a server-side bound parameter
+(``{name:Type}``). Raw rows are read ``FINAL`` (or ``LIMIT 1 BY decision_id``) so a not-yet-merged
+duplicate never counts twice, and ``scope_tenant`` keeps the caller's tenant while folding
+every other tenant into ``"(others)"``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from audit.cli import UserError
+from audit.records import DecisionRecord
+from audit.store.aggregates import FINAL, GROUPS, HOUR_FMT, OTHERS, Query
+from audit.store.filters import DecisionFilter, conditions, decode_cursor, encode_cursor, where_sql
+
+# Fallback regret (fairness.md §7, goal 3): a fallback is regretted when the preferred model
+# became available within this window after the decision.
+REGRET_WINDOW_S = 600
+DECISION_HOUR = HOUR_FMT.format(col="toStartOfHour(time)")
+
+
+def _tenant(scope_tenant: str | None, column: str = "tenant") -> str:
+    return f"if({column} = {{scope_tenant:String}}, {column}, '{OTHERS}')" if scope_tenant is not None else column
+
+
+def _scoped(f: DecisionFilter, scope_tenant: str | None) -> tuple[list[str], dict[str, Any]]:
+    clauses, params = conditions(f)
+    if scope_tenant is not None:
+        params["scope_tenant"] = scope_tenant
+    return clauses, params
+
+
+def skip_reasons(query: Query, f: DecisionFilter, by_preferred: bool = False) -> list[dict]:
+    """Device verdicts per reason code in the tiers of each decision's preferred model that were not
+    the chosen tier (``selected`` excluded): why the preferred model was skipped."""
+    clauses, params = conditions(f)
+    clauses.append("preferred_model != ''")
+    pref = "d.preferred_model AS p, " if by_preferred else ""
+    group = "p, reason" if by_preferred else "reason"
+    sql = (
+        f"SELECT {pref}reason, sum(n) FROM ("
+        "SELECT t.decision_id AS id, t.tier AS tier, t.model AS model, t.reasons AS reasons "
+        "FROM decision_tiers AS t FINAL WHERE t.decision_id IN "
+        f"(SELECT decision_id FROM decisions {where_sql(clauses)})) AS tt "
+        "INNER JOIN (SELECT decision_id, preferred_model, tier_index FROM decisions FINAL "
+        f"{where_sql(clauses)}) AS d ON tt.id = d.decision_id "
+        "ARRAY JOIN mapKeys(tt.reasons) AS reason, mapValues(tt.reasons) AS n "
+        "WHERE tt.model = d.preferred_model AND toInt16(tt.tier) != d.tier_index AND reason != 'selected' "
+        f"GROUP BY {group} ORDER BY {group}"
+    )
+    out = []
+    for row in query(sql, params, FINAL).result_rows:
+        if by_preferred:
+            out.append({"preferred": row[0], "reason": row[1], "devices": int(row[2])})
+        else:
+            out.append({"reason": row[0], "devices": int(row[1])})
+    return out
+
+
+def regret_counts(query: Query, f: DecisionFilter, group_by: Sequence[str],
+                  scope_tenant: str | None = None) -> dict[tuple, int]:
+    """Per fallback group: fallbacks regretted. A SQL approximation of ``audit.metrics.fallback_regret``
+    over records alone: a later decision in the same cluster allocated the preferred model within
+    ``REGRET_WINDOW_S`` (the world's free capacity is not in the decisions table). Keys follow
+    ``group_by`` in order, with the same values ``aggregates.fallback_stats`` gives its rows."""
+    clauses, params = _scoped(f, scope_tenant)
+    clauses += ["outcome = 'allocated'", "fallback", "preferred_model != ''"]
+    exprs = [(_tenant(scope_tenant, "d.tenant") if g == "tenant" else _qualified(g)) + f" AS g_{g}" for g in group_by]
+    params["window_s"] = REGRET_WINDOW_S
+    sql = (
+        f"SELECT {', '.join([*exprs, 'count()'])} FROM ("
+        f"SELECT {_REGRET_COLUMNS} FROM decisions FINAL {where_sql(clauses)}) AS d "
+        "ASOF INNER JOIN (SELECT cluster, allocated_model AS model, time AS t FROM decisions FINAL "
+        "WHERE outcome = 'allocated') AS e ON d.cluster = e.cluster AND d.preferred_model = e.model AND e.t > d.time "
+        "WHERE e.t <= d.time + toIntervalSecond({window_s:UInt32}) "
+        f"GROUP BY {', '.join(f'g_{g}' for g in group_by) or 'tuple()'}"
+    )
+    return {tuple(row[: len(group_by)]): int(row[len(group_by)]) for row in query(sql, params, FINAL).result_rows}
+
+
+_REGRET_COLUMNS = "time, cluster, tenant, preferred_model, allocated_model, outcome, track, policy_version"
+
+
+def _qualified(group: str) -> str:
+    expr = GROUPS[group][0]
+    return expr.replace("toStartOfHour(time)", "toStartOfHour(d.time)") if group == "hour" else f"d.{expr}"
+
+
+def usage_by_model(query: Query, f: DecisionFilter, by_hour: bool, scope_tenant: str | None = None) -> list[dict]:
+    """Per (hour ×) tenant × allocated model: decisions, allocated, devices allocated, first choices."""
+    clauses, params = _scoped(f, scope_tenant)
+    hour = f"{DECISION_HOUR} AS h, " if by_hour else "'' AS h, "
+    sql = (
+        f"SELECT {hour}{_tenant(scope_tenant)} AS t, allocated_model, count(), countIf(outcome = 'allocated'), "
+        "sumIf(n_devices, outcome = 'allocated'), countIf(outcome = 'allocated' AND tier_index = 0) "
+        f"FROM decisions FINAL {where_sql(clauses)} GROUP BY h, t, allocated_model ORDER BY h, t, allocated_model"
+    )
+    keys = ("hour", "tenant", "model", "decisions", "allocated", "devices_allocated", "first_choice")
+    return [dict(zip(keys, (*row[:3], *(int(x) for x in row[3:])), strict=True))
+            for row in query(sql, params, FINAL).result_rows]
+
+
+def tenants_present(query: Query, f: DecisionFilter) -> list[str]:
+    """Every tenant with a decision under ``f`` (for entitlements; never returned to tenant callers)."""
+    clauses, params = conditions(f)
+    sql = f"SELECT DISTINCT tenant FROM decisions {where_sql(clauses)} ORDER BY tenant"
+    return [str(r[0]) for r in query(sql, params, None).result_rows]
+
+
+def latest_policy_version(query: Query, f: DecisionFilter) -> str:
+    """The policy version of the newest decision under ``f`` ("" when there is none)."""
+    clauses, params = conditions(f)
+    sql = f"SELECT policy_version FROM decisions {where_sql(clauses)} ORDER BY time DESC, decision_id DESC LIMIT 1"
+    rows = query(sql, params, None).result_rows
+    return str(rows[0][0]) if rows else ""
+
+
+def policy_event_document(query: Query, version: str, cluster: str | None = None) -> dict[str, Any] | None:
+    """The newest Policy object of the world event log whose ``spec.version`` is ``version``."""
+    clauses = ["object_kind = 'Policy'", "type = 'upsert'",
+               "JSONExtractString(body, 'payload', 'spec', 'version') = {version:String}"]
+    params: dict[str, Any] = {"version": version}
+    if cluster is not None:
+        clauses.append("cluster = {cluster:String}")
+        params["cluster"] = cluster
+    rows = query(f"SELECT body FROM events {where_sql(clauses)} ORDER BY seq DESC LIMIT 1", params, None).result_rows
+    if not rows:
+        return None
+    payload: dict[str, Any] = json.loads(rows[0][0]).get("payload") or {}
+    return {**payload, "kind": "Policy"}
+
+
+def pending_pods(query: Query, f: DecisionFilter, starving_after_ms: int,
+                 scope_tenant: str | None = None) -> list[dict]:
+    """Per tenant: pods whose latest decision under ``f`` is not ``allocated`` (pending now), and of
+    those the ones that had waited longer than ``starving_after_ms`` at that decision (starving)."""
+    clauses, params = _scoped(f, scope_tenant)
+    params["starving_ms"] = starving_after_ms
+    sql = (
+        f"SELECT {_tenant(scope_tenant)} AS t, countIf(last.1 != 'allocated'), "
+        "countIf(last.1 != 'allocated' AND last.2 > {starving_ms:UInt64}) FROM ("
+        "SELECT tenant, argMax((outcome, wait_ms), (time, attempt, decision_id)) AS last "
+        f"FROM decisions FINAL {where_sql(clauses)} "
+        "GROUP BY tenant, cluster, namespace, if(pod_uid != '', pod_uid, pod)) GROUP BY t ORDER BY t"
+    )
+    return [{"tenant": t, "pending_now": int(pending), "starving_pods": int(starving)}
+            for t, pending, starving in query(sql, params, FINAL).result_rows]
+
+
+def health_by_model(query: Query, f: DecisionFilter, by_hour: bool) -> list[dict]:
+    """Per (hour ×) device model: unhealthy / binding_conflict / stale_slice device verdicts in the
+    tiers of that model. Nodes are not in the tier rows, so a per-node split is not offered."""
+    clauses, params = conditions(f)
+    hour = f"{DECISION_HOUR} AS h" if by_hour else "'' AS h"
+    sql = (
+        f"SELECT {hour}, model, sum(reasons['unhealthy']), sum(reasons['binding_conflict']), "
+        "sum(reasons['stale_slice']) FROM decision_tiers FINAL "
+        f"WHERE decision_id IN (SELECT decision_id FROM decisions {where_sql(clauses)}) "
+        "GROUP BY h, model ORDER BY h, model"
+    )
+    out = []
+    for h, model, unhealthy, conflict, stale in query(sql, params, FINAL).result_rows:
+        row: dict[str, Any] = {"hour": h} if by_hour else {}
+        row.update(model=model, unhealthy=int(unhealthy), binding_conflict=int(conflict), stale_slice=int(stale))
+        out.append(row)
+    return out
+
+
+def replay_status(query: Query, f: DecisionFilter, group: str) -> list[dict]:
+    """Latest replay run per decision under ``f``, counted per hour of decision time (``group="hour"``:
+    runs, matched, mismatched) or per mismatch cause (``group="cause"``; "" for matches)."""
+    if group not in ("hour", "cause"):
+        raise UserError(f"group_by {group!r}: replay status is grouped by hour or cause")
+    clauses, params = conditions(f)
+    key = "h" if group == "hour" else "c"
+    sql = (
+        f"SELECT {key}, count(), countIf(m), countIf(NOT m) FROM ("
+        "SELECT r.decision_id, argMax(r.match, r.time) AS m, argMax(r.cause, r.time) AS c FROM replay_runs AS r "
+        f"WHERE r.decision_id IN (SELECT decision_id FROM decisions {where_sql(clauses)}) GROUP BY r.decision_id) AS x "
+        f"INNER JOIN (SELECT decision_id, any({DECISION_HOUR}) AS h FROM decisions {where_sql(clauses)} "
+        f"GROUP BY decision_id) AS d ON x.decision_id = d.decision_id GROUP BY {key} ORDER BY {key}"
+    )
+    name = "hour" if group == "hour" else "cause"
+    return [{name: k, "runs": int(n), "matched": int(ok), "mismatched": int(bad)}
+            for k, n, ok, bad in query(sql, params, None).result_rows]
+
+
+# Columns that let audit.migration.build_cohorts judge a pod (the record JSON is not needed).
+_COHORT_COLUMNS = ("decision_id", "cluster", "seq", "formatDateTime(time, '%Y-%m-%dT%H:%i:%S.%fZ', 'UTC')",
+                   "attempt", "tenant", "namespace", "pod", "pod_uid", "policy_version", "outcome", "fallback",
+                   "wait_ms", "track", "template_version")
+
+
+def cohort_records(query: Query, f: DecisionFilter) -> list[DecisionRecord]:
+    """Decisions under ``f`` as records carrying only what migration cohorts read."""
+    clauses, params = conditions(f)
+    sql = f"SELECT {', '.join(_COHORT_COLUMNS)} FROM decisions FINAL {where_sql(clauses)}"
+    out = []
+    for (id_, cluster, seq, time, attempt, tenant, ns, pod, uid, version, outcome, fallback, wait, track,
+         template) in query(sql, params, FINAL).result_rows:
+        out.append(DecisionRecord(
+            decision_id=id_, cluster=cluster, seq=int(seq), time=time, attempt=int(attempt), tenant=tenant,
+            namespace=ns, pod=pod, pod_uid=uid, claims=[], claim_uids=[], preference=[], policy_version=version,
+            policy_digest="", outcome=outcome, fallback=bool(fallback), wait_ms=int(wait), track=track,
+            template_version=template))
+    return out
+
+
+def pod_release_events(query: Query, cluster: str | None = None) -> list[dict[str, Any]]:
+    """Pod events that release devices (a delete, or a Succeeded/Failed phase), as event dicts."""
+    clauses = ["object_kind = 'Pod'",
+               "(type = 'delete' OR JSONExtractString(body, 'payload', 'status', 'phase') IN ('Succeeded', 'Failed'))"]
+    params: dict[str, Any] = {}
+    if cluster is not None:
+        clauses.append("cluster = {cluster:String}")
+        params["cluster"] = cluster
+    rows = query(f"SELECT body FROM events {where_sql(clauses)} ORDER BY cluster, seq LIMIT 1 BY cluster, seq",
+                 params, None).result_rows
+    return [json.loads(r[0]) for r in rows]
+
+
+def decisions_with_claim(query: Query, f: DecisionFilter, claim: str, cursor: str | None,
+                         limit: int) -> tuple[list[DecisionRecord], str | None]:
+    """Newest first, the decisions under ``f`` whose ``claims`` list holds ``claim``; cursor as in
+    ``AuditStore.list_decisions``."""
+    clauses, params = conditions(f)
+    clauses.append("has(JSONExtract(record, 'claims', 'Array(String)'), {claim:String})")
+    params["claim"] = claim
+    if cursor:
+        ms, last_id = decode_cursor(cursor)
+        clauses.append("(time, decision_id) < (fromUnixTimestamp64Milli({c_ms:Int64}, 'UTC'), {c_id:String})")
+        params.update(c_ms=ms, c_id=last_id)
+    params["limit"] = limit + 1
+    rows = query(
+        f"SELECT toUnixTimestamp64Milli(time), decision_id, record FROM decisions {where_sql(clauses)} "
+        "ORDER BY time DESC, decision_id DESC LIMIT 1 BY decision_id LIMIT {limit:UInt32}", params, None).result_rows
+    page = rows[:limit]
+    records = [DecisionRecord.from_dict(json.loads(r[2])) for r in page]
+    next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(rows) > limit else None
+    return records, next_cursor

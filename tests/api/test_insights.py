@@ -1,0 +1,183 @@
+"""The dashboards' finer figures: skip reasons, regret, fairness against entitlement, pending pods,
+health by model, replay status, the migration verdict, the claim filter and unknown parameters.
+
+Every number is worked out by hand from ``factory.RECORDS`` (windowed to their hours, since other
+tests ingest more) or from the extra records ingested here on another day.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from audit.records import DecisionRecord, decision_id, to_jsonl
+from tests.api import factory
+from tests.api.conftest import Server
+
+SEEDED = {"since": "2026-05-01T08:00:00Z", "until": "2026-05-01T14:00:00Z"}
+REGRET_DAY = {"since": "2026-05-02T00:00:00Z", "until": "2026-05-03T00:00:00Z"}
+PROBLEM = "https://claimtrail.io/problems/"
+
+
+def _rows(server: Server, kind: str, who: str = "admin", **query: str) -> list[dict]:
+    r = server.get(f"/v1/stats/{kind}", who, **query)
+    assert r.status_code == 200, r.text
+    rows: list[dict] = r.json()["rows"]
+    return rows
+
+
+def _moved(record: DecisionRecord, n: int, time: str) -> DecisionRecord:
+    """A team-c copy of ``record`` at ``time`` (its own pod and decision id)."""
+    return dataclasses.replace(record, decision_id=decision_id(factory.CLUSTER, f"regret-claim-{n}", 1), tenant="team-c",
+                               namespace="team-c", pod=f"job-{n}", pod_uid=f"regret-uid-{n}", claims=[f"job-{n}-gpu"],
+                               time=time).seal()
+
+
+# Two fallbacks from H100 on 2026-05-02: the first sees an H100 allocated 5 minutes later (regret),
+# the second only 30 minutes later (no regret, Δ = 10 min).
+REGRET_RECORDS = [
+    _moved(factory.FALLBACK, 1, "2026-05-02T09:00:00.000000Z"),
+    _moved(factory.GOT_H100, 2, "2026-05-02T09:05:00.000000Z"),
+    _moved(factory.FALLBACK, 3, "2026-05-02T10:00:00.000000Z"),
+    _moved(factory.GOT_H100, 4, "2026-05-02T10:30:00.000000Z"),
+]
+
+
+@pytest.fixture(scope="module")
+def regret_day(server: Server) -> Server:
+    r = server.post("/v1/ingest/records", content=to_jsonl(REGRET_RECORDS).encode())
+    assert r.status_code == 200, r.text
+    return server
+
+
+@pytest.mark.parametrize(("who", "expected"), [
+    ("admin", {"in_use": 163, "node_filtered": 16, "not_reached": 1, "unhealthy": 12}),
+    ("team-a", {"in_use": 100, "node_filtered": 16, "unhealthy": 12}),
+    ("team-b", {"in_use": 63, "not_reached": 1}),
+], ids=["admin-all-skipped-preferred-tiers", "team-a-own-only", "team-b-own-only"])
+def test_skip_reasons_count_device_verdicts_of_preferred_tiers_not_chosen(server: Server, who: str,
+                                                                          expected: dict[str, int]) -> None:
+    rows = _rows(server, "fallback", who, group_by="reason", **SEEDED)
+    assert {r["reason"]: r["devices"] for r in rows} == expected
+    by_pref = _rows(server, "fallback", who, group_by="reason,preferred", **SEEDED)
+    assert {(r["preferred"], r["reason"]): r["devices"] for r in by_pref} == {("H100", k): v for k, v in expected.items()}
+
+
+def test_regret_counts_fallbacks_whose_preferred_model_was_allocated_within_ten_minutes(regret_day: Server) -> None:
+    rows = _rows(regret_day, "fallback", group_by="preferred", **REGRET_DAY)
+    assert [(r["preferred"], r["fallbacks"], r["regret"], r["regret_rate"]) for r in rows] == [("H100", 2, 1, 0.5)]
+    hourly = _rows(regret_day, "fallback", group_by="hour", **REGRET_DAY)
+    assert {r["hour"]: r["regret"] for r in hourly} == {"2026-05-02T09:00:00Z": 1, "2026-05-02T10:00:00Z": 0}
+
+
+def test_regret_of_other_tenants_reaches_a_tenant_only_as_others(regret_day: Server) -> None:
+    rows = _rows(regret_day, "fallback", "team-b", group_by="tenant", **REGRET_DAY)
+    assert [(r["tenant"], r["fallbacks"], r["regret"]) for r in rows] == [("(others)", 2, 1)]
+
+
+def test_fairness_per_tenant_has_entitlement_h100_equivalents_and_pending(server: Server) -> None:
+    rows = {r["tenant"]: r for r in _rows(server, "fairness", **SEEDED)}
+    assert set(rows) == {"team-a", "team-b"}
+    # policy v7 (the world's Policy event) names no tenants: equal weights
+    assert rows["team-a"]["entitlement"] == rows["team-b"]["entitlement"] == 0.5
+    # the default model table counts an A100 as half an H100: team-a holds one of each
+    assert (rows["team-a"]["devices_allocated"], rows["team-a"]["devices_h100eq"]) == (2, 1.5)
+    assert (rows["team-b"]["devices_allocated"], rows["team-b"]["devices_h100eq"]) == (1, 1.0)
+    assert [(rows[t]["pending_now"], rows[t]["starving_pods"], rows[t]["starving"]) for t in ("team-a", "team-b")] == \
+        [(1, 0, False), (1, 0, False)]
+
+
+def test_fairness_per_hour_and_tenant(server: Server) -> None:
+    r = server.get("/v1/stats/fairness", group_by="hour,tenant", **SEEDED).json()
+    assert r["group_by"] == ["hour", "tenant"]
+    assert [(x["hour"][11:13], x["tenant"], x["decisions"], x["devices_allocated"], x["devices_h100eq"], x["entitlement"])
+            for x in r["rows"]] == [("09", "team-a", 1, 1, 0.5, 0.5), ("10", "team-a", 1, 1, 1.0, 0.5),
+                                    ("11", "team-a", 1, 0, 0.0, 0.5), ("12", "team-b", 1, 1, 1.0, 0.5),
+                                    ("13", "team-b", 1, 0, 0.0, 0.5)]
+
+
+@pytest.mark.parametrize("group_by", ["tenant", "hour,tenant"])
+def test_fairness_folds_other_tenants_for_a_tenant(server: Server, group_by: str) -> None:
+    rows = _rows(server, "fairness", "team-b", group_by=group_by, **SEEDED)
+    assert {r["tenant"] for r in rows} == {"team-b", "(others)"}
+    others = [r for r in rows if r["tenant"] == "(others)"]
+    assert sum(r["devices_allocated"] for r in others) == 2 and all(r["entitlement"] == 0.5 for r in others)
+
+
+@pytest.mark.parametrize(("who", "expected"), [
+    ("admin", {"team-a": (3, 2, 1, 1), "team-b": (2, 1, 0, 1)}),
+    ("team-a", {"team-a": (3, 2, 1, 1), "(others)": (2, 1, 0, 1)}),
+], ids=["admin", "tenant-folds-others"])
+def test_overview_counts_pods_pending_now(server: Server, who: str, expected: dict[str, tuple[int, ...]]) -> None:
+    rows = _rows(server, "overview", who, **SEEDED)
+    assert {r["tenant"]: (r["decisions"], r["allocated"], r["fallbacks"], r["pending_now"]) for r in rows} == expected
+
+
+@pytest.mark.parametrize(("who", "group_by", "expected"), [
+    ("admin", "model", [("", "A100", 0), ("", "H100", 12)]),
+    ("admin", "hour,model", [("09", "A100", 0), ("09", "H100", 8), ("10", "A100", 0), ("10", "H100", 0),
+                             ("11", "A100", 0), ("11", "H100", 4), ("12", "H100", 0), ("13", "H100", 0)]),
+    ("team-b", "model", [("", "H100", 0)]),
+], ids=["by-model", "by-hour-and-model", "tenant-own-only"])
+def test_health_by_device_model(server: Server, who: str, group_by: str, expected: list[tuple]) -> None:
+    rows = _rows(server, "health", who, group_by=group_by, **SEEDED)
+    assert [(r.get("hour", "")[11:13], r["model"], r["unhealthy"]) for r in rows] == expected
+
+
+def test_replay_status_by_hour_and_cause_covers_only_the_callers_decisions(server: Server) -> None:
+    ids = [factory.FALLBACK.decision_id, factory.GOT_H100.decision_id]
+    assert server.post("/v1/replay", json={"decision_ids": ids}).status_code == 200
+    window = {"since": "2026-05-01T09:00:00Z", "until": "2026-05-01T11:00:00Z"}
+    hourly = _rows(server, "replay", group_by="hour", **window)
+    # the recorded world ends before these pods exist, so both replays miss their events
+    assert [(r["hour"][11:13], r["runs"], r["matched"], r["mismatched"]) for r in hourly] == [("09", 1, 0, 1), ("10", 1, 0, 1)]
+    assert _rows(server, "replay", group_by="cause", **window) == [
+        {"cause": "missing_events", "runs": 2, "matched": 0, "mismatched": 2}]
+    assert [r["runs"] for r in _rows(server, "replay", "team-a", **window)] == [1, 1]
+    assert _rows(server, "replay", "team-b", **window) == []
+
+
+def test_migration_rows_carry_the_verdict_and_utilisation(server: Server) -> None:
+    rows = _rows(server, "migration", **SEEDED)
+    assert [(r["track"], r["decisions"], r["verdict"], r["utilisation"]) for r in rows] == [("dra", 5, "hold", None)]
+    assert rows[0]["reason"] == ("success_rate: required but not measured in both cohorts; "
+                                 "scheduling_latency_ms: required but not measured in both cohorts; "
+                                 "need at least 100 pods per cohort (baseline 0, candidate 5)")
+    team_b = _rows(server, "migration", "team-b", **SEEDED)
+    assert team_b[0]["decisions"] == 2 and team_b[0]["reason"].endswith("(baseline 0, candidate 2)")
+
+
+@pytest.mark.parametrize(("who", "claim", "expected"), [
+    ("admin", "train-1-gpu", [factory.FALLBACK.decision_id]),
+    ("team-a", "train-1-gpu", [factory.FALLBACK.decision_id]),
+    ("team-b", "train-1-gpu", []),
+    ("admin", "no-such-claim", []),
+], ids=["admin", "owner", "other-tenant-sees-nothing", "unknown-claim"])
+def test_decisions_filter_by_claim(server: Server, who: str, claim: str, expected: list[str]) -> None:
+    r = server.get("/v1/decisions", who, claim=claim)
+    assert r.status_code == 200, r.text
+    assert [i["decision_id"] for i in r.json()["items"]] == expected
+
+
+@pytest.mark.parametrize(("path", "params", "unknown"), [
+    ("/v1/decisions", {"tenat": "team-a"}, "tenat"),
+    ("/v1/stats/fallback", {"groupby": "tenant"}, "groupby"),
+    ("/v1/stats/overview", {"reason": "in_use"}, "reason"),
+    (f"/v1/decisions/{factory.FALLBACK.decision_id}/why", {"model": "H100", "devices": "1"}, "devices"),
+], ids=["misspelt-filter", "misspelt-group-by", "overview", "why"])
+def test_unknown_query_parameters_are_refused(server: Server, path: str, params: dict[str, str], unknown: str) -> None:
+    r = server.get(path, **params)
+    assert r.status_code == 400, r.text
+    body = r.json()
+    assert body["type"] == PROBLEM + "invalid-parameter"
+    assert body["detail"].startswith(f"{unknown!r}: unknown query parameter for {path} (accepted: ")
+
+
+@pytest.mark.parametrize(("kind", "group_by"), [
+    ("fallback", "reason,tenant"), ("fairness", "model"), ("health", "node"), ("replay", "tenant"),
+    ("overview", "hour"),
+], ids=["reason-with-tenant", "fairness-by-model", "health-by-node", "replay-by-tenant", "overview-by-hour"])
+def test_groupings_an_endpoint_does_not_offer_are_refused(server: Server, kind: str, group_by: str) -> None:
+    r = server.get(f"/v1/stats/{kind}", group_by=group_by)
+    assert r.status_code == 400 and r.json()["type"] == PROBLEM + "invalid-parameter"
