@@ -1,7 +1,7 @@
 """Checkpoints of the world: written every N events, digested, verified when loaded.
 
-A checkpoint body is ``World.snapshot()``, the indexes a snapshot cannot rebuild (see
-``CARRIED_INDEXES``), and ``content_digest`` (sha256 of the canonical rest), so a body that was truncated, edited or mixed up with another sequence number is
+A checkpoint body is ``World.snapshot()`` plus ``content_digest`` (sha256 of the canonical
+snapshot), so a body that was truncated, edited or mixed up with another sequence number is
 refused on load instead of silently rebuilding a different world. Bodies stay readable as plain
 snapshots (the API's world view reads ``objects`` and ``policy`` from them).
 
@@ -37,16 +37,8 @@ class CheckpointCorrupt(ValueError):
         self.seq = seq
 
 
-# Indexes ``World.from_snapshot`` cannot rebuild from the objects because the fold made them
-# history-dependent: a release after its device disappeared (node lost) is subtracted from
-# ``unknown`` instead of the model the allocation added to, so the incremental per-model count the
-# engine reads for ``in_use`` evidence differs from a recount. Carrying it keeps replay faithful.
-CARRIED_INDEXES = ("model_allocated",)
-
-
 def checkpoint_body(world: World) -> dict[str, Any]:
     snap = world.snapshot()
-    snap["indexes"] = {name: dict(sorted(getattr(world, name).items())) for name in CARRIED_INDEXES}
     return {**snap, DIGEST_KEY: digest(snap)}
 
 
@@ -64,13 +56,9 @@ def load_checkpoint(cluster: str, seq: int, body: Any) -> World:
     if snap.get("seq") != seq or snap.get("cluster") != cluster:
         raise CheckpointCorrupt(cluster, seq, f"body is for {snap.get('cluster')}@{snap.get('seq')}")
     try:
-        world = World.from_snapshot(snap)
-        for name, value in (snap.get("indexes") or {}).items():
-            if name in CARRIED_INDEXES:
-                setattr(world, name, dict(value))
+        return World.from_snapshot(snap)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CheckpointCorrupt(cluster, seq, f"cannot rebuild the world: {exc!r}") from None
-    return world
 
 
 class CheckpointWriter:

@@ -120,10 +120,42 @@ class Verifier:
         return cur
 
     def run(self, records: Iterable[DecisionRecord]) -> Iterator[ReplayResult]:
-        """Results in (cluster, seq, decision_id) order, one per record."""
+        """Results for the engine's decisions in (cluster, seq, decision_id) order, then for
+        observed decisions in the same order; one per record."""
         ordered = sorted(records, key=lambda r: (r.cluster, r.seq, r.decision_id))
-        for (cluster, seq), group in groupby(ordered, key=lambda r: (r.cluster, r.seq)):
+        decided = [r for r in ordered if not is_observed(r)]
+        for (cluster, seq), group in groupby(decided, key=lambda r: (r.cluster, r.seq)):
             yield from self._group(cluster, seq, list(group))
+        observed = [r for r in ordered if is_observed(r)]
+        for cluster, group in groupby(observed, key=lambda r: r.cluster):
+            yield from self._observed(cluster, list(group))
+
+    def _observed(self, cluster: str, records: list[DecisionRecord]) -> Iterator[ReplayResult]:
+        from audit.replay.observed import allocation_versions, check_observed
+
+        try:
+            versions = allocation_versions(self.source, cluster, records)
+        except (MissingEvents, CheckpointCorrupt) as exc:
+            yield from (_failed(r, exc) for r in records)
+            return
+        results: dict[str, ReplayResult] = {}
+        placed: list[tuple[int, DecisionRecord, list[dict[str, Any]]]] = []
+        for r in records:
+            found = versions[r.decision_id]
+            if isinstance(found, ReplayResult):
+                results[r.decision_id] = found
+            else:
+                placed.append((found[0], r, found[1]))
+        cursor = self.cursor(cluster)
+        for at, r, claims in sorted(placed, key=lambda x: (x[0], x[1].decision_id)):
+            try:
+                world = cursor.at(at)
+            except (MissingEvents, CheckpointCorrupt) as exc:
+                results[r.decision_id] = _failed(r, exc)
+                continue
+            results[r.decision_id] = check_observed(world, r, claims)
+        for r in records:
+            yield results[r.decision_id]
 
     def _group(self, cluster: str, seq: int, records: list[DecisionRecord]) -> Iterator[ReplayResult]:
         cursor = self.cursor(cluster)
@@ -158,10 +190,6 @@ class Verifier:
             yield results[r.decision_id]
 
     def _decide_one(self, world: World, r: DecisionRecord) -> engine.Decision | ReplayResult:
-        if is_observed(r):
-            from audit.replay.observed import check_observed
-
-            return check_observed(world, r)
         decide = self._decide or engine.decide
         try:
             return decide(world, f"{r.namespace}/{r.pod}", r.attempt, parse_time_ms(r.time))

@@ -48,8 +48,8 @@ def test_the_simulator_hook_checkpoints_every_n_events_and_each_loads_to_the_fol
     (lambda b: b.__setitem__("seq", b["seq"] + 1), "body is for busy@"),
     (lambda b: b.pop("content_digest"), "content_digest missing"),
     (lambda b: b["objects"]["Node"].popitem(), "content_digest: recorded "),
-    (lambda b: b["indexes"]["model_allocated"].__setitem__("H100", 999), "content_digest: recorded "),
-], ids=["other-seq", "no-digest", "object-removed", "index-edited"])
+    (lambda b: b["usage"].__setitem__("team-a", [99.0, 0.0, 0]), "content_digest: recorded "),
+], ids=["other-seq", "no-digest", "object-removed", "usage-edited"])
 def test_a_damaged_checkpoint_is_refused_with_the_reason(edit, message):
     world = World("busy")
     for ev in busy(HOURS).events[:1500]:

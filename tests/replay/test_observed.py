@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from audit.records import DecisionRecord
 from audit.replay import MemorySource, Verifier
 from audit.replay.report import summarize
 from ingest.kube.observe import DecisionObserver
@@ -69,3 +70,26 @@ def test_share_ids_and_timestamps_do_not_count(agreeing):
         events.append(ev)
     allocated = [r for r in agreeing.records if r.outcome == "allocated" and r.track == "dra"]
     assert all(r.match for r in Verifier(MemorySource(events)).run(allocated))
+
+
+def test_the_world_before_the_allocation_is_used_even_after_the_claim_is_gone(agreeing):
+    """Watchers race: the record may be written after its claim was deleted from the world."""
+    records = [r for r in agreeing.records if r.outcome == "allocated" and r.track == "dra"]
+    last = max(e.seq for e in agreeing.events)
+    deleted = {(e.namespace, e.name) for e in agreeing.events if e.object_kind == "ResourceClaim" and e.type == "delete"}
+    late = [DecisionRecord.from_dict({**r.to_dict(), "seq": last}) for r in records]
+    assert all((r.namespace, r.claims[0]) in deleted for r in late)
+    results = list(Verifier(MemorySource(agreeing.events)).run(late))
+    assert [(r.match, r.diff) for r in results] == [(True, [])] * len(late)
+
+
+def test_an_allocation_missing_from_the_log_is_an_input_mismatch(agreeing):
+    records = [r for r in agreeing.records if r.outcome == "allocated" and r.track == "dra"]
+    events = [e for e in agreeing.events
+              if not (e.object_kind == "ResourceClaim" and (e.payload.get("status") or {}).get("allocation"))]
+    events = [type(e)(**{**e.to_dict(), "seq": i}) for i, e in enumerate(events)]
+    moved = [DecisionRecord.from_dict({**r.to_dict(), "seq": len(events) - 1}) for r in records]
+    [result] = list(Verifier(MemorySource(events)).run(moved[:1]))
+    assert (result.match, result.cause) == (False, "input_mismatch")
+    assert result.diff == [f"ResourceClaim {moved[0].namespace}/{moved[0].claims[0]}: no allocation in events "
+                           f"0..{len(events) - 1}"]
