@@ -182,3 +182,18 @@ def test_unconvertible_device_fails_every_selector_with_a_footprint() -> None:
     assert selector.evaluate(good) is True
     with pytest.raises(CelRuntimeError, match="^attribute v: parse semantic version: "):
         selector.evaluate(bad)
+
+
+def test_a_shared_error_does_not_grow_its_traceback_with_every_device() -> None:
+    env = CelEnvironment()
+    selector = env.compile('device.attributes["example.com"].zone == "a"')
+    depths = []
+    for _ in range(20):
+        try:
+            selector.evaluate(device_context(NV, {}, {}, False))
+        except CelRuntimeError as exc:
+            depth, tb = 0, exc.__traceback__
+            while tb is not None:
+                depth, tb = depth + 1, tb.tb_next
+            depths.append(depth)
+    assert len(depths) == 20 and depths[0] == depths[-1]

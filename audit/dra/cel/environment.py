@@ -73,7 +73,9 @@ class CompiledSelector:
                 outcome = self._run(device)
                 self._results[device] = outcome
         if isinstance(outcome, CelRuntimeError):
-            raise outcome
+            # One error answers many evaluations; a fresh traceback keeps each raise from growing
+            # the previous one (and keeping its frames alive).
+            raise outcome.with_traceback(None)
         return outcome
 
     def _run(self, device: CelDevice) -> bool | CelRuntimeError:
