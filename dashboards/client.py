@@ -23,8 +23,8 @@ from audit.records import DecisionRecord
 DEFAULT_API = "http://127.0.0.1:8080"
 CACHE_TTL_SECONDS = 30
 # Filters of GET /v1/decisions beyond the shared ones (issue 7).
-DECISION_FILTERS = frozenset({"namespace", "pod", "outcome", "fallback", "track"})
-StatsKind = Literal["fallback", "fairness", "health", "migration", "replay"]
+DECISION_FILTERS = frozenset({"namespace", "pod", "claim", "outcome", "fallback", "track"})
+StatsKind = Literal["overview", "fallback", "fairness", "health", "migration", "replay"]
 
 
 class ApiError(Exception):
@@ -166,7 +166,7 @@ class ApiClient:
     def decisions(self, filters: Filters, limit: int = 50, cursor: str | None = None, **extra: str) -> DecisionPage:
         unknown = sorted(set(extra) - DECISION_FILTERS)
         if unknown:
-            # The API ignores query parameters it does not know, which would list everything instead.
+            # Named here, before the request, so the message lists what the explorer can search by.
             raise ApiError(f"/v1/decisions cannot filter by {unknown[0]!r} (it filters by {', '.join(sorted(DECISION_FILTERS))})")
         params: dict[str, Any] = {**filters.params(), **{k: v for k, v in extra.items() if v}, "limit": limit}
         if cursor:

@@ -28,18 +28,6 @@ def load(fetch: Callable[[], T], what: str) -> T | None:
         return None
 
 
-def load_optional(fetch: Callable[[], T], what: str, need: str) -> T | None:
-    """Like ``load`` for data the API may not offer yet: a refusal (400/404/501) says what is needed."""
-    try:
-        return fetch()
-    except ApiError as exc:
-        if exc.status in (400, 404, 501):
-            st.info(f"{what} is not available from this API: it needs {need}.")
-        else:
-            st.error(f"Could not load {what}: {exc}")
-        return None
-
-
 def reading(text: str) -> None:
     st.caption(READING_PREFIX + text)
 

@@ -1,8 +1,8 @@
 """Overview: how many decisions, how many succeeded, how often the first choice was served.
 
-Totals and hourly trends come from ``/v1/stats/fallback`` (all counting is done by the API);
-unschedulable attempts and the policy versions in effect come from the same endpoint grouped
-by policy version.
+Totals and the pods pending now (their latest decision is not an allocation) come from
+``/v1/stats/overview`` per tenant; hourly trends and the policy versions in effect come from
+``/v1/stats/fallback`` grouped by hour and by policy version (all counting is done by the API).
 """
 
 from __future__ import annotations
@@ -13,13 +13,15 @@ from dashboards import client
 from dashboards.filters import filter_bar
 from dashboards.view import empty, has_columns, load, num, pct, ratio, reading
 
-SOURCE = "/v1/stats/fallback"
+SOURCE = "/v1/stats/overview"
 
 st.title("Overview")
 filters = filter_bar()
 
-totals = load(lambda: client.stats("fallback", filters, ("tenant",)), "decision totals")
-if empty(totals, "decisions") or totals is None or not has_columns(totals, SOURCE, "decisions", "allocated", "fallbacks", "unschedulable"):
+totals = load(lambda: client.stats("overview", filters, ("tenant",)), "decision totals")
+if empty(totals, "decisions") or totals is None or not has_columns(
+    totals, SOURCE, "decisions", "allocated", "fallbacks", "unschedulable", "pending_now"
+):
     st.stop()
 
 decisions = sum(num(r["decisions"]) for r in totals.rows)
@@ -28,6 +30,7 @@ fallbacks = sum(num(r["fallbacks"]) for r in totals.rows)
 # An allocation that did not fall back got the model the pod listed first.
 first_choice = allocated - fallbacks
 unschedulable = sum(num(r["unschedulable"]) for r in totals.rows)
+pending_now = sum(num(r["pending_now"]) for r in totals.rows)
 
 hourly = load(lambda: client.stats("fallback", filters, ("hour",)), "hourly trends")
 hours = sorted(hourly.rows, key=lambda r: str(r.get("hour"))) if hourly else []
@@ -43,16 +46,18 @@ def trend(part: str, whole: str | None = None) -> list[float]:
     return [round(100 * value(r) / num(r.get(whole)), 1) if num(r.get(whole)) else 0.0 for r in hours]
 
 
-cols = st.columns(5)
+cols = st.columns(6)
 cols[0].metric("Decisions", f"{int(decisions):,}", chart_data=trend("decisions"), chart_type="bar", border=True)
 cols[1].metric("Allocation success", pct(ratio(allocated, decisions)), chart_data=trend("allocated", "decisions"), border=True)
 cols[2].metric("First-choice rate", pct(ratio(first_choice, allocated)), chart_data=trend("first_choice", "allocated"), border=True)
 cols[3].metric("Fallback rate", pct(ratio(fallbacks, allocated)), chart_data=trend("fallbacks", "allocated"), border=True)
 cols[4].metric("Unschedulable attempts", f"{int(unschedulable):,}", chart_data=trend("unschedulable"), chart_type="bar",
-               border=True, help="Attempts that found no device; pods pending right now are not counted by the API yet.")
+               border=True, help="Attempts that found no device (a pod may have several).")
+cols[5].metric("Pending now", f"{int(pending_now):,}", border=True,
+               help="Pods whose latest decision in the window is not an allocation (unschedulable, deferred or error).")
 
 versions = load(lambda: client.stats("fallback", filters, ("policy_version",)), "policy versions")
-if versions is not None and not empty(versions, "policy versions") and has_columns(versions, SOURCE, "policy_version"):
+if versions is not None and not empty(versions, "policy versions") and has_columns(versions, "/v1/stats/fallback", "policy_version"):
     st.subheader("Policy versions in effect")
     st.dataframe(
         [{"policy version": r["policy_version"], "decisions": int(num(r["decisions"]))} for r in versions.rows],
@@ -63,5 +68,5 @@ if versions is not None and not empty(versions, "policy versions") and has_colum
 reading(
     f"{int(decisions):,} decisions: {pct(ratio(allocated, decisions))} allocated, "
     f"{pct(ratio(first_choice, allocated))} of allocations got the first-choice model and "
-    f"{pct(ratio(fallbacks, allocated))} fell back."
+    f"{pct(ratio(fallbacks, allocated))} fell back; {int(pending_now):,} pods are pending now."
 )

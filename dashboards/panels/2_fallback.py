@@ -3,8 +3,9 @@
 Rates over time and the preference → outcome flows come from ``/v1/stats/fallback`` grouped by
 hour, preferred and allocated model (group key ``model``: the API's ``allocated`` key shares its
 name with the allocated-count column); the reasons the preferred model was skipped are the
-API's per-reason device counts for the preferred tiers (grouped by ``reason``); regret is the
-API's share of fallbacks whose preferred model became available soon after.
+API's per-reason device counts for the preferred tiers that were not chosen (grouped by
+``reason,preferred``); regret is the API's count of fallbacks whose preferred model was
+allocated in the same cluster within 10 minutes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import streamlit as st
 
 from dashboards import client, figures
 from dashboards.filters import filter_bar
-from dashboards.view import empty, has_columns, load, load_optional, num, pct, ratio, reading
+from dashboards.view import empty, has_columns, load, num, pct, ratio, reading
 
 SOURCE = "/v1/stats/fallback"
 
@@ -60,27 +61,25 @@ reading(
 )
 
 st.subheader("Why the preferred model was skipped")
-skipped_model = filters.model or "H100"
-reasons = load_optional(
-    lambda: client.stats("fallback", filters, ("reason",)),
-    "Skip reasons by reason code",
-    "`/v1/stats/fallback?group_by=reason` with rows {reason, devices}: device verdicts per reason code in the "
-    "skipped preferred tiers (decision_tiers.reasons)",
-)
-if reasons is not None and not empty(reasons, "skip reasons") and has_columns(reasons, SOURCE + "?group_by=reason", "reason", "devices"):
-    ranked = sorted(reasons.rows, key=lambda r: (-num(r["devices"]), str(r["reason"])))
+reasons = load(lambda: client.stats("fallback", filters, ("reason", "preferred")), "skip reasons by reason code")
+if reasons is not None and not empty(reasons, "skipped preferred tiers") and has_columns(
+    reasons, SOURCE + "?group_by=reason,preferred", "reason", "preferred", "devices"
+):
+    preferred_models = sorted({str(r["preferred"]) for r in reasons.rows}, key=lambda m: (m != "H100", m))
+    skipped_model = str(st.selectbox("Preferred model", preferred_models, key="fb_skipped"))
+    ranked = sorted((r for r in reasons.rows if r["preferred"] == skipped_model), key=lambda r: (-num(r["devices"]), str(r["reason"])))
     st.plotly_chart(
         figures.bar([str(r["reason"]) for r in ranked], [num(r["devices"]) for r in ranked], f"Top reasons {skipped_model} devices were skipped"),
         key="fallback_reasons",
     )
-    reading(f"The leading reason is {ranked[0]['reason']} ({int(num(ranked[0]['devices'])):,} device verdicts).")
+    reading(f"The leading reason {skipped_model} was skipped is {ranked[0]['reason']} "
+            f"({int(num(ranked[0]['devices'])):,} device verdicts in tiers that were not chosen).")
 
 st.subheader("Regret")
+st.caption("A fallback is regretted when a later decision in the same cluster got the preferred model within 10 minutes.")
 regret = load(lambda: client.stats("fallback", filters, ("preferred",)), "regret")
-if regret is not None and regret.missing("regret"):
-    st.info("Regret is not available from this API: it needs a `regret` column in `/v1/stats/fallback` (fallbacks "
-            "whose preferred model became allocatable within 10 minutes, fairness.md §7 goal 3).")
-elif regret is not None and not empty(regret, "fallbacks") and has_columns(regret, SOURCE, "preferred", "fallbacks", "regret"):
+if regret is not None and not empty(regret, "fallbacks") and has_columns(regret, SOURCE, "preferred", "fallbacks", "regret"):
+    fell = [r for r in regret.rows if num(r["fallbacks"])]
     st.dataframe(
         [
             {
@@ -89,11 +88,12 @@ elif regret is not None and not empty(regret, "fallbacks") and has_columns(regre
                 "regretted": int(num(r["regret"])),
                 "regret rate": pct(ratio(num(r["regret"]), num(r["fallbacks"]))),
             }
-            for r in regret.rows
+            for r in fell
         ],
         hide_index=True,
         key="fallback_regret",
     )
-    regretted = sum(num(r["regret"]) for r in regret.rows)
-    all_fallbacks = sum(num(r["fallbacks"]) for r in regret.rows)
-    reading(f"{pct(ratio(regretted, all_fallbacks))} of fallbacks would have had their preferred model soon after (target < 5 %).")
+    regretted = sum(num(r["regret"]) for r in fell)
+    all_fallbacks = sum(num(r["fallbacks"]) for r in fell)
+    reading(f"{pct(ratio(regretted, all_fallbacks))} of {int(all_fallbacks):,} fallbacks would have had their preferred "
+            "model soon after (target < 5 %).")

@@ -2,7 +2,8 @@
 
 Everything is counted by the API in ``/v1/stats/health`` per hour: device verdicts
 (``unhealthy``, ``binding_conflict``, ``stale_slice``) from the tier evidence, retries by retry
-class (``node_lost`` among them) and terminal failures; the page arranges the counts over time.
+class (``node_lost`` among them) and terminal failures; the page arranges the counts over time,
+and splits the verdicts by device model (``group_by=hour,model``).
 """
 
 from __future__ import annotations
@@ -75,6 +76,21 @@ else:
     top = max(zip(counts, classes, strict=True))
     reading(f"{int(sum(counts)):,} retries; the largest class is {top[1]} ({int(top[0]):,}).")
 
-st.subheader("Health transitions by model and node")
-st.info(f"Not available from this API: it needs {SOURCE}?group_by=hour,model (and node) with `unhealthy` counts, "
-        "or the device health transitions from the world event log.")
+st.subheader("Health verdicts by device model")
+st.caption("Tier evidence names each tier's device model, not the node of every device, so the split is per model.")
+by_model = load(lambda: client.stats("health", filters, ("hour", "model")), "health verdicts by model")
+if by_model is not None and not empty(by_model, "verdicts by model") and has_columns(
+    by_model, SOURCE + "?group_by=hour,model", "hour", "model", *VERDICTS
+):
+    model_hours = sorted({str(r["hour"]) for r in by_model.rows})
+    models = sorted({str(r["model"]) for r in by_model.rows})
+    unhealthy = {(str(r["hour"]), str(r["model"])): num(r["unhealthy"]) for r in by_model.rows}
+    st.plotly_chart(
+        figures.lines(model_hours, {m: [unhealthy.get((h, m), 0.0) for h in model_hours] for m in models},
+                      "Unhealthy device verdicts per hour by model"),
+        key="health_by_model",
+    )
+    per_model = {m: sum(unhealthy.get((h, m), 0.0) for h in model_hours) for m in models}
+    worst_model = max(models, key=lambda m: (per_model[m], m))
+    reading(f"Most unhealthy verdicts are on {worst_model} ({int(per_model[worst_model]):,} of "
+            f"{int(sum(per_model.values())):,}).")

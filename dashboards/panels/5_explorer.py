@@ -1,6 +1,6 @@
 """Decision explorer: find a decision, see its evidence tier by tier, ask why a model was skipped.
 
-Search goes through ``/v1/decisions`` (by pod or claim, within the shared filters) or
+Search goes through ``/v1/decisions`` (by pod, or by claim with ``claim=``, within the shared filters) or
 ``/v1/decisions/{id}``; the why-skipped answer with its per-device table is
 ``/v1/decisions/{id}/why?model=M&detail=devices``; "Replay now" posts the decision id to
 ``/v1/replay`` and shows whether the re-execution matched the recorded digests.
@@ -40,12 +40,12 @@ if not query:
 elif kind == "Decision id":
     one = load(lambda: client.decision(query), f"decision {query}")
     found = [one] if one is not None else []
-elif kind == "Claim":
-    st.info("Search by claim is not available from this API: it needs a `claim` filter on /v1/decisions "
-            "(decisions whose `claims` list holds the name). Search by pod or decision id instead.")
 else:
-    namespace, _, pod = query.rpartition("/")
-    extra = {"namespace": namespace, "pod": pod}
+    if kind == "Claim":
+        extra = {"claim": query}  # decisions whose claims list holds this ResourceClaim name
+    else:
+        namespace, _, pod = query.rpartition("/")
+        extra = {"namespace": namespace, "pod": pod}
     page = load(lambda: client.decisions(filters, limit=50, **extra), f"decisions for {kind.lower()} {query}")
     found = page.items if page is not None else []
     if page is not None and not found:

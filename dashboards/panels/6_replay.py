@@ -1,7 +1,7 @@
 """Replay: is every recorded decision reproducible, and what would another policy have done.
 
-Determinism status per hour (verified, matched, mismatched by cause) is counted by the API from
-its replay runs; a counterfactual run replays the filtered window under another policy
+Determinism status per hour of decision time (matched, mismatched) and mismatches by cause are
+counted by the API from the latest replay run of each decision (``/v1/stats/replay``); a counterfactual run replays the filtered window under another policy
 version through ``POST /v1/replay`` and shows the recorded and the replayed figures side by side.
 """
 
@@ -12,19 +12,14 @@ import streamlit as st
 from dashboards import client, figures
 from dashboards.client import ApiError, ReplayReport
 from dashboards.filters import filter_bar
-from dashboards.view import empty, has_columns, load, load_optional, num, pct, ratio, reading
+from dashboards.view import empty, has_columns, load, num, pct, ratio, reading
 
 SOURCE = "/v1/stats/replay"
 
 st.title("Replay")
 filters = filter_bar()
 
-status = load_optional(
-    lambda: client.stats("replay", filters, ("hour",)),
-    "Determinism status over time",
-    f"`{SOURCE}?group_by=hour` with rows {{hour, runs, matched, mismatched}} and `group_by=cause` "
-    "(the store's replay_summary per hour of decision time)",
-)
+status = load(lambda: client.stats("replay", filters, ("hour",)), "determinism status over time")
 if status is not None and not empty(status, "replay runs") and has_columns(status, SOURCE, "hour", "runs", "matched", "mismatched"):
     rows = sorted(status.rows, key=lambda r: str(r["hour"]))
     hours = [str(r["hour"]) for r in rows]

@@ -1,8 +1,9 @@
 """Migration: the device-plugin and DRA cohorts (and claim-template versions) compared, with a verdict.
 
 Cohort figures — success, fallback, scheduling latency, utilisation — and the
-promote/hold/rollback verdict come from ``/v1/stats/migration``, one row per track × template
-version; the page lays the cohorts side by side.
+promote/hold/rollback verdict (``audit.migration``'s judgement of device-plugin against DRA,
+computed by the API) come from ``/v1/stats/migration``, one row per track × template version;
+the page lays the cohorts side by side.
 """
 
 from __future__ import annotations
@@ -27,13 +28,9 @@ if empty(cohorts, "cohorts") or cohorts is None or not has_columns(
 rows = sorted(cohorts.rows, key=lambda r: (str(r["track"]), str(r["template_version"])))
 names = [f"{r['track']} {r['template_version']}".strip() for r in rows]
 
-verdict_rows = [r for r in cohorts.rows if r.get("verdict")]
-if verdict_rows:
-    verdict = str(verdict_rows[0]["verdict"])
-    VERDICT_STYLE.get(verdict, st.info)(f"Verdict: {verdict.upper()}" + (f" — {verdict_rows[0]['reason']}" if verdict_rows[0].get("reason") else ""))
-else:
-    st.info(f"No promote/hold/rollback verdict: {SOURCE} gives no `verdict` column (the verdict of "
-            "`claimtrail migration report` over the same cohorts).")
+if has_columns(cohorts, SOURCE, "verdict", "reason"):
+    verdict = str(rows[0]["verdict"])
+    VERDICT_STYLE.get(verdict, st.info)(f"Verdict: {verdict.upper()}" + (f" — {rows[0]['reason']}" if rows[0]["reason"] else ""))
 
 left, right = st.columns(2)
 with left:
@@ -48,11 +45,13 @@ with right:
                              "Scheduling latency per cohort (seconds)"),
         key="mig_latency",
     )
-if cohorts.missing("utilisation"):
-    st.info(f"GPU utilisation per cohort is not available from this API: it needs a `utilisation` column in {SOURCE} "
-            "(allocated device-seconds over device-seconds available, from allocation lifetimes).")
-else:
-    st.plotly_chart(figures.bar(names, [num(r["utilisation"]) for r in rows], "GPU utilisation per cohort"), key="mig_util")
+if has_columns(cohorts, SOURCE, "utilisation"):
+    measured = [(n, r["utilisation"]) for n, r in zip(names, rows, strict=True) if r["utilisation"] is not None]
+    if measured:
+        st.plotly_chart(figures.bar([n for n, _ in measured], [num(u) for _, u in measured], "GPU utilisation per cohort"),
+                        key="mig_util")
+    else:
+        st.info("GPU utilisation is not measured for these cohorts: no pod of theirs has released its devices yet.")
 
 st.dataframe(
     [
@@ -63,6 +62,7 @@ st.dataframe(
             "fallback": pct(num(r["fallback_rate"])),
             "wait p50": duration(num(r["wait_p50_ms"])),
             "wait p95": duration(num(r["wait_p95_ms"])),
+            "utilisation": pct(r.get("utilisation")),
         }
         for n, r in zip(names, rows, strict=True)
     ],

@@ -7,6 +7,8 @@ decisions, 4 allocated, 2 first choice, 2 fallbacks.
 
 from __future__ import annotations
 
+import httpx
+import streamlit
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
@@ -16,6 +18,11 @@ from tests.dashboards.conftest import REPO
 
 APP = str(REPO / "dashboards" / "app.py")
 READING = "Reading: "
+# 2 device-plugin pods against 8 DRA pods: every interval straddles its limit, and too few pods
+VERDICT = ("Verdict: HOLD — success_rate: interval -0.3244..0.6943 straddles the allowed 0.02; "
+           "scheduling_latency_ms: interval -2031..2931 straddles the allowed 2000; "
+           "time_pending_ms: interval -271.3..5146 straddles the allowed 5000; "
+           "need at least 100 pods per cohort (baseline 2, candidate 8)")
 
 
 def open_page(script: str) -> AppTest:
@@ -54,8 +61,11 @@ def test_overview_shows_the_seeded_totals(api_env: str) -> None:
     assert shown["Allocation success"] == "70.0 %"
     assert shown["First-choice rate"] == "57.1 %"
     assert shown["Fallback rate"] == "42.9 %"
+    # pods pending now: the two unschedulable and the one errored pod (each pod decided once)
+    assert shown["Pending now"] == "3"
     assert readings(at) == [
-        "10 decisions: 70.0 % allocated, 57.1 % of allocations got the first-choice model and 42.9 % fell back."
+        "10 decisions: 70.0 % allocated, 57.1 % of allocations got the first-choice model and 42.9 % fell back; "
+        "3 pods are pending now."
     ]
     versions = table_with(at, "policy version")
     assert dict(zip(versions["policy version"], versions["decisions"], strict=True)) == {"v1": 4, "v2": 6}
@@ -67,6 +77,7 @@ def test_overview_follows_the_tenant_filter(api_env: str) -> None:
     assert not at.exception
     shown = metrics(at)
     assert (shown["Decisions"], shown["Allocation success"], shown["Fallback rate"]) == ("5", "80.0 %", "50.0 %")
+    assert shown["Pending now"] == "1"
 
 
 def test_overview_follows_the_time_window(api_env: str) -> None:
@@ -95,6 +106,21 @@ def test_fallback_page_draws_flows_and_reads_the_rate(api_env: str) -> None:
     assert readings(at)[0] == "33.3 % of 3 allocations fell back; the most common path is H100 → L40S (1)."
 
 
+def test_fallback_page_ranks_why_h100_was_skipped_and_reads_regret(api_env: str) -> None:
+    at = open_page("2_fallback.py")
+    assert not problems(at), problems(at)
+    # six decisions preferred H100 and did not get it; each skipped H100 tier is 4 in use + 2 unhealthy
+    assert readings(at)[1:] == [
+        "The leading reason H100 was skipped is in_use (24 device verdicts in tiers that were not chosen).",
+        "0.0 % of 3 fallbacks would have had their preferred model soon after (target < 5 %).",
+    ]
+    # no H100 was allocated within 10 minutes after any of the three fallbacks
+    assert table_with(at, "regretted").to_dict("records") == [
+        {"preferred": "H100", "fallbacks": 3, "regretted": 0, "regret rate": "0.0 %"}]
+    at.selectbox(key="f_tenant").select("beta").run()
+    assert readings(at)[1] == "The leading reason H100 was skipped is in_use (12 device verdicts in tiers that were not chosen)."
+
+
 def test_fallback_page_with_a_model_filter_that_matches_nothing(api_env: str) -> None:
     at = open_page("2_fallback.py")
     at.text_input(key="f_policy").input("v9").run()
@@ -107,12 +133,19 @@ def test_health_page_counts_verdicts_retries_and_terminal_failures(api_env: str)
     shown = metrics(at)
     # unhealthy verdicts: 2 per skipped tier; 13 skipped tiers over the ten decisions
     assert (shown["Unhealthy device verdicts"], shown["Binding conflicts"], shown["Terminal failures"]) == ("26", "0", "1")
-    assert readings(at) == [
+    assert readings(at)[:2] == [
         "26 health and bind-time verdicts; most are unhealthy (26); terminal failures: 1.",
         "2 retries; the largest class is unschedulable (1).",
     ]
     at.selectbox(key="f_tenant").select("beta").run()
     assert metrics(at)["Unhealthy device verdicts"] == "16"
+
+
+def test_health_page_splits_unhealthy_verdicts_by_model(api_env: str) -> None:
+    at = open_page("4_health.py")
+    assert not at.info, [i.value for i in at.info]
+    # skipped tiers: H100 in 6 decisions, A100 in 4, L40S in 3; 2 unhealthy verdicts each
+    assert readings(at)[-1] == "Most unhealthy verdicts are on H100 (12 of 26)."
 
 
 def test_fairness_page_judges_shares_and_waits(api_env: str) -> None:
@@ -121,6 +154,7 @@ def test_fairness_page_judges_shares_and_waits(api_env: str) -> None:
     assert readings(at) == [
         "Jain's index over normalised shares is 0.980 (1 is perfectly fair, target ≥ 0.95); "
         "furthest below entitlement: beta (-7.1 points).",
+        "The least fair hour is 2026-03-01T08:00:00Z (Jain's index 0.900).",
         "Longest p99 wait: alpha (9.0 s); no tenant is flagged as starving.",
     ]
     table = table_with(at, "first-choice rate")
@@ -129,21 +163,44 @@ def test_fairness_page_judges_shares_and_waits(api_env: str) -> None:
     # 08:00–08:59: alpha 2 allocated, beta 1
     assert readings(at)[0].startswith("Jain's index over normalised shares is 0.900")
     at.radio(key="fair_units").set_value("H100-equivalent").run()
-    # the API has no H100-equivalent usage: the page says so and still shows the waits
-    assert any("`devices_h100eq`" in i.value for i in at.info)
-    assert readings(at) == ["Longest p99 wait: beta (4.0 s); no tenant is flagged as starving."]
+    # H100-equivalents (default model table: A100 0.5): alpha 1 H100 + 1 A100 = 1.5, beta 1 H100 = 1
+    assert readings(at) == [
+        "Jain's index over normalised shares is 0.962 (1 is perfectly fair, target ≥ 0.95); "
+        "furthest below entitlement: beta (-10.0 points).",
+        "The least fair hour is 2026-03-01T08:00:00Z (Jain's index 0.962).",
+        "Longest p99 wait: beta (4.0 s); no tenant is flagged as starving.",
+    ]
+
+
+def test_fairness_page_draws_entitlements_jain_over_time_and_pending(api_env: str) -> None:
+    at = open_page("3_fairness.py")
+    assert not problems(at) and not at.info, problems(at) + [i.value for i in at.info]
+    # 08:00 alpha 2 devices, beta 1: J = 0.9; 09:00 and 10:00 one each: J = 1
+    assert readings(at)[1] == "The least fair hour is 2026-03-01T08:00:00Z (Jain's index 0.900)."
+    table = table_with(at, "pending now")
+    assert list(zip(table["tenant"], table["pending now"], table["starving"], strict=True)) == [
+        ("alpha", 1, ""), ("beta", 2, "")]
 
 
 def test_migration_page_compares_the_cohorts(api_env: str) -> None:
     at = open_page("7_migration.py")
     table = table_with(at, "cohort")
     assert table.to_dict("records") == [
-        {"cohort": "device-plugin", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p50": "3.0 s", "wait p95": "3.0 s"},
-        {"cohort": "dra t1", "decisions": 6, "success": "50.0 %", "fallback": "33.3 %", "wait p50": "7.0 s", "wait p95": "9.0 s"},
-        {"cohort": "dra t2", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p50": "6.0 s", "wait p95": "6.0 s"},
+        {"cohort": "device-plugin", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p50": "3.0 s", "wait p95": "3.0 s", "utilisation": "–"},
+        {"cohort": "dra t1", "decisions": 6, "success": "50.0 %", "fallback": "33.3 %", "wait p50": "7.0 s", "wait p95": "9.0 s", "utilisation": "–"},
+        {"cohort": "dra t2", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p50": "6.0 s", "wait p95": "6.0 s", "utilisation": "–"},
     ]
     at.selectbox(key="f_tenant").select("alpha").run()
     assert list(table_with(at, "cohort")["decisions"]) == [1, 3, 1]
+
+
+def test_migration_page_shows_the_verdict_and_says_utilisation_is_unmeasured(api_env: str) -> None:
+    at = open_page("7_migration.py")
+    verdicts = [w.value for w in at.warning] + [e.value for e in at.error] + [s.value for s in at.success]
+    assert verdicts == [VERDICT], verdicts
+    assert [i.value for i in at.info] == [
+        "GPU utilisation is not measured for these cohorts: no pod of theirs has released its devices yet."]
+    assert set(table_with(at, "cohort")["utilisation"]) == {"–"}
 
 
 def test_explorer_finds_a_pod_and_explains_the_skipped_model_per_device(api_env: str) -> None:
@@ -186,11 +243,16 @@ def test_explorer_says_when_nothing_matches(api_env: str) -> None:
     assert [i.value for i in at.info] == ["No decision found for pod 'team-alpha/no-such-pod' with these filters."]
 
 
-def test_pages_name_what_the_api_does_not_offer_yet(api_env: str) -> None:
-    """Charts whose data the API lacks say exactly what is missing instead of failing."""
-    notes = {script: [i.value for i in open_page(script).info] for script in ("2_fallback.py", "6_replay.py")}
-    assert any("group_by=reason" in n for n in notes["2_fallback.py"]) or not notes["2_fallback.py"]
-    assert all(" it needs " in n for ns in notes.values() for n in ns)
+PAGES = ("1_overview.py", "2_fallback.py", "3_fairness.py", "4_health.py", "5_explorer.py", "6_replay.py",
+         "7_migration.py")
+
+
+def test_no_page_reports_a_missing_api_column_or_endpoint(api_env: str) -> None:
+    for script in PAGES:
+        at = open_page(script)
+        shown = [i.value for i in at.info] + problems(at)
+        assert not any("did not return" in m or "not available from this API" in m or " it needs " in m
+                       for m in shown), (script, shown)
 
 
 def test_explorer_names_an_unknown_decision_id(api_env: str) -> None:
@@ -204,12 +266,14 @@ def test_explorer_names_an_unknown_decision_id(api_env: str) -> None:
     ]
 
 
-def test_explorer_search_by_claim_says_what_the_api_lacks(api_env: str) -> None:
+def test_explorer_finds_a_decision_by_claim(api_env: str) -> None:
     at = open_page("5_explorer.py")
     at.radio(key="ex_kind").set_value("Claim").run()
-    at.text_input(key="ex_query").input("train-01-gpu").run()
-    assert not at.exception
-    assert len(at.info) == 1 and "needs a `claim` filter on /v1/decisions" in at.info[0].value
+    at.text_input(key="ex_query").input(f"{factory.pod_name(1)}-gpu").run()
+    assert not at.exception and not problems(at), problems(at)
+    assert metrics(at) == {"Outcome": "allocated", "Allocated": "A100", "Node": "a100-node-0", "Policy version": "v1"}
+    at.text_input(key="ex_query").input("no-such-claim").run()
+    assert [i.value for i in at.info] == ["No decision found for claim 'no-such-claim' with these filters."]
     assert not at.metric  # nothing unrelated is shown as if it matched
 
 
@@ -245,4 +309,18 @@ def test_replay_page_verifies_a_window_or_names_what_is_missing(api_env: str) ->
     # 08:00–08:59 holds three decisions; their made-up input digests cannot match a replay
     shown = metrics(at)
     assert (shown["Replayed"], shown["Matched"], shown["Mismatched"]) == ("3", "0", "3")
-    assert table_with(at, "cause")["cause"].tolist() == ["input_mismatch"] * 3
+    assert table_with(at, "diff")["cause"].tolist() == ["input_mismatch"] * 3
+
+
+def test_replay_page_counts_runs_per_hour_and_cause(api_env: str) -> None:
+    window = {"since": "2026-03-01T08:00:00Z", "until": "2026-03-01T09:00:00Z"}
+    ids = [r.decision_id for r in factory.records() if r.time < window["until"]]
+    assert httpx.post(f"{api_env}/v1/replay", json={"decision_ids": ids}, timeout=60).status_code == 200
+    streamlit.cache_data.clear()  # the page may have cached the status before these runs
+    at = open_page("6_replay.py")
+    at.text_input(key="f_since").input(window["since"])
+    at.text_input(key="f_until").input(window["until"]).run()
+    assert not problems(at), problems(at)
+    # the made-up input digests of 08:00-08:59's three decisions cannot match their replays
+    assert readings(at)[0] == "3 decisions replayed, 0.0 % matched; 3 mismatched."
+    assert table_with(at, "mismatched").to_dict("records") == [{"cause": "input_mismatch", "mismatched": 3}]

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
+import streamlit
 import yaml
 from streamlit.testing.v1 import AppTest
 
+from tests.dashboards import factory
 from tests.dashboards.conftest import REPO, seed, start_api, stop
 
 APP = str(REPO / "dashboards" / "app.py")
@@ -47,7 +50,7 @@ def test_without_a_token_the_page_says_to_sign_in(scoped_api: str, monkeypatch: 
     monkeypatch.delenv("CLAIMTRAIL_TOKEN", raising=False)
     at = run_page("1_overview.py")
     assert [e.value for e in at.error] == [
-        "Could not load decision totals: GET /v1/stats/fallback: not signed in (set a token) — "
+        "Could not load decision totals: GET /v1/stats/overview: not signed in (set a token) — "
         "a valid bearer token is required (Authorization: Bearer <token>)"
     ]
 
@@ -58,7 +61,9 @@ def test_a_token_typed_in_the_sign_in_box_is_used(scoped_api: str, monkeypatch: 
     at = run_page("1_overview.py")
     at.text_input(key="login_token").input(ALPHA_TOKEN).run()
     assert not any("not signed in" in e.value for e in at.error)
-    assert {m.label: m.value for m in at.metric}["Decisions"] == "10"  # alpha's 5 and the others' 5 as a total
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Decisions"] == "10"  # alpha's 5 and the others' 5 as a total
+    assert shown["Pending now"] == "3"  # alpha's 1 and the others' 2
 
 
 def test_a_tenant_sees_itself_and_the_others_folded(scoped_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,6 +76,36 @@ def test_a_tenant_sees_itself_and_the_others_folded(scoped_api: str, monkeypatch
     # the others' figures are computed over their decisions together (here only beta's)
     assert list(table["wait p99"]) == ["8.0 s", "9.0 s"]
     assert list(table["first-choice rate"]) == ["66.7 %", "50.0 %"]
+    assert list(table["pending now"]) == [2, 1]
+
+
+def test_a_tenant_finds_only_its_own_claims(scoped_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAIMTRAIL_API", scoped_api)
+    monkeypatch.setenv("CLAIMTRAIL_TOKEN", ALPHA_TOKEN)
+    at = run_page("5_explorer.py")
+    at.radio(key="ex_kind").set_value("Claim").run()
+    at.text_input(key="ex_query").input("train-06-gpu").run()
+    assert [i.value for i in at.info] == ["No decision found for claim 'train-06-gpu' with these filters."]
+    at.text_input(key="ex_query").input("train-01-gpu").run()
+    assert {m.label: m.value for m in at.metric}["Allocated"] == "A100"
+
+
+def test_a_tenant_sees_only_its_own_replay_runs_and_skip_reasons(scoped_api: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = [r.decision_id for r in factory.records() if r.time < "2026-03-01T09:00:00Z"]  # alpha 2, beta 1
+    r = httpx.post(f"{scoped_api}/v1/replay", json={"decision_ids": ids},
+                   headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=60)
+    assert r.status_code == 200, r.text
+    streamlit.cache_data.clear()
+    monkeypatch.setenv("CLAIMTRAIL_API", scoped_api)
+    monkeypatch.setenv("CLAIMTRAIL_TOKEN", ALPHA_TOKEN)
+    at = run_page("6_replay.py")
+    assert [c.value for c in at.caption if c.value.startswith("Reading: ")][0] == \
+        "Reading: 2 decisions replayed, 0.0 % matched; 2 mismatched."
+    at = run_page("2_fallback.py")
+    # alpha's skipped H100 tiers only (train-01, -02, -03): 3 x 4 in use
+    assert any(c.value == "Reading: The leading reason H100 was skipped is in_use (12 device verdicts in tiers that "
+               "were not chosen)." for c in at.caption)
 
 
 def test_a_tenant_cannot_find_another_tenants_pod(scoped_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
