@@ -11,7 +11,10 @@ after each instant one pass attempts pending pods in the fairness order (``order
 tenant's head at a time, FIFO within a tenant; a tenant whose head cannot be placed waits until
 capacity may have changed (a finish, a taint removed, a node or slice added, a foreign claim
 released, a policy activation); failed binds back off and retry; terminal failures fail the pod;
-node loss fails the pods running there. A job runs as long as it ran in the recorded history;
+node loss fails the pods running there. At the window's start the scheduler's own state — pending
+pods, retries due, tenants waiting for a change, attempts made — is recovered from the records and
+events before it (``audit.replay.history.queue_state``). A job runs as long as it ran in the
+recorded history;
 jobs without a known running time (they failed or never ran) hold their devices to the window's
 end. With the recorded policy this reproduces the recorded decisions; with another it shows
 what that policy would have done. Pure: no clock, no randomness.
@@ -27,7 +30,7 @@ from typing import Any
 from audit.events import EventType, WorldEvent
 from audit.policy import Policy, parse_policy
 from audit.records import DecisionRecord, Outcome, RetryClass
-from audit.replay.history import SplitHistory
+from audit.replay.history import QueueState, SplitHistory
 from audit.scheduler import engine
 from audit.scheduler.queue import order_key
 from audit.world import World, format_time_ms
@@ -76,7 +79,7 @@ class Counterfactual:
     """One counterfactual run over a window; see the module docstring."""
 
     def __init__(self, world: World, history: SplitHistory, policy_doc: dict[str, Any], end_ms: int,
-                 attempts: dict[str, int] | None = None) -> None:
+                 start: QueueState | None = None) -> None:
         self.world = world
         self.history = history
         self.policy_doc = policy_doc
@@ -93,12 +96,13 @@ class Counterfactual:
         self.queues: dict[str, list[tuple[int, str]]] = {}
         self.blocked: set[str] = set()
         self._interference = {k: list(v) for k, v in history.interference.items()}
-        self._adopt(attempts or {})
+        self._adopt(start or QueueState())
 
     # ---- setup ----------------------------------------------------------------------------------
 
-    def _adopt(self, attempts: dict[str, int]) -> None:
-        """Pods already in the world at the start: pending ones queue, running ones keep running."""
+    def _adopt(self, start: QueueState) -> None:
+        """Pods already in the world at the start: pending ones queue (or wait for their retry),
+        running ones keep running; waiting tenants keep waiting."""
         if self.world.seq >= 0 and self.world.policy.digest != self.policy.digest:
             name = str(self.policy_doc.get("metadata", {}).get("name", "counterfactual"))
             self._emit(WorldEvent(self.world.cluster, self.world.seq + 1, self.world.time, EventType.UPSERT.value,
@@ -107,8 +111,11 @@ class Counterfactual:
             if key not in self.history.managed_pods:
                 continue
             node = (pod.get("spec") or {}).get("nodeName", "")
-            st = self.pods[key] = _Pod(attempts.get(key, 0), node, not (pod.get("spec") or {}).get("resourceClaims"))
-            if key in self.world.pending:
+            st = self.pods[key] = _Pod(start.attempts.get(key, 0), node,
+                                       not (pod.get("spec") or {}).get("resourceClaims"))
+            if key in self.world.pending and key in start.retries:
+                self._schedule(start.retries[key], "retry", key)
+            elif key in self.world.pending:
                 self._enqueue(key, self.world.pending[key])
             elif st.node:
                 at = self.history.finished_at.get(key)
@@ -116,6 +123,9 @@ class Counterfactual:
                     self.unknown_durations += 1
                 else:
                     self._schedule(at, "finish", key)
+        self.blocked = set(start.blocked)
+        for at in start.wakes:
+            self._schedule(at, "wake", None)
         for ev in self.history.external:
             self._push(_time(ev), ev.seq, "world", ev)
         for (key, _attempt), evs in sorted(self._interference.items()):

@@ -93,3 +93,73 @@ def _is_effect(ev: WorldEvent, pods: set[str], claim_owner: dict[str, str]) -> b
             return True
         return bool((ev.payload.get("status") or {}).get("allocation"))
     return False
+
+
+BIND_RETRY = frozenset({"binding_conflict", "stale_slice", "unhealthy", "node_lost"})
+
+
+@dataclass
+class QueueState:
+    """The scheduler's own state at a window's start, recovered from what came before it."""
+
+    attempts: dict[str, int] = field(default_factory=dict)  # pod key -> attempts made
+    retries: dict[str, int] = field(default_factory=dict)  # pod key -> ms of its pending retry
+    wakes: list[int] = field(default_factory=list)  # ms of pending wake-ups (waiting for the preferred model)
+    blocked: set[str] = field(default_factory=set)  # tenants waiting for capacity to change
+
+
+def blocks(r: DecisionRecord) -> bool:
+    """Did this attempt leave its tenant waiting for a capacity change (not allocated, no retry, not failed)?"""
+    return (r.outcome != Outcome.ALLOCATED.value and r.retry_class != "terminal"
+            and not (r.retry_class in BIND_RETRY and r.backoff_ms > 0))
+
+
+def wake_seqs(events: list[WorldEvent], managed: set[str]) -> list[int]:
+    """Seqs of events after which waiting tenants try again: capacity may have grown (a taint
+    removed, a node or slice published, a policy activated, a foreign claim released, a job
+    finished — a failed job's deletion does not count)."""
+    failed: set[str] = set()
+    out: list[int] = []
+    for ev in events:
+        kind, deleted = ev.object_kind, ev.type == EventType.DELETE.value
+        key = _pod_key(ev)
+        if kind == "Pod" and not deleted and _phase(ev) == "Failed":
+            failed.add(key)
+        wakes = ((kind == "DeviceTaintRule" and deleted)
+                 or (kind in ("Node", "ResourceSlice", "Policy") and not deleted)
+                 or (kind == "ResourceClaim" and deleted and key.rsplit("-gpu", 1)[0] not in managed)
+                 or (kind == "Pod" and deleted and key in managed and key not in failed))
+        if wakes:
+            out.append(ev.seq)
+    return out
+
+
+def queue_state(prior: list[DecisionRecord], events: list[WorldEvent], since_ms: int,
+                fallback_wait_ms: int) -> QueueState:
+    """``prior``: records before the window, in the order they were made; ``events``: the log
+    before the window."""
+    state = QueueState()
+    last_of_pod: dict[str, DecisionRecord] = {}
+    last_of_tenant: dict[str, DecisionRecord] = {}
+    for r in sorted(prior, key=lambda r: r.seq):  # stable: same-seq records keep their order
+        key = f"{r.namespace}/{r.pod}"
+        state.attempts[key] = max(state.attempts.get(key, 0), r.attempt)
+        last_of_pod[key] = last_of_tenant[r.tenant] = r
+        if r.outcome == Outcome.DEFERRED.value and r.retry_class == "unschedulable":
+            at = parse_time_ms(r.time) + max(1, fallback_wait_ms - r.wait_ms)
+            if at >= since_ms:
+                state.wakes.append(at)
+    for key, r in last_of_pod.items():
+        if r.retry_class in BIND_RETRY and r.backoff_ms > 0 and parse_time_ms(r.time) + r.backoff_ms >= since_ms:
+            state.retries[key] = parse_time_ms(r.time) + r.backoff_ms
+    managed = set(last_of_pod)
+    woken = wake_seqs(events, managed)
+    last_wake = max(woken) if woken else -1
+    fired = [parse_time_ms(r.time) + max(1, fallback_wait_ms - r.wait_ms) for r in prior
+             if r.outcome == Outcome.DEFERRED.value and r.retry_class == "unschedulable"]
+    for tenant, r in last_of_tenant.items():
+        t = parse_time_ms(r.time)
+        if blocks(r) and last_wake <= r.seq and not any(t < w < since_ms for w in fired):
+            state.blocked.add(tenant)
+    state.wakes.sort()
+    return state

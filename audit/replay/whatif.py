@@ -20,7 +20,7 @@ from audit.metrics import jain_index, percentile, tenant_shares, usage_intervals
 from audit.records import DecisionRecord, Outcome, Track
 from audit.replay.checkpoints import checkpoint_body, load_checkpoint
 from audit.replay.counterfactual import Counterfactual, QuotaViolation, quota_violations
-from audit.replay.history import split_history
+from audit.replay.history import queue_state, split_history
 from audit.world import World, parse_time_ms
 
 
@@ -52,15 +52,13 @@ def whatif(start: World, events: Iterable[WorldEvent], records: Iterable[Decisio
     """``start`` is the world just before ``since_ms``; ``events`` and ``records`` may cover more."""
     window_events = [e for e in events if e.seq > start.seq and parse_time_ms(e.time) < until_ms]
     known = [r for r in records if parse_time_ms(r.time) < until_ms]
-    in_window = [r for r in known if r.seq > start.seq]
-    attempts: dict[str, int] = {}
-    for r in known:
-        if r.seq <= start.seq:
-            key = f"{r.namespace}/{r.pod}"
-            attempts[key] = max(attempts.get(key, 0), r.attempt)
+    in_window = [r for r in known if parse_time_ms(r.time) >= since_ms]
+    prior = [r for r in known if parse_time_ms(r.time) < since_ms]
+    before = [e for e in events if e.seq <= start.seq]
+    queues = queue_state(prior, before, since_ms, start.policy.fallback_wait_ms)
     history = split_history(window_events, known)
     recorded = Side(in_window, window_events, recorded_violations(_copy(start), window_events))
-    cf = Counterfactual(_copy(start), history, policy_doc, until_ms, attempts).run()
+    cf = Counterfactual(_copy(start), history, policy_doc, until_ms, queues).run()
     capacity = sum(cf.world.model_totals.values()) + sum(cf.world.dp_capacity.values())
     return WhatIf(recorded, Side(cf.records, cf.events, cf.violations), max(since_ms, start.time_ms), until_ms,
                   capacity, cf.world.policy, history.effects, cf.unknown_durations)
