@@ -205,11 +205,15 @@ class Counterfactual:
         self._schedule(self.now + duration, "finish", key)
 
     def _remove(self, key: str) -> None:
+        """The pod goes, and with it the claims generated for it (``status.resourceClaimStatuses``)."""
         ns, name = key.split("/", 1)
-        st = self.pods.pop(key)
+        pod = self.world.get("Pod", ns, name) or {}
+        claims = [str(s.get("resourceClaimName", "")) for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
+        self.pods.pop(key)
         self._own("Pod", ns, name, None, EventType.DELETE.value)
-        if not st.device_plugin and self.world.get("ResourceClaim", ns, f"{name}-gpu") is not None:
-            self._own("ResourceClaim", ns, f"{name}-gpu", None, EventType.DELETE.value)
+        for claim in claims:
+            if claim and self.world.get("ResourceClaim", ns, claim) is not None:
+                self._own("ResourceClaim", ns, claim, None, EventType.DELETE.value)
 
     def _fail(self, key: str) -> None:
         ns, name = key.split("/", 1)

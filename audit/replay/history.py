@@ -12,7 +12,9 @@ another policy. This module sorts a window of the event log into those two parts
 * **external** (kept, in seq order): everything else.
 
 It also derives each job's running time — from its allocation to its deletion — for jobs that
-finished in the window; jobs that failed or never ran in the window have no known duration.
+finished in the window; jobs that failed or never ran in the window have no known duration. And
+``queue_state`` recovers what the scheduler itself held at a window's start: attempts made,
+retries due, wake-ups due and which tenants were waiting for capacity to change.
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ def blocks(r: DecisionRecord) -> bool:
             and not (r.retry_class in BIND_RETRY and r.backoff_ms > 0))
 
 
-def wake_seqs(events: list[WorldEvent], managed: set[str]) -> list[int]:
+def wake_seqs(events: list[WorldEvent], managed: set[str], managed_claims: set[str]) -> list[int]:
     """Seqs of events after which waiting tenants try again: capacity may have grown (a taint
     removed, a node or slice published, a policy activated, a foreign claim released, a job
     finished — a failed job's deletion does not count)."""
@@ -127,7 +129,7 @@ def wake_seqs(events: list[WorldEvent], managed: set[str]) -> list[int]:
             failed.add(key)
         wakes = ((kind == "DeviceTaintRule" and deleted)
                  or (kind in ("Node", "ResourceSlice", "Policy") and not deleted)
-                 or (kind == "ResourceClaim" and deleted and key.rsplit("-gpu", 1)[0] not in managed)
+                 or (kind == "ResourceClaim" and deleted and key not in managed_claims)
                  or (kind == "Pod" and deleted and key in managed and key not in failed))
         if wakes:
             out.append(ev.seq)
@@ -153,7 +155,7 @@ def queue_state(prior: list[DecisionRecord], events: list[WorldEvent], since_ms:
         if r.retry_class in BIND_RETRY and r.backoff_ms > 0 and parse_time_ms(r.time) + r.backoff_ms >= since_ms:
             state.retries[key] = parse_time_ms(r.time) + r.backoff_ms
     managed = set(last_of_pod)
-    woken = wake_seqs(events, managed)
+    woken = wake_seqs(events, managed, {f"{r.namespace}/{c}" for r in prior for c in r.claims})
     last_wake = max(woken) if woken else -1
     fired = [parse_time_ms(r.time) + max(1, fallback_wait_ms - r.wait_ms) for r in prior
              if r.outcome == Outcome.DEFERRED.value and r.retry_class == "unschedulable"]
