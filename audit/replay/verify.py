@@ -112,6 +112,7 @@ class Verifier:
         # the engine's functions, looked up at call time unless given (tests swap tie-break rules)
         self._decide = decide
         self._bind = bind
+        self._last_match: dict[str, int] = {}  # cluster -> seq of the last matching decision
 
     def cursor(self, cluster: str) -> WorldCursor:
         cur = self.cursors.get(cluster)
@@ -125,10 +126,25 @@ class Verifier:
         ordered = sorted(records, key=lambda r: (r.cluster, r.seq, r.decision_id))
         decided = [r for r in ordered if not is_observed(r)]
         for (cluster, seq), group in groupby(decided, key=lambda r: (r.cluster, r.seq)):
-            yield from self._group(cluster, seq, list(group))
+            records_at = list(group)
+            for r, result in zip(records_at, self._group(cluster, seq, records_at), strict=True):
+                self._localise(r, result)
+                yield result
         observed = [r for r in ordered if is_observed(r)]
         for cluster, group in groupby(observed, key=lambda r: r.cluster):
             yield from self._observed(cluster, list(group))
+
+    def _localise(self, r: DecisionRecord, result: ReplayResult) -> None:
+        """Bound where the history changed: after the events the last matching decision saw (its
+        bind re-check included), up to the first decision whose inputs no longer match."""
+        cluster, seq = r.cluster, r.seq
+        if result.match:
+            self._last_match[cluster] = max(self._last_match.get(cluster, -1), seq, bind_seq(r) or seq)
+        elif result.cause == Cause.INPUT_MISMATCH.value:
+            after = self._last_match.get(cluster)
+            if after is not None and after < seq:
+                result.diff.append(f"the last decision before it that matched is at seq {after}: "
+                                   f"the change is in events {after + 1}..{seq}")
 
     def _observed(self, cluster: str, records: list[DecisionRecord]) -> Iterator[ReplayResult]:
         from audit.replay.observed import allocation_versions, check_observed

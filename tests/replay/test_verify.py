@@ -55,8 +55,12 @@ def test_a_corrupted_event_is_an_input_mismatch_from_its_seq_on():
     assert {results[r.decision_id].cause for r in after} == {Cause.INPUT_MISMATCH.value}
     diff = results[target.decision_id].diff
     assert diff[0].startswith(f"input_digest: recorded {target.input_digest}, replayed ")
+    last_match = max(max(r.seq, bind_seq(r) or 0) for r in before)
     assert diff[1:] == [f"world: the events up to seq {target.seq} are not the history this decision saw "
-                        "(an event was changed, added or removed)"]
+                        "(an event was changed, added or removed)",
+                        f"the last decision before it that matched is at seq {last_match}: "
+                        f"the change is in events {last_match + 1}..{target.seq}"]
+    assert last_match < bad.seq <= target.seq
 
 
 def test_a_missing_event_is_reported_with_its_seq():
