@@ -32,8 +32,10 @@ def _run(capsys, *argv):
     return code, out.out, out.err
 
 
-def test_offline_replay_matches_every_decision(files, capsys):
-    code, out, _ = _run(capsys, "--records", files[0], "--events", files[1], "--checkpoint-every", "1000")
+@pytest.mark.parametrize("workers", ["1", "2"], ids=["one-process", "two-workers"])
+def test_offline_replay_matches_every_decision(files, capsys, workers):
+    code, out, _ = _run(capsys, "--records", files[0], "--events", files[1], "--checkpoint-every", "1000",
+                        "--workers", workers)
     n = len(busy(HOURS).records)
     assert (code, out.splitlines()[0]) == (0, f"verified {n:,} decisions: {n:,} matched, 0 mismatched")
 
