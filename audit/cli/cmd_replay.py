@@ -7,7 +7,9 @@ History comes from JSONL files (``--records`` and ``--events``: no store needed)
 history in K processes. A progress bar goes to stderr, the summary (verified, matched, mismatched
 by cause) and the first diffs to stdout. Exit code 1 when any decision does not match.
 ``--policy FILE`` re-runs the window under that policy instead and prints the deltas per tenant and
-model side by side with the recorded history.
+model side by side with the recorded history. ``--dsn DSN --write-checkpoints N`` checkpoints a
+store's event log every N events (resuming after the latest stored checkpoint), so later replays
+fold at most N events each.
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"sequence numbers per shard segment (default {DEFAULT_INTERVAL})")
     p.add_argument("--checkpoint-every", type=int, default=DEFAULT_INTERVAL, metavar="N",
                    help="offline: checkpoint the event log every N events before replaying")
+    p.add_argument("--write-checkpoints", type=int, metavar="N",
+                   help="with --dsn: fold the stored event log and write a checkpoint every N events (from the "
+                        "latest one already stored), then exit")
     p.add_argument("--workers", type=int, default=1, metavar="K", help="processes (default 1)")
     p.add_argument("--policy", metavar="FILE", help="counterfactual: re-run the window under this policy")
     p.add_argument("--show", type=int, default=20, metavar="N", help="mismatches to print with their diff")
@@ -313,6 +318,8 @@ def run(args: argparse.Namespace) -> int:
     sel = _selection(args)
     if args.workers < 1:
         raise UserError(f"--workers {args.workers}: must be >= 1")
+    if args.write_checkpoints is not None:
+        return write_checkpoints(args)
     if args.policy:
         return run_counterfactual(args, sel)
     offline = bool(args.records or args.events)
@@ -357,6 +364,45 @@ def run(args: argparse.Namespace) -> int:
             store.close()
     _print(summary, mismatches, args)
     return 1 if summary.mismatches else 0
+
+
+# ---- checkpoints ---------------------------------------------------------------------------------
+
+
+def write_checkpoints(args: argparse.Namespace) -> int:
+    """Checkpoint a store's event log every N events, resuming after the latest stored checkpoint."""
+    from audit.replay.checkpoints import CheckpointCorrupt, CheckpointWriter, load_checkpoint
+    from audit.replay.source import StoreHistory
+    from audit.store.queries import AuditStore
+    from audit.world import World
+
+    if not args.dsn:
+        raise UserError("--write-checkpoints: needs the store as --dsn")
+    if args.write_checkpoints < 1:
+        raise UserError(f"--write-checkpoints {args.write_checkpoints}: must be >= 1")
+    with AuditStore.open(args.dsn) as store:
+        history = StoreHistory(store)
+        clusters = sorted({r.cluster for r in _store_records(store, Selection())})
+        for cluster in clusters:
+            top = store.max_seq(cluster)
+            if top is None:
+                continue
+            writer = CheckpointWriter(store.write_checkpoint, args.write_checkpoints, cluster)
+            latest = history.nearest_checkpoint(cluster, top)
+            try:
+                world = load_checkpoint(cluster, latest[0], latest[1]) if latest is not None else World(cluster)
+            except CheckpointCorrupt as exc:
+                raise UserError(f"{exc}; remove it before writing new checkpoints after it") from None
+            for ev in history.events(cluster, world.seq, top):
+                if ev.seq != world.seq + 1:
+                    # a checkpoint over a gap would describe a world that never existed
+                    raise UserError(f"world {cluster}: event seq {world.seq + 1} missing from the store; "
+                                    f"{len(writer.written):,} checkpoint(s) written before it")
+                world.apply(ev)
+                writer.observe(world)
+            print(f"{cluster}: {len(writer.written):,} checkpoint(s) written, every {args.write_checkpoints:,} events "
+                  f"up to seq {top:,}")
+    return 0
 
 
 # ---- counterfactual ------------------------------------------------------------------------------

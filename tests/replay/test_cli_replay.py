@@ -9,7 +9,7 @@ import pytest
 
 from audit.cli.main import main
 from audit.records import to_jsonl
-from audit.replay import CheckpointWriter
+from audit.replay import CheckpointWriter, StoreHistory, Verifier
 from audit.store.queries import AuditStore
 from tests.replay.runs import busy
 
@@ -167,3 +167,26 @@ def test_counterfactual_refuses_an_invalid_policy(files, capsys, tmp_path):
     code, _, err = _run(capsys, "--records", files[0], "--events", files[1], "--policy", str(bad), *WINDOW)
     assert code == 2
     assert err.startswith(f"claimtrail replay: --policy {bad}: Policy bad: spec.tenants[0].weight: ")
+
+
+def test_checkpoints_written_into_a_store_are_used_by_replay(tmp_path, capsys):
+    result = busy(HOURS)
+    dsn = f"chdb://{tmp_path}/store"
+    with AuditStore.open(dsn) as store:
+        writer = store.writer(name="history")
+        writer.write_events(result.events)
+        writer.write_records(result.records[-200:])
+        writer.flush()
+    code, out, _ = _run(capsys, "--dsn", dsn, "--write-checkpoints", "1000")
+    top = result.events[-1].seq
+    assert (code, out.strip()) == (0, f"busy: {(top + 1) // 1000:,} checkpoint(s) written, every 1,000 events "
+                                      f"up to seq {top:,}")
+    code, out, _ = _run(capsys, "--dsn", dsn, "--write-checkpoints", "1000")  # resumes after the latest
+    assert out.strip().startswith("busy: 0 checkpoint(s) written")
+    with AuditStore.open(dsn) as store:
+        history = StoreHistory(store)
+        verifier = Verifier(history)
+        results = list(verifier.run(result.records[-200:]))
+        assert all(r.match for r in results)
+        cursor = verifier.cursor("busy")
+        assert cursor.loads == 1 and cursor.folds < 1000 + (result.records[-1].seq - result.records[-200].seq)
