@@ -21,6 +21,7 @@ from audit.policy import Policy, default_policy, parse_policy
 from audit.store import insights
 from audit.store.aggregates import OTHERS
 from audit.store.filters import DecisionFilter
+from audit.world import parse_time_ms
 
 # The canary judgement /v1/stats/migration applies: deploy/migration/thresholds.yaml's metrics,
 # with every DRA claim-template version as the candidate (the dashboard filters narrow it).
@@ -134,13 +135,48 @@ def _estimate(interval: migration.Interval) -> float | None:
     return None if math.isnan(interval.estimate) else interval.estimate
 
 
+def _held_share(releases: migration.Releases, pod: dict[str, Any]) -> float | None:
+    """GPU utilisation of one bound pod as ``audit.migration`` defines it: of the time from creation
+    until the first release at or after binding, the share it held the devices."""
+    if not releases:
+        return None
+    for key in ((pod["cluster"], pod["namespace"], pod["pod_key"]), (pod["cluster"], pod["namespace"], pod["pod"])):
+        found = releases.get(key)
+        times = [found] if isinstance(found, str) else list(found or [])
+        after = sorted(ms for ms in (parse_time_ms(t) for t in times) if ms >= pod["bound_ms"])
+        if after:
+            held = float(after[0] - pod["bound_ms"])
+            total = held + pod["bound_wait_ms"]
+            return held / total if total > 0 else 1.0
+    return None
+
+
+def _pod(key: migration.CohortKey, row: dict[str, Any], utilisation: float | None) -> migration.PodOutcome:
+    bound = bool(row["bound"])
+    return migration.PodOutcome(key=key, succeeded=bound, fallback=bound and bool(row["fallback"]),
+                                latency_ms=float(row["bound_wait_ms"]) if bound else None,
+                                pending_ms=float(row["pending_ms"]), utilisation=utilisation)
+
+
+def cohorts(db: Any, f: DecisionFilter) -> dict[migration.CohortKey, migration.Cohort]:
+    """``audit.migration`` cohorts from per-pod outcomes folded in ClickHouse (``insights.pod_outcomes``);
+    pods with the same outcome share one (read-only) PodOutcome, so a million pods cost little."""
+    groups, released = storeport.insight(db, insights.pod_outcomes, f)
+    releases = migration.releases_from_events(storeport.insight(db, insights.pod_release_events, f.cluster)) \
+        if released else {}
+    out: dict[migration.CohortKey, migration.Cohort] = {}
+    for row in released + groups:
+        key = migration.CohortKey(row["track"], row["template_version"])
+        share = _held_share(releases, row) if row["bound"] and row["pod_key"] else None
+        out.setdefault(key, migration.Cohort(key)).pods.extend([_pod(key, row, share)] * int(row["pods"]))
+    return dict(sorted(out.items()))
+
+
 def migration_cohorts(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None,
                       keys: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = storeport.call(db.migration_stats, own)
-    records = storeport.insight(db, insights.cohort_records, own)
-    releases = migration.releases_from_events(storeport.insight(db, insights.pod_release_events, own.cluster))
     try:
-        report = migration.compare(migration.build_cohorts(records, releases), MIGRATION_THRESHOLDS)
+        report = migration.compare(cohorts(db, own), MIGRATION_THRESHOLDS)
     except migration.MigrationError as exc:
         raise Problem("unexplainable", f"migration cohorts: {exc}") from None
     for r in rows:

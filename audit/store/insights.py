@@ -139,15 +139,16 @@ def policy_event_document(query: Query, version: str, cluster: str | None = None
 def pending_pods(query: Query, f: DecisionFilter, starving_after_ms: int,
                  scope_tenant: str | None = None) -> list[dict]:
     """Per tenant: pods whose latest decision under ``f`` is not ``allocated`` (pending now), and of
-    those the ones that had waited longer than ``starving_after_ms`` at that decision (starving)."""
+    those the ones that had waited longer than ``starving_after_ms`` at that decision (starving).
+    A pod is (cluster, namespace, uid or name), grouped by its 64-bit hash; latest by seq, time, attempt."""
     clauses, params = _scoped(f, scope_tenant)
     params["starving_ms"] = starving_after_ms
     sql = (
         f"SELECT {_tenant(scope_tenant)} AS t, countIf(last.1 != 'allocated'), "
         "countIf(last.1 != 'allocated' AND last.2 > {starving_ms:UInt64}) FROM ("
-        "SELECT tenant, argMax((outcome, wait_ms), (time, attempt, decision_id)) AS last "
+        "SELECT tenant, argMax((outcome, wait_ms), (seq, time, attempt)) AS last "
         f"FROM decisions FINAL {where_sql(clauses)} "
-        "GROUP BY tenant, cluster, namespace, if(pod_uid != '', pod_uid, pod)) GROUP BY t ORDER BY t"
+        "GROUP BY tenant, cityHash64(cluster, namespace, if(pod_uid != '', pod_uid, pod))) GROUP BY t ORDER BY t"
     )
     return [{"tenant": t, "pending_now": int(pending), "starving_pods": int(starving)}
             for t, pending, starving in query(sql, params, FINAL).result_rows]
@@ -191,25 +192,44 @@ def replay_status(query: Query, f: DecisionFilter, group: str) -> list[dict]:
             for k, n, ok, bad in query(sql, params, None).result_rows]
 
 
-# Columns that let audit.migration.build_cohorts judge a pod (the record JSON is not needed).
-_COHORT_COLUMNS = ("decision_id", "cluster", "seq", "formatDateTime(time, '%Y-%m-%dT%H:%i:%S.%fZ', 'UTC')",
-                   "attempt", "tenant", "namespace", "pod", "pod_uid", "policy_version", "outcome", "fallback",
-                   "wait_ms", "track", "template_version")
+_RELEASES = ("SELECT cluster, namespace, name, JSONExtractString(body, 'payload', 'metadata', 'uid') AS uid FROM events "
+             "WHERE object_kind = 'Pod' AND (type = 'delete' OR "
+             "JSONExtractString(body, 'payload', 'status', 'phase') IN ('Succeeded', 'Failed'))")
 
 
-def cohort_records(query: Query, f: DecisionFilter) -> list[DecisionRecord]:
-    """Decisions under ``f`` as records carrying only what migration cohorts read."""
+def pod_outcomes(query: Query, f: DecisionFilter) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Pods under ``f``, folded as ``audit.migration.build_cohorts`` folds a pod's records (attempts
+    ordered by seq, time and attempt; a pod's attempts never tie on all three): the latest attempt
+    names the cohort (track, template_version) and the pod name, the first allocated attempt is the
+    bound one (its fallback flag, wait and time), ``pending_ms`` is the largest wait of any attempt.
+
+    Done in ClickHouse so a million decisions never become a million Python records: pods that
+    never released their devices (no Pod delete or finished phase in the event log, so no
+    utilisation to measure) come back as counts per distinct outcome; the released ones one by one,
+    with what their utilisation needs. Pods are grouped by a 64-bit hash of (cluster, namespace,
+    uid or name)."""
     clauses, params = conditions(f)
-    sql = f"SELECT {', '.join(_COHORT_COLUMNS)} FROM decisions FINAL {where_sql(clauses)}"
-    out = []
-    for (id_, cluster, seq, time, attempt, tenant, ns, pod, uid, version, outcome, fallback, wait, track,
-         template) in query(sql, params, FINAL).result_rows:
-        out.append(DecisionRecord(
-            decision_id=id_, cluster=cluster, seq=int(seq), time=time, attempt=int(attempt), tenant=tenant,
-            namespace=ns, pod=pod, pod_uid=uid, claims=[], claim_uids=[], preference=[], policy_version=version,
-            policy_digest="", outcome=outcome, fallback=bool(fallback), wait_ms=int(wait), track=track,
-            template_version=template))
-    return out
+    order = "(seq, time, attempt)"
+    pods = (
+        "SELECT cityHash64(cluster, namespace, if(pod_uid != '', pod_uid, pod)) AS h, any(cluster) AS c, "
+        "any(namespace) AS ns, any(if(pod_uid != '', pod_uid, pod)) AS k, "
+        f"argMax(track, {order}) AS tr, argMax(template_version, {order}) AS tv, argMax(pod, {order}) AS name, "
+        "countIf(outcome = 'allocated') > 0 AS bound, "
+        f"argMinIf(fallback, {order}, outcome = 'allocated') AS fb, argMinIf(wait_ms, {order}, outcome = 'allocated') AS bw, "
+        f"argMinIf(toUnixTimestamp64Milli(time), {order}, outcome = 'allocated') AS bms, max(wait_ms) AS pending "
+        f"FROM decisions FINAL {where_sql(clauses)} GROUP BY h"
+    )
+    released = (f"bound AND ((c, ns, name) IN (SELECT cluster, namespace, name FROM ({_RELEASES})) "
+                f"OR (c, ns, k) IN (SELECT cluster, namespace, uid FROM ({_RELEASES}) WHERE uid != ''))")
+    sql = (f"SELECT {released} AS rel, if(rel, c, ''), if(rel, ns, ''), if(rel, k, ''), if(rel, name, ''), tr, tv, bound, "
+           "fb, bw, if(rel, bms, 0), pending, count() FROM (" + pods + ") GROUP BY ALL ORDER BY ALL")
+    keys = ("cluster", "namespace", "pod_key", "pod", "track", "template_version", "bound", "fallback", "bound_wait_ms",
+            "bound_ms", "pending_ms", "pods")
+    groups: list[dict[str, Any]] = []
+    singles: list[dict[str, Any]] = []
+    for row in query(sql, params, FINAL).result_rows:
+        (singles if row[0] else groups).append(dict(zip(keys, row[1:], strict=True)))
+    return groups, singles
 
 
 def pod_release_events(query: Query, cluster: str | None = None) -> list[dict[str, Any]]:
