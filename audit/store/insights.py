@@ -38,20 +38,21 @@ def _scoped(f: DecisionFilter, scope_tenant: str | None) -> tuple[list[str], dic
 
 def skip_reasons(query: Query, f: DecisionFilter, by_preferred: bool = False) -> list[dict]:
     """Device verdicts per reason code in the tiers of each decision's preferred model that were not
-    the chosen tier (``selected`` excluded): why the preferred model was skipped."""
+    the chosen tier (``selected`` excluded), over the decisions that did not get their preferred
+    model: why the preferred model was skipped."""
     clauses, params = conditions(f)
-    clauses.append("preferred_model != ''")
+    clauses += ["preferred_model != ''", "allocated_model != preferred_model"]
+    # the tier rows carry tenant and time too: narrowing them first keeps the join small
+    t_clauses, t_params = conditions(DecisionFilter(tenant=f.tenant, since=f.since, until=f.until))
+    params.update(t_params)  # the same names bound to the same values
     pref = "d.preferred_model AS p, " if by_preferred else ""
     group = "p, reason" if by_preferred else "reason"
     sql = (
-        f"SELECT {pref}reason, sum(n) FROM ("
-        "SELECT t.decision_id AS id, t.tier AS tier, t.model AS model, t.reasons AS reasons "
-        "FROM decision_tiers AS t FINAL WHERE t.decision_id IN "
-        f"(SELECT decision_id FROM decisions {where_sql(clauses)})) AS tt "
-        "INNER JOIN (SELECT decision_id, preferred_model, tier_index FROM decisions FINAL "
-        f"{where_sql(clauses)}) AS d ON tt.id = d.decision_id "
-        "ARRAY JOIN mapKeys(tt.reasons) AS reason, mapValues(tt.reasons) AS n "
-        "WHERE tt.model = d.preferred_model AND toInt16(tt.tier) != d.tier_index AND reason != 'selected' "
+        f"SELECT {pref}reason, sum(n) FROM (SELECT decision_id, tier, model, reasons FROM decision_tiers FINAL "
+        f"{where_sql(t_clauses)}) AS t INNER JOIN (SELECT decision_id, preferred_model, tier_index FROM decisions FINAL "
+        f"{where_sql(clauses)}) AS d ON t.decision_id = d.decision_id "
+        "ARRAY JOIN mapKeys(t.reasons) AS reason, mapValues(t.reasons) AS n "
+        "WHERE t.model = d.preferred_model AND toInt16(t.tier) != d.tier_index AND reason != 'selected' "
         f"GROUP BY {group} ORDER BY {group}"
     )
     out = []
