@@ -1,4 +1,4 @@
-"""Shared simulated histories for the replay tests (each runs once per session)."""
+"""Shared simulated histories for the replay tests (each runs once per test run)."""
 
 from __future__ import annotations
 
