@@ -344,6 +344,9 @@ def run(args: argparse.Namespace) -> int:
         if store is not None:
             records = _store_records(store, sel)
         chosen = sel.apply(records)
+        unknown = sorted(set(sel.decision_ids) - {r.decision_id for r in records})
+        if unknown:
+            raise UserError(f"--decision {unknown[0]}: not found in {args.records or 'the store'}")
         if store is not None and args.workers > 1:
             source = _materialize(source, chosen)  # workers must not share the store's connection
         progress = _Progress(len(chosen), not args.quiet)

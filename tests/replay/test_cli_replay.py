@@ -86,6 +86,11 @@ def test_an_invalid_record_line_is_named_not_dropped(files, capsys, tmp_path):
     assert err.startswith(f"claimtrail replay: --records {bad}:1 at seq: ")
 
 
+def test_an_unknown_decision_id_is_named(files, capsys):
+    code, _, err = _run(capsys, "--records", files[0], "--events", files[1], "--decision", "no-such-decision")
+    assert (code, err.strip()) == (2, f"claimtrail replay: --decision no-such-decision: not found in {files[0]}")
+
+
 def test_offline_needs_both_files(files, capsys):
     code, _, err = _run(capsys, "--records", files[0])
     assert (code, err.strip()) == (2, "claimtrail replay: --records and --events: give both for an offline replay")
