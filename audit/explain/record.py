@@ -1,9 +1,16 @@
 """Explain from a stored decision alone: the evidence summary the record carries.
 
 This is the fast path of the API (no world rebuild): reason counts are the decision's own tier
-counts for the model (so they add up to the devices that tier considered), blockers are the
-record's tier blockers, and the outcome is the record's. Per-device detail needs the world and
-goes through ``explain``.
+counts for the model (so they add up to the devices of the model that tier considered), blockers
+are the record's tier blockers, and the outcome is the record's. Per-device detail needs the world
+and goes through ``explain``.
+
+Two codes of the record are the search's, not a device's, and read as ``available`` here, the
+code a device gets when no check fails: ``selected`` (the decision took the device, every check
+passed; ``explain`` likewise judges a pod's own allocation available) and ``not_reached`` (free
+and healthy when decided, and no check the decision ran failed for it: the search ended before
+it, or its node never had enough free devices for the tier). Why a skipped tier's available
+devices went unused is its ``insufficient_on_node`` blocker, recorded by the engine.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from audit.explain.reasons import ordered_codes
+from audit.explain.reasons import AVAILABLE, ordered_codes
 from audit.explain.result import Explanation
 from audit.explain.summary import render_summary
 from audit.records import Blocker, DecisionRecord, Outcome, Reason, TierSummary
@@ -50,9 +57,22 @@ def _taint_keys(tier: TierSummary) -> dict[str, str]:
     return {code: c.most_common(1)[0][0] for code, c in keys.items()}
 
 
+# Search outcomes that mean "no check failed for this device".
+_READ_AS_AVAILABLE = frozenset({Reason.SELECTED.value, Reason.NOT_REACHED.value})
+
+
+def device_reason_counts(tier: TierSummary) -> dict[str, int]:
+    """The tier's reason counts with search outcomes read as ``available``; the total is unchanged."""
+    counts: Counter[str] = Counter()
+    for code, n in tier.reasons.items():
+        if n:
+            counts[AVAILABLE if code in _READ_AS_AVAILABLE else code] += n
+    return dict(counts)
+
+
 def explain_record(record: DecisionRecord, model: str) -> Explanation:
     tier = model_tier(record, model)
-    counts = {code: n for code, n in tier.reasons.items() if n} if tier else {}
+    counts = device_reason_counts(tier) if tier else {}
     reasons = {code: counts[code] for code in ordered_codes(set(counts))}
     blockers = record_blockers(record, tier, model)
     outcome = record_outcome(record)

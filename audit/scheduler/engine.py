@@ -30,6 +30,7 @@ from audit.records import (
     Blocker,
     DeviceRef,
     Outcome,
+    Reason,
     RetryClass,
     TierBlocker,
     TierSummary,
@@ -173,7 +174,7 @@ def _decide_dra(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Req
     summaries = summarize(world, rts, closed, visits, multi_claim)
     if best is None:
         return _no_node(ctx, claims, rts, allowed, blockers, summaries, steps, holding)
-    return _proposal(ctx, claims, rts, best, blockers, summaries, steps)
+    return _proposal(ctx, claims, rts, allowed, best, blockers, summaries, steps)
 
 
 def max_score(rts: list[RequestTiers], allowed: dict[tuple[str, str], tuple[Tier, ...]]) -> int:
@@ -335,10 +336,9 @@ def brute_force_choice(world: World, pod_key: str, time_ms: int, policy: Policy 
     return None if best is None else (best[1], -best[0])
 
 
-
-
-def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers], best: NodeTry,
-              blockers: list[TierBlocker], summaries: list[TierSummary], steps: int) -> Decision:
+def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers],
+              allowed: dict[tuple[str, str], tuple[Tier, ...]], best: NodeTry, blockers: list[TierBlocker],
+              summaries: list[TierSummary], steps: int) -> Decision:
     world = ctx.world
     rec = new_record(ctx, claims, rts, Outcome.ALLOCATED)
     primary = rts[0]
@@ -358,7 +358,7 @@ def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reque
     rec.allocated_model = "|".join(models)
     rec.fallback = any(i > 0 for i in best.chosen.values())
     rec.tiers = summaries
-    rec.blockers = blockers
+    rec.blockers = blockers + _skipped_with_free_devices(world, rts, allowed, best, summaries)
     rec.steps = steps
     rec.message = f"allocated {len(devices)} device(s) on {best.node}" + (
         f" from tier {tier} ({rec.allocated_model})" if primary.first_available else "")
@@ -366,6 +366,35 @@ def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reque
     proposal = Proposal(best.node, [claim_key(c) for c in claims], list(best.outcome.allocations),
                         [d.device for d in devices], generations, tier)
     return Decision(ctx.pod_key, ctx.attempt, seal(rec), proposal=proposal)
+
+
+def _insufficient_blocker(world: World, t: Tier) -> TierBlocker:
+    return TierBlocker(Blocker.INSUFFICIENT_ON_NODE.value, t.index, {
+        "request": tier_request_name(t), "model": t.label, "count": t.count,
+        "nodes_with_capacity": len(candidate_nodes(world, t)),
+    })
+
+
+def _skipped_with_free_devices(world: World, rts: list[RequestTiers],
+                               allowed: dict[tuple[str, str], tuple[Tier, ...]], best: NodeTry,
+                               summaries: list[TierSummary]) -> list[TierBlocker]:
+    """``insufficient_on_node`` for each open tier the chosen node skipped while free devices remained.
+
+    Nodes are visited in score-bound order, so every node that could hold a skipped tier was
+    visited and failed it: the tier's devices left ``not_reached`` (free and healthy, or given
+    back while backtracking) sit on nodes that could not hold the pod with that tier.
+    """
+    summary_of = {(t.claim, t.request, t.index): s
+                  for (t, s) in zip((t for rt in rts for t in rt.tiers), summaries, strict=True)}
+    out: list[TierBlocker] = []
+    for rt in rts:
+        if not rt.first_available:
+            continue
+        chosen = best.chosen.get(f"{rt.claim}/{rt.request}", 0)
+        for t in allowed[(rt.claim, rt.request)]:
+            if t.index < chosen and summary_of[(t.claim, t.request, t.index)].reasons.get(Reason.NOT_REACHED.value):
+                out.append(_insufficient_blocker(world, t))
+    return out
 
 
 def _no_node(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers],
@@ -378,10 +407,7 @@ def _no_node(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reques
     rec = new_record(ctx, claims, rts, outcome)
     for rt in rts:
         for t in allowed[(rt.claim, rt.request)]:
-            blockers.append(TierBlocker(Blocker.INSUFFICIENT_ON_NODE.value, t.index, {
-                "request": tier_request_name(t), "model": t.label, "count": t.count,
-                "nodes_with_capacity": len(candidate_nodes(world, t)),
-            }))
+            blockers.append(_insufficient_blocker(world, t))
     if deferred_for_preferred:
         blockers.append(TierBlocker(Blocker.INSUFFICIENT_ON_NODE.value, 0, {
             "fallback_mode": ctx.policy.fallback_mode, "fallback_after_ms": ctx.policy.fallback_wait_ms - ctx.wait_ms}))
@@ -399,9 +425,3 @@ def _no_node(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reques
     else:
         rec.message = "unsatisfiable: no node in the cluster has enough matching devices for any allowed tier"
     return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=satisfiable)
-
-
-
-
-
-

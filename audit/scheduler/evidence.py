@@ -1,12 +1,17 @@
 """Tier summaries for a decision: devices considered, counts per reason code, a few exemplars.
 
-Nodes the engine visited contribute the allocator's own per-device verdicts. Every other device of
-the tier's models is classified from the world's indexes without running anything: allocated ->
+A tier's summary covers exactly the devices of the tier's models in the world's device index:
+``considered`` is their number and the reason counts add up to it. Nodes the engine visited
+contribute the allocator's own verdicts on those devices (the allocator also judges devices of
+other models there; they belong to other tiers' summaries). Every other device of the tier's
+models, and every one the allocator did not reach, is classified from the world's indexes
+without running anything: allocated ->
 ``in_use``, unhealthy -> ``unhealthy``, free and healthy -> ``not_reached`` (the search ended
-before it). A tier the policy closed counts all its devices under the closing reason
-(``quota_exhausted``; ``not_reached`` for tiers a fallback mode did not open). Exemplars (at
-most three) come from visited nodes in visit order: the selected device first, then the first
-device of each other reason. Deterministic: visit order and slice order only.
+before it, or its node never had enough free devices to be worth a visit). A tier the policy
+closed counts all its devices under the closing reason (``quota_exhausted``; ``not_reached`` for
+tiers a fallback mode did not open). Exemplars (at most three) come from visited nodes in visit
+order: the selected device first, then the first device of each other reason. Deterministic:
+visit order and slice order only.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ def tier_request_name(t: Tier) -> str:
 
 def summarize(world: World, rts: list[RequestTiers], closed: Mapping[tuple[str, str, int], str],
               visits: list[Visit], multi_claim: bool) -> list[TierSummary]:
-    stats = {v.node: _node_stats(world, v.node) for v in visits}
+    stats = {v.node: _node_stats(world, v.node) for v in visits if v.filtered}
     out: list[TierSummary] = []
     for rt in rts:
         for t in rt.tiers:
@@ -55,38 +60,44 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
         if considered:
             reasons[closed] = considered
         return TierSummary(index=t.index, request=request, model=t.label, considered=considered, reasons=reasons)
+    # Devices of the tier's models no verdict judged, split by the indexes.
+    unvisited = considered
     in_use = sum(max(0, world.model_allocated.get(m, 0)) for m in t.models)
     free = sum(max(0, world.model_free.get(m, 0)) for m in t.models)
     exemplars: list[Exemplar] = []
     seen_reasons: set[str] = set()
     evaluated = 0
+    not_reached = Reason.NOT_REACHED.value
     for v in visits:
-        per = stats[v.node]
-        node_total = node_alloc = node_free = 0
-        for m in t.models:
-            c = per.get(m)
-            if c is not None:
-                node_total, node_alloc, node_free = node_total + c[0], node_alloc + c[1], node_free + c[2]
-        in_use -= node_alloc
-        free -= node_free
-        considered -= node_total
-        verdicts = None if v.filtered else v.evidence.get((t.claim, name))
         if v.filtered:
-            considered += node_total
+            per = stats[v.node]
+            node_total = 0
+            for m in t.models:
+                c = per.get(m)
+                if c is not None:
+                    node_total += c[0]
+                    in_use -= c[1]
+                    free -= c[2]
+            unvisited -= node_total
             if node_total:
                 _add(reasons, Reason.NODE_FILTERED.value, node_total)
             continue
         evaluated += 1
-        if verdicts is None:
-            considered += node_total
-            if node_total:
-                _add(reasons, Reason.NOT_REACHED.value, node_total)
-            continue
-        considered += len(verdicts)
+        verdicts = _own_verdicts(world, t, v.node, v.evidence.get((t.claim, name)))
+        # Devices the allocator judged leave the index pools. Those it did not reach (or never
+        # looked at, the tier not being tried there) stay in them and are classified like
+        # unvisited ones: the index knows whether they are in use or unhealthy.
         for vd in verdicts:
+            if vd.reason == not_reached:
+                continue
+            unvisited -= 1
+            if vd.device in world.allocated_by:
+                in_use -= 1
+            elif not world.devices[vd.device].unhealthy:
+                free -= 1
             _add(reasons, vd.reason, 1)
         _pick_exemplars(exemplars, seen_reasons, v.node, verdicts)
-    unhealthy = max(0, considered - in_use - free - sum(reasons.values()))
+    unhealthy = max(0, unvisited - in_use - free)
     if in_use > 0:
         _add(reasons, Reason.IN_USE.value, in_use)
     if unhealthy > 0:
@@ -95,6 +106,24 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
         _add(reasons, Reason.NOT_REACHED.value, free)
     return TierSummary(index=t.index, request=request, model=t.label, considered=considered,
                        reasons=dict(sorted(reasons.items())), exemplars=exemplars, nodes_evaluated=evaluated)
+
+
+def _own_verdicts(world: World, t: Tier, node: str, verdicts: list[Any] | None) -> list[Any]:
+    """The verdicts on devices of the tier's models that live on ``node``.
+
+    The allocator judges every device the node can reach, whatever its model; a tier's evidence
+    counts only its own models' devices (each exactly once: devices of slices shared between
+    nodes are not in the world's device index, so they are never counted).
+    """
+    if not verdicts:
+        return []
+    devices = world.devices
+    out = []
+    for vd in verdicts:
+        dev = devices.get(vd.device)
+        if dev is not None and dev.node == node and dev.model in t.models:
+            out.append(vd)
+    return out
 
 
 def _node_stats(world: World, node: str) -> dict[str, list[int]]:

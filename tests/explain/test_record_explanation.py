@@ -28,7 +28,8 @@ def test_fallback_sentence_names_counts_quota_and_the_allocation() -> None:
 def test_allocated_model_is_not_skipped() -> None:
     answer = explain_record(factory.GOT_H100, "H100")
     assert answer.skipped is False
-    assert answer.summary.startswith("H100 chosen: of 64 H100, 10 in use, 1 selected, 53 not reached")
+    assert answer.reasons == {"in_use": 10, "available": 54}
+    assert answer.summary.startswith("H100 chosen: of 64 H100, 10 in use, 54 available.")
     assert answer.summary.endswith("Allocated H100 gpu-0 on node h100-02 (tier 0) under policy v7.")
 
 

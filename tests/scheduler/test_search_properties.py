@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit.scheduler.engine import brute_force_choice, decide
-from tests.scheduler.worlds import cluster, hold, submit
+from tests.scheduler.worlds import occupied, submit
 
 NODES = ["h100-000", "h100-001", "a100-000", "a100-001", "l40s-000"]
 
@@ -15,12 +15,7 @@ tainted = st.lists(st.tuples(st.sampled_from(NODES), st.integers(0, 7)), max_siz
 @settings(max_examples=40, deadline=None)
 @given(occupancy, tainted, st.sampled_from([1, 2, 3, 4, 8]), st.sampled_from(["h100-first", "a100-only"]))
 def test_pruned_search_equals_brute_force(held, taints, size, template):
-    sim = cluster()
-    for node, devs in sorted(held.items()):
-        if devs:
-            hold(sim, node, sorted(devs))
-    for i, (node, dev) in enumerate(taints):
-        sim.taint_device(f"t-{i}", node, f"gpu-{dev}", "xid")
+    sim = occupied(held, taints)
     key = submit(sim, "job-x", size=size, template=template)
     d = decide(sim.world, key, 1, sim.now)
     expected = brute_force_choice(sim.world, key, sim.now)

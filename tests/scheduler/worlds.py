@@ -56,3 +56,22 @@ def decide_and_bind(sim: Simulator, key: str, attempt: int = 1) -> Any:
     for ev in d.events:
         sim.apply_event(ev)
     return d
+
+
+def occupied(held: dict[str, Any], taints: Any = ()) -> Simulator:
+    """The small cluster with devices ``gpu-<i>`` held per node and (node, i) devices tainted unhealthy."""
+    sim = cluster()
+    for node, devs in sorted(held.items()):
+        if devs:
+            hold(sim, node, sorted(devs))
+    for i, (node, dev) in enumerate(taints):
+        sim.taint_device(f"t-{i}", node, f"gpu-{dev}", "xid")
+    return sim
+
+
+def world_view(world: Any) -> Any:
+    """The world's objects as the cluster view ``audit.explain`` reads (as the API rebuilds it)."""
+    from audit.explain import ClusterView
+
+    return ClusterView.from_objects({**obj, "kind": kind} for kind, by_key in sorted(world.objects.items())
+                                    if kind != "Policy" for _, obj in sorted(by_key.items()))

@@ -1,0 +1,79 @@
+"""Explaining the engine's own records: counts cover exactly the model's devices, as ``explain`` does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from audit.explain import explain, explain_record
+from audit.explain.reasons import PRIMARY_ORDER
+from audit.records import Reason
+from audit.scheduler.engine import decide
+from tests.api import factory
+from tests.scheduler.worlds import occupied, submit, world_view
+
+ALL = list(range(8))
+NODES = ["h100-000", "h100-001", "a100-000", "a100-001", "l40s-000"]
+
+
+def _decided(held: dict[str, list[int]], size: int = 1, taints: Any = ()) -> tuple[Any, str, Any]:
+    sim = occupied(held, taints)
+    key = submit(sim, "job-1", size=size)
+    return sim.world, key, decide(sim.world, key, 1, sim.now).record
+
+
+@pytest.mark.parametrize(
+    ("held", "size", "model", "summary"),
+    [
+        pytest.param({"h100-000": ALL, "h100-001": ALL}, 1, "H100",
+                     "H100 skipped: of 16 H100, 16 in use. Allocated A100 gpu-0 on node a100-000 (tier 1) "
+                     "under policy 1.", id="fallback-counts-no-a100-as-h100"),
+        pytest.param({"h100-000": ALL, "h100-001": ALL[:5]}, 4, "H100",
+                     "H100 skipped: of 16 H100, 13 in use, 3 available; no node had 4 usable H100 together. "
+                     "Allocated A100 gpu-0, gpu-1, gpu-2, gpu-3 on node a100-000 (tier 1) under policy 1.",
+                     id="free-h100-too-thin-names-insufficient-on-node"),
+        pytest.param({"h100-000": ALL}, 1, "H100",
+                     "H100 chosen: of 16 H100, 8 in use, 8 available. Allocated H100 gpu-0 on node h100-001 "
+                     "(tier 0) under policy 1.", id="chosen-model-reads-available"),
+    ],
+)
+def test_why_sentence_from_an_engine_record(held, size, model, summary):
+    _, _, record = _decided(held, size)
+    assert explain_record(record, model).summary == summary
+
+
+@pytest.mark.parametrize(
+    ("recorded", "answered"),
+    [
+        pytest.param({"selected": 1, "not_reached": 3, "in_use": 2}, {"in_use": 2, "available": 4},
+                     id="search-outcomes-read-available"),
+        pytest.param({"unhealthy": 2, "node_filtered": 5}, {"node_filtered": 5, "unhealthy": 2},
+                     id="device-reasons-kept"),
+        pytest.param({"quota_exhausted": 16}, {"quota_exhausted": 16}, id="closed-tier-keeps-its-reason"),
+    ],
+)
+def test_record_codes_as_why_reasons(recorded, answered):
+    record = factory._record(9, "team-a", "team-a", "p", "unschedulable", tiers=[factory.h100_tier(recorded)])
+    answer = explain_record(record, "H100")
+    assert answer.reasons == answered
+    assert list(answer.reasons) == list(answered)  # primary order
+
+
+occupancy = st.dictionaries(st.sampled_from(NODES), st.lists(st.integers(0, 7), max_size=8, unique=True), max_size=5)
+tainted = st.lists(st.tuples(st.sampled_from(NODES), st.integers(0, 7)), max_size=4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(occupancy, tainted, st.sampled_from([1, 2, 4, 8]))
+def test_record_answer_agrees_with_the_full_explanation(held, taints, size):
+    world, key, record = _decided(held, size, taints)
+    for model in ("H100", "A100"):
+        fast = explain_record(record, model)
+        full = explain(world_view(world), key, model, world.policy, record=record)
+        assert fast.visible == sum(d.model == model for d in world.devices.values())
+        assert fast.reasons == full.reasons
+        assert set(fast.reasons) <= {*PRIMARY_ORDER, Reason.QUOTA_EXHAUSTED.value}
+
