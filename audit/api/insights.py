@@ -60,10 +60,9 @@ def active_policy(db: Any, f: DecisionFilter) -> tuple[Policy, str]:
         raise Problem("unexplainable", f"policy {version}: the recorded document is invalid: {exc}") from None
 
 
-def _entitlements(db: Any, folded: DecisionFilter, scope: str | None, policy: Policy) -> dict[str, float]:
-    """Each active tenant's weighted fair share (weight / sum of active weights); for a tenant caller
-    the other tenants' shares are summed under "(others)"."""
-    present = storeport.insight(db, insights.tenants_present, replace(folded, tenant=None))
+def _shares(present: list[str], scope: str | None, policy: Policy) -> dict[str, float]:
+    """Each tenant's weighted fair share among ``present`` (weight / sum of their weights); for a
+    tenant caller the other tenants' shares are summed under "(others)"."""
     total = sum(policy.weight(t) for t in present)
     if not total:
         return {}
@@ -71,6 +70,11 @@ def _entitlements(db: Any, folded: DecisionFilter, scope: str | None, policy: Po
     if scope is None:
         return shares
     return {scope: shares.get(scope, 0.0), OTHERS: sum(v for t, v in shares.items() if t != scope)}
+
+
+def _entitlements(db: Any, folded: DecisionFilter, scope: str | None, policy: Policy) -> dict[str, float]:
+    """Entitlements among the tenants active in the window (whatever tenant the caller filters on)."""
+    return _shares(storeport.insight(db, insights.tenants_present, replace(folded, tenant=None)), scope, policy)
 
 
 def fallback(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
@@ -95,7 +99,6 @@ def _h100eq(usage: list[dict[str, Any]], policy: Policy) -> dict[tuple[str, str]
 
 def fairness(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
     policy, _ = active_policy(db, own)
-    entitled = _entitlements(db, folded, scope, policy)
     by_hour = keys == ["hour", "tenant"]
     usage = storeport.insight(db, insights.usage_by_model, folded, by_hour, scope)
     eq = _h100eq(usage, policy)
@@ -107,11 +110,15 @@ def fairness(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | 
             for k in ("decisions", "allocated", "devices_allocated", "first_choice"):
                 acc[k] += u[k]
         out = [rows[k] for k in sorted(rows)]
+        # an hour's entitlements are shares among the tenants active in that hour
+        active = storeport.insight(db, insights.tenants_by_hour, replace(folded, tenant=None))
+        entitled_in = {h: _shares(tenants, scope, policy) for h, tenants in active.items()}
         for r in out:
             r["devices_h100eq"] = eq[(r["hour"], r["tenant"])]
             r["first_choice_rate"] = r.pop("first_choice") / r["allocated"] if r["allocated"] else 0.0
-            r["entitlement"] = entitled.get(r["tenant"], 0.0)
+            r["entitlement"] = entitled_in.get(r["hour"], {}).get(r["tenant"], 0.0)
         return out
+    entitled = _entitlements(db, folded, scope, policy)
     base: list[dict[str, Any]] = storeport.call(db.fairness_stats, folded, scope_tenant=scope)
     pending = {p["tenant"]: p for p in storeport.insight(db, insights.pending_pods, folded, policy.starvation_ms, scope)}
     for r in base:

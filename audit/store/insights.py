@@ -114,6 +114,14 @@ def tenants_present(query: Query, f: DecisionFilter) -> list[str]:
     return [str(r[0]) for r in query(sql, params, None).result_rows]
 
 
+def tenants_by_hour(query: Query, f: DecisionFilter) -> dict[str, list[str]]:
+    """Per hour, every tenant with a decision under ``f`` (for hourly entitlements)."""
+    clauses, params = conditions(f)
+    sql = (f"SELECT {DECISION_HOUR} AS h, groupUniqArray(tenant) FROM decisions {where_sql(clauses)} "
+           "GROUP BY h ORDER BY h")
+    return {str(h): sorted(str(t) for t in tenants) for h, tenants in query(sql, params, None).result_rows}
+
+
 def latest_policy_version(query: Query, f: DecisionFilter) -> str:
     """The policy version of the newest decision under ``f`` ("" when there is none)."""
     clauses, params = conditions(f)

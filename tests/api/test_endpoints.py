@@ -19,7 +19,8 @@ def test_health_readiness_and_openapi(server: Server) -> None:
     assert server.get("/readyz", None).status_code == 200
     spec = server.get("/openapi.json", None).json()
     for path in ("/v1/decisions", "/v1/decisions/{decision}", "/v1/decisions/{decision}/why",
-                 "/v1/pods/{namespace}/{name}/why", "/v1/stats/fallback", "/v1/ingest/records", "/v1/replay"):
+                 "/v1/pods/{namespace}/{name}/why", "/v1/stats/fallback", "/v1/stats/overview", "/v1/stats/replay",
+                 "/v1/ingest/records", "/v1/replay"):
         assert path in spec["paths"]
     assert "swagger-ui" in server.get("/docs", None).text
 

@@ -8,9 +8,11 @@ tests ingest more) or from the extra records ingested here on another day.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
+from audit.events import WorldEvent
 from audit.records import DecisionRecord, decision_id, to_jsonl
 from tests.api import factory
 from tests.api.conftest import Server
@@ -89,12 +91,13 @@ def test_fairness_per_tenant_has_entitlement_h100_equivalents_and_pending(server
 
 
 def test_fairness_per_hour_and_tenant(server: Server) -> None:
+    # one tenant is active in each hour, so each hour entitles it to everything
     r = server.get("/v1/stats/fairness", group_by="hour,tenant", **SEEDED).json()
     assert r["group_by"] == ["hour", "tenant"]
     assert [(x["hour"][11:13], x["tenant"], x["decisions"], x["devices_allocated"], x["devices_h100eq"], x["entitlement"])
-            for x in r["rows"]] == [("09", "team-a", 1, 1, 0.5, 0.5), ("10", "team-a", 1, 1, 1.0, 0.5),
-                                    ("11", "team-a", 1, 0, 0.0, 0.5), ("12", "team-b", 1, 1, 1.0, 0.5),
-                                    ("13", "team-b", 1, 0, 0.0, 0.5)]
+            for x in r["rows"]] == [("09", "team-a", 1, 1, 0.5, 1.0), ("10", "team-a", 1, 1, 1.0, 1.0),
+                                    ("11", "team-a", 1, 0, 0.0, 1.0), ("12", "team-b", 1, 1, 1.0, 1.0),
+                                    ("13", "team-b", 1, 0, 0.0, 1.0)]
 
 
 @pytest.mark.parametrize("group_by", ["tenant", "hour,tenant"])
@@ -102,7 +105,9 @@ def test_fairness_folds_other_tenants_for_a_tenant(server: Server, group_by: str
     rows = _rows(server, "fairness", "team-b", group_by=group_by, **SEEDED)
     assert {r["tenant"] for r in rows} == {"team-b", "(others)"}
     others = [r for r in rows if r["tenant"] == "(others)"]
-    assert sum(r["devices_allocated"] for r in others) == 2 and all(r["entitlement"] == 0.5 for r in others)
+    assert sum(r["devices_allocated"] for r in others) == 2
+    # over the window both tenants are active (half each); per hour only one is
+    assert {r["entitlement"] for r in others} == ({0.5} if group_by == "tenant" else {1.0})
 
 
 @pytest.mark.parametrize(("who", "expected"), [
@@ -181,3 +186,23 @@ def test_unknown_query_parameters_are_refused(server: Server, path: str, params:
 def test_groupings_an_endpoint_does_not_offer_are_refused(server: Server, kind: str, group_by: str) -> None:
     r = server.get(f"/v1/stats/{kind}", group_by=group_by)
     assert r.status_code == 400 and r.json()["type"] == PROBLEM + "invalid-parameter"
+
+
+WEIGHTED = {"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "weighted"},
+            "spec": {"version": "v9", "tenants": [{"name": "team-c", "weight": 3}, {"name": "team-d", "weight": 1}]}}
+WEIGHTED_DAY = {"since": "2026-05-03T00:00:00Z", "until": "2026-05-04T00:00:00Z"}
+
+
+def test_entitlements_follow_the_weights_of_the_policy_in_the_event_log(server: Server) -> None:
+    event = WorldEvent(cluster="lab2", seq=0, time="2026-05-03T07:00:00.000000Z", type="upsert", object_kind="Policy",
+                       namespace="", name="weighted", payload=WEIGHTED)
+    assert server.post("/v1/ingest/events", content=(json.dumps(event.to_dict()) + "\n").encode()).status_code == 200
+    records = [dataclasses.replace(_moved(base, n, f"2026-05-03T09:0{n}:00.000000Z"), cluster="lab2", policy_version="v9",
+                                   tenant=tenant, namespace=tenant).seal()
+               for n, (base, tenant) in enumerate([(factory.GOT_H100, "team-c"), (factory.FALLBACK, "team-d")], start=5)]
+    assert server.post("/v1/ingest/records", content=to_jsonl(records).encode()).status_code == 200
+    rows = _rows(server, "fairness", cluster="lab2", **WEIGHTED_DAY)
+    assert [(r["tenant"], r["entitlement"], r["devices_h100eq"]) for r in rows] == [("team-c", 0.75, 1.0),
+                                                                                  ("team-d", 0.25, 0.5)]
+    hourly = _rows(server, "fairness", cluster="lab2", group_by="hour,tenant", **WEIGHTED_DAY)
+    assert [(r["tenant"], r["entitlement"]) for r in hourly] == [("team-c", 0.75), ("team-d", 0.25)]
