@@ -48,6 +48,9 @@ if st.button("Verify now", key="rp_verify"):
             st.session_state["rp_report"] = client.replay_window(filters, limit).body
         except ApiError as exc:
             st.error(f"Verification failed: {exc}")
+        else:
+            client.cached_stats.clear()  # the determinism status above has new runs to count: draw it again
+            st.rerun()
 if "rp_report" in st.session_state:
     verified = ReplayReport(st.session_state["rp_report"])
     if verified.job and verified.body.get("state") == "running" and st.button("Refresh progress", key="rp_refresh"):

@@ -310,6 +310,8 @@ def test_replay_page_verifies_a_window_or_names_what_is_missing(api_env: str) ->
     shown = metrics(at)
     assert (shown["Replayed"], shown["Matched"], shown["Mismatched"]) == ("3", "0", "3")
     assert table_with(at, "diff")["cause"].tolist() == ["input_mismatch"] * 3
+    # the determinism status is drawn again with the new runs
+    assert readings(at)[0] == "3 decisions replayed, 0.0 % matched; 3 mismatched."
 
 
 def test_replay_page_counts_runs_per_hour_and_cause(api_env: str) -> None:
