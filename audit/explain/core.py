@@ -25,6 +25,7 @@ from audit.explain.tiers import Tier, TierMatcher, pod_tiers
 from audit.explain.view import ClusterView, Device, ViewError, obj_name, obj_namespace
 from audit.policy import Policy
 from audit.records import Blocker, DecisionRecord, Reason
+from audit.scheduler.claimspec import claim_key, result_device_id
 
 
 def _pod_key(pod: str | tuple[str, str]) -> tuple[str, str]:
@@ -46,9 +47,9 @@ def _current_outcome(pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
     models: list[str] = []
     tier_index = -1
     for claim, alloc in allocations:
-        key = f"{obj_namespace(claim)}/{obj_name(claim)}"
+        key = claim_key(claim)
         for res in ((alloc or {}).get("devices") or {}).get("results") or []:
-            dev_id = f"{res.get('driver')}/{res.get('pool')}/{res.get('device')}"
+            dev_id = result_device_id(res)
             devices.append(dev_id)
             if dev_id in by_id and by_id[dev_id].model:
                 models.append(by_id[dev_id].model)
@@ -122,7 +123,7 @@ def _quota_blocker(view: ClusterView, policy: Policy | None, namespace: str, mod
         if policy.tenant_for(obj_namespace(claim)) != tenant:
             continue
         for res in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
-            dev = by_id.get(f"{res.get('driver')}/{res.get('pool')}/{res.get('device')}")
+            dev = by_id.get(result_device_id(res))
             usage += 1 if dev is not None and dev.model == model and not res.get("adminAccess") else 0
     if usage + tier.count <= quota.limit:
         return None
@@ -162,7 +163,7 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
     matcher = TierMatcher(view, everything)
     target = next((t for t in tiers if matcher.selects(t, model)), None)
     judged_tier = target or tiers[0]
-    claim = next(c for c in claims if f"{obj_namespace(c)}/{obj_name(c)}" == judged_tier.claim)
+    claim = next(c for c in claims if claim_key(c) == judged_tier.claim)
     devices = [d for d in everything if d.model == model]
     own = [(obj_namespace(c), obj_name(c)) for c in claims]
     current = _current_outcome(pod_obj, claims, tiers, by_id)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.dra.cel import CelCompileError, CelEnvironment, CelRuntimeError, device_context
-from audit.explain.view import ClusterView, Device, obj_name, obj_namespace
+from audit.explain.view import ClusterView, Device
+from audit.scheduler.claimspec import cel_expressions, claim_key, claim_requests, device_count
 
 # Per-device identity attributes: they never decide a model, and would defeat de-duplication.
 _IDENTITY_ATTRIBUTES = {"uuid", "pciBusID", "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot",
@@ -38,29 +39,22 @@ class Tier:
 
     @property
     def count(self) -> int:
-        if self.spec.get("allocationMode") == "All":
-            return 1
-        return int(self.spec.get("count", 1) or 1)
+        return device_count(self.spec)
 
 
 def pod_tiers(claims: Sequence[Mapping[str, Any]]) -> list[Tier]:
     tiers: list[Tier] = []
     for claim in claims:
-        key = f"{obj_namespace(claim)}/{obj_name(claim)}"
-        for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
-            name = str(req.get("name", ""))
-            if req.get("firstAvailable"):
-                for si, sub in enumerate(req["firstAvailable"]):
-                    tiers.append(Tier(len(tiers), key, name, str(sub.get("name", "")), si, sub))
-            else:
-                tiers.append(Tier(len(tiers), key, name, "", 0, req.get("exactly") or {}))
+        key = claim_key(claim)
+        for name, _, alternatives in claim_requests(claim):
+            for si, (sub, spec) in enumerate(alternatives):
+                tiers.append(Tier(len(tiers), key, name, sub, si, spec))
     return tiers
 
 
 def _expressions(view: ClusterView, tier: Tier) -> list[str]:
     cls = view.classes.get(str(tier.spec.get("deviceClassName", ""))) or {}
-    selectors = [*((cls.get("spec") or {}).get("selectors") or []), *(tier.spec.get("selectors") or [])]
-    return [str((s.get("cel") or {}).get("expression", "")) for s in selectors]
+    return [*cel_expressions((cls.get("spec") or {}).get("selectors")), *cel_expressions(tier.spec.get("selectors"))]
 
 
 def _shape_key(dev: Device) -> str:

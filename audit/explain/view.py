@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.scheduler.claimspec import pod_claim_names
+
 KINDS = ("Node", "Pod", "DeviceClass", "ResourceSlice", "ResourceClaim", "DeviceTaintRule")
 
 
@@ -85,11 +87,8 @@ class ClusterView:
     def pod_claims(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The pod's ResourceClaims in ``spec.resourceClaims`` order (the scheduler's order)."""
         ns, name = obj_namespace(pod), obj_name(pod)
-        statuses = {s.get("name"): s.get("resourceClaimName")
-                    for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
         out = []
-        for i, ref in enumerate((pod.get("spec") or {}).get("resourceClaims") or []):
-            claim_name = ref.get("resourceClaimName") or statuses.get(ref.get("name"))
+        for i, (_, claim_name) in enumerate(pod_claim_names(pod)):
             if not claim_name:
                 raise ViewError(f"Pod {ns}/{name}: spec.resourceClaims[{i}]: ResourceClaim not created yet")
             claim = self.claims.get((ns, claim_name))

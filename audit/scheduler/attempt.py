@@ -80,10 +80,6 @@ def model_matcher(world: World) -> SignatureModelMatcher:
     return hit[1]
 
 
-def claim_key(claim: dict[str, Any]) -> str:
-    return f"{claim['metadata'].get('namespace', '')}/{claim['metadata']['name']}"
-
-
 def new_record(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers], outcome: Outcome,
             track: Track = Track.DRA) -> DecisionRecord:
     claim_uids = [str(c["metadata"].get("uid", "")) for c in claims]

@@ -40,13 +40,13 @@ from audit.scheduler.attempt import (
     AttemptContext,
     Decision,
     Proposal,
-    claim_key,
     model_matcher,
     new_record,
     still_satisfiable,
 )
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.binding import bind, bind_check
+from audit.scheduler.claimspec import claim_key, claim_requests, result_device_id
 from audit.scheduler.deviceplugin import decide_device_plugin
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
@@ -296,7 +296,7 @@ def evaluate_node(ctx: AttemptContext, node: str, claims: list[dict[str, Any]], 
     nt = NodeTry(node, True, score=score, outcome=outcome, chosen=chosen, results=results)
     models: dict[str, int] = {}
     for _, r in results:
-        dev = ctx.world.devices.get(f"{r['driver']}/{r['pool']}/{r['device']}")
+        dev = ctx.world.devices.get(result_device_id(r))
         m = dev.model if dev is not None else "unknown"
         models[m] = models.get(m, 0) + 1
     for m, n in sorted(models.items()):
@@ -313,9 +313,10 @@ def _subrequest_indexes(claims: list[dict[str, Any]]) -> dict[tuple[str, str, st
     out: dict[tuple[str, str, str], int] = {}
     for c in claims:
         ckey = claim_key(c)
-        for req in ((c.get("spec") or {}).get("devices") or {}).get("requests", []) or []:
-            for i, s in enumerate(req.get("firstAvailable") or []):
-                out[(ckey, req["name"], s.get("name", ""))] = i
+        for name, first_available, alternatives in claim_requests(c):
+            if first_available:
+                for i, (sub, _) in enumerate(alternatives):
+                    out[(ckey, name, sub)] = i
     return out
 
 
@@ -346,7 +347,7 @@ def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reque
     devices: list[DeviceRef] = []
     generations: dict[str, tuple[str, int]] = {}
     for _, r in best.results:
-        dev_id = f"{r['driver']}/{r['pool']}/{r['device']}"
+        dev_id = result_device_id(r)
         dev = world.devices.get(dev_id)
         devices.append(DeviceRef(device=dev_id, node=best.node, model=dev.model if dev else "unknown",
                                  request=str(r.get("request", ""))))

@@ -12,10 +12,17 @@ the engine uses it only to skip nodes that cannot possibly satisfy a tier.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.scheduler.claimspec import (
+    cel_expressions,
+    claim_key,
+    claim_requests,
+    device_count,
+    pod_claim_names,
+)
 from audit.world import IDENTITY_ATTRIBUTES, World
 
 TEMPLATE_VERSION_LABEL = "claimtrail.io/template-version"
@@ -62,14 +69,11 @@ class PodClaims:
 
 def resolve_claims(world: World, pod: dict[str, Any]) -> PodClaims:
     ns = pod["metadata"].get("namespace", "")
-    statuses = {s.get("name"): s.get("resourceClaimName")
-                for s in (pod.get("status") or {}).get("resourceClaimStatuses", []) or []}
     out = PodClaims()
-    for ref in (pod.get("spec") or {}).get("resourceClaims", []) or []:
-        name = ref.get("resourceClaimName") or statuses.get(ref.get("name"))
+    for entry, name in pod_claim_names(pod):
         claim = world.get("ResourceClaim", ns, name) if name else None
         if claim is None:
-            out.missing.append(ref.get("name", ""))
+            out.missing.append(entry)
             continue
         if (claim.get("status") or {}).get("allocation"):
             out.allocated.append(claim)
@@ -100,25 +104,21 @@ def request_tiers(claims: list[dict[str, Any]], match_models: ModelMatcher) -> l
 
 
 def claim_tiers(claim: dict[str, Any], match_models: ModelMatcher) -> list[RequestTiers]:
+    ckey = claim_key(claim)
     out: list[RequestTiers] = []
-    ckey = f"{claim['metadata'].get('namespace', '')}/{claim['metadata']['name']}"
-    for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests", []) or []:
-        subs = req.get("firstAvailable")
-        if subs:
-            tiers = tuple(_tier(ckey, req["name"], s.get("name", ""), i, s, match_models) for i, s in enumerate(subs))
-            out.append(RequestTiers(ckey, req["name"], True, tiers))
-        else:
-            exact = req.get("exactly") or req
-            out.append(RequestTiers(ckey, req["name"], False, (_tier(ckey, req["name"], "", 0, exact, match_models),)))
+    for name, first_available, alternatives in claim_requests(claim):
+        tiers = tuple(_tier(ckey, name, sub, i, spec, match_models) for i, (sub, spec) in enumerate(alternatives))
+        out.append(RequestTiers(ckey, name, first_available, tiers))
     return out
 
 
-def _tier(claim: str, request: str, sub: str, index: int, spec: dict[str, Any], match_models: ModelMatcher) -> Tier:
-    selectors = tuple(str((s.get("cel") or {}).get("expression", "")) for s in spec.get("selectors", []) or [])
+def _tier(claim: str, request: str, sub: str, index: int, spec: Mapping[str, Any],
+          match_models: ModelMatcher) -> Tier:
+    selectors = cel_expressions(spec.get("selectors"))
     device_class = spec.get("deviceClassName", "")
     all_devices = spec.get("allocationMode") == "All"
     return Tier(claim=claim, request=request, subrequest=sub, index=index,
-                count=1 if all_devices else int(spec.get("count", 1) or 1), all_devices=all_devices,
+                count=device_count(spec), all_devices=all_devices,
                 device_class=device_class, selectors=selectors, tolerates=bool(spec.get("tolerations")),
                 models=match_models(device_class, selectors))
 
@@ -144,8 +144,7 @@ class SignatureModelMatcher:
 
     def __call__(self, device_class: str, selectors: tuple[str, ...]) -> tuple[str, ...]:
         cls = self.world.get("DeviceClass", "", device_class)
-        class_selectors = tuple(str((s.get("cel") or {}).get("expression", ""))
-                                for s in ((cls or {}).get("spec") or {}).get("selectors", []) or [])
+        class_selectors = cel_expressions(((cls or {}).get("spec") or {}).get("selectors"))
         key = (self.world.signature_version, self.world.inventory_version if cls is None else 0,
                device_class, class_selectors, selectors)
         hit = self._cache.get(key)
