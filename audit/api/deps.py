@@ -9,6 +9,7 @@ from fastapi import Request
 
 from audit.api.auth import AuthConfig, Principal
 from audit.api.problems import Problem
+from audit.migration import Thresholds
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 
@@ -18,6 +19,7 @@ class Settings:
     auth: AuthConfig
     max_body_bytes: int = DEFAULT_MAX_BODY
     replay_sync_limit: int = 200  # decisions replayed within a request; more start a job
+    migration_thresholds: Thresholds | None = None  # None: audit.api.insights.MIGRATION_THRESHOLDS
 
 
 def principal(request: Request) -> Principal:

@@ -23,8 +23,9 @@ from audit.store.aggregates import OTHERS
 from audit.store.filters import DecisionFilter
 from audit.world import parse_time_ms
 
-# The canary judgement /v1/stats/migration applies: deploy/migration/thresholds.yaml's metrics,
-# with every DRA claim-template version as the candidate (the dashboard filters narrow it).
+# The canary judgement /v1/stats/migration applies unless `claimtrail serve --migration-thresholds`
+# names another: deploy/migration/thresholds.yaml's metrics, with every DRA claim-template version
+# as the candidate (the dashboard filters narrow it).
 MIGRATION_THRESHOLDS = migration.Thresholds.from_dict({
     "baseline": {"track": "device-plugin"},
     "candidate": {"track": "dra"},
@@ -179,11 +180,12 @@ def cohorts(db: Any, f: DecisionFilter) -> dict[migration.CohortKey, migration.C
     return dict(sorted(out.items()))
 
 
-def migration_cohorts(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None,
-                      keys: list[str]) -> list[dict[str, Any]]:
+def migration_cohorts(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str],
+                      thresholds: migration.Thresholds | None = None) -> list[dict[str, Any]]:
+    """Cohort rows with each cohort's utilisation and the verdict of candidate against baseline."""
     rows: list[dict[str, Any]] = storeport.call(db.migration_stats, own)
     try:
-        report = migration.compare(cohorts(db, own), MIGRATION_THRESHOLDS)
+        report = migration.compare(cohorts(db, own), thresholds or MIGRATION_THRESHOLDS)
     except migration.MigrationError as exc:
         raise Problem("unexplainable", f"migration cohorts: {exc}") from None
     for r in rows:

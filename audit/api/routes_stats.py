@@ -14,9 +14,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
+from audit import migration
 from audit.api import insights, params, storeport
 from audit.api.auth import Principal
-from audit.api.deps import principal, store, tenant_filter
+from audit.api.deps import Settings, principal, settings, store, tenant_filter
 from audit.api.problems import Problem
 
 router = APIRouter(prefix="/v1/stats", tags=["stats"])
@@ -56,26 +57,29 @@ def _keys(kind: str, group_by: str | None) -> list[str]:
     return keys
 
 
-def _query(kind: str, db: Any, who: Principal, f_values: dict[str, Any], group_by: str | None) -> dict[str, Any]:
+def _query(kind: str, db: Any, who: Principal, f_values: dict[str, Any], group_by: str | None,
+           thresholds: migration.Thresholds | None = None) -> dict[str, Any]:
     """``f_values["tenant"]`` is already the caller's tenant for non-admins (see ``tenant_filter``)."""
     keys = _keys(kind, group_by)
     own = storeport.decision_filter(**f_values)
     scope = None if who.admin else who.tenant
     # Per-tenant aggregates show a tenant caller every other tenant folded into "(others)".
     folded = storeport.decision_filter(**{**f_values, "tenant": None}) if scope is not None else own
+    if kind == "migration":
+        return {"rows": insights.migration_cohorts(db, own, folded, scope, keys, thresholds), "group_by": keys}
     return {"rows": insights.BUILDERS[kind](db, own, folded, scope, keys), "group_by": keys}
 
 
 def _endpoint(kind: str) -> Callable[..., dict[str, Any]]:
     def endpoint(who: Annotated[Principal, Depends(principal)], db: Annotated[Any, Depends(store)],
-                 cluster: str | None = None, since: str | None = None, until: str | None = None,
+                 cfg: Annotated[Settings, Depends(settings)], cluster: str | None = None, since: str | None = None, until: str | None = None,
                  tenant: str | None = None, model: str | None = None, policy_version: str | None = None,
                  group_by: str | None = None) -> dict[str, Any]:
         values = {"tenant": tenant_filter(who, params.label(tenant, "tenant")),
                   "cluster": params.label(cluster, "cluster"), "since": params.timestamp(since, "since"),
                   "until": params.timestamp(until, "until"), "model": params.model(model),
                   "policy_version": params.label(policy_version, "policy_version")}
-        return _query(kind, db, who, values, group_by)
+        return _query(kind, db, who, values, group_by, cfg.migration_thresholds)
 
     endpoint.__name__ = f"{kind}_stats"
     return endpoint

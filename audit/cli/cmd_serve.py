@@ -30,6 +30,9 @@ def register(sub: Any) -> None:
     p.add_argument("--max-body-mb", type=float, default=64.0, help="ingest body size limit (413 beyond)")
     p.add_argument("--replay-sync-limit", type=int, default=200,
                    help="decisions replayed within a request; more start a background job")
+    p.add_argument("--migration-thresholds", metavar="FILE",
+                   help="verdict thresholds for /v1/stats/migration (the YAML of `claimtrail migration report`); "
+                        "default: device-plugin baseline, every DRA template version as candidate")
     p.add_argument("--hash-token", metavar="TOKEN", help="print the sha256 digest of TOKEN for the tokens file, then exit")
     p.set_defaults(func=run)
 
@@ -41,6 +44,25 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _thresholds(path: str) -> Any:
+    """The migration verdict thresholds in ``path``; every problem names the file and the field."""
+    import yaml
+
+    from audit.migration import MigrationError, Thresholds
+
+    try:
+        with open(path) as fh:
+            doc = yaml.safe_load(fh)
+    except OSError as exc:
+        raise UserError(f"--migration-thresholds {path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"--migration-thresholds {path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    try:
+        return Thresholds.from_dict(doc)
+    except MigrationError as exc:
+        raise UserError(f"--migration-thresholds {path}: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--max-body-mb {args.max_body_mb}: expected a positive number")
     if args.replay_sync_limit < 1:
         raise UserError(f"--replay-sync-limit {args.replay_sync_limit}: expected at least 1")
+    thresholds = _thresholds(args.migration_thresholds) if args.migration_thresholds else None
 
     import uvicorn
 
@@ -75,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     store = AuditStore.open(args.dsn)
     try:
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
-                                         replay_sync_limit=args.replay_sync_limit))
+                                         replay_sync_limit=args.replay_sync_limit,
+                                         migration_thresholds=thresholds))
         print(f"claimtrail serve: listening on http://{args.host}:{args.port} (OpenAPI at /docs)",
               file=sys.stderr, flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)

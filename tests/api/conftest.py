@@ -27,6 +27,7 @@ from tests.api import factory
 
 REPO = Path(__file__).resolve().parents[2]
 DUMP = REPO / "tests" / "fixtures" / "explain" / "cluster-pending.yaml"
+THRESHOLDS = REPO / "deploy" / "migration" / "thresholds.yaml"  # the canary's: candidate is DRA template v2
 TOKENS = {"admin": "admin-secret", "team-a": "team-a-secret", "team-b": "team-b-secret"}
 
 
@@ -119,7 +120,8 @@ def seed(server: Server) -> None:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     pytest.importorskip("audit.store.queries", reason="the store is not in this tree yet")
     root = tmp_path_factory.mktemp("api")
-    srv, proc = start_server(root, "--max-body-mb", "1", "--replay-sync-limit", "2")
+    srv, proc = start_server(root, "--max-body-mb", "1", "--replay-sync-limit", "2",
+                             "--migration-thresholds", str(THRESHOLDS))
     try:
         seed(srv)
         yield srv

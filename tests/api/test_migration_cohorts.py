@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from audit import migration
-from audit.api.insights import cohorts
+from audit.api.insights import cohorts, migration_cohorts
 from audit.events import WorldEvent
 from audit.records import DecisionRecord, decision_id, to_jsonl
 from audit.store.filters import DecisionFilter
@@ -72,3 +72,16 @@ def test_per_pod_fold_in_the_store_equals_build_cohorts(store: AuditStore) -> No
     assert [p.utilisation for p in by_key["dra/t1"]] == [None, 1_800_000 / 1_802_000]
     assert [(p.succeeded, p.pending_ms) for p in by_key["dra/t2"]] == [(False, 3000.0)]
     assert [p.utilisation for p in by_key["device-plugin"]] == [3_600_000 / 3_601_000]
+
+
+@pytest.mark.parametrize(("max_regression", "verdict"), [(2.0, "promote"), (-1.0, "rollback")],
+                         ids=["any-regression-allowed", "no-regression-allowed"])
+def test_the_servers_thresholds_decide_the_verdict(store: AuditStore, max_regression: float, verdict: str) -> None:
+    thresholds = migration.Thresholds.from_dict({
+        "baseline": {"track": "device-plugin"}, "candidate": {"track": "dra"}, "min_pods": 1,
+        "metrics": {"success_rate": {"max_regression": max_regression}}})
+    rows = migration_cohorts(store, DecisionFilter(), DecisionFilter(), None, [], thresholds)
+    # device plugin: pod b bound; DRA: a and d bound, c never (success 2/3)
+    assert [(r["track"], r["template_version"], r["verdict"]) for r in rows] == [
+        ("device-plugin", "", verdict), ("dra", "t1", verdict), ("dra", "t2", verdict)]
+    assert [r["utilisation"] for r in rows] == [3_600_000 / 3_601_000, 1_800_000 / 1_802_000, None]

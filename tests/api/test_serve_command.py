@@ -33,6 +33,23 @@ def test_bad_tokens_file_names_the_field(tmp_path: Path, capsys: pytest.CaptureF
     assert "tokens[0].token_sha256: expected 64 hex characters" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "cannot read"),
+    ("baseline: [", "not valid YAML"),
+    ("baseline: {track: device-plugin}\ncandidate: {track: dra}\nmetrics: {}\n", "thresholds.metrics: declare at least one metric"),
+    ("baseline: {track: dra}\ncandidate: {track: dra}\nmetrics: {speed: {max_regression: 1}}\n",
+     "thresholds.metrics.speed: unknown metric"),
+], ids=["missing", "not-yaml", "no-metrics", "unknown-metric"])
+def test_bad_migration_thresholds_are_named(tmp_path: Path, content: str | None, message: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "thresholds.yaml"
+    if content is not None:
+        path.write_text(content)
+    assert main(["serve", "--insecure-local", "--migration-thresholds", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"--migration-thresholds {path}: {message}" in err and len(err.strip().splitlines()) == 1
+
+
 def test_hash_token_prints_the_digest(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--hash-token", "s3cret"]) == 0
     assert capsys.readouterr().out.strip() == hash_token("s3cret")
