@@ -42,21 +42,20 @@ MIGRATION_THRESHOLDS = migration.Thresholds.from_dict({
 Builder = Callable[[Any, DecisionFilter, DecisionFilter, "str | None", list[str]], list[dict[str, Any]]]
 
 
-def active_policy(db: Any, f: DecisionFilter) -> tuple[Policy, str]:
+def active_policy(db: Any, f: DecisionFilter) -> Policy:
     """The policy of the newest decision under ``f`` (or of ``f.policy_version``): the store's policy
-    document, else that version's Policy object in the world event log, else the default policy.
-    The second value says which ("store", "events" or "default")."""
+    document, else that version's Policy object in the world event log, else the default policy
+    (equal weights, the default model table: what the engine uses when no policy is given)."""
     version = f.policy_version or storeport.insight(db, insights.latest_policy_version, f)
     if not version:
-        return default_policy(), "default"
+        return default_policy()
     doc = storeport.call(db.get_policy, version)
-    source = "store"
     if doc is None:
-        doc, source = storeport.insight(db, insights.policy_event_document, version, f.cluster), "events"
+        doc = storeport.insight(db, insights.policy_event_document, version, f.cluster)
     if doc is None:
-        return default_policy(version=version), "default"
+        return default_policy(version=version)
     try:
-        return parse_policy({"kind": "Policy", **doc}), source
+        return parse_policy({"kind": "Policy", **doc})
     except ValueError as exc:
         raise Problem("unexplainable", f"policy {version}: the recorded document is invalid: {exc}") from None
 
@@ -99,7 +98,7 @@ def _h100eq(usage: list[dict[str, Any]], policy: Policy) -> dict[tuple[str, str]
 
 
 def fairness(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
-    policy, _ = active_policy(db, own)
+    policy = active_policy(db, own)
     by_hour = keys == ["hour", "tenant"]
     usage = storeport.insight(db, insights.usage_by_model, folded, by_hour, scope)
     eq = _h100eq(usage, policy)
@@ -202,7 +201,7 @@ def replay(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | No
 
 
 def overview(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
-    policy, _ = active_policy(db, own)
+    policy = active_policy(db, own)
     rows: list[dict[str, Any]] = storeport.call(db.fallback_stats, folded, ["tenant"], scope_tenant=scope)
     pending = {p["tenant"]: p for p in storeport.insight(db, insights.pending_pods, folded, policy.starvation_ms, scope)}
     for r in rows:
@@ -212,5 +211,6 @@ def overview(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | 
     return rows
 
 
-BUILDERS: dict[str, Builder] = {"fallback": fallback, "fairness": fairness, "health": health,
-                                "migration": migration_cohorts, "replay": replay, "overview": overview}
+# migration_cohorts takes the server's thresholds as well and is called on its own
+BUILDERS: dict[str, Builder] = {"fallback": fallback, "fairness": fairness, "health": health, "replay": replay,
+                                "overview": overview}
