@@ -11,8 +11,8 @@ import argparse
 import importlib
 import json
 import os
-import platform
 import pkgutil
+import platform
 import sys
 import time
 from typing import Any
