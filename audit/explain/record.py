@@ -10,7 +10,9 @@ code a device gets when no check fails: ``selected`` (the decision took the devi
 passed; ``explain`` likewise judges a pod's own allocation available) and ``not_reached`` (free
 and healthy when decided, and no check the decision ran failed for it: the search ended before
 it, or its node never had enough free devices for the tier). Why a skipped tier's available
-devices went unused is its ``insufficient_on_node`` blocker, recorded by the engine.
+devices went unused is its ``insufficient_on_node`` blocker, recorded by the engine. A tier the
+policy closed before any device was looked at keeps its closing code for all its devices
+(``quota_exhausted``, ``fair_share_deferred``), next to the blocker that gives the numbers.
 """
 
 from __future__ import annotations

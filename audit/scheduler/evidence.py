@@ -5,13 +5,13 @@ A tier's summary covers exactly the devices of the tier's models in the world's 
 contribute the allocator's own verdicts on those devices (the allocator also judges devices of
 other models there; they belong to other tiers' summaries). Every other device of the tier's
 models, and every one the allocator did not reach, is classified from the world's indexes
-without running anything: allocated ->
-``in_use``, unhealthy -> ``unhealthy``, free and healthy -> ``not_reached`` (the search ended
-before it, or its node never had enough free devices to be worth a visit). A tier the policy
-closed counts all its devices under the closing reason (``quota_exhausted``; ``not_reached`` for
-tiers a fallback mode did not open). Exemplars (at most three) come from visited nodes in visit
-order: the selected device first, then the first device of each other reason. Deterministic:
-visit order and slice order only.
+without running anything: allocated -> ``in_use``, unhealthy -> ``unhealthy``, free and healthy
+-> ``not_reached`` (the search ended before it, or its node never had enough free devices to be
+worth a visit). A tier the policy closed counts all its devices under the closing reason
+(``quota_exhausted``, ``fair_share_deferred``); a tier a fallback mode did not open is classified
+like unvisited devices. Exemplars (at most three) come from visited nodes in visit order: the
+selected device first, then the first device of each other reason. Deterministic: visit order
+and slice order only.
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
     request = f"{t.claim.split('/', 1)[1]}/{name}" if multi_claim else name
     considered = sum(world.model_totals.get(m, 0) for m in t.models)
     reasons: dict[str, int] = {}
-    if closed is not None:
+    # A tier a fallback mode kept shut is simply not reached: its devices are classified like any
+    # unjudged device, so those in use or unhealthy say so.
+    if closed is not None and closed != Reason.NOT_REACHED.value:
         if considered:
             reasons[closed] = considered
         return TierSummary(index=t.index, request=request, model=t.label, considered=considered, reasons=reasons)

@@ -19,8 +19,8 @@ ALL = list(range(8))
 NODES = ["h100-000", "h100-001", "a100-000", "a100-001", "l40s-000"]
 
 
-def _decided(held: dict[str, list[int]], size: int = 1, taints: Any = ()) -> tuple[Any, str, Any]:
-    sim = occupied(held, taints)
+def _decided(held: dict[str, list[int]], size: int = 1, taints: Any = (), **policy_spec: Any) -> tuple[Any, str, Any]:
+    sim = occupied(held, taints, **policy_spec)
     key = submit(sim, "job-1", size=size)
     return sim.world, key, decide(sim.world, key, 1, sim.now).record
 
@@ -60,6 +60,14 @@ def test_record_codes_as_why_reasons(recorded, answered):
     answer = explain_record(record, "H100")
     assert answer.reasons == answered
     assert list(answer.reasons) == list(answered)  # primary order
+
+
+@pytest.mark.parametrize("mode", ["strict", "wait-for-preferred"])
+def test_tiers_held_shut_by_the_fallback_mode_read_as_the_full_explanation(mode):
+    world, key, record = _decided({"h100-000": ALL, "h100-001": ALL, "a100-000": ALL}, fallback={"mode": mode})
+    fast = explain_record(record, "A100")
+    assert fast.reasons == {"in_use": 8, "available": 8}
+    assert fast.reasons == explain(world_view(world), key, "A100", world.policy, record=record).reasons
 
 
 occupancy = st.dictionaries(st.sampled_from(NODES), st.lists(st.integers(0, 7), max_size=8, unique=True), max_size=5)

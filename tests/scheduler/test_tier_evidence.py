@@ -80,3 +80,21 @@ def test_reason_counts_add_up_to_the_tier_models_devices(held, taints, size, tem
         assert sum(tier.reasons.values()) == tier.considered
         assert tier.reasons.get("in_use", 0) == sum(d.id in world.allocated_by for d in devices)
         assert all(world.devices[ex.device].model in models for ex in tier.exemplars)
+
+
+@pytest.mark.parametrize(
+    ("mode", "a100_held", "a100_reasons"),
+    [
+        pytest.param("strict", {"a100-000": ALL}, {"in_use": 8, "not_reached": 8}, id="strict-in-use-a100-stays-in-use"),
+        pytest.param("strict", {}, {"not_reached": 16}, id="strict-free-a100-not-reached"),
+        pytest.param("wait-for-preferred", {"a100-001": ALL[:3]}, {"in_use": 3, "not_reached": 13},
+                     id="waiting-tier-counts-in-use"),
+    ],
+)
+def test_tier_a_fallback_mode_kept_shut_is_classified_by_the_indexes(mode, a100_held, a100_reasons):
+    sim = cluster(fallback={"mode": mode, "wait": "10m"})
+    for node, devs in {"h100-000": ALL, "h100-001": ALL, **a100_held}.items():
+        hold(sim, node, devs)
+    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    assert r.outcome in ("unschedulable", "deferred")
+    assert (r.tiers[1].considered, r.tiers[1].reasons) == (16, a100_reasons)

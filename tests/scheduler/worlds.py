@@ -58,9 +58,9 @@ def decide_and_bind(sim: Simulator, key: str, attempt: int = 1) -> Any:
     return d
 
 
-def occupied(held: dict[str, Any], taints: Any = ()) -> Simulator:
+def occupied(held: dict[str, Any], taints: Any = (), **policy_spec: Any) -> Simulator:
     """The small cluster with devices ``gpu-<i>`` held per node and (node, i) devices tainted unhealthy."""
-    sim = cluster()
+    sim = cluster(**policy_spec)
     for node, devs in sorted(held.items()):
         if devs:
             hold(sim, node, sorted(devs))
