@@ -82,4 +82,4 @@ class OtlpSink:
 
 def insight(store: Any, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run one ``audit.store.insights`` query through the store's locked query call."""
-    return call(fn, store._query, *args, **kwargs)  # noqa: SLF001 - insights share the store's one client lock
+    return call(store.insight, fn, *args, **kwargs)

@@ -162,19 +162,8 @@ class StoreHistory:
         return None if found is None else (int(found[0]), found[1])
 
     def events(self, cluster: str, after_seq: int, upto_seq: int) -> Iterator[WorldEvent]:
-        if after_seq < 0 <= upto_seq:
-            yield from self._first(cluster)
-            after_seq = 0
-        if upto_seq > after_seq:
-            yield from self.store.events(cluster, after_seq, upto_seq)
-
-    def _first(self, cluster: str) -> Iterator[WorldEvent]:
-        import json
-
-        rows = self.store._query("SELECT body FROM events WHERE cluster = {c:String} AND seq = 0 LIMIT 1",
-                                 {"c": cluster}).result_rows
-        for (body,) in rows:
-            yield WorldEvent.from_dict(json.loads(body))
+        # the store binds seq as Int64, so after_seq = -1 reads from the very first event
+        yield from self.store.events(cluster, after_seq, upto_seq)
 
     def get_decision(self, decision_id: str, tenant: str | None) -> Any:
         return self.store.get_decision(decision_id, tenant)

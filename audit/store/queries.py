@@ -14,10 +14,10 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from audit.cli import UserError
 from audit.events import WorldEvent
@@ -36,6 +36,7 @@ from audit.store.schema import DEFAULT_RETENTION, Retention
 from audit.store.writer import RecordWriter
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_LIMIT = 10_000
 
@@ -151,6 +152,10 @@ class AuditStore:
         bound = {k: v for k, v in (params or {}).items() if "{" + k + ":" in sql}
         with self._lock:
             return self.client.query(sql, parameters=bound, settings=settings)
+
+    def insight(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run one ``audit.store.insights`` query function through this store's locked client."""
+        return fn(self._query, *args, **kwargs)
 
     def get_decision(self, decision_id: str, tenant: str | None) -> DecisionRecord | None:
         clauses, params = conditions(DecisionFilter(tenant=tenant))
