@@ -6,9 +6,9 @@ the given policy; the decisions' effects (binds, finishes, failures) are regener
 decisions may diverge from the recorded ones and everything after follows from them. The given
 policy is active for the whole window: every Policy activation in it carries that document.
 
-The scheduling loop follows the cluster model the simulator records (ingest/simulate/loop.py):
-after each instant one pass attempts pending pods in the fairness order (``order_key``), one
-tenant's head at a time, FIFO within a tenant; a tenant whose head cannot be placed waits until
+The scheduling loop follows the cluster model the simulator records (ingest/simulate/loop.py) and
+shares its queues (``audit.scheduler.pending``): after each instant one pass attempts pending pods
+in the fairness order, one tenant's head at a time, FIFO within a tenant; a tenant whose head cannot be placed waits until
 capacity may have changed (a finish, a taint removed, a node or slice added, a foreign claim
 released, a policy activation); failed binds back off and retry; terminal failures fail the pod;
 node loss fails the pods running there. At the window's start the scheduler's own state — pending
@@ -22,21 +22,18 @@ what that policy would have done. Pure: no clock, no randomness.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
 from audit.events import EventType, WorldEvent
 from audit.policy import Policy, parse_policy
-from audit.records import DecisionRecord, Outcome, RetryClass
+from audit.records import DecisionRecord
 from audit.replay.history import QueueState, SplitHistory
 from audit.scheduler import engine
-from audit.scheduler.queue import order_key
+from audit.scheduler.pending import PendingQueues, follow_up
 from audit.world import World, format_time_ms
 
-BIND_RETRY = {RetryClass.BINDING_CONFLICT.value, RetryClass.STALE_SLICE.value, RetryClass.UNHEALTHY.value,
-              RetryClass.NODE_LOST.value}
 _OWN = 1 << 62  # own actions sort after the world's events of the same instant
 
 
@@ -93,8 +90,7 @@ class Counterfactual:
         self._heap: list[tuple[int, int, str, Any]] = []
         self._order = 0
         self.pods: dict[str, _Pod] = {}
-        self.queues: dict[str, list[tuple[int, str]]] = {}
-        self.blocked: set[str] = set()
+        self.pending = PendingQueues()
         self._interference = {k: list(v) for k, v in history.interference.items()}
         self._adopt(start or QueueState())
 
@@ -123,7 +119,7 @@ class Counterfactual:
                     self.unknown_durations += 1
                 else:
                     self._schedule(at, "finish", key)
-        self.blocked = set(start.blocked)
+        self.pending.blocked = set(start.blocked)
         for at in start.wakes:
             self._schedule(at, "wake", None)
         for ev in self.history.external:
@@ -172,7 +168,7 @@ class Counterfactual:
                 self.pods[key] = _Pod(device_plugin=not (ev.payload.get("spec") or {}).get("resourceClaims"))
                 self._enqueue(key, self.now)
             if wakes:
-                self.blocked.clear()
+                self.pending.wake()
 
     def _slice_of(self, ev: WorldEvent, node: str) -> bool:
         if ev.object_kind != "ResourceSlice" or ev.type != EventType.DELETE.value:
@@ -194,8 +190,7 @@ class Counterfactual:
     # ---- pods ----------------------------------------------------------------------------------
 
     def _enqueue(self, key: str, created: int) -> None:
-        tenant = self.world.policy.tenant_for(key.split("/", 1)[0])
-        bisect.insort(self.queues.setdefault(tenant, []), (created, key))
+        self.pending.add(self.world.policy.tenant_for(key.split("/", 1)[0]), created, key)
 
     def _schedule_finish(self, key: str) -> None:
         duration = self.history.durations.get(key)
@@ -247,28 +242,17 @@ class Counterfactual:
             st = self.pods.get(data)
             if st is not None and st.node:
                 self._remove(data)
-                self.blocked.clear()
+                self.pending.wake()
         elif kind == "retry":
             if data in self.pods:
                 self._enqueue(data, self.world.pending.get(data, self.now))
         elif kind == "wake":
-            self.blocked.clear()
+            self.pending.wake()
 
     def _pass(self) -> None:
-        while True:
-            policy = self.world.policy
-            best: tuple[tuple[float, int, str], str] | None = None
-            for tenant in sorted(self.queues):
-                q = self.queues[tenant]
-                if not q or tenant in self.blocked:
-                    continue
-                k = order_key(self.world, policy, q[0][1], self.now)
-                if best is None or k < best[0]:
-                    best = (k, tenant)
-            if best is None:
-                return
-            _, key = self.queues[best[1]].pop(0)
-            self._attempt(key, best[1])
+        while (picked := self.pending.pop_next(self.world, self.world.policy, self.now)) is not None:
+            tenant, key = picked
+            self._attempt(key, tenant)
 
     def _attempt(self, key: str, tenant: str) -> None:
         st = self.pods[key]
@@ -289,17 +273,15 @@ class Counterfactual:
             return
         if key not in self.pods:
             return  # failed while binding (its node was lost)
-        created = self.world.pending.get(key, self.now)
-        if rec.retry_class in BIND_RETRY and rec.backoff_ms > 0:
-            self._schedule(self.now + rec.backoff_ms, "retry", key)
-        elif rec.retry_class == RetryClass.TERMINAL.value:
+        then = follow_up(rec, self.world.policy, self.now)
+        if then.action == "retry":
+            self._schedule(then.retry_at_ms, "retry", key)
+        elif then.action == "fail":
             self._fail(key)
         else:
-            self.queues[tenant].insert(0, (created, key))
-            self.blocked.add(tenant)
-            if rec.outcome == Outcome.DEFERRED.value and rec.retry_class == RetryClass.UNSCHEDULABLE.value:
-                wait_left = self.world.policy.fallback_wait_ms - rec.wait_ms
-                self._schedule(self.now + max(1, wait_left), "wake", None)
+            self.pending.put_back(tenant, self.world.pending.get(key, self.now), key)
+            if then.wake_at_ms is not None:
+                self._schedule(then.wake_at_ms, "wake", None)
 
 
 def _time(ev: WorldEvent) -> int:

@@ -19,7 +19,6 @@ the pod (phase Failed).
 
 from __future__ import annotations
 
-import bisect
 import gc
 import heapq
 import math
@@ -30,16 +29,14 @@ from typing import Any
 
 from audit.events import EventType, WorldEvent
 from audit.policy import default_policy, parse_policy, policy_document
-from audit.records import DecisionRecord, Outcome, RetryClass
+from audit.records import DecisionRecord
 from audit.scheduler.engine import Decision, bind, decide
-from audit.scheduler.queue import order_key
+from audit.scheduler.pending import PendingQueues, follow_up
 from audit.world import World, format_time_ms, parse_time_ms
 from ingest.simulate.cluster import DRIVER, build_nodes, device_class, slice_object, slice_uuids
 from ingest.simulate.scenario import Scenario
 
 HOUR = 3_600_000
-BIND_RETRY_CLASSES = {RetryClass.BINDING_CONFLICT.value, RetryClass.STALE_SLICE.value, RetryClass.UNHEALTHY.value,
-                      RetryClass.NODE_LOST.value}
 UNHEALTHY_TAINT = "gpu.nvidia.com/unhealthy"
 
 
@@ -97,8 +94,7 @@ class Simulator:
         self._heap: list[tuple[int, int, str, Any]] = []  # (time, order, action, data)
         self._order = 0
         self.pods: dict[str, _PodState] = {}
-        self.queues: dict[str, list[tuple[int, str]]] = {}  # tenant -> sorted (created, pod key)
-        self.blocked: set[str] = set()  # tenants waiting for a capacity change
+        self.pending = PendingQueues()
         self.templates = scenario.templates()
         self.node_pools: dict[str, Any] = {}
         self.lost: set[str] = set()
@@ -235,27 +231,14 @@ class Simulator:
                                 self.end_ms, self.start_ms)
 
     def _wake(self) -> None:
-        self.blocked.clear()
+        self.pending.wake()
 
     def _enqueue(self, key: str, created: int) -> None:
-        tenant = self.world.policy.tenant_for(key.split("/", 1)[0])
-        bisect.insort(self.queues.setdefault(tenant, []), (created, key))
+        self.pending.add(self.world.policy.tenant_for(key.split("/", 1)[0]), created, key)
 
     def _pass(self) -> None:
-        while True:
-            policy = self.world.policy
-            best: tuple[tuple[float, int, str], str] | None = None
-            for tenant in sorted(self.queues):
-                q = self.queues[tenant]
-                if not q or tenant in self.blocked:
-                    continue
-                k = order_key(self.world, policy, q[0][1], self.now)
-                if best is None or k < best[0]:
-                    best = (k, tenant)
-            if best is None:
-                return
-            tenant = best[1]
-            _, key = self.queues[tenant].pop(0)
+        while (picked := self.pending.pop_next(self.world, self.world.policy, self.now)) is not None:
+            tenant, key = picked
             self._attempt(key, tenant)
 
     def _attempt(self, key: str, tenant: str) -> None:
@@ -274,18 +257,16 @@ class Simulator:
             st.node = rec.node
             self.schedule(self.now + st.job.duration_ms, "finish", key)
             return
-        created = self.world.pending.get(key, self.now)
-        if rec.retry_class in BIND_RETRY_CLASSES and rec.backoff_ms > 0:
-            self.schedule(self.now + rec.backoff_ms, "retry", key)
-        elif rec.retry_class == RetryClass.TERMINAL.value:
+        then = follow_up(rec, self.world.policy, self.now)
+        if then.action == "retry":
+            self.schedule(then.retry_at_ms, "retry", key)
+        elif then.action == "fail":
             self._fail(key)
         else:
             # unschedulable, quota or waiting for the preferred model: the tenant waits for a change
-            self.queues[tenant].insert(0, (created, key))
-            self.blocked.add(tenant)
-            if rec.outcome == Outcome.DEFERRED.value and rec.retry_class == RetryClass.UNSCHEDULABLE.value:
-                wait_left = self.world.policy.fallback_wait_ms - rec.wait_ms
-                self.schedule(self.now + max(1, wait_left), "wake", None)
+            self.pending.put_back(tenant, self.world.pending.get(key, self.now), key)
+            if then.wake_at_ms is not None:
+                self.schedule(then.wake_at_ms, "wake", None)
 
     def _record(self, d: Decision) -> None:
         self.records.append(d.record)
