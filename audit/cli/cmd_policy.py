@@ -12,9 +12,8 @@ import argparse
 import sys
 from typing import Any
 
-import yaml
-
 from audit.cli import UserError
+from audit.cli.policyfile import yaml_documents
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,14 +27,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def _documents(path: str) -> list[Any]:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return [d for d in yaml.safe_load_all(fh) if d is not None]
-    except OSError as exc:
-        raise UserError(f"{path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML: {exc}") from None
 
 
 def device_counts(docs: list[Any], policy: Any) -> dict[str, int]:
@@ -65,13 +56,13 @@ def device_counts(docs: list[Any], policy: Any) -> dict[str, int]:
 def run_check(args: argparse.Namespace) -> int:
     from audit.policy import capacity_findings, parse_policy, policy_findings
 
-    docs = _documents(args.file)
+    docs = yaml_documents(args.file)
     policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
     if not policies:
         raise UserError(f"{args.file}: no kind: Policy document found")
     cluster_docs = list(docs)
     for path in args.cluster:
-        cluster_docs.extend(_documents(path))
+        cluster_docs.extend(yaml_documents(path))
     status = 0
     for doc in policies:
         errors = policy_findings(doc)

@@ -26,6 +26,7 @@ from functools import partial
 from typing import Any
 
 from audit.cli import UserError
+from audit.cli.policyfile import policy_document
 from audit.records import DecisionRecord
 from audit.replay.checkpoints import DEFAULT_INTERVAL
 from audit.replay.report import Summary
@@ -411,26 +412,6 @@ def write_checkpoints(args: argparse.Namespace) -> int:
 # ---- counterfactual ------------------------------------------------------------------------------
 
 
-def _policy_doc(path: str) -> dict[str, Any]:
-    import yaml
-
-    from audit.policy import PolicyError, parse_policy
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            docs = [d for d in yaml.safe_load_all(fh) if d is not None]
-    except OSError as exc:
-        raise UserError(f"--policy {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"--policy {path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
-    if len(policies) != 1:
-        raise UserError(f"--policy {path}: expected exactly one kind: Policy document, found {len(policies)}")
-    try:
-        parse_policy(policies[0])
-    except PolicyError as exc:
-        raise UserError(f"--policy {path}: {exc}") from None
-    return policies[0]
 
 
 def _history(args: argparse.Namespace) -> tuple[list[DecisionRecord], list[Any], Any]:
@@ -467,7 +448,7 @@ def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
         raise UserError("--policy: give the window as --since and --until")
     if sel.decision_ids or sel.shard is not None or sel.sample < 1.0:
         raise UserError("--policy: replays a whole window; --decision, --shard and --sample do not apply")
-    doc = _policy_doc(args.policy)
+    doc = policy_document(args.policy)
     since, until = parse_time_ms(sel.since), parse_time_ms(sel.until)
     if until <= since:
         raise UserError(f"--until {sel.until}: must be after --since {sel.since}")

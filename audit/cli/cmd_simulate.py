@@ -14,9 +14,8 @@ import sys
 from collections import Counter
 from typing import Any
 
-import yaml
-
 from audit.cli import UserError
+from audit.cli.policyfile import policy_document
 from audit.records import DecisionRecord
 
 DEFAULT_SCENARIO = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -61,28 +60,10 @@ def _load_scenario(args: argparse.Namespace) -> Any:
     except (ScenarioError, TraceError) as exc:
         raise UserError(str(exc)) from None
     if args.policy:
-        sc.policy = _policy_doc(args.policy)
+        sc.policy = policy_document(args.policy)
     return sc
 
 
-def _policy_doc(path: str) -> dict[str, Any]:
-    from audit.policy import PolicyError, parse_policy
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            docs = [d for d in yaml.safe_load_all(fh) if d is not None]
-    except OSError as exc:
-        raise UserError(f"--policy {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"--policy {path}: not valid YAML: {exc}") from None
-    policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
-    if len(policies) != 1:
-        raise UserError(f"--policy {path}: expected exactly one kind: Policy document, found {len(policies)}")
-    try:
-        parse_policy(policies[0])
-    except PolicyError as exc:
-        raise UserError(f"--policy {path}: {exc}") from None
-    return policies[0]
 
 
 class _Progress:

@@ -41,25 +41,16 @@ def _split_pod(text: str) -> tuple[str, str]:
 
 
 def _offline(args: argparse.Namespace, ns: str, name: str) -> dict[str, Any]:
-    import yaml
 
+    from audit.cli.policyfile import load_policy, policy_document
     from audit.dra.loader import LoadError, load_documents
     from audit.explain import ClusterView, ViewError, explain
-    from audit.policy import PolicyError, parse_policy
 
     try:
         docs = load_documents(args.dump)
     except (LoadError, OSError) as exc:
         raise UserError(f"--dump {args.dump}: {exc}") from None
-    policy = None
-    if args.policy:
-        try:
-            with open(args.policy) as fh:
-                policy = parse_policy(yaml.safe_load(fh))
-        except OSError as exc:
-            raise UserError(f"--policy {args.policy}: cannot read: {exc.strerror}") from None
-        except (yaml.YAMLError, PolicyError) as exc:
-            raise UserError(f"--policy {args.policy}: {str(exc).splitlines()[0]}") from None
+    policy = load_policy(policy_document(args.policy), f"--policy {args.policy}") if args.policy else None
     view = ClusterView.from_objects(raw for _, raw in docs)
     for note in view.ignored:
         print(f"claimtrail why: --dump {args.dump}: {note}", file=sys.stderr)
