@@ -43,6 +43,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`claimtrail why … | head`): stop quietly, as Unix tools do
+        sys.stderr.close()
+        return 141
 
 
 if __name__ == "__main__":
