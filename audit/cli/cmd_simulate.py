@@ -35,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="TARGET", help="decision records: FILE.jsonl, http(s)://server or chdb:///dir")
     p.add_argument("--events", metavar="FILE.jsonl", help="write the world event log here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--otel", action="store_true",
+                   help="also export every decision as an OpenTelemetry trace (endpoint from OTEL_EXPORTER_OTLP_*)")
     p.set_defaults(func=run)
 
 
@@ -99,8 +101,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     pending_records: list[DecisionRecord] = []
     pending_events: list[Any] = []
+    telemetry = _telemetry() if args.otel else None
 
     def on_record(rec: DecisionRecord) -> None:
+        if telemetry is not None:
+            telemetry.export(rec)
         if out is not None:
             pending_records.append(rec)
             if len(pending_records) >= BATCH:
@@ -131,8 +136,20 @@ def run(args: argparse.Namespace) -> int:
         out.close()
     if events_out is not None:
         events_out.close()
+    if telemetry is not None:
+        telemetry.force_flush()
+        telemetry.shutdown()
     print(summary_table(result))
     return 0
+
+
+def _telemetry() -> Any:
+    from audit.telemetry import DecisionTelemetry, TelemetryConfigError
+
+    try:
+        return DecisionTelemetry.from_env()
+    except TelemetryConfigError as exc:
+        raise UserError(f"--otel: {exc}") from None
 
 
 def summary_table(result: Any) -> str:
