@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,9 +28,10 @@ from typing import Any
 
 from audit.events import EventType, WorldEvent
 from audit.policy import Policy, default_policy, parse_policy
-from audit.records import digest
+from audit.records import canonical_json
 
 GENESIS = "0" * 64
+_DELETE = EventType.DELETE.value
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NO_EXECUTE_EFFECTS = ("NoSchedule", "NoExecute")
 DEVICE_PLUGIN_RESOURCE = "nvidia.com/gpu"
@@ -79,11 +81,76 @@ def format_time_ms(ms: int) -> str:
     return text
 
 
+def _reusable_canonical_encoder() -> Any:
+    """``audit.records.canonical_json``'s settings as one C encoder made once.
+
+    ``json.dumps`` builds a fresh encoder (and a circular-reference table) on every call, which is
+    about a third of the cost of encoding the small payloads folded per event. The settings are
+    the canonical ones (sorted keys, ``,``/``:`` separators, non-ASCII kept, NaN refused), so the
+    bytes are identical; without the table a cyclic value overflows the recursion limit instead of
+    raising "Circular reference detected" — values here come from JSON and cannot be cyclic.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the C accelerator: the plain canonical encoder
+        return None
+    return make(None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ":", ",",
+                True, False, False)
+
+
+_CANONICAL_ENCODER = _reusable_canonical_encoder()
+_encode_str = json.encoder.encode_basestring  # the string encoding canonical_json uses (non-ASCII kept)
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """Exactly ``audit.records.canonical_json(obj)``, cheaper per call (see the encoder above)."""
+    if _CANONICAL_ENCODER is None:
+        return canonical_json(obj)
+    return "".join(_CANONICAL_ENCODER(obj, 0)).encode()
+
+
+def canonical_digest(obj: Any, stream_depth: int = 0) -> str:
+    """Exactly ``audit.records.digest(obj)``.
+
+    With ``stream_depth`` > 0 the outer ``stream_depth`` levels of objects are hashed member by
+    member (sorted keys, canonical separators) instead of as one encoded string: a checkpoint is
+    megabytes, and joining and copying all of it before hashing costs more than the hashing.
+    """
+    h = hashlib.sha256()
+    _hash_canonical(h, obj, stream_depth)
+    return h.hexdigest()
+
+
+def _hash_canonical(h: Any, obj: Any, depth: int) -> None:
+    if depth <= 0 or _CANONICAL_ENCODER is None or not isinstance(obj, dict) \
+            or not all(isinstance(k, str) for k in obj):
+        h.update(canonical_bytes(obj))
+        return
+    # json sorts a dict's items by key; with str keys that is sorted(keys), keys being unique
+    sep = "{"
+    for k in sorted(obj):
+        h.update(f"{sep}{_encode_str(k)}:".encode())
+        _hash_canonical(h, obj[k], depth - 1)
+        sep = ","
+    h.update(b"}" if sep == "," else b"{}")
+
+
 def event_digest(ev: WorldEvent) -> str:
-    """Same value as ``ev.digest()`` without deep-copying the payload."""
-    return digest({"cluster": ev.cluster, "seq": ev.seq, "time": ev.time, "type": ev.type,
-                   "object_kind": ev.object_kind, "namespace": ev.namespace, "name": ev.name,
-                   "payload": ev.payload, "resource_version": ev.resource_version})
+    """Same value as ``ev.digest()`` without deep-copying the payload.
+
+    The event's own fields are laid out in canonical (sorted-key) order around the payload's
+    canonical encoding, which spares building and sorting a wrapper object per folded event; a
+    field of an unexpected type takes the generic encoding, so the bytes stay canonical.
+    """
+    fields = (ev.cluster, ev.name, ev.namespace, ev.object_kind, ev.resource_version, ev.time, ev.type)
+    if _CANONICAL_ENCODER is None or type(ev.seq) is not int or not all(isinstance(f, str) for f in fields):
+        return canonical_digest({"cluster": ev.cluster, "seq": ev.seq, "time": ev.time, "type": ev.type,
+                                 "object_kind": ev.object_kind, "namespace": ev.namespace, "name": ev.name,
+                                 "payload": ev.payload, "resource_version": ev.resource_version})
+    cluster, name, namespace, kind, version, time, type_ = map(_encode_str, fields)
+    text = (f'{{"cluster":{cluster},"name":{name},"namespace":{namespace},"object_kind":{kind},'
+            f'"payload":{"".join(_CANONICAL_ENCODER(ev.payload, 0))},"resource_version":{version},'
+            f'"seq":{ev.seq},"time":{time},"type":{type_}}}')
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def chain(prev: str, event_hex: str) -> str:
@@ -187,6 +254,8 @@ class World:
         self.dp_capacity: dict[str, int] = {}  # device-plugin node -> nvidia.com/gpu allocatable
         self.dp_used: dict[str, int] = {}
         self.dp_model: dict[str, str] = {}
+        # while True, free counts change but the per-count node lists wait for one bulk rebuild
+        self._defer_free_lists = False
 
     # ---- reading ------------------------------------------------------------------------------
 
@@ -231,7 +300,7 @@ class World:
         kind, key = ev.object_kind, obj_key(ev.namespace, ev.name)
         bucket = self.objects.setdefault(kind, {})
         old = bucket.get(key)
-        if ev.type == EventType.DELETE.value:
+        if ev.type == _DELETE:
             bucket.pop(key, None)
             new = None
         else:
@@ -419,7 +488,7 @@ class World:
     @staticmethod
     def _signature(dev: Device) -> str:
         attrs = {k: v for k, v in dev.attributes.items() if k not in IDENTITY_ATTRIBUTES}
-        return digest([dev.driver, dev.model, attrs, dev.capacity])
+        return canonical_digest([dev.driver, dev.model, attrs, dev.capacity])
 
     def _shift_free(self, node: str, model: str, delta: int) -> None:
         counts = self.node_model.setdefault(node, {}).setdefault(model, [0, 0])
@@ -427,6 +496,8 @@ class World:
         after = before + delta
         counts[1] = after
         self.model_free[model] = self.model_free.get(model, 0) + delta
+        if self._defer_free_lists:
+            return
         by_k = self.free_nodes.setdefault(model, {})
         if delta > 0:
             for k in range(before + 1, after + 1):
@@ -441,10 +512,22 @@ class World:
                 if i < len(lst) and lst[i] == node:
                     del lst[i]
 
+    def _rebuild_free_lists(self) -> None:
+        """``free_nodes`` from the free counts in one pass: appending nodes in name order keeps every
+        list sorted without the per-device insertions of the incremental path."""
+        free_nodes: dict[str, dict[int, list[str]]] = {}
+        for node in sorted(self.node_model):
+            for model, (_, free) in self.node_model[node].items():
+                by_k = free_nodes.setdefault(model, {})
+                for k in range(1, free + 1):
+                    by_k.setdefault(k, []).append(node)
+        self.free_nodes = free_nodes
+
     # ---- claims and usage -------------------------------------------------------------------------
 
     def _on_claim(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        old_alloc = _allocated_ids(old)
+        # claim_devices holds exactly the old object's allocated ids: no need to read them again
+        old_alloc = self.claim_devices.get(key, [])
         new_alloc = _allocated_ids(new)
         if old_alloc == new_alloc:
             return
@@ -579,6 +662,8 @@ class World:
                 w.pool_slices.setdefault((spec.get("driver", ""), spec.get("pool", {}).get("name", "")), set()).add(key)
             else:
                 w.has_shared_slices = True
+        # every device is indexed and every allocation taken before the free lists are built once
+        w._defer_free_lists = True
         w._reindex_devices()
         for key, claim in w.objects["ResourceClaim"].items():
             ids = _allocated_ids(claim)
@@ -591,6 +676,8 @@ class World:
                     w.allocated_by[dev_id] = key
                     if dev is not None:
                         w.model_allocated[dev.model] = w.model_allocated.get(dev.model, 0) + 1
+        w._defer_free_lists = False
+        w._rebuild_free_lists()
         for key, pod in w.objects["Pod"].items():
             node = (pod.get("spec") or {}).get("nodeName", "")
             if not node and not _terminated(pod):

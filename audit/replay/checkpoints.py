@@ -19,13 +19,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from audit.events import WorldEvent
-from audit.records import digest
-from audit.world import World
+from audit.world import World, canonical_digest
 
 DEFAULT_INTERVAL = 10_000
 DIGEST_KEY = "content_digest"
 
 CheckpointSink = Callable[[str, int, dict[str, Any]], None]
+# body -> objects -> kind: below that each object is encoded whole (see canonical_digest)
+_STREAM_DEPTH = 3
 
 
 class CheckpointCorrupt(ValueError):
@@ -39,7 +40,7 @@ class CheckpointCorrupt(ValueError):
 
 def checkpoint_body(world: World) -> dict[str, Any]:
     snap = world.snapshot()
-    return {**snap, DIGEST_KEY: digest(snap)}
+    return {**snap, DIGEST_KEY: canonical_digest(snap, _STREAM_DEPTH)}
 
 
 def load_checkpoint(cluster: str, seq: int, body: Any) -> World:
@@ -50,7 +51,7 @@ def load_checkpoint(cluster: str, seq: int, body: Any) -> World:
     recorded = body.get(DIGEST_KEY)
     if recorded is None:
         raise CheckpointCorrupt(cluster, seq, f"{DIGEST_KEY} missing")
-    actual = digest(snap)
+    actual = canonical_digest(snap, _STREAM_DEPTH)
     if actual != recorded:
         raise CheckpointCorrupt(cluster, seq, f"{DIGEST_KEY}: recorded {recorded}, content hashes to {actual}")
     if snap.get("seq") != seq or snap.get("cluster") != cluster:
