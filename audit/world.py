@@ -416,14 +416,19 @@ class World:
                 dev_id = f"{driver}/{pool}/{d.get('name', '')}"
                 if dev_id in self.devices:
                     continue  # duplicate names make the pool invalid; the allocator reports it
-                taints = tuple((t.get("key", ""), t.get("value", ""), t.get("effect", ""))
-                               for t in d.get("taints", []) or [])
-                taints += tuple(t for (dn, t) in rule_taints if dn in ("", d.get("name")))
+                # most devices carry no taints: skip building empty tuples for them
+                own = d.get("taints")
+                taints: tuple[tuple[str, str, str], ...] = tuple(
+                    (t.get("key", ""), t.get("value", ""), t.get("effect", "")) for t in own) if own else ()
+                if rule_taints:
+                    taints += tuple(t for (dn, t) in rule_taints if dn in ("", d.get("name")))
                 attrs = d.get("attributes", {}) or {}
                 dev = Device(id=dev_id, driver=driver, pool=pool, name=d.get("name", ""), node=node, slice=name,
                              generation=top, model=self.policy.model_of(driver, attrs), attributes=attrs,
                              capacity=d.get("capacity", {}) or {}, taints=taints)
-                dev.unhealthy = any(e in NO_EXECUTE_EFFECTS and self.policy.is_unhealthy_taint(k) for k, _, e in taints)
+                if taints:
+                    dev.unhealthy = any(e in NO_EXECUTE_EFFECTS and self.policy.is_unhealthy_taint(k)
+                                        for k, _, e in taints)
                 self._add_device(dev)
                 ids.append(dev_id)
         self.pool_devices[(driver, pool)] = ids
