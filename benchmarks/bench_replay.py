@@ -25,10 +25,10 @@ from ingest.simulate.loop import SimulationResult, Simulator
 SLICE_HOURS = 1.0
 CHECKPOINT_INTERVAL = 10_000
 LATENCY_SAMPLES = 40
-# Measured back to back on this 2-core shared machine (wall-clock p95 over 40 samples varies by
-# ~100 ms between runs; the p50 is steadier).
+# Measured back to back on this 2-core shared machine; the p95 of 40 wall-clock samples swings by
+# 100-200 ms between runs (collection pauses, other load), the p50 is steadier.
 BEFORE_AFTER = ("; before the world reused one canonical encoder, streamed checkpoint hashing and built free "
-                "lists in bulk: p95 ~485 ms, p50 ~313 ms; after: p95 ~380 ms, p50 ~260 ms. The rest is the "
+                "lists in bulk: p95 460-490 ms, p50 ~315 ms; after: p95 365-590 ms, p50 ~260 ms. The rest is the "
                 "floor of re-encoding: verify ~80 ms (8 MB checkpoint), World.from_snapshot ~90 ms, ~12 us per "
                 "folded event; p95 spikes are full garbage collections over the worlds the engine's model-matcher "
                 "cache keeps alive (up to 65)")
