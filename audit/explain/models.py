@@ -9,23 +9,34 @@ as a model a user asked about.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from audit.policy import UNKNOWN_MODEL, Policy, default_policy
+from audit.policy import UNKNOWN_MODEL, Policy, attribute_text, default_policy
 
 
 @dataclass(frozen=True)
 class ModelTable:
     policy: Policy
+    # A rule reads nothing but its driver and the text of its attribute, so devices alike in
+    # those (every GPU of one product) share one answer; a cluster has few such shapes.
+    _answers: dict[tuple[str, tuple[str | None, ...]], str] = field(default_factory=dict, compare=False, repr=False)
+    _read: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, policy: Policy | None) -> ModelTable:
         return cls(policy if policy is not None else default_policy())
 
     def model_of(self, driver: str, attributes: Mapping[str, Any]) -> str:
-        model = self.policy.model_of(driver, attributes)
-        return "" if model == UNKNOWN_MODEL else model
+        names = self._read.get(driver)
+        if names is None:
+            names = self._read[driver] = tuple(sorted({r.attribute for r in self.policy.model_rules if r.driver == driver}))
+        key = (driver, tuple(attribute_text(driver, attributes, name) for name in names))
+        found = self._answers.get(key)
+        if found is None:
+            model = self.policy.model_of(driver, attributes)
+            found = self._answers[key] = "" if model == UNKNOWN_MODEL else model
+        return found
 
     def known_models(self) -> set[str]:
         return {rule.model for rule in self.policy.model_rules if "\\" not in rule.model}

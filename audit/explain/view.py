@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from audit.scheduler.claimspec import pod_claim_names
 
@@ -34,9 +34,9 @@ def obj_namespace(obj: Mapping[str, Any]) -> str:
     return str(_meta(obj).get("namespace", "") or "")
 
 
-@dataclass(frozen=True)
-class Device:
-    """One published device with where it lives and what model it is."""
+class Device(NamedTuple):
+    """One published device with where it lives and what model it is (a tuple: a cluster holds
+    thousands, and every explanation lists them all)."""
 
     id: str  # "<driver>/<pool>/<device>"
     name: str
@@ -45,7 +45,7 @@ class Device:
     node: str  # the slice's nodeName; "" for devices reachable from many nodes
     model: str
     slice_name: str
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the slice's device entry
+    raw: Mapping[str, Any]  # the slice's device entry
 
 
 @dataclass
@@ -101,25 +101,24 @@ class ClusterView:
     def devices(self, model_of: Any) -> list[Device]:
         """Every device in the newest generation of each pool, in (driver, pool, slice, list) order."""
         newest: dict[tuple[str, str], int] = {}
-        for sl in self.slices.values():
-            spec = sl.get("spec") or {}
-            pool = spec.get("pool") or {}
-            key = (str(spec.get("driver", "")), str(pool.get("name", "")))
-            newest[key] = max(newest.get(key, 0), int(pool.get("generation", 0) or 0))
-        out: list[Device] = []
+        specs: list[tuple[str, Mapping[str, Any], str, str, int]] = []
         for slice_name in sorted(self.slices):
             spec = self.slices[slice_name].get("spec") or {}
-            driver = str(spec.get("driver", ""))
             pool = spec.get("pool") or {}
-            pool_name = str(pool.get("name", ""))
-            if int(pool.get("generation", 0) or 0) < newest[(driver, pool_name)]:
+            key = (str(spec.get("driver", "")), str(pool.get("name", "")))
+            generation = int(pool.get("generation", 0) or 0)
+            newest[key] = max(newest.get(key, 0), generation)
+            specs.append((slice_name, spec, *key, generation))
+        out: list[Device] = []
+        for slice_name, spec, driver, pool_name, generation in specs:
+            if generation < newest[(driver, pool_name)]:
                 continue  # obsolete generation: upstream ignores it
+            slice_node = str(spec.get("nodeName") or "")
             for dev in spec.get("devices") or []:
                 name = str(dev.get("name", ""))
-                node = str(dev.get("nodeName") or spec.get("nodeName") or "")
-                out.append(Device(id=f"{driver}/{pool_name}/{name}", name=name, driver=driver, pool=pool_name,
-                                  node=node, model=model_of(driver, dev.get("attributes") or {}),
-                                  slice_name=slice_name, raw=dev))
+                node = str(dev.get("nodeName") or slice_node)
+                out.append(Device(f"{driver}/{pool_name}/{name}", name, driver, pool_name, node,
+                                  model_of(driver, dev.get("attributes") or {}), slice_name, dev))
         out.sort(key=lambda d: (d.driver, d.pool, d.slice_name))
         return out
 
