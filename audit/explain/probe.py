@@ -18,8 +18,10 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from audit.allocator import AllocatedState, Allocator, Inventory
-from audit.dra.model import DeviceClass, DeviceTaintRule, Node, ResourceClaim, ResourceSlice, parse_object
+from audit.allocator import AllocatedState, AllocationOutcome, Allocator, Inventory
+from audit.dra.model import DeviceClass, DeviceTaintRule, Node, ResourceClaim, ResourceSlice
+from audit.explain.inventories import INVENTORIES
+from audit.explain.parsed import PARSED
 from audit.explain.reasons import AVAILABLE
 from audit.explain.tiers import Tier
 from audit.explain.view import ClusterView, ViewError
@@ -60,7 +62,7 @@ T = TypeVar("T")
 def parse_as(raw: Mapping[str, Any], cls: type[T]) -> T:
     """Parse an API object of a known kind; a malformed one is a ViewError naming object and field."""
     try:
-        parsed = parse_object(dict(raw))
+        parsed = PARSED.parse(dict(raw))
     except ValueError as exc:
         raise ViewError(str(exc)) from None
     if not isinstance(parsed, cls):
@@ -104,7 +106,7 @@ class NodeProber:
         self._raw_slices: dict[str, dict[str, Any]] = {}
         self._classes = [parse_as(raw, DeviceClass) for _, raw in sorted(view.classes.items())]
         self._rules = [parse_as(raw, DeviceTaintRule) for _, raw in sorted(view.taint_rules.items())]
-        self._base = self._inventory(self._parsed_slices)
+        self._base = INVENTORIES.inventory(list(self._parsed_slices.values()), self._classes, self._rules)
         allocated = [parse_as(c, ResourceClaim) for c in view.allocated_claims(exclude_claims)]
         self._state = AllocatedState.from_claims(allocated)
 
@@ -117,7 +119,24 @@ class NodeProber:
         verdicts: dict[str, Verdict] = {}
         slices = self._parsed_slices
         inventory = self._base
-        state = self._state.copy()
+        # One state serves every node: what a probe occupies here is given back before returning.
+        state = self._state
+        occupied: list[dict[str, str]] = []
+        try:
+            outcome, aborted = self._search(node, claim, wanted, admin, verdicts, slices, inventory, state, occupied)
+        finally:
+            state.remove_results(occupied)
+        for device in sorted(wanted - verdicts.keys()):
+            # A selector error aborts the whole node (upstream): devices after it were never tried.
+            detail = {"aborted_by": aborted} if aborted else {"message": outcome.message}
+            verdicts[device] = (Reason.CEL_ERROR.value if aborted else Reason.NOT_REACHED.value, detail)
+        return verdicts
+
+    def _search(self, node: Node, claim: ResourceClaim, wanted: set[str], admin: bool, verdicts: dict[str, Verdict],
+                slices: dict[str, ResourceSlice], inventory: Inventory, state: AllocatedState,
+                occupied: list[dict[str, str]]) -> tuple[AllocationOutcome, str]:
+        """Search until every wanted device has a verdict, occupying each chosen device in turn."""
+        aborted = ""
         for _ in range(len(wanted) + 64):
             outcome = Allocator(inventory, state, health=self._health).allocate(node, [claim], explain=True)
             chosen = ""
@@ -138,14 +157,13 @@ class NodeProber:
             if admin or chosen in self._counter_devices:
                 slices = self._retire(slices, chosen, taint=admin)
                 inventory = self._inventory(slices)
-            driver, _, rest = chosen.partition("/")  # pool names may contain "/", drivers and devices not
-            pool, _, name = rest.rpartition("/")
-            state.add_results([{"driver": driver, "pool": pool, "device": name}])
-        for device in sorted(wanted - verdicts.keys()):
-            # A selector error aborts the whole node (upstream): devices after it were never tried.
-            detail = {"aborted_by": aborted} if aborted else {"message": outcome.message}
-            verdicts[device] = (Reason.CEL_ERROR.value if aborted else Reason.NOT_REACHED.value, detail)
-        return verdicts
+            if chosen not in state.allocated_devices:  # an admin request may choose an occupied device
+                driver, _, rest = chosen.partition("/")  # pool names may contain "/", drivers and devices not
+                pool, _, name = rest.rpartition("/")
+                result = {"driver": driver, "pool": pool, "device": name}
+                state.add_results([result])
+                occupied.append(result)
+        return outcome, aborted
 
     def _retire(self, slices: dict[str, ResourceSlice], device_id: str, taint: bool) -> dict[str, ResourceSlice]:
         """``slices`` with the device's counter consumption taken off (and, for ``taint``, a taint
