@@ -256,6 +256,8 @@ class World:
         self.dp_model: dict[str, str] = {}
         # while True, free counts change but the per-count node lists wait for one bulk rebuild
         self._defer_free_lists = False
+        # caches other modules derive from this world; they live and die with it (never snapshotted)
+        self.derived: dict[str, Any] = {}
 
     # ---- reading ------------------------------------------------------------------------------
 

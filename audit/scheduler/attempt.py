@@ -67,17 +67,13 @@ class AttemptContext:
         self.time = format_time_ms(time_ms)
 
 
-_MATCHERS: dict[int, tuple[World, SignatureModelMatcher]] = {}
-
-
 def model_matcher(world: World) -> SignatureModelMatcher:
-    hit = _MATCHERS.get(id(world))
-    if hit is None or hit[0] is not world:
-        if len(_MATCHERS) > 64:
-            _MATCHERS.clear()
-        hit = (world, SignatureModelMatcher(world))
-        _MATCHERS[id(world)] = hit
-    return hit[1]
+    """The world's matcher, kept on the world so it is freed with it (a module-level cache kept
+    dozens of replayed worlds alive and made full garbage collections slow)."""
+    matcher: SignatureModelMatcher | None = world.derived.get("model_matcher")
+    if matcher is None:
+        matcher = world.derived["model_matcher"] = SignatureModelMatcher(world)
+    return matcher
 
 
 def new_record(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers], outcome: Outcome,
