@@ -31,7 +31,10 @@ class ModelTable:
         names = self._read.get(driver)
         if names is None:
             names = self._read[driver] = tuple(sorted({r.attribute for r in self.policy.model_rules if r.driver == driver}))
-        key = (driver, tuple(attribute_text(driver, attributes, name) for name in names))
+        if len(names) == 1:  # the usual table: every rule of the driver reads productName
+            key: tuple[str, tuple[str | None, ...]] = (driver, (attribute_text(driver, attributes, names[0]),))
+        else:
+            key = (driver, tuple(attribute_text(driver, attributes, name) for name in names))
         found = self._answers.get(key)
         if found is None:
             model = self.policy.model_of(driver, attributes)
