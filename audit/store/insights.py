@@ -25,6 +25,19 @@ REGRET_WINDOW_S = 600
 DECISION_HOUR = HOUR_FMT.format(col="toStartOfHour(time)")
 
 
+# A pod's identity within a cluster: its uid, or its name for records that carry no uid.
+_POD_KEY = "if(pod_uid != '', pod_uid, pod)"
+_POD = f"cluster, namespace, {_POD_KEY}"
+# A pod's attempts in order (seq, then time, then attempt) as one UInt256 that sorts the same way:
+# seq in the top 64 bits, the millisecond time (sign bit flipped so negative times sort first) in
+# the next 64, the attempt in the low 16. argMax/argMin compare one wide integer much faster than a
+# tuple, which matters when a million pods are folded.
+ATTEMPT_ORDER = (
+    "bitOr(bitOr(bitShiftLeft(toUInt256(seq), 80), bitShiftLeft(toUInt256(bitXor(reinterpretAsUInt64("
+    "toUnixTimestamp64Milli(time)), 9223372036854775808)), 16)), toUInt256(attempt))"
+)
+
+
 def _tenant(scope_tenant: str | None, column: str = "tenant") -> str:
     return f"if({column} = {{scope_tenant:String}}, {column}, '{OTHERS}')" if scope_tenant is not None else column
 
@@ -149,15 +162,16 @@ def pending_pods(query: Query, f: DecisionFilter, starving_after_ms: int,
                  scope_tenant: str | None = None) -> list[dict]:
     """Per tenant: pods whose latest decision under ``f`` is not ``allocated`` (pending now), and of
     those the ones that had waited longer than ``starving_after_ms`` at that decision (starving).
-    A pod is (cluster, namespace, uid or name), grouped by its 64-bit hash; latest by seq, time, attempt."""
+    A pod is (tenant, cluster, namespace, uid or name), grouped by its 64-bit hash; latest by seq,
+    time, attempt. The latest decision's state is kept as one small number (2 = pending, 3 = pending
+    and starving) so a million pods are one pass of single-key grouping."""
     clauses, params = _scoped(f, scope_tenant)
     params["starving_ms"] = starving_after_ms
     sql = (
-        f"SELECT {_tenant(scope_tenant)} AS t, countIf(last.1 != 'allocated'), "
-        "countIf(last.1 != 'allocated' AND last.2 > {starving_ms:UInt64}) FROM ("
-        "SELECT tenant, argMax((outcome, wait_ms), (seq, time, attempt)) AS last "
-        f"FROM decisions FINAL {where_sql(clauses)} "
-        "GROUP BY tenant, cityHash64(cluster, namespace, if(pod_uid != '', pod_uid, pod))) GROUP BY t ORDER BY t"
+        f"SELECT {_tenant(scope_tenant, 'pod_tenant')} AS t, countIf(last >= 2), countIf(last = 3) FROM ("
+        "SELECT any(tenant) AS pod_tenant, argMax(2 * (outcome != 'allocated') "
+        f"+ (outcome != 'allocated' AND wait_ms > {{starving_ms:UInt64}}), {ATTEMPT_ORDER}) AS last "
+        f"FROM decisions FINAL {where_sql(clauses)} GROUP BY cityHash64(tenant, {_POD})) GROUP BY t ORDER BY t"
     )
     return [{"tenant": t, "pending_now": int(pending), "starving_pods": int(starving)}
             for t, pending, starving in query(sql, params, FINAL).result_rows]
@@ -216,22 +230,31 @@ def pod_outcomes(query: Query, f: DecisionFilter) -> tuple[list[dict[str, Any]],
     never released their devices (no Pod delete or finished phase in the event log, so no
     utilisation to measure) come back as counts per distinct outcome; the released ones one by one,
     with what their utilisation needs. Pods are grouped by a 64-bit hash of (cluster, namespace,
-    uid or name)."""
+    uid or name).
+
+    One pass over the rows, with few aggregate states per pod: whether a row's pod may have been
+    released (its name or uid is in the release events) is decided per row, so the pod's names —
+    strings, costly to carry for a million pods — are only kept from those rows. A pod released by
+    uid has every row marked and one released by its latest name has its latest row marked, so
+    "bound and the latest row is marked" is exactly "released", and the latest marked row then
+    carries the latest name."""
     clauses, params = conditions(f)
-    order = "(seq, time, attempt)"
-    pods = (
-        "SELECT cityHash64(cluster, namespace, if(pod_uid != '', pod_uid, pod)) AS h, any(cluster) AS c, "
-        "any(namespace) AS ns, any(if(pod_uid != '', pod_uid, pod)) AS k, "
-        f"argMax(track, {order}) AS tr, argMax(template_version, {order}) AS tv, argMax(pod, {order}) AS name, "
-        "countIf(outcome = 'allocated') > 0 AS bound, "
-        f"argMinIf(fallback, {order}, outcome = 'allocated') AS fb, argMinIf(wait_ms, {order}, outcome = 'allocated') AS bw, "
-        f"argMinIf(toUnixTimestamp64Milli(time), {order}, outcome = 'allocated') AS bms, max(wait_ms) AS pending "
-        f"FROM decisions FINAL {where_sql(clauses)} GROUP BY h"
+    rows = (
+        f"SELECT cityHash64({_POD}) AS h, cluster, namespace, pod, {_POD_KEY} AS k, track, template_version, outcome, "
+        f"fallback, wait_ms, time, {ATTEMPT_ORDER} AS o, "
+        f"(cluster, namespace, pod) IN (SELECT cluster, namespace, name FROM ({_RELEASES})) "
+        f"OR (cluster, namespace, k) IN (SELECT cluster, namespace, uid FROM ({_RELEASES}) WHERE uid != '') AS marked "
+        f"FROM decisions FINAL {where_sql(clauses)}"
     )
-    released = (f"bound AND ((c, ns, name) IN (SELECT cluster, namespace, name FROM ({_RELEASES})) "
-                f"OR (c, ns, k) IN (SELECT cluster, namespace, uid FROM ({_RELEASES}) WHERE uid != ''))")
-    sql = (f"SELECT {released} AS rel, if(rel, c, ''), if(rel, ns, ''), if(rel, k, ''), if(rel, name, ''), tr, tv, bound, "
-           "fb, bw, if(rel, bms, 0), pending, count() FROM (" + pods + ") GROUP BY ALL ORDER BY ALL")
+    pods = (
+        "SELECT argMaxIf((cluster, namespace, k, pod), o, marked) AS names, "
+        "argMax((track, template_version, marked), o) AS latest, max(outcome = 'allocated') AS bound, "
+        "argMinIf((fallback, wait_ms, toUnixTimestamp64Milli(time)), o, outcome = 'allocated') AS first_bound, "
+        f"max(wait_ms) AS pending, bound AND latest.3 AS rel FROM ({rows}) GROUP BY h"
+    )
+    sql = ("SELECT rel, if(rel, names.1, ''), if(rel, names.2, ''), if(rel, names.3, ''), if(rel, names.4, ''), "
+           "latest.1, latest.2, bound, first_bound.1, first_bound.2, if(rel, first_bound.3, 0), pending, count() "
+           f"FROM ({pods}) GROUP BY ALL ORDER BY ALL")
     keys = ("cluster", "namespace", "pod_key", "pod", "track", "template_version", "bound", "fallback", "bound_wait_ms",
             "bound_ms", "pending_ms", "pods")
     groups: list[dict[str, Any]] = []
