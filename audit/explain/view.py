@@ -2,8 +2,8 @@
 
 A view is built from what ``kubectl get nodes,pods,deviceclasses,resourceslices,resourceclaims,
 devicetaintrules -A -o yaml`` prints, or from the world rebuilt at a decision's ``seq`` (whose
-event payloads are the same API objects). Objects stay as API-shaped dicts; the allocator parses
-them with ``audit.dra.model.parse_object`` when it runs.
+event payloads are the same API objects). Objects stay as API-shaped dicts; the probe parses the
+ones the allocator reads, once per distinct content in a process (``audit.explain.parsed``).
 """
 
 from __future__ import annotations
