@@ -16,6 +16,7 @@ from dashboards import client
 from dashboards.client import ApiError, Filters
 
 ALL = "(all)"
+FACETS = ("tenant", "model")
 
 
 def parse_instant(field: str, text: str) -> str:
@@ -35,14 +36,15 @@ def parse_instant(field: str, text: str) -> str:
     return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _facet(column: str, cluster: str) -> list[str]:
-    """Values of ``column`` present in the data, from the API's fallback statistics grouped by it."""
+def _facets(cluster: str) -> dict[str, list[str]]:
+    """Tenants and allocated models present in the data, from one call of the API's fallback
+    statistics grouped by both (one request instead of one per choice list)."""
     try:
-        table = client.stats("fallback", Filters(cluster=cluster), (column,))
+        table = client.stats("fallback", Filters(cluster=cluster), FACETS)
     except ApiError as exc:
-        st.sidebar.caption(f"{column} choices unavailable: {exc}")
-        return []
-    return sorted({str(v) for v in table.column(column) if v not in (None, "")})
+        st.sidebar.caption(f"tenant and model choices unavailable: {exc}")
+        return {column: [] for column in FACETS}
+    return {column: sorted({str(v) for v in table.column(column) if v not in (None, "")}) for column in FACETS}
 
 
 def filter_bar() -> Filters:
@@ -52,8 +54,9 @@ def filter_bar() -> Filters:
     cluster = sb.text_input("Cluster", key="f_cluster", placeholder="all clusters").strip()
     since_text = sb.text_input("Since (UTC)", key="f_since", placeholder="2026-03-01T00:00:00Z")
     until_text = sb.text_input("Until (UTC)", key="f_until", placeholder="2026-03-02T00:00:00Z")
-    tenant = sb.selectbox("Tenant", [ALL, *_facet("tenant", cluster)], key="f_tenant")
-    model = sb.selectbox("Allocated model", [ALL, *_facet("model", cluster)], key="f_model", help="The model a decision was given")
+    choices = _facets(cluster)
+    tenant = sb.selectbox("Tenant", [ALL, *choices["tenant"]], key="f_tenant")
+    model = sb.selectbox("Allocated model", [ALL, *choices["model"]], key="f_model", help="The model a decision was given")
     policy = sb.text_input("Policy version", key="f_policy", placeholder="all versions").strip()
     try:
         since = parse_instant("since", since_text)
