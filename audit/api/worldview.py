@@ -24,8 +24,8 @@ from audit.world import obj_key
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Hold off cyclic garbage collection while the world's objects are built.
+def collector_paused() -> Iterator[None]:
+    """Hold off cyclic garbage collection while a world's objects are built and explained.
 
     The rebuild creates tens of thousands of JSON-shaped dicts and lists that all survive it and
     hold no reference cycles; collecting while they pile up only walks them again and again
@@ -42,7 +42,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def world_at(store: Any, cluster: str, seq: int) -> tuple[ClusterView, Policy]:
-    with _collector_paused():
+    with collector_paused():
         return _world_at(store, cluster, seq)
 
 
