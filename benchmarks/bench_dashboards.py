@@ -49,10 +49,12 @@ def _store_dir() -> Path:
 def _quiet_streamlit() -> None:
     """AppTest runs pages outside a Streamlit server, so Streamlit warns on every cached call that
     there is no runtime or script context; those lines say nothing about the figures measured.
-    Streamlit gives each module its own logger at a global level, which this raises for the
-    loggers that exist and the ones created later."""
-    from streamlit import logger
+    Streamlit gives each module its own logger at a global level, which it resets from its
+    ``logger.level`` option when its config is first read; so the config is read first, then the
+    level raised."""
+    from streamlit import config, logger
 
+    config.get_config_options()
     logger.set_log_level(logging.ERROR)
 
 
@@ -73,6 +75,7 @@ def _render_seconds(script: str) -> tuple[float, list[str]]:
 
 def run() -> list[dict[str, Any]]:
     sys.path.insert(0, str(REPO))
+    _quiet_streamlit()  # before the dashboards are imported: their cached calls warn when declared
     from dashboards.navigation import PAGES
     from tests.dashboards.conftest import start_api, stop
 
