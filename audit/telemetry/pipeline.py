@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 from opentelemetry.sdk._logs.export import (
     BatchLogRecordProcessor,
     LogRecordExporter,
@@ -24,7 +24,7 @@ from opentelemetry.sdk._logs.export import (
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
 from audit.allocator.outcome import TierEvidence
@@ -32,9 +32,9 @@ from audit.records import DecisionRecord
 from audit.telemetry.attributes import DEFAULT_MAX_VERDICTS
 from audit.telemetry.decision_metrics import DecisionMetrics
 from audit.telemetry.errors import TelemetryConfigError
-from audit.telemetry.ids import QueuedIdGenerator
 from audit.telemetry.redaction import Redaction
-from audit.telemetry.traces import DECISION_SPAN_LIMITS, DecisionTracer, ExportedTrace
+from audit.telemetry.spans import HashedOnceResource
+from audit.telemetry.traces import DecisionTracer, ExportedTrace
 
 ENV_MAX_VERDICTS = "CLAIMTRAIL_OTEL_MAX_VERDICTS"
 # The SDK's default batch queue (2048 items) holds under 700 decisions of spans and drops the rest
@@ -126,25 +126,28 @@ class DecisionTelemetry:
         self.settings = settings or TelemetrySettings()
         self.span_exporter = span_exporter
         self.log_exporter = log_exporter
-        resource = resource or Resource.create({SERVICE_NAME: DEFAULT_SERVICE_NAME})
-        ids = QueuedIdGenerator()
-        self.tracer_provider = TracerProvider(resource=resource, id_generator=ids, span_limits=DECISION_SPAN_LIMITS)
+        resource = HashedOnceResource(resource or Resource.create({SERVICE_NAME: DEFAULT_SERVICE_NAME}))
+        self.tracer_provider = TracerProvider(resource=resource)
         self.logger_provider = LoggerProvider(resource=resource)
+        # Decisions go to these processors directly; they are registered on the providers too, so
+        # flush/shutdown of a provider covers them and other spans on the providers still export.
+        self.span_processor: SpanProcessor
+        self.log_processor: LogRecordProcessor
         if batch:
             spans_queue = None if os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE") else DEFAULT_QUEUE_ITEMS
             logs_queue = None if os.environ.get("OTEL_BLRP_MAX_QUEUE_SIZE") else DEFAULT_QUEUE_ITEMS
-            self.tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter, max_queue_size=spans_queue))
-            self.logger_provider.add_log_record_processor(
-                BatchLogRecordProcessor(log_exporter, max_queue_size=logs_queue)
-            )
+            self.span_processor = BatchSpanProcessor(span_exporter, max_queue_size=spans_queue)
+            self.log_processor = BatchLogRecordProcessor(log_exporter, max_queue_size=logs_queue)
         else:
-            self.tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
-            self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+            self.span_processor = SimpleSpanProcessor(span_exporter)
+            self.log_processor = SimpleLogRecordProcessor(log_exporter)
+        self.tracer_provider.add_span_processor(self.span_processor)
+        self.logger_provider.add_log_record_processor(self.log_processor)
         self.meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader] if metric_reader else [])
         self.tracer = DecisionTracer(
-            self.tracer_provider,
-            ids,
-            self.logger_provider,
+            self.span_processor,
+            self.log_processor,
+            resource,
             redaction=self.settings.redaction,
             max_verdicts=self.settings.max_verdicts,
         )

@@ -3,7 +3,8 @@ per-device verdicts as log records linked to the tier span.
 
 Times come from the record (``time`` is the start, ``duration_us`` the length) and ids from the
 decision id, so exporting the same decision twice yields the same trace. Redaction runs before
-anything is handed to the SDK, so redacted values never reach a processor or an exporter.
+anything is handed to the SDK, so redacted values never reach a processor or an exporter. The
+spans and log records go straight to the SDK's processors (see ``audit.telemetry.spans``).
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from opentelemetry import trace
-from opentelemetry._logs import SeverityNumber
 from opentelemetry.context import Context
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk.trace import SpanLimits, TracerProvider
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.sdk._logs import LogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.trace import SpanContext, Status, StatusCode
 
 from audit.allocator.outcome import TierEvidence
 from audit.records import DecisionRecord, Outcome
@@ -32,12 +32,9 @@ from audit.telemetry.attributes import (
     verdict_body,
 )
 from audit.telemetry.errors import TelemetryError
-from audit.telemetry.ids import QueuedIdGenerator, root_span_id_for, tier_span_id_for, trace_id_for
+from audit.telemetry.ids import root_span_id_for, tier_span_id_for, trace_id_for
 from audit.telemetry.redaction import Redaction, Scrubber, redact
-
-# The record JSON attribute must never be cut (the receiver rebuilds the record from it), whatever
-# OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT says; pod labels may push a root span past the 128 default.
-DECISION_SPAN_LIMITS = SpanLimits(max_span_attributes=1024, max_span_attribute_length=SpanLimits.UNSET)
+from audit.telemetry.spans import UNSET, DecisionSpanFactory, linked, span_context
 
 
 @dataclass(frozen=True)
@@ -65,22 +62,25 @@ def time_ns(record: DecisionRecord) -> int:
 
 
 class DecisionTracer:
-    """Emits decisions on a tracer provider (with our id generator) and a logger provider."""
+    """Hands each decision's spans to a span processor and its verdicts to a log processor.
+
+    The processors are the SDK's own (batch processors in production); the spans and log records
+    are built directly (``audit.telemetry.spans``) rather than through a ``Tracer``, since ids and
+    times come from the record.
+    """
 
     def __init__(
         self,
-        tracer_provider: TracerProvider,
-        id_generator: QueuedIdGenerator,
-        logger_provider: LoggerProvider,
+        span_processor: SpanProcessor,
+        log_processor: LogRecordProcessor,
+        resource: Resource,
         *,
         redaction: Redaction = Redaction(),
         max_verdicts: int = DEFAULT_MAX_VERDICTS,
     ) -> None:
-        if tracer_provider.id_generator is not id_generator:
-            raise TelemetryError("DecisionTracer: tracer_provider must be built with the given id_generator")
-        self._ids = id_generator
-        self._tracer = tracer_provider.get_tracer(s.INSTRUMENTATION_SCOPE)
-        self._logger = logger_provider.get_logger(s.INSTRUMENTATION_SCOPE)
+        self._spans = span_processor
+        self._logs = log_processor
+        self._factory = DecisionSpanFactory(resource)
         self.redaction = redaction
         self.max_verdicts = max_verdicts
 
@@ -98,50 +98,39 @@ class DecisionTracer:
         sent = redacted.record
         selection = select_verdicts(sent, verdicts, self.max_verdicts)
         kept = [_scrub_verdict(v, redacted.scrubber) for v in selection.kept]
+        make = self._factory
 
         trace_id = trace_id_for(record.decision_id)
         root_id = root_span_id_for(record.decision_id)
-        self._ids.queue(trace_id, root_id)
-        root = self._tracer.start_span(
-            s.ROOT_SPAN,
-            context=Context(),
-            kind=SpanKind.INTERNAL,
-            attributes=root_attributes(sent, redacted.data, redacted.labels, redacted.paths, selection),
-            start_time=start,
+        root_ctx = span_context(trace_id, root_id)
+        root_attrs = root_attributes(sent, redacted.data, redacted.labels, redacted.paths, selection)
+        status = (
+            Status(StatusCode.ERROR, sent.message or "allocation error")
+            if sent.outcome == Outcome.ERROR.value
+            else UNSET
         )
-        if sent.outcome == Outcome.ERROR.value:
-            root.set_status(Status(StatusCode.ERROR, sent.message or "allocation error"))
-        root_ctx = trace.set_span_in_context(root, Context())
 
+        # the order the Tracer path ended them in: tier spans, verdict logs, then the root
         tier_ids: dict[int, int] = {}
-        tier_ctx: dict[int | None, Context] = {}
+        tier_ctx: dict[int | None, SpanContext] = {}
         for position, tier in enumerate(sent.tiers):
             span_id = tier_span_id_for(record.decision_id, position)
-            self._ids.queue(None, span_id)
-            span = self._tracer.start_span(
-                s.TIER_SPAN,
-                context=root_ctx,
-                kind=SpanKind.INTERNAL,
-                attributes=tier_attributes(sent, tier, selection.dropped_by_position.get(position, 0)),
-                start_time=start,
-            )
+            ctx = span_context(trace_id, span_id)
+            attrs = tier_attributes(sent, tier, selection.dropped_by_position.get(position, 0))
+            self._spans.on_end(make.span(s.TIER_SPAN, ctx, root_ctx, attrs, start, end))
             tier_ids[position] = span_id
-            tier_ctx[position] = trace.set_span_in_context(span, Context())
-            span.end(end_time=end)
+            tier_ctx[position] = ctx
 
+        links: dict[int, Context] = {}  # by span id: one context per span the verdicts link to
         for verdict in kept:
-            self._logger.emit(
-                timestamp=start,
-                observed_timestamp=start,
-                # a verdict whose tier has no span (extra evidence only) still belongs to the decision
-                context=tier_ctx.get(verdict.position, root_ctx),
-                severity_number=SeverityNumber.INFO,
-                severity_text="INFO",
-                body=verdict_body(verdict),
-                attributes=verdict_attributes(sent.decision_id, verdict),
-                event_name=s.VERDICT_EVENT,
-            )
-        root.end(end_time=end)
+            # a verdict whose tier has no span (extra evidence only) still belongs to the decision
+            parent = tier_ctx.get(verdict.position, root_ctx)
+            link = links.get(parent.span_id)
+            if link is None:
+                link = links[parent.span_id] = linked(parent)
+            body, attrs = verdict_body(verdict), verdict_attributes(sent.decision_id, verdict)
+            self._logs.on_emit(make.log(link, start, body, attrs, s.VERDICT_EVENT))
+        self._spans.on_end(make.span(s.ROOT_SPAN, root_ctx, None, root_attrs, start, end, status))
         return ExportedTrace(trace_id, root_id, tier_ids, len(kept), selection.dropped, sent)
 
 
