@@ -1,0 +1,88 @@
+"""The store's record text is the canonical JSON, byte for byte, whatever the field values hold.
+
+``rows.record_json`` writes the text directly from the dataclasses; ``canonical_json(to_dict())``
+is the definition it must match (digests and ``get_decision`` depend on it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from audit.records import (
+    DecisionRecord,
+    DeviceRef,
+    Exemplar,
+    Outcome,
+    TierBlocker,
+    TierSummary,
+    canonical_json,
+)
+from audit.store import rows
+from tests.store.factory import make_record
+
+text = st.text(max_size=12)  # every code point but lone surrogates: quotes, backslashes, controls, non-ASCII
+ints = st.integers(min_value=-(2**70), max_value=2**70)
+json_values = st.recursive(
+    st.none() | st.booleans() | ints | st.floats(allow_nan=False, allow_infinity=False) | text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+    max_leaves=8,
+)
+
+exemplars = st.builds(Exemplar, device=text, node=text, reason=text,
+                      detail=st.dictionaries(text, text, max_size=3))
+tiers = st.builds(TierSummary, index=ints, request=text, model=text, considered=ints,
+                  reasons=st.dictionaries(text, ints, max_size=4), exemplars=st.lists(exemplars, max_size=2),
+                  nodes_evaluated=ints)
+records = st.builds(
+    DecisionRecord,
+    decision_id=text, cluster=text, seq=ints, time=text, attempt=ints, tenant=text, namespace=text, pod=text,
+    pod_uid=text, claims=st.lists(text, max_size=3), claim_uids=st.lists(text, max_size=3),
+    preference=st.lists(text, max_size=3), policy_version=text, policy_digest=text, outcome=text, node=text,
+    devices=st.lists(st.builds(DeviceRef, device=text, node=text, model=text, request=text), max_size=3),
+    tier_index=ints, preferred_model=text, allocated_model=text, fallback=st.booleans(),
+    tiers=st.lists(tiers, max_size=3),
+    blockers=st.lists(st.builds(TierBlocker, code=text, tier=ints,
+                                detail=st.dictionaries(text, json_values, max_size=3)), max_size=2),
+    retry_class=text, backoff_ms=ints, wait_ms=ints, steps=ints, duration_us=ints, track=text,
+    template_version=text, message=text, engine_version=text, input_digest=text, output_digest=text,
+    schema_version=ints,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(records)
+def test_record_text_is_the_canonical_json_for_any_well_typed_record(record: DecisionRecord) -> None:
+    assert rows.record_json(record).encode() == canonical_json(record.to_dict())
+
+
+def _with_tier(**changes: Any) -> DecisionRecord:
+    record = make_record(1)
+    return replace(record, tiers=[replace(record.tiers[0], **changes), *record.tiers[1:]])
+
+
+# Values that do not have their declared type still come out exactly as json.dumps renders them.
+ODD_VALUES = {
+    "int in a str field": replace(make_record(1), node=7),
+    "str in an int field": replace(make_record(1), seq="10"),
+    "bool in an int field": replace(make_record(1), attempt=True),
+    "int in a bool field": replace(make_record(1), fallback=1),
+    "str enum in a str field": replace(make_record(1), outcome=Outcome.DEFERRED),
+    "tuple for a list of strings": replace(make_record(1), claims=("a", "b")),
+    "int inside a list of strings": replace(make_record(1), preference=["H100", 3]),
+    "None for a list": replace(make_record(1), devices=None),
+    "dict instead of a dataclass in a list": replace(make_record(1), devices=[{"device": "d", "node": "n"}]),
+    "bool count in reasons": _with_tier(reasons={"in_use": True}),
+    "non-string key in reasons": _with_tier(reasons={1: 2}),
+    "float count in reasons": _with_tier(reasons={"in_use": 1.5}),
+    "tuple of tiers": replace(make_record(1), tiers=tuple(make_record(1).tiers)),
+}
+
+
+@pytest.mark.parametrize("record", ODD_VALUES.values(), ids=ODD_VALUES.keys())
+def test_record_text_matches_json_dumps_for_values_of_another_type(record: DecisionRecord) -> None:
+    assert rows.record_json(record).encode() == canonical_json(record.to_dict())
