@@ -32,6 +32,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from itertools import islice
 from typing import Any
 
 from audit.events import WorldEvent
@@ -62,7 +63,10 @@ class RecordWriter:
         self.max_delay = max_delay
         self.retry_interval = retry_interval
         self.spool = Spool(spool_dir, max_spool_bytes, spool_block_seconds)
-        self._lock = threading.RLock()  # producer side: buffers and counters
+        self._lock = threading.RLock()  # buffers and counters; held only for moments
+        # one batch is encoded and spooled at a time, in the order batches were cut; producers and
+        # the delivery thread never wait on it for counters, so inserting overlaps encoding
+        self._cut_lock = threading.Lock()
         self._deliver_lock = threading.Lock()  # one delivery at a time, in spool order
         self._records: list[DecisionRecord] = []
         self._events: list[WorldEvent] = []
@@ -84,38 +88,43 @@ class RecordWriter:
 
     # producers ---------------------------------------------------------------------------
     def write_records(self, records: Iterable[DecisionRecord]) -> None:
-        with self._lock:
-            for record in records:
-                self._counters["received"] += 1
-                if not self._records and not self._events:
-                    self._oldest = time.monotonic()
-                self._records.append(record)
-                if len(self._records) >= self.batch_size:
-                    self._cut()
+        self._take(records, "_records", "received")
 
     def write_events(self, events: Iterable[WorldEvent]) -> None:
-        with self._lock:
-            for event in events:
-                self._counters["events_received"] += 1
+        self._take(events, "_events", "events_received")
+
+    def _take(self, items: Iterable[Any], buffer_name: str, counter: str) -> None:
+        """Buffer ``items`` in slices that fill the current batch, cutting each full batch. The
+        slices are drawn outside the lock: a slow producer never holds up the timer or delivery."""
+        source = iter(items)
+        while True:
+            with self._lock:
+                room = max(1, self.batch_size - len(getattr(self, buffer_name)))
+            chunk = list(islice(source, room))
+            if not chunk:
+                return
+            with self._lock:
                 if not self._records and not self._events:
                     self._oldest = time.monotonic()
-                self._events.append(event)
-                if len(self._events) >= self.batch_size:
-                    self._cut()
+                buffer: list[Any] = getattr(self, buffer_name)  # _cut swaps in a new list
+                buffer.extend(chunk)
+                self._counters[counter] += len(chunk)
+                full = len(buffer) >= self.batch_size
+            if full:
+                self._cut()
 
     def write_quarantine(self, rows_: list[q.QuarantineRow]) -> None:
         if not rows_:
             return
+        payload = "\n".join(json.dumps(r.to_dict(), ensure_ascii=False) for r in rows_).encode()
+        self.spool.append("quarantine", payload)
         with self._lock:
-            payload = "\n".join(json.dumps(r.to_dict(), ensure_ascii=False) for r in rows_).encode()
-            self.spool.append("quarantine", payload)
             self._counters["quarantined"] += len(rows_)
 
     def flush(self, timeout: float = 60.0) -> bool:
         """Spool everything buffered (durable from here on), then wait up to ``timeout`` seconds for
         delivery. Returns True when the store has it all, False when it is still in the spool."""
-        with self._lock:
-            self._cut()
+        self._cut()
         if not self._background:
             return self._deliver_all()
         errors = self._counters["delivery_errors"]
@@ -135,8 +144,7 @@ class RecordWriter:
         """Flush, stop the threads, make a last delivery attempt; what is left stays spooled."""
         if self._closed.is_set() and self.spool.closed:
             return
-        with self._lock:
-            self._cut()
+        self._cut()
         self._closed.set()
         for thread in self._threads:
             thread.join()
@@ -165,13 +173,21 @@ class RecordWriter:
     def _timer_loop(self) -> None:
         while not self._closed.wait(self.max_delay / 4):
             with self._lock:
-                if (self._records or self._events) and time.monotonic() - self._oldest >= self.max_delay:
-                    self._cut()
+                due = bool(self._records or self._events) and time.monotonic() - self._oldest >= self.max_delay
+            if due:
+                self._cut()
 
     def _cut(self) -> None:
         """Append buffered records and events to the spool as one batch each (fsync'ed)."""
-        if self._records:
-            batch, self._records = self._records, []
+        with self._cut_lock:
+            with self._lock:
+                batch, self._records = self._records, []
+                batch_e, self._events = self._events, []
+            self._spool_records(batch)
+            self._spool_events(batch_e)
+
+    def _spool_records(self, batch: list[DecisionRecord]) -> None:
+        if batch:
             good: list[DecisionRecord] = []
             bad: list[q.QuarantineRow] = []
             for record in batch:
@@ -185,11 +201,13 @@ class RecordWriter:
                 self._count_duplicates(good)
                 payload = "\n".join([rows.record_json(r) for r in good]).encode()
                 frame = self.spool.append("records", payload)
-                self._counters["spooled"] += len(good)
+                with self._lock:
+                    self._counters["spooled"] += len(good)
                 if len(self._ready) < MAX_READY_BATCHES:
                     self._ready[frame.position] = payload
-        if self._events:
-            batch_e, self._events = self._events, []
+
+    def _spool_events(self, batch_e: list[WorldEvent]) -> None:
+        if batch_e:
             good_e: list[WorldEvent] = []
             bad = []
             for event in batch_e:
@@ -205,14 +223,17 @@ class RecordWriter:
     def _count_duplicates(self, records: list[DecisionRecord]) -> None:
         """Count records whose decision_id this writer already took recently (the store keeps one copy)."""
         recent = self._recent
+        seen = 0
         for record in records:
             if record.decision_id in recent:
-                self._counters["duplicates"] += 1
+                seen += 1
                 recent.move_to_end(record.decision_id)
             else:
                 recent[record.decision_id] = None
         while len(recent) > RECENT_IDS:
             recent.popitem(last=False)
+        with self._lock:
+            self._counters["duplicates"] += seen
 
     # delivery ----------------------------------------------------------------------------
     def _deliver_loop(self) -> None:
@@ -245,6 +266,9 @@ class RecordWriter:
                 self._drop_client()
                 return False
             self.spool.ack(frame)
+            # a payload kept after its frame was already read back from disk would never be used
+            for position in [p for p in self._ready if p <= frame.position]:
+                self._ready.pop(position, None)
             return True
 
     def _drop_client(self) -> None:
@@ -262,7 +286,6 @@ class RecordWriter:
             # the spooled lines are the rows: the engine extracts columns and tier rows (schema.DECISIONS_IN_MV)
             client.raw_insert("decisions_in", ["record"], insert_block=payload, fmt="LineAsString",
                               settings=_dedup_settings(token, "decisions"))
-            self._ready.pop(frame.position, None)
             n = payload.count(b"\n") + 1
             with self._lock:
                 self._counters["written"] += n
@@ -287,7 +310,9 @@ def batch_token(payload: bytes) -> str:
 def _dedup_settings(token: str, table: str) -> dict[str, Any]:
     return {"insert_deduplication_token": f"{token}:{table}",
             # a retried block must be skipped by every view's target table too (tiers, rollups)
-            "deduplicate_blocks_in_dependent_materialized_views": 1}
+            "deduplicate_blocks_in_dependent_materialized_views": 1,
+            # the decision and tier views of one block run side by side (about a third less wall time)
+            "parallel_view_processing": 1}
 
 
 def _insert_columns(client: Any, table: str, columns: dict[str, list[Any]], token: str) -> Any:
