@@ -53,12 +53,17 @@ def _json_ingest(database: str, retention: Retention, cluster: str | None) -> li
     return out
 
 
+def _ingest_views_parse_once(database: str, retention: Retention, cluster: str | None) -> list[str]:
+    return [schema.replace_view_query(view, database, cluster) for view in schema.INGEST_VIEWS]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "world events, checkpoints, decisions, tier evidence, policies, quarantine",
               _tables("events", "checkpoints", "decisions", "decision_tiers", "policies", "quarantine")),
     Migration(2, "replay runs", _tables("replay_runs")),
     Migration(3, "duplicate-tolerant rollups for fallback rate and tenant usage, backfilled", _rollups),
     Migration(4, "record ingest as JSON lines, columns and tier rows extracted by the engine", _json_ingest),
+    Migration(5, "ingest views parse each record once per view", _ingest_views_parse_once),
 )
 LATEST = MIGRATIONS[-1].version
 

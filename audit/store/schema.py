@@ -317,13 +317,15 @@ DECISIONS_IN = Table(
 )
 
 # Extraction of the decision columns from the record JSON, done by the engine at insert time:
-# one JSON parse per row in C++ instead of building thirty Python column lists.
+# one JSON parse per row and view in C++ instead of building thirty Python column lists. Each view
+# reads everything it needs with a single typed ``JSONExtract`` (a second JSONExtract* call on the
+# same row would parse the whole record again).
 _DECISION_SHAPE = (
     "Tuple(time String, decision_id String, cluster String, seq UInt64, attempt UInt16, tenant String, "
     "namespace String, pod String, pod_uid String, policy_version String, policy_digest String, outcome String, "
     "node String, tier_index Int16, preferred_model String, allocated_model String, fallback Bool, "
     "retry_class String, backoff_ms UInt32, wait_ms UInt64, steps UInt32, duration_us UInt32, track String, "
-    "template_version String, engine_version String, schema_version UInt16)"
+    "template_version String, engine_version String, schema_version UInt16, devices Array(Tuple(device String)))"
 )
 _SCALARS = ("decision_id", "cluster", "seq", "attempt", "tenant", "namespace", "pod", "pod_uid", "policy_version",
             "policy_digest", "outcome", "node", "tier_index", "preferred_model", "allocated_model", "fallback",
@@ -337,9 +339,14 @@ DECISIONS_IN_MV = View(
     select=(
         "SELECT parseDateTime64BestEffort(j.time, 3, 'UTC') AS time, "
         + ", ".join(f"j.{name} AS {name}" for name in _SCALARS)
-        + ", toUInt16(JSONLength(record, 'devices')) AS n_devices, record "
+        + ", toUInt16(length(j.devices)) AS n_devices, record "
         f"FROM (SELECT record, JSONExtract(record, '{_DECISION_SHAPE}') AS j FROM {{src}})"
     ),
+)
+
+_TIER_SHAPE = (
+    "Tuple(time String, tenant String, decision_id String, tiers Array(Tuple(index UInt8, request String, "
+    "model String, considered UInt32, nodes_evaluated UInt32, reasons Map(String, UInt32))))"
 )
 
 DECISION_TIERS_IN_MV = View(
@@ -347,13 +354,10 @@ DECISION_TIERS_IN_MV = View(
     target="decision_tiers",
     source="decisions_in",
     select=(
-        "SELECT parseDateTime64BestEffort(JSONExtractString(record, 'time'), 3, 'UTC') AS time, "
-        "JSONExtractString(record, 'tenant') AS tenant, JSONExtractString(record, 'decision_id') AS decision_id, "
-        "toUInt8(JSONExtractUInt(t, 'index')) AS tier, JSONExtractString(t, 'request') AS request, "
-        "JSONExtractString(t, 'model') AS model, toUInt32(JSONExtractUInt(t, 'considered')) AS considered, "
-        "toUInt32(JSONExtractUInt(t, 'nodes_evaluated')) AS nodes_evaluated, "
-        "JSONExtract(t, 'reasons', 'Map(String, UInt32)') AS reasons "
-        "FROM {src} ARRAY JOIN JSONExtractArrayRaw(record, 'tiers') AS t"
+        "SELECT parseDateTime64BestEffort(j.time, 3, 'UTC') AS time, j.tenant AS tenant, j.decision_id AS decision_id, "
+        "t.index AS tier, t.request AS request, t.model AS model, t.considered AS considered, "
+        "t.nodes_evaluated AS nodes_evaluated, t.reasons AS reasons "
+        f"FROM (SELECT JSONExtract(record, '{_TIER_SHAPE}') AS j FROM {{src}}) ARRAY JOIN j.tiers AS t"
     ),
 )
 
@@ -424,6 +428,14 @@ def create_view(view: View, database: str, cluster: str | None = None) -> str:
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS {database}.{view.name}{on_cluster} "
         f"TO {database}.{view.target}{suffix}\nAS {select}"
     )
+
+
+def replace_view_query(view: View, database: str, cluster: str | None = None) -> str:
+    """Give an existing view its current query in place (no window in which inserts pass unseen)."""
+    suffix = "_local" if cluster else ""
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    select = view.select.format(src=f"{database}.{view.source}{suffix}")
+    return f"ALTER TABLE {database}.{view.name}{on_cluster} MODIFY QUERY {select}"
 
 
 def backfill_view(view: View, database: str) -> str:

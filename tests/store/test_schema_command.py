@@ -46,7 +46,8 @@ def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pyt
     assert ("ENGINE = Distributed(prod, claimtrail, decisions_in_local, "
             "cityHash64(JSONExtractString(record, 'decision_id')))") in out
     assert "TO claimtrail.decision_tiers_local\nAS SELECT" in out
-    assert out.rstrip().endswith("(4, 'record ingest as JSON lines, columns and tier rows extracted by the engine');")
+    assert "ALTER TABLE claimtrail.decision_tiers_in_mv ON CLUSTER prod MODIFY QUERY SELECT" in out
+    assert out.rstrip().endswith("(5, 'ingest views parse each record once per view');")
 
 
 def test_record_schema_is_the_json_schema_of_a_decision_record(capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,7 +84,8 @@ def test_every_cluster_statement_is_valid_clickhouse_syntax(store: AuditStore) -
     from audit.store.migrations import cluster_ddl
 
     statements = cluster_ddl("claimtrail", "prod")
-    assert len(statements) == 1 + 11 * 2 + 4 + 1  # database, local+Distributed tables, views, version row
+    # database, local+Distributed tables, views, the views' query update (v5), version row
+    assert len(statements) == 1 + 11 * 2 + 4 + 2 + 1
     for statement in statements:
         formatted = store.client.query("SELECT formatQuery({q:String})", parameters={"q": statement}).result_rows[0][0]
-        assert formatted.split()[0] in ("CREATE", "INSERT")
+        assert formatted.split()[0] in ("CREATE", "INSERT", "ALTER")
