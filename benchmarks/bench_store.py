@@ -1,8 +1,9 @@
 """Store throughput, footprint and query latency on embedded chDB (issue #5).
 
-(a) Decision records per second through the full writer (check, canonical JSON, columns, spool
-with fsync, native insert of decision and tier rows, rollup views) against the same prepared
-columns inserted raw with ``client.insert`` into an identical schema in the same run. (b) Bytes
+(a) Decision records per second through the full writer (check, canonical JSON, spool with
+fsync, the JSON lines inserted with a deduplication token, decision and tier rows extracted by
+the engine's views, rollup views) against the same rows as prepared columns inserted raw with
+``client.insert`` into an identical schema in the same run. (b) Bytes
 on disk per decision (decisions + tier rows + rollups) after ``OPTIMIZE … FINAL``. (c) Latency of
 the API's main queries on a store of 1,000,000 decisions built with ``INSERT … SELECT FROM
 numbers()`` from a real record template (cached under ``.claimtrail/bench-store``).

@@ -12,8 +12,9 @@ ClickHouse skips; a rebuilt batch holding records already stored is collapsed by
 ReplacingMergeTree and read with ``FINAL``/``LIMIT 1 BY``. While the store is unreachable,
 batches wait in the spool and the thread retries every ``retry_interval`` seconds; producers
 block (then get ``SpoolFullError``) when the spool is full. Encoding in the producer and
-inserting in the delivery thread overlap, so the engine's compression runs while Python encodes
-the next batch.
+inserting in the delivery thread overlap (the embedded engine releases the interpreter lock while
+it inserts), so the engine parses and compresses one batch while Python encodes the next; the
+producer's lock is only held to move records between lists, never while encoding.
 
 Record batches are inserted as the spooled JSON lines themselves (``LineAsString`` into the
 Null-engine ``decisions_in``), and the engine extracts the decision columns and tier rows in its
