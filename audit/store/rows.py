@@ -64,7 +64,6 @@ def plain(value: Any) -> Any:
 
 
 _STR = json.encoder.encode_basestring  # the escaping json.dumps(ensure_ascii=False) applies (C-accelerated)
-_INT = int.__repr__  # how json renders an int (and a bool would not pass the exact type check)
 
 
 def _generic(value: Any) -> str:
@@ -110,8 +109,8 @@ def _field_expr(var: str, hint: Any, names: dict[type, str]) -> str:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is str:
         return f"_STR({var}) if type({var}) is str else _generic({var})"
-    if hint is int:
-        return f"_INT({var}) if type({var}) is int else _generic({var})"
+    if hint is int:  # an exact int formats in the f-string as json renders it
+        return f"{var} if type({var}) is int else _generic({var})"
     if hint is bool:
         return f"('true' if {var} else 'false') if type({var}) is bool else _generic({var})"
     if origin is list and args and dataclasses.is_dataclass(args[0]):
@@ -158,7 +157,7 @@ def _build_encoder(root: type) -> Any:
 
     visit(root)
     names = {cls: f"_enc_{cls.__name__}" for cls in classes}
-    namespace: dict[str, Any] = {"_STR": _STR, "_INT": _INT, "_generic": _generic, "_strings": _strings,
+    namespace: dict[str, Any] = {"_STR": _STR, "_generic": _generic, "_strings": _strings,
                                  "_counts": _counts, "_labels": _labels}
     namespace.update({f"{name}_cls": cls for cls, name in names.items()})
     exec("".join(_encoder_source(cls, names) for cls in classes), namespace)  # noqa: S102 - our own source
