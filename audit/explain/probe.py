@@ -117,6 +117,9 @@ class NodeProber:
         node = parse_as(self._view.nodes[node_name], Node)
         admin = any(r.exactly is not None and r.exactly.admin_access for r in claim.spec.requests)
         verdicts: dict[str, Verdict] = {}
+        # Trimmed or retired slices belong to this probe only: a device judged on another node is
+        # whole and untainted again here.
+        self._raw_slices = {}
         slices = self._parsed_slices
         inventory = self._base
         # One state serves every node: what a probe occupies here is given back before returning.
