@@ -12,9 +12,10 @@ the engine uses it only to skip nodes that cannot possibly satisfy a tier.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from audit.scheduler.claimspec import (
     cel_expressions,
@@ -127,7 +128,9 @@ class SignatureModelMatcher:
     """Models a (class, selectors) pair can match, by CEL on device signatures; cached per world state."""
 
     def __init__(self, world: World) -> None:
-        self.world = world
+        # the world keeps its matcher (``World.derived``); a weak reference back keeps the pair out
+        # of a reference cycle, so a dropped world is freed at once instead of by a full collection
+        self.world = cast(World, weakref.proxy(world))
         self._cache: dict[tuple[Any, ...], tuple[str, ...]] = {}
         self._tiers: dict[tuple[int, int, int], tuple[dict[str, Any], list[RequestTiers]]] = {}
         self._env: Any = None
