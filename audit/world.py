@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from audit.events import EventType, WorldEvent
-from audit.policy import Policy, default_policy, parse_policy
+from audit.policy import Policy, attribute_text, default_policy, parse_policy
 from audit.records import canonical_json
 
 GENESIS = "0" * 64
@@ -41,6 +41,9 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 IDENTITY_ATTRIBUTES = frozenset({"uuid", "gpu.nvidia.com/uuid", "resource.kubernetes.io/pciBusID",
                                  "resource.kubernetes.io/pcieRoot", "pciBusID", "pcieRoot"})
 
+
+# a taint rule's selector without a driver or pool applies to every driver or pool
+_ANY: Any = object()
 
 _PARSED: dict[str, int] = {}
 
@@ -141,15 +144,20 @@ def event_digest(ev: WorldEvent) -> str:
     canonical encoding, which spares building and sorting a wrapper object per folded event; a
     field of an unexpected type takes the generic encoding, so the bytes stay canonical.
     """
-    fields = (ev.cluster, ev.name, ev.namespace, ev.object_kind, ev.resource_version, ev.time, ev.type)
-    if _CANONICAL_ENCODER is None or type(ev.seq) is not int or not all(isinstance(f, str) for f in fields):
+    cluster, name, namespace, kind = ev.cluster, ev.name, ev.namespace, ev.object_kind
+    version, time, type_ = ev.resource_version, ev.time, ev.type
+    # one chained test per field: a generator over a tuple cost more than the rest of the framing
+    if _CANONICAL_ENCODER is None or type(ev.seq) is not int or not (
+            isinstance(cluster, str) and isinstance(name, str) and isinstance(namespace, str)
+            and isinstance(kind, str) and isinstance(version, str) and isinstance(time, str)
+            and isinstance(type_, str)):
         return canonical_digest({"cluster": ev.cluster, "seq": ev.seq, "time": ev.time, "type": ev.type,
                                  "object_kind": ev.object_kind, "namespace": ev.namespace, "name": ev.name,
                                  "payload": ev.payload, "resource_version": ev.resource_version})
-    cluster, name, namespace, kind, version, time, type_ = map(_encode_str, fields)
-    text = (f'{{"cluster":{cluster},"name":{name},"namespace":{namespace},"object_kind":{kind},'
-            f'"payload":{"".join(_CANONICAL_ENCODER(ev.payload, 0))},"resource_version":{version},'
-            f'"seq":{ev.seq},"time":{time},"type":{type_}}}')
+    enc = _encode_str
+    text = (f'{{"cluster":{enc(cluster)},"name":{enc(name)},"namespace":{enc(namespace)},"object_kind":{enc(kind)},'
+            f'"payload":{"".join(_CANONICAL_ENCODER(ev.payload, 0))},"resource_version":{enc(version)},'
+            f'"seq":{ev.seq},"time":{enc(time)},"type":{enc(type_)}}}')
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -177,6 +185,52 @@ class Device:
     capacity: dict[str, Any]
     taints: tuple[tuple[str, str, str], ...]  # (key, value, effect) from the slice and taint rules
     unhealthy: bool = False
+    signature: str = ""  # see World.signatures; fixed by the fields above, so kept for the removal
+
+
+class DeviceFacts:
+    """A device's model and signature — the two pure functions of its content (under one policy)
+    the index needs — memoised for an indexing pass, or for as long as its owner keeps it.
+
+    The model depends only on the text of the attributes the policy's model rules read for the
+    device's driver, so devices agreeing on those texts share one rule evaluation. A signature
+    is the digest of the canonical encoding of what selectors can tell apart. Facts are also
+    remembered per device object (holding it, so the entry can never name another object): a
+    loader that keeps parsed, immutable checkpoint content can keep its facts with it.
+    """
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self._rule_attributes: dict[str, tuple[str, ...]] = {}
+        self._models: dict[tuple[str, tuple[str | None, ...]], str] = {}
+        self._by_device: dict[int, tuple[dict[str, Any], str, str]] = {}
+
+    def of(self, driver: str, device: dict[str, Any], attributes: dict[str, Any],
+           capacity: dict[str, Any]) -> tuple[str, str]:
+        """(model, signature) of ``device`` (whose attributes and capacity are given) under ``driver``."""
+        known = self._by_device.get(id(device))
+        if known is not None and known[0] is device:
+            return known[1], known[2]
+        model = self.model(driver, attributes)
+        signature = self.signature(driver, model, attributes, capacity)
+        self._by_device[id(device)] = (device, model, signature)
+        return model, signature
+
+    def model(self, driver: str, attributes: dict[str, Any]) -> str:
+        names = self._rule_attributes.get(driver)
+        if names is None:
+            names = self._rule_attributes[driver] = tuple(dict.fromkeys(
+                r.attribute for r in self.policy.model_rules if r.driver == driver))
+        key = (driver, tuple(attribute_text(driver, attributes, n) for n in names))
+        model = self._models.get(key)
+        if model is None:
+            model = self._models[key] = self.policy.model_of(driver, attributes)
+        return model
+
+    @staticmethod
+    def signature(driver: str, model: str, attributes: dict[str, Any], capacity: dict[str, Any]) -> str:
+        attrs = {k: v for k, v in attributes.items() if k not in IDENTITY_ATTRIBUTES}
+        return hashlib.sha256(canonical_bytes([driver, model, attrs, capacity])).hexdigest()
 
 
 @dataclass
@@ -254,10 +308,13 @@ class World:
         self.dp_capacity: dict[str, int] = {}  # device-plugin node -> nvidia.com/gpu allocatable
         self.dp_used: dict[str, int] = {}
         self.dp_model: dict[str, str] = {}
-        # while True, free counts change but the per-count node lists wait for one bulk rebuild
-        self._defer_free_lists = False
+        # while True (a checkpoint being loaded) free counts and the per-count node lists are left
+        # alone and computed once, after every device and allocation is indexed
+        self._bulk = False
         # caches other modules derive from this world; they live and die with it (never snapshotted)
         self.derived: dict[str, Any] = {}
+        # the device facts the last whole reindex found (a loader may keep them with its snapshot)
+        self.device_facts: DeviceFacts | None = None
 
     # ---- reading ------------------------------------------------------------------------------
 
@@ -376,14 +433,18 @@ class World:
         self.inventory_version += 1
         self.class_version += 1
 
-    def _reindex_devices(self) -> None:
+    def _reindex_devices(self, facts: DeviceFacts | None = None) -> None:
         pools = sorted({(d.driver, d.pool) for d in self.devices.values()} | set(self.pool_devices))
         for s in self.objects.get("ResourceSlice", {}).values():
             spec = s.get("spec", {})
             if spec.get("nodeName"):
                 pools.append((spec.get("driver", ""), spec.get("pool", {}).get("name", "")))
+        if facts is None or facts.policy.digest != self.policy.digest:
+            facts = DeviceFacts(self.policy)
+        self.device_facts = facts
+        rules = self._taint_rules()
         for driver, pool in sorted(set(pools)):
-            self._reindex_pool(driver, pool)
+            self._reindex_pool(driver, pool, facts, rules)
 
     def _touch(self, node: str) -> None:
         self.node_versions[node] = self.node_versions.get(node, 0) + 1
@@ -392,14 +453,17 @@ class World:
         else:
             self.multi_model_nodes.discard(node)
 
-    def _reindex_pool(self, driver: str, pool: str) -> None:
+    def _reindex_pool(self, driver: str, pool: str, facts: DeviceFacts | None = None,
+                      rules: list[tuple[Any, Any, str, tuple[str, str, str]]] | None = None) -> None:
         touched = {self.devices[d].node for d in self.pool_devices.get((driver, pool), []) if d in self.devices}
-        self._reindex_pool_devices(driver, pool)
+        self._reindex_pool_devices(driver, pool, facts or DeviceFacts(self.policy),
+                                   self._taint_rules() if rules is None else rules)
         touched.update(self.devices[d].node for d in self.pool_devices.get((driver, pool), []))
         for node in touched:
             self._touch(node)
 
-    def _reindex_pool_devices(self, driver: str, pool: str) -> None:
+    def _reindex_pool_devices(self, driver: str, pool: str, facts: DeviceFacts,
+                              rules: list[tuple[Any, Any, str, tuple[str, str, str]]]) -> None:
         for dev_id in self.pool_devices.pop((driver, pool), []):
             self._remove_device(dev_id)
         bucket = self.objects.get("ResourceSlice", {})
@@ -407,7 +471,8 @@ class World:
         if not slices:
             return
         top = max(int(s["spec"]["pool"].get("generation", 0)) for _, s in slices)
-        rule_taints = self._rule_taints(driver, pool)
+        rule_taints = [(device, taint) for rule_driver, rule_pool, device, taint in rules
+                       if (rule_driver is _ANY or rule_driver == driver) and (rule_pool is _ANY or rule_pool == pool)]
         ids: list[str] = []
         for name, s in sorted(slices, key=lambda x: x[0]):
             spec = s["spec"]
@@ -425,9 +490,11 @@ class World:
                 if rule_taints:
                     taints += tuple(t for (dn, t) in rule_taints if dn in ("", d.get("name")))
                 attrs = d.get("attributes", {}) or {}
+                capacity = d.get("capacity", {}) or {}
+                model, signature = facts.of(driver, d, attrs, capacity)
                 dev = Device(id=dev_id, driver=driver, pool=pool, name=d.get("name", ""), node=node, slice=name,
-                             generation=top, model=self.policy.model_of(driver, attrs), attributes=attrs,
-                             capacity=d.get("capacity", {}) or {}, taints=taints)
+                             generation=top, model=model, attributes=attrs, capacity=capacity, taints=taints,
+                             signature=signature)
                 if taints:
                     dev.unhealthy = any(e in NO_EXECUTE_EFFECTS and self.policy.is_unhealthy_taint(k)
                                         for k, _, e in taints)
@@ -435,15 +502,15 @@ class World:
                 ids.append(dev_id)
         self.pool_devices[(driver, pool)] = ids
 
-    def _rule_taints(self, driver: str, pool: str) -> list[tuple[str, tuple[str, str, str]]]:
-        out: list[tuple[str, tuple[str, str, str]]] = []
+    def _taint_rules(self) -> list[tuple[Any, Any, str, tuple[str, str, str]]]:
+        """Every DeviceTaintRule by name: (selector driver, pool — ``_ANY`` when absent —, device, taint)."""
+        out: list[tuple[Any, Any, str, tuple[str, str, str]]] = []
         for _, rule in sorted(self.objects.get("DeviceTaintRule", {}).items()):
             spec = rule.get("spec", {}) or {}
             sel = spec.get("deviceSelector", {}) or {}
-            if sel.get("driver", driver) != driver or sel.get("pool", pool) != pool:
-                continue
             t = spec.get("taint", {}) or {}
-            out.append((sel.get("device", ""), (t.get("key", ""), t.get("value", ""), t.get("effect", ""))))
+            out.append((sel.get("driver", _ANY), sel.get("pool", _ANY), sel.get("device", ""),
+                        (t.get("key", ""), t.get("value", ""), t.get("effect", ""))))
         return out
 
     def _usable(self, dev: Device) -> bool:
@@ -455,11 +522,11 @@ class World:
         counts = self.node_model.setdefault(dev.node, {}).setdefault(dev.model, [0, 0])
         counts[0] += 1
         self.model_totals[dev.model] = self.model_totals.get(dev.model, 0) + 1
-        if self._usable(dev):
+        if not self._bulk and self._usable(dev):
             self._shift_free(dev.node, dev.model, +1)
         if dev.id in self.allocated_by:
             self.model_allocated[dev.model] = self.model_allocated.get(dev.model, 0) + 1
-        sig = self._signature(dev)
+        sig = dev.signature
         entry = self.signatures.get(sig)
         if entry is None:
             self.signatures[sig] = [1, dev.model, dev.driver, dev.attributes, dev.capacity]
@@ -485,17 +552,12 @@ class World:
             del self.node_model[dev.node][dev.model]
             if not self.node_model[dev.node]:
                 del self.node_model[dev.node]
-        sig = self._signature(dev)
+        sig = dev.signature
         entry = self.signatures[sig]
         entry[0] -= 1
         if entry[0] == 0:
             del self.signatures[sig]
             self.signature_version += 1
-
-    @staticmethod
-    def _signature(dev: Device) -> str:
-        attrs = {k: v for k, v in dev.attributes.items() if k not in IDENTITY_ATTRIBUTES}
-        return canonical_digest([dev.driver, dev.model, attrs, dev.capacity])
 
     def _shift_free(self, node: str, model: str, delta: int) -> None:
         counts = self.node_model.setdefault(node, {}).setdefault(model, [0, 0])
@@ -503,7 +565,7 @@ class World:
         after = before + delta
         counts[1] = after
         self.model_free[model] = self.model_free.get(model, 0) + delta
-        if self._defer_free_lists:
+        if self._bulk:
             return
         by_k = self.free_nodes.setdefault(model, {})
         if delta > 0:
@@ -518,6 +580,16 @@ class World:
                 i = bisect.bisect_left(lst, node)
                 if i < len(lst) and lst[i] == node:
                     del lst[i]
+
+    def _count_free(self) -> None:
+        """Free-and-healthy counts per node and model, and per model, from scratch."""
+        model_free: dict[str, int] = {}
+        allocated_by, node_model = self.allocated_by, self.node_model
+        for dev in self.devices.values():
+            if not dev.unhealthy and dev.id not in allocated_by:
+                node_model[dev.node][dev.model][1] += 1
+                model_free[dev.model] = model_free.get(dev.model, 0) + 1
+        self.model_free = model_free
 
     def _rebuild_free_lists(self) -> None:
         """``free_nodes`` from the free counts in one pass: appending nodes in name order keeps every
@@ -652,7 +724,9 @@ class World:
         }
 
     @classmethod
-    def from_snapshot(cls, snap: dict[str, Any]) -> World:
+    def from_snapshot(cls, snap: dict[str, Any], facts: DeviceFacts | None = None) -> World:
+        """The world a snapshot holds; ``facts`` may carry the models and signatures of this same
+        snapshot's devices from an earlier rebuild (used only under the policy they were found with)."""
         w = cls(snap["cluster"])
         policy_objs = snap["objects"].get("Policy", {})
         if snap.get("policy") in policy_objs:
@@ -669,21 +743,21 @@ class World:
                 w.pool_slices.setdefault((spec.get("driver", ""), spec.get("pool", {}).get("name", "")), set()).add(key)
             else:
                 w.has_shared_slices = True
-        # every device is indexed and every allocation taken before the free lists are built once
-        w._defer_free_lists = True
-        w._reindex_devices()
+        # every device is indexed and every allocation taken before free counts and lists are built
+        w._bulk = True
+        w._reindex_devices(facts)
+        devices, allocated_by, model_allocated = w.devices, w.allocated_by, w.model_allocated
         for key, claim in w.objects["ResourceClaim"].items():
             ids = _allocated_ids(claim)
             if ids:
                 w.claim_devices[key] = ids
                 for dev_id in ids:
-                    dev = w.devices.get(dev_id)
-                    if dev is not None and w._usable(dev):
-                        w._shift_free(dev.node, dev.model, -1)
-                    w.allocated_by[dev_id] = key
+                    allocated_by[dev_id] = key
+                    dev = devices.get(dev_id)
                     if dev is not None:
-                        w.model_allocated[dev.model] = w.model_allocated.get(dev.model, 0) + 1
-        w._defer_free_lists = False
+                        model_allocated[dev.model] = model_allocated.get(dev.model, 0) + 1
+        w._bulk = False
+        w._count_free()
         w._rebuild_free_lists()
         for key, pod in w.objects["Pod"].items():
             node = (pod.get("spec") or {}).get("nodeName", "")
