@@ -5,6 +5,13 @@ snapshot), so a body that was truncated, edited or mixed up with another sequenc
 refused on load instead of silently rebuilding a different world. Bodies stay readable as plain
 snapshots (the API's world view reads ``objects`` and ``policy`` from them).
 
+A body is stored as its canonical JSON text (``checkpoint_text``). ``load_checkpoint_text``
+verifies that text by hashing its bytes — the snapshot's canonical bytes are the text with the
+``"content_digest"`` member cut out — before parsing it once; re-encoding megabytes of parsed
+objects to check them costs more than parsing them. A text that is not in that form (an older
+writer's ASCII escapes, or damage) is checked the slow way, on its parsed content, so the verdict
+never depends on the encoding.
+
 ``CheckpointWriter`` decides when a checkpoint is due — after the event whose ``seq + 1`` is a
 multiple of ``every`` — so the positions do not depend on how producers batch their events, and
 one replay folds at most ``every`` events after its checkpoint. Producers hook it in without
@@ -15,11 +22,17 @@ the event stream (a store writer). The sink does the I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import gc
+import hashlib
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from audit.events import WorldEvent
-from audit.world import World, canonical_digest
+from audit.world import DeviceFacts, World, canonical_bytes, canonical_digest
 
 DEFAULT_INTERVAL = 10_000
 DIGEST_KEY = "content_digest"
@@ -27,6 +40,12 @@ DIGEST_KEY = "content_digest"
 CheckpointSink = Callable[[str, int, dict[str, Any]], None]
 # body -> objects -> kind: below that each object is encoded whole (see canonical_digest)
 _STREAM_DEPTH = 3
+# In canonical JSON a '"' inside a string is always escaped, so a ',' right before a quote marks
+# a structural member; in a text checkpoint_text wrote the first such "content_digest" member with
+# a digest for its value is the top-level one (only "chain", "charges" and "cluster" sort before
+# it, and none holds a string-valued member of that name). If it were not, the hash or the parsed
+# body's own content_digest would disagree and the parsed content would be checked instead.
+_DIGEST_MEMBER = re.compile(rb',"content_digest":"([0-9a-f]{64})"')
 
 
 class CheckpointCorrupt(ValueError):
@@ -43,6 +62,105 @@ def checkpoint_body(world: World) -> dict[str, Any]:
     return {**snap, DIGEST_KEY: canonical_digest(snap, _STREAM_DEPTH)}
 
 
+class _ParsedSnapshots:
+    """The last few parsed snapshots, by content digest, each with its devices' facts.
+
+    Parsing a 1,000-node checkpoint costs about as much as folding thousands of events, and
+    replays cluster around the same checkpoints (a batch, an auditor stepping through a window).
+    Only content that is immutable and named by its digest is kept: a snapshot is looked up
+    under a digest its text was just hashed to on this load, so a damaged or different text never
+    reaches an entry. With it go its devices' models and signatures (``DeviceFacts``: pure
+    functions of that content under the snapshot's policy). Every load still rebuilds its own
+    world — devices, allocations, free counts, pending pods, usage — from the snapshot; its
+    objects are shared read-only, as event payloads already are between worlds.
+    """
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._entries: OrderedDict[str, tuple[dict[str, Any], list[DeviceFacts]]] = OrderedDict()
+
+    def get(self, content_digest: str) -> tuple[dict[str, Any], list[DeviceFacts]] | None:
+        entry = self._entries.get(content_digest)
+        if entry is not None:
+            self._entries.move_to_end(content_digest)
+        return entry
+
+    def put(self, content_digest: str, snap: dict[str, Any]) -> tuple[dict[str, Any], list[DeviceFacts]]:
+        entry = self._entries[content_digest] = (snap, [])
+        self._entries.move_to_end(content_digest)
+        while len(self._entries) > self.keep:
+            self._entries.popitem(last=False)
+        return entry
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+# two: the checkpoint a replay starts from and the one before it (a window that crosses one)
+_PARSED = _ParsedSnapshots(keep=2)
+
+
+def forget_parsed_checkpoints() -> None:
+    """Drop the parsed snapshots kept between loads (for measuring a first load, or to free memory)."""
+    _PARSED.clear()
+
+
+def checkpoint_text(body: dict[str, Any]) -> str:
+    """The stored form of a checkpoint body: exactly ``audit.records.canonical_json(body)``, as text."""
+    return canonical_bytes(body).decode()
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Hold off cyclic garbage collection while a checkpoint's objects are parsed and indexed.
+
+    The hundreds of thousands of JSON-shaped containers all survive the load and form no
+    cycles, so collections triggered while they pile up only walk them again. Collection resumes
+    afterwards, and is never turned on here if something else had turned it off.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def load_checkpoint_text(cluster: str, seq: int, text: str | bytes) -> World:
+    """The world a stored checkpoint text holds, after checking its digest and sequence number.
+
+    The digest is taken over the text's bytes (see the module docstring); the parsed body must
+    then carry that same ``content_digest`` at its top level, which ties the bytes that were
+    hashed to the object that is rebuilt.
+    """
+    raw = text.encode() if isinstance(text, str) else text
+    member = _DIGEST_MEMBER.search(raw)
+    matched = False
+    if member is not None:
+        h = hashlib.sha256()
+        view = memoryview(raw)
+        h.update(view[:member.start()])
+        h.update(view[member.end():])
+        matched = h.hexdigest() == member.group(1).decode()
+    with _collector_paused():
+        if member is not None and matched:
+            entry = _PARSED.get(member.group(1).decode())
+            if entry is not None:
+                return _rebuild(cluster, seq, *entry)
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            raise CheckpointCorrupt(cluster, seq, f"body is not JSON: {exc}") from None
+        if member is None or not matched or not isinstance(body, dict) \
+                or body.get(DIGEST_KEY) != member.group(1).decode():
+            return load_checkpoint(cluster, seq, body)  # the parsed content decides
+        snap = {k: v for k, v in body.items() if k != DIGEST_KEY}
+        if snap.get("seq") != seq or snap.get("cluster") != cluster:
+            return _rebuild(cluster, seq, snap)  # refused: never kept
+        return _rebuild(cluster, seq, *_PARSED.put(body[DIGEST_KEY], snap))
+
+
 def load_checkpoint(cluster: str, seq: int, body: Any) -> World:
     """The world the checkpoint holds, after checking its digest and sequence number."""
     if not isinstance(body, dict):
@@ -54,12 +172,21 @@ def load_checkpoint(cluster: str, seq: int, body: Any) -> World:
     actual = canonical_digest(snap, _STREAM_DEPTH)
     if actual != recorded:
         raise CheckpointCorrupt(cluster, seq, f"{DIGEST_KEY}: recorded {recorded}, content hashes to {actual}")
+    with _collector_paused():
+        return _rebuild(cluster, seq, snap)
+
+
+def _rebuild(cluster: str, seq: int, snap: dict[str, Any], kept_facts: list[DeviceFacts] | None = None) -> World:
+    """Rebuild the world; ``kept_facts`` (kept with a parsed snapshot) receives the facts found."""
     if snap.get("seq") != seq or snap.get("cluster") != cluster:
         raise CheckpointCorrupt(cluster, seq, f"body is for {snap.get('cluster')}@{snap.get('seq')}")
     try:
-        return World.from_snapshot(snap)
+        world = World.from_snapshot(snap, kept_facts[0] if kept_facts else None)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CheckpointCorrupt(cluster, seq, f"cannot rebuild the world: {exc!r}") from None
+    if kept_facts is not None and not kept_facts and world.device_facts is not None:
+        kept_facts.append(world.device_facts)
+    return world
 
 
 class CheckpointWriter:

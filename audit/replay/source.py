@@ -1,8 +1,10 @@
 """Where replay reads history from, and the cursor that rebuilds the world at a sequence number.
 
-``ReplaySource`` is the two reads replay needs — the nearest checkpoint at or before a seq, and
-the events in a seq range — which ``audit.store.AuditStore`` provides and ``MemorySource``
-provides over lists (offline JSONL files, tests, benchmarks). ``WorldCursor`` keeps one world and
+``ReplaySource`` is the reads replay needs — the nearest checkpoint at or before a seq (parsed,
+or as its stored text, which the cursor verifies byte-wise before parsing), and the events in a
+seq range — which ``audit.store.AuditStore`` provides and ``MemorySource`` provides over lists
+(offline JSONL files, tests, benchmarks); ``MemorySource`` keeps checkpoints as the same
+canonical text the store keeps, so reading one costs what it costs from the store. ``WorldCursor`` keeps one world and
 moves it forward: to reach ``seq`` it folds from where it is, or restarts from the nearest
 checkpoint when that is closer (or when it would have to go back), so one rebuild costs at most
 one checkpoint interval of folds. A gap in the sequence numbers is ``MissingEvents``; a checkpoint
@@ -12,16 +14,24 @@ that fails its digest is ``CheckpointCorrupt`` (from ``audit.replay.checkpoints`
 from __future__ import annotations
 
 import bisect
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from audit.events import WorldEvent
-from audit.replay.checkpoints import DEFAULT_INTERVAL, checkpoint_body, load_checkpoint
+from audit.replay.checkpoints import (
+    DEFAULT_INTERVAL,
+    checkpoint_body,
+    checkpoint_text,
+    load_checkpoint_text,
+)
 from audit.world import World
 
 
 class ReplaySource(Protocol):
     def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict[str, Any]] | None: ...
+
+    def nearest_checkpoint_text(self, cluster: str, seq: int) -> tuple[int, str] | None: ...
 
     def events(self, cluster: str, after_seq: int, upto_seq: int) -> Iterator[WorldEvent]: ...
 
@@ -37,10 +47,10 @@ class MemorySource:
     """Events and checkpoints held in lists, per cluster, sorted by seq (duplicates refused)."""
 
     def __init__(self, events: Iterable[WorldEvent] = (),
-                 checkpoints: Iterable[tuple[str, int, dict[str, Any]]] = ()) -> None:
+                 checkpoints: Iterable[tuple[str, int, dict[str, Any] | str]] = ()) -> None:
         self._events: dict[str, list[WorldEvent]] = {}
         self._seqs: dict[str, list[int]] = {}
-        self._checkpoints: dict[str, dict[int, dict[str, Any]]] = {}
+        self._checkpoints: dict[str, dict[int, str]] = {}  # cluster -> seq -> canonical body text
         for ev in events:
             self._events.setdefault(ev.cluster, []).append(ev)
         for cluster, evs in self._events.items():
@@ -53,18 +63,23 @@ class MemorySource:
         for cluster, seq, body in checkpoints:
             self.write_checkpoint(cluster, seq, body)
 
-    def write_checkpoint(self, cluster: str, seq: int, body: dict[str, Any]) -> None:
-        self._checkpoints.setdefault(cluster, {})[seq] = body
+    def write_checkpoint(self, cluster: str, seq: int, body: dict[str, Any] | str) -> None:
+        """Keep ``body`` as the store would: its canonical text (a text is kept as given)."""
+        self._checkpoints.setdefault(cluster, {})[seq] = body if isinstance(body, str) else checkpoint_text(body)
 
     def checkpoint_seqs(self, cluster: str) -> list[int]:
         return sorted(self._checkpoints.get(cluster, {}))
 
-    def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict[str, Any]] | None:
+    def nearest_checkpoint_text(self, cluster: str, seq: int) -> tuple[int, str] | None:
         seqs = self.checkpoint_seqs(cluster)
         i = bisect.bisect_right(seqs, seq)
         if i == 0:
             return None
         return seqs[i - 1], self._checkpoints[cluster][seqs[i - 1]]
+
+    def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict[str, Any]] | None:
+        found = self.nearest_checkpoint_text(cluster, seq)
+        return None if found is None else (found[0], json.loads(found[1]))
 
     def events(self, cluster: str, after_seq: int, upto_seq: int) -> Iterator[WorldEvent]:
         seqs = self._seqs.get(cluster, [])
@@ -88,8 +103,8 @@ class MemorySource:
         writer = CheckpointWriter(self.write_checkpoint, every)
         for cluster in self.clusters():
             evs = self._events[cluster]
-            cp = self.nearest_checkpoint(cluster, evs[0].seq - 1) if evs[0].seq > 0 else None
-            world = load_checkpoint(cluster, cp[0], cp[1]) if cp is not None else World(cluster)
+            cp = self.nearest_checkpoint_text(cluster, evs[0].seq - 1) if evs[0].seq > 0 else None
+            world = load_checkpoint_text(cluster, cp[0], cp[1]) if cp is not None else World(cluster)
             for ev in evs:
                 if ev.seq > world.seq:
                     world.apply(ev)
@@ -113,19 +128,19 @@ class WorldCursor:
         if world is not None and world.seq == seq:
             return world
         if world is None or world.seq > seq or seq - world.seq > self.fold_limit:
-            checkpoint = self.source.nearest_checkpoint(self.cluster, seq)
+            checkpoint = self.source.nearest_checkpoint_text(self.cluster, seq)
             if world is None or world.seq > seq or (checkpoint is not None and checkpoint[0] > world.seq):
                 world = self._start(checkpoint)
         self.world = world
         self._fold(world, seq)
         return world
 
-    def _start(self, checkpoint: tuple[int, dict[str, Any]] | None) -> World:
+    def _start(self, checkpoint: tuple[int, str] | None) -> World:
         self.world = None
         if checkpoint is None:
             return World(self.cluster)
         self.loads += 1
-        return load_checkpoint(self.cluster, checkpoint[0], checkpoint[1])
+        return load_checkpoint_text(self.cluster, checkpoint[0], checkpoint[1])
 
     def _fold(self, world: World, seq: int) -> None:
         if world.seq == seq:
@@ -159,6 +174,10 @@ class StoreHistory:
 
     def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict[str, Any]] | None:
         found = self.store.nearest_checkpoint(cluster, seq)
+        return None if found is None else (int(found[0]), found[1])
+
+    def nearest_checkpoint_text(self, cluster: str, seq: int) -> tuple[int, str] | None:
+        found = self.store.nearest_checkpoint_text(cluster, seq)
         return None if found is None else (int(found[0]), found[1])
 
     def events(self, cluster: str, after_seq: int, upto_seq: int) -> Iterator[WorldEvent]:

@@ -10,6 +10,7 @@ which keeps the caller's tenant and folds every other tenant into ``"(others)"``
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -21,7 +22,7 @@ from typing import Any, Literal, TypeVar
 
 from audit.cli import UserError
 from audit.events import WorldEvent
-from audit.records import DecisionRecord, digest
+from audit.records import DecisionRecord, canonical_json
 from audit.store import aggregates, migrations
 from audit.store.connection import Target, connect, data_dir, resolve_dsn
 from audit.store.filters import (
@@ -124,8 +125,11 @@ class AuditStore:
         return total
 
     def write_checkpoint(self, cluster: str, seq: int, body: dict[str, Any]) -> None:
+        """Store ``body`` as its canonical JSON text, which replay verifies byte-wise before parsing
+        (``audit.replay.checkpoints.load_checkpoint_text``); ``digest`` is that text's sha256."""
+        text = canonical_json(body)
         self._insert("checkpoints", ["cluster", "seq", "digest", "body"],
-                     [[cluster, seq, digest(body), json.dumps(body, sort_keys=True, separators=(",", ":"))]])
+                     [[cluster, seq, hashlib.sha256(text).hexdigest(), text.decode()]])
 
     def write_policy(self, version: str, digest_: str, document: dict[str, Any]) -> None:
         self._insert("policies", ["version", "digest", "document"],
@@ -241,10 +245,15 @@ class AuditStore:
 
     def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict] | None:
         """The checkpoint with the largest seq <= ``seq``; a rewritten checkpoint reads as its last write."""
+        found = self.nearest_checkpoint_text(cluster, seq)
+        return (found[0], json.loads(found[1])) if found is not None else None
+
+    def nearest_checkpoint_text(self, cluster: str, seq: int) -> tuple[int, str] | None:
+        """As ``nearest_checkpoint``, with the body as the stored text, unparsed."""
         rows_ = self._query(
             "SELECT seq, body FROM checkpoints FINAL WHERE cluster = {c:String} AND seq <= {s:Int64} "
             "ORDER BY seq DESC LIMIT 1", {"c": cluster, "s": seq}).result_rows
-        return (int(rows_[0][0]), json.loads(rows_[0][1])) if rows_ else None
+        return (int(rows_[0][0]), rows_[0][1]) if rows_ else None
 
     def checkpoint_seqs(self, cluster: str) -> list[int]:
         rows_ = self._query("SELECT DISTINCT seq FROM checkpoints WHERE cluster = {c:String} ORDER BY seq",
