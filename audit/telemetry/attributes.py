@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from audit.allocator.outcome import TierEvidence
-from audit.records import DecisionRecord, TierSummary, canonical_json
+from audit.records import DecisionRecord, TierSummary
 from audit.telemetry import schema as s
-from audit.telemetry.record_dict import record_dict
+from audit.telemetry.record_dict import record_json
 
 AttributeValue = str | bool | int | float | list[str]
 
@@ -47,13 +46,8 @@ class VerdictSelection:
         return sum(self.dropped_by_position.values())
 
 
-def record_json(record: DecisionRecord) -> str:
-    return canonical_json(record_dict(record)).decode()
-
-
 def root_attributes(
     record: DecisionRecord,
-    record_data: dict[str, Any],
     labels: Mapping[str, str],
     redacted_paths: Sequence[str],
     selection: VerdictSelection,
@@ -94,7 +88,7 @@ def root_attributes(
         s.BLOCKERS: [f"{b.code}@{b.tier}" for b in record.blockers],
         s.VERDICTS_EXPORTED: len(selection.kept),
         s.VERDICTS_DROPPED: selection.dropped,
-        s.RECORD: canonical_json(record_data).decode(),
+        s.RECORD: record_json(record),
     }
     # empty strings and lists say nothing in an explorer; the record attribute keeps them
     attrs = {k: v for k, v in attrs.items() if v != "" and v != []}

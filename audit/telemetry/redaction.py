@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from audit.records import DecisionRecord
@@ -90,17 +90,25 @@ class Scrubber:
 @dataclass
 class RedactedDecision:
     record: DecisionRecord
-    data: dict[str, Any]  # the record as a plain dict, what its JSON attribute is made from
     labels: dict[str, str]
     scrubber: Scrubber
     paths: list[str]
+    _data: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The redacted record as a plain dict; built on first use when nothing was redacted
+        (export encodes the record's JSON straight from the record and never needs it)."""
+        if self._data is None:
+            self._data = record_dict(self.record)
+        return self._data
 
 
 def redact(record: DecisionRecord, labels: Mapping[str, str], settings: Redaction) -> RedactedDecision:
     """Return a redacted copy; the input record is never modified."""
-    original = record_dict(record)
     if not settings.active:
-        return RedactedDecision(record, original, dict(labels), Scrubber(), [])
+        return RedactedDecision(record, dict(labels), Scrubber(), [])
+    original = record_dict(record)
     scrubber = (
         Scrubber(record.pod, settings.pod_token(record.pod))
         if settings.hash_pod_names and record.pod
@@ -113,7 +121,7 @@ def redact(record: DecisionRecord, labels: Mapping[str, str], settings: Redactio
     paths = sorted(_changed_paths(original, data, ""))
     if settings.drop_labels and labels:
         paths.append("/labels")
-    return RedactedDecision(DecisionRecord.from_dict(data), data, kept_labels, scrubber, paths)
+    return RedactedDecision(DecisionRecord.from_dict(data), kept_labels, scrubber, paths, data)
 
 
 # record fields (at any depth) that hold closed-vocabulary values, digests or uids

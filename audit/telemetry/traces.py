@@ -103,7 +103,7 @@ class DecisionTracer:
         trace_id = trace_id_for(record.decision_id)
         root_id = root_span_id_for(record.decision_id)
         root_ctx = span_context(trace_id, root_id)
-        root_attrs = root_attributes(sent, redacted.data, redacted.labels, redacted.paths, selection)
+        root_attrs = root_attributes(sent, redacted.labels, redacted.paths, selection)
         status = (
             Status(StatusCode.ERROR, sent.message or "allocation error")
             if sent.outcome == Outcome.ERROR.value

@@ -5,8 +5,16 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.records import DecisionRecord, DeviceRef, Exemplar, Outcome, TierBlocker, TierSummary
-from audit.telemetry.record_dict import record_dict
+from audit.records import (
+    DecisionRecord,
+    DeviceRef,
+    Exemplar,
+    Outcome,
+    TierBlocker,
+    TierSummary,
+    canonical_json,
+)
+from audit.telemetry.record_dict import record_dict, record_json
 from ingest.otlp.decode import records_from_logs, records_from_traces
 from tests.otlp.payloads import exported
 
@@ -74,3 +82,9 @@ def test_any_record_round_trips_with_the_same_output_digest(record: DecisionReco
 @given(records())
 def test_fast_record_dict_equals_to_dict(record: DecisionRecord) -> None:
     assert record_dict(record) == record.to_dict()
+
+
+@settings(max_examples=40, deadline=None)
+@given(records())
+def test_record_json_is_the_canonical_json_of_to_dict(record: DecisionRecord) -> None:
+    assert record_json(record).encode() == canonical_json(record.to_dict())

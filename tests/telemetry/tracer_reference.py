@@ -91,7 +91,7 @@ class TracerBuiltExport:
             s.ROOT_SPAN,
             context=Context(),
             kind=SpanKind.INTERNAL,
-            attributes=root_attributes(sent, redacted.data, redacted.labels, redacted.paths, selection),
+            attributes=root_attributes(sent, redacted.labels, redacted.paths, selection),
             start_time=start,
         )
         if sent.outcome == Outcome.ERROR.value:
