@@ -560,17 +560,26 @@ class World:
             self.signature_version += 1
 
     def _shift_free(self, node: str, model: str, delta: int) -> None:
-        counts = self.node_model.setdefault(node, {}).setdefault(model, [0, 0])
+        per_node = self.node_model.get(node)
+        if per_node is None:
+            per_node = self.node_model[node] = {}
+        counts = per_node.get(model)
+        if counts is None:
+            counts = per_node[model] = [0, 0]
         before = counts[1]
         after = before + delta
         counts[1] = after
         self.model_free[model] = self.model_free.get(model, 0) + delta
         if self._bulk:
             return
-        by_k = self.free_nodes.setdefault(model, {})
+        by_k = self.free_nodes.get(model)
+        if by_k is None:
+            by_k = self.free_nodes[model] = {}
         if delta > 0:
             for k in range(before + 1, after + 1):
-                lst = by_k.setdefault(k, [])
+                lst = by_k.get(k)
+                if lst is None:
+                    lst = by_k[k] = []
                 i = bisect.bisect_left(lst, node)
                 if i == len(lst) or lst[i] != node:
                     lst.insert(i, node)
@@ -619,29 +628,43 @@ class World:
     def _allocate(self, key: str, namespace: str, ids: list[str]) -> None:
         self.claim_devices[key] = ids
         models: dict[str, int] = {}
+        taken: dict[tuple[str, str], int] = {}  # (node, model) -> free, healthy devices taken
+        h100: dict[str, float] = {}
         eq = 0.0
+        devices, allocated_by, model_allocated = self.devices, self.allocated_by, self.model_allocated
         for dev_id in ids:
-            dev = self.devices.get(dev_id)
-            if dev is not None and self._usable(dev):
-                self._shift_free(dev.node, dev.model, -1)
-            self.allocated_by[dev_id] = key
-            model = dev.model if dev is not None else "unknown"
-            if dev is not None:
-                self.model_allocated[model] = self.model_allocated.get(model, 0) + 1
+            dev = devices.get(dev_id)
+            if dev is None:
+                model = "unknown"
+            else:
+                model = dev.model
+                if not dev.unhealthy and dev_id not in allocated_by:
+                    taken[(dev.node, model)] = taken.get((dev.node, model), 0) + 1
+                model_allocated[model] = model_allocated.get(model, 0) + 1
+            allocated_by[dev_id] = key
             models[model] = models.get(model, 0) + 1
-            eq += self.policy.h100_equivalent(model)
+            per_device = h100.get(model)
+            if per_device is None:
+                per_device = h100[model] = self.policy.h100_equivalent(model)
+            eq += per_device  # device by device, as ever: the sum's rounding is part of the usage
+        for (node, model), n in taken.items():
+            self._shift_free(node, model, -n)
         self._charge(key, Charge(self.policy.tenant_for(namespace), eq, models))
 
     def _release(self, key: str, ids: list[str]) -> None:
         self.claim_devices.pop(key, None)
+        returned: dict[tuple[str, str], int] = {}  # (node, model) -> healthy devices freed
+        devices, allocated_by, model_allocated = self.devices, self.allocated_by, self.model_allocated
         for dev_id in ids:
-            if self.allocated_by.get(dev_id) == key:
-                del self.allocated_by[dev_id]
-                dev = self.devices.get(dev_id)
+            if allocated_by.get(dev_id) == key:
+                del allocated_by[dev_id]
+                dev = devices.get(dev_id)
                 if dev is not None:
-                    self.model_allocated[dev.model] = self.model_allocated.get(dev.model, 0) - 1
-                if dev is not None and self._usable(dev):
-                    self._shift_free(dev.node, dev.model, +1)
+                    model_allocated[dev.model] = model_allocated.get(dev.model, 0) - 1
+                    if not dev.unhealthy:
+                        returned[(dev.node, dev.model)] = returned.get((dev.node, dev.model), 0) + 1
+        for (node, model), n in returned.items():
+            self._shift_free(node, model, n)
         self._uncharge(key)
 
     def _charge(self, key: str, charge: Charge) -> None:
