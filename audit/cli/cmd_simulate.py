@@ -36,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--events", metavar="FILE.jsonl", help="write the world event log here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--otel", action="store_true",
-                   help="also export every decision as an OpenTelemetry trace (endpoint from OTEL_EXPORTER_OTLP_*)")
+                   help="also export every decision as an OpenTelemetry trace, from a child process "
+                        "(endpoint from OTEL_EXPORTER_OTLP_*)")
     p.set_defaults(func=run)
 
 
@@ -136,18 +137,20 @@ def run(args: argparse.Namespace) -> int:
         out.close()
     if events_out is not None:
         events_out.close()
-    if telemetry is not None:
-        telemetry.force_flush()
-        telemetry.shutdown()
+    report = telemetry.close() if telemetry is not None else None
     print(summary_table(result))
+    if report is not None and report.errors:
+        raise UserError(f"--otel: {len(report.errors)} decisions were not exported; the first: {report.errors[0]}")
     return 0
 
 
 def _telemetry() -> Any:
-    from audit.telemetry import DecisionTelemetry, TelemetryConfigError
+    """Export runs in a child process: in the engine's process, building and encoding a decision's
+    spans would cost more than half of the engine's own time per decision (see docs/otlp.md)."""
+    from audit.telemetry import ExporterProcess, TelemetryConfigError
 
     try:
-        return DecisionTelemetry.from_env()
+        return ExporterProcess()
     except TelemetryConfigError as exc:
         raise UserError(f"--otel: {exc}") from None
 
