@@ -357,7 +357,9 @@ class World:
             self.time = ev.time
             self.time_ms = parse_time_ms(ev.time)
         kind, key = ev.object_kind, obj_key(ev.namespace, ev.name)
-        bucket = self.objects.setdefault(kind, {})
+        bucket = self.objects.get(kind)
+        if bucket is None:  # (setdefault would build a spare dict on every fold)
+            bucket = self.objects[kind] = {}
         old = bucket.get(key)
         if ev.type == _DELETE:
             bucket.pop(key, None)
@@ -479,9 +481,11 @@ class World:
             if int(spec["pool"].get("generation", 0)) != top:
                 continue
             node = spec["nodeName"]
-            for d in spec.get("devices", []) or []:
-                dev_id = f"{driver}/{pool}/{d.get('name', '')}"
-                if dev_id in self.devices:
+            devices = self.devices
+            for d in spec.get("devices") or []:
+                dev_name = d.get("name", "")
+                dev_id = f"{driver}/{pool}/{dev_name}"
+                if dev_id in devices:
                     continue  # duplicate names make the pool invalid; the allocator reports it
                 # most devices carry no taints: skip building empty tuples for them
                 own = d.get("taints")
@@ -489,12 +493,11 @@ class World:
                     (t.get("key", ""), t.get("value", ""), t.get("effect", "")) for t in own) if own else ()
                 if rule_taints:
                     taints += tuple(t for (dn, t) in rule_taints if dn in ("", d.get("name")))
-                attrs = d.get("attributes", {}) or {}
-                capacity = d.get("capacity", {}) or {}
+                attrs = d.get("attributes") or {}
+                capacity = d.get("capacity") or {}
                 model, signature = facts.of(driver, d, attrs, capacity)
-                dev = Device(id=dev_id, driver=driver, pool=pool, name=d.get("name", ""), node=node, slice=name,
-                             generation=top, model=model, attributes=attrs, capacity=capacity, taints=taints,
-                             signature=signature)
+                dev = Device(dev_id, driver, pool, dev_name, node, name, top, model, attrs, capacity, taints,
+                             False, signature)
                 if taints:
                     dev.unhealthy = any(e in NO_EXECUTE_EFFECTS and self.policy.is_unhealthy_taint(k)
                                         for k, _, e in taints)
@@ -615,7 +618,7 @@ class World:
 
     def _on_claim(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         # claim_devices holds exactly the old object's allocated ids: no need to read them again
-        old_alloc = self.claim_devices.get(key, [])
+        old_alloc = self.claim_devices.get(key) or []
         new_alloc = _allocated_ids(new)
         if old_alloc == new_alloc:
             return
@@ -667,11 +670,23 @@ class World:
             self._shift_free(node, model, n)
         self._uncharge(key)
 
+    def _usage_of(self, tenant: str) -> TenantUsage:
+        usage = self.usage.get(tenant)
+        if usage is None:  # (setdefault would build a spare TenantUsage on every charge)
+            usage = self.usage[tenant] = TenantUsage(last_ms=self.time_ms)
+        return usage
+
+    def _models_of(self, tenant: str) -> dict[str, int]:
+        tm = self.tenant_models.get(tenant)
+        if tm is None:
+            tm = self.tenant_models[tenant] = {}
+        return tm
+
     def _charge(self, key: str, charge: Charge) -> None:
-        usage = self.usage.setdefault(charge.tenant, TenantUsage(last_ms=self.time_ms))
+        usage = self._usage_of(charge.tenant)
         usage.advance(self.time_ms, self.policy.usage_half_life_ms)
         usage.in_use_eq += charge.eq
-        tm = self.tenant_models.setdefault(charge.tenant, {})
+        tm = self._models_of(charge.tenant)
         for m, n in charge.models.items():
             tm[m] = tm.get(m, 0) + n
         self.charges[key] = charge
@@ -680,12 +695,12 @@ class World:
         charge = self.charges.pop(key, None)
         if charge is None:
             return
-        usage = self.usage.setdefault(charge.tenant, TenantUsage(last_ms=self.time_ms))
+        usage = self._usage_of(charge.tenant)
         usage.advance(self.time_ms, self.policy.usage_half_life_ms)
         usage.in_use_eq = max(0.0, usage.in_use_eq - charge.eq)
         if usage.in_use_eq < 1e-9:
             usage.in_use_eq = 0.0
-        tm = self.tenant_models.setdefault(charge.tenant, {})
+        tm = self._models_of(charge.tenant)
         for m, n in charge.models.items():
             tm[m] = tm.get(m, 0) - n
 
@@ -711,8 +726,9 @@ class World:
     def _on_pod(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         old_node = ((old or {}).get("spec") or {}).get("nodeName", "")
         new_node = ((new or {}).get("spec") or {}).get("nodeName", "")
+        live = new is not None and not _terminated(new)
         was_pending = key in self.pending
-        if new is not None and not new_node and not _terminated(new):
+        if new is not None and live and not new_node:
             self.pending[key] = parse_time_ms(new["metadata"].get("creationTimestamp") or self.time or "1970-01-01T00:00:00Z")
         else:
             self.pending.pop(key, None)
@@ -720,7 +736,7 @@ class World:
             tenant = self.policy.tenant_for(key.split("/", 1)[0])
             self.pending_by_tenant[tenant] = self.pending_by_tenant.get(tenant, 0) + (1 if not was_pending else -1)
         old_gpus = device_plugin_gpus(old) if old_node else 0
-        new_gpus = device_plugin_gpus(new) if new_node and new is not None and not _terminated(new) else 0
+        new_gpus = device_plugin_gpus(new) if new_node and live else 0
         if old_gpus and (old_node != new_node or not new_gpus):
             self.dp_used[old_node] = self.dp_used.get(old_node, 0) - old_gpus
             self._uncharge(f"pod:{key}")
