@@ -10,7 +10,9 @@ verifies that text by hashing its bytes — the snapshot's canonical bytes are t
 ``"content_digest"`` member cut out — before parsing it once; re-encoding megabytes of parsed
 objects to check them costs more than parsing them. A text that is not in that form (an older
 writer's ASCII escapes, or damage) is checked the slow way, on its parsed content, so the verdict
-never depends on the encoding.
+never depends on the encoding. The last two parsed snapshots are kept by content digest (with
+their devices' models and signatures) for loads whose bytes hash to that digest; every load still
+hashes its text and rebuilds its own world (see ``_ParsedSnapshots``).
 
 ``CheckpointWriter`` decides when a checkpoint is due — after the event whose ``seq + 1`` is a
 multiple of ``every`` — so the positions do not depend on how producers batch their events, and
