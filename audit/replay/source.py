@@ -4,11 +4,13 @@
 or as its stored text, which the cursor verifies byte-wise before parsing), and the events in a
 seq range — which ``audit.store.AuditStore`` provides and ``MemorySource`` provides over lists
 (offline JSONL files, tests, benchmarks); ``MemorySource`` keeps checkpoints as the same
-canonical text the store keeps, so reading one costs what it costs from the store. ``WorldCursor`` keeps one world and
-moves it forward: to reach ``seq`` it folds from where it is, or restarts from the nearest
-checkpoint when that is closer (or when it would have to go back), so one rebuild costs at most
-one checkpoint interval of folds. A gap in the sequence numbers is ``MissingEvents``; a checkpoint
-that fails its digest is ``CheckpointCorrupt`` (from ``audit.replay.checkpoints``).
+canonical text the store keeps, so reading one costs what it costs from the store.
+
+``WorldCursor`` keeps one world and moves it forward: to reach ``seq`` it folds from where it is,
+or restarts from the nearest checkpoint when that is closer (or when it would have to go back),
+so one rebuild costs at most one checkpoint interval of folds. A gap in the sequence numbers is
+``MissingEvents``; a checkpoint that fails its digest is ``CheckpointCorrupt`` (from
+``audit.replay.checkpoints``).
 """
 
 from __future__ import annotations
