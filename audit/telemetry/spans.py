@@ -7,9 +7,9 @@ handing them to the batch processors (``on_end`` / ``on_emit``) puts the same OT
 wire at a fraction of the CPU. What is the same for every decision (resource, instrumentation
 scope, trace flags, log limits) is made once per exporter.
 
-No SDK limits apply to decision spans, as before (``DECISION_SPAN_LIMITS`` used to lift them): the
-record attribute must never be cut, whatever ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`` says, or the
-receiver could not rebuild the record. Log records keep the SDK's log limits.
+No SDK attribute limits apply to decision spans (the Tracer path was given limits that lifted
+them): the record attribute must never be cut, whatever ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``
+says, or the receiver could not rebuild the record. Log records keep the SDK's log limits.
 """
 
 from __future__ import annotations
