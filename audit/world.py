@@ -194,16 +194,22 @@ class DeviceFacts:
 
     The model depends only on the text of the attributes the policy's model rules read for the
     device's driver, so devices agreeing on those texts share one rule evaluation. A signature
-    is the digest of the canonical encoding of what selectors can tell apart. Facts are also
-    remembered per device object (holding it, so the entry can never name another object): a
-    loader that keeps parsed, immutable checkpoint content can keep its facts with it.
+    is the digest of the canonical encoding of what selectors can tell apart; devices of one
+    model nearly always share it, so a device equal to an earlier one whose values are all text
+    takes that one's signature without encoding (equal text-only JSON values encode alike; with
+    numbers or booleans ``==`` is not enough — ``1 == True`` — so those are always encoded).
+    Facts are also remembered per device object (holding it, so the entry can never name another
+    object): a loader that keeps parsed, immutable checkpoint content can keep its facts with it.
     """
+
+    _REPRESENTATIVES = 8  # per driver and model: beyond that every device is encoded
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
         self._rule_attributes: dict[str, tuple[str, ...]] = {}
         self._models: dict[tuple[str, tuple[str | None, ...]], str] = {}
         self._by_device: dict[int, tuple[dict[str, Any], str, str]] = {}
+        self._signed: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any], str]]] = {}
 
     def of(self, driver: str, device: dict[str, Any], attributes: dict[str, Any],
            capacity: dict[str, Any]) -> tuple[str, str]:
@@ -227,10 +233,32 @@ class DeviceFacts:
             model = self._models[key] = self.policy.model_of(driver, attributes)
         return model
 
-    @staticmethod
-    def signature(driver: str, model: str, attributes: dict[str, Any], capacity: dict[str, Any]) -> str:
-        attrs = {k: v for k, v in attributes.items() if k not in IDENTITY_ATTRIBUTES}
-        return hashlib.sha256(canonical_bytes([driver, model, attrs, capacity])).hexdigest()
+    def signature(self, driver: str, model: str, attributes: dict[str, Any], capacity: dict[str, Any]) -> str:
+        attrs = dict(attributes)
+        for name in IDENTITY_ATTRIBUTES:
+            attrs.pop(name, None)
+        signed = self._signed.get((driver, model))
+        if signed is None:
+            signed = self._signed[(driver, model)] = []
+        for known_attrs, known_capacity, known in signed:
+            if known_attrs == attrs and known_capacity == capacity:
+                return known
+        signature = hashlib.sha256(canonical_bytes([driver, model, attrs, capacity])).hexdigest()
+        if len(signed) < self._REPRESENTATIVES and _text_only(attrs) and _text_only(capacity):
+            signed.append((attrs, capacity, signature))
+        return signature
+
+
+def _text_only(value: Any) -> bool:
+    """True if ``value`` is plain strings all the way down (dicts with string keys, lists)."""
+    kind = type(value)
+    if kind is str:
+        return True
+    if kind is dict:
+        return all(type(k) is str and _text_only(v) for k, v in value.items())
+    if kind is list:
+        return all(_text_only(v) for v in value)
+    return False
 
 
 @dataclass
