@@ -113,12 +113,13 @@ def checkpoint_text(body: dict[str, Any]) -> str:
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Hold off cyclic garbage collection while a checkpoint's objects are parsed and indexed.
+def collector_paused() -> Iterator[None]:
+    """Hold off cyclic garbage collection while a world is rebuilt from a checkpoint or folded.
 
-    The hundreds of thousands of JSON-shaped containers all survive the load and form no
-    cycles, so collections triggered while they pile up only walk them again. Collection resumes
-    afterwards, and is never turned on here if something else had turned it off.
+    The hundreds of thousands of JSON-shaped containers a load builds all survive it and form no
+    cycles, and neither do a fold's: collections triggered while they pile up only walk the same
+    live world again and again. Collection resumes afterwards, and is never turned on here if
+    something else had turned it off.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -145,7 +146,7 @@ def load_checkpoint_text(cluster: str, seq: int, text: str | bytes) -> World:
         h.update(view[:member.start()])
         h.update(view[member.end():])
         matched = h.hexdigest() == member.group(1).decode()
-    with _collector_paused():
+    with collector_paused():
         if member is not None and matched:
             entry = _PARSED.get(member.group(1).decode())
             if entry is not None:
@@ -174,7 +175,7 @@ def load_checkpoint(cluster: str, seq: int, body: Any) -> World:
     actual = canonical_digest(snap, _STREAM_DEPTH)
     if actual != recorded:
         raise CheckpointCorrupt(cluster, seq, f"{DIGEST_KEY}: recorded {recorded}, content hashes to {actual}")
-    with _collector_paused():
+    with collector_paused():
         return _rebuild(cluster, seq, snap)
 
 

@@ -25,6 +25,7 @@ from audit.replay.checkpoints import (
     DEFAULT_INTERVAL,
     checkpoint_body,
     checkpoint_text,
+    collector_paused,
     load_checkpoint_text,
 )
 from audit.world import World
@@ -129,12 +130,13 @@ class WorldCursor:
         world = self.world
         if world is not None and world.seq == seq:
             return world
-        if world is None or world.seq > seq or seq - world.seq > self.fold_limit:
-            checkpoint = self.source.nearest_checkpoint_text(self.cluster, seq)
-            if world is None or world.seq > seq or (checkpoint is not None and checkpoint[0] > world.seq):
-                world = self._start(checkpoint)
-        self.world = world
-        self._fold(world, seq)
+        with collector_paused():
+            if world is None or world.seq > seq or seq - world.seq > self.fold_limit:
+                checkpoint = self.source.nearest_checkpoint_text(self.cluster, seq)
+                if world is None or world.seq > seq or (checkpoint is not None and checkpoint[0] > world.seq):
+                    world = self._start(checkpoint)
+            self.world = world
+            self._fold(world, seq)
         return world
 
     def _start(self, checkpoint: tuple[int, str] | None) -> World:
