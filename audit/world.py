@@ -851,12 +851,9 @@ def _allocated_ids(claim: dict[str, Any] | None) -> list[str]:
     alloc = (claim.get("status") or {}).get("allocation")
     if not alloc:
         return []
-    out = []
-    for r in (alloc.get("devices") or {}).get("results", []) or []:
-        if r.get("adminAccess"):
-            continue  # admin-access results do not occupy the device (upstream allocateddevices.go)
-        out.append(f"{r.get('driver', '')}/{r.get('pool', '')}/{r.get('device', '')}")
-    return out
+    # admin-access results do not occupy the device (upstream allocateddevices.go)
+    return [f"{r.get('driver', '')}/{r.get('pool', '')}/{r.get('device', '')}"
+            for r in (alloc.get("devices") or {}).get("results", []) or [] if not r.get("adminAccess")]
 
 
 def _terminated(pod: dict[str, Any]) -> bool:
