@@ -38,10 +38,9 @@ BEFORE_AFTER = ("; kept between replays: the last 2 parsed checkpoints by conten
                 "digested, every decision re-decided. Before (checkpoints held parsed and verified by re-encoding "
                 "10 MB of objects; dropped worlds freed only by full collections): p95 375 ms, p50 295 ms; after: "
                 "p95 {after}. What remains: ~11 us per folded event (~6 of them encoding the payload for its "
-                "digest), rebuilding the world ~40 ms, hashing the text ~5 ms; the p95 samples are the two first "
-                "loads (parsing ~50 ms, collecting the new objects ~35 ms) and full collections, which walk the "
-                "kept parses (~150 ms)")
-AFTER = "188-208 ms over six runs, p50 109-118 ms"
+                "digest), rebuilding the world ~35 ms, hashing the text ~5 ms; a first load adds parsing "
+                "(~50 ms), the devices' facts (~15 ms) and one young collection over the new objects (~40 ms)")
+AFTER = "161-186 ms over four runs, p50 104-113 ms"
 
 
 def history() -> SimulationResult:
