@@ -46,7 +46,7 @@ WARM_UP = 50
 RECEIVER_DECISIONS = 3000
 BATCH = 100
 ENGINE_HOURS = 0.25
-ENGINE_PAIRS = 8
+ENGINE_PAIRS = 10
 IN_PROCESS_RUNS = 2
 HEADLINE = "OTel export overhead vs measured engine CPU (child process, engine side)"
 
