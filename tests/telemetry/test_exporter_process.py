@@ -130,3 +130,29 @@ def test_flush_reports_the_childs_cpu_without_making_reports_unequal(monkeypatch
             second = exporter.flush()
     assert 0.0 <= first.cpu_seconds <= second.cpu_seconds
     assert second == FlushReport(3, ())
+
+
+def test_batches_sent_by_a_caller_that_dies_are_still_exported(monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    caller = (
+        "import os\n"
+        "from audit.telemetry import ExporterProcess\n"
+        "from tests.telemetry.records_factory import make_record\n"
+        "exporter = ExporterProcess(batch_size=2)\n"
+        "for i in range(4):\n"
+        "    exporter.export(make_record(i))\n"
+        "os._exit(0)  # no flush, no close: the export child only sees its input end\n"
+    )
+    with running_receiver() as rx:
+        _env(monkeypatch, {"OTEL_EXPORTER_OTLP_ENDPOINT": rx.url})
+        done = subprocess.run([sys.executable, "-c", caller], cwd=Path(__file__).resolve().parents[2], timeout=120)
+        assert done.returncode == 0
+        deadline = time.monotonic() + 60  # a wait for the orphaned child, not a speed check
+        while len(rx.sink.records) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        received = sorted(r.attempt for r in rx.sink.records)
+    assert received == [0, 1, 2, 3]
