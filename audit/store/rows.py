@@ -212,29 +212,37 @@ DECISION_COLUMNS = (
 TIER_COLUMNS = ("time", "tenant", "decision_id", "tier", "request", "model", "considered", "nodes_evaluated", "reasons")
 EVENT_COLUMNS = ("cluster", "seq", "time", "type", "object_kind", "namespace", "name", "resource_version", "body")
 
+_U16, _U32, _U64 = 2**16, 2**32, 2**64
 _UINT_LIMITS = {"attempt": 2**16, "seq": 2**64, "backoff_ms": 2**32, "wait_ms": 2**64, "steps": 2**32,
                 "duration_us": 2**32, "schema_version": 2**16}
 
 
 def check_record(record: DecisionRecord) -> int:
-    """Store-level checks beyond ``validate_record``: values must fit their columns. Returns time (ms)."""
-    for name, limit in _UINT_LIMITS.items():
-        value = getattr(record, name)
-        if not 0 <= value < limit:
-            raise RowError(name, f"{value} is outside 0..{limit - 1}")
-    if not record.decision_id:
+    """Store-level checks beyond ``validate_record``: values must fit their columns. Returns time (ms).
+
+    Every record of every batch passes through here, so the usual case is one chained comparison;
+    only a record that fails it is walked again to name the field."""
+    r = record
+    if not (0 <= r.attempt < _U16 and 0 <= r.seq < _U64 and 0 <= r.backoff_ms < _U32 and 0 <= r.wait_ms < _U64
+            and 0 <= r.steps < _U32 and 0 <= r.duration_us < _U32 and 0 <= r.schema_version < _U16):
+        for name, limit in _UINT_LIMITS.items():
+            value = getattr(r, name)
+            if not 0 <= value < limit:
+                raise RowError(name, f"{value} is outside 0..{limit - 1}")
+    if not r.decision_id:
         raise RowError("decision_id", "must not be empty")
-    if not -1 <= record.tier_index < 2**15:
-        raise RowError("tier_index", f"{record.tier_index} is outside -1..32767")
-    for i, tier in enumerate(record.tiers):
-        if not 0 <= tier.index < 256:
-            raise RowError(f"tiers.{i}.index", f"{tier.index} is outside 0..255")
-        for name in ("considered", "nodes_evaluated"):
-            if not 0 <= getattr(tier, name) < 2**32:
-                raise RowError(f"tiers.{i}.{name}", f"{getattr(tier, name)} is outside 0..{2**32 - 1}")
+    if not -1 <= r.tier_index < 2**15:
+        raise RowError("tier_index", f"{r.tier_index} is outside -1..32767")
+    for i, tier in enumerate(r.tiers):
+        if not (0 <= tier.index < 256 and 0 <= tier.considered < _U32 and 0 <= tier.nodes_evaluated < _U32):
+            if not 0 <= tier.index < 256:
+                raise RowError(f"tiers.{i}.index", f"{tier.index} is outside 0..255")
+            for name in ("considered", "nodes_evaluated"):
+                if not 0 <= getattr(tier, name) < _U32:
+                    raise RowError(f"tiers.{i}.{name}", f"{getattr(tier, name)} is outside 0..{_U32 - 1}")
         for key, count in tier.reasons.items():
-            if not 0 <= count < 2**32:
-                raise RowError(f"tiers.{i}.reasons.{key}", f"{count} is outside 0..{2**32 - 1}")
+            if not 0 <= count < _U32:
+                raise RowError(f"tiers.{i}.reasons.{key}", f"{count} is outside 0..{_U32 - 1}")
     return epoch_ms(record.time)
 
 
