@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from audit.cli import UserError
-from audit.events import WorldEvent
+from audit.events import WorldEvent, loads_json, stored_event
 from audit.records import DecisionRecord, canonical_json
 from audit.store import aggregates, migrations
 from audit.store.connection import Target, connect, data_dir, resolve_dsn
@@ -227,15 +227,31 @@ class AuditStore:
     # world events, checkpoints, replay, policies, quarantine ---------------------------------
     def events(self, cluster: str, after_seq: int, upto_seq: int, page: int = 10_000) -> Iterator[WorldEvent]:
         """Events with ``after_seq < seq <= upto_seq`` in seq order, each once."""
+        for _, body in self.event_texts(cluster, after_seq, upto_seq, page):
+            yield WorldEvent.from_dict(loads_json(body))
+
+    def digested_events(self, cluster: str, after_seq: int, upto_seq: int,
+                        page: int = 10_000) -> Iterator[tuple[WorldEvent, str]]:
+        """As ``events``, each with the sha256 of its stored text (``audit.events.stored_event``)."""
+        for _, body in self.event_texts(cluster, after_seq, upto_seq, page):
+            yield stored_event(body)
+
+    def event_texts(self, cluster: str, after_seq: int, upto_seq: int,
+                    page: int = 10_000) -> Iterator[tuple[int, bytes]]:
+        """(seq, stored body bytes) with ``after_seq < seq <= upto_seq`` in seq order, each seq once.
+
+        The body is read as bytes: it is hashed as stored, and decoding it to text first would
+        only be undone by the parser."""
         last = after_seq
+        sql = ("SELECT seq, body FROM events WHERE cluster = {c:String} AND seq > {a:Int64} AND seq <= {u:Int64} "
+               "ORDER BY seq LIMIT 1 BY seq LIMIT {n:UInt32}")
         while True:
-            rows_ = self._query(
-                "SELECT seq, body FROM events WHERE cluster = {c:String} AND seq > {a:Int64} AND seq <= {u:Int64} "
-                "ORDER BY seq LIMIT 1 BY seq LIMIT {n:UInt32}",
-                {"c": cluster, "a": last, "u": upto_seq, "n": page}).result_rows
-            for seq, body in rows_:
-                yield WorldEvent.from_dict(json.loads(body))
-                last = seq
+            with self._lock:
+                rows_ = self.client.query(sql, parameters={"c": cluster, "a": last, "u": upto_seq, "n": page},
+                                          column_formats={"body": "bytes"}).result_rows
+            yield from rows_
+            if rows_:
+                last = rows_[-1][0]
             if len(rows_) < page:
                 return
 
