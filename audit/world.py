@@ -376,10 +376,12 @@ class World:
 
     # ---- folding ------------------------------------------------------------------------------
 
-    def apply(self, ev: WorldEvent) -> None:
+    def apply(self, ev: WorldEvent, digest: str | None = None) -> None:
+        """Fold ``ev``; ``digest`` may give its event digest when the caller already knows it (the
+        sha256 of the event's stored canonical text), sparing encoding the event again."""
         if ev.seq <= self.seq:
             raise ValueError(f"WorldEvent: seq: {ev.seq} is not after {self.seq} (events must be applied in order)")
-        self.chain_digest = chain(self.chain_digest, event_digest(ev))
+        self.chain_digest = chain(self.chain_digest, event_digest(ev) if digest is None else digest)
         self.seq = ev.seq
         if ev.time:
             self.time = ev.time

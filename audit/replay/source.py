@@ -11,6 +11,15 @@ or restarts from the nearest checkpoint when that is closer (or when it would ha
 so one rebuild costs at most one checkpoint interval of folds. A gap in the sequence numbers is
 ``MissingEvents``; a checkpoint that fails its digest is ``CheckpointCorrupt`` (from
 ``audit.replay.checkpoints``).
+
+Each folded event extends the world's chain digest by its event digest, the sha256 of its
+canonical JSON. The store keeps every event as exactly that text, so ``digested_events`` hands
+the cursor each event with the sha256 of its stored bytes and the fold encodes nothing again
+(``MemorySource`` has no text: its events are digested from their content). A stored text that
+was edited hashes differently, so the decision's input digest no longer matches; a text whose
+content is intact but whose bytes are not canonical would too, so on an input mismatch the
+verifier folds again from content (``digest_content``) before giving its verdict — the verdict
+never depends on how a text was encoded.
 """
 
 from __future__ import annotations
@@ -37,6 +46,9 @@ class ReplaySource(Protocol):
     def nearest_checkpoint_text(self, cluster: str, seq: int) -> tuple[int, str] | None: ...
 
     def events(self, cluster: str, after_seq: int, upto_seq: int) -> Iterator[WorldEvent]: ...
+
+    def digested_events(self, cluster: str, after_seq: int,
+                        upto_seq: int) -> Iterator[tuple[WorldEvent, str | None]]: ...
 
 
 class MissingEvents(LookupError):
@@ -91,6 +103,11 @@ class MemorySource:
         hi = bisect.bisect_right(seqs, upto_seq)
         return iter(evs[lo:hi])
 
+    def digested_events(self, cluster: str, after_seq: int,
+                        upto_seq: int) -> Iterator[tuple[WorldEvent, str | None]]:
+        """The events with no stored text to hash: the fold digests each one's content."""
+        return ((ev, None) for ev in self.events(cluster, after_seq, upto_seq))
+
     def clusters(self) -> list[str]:
         return sorted(self._events)
 
@@ -118,10 +135,13 @@ class MemorySource:
 class WorldCursor:
     """One world for one cluster, moved to the sequence numbers asked for (see module docstring)."""
 
-    def __init__(self, source: ReplaySource, cluster: str, fold_limit: int = DEFAULT_INTERVAL) -> None:
+    def __init__(self, source: ReplaySource, cluster: str, fold_limit: int = DEFAULT_INTERVAL,
+                 stored_digests: bool = True) -> None:
         self.source = source
         self.fold_limit = fold_limit  # folding further than this looks for a closer checkpoint first
         self.cluster = cluster
+        # chain the digests of the events' stored texts where the source has them (see module docstring)
+        self.stored_digests = stored_digests
         self.world: World | None = None
         self.folds = 0  # events folded (for benchmarks and the "at most N folds" test)
         self.loads = 0  # checkpoints loaded
@@ -149,15 +169,28 @@ class WorldCursor:
     def _fold(self, world: World, seq: int) -> None:
         if world.seq == seq:
             return
-        for ev in self.source.events(self.cluster, world.seq, seq):
+        if self.stored_digests:
+            digested = self.source.digested_events(self.cluster, world.seq, seq)
+        else:
+            digested = ((ev, None) for ev in self.source.events(self.cluster, world.seq, seq))
+        for ev, digest in digested:
             if ev.seq != world.seq + 1:
                 self.world = None  # half-folded: never reuse
                 raise MissingEvents(self.cluster, world.seq + 1, ev.seq, seq)
-            world.apply(ev)
+            world.apply(ev, digest)
             self.folds += 1
         if world.seq != seq:
             self.world = None
             raise MissingEvents(self.cluster, world.seq + 1, None, seq)
+
+    def digest_content(self) -> bool:
+        """From now on chain the digests of the events' parsed content, not of their stored texts;
+        True if that changes anything (the world is then rebuilt on the next move)."""
+        if not self.stored_digests:
+            return False
+        self.stored_digests = False
+        self.world = None
+        return True
 
     def snapshot_body(self) -> dict[str, Any]:
         if self.world is None:
@@ -187,6 +220,10 @@ class StoreHistory:
     def events(self, cluster: str, after_seq: int, upto_seq: int) -> Iterator[WorldEvent]:
         # the store binds seq as Int64, so after_seq = -1 reads from the very first event
         yield from self.store.events(cluster, after_seq, upto_seq)
+
+    def digested_events(self, cluster: str, after_seq: int,
+                        upto_seq: int) -> Iterator[tuple[WorldEvent, str | None]]:
+        yield from self.store.digested_events(cluster, after_seq, upto_seq)
 
     def get_decision(self, decision_id: str, tenant: str | None) -> Any:
         return self.store.get_decision(decision_id, tenant)
