@@ -96,7 +96,8 @@ def test_offline_needs_both_files(files, capsys):
     assert (code, err.strip()) == (2, "claimtrail replay: --records and --events: give both for an offline replay")
 
 
-def test_store_replay_writes_runs_and_a_summary(tmp_path, capsys):
+@pytest.mark.parametrize("workers", ["1", "2"], ids=["one-process", "two-workers-on-the-store-history-in-memory"])
+def test_store_replay_writes_runs_and_a_summary(tmp_path, capsys, workers):
     result = busy(HOURS)
     dsn = f"chdb://{tmp_path}/store"
     with AuditStore.open(dsn) as store:
@@ -107,7 +108,7 @@ def test_store_replay_writes_runs_and_a_summary(tmp_path, capsys):
         checkpoints = CheckpointWriter(store.write_checkpoint, every=1000)
         checkpoints.fold(result.events)
         assert checkpoints.written == [999, 1999, 2999, 3999][:len(checkpoints.written)]
-    code, out, _ = _run(capsys, "--dsn", dsn)
+    code, out, _ = _run(capsys, "--dsn", dsn, "--workers", workers)
     assert (code, out.splitlines()[0]) == (0, "verified 400 decisions: 400 matched, 0 mismatched")
     with AuditStore.open(dsn) as store:
         [row] = store.replay_summary()
