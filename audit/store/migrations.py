@@ -57,6 +57,12 @@ def _ingest_views_parse_once(database: str, retention: Retention, cluster: str |
     return [schema.replace_view_query(view, database, cluster) for view in schema.INGEST_VIEWS]
 
 
+def _record_codec(database: str, retention: Retention, cluster: str | None) -> list[str]:
+    table = f"{database}.decisions_local" if cluster else f"{database}.decisions"
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    return [f"ALTER TABLE {table}{on_cluster} MODIFY COLUMN record String CODEC({schema.RECORD_CODEC})"]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "world events, checkpoints, decisions, tier evidence, policies, quarantine",
               _tables("events", "checkpoints", "decisions", "decision_tiers", "policies", "quarantine")),
@@ -64,6 +70,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "duplicate-tolerant rollups for fallback rate and tenant usage, backfilled", _rollups),
     Migration(4, "record ingest as JSON lines, columns and tier rows extracted by the engine", _json_ingest),
     Migration(5, "ingest views parse each record once per view", _ingest_views_parse_once),
+    Migration(6, "record text compressed with ZSTD(1)", _record_codec),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -47,7 +47,8 @@ def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pyt
             "cityHash64(JSONExtractString(record, 'decision_id')))") in out
     assert "TO claimtrail.decision_tiers_local\nAS SELECT" in out
     assert "ALTER TABLE claimtrail.decision_tiers_in_mv ON CLUSTER prod MODIFY QUERY SELECT" in out
-    assert out.rstrip().endswith("(5, 'ingest views parse each record once per view');")
+    assert "ALTER TABLE claimtrail.decisions_local ON CLUSTER prod MODIFY COLUMN record String CODEC(ZSTD(1))" in out
+    assert out.rstrip().endswith("(6, 'record text compressed with ZSTD(1)');")
 
 
 def test_record_schema_is_the_json_schema_of_a_decision_record(capsys: pytest.CaptureFixture[str]) -> None:
@@ -84,8 +85,8 @@ def test_every_cluster_statement_is_valid_clickhouse_syntax(store: AuditStore) -
     from audit.store.migrations import cluster_ddl
 
     statements = cluster_ddl("claimtrail", "prod")
-    # database, local+Distributed tables, views, the views' query update (v5), version row
-    assert len(statements) == 1 + 11 * 2 + 4 + 2 + 1
+    # database, local+Distributed tables, views, the views' query update (v5), the codec (v6), version row
+    assert len(statements) == 1 + 11 * 2 + 4 + 2 + 1 + 1
     for statement in statements:
         formatted = store.client.query("SELECT formatQuery({q:String})", parameters={"q": statement}).result_rows[0][0]
         assert formatted.split()[0] in ("CREATE", "INSERT", "ALTER")
