@@ -142,6 +142,7 @@ class WorldCursor:
         self.cluster = cluster
         # chain the digests of the events' stored texts where the source has them (see module docstring)
         self.stored_digests = stored_digests
+        self.texts_hashed = False  # the current world chains at least one stored text's digest
         self.world: World | None = None
         self.folds = 0  # events folded (for benchmarks and the "at most N folds" test)
         self.loads = 0  # checkpoints loaded
@@ -161,6 +162,7 @@ class WorldCursor:
 
     def _start(self, checkpoint: tuple[int, str] | None) -> World:
         self.world = None
+        self.texts_hashed = False
         if checkpoint is None:
             return World(self.cluster)
         self.loads += 1
@@ -179,14 +181,19 @@ class WorldCursor:
                 raise MissingEvents(self.cluster, world.seq + 1, ev.seq, seq)
             world.apply(ev, digest)
             self.folds += 1
+            if digest is not None:
+                self.texts_hashed = True
         if world.seq != seq:
             self.world = None
             raise MissingEvents(self.cluster, world.seq + 1, None, seq)
 
     def digest_content(self) -> bool:
         """From now on chain the digests of the events' parsed content, not of their stored texts;
-        True if that changes anything (the world is then rebuilt on the next move)."""
+        True if that changes the current world (which is then rebuilt on the next move)."""
         if not self.stored_digests:
+            return False
+        if not self.texts_hashed:  # a source without texts: content digests already
+            self.stored_digests = False
             return False
         self.stored_digests = False
         self.world = None

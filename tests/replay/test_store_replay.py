@@ -121,3 +121,19 @@ def test_an_edited_stored_event_body_is_detected_and_only_a_content_change_count
 def _records_between(records: list[DecisionRecord], lo: int, hi: int) -> list[DecisionRecord]:
     """Decisions at seq >= lo that saw nothing from seq hi on (bind re-checks included)."""
     return [r for r in records if lo <= r.seq and max(r.seq, bind_seq(r) or 0) < hi][:20]
+
+
+def test_a_source_without_texts_is_not_folded_again_on_an_input_mismatch():
+    result = busy(HOURS)
+    target = next(r for r in result.records if r.seq > 2 * EVERY + 300 and r.outcome == "allocated")
+    events = list(result.events)
+    edited = events[target.seq - 200]
+    events[target.seq - 200] = WorldEvent(**{**edited.to_dict(), "resource_version": "edited"})
+    source = MemorySource(events)
+    source.add_checkpoints(EVERY)
+    verifier = Verifier(source)
+    [got] = list(verifier.run([target]))
+    assert got.cause == Cause.INPUT_MISMATCH.value
+    cursor = verifier.cursor(target.cluster)
+    assert (cursor.loads, cursor.folds) == (1, target.seq - (2 * EVERY - 1))
+    assert not cursor.stored_digests
