@@ -4,8 +4,9 @@ Frames are appended to segment files and fsync'ed at each batch boundary, so a b
 writer has acknowledged survives ``kill -9`` and power loss. A frame is
 ``magic | kind | payload length | crc32 | payload``; a torn frame at the tail (the process died
 while writing it — that batch was never acknowledged) is cut off on reopen. The position of the
-oldest undelivered frame is kept in ``ack`` (written to a temporary file, fsync'ed, renamed),
-so delivery resumes in order after a restart. Fully delivered segments are deleted.
+oldest undelivered frame is kept in ``ack`` (written to a temporary file and renamed),
+so delivery resumes in order after a restart (it is not fsync'ed: see ``ack``). Fully delivered
+segments are deleted.
 
 Back-pressure: an append that would push undelivered bytes past ``max_bytes`` waits up to
 ``block_seconds`` for delivery to make room, then raises ``SpoolFullError`` naming the spool
@@ -21,6 +22,7 @@ import threading
 import time
 import zlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,7 @@ class Spool:
         self.block_seconds = block_seconds
         self._lock_fh = _lock_directory(self.directory)
         self._cond = threading.Condition()
+        self._ack_lock = threading.Lock()  # one writer of the ack file at a time, in ack order
         self._pending: deque[Frame] = deque()
         self._pending_bytes = 0
         self._load()
@@ -109,10 +112,12 @@ class Spool:
                     fh.truncate(good)
                     os.fsync(fh.fileno())
         self._segment = max(segments, default=ack_segment)
+        self._first_kept = min(segments, default=ack_segment)  # segments below it are deleted
 
     # producer side ------------------------------------------------------------------------
-    def append(self, kind: str, payload: bytes) -> Frame:
-        """Append one batch and fsync it; only after this returns is the batch acknowledged."""
+    def append(self, kind: str, payload: bytes, on_frame: Callable[[Frame], None] | None = None) -> Frame:
+        """Append one batch and fsync it; only after this returns is the batch acknowledged.
+        ``on_frame`` is called with the new frame before any reader can see it."""
         header = _HEADER.pack(MAGIC, KINDS[kind], len(payload), zlib.crc32(payload))
         size = len(header) + len(payload)
         with self._cond:
@@ -135,6 +140,8 @@ class Spool:
             self._fh.flush()
             os.fsync(self._fh.fileno())
             frame = Frame(self._segment, offset, offset + size, kind)
+            if on_frame is not None:
+                on_frame(frame)
             self._pending.append(frame)
             self._pending_bytes += size
             self._cond.notify_all()
@@ -157,22 +164,28 @@ class Spool:
             return fh.read(frame.end - frame.offset - _HEADER.size)
 
     def ack(self, frame: Frame) -> None:
-        """Mark the oldest frame delivered; delete segments nobody needs any more."""
+        """Mark the oldest frame delivered; delete segments nobody needs any more.
+
+        The position file is replaced atomically but not fsync'ed, and outside the lock producers
+        append under: an ack lost to a power cut only makes delivery resend batches the store
+        already has, which their deduplication tokens and ReplacingMergeTree absorb, while an
+        fsync here would stall every producer and the next insert on each batch."""
         with self._cond:
             if not self._pending or self._pending[0] != frame:
                 raise RuntimeError(f"spool {self.directory}: ack out of order at {frame.position}")
             self._pending.popleft()
             self._pending_bytes -= frame.size
+            self._cond.notify_all()
+        with self._ack_lock:
             tmp = self.directory / "ack.tmp"
             with open(tmp, "w") as fh:
                 fh.write(f"{frame.segment} {frame.end}")
-                fh.flush()
-                os.fsync(fh.fileno())
             os.replace(tmp, self.directory / "ack")
-            for seg in self._segments():
-                if seg < frame.segment:
-                    self._path(seg).unlink()
-            self._cond.notify_all()
+            if frame.segment > self._first_kept:  # a segment was left behind: list and delete
+                for seg in self._segments():
+                    if seg < frame.segment:
+                        self._path(seg).unlink()
+                self._first_kept = frame.segment
 
     def pending_bytes(self) -> int:
         with self._cond:
