@@ -33,6 +33,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -73,7 +74,7 @@ class RecordWriter:
         self._events: list[WorldEvent] = []
         self._oldest = 0.0
         # payloads of recently spooled batches, so delivery need not read them back from disk
-        self._ready: dict[tuple[int, int], bytes] = {}
+        self._ready: dict[tuple[int, int], Prepared] = {}
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._counters = {"received": 0, "written": 0, "quarantined": 0, "spooled": 0, "duplicates": 0,
                           "events_received": 0, "events_written": 0, "delivery_errors": 0}
@@ -201,11 +202,16 @@ class RecordWriter:
             if good:
                 self._count_duplicates(good)
                 payload = "\n".join([rows.record_json(r) for r in good]).encode()
-                frame = self.spool.append("records", payload)
+                # token and row count made here, so delivery goes straight from one insert to the next
+                prepared = Prepared(payload, batch_token(payload), len(good))
+
+                def keep(frame: Frame) -> None:  # before delivery can see the frame
+                    if len(self._ready) < MAX_READY_BATCHES:
+                        self._ready[frame.position] = prepared
+
+                self.spool.append("records", payload, keep)
                 with self._lock:
                     self._counters["spooled"] += len(good)
-                if len(self._ready) < MAX_READY_BATCHES:
-                    self._ready[frame.position] = payload
 
     def _spool_events(self, batch_e: list[WorldEvent]) -> None:
         if batch_e:
@@ -238,6 +244,11 @@ class RecordWriter:
 
     # delivery ----------------------------------------------------------------------------
     def _deliver_loop(self) -> None:
+        with self._deliver_lock:  # connect before the first batch is due, not when it is waiting
+            try:
+                self._client = self._client or self._connector()
+            except Exception:  # the store is down at start: the first delivery retries and reports it
+                log.debug("store not reachable at writer start", exc_info=True)
         while not self._closed.is_set():
             frame = self.spool.wait_for_frame(0.2)
             if frame is None:
@@ -281,13 +292,13 @@ class RecordWriter:
         self._client = None
 
     def _insert(self, client: Any, frame: Frame) -> None:
-        payload = self._ready.get(frame.position) or self.spool.read(frame)
-        token = batch_token(payload)
+        prepared = self._ready.get(frame.position) or Prepared.of(self.spool.read(frame))
+        payload, token = prepared.payload, prepared.token
         if frame.kind == "records":
             # the spooled lines are the rows: the engine extracts columns and tier rows (schema.DECISIONS_IN_MV)
             client.raw_insert("decisions_in", ["record"], insert_block=payload, fmt="LineAsString",
                               settings=_dedup_settings(token, "decisions"))
-            n = payload.count(b"\n") + 1
+            n = prepared.rows
             with self._lock:
                 self._counters["written"] += n
                 self._counters["spooled"] = max(0, self._counters["spooled"] - n)
@@ -301,6 +312,19 @@ class RecordWriter:
         else:
             qrows = [q.QuarantineRow(**json.loads(line)) for line in lines]
             _insert_columns(client, "quarantine", dict(zip(q.COLUMNS, q.columns(qrows), strict=True)), token)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A spooled batch ready to insert: its bytes, deduplication token and number of lines."""
+
+    payload: bytes
+    token: str
+    rows: int
+
+    @classmethod
+    def of(cls, payload: bytes) -> Prepared:
+        return cls(payload, batch_token(payload), payload.count(b"\n") + 1)
 
 
 def batch_token(payload: bytes) -> str:
