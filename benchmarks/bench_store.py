@@ -29,7 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the factory live
 from tests.store.factory import make_record, make_records  # noqa: E402 - the shared record factory
 
 ISSUE = "#5"
-N_WRITE = 30_000
+# Ten batches, so the rate is the writer's sustained one: encoding of batch n+1 overlaps the
+# insert of batch n, and only the first batch's encoding and the last insert run alone (with
+# three batches those two were a third of the run).
+N_WRITE = 100_000
 BATCH = 10_000
 ROUNDS = 3
 N_STORE = 1_000_000
