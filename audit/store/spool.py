@@ -5,8 +5,8 @@ writer has acknowledged survives ``kill -9`` and power loss. A frame is
 ``magic | kind | payload length | crc32 | payload``; a torn frame at the tail (the process died
 while writing it — that batch was never acknowledged) is cut off on reopen. The position of the
 oldest undelivered frame is kept in ``ack`` (written to a temporary file and renamed),
-so delivery resumes in order after a restart (it is not fsync'ed: see ``ack``). Fully delivered
-segments are deleted.
+so delivery resumes in order after a restart (written lazily and not fsync'ed: see ``ack``).
+Fully delivered segments are deleted.
 
 Back-pressure: an append that would push undelivered bytes past ``max_bytes`` waits up to
 ``block_seconds`` for delivery to make room, then raises ``SpoolFullError`` naming the spool
@@ -34,6 +34,7 @@ _HEADER = struct.Struct(">4sBII")  # magic, kind, payload length, crc32
 KINDS = {"records": 1, "events": 2, "quarantine": 3}
 _KIND_NAMES = {v: k for k, v in KINDS.items()}
 SEGMENT_BYTES = 64 * 2**20
+ACK_PERSIST_SECONDS = 1.0
 
 
 class SpoolBusyError(UserError):
@@ -80,6 +81,9 @@ class Spool:
         self._lock_fh = _lock_directory(self.directory)
         self._cond = threading.Condition()
         self._ack_lock = threading.Lock()  # one writer of the ack file at a time, in ack order
+        self._acked: Frame | None = None  # the last frame acknowledged
+        self._persisted: Frame | None = None  # the last one written to the ack file
+        self._ack_written_at = 0.0
         self._pending: deque[Frame] = deque()
         self._pending_bytes = 0
         self._load()
@@ -166,21 +170,34 @@ class Spool:
     def ack(self, frame: Frame) -> None:
         """Mark the oldest frame delivered; delete segments nobody needs any more.
 
-        The position file is replaced atomically but not fsync'ed, and outside the lock producers
-        append under: an ack lost to a power cut only makes delivery resend batches the store
-        already has, which their deduplication tokens and ReplacingMergeTree absorb, while an
-        fsync here would stall every producer and the next insert on each batch."""
+        The position file is replaced atomically, but only when the spool runs empty, when the
+        ack leaves a segment behind (which can then be deleted), at most ``ACK_PERSIST_SECONDS``
+        apart otherwise, and on ``close``; it is not fsync'ed, and never written under the lock
+        producers append under. An ack lost to a crash or power cut only makes delivery resend
+        batches the store already has, which their deduplication tokens and ReplacingMergeTree
+        absorb, while writing it after every insert put file system calls — each a wait for the
+        interpreter lock while producers encode — between one insert and the next."""
         with self._cond:
             if not self._pending or self._pending[0] != frame:
                 raise RuntimeError(f"spool {self.directory}: ack out of order at {frame.position}")
             self._pending.popleft()
             self._pending_bytes -= frame.size
+            self._acked = frame
+            idle = not self._pending
             self._cond.notify_all()
+        if idle or frame.segment > self._first_kept or time.monotonic() - self._ack_written_at >= ACK_PERSIST_SECONDS:
+            self._persist_ack(frame)
+
+    def _persist_ack(self, frame: Frame) -> None:
         with self._ack_lock:
+            if self._persisted is not None and self._persisted.position >= frame.position:
+                return  # a later ack was written meanwhile
             tmp = self.directory / "ack.tmp"
             with open(tmp, "w") as fh:
                 fh.write(f"{frame.segment} {frame.end}")
             os.replace(tmp, self.directory / "ack")
+            self._persisted = frame
+            self._ack_written_at = time.monotonic()
             if frame.segment > self._first_kept:  # a segment was left behind: list and delete
                 for seg in self._segments():
                     if seg < frame.segment:
@@ -204,6 +221,8 @@ class Spool:
         return self._fh.closed
 
     def close(self) -> None:
+        if self._acked is not None:
+            self._persist_ack(self._acked)
         with self._cond:
             self._fh.close()
             self._lock_fh.close()  # releases the flock
