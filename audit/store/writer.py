@@ -190,20 +190,24 @@ class RecordWriter:
 
     def _spool_records(self, batch: list[DecisionRecord]) -> None:
         if batch:
-            good: list[DecisionRecord] = []
+            texts: list[str] = []
+            ids: list[str] = []
             bad: list[q.QuarantineRow] = []
+            # one pass: each record is checked and encoded while its objects are in the CPU's cache
             for record in batch:
                 try:
                     rows.check_record(record)
-                    good.append(record)
                 except rows.RowError as exc:
                     bad.append(q.quarantine_row(self.source, "record", str(exc), exc.path, rows.record_json(record)))
+                    continue
+                texts.append(rows.record_json(record))
+                ids.append(record.decision_id)
             self.write_quarantine(bad)
-            if good:
-                self._count_duplicates(good)
-                payload = "\n".join([rows.record_json(r) for r in good]).encode()
+            if texts:
+                self._count_duplicates(ids)
+                payload = "\n".join(texts).encode()
                 # token and row count made here, so delivery goes straight from one insert to the next
-                prepared = Prepared(payload, batch_token(payload), len(good))
+                prepared = Prepared(payload, batch_token(payload), len(texts))
 
                 def keep(frame: Frame) -> None:  # before delivery can see the frame
                     if len(self._ready) < MAX_READY_BATCHES:
@@ -211,7 +215,7 @@ class RecordWriter:
 
                 self.spool.append("records", payload, keep)
                 with self._lock:
-                    self._counters["spooled"] += len(good)
+                    self._counters["spooled"] += len(texts)
 
     def _spool_events(self, batch_e: list[WorldEvent]) -> None:
         if batch_e:
@@ -227,16 +231,16 @@ class RecordWriter:
             if good_e:
                 self.spool.append("events", "\n".join(rows.event_json(e) for e in good_e).encode())
 
-    def _count_duplicates(self, records: list[DecisionRecord]) -> None:
+    def _count_duplicates(self, decision_ids: list[str]) -> None:
         """Count records whose decision_id this writer already took recently (the store keeps one copy)."""
         recent = self._recent
         seen = 0
-        for record in records:
-            if record.decision_id in recent:
+        for decision_id in decision_ids:
+            if decision_id in recent:
                 seen += 1
-                recent.move_to_end(record.decision_id)
+                recent.move_to_end(decision_id)
             else:
-                recent[record.decision_id] = None
+                recent[decision_id] = None
         while len(recent) > RECENT_IDS:
             recent.popitem(last=False)
         with self._lock:
