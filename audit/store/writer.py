@@ -206,8 +206,8 @@ class RecordWriter:
             if texts:
                 self._count_duplicates(ids)
                 payload = "\n".join(texts).encode()
-                # token and row count made here, so delivery goes straight from one insert to the next
-                prepared = Prepared(payload, batch_token(payload), len(texts))
+                # kept in memory with its row count, so delivery need not read it back from disk
+                prepared = Prepared(payload, len(texts))
 
                 def keep(frame: Frame) -> None:  # before delivery can see the frame
                     if len(self._ready) < MAX_READY_BATCHES:
@@ -297,7 +297,8 @@ class RecordWriter:
 
     def _insert(self, client: Any, frame: Frame) -> None:
         prepared = self._ready.get(frame.position) or Prepared.of(self.spool.read(frame))
-        payload, token = prepared.payload, prepared.token
+        # hashed here rather than by the producer: delivery waits for the producer, not the reverse
+        payload, token = prepared.payload, batch_token(prepared.payload)
         if frame.kind == "records":
             # the spooled lines are the rows: the engine extracts columns and tier rows (schema.DECISIONS_IN_MV)
             client.raw_insert("decisions_in", ["record"], insert_block=payload, fmt="LineAsString",
@@ -320,15 +321,14 @@ class RecordWriter:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A spooled batch ready to insert: its bytes, deduplication token and number of lines."""
+    """A spooled batch ready to insert: its bytes and number of lines."""
 
     payload: bytes
-    token: str
     rows: int
 
     @classmethod
     def of(cls, payload: bytes) -> Prepared:
-        return cls(payload, batch_token(payload), payload.count(b"\n") + 1)
+        return cls(payload, payload.count(b"\n") + 1)
 
 
 def batch_token(payload: bytes) -> str:
