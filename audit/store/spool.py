@@ -81,6 +81,8 @@ class Spool:
         self._lock_fh = _lock_directory(self.directory)
         self._cond = threading.Condition()
         self._ack_lock = threading.Lock()  # one writer of the ack file at a time, in ack order
+        self._sync_lock = threading.Lock()
+        self._unsynced = False  # appended bytes not yet fsync'ed
         self._acked: Frame | None = None  # the last frame acknowledged
         self._persisted: Frame | None = None  # the last one written to the ack file
         self._ack_written_at = 0.0
@@ -119,9 +121,12 @@ class Spool:
         self._first_kept = min(segments, default=ack_segment)  # segments below it are deleted
 
     # producer side ------------------------------------------------------------------------
-    def append(self, kind: str, payload: bytes, on_frame: Callable[[Frame], None] | None = None) -> Frame:
-        """Append one batch and fsync it; only after this returns is the batch acknowledged.
-        ``on_frame`` is called with the new frame before any reader can see it."""
+    def append(self, kind: str, payload: bytes, on_frame: Callable[[Frame], None] | None = None,
+               sync: bool = True) -> Frame:
+        """Append one batch. With ``sync`` it is fsync'ed before this returns; without, it is
+        durable after the next ``sync()`` (once written, the bytes belong to the operating system,
+        so a crash of this process alone loses nothing either way). ``on_frame`` is called with
+        the new frame before any reader can see it."""
         header = _HEADER.pack(MAGIC, KINDS[kind], len(payload), zlib.crc32(payload))
         size = len(header) + len(payload)
         with self._cond:
@@ -135,14 +140,21 @@ class Spool:
                     )
                 self._cond.wait(left)
             if self._fh.tell() >= SEGMENT_BYTES:
+                if self._unsynced:  # the segment being left must be as durable as the rest
+                    os.fsync(self._fh.fileno())
+                    self._unsynced = False
                 self._fh.close()
                 self._segment += 1
                 self._fh = open(self._path(self._segment), "ab")  # noqa: SIM115
                 _fsync_dir(self.directory)
             offset = self._fh.tell()
-            self._fh.write(header + payload)
+            self._fh.write(header)
+            self._fh.write(payload)
             self._fh.flush()
-            os.fsync(self._fh.fileno())
+            if sync:
+                os.fsync(self._fh.fileno())
+            else:
+                self._unsynced = True
             frame = Frame(self._segment, offset, offset + size, kind)
             if on_frame is not None:
                 on_frame(frame)
@@ -150,6 +162,20 @@ class Spool:
             self._pending_bytes += size
             self._cond.notify_all()
             return frame
+
+    def sync(self) -> None:
+        """fsync every batch appended so far. The lock held across the fsync makes a second caller
+        wait for one already in progress rather than return before the bytes are on disk."""
+        with self._sync_lock:
+            with self._cond:
+                if not self._unsynced:
+                    return
+                fd = os.dup(self._fh.fileno())  # stays valid if a producer rotates the segment meanwhile
+                self._unsynced = False
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     # delivery side ------------------------------------------------------------------------
     def peek(self) -> Frame | None:
@@ -221,6 +247,7 @@ class Spool:
         return self._fh.closed
 
     def close(self) -> None:
+        self.sync()
         if self._acked is not None:
             self._persist_ack(self._acked)
         with self._cond:

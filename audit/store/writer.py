@@ -3,7 +3,10 @@
 A batch is cut when ``batch_size`` records are buffered, when the oldest buffered item is
 ``max_delay`` seconds old, or on ``flush()``. Cutting a batch checks every record against the
 columns it goes into (failures are quarantined with the field path), encodes the records'
-canonical JSON, and appends it to the spool with an fsync: from then on a crash loses nothing.
+canonical JSON, and appends it to the spool: from then on a crash of the process loses nothing.
+The batch is fsync'ed by the delivery thread before it first tries the store, and by ``flush()``
+and ``close()``, so a power cut loses nothing either once the store has been tried or a flush
+has returned; the producer does not wait for the disk while it could be encoding the next batch.
 
 A delivery thread takes spooled batches strictly in order and inserts them column-wise with an
 ``insert_deduplication_token`` derived from the batch bytes, then acknowledges them in the spool.
@@ -127,6 +130,7 @@ class RecordWriter:
         """Spool everything buffered (durable from here on), then wait up to ``timeout`` seconds for
         delivery. Returns True when the store has it all, False when it is still in the spool."""
         self._cut()
+        self.spool.sync()
         if not self._background:
             return self._deliver_all()
         errors = self._counters["delivery_errors"]
@@ -180,7 +184,7 @@ class RecordWriter:
                 self._cut()
 
     def _cut(self) -> None:
-        """Append buffered records and events to the spool as one batch each (fsync'ed)."""
+        """Append buffered records and events to the spool as one batch each."""
         with self._cut_lock:
             with self._lock:
                 batch, self._records = self._records, []
@@ -213,7 +217,7 @@ class RecordWriter:
                     if len(self._ready) < MAX_READY_BATCHES:
                         self._ready[frame.position] = prepared
 
-                self.spool.append("records", payload, keep)
+                self.spool.append("records", payload, keep, sync=False)  # delivery or flush() syncs it
                 with self._lock:
                     self._counters["spooled"] += len(texts)
 
@@ -229,7 +233,7 @@ class RecordWriter:
                     bad.append(q.quarantine_row(self.source, "event", str(exc), exc.path, rows.event_json(event)))
             self.write_quarantine(bad)
             if good_e:
-                self.spool.append("events", "\n".join(rows.event_json(e) for e in good_e).encode())
+                self.spool.append("events", "\n".join(rows.event_json(e) for e in good_e).encode(), sync=False)
 
     def _count_duplicates(self, decision_ids: list[str]) -> None:
         """Count records whose decision_id this writer already took recently (the store keeps one copy)."""
@@ -270,6 +274,8 @@ class RecordWriter:
         with self._deliver_lock:
             if self.spool.peek() != frame:  # delivered meanwhile by the other path
                 return True
+            # durable before the store is tried: a batch that fails to insert waits in the spool
+            self.spool.sync()
             try:
                 if self._client is None:
                     self._client = self._connector()
