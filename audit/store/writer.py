@@ -34,7 +34,7 @@ import json
 import logging
 import threading
 import time
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
@@ -78,7 +78,8 @@ class RecordWriter:
         self._oldest = 0.0
         # payloads of recently spooled batches, so delivery need not read them back from disk
         self._ready: dict[tuple[int, int], Prepared] = {}
-        self._recent: OrderedDict[str, None] = OrderedDict()
+        self._recent: set[str] = set()  # ids taken lately, and the order they came in
+        self._recent_order: deque[str] = deque()
         self._counters = {"received": 0, "written": 0, "quarantined": 0, "spooled": 0, "duplicates": 0,
                           "events_received": 0, "events_written": 0, "delivery_errors": 0}
         self.last_error = ""
@@ -236,17 +237,18 @@ class RecordWriter:
                 self.spool.append("events", "\n".join(rows.event_json(e) for e in good_e).encode(), sync=False)
 
     def _count_duplicates(self, decision_ids: list[str]) -> None:
-        """Count records whose decision_id this writer already took recently (the store keeps one copy)."""
-        recent = self._recent
+        """Count records whose decision_id is among the last ``RECENT_IDS`` this writer took (the
+        store keeps one copy of each)."""
+        recent, order = self._recent, self._recent_order
         seen = 0
         for decision_id in decision_ids:
             if decision_id in recent:
                 seen += 1
-                recent.move_to_end(decision_id)
             else:
-                recent[decision_id] = None
-        while len(recent) > RECENT_IDS:
-            recent.popitem(last=False)
+                recent.add(decision_id)
+                order.append(decision_id)
+        while len(order) > RECENT_IDS:
+            recent.discard(order.popleft())
         with self._lock:
             self._counters["duplicates"] += seen
 
