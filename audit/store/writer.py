@@ -4,9 +4,10 @@ A batch is cut when ``batch_size`` records are buffered, when the oldest buffere
 ``max_delay`` seconds old, or on ``flush()``. Cutting a batch checks every record against the
 columns it goes into (failures are quarantined with the field path), encodes the records'
 canonical JSON, and appends it to the spool: from then on a crash of the process loses nothing.
-The batch is fsync'ed by the delivery thread before it first tries the store, and by ``flush()``
-and ``close()``, so a power cut loses nothing either once the store has been tried or a flush
-has returned; the producer does not wait for the disk while it could be encoding the next batch.
+It is fsync'ed by ``flush()`` and ``close()``, by the delivery thread when an insert fails (the
+batch then waits for the store) and whenever it is idle, so a power cut loses nothing once a
+flush has returned or a batch has had to wait; neither the producer nor the next insert waits for
+the disk in between.
 
 A delivery thread takes spooled batches strictly in order and inserts them column-wise with an
 ``insert_deduplication_token`` derived from the batch bytes, then acknowledges them in the spool.
@@ -262,6 +263,7 @@ class RecordWriter:
         while not self._closed.is_set():
             frame = self.spool.wait_for_frame(0.2)
             if frame is None:
+                self.spool.sync()  # idle: what producers appended meanwhile goes to disk
                 continue
             if not self._deliver_one(frame):
                 self._closed.wait(self.retry_interval)
@@ -276,8 +278,6 @@ class RecordWriter:
         with self._deliver_lock:
             if self.spool.peek() != frame:  # delivered meanwhile by the other path
                 return True
-            # durable before the store is tried: a batch that fails to insert waits in the spool
-            self.spool.sync()
             try:
                 if self._client is None:
                     self._client = self._connector()
@@ -288,6 +288,7 @@ class RecordWriter:
                 log.warning("store delivery failed; the batch stays in the spool", extra={"error": self.last_error})
                 self._counters["delivery_errors"] += 1
                 self._drop_client()
+                self.spool.sync()  # the batch waits in the spool for the store: on disk from here
                 return False
             self.spool.ack(frame)
             # a payload kept after its frame was already read back from disk would never be used
