@@ -1,7 +1,9 @@
 """A durable, bounded, append-only spool of batches waiting to reach ClickHouse.
 
-Frames are appended to segment files and fsync'ed at each batch boundary, so a batch the
-writer has acknowledged survives ``kill -9`` and power loss. A frame is
+Frames are appended to segment files; a written frame survives ``kill -9`` (its bytes belong to
+the operating system), and it survives power loss once fsync'ed: at its append by default, or —
+for a writer that appends with ``sync=False`` to keep the disk off its producers' path — at the
+next ``sync()``, when its segment is left, and at ``close``. A frame is
 ``magic | kind | payload length | crc32 | payload``; a torn frame at the tail (the process died
 while writing it — that batch was never acknowledged) is cut off on reopen. The position of the
 oldest undelivered frame is kept in ``ack`` (written to a temporary file and renamed),
