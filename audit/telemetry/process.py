@@ -28,7 +28,7 @@ from audit.allocator.outcome import TierEvidence
 from audit.records import DecisionRecord
 from audit.telemetry.errors import TelemetryError
 from audit.telemetry.pipeline import DecisionTelemetry, TelemetrySettings, protocol_for
-from audit.telemetry.traces import time_ns
+from audit.telemetry.traces import parsed_time
 from audit.telemetry.wire import decode_decision, encode_decision
 
 DEFAULT_BATCH = 64
@@ -162,7 +162,7 @@ class ExporterProcess:
     ) -> None:
         if self._closed:
             raise TelemetryError("ExporterProcess: closed")
-        time_ns(record)  # raises TelemetryError naming the decision for an unreadable time
+        parsed_time(record)  # raises TelemetryError naming the decision for an unreadable time
         if record.duration_us < 0:
             raise TelemetryError(f"DecisionRecord {record.decision_id}: duration_us: must be >= 0, got {record.duration_us}")
         self._buffer.append(encode_decision(record, verdicts, labels))
