@@ -51,7 +51,7 @@ from audit.scheduler.deviceplugin import decide_device_plugin
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
 from audit.scheduler.filters import node_filter
-from audit.scheduler.nodealloc import allocate_on_node
+from audit.scheduler.nodealloc import allocate_on_node, augmented_claims
 from audit.scheduler.quota import check_quota
 from audit.scheduler.sealing import seal
 from audit.scheduler.tiers import (
@@ -126,24 +126,22 @@ def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers]) -> tuple[
 def _augmented(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers],
                allowed: dict[tuple[str, str], tuple[Tier, ...]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    memo = augmented_claims(ctx.world)
     for c in claims:
         ckey = claim_key(c)
         per_req = {rt.request: tuple(t.index for t in allowed[(rt.claim, rt.request)])
                    for rt in rts if rt.claim == ckey and rt.first_available}
         key = (id(c), tuple(sorted(per_req.items())), ctx.policy.digest)
-        hit = _AUGMENTED.get(key)
+        hit = memo.get(key)
         if hit is None or hit[0] is not c:
             aug = augment_claim(c, per_req, ctx.policy)
             assert aug is not None  # callers only augment when every request keeps a tier
-            if len(_AUGMENTED) > 50_000:
-                _AUGMENTED.clear()
+            if len(memo) > 50_000:
+                memo.clear()
             # the same augmented object on every attempt lets the typed-object cache hit on retries
-            hit = _AUGMENTED[key] = (c, aug)
+            hit = memo[key] = (c, aug)
         out.append(hit[1])
     return out
-
-
-_AUGMENTED: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
 
 
 def _decide_dra(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers]) -> Decision:

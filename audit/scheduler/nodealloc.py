@@ -23,6 +23,8 @@ class _WorldCache:
         self.version = -1
         self.inventory: Any = None
         self.parsed: dict[int, tuple[dict[str, Any], Any]] = {}  # id(payload) -> (payload, typed)
+        # (id(claim), tiers left per request, policy digest) -> (claim, claim with tiers applied)
+        self.augmented: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
         self.per_node: dict[str, tuple[tuple[int, int], Any]] = {}  # node -> (versions, Inventory)
         # compiled selectors are the same for every node: one evaluator serves all per-node inventories
         self.evaluator: Any = None
@@ -51,6 +53,13 @@ def typed(world: World, payload: dict[str, Any]) -> Any:
         c.parsed.clear()
     c.parsed[id(payload)] = (payload, obj)
     return obj
+
+
+def augmented_claims(world: World) -> dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]]:
+    """The engine's claims with policy tiers applied, kept for as long as ``world`` lives: a retry
+    gets the same object back, so ``typed`` hits. Kept per world rather than per process, so a
+    finished simulation or replay leaves none of its claims behind."""
+    return _cache(world).augmented
 
 
 def node_inventory(world: World, node: str) -> Any:
