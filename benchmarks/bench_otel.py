@@ -3,12 +3,13 @@
 Headline: the CPU that exporting every decision adds to the engine's own process, against the
 engine's CPU per decision, target ≤ 5 %. Export runs the way ClaimTrail runs it at engine rate:
 ``ExporterProcess``, whose child process runs the batch span/log processors and the OTLP/HTTP
-exporters while the engine pickles batches of records into a pipe. A seeded slice of
-``bench_engine``'s day scenario runs in pairs, bare and with the export child back to back (the
-order alternates between pairs), each run in a fresh process after an untimed warm-up slice, so
-no run inherits another's heap or caches. CPU seconds rather than wall time, because this
-machine is shared; each pair's difference is taken while the machine is in one state, and the
-headline is the median pair, the spread of all pairs in its note. Flushing is inside the timed
+exporters while the engine encodes each record and sends them in batches through a pipe. A
+seeded slice of ``bench_engine``'s day scenario runs in pairs, bare and with the export child back
+to back (the order alternates between pairs), several pairs in each of a few fresh processes,
+after warm-up slices with and without export: what a long-running engine pays, the pairs about a
+second apart. CPU seconds rather than wall time, because this machine is shared; each pair's
+difference is taken while the machine is in one state, and the headline is the median pair, the
+spread of all pairs in its note. Flushing is inside the timed
 part, and every decision and verdict log sent must have arrived ("all delivered"). The child's
 own CPU per decision (reported by the child, start-up excluded) is in the note too: it runs on
 the other core, at a lower priority. Export inside the engine's process (``DecisionTelemetry``)
@@ -46,7 +47,9 @@ WARM_UP = 50
 RECEIVER_DECISIONS = 3000
 BATCH = 100
 ENGINE_HOURS = 0.25
-ENGINE_PAIRS = 10
+ENGINE_PROCESSES = 6
+ENGINE_ROUNDS = 6  # bare/child pairs per engine process
+ENGINE_PAIRS = ENGINE_PROCESSES * ENGINE_ROUNDS
 IN_PROCESS_RUNS = 2
 HEADLINE = "OTel export overhead vs measured engine CPU (child process, engine side)"
 
@@ -269,67 +272,86 @@ def _child_loop(backend: _Server) -> LoopFigures:
 
 @dataclass
 class EngineRun:
+    variant: str  # "bare", "child" or "in process"
     cpu_s: float  # the engine's process, flush included
     wall_s: float
     decisions: int
-    verdicts: int  # verdict log records the export variants send
     child_cpu_s: float = 0.0  # the export child's, start-up excluded
 
 
-def engine_run_main(variant: str) -> None:
-    """One engine run in a fresh process (``bare``, ``child`` or ``in process``): an untimed
-    warm-up slice, then the timed one; prints the EngineRun as JSON. A fresh process per run keeps
-    one run's heap and caches from slowing or speeding the next."""
+def engine_process_main(plan: str) -> None:
+    """One fresh engine process; prints its runs and what it sent as JSON.
+
+    ``pairs``: an untimed warm-up slice bare and one with the export child, then ENGINE_ROUNDS
+    pairs of timed slices, bare and with the child back to back (the order alternating), the child
+    kept between them and flushed inside each timed run. ``in process``: an untimed warm-up slice,
+    then IN_PROCESS_RUNS timed slices exporting through ``DecisionTelemetry`` in this process.
+    Pairs a second apart see the shared machine in one state, and the warm-up runs both paths
+    first, so a pair's difference is what a long-running engine pays, not first-use costs.
+    """
     import json
 
     from audit.telemetry import DecisionTelemetry, ExporterProcess
     from benchmarks.bench_engine import _day_scenario
     from ingest.simulate.loop import Simulator
 
+    max_verdicts = int(os.environ.get("CLAIMTRAIL_OTEL_MAX_VERDICTS", "64"))
+    sent = [0, 0]
+
     def simulate(on_record: Any = None) -> list[Any]:
         sim = Simulator(_day_scenario(), seed=1, hours=ENGINE_HOURS, keep_events=False, on_record=on_record)
-        return list(sim.run().records)
+        records = list(sim.run().records)
+        if on_record is not None:
+            sent[0] += len(records)
+            sent[1] += _verdicts_sent(records, max_verdicts)
+        return records
 
-    simulate()
-    gc.collect()
-    child_cpu = 0.0
-    if variant == "bare":
+    def timed(variant: str, export: Any = None, flush: Callable[[], float] = lambda: 0.0) -> EngineRun:
+        gc.collect()
+        before = flush()
         started, wall = time.process_time(), time.perf_counter()
-        records = simulate()
+        records = simulate(export)
+        child_cpu = flush() - before
         spent, wall = time.process_time() - started, time.perf_counter() - wall
-    elif variant == "child":
+        return EngineRun(variant, spent, wall, len(records), child_cpu)
+
+    runs: list[EngineRun] = []
+    simulate()
+    if plan == "pairs":
         with ExporterProcess() as exporter:
-            before = exporter.flush().cpu_seconds  # started and imported before timing begins
-            started, wall = time.process_time(), time.perf_counter()
-            records = simulate(exporter.export)
-            report = exporter.flush()
-            spent, wall = time.process_time() - started, time.perf_counter() - wall
-        child_cpu = report.cpu_seconds - before
+            def flush_child() -> float:
+                return exporter.flush().cpu_seconds
+
+            simulate(exporter.export)
+            flush_child()
+            for pair in range(ENGINE_ROUNDS):
+                for variant in ("bare", "child") if pair % 2 == 0 else ("child", "bare"):
+                    runs.append(timed(variant, exporter.export, flush_child) if variant == "child" else timed(variant))
     else:
         telemetry = DecisionTelemetry.from_env()
-        started, wall = time.process_time(), time.perf_counter()
-        records = simulate(telemetry.export)
-        telemetry.force_flush()
-        spent, wall = time.process_time() - started, time.perf_counter() - wall
+
+        def flush_in_process() -> float:
+            telemetry.force_flush()
+            return 0.0
+
+        for _ in range(IN_PROCESS_RUNS):
+            runs.append(timed("in process", telemetry.export, flush_in_process))
         telemetry.shutdown()
-    max_verdicts = int(os.environ.get("CLAIMTRAIL_OTEL_MAX_VERDICTS", "64"))
-    print(json.dumps({"cpu_s": spent, "wall_s": wall, "decisions": len(records), "verdicts": _verdicts_sent(records, max_verdicts),
-                      "child_cpu_s": child_cpu}))
+    print(json.dumps({"runs": [vars(run) for run in runs], "sent": sent}))
 
 
-def _engine_run(backend: _Server, variant: str, delivery: Delivery | None) -> EngineRun:
+def _engine_process(backend: _Server, plan: str, delivery: Delivery) -> list[EngineRun]:
     import json
 
     before = backend.counts()
-    code = f"from benchmarks.bench_otel import engine_run_main; engine_run_main({variant!r})"
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    code = f"from benchmarks.bench_otel import engine_process_main; engine_process_main({plan!r})"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
-        raise RuntimeError(f"engine run {variant!r} failed: {out.stderr.strip().splitlines()[-1:]}")
-    run = EngineRun(**json.loads(out.stdout.strip().splitlines()[-1]))
-    if delivery is not None:
-        after = backend.counts()
-        delivery.add((run.decisions, run.verdicts), (after[0] - before[0], after[1] - before[1]))
-    return run
+        raise RuntimeError(f"engine process {plan!r} failed: {out.stderr.strip().splitlines()[-1:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    after = backend.counts()
+    delivery.add((result["sent"][0], result["sent"][1]), (after[0] - before[0], after[1] - before[1]))
+    return [EngineRun(**run) for run in result["runs"]]
 
 
 @dataclass
@@ -353,30 +375,28 @@ class EngineFigures:
 
 
 def _engine_runs(backend: _Server) -> EngineFigures:
-    """ENGINE_PAIRS pairs of runs, bare and with the export child back to back (the order
-    alternates between pairs), and IN_PROCESS_RUNS in-process runs between them. Each pair's
-    difference is taken while the shared machine is in one state; the median pair speaks for the
-    usual state, neither the quietest nor the busiest."""
+    """ENGINE_PROCESSES fresh processes of ENGINE_ROUNDS pairs each, and one process of in-process
+    export runs between them. The median pair speaks for the usual state of the shared machine,
+    neither the quietest nor the busiest; separate processes keep one heap layout from speaking
+    for all."""
     _configure(backend, 64)
     delivery = {"child": Delivery(), "in process": Delivery()}
-    runs: dict[str, list[EngineRun]] = {"bare": [], "child": [], "in process": []}
-    in_process_at = {round(i * ENGINE_PAIRS / IN_PROCESS_RUNS) for i in range(IN_PROCESS_RUNS)}
-    for pair in range(ENGINE_PAIRS):
-        for name in ("bare", "child") if pair % 2 == 0 else ("child", "bare"):
-            runs[name].append(_engine_run(backend, name, delivery.get(name)))
-        if pair in in_process_at:
-            runs["in process"].append(_engine_run(backend, "in process", delivery["in process"]))
-    counts = {run.decisions for group in runs.values() for run in group}
+    runs: list[EngineRun] = []
+    for index in range(ENGINE_PROCESSES):
+        runs += _engine_process(backend, "pairs", delivery["child"])
+        if index == ENGINE_PROCESSES // 2 - 1:
+            runs += _engine_process(backend, "in process", delivery["in process"])
+    counts = {run.decisions for run in runs}
     if len(counts) != 1:
         raise RuntimeError(f"seeded runs made different decision counts: {sorted(counts)}")
     n = counts.pop()
 
-    def per_decision(group: list[EngineRun], field: str = "cpu_s") -> list[float]:
-        return [getattr(run, field) / n * 1e6 for run in group]
+    def per_decision(variant: str, field: str = "cpu_s") -> list[float]:
+        return [getattr(run, field) / n * 1e6 for run in runs if run.variant == variant]
 
-    return EngineFigures(n, per_decision(runs["bare"]), per_decision(runs["child"]),
-                         per_decision(runs["bare"], "wall_s"), per_decision(runs["child"], "wall_s"),
-                         per_decision(runs["child"], "child_cpu_s"), per_decision(runs["in process"]), delivery)
+    return EngineFigures(n, per_decision("bare"), per_decision("child"),
+                         per_decision("bare", "wall_s"), per_decision("child", "wall_s"),
+                         per_decision("child", "child_cpu_s"), per_decision("in process"), delivery)
 
 
 def _engine_rows(backend: _Server) -> list[dict[str, Any]]:
@@ -395,14 +415,16 @@ def _engine_rows(backend: _Server) -> list[dict[str, Any]]:
     return [
         {"issue": "#9", "name": HEADLINE, "value": round(child_us / engine_us * 100, 2), "unit": "%", "target": TARGET,
          "note": f"{child_us:+.0f} µs CPU per decision in the engine's process, flush included: the median of "
-                 f"{ENGINE_PAIRS} back-to-back pairs of runs, a fresh process each (all pairs, µs: {pairs}); the "
+                 f"{ENGINE_PAIRS} back-to-back pairs of runs, {ENGINE_ROUNDS} in each of {ENGINE_PROCESSES} fresh processes "
+                 f"after warm-up slices with and without export (all pairs, µs: {pairs}); the "
                  f"export child used {own_us:.0f} µs CPU per decision on the other core ({own_us / engine_us:.0%} "
-                 f"of the engine's); the engine's wall time per decision {wall_us:+.0f} µs (median pair: waiting "
-                 f"on a full pipe when the child gets less of the shared cores than it needs); {f.delivery['child']}"},
+                 f"of the engine's); the engine's wall time per decision {wall_us:+.0f} µs (median pair: the final "
+                 f"flush waits for the child to export what it still holds, and the engine is sometimes preempted "
+                 f"on the shared cores); {f.delivery['child']}"},
         {"issue": "#9", "name": "engine CPU per decision (bench_engine day slice, no export)",
          "value": round(engine_us, 1), "unit": "µs", "target": "",
-         "note": f"median of {ENGINE_PAIRS} runs of {f.decisions:,} decisions ({ENGINE_HOURS} h slice after an "
-                 "untimed warm-up slice, world setup included)"},
+         "note": f"median of {ENGINE_PAIRS} runs of {f.decisions:,} decisions ({ENGINE_HOURS} h slice after "
+                 "untimed warm-up slices, world setup included)"},
         {"issue": "#9", "name": "OTel export overhead vs measured engine CPU (in process)",
          "value": round(in_us / engine_us * 100, 2), "unit": "%", "target": TARGET,
          "note": f"+{in_us:.0f} µs CPU per decision in the engine's process (spans built directly, OTLP "
