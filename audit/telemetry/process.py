@@ -5,9 +5,11 @@ of CPU per decision in Python, a large share of the engine's own time per decisi
 engine's process it would compete for the interpreter lock. ``ExporterProcess`` runs
 ``DecisionTelemetry`` (batch processors, OTLP exporters, standard ``OTEL_*`` configuration) in a
 spawned child and sends it batches of encoded decisions through a pipe (``audit.telemetry.wire``:
-about 2.6 µs per decision in the engine's thread, against 12 µs to pickle the record).
-Configuration and record-time errors are raised in the caller, before anything is sent. A full pipe blocks the caller (back-pressure), so no decision
-is silently dropped between the two processes.
+about 2.6 µs per decision in the engine's thread, against 12 µs to pickle the record). Each
+decision is encoded when ``export()`` is called, so changing a record afterwards changes nothing
+sent. Configuration, record-time and encoding errors are raised in the caller, before anything
+is sent. A full pipe blocks the caller (back-pressure), so no decision is silently dropped
+between the two processes.
 """
 
 from __future__ import annotations
@@ -85,9 +87,9 @@ def _child_main(conn: Connection, niceness: int) -> None:
         message = pickle.loads(data)
         kind = message[0]
         if kind == "decisions":
-            for data in message[1]:
+            for encoded in message[1]:
                 try:
-                    telemetry.export(*decode_decision(data))
+                    telemetry.export(*decode_decision(encoded))
                     exported += 1
                 except TelemetryError as exc:  # checked in the caller already; kept for completeness
                     errors.append(str(exc))

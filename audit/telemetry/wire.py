@@ -25,6 +25,7 @@ import orjson
 
 from audit.allocator.outcome import DeviceVerdict, TierEvidence
 from audit.records import DecisionRecord, DeviceRef, Exemplar, TierBlocker, TierSummary
+from audit.telemetry.errors import TelemetryError
 
 Decision = tuple[DecisionRecord, Sequence[TierEvidence], Mapping[str, str] | None]
 
@@ -33,13 +34,21 @@ _PICKLE = b"P"
 
 
 def encode_decision(record: DecisionRecord, verdicts: Sequence[TierEvidence], labels: Mapping[str, str] | None) -> bytes:
+    """Raises ``TelemetryError`` naming the decision when it holds a value neither path can carry."""
     try:
         text = orjson.dumps((record, verdicts) if labels is None else (record, verdicts, labels))
     except TypeError:
-        return _PICKLE + pickle.dumps((record, verdicts, labels), protocol=pickle.HIGHEST_PROTOCOL)
+        return _pickled(record, verdicts, labels)
     if b"null" in text:
-        return _PICKLE + pickle.dumps((record, verdicts, labels), protocol=pickle.HIGHEST_PROTOCOL)
+        return _pickled(record, verdicts, labels)
     return _JSON + text
+
+
+def _pickled(record: DecisionRecord, verdicts: Sequence[TierEvidence], labels: Mapping[str, str] | None) -> bytes:
+    try:
+        return _PICKLE + pickle.dumps((record, verdicts, labels), protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise TelemetryError(f"DecisionRecord {record.decision_id}: cannot be handed to the export process: {exc}") from None
 
 
 def decode_decision(data: bytes) -> Decision:

@@ -8,6 +8,7 @@ import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from audit.allocator.outcome import DeviceVerdict, TierEvidence
+from audit.records import TierBlocker
 from audit.telemetry import ExporterProcess, FlushReport, TelemetryConfigError, TelemetryError
 from audit.telemetry import schema as s
 from tests.otlp.loopback import running_receiver
@@ -40,6 +41,16 @@ def test_bad_record_time_is_raised_in_the_caller(monkeypatch: pytest.MonkeyPatch
     with ExporterProcess() as exporter:
         record = make_record(time="soon")
         with pytest.raises(TelemetryError, match=rf"DecisionRecord {record.decision_id}: time: 'soon'"):
+            exporter.export(record)
+        assert exporter.flush() == FlushReport(0, ())
+
+
+def test_a_record_that_cannot_be_sent_is_refused_in_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    _env(monkeypatch, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    with ExporterProcess() as exporter:
+        record = make_record()
+        record.blockers = [TierBlocker("insufficient_on_node", 0, {"callback": lambda: None})]
+        with pytest.raises(TelemetryError, match=rf"DecisionRecord {record.decision_id}: cannot be handed to the export process"):
             exporter.export(record)
         assert exporter.flush() == FlushReport(0, ())
 

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from audit.allocator.outcome import DeviceVerdict, TierEvidence
 from audit.records import DecisionRecord, TierBlocker
-from audit.telemetry import DecisionTelemetry
+from audit.telemetry import DecisionTelemetry, TelemetryError
 from audit.telemetry.wire import decode_decision, encode_decision
 from tests.otlp.test_round_trip_property import records
 from tests.telemetry.records_factory import make_record
@@ -109,3 +109,9 @@ def test_any_decision_exports_the_same_bytes_after_the_trip(record: DecisionReco
     _, (got, verdicts, got_labels) = _round_trip(record, EVIDENCE, labels)
     assert got == record and got_labels == labels
     assert exported_bytes(got, verdicts, got_labels) == exported_bytes(record, EVIDENCE, labels)
+
+
+def test_a_value_no_path_can_carry_is_refused_naming_the_decision() -> None:
+    record = _with_blocker_detail({"callback": lambda: None})
+    with pytest.raises(TelemetryError, match=rf"DecisionRecord {record.decision_id}: cannot be handed to the export process"):
+        encode_decision(record, (), None)
