@@ -6,13 +6,16 @@ borrowing limit), fairness weights and mode, retry/backoff, timeouts, which tain
 "unhealthy", the device-model table (how a device's model is derived from its attributes, and its
 H100-equivalent weight), the fallback mode, whether one pod may mix models, and topology
 constraints. ``Policy.digest`` is the sha256 of the canonical form (defaults filled, durations in
-milliseconds), so two documents that mean the same thing have the same digest.
+milliseconds) less whatever equals the defaults (``digest_input``), so two documents that mean
+the same thing have the same digest, and adding a defaulted field to the schema changes no
+existing digest.
 
 Pure: no I/O. Loading YAML from a file is the caller's job.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -317,6 +320,14 @@ def default_policy(name: str = "default", version: str = "1") -> Policy:
 
 
 def _parse(raw: Any) -> tuple[Policy | None, list[PolicyError]]:
+    fields, errors = _fields(raw)
+    if fields is None:
+        return None, errors
+    canonical = _canonical(fields)
+    return Policy(**fields, canonical=canonical, digest=digest(digest_input(canonical, _default_canonical()))), []
+
+
+def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
     if not isinstance(raw, dict):
         return None, [PolicyError("?", "", f"expected a mapping, got {type(raw).__name__}")]
     meta_raw = raw.get("metadata")
@@ -414,8 +425,44 @@ def _parse(raw: Any) -> tuple[Policy | None, list[PolicyError]]:
     )
     if r.errors:
         return None, r.errors
-    canonical = _canonical(fields)
-    return Policy(**fields, canonical=canonical, digest=digest(canonical)), []
+    return fields, []
+
+
+# What the digest covers is what a document says beyond the defaults, so that a field added to
+# policies later, whose default keeps today's behaviour, leaves every existing digest unchanged:
+# decisions recorded under a policy still verify after an upgrade. Changing what a default *is*
+# changes what documents relying on it mean, and must bump this number (which changes every
+# digest, as it should).
+DIGEST_DEFAULTS_VERSION = 1
+
+
+@functools.cache
+def _default_canonical() -> dict[str, Any]:
+    fields, errors = _fields({"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "default"}, "spec": {"version": "1"}})
+    assert fields is not None, errors
+    return _canonical(fields)
+
+
+def digest_input(canonical: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The canonical form without what equals ``defaults`` (nested mappings compared key by key,
+    everything else whole), tagged with ``DIGEST_DEFAULTS_VERSION``."""
+    return {"digestDefaults": DIGEST_DEFAULTS_VERSION, **_beyond(canonical, defaults)}
+
+
+_ABSENT = object()
+
+
+def _beyond(value: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        default = defaults.get(key, _ABSENT)
+        if isinstance(item, Mapping) and isinstance(default, Mapping):
+            inner = _beyond(item, default)
+            if inner:
+                out[key] = inner
+        elif default is _ABSENT or type(item) is not type(default) or item != default:
+            out[key] = item
+    return out
 
 
 def _tenants(r: _Reader, raw: Any) -> list[Tenant]:
