@@ -190,8 +190,27 @@ class HttpSink:
         out["spool_batches"] = self.spool.pending_frames()
         return out
 
-    def last_seq(self, cluster: str) -> int | None:
-        return None  # the API has no such query; the watcher then starts from a time-based seq
+    def last_seq(self, cluster: str, timeout: float = 15.0) -> int | None:
+        """The highest event seq the server holds for ``cluster``, after delivering what this
+        sink's spool still holds from an earlier run (so those seqs are counted). None when the
+        cluster has no events, or when the server cannot be asked: the reason is logged, and the
+        caller picks a start of its own."""
+        if not self.flush(timeout):
+            log.warning("last event seq unknown: the spool did not drain", extra={"error": self.last_error[:300]})
+            return None
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        try:
+            response = self._client.get(self.url + "/v1/ingest/events/last-seq", params={"cluster": cluster},
+                                        headers=headers)
+        except httpx.HTTPError as exc:
+            log.warning("last event seq unknown", extra={"error": f"{self.url}: {type(exc).__name__}: {exc}"})
+            return None
+        if not response.is_success:
+            log.warning("last event seq unknown", extra={
+                "error": f"{self.url}/v1/ingest/events/last-seq: HTTP {response.status_code}: {response.text[:300]}"})
+            return None
+        found = response.json().get("last_seq")
+        return None if found is None else int(found)
 
     def _deliver_loop(self) -> None:
         failures = 0

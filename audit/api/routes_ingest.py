@@ -2,7 +2,8 @@
 
 The body is read with a hard cap (413 beyond it) and decompressed with the same cap, so a small
 gzip bomb cannot exhaust memory. Ingest writes the store for every tenant, so it needs an admin
-token. Bad lines are quarantined by the store and counted in the answer, never dropped.
+token. Bad lines are quarantined by the store and counted in the answer, never dropped. A
+producer that restarts asks for the last event seq stored for its cluster and goes on from there.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 import zlib
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
-from audit.api import storeport
+from audit.api import params, storeport
 from audit.api.auth import Principal
 from audit.api.deps import Settings, principal, settings, store
 from audit.api.problems import Problem
@@ -80,3 +81,15 @@ async def ingest_records(request: Request, who: Annotated[Principal, Depends(pri
 async def ingest_events(request: Request, who: Annotated[Principal, Depends(principal)],
                         db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)]) -> dict[str, Any]:
     return await _ingest("events", request, who, db, cfg)
+
+
+@router.get("/events/last-seq", summary="The highest world-event seq stored for a cluster (null: none yet)")
+async def last_event_seq(who: Annotated[Principal, Depends(principal)], db: Annotated[Any, Depends(store)],
+                         cluster: Annotated[str, Query(description="the producer's cluster name")]) -> dict[str, Any]:
+    if not who.admin:
+        raise Problem("forbidden", "event sequence numbers are for producers, which hold an admin token")
+    name = params.label(cluster, "cluster")
+    if name is None:
+        raise Problem("invalid-parameter", "cluster: required")
+    seq = await run_in_threadpool(storeport.call, db.last_event_seq, name)
+    return {"cluster": name, "last_seq": seq}

@@ -225,6 +225,11 @@ class AuditStore:
         return aggregates.tenant_usage(self._query, f, scope_tenant)
 
     # world events, checkpoints, replay, policies, quarantine ---------------------------------
+    def last_event_seq(self, cluster: str) -> int | None:
+        """The highest event seq stored for ``cluster``; None when it has no events."""
+        rows = self._query("SELECT max(seq), count() FROM events WHERE cluster = {c:String}", {"c": cluster}).result_rows
+        return int(rows[0][0]) if rows and rows[0][1] else None
+
     def events(self, cluster: str, after_seq: int, upto_seq: int, page: int = 10_000) -> Iterator[WorldEvent]:
         """Events with ``after_seq < seq <= upto_seq`` in seq order, each once."""
         for _, body in self.event_texts(cluster, after_seq, upto_seq, page):
