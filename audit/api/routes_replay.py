@@ -1,8 +1,8 @@
 """Replay of decisions by id or by window: re-execute and compare digests (``audit.replay``).
 
 Up to ``--replay-sync-limit`` decisions (default 200) are replayed inside the request (``{"runs": [...], "summary"}``);
-more start a job (202 with a job id; ``GET /v1/replay/{job}`` reports progress and, when done,
-the runs). A tenant replays only its own decisions and sees only its own jobs. With
+more start a job (202 with a job id; ``GET /v1/replay/{job}``, on any API server, reports progress
+and, when done, the runs). A tenant replays only its own decisions and sees only its own jobs. With
 ``counterfactual_policy`` the window is decided again under that policy version (admins only:
 it re-decides every tenant's pods); see ``audit.api.counterfactual``.
 """
@@ -92,8 +92,8 @@ async def replay(req: ReplayRequest, who: Annotated[Principal, Depends(principal
         return JSONResponse(await run_in_threadpool(_counterfactual, db, who, req))
     ids = await run_in_threadpool(_ids, db, who, req)
     if len(ids) > board.chunk:
-        job = board.start(ids, who.scope)
-        return JSONResponse(job.view(), status_code=202)
+        view = await run_in_threadpool(storeport.call, board.start, ids, who.scope)
+        return JSONResponse(view, status_code=202)
     runs = await run_in_threadpool(storeport.call, replay_and_store, db, ids)
     return JSONResponse({"runs": runs, "summary": summarize(runs)})
 
@@ -101,7 +101,7 @@ async def replay(req: ReplayRequest, who: Annotated[Principal, Depends(principal
 @router.get("/{job}", summary="Progress and results of a replay job")
 def replay_job(job: str, who: Annotated[Principal, Depends(principal)],
                board: Annotated[JobBoard, Depends(_board)]) -> JSONResponse:
-    found = board.get(params.decision_id(job), who.scope)
+    found = storeport.call(board.view, params.decision_id(job), who.scope)
     if found is None:
         raise Problem("not-found", f"replay job {job} not found")
-    return JSONResponse(found.view())
+    return JSONResponse(found)

@@ -8,7 +8,7 @@ refused: an older binary must not write rows into a schema it does not understan
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +63,20 @@ def _record_codec(database: str, retention: Retention, cluster: str | None) -> l
     return [f"ALTER TABLE {table}{on_cluster} MODIFY COLUMN record String CODEC({schema.RECORD_CODEC})"]
 
 
+def _replay_jobs(database: str, retention: Retention, cluster: str | None) -> list[str]:
+    out = _tables("replay_jobs")(database, retention, cluster)
+    def added(columns: Iterable[str]) -> str:
+        return ", ".join(f"ADD COLUMN IF NOT EXISTS {column}" for column in columns)
+
+    if not cluster:
+        return [*out, f"ALTER TABLE {database}.replay_runs {added(schema.REPLAY_RUN_ADDED_COLUMNS)}"]
+    # the replicated table and the Distributed table in front of it both need the columns; the
+    # Distributed one stores nothing, so it takes them without a codec
+    plain = [column.split(" CODEC(")[0] for column in schema.REPLAY_RUN_ADDED_COLUMNS]
+    return [*out, f"ALTER TABLE {database}.replay_runs_local ON CLUSTER {cluster} {added(schema.REPLAY_RUN_ADDED_COLUMNS)}",
+            f"ALTER TABLE {database}.replay_runs ON CLUSTER {cluster} {added(plain)}"]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "world events, checkpoints, decisions, tier evidence, policies, quarantine",
               _tables("events", "checkpoints", "decisions", "decision_tiers", "policies", "quarantine")),
@@ -71,6 +85,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "record ingest as JSON lines, columns and tier rows extracted by the engine", _json_ingest),
     Migration(5, "ingest views parse each record once per view", _ingest_views_parse_once),
     Migration(6, "record text compressed with ZSTD(1)", _record_codec),
+    Migration(7, "replay jobs any API server can report on; replay runs carry their job, observed flag and diff lines",
+              _replay_jobs),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -51,6 +51,23 @@ class ReplayRun:
     cause: str = ""
     diff: str = ""
     time: str = ""  # ISO 8601; when the replay ran (given by the caller: the store reads no clock here)
+    job_id: str = ""  # the API replay job that ran it
+    observed: bool = False
+    diff_lines: tuple[str, ...] = ()  # ``diff`` line by line; written as both
+
+
+@dataclass(frozen=True)
+class ReplayJob:
+    """One state of an API replay job; ``revision`` orders the states (the highest is current)."""
+
+    job_id: str
+    revision: int
+    tenant: str  # '' for a job only admins may see
+    total: int
+    state: str  # running, done or failed
+    error: str = ""
+    started: str = ""  # ISO 8601, given by the caller
+    updated: str = ""
 
 
 class AuditStore:
@@ -138,11 +155,46 @@ class AuditStore:
     def write_replay_runs(self, runs: list[ReplayRun]) -> None:
         from audit.store.rows import epoch_ms
 
-        rows_ = [[epoch_ms(r.time), r.decision_id, r.engine_version, r.policy_digest, r.match, r.cause, r.diff]
-                 for r in runs]
+        rows_ = [[epoch_ms(r.time), r.decision_id, r.engine_version, r.policy_digest, r.match, r.cause,
+                  r.diff or "\n".join(r.diff_lines), r.job_id, r.observed, list(r.diff_lines)] for r in runs]
         if rows_:
-            self._insert("replay_runs",
-                         ["time", "decision_id", "engine_version", "policy_digest", "match", "cause", "diff"], rows_)
+            self._insert("replay_runs", ["time", "decision_id", "engine_version", "policy_digest", "match", "cause",
+                                         "diff", "job_id", "observed", "diff_lines"], rows_)
+
+    def write_replay_job(self, job: ReplayJob) -> None:
+        from audit.store.rows import epoch_ms
+
+        self._insert("replay_jobs", ["job_id", "revision", "tenant", "total", "state", "error", "started", "updated"],
+                     [[job.job_id, job.revision, job.tenant, job.total, job.state, job.error,
+                       epoch_ms(job.started, "started"), epoch_ms(job.updated, "updated")]])
+
+    def replay_job(self, job_id: str) -> ReplayJob | None:
+        """The job's current state (its highest revision), or None."""
+        from audit.world import format_time_ms
+
+        rows_ = self._query(
+            "SELECT max(revision), argMax(tenant, revision), argMax(total, revision), argMax(state, revision), "
+            "argMax(error, revision), toUnixTimestamp64Milli(argMax(started, revision)), "
+            "toUnixTimestamp64Milli(argMax(updated, revision)) FROM replay_jobs WHERE job_id = {j:String} "
+            "GROUP BY job_id", {"j": job_id}).result_rows
+        if not rows_:
+            return None
+        revision, tenant, total, state, error, started, updated = rows_[0]
+        return ReplayJob(job_id, int(revision), tenant, int(total), state, error, format_time_ms(int(started)),
+                         format_time_ms(int(updated)))
+
+    def replay_job_runs(self, job_id: str) -> list[ReplayRun]:
+        """The latest run of each decision the job has replayed so far, by decision id."""
+        from audit.world import format_time_ms
+
+        rows_ = self._query(
+            "SELECT decision_id, argMax(engine_version, time), argMax(policy_digest, time), argMax(match, time), "
+            "argMax(cause, time), argMax(diff, time), toUnixTimestamp64Milli(max(time)), argMax(observed, time), "
+            "argMax(diff_lines, time) FROM replay_runs WHERE job_id = {j:String} GROUP BY decision_id "
+            "ORDER BY decision_id", {"j": job_id}).result_rows
+        return [ReplayRun(decision, engine, policy, bool(match), cause, diff, format_time_ms(int(ms)), job_id,
+                          bool(observed), tuple(lines))
+                for decision, engine, policy, match, cause, diff, ms, observed, lines in rows_]
 
     def _insert(self, table: str, columns: list[str], data: list[list[Any]]) -> None:
         with self._lock:
@@ -356,4 +408,4 @@ def open_writer(dsn: str | None = None, name: str = "writer", spool_dir: str | N
     return RecordWriter(connector, spool_dir, source=name, **opts)
 
 
-__all__ = ["AuditStore", "DecisionFilter", "IngestResult", "ReplayRun", "open_writer"]
+__all__ = ["AuditStore", "DecisionFilter", "IngestResult", "ReplayJob", "ReplayRun", "open_writer"]

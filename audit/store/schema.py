@@ -230,6 +230,13 @@ QUARANTINE = Table(
     shard_key="cityHash64(raw_digest)",
 )
 
+# Columns replay runs gained after the table was first created (added by migration 7 to older stores).
+REPLAY_RUN_ADDED_COLUMNS = (
+    "job_id String DEFAULT ''",  # the API replay job that ran it; '' for runs outside a job
+    "observed Bool DEFAULT false",  # an observed decision: match means our allocator agrees
+    "diff_lines Array(String) DEFAULT [] CODEC(ZSTD(3))",  # the diff line by line (diff: joined by newlines)
+)
+
 REPLAY_RUNS = Table(
     name="replay_runs",
     columns=(
@@ -240,12 +247,35 @@ REPLAY_RUNS = Table(
         "match Bool",
         "cause LowCardinality(String)",
         "diff String CODEC(ZSTD(3))",
+        *REPLAY_RUN_ADDED_COLUMNS,
     ),
     engine="ReplacingMergeTree",
     order_by="(decision_id, engine_version, policy_digest, time)",
     partition_by="toYYYYMM(time)",
     retention_column="toDate(time)",
     shard_key="cityHash64(decision_id)",
+)
+
+# An API replay job, one row per change of state; the highest revision is the current one. Any API
+# server can answer for a job this way, not only the one running it.
+REPLAY_JOBS = Table(
+    name="replay_jobs",
+    columns=(
+        "job_id String",
+        "revision UInt32",
+        "tenant String",  # who may see it besides admins; '' for a job an admin started (admins only)
+        "total UInt32",
+        "state LowCardinality(String)",
+        "error String",
+        "started DateTime64(3, 'UTC')",
+        "updated DateTime64(3, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args="revision",
+    order_by="job_id",
+    partition_by="toYYYYMM(started)",
+    retention_column="toDate(started)",
+    shard_key="cityHash64(job_id)",
 )
 
 FALLBACK_1H = Table(
@@ -366,7 +396,7 @@ DECISION_TIERS_IN_MV = View(
 )
 
 TABLES = {t.name: t for t in (
-    SCHEMA_MIGRATIONS, EVENTS, CHECKPOINTS, DECISIONS, DECISION_TIERS, POLICIES, QUARANTINE, REPLAY_RUNS,
+    SCHEMA_MIGRATIONS, EVENTS, CHECKPOINTS, DECISIONS, DECISION_TIERS, POLICIES, QUARANTINE, REPLAY_RUNS, REPLAY_JOBS,
     FALLBACK_1H, TENANT_USAGE_1H, DECISIONS_IN,
 )}
 ROLLUP_VIEWS = (FALLBACK_1H_MV, TENANT_USAGE_1H_MV)

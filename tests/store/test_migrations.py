@@ -20,6 +20,7 @@ EXPECTED_TABLES = {
     4: {"decisions_in", "decisions_in_mv", "decision_tiers_in_mv"},
     5: set(),  # the ingest views' queries, replaced in place
     6: set(),  # the record column's codec
+    7: {"replay_jobs"},  # and replay runs' job, observed and diff_lines columns
 }
 
 

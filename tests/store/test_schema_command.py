@@ -27,7 +27,7 @@ def test_single_node_ddl_has_every_table_with_dedup_window(capsys: pytest.Captur
     assert code == 0
     created = re.findall(r"CREATE TABLE IF NOT EXISTS audit\.(\w+) \(", out)
     assert created == ["schema_migrations", "events", "checkpoints", "decisions", "decision_tiers", "policies",
-                       "quarantine", "replay_runs", "fallback_1h", "tenant_usage_1h", "decisions_in"]
+                       "quarantine", "replay_runs", "fallback_1h", "tenant_usage_1h", "decisions_in", "replay_jobs"]
     assert out.count("non_replicated_deduplication_window = 1000") == len(created) - 1  # decisions_in: Null
     assert "CREATE TABLE IF NOT EXISTS audit.decisions_in (\n  record String\n) ENGINE = Null" in out
     assert "ON CLUSTER" not in out and "Replicated" not in out
@@ -48,7 +48,14 @@ def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pyt
     assert "TO claimtrail.decision_tiers_local\nAS SELECT" in out
     assert "ALTER TABLE claimtrail.decision_tiers_in_mv ON CLUSTER prod MODIFY QUERY SELECT" in out
     assert "ALTER TABLE claimtrail.decisions_local ON CLUSTER prod MODIFY COLUMN record String CODEC(ZSTD(1))" in out
-    assert out.rstrip().endswith("(6, 'record text compressed with ZSTD(1)');")
+    assert ("ALTER TABLE claimtrail.replay_runs_local ON CLUSTER prod ADD COLUMN IF NOT EXISTS job_id String DEFAULT '', "
+            "ADD COLUMN IF NOT EXISTS observed Bool DEFAULT false, "
+            "ADD COLUMN IF NOT EXISTS diff_lines Array(String) DEFAULT [] CODEC(ZSTD(3))") in out
+    assert ("ALTER TABLE claimtrail.replay_runs ON CLUSTER prod ADD COLUMN IF NOT EXISTS job_id String DEFAULT '', "
+            "ADD COLUMN IF NOT EXISTS observed Bool DEFAULT false, ADD COLUMN IF NOT EXISTS diff_lines Array(String) "
+            "DEFAULT [];") in out
+    assert out.rstrip().endswith("(7, 'replay jobs any API server can report on; replay runs carry their job, observed "
+                                 "flag and diff lines');")
 
 
 def test_record_schema_is_the_json_schema_of_a_decision_record(capsys: pytest.CaptureFixture[str]) -> None:
@@ -85,8 +92,9 @@ def test_every_cluster_statement_is_valid_clickhouse_syntax(store: AuditStore) -
     from audit.store.migrations import cluster_ddl
 
     statements = cluster_ddl("claimtrail", "prod")
-    # database, local+Distributed tables, views, the views' query update (v5), the codec (v6), version row
-    assert len(statements) == 1 + 11 * 2 + 4 + 2 + 1 + 1
+    # database, local+Distributed tables, views, the views' query update (v5), the codec (v6), the replay
+    # runs' new columns on the local and the Distributed table (v7), version row
+    assert len(statements) == 1 + 12 * 2 + 4 + 2 + 1 + 2 + 1
     for statement in statements:
         formatted = store.client.query("SELECT formatQuery({q:String})", parameters={"q": statement}).result_rows[0][0]
         assert formatted.split()[0] in ("CREATE", "INSERT", "ALTER")
