@@ -65,15 +65,20 @@ def _record_codec(database: str, retention: Retention, cluster: str | None) -> l
 
 def _replay_jobs(database: str, retention: Retention, cluster: str | None) -> list[str]:
     out = _tables("replay_jobs")(database, retention, cluster)
+
     def added(columns: Iterable[str]) -> str:
         return ", ".join(f"ADD COLUMN IF NOT EXISTS {column}" for column in columns)
 
+    index = schema.REPLAY_RUN_JOB_INDEX.removeprefix("INDEX ")
     if not cluster:
-        return [*out, f"ALTER TABLE {database}.replay_runs {added(schema.REPLAY_RUN_ADDED_COLUMNS)}"]
+        return [*out, f"ALTER TABLE {database}.replay_runs {added(schema.REPLAY_RUN_ADDED_COLUMNS)}",
+                f"ALTER TABLE {database}.replay_runs ADD INDEX IF NOT EXISTS {index}"]
     # the replicated table and the Distributed table in front of it both need the columns; the
-    # Distributed one stores nothing, so it takes them without a codec
+    # Distributed one stores nothing, so it takes them without a codec, and no index
     plain = [column.split(" CODEC(")[0] for column in schema.REPLAY_RUN_ADDED_COLUMNS]
-    return [*out, f"ALTER TABLE {database}.replay_runs_local ON CLUSTER {cluster} {added(schema.REPLAY_RUN_ADDED_COLUMNS)}",
+    local = f"{database}.replay_runs_local ON CLUSTER {cluster}"
+    return [*out, f"ALTER TABLE {local} {added(schema.REPLAY_RUN_ADDED_COLUMNS)}",
+            f"ALTER TABLE {local} ADD INDEX IF NOT EXISTS {index}",
             f"ALTER TABLE {database}.replay_runs ON CLUSTER {cluster} {added(plain)}"]
 
 

@@ -236,6 +236,8 @@ REPLAY_RUN_ADDED_COLUMNS = (
     "observed Bool DEFAULT false",  # an observed decision: match means our allocator agrees
     "diff_lines Array(String) DEFAULT [] CODEC(ZSTD(3))",  # the diff line by line (diff: joined by newlines)
 )
+# a job's runs are read by job id, which the sort key does not lead with
+REPLAY_RUN_JOB_INDEX = "INDEX idx_job_id job_id TYPE bloom_filter(0.001) GRANULARITY 1"
 
 REPLAY_RUNS = Table(
     name="replay_runs",
@@ -249,6 +251,7 @@ REPLAY_RUNS = Table(
         "diff String CODEC(ZSTD(3))",
         *REPLAY_RUN_ADDED_COLUMNS,
     ),
+    indexes=(REPLAY_RUN_JOB_INDEX,),
     engine="ReplacingMergeTree",
     order_by="(decision_id, engine_version, policy_digest, time)",
     partition_by="toYYYYMM(time)",

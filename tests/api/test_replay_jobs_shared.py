@@ -91,6 +91,7 @@ def test_replay_runs_of_an_older_store_gain_the_job_columns_and_keep_their_rows(
         # a store from before version 7: its replay_runs had none of the new columns
         store.client.command("DELETE FROM schema_migrations WHERE version = 7")
         store.client.command("DROP TABLE replay_jobs")
+        store.client.command("ALTER TABLE replay_runs DROP INDEX idx_job_id")
         store.client.command("ALTER TABLE replay_runs DROP COLUMN job_id, DROP COLUMN observed, DROP COLUMN diff_lines")
         store.client.insert("replay_runs", [[0, "old-run", "engine/1", "pd", True, "", ""]],
                             column_names=["time", "decision_id", "engine_version", "policy_digest", "match", "cause", "diff"])
@@ -98,4 +99,6 @@ def test_replay_runs_of_an_older_store_gain_the_job_columns_and_keep_their_rows(
     with AuditStore.open(f"chdb://{tmp_path}/db") as store:
         rows = store.client.query("SELECT decision_id, job_id, observed, diff_lines FROM replay_runs").result_rows
         assert rows == [("old-run", "", False, [])]
+        indexes = store.client.query("SELECT name FROM system.data_skipping_indices WHERE table = 'replay_runs'")
+        assert [r[0] for r in indexes.result_rows] == ["idx_job_id"]
         assert store.replay_job("anything") is None

@@ -54,6 +54,8 @@ def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pyt
     assert ("ALTER TABLE claimtrail.replay_runs ON CLUSTER prod ADD COLUMN IF NOT EXISTS job_id String DEFAULT '', "
             "ADD COLUMN IF NOT EXISTS observed Bool DEFAULT false, ADD COLUMN IF NOT EXISTS diff_lines Array(String) "
             "DEFAULT [];") in out
+    assert ("ALTER TABLE claimtrail.replay_runs_local ON CLUSTER prod ADD INDEX IF NOT EXISTS idx_job_id job_id "
+            "TYPE bloom_filter(0.001) GRANULARITY 1;") in out
     assert out.rstrip().endswith("(7, 'replay jobs any API server can report on; replay runs carry their job, observed "
                                  "flag and diff lines');")
 
@@ -93,8 +95,8 @@ def test_every_cluster_statement_is_valid_clickhouse_syntax(store: AuditStore) -
 
     statements = cluster_ddl("claimtrail", "prod")
     # database, local+Distributed tables, views, the views' query update (v5), the codec (v6), the replay
-    # runs' new columns on the local and the Distributed table (v7), version row
-    assert len(statements) == 1 + 12 * 2 + 4 + 2 + 1 + 2 + 1
+    # runs' new columns on the local and the Distributed table and the job index (v7), version row
+    assert len(statements) == 1 + 12 * 2 + 4 + 2 + 1 + 3 + 1
     for statement in statements:
         formatted = store.client.query("SELECT formatQuery({q:String})", parameters={"q": statement}).result_rows[0][0]
         assert formatted.split()[0] in ("CREATE", "INSERT", "ALTER")
