@@ -209,8 +209,12 @@ class HttpSink:
             log.warning("last event seq unknown", extra={
                 "error": f"{self.url}/v1/ingest/events/last-seq: HTTP {response.status_code}: {response.text[:300]}"})
             return None
-        found = response.json().get("last_seq")
-        return None if found is None else int(found)
+        try:
+            found = response.json()["last_seq"]
+            return None if found is None else int(found)
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("last event seq unknown", extra={"error": f"{self.url}: unexpected answer {response.text[:200]!r} ({exc})"})
+            return None
 
     def _deliver_loop(self) -> None:
         failures = 0

@@ -191,3 +191,30 @@ def test_store_sink_writes_through_the_spooled_writer(tmp_path: Path) -> None:
 def test_unknown_targets_are_refused_with_a_message(target: str) -> None:
     with pytest.raises(SinkError, match="expected a .jsonl path"):
         open_sink(target)
+
+
+@pytest.mark.parametrize("answer", [b"<html>maintenance</html>", b'{"seq": 7}', b'["last_seq"]', b'{"last_seq": "x"}'])
+def test_an_answer_that_is_not_a_last_seq_is_not_taken_for_one(tmp_path: Path, port: int, answer: bytes,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server naming
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sink = HttpSink(f"http://127.0.0.1:{port}", token=TOKEN, spool_dir=str(tmp_path / "s"))
+    try:
+        with caplog.at_level("WARNING", logger="ingest.sinks"):
+            assert sink.last_seq("c1") is None
+    finally:
+        sink.close()
+        server.shutdown()
+        server.server_close()
+    (warning,) = [r for r in caplog.records if r.getMessage() == "last event seq unknown"]
+    assert "unexpected answer" in warning.error  # type: ignore[attr-defined]
