@@ -3,9 +3,10 @@
 Each replayed decision's result is written to the store's ``replay_runs`` table (which the
 ``/metrics`` replay counters and the dashboards read). A job's state lives in the store too
 (``replay_jobs``) and its runs carry its id, so every API server behind the service can report
-on a job, not only the one running it, and a job's results outlive a restart. A job whose server
-stops mid-run stays ``running`` with the runs it stored; replaying the rest starts a new job. A
-job is visible to the tenant that started it, and to admins.
+on a job, not only the one running it, and a job's results outlive a restart. ``updated`` moves
+with every chunk of decisions replayed; a job whose server stopped mid-run stays ``running`` with
+the runs it stored and an ``updated`` that no longer moves (replaying the rest starts a new job).
+A job is visible to the tenant that started it, and to admins.
 """
 
 from __future__ import annotations
@@ -95,11 +96,15 @@ class JobBoard:
         try:
             for start in range(0, len(ids), self.chunk):
                 self._runner(self._store, ids[start:start + self.chunk], job.job_id)
-            final = dataclasses.replace(job, revision=1, state="done", updated=_now())
+                if start + self.chunk < len(ids):
+                    # a new revision per chunk moves ``updated``: a job whose server stopped shows it
+                    job = dataclasses.replace(job, revision=job.revision + 1, updated=_now())
+                    self._store.write_replay_job(job)
+            final = dataclasses.replace(job, revision=job.revision + 1, state="done", updated=_now())
         except Exception as exc:  # noqa: BLE001 - a failed job reports its error instead of dying silently
             log.exception("replay job failed", extra={"job": job.job_id})
-            final = dataclasses.replace(job, revision=1, state="failed", error=f"{type(exc).__name__}: {str(exc)[:300]}",
-                                        updated=_now())
+            final = dataclasses.replace(job, revision=job.revision + 1, state="failed",
+                                        error=f"{type(exc).__name__}: {str(exc)[:300]}", updated=_now())
         try:
             self._store.write_replay_job(final)
         except Exception:  # noqa: BLE001 - the store is gone; the job stays "running" there, and the log says why

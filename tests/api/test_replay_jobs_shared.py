@@ -71,9 +71,12 @@ def test_progress_is_visible_while_the_job_runs(store: AuditStore) -> None:
     other = JobBoard(store, chunk=2)
     halfway = _until(lambda: (v := other.view(job, None)) and v["done"] == 2 and v, "the first chunk")
     assert halfway["state"] == "running" and "runs" not in halfway
+    # one chunk done: the job's state moved once, and no further while the next chunk is held
+    _until(lambda: store.replay_job(job).revision == 1, "the first chunk's new revision")  # type: ignore[union-attr]
     assert other.view(job, "team-a") is None  # an admin's job: admins only
     release.set()
     assert _until(lambda: (v := other.view(job, None)) and v["state"] == "done" and v, "the job")["done"] == 3
+    assert store.replay_job(job).revision == 2  # type: ignore[union-attr]
 
 
 def test_a_failed_job_reports_its_error_everywhere(store: AuditStore) -> None:
