@@ -8,9 +8,9 @@ buffer for 64 records grows and is copied several times: 7 µs per decision).
 
 JSON does not carry every Python value exactly, so a decision goes as a pickle instead whenever
 orjson cannot guarantee a round trip: it raises for integers beyond 64 bits, non-str keys and
-unknown types, and it writes ``null`` for NaN and infinities without complaint. ``null`` is never
-produced by a record otherwise (labels of ``None`` are left out rather than written), so an
-encoded text containing those bytes anywhere, even inside a string, takes the pickle path.
+unknown types, and it writes ``null`` for NaN and infinities without complaint. So a text
+containing those bytes anywhere, even inside a string, takes the pickle path: exact, and at worst
+slower, since engine records hold no ``None`` (and labels of ``None`` are left out, not written).
 What arrives is rebuilt from the declared fields of each dataclass: export reads nothing else.
 """
 
