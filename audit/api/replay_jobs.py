@@ -45,8 +45,7 @@ def replay_and_store(store: Any, ids: list[str], job_id: str = "") -> list[dict[
     store.write_replay_runs([
         ReplayRun(decision_id=r["decision_id"], engine_version=str(r.get("engine_version", "")),
                   policy_digest=str(r.get("policy_digest", "")), match=bool(r.get("match")), cause=str(r.get("cause", "")),
-                  diff="\n".join(r.get("diff", [])), time=now, job_id=job_id, observed=bool(r.get("observed")),
-                  diff_lines=tuple(r.get("diff", [])))
+                  time=now, job_id=job_id, observed=bool(r.get("observed")), diff_lines=tuple(r.get("diff", [])))
         for r in runs])
     return runs
 

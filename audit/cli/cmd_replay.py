@@ -364,7 +364,7 @@ def run(args: argparse.Namespace) -> int:
 
             now = _now()
             store.write_replay_runs([ReplayRun(r.decision_id, r.engine_version, r.policy_digest, r.match, r.cause,
-                                               "\n".join(r.diff), now) for r in runs])
+                                               time=now, observed=r.observed, diff_lines=tuple(r.diff)) for r in runs])
     finally:
         if store is not None:
             store.close()

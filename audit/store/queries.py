@@ -49,11 +49,11 @@ class ReplayRun:
     policy_digest: str
     match: bool
     cause: str = ""
-    diff: str = ""
+    diff: str = ""  # the diff as one text; left empty, it is written as ``diff_lines`` joined by newlines
     time: str = ""  # ISO 8601; when the replay ran (given by the caller: the store reads no clock here)
     job_id: str = ""  # the API replay job that ran it
     observed: bool = False
-    diff_lines: tuple[str, ...] = ()  # ``diff`` line by line; written as both
+    diff_lines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
