@@ -780,7 +780,9 @@ class World:
     # ---- checkpoints ---------------------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
-        """Canonical checkpoint: objects plus the history-dependent state indexes cannot rebuild."""
+        """Canonical checkpoint: objects plus the history-dependent state indexes cannot rebuild.
+
+        Object payloads are the world's own (no copy, for speed): read it, do not change it."""
         return {
             "cluster": self.cluster,
             "seq": self.seq,

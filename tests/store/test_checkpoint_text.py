@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 
@@ -25,7 +26,8 @@ def _world() -> World:
 
 def _labelled_body(world: World) -> dict:
     """A body with non-ASCII text in one object, so an ASCII-escaping writer would differ."""
-    body = checkpoint_body(world)
+    # a copy: the snapshot shares object payloads with the world, and through it with the cached run's events
+    body = copy.deepcopy(checkpoint_body(world))
     name = sorted(body["objects"]["Node"])[0]
     body["objects"]["Node"][name]["metadata"]["labels"] = {"site": "Zürich"}
     snap = {k: v for k, v in body.items() if k != "content_digest"}
