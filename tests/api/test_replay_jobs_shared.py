@@ -9,26 +9,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from audit.api.replay_jobs import JobBoard, replay_and_store
 from audit.store import migrations
 from audit.store.queries import AuditStore
 
 IDS = ["decision-c", "decision-a", "decision-b"]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[AuditStore]:
-    s = AuditStore.open(f"chdb://{tmp_path}/db")
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def _until(check: Any, what: str) -> Any:

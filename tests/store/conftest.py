@@ -1,22 +1,8 @@
-"""Fixtures for store tests: a fresh embedded chDB store per test, in the test's tmp directory."""
+"""Helpers for store tests (the fresh ``store`` fixture is in ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from audit.store.queries import AuditStore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[AuditStore]:
-    s = AuditStore.open(f"chdb://{tmp_path}/db")
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def write_all(store: AuditStore, records: list, **opts: object) -> dict[str, int]:
