@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
 from audit.store.connection import data_dir

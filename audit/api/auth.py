@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.records import DecisionRecord
 from audit.telemetry.redaction import OPTIONS as REDACTION_OPTIONS
 from audit.telemetry.redaction import Redaction, Scrubber, redact

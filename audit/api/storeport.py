@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from audit.api.problems import Problem
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.records import DecisionRecord
 from audit.store.connection import StoreError
 from audit.store.filters import DecisionFilter

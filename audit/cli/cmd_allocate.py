@@ -28,7 +28,6 @@ from audit.allocator import (
     InventoryError,
     Status,
 )
-from audit.cli import UserError
 from audit.dra.loader import LoadError, load_documents
 from audit.dra.model import (
     DeviceClass,
@@ -41,6 +40,7 @@ from audit.dra.model import (
     parse_object,
     supported_kind,
 )
+from audit.errors import UserError
 
 
 class _Failure(Exception):

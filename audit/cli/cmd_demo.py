@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from audit.cli import UserError
+from audit.errors import UserError
 
 DEMO_SEED = 7
 

@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any
 
-from audit.cli import UserError
+from audit.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.migration import (
     MigrationError,
     Report,

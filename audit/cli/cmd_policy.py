@@ -12,8 +12,8 @@ import argparse
 import sys
 from typing import Any
 
-from audit.cli import UserError
 from audit.cli.policyfile import yaml_documents
+from audit.errors import UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

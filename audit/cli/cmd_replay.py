@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from audit.cli import UserError
 from audit.cli.policyfile import policy_document
+from audit.errors import UserError
 from audit.records import DecisionRecord
 from audit.replay.checkpoints import DEFAULT_INTERVAL
 from audit.replay.report import Summary

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.store import migrations
 from audit.store.connection import IDENTIFIER, resolve_dsn
 

@@ -14,7 +14,7 @@ import logging
 import sys
 from typing import Any
 
-from audit.cli import UserError
+from audit.errors import UserError
 
 log = logging.getLogger("claimtrail.serve")
 

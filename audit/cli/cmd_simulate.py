@@ -14,8 +14,8 @@ import sys
 from collections import Counter
 from typing import Any
 
-from audit.cli import UserError
 from audit.cli.policyfile import policy_document
+from audit.errors import UserError
 from audit.records import DecisionRecord
 
 DEFAULT_SCENARIO = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from audit.cli import UserError
+from audit.errors import UserError
 
 
 def register(subparsers: Any) -> None:

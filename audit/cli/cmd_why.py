@@ -15,7 +15,7 @@ import sys
 from typing import Any
 from urllib.parse import quote
 
-from audit.cli import UserError
+from audit.errors import UserError
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 

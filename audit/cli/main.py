@@ -13,7 +13,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.logs import setup_logging
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.policy import Policy, PolicyError, parse_policy
 
 

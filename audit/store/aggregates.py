@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.store.filters import DecisionFilter, conditions, rollup_can_answer, where_sql
 
 Query = Callable[[str, dict[str, Any], dict[str, Any] | None], Any]

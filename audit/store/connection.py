@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import clickhouse_connect
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
-from audit.cli import UserError
+from audit.errors import UserError
 
 DEFAULT_DATABASE = "claimtrail"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")

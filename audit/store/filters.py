@@ -11,7 +11,7 @@ import binascii
 from dataclasses import dataclass, fields
 from typing import Any
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.store.rows import RowError, epoch_ms
 
 HOUR_MS = 3_600_000

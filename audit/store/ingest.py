@@ -13,7 +13,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.events import EventError, WorldEvent, validate_event
 from audit.records import DecisionRecord, RecordError, validate_record
 from audit.store import quarantine as q

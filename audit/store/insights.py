@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.records import DecisionRecord
 from audit.store.aggregates import FINAL, GROUPS, HOUR_FMT, OTHERS, Query
 from audit.store.filters import DecisionFilter, conditions, decode_cursor, encode_cursor, where_sql

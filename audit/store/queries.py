@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.events import WorldEvent, loads_json, stored_event
 from audit.records import DecisionRecord, canonical_json
 from audit.store import aggregates, migrations

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from audit.cli import UserError
+from audit.errors import UserError
 
 DEDUP_WINDOW = 1000
 RECORD_CODEC = "ZSTD(1)"

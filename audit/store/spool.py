@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audit.cli import UserError
+from audit.errors import UserError
 
 MAGIC = b"CTS1"
 _HEADER = struct.Struct(">4sBII")  # magic, kind, payload length, crc32

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audit.api.auth import ADMIN, AuthConfig, Principal, Redaction, hash_token, parse_tokens, redact_record
-from audit.cli import UserError
+from audit.errors import UserError
 from tests.api import factory
 
 TEAM_A = "token-team-a"

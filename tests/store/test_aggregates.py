@@ -57,7 +57,7 @@ def test_hourly_groups_work_for_a_tenant_scoped_caller(store: AuditStore) -> Non
 
 
 def test_allocated_is_a_count_and_not_a_grouping(store: AuditStore) -> None:
-    from audit.cli import UserError
+    from audit.errors import UserError
 
     with pytest.raises(UserError, match="group_by 'allocated'"):
         store.fallback_stats(WHOLE_DAY, ["allocated"])

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.records import canonical_json
 from audit.store.connection import resolve_dsn
 from audit.store.queries import AuditStore, DecisionFilter

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.store import connection, migrations, rows
 from audit.store.migrations import LATEST, MIGRATIONS, SchemaTooNewError
 from audit.store.queries import AuditStore, DecisionFilter

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.store.quarantine import RAW_CAP
 from audit.store.queries import AuditStore
 from tests.store.factory import make_event, make_record

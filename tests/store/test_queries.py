@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.cli import UserError
+from audit.errors import UserError
 from audit.records import canonical_json
 from audit.store.queries import AuditStore, DecisionFilter, ReplayRun
 from tests.store.conftest import write_all
