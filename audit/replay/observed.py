@@ -22,6 +22,7 @@ from audit.events import EventType
 from audit.records import DecisionRecord
 from audit.replay.checkpoints import DEFAULT_INTERVAL
 from audit.replay.diff import structural_diff
+from audit.replay.result import Cause, ReplayResult
 from audit.replay.source import ReplaySource
 from audit.scheduler import engine
 from audit.scheduler.nodealloc import node_inventory, typed
@@ -36,8 +37,6 @@ def allocation_versions(source: ReplaySource, cluster: str,
                         records: list[DecisionRecord]) -> dict[str, Any]:
     """Per decision id: (seq to rebuild the world at, allocated claim payloads), or a finished
     ``ReplayResult`` when there is nothing to re-run or the allocation is not in the log."""
-    from audit.replay.verify import Cause, ReplayResult
-
     checkable = [r for r in records if r.node and r.devices and r.claims]
     out: dict[str, Any] = {}
     for r in records:
@@ -99,9 +98,7 @@ def allocator_choice(world: World, node: str, claims: list[dict[str, Any]]) -> t
     return {alloc.claim: _pairs(alloc.results) for alloc in outcome.allocations}, ""
 
 
-def check_observed(world: World, record: DecisionRecord, claims: list[dict[str, Any]]) -> Any:
-    from audit.replay.verify import Cause, ReplayResult
-
+def check_observed(world: World, record: DecisionRecord, claims: list[dict[str, Any]]) -> ReplayResult:
     observed = {str(c["metadata"]["name"]): _pairs(_results(c)) for c in claims}
     expected, problem = allocator_choice(world, record.node, claims)
     diff = [problem] if problem else structural_diff({k: [list(p) for p in v] for k, v in observed.items()},

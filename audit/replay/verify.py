@@ -18,14 +18,13 @@ agreement instead (``audit.replay.observed``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from enum import StrEnum
 from itertools import groupby
 from typing import Any
 
 from audit.records import DecisionRecord, digest, output_view
 from audit.replay.checkpoints import CheckpointCorrupt
 from audit.replay.diff import record_diff
+from audit.replay.result import Cause, ReplayResult
 from audit.replay.source import MissingEvents, ReplaySource, WorldCursor
 from audit.scheduler import engine
 from audit.scheduler.sealing import record_dict
@@ -34,30 +33,6 @@ from audit.world import World, parse_time_ms
 # Fields a record copies from its inputs: when the input digest differs these say which input.
 INPUT_FIELDS = ("cluster", "seq", "time", "attempt", "namespace", "pod", "pod_uid", "claims", "claim_uids",
                 "policy_version", "policy_digest")
-
-
-class Cause(StrEnum):
-    INPUT_MISMATCH = "input_mismatch"
-    OUTPUT_MISMATCH = "output_mismatch"
-    MISSING_EVENTS = "missing_events"
-    CHECKPOINT_CORRUPT = "checkpoint_corrupt"
-
-
-@dataclass
-class ReplayResult:
-    decision_id: str
-    engine_version: str  # of the engine that replayed
-    policy_digest: str  # the record's
-    match: bool
-    cause: str = ""
-    diff: list[str] = field(default_factory=list)
-    observed: bool = False  # an observed decision: match means our allocator agrees
-    replayed: DecisionRecord | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"decision_id": self.decision_id, "engine_version": self.engine_version,
-                "policy_digest": self.policy_digest, "match": self.match, "cause": self.cause,
-                "diff": list(self.diff), "observed": self.observed}
 
 
 def bind_seq(record: DecisionRecord) -> int | None:
