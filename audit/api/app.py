@@ -1,7 +1,8 @@
 """The FastAPI application: routes, auth, problem documents, request metrics, health.
 
-``create_app(store, settings)`` wires an opened store into the routers. The OTLP receiver
-(``ingest.otlp``) is mounted when present, behind the same admin check as the other ingest paths.
+``create_app(store, settings, receiver)`` wires an opened store into the routers. A receiver (the
+OTLP/HTTP one from ``ingest.otlp``, handed in by ``claimtrail serve`` so that the API never imports
+ingest) is mounted behind the same admin check as the other ingest paths.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
 
@@ -52,18 +53,12 @@ def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
     return who
 
 
-def _mount_otlp(app: FastAPI, store: Any) -> Any:
-    """Mount the OTLP/HTTP receiver (/v1/traces, /v1/logs) behind the admin check, when installed."""
-    try:
-        from ingest.otlp import ReceiverCounters, make_router
-    except ImportError:
-        return None
-    counters = ReceiverCounters()
-    app.include_router(make_router(storeport.OtlpSink(store), counters=counters), dependencies=[Depends(_require_admin)])
-    return counters
+# Builds a receiver's routes around the sink it stores into; returns them with an object whose
+# public attributes are the receiver's counters (rendered on /metrics).
+ReceiverFactory = Callable[[Any], tuple[APIRouter, Any]]
 
 
-def create_app(store: Any, settings: Settings) -> FastAPI:
+def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None = None) -> FastAPI:
     app = FastAPI(title="ClaimTrail audit API", version="1", dependencies=[Depends(_known_query_parameters)],
                   description="Decision records, explanations and statistics for DRA accelerator allocation. "
                               "Every call except health and metrics needs `Authorization: Bearer <token>`.")
@@ -88,7 +83,10 @@ def create_app(store: Any, settings: Settings) -> FastAPI:
 
     for module in (routes_decisions, routes_stats, routes_ingest, routes_replay):
         app.include_router(module.router)
-    otlp_counters = _mount_otlp(app, store)
+    otlp_counters = None
+    if receiver is not None:
+        router, otlp_counters = receiver(storeport.OtlpSink(store))
+        app.include_router(router, dependencies=[Depends(_require_admin)])
 
     @app.get("/healthz", tags=["health"], summary="The process is alive")
     def healthz() -> dict[str, str]:

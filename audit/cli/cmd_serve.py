@@ -99,10 +99,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                                          replay_sync_limit=args.replay_sync_limit,
-                                         migration_thresholds=thresholds))
+                                         migration_thresholds=thresholds),
+                         receiver=_otlp_receiver)
         print(f"claimtrail serve: listening on http://{args.host}:{args.port} (OpenAPI at /docs)",
               file=sys.stderr, flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     finally:
         store.close()
     return 0
+
+
+def _otlp_receiver(sink: Any) -> tuple[Any, Any]:
+    """The OTLP/HTTP receiver's routes (/v1/traces, /v1/logs) storing into ``sink``, and its counters."""
+    from ingest.otlp import ReceiverCounters, make_router
+
+    counters = ReceiverCounters()
+    return make_router(sink, counters=counters), counters
