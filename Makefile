@@ -22,6 +22,7 @@ $(STAMP): pyproject.toml
 
 lint: install
 	$(VENV)/bin/ruff check audit ingest dashboards tests benchmarks
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: install
 	$(VENV)/bin/mypy $(CORE)
