@@ -36,7 +36,7 @@ demo: install
 	$(VENV)/bin/claimtrail demo $(if $(DEMO_CHECK),--check,)
 
 bench: install
-	$(PY) -m benchmarks.run --json benchmarks/results.json
+	$(PY) -m benchmarks.run --json benchmarks/results.json $(BENCH_ARGS)
 
 clean:
 	rm -rf .claimtrail .pytest_cache .mypy_cache .ruff_cache

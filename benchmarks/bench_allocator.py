@@ -92,7 +92,8 @@ def _gpu(index: int, product: tuple[str, str, str, str]) -> dict[str, Any]:
         "capacity": {"memory": {"value": memory}}}
 
 
-def nvidia_shape(nodes: int = 1000, per_node: int = 8) -> list[dict[str, Any]]:
+def nvidia_inventory_and_claim(nodes: int, per_node: int) -> tuple[Inventory, ResourceClaim]:
+    """The NVIDIA-like cluster (products in turn per node) and the H100 → A100 → L40S claim."""
     slices = [_slice(f"gpu-node-{n}", GPU_DRIVER, [_gpu(i, PRODUCTS[n % 3]) for i in range(per_node)]) for n in range(nodes)]
     gpu_class = _class("gpu.nvidia.com", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'")
     inventory = Inventory(slices=slices, classes=[gpu_class], features=Features())
@@ -105,6 +106,11 @@ def nvidia_shape(nodes: int = 1000, per_node: int = 8) -> list[dict[str, Any]]:
 
     claim = _claim("train", [{"name": "gpu", "firstAvailable": [
         tier("h100", "NVIDIA H100", "79Gi"), tier("a100", "NVIDIA A100", "40Gi"), tier("l40s", "NVIDIA L40S", "40Gi")]}])
+    return inventory, claim
+
+
+def nvidia_shape(nodes: int = 1000, per_node: int = 8) -> list[dict[str, Any]]:
+    inventory, claim = nvidia_inventory_and_claim(nodes, per_node)
     node_objs = [Node(name=f"gpu-node-{n}") for n in range(nodes)]
     allocator = Allocator(inventory, AllocatedState())
     rows: list[dict[str, Any]] = []

@@ -8,6 +8,8 @@ from typing import Any
 
 
 def fmt(value: Any) -> str:
+    if value is None:
+        return ""
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.3g}"
     return f"{value:,}" if isinstance(value, int) else str(value)
@@ -15,11 +17,15 @@ def fmt(value: Any) -> str:
 
 def render(results: dict[str, Any]) -> str:
     m = results["machine"]
+    f = results.get("factor", {})
     lines = [f"Measured by `make bench` on {m['cpus']} cores, {m['memory_gib']} GiB, Python {m['python']} "
-             f"({m['platform']}); a shared machine, so treat single figures as ±30 %.", "",
-             "| issue | benchmark | value | target |", "|---|---|---:|---|"]
+             f"({m['platform']}), commit {results.get('commit', 'unknown')[:12]}; speed factor against the "
+             f"reference machine: CPU {fmt(f.get('cpu'))}, store {fmt(f.get('store'))}. "
+             "Targets are judged on the normalised figure (what the reference machine would have measured).",
+             "", "| issue | benchmark | measured | normalised | target |", "|---|---|---:|---:|---|"]
     for r in results["rows"]:
-        lines.append(f"| {r['issue']} | {r['name']} | {fmt(r['value'])} {r['unit']} | {r.get('target', '')} |")
+        normalised = f"{fmt(r['normalised'])} {r['unit']}" if r.get("normalised") is not None else ""
+        lines.append(f"| {r['issue']} | {r['name']} | {fmt(r['value'])} {r['unit']} | {normalised} | {r.get('target', '')} |")
     return "\n".join(lines)
 
 

@@ -1,10 +1,15 @@
 """``make bench``: run every ``benchmarks/bench_*.py`` and print one performance table.
 
 Each bench module exposes ``run() -> list[dict]``; a row is ``{"issue", "name", "value", "unit",
-"target", "note"}``. Ratios against a baseline are measured inside one run, never compared with
-numbers from another machine. Each module runs in a process of its own, so what one leaves
-behind (caches, a large heap for the garbage collector to walk, open stores) does not slow the
-next. The table is printed and written as JSON with the machine it ran on.
+"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``store`` or ``none``, see
+``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
+(caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
+that process first measures the machine's CPU speed, and a module whose rows scale with the store
+is followed by a measurement of the store's speed. Every time and rate is reported as measured and
+normalised to the reference machine (``benchmarks/reference.json``); targets are judged on the
+normalised figure. Ratios against a baseline in the same run need no normalising. ``--noise``
+runs a CPU-burning process beside the whole run, to show that the normalised figures hold.
+The table is printed and written as JSON with the machine, the commit and the factors.
 """
 
 from __future__ import annotations
@@ -15,11 +20,14 @@ import json
 import os
 import pkgutil
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from typing import Any
+
+from benchmarks import calibrate
 
 
 def machine() -> dict[str, Any]:
@@ -28,29 +36,82 @@ def machine() -> dict[str, Any]:
             "platform": platform.platform()}
 
 
+def commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
+
+
 def run_module(name: str, rows_path: str) -> None:
-    """Entry point of a module's own process: run it and write its rows as JSON."""
+    """Entry point of a module's own process: measure the CPU's speed, run the module, write both."""
+    cpu = calibrate.cpu_seconds()
     rows = importlib.import_module(f"benchmarks.{name}").run()
     with open(rows_path, "w") as fh:
-        json.dump(rows, fh)
+        json.dump({"cpu_seconds": cpu, "rows": rows}, fh)
 
 
-def _rows_in_own_process(name: str) -> list[dict[str, Any]]:
+def _in_own_process(args: list[str], what: str) -> str:
+    done = subprocess.run([sys.executable, "-m", *args], check=False, stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{what} failed with exit code {done.returncode}")
+    return done.stdout
+
+
+def _module_in_own_process(name: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-rows-") as work:
         path = os.path.join(work, "rows.json")
-        done = subprocess.run([sys.executable, "-m", "benchmarks.run", "--module", name, "--rows-to", path],
-                              check=False)
-        if done.returncode != 0:
-            raise SystemExit(f"benchmark {name} failed with exit code {done.returncode}")
+        _in_own_process(["benchmarks.run", "--module", name, "--rows-to", path], f"benchmark {name}")
         with open(path) as fh:
-            rows: list[dict[str, Any]] = json.load(fh)
-    return rows
+            result: dict[str, Any] = json.load(fh)
+    return result
+
+
+def _store_seconds() -> float:
+    return float(json.loads(_in_own_process(["benchmarks.calibrate", "store"], "store calibration"))["store_seconds"])
+
+
+def scale_of(row: dict[str, Any]) -> str:
+    return str(row.get("scale") or calibrate.default_scale(row["unit"]))
+
+
+def annotate(row: dict[str, Any], factors: dict[str, float]) -> dict[str, Any]:
+    """The row with the factor it was normalised by and its normalised value (``None`` for rows
+    that need none: ratios, counts, sizes)."""
+    scale = scale_of(row)
+    if scale == "none" or calibrate.kind(row["unit"]) == "other" or not isinstance(row["value"], int | float):
+        return {**row, "scale": "none", "factor": None, "normalised": None}
+    f = factors[scale]
+    value = calibrate.normalise(float(row["value"]), row["unit"], f)
+    return {**row, "scale": scale, "factor": round(f, 3), "normalised": round(value, 3 if abs(value) < 100 else 1)}
+
+
+class Noise:
+    """A process that burns one core for as long as the run lasts (``--noise``)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if enabled else None
+
+    def __enter__(self) -> Noise:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return ""
+    return f"{value:,.3f}" if isinstance(value, float) else f"{value:,}"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default="benchmarks/results.json")
     parser.add_argument("--only", default="", help="substring of bench module names to run")
+    parser.add_argument("--noise", action="store_true", help="burn one core in another process during the run")
+    parser.add_argument("--set-reference", action="store_true",
+                        help="make this run's calibration the reference (factor 1.0) in benchmarks/reference.json")
     parser.add_argument("--module", help=argparse.SUPPRESS)  # set for a module's own process
     parser.add_argument("--rows-to", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -59,21 +120,47 @@ def main() -> int:
         return 0
     import benchmarks
 
-    rows: list[dict[str, Any]] = []
-    for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
-        if not info.name.startswith("bench_") or args.only not in info.name:
-            continue
-        started = time.perf_counter()
-        print(f"# {info.name} ...", file=sys.stderr, flush=True)
-        rows.extend(_rows_in_own_process(info.name))
-        print(f"# {info.name} done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
-    print(f"{'issue':<6} {'benchmark':<62} {'value':>14} {'unit':<10} target")
+    measured: list[tuple[dict[str, Any], float, float | None]] = []  # (row, cpu s, store s)
+    with Noise(args.noise):
+        for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
+            if not info.name.startswith("bench_") or args.only not in info.name:
+                continue
+            started = time.perf_counter()
+            print(f"# {info.name} ...", file=sys.stderr, flush=True)
+            result = _module_in_own_process(info.name)
+            store = _store_seconds() if any(scale_of(r) == "store" for r in result["rows"]) else None
+            measured.extend((r, result["cpu_seconds"], store) for r in result["rows"])
+            print(f"# {info.name} done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+    cpu_runs = sorted({c for _, c, _ in measured})
+    store_runs = sorted({s for _, _, s in measured if s is not None})
+    if args.set_reference:
+        earlier = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
+        reference = {"cpu_seconds": statistics.median(cpu_runs),
+                     "store_seconds": statistics.median(store_runs) if store_runs else earlier.get("store_seconds"),
+                     "commit": commit(), "machine": machine()}
+        with open(calibrate.REFERENCE, "w") as fh:
+            json.dump(reference, fh, indent=2)
+            fh.write("\n")
+    reference = calibrate.load_reference()
+    rows = []
+    for row, cpu, store in measured:
+        factors = {"cpu": calibrate.factor(reference, "cpu", cpu)}
+        if store is not None:
+            factors["store"] = calibrate.factor(reference, "store", store)
+        rows.append(annotate(row, factors))
+    summary = {"cpu": round(calibrate.factor(reference, "cpu", statistics.median(cpu_runs)), 3),
+               "store": round(calibrate.factor(reference, "store", statistics.median(store_runs)), 3)
+               if store_runs else None}
+    print(f"speed factor against the reference: cpu {summary['cpu']}, store {summary['store']}"
+          f"{' (with --noise)' if args.noise else ''}")
+    print(f"{'issue':<6} {'benchmark':<62} {'measured':>14} {'normalised':>14} {'unit':<10} target (normalised)")
     for r in rows:
-        value = r["value"]
-        shown = f"{value:,.3f}" if isinstance(value, float) else f"{value:,}"
-        print(f"{r['issue']:<6} {r['name']:<62} {shown:>14} {r['unit']:<10} {r.get('target', '')}")
+        print(f"{r['issue']:<6} {r['name']:<62} {_shown(r['value']):>14} {_shown(r['normalised']):>14} "
+              f"{r['unit']:<10} {r.get('target', '')}")
     with open(args.json, "w") as fh:
-        json.dump({"machine": machine(), "rows": rows}, fh, indent=2)
+        json.dump({"machine": machine(), "commit": commit(), "noise": args.noise, "factor": summary,
+                   "calibration": {"cpu_seconds": cpu_runs, "store_seconds": store_runs},
+                   "reference": reference, "rows": rows}, fh, indent=2)
     return 0
 
 

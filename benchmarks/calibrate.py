@@ -1,0 +1,129 @@
+"""The machine's speed, measured beside every benchmark, so figures compare across runs.
+
+The machines `make bench` runs on are shared: the same code measures up to three times slower in
+one hour than in the next. A figure alone therefore says little about the code; a figure next to
+the speed of the machine at that moment does. Two fixed workloads stand for the two kinds of work
+the benchmarks do:
+
+- ``cpu``: the pure-Python core — canonical JSON of a fixed set of decision records and a fixed
+  allocator search (the 8-GPU firstAvailable node of ``bench_allocator``) — best of
+  ``CPU_ROUNDS``, measured in each benchmark's own process just before it runs;
+- ``store``: the raw insert of fixed prepared columns into a fresh embedded chDB database (what
+  ``bench_store`` calls its baseline), best of ``STORE_ROUNDS``, measured in a process of its own
+  right after a benchmark whose rows depend on the store.
+
+The speed factor of a workload is ``reference seconds / measured seconds`` (1.0 on the run that
+set the reference, 0.5 on a machine half as fast). A time is normalised by multiplying it by the
+factor, a rate by dividing it by the factor; ratios measured within one run need neither. Which
+factor a row takes is its ``scale`` (``cpu``, ``store`` or ``none``), by default read from its
+unit.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REFERENCE = Path(__file__).with_name("reference.json")
+CPU_ROUNDS = 5
+STORE_ROUNDS = 3
+STORE_ROWS = 10_000
+RECORDS = 1_000
+SEARCHES = 300
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def default_scale(unit: str) -> str:
+    """``cpu`` for times and rates, ``none`` for everything else (ratios, %, bytes, counts)."""
+    return "cpu" if unit in TIME_UNITS or unit.endswith("/s") else "none"
+
+
+def kind(unit: str) -> str:
+    """``time`` (lower is better), ``rate`` (higher is better) or ``other``."""
+    if unit in TIME_UNITS:
+        return "time"
+    return "rate" if unit.endswith("/s") else "other"
+
+
+def normalise(value: float, unit: str, factor: float) -> float:
+    """The value this row would have shown on the reference machine."""
+    k = kind(unit)
+    if k == "time":
+        return value * factor
+    if k == "rate":
+        return value / factor
+    return value
+
+
+def _cpu_workload() -> Any:
+    """Build the fixed inputs once; return the function that does the timed work."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from audit.allocator import AllocatedState, Allocator, Status
+    from audit.dra.model import Node
+    from audit.records import canonical_json
+    from benchmarks.bench_allocator import nvidia_inventory_and_claim
+    from tests.store.factory import make_records
+
+    records = [r.to_dict() for r in make_records(RECORDS, seconds_apart=5)]
+    inventory, claim = nvidia_inventory_and_claim(nodes=3, per_node=8)
+    nodes = [Node(name=f"gpu-node-{n}") for n in range(3)]
+
+    def work() -> None:
+        for r in records:
+            canonical_json(r)
+        for i in range(SEARCHES):
+            # a fresh allocator each time: every search builds its pool view, as a new cycle does
+            outcome = Allocator(inventory, AllocatedState()).allocate(nodes[i % 3], [claim], explain=True)
+            assert outcome.status is Status.SUCCESS
+
+    return work
+
+
+def cpu_seconds() -> float:
+    work = _cpu_workload()
+    work()  # warm: the selectors' compiled programs and per-device answers are cached from here on
+    samples = []
+    for _ in range(CPU_ROUNDS):
+        started = time.perf_counter()
+        work()
+        samples.append(time.perf_counter() - started)
+    return min(samples)
+
+
+def store_seconds() -> float:
+    """Best raw insert of the fixed rows, each round into a fresh database of the real schema."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from audit.store import connection, migrations
+    from benchmarks.bench_store import raw_insert_seconds
+    from tests.store.factory import make_records
+
+    records = make_records(STORE_ROWS, seconds_apart=5)
+    samples = []
+    with tempfile.TemporaryDirectory(prefix="bench-calibrate-") as work:
+        client = connection.connect(connection.resolve_dsn(f"chdb://{work}/db"))
+        for round_ in range(STORE_ROUNDS):
+            database = f"c{round_}"
+            client.command(f"CREATE DATABASE IF NOT EXISTS {database}")
+            migrations.migrate(client, database)
+            samples.append(raw_insert_seconds(client, database, records))
+        client.close()
+    return min(samples)
+
+
+def load_reference() -> dict[str, Any]:
+    with open(REFERENCE) as fh:
+        reference: dict[str, Any] = json.load(fh)
+    return reference
+
+
+def factor(reference: dict[str, Any], scale: str, seconds: float) -> float:
+    return float(reference[f"{scale}_seconds"]) / seconds
+
+
+if __name__ == "__main__":
+    which = sys.argv[1] if len(sys.argv) > 1 else "cpu"
+    print(json.dumps({f"{which}_seconds": cpu_seconds() if which == "cpu" else store_seconds()}))

@@ -1,0 +1,80 @@
+"""Compare two ``make bench`` results benchmark by benchmark, on normalised figures.
+
+``python -m benchmarks.compare OLD.json NEW.json`` prints, for every benchmark both runs have,
+the two normalised values (the measured value where a row needs no normalising: ratios, sizes)
+and the change in percent, signed so that a positive change is always an improvement (a shorter
+time, a higher rate). Rows that moved the wrong way by more than ``--threshold`` percent are
+marked as regressions, and the exit code is 1 when there is any, so the comparison can gate a
+change. Because both sides are normalised by the speed the machine had at the time, a regression
+shows as one whatever the machine did that hour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from benchmarks.calibrate import kind
+
+
+def comparable(row: dict[str, Any]) -> float | None:
+    value = row.get("normalised")
+    if value is None:
+        value = row.get("value")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def improvement_percent(old: float, new: float, unit: str) -> float | None:
+    """Positive when ``new`` is better; ``None`` when the unit has no better direction or old is 0."""
+    if old == 0:
+        return None
+    k = kind(unit)
+    if k == "time":
+        return (old - new) / old * 100
+    if k == "rate":
+        return (new - old) / old * 100
+    return None
+
+
+def compare(old: dict[str, Any], new: dict[str, Any], threshold: float) -> tuple[list[str], int]:
+    before = {r["name"]: r for r in old["rows"]}
+    lines = [f"{'benchmark':<70} {'old':>12} {'new':>12} {'change':>8}"]
+    regressions = 0
+    for row in new["rows"]:
+        prior = before.get(row["name"])
+        if prior is None:
+            continue
+        a, b = comparable(prior), comparable(row)
+        if a is None or b is None:
+            continue
+        change = improvement_percent(a, b, row["unit"])
+        mark = ""
+        if change is not None and change < -threshold:
+            regressions += 1
+            mark = "  REGRESSION"
+        shown = f"{change:+.1f}%" if change is not None else ""
+        lines.append(f"{row['name'][:70]:<70} {a:>12,.3f} {b:>12,.3f} {shown:>8}{mark}")
+    factors = f"factors old {old.get('factor')} new {new.get('factor')}"
+    lines.append(f"{regressions} regression(s) beyond {threshold:g} %; {factors}")
+    return lines, regressions
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.compare", description=__doc__.split("\n")[0])
+    parser.add_argument("old")
+    parser.add_argument("new")
+    parser.add_argument("--threshold", type=float, default=20.0, help="percent (default 20)")
+    args = parser.parse_args(argv)
+    with open(args.old) as fh:
+        old = json.load(fh)
+    with open(args.new) as fh:
+        new = json.load(fh)
+    lines, regressions = compare(old, new, args.threshold)
+    print("\n".join(lines))
+    return 1 if regressions else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

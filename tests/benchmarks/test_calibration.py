@@ -1,0 +1,88 @@
+"""Normalising benchmark figures by the machine's speed, and comparing two runs on them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import calibrate, compare, markdown
+from benchmarks.run import annotate
+
+REFERENCE = {"cpu_seconds": 0.10, "store_seconds": 1.0}
+
+
+@pytest.mark.parametrize(("unit", "kind", "scale"), [
+    ("µs", "time", "cpu"), ("us", "time", "cpu"), ("ms", "time", "cpu"), ("s", "time", "cpu"),
+    ("rec/s", "rate", "cpu"), ("decisions/s", "rate", "cpu"),
+    ("ratio", "other", "none"), ("%", "other", "none"), ("B", "other", "none"), ("allocateOne calls", "other", "none"),
+])
+def test_units_decide_direction_and_default_scale(unit: str, kind: str, scale: str) -> None:
+    assert calibrate.kind(unit) == kind
+    assert calibrate.default_scale(unit) == scale
+
+
+def test_a_machine_half_as_fast_has_factor_one_half() -> None:
+    assert calibrate.factor(REFERENCE, "cpu", 0.20) == pytest.approx(0.5)
+    assert calibrate.factor(REFERENCE, "store", 0.5) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(("value", "unit", "factor", "expected"), [
+    (30.0, "µs", 0.5, 15.0),          # twice as slow a machine: the time it would have taken is half
+    (1000.0, "rec/s", 0.5, 2000.0),   # and the rate twice as high
+    (0.72, "ratio", 0.5, 0.72),       # ratios within one run need no normalising
+    (229.0, "B", 3.0, 229.0),
+])
+def test_normalise_scales_times_and_rates_only(value: float, unit: str, factor: float, expected: float) -> None:
+    assert calibrate.normalise(value, unit, factor) == pytest.approx(expected)
+
+
+def test_annotate_uses_the_rows_own_scale_and_leaves_ratios_alone() -> None:
+    factors = {"cpu": 0.5, "store": 0.25}
+    store_row = annotate({"name": "insert", "value": 20_000, "unit": "rec/s", "scale": "store"}, factors)
+    assert (store_row["factor"], store_row["normalised"]) == (0.25, 80_000.0)
+    cpu_row = annotate({"name": "eval", "value": 8.0, "unit": "µs"}, factors)
+    assert (cpu_row["scale"], cpu_row["factor"], cpu_row["normalised"]) == ("cpu", 0.5, 4.0)
+    ratio = annotate({"name": "writer / raw", "value": 0.7, "unit": "ratio", "scale": "store"}, factors)
+    assert (ratio["scale"], ratio["factor"], ratio["normalised"]) == ("none", None, None)
+
+
+def _results(rows: list[dict[str, object]]) -> dict[str, object]:
+    return {"machine": {"cpus": 2, "memory_gib": 23.5, "python": "3.11.7", "platform": "Linux"},
+            "commit": "0123456789abcdef", "factor": {"cpu": 0.5, "store": None}, "rows": rows}
+
+
+def test_compare_signs_changes_as_improvements_and_flags_regressions() -> None:
+    old = _results([{"name": "a time", "unit": "ms", "value": 200, "normalised": 100.0},
+                    {"name": "a rate", "unit": "rec/s", "value": 50, "normalised": 100.0},
+                    {"name": "a ratio", "unit": "ratio", "value": 0.70, "normalised": None},
+                    {"name": "gone", "unit": "ms", "value": 1, "normalised": 1.0}])
+    new = _results([{"name": "a time", "unit": "ms", "value": 150, "normalised": 130.0},   # 30 % slower
+                    {"name": "a rate", "unit": "rec/s", "value": 60, "normalised": 110.0},  # 10 % better
+                    {"name": "a ratio", "unit": "ratio", "value": 0.80, "normalised": None},
+                    {"name": "new one", "unit": "ms", "value": 1, "normalised": 1.0}])
+    lines, regressions = compare.compare(old, new, threshold=20)
+    assert regressions == 1
+    by_name = {line.split()[0] + " " + line.split()[1]: line for line in lines[1:-1]}
+    assert by_name["a time"].endswith("-30.0%  REGRESSION")
+    assert by_name["a rate"].endswith("+10.0%")
+    assert "a ratio" in by_name and "%" not in by_name["a ratio"]
+    assert not any("gone" in line or "new one" in line for line in lines)
+
+
+def test_compare_command_exits_one_on_a_regression(tmp_path) -> None:
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(_results([{"name": "t", "unit": "s", "value": 1, "normalised": 1.0}])))
+    new.write_text(json.dumps(_results([{"name": "t", "unit": "s", "value": 1, "normalised": 1.5}])))
+    assert compare.main([str(old), str(new)]) == 1
+    assert compare.main([str(old), str(old)]) == 0
+
+
+def test_markdown_shows_measured_and_normalised_with_the_factor() -> None:
+    text = markdown.render(_results([{"issue": "#3", "name": "eval", "unit": "µs", "value": 8.0,
+                                      "normalised": 4.0, "target": "≤ 15 µs"},
+                                     {"issue": "#5", "name": "ratio", "unit": "ratio", "value": 0.72,
+                                      "normalised": None, "target": ">= 0.7"}]))
+    assert "speed factor against the reference machine: CPU 0.5" in text
+    assert "| #3 | eval | 8 µs | 4 µs | ≤ 15 µs |" in text
+    assert "| #5 | ratio | 0.72 ratio |  | >= 0.7 |" in text
