@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from audit.records import digest
+from audit.canonical import digest
 
 
 class EventType(StrEnum):

@@ -64,7 +64,7 @@ class Starvation:
 
 
 def _ms(text: str) -> int:
-    from audit.world import parse_time_ms
+    from audit.timestamps import parse_time_ms
 
     return parse_time_ms(text)
 

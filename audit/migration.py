@@ -31,6 +31,7 @@ from enum import StrEnum
 from typing import Any
 
 from audit.records import DecisionRecord, Outcome, Track
+from audit.timestamps import parse_rfc3339
 
 
 class Verdict(StrEnum):
@@ -100,7 +101,7 @@ class Cohort:
 
 def _parse_time(text: str, what: str) -> datetime:
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_rfc3339(text)
     except ValueError:
         raise MigrationError(f"{what}: not an RFC 3339 time: {text!r}") from None
 

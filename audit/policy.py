@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.records import digest
+from audit.canonical import digest
 
 API_VERSION = "claimtrail.io/v1alpha1"
 KIND = "Policy"

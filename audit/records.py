@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from audit.canonical import digest, json_lines
+
 SCHEMA_VERSION = 1
 
 
@@ -188,15 +190,6 @@ def output_view(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in OUTPUT_DIGEST_EXCLUDED}
 
 
-def canonical_json(obj: Any) -> bytes:
-    """The one byte encoding digests are taken over: sorted keys, no spaces, UTF-8, no NaN."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
-
-
-def digest(obj: Any) -> str:
-    return hashlib.sha256(canonical_json(obj)).hexdigest()
-
-
 def decision_id(cluster: str, claim_uid: str, attempt: int) -> str:
     """Deterministic id: the same attempt re-sent from anywhere lands on the same key (UUID text form)."""
     h = hashlib.sha256(f"{cluster}\x00{claim_uid}\x00{attempt}".encode()).hexdigest()[:32]
@@ -204,7 +197,7 @@ def decision_id(cluster: str, claim_uid: str, attempt: int) -> str:
 
 
 def to_jsonl(records: list[DecisionRecord]) -> str:
-    return "".join(json.dumps(r.to_dict(), sort_keys=True, separators=(",", ":")) + "\n" for r in records)
+    return json_lines(r.to_dict() for r in records)
 
 
 class RecordError(ValueError):

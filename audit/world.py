@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
+from audit.canonical import canonical_digest, canonical_json, canonical_text, encode_string
 from audit.events import EventType, WorldEvent
 from audit.policy import Policy, attribute_text, default_policy, parse_policy
-from audit.records import canonical_json
+from audit.timestamps import parse_time_ms
 
 GENESIS = "0" * 64
 _DELETE = EventType.DELETE.value
@@ -45,98 +45,6 @@ IDENTITY_ATTRIBUTES = frozenset({"uuid", "gpu.nvidia.com/uuid", "resource.kubern
 # a taint rule's selector without a driver or pool applies to every driver or pool
 _ANY: Any = object()
 
-_PARSED: dict[str, int] = {}
-
-
-def parse_time_ms(text: str) -> int:
-    """RFC 3339 (``2026-11-01T00:00:00Z`` or with fractional seconds) -> ms since the epoch."""
-    hit = _PARSED.get(text)
-    if hit is not None:
-        return hit
-    if len(_PARSED) > 100_000:
-        _PARSED.clear()
-    value = _PARSED[text] = _parse_time_ms(text)
-    return value
-
-
-def _parse_time_ms(text: str) -> int:
-    t = text.strip()
-    if t.endswith("Z"):
-        t = t[:-1] + "+00:00"
-    dt = datetime.fromisoformat(t)
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    delta = dt - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
-
-
-_FORMATTED: dict[int, str] = {}
-
-
-def format_time_ms(ms: int) -> str:
-    """ms since the epoch -> ``2026-11-02T00:00:00.000Z`` (memoised: simulations reuse instants)."""
-    text = _FORMATTED.get(ms)
-    if text is None:
-        if len(_FORMATTED) > 100_000:
-            _FORMATTED.clear()
-        dt = _EPOCH + timedelta(milliseconds=ms)
-        text = _FORMATTED[ms] = dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
-    return text
-
-
-def _reusable_canonical_encoder() -> Any:
-    """``audit.records.canonical_json``'s settings as one C encoder made once.
-
-    ``json.dumps`` builds a fresh encoder (and a circular-reference table) on every call, which is
-    about a third of the cost of encoding the small payloads folded per event. The settings are
-    the canonical ones (sorted keys, ``,``/``:`` separators, non-ASCII kept, NaN refused), so the
-    bytes are identical; without the table a cyclic value overflows the recursion limit instead of
-    raising "Circular reference detected" — values here come from JSON and cannot be cyclic.
-    """
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # an interpreter without the C accelerator: the plain canonical encoder
-        return None
-    return make(None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ":", ",",
-                True, False, False)
-
-
-_CANONICAL_ENCODER = _reusable_canonical_encoder()
-_encode_str = json.encoder.encode_basestring  # the string encoding canonical_json uses (non-ASCII kept)
-
-
-def canonical_bytes(obj: Any) -> bytes:
-    """Exactly ``audit.records.canonical_json(obj)``, cheaper per call (see the encoder above)."""
-    if _CANONICAL_ENCODER is None:
-        return canonical_json(obj)
-    return "".join(_CANONICAL_ENCODER(obj, 0)).encode()
-
-
-def canonical_digest(obj: Any, stream_depth: int = 0) -> str:
-    """Exactly ``audit.records.digest(obj)``.
-
-    With ``stream_depth`` > 0 the outer ``stream_depth`` levels of objects are hashed member by
-    member (sorted keys, canonical separators) instead of as one encoded string: a checkpoint is
-    megabytes, and joining and copying all of it before hashing costs more than the hashing.
-    """
-    h = hashlib.sha256()
-    _hash_canonical(h, obj, stream_depth)
-    return h.hexdigest()
-
-
-def _hash_canonical(h: Any, obj: Any, depth: int) -> None:
-    if depth <= 0 or _CANONICAL_ENCODER is None or not isinstance(obj, dict) \
-            or not all(isinstance(k, str) for k in obj):
-        h.update(canonical_bytes(obj))
-        return
-    # json sorts a dict's items by key; with str keys that is sorted(keys), keys being unique
-    sep = "{"
-    for k in sorted(obj):
-        h.update(f"{sep}{_encode_str(k)}:".encode())
-        _hash_canonical(h, obj[k], depth - 1)
-        sep = ","
-    h.update(b"}" if sep == "," else b"{}")
-
-
 def event_digest(ev: WorldEvent) -> str:
     """Same value as ``ev.digest()`` without deep-copying the payload.
 
@@ -147,16 +55,16 @@ def event_digest(ev: WorldEvent) -> str:
     cluster, name, namespace, kind = ev.cluster, ev.name, ev.namespace, ev.object_kind
     version, time, type_ = ev.resource_version, ev.time, ev.type
     # one chained test per field: a generator over a tuple cost more than the rest of the framing
-    if _CANONICAL_ENCODER is None or type(ev.seq) is not int or not (
+    if type(ev.seq) is not int or not (
             isinstance(cluster, str) and isinstance(name, str) and isinstance(namespace, str)
             and isinstance(kind, str) and isinstance(version, str) and isinstance(time, str)
             and isinstance(type_, str)):
         return canonical_digest({"cluster": ev.cluster, "seq": ev.seq, "time": ev.time, "type": ev.type,
                                  "object_kind": ev.object_kind, "namespace": ev.namespace, "name": ev.name,
                                  "payload": ev.payload, "resource_version": ev.resource_version})
-    enc = _encode_str
+    enc = encode_string
     text = (f'{{"cluster":{enc(cluster)},"name":{enc(name)},"namespace":{enc(namespace)},"object_kind":{enc(kind)},'
-            f'"payload":{"".join(_CANONICAL_ENCODER(ev.payload, 0))},"resource_version":{enc(version)},'
+            f'"payload":{canonical_text(ev.payload)},"resource_version":{enc(version)},'
             f'"seq":{ev.seq},"time":{enc(time)},"type":{enc(type_)}}}')
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -243,7 +151,7 @@ class DeviceFacts:
         for known_attrs, known_capacity, known in signed:
             if known_attrs == attrs and known_capacity == capacity:
                 return known
-        signature = hashlib.sha256(canonical_bytes([driver, model, attrs, capacity])).hexdigest()
+        signature = hashlib.sha256(canonical_json([driver, model, attrs, capacity])).hexdigest()
         if len(signed) < self._REPRESENTATIVES and _text_only(attrs) and _text_only(capacity):
             signed.append((attrs, capacity, signature))
         return signature

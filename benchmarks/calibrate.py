@@ -63,8 +63,8 @@ def _cpu_workload() -> Any:
     """Build the fixed inputs once; return the function that does the timed work."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from audit.allocator import AllocatedState, Allocator, Status
+    from audit.canonical import canonical_json
     from audit.dra.model import Node
-    from audit.records import canonical_json
     from benchmarks.bench_allocator import nvidia_inventory_and_claim
     from tests.store.factory import make_records
 

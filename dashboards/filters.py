@@ -8,10 +8,9 @@ time window is ISO 8601 text checked here so a typo gets a message instead of an
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import streamlit as st
 
+from audit.timestamps import format_utc, parse_rfc3339
 from dashboards import client
 from dashboards.client import ApiError, Filters
 
@@ -28,12 +27,10 @@ def parse_instant(field: str, text: str) -> str:
     if not text:
         return ""
     try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        parsed = parse_rfc3339(text)
     except ValueError:
         raise ValueError(f"filter `{field}`: {text!r} is not an ISO 8601 time such as 2026-03-01T08:00:00Z") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_utc(parsed, digits=0)
 
 
 def _facets(cluster: str) -> dict[str, list[str]]:

@@ -17,7 +17,8 @@ from audit.records import DecisionRecord
 from audit.replay import StoreHistory, WorldCursor
 from audit.replay.whatif import deltas, whatif
 from audit.store.filters import DecisionFilter
-from audit.world import World, parse_time_ms
+from audit.timestamps import parse_time_ms
+from audit.world import World
 
 
 def _policy_document(store: Any, events: list[Any], version: str) -> dict[str, Any]:

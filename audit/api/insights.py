@@ -21,7 +21,7 @@ from audit.policy import Policy, default_policy, parse_policy
 from audit.store import insights
 from audit.store.aggregates import OTHERS
 from audit.store.filters import DecisionFilter
-from audit.world import parse_time_ms
+from audit.timestamps import parse_time_ms
 
 # The canary judgement /v1/stats/migration applies unless `claimtrail serve --migration-thresholds`
 # names another: deploy/migration/thresholds.yaml's metrics, with every DRA claim-template version

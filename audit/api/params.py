@@ -8,10 +8,10 @@ binds every value server-side.
 from __future__ import annotations
 
 import re
-from datetime import datetime
 
 from audit.api.problems import Problem
 from audit.records import Outcome, Track
+from audit.timestamps import format_utc, parse_rfc3339
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
@@ -56,15 +56,13 @@ def timestamp(value: str | None, name: str) -> str | None:
     if value is None or value == "":
         return None
     try:
-        parsed = datetime.fromisoformat(value)
+        parsed = parse_rfc3339(value, naive_is_utc=False)
     except ValueError:
         raise Problem("invalid-parameter", f"{name} {value[:80]!r}: expected an RFC 3339 time such as "
                       "2026-05-01T00:00:00Z") from None
     if parsed.tzinfo is None:
         raise Problem("invalid-parameter", f"{name} {value[:80]!r}: the time needs a zone (Z or +hh:mm)")
-    from datetime import UTC
-
-    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_utc(parsed, digits=6)
 
 
 def outcome(value: str | None) -> str | None:

@@ -22,13 +22,14 @@ from typing import Any
 
 from audit.replay import replay_decisions
 from audit.store.queries import ReplayJob, ReplayRun
+from audit.timestamps import format_utc
 
 log = logging.getLogger("claimtrail.api")
 
 
 def _now() -> str:
     # to the millisecond, as the store keeps it: a job's first view and its stored state agree
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return format_utc(datetime.now(UTC))
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:

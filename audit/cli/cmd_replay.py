@@ -32,6 +32,7 @@ from audit.replay.checkpoints import DEFAULT_INTERVAL
 from audit.replay.report import Summary
 from audit.replay.selection import Selection, SelectionError, Shard, split_contiguous
 from audit.replay.verify import ReplayResult, Verifier
+from audit.timestamps import format_utc
 
 CHUNK = 1000  # decisions per unit of work: one checkpoint load at most per chunk
 DEFAULT_SERVER = "http://127.0.0.1:8080"
@@ -314,7 +315,7 @@ def _print(summary: Summary, mismatches: list[ReplayResult], args: argparse.Name
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return format_utc(datetime.now(UTC))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -444,7 +445,8 @@ def _history(args: argparse.Namespace) -> tuple[list[DecisionRecord], list[Any],
 def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
     from audit.replay.source import WorldCursor
     from audit.replay.whatif import delta_lines, deltas, whatif
-    from audit.world import World, parse_time_ms
+    from audit.timestamps import parse_time_ms
+    from audit.world import World
 
     if not (sel.since and sel.until):
         raise UserError("--policy: give the window as --since and --until")

@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from audit.canonical import canonical_digest, canonical_json
 from audit.events import WorldEvent
-from audit.world import DeviceFacts, World, canonical_bytes, canonical_digest
+from audit.world import DeviceFacts, World
 
 DEFAULT_INTERVAL = 10_000
 DIGEST_KEY = "content_digest"
@@ -114,7 +115,7 @@ def forget_parsed_checkpoints() -> None:
 
 def checkpoint_text(body: dict[str, Any]) -> str:
     """The stored form of a checkpoint body: exactly ``audit.records.canonical_json(body)``, as text."""
-    return canonical_bytes(body).decode()
+    return canonical_json(body).decode()
 
 
 @contextmanager

@@ -32,7 +32,8 @@ from audit.records import DecisionRecord
 from audit.replay.history import QueueState, SplitHistory
 from audit.scheduler import engine
 from audit.scheduler.pending import PendingQueues, follow_up
-from audit.world import World, format_time_ms
+from audit.timestamps import format_time_ms, parse_time_ms
+from audit.world import World
 
 _OWN = 1 << 62  # own actions sort after the world's events of the same instant
 
@@ -285,7 +286,5 @@ class Counterfactual:
 
 
 def _time(ev: WorldEvent) -> int:
-    from audit.world import parse_time_ms
-
     return parse_time_ms(ev.time)
 

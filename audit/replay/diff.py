@@ -9,9 +9,9 @@ Clock-measured fields (``duration_us``) and the digests themselves are not compa
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from audit.canonical import canonical_text
 from audit.records import OUTPUT_DIGEST_EXCLUDED
 
 ABSENT = "(absent)"
@@ -21,7 +21,7 @@ IGNORED = OUTPUT_DIGEST_EXCLUDED | {"input_digest"}
 def _text(value: Any) -> str:
     if isinstance(value, str):
         return value if value else '""'
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return canonical_text(value)
 
 
 def _join(path: str, key: str) -> str:

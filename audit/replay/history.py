@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from audit.events import EventType, WorldEvent
 from audit.records import DecisionRecord, Outcome
 from audit.replay.verify import bind_seq
-from audit.world import parse_time_ms
+from audit.timestamps import parse_time_ms
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from audit.records import DecisionRecord
 from audit.replay.checkpoints import DEFAULT_INTERVAL
-from audit.world import parse_time_ms
+from audit.timestamps import parse_time_ms
 
 _SCALE = float(1 << 64)
 

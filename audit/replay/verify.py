@@ -21,14 +21,16 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import groupby
 from typing import Any
 
-from audit.records import DecisionRecord, digest, output_view
+from audit.canonical import digest
+from audit.records import DecisionRecord, output_view
 from audit.replay.checkpoints import CheckpointCorrupt
 from audit.replay.diff import record_diff
 from audit.replay.result import Cause, ReplayResult
 from audit.replay.source import MissingEvents, ReplaySource, WorldCursor
 from audit.scheduler import engine
 from audit.scheduler.sealing import record_dict
-from audit.world import World, parse_time_ms
+from audit.timestamps import parse_time_ms
+from audit.world import World
 
 # Fields a record copies from its inputs: when the input digest differs these say which input.
 INPUT_FIELDS = ("cluster", "seq", "time", "attempt", "namespace", "pod", "pod_uid", "claims", "claim_uids",

@@ -21,7 +21,8 @@ from audit.records import DecisionRecord, Outcome, Track
 from audit.replay.checkpoints import checkpoint_body, load_checkpoint
 from audit.replay.counterfactual import Counterfactual, QuotaViolation, quota_violations
 from audit.replay.history import queue_state, split_history
-from audit.world import World, parse_time_ms
+from audit.timestamps import parse_time_ms
+from audit.world import World
 
 
 @dataclass

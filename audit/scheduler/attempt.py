@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.allocator.outcome import ClaimAllocation
+from audit.canonical import digest
 from audit.events import WorldEvent
 from audit.policy import Policy
-from audit.records import DecisionRecord, Outcome, Track, decision_id, digest
+from audit.records import DecisionRecord, Outcome, Track, decision_id
 from audit.scheduler.tiers import RequestTiers, SignatureModelMatcher, template_version
-from audit.world import World, format_time_ms, parse_time_ms
+from audit.timestamps import format_time_ms, parse_time_ms
+from audit.world import World
 
 ENGINE_VERSION = "claimtrail-engine/1"
 

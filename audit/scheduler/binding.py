@@ -20,7 +20,8 @@ from audit.records import DecisionRecord, Outcome, RetryClass, TierBlocker
 from audit.scheduler.attempt import Decision, Proposal, model_matcher, still_satisfiable
 from audit.scheduler.sealing import seal
 from audit.scheduler.tiers import request_tiers, resolve_claims
-from audit.world import World, format_time_ms
+from audit.timestamps import format_time_ms
+from audit.world import World
 
 
 def bind_check(world: World, proposal: Proposal) -> tuple[RetryClass, dict[str, Any]] | None:

@@ -26,15 +26,7 @@ from typing import Any
 
 from audit.allocator.outcome import AllocationOutcome, Status
 from audit.policy import Policy
-from audit.records import (
-    Blocker,
-    DeviceRef,
-    Outcome,
-    Reason,
-    RetryClass,
-    TierBlocker,
-    TierSummary,
-)
+from audit.records import Blocker, DeviceRef, Outcome, Reason, RetryClass, TierBlocker, TierSummary
 from audit.scheduler.attempt import (
     ENGINE_VERSION,
     AttemptContext,

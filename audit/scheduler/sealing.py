@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.records import DecisionRecord, digest, output_view
+from audit.canonical import digest
+from audit.records import DecisionRecord, output_view
 
 
 def record_dict(r: DecisionRecord) -> dict[str, Any]:

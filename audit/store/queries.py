@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from audit.canonical import canonical_json, canonical_text
 from audit.errors import UserError
 from audit.events import WorldEvent, loads_json, stored_event
-from audit.records import DecisionRecord, canonical_json
+from audit.records import DecisionRecord
 from audit.store import aggregates, migrations
 from audit.store.connection import Target, connect, data_dir, resolve_dsn
 from audit.store.filters import (
@@ -150,7 +151,7 @@ class AuditStore:
 
     def write_policy(self, version: str, digest_: str, document: dict[str, Any]) -> None:
         self._insert("policies", ["version", "digest", "document"],
-                     [[version, digest_, json.dumps(document, sort_keys=True, separators=(",", ":"))]])
+                     [[version, digest_, canonical_text(document)]])
 
     def write_replay_runs(self, runs: list[ReplayRun]) -> None:
         from audit.store.rows import epoch_ms
@@ -170,7 +171,7 @@ class AuditStore:
 
     def replay_job(self, job_id: str) -> ReplayJob | None:
         """The job's current state (its highest revision), or None."""
-        from audit.world import format_time_ms
+        from audit.timestamps import format_time_ms
 
         rows_ = self._query(
             "SELECT max(revision), argMax(tenant, revision), argMax(total, revision), argMax(state, revision), "
@@ -185,7 +186,7 @@ class AuditStore:
 
     def replay_job_runs(self, job_id: str) -> list[ReplayRun]:
         """The latest run of each decision the job has replayed so far, by decision id."""
-        from audit.world import format_time_ms
+        from audit.timestamps import format_time_ms
 
         rows_ = self._query(
             "SELECT decision_id, argMax(engine_version, time), argMax(policy_digest, time), argMax(match, time), "

@@ -15,11 +15,11 @@ import json
 import re
 import typing
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
+from audit.timestamps import datetime_ms, parse_rfc3339
 
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 _ENCODE_SORTED = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, sort_keys=True).encode
@@ -181,8 +181,6 @@ def event_json(event: WorldEvent) -> str:
 # RFC 3339 date-times (time zone optional, then UTC): the store parses the same text again in SQL
 # (parseDateTime64BestEffort), and on this form both parsers agree to the millisecond.
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?$")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ONE_MS = timedelta(milliseconds=1)
 _YEAR_2300_MS = 10_413_792_000_000
 
 
@@ -192,12 +190,9 @@ def epoch_ms(text: str, path: str = "time") -> int:
         shown = text[:40] if isinstance(text, str) else text
         raise RowError(path, f"{shown!r} is not an ISO 8601 time like 2026-11-01T08:00:00.000Z")
     try:
-        t = datetime.fromisoformat(text)
+        ms = datetime_ms(parse_rfc3339(text))
     except ValueError as exc:
         raise RowError(path, f"{text!r} is not a valid time: {exc}") from None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    ms: int = (t - _EPOCH) // _ONE_MS  # exact (timedelta floor division): float timestamps can be a millisecond off
     if not 0 <= ms < _YEAR_2300_MS:  # the store keeps 1970..2299 (DateTime64 range); refuse rather than wrap
         raise RowError(path, f"{text[:40]!r} is outside 1970..2299")
     return ms

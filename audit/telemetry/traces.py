@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import LogRecordProcessor
@@ -35,6 +35,7 @@ from audit.telemetry.errors import TelemetryError
 from audit.telemetry.ids import root_span_id_for, tier_span_id_for, trace_id_for
 from audit.telemetry.redaction import Redaction, Scrubber, redact
 from audit.telemetry.spans import UNSET, DecisionSpanFactory, linked, span_context
+from audit.timestamps import parse_rfc3339
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class ExportedTrace:
 def parsed_time(record: DecisionRecord) -> datetime:
     """The record's ``time`` parsed; the only way ``time_ns`` can fail, at a tenth of its cost."""
     try:
-        return datetime.fromisoformat(record.time)
+        return parse_rfc3339(record.time)
     except ValueError:
         raise TelemetryError(
             f"DecisionRecord {record.decision_id}: time: {record.time!r} is not an ISO 8601 timestamp"
@@ -60,8 +61,6 @@ def parsed_time(record: DecisionRecord) -> datetime:
 def time_ns(record: DecisionRecord) -> int:
     """The record's ``time`` as Unix nanoseconds; a time without offset is read as UTC."""
     parsed = parsed_time(record)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
     whole = int(parsed.replace(microsecond=0).timestamp())
     return whole * 1_000_000_000 + parsed.microsecond * 1000
 

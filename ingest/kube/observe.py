@@ -19,9 +19,9 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
+from audit.canonical import digest
 from audit.records import (
     DecisionRecord,
     DeviceRef,
@@ -31,8 +31,8 @@ from audit.records import (
     TierSummary,
     Track,
     decision_id,
-    digest,
 )
+from audit.timestamps import parse_time_ms
 from ingest.kube import agreement
 from ingest.kube.eventlog import Applied, EventLog
 
@@ -49,12 +49,10 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _ms_between(start: str, end: str) -> int:
-    try:
-        a = datetime.fromisoformat(start.replace("Z", "+00:00"))
-        b = datetime.fromisoformat(end.replace("Z", "+00:00"))
-    except ValueError:
+    """Milliseconds from ``start`` to ``end`` (API server timestamps); 0 while either is unset."""
+    if not start or not end:
         return 0
-    return max(0, int((b - a).total_seconds() * 1000))
+    return max(0, parse_time_ms(end) - parse_time_ms(start))
 
 
 def gpu_limit(pod: Mapping[str, Any]) -> int:

@@ -18,6 +18,7 @@ from kubernetes import client
 
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
+from audit.timestamps import format_utc
 from ingest.kube.eventlog import Applied, EventLog
 from ingest.kube.reflector import Backoff, Change, Reflector, Snapshot
 from ingest.kube.resources import WATCHED, WatchedResource
@@ -36,7 +37,7 @@ class Observer(Protocol):
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_utc(datetime.now(UTC))
 
 
 class Watcher:

@@ -32,7 +32,8 @@ from audit.policy import default_policy, parse_policy, policy_document
 from audit.records import DecisionRecord
 from audit.scheduler.engine import Decision, bind, decide
 from audit.scheduler.pending import PendingQueues, follow_up
-from audit.world import World, format_time_ms, parse_time_ms
+from audit.timestamps import format_time_ms, parse_time_ms
+from audit.world import World
 from ingest.simulate.cluster import DRIVER, build_nodes, device_class, slice_object, slice_uuids
 from ingest.simulate.scenario import Scenario
 

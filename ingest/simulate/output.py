@@ -7,9 +7,9 @@ target is written here, one canonical JSON object per line, with the same three 
 
 from __future__ import annotations
 
-import json
 from typing import Any, Protocol
 
+from audit.canonical import json_lines
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
 
@@ -32,7 +32,7 @@ class JsonlOutput:
             raise OutputError(f"{path}: cannot open for writing: {exc.strerror}") from None
 
     def _write(self, items: list[dict[str, Any]]) -> None:
-        self._fh.write("".join(json.dumps(x, sort_keys=True, separators=(",", ":")) + "\n" for x in items))
+        self._fh.write(json_lines(items))
 
     def write_events(self, events: list[WorldEvent]) -> None:
         self._write([e.to_dict() for e in events])

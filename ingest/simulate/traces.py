@@ -110,7 +110,7 @@ def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-1
         sc.objects.append(node_object(row["sn"], pool))
         sc.objects.append(slice_object(row["sn"], pool, rng))
     inventory = [m for m in OPENB_RANK if m in present]
-    from audit.world import parse_time_ms
+    from audit.timestamps import parse_time_ms
 
     start_ms = parse_time_ms(start)
     end_ms = start_ms + int(hours * 3_600_000)

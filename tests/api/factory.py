@@ -7,14 +7,7 @@ fair-share deferral. Times are one hour apart from a fixed start.
 
 from __future__ import annotations
 
-from audit.records import (
-    DecisionRecord,
-    DeviceRef,
-    Exemplar,
-    TierBlocker,
-    TierSummary,
-    decision_id,
-)
+from audit.records import DecisionRecord, DeviceRef, Exemplar, TierBlocker, TierSummary, decision_id
 
 CLUSTER = "lab"
 START_HOUR = 8

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import yaml
 
+from audit.canonical import digest
 from audit.events import WorldEvent
-from audit.records import DecisionRecord, DeviceRef, Exemplar, TierSummary, decision_id, digest
+from audit.records import DecisionRecord, DeviceRef, Exemplar, TierSummary, decision_id
 
 CLUSTER = "lab"
 WORLD_SEQ = 16  # the last world event (17 objects in fixtures/cluster.yaml at seq 0..16): every decision sees them all

@@ -11,8 +11,8 @@ from collections import defaultdict
 
 import pytest
 
+from audit.canonical import digest
 from audit.events import WorldEvent, validate_event
-from audit.records import digest
 from tests.kube.apiserver import FakeApiServer, WatchScript
 from tests.kube.harness import CollectingSink, make_watcher, populate, run_until_caught_up
 

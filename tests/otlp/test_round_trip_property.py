@@ -5,15 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.records import (
-    DecisionRecord,
-    DeviceRef,
-    Exemplar,
-    Outcome,
-    TierBlocker,
-    TierSummary,
-    canonical_json,
-)
+from audit.canonical import canonical_json
+from audit.records import DecisionRecord, DeviceRef, Exemplar, Outcome, TierBlocker, TierSummary
 from audit.telemetry.record_dict import record_dict, record_json
 from ingest.otlp.decode import records_from_logs, records_from_traces
 from tests.otlp.payloads import exported

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from audit.canonical import digest
 from audit.policy import (
     API_VERSION,
     DIGEST_DEFAULTS_VERSION,
@@ -21,7 +22,6 @@ from audit.policy import (
     parse_policy,
     policy_document,
 )
-from audit.records import digest
 
 
 def _minimal(**spec: Any) -> dict[str, Any]:

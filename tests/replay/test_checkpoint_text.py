@@ -9,8 +9,8 @@ import json
 
 import pytest
 
+from audit.canonical import digest
 from audit.policy import parse_policy
-from audit.records import digest
 from audit.replay import CheckpointCorrupt, MemorySource, checkpoint_body, load_checkpoint
 from audit.replay.checkpoints import checkpoint_text, forget_parsed_checkpoints, load_checkpoint_text
 from audit.world import DeviceFacts, World

@@ -9,7 +9,8 @@ import pytest
 
 from audit.records import to_jsonl
 from audit.replay.whatif import deltas, whatif
-from audit.world import World, parse_time_ms
+from audit.timestamps import parse_time_ms
+from audit.world import World
 from tests.replay.runs import busy
 
 WINDOW_H = 2.5  # before the recorded policy change at 3h

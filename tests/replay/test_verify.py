@@ -11,7 +11,7 @@ from audit.records import DecisionRecord
 from audit.replay import Cause, MemorySource, Verifier
 from audit.replay.verify import bind_seq
 from audit.scheduler import engine
-from audit.world import parse_time_ms
+from audit.timestamps import parse_time_ms
 from tests.replay.runs import CHECKPOINT_EVERY, busy, busy_source
 
 

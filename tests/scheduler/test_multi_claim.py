@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from audit.scheduler.engine import brute_force_choice
-from audit.world import format_time_ms
+from audit.timestamps import format_time_ms
 from tests.scheduler.worlds import cluster, decide_and_bind, hold
 
 

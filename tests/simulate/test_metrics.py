@@ -17,7 +17,7 @@ from audit.metrics import (
 )
 from audit.policy import parse_policy
 from audit.records import DecisionRecord, DeviceRef, TierBlocker
-from audit.world import format_time_ms
+from audit.timestamps import format_time_ms
 from tests.simulate.runs import cluster_day
 
 T0 = 1_793_577_600_000

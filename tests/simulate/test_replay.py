@@ -1,7 +1,8 @@
 """Every record is reproduced by re-running the engine on the world rebuilt from the event log."""
 
 from audit.scheduler.engine import bind, decide
-from audit.world import World, parse_time_ms
+from audit.timestamps import parse_time_ms
+from audit.world import World
 from tests.simulate.runs import cluster_day
 
 

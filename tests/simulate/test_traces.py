@@ -48,6 +48,6 @@ def test_missing_trace_dir_is_named(tmp_path):
 
 
 def sc_start(sc):
-    from audit.world import parse_time_ms
+    from audit.timestamps import parse_time_ms
 
     return parse_time_ms(sc.start)

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from audit.canonical import canonical_json
 from audit.errors import UserError
-from audit.records import canonical_json
 from audit.store.connection import resolve_dsn
 from audit.store.queries import AuditStore, DecisionFilter
 from tests.store.conftest import write_all

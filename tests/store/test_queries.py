@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from audit.canonical import canonical_json
 from audit.errors import UserError
-from audit.records import canonical_json
 from audit.store.queries import AuditStore, DecisionFilter, ReplayRun
 from tests.store.conftest import write_all
 from tests.store.factory import make_event, make_record, make_records

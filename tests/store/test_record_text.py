@@ -13,15 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.records import (
-    DecisionRecord,
-    DeviceRef,
-    Exemplar,
-    Outcome,
-    TierBlocker,
-    TierSummary,
-    canonical_json,
-)
+from audit.canonical import canonical_json
+from audit.records import DecisionRecord, DeviceRef, Exemplar, Outcome, TierBlocker, TierSummary
 from audit.store import rows
 from tests.store.factory import make_record
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.records import canonical_json
+from audit.canonical import canonical_json
 from audit.store.queries import AuditStore
 from ingest.files import export_events, export_records, import_file
 from ingest.sinks import FileSink, HttpSink, SinkError, StoreSink, open_sink

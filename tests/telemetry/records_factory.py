@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.records import (
-    DecisionRecord,
-    DeviceRef,
-    Exemplar,
-    Outcome,
-    TierBlocker,
-    TierSummary,
-    decision_id,
-)
+from audit.records import DecisionRecord, DeviceRef, Exemplar, Outcome, TierBlocker, TierSummary, decision_id
 
 POD = "trainer-7f9c4"
 NAMESPACE = "team-vision"

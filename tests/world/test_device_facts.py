@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from audit.canonical import digest
 from audit.policy import default_policy
-from audit.records import digest
 from audit.world import IDENTITY_ATTRIBUTES, DeviceFacts
 
 DRIVER = "gpu.nvidia.com"

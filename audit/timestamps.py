@@ -1,0 +1,65 @@
+"""Times as the project writes and reads them: RFC 3339 text and milliseconds since the epoch.
+
+Every layer parses and formats times through here, so a time has one reading everywhere: a
+trailing ``Z`` means UTC, a time without a zone is UTC, fractions beyond milliseconds are
+truncated when a time becomes milliseconds, and formatted times are UTC with a ``Z``. Nothing here
+reads the clock: callers that need "now" pass it in.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MS = timedelta(milliseconds=1)
+
+
+def parse_rfc3339(text: str, *, naive_is_utc: bool = True) -> datetime:
+    """A datetime; ``Z`` means UTC, and so does a missing zone unless ``naive_is_utc`` is False
+    (then the result is naive, for inputs that must name their zone). ValueError when not a time."""
+    t = text.strip()
+    if t.endswith(("Z", "z")):
+        t = t[:-1] + "+00:00"
+    parsed = datetime.fromisoformat(t)
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None and naive_is_utc else parsed
+
+
+def datetime_ms(value: datetime) -> int:
+    """Milliseconds since the epoch, truncated (exact: timedelta floor division, no float)."""
+    return (value - EPOCH) // _ONE_MS
+
+
+_PARSED: dict[str, int] = {}
+
+
+def parse_time_ms(text: str) -> int:
+    """RFC 3339 (``2026-11-01T00:00:00Z`` or with fractional seconds) -> ms since the epoch.
+
+    Memoised: world events repeat the same instants many times."""
+    hit = _PARSED.get(text)
+    if hit is not None:
+        return hit
+    if len(_PARSED) > 100_000:
+        _PARSED.clear()
+    value = _PARSED[text] = datetime_ms(parse_rfc3339(text))
+    return value
+
+
+_FORMATTED: dict[int, str] = {}
+
+
+def format_time_ms(ms: int) -> str:
+    """ms since the epoch -> ``2026-11-02T00:00:00.000Z`` (memoised: simulations reuse instants)."""
+    text = _FORMATTED.get(ms)
+    if text is None:
+        if len(_FORMATTED) > 100_000:
+            _FORMATTED.clear()
+        dt = EPOCH + timedelta(milliseconds=ms)
+        text = _FORMATTED[ms] = dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return text
+
+
+def format_utc(value: datetime, digits: int = 3) -> str:
+    """``value`` in UTC as ``YYYY-MM-DDTHH:MM:SS[.f…]Z`` with 0, 3 or 6 fraction digits."""
+    text = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return (text[:-7] if digits == 0 else text[:-(6 - digits)] if digits < 6 else text) + "Z"

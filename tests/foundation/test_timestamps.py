@@ -1,0 +1,53 @@
+"""Every layer reads and writes times through ``audit.timestamps``: one reading of each text."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from audit.timestamps import datetime_ms, format_time_ms, format_utc, parse_rfc3339, parse_time_ms
+
+NOV_2 = 1_793_577_600_000  # 2026-11-02T00:00:00Z, by hand: 20,759 days after 1970-01-01 × 86,400,000
+
+
+@pytest.mark.parametrize(("text", "ms"), [
+    ("2026-11-02T00:00:00Z", NOV_2),
+    ("2026-11-02T00:00:00.000Z", NOV_2),
+    ("2026-11-02T00:00:00", NOV_2),                    # no zone: UTC
+    ("2026-11-02T01:00:00+01:00", NOV_2),              # an offset moves the instant
+    ("2026-11-02T00:00:00.123999Z", NOV_2 + 123),      # fractions below a millisecond are cut, not rounded
+    ("2026-11-02 00:00:00.5Z", NOV_2 + 500),
+    (" 2026-11-02T00:00:00z ", NOV_2),
+    ("1970-01-01T00:00:00Z", 0),
+])
+def test_rfc3339_texts_become_epoch_milliseconds(text: str, ms: int) -> None:
+    assert parse_time_ms(text) == ms
+
+
+@pytest.mark.parametrize("text", ["", "yesterday", "2026-13-01T00:00:00Z", "2026-11-02T25:00:00Z"])
+def test_what_is_not_a_time_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_time_ms(text)
+
+
+def test_a_zone_can_be_required() -> None:
+    assert parse_rfc3339("2026-11-02T00:00:00", naive_is_utc=False).tzinfo is None
+    assert parse_rfc3339("2026-11-02T00:00:00Z", naive_is_utc=False).tzinfo is not None
+
+
+@pytest.mark.parametrize(("digits", "text"), [
+    (0, "2026-11-02T03:04:05Z"), (3, "2026-11-02T03:04:05.123Z"), (6, "2026-11-02T03:04:05.123456Z")])
+def test_format_utc_writes_utc_with_z_and_the_digits_asked(digits: int, text: str) -> None:
+    local = datetime(2026, 11, 2, 5, 4, 5, 123456, tzinfo=timezone(timedelta(hours=2)))
+    assert format_utc(local, digits) == text
+
+
+@given(st.integers(min_value=0, max_value=10_413_791_999_999))
+def test_milliseconds_survive_a_round_trip_through_text(ms: int) -> None:
+    text = format_time_ms(ms)
+    assert text.endswith("Z") and len(text) == 24
+    assert parse_time_ms(text) == ms
+    assert datetime_ms(datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)) == ms
