@@ -3,7 +3,8 @@
 Order of work: the pod's claims and tiers; which tier asks for M (the first whose selectors
 select some M device; none → ``not_requested`` and M's devices are judged against the first
 tier); node filters for the pod; exact allocator verdicts on every remaining node holding M
-devices; one primary reason per device; tier blockers; the outcome (the record's if given, else
+devices, with the whole claim (its other requests and its constraints) allocated around each
+device that passes them; one primary reason per device; tier blockers; the outcome (the record's if given, else
 the pod's current allocation); one sentence.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit.dra.model import ResourceClaim
+from audit.explain.claimfit import has_other_requests
 from audit.explain.models import ModelTable
 from audit.explain.nodes import node_exclusion
 from audit.explain.probe import NodeProber, Verdict, parse_as, probe_claim
@@ -78,6 +80,7 @@ def _judge(view: ClusterView, pod: Mapping[str, Any], claim: Mapping[str, Any], 
     usable = [node for node in nodes if not exclusions[node][0]]
     prober = NodeProber(view, exclude, usable, policy) if usable else None
     request = parse_as(probe_claim(claim, tier), ResourceClaim)
+    whole = has_other_requests(claim, tier)
     for node in nodes:
         here = by_node.get(node, []) + shared
         cause, detail = exclusions[node]
@@ -87,6 +90,8 @@ def _judge(view: ClusterView, pod: Mapping[str, Any], claim: Mapping[str, Any], 
         else:
             assert prober is not None  # built because this node is usable
             verdicts = prober.probe(node, request, {d.id for d in here})
+            if whole:
+                prober.refine(node, claim, tier, verdicts)
         for d in here:
             verdict = verdicts[d.id]
             best = out.get(d.id)
@@ -133,7 +138,8 @@ def _quota_blocker(view: ClusterView, policy: Policy | None, namespace: str, mod
 
 
 def _tally(judged: Mapping[str, tuple[str, Verdict]]) -> tuple[dict[str, int], Counter[str], dict[str, str]]:
-    """Reason counts (in primary order), node-filter causes, and the commonest taint key per taint reason."""
+    """Reason counts (in primary order), node-filter causes, and the commonest taint key per taint
+    reason (and the commonest constraint for ``constraint_unsatisfied``)."""
     counts: Counter[str] = Counter(reason for _, (reason, _) in judged.values())
     reasons = {code: counts[code] for code in ordered_codes(set(counts))}
     node_causes: Counter[str] = Counter(detail.get("cause", "") for _, (reason, detail) in judged.values()
@@ -144,6 +150,11 @@ def _tally(judged: Mapping[str, tuple[str, Verdict]]) -> tuple[dict[str, int], C
         keys.pop("", None)
         if keys:
             taint_keys[code] = sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+    constraints = Counter(f"{detail.get('constraint', '')} {detail.get('attribute', '')}"
+                          for _, (reason, detail) in judged.values()
+                          if reason == Reason.CONSTRAINT_UNSATISFIED.value and detail.get("constraint"))
+    if constraints:
+        taint_keys[Reason.CONSTRAINT_UNSATISFIED.value] = sorted(constraints.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
     return reasons, node_causes, taint_keys
 
 

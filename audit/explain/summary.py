@@ -26,7 +26,9 @@ def _reason_phrases(reasons: Mapping[str, int], node_causes: Mapping[str, int],
             continue
         text = f"{n} {REASON_TEXT.get(code, code.replace('_', ' '))}"
         if code in taint_keys and taint_keys[code]:
-            text += f" (taint {taint_keys[code]})"
+            # Taint reasons carry the taint key; constraint_unsatisfied its constraint and attribute.
+            prefix = "" if code == Reason.CONSTRAINT_UNSATISFIED.value else "taint "
+            text += f" ({prefix}{taint_keys[code]})"
         phrases.append(text)
     return phrases
 
