@@ -33,7 +33,8 @@ ROWS: dict[str, tuple[str, str, str, dict[str, int], dict[str, tuple[str, dict[s
     "match_across_requests_rules_out_every_free_h100": (
         "cluster-pcie.yaml", "team-a/train-2", "team-a/train-2-devices",
         {"in_use": 1, "constraint_unsatisfied": 3},
-        {"gpu.nvidia.com/h100-01/gpu-0": ("in_use", {"by": "allocated"}),
+        {"gpu.nvidia.com/h100-01/gpu-0": ("in_use", {"by": "pod team-b/serve-1 (claim team-b/serve-1-devices)",
+                                                     "claim": "team-b/serve-1-devices", "pod": "team-b/serve-1"}),
          "gpu.nvidia.com/h100-01/gpu-1": ("constraint_unsatisfied",
                                           {**PCIE, "value": "pci0000:40", "requests": "nic,gpu"}),
          "gpu.nvidia.com/h100-01/gpu-2": ("constraint_unsatisfied",
