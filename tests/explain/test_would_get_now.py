@@ -120,3 +120,13 @@ def test_in_use_devices_name_their_holder_within_the_tenant(case: str) -> None:
     in_use = {d.device.rsplit("/", 1)[1]: d.detail for d in answer.devices if d.reason == "in_use"}
     assert in_use == expected
     assert not any("theirs" in json.dumps(d.to_dict()) for d in answer.devices) or viewer in (None, "team-b")
+
+
+def test_text_output_lists_every_blocked_tier(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["why", "--dump", str(FIXTURES / "cluster-pcie.yaml"), "team-a/train-2", "--model", "H100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("now: ")] == [
+        "now: tier 0 nic: insufficient_on_node (in_use=1, constraint_unsatisfied=1)",
+        "now: tier 1 gpu/h100: insufficient_on_node (in_use=1, constraint_unsatisfied=3)",
+        "now: tier 2 gpu/a100: insufficient_on_node (no device it asks for)",
+    ]
