@@ -170,16 +170,24 @@ def _would_get(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mappi
     by_id = {d.id: d for d in everything}
     closed: dict[int, dict[str, Any]] = {}
     models = {t.index: next((m for m in matcher.models() if matcher.selects(t, m)), "") for t in tiers}
+    mode = policy.fallback_mode if policy is not None else "immediate"
     for t in tiers:
+        if mode == "strict" and t.sub_index > 0:
+            closed[t.index] = {"code": Blocker.INSUFFICIENT_ON_NODE.value, "tier": t.index, "request": t.label,
+                               "model": models[t.index], "count": t.count, "fallback_mode": mode}
+            continue
         quota = _quota_blocker(view, policy, obj_namespace(pod), models[t.index], t, by_id, own)
         if quota is not None:
             closed[t.index] = {**quota, "request": t.label}
+    # Fallbacks that open after a wait are taken as open: the pod's wait is not known here.
+    note = {"fallback_mode": mode} if mode in ("wait-for-preferred", "adaptive") else {}
     found = best_allocation(view, pod, claims, tiers, closed, own, policy)
     if found is not None:
-        return allocation_summary(found[1], tiers, by_id, found[0])
+        return {**allocation_summary(found[1], tiers, by_id, found[0]), **note}
     blockers = [closed.get(t.index) or _tier_blocker(view, pod, claims, t, models[t.index], everything, own, policy, matcher)
                 for t in tiers]
-    return {"result": "unschedulable", "model": "", "devices": [], "node": "", "tier": -1, "blockers": blockers}
+    return {"result": "unschedulable", "model": "", "devices": [], "node": "", "tier": -1, "blockers": blockers,
+            **note}
 
 
 def would_get_now(view: ClusterView, pod: str | tuple[str, str], policy: Policy | None = None,

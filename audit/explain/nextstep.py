@@ -2,9 +2,12 @@
 
 The pod's claims are allocated together by the allocator on every node the pod may run on (the
 node filters of ``audit.explain.nodes``, the pod judged unbound), against everything allocated
-to other pods; subrequests of tiers the policy closes (a tenant quota the tier cannot fit in)
-are taken out of the claims first, so the allocator falls through to the next alternative as
-the decision engine's tiers do. Among the nodes where every claim fits, the scheduler's
+to other pods; subrequests of tiers the policy closes (a tenant quota the tier cannot fit in, a
+fallback the ``strict`` fallback mode forbids) are taken out of the claims first, so the
+allocator falls through to the next alternative as the decision engine's tiers do, and the
+policy's topology and mixed-model constraints are added as the engine adds them
+(``audit.scheduler.augment``). How long the pod has waited is not known here, so under
+``wait-for-preferred`` and ``adaptive`` fallbacks are open, and the answer says so. Among the nodes where every claim fits, the scheduler's
 tie-break picks one (DESIGN: score Σ over firstAvailable requests of 8 − chosen subrequest
 index, highest first, then node name). The answer describes the devices as a held allocation
 does (``allocation_summary``); when no node fits, the caller names the blocker of every tier.
@@ -24,6 +27,7 @@ from audit.explain.probe import parse_as
 from audit.explain.tiers import Tier
 from audit.explain.view import ClusterView, Device
 from audit.policy import Policy
+from audit.scheduler.augment import augment_claim
 from audit.scheduler.claimspec import claim_key, result_device_id
 
 # The per-request score of the scheduler's node tie-break (DESIGN: 8 − subrequest index).
@@ -87,7 +91,9 @@ def best_allocation(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[
     opened = [_open_claim(c, tiers, closed) for c in claims]
     if any(c is None for c, _ in opened):
         return None
-    parsed = [parse_as(c, ResourceClaim) for c, _ in opened if c is not None]
+    # The policy's own claim rules (topology, no mixed models), as the decision engine applies them.
+    augmented = [augment_claim(c, {}, policy) if policy is not None else c for c, _ in opened if c is not None]
+    parsed = [parse_as(c, ResourceClaim) for c in augmented if c is not None]
     nodes = [n for n in sorted(view.nodes) if not node_exclusion(pod, n, view.nodes[n], True)[0]]
     if not nodes:
         return None

@@ -92,11 +92,16 @@ def would_get_sentence(would_get: Mapping[str, Any]) -> str:
         tier = would_get.get("tier")
         if isinstance(tier, int) and tier >= 0:
             words.append(f"(tier {tier})")
-        return "If scheduled now: " + " ".join(words) + "."
+        text = "If scheduled now: " + " ".join(words)
+        if would_get.get("fallback_mode"):
+            text += f" (once the policy's {would_get['fallback_mode']} fallback allows it)"
+        return text + "."
     parts = []
     for b in would_get.get("blockers") or []:
         tier_model = str(b.get("model") or "")
-        if b.get("code") == Blocker.QUOTA_EXHAUSTED.value:
+        if b.get("fallback_mode"):
+            why = f"no fallback under the policy's {b['fallback_mode']} fallback mode"
+        elif b.get("code") == Blocker.QUOTA_EXHAUSTED.value:
             why = _blocker_phrase(tier_model, b)
         else:
             counts = b.get("reasons") or {}

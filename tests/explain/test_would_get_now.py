@@ -130,3 +130,31 @@ def test_text_output_lists_every_blocked_tier(capsys: pytest.CaptureFixture[str]
         "now: tier 1 gpu/h100: insufficient_on_node (in_use=1, constraint_unsatisfied=3)",
         "now: tier 2 gpu/a100: insufficient_on_node (no device it asks for)",
     ]
+
+
+def _fallback_policy(mode: str) -> Any:
+    return parse_policy({"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "p"},
+                         "spec": {"version": "v3", "fallback": {"mode": mode}}})
+
+
+FALLBACK_MODES = {
+    # strict: the preferred model or wait, so the free A100 is not taken
+    "strict": ("unschedulable", [], "If scheduled now: nothing fits (tier 0 H100: 1 in use; tier 1 A100: no fallback "
+                                    "under the policy's strict fallback mode)."),
+    # the pod's wait is unknown offline: the fallback is taken as open, and the answer says so
+    "wait-for-preferred": ("allocated", [f"{DRIVER}/n1/gpu-1"],
+                           "If scheduled now: A100 gpu-1 on node n1 (tier 1) (once the policy's wait-for-preferred "
+                           "fallback allows it)."),
+    "immediate": ("allocated", [f"{DRIVER}/n1/gpu-1"], "If scheduled now: A100 gpu-1 on node n1 (tier 1)."),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(FALLBACK_MODES))
+def test_the_policy_fallback_mode_decides_whether_the_fallback_is_taken(mode: str) -> None:
+    result, devices, sentence = FALLBACK_MODES[mode]
+    objects = scenario(node("n1"), slice_("n1", [gpu("gpu-0"), gpu("gpu-1", "A100")]),
+                       claim("other", "team-b", allocated=[("n1", "gpu-0")]))
+    answer = explain(ClusterView.from_objects(objects), "team-a/train", "H100", _fallback_policy(mode))
+    assert answer.would_get is not None
+    assert (answer.would_get["result"], answer.would_get["devices"]) == (result, devices)
+    assert answer.summary.endswith(sentence)
