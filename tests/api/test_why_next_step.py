@@ -8,11 +8,16 @@ with a free A100, and team-b/infer-2, which nothing fits).
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 
-from audit.records import to_jsonl
+from audit.events import WorldEvent
+from audit.records import decision_id, to_jsonl
 from tests.api import factory
 from tests.api.conftest import Server, seed, start_server, stop, world_events
 
@@ -22,6 +27,24 @@ TRAIN_1 = factory._record(
 GONE = factory._record(12, "team-a", "team-a", "train-9", "unschedulable", retry_class="unschedulable",
                        tiers=[factory.h100_tier({"in_use": 6})])
 
+# A second cluster: the PCIe dump, where a NIC + GPU claim with matchAttribute pcieRoot fits nowhere.
+PCIE = Path(__file__).resolve().parents[1] / "fixtures" / "explain" / "cluster-pcie.yaml"
+PCIE_CLUSTER = "lab-pcie"
+
+
+def _pcie_events() -> list[WorldEvent]:
+    items = yaml.safe_load(PCIE.read_text())["items"]
+    return [WorldEvent(cluster=PCIE_CLUSTER, seq=seq, time="2026-05-01T07:00:00.000000Z", type="upsert",
+                       object_kind=o["kind"], namespace=o["metadata"].get("namespace", ""), name=o["metadata"]["name"],
+                       payload=o) for seq, o in enumerate(items)]
+
+
+TRAIN_2 = dataclasses.replace(
+    factory._record(13, "team-a", "team-a", "train-2", "unschedulable", retry_class="unschedulable",
+                    tiers=[factory.h100_tier({"in_use": 1, "not_reached": 3})]),
+    cluster=PCIE_CLUSTER, seq=len(_pcie_events()) - 1,
+    decision_id=decision_id(PCIE_CLUSTER, "00000000-0000-4000-8000-000000000013", 1)).seal()
+
 
 @pytest.fixture(scope="module")
 def next_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
@@ -29,7 +52,10 @@ def next_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv, proc = start_server(tmp_path_factory.mktemp("api-next"))
     try:
         seed(srv)
-        r = srv.post("/v1/ingest/records", content=to_jsonl([TRAIN_1, GONE]).encode())
+        events = "".join(json.dumps(e.to_dict()) + "\n" for e in _pcie_events()).encode()
+        r = srv.post("/v1/ingest/events", content=events)
+        assert r.status_code == 200, r.text
+        r = srv.post("/v1/ingest/records", content=to_jsonl([TRAIN_1, GONE, TRAIN_2]).encode())
         assert r.status_code == 200, r.text
         yield srv
     finally:
@@ -82,3 +108,15 @@ def test_in_use_holder_is_named_only_within_the_callers_tenant(next_server: Serv
     body = next_server.get(f"/v1/decisions/{TRAIN_1.decision_id}/why", who=who, model="H100", detail="devices").json()
     held = [d for d in body["devices"] if d["reason"] == "in_use"]
     assert [(d["device"], d["detail"]) for d in held] == [("gpu.nvidia.com/h100-01/gpu-0", HOLDER[who])]
+
+
+def test_api_names_the_constraint_that_rules_out_every_free_h100(next_server: Server) -> None:
+    body = next_server.get(f"/v1/decisions/{TRAIN_2.decision_id}/why", model="H100", detail="devices").json()
+    assert body["reasons"] == {"in_use": 1, "constraint_unsatisfied": 3}
+    rows = {d["device"]: d["detail"] for d in body["devices"] if d["reason"] == "constraint_unsatisfied"}
+    assert rows["gpu.nvidia.com/h100-01/gpu-1"] == {
+        "constraint": "matchAttribute", "attribute": "resource.kubernetes.io/pcieRoot", "value": "pci0000:40",
+        "requests": "nic,gpu"}
+    assert body["would_get"]["result"] == "unschedulable"
+    assert [b["reasons"] for b in body["would_get"]["blockers"] if b["model"] == "H100"] == [
+        {"in_use": 1, "constraint_unsatisfied": 3}]
