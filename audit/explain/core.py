@@ -4,8 +4,10 @@ Order of work: the pod's claims and tiers; which tier asks for M (the first whos
 select some M device; none → ``not_requested`` and M's devices are judged against the first
 tier); node filters for the pod; exact allocator verdicts on every remaining node holding M
 devices, with the whole claim (its other requests and its constraints) allocated around each
-device that passes them; one primary reason per device; tier blockers; the outcome (the record's if given, else
-the pod's current allocation); one sentence.
+device that passes them; one primary reason per device; tier blockers; the outcome (the record's
+if given, else the pod's current allocation); for a pod holding nothing, what it would get if
+scheduled now (``audit.explain.nextstep``), or every tier's blocker; the holder of each in-use
+device (``audit.explain.holders``); one sentence.
 """
 
 from __future__ import annotations
