@@ -98,6 +98,8 @@ class WhyAnswer(BaseModel):
     devices: list[WhyDevice] = []
     summary: str = ""
     policy_version: str = ""
+    # What a pod the decision left without devices would get if scheduled now (with detail only).
+    would_get: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

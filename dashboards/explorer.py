@@ -26,6 +26,28 @@ def detail_text(detail: Any) -> str:
     return str(detail)
 
 
+def next_step_text(would_get: dict[str, Any]) -> str:
+    """What a pod left without devices would get if scheduled now, as the API computed it."""
+    at = f" (the world at seq {would_get['seq']})" if isinstance(would_get.get("seq"), int) and would_get["seq"] >= 0 else ""
+    result = would_get.get("result")
+    if result == "allocated":
+        names = ", ".join(str(d).rsplit("/", 1)[-1] for d in would_get.get("devices") or [])
+        tier = would_get.get("tier")
+        tier_text = f" (tier {tier})" if isinstance(tier, int) and tier >= 0 else ""
+        return (f"If scheduled now{at}: {would_get.get('model') or 'devices'} {names} on node "
+                f"{would_get.get('node')}{tier_text}.")
+    if result == "unschedulable":
+        return f"If scheduled now{at}: nothing fits; every tier's blocker is below."
+    return f"What the pod would get now is unknown{at}: {would_get.get('error') or 'no answer'}."
+
+
+def next_step_blockers(would_get: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per tier that stops the pod now: its request, model, blocker and device reasons."""
+    return [{"tier": b.get("tier"), "request": b.get("request", ""), "model": b.get("model") or "–",
+             "blocker": b.get("code", ""), "devices": detail_text(b.get("reasons") or {})}
+            for b in would_get.get("blockers") or []]
+
+
 def _run_for(report: ReplayReport, decision_id: str) -> dict[str, Any] | None:
     return next((r for r in report.runs if r.get("decision_id") == decision_id), None)
 

@@ -181,6 +181,27 @@ def redact_explanation(body: dict[str, Any], pod: str, redaction: Redaction) -> 
         ns, _, name = str(out.get("pod", "")).partition("/")
         out["pod"] = f"{ns}/{scrub.text(name)}"
         out["summary"] = scrub.text(str(out.get("summary", "")))
-    if redaction.drop_labels and "devices" in out:
-        out["devices"] = [{**d, "detail": {}} for d in out["devices"]]
+    if "devices" in out:
+        out["devices"] = [{**d, "detail": _device_detail(d, redaction)} for d in out["devices"]]
     return out
+
+
+# Who holds an in-use device (already limited to the caller's tenant by the explanation): not a
+# label, so it stays when labels are dropped; its pod names are hashed like the asked pod's.
+_HOLDER_KEYS = ("by", "claim", "pod")
+
+
+def _device_detail(row: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
+    detail = dict(row.get("detail") or {})
+    if row.get("reason") != "in_use":
+        return {} if redaction.drop_labels else detail
+    if redaction.drop_labels:
+        detail = {k: v for k, v in detail.items() if k in _HOLDER_KEYS}
+    if redaction.hash_pod_names and detail.get("pod"):
+        hashed = []
+        for holder in str(detail["pod"]).split(","):
+            ns, _, name = holder.partition("/")
+            hashed.append(f"{ns}/{redaction.pod_token(name)}")
+            detail["by"] = str(detail.get("by", "")).replace(f"pod {holder} (", f"pod {hashed[-1]} (")
+        detail["pod"] = ",".join(hashed)
+    return detail

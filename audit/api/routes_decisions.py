@@ -13,8 +13,9 @@ from audit.api.auth import Principal, redact_explanation, redact_record
 from audit.api.deps import Settings, principal, settings, store, tenant_filter
 from audit.api.problems import Problem
 from audit.api.worldview import collector_paused, world_at
-from audit.explain import ModelTable, explain, explain_record
-from audit.records import DecisionRecord
+from audit.explain import ModelTable, explain, explain_record, would_get_now
+from audit.explain.summary import would_get_sentence
+from audit.records import DecisionRecord, Outcome
 from audit.store import insights
 
 # Bodies go out as JSONResponse: records and explanations are plain JSON already, and FastAPI's
@@ -78,8 +79,24 @@ def _check_model(record: DecisionRecord, model: str | None) -> str:
     return checked
 
 
+def _would_get(db: Any, record: DecisionRecord) -> dict[str, Any]:
+    """What the record's pod would get if scheduled now, from the world at the cluster's latest seq."""
+    seq = storeport.call(db.last_event_seq, record.cluster)
+    if seq is None:
+        return {"result": "unknown", "seq": -1, "error": f"cluster {record.cluster} has no world events"}
+    try:
+        with collector_paused():
+            view, policy = world_at(db, record.cluster, seq)
+            answer = would_get_now(view, (record.namespace, record.pod), policy)
+    except ValueError as exc:  # the pod is gone, or an object of the current world is invalid
+        return {"result": "unknown", "seq": seq, "error": str(exc)}
+    return {**answer, "seq": seq}
+
+
 def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: str | None,
-         detail: str | None) -> dict[str, Any]:
+         detail: str | None, next_step: bool) -> dict[str, Any]:
+    """The answer for the record; ``next_step`` adds, for a pod the record left without devices,
+    what it would get if scheduled now (``would_get``, apart from the recorded ``outcome``)."""
     checked = _check_model(record, model)
     if detail not in (None, "", "devices"):
         raise Problem("invalid-parameter", f"detail {detail[:40]!r}: expected 'devices' or nothing")
@@ -89,7 +106,8 @@ def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: 
             # the middle walks all of it (~100 ms on 1,000 nodes), so it waits until the answer
             with collector_paused():
                 view, policy = world_at(db, record.cluster, record.seq)
-                result = explain(view, (record.namespace, record.pod), checked, policy, record=record, detail=True)
+                result = explain(view, (record.namespace, record.pod), checked, policy, record=record, detail=True,
+                                 viewer=who.scope)
         except storeport.STORE_ERRORS as exc:
             raise storeport.unavailable(exc) from None
         except ValueError as exc:  # ViewError, or an object or policy of the recorded world that is invalid
@@ -98,6 +116,13 @@ def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: 
     else:
         result = explain_record(record, checked)
     body = result.to_dict()
+    if next_step and record.outcome != Outcome.ALLOCATED.value:
+        try:
+            body["would_get"] = _would_get(db, record)
+        except storeport.STORE_ERRORS as exc:
+            raise storeport.unavailable(exc) from None
+        if body["would_get"]["result"] != "unknown":
+            body["summary"] = f"{body['summary']} {would_get_sentence(body['would_get'])}"
     return body if who.admin else redact_explanation(body, record.pod, cfg.auth.redaction)
 
 
@@ -106,10 +131,13 @@ async def why_decision(decision: str, who: Annotated[Principal, Depends(principa
                        db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
                        model: str | None = None, detail: str | None = None) -> JSONResponse:
     record = await run_in_threadpool(_get, db, who, decision)
-    return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail))
+    # The summary answer stays a read of the record (no world rebuild); the per-device one, which
+    # rebuilds a world anyway, also says what the pod would get now.
+    return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail, detail == "devices"))
 
 
-@router.get("/pods/{namespace}/{name}/why", summary="Why the pod's latest decision did (not) get a device model")
+@router.get("/pods/{namespace}/{name}/why",
+            summary="Why the pod's latest decision did (not) get a device model, and what a pending pod would get now")
 async def why_pod(namespace: str, name: str, who: Annotated[Principal, Depends(principal)],
                   db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
                   model: str | None = None, detail: str | None = None) -> JSONResponse:
@@ -118,4 +146,4 @@ async def why_pod(namespace: str, name: str, who: Annotated[Principal, Depends(p
     record = await run_in_threadpool(storeport.call, db.latest_for_pod, ns, pod, who.scope)
     if record is None:
         raise Problem("not-found", f"no decision for pod {namespace}/{name}")
-    return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail))
+    return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail, True))

@@ -3,7 +3,8 @@
 Asks the audit API (``--server``, default ``CLAIMTRAIL_API`` or http://127.0.0.1:8080, token from
 ``--token`` or ``CLAIMTRAIL_TOKEN``) about the pod's latest decision, or answers offline from a
 cluster dump (``--dump``: what ``kubectl get nodes,pods,deviceclasses,resourceslices,
-resourceclaims,devicetaintrules -A -o yaml`` prints) with an optional ``--policy FILE``.
+resourceclaims,devicetaintrules -A -o yaml`` prints) with an optional ``--policy FILE``. For a pod
+holding no devices the answer also says what it would get if scheduled now (``would_get``).
 """
 
 from __future__ import annotations
@@ -97,6 +98,10 @@ def render_text(answer: dict[str, Any]) -> str:
     for b in answer.get("blockers") or []:
         extra = ", ".join(f"{k}={v}" for k, v in b.items() if k != "code")
         lines.append(f"blocker: {b.get('code')}" + (f" ({extra})" if extra else ""))
+    would_get = answer.get("would_get") or {}
+    for b in would_get.get("blockers") or []:
+        counts = ", ".join(f"{k}={v}" for k, v in (b.get("reasons") or {}).items()) or "no device it asks for"
+        lines.append(f"now: tier {b.get('tier')} {b.get('request', '')}: {b.get('code')} ({counts})")
     for d in answer.get("devices") or []:
         detail = ", ".join(f"{k}={v}" for k, v in (d.get("detail") or {}).items())
         lines.append(f"  {d['device']:<48} {d.get('node', ''):<20} {d['reason']}" + (f"  {detail}" if detail else ""))

@@ -3,14 +3,15 @@
 ``explain`` answers against a cluster view (an offline dump or the world rebuilt at a
 decision's ``seq``) with exact per-device verdicts from the allocator; ``explain_record``
 answers from a stored decision's evidence summary alone. Both return an ``Explanation``.
+``would_get_now`` says what a pod holding no allocation would get if scheduled now.
 Pure: no I/O, no clock.
 """
 
-from audit.explain.core import explain
+from audit.explain.core import explain, would_get_now
 from audit.explain.models import ModelTable
 from audit.explain.record import explain_record
 from audit.explain.result import Explanation
 from audit.explain.view import ClusterView, ViewError
 
 __all__ = ["ClusterView", "Explanation", "ModelTable", "ViewError", "explain",
-           "explain_record"]
+           "explain_record", "would_get_now"]

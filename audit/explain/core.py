@@ -3,8 +3,11 @@
 Order of work: the pod's claims and tiers; which tier asks for M (the first whose selectors
 select some M device; none → ``not_requested`` and M's devices are judged against the first
 tier); node filters for the pod; exact allocator verdicts on every remaining node holding M
-devices; one primary reason per device; tier blockers; the outcome (the record's if given, else
-the pod's current allocation); one sentence.
+devices, with the whole claim (its other requests and its constraints) allocated around each
+device that passes them; one primary reason per device; tier blockers; the outcome (the record's
+if given, else the pod's current allocation); for a pod holding nothing, what it would get if
+scheduled now (``audit.explain.nextstep``), or every tier's blocker; the holder of each in-use
+device (``audit.explain.holders``); one sentence.
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit.dra.model import ResourceClaim
+from audit.explain.claimfit import has_other_requests
+from audit.explain.holders import device_holders, holder_detail
 from audit.explain.models import ModelTable
+from audit.explain.nextstep import allocation_summary, best_allocation
 from audit.explain.nodes import node_exclusion
 from audit.explain.probe import NodeProber, Verdict, parse_as, probe_claim
 from audit.explain.reasons import AVAILABLE, RANK, ordered_codes
@@ -23,7 +29,7 @@ from audit.explain.result import DeviceReason, Explanation
 from audit.explain.summary import render_summary
 from audit.explain.tiers import Tier, TierMatcher, pod_tiers
 from audit.explain.view import ClusterView, Device, ViewError, obj_name, obj_namespace
-from audit.policy import Policy
+from audit.policy import Policy, default_policy
 from audit.records import Blocker, DecisionRecord, Reason
 from audit.scheduler.claimspec import claim_key, result_device_id
 
@@ -43,24 +49,8 @@ def _current_outcome(pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
     allocations = [(c, (c.get("status") or {}).get("allocation")) for c in claims]
     if not claims or not all(a for _, a in allocations):
         return {"result": "pending", "model": "", "devices": [], "node": "", "tier": -1, "retry_class": ""}
-    devices: list[str] = []
-    models: list[str] = []
-    tier_index = -1
-    for claim, alloc in allocations:
-        key = claim_key(claim)
-        for res in ((alloc or {}).get("devices") or {}).get("results") or []:
-            dev_id = result_device_id(res)
-            devices.append(dev_id)
-            if dev_id in by_id and by_id[dev_id].model:
-                models.append(by_id[dev_id].model)
-            req, _, sub = str(res.get("request", "")).partition("/")
-            for t in tiers:
-                if t.claim == key and t.request == req and t.subrequest == sub and tier_index < 0:
-                    tier_index = t.index
-    node = str((pod.get("spec") or {}).get("nodeName") or "")
-    model = models[0] if models and all(m == models[0] for m in models) else "+".join(sorted(set(models)))
-    return {"result": "allocated", "model": model, "devices": devices, "node": node, "tier": tier_index,
-            "retry_class": ""}
+    results = [(claim_key(c), res) for c, a in allocations for res in ((a or {}).get("devices") or {}).get("results") or []]
+    return allocation_summary(results, tiers, by_id, str((pod.get("spec") or {}).get("nodeName") or ""))
 
 
 def _judge(view: ClusterView, pod: Mapping[str, Any], claim: Mapping[str, Any], tier: Tier,
@@ -78,6 +68,7 @@ def _judge(view: ClusterView, pod: Mapping[str, Any], claim: Mapping[str, Any], 
     usable = [node for node in nodes if not exclusions[node][0]]
     prober = NodeProber(view, exclude, usable, policy) if usable else None
     request = parse_as(probe_claim(claim, tier), ResourceClaim)
+    whole = has_other_requests(claim, tier)
     for node in nodes:
         here = by_node.get(node, []) + shared
         cause, detail = exclusions[node]
@@ -87,6 +78,8 @@ def _judge(view: ClusterView, pod: Mapping[str, Any], claim: Mapping[str, Any], 
         else:
             assert prober is not None  # built because this node is usable
             verdicts = prober.probe(node, request, {d.id for d in here})
+            if whole:
+                prober.refine(node, claim, tier, verdicts)
         for d in here:
             verdict = verdicts[d.id]
             best = out.get(d.id)
@@ -133,7 +126,8 @@ def _quota_blocker(view: ClusterView, policy: Policy | None, namespace: str, mod
 
 
 def _tally(judged: Mapping[str, tuple[str, Verdict]]) -> tuple[dict[str, int], Counter[str], dict[str, str]]:
-    """Reason counts (in primary order), node-filter causes, and the commonest taint key per taint reason."""
+    """Reason counts (in primary order), node-filter causes, and the commonest taint key per taint
+    reason (and the commonest constraint for ``constraint_unsatisfied``)."""
     counts: Counter[str] = Counter(reason for _, (reason, _) in judged.values())
     reasons = {code: counts[code] for code in ordered_codes(set(counts))}
     node_causes: Counter[str] = Counter(detail.get("cause", "") for _, (reason, detail) in judged.values()
@@ -144,13 +138,87 @@ def _tally(judged: Mapping[str, tuple[str, Verdict]]) -> tuple[dict[str, int], C
         keys.pop("", None)
         if keys:
             taint_keys[code] = sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+    constraints = Counter(f"{detail.get('constraint', '')} {detail.get('attribute', '')}"
+                          for _, (reason, detail) in judged.values()
+                          if reason == Reason.CONSTRAINT_UNSATISFIED.value and detail.get("constraint"))
+    if constraints:
+        taint_keys[Reason.CONSTRAINT_UNSATISFIED.value] = sorted(constraints.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
     return reasons, node_causes, taint_keys
+
+
+def _tier_blocker(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]], tier: Tier,
+                  model: str, everything: Sequence[Device], own: Sequence[tuple[str, str]],
+                  policy: Policy | None, matcher: TierMatcher) -> dict[str, Any]:
+    """Why a tier cannot be allocated now: the devices it asks for, judged as ``explain`` judges them.
+
+    A tier asking for no device model (a NIC, say) is judged on the devices without a model that
+    its selectors select. ``best`` is the most usable devices on one node.
+    """
+    claim = next(c for c in claims if claim_key(c) == tier.claim)
+    devices = [d for d in everything if d.model == model and (model or matcher.asks_for(tier, d))]
+    judged = _judge(view, pod, claim, tier, devices, own, True, policy)
+    reasons, node_causes, _ = _tally(judged)
+    per_node = Counter(node for node, (reason, _) in judged.values() if reason == AVAILABLE)
+    best_node, best = sorted(per_node.items(), key=lambda kv: (-kv[1], kv[0]))[0] if per_node else ("", 0)
+    return {"code": Blocker.INSUFFICIENT_ON_NODE.value, "tier": tier.index, "request": tier.label, "model": model,
+            "count": tier.count, "best": best, "best_node": best_node, "reasons": reasons,
+            **({"node_causes": dict(sorted(node_causes.items()))} if node_causes else {})}
+
+
+def _would_get(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]], tiers: Sequence[Tier],
+               matcher: TierMatcher, everything: Sequence[Device], own: Sequence[tuple[str, str]],
+               policy: Policy | None) -> dict[str, Any]:
+    """The allocation the scheduler would make now, or ``unschedulable`` with every tier's blocker."""
+    by_id = {d.id: d for d in everything}
+    closed: dict[int, dict[str, Any]] = {}
+    models = {t.index: next((m for m in matcher.models() if matcher.selects(t, m)), "") for t in tiers}
+    mode = policy.fallback_mode if policy is not None else "immediate"
+    for t in tiers:
+        if mode == "strict" and t.sub_index > 0:
+            closed[t.index] = {"code": Blocker.INSUFFICIENT_ON_NODE.value, "tier": t.index, "request": t.label,
+                               "model": models[t.index], "count": t.count, "fallback_mode": mode}
+            continue
+        quota = _quota_blocker(view, policy, obj_namespace(pod), models[t.index], t, by_id, own)
+        if quota is not None:
+            closed[t.index] = {**quota, "request": t.label}
+    # Fallbacks that open after a wait are taken as open: the pod's wait is not known here.
+    note = {"fallback_mode": mode} if mode in ("wait-for-preferred", "adaptive") else {}
+    found = best_allocation(view, pod, claims, tiers, closed, own, policy)
+    if found is not None:
+        return {**allocation_summary(found[1], tiers, by_id, found[0]), **note}
+    blockers = [closed.get(t.index) or _tier_blocker(view, pod, claims, t, models[t.index], everything, own, policy, matcher)
+                for t in tiers]
+    return {"result": "unschedulable", "model": "", "devices": [], "node": "", "tier": -1, "blockers": blockers,
+            **note}
+
+
+def would_get_now(view: ClusterView, pod: str | tuple[str, str], policy: Policy | None = None,
+                  model_table: ModelTable | None = None) -> dict[str, Any]:
+    """What the pod would get if it were scheduled now (its allocation, when it holds one)."""
+    ns, name = _pod_key(pod)
+    pod_obj = view.pod(ns, name)
+    claims = view.pod_claims(pod_obj)
+    tiers = pod_tiers(claims)
+    if not tiers:
+        raise ViewError(f"Pod {ns}/{name}: spec.resourceClaims: the pod requests no devices")
+    table = model_table or ModelTable.of(policy)
+    everything = view.devices(table.model_of)
+    current = _current_outcome(pod_obj, claims, tiers, {d.id: d for d in everything})
+    if current["result"] == "allocated":
+        return current
+    own = [(obj_namespace(c), obj_name(c)) for c in claims]
+    return _would_get(view, pod_obj, claims, tiers, TierMatcher(view, everything), everything, own, policy)
 
 
 def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: Policy | None = None,
             record: DecisionRecord | None = None, detail: bool = False,
-            model_table: ModelTable | None = None) -> Explanation:
-    """Explain why ``pod`` did (not) get ``model``; see the module docstring for the steps."""
+            model_table: ModelTable | None = None, viewer: str | None = None) -> Explanation:
+    """Explain why ``pod`` did (not) get ``model``; see the module docstring for the steps.
+
+    Without a record, a pod that holds no allocation also gets ``would_get``: what it would get
+    if it were scheduled now. ``viewer`` is the asker's tenant: holders of in-use devices in other
+    tenants are not named (None: every holder is named).
+    """
     ns, name = _pod_key(pod)
     pod_obj = view.pod(ns, name)
     claims = view.pod_claims(pod_obj)
@@ -193,13 +261,22 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
                       _insufficient(target, judged, devices, model)):
             if found and not any(b["code"] == found["code"] for b in blockers):
                 blockers.append(found)
+    would_get = None
+    if record is None and current["result"] != "allocated":
+        would_get = _would_get(view, pod_obj, claims, tiers, matcher, everything, own, policy)
     summary = render_summary(model, skipped, reasons, blockers, outcome, policy_version,
-                             node_causes=node_causes, taint_keys=taint_keys)
+                             node_causes=node_causes, taint_keys=taint_keys, would_get=would_get)
     device_rows = None
     if detail:
-        device_rows = [DeviceReason(device=d.id, node=judged[d.id][0], reason=judged[d.id][1][0],
-                                    detail={k: str(v) for k, v in sorted(judged[d.id][1][1].items())})
-                       for d in devices]
+        holders = device_holders(view, own)
+        tenant_of = (policy or default_policy()).tenant_for
+        device_rows = []
+        for d in devices:
+            node, (reason, found) = judged[d.id]
+            if reason == Reason.IN_USE.value and d.id in holders:
+                found = {**found, **holder_detail(holders[d.id], viewer, tenant_of)}
+            device_rows.append(DeviceReason(device=d.id, node=node, reason=reason,
+                                            detail={k: str(v) for k, v in sorted(found.items())}))
     return Explanation(pod=f"{ns}/{name}", decision_id=decision_id, model=model, skipped=skipped, outcome=outcome,
                        reasons=reasons, blockers=blockers, summary=summary, policy_version=policy_version,
-                       devices=device_rows)
+                       devices=device_rows, would_get=would_get)

@@ -21,6 +21,7 @@ NODE_CAUSE_TEXT = {
     "taint": "on nodes with taints the pod does not tolerate",
     "node_selector": "on nodes excluded by the pod's nodeSelector",
     "node_affinity": "on nodes excluded by node affinity",
+    "claim_unsatisfiable": "on nodes where the rest of the claim cannot be allocated with them",
 }
 
 

@@ -10,6 +10,13 @@ unallocated device consumes nothing and the devices after it must see the counte
 An admin-access request may take occupied devices (upstream), so for it the chosen device is
 instead given a taint nothing tolerates (its counters taken off first, so that the 1.36 counter
 reservation that outlives a taint rejection cannot touch the devices after it).
+
+When the claim asks for more than the tier (``audit.explain.claimfit``), a device that passes
+every per-device check is only ``available`` if the whole claim can be allocated with it on the
+node: the same occupy-and-search-again walk runs over the whole claim, and a device no
+allocation takes is ``constraint_unsatisfied`` when the claim without its constraints could
+take it (naming the constraint that alone rules it out), else ``node_filtered`` (the claim's
+other requests cannot be allocated on that node).
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from audit.allocator import AllocatedState, AllocationOutcome, Allocator, Inventory
+from audit.allocator import AllocatedState, AllocationOutcome, Allocator, Inventory, Status
 from audit.dra.model import DeviceClass, DeviceTaintRule, Node, ResourceClaim, ResourceSlice
+from audit.explain.claimfit import claim_constraints, constraint_detail, whole_claim
 from audit.explain.inventories import INVENTORIES
 from audit.explain.parsed import PARSED
 from audit.explain.reasons import AVAILABLE
@@ -29,6 +37,9 @@ from audit.policy import Policy
 from audit.records import Reason
 
 Verdict = tuple[str, dict[str, str]]
+
+# node_filtered cause of a node where the claim's other requests cannot be allocated.
+CLAIM_UNSATISFIABLE = "claim_unsatisfiable"
 
 # Put on a device the probe has already judged, so that an admin-access search moves past it.
 RETIRED_TAINT = {"key": "explain.claimtrail.io/judged", "value": "", "effect": "NoSchedule"}
@@ -167,6 +178,89 @@ class NodeProber:
                 state.add_results([result])
                 occupied.append(result)
         return outcome, aborted
+
+    def refine(self, node_name: str, claim: Mapping[str, Any], tier: Tier, verdicts: dict[str, Verdict]) -> None:
+        """Judge the tier's ``available`` devices against the whole claim (see the module docstring)."""
+        candidates = {d for d, (reason, _) in verdicts.items() if reason == AVAILABLE}
+        if not candidates:
+            return
+        admin = bool(tier.spec.get("adminAccess"))
+        lost = candidates - self._usable(node_name, whole_claim(claim, tier), tier, candidates, admin)
+        if not lost:
+            return
+        constraints = claim_constraints(claim)
+        loose = self._usable(node_name, whole_claim(claim, tier, keep=[]), tier, lost, admin) if constraints else set()
+        named: dict[str, int] = {}
+        unnamed = set(loose)
+        for i in range(len(constraints)) if len(constraints) > 1 else ():
+            if not unnamed:
+                break
+            alone = self._usable(node_name, whole_claim(claim, tier, keep=[i]), tier, unnamed, admin)
+            named.update((d, i) for d in unnamed - alone)
+            unnamed &= alone
+        for device in sorted(lost):
+            driver, raw = self._raw_device(device)
+            if device in loose:
+                # Ruled out by one constraint alone, or else only by them together: the first is named.
+                verdicts[device] = (Reason.CONSTRAINT_UNSATISFIED.value,
+                                    constraint_detail(constraints[named.get(device, 0)], raw, driver))
+            else:
+                others = ", ".join(sorted({str(r.get("name", "")) for r in
+                                           ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []}
+                                          - {tier.request}))
+                verdicts[device] = (Reason.NODE_FILTERED.value, {
+                    "cause": CLAIM_UNSATISFIABLE,
+                    "detail": f"request {others} of the claim cannot be allocated with this device on node {node_name}"})
+
+    def _raw_device(self, device_id: str) -> tuple[str, Mapping[str, Any]]:
+        spec = self._view.slices[self._slice_of[device_id]].get("spec") or {}
+        name = device_id.rpartition("/")[2]
+        raw: Mapping[str, Any] = next((d for d in spec.get("devices") or [] if d.get("name") == name), {})
+        return str(spec.get("driver", "")), raw
+
+    def _usable(self, node_name: str, raw_claim: Mapping[str, Any], tier: Tier, candidates: set[str],
+                admin: bool) -> set[str]:
+        """The candidates some allocation of ``raw_claim`` on the node gives the tier's request.
+
+        The tier's request comes first and asks for one device, so each search takes the first
+        candidate the rest of the claim can go with; that device is then occupied and the search
+        runs again, until it fails. Occupied devices are given back before returning.
+        """
+        claim = parse_as(raw_claim, ResourceClaim)
+        node = parse_as(self._view.nodes[node_name], Node)
+        self._raw_slices = {}
+        slices = self._parsed_slices
+        inventory = self._base
+        state = self._state
+        occupied: list[dict[str, str]] = []
+        usable: set[str] = set()
+        try:
+            for _ in range(len(self._slice_of) + 1):
+                outcome = Allocator(inventory, state, health=self._health).allocate(node, [claim])
+                if outcome.status is not Status.SUCCESS:
+                    break
+                chosen = next((f"{r['driver']}/{r['pool']}/{r['device']}" for r in outcome.allocations[0].results
+                               if r.get("request") == tier.label), "")
+                if not chosen:
+                    break
+                if chosen in candidates:
+                    usable.add(chosen)
+                    if usable == candidates:
+                        break
+                if admin or chosen in self._counter_devices:
+                    slices = self._retire(slices, chosen, taint=admin)
+                    inventory = self._inventory(slices)
+                if chosen not in state.allocated_devices:
+                    driver, _, rest = chosen.partition("/")
+                    pool, _, name = rest.rpartition("/")
+                    result = {"driver": driver, "pool": pool, "device": name}
+                    state.add_results([result])
+                    occupied.append(result)
+                elif not admin:
+                    break  # cannot happen: the allocator never takes an occupied device for a plain request
+        finally:
+            state.remove_results(occupied)
+        return usable
 
     def _retire(self, slices: dict[str, ResourceSlice], device_id: str, taint: bool) -> dict[str, ResourceSlice]:
         """``slices`` with the device's counter consumption taken off (and, for ``taint``, a taint

@@ -29,6 +29,8 @@ class Explanation:
     summary: str
     policy_version: str
     devices: list[DeviceReason] | None = None
+    # What the pod would get if scheduled now (a pod holding no allocation), apart from ``outcome``.
+    would_get: dict[str, Any] | None = None
 
     @property
     def visible(self) -> int:
@@ -43,4 +45,6 @@ class Explanation:
         }
         if self.devices is not None:
             out["devices"] = [d.to_dict() for d in self.devices]
+        if self.would_get is not None:
+            out["would_get"] = self.would_get
         return out

@@ -26,7 +26,9 @@ def _reason_phrases(reasons: Mapping[str, int], node_causes: Mapping[str, int],
             continue
         text = f"{n} {REASON_TEXT.get(code, code.replace('_', ' '))}"
         if code in taint_keys and taint_keys[code]:
-            text += f" (taint {taint_keys[code]})"
+            # Taint reasons carry the taint key; constraint_unsatisfied its constraint and attribute.
+            prefix = "" if code == Reason.CONSTRAINT_UNSATISFIED.value else "taint "
+            text += f" ({prefix}{taint_keys[code]})"
         phrases.append(text)
     return phrases
 
@@ -79,9 +81,44 @@ def _outcome_sentence(outcome: Mapping[str, Any], policy_version: str) -> str:
     return f"Pod not allocated ({result}{retry}){under}."
 
 
+def would_get_sentence(would_get: Mapping[str, Any]) -> str:
+    """"If scheduled now: A100 gpu-3 on node a100-07 (tier 1)." or the blocker of every tier."""
+    if would_get.get("result") == "allocated":
+        words = [str(would_get.get("model") or "devices")]
+        names = ", ".join(str(d).rsplit("/", 1)[-1] for d in would_get.get("devices") or [])
+        if names:
+            words.append(names)
+        words.append(f"on node {would_get.get('node')}")
+        tier = would_get.get("tier")
+        if isinstance(tier, int) and tier >= 0:
+            words.append(f"(tier {tier})")
+        text = "If scheduled now: " + " ".join(words)
+        if would_get.get("fallback_mode"):
+            text += f" (once the policy's {would_get['fallback_mode']} fallback allows it)"
+        return text + "."
+    parts = []
+    for b in would_get.get("blockers") or []:
+        tier_model = str(b.get("model") or "")
+        if b.get("fallback_mode"):
+            why = f"no fallback under the policy's {b['fallback_mode']} fallback mode"
+        elif b.get("code") == Blocker.QUOTA_EXHAUSTED.value:
+            why = _blocker_phrase(tier_model, b)
+        else:
+            counts = b.get("reasons") or {}
+            why = ", ".join(_reason_phrases(counts, b.get("node_causes") or {}, {})) if counts else (
+                f"no {tier_model} visible to the claim" if tier_model else "no device it asks for")
+            best, count = int(b.get("best") or 0), int(b.get("count") or 1)
+            if 0 < best < count:
+                why += f"; at most {best} on node {b.get('best_node')}, {count} needed"
+            elif best >= count:
+                why += "; the rest of the pod does not fit with them"
+        parts.append(f"tier {b.get('tier')} {tier_model or b.get('request', '')}: {why}")
+    return "If scheduled now: nothing fits (" + "; ".join(parts) + ")."
+
+
 def render_summary(model: str, skipped: bool, reasons: Mapping[str, int], blockers: Sequence[Mapping[str, Any]],
                    outcome: Mapping[str, Any], policy_version: str, node_causes: Mapping[str, int] | None = None,
-                   taint_keys: Mapping[str, str] | None = None) -> str:
+                   taint_keys: Mapping[str, str] | None = None, would_get: Mapping[str, Any] | None = None) -> str:
     total = sum(reasons.values())
     head = f"{model} skipped" if skipped else f"{model} chosen"
     if total:
@@ -91,4 +128,5 @@ def render_summary(model: str, skipped: bool, reasons: Mapping[str, int], blocke
         body = f"no {model} visible to the pod's claims"
     blocker_text = "; ".join(_blocker_phrase(model, b) for b in blockers)
     first = f"{head}: {body}" + (f"; {blocker_text}" if blocker_text else "") + "."
-    return f"{first} {_outcome_sentence(outcome, policy_version)}"
+    text = f"{first} {_outcome_sentence(outcome, policy_version)}"
+    return f"{text} {would_get_sentence(would_get)}" if would_get else text

@@ -112,6 +112,16 @@ class TierMatcher:
                 continue
         return False
 
+    def asks_for(self, tier: Tier, dev: Device) -> bool:
+        """Whether the tier's selectors select this one device (evaluated, not cached)."""
+        try:
+            selectors = [self._env.compile(e) for e in _expressions(self._view, tier)]
+            ctx = device_context(dev.driver, dev.raw.get("attributes") or {}, dev.raw.get("capacity") or {},
+                                 bool(dev.raw.get("allowMultipleAllocations")))
+            return all(sel.evaluate(ctx) for sel in selectors)
+        except (CelCompileError, CelRuntimeError):  # as above: an error selects nothing
+            return False
+
     def preferred_model(self, tier: Tier) -> str:
         """The first model (by name) the tier selects, or the tier's request name if none."""
         return next((m for m in self.models() if self.selects(tier, m)), tier.label)

@@ -2,7 +2,9 @@
 
 Search goes through ``/v1/decisions`` (by pod, or by claim with ``claim=``, within the shared filters) or
 ``/v1/decisions/{id}``; the why-skipped answer with its per-device table is
-``/v1/decisions/{id}/why?model=M&detail=devices``; "Replay now" posts the decision id to
+``/v1/decisions/{id}/why?model=M&detail=devices``, which also names who holds each in-use device
+(within the caller's tenant) and, for a pod the decision left without devices, says what it would
+get if scheduled now; "Replay now" posts the decision id to
 ``/v1/replay`` and shows whether the re-execution matched the recorded digests.
 """
 
@@ -13,7 +15,7 @@ import streamlit as st
 from audit.records import DecisionRecord
 from dashboards import client, figures
 from dashboards.client import ApiError
-from dashboards.explorer import describe_replay, detail_text, label_of
+from dashboards.explorer import describe_replay, detail_text, label_of, next_step_blockers, next_step_text
 from dashboards.filters import filter_bar
 from dashboards.view import load, reading
 
@@ -94,6 +96,12 @@ if detailed is not None:
             [{"device": d.device, "node": d.node, "reason": d.reason, "detail": detail_text(d.detail)} for d in detailed.devices],
             hide_index=True,
         )
+    if detailed.would_get:
+        # A pod the decision left without devices: what it would get now, apart from the outcome above.
+        st.markdown("**What happens next**")
+        st.info(next_step_text(detailed.would_get))
+        if detailed.would_get.get("blockers"):
+            st.dataframe(next_step_blockers(detailed.would_get), hide_index=True, key="why_next_blockers")
 
 if st.button("Replay now", key="ex_replay"):
     try:

@@ -104,7 +104,9 @@ def test_details_name_the_taint_the_selector_and_the_node_filter() -> None:
     assert by_device["gpu.nvidia.com/n2/gpu-0"].detail == {"cause": "taint", "detail": "taint dedicated=b:NoSchedule"}
     assert answer.summary == ("H100 skipped: of 3 H100, 1 on nodes with taints the pod does not tolerate, "
                               "1 not matching the request's selectors, 1 unhealthy (taint gpu.nvidia.com/unhealthy). "
-                              "Pod not allocated (pending).")
+                              "Pod not allocated (pending). If scheduled now: nothing fits (tier 0 H100: 1 on nodes "
+                              "with taints the pod does not tolerate, 1 not matching the request's selectors, "
+                              "1 unhealthy).")
 
 
 def test_model_not_in_the_preference_is_not_requested() -> None:
@@ -138,7 +140,8 @@ def test_tenant_quota_used_up_is_quota_exhausted() -> None:
     assert answer.blockers == [{"code": "quota_exhausted", "tier": 0, "tenant": "team-a", "model": "H100", "used": 1,
                                 "requested": 1, "nominal": 1, "limit": 1}]
     assert answer.summary == ("H100 skipped: of 2 H100, 1 in use, 1 available; tenant quota 1/1 H100 used. "
-                              "Pod not allocated (pending) under policy v7.")
+                              "Pod not allocated (pending) under policy v7. If scheduled now: nothing fits "
+                              "(tier 0 H100: tenant quota 1/1 H100 used; tier 1 gpu/a100: no device it asks for).")
 
 
 def test_allocated_pod_is_explained_for_the_allocation_it_got() -> None:

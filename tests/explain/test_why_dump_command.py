@@ -30,7 +30,8 @@ def test_pending_pod_h100_reasons_and_sentence(capsys: pytest.CaptureFixture[str
     assert answer["summary"] == (
         "H100 skipped: of 8 H100, 2 on nodes excluded by node affinity, 2 on nodes with taints the pod does not "
         "tolerate, 1 in use, 1 not matching the request's selectors, 1 unhealthy (taint gpu.nvidia.com/unhealthy), "
-        "1 with an untolerated taint (taint example.com/maintenance). Pod not allocated (pending).")
+        "1 with an untolerated taint (taint example.com/maintenance). Pod not allocated (pending). "
+        "If scheduled now: A100 gpu-3 on node a100-07 (tier 1).")
     assert "devices" not in answer
 
 

@@ -1,0 +1,160 @@
+"""``why`` for a pending pod says what it would get if scheduled now, apart from its outcome, and
+names the holder of every in-use device within the asker's tenant only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit.cli.main import main
+from audit.explain import ClusterView, explain, would_get_now
+from audit.policy import parse_policy
+from tests.explain.builders import DRIVER, claim, gpu, node, pod, scenario, slice_
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "explain"
+
+# dump, pod, claim, the would_get answer, the sentence it ends the summary with
+ALLOCATABLE: dict[str, tuple[str, str, str, dict[str, Any], str]] = {
+    "first_alternative_free": (
+        "cluster-numa.yaml", "team-a/infer-4", "team-a/infer-4-devices",
+        {"result": "allocated", "model": "H100", "node": "h100-11", "tier": 0, "retry_class": "",
+         "devices": ["gpu.nvidia.com/h100-11/gpu-2", "rdma.example.com/h100-11-nic/nic-1"]},
+        "If scheduled now: H100 gpu-2, nic-1 on node h100-11 (tier 0)."),
+    "only_the_fallback_free": (
+        "cluster-pending.yaml", "team-a/train-1", "team-a/train-1-gpu",
+        {"result": "allocated", "model": "A100", "node": "a100-07", "tier": 1, "retry_class": "",
+         "devices": ["gpu.nvidia.com/a100-07/gpu-3"]},
+        "If scheduled now: A100 gpu-3 on node a100-07 (tier 1)."),
+}
+
+
+def _why(capsys: pytest.CaptureFixture[str], dump: str, pod_key: str) -> dict[str, Any]:
+    assert main(["why", "--dump", str(FIXTURES / dump), pod_key, "--model", "H100", "-o", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("case", sorted(ALLOCATABLE))
+def test_pending_pod_would_get_what_allocate_gives_on_that_node(case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    dump, pod_key, claim_key, expected, sentence = ALLOCATABLE[case]
+    answer = _why(capsys, dump, pod_key)
+    assert answer["outcome"]["result"] == "pending"  # the recorded state stays as it is
+    assert answer["would_get"] == expected
+    assert answer["summary"].endswith("Pod not allocated (pending). " + sentence)
+    main(["allocate", "-f", str(FIXTURES / dump), "--node", expected["node"], "--claim", claim_key, "-o", "json"])
+    allocated = json.loads(capsys.readouterr().out)
+    assert [f"{r['driver']}/{r['pool']}/{r['device']}" for r in allocated["allocations"][0]["results"]] == \
+        expected["devices"]
+
+
+def test_nothing_fits_names_the_blocker_of_every_tier(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = _why(capsys, "cluster-pcie.yaml", "team-a/train-2")
+    would = answer["would_get"]
+    assert would["result"] == "unschedulable" and would["node"] == "" and would["devices"] == []
+    assert [(b["tier"], b["request"], b["model"], b["reasons"]) for b in would["blockers"]] == [
+        (0, "nic", "", {"in_use": 1, "constraint_unsatisfied": 1}),
+        (1, "gpu/h100", "H100", {"in_use": 1, "constraint_unsatisfied": 3}),
+        (2, "gpu/a100", "", {}),
+    ]
+    assert all(b["code"] == "insufficient_on_node" and b["best"] == 0 for b in would["blockers"])
+    assert answer["summary"].endswith(
+        "Pod not allocated (pending). If scheduled now: nothing fits (tier 0 nic: 1 in use, 1 violating a claim "
+        "constraint; tier 1 H100: 1 in use, 3 violating a claim constraint; tier 2 gpu/a100: no device it asks for).")
+
+
+def test_a_tier_closed_by_quota_falls_through_to_the_next() -> None:
+    policy = parse_policy({"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "p"},
+                           "spec": {"version": "v7", "tenants": [
+                               {"name": "team-a", "namespaces": ["team-a"],
+                                "quotas": {"H100": {"nominal": 1, "borrowingLimit": 0}}}]}})
+    objects = scenario(node("n1"), slice_("n1", [gpu("gpu-0"), gpu("gpu-1"), gpu("gpu-2", "A100")]),
+                       claim("older", "team-a", allocated=[("n1", "gpu-0")]))
+    view = ClusterView.from_objects(objects)
+    assert would_get_now(view, "team-a/train", policy) == {
+        "result": "allocated", "model": "A100", "node": "n1", "tier": 1, "retry_class": "",
+        "devices": [f"{DRIVER}/n1/gpu-2"]}
+    # Without the quota the free H100 is taken.
+    assert would_get_now(view, "team-a/train")["devices"] == [f"{DRIVER}/n1/gpu-1"]
+
+
+def test_the_node_tie_break_prefers_the_earlier_alternative_then_the_node_name() -> None:
+    objects = scenario(node("n3"), node("n2"), node("n1"), slice_("n1", [gpu("gpu-0", "A100")]),
+                       slice_("n2", [gpu("gpu-0")]), slice_("n3", [gpu("gpu-0")]))
+    answer = explain(ClusterView.from_objects(objects), "team-a/train", "A100")
+    assert answer.would_get is not None
+    assert (answer.would_get["node"], answer.would_get["model"]) == ("n2", "H100")
+
+
+def test_an_allocated_pod_has_no_would_get(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = _why(capsys, "cluster-allocated.yaml", "team-a/train-1")
+    assert "would_get" not in answer and answer["outcome"]["result"] == "allocated"
+
+
+def _held_scenario() -> ClusterView:
+    return ClusterView.from_objects(scenario(
+        node("n1"), slice_("n1", [gpu("gpu-0"), gpu("gpu-1"), gpu("gpu-2")]),
+        claim("mine", "team-a", allocated=[("n1", "gpu-0")]), pod("notebook", "mine", "team-a"),
+        claim("theirs", "team-b", allocated=[("n1", "gpu-1")]), pod("serve", "theirs", "team-b")))
+
+
+HOLDERS = {
+    "admin_or_dump_sees_every_holder": (None, {
+        "gpu-0": {"by": "pod team-a/notebook (claim team-a/mine)", "claim": "team-a/mine", "pod": "team-a/notebook"},
+        "gpu-1": {"by": "pod team-b/serve (claim team-b/theirs)", "claim": "team-b/theirs", "pod": "team-b/serve"}}),
+    "a_tenant_sees_its_own_holders_and_another_tenant": ("team-a", {
+        "gpu-0": {"by": "pod team-a/notebook (claim team-a/mine)", "claim": "team-a/mine", "pod": "team-a/notebook"},
+        "gpu-1": {"by": "another tenant"}}),
+    "the_other_tenant_sees_the_mirror_image": ("team-b", {
+        "gpu-0": {"by": "another tenant"},
+        "gpu-1": {"by": "pod team-b/serve (claim team-b/theirs)", "claim": "team-b/theirs", "pod": "team-b/serve"}}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOLDERS))
+def test_in_use_devices_name_their_holder_within_the_tenant(case: str) -> None:
+    viewer, expected = HOLDERS[case]
+    answer = explain(_held_scenario(), "team-a/train", "H100", detail=True, viewer=viewer)
+    assert answer.devices is not None
+    in_use = {d.device.rsplit("/", 1)[1]: d.detail for d in answer.devices if d.reason == "in_use"}
+    assert in_use == expected
+    assert not any("theirs" in json.dumps(d.to_dict()) for d in answer.devices) or viewer in (None, "team-b")
+
+
+def test_text_output_lists_every_blocked_tier(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["why", "--dump", str(FIXTURES / "cluster-pcie.yaml"), "team-a/train-2", "--model", "H100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("now: ")] == [
+        "now: tier 0 nic: insufficient_on_node (in_use=1, constraint_unsatisfied=1)",
+        "now: tier 1 gpu/h100: insufficient_on_node (in_use=1, constraint_unsatisfied=3)",
+        "now: tier 2 gpu/a100: insufficient_on_node (no device it asks for)",
+    ]
+
+
+def _fallback_policy(mode: str) -> Any:
+    return parse_policy({"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "p"},
+                         "spec": {"version": "v3", "fallback": {"mode": mode}}})
+
+
+FALLBACK_MODES = {
+    # strict: the preferred model or wait, so the free A100 is not taken
+    "strict": ("unschedulable", [], "If scheduled now: nothing fits (tier 0 H100: 1 in use; tier 1 A100: no fallback "
+                                    "under the policy's strict fallback mode)."),
+    # the pod's wait is unknown offline: the fallback is taken as open, and the answer says so
+    "wait-for-preferred": ("allocated", [f"{DRIVER}/n1/gpu-1"],
+                           "If scheduled now: A100 gpu-1 on node n1 (tier 1) (once the policy's wait-for-preferred "
+                           "fallback allows it)."),
+    "immediate": ("allocated", [f"{DRIVER}/n1/gpu-1"], "If scheduled now: A100 gpu-1 on node n1 (tier 1)."),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(FALLBACK_MODES))
+def test_the_policy_fallback_mode_decides_whether_the_fallback_is_taken(mode: str) -> None:
+    result, devices, sentence = FALLBACK_MODES[mode]
+    objects = scenario(node("n1"), slice_("n1", [gpu("gpu-0"), gpu("gpu-1", "A100")]),
+                       claim("other", "team-b", allocated=[("n1", "gpu-0")]))
+    answer = explain(ClusterView.from_objects(objects), "team-a/train", "H100", _fallback_policy(mode))
+    assert answer.would_get is not None
+    assert (answer.would_get["result"], answer.would_get["devices"]) == (result, devices)
+    assert answer.summary.endswith(sentence)
