@@ -8,7 +8,7 @@ allocator falls through to the next alternative as the decision engine's tiers d
 policy's topology and mixed-model constraints are added as the engine adds them
 (``audit.scheduler.augment``). How long the pod has waited is not known here, so under
 ``wait-for-preferred`` and ``adaptive`` fallbacks are open, and the answer says so. Among the nodes where every claim fits, the scheduler's
-tie-break picks one (DESIGN: score Σ over firstAvailable requests of 8 − chosen subrequest
+tie-break picks one (as ``audit.scheduler.engine`` orders nodes: score Σ over firstAvailable requests of 8 − chosen subrequest
 index, highest first, then node name). The answer describes the devices as a held allocation
 does (``allocation_summary``); when no node fits, the caller names the blocker of every tier.
 """
@@ -29,9 +29,7 @@ from audit.explain.view import ClusterView, Device
 from audit.policy import Policy
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.claimspec import claim_key, result_device_id
-
-# The per-request score of the scheduler's node tie-break (DESIGN: 8 − subrequest index).
-SCORE_BASE = 8
+from audit.scheduler.engine import MAX_SUBREQUESTS
 
 
 def allocation_summary(results: Sequence[tuple[str, Mapping[str, Any]]], tiers: Sequence[Tier],
@@ -112,7 +110,7 @@ def best_allocation(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[
         score = 0
         for chosen, index in outcome.chosen_subrequests.items():
             ckey, _, request = chosen.rpartition("/")
-            score += SCORE_BASE - kept[ckey][request][index]
+            score += MAX_SUBREQUESTS - kept[ckey][request][index]
         rank = (-score, name)
         if best is None or rank < best[0]:
             results: list[tuple[str, Mapping[str, Any]]] = [
