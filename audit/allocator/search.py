@@ -510,9 +510,11 @@ class _Run:
                 return None
         if self.features.consumable_capacity and entry.multi and not self._capacity_fits(data, entry, position):
             # Re-checked at allocation time: All-mode candidates were listed before earlier
-            # requests of this call consumed shares.
-            for constraint in constraints:
-                constraint.remove(data.base, data.sub, device, driver, entry.id)
+            # requests of this call consumed shares. Upstream 1.36 leaves the constraint values
+            # added above in place on this path.
+            if not self.quirks.capacity_recheck_keeps_constraint:
+                for constraint in constraints:
+                    constraint.remove(data.base, data.sub, device, driver, entry.id)
             if counters_undo is not None and not leak:
                 counters_undo()
             return None
