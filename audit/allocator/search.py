@@ -260,7 +260,8 @@ class _Run:
 
     def _validate(self, ci: int, ri: int, si: int, claim: ResourceClaim, request: DeviceRequest,
                   name: str, sub: str, spec: ExactRequest) -> _RequestData:
-        prefix = f"claim {claim.key}, request {name}"
+        # Upstream's name() of a subrequest is the subrequest's own name, not "<request>/<sub>".
+        prefix = f"claim {claim.key}, request {sub or request.name}"
         if spec.capacity_requests is not None and not self.features.consumable_capacity:
             raise AllocationError("feature_disabled", f"{prefix}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
         for i, selector in enumerate(spec.selectors):
@@ -497,7 +498,7 @@ class _Run:
         for i, constraint in enumerate(constraints):
             if not constraint.add(data.base, data.sub, device, driver, entry.id):
                 if must:
-                    raise AllocationError("constraint", f"claim {self.claims[ci].key}, request {data.name}: cannot add device "
+                    raise AllocationError("constraint", f"claim {self.claims[ci].key}, request {data.sub or data.base}: cannot add device "
                                           f"{entry.id} because a claim constraint would not be satisfied")
                 for earlier in constraints[:i]:
                     earlier.remove(data.base, data.sub, device, driver, entry.id)
