@@ -288,19 +288,23 @@ class _Run:
             data.num_devices = spec.count
         elif spec.allocation_mode == "All":
             data.all_mode = True
-            for pool in self.view.unusable_pools:
+            # Pool by pool, as upstream: an unusable pool stops the walk only when it is reached,
+            # so a CEL error in an earlier pool's device wins over a later incomplete pool.
+            positions = self.view.positions
+            for pool in self.view.all_pools:
                 if pool.incomplete:
                     raise AllocationError("pool_incomplete", f"{prefix}: asks for all devices, but resource pool "
                                           f"{pool.pool_id} is currently being updated")
                 if pool.invalid:
                     raise AllocationError("pool_invalid", f"{prefix}: asks for all devices, but resource pool "
                                           f"{pool.pool_id} is currently invalid")
-            for position, (entry, pool) in enumerate(self.view.candidates):
-                if not self._selectable(data, entry, position):
-                    continue
-                if self.features.consumable_capacity and not self._capacity_fits(data, entry, position, in_all_list=True):
-                    continue
-                data.all_devices.append((position, entry, pool))
+                for entry in pool.entries:
+                    position = positions[entry]
+                    if not self._selectable(data, entry, position):
+                        continue
+                    if self.features.consumable_capacity and not self._capacity_fits(data, entry, position, in_all_list=True):
+                        continue
+                    data.all_devices.append((position, entry, pool))
             data.num_devices = len(data.all_devices)
         else:
             raise AllocationError("unsupported_mode", f"{prefix}: unsupported count mode {spec.allocation_mode}")
