@@ -1,4 +1,4 @@
-"""`claimtrail allocate` and `claimtrail why --dump` load only what they need.
+"""Local commands (`allocate`, `why --dump`, `schema`) load only what they need.
 
 Start-up time is mostly imports, so instead of timing (which belongs to the benchmarks) these
 tests run the command in a fresh interpreter and list the modules it loaded: none of the
@@ -60,10 +60,11 @@ def packages(modules: set[str]) -> set[str]:
     return {name.split(".")[0] for name in modules}
 
 
-@pytest.mark.parametrize("argv", [pytest.param(ALLOCATE, id="allocate"), pytest.param(WHY_DUMP, id="why-dump")])
+@pytest.mark.parametrize("argv", [pytest.param(ALLOCATE, id="allocate"), pytest.param(WHY_DUMP, id="why-dump"),
+                                  pytest.param(["schema"], id="schema-prints-ddl-without-a-store-client")])
 def test_local_command_loads_no_heavy_package(tmp_path: Path, argv: list[str]) -> None:
     loaded = packages(loaded_modules(tmp_path, argv))
-    assert {"audit", "yaml"} <= loaded  # the command really ran in the harness
+    assert "audit" in loaded  # the command really ran in the harness
     assert loaded & HEAVY == set()
 
 
