@@ -102,3 +102,15 @@ def test_every_command_module_is_found_without_importing_it() -> None:
     from audit.cli.main import command_names
 
     assert {"allocate", "why", "serve", "schema", "validate", "replay", "simulate"} <= set(command_names())
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["allocate", "-f", "a.yaml", "-f", "b.yaml", "--node", "n", "--claim", "ns/c", "-o", "yaml"], id="allocate"),
+    pytest.param(["--log-level", "INFO", "why", "team-a/p", "--model", "H100", "--dump", "d.yaml"], id="why-after-log-level"),
+    pytest.param(["validate", "-f", "x.yaml"], id="validate"),
+    pytest.param(["schema", "--cluster", "c1"], id="schema"),
+])
+def test_parser_of_one_command_parses_as_the_full_parser(argv: list[str]) -> None:
+    from audit.cli.main import build_parser
+
+    assert build_parser(argv).parse_args(argv) == build_parser().parse_args(argv)
