@@ -105,24 +105,24 @@ def start_up(case_file: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     wall, cpu = _process_times(claimtrail + allocate, env)
     rows += [
-        {"issue": "#18", "name": "claimtrail allocate, one 8-GPU node: process start to exit (median)", "value": round(wall, 3),
-         "unit": "s", "target": "<= 0.3", "note": f"{PROCESS_RUNS} runs, bytecode cached"},
-        {"issue": "#18", "name": "claimtrail allocate, one 8-GPU node: process CPU (median)", "value": round(cpu, 3),
-         "unit": "s", "target": "", "note": "user + system of the child; the wall figure less waiting for a core"},
+        {"issue": "#18", "name": "allocate, 1 node x 8 GPUs: process start to exit", "value": round(wall, 3),
+         "unit": "s", "target": "<= 0.3", "note": f"median of {PROCESS_RUNS} runs, bytecode cached"},
+        {"issue": "#18", "name": "allocate, 1 node x 8 GPUs: process CPU", "value": round(cpu, 3),
+         "unit": "s", "target": "", "note": "median user + system of the child: the wall figure less waiting for a core"},
     ]
     if WHY_DUMP.exists():
         why = ["why", "--dump", str(WHY_DUMP), "team-a/train-1", "--model", "H100", "--devices"]
         wall, cpu = _process_times(claimtrail + why, env)
         rows += [
-            {"issue": "#18", "name": "claimtrail why --dump (explain fixture): process start to exit (median)", "value": round(wall, 3),
-             "unit": "s", "target": "<= 0.5", "note": f"{PROCESS_RUNS} runs, bytecode cached"},
-            {"issue": "#18", "name": "claimtrail why --dump (explain fixture): process CPU (median)", "value": round(cpu, 3),
-             "unit": "s", "target": "", "note": "user + system of the child"},
+            {"issue": "#18", "name": "why --dump (explain fixture): process start to exit", "value": round(wall, 3),
+             "unit": "s", "target": "<= 0.5", "note": f"median of {PROCESS_RUNS} runs, bytecode cached"},
+            {"issue": "#18", "name": "why --dump (explain fixture): process CPU", "value": round(cpu, 3),
+             "unit": "s", "target": "", "note": "median user + system of the child"},
         ]
     if ORACLE.exists():
         wall, _ = _process_times([str(ORACLE), *allocate], env)
-        rows.append({"issue": "#18", "name": "upstream allocator (Go) allocate, same file: process start to exit (median)",
-                     "value": round(wall, 3), "unit": "s", "target": "", "note": "for comparison"})
+        rows.append({"issue": "#18", "name": "upstream (Go) allocate, same file: start to exit",
+                     "value": round(wall, 3), "unit": "s", "target": "", "note": "median, for comparison"})
     return rows
 
 
@@ -170,16 +170,16 @@ def per_call(case_file: str) -> list[dict[str, Any]]:
     ratio = statistics.median(t / o for t, o in zip(theirs, ours, strict=True))
     cold_ratio = statistics.median(t / o for t, o in zip(theirs, cold, strict=True))
     return [
-        {"issue": "#18", "name": "allocate per call, one 8-GPU node: ClaimTrail (inventory reused)", "value": round(statistics.median(ours), 1),
+        {"issue": "#18", "name": "allocate per call, 8 GPUs: ClaimTrail, inventory reused", "value": round(statistics.median(ours), 1),
          "unit": "us", "target": "", "note": f"median of {CALLS} calls, median of {ROUNDS} rounds"},
-        {"issue": "#18", "name": "allocate per call, one 8-GPU node: upstream NewAllocator+Allocate", "value": round(statistics.median(theirs), 1),
+        {"issue": "#18", "name": "allocate per call, 8 GPUs: upstream NewAllocator+Allocate", "value": round(statistics.median(theirs), 1),
          "unit": "us", "target": "", "note": "dra-oracle --bench, same file, same run"},
-        {"issue": "#18", "name": "allocate per call: upstream / ClaimTrail", "value": round(ratio, 2),
+        {"issue": "#18", "name": "allocate per call: upstream / ClaimTrail, inventory reused", "value": round(ratio, 2),
          "unit": "x", "target": ">= 2", "note": "median over rounds of the per-round ratio"},
-        {"issue": "#18", "name": "allocate per call, one 8-GPU node: ClaimTrail with a new inventory per call",
+        {"issue": "#18", "name": "allocate per call, 8 GPUs: ClaimTrail, new inventory",
          "value": round(statistics.median(cold), 1), "unit": "us", "target": "",
          "note": "pool view and every selector evaluated again, as upstream does per Allocate"},
-        {"issue": "#18", "name": "allocate per call: upstream / ClaimTrail with a new inventory per call", "value": round(cold_ratio, 2),
+        {"issue": "#18", "name": "allocate per call: upstream / ClaimTrail, new inventory", "value": round(cold_ratio, 2),
          "unit": "x", "target": "", "note": "context: what the inventory's caches are worth"},
     ]
 
