@@ -123,6 +123,11 @@ class Quirks:
     # allocationMode All with consumable capacity filters on remaining capacity, so All may
     # succeed on a subset (fixed after 1.36 by kubernetes/kubernetes#140769).
     all_mode_remaining_capacity: bool = True
+    # When the consumable-capacity re-check of a multi-allocatable device fails after the
+    # device was added to the claim's constraints, allocateDevice returns without removing it:
+    # the value stays behind and constrains every later device of the claim (incubating
+    # allocator_incubating.go, allocateDevice).
+    capacity_recheck_keeps_constraint: bool = True
 
     @classmethod
     def none(cls) -> Quirks:

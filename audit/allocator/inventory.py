@@ -93,7 +93,9 @@ class NodeView:
     pools: list[Pool]
     candidates: list[tuple[DeviceEntry, Pool]]
     positions: dict[DeviceEntry, int]
-    unusable_pools: list[Pool] = field(default_factory=list)  # incomplete or invalid, in pool order
+    # Every pool upstream's All mode walks, in pool order: the node's pools plus incomplete or
+    # invalid pools the node sees only through their counter slices.
+    all_pools: list[Pool] = field(default_factory=list)
     baseline_verdicts: list[Any] | None = None  # evidence of a tier nothing was recorded for
     verdict_cache: dict[Any, Any] = field(default_factory=dict)
 
@@ -293,16 +295,16 @@ class Inventory:
             if pool is not None:
                 pools.append(pool)
         pools.sort(key=_pool_order)
-        unusable = [p for p in pools if p.incomplete or p.invalid]
+        all_pools = list(pools)
         if partitionable:
-            unusable += [p for p in self._counter_only_pools() if (p.driver, p.name) not in by_pool]
-            unusable.sort(key=_pool_order)
+            all_pools += [p for p in self._counter_only_pools() if (p.driver, p.name) not in by_pool]
+            all_pools.sort(key=_pool_order)
         candidates: list[tuple[DeviceEntry, Pool]] = []
         for pool in pools:
             for entry in pool.entries:
                 candidates.append((entry, pool))
         positions = {entry: i for i, (entry, _) in enumerate(candidates)}
-        return NodeView(pools=pools, candidates=candidates, positions=positions, unusable_pools=unusable)
+        return NodeView(pools=pools, candidates=candidates, positions=positions, all_pools=all_pools)
 
     def _counter_only_pools(self) -> list[Pool]:
         """Unusable pools seen from a node that has only their counter slices (node-independent)."""
@@ -337,7 +339,6 @@ class Inventory:
         for i in node_slices:
             for d in range(len(self.slices[i].devices)):
                 pool.entries.append(self.entry(i, d))
-        pool.has_binding_conditions = any(e.device.binding_conditions for e in pool.entries)
         if incomplete:
             pool.incomplete = True
             return pool
@@ -361,14 +362,21 @@ class Inventory:
                 return pool
             seen.add(entry.device.name)
         for entry in pool.all_entries:
-            for set_name, counter, _ in entry.counters:
-                counters = pool.counter_sets.get(set_name)
+            # Walk the device's own consumesCounters entries: one with empty ``counters`` still
+            # names a counter set, and that set must exist.
+            for consumed in entry.device.consumes_counters:
+                counters = pool.counter_sets.get(consumed.counter_set)
                 if counters is None:
-                    pool.invalid, pool.invalid_reason = True, f"counter set {set_name} not found"
+                    pool.invalid, pool.invalid_reason = True, f"counter set {consumed.counter_set} not found"
                     return pool
-                if counter not in counters:
-                    pool.invalid, pool.invalid_reason = True, f"counter {counter} not found in counter set {set_name}"
-                    return pool
+                for counter in consumed.counters:
+                    if counter not in counters:
+                        pool.invalid = True
+                        pool.invalid_reason = f"counter {counter} not found in counter set {consumed.counter_set}"
+                        return pool
+        # Only a usable pool is ordered by its devices' binding conditions: upstream keeps an
+        # incomplete or invalid pool as a bare entry, which sorts by (driver, pool) alone.
+        pool.has_binding_conditions = any(e.device.binding_conditions for e in pool.entries)
         return pool
 
     # ------------------------------------------------------------------ lookups

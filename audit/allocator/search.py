@@ -260,7 +260,8 @@ class _Run:
 
     def _validate(self, ci: int, ri: int, si: int, claim: ResourceClaim, request: DeviceRequest,
                   name: str, sub: str, spec: ExactRequest) -> _RequestData:
-        prefix = f"claim {claim.key}, request {name}"
+        # Upstream's name() of a subrequest is the subrequest's own name, not "<request>/<sub>".
+        prefix = f"claim {claim.key}, request {sub or request.name}"
         if spec.capacity_requests is not None and not self.features.consumable_capacity:
             raise AllocationError("feature_disabled", f"{prefix}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
         for i, selector in enumerate(spec.selectors):
@@ -287,19 +288,23 @@ class _Run:
             data.num_devices = spec.count
         elif spec.allocation_mode == "All":
             data.all_mode = True
-            for pool in self.view.unusable_pools:
+            # Pool by pool, as upstream: an unusable pool stops the walk only when it is reached,
+            # so a CEL error in an earlier pool's device wins over a later incomplete pool.
+            positions = self.view.positions
+            for pool in self.view.all_pools:
                 if pool.incomplete:
                     raise AllocationError("pool_incomplete", f"{prefix}: asks for all devices, but resource pool "
                                           f"{pool.pool_id} is currently being updated")
                 if pool.invalid:
                     raise AllocationError("pool_invalid", f"{prefix}: asks for all devices, but resource pool "
                                           f"{pool.pool_id} is currently invalid")
-            for position, (entry, pool) in enumerate(self.view.candidates):
-                if not self._selectable(data, entry, position):
-                    continue
-                if self.features.consumable_capacity and not self._capacity_fits(data, entry, position, in_all_list=True):
-                    continue
-                data.all_devices.append((position, entry, pool))
+                for entry in pool.entries:
+                    position = positions[entry]
+                    if not self._selectable(data, entry, position):
+                        continue
+                    if self.features.consumable_capacity and not self._capacity_fits(data, entry, position, in_all_list=True):
+                        continue
+                    data.all_devices.append((position, entry, pool))
             data.num_devices = len(data.all_devices)
         else:
             raise AllocationError("unsupported_mode", f"{prefix}: unsupported count mode {spec.allocation_mode}")
@@ -497,7 +502,7 @@ class _Run:
         for i, constraint in enumerate(constraints):
             if not constraint.add(data.base, data.sub, device, driver, entry.id):
                 if must:
-                    raise AllocationError("constraint", f"claim {self.claims[ci].key}, request {data.name}: cannot add device "
+                    raise AllocationError("constraint", f"claim {self.claims[ci].key}, request {data.sub or data.base}: cannot add device "
                                           f"{entry.id} because a claim constraint would not be satisfied")
                 for earlier in constraints[:i]:
                     earlier.remove(data.base, data.sub, device, driver, entry.id)
@@ -510,9 +515,11 @@ class _Run:
                 return None
         if self.features.consumable_capacity and entry.multi and not self._capacity_fits(data, entry, position):
             # Re-checked at allocation time: All-mode candidates were listed before earlier
-            # requests of this call consumed shares.
-            for constraint in constraints:
-                constraint.remove(data.base, data.sub, device, driver, entry.id)
+            # requests of this call consumed shares. Upstream 1.36 leaves the constraint values
+            # added above in place on this path.
+            if not self.quirks.capacity_recheck_keeps_constraint:
+                for constraint in constraints:
+                    constraint.remove(data.base, data.sub, device, driver, entry.id)
             if counters_undo is not None and not leak:
                 counters_undo()
             return None

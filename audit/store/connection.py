@@ -16,9 +16,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import clickhouse_connect
-from clickhouse_connect.driver.exceptions import ClickHouseError
-
 from audit.errors import UserError
 
 DEFAULT_DATABASE = "claimtrail"
@@ -75,6 +72,11 @@ def resolve_dsn(dsn: str | None = None) -> Target:
 
 def connect(target: Target, create_database: bool = True) -> Any:
     """Open a client on ``target`` with its database selected; errors become one-line messages."""
+    # Imported here, on first connection, so that commands that only resolve a DSN or print
+    # DDL (``claimtrail schema``) start without loading the client library.
+    import clickhouse_connect
+    from clickhouse_connect.driver.exceptions import ClickHouseError
+
     try:
         if target.embedded_path is not None:
             Path(target.embedded_path).parent.mkdir(parents=True, exist_ok=True)

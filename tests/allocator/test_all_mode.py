@@ -90,7 +90,8 @@ def test_all_mode_subrequest_constraint_violation_is_fatal_even_with_alternative
                                constraints=[{"matchAttribute": "driver-a/x"}])]
     outcome = run(objs)
     assert outcome.status is Status.ERROR
-    assert "request req-0/sub-0: cannot add device driver-a/pool-1/device-2" in outcome.message
+    assert outcome.message == ("claim default/claim-0, request sub-0: cannot add device driver-a/pool-1/device-2 "
+                               "because a claim constraint would not be satisfied")
 
 
 def test_all_mode_subrequest_falls_back_when_unsatisfiable() -> None:
@@ -107,7 +108,7 @@ def test_all_mode_validated_for_every_subrequest_even_unused() -> None:
             claim("claim-0", first_available("req-0", sub("sub-0", "class-a"), sub("sub-1", "class-a", mode="All")))]
     outcome = run(objs)
     assert outcome.status is Status.ERROR
-    assert outcome.message.startswith("claim default/claim-0, request req-0/sub-1: asks for all devices")
+    assert outcome.message.startswith("claim default/claim-0, request sub-1: asks for all devices")
 
 
 def test_all_mode_results_in_candidate_order_across_pools() -> None:

@@ -54,7 +54,7 @@ CASES = [
     pytest.param([request("req-0", "class-a", mode="Other")], "", "unsupported_mode",
                  "claim default/claim-0, request req-0: unsupported count mode Other", id="unknown-allocation-mode"),
     pytest.param([first_available("req-0", sub("sub-0", "class-a", mode="Other"))], "", "unsupported_mode",
-                 "claim default/claim-0, request req-0/sub-0: unsupported count mode Other", id="unknown-allocation-mode-in-subrequest"),
+                 "claim default/claim-0, request sub-0: unsupported count mode Other", id="unknown-allocation-mode-in-subrequest"),
     pytest.param([request("req-0", "class-a", 33)], "", "too_many_devices",
                  "claim default/claim-0: number of requested devices 33 exceeds the claim limit of 32",
                  id="too-many-devices-single-request"),

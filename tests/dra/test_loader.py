@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
-from audit.dra.loader import LoadError, load_documents, load_text
+from audit.dra.loader import LoadError, _yaml_documents, _yaml_problem, load_documents, load_text
 
 CLAIM = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: %s}\n"
 
@@ -54,3 +55,22 @@ def test_load_documents_labels_with_the_file_name(tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(LoadError, match="cannot read file"):
         load_documents(str(tmp_path / "nope.yaml"))
+
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+YAML_FIXTURES = sorted(p for p in FIXTURES.rglob("*.yaml") if p.name != "broken.yaml")
+
+
+@pytest.mark.parametrize("path", YAML_FIXTURES, ids=[str(p.relative_to(FIXTURES)) for p in YAML_FIXTURES])
+def test_fast_yaml_parser_reads_what_the_pure_python_one_reads(path: Path) -> None:
+    text = path.read_text()
+    assert _yaml_documents(text) == list(yaml.safe_load_all(text))
+
+
+def test_yaml_the_fast_parser_refuses_gets_the_pure_python_message() -> None:
+    with pytest.raises(LoadError) as caught:
+        load_text("kind: X\nspec: {a: 1\n  b: [\n", "f.yaml")
+    with pytest.raises(yaml.YAMLError) as pure:
+        list(yaml.safe_load_all("kind: X\nspec: {a: 1\n  b: [\n"))
+    assert str(caught.value) == f"f.yaml: invalid YAML: {_yaml_problem(pure.value)}"

@@ -35,14 +35,18 @@ How it maps onto ``cel``, which cannot hold Python objects and does not type-che
   IP/CIDR, regex-find and format libraries are refused at compile time as unsupported.
 """
 
-from audit.dra.cel.contract import (
+from audit.dra.cel.binding import preload
+
+preload()  # before any module below runs ``import cel``
+
+from audit.dra.cel.contract import (  # noqa: E402
     MAX_EXPRESSION_LENGTH,
     CelCompileError,
     CelOptions,
     CelRuntimeError,
 )
-from audit.dra.cel.device import CelDevice, device_context
-from audit.dra.cel.environment import CelEnvironment, CompiledSelector
+from audit.dra.cel.device import CelDevice, device_context  # noqa: E402
+from audit.dra.cel.environment import CelEnvironment, CompiledSelector  # noqa: E402
 
 __all__ = [
     "CelCompileError",
