@@ -6,13 +6,14 @@ the schema can be tested without an SDK and the exporter stays a thin shell arou
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from audit.allocator.outcome import TierEvidence
 from audit.records import DecisionRecord, TierSummary
 from audit.telemetry import schema as s
-from audit.telemetry.record_dict import record_json
+from audit.telemetry.record_dict import record_text
 
 AttributeValue = str | bool | int | float | list[str]
 
@@ -51,6 +52,7 @@ def root_attributes(
     labels: Mapping[str, str],
     redacted_paths: Sequence[str],
     selection: VerdictSelection,
+    why_url: str = "",
 ) -> dict[str, AttributeValue]:
     attrs: dict[str, AttributeValue] = {
         s.K8S_CLUSTER: record.cluster,
@@ -88,7 +90,8 @@ def root_attributes(
         s.BLOCKERS: [f"{b.code}@{b.tier}" for b in record.blockers],
         s.VERDICTS_EXPORTED: len(selection.kept),
         s.VERDICTS_DROPPED: selection.dropped,
-        s.RECORD: record_json(record),
+        s.WHY_URL: why_url,
+        s.RECORD: record_text(record),
     }
     # empty strings and lists say nothing in an explorer; the record attribute keeps them
     attrs = {k: v for k, v in attrs.items() if v != "" and v != []}
@@ -99,7 +102,9 @@ def root_attributes(
     return attrs
 
 
-def tier_attributes(record: DecisionRecord, tier: TierSummary, dropped: int) -> dict[str, AttributeValue]:
+def tier_attributes(
+    record: DecisionRecord, tier: TierSummary, dropped: int, result: str = ""
+) -> dict[str, AttributeValue]:
     attrs: dict[str, AttributeValue] = {
         s.DECISION_ID: record.decision_id,
         s.TIER_INDEX: tier.index,
@@ -109,9 +114,60 @@ def tier_attributes(record: DecisionRecord, tier: TierSummary, dropped: int) -> 
         s.TIER_NODES_EVALUATED: tier.nodes_evaluated,
         s.TIER_VERDICTS_DROPPED: dropped,
     }
+    if result:
+        attrs[s.TIER_RESULT] = result
     for code in sorted(tier.reasons):
         attrs[s.TIER_REASON_PREFIX + code] = tier.reasons[code]
+    blockers = [b for b in record.blockers if b.tier == tier.index]
+    if blockers:
+        attrs[s.TIER_BLOCKERS] = [b.code for b in blockers]
+        for b in blockers:
+            for key in sorted(b.detail):
+                attrs[f"{s.TIER_BLOCKER_PREFIX}{b.code}.{key}"] = _scalar(b.detail[key])
     return attrs
+
+
+def _scalar(value: object) -> AttributeValue:
+    """A blocker parameter as an attribute value: numbers and booleans as they are, anything
+    else as its text (parameters are flat in practice; a nested one still arrives readable)."""
+    if isinstance(value, bool | int | float | str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def tier_results(record: DecisionRecord) -> list[str]:
+    """What became of each tier of ``record.tiers``: ``selected`` (the allocation came from it),
+    ``exhausted`` (tried and could not serve the pod) or ``not_tried`` (the search ended before
+    it, or it was never evaluated). Tiers after the selected one were not tried; without a
+    selection, a tier counts as tried when it considered a device or met a reason or a blocker."""
+    blocked = {b.tier for b in record.blockers}
+    results = []
+    for tier in record.tiers:
+        if record.tier_index >= 0:
+            if tier.index == record.tier_index:
+                results.append(s.TIER_SELECTED)
+            elif tier.index < record.tier_index:
+                results.append(s.TIER_EXHAUSTED)
+            else:
+                results.append(s.TIER_NOT_TRIED)
+        elif tier.considered or tier.reasons or tier.index in blocked:
+            results.append(s.TIER_EXHAUSTED)
+        else:
+            results.append(s.TIER_NOT_TRIED)
+    return results
+
+
+def tier_status_message(record: DecisionRecord, tier: TierSummary) -> str:
+    """Why an exhausted tier failed, for its span status: reason counts, largest first, then
+    its blockers (``H100 exhausted: in_use 6, unhealthy 2; blocked: insufficient_on_node``)."""
+    counts = sorted(((n, code) for code, n in tier.reasons.items() if code != "not_reached"), key=lambda c: (-c[0], c[1]))
+    text = f"{tier.model or tier.request or f'tier {tier.index}'} exhausted"
+    if counts:
+        text += ": " + ", ".join(f"{code} {n}" for n, code in counts)
+    blockers = [b.code for b in record.blockers if b.tier == tier.index]
+    if blockers:
+        text += "; blocked: " + ", ".join(blockers)
+    return text
 
 
 def verdict_attributes(decision_id: str, verdict: Verdict) -> dict[str, AttributeValue]:

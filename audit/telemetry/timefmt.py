@@ -1,0 +1,27 @@
+"""A record's ``time`` as OpenTelemetry timestamps (Unix nanoseconds), with errors naming the decision."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from audit.records import DecisionRecord
+from audit.telemetry.errors import TelemetryError
+
+
+def parsed_time(record: DecisionRecord) -> datetime:
+    """The record's ``time`` parsed; the only way ``time_ns`` can fail, at a tenth of its cost."""
+    try:
+        return datetime.fromisoformat(record.time)
+    except ValueError:
+        raise TelemetryError(
+            f"DecisionRecord {record.decision_id}: time: {record.time!r} is not an ISO 8601 timestamp"
+        ) from None
+
+
+def time_ns(record: DecisionRecord) -> int:
+    """The record's ``time`` as Unix nanoseconds; a time without offset is read as UTC."""
+    parsed = parsed_time(record)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    whole = int(parsed.replace(microsecond=0).timestamp())
+    return whole * 1_000_000_000 + parsed.microsecond * 1000
