@@ -7,7 +7,8 @@ the schema can be tested without an SDK and the exporter stays a thin shell arou
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from audit.allocator.outcome import TierEvidence
@@ -20,7 +21,7 @@ AttributeValue = str | bool | int | float | list[str]
 DEFAULT_MAX_VERDICTS = 64
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Verdict:
     """One device verdict as exported: a record exemplar or a verdict handed in by the engine.
 
@@ -47,6 +48,44 @@ class VerdictSelection:
         return sum(self.dropped_by_position.values())
 
 
+# Root span attributes read straight from record fields, in the order they are sent; the
+# direct encoder (audit.telemetry.otlpwire) walks this same table.
+ROOT_FIELDS: tuple[tuple[str, str], ...] = (
+    (s.K8S_CLUSTER, "cluster"),
+    (s.K8S_NAMESPACE, "namespace"),
+    (s.K8S_POD_NAME, "pod"),
+    (s.K8S_POD_UID, "pod_uid"),
+    (s.K8S_NODE, "node"),
+    (s.DECISION_ID, "decision_id"),
+    (s.SCHEMA_VERSION, "schema_version"),
+    (s.SEQ, "seq"),
+    (s.ATTEMPT, "attempt"),
+    (s.TENANT, "tenant"),
+    (s.OUTCOME, "outcome"),
+    (s.PREFERRED_MODEL, "preferred_model"),
+    (s.ALLOCATED_MODEL, "allocated_model"),
+    (s.TIER_INDEX, "tier_index"),
+    (s.FALLBACK, "fallback"),
+    (s.POLICY_VERSION, "policy_version"),
+    (s.POLICY_DIGEST, "policy_digest"),
+    (s.INPUT_DIGEST, "input_digest"),
+    (s.OUTPUT_DIGEST, "output_digest"),
+    (s.RETRY_CLASS, "retry_class"),
+    (s.BACKOFF_MS, "backoff_ms"),
+    (s.WAIT_MS, "wait_ms"),
+    (s.STEPS, "steps"),
+    (s.DURATION_US, "duration_us"),
+    (s.TRACK, "track"),
+    (s.TEMPLATE_VERSION, "template_version"),
+    (s.ENGINE_VERSION, "engine_version"),
+    (s.MESSAGE, "message"),
+    (s.CLAIMS, "claims"),
+    (s.CLAIM_UIDS, "claim_uids"),
+    (s.PREFERENCE, "preference"),
+)
+root_field_values = operator.attrgetter(*(name for _, name in ROOT_FIELDS))
+
+
 def root_attributes(
     record: DecisionRecord,
     labels: Mapping[str, str],
@@ -54,52 +93,59 @@ def root_attributes(
     selection: VerdictSelection,
     why_url: str = "",
 ) -> dict[str, AttributeValue]:
-    attrs: dict[str, AttributeValue] = {
-        s.K8S_CLUSTER: record.cluster,
-        s.K8S_NAMESPACE: record.namespace,
-        s.K8S_POD_NAME: record.pod,
-        s.K8S_POD_UID: record.pod_uid,
-        s.K8S_NODE: record.node,
-        s.DECISION_ID: record.decision_id,
-        s.SCHEMA_VERSION: record.schema_version,
-        s.SEQ: record.seq,
-        s.ATTEMPT: record.attempt,
-        s.TENANT: record.tenant,
-        s.OUTCOME: record.outcome,
-        s.PREFERRED_MODEL: record.preferred_model,
-        s.ALLOCATED_MODEL: record.allocated_model,
-        s.TIER_INDEX: record.tier_index,
-        s.FALLBACK: record.fallback,
-        s.POLICY_VERSION: record.policy_version,
-        s.POLICY_DIGEST: record.policy_digest,
-        s.INPUT_DIGEST: record.input_digest,
-        s.OUTPUT_DIGEST: record.output_digest,
-        s.RETRY_CLASS: record.retry_class,
-        s.BACKOFF_MS: record.backoff_ms,
-        s.WAIT_MS: record.wait_ms,
-        s.STEPS: record.steps,
-        s.DURATION_US: record.duration_us,
-        s.TRACK: record.track,
-        s.TEMPLATE_VERSION: record.template_version,
-        s.ENGINE_VERSION: record.engine_version,
-        s.MESSAGE: record.message,
-        s.CLAIMS: list(record.claims),
-        s.CLAIM_UIDS: list(record.claim_uids),
-        s.PREFERENCE: list(record.preference),
-        s.DEVICES: [d.device for d in record.devices],
-        s.BLOCKERS: [f"{b.code}@{b.tier}" for b in record.blockers],
-        s.VERDICTS_EXPORTED: len(selection.kept),
-        s.VERDICTS_DROPPED: selection.dropped,
-        s.WHY_URL: why_url,
-        s.RECORD: record_text(record),
-    }
+    attrs: dict[str, AttributeValue] = {}
     # empty strings and lists say nothing in an explorer; the record attribute keeps them
-    attrs = {k: v for k, v in attrs.items() if v != "" and v != []}
+    for (key, _), value in zip(ROOT_FIELDS, root_field_values(record), strict=True):
+        if value != "" and value != []:
+            attrs[key] = list(value) if isinstance(value, list) else value
+    for key, value in root_extras(record, selection, why_url):
+        if value != "" and value != []:
+            attrs[key] = value
     if redacted_paths:
         attrs[s.REDACTED] = list(redacted_paths)
     for key in sorted(labels):
         attrs[s.K8S_POD_LABEL_PREFIX + key] = labels[key]
     return attrs
+
+
+def root_extras(
+    record: DecisionRecord, selection: VerdictSelection, why_url: str
+) -> tuple[tuple[str, AttributeValue], ...]:
+    """The root attributes after ``ROOT_FIELDS``: derived values, then the record itself."""
+    return (
+        (s.DEVICES, [d.device for d in record.devices]),
+        (s.BLOCKERS, [f"{b.code}@{b.tier}" for b in record.blockers]),
+        (s.VERDICTS_EXPORTED, len(selection.kept)),
+        (s.VERDICTS_DROPPED, selection.dropped),
+        (s.WHY_URL, why_url),
+        (s.RECORD, record_text(record)),
+    )
+
+
+class RootAttributes(Mapping[str, AttributeValue]):
+    """The root span's attributes as a mapping built on first read (the SDK route reads it);
+    the direct encoder writes the same attributes from these inputs without building it."""
+
+    __slots__ = ("record", "labels", "paths", "selection", "why_url", "_built")
+
+    def __init__(self, record: DecisionRecord, labels: Mapping[str, str], paths: Sequence[str],
+                 selection: VerdictSelection, why_url: str) -> None:
+        self.record, self.labels, self.paths, self.selection, self.why_url = record, labels, paths, selection, why_url
+        self._built: dict[str, AttributeValue] | None = None
+
+    def _dict(self) -> dict[str, AttributeValue]:
+        if self._built is None:
+            self._built = root_attributes(self.record, self.labels, self.paths, self.selection, self.why_url)
+        return self._built
+
+    def __getitem__(self, key: str) -> AttributeValue:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
 
 
 def tier_attributes(
@@ -210,6 +256,13 @@ def select_verdicts(
     per tier position, never silently lost.
     """
     candidates: list[Verdict] = []
+    if not extra:  # the usual case: the record's exemplars only, nothing to deduplicate
+        for position, tier in enumerate(record.tiers):
+            for ex in tier.exemplars:
+                candidates.append(Verdict(position, tier.index, ex.device, ex.node, ex.reason, "exemplar", dict(ex.detail)))
+        if len(candidates) <= limit:
+            return VerdictSelection(candidates, {})
+        candidates = []
     seen: set[tuple[int | None, str]] = set()
     for position, tier in enumerate(record.tiers):
         for ex in tier.exemplars:

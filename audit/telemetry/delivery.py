@@ -18,7 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from audit.telemetry.errors import TelemetryConfigError
@@ -99,6 +101,14 @@ def parse_headers(name: str, raw: str) -> dict[str, str]:
             raise TelemetryConfigError(f"{name}: {part.strip()!r} is not key=value")
         headers[unquote(key.strip())] = unquote(value.strip())
     return headers
+
+
+# the response message of each signal and its partial-success count of refused items
+_RESPONSES: dict[str, tuple[type[Message], str]] = {
+    "traces": (ExportTraceServiceResponse, "rejected_spans"),
+    "logs": (ExportLogsServiceResponse, "rejected_log_records"),
+    "metrics": (ExportMetricsServiceResponse, "rejected_data_points"),
+}
 
 
 class HttpSignal:
@@ -187,13 +197,14 @@ class HttpSignal:
         """OTLP's partial success: the endpoint kept the request but refused some items."""
         if not answer:
             return
-        response = ExportTraceServiceResponse() if self.signal == "traces" else ExportLogsServiceResponse()
+        response, field = _RESPONSES[self.signal]
+        message = response()
         try:
-            response.ParseFromString(answer)
-        except Exception:  # an answer that is not OTLP protobuf (a JSON body, say) says nothing more
+            message.ParseFromString(answer)
+        except DecodeError:  # an answer that is not OTLP protobuf (a JSON body, say) says nothing more
             return
-        partial = response.partial_success
-        rejected = partial.rejected_spans if self.signal == "traces" else partial.rejected_log_records  # type: ignore[union-attr]
+        partial = message.partial_success  # type: ignore[attr-defined]
+        rejected = getattr(partial, field)
         if rejected:
             self.report.items_failed += rejected
             self.report.note(f"{self.url} refused {rejected} items: {partial.error_message}")

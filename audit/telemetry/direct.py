@@ -1,14 +1,19 @@
 """ClaimTrail's decision exporter: OTLP protobuf encoded from each record, batched, sent over HTTP.
 
-``DecisionExporter.export()`` lays the decision's trace out (``audit.telemetry.shape``), writes
-its spans and verdict log records as OTLP protobuf (``audit.telemetry.otlpwire``) on the caller's
-thread and appends them to the current batch; a sender thread wraps full batches in an export
-request and POSTs them (``audit.telemetry.delivery``). Batches follow the SDK's variables:
-``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` / ``OTEL_BLRP_MAX_EXPORT_BATCH_SIZE`` items per request
-(default 512), ``OTEL_BSP_SCHEDULE_DELAY`` / ``OTEL_BLRP_SCHEDULE_DELAY`` ms at most between
-sends (default 5,000) and ``OTEL_BSP_MAX_QUEUE_SIZE`` items waiting (default 32,768); a full
-queue blocks the caller instead of dropping decisions. Decision metrics still go through the
-OpenTelemetry SDK (a periodic reader, counted by ``CountingMetricExporter``).
+``DecisionExporter.export()`` checks the record's time and keeps the decision; every
+``ENCODE_BATCH`` decisions (and at flush) it lays each one's trace out (``audit.telemetry.shape``),
+writes its spans and verdict log records as OTLP protobuf (``audit.telemetry.otlpwire``) and counts
+it in the decision metrics (``audit.telemetry.metric_points``), one tight loop per batch rather than
+a little work between every two engine steps. A sender thread wraps full batches in export
+requests and POSTs them (``audit.telemetry.delivery``). Batches follow the SDK's variables:
+``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` / ``OTEL_BLRP_MAX_EXPORT_BATCH_SIZE`` items per request (default
+512), ``OTEL_BSP_SCHEDULE_DELAY`` / ``OTEL_BLRP_SCHEDULE_DELAY`` ms at most between sends (default
+5,000), ``OTEL_BSP_MAX_QUEUE_SIZE`` items waiting (default 32,768; a full queue blocks the caller
+instead of dropping decisions) and ``OTEL_METRIC_EXPORT_INTERVAL`` (default 60,000 ms).
+
+A decision is encoded after ``export()`` returns, so a record must not change once exported (the
+engine's records are sealed by their digest before anyone sees them). A decision that cannot be
+encoded is counted with its error in the report, never sent half-built.
 
 ``flush()`` and ``close()`` return an ``ExportReport``: per signal, what was sent, delivered and
 refused, with the first errors, so a caller can tell an export that reached nobody.
@@ -19,35 +24,35 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import (
-    MetricExporter,
-    MetricExportResult,
-    MetricsData,
-    PeriodicExportingMetricReader,
-)
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 
 from audit.allocator.outcome import TierEvidence
 from audit.records import DecisionRecord
 from audit.telemetry import otlpwire
-from audit.telemetry.decision_metrics import DecisionMetrics
 from audit.telemetry.delivery import HttpSignal, SignalReport
 from audit.telemetry.errors import TelemetryConfigError, TelemetryError
+from audit.telemetry.metric_points import DecisionCounts
 from audit.telemetry.pipeline import (
     DEFAULT_QUEUE_ITEMS,
     DEFAULT_SERVICE_NAME,
+    SIGNALS,
     TelemetrySettings,
     protocol_for,
 )
 from audit.telemetry.shape import AttemptLinks, decision_shape
+from audit.telemetry.timefmt import parsed_time
 
 DEFAULT_BATCH_ITEMS = 512
 DEFAULT_DELAY_MS = 5000
+DEFAULT_METRIC_INTERVAL_MS = 60_000
+ENCODE_BATCH = 512
+
+Decision = tuple[DecisionRecord, Sequence[TierEvidence], Mapping[str, str] | None]
 
 
 def _int_env(environ: Mapping[str, str], name: str, default: int) -> int:
@@ -63,41 +68,11 @@ def _int_env(environ: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
-class CountingMetricExporter(MetricExporter):
-    """Wraps the SDK's OTLP metric exporter and records in a ``SignalReport`` whether each
-    export was accepted (the SDK itself only logs a failure)."""
-
-    def __init__(self, inner: MetricExporter, report: SignalReport, endpoint: str) -> None:
-        super().__init__(preferred_temporality=inner._preferred_temporality,
-                         preferred_aggregation=inner._preferred_aggregation)
-        self._inner = inner
-        self._report = report
-        self._endpoint = endpoint
-        self._lock = threading.Lock()
-
-    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
-        points = sum(len(m.data.data_points) for rm in metrics_data.resource_metrics
-                     for sm in rm.scope_metrics for m in sm.metrics)
-        result = self._inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
-        with self._lock:
-            self._report.requests += 1
-            self._report.items += points
-            if result is not MetricExportResult.SUCCESS:
-                self._report.failed(points, f"refused or unreachable: {self._endpoint}")
-        return result
-
-    def force_flush(self, timeout_millis: float = 10_000) -> bool:
-        return self._inner.force_flush(timeout_millis)
-
-    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        self._inner.shutdown(timeout_millis=timeout_millis, **kwargs)
-
-
 @dataclass(frozen=True)
 class ExportReport:
     """What an export achieved. ``decisions_delivered`` counts decisions whose spans (or, with
-    traces off, whose verdict logs) an endpoint accepted; ``errors`` are decisions that could not
-    be encoded at all."""
+    traces off, whose verdict logs) an endpoint accepted; ``errors`` name decisions that could
+    not be encoded at all."""
 
     decisions: int
     decisions_delivered: int
@@ -115,7 +90,7 @@ class ExportReport:
             f"decisions: {self.decisions_delivered:,} of {self.decisions:,} delivered",
             self.traces.line("spans"),
             self.logs.line("verdict log records"),
-            self.metrics.line("metric points"),
+            self.metrics.line("metric requests"),
         ]
 
 
@@ -127,7 +102,7 @@ class _Batch:
 
 
 class DecisionExporter:
-    """Exports decisions as OTLP traces (and verdict logs) over HTTP, from the caller's process."""
+    """Exports decisions as OTLP traces, verdict logs and metrics over HTTP, from the caller's process."""
 
     def __init__(self, environ: Mapping[str, str] | None = None, *, api_url: str = "",
                  resource: Resource | None = None) -> None:
@@ -135,47 +110,33 @@ class DecisionExporter:
         if api_url and not env.get("CLAIMTRAIL_API"):
             env["CLAIMTRAIL_API"] = api_url
         self.settings = TelemetrySettings.from_env(env)
-        for signal, on in (("traces", self.settings.traces), ("logs", self.settings.logs)):
-            if on and protocol_for(signal, env) != "http/protobuf":
+        enabled = {"traces": self.settings.traces, "logs": self.settings.logs, "metrics": self.settings.metrics}
+        for signal in SIGNALS:
+            if enabled[signal] and protocol_for(signal, env) != "http/protobuf":
                 raise TelemetryConfigError(
-                    f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL: ClaimTrail sends {signal} over 'http/protobuf' only")
+                    f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL: ClaimTrail exports over 'http/protobuf' only")
         self._options = self.settings.shape_options()
         self._links = AttemptLinks()
-        resource = resource or _resource(env)
-        self._envelope = otlpwire.Envelope(resource.attributes, schema_url=resource.schema_url)
-        self._traces = HttpSignal("traces", env) if self.settings.traces else None
-        self._logs = HttpSignal("logs", env) if self.settings.logs else None
-        self._span_batch = _Batch(_int_env(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", DEFAULT_BATCH_ITEMS))
-        self._log_batch = _Batch(_int_env(env, "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", DEFAULT_BATCH_ITEMS))
-        delay_ms = min(_int_env(env, "OTEL_BSP_SCHEDULE_DELAY", DEFAULT_DELAY_MS),
-                       _int_env(env, "OTEL_BLRP_SCHEDULE_DELAY", DEFAULT_DELAY_MS))
+        self.resource = resource or _resource(env)
+        self._envelope = otlpwire.Envelope(self.resource.attributes, schema_url=self.resource.schema_url)
+        self._signals = {signal: HttpSignal(signal, env) for signal in SIGNALS if enabled[signal]}
+        self._batches = {"traces": _Batch(_int_env(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", DEFAULT_BATCH_ITEMS)),
+                         "logs": _Batch(_int_env(env, "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", DEFAULT_BATCH_ITEMS))}
+        self._delay_s = min(_int_env(env, "OTEL_BSP_SCHEDULE_DELAY", DEFAULT_DELAY_MS),
+                            _int_env(env, "OTEL_BLRP_SCHEDULE_DELAY", DEFAULT_DELAY_MS)) / 1000
+        self._metric_interval_s = _int_env(env, "OTEL_METRIC_EXPORT_INTERVAL", DEFAULT_METRIC_INTERVAL_MS) / 1000
         queued = _int_env(env, "OTEL_BSP_MAX_QUEUE_SIZE", DEFAULT_QUEUE_ITEMS)
-        self._metrics_report = SignalReport("metrics", enabled=self.settings.metrics)
-        self._meter_provider: MeterProvider | None = None
-        self.metrics: DecisionMetrics | None = None
-        if self.settings.metrics:
-            if protocol_for("metrics", env) == "grpc":
-                from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as Grpc
-
-                inner: MetricExporter = Grpc()
-            else:
-                from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as Http
-
-                inner = Http()
-            from audit.telemetry.delivery import endpoint_url
-
-            counted = CountingMetricExporter(inner, self._metrics_report, endpoint_url("metrics", env))
-            self._meter_provider = MeterProvider(resource=resource,
-                                                 metric_readers=[PeriodicExportingMetricReader(counted)])
-            self.metrics = DecisionMetrics(self._meter_provider)
+        self.metrics = DecisionCounts() if self.settings.metrics else None
+        self._metrics_start = time.time_ns()
+        self._metrics_sent_at = time.monotonic()
+        self._pending: list[Decision] = []
         self._lock = threading.Lock()
         self._queue: queue.Queue[tuple[str, Any, int, int] | None] = queue.Queue(
-            maxsize=max(2, queued // self._span_batch.limit))
+            maxsize=max(2, queued // self._batches["traces"].limit))
         self._decisions = 0
         self._delivered = 0
         self._errors: list[str] = []
         self._closed = False
-        self._delay_s = delay_ms / 1000
         self._sender = threading.Thread(target=self._send_loop, name="claimtrail-otlp-sender", daemon=True)
         self._sender.start()
 
@@ -183,45 +144,35 @@ class DecisionExporter:
 
     def export(self, record: DecisionRecord, verdicts: Sequence[TierEvidence] = (),
                labels: Mapping[str, str] | None = None) -> None:
+        """Queue one decision; raises ``TelemetryError`` naming it when its time cannot be read."""
         if self._closed:
             raise TelemetryError("DecisionExporter: closed")
-        try:
-            shape = decision_shape(record, verdicts, labels, self._options, self._links)
-            spans, logs = otlpwire.decision(shape, self._traces is not None, self._logs is not None)
-        except (TypeError, ValueError, OverflowError) as exc:
-            if isinstance(exc, TelemetryError):
-                raise
-            raise TelemetryError(f"DecisionRecord {record.decision_id}: cannot be encoded for OTLP: {exc}") from None
-        if self.metrics is not None:
-            self.metrics.observe_decision(shape.record)
-        full: list[tuple[str, list[bytes], int]] = []
-        with self._lock:
-            self._decisions += 1
-            for kind, batch, items in (("traces", self._span_batch, spans), ("logs", self._log_batch, logs)):
-                if items:
-                    batch.items += items
-                    batch.decisions += 1
-                    if len(batch.items) >= batch.limit:
-                        full.append(self._cut(kind, batch))
-        for request in full:
-            self._queue.put((request[0], request[1], len(request[1]), request[2]))
+        parsed_time(record)
+        if record.duration_us < 0:
+            raise TelemetryError(f"DecisionRecord {record.decision_id}: duration_us: must be >= 0, got {record.duration_us}")
+        if record.wait_ms < 0:
+            raise TelemetryError(f"DecisionRecord {record.decision_id}: wait_ms: must be >= 0, got {record.wait_ms}")
+        self._pending.append((record, verdicts, labels))
+        if len(self._pending) >= ENCODE_BATCH:
+            self._encode_pending()
 
     def observe_health_transition(self, cluster: str, model: str, healthy: bool) -> None:
         if self.metrics is not None:
-            self.metrics.observe_health_transition(cluster, model, healthy)
+            with self._lock:
+                self.metrics.observe_health_transition(cluster, model, healthy)
 
     def observe_replay(self, cluster: str, matched: bool) -> None:
         if self.metrics is not None:
-            self.metrics.observe_replay(cluster, matched)
+            with self._lock:
+                self.metrics.observe_replay(cluster, matched)
 
     def flush(self, timeout_s: float = 120.0) -> ExportReport:
-        """Send everything exported so far and wait for the answers (metrics included)."""
+        """Send everything exported so far, metrics included, and wait for the answers."""
+        self._encode_pending()
         self._cut_all()
         done = threading.Event()
         self._queue.put(("flush", done, 0, 0))
         done.wait(timeout_s)
-        if self._meter_provider is not None:
-            self._meter_provider.force_flush()
         return self.report()
 
     def close(self) -> ExportReport:
@@ -231,25 +182,18 @@ class DecisionExporter:
         self._closed = True
         self._queue.put(None)
         self._sender.join(timeout=30)
-        if self._meter_provider is not None:
-            self._meter_provider.shutdown()
-            report = self.report()
-        for signal in (self._traces, self._logs):
-            if signal is not None:
-                signal.close()
+        for signal in self._signals.values():
+            signal.close()
         return report
 
     def report(self) -> ExportReport:
         with self._lock:
-            off = SignalReport
-            return ExportReport(
-                self._decisions,
-                self._delivered,
-                _copy(self._traces.report) if self._traces else off("traces", enabled=False),
-                _copy(self._logs.report) if self._logs else off("logs", enabled=False),
-                _copy(self._metrics_report),
-                tuple(self._errors),
-            )
+            def of(signal: str) -> SignalReport:
+                sender = self._signals.get(signal)
+                return _copy(sender.report) if sender else SignalReport(signal, enabled=False)
+
+            return ExportReport(self._decisions, self._delivered, of("traces"), of("logs"), of("metrics"),
+                                tuple(self._errors))
 
     def __enter__(self) -> DecisionExporter:
         return self
@@ -258,6 +202,48 @@ class DecisionExporter:
         if not self._closed:
             self.close()
 
+    def _encode_pending(self) -> None:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        options, links, counts = self._options, self._links, self.metrics
+        want_spans, want_logs = "traces" in self._signals, "logs" in self._signals
+        spans: list[bytes] = []
+        logs: list[bytes] = []
+        span_decisions = log_decisions = 0
+        errors: list[str] = []
+        shapes = []
+        for record, verdicts, labels in pending:
+            try:
+                shape = decision_shape(record, verdicts, labels, options, links)
+                decision_spans, decision_logs = otlpwire.decision(shape, want_spans, want_logs)
+            except (TypeError, ValueError, OverflowError) as exc:
+                errors.append(str(exc) if isinstance(exc, TelemetryError)
+                              else f"DecisionRecord {record.decision_id}: cannot be encoded for OTLP: {exc}")
+                continue
+            if decision_spans:
+                spans += decision_spans
+                span_decisions += 1
+            if decision_logs:
+                logs += decision_logs
+                log_decisions += 1
+            shapes.append(shape.record)
+        full = []
+        with self._lock:
+            self._decisions += len(pending)
+            self._errors += errors
+            if counts is not None:
+                for sent in shapes:
+                    counts.observe_decision(sent)
+            for kind, items, decisions in (("traces", spans, span_decisions), ("logs", logs, log_decisions)):
+                batch = self._batches[kind]
+                batch.items += items
+                batch.decisions += decisions
+                if len(batch.items) >= batch.limit:
+                    full.append(self._cut(kind, batch))
+        for kind, items, decisions in full:
+            self._queue.put((kind, items, len(items), decisions))
+
     def _cut(self, kind: str, batch: _Batch) -> tuple[str, list[bytes], int]:
         items, decisions = batch.items, batch.decisions
         batch.items, batch.decisions = [], 0
@@ -265,8 +251,7 @@ class DecisionExporter:
 
     def _cut_all(self) -> None:
         with self._lock:
-            requests = [self._cut(kind, batch) for kind, batch in (("traces", self._span_batch), ("logs", self._log_batch))
-                        if batch.items]
+            requests = [self._cut(kind, batch) for kind, batch in self._batches.items() if batch.items]
         for kind, items, decisions in requests:
             self._queue.put((kind, items, len(items), decisions))
 
@@ -275,24 +260,38 @@ class DecisionExporter:
     def _send_loop(self) -> None:
         while True:
             try:
-                job = self._queue.get(timeout=self._delay_s)
+                job = self._queue.get(timeout=min(self._delay_s, self._metric_interval_s))
             except queue.Empty:
                 self._cut_all()  # the schedule delay passed: send what has gathered
+                if time.monotonic() - self._metrics_sent_at >= self._metric_interval_s:
+                    self._send_metrics()
                 continue
             if job is None:
                 return
             kind, payload, items, decisions = job
             if kind == "flush":
+                self._send_metrics()
                 payload.set()
                 continue
-            signal = self._traces if kind == "traces" else self._logs
+            signal = self._signals.get(kind)
             if signal is None:
                 continue
             accepted = signal.send(self._envelope.request(payload), items)
             # decisions are counted by their spans, or by their verdict logs when no spans are sent
-            if accepted and (kind == "traces" or self._traces is None):
+            if accepted and (kind == "traces" or "traces" not in self._signals):
                 with self._lock:
                     self._delivered += decisions
+
+    def _send_metrics(self) -> None:
+        signal = self._signals.get("metrics")
+        self._metrics_sent_at = time.monotonic()
+        if signal is None or self.metrics is None:
+            return
+        with self._lock:
+            if not self.metrics.points():
+                return
+            request = self.metrics.request(self.resource.attributes, self._metrics_start, time.time_ns())
+        signal.send(request.SerializeToString(), 1)
 
 
 def _copy(report: SignalReport) -> SignalReport:

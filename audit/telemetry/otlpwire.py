@@ -14,13 +14,14 @@ the real ``opentelemetry-proto`` messages. Field numbers are those of
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from audit.telemetry import schema as s
+from audit.telemetry.attributes import ROOT_FIELDS, RootAttributes, root_extras, root_field_values
 from audit.telemetry.shape import DecisionShape, EventShape, LinkShape, LogShape, SpanShape
 
 _FIXED64 = struct.Struct("<Q").pack
@@ -62,9 +63,10 @@ _UNCACHED = frozenset({
     s.RECORD, s.DECISION_ID, s.K8S_POD_NAME, s.K8S_POD_UID, s.SEQ, s.INPUT_DIGEST, s.OUTPUT_DIGEST,
     s.MESSAGE, s.CLAIMS, s.CLAIM_UIDS, s.WHY_URL, s.WAIT_MS, s.DURATION_US, s.DEVICES,
 })
-_CACHE_LIMIT = 100_000
+_CACHE_LIMIT = 16_384  # values kept per key (a large cluster has thousands of devices)
 _KEYS: dict[str, bytes] = {}
-_PAIRS: dict[tuple[str, type, Any], bytes] = {}
+# per key: value -> (its class, the encoded KeyValue); the class tells True from 1, which are equal
+_VALUES: dict[str, dict[Any, tuple[type, bytes]]] = {}
 
 
 def any_value(value: Any) -> bytes:
@@ -91,27 +93,110 @@ def any_value(value: Any) -> bytes:
     raise TypeError(f"attribute value of type {cls.__name__} cannot be sent over OTLP")
 
 
-def _key_value(key: str, value: Any) -> bytes:
-    """A ``KeyValue`` as length prefix + body, ready to follow any parent's attribute tag."""
+def _key_prefix(key: str) -> bytes:
     prefix = _KEYS.get(key)
     if prefix is None:
         prefix = _KEYS[key] = b"\x0a" + _ld(key.encode())
-    return _ld(prefix + b"\x12" + _ld(any_value(value)))
+    return prefix
+
+
+# per uncached key: its last value and encoding; a decision repeats its id on every span and log
+_LAST: dict[str, tuple[Any, type, bytes]] = {}
+
+
+def _recent(key: str, value: Any) -> bytes:
+    last = _LAST.get(key)
+    if last is not None and last[0] == value and last[1] is value.__class__:
+        return last[2]
+    encoded = _key_value(key, value)
+    _LAST[key] = (value, value.__class__, encoded)
+    return encoded
+
+
+def _key_value(key: str, value: Any) -> bytes:
+    """A ``KeyValue`` as length prefix + body, ready to follow any parent's attribute tag."""
+    if value.__class__ is str:
+        # the common case, inlined: KeyValue{key, value: AnyValue{string_value}}
+        text = value.encode()
+        n = len(text)
+        inner = (_SMALL[n] if n < 16384 else varint(n)) + text
+        n = len(inner) + 1
+        body = _key_prefix(key) + b"\x12" + (_SMALL[n] if n < 16384 else varint(n)) + b"\x0a" + inner
+    else:
+        body = _key_prefix(key) + b"\x12" + _ld(any_value(value))
+    n = len(body)
+    return (_SMALL[n] if n < 16384 else varint(n)) + body
+
+
+def _strings(key: str, values: list[str]) -> bytes:
+    """A ``KeyValue`` holding an array of strings, as length prefix + body."""
+    entries = []
+    for value in values:
+        text = value.encode()
+        n = len(text)
+        inner = b"\x0a" + (_SMALL[n] if n < 16384 else varint(n)) + text  # AnyValue{string_value}
+        entries.append(b"\x0a" + _ld(inner))  # ArrayValue.values
+    return _ld(_key_prefix(key) + b"\x12" + _ld(_ANY_ARRAY + _ld(b"".join(entries))))
+
+
+def root_attributes(tag: bytes, root: RootAttributes) -> bytes:
+    """The root span's attributes written from the record through ``ROOT_FIELDS``, in the order
+    and with the values ``audit.telemetry.attributes.root_attributes`` gives (tested equal)."""
+    parts = []
+    append = parts.append
+    values = _VALUES
+    for (key, _), value in zip(ROOT_FIELDS, root_field_values(root.record), strict=True):
+        cls = value.__class__
+        if cls is list:
+            if value:
+                append(tag + _strings(key, value))
+            continue
+        if value == "":
+            continue
+        if key in _UNCACHED:
+            append(tag + _recent(key, value))
+            continue
+        per_key = values.get(key)
+        if per_key is None:
+            per_key = values[key] = {}
+        hit = per_key.get(value)
+        if hit is None or hit[0] is not cls:
+            if len(per_key) >= _CACHE_LIMIT:
+                per_key.clear()
+            hit = per_key[value] = (cls, _key_value(key, value))
+        append(tag + hit[1])
+    extras = dict(root_extras(root.record, root.selection, root.why_url))
+    if root.paths:
+        extras[s.REDACTED] = list(root.paths)
+    for label in sorted(root.labels):
+        extras[s.K8S_POD_LABEL_PREFIX + label] = root.labels[label]
+    append(attributes(tag, {k: v for k, v in extras.items() if v != "" and v != []}))
+    return b"".join(parts)
 
 
 def attributes(tag: bytes, attrs: Mapping[str, Any]) -> bytes:
+    if attrs.__class__ is RootAttributes:
+        return root_attributes(tag, attrs)  # type: ignore[arg-type]
     parts = []
-    pairs = _PAIRS
+    append = parts.append
+    values = _VALUES
     for key, value in attrs.items():
-        if key in _UNCACHED or value.__class__ is list:
-            parts.append(tag + _key_value(key, value))
+        cls = value.__class__
+        if cls is list:
+            append(tag + (_strings(key, value) if all(v.__class__ is str for v in value) else _key_value(key, value)))
             continue
-        cached = pairs.get((key, value.__class__, value))
-        if cached is None:
-            if len(pairs) >= _CACHE_LIMIT:
-                pairs.clear()
-            cached = pairs[(key, value.__class__, value)] = _key_value(key, value)
-        parts.append(tag + cached)
+        if key in _UNCACHED:
+            append(tag + _recent(key, value))
+            continue
+        per_key = values.get(key)
+        if per_key is None:
+            per_key = values[key] = {}
+        hit = per_key.get(value)
+        if hit is None or hit[0] is not cls:
+            if len(per_key) >= _CACHE_LIMIT:
+                per_key.clear()
+            hit = per_key[value] = (cls, _key_value(key, value))
+        append(tag + hit[1])
     return b"".join(parts)
 
 
@@ -187,7 +272,10 @@ class Envelope:
         self._scope = b"\x0a" + _ld(InstrumentationScope(name=scope_name).SerializeToString())
         self._schema_url = b"\x1a" + _ld(schema_url.encode()) if schema_url else b""
 
-    def request(self, items: Iterable[bytes]) -> bytes:
-        scoped = self._scope + b"".join(items)
-        resource_level = self._resource + b"\x12" + _ld(scoped) + self._schema_url
-        return b"\x0a" + _ld(resource_level)
+    def request(self, items: Sequence[bytes]) -> bytes:
+        # the lengths are summed first so the request is written in one copy (it runs to megabytes)
+        scoped = len(self._scope) + sum(map(len, items))
+        scoped_len = varint(scoped)
+        outer = len(self._resource) + 1 + len(scoped_len) + scoped + len(self._schema_url)
+        head = b"\x0a" + varint(outer) + self._resource + b"\x12" + scoped_len + self._scope
+        return b"".join([head, *items, self._schema_url])

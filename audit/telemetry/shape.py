@@ -24,8 +24,8 @@ from audit.telemetry import schema as s
 from audit.telemetry.attributes import (
     DEFAULT_MAX_VERDICTS,
     AttributeValue,
+    RootAttributes,
     Verdict,
-    root_attributes,
     select_verdicts,
     tier_attributes,
     tier_results,
@@ -76,7 +76,7 @@ class SpanShape:
     parent_id: int  # 0: the root
     start: int
     end: int
-    attributes: dict[str, AttributeValue]
+    attributes: Mapping[str, AttributeValue]
     status_code: int = STATUS_UNSET
     status_message: str = ""
     events: list[EventShape] = field(default_factory=list)
@@ -133,8 +133,16 @@ class AttemptLinks:
 def why_url(api_url: str, record: DecisionRecord) -> str:
     if not api_url:
         return ""
-    url = f"{api_url.rstrip('/')}/v1/decisions/{quote(record.decision_id, safe='')}/why"
-    return f"{url}?model={quote(record.preferred_model, safe='')}" if record.preferred_model else url
+    url = f"{api_url.rstrip('/')}/v1/decisions/{_quoted(record.decision_id)}/why"
+    return f"{url}?model={_quoted(record.preferred_model)}" if record.preferred_model else url
+
+
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+
+
+def _quoted(text: str) -> str:
+    # decision ids and model names are nearly always URL-safe already; quote() costs a microsecond
+    return text if _PLAIN.issuperset(text) else quote(text, safe="")
 
 
 def decision_shape(
@@ -152,7 +160,8 @@ def decision_shape(
     redacted = redact(record, labels or {}, options.redaction)
     sent = redacted.record
     selection = select_verdicts(sent, verdicts, options.max_verdicts)
-    kept = [_scrub_verdict(v, redacted.scrubber) for v in selection.kept]
+    scrubber = redacted.scrubber
+    kept = [_scrub_verdict(v, scrubber) for v in selection.kept] if scrubber.secret else selection.kept
     salt = options.id_salt
     trace_id = trace_id_for(record.decision_id, salt)
     root_id = root_span_id_for(record.decision_id, salt)
@@ -186,7 +195,7 @@ def decision_shape(
         wait_attrs: dict[str, AttributeValue] = {s.DECISION_ID: sent.decision_id, s.WAIT_MS: sent.wait_ms}
         spans.append(SpanShape(s.WAIT_SPAN, wait_span_id_for(record.decision_id, salt), root_id, root_start, t, wait_attrs))
 
-    root_attrs = root_attributes(sent, redacted.labels, redacted.paths, selection, why_url(options.api_url, sent))
+    root_attrs = RootAttributes(sent, redacted.labels, redacted.paths, selection, why_url(options.api_url, sent))
     root = SpanShape(s.ROOT_SPAN, root_id, 0, root_start, max(decided, t), root_attrs)
     if sent.outcome == Outcome.ERROR.value:
         root.status_code, root.status_message = STATUS_ERROR, sent.message or "allocation error"
