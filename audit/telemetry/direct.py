@@ -217,7 +217,7 @@ class DecisionExporter:
             try:
                 shape = decision_shape(record, verdicts, labels, options, links)
                 decision_spans, decision_logs = otlpwire.decision(shape, want_spans, want_logs)
-            except (TypeError, ValueError, OverflowError) as exc:
+            except (TypeError, ValueError, OverflowError, AttributeError) as exc:
                 errors.append(str(exc) if isinstance(exc, TelemetryError)
                               else f"DecisionRecord {record.decision_id}: cannot be encoded for OTLP: {exc}")
                 continue

@@ -165,12 +165,12 @@ def root_attributes(tag: bytes, root: RootAttributes) -> bytes:
                 per_key.clear()
             hit = per_key[value] = (cls, _key_value(key, value))
         append(tag + hit[1])
-    extras = dict(root_extras(root.record, root.selection, root.why_url))
+    extras = {k: v for k, v in root_extras(root.record, root.selection, root.why_url) if v != "" and v != []}
     if root.paths:
         extras[s.REDACTED] = list(root.paths)
     for label in sorted(root.labels):
         extras[s.K8S_POD_LABEL_PREFIX + label] = root.labels[label]
-    append(attributes(tag, {k: v for k, v in extras.items() if v != "" and v != []}))
+    append(attributes(tag, extras))
     return b"".join(parts)
 
 

@@ -62,7 +62,7 @@ def records_from_traces(request: ExportTraceServiceRequest) -> DecodeResult:
                 attrs = attributes(span.attributes)
                 if span.name == s.ROOT_SPAN and _is_claimtrail(attrs):
                     _take(result, "span", f"span {span.name!r}", attrs, span.SerializeToString)
-                elif span.name == s.TIER_SPAN and s.DECISION_ID in attrs:
+                elif s.DECISION_ID in attrs and (span.name.startswith(s.TIER_SPAN) or span.name == s.WAIT_SPAN):
                     result.parts += 1
                 else:
                     result.ignored += 1
