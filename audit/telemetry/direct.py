@@ -21,6 +21,7 @@ refused, with the first errors, so a caller can tell an export that reached nobo
 
 from __future__ import annotations
 
+import bisect
 import os
 import queue
 import threading
@@ -95,10 +96,24 @@ class ExportReport:
 
 
 class _Batch:
+    """Encoded items of one signal waiting to be sent, and where each decision's items end (a
+    decision counts as delivered with the request that holds its last item: a trace's root)."""
+
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.items: list[bytes] = []
-        self.decisions = 0
+        self.ends: list[int] = []
+
+    def add(self, items: list[bytes]) -> None:
+        self.items += items
+        self.ends.append(len(self.items))
+
+    def take(self, count: int) -> tuple[list[bytes], int]:
+        """The first ``count`` items and the number of decisions they complete."""
+        items, self.items = self.items[:count], self.items[count:]
+        done = bisect.bisect_right(self.ends, count)
+        self.ends = [end - count for end in self.ends[done:]]
+        return items, done
 
 
 class DecisionExporter:
@@ -113,8 +128,9 @@ class DecisionExporter:
         enabled = {"traces": self.settings.traces, "logs": self.settings.logs, "metrics": self.settings.metrics}
         for signal in SIGNALS:
             if enabled[signal] and protocol_for(signal, env) != "http/protobuf":
-                raise TelemetryConfigError(
-                    f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL: ClaimTrail exports over 'http/protobuf' only")
+                specific = f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL"
+                name = specific if env.get(specific) else "OTEL_EXPORTER_OTLP_PROTOCOL"
+                raise TelemetryConfigError(f"{name}: ClaimTrail exports over 'http/protobuf' only")
         self._options = self.settings.shape_options()
         self._links = AttemptLinks()
         self.resource = resource or _resource(env)
@@ -208,50 +224,40 @@ class DecisionExporter:
             return
         options, links, counts = self._options, self._links, self.metrics
         want_spans, want_logs = "traces" in self._signals, "logs" in self._signals
-        spans: list[bytes] = []
-        logs: list[bytes] = []
-        span_decisions = log_decisions = 0
+        encoded: list[tuple[list[bytes], list[bytes]]] = []
         errors: list[str] = []
-        shapes = []
+        sent = []
         for record, verdicts, labels in pending:
             try:
                 shape = decision_shape(record, verdicts, labels, options, links)
-                decision_spans, decision_logs = otlpwire.decision(shape, want_spans, want_logs)
+                encoded.append(otlpwire.decision(shape, want_spans, want_logs))
             except (TypeError, ValueError, OverflowError, AttributeError) as exc:
                 errors.append(str(exc) if isinstance(exc, TelemetryError)
                               else f"DecisionRecord {record.decision_id}: cannot be encoded for OTLP: {exc}")
                 continue
-            if decision_spans:
-                spans += decision_spans
-                span_decisions += 1
-            if decision_logs:
-                logs += decision_logs
-                log_decisions += 1
-            shapes.append(shape.record)
-        full = []
+            sent.append(shape.record)
+        requests = []
         with self._lock:
             self._decisions += len(pending)
             self._errors += errors
             if counts is not None:
-                for sent in shapes:
-                    counts.observe_decision(sent)
-            for kind, items, decisions in (("traces", spans, span_decisions), ("logs", logs, log_decisions)):
-                batch = self._batches[kind]
-                batch.items += items
-                batch.decisions += decisions
-                if len(batch.items) >= batch.limit:
-                    full.append(self._cut(kind, batch))
-        for kind, items, decisions in full:
+                for record in sent:
+                    counts.observe_decision(record)
+            spans, logs = self._batches["traces"], self._batches["logs"]
+            for decision_spans, decision_logs in encoded:
+                if decision_spans:
+                    spans.add(decision_spans)
+                if decision_logs:
+                    logs.add(decision_logs)
+            for kind, batch in self._batches.items():
+                while len(batch.items) >= batch.limit:
+                    requests.append((kind, *batch.take(batch.limit)))
+        for kind, items, decisions in requests:
             self._queue.put((kind, items, len(items), decisions))
-
-    def _cut(self, kind: str, batch: _Batch) -> tuple[str, list[bytes], int]:
-        items, decisions = batch.items, batch.decisions
-        batch.items, batch.decisions = [], 0
-        return kind, items, decisions
 
     def _cut_all(self) -> None:
         with self._lock:
-            requests = [self._cut(kind, batch) for kind, batch in self._batches.items() if batch.items]
+            requests = [(kind, *batch.take(len(batch.items))) for kind, batch in self._batches.items() if batch.items]
         for kind, items, decisions in requests:
             self._queue.put((kind, items, len(items), decisions))
 
