@@ -185,7 +185,8 @@ class DecisionExporter:
     def flush(self, timeout_s: float = 120.0) -> ExportReport:
         """Send everything exported so far, metrics included, and wait for the answers."""
         self._encode_pending()
-        self._cut_all()
+        for kind, items, decisions in self._cut_all():
+            self._queue.put((kind, items, len(items), decisions))
         done = threading.Event()
         self._queue.put(("flush", done, 0, 0))
         done.wait(timeout_s)
@@ -255,11 +256,10 @@ class DecisionExporter:
         for kind, items, decisions in requests:
             self._queue.put((kind, items, len(items), decisions))
 
-    def _cut_all(self) -> None:
+    def _cut_all(self) -> list[tuple[str, list[bytes], int]]:
+        """Every partial batch as a request: (signal, items, decisions completed)."""
         with self._lock:
-            requests = [(kind, *batch.take(len(batch.items))) for kind, batch in self._batches.items() if batch.items]
-        for kind, items, decisions in requests:
-            self._queue.put((kind, items, len(items), decisions))
+            return [(kind, *batch.take(len(batch.items))) for kind, batch in self._batches.items() if batch.items]
 
     # ---- the sender thread ------------------------------------------------------------------------
 
@@ -268,25 +268,32 @@ class DecisionExporter:
             try:
                 job = self._queue.get(timeout=min(self._delay_s, self._metric_interval_s))
             except queue.Empty:
-                self._cut_all()  # the schedule delay passed: send what has gathered
-                if time.monotonic() - self._metrics_sent_at >= self._metric_interval_s:
-                    self._send_metrics()
-                continue
+                # the schedule delay passed: send what has gathered, here (putting it on the queue
+                # from this thread could wait forever on a full queue)
+                for kind, items, decisions in self._cut_all():
+                    self._send(kind, items, decisions)
+                job = ("idle", None, 0, 0)
             if job is None:
                 return
-            kind, payload, items, decisions = job
+            kind, payload, _, decisions = job
             if kind == "flush":
                 self._send_metrics()
                 payload.set()
                 continue
-            signal = self._signals.get(kind)
-            if signal is None:
-                continue
-            accepted = signal.send(self._envelope.request(payload), items)
-            # decisions are counted by their spans, or by their verdict logs when no spans are sent
-            if accepted and (kind == "traces" or "traces" not in self._signals):
-                with self._lock:
-                    self._delivered += decisions
+            if kind != "idle":
+                self._send(kind, payload, decisions)
+            if time.monotonic() - self._metrics_sent_at >= self._metric_interval_s:
+                self._send_metrics()
+
+    def _send(self, kind: str, items: list[bytes], decisions: int) -> None:
+        signal = self._signals.get(kind)
+        if signal is None:
+            return
+        accepted = signal.send(self._envelope.request(items), len(items))
+        # decisions are counted by their spans, or by their verdict logs when no spans are sent
+        if accepted and (kind == "traces" or "traces" not in self._signals):
+            with self._lock:
+                self._delivered += decisions
 
     def _send_metrics(self) -> None:
         signal = self._signals.get("metrics")
