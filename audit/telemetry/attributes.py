@@ -122,6 +122,51 @@ def root_extras(
     )
 
 
+class _Lazy(Mapping[str, AttributeValue]):
+    """Attributes built as a dict on first read (the SDK route reads them); the direct encoder
+    writes the same attributes from the inputs kept here without building the dict."""
+
+    __slots__ = ("_built",)
+
+    def _build(self) -> dict[str, AttributeValue]:
+        raise NotImplementedError
+
+    def _dict(self) -> dict[str, AttributeValue]:
+        built: dict[str, AttributeValue] | None = getattr(self, "_built", None)
+        if built is None:
+            built = self._built = self._build()
+        return built
+
+    def __getitem__(self, key: str) -> AttributeValue:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+
+class TierAttributes(_Lazy):
+    __slots__ = ("record", "tier", "dropped", "result")
+
+    def __init__(self, record: DecisionRecord, tier: TierSummary, dropped: int, result: str) -> None:
+        self.record, self.tier, self.dropped, self.result = record, tier, dropped, result
+
+    def _build(self) -> dict[str, AttributeValue]:
+        return tier_attributes(self.record, self.tier, self.dropped, self.result)
+
+
+class VerdictAttributes(_Lazy):
+    __slots__ = ("decision_id", "verdict")
+
+    def __init__(self, decision_id: str, verdict: Verdict) -> None:
+        self.decision_id, self.verdict = decision_id, verdict
+
+    def _build(self) -> dict[str, AttributeValue]:
+        return verdict_attributes(self.decision_id, self.verdict)
+
+
 class RootAttributes(Mapping[str, AttributeValue]):
     """The root span's attributes as a mapping built on first read (the SDK route reads it);
     the direct encoder writes the same attributes from these inputs without building it."""

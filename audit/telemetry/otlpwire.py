@@ -21,7 +21,14 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, Instr
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from audit.telemetry import schema as s
-from audit.telemetry.attributes import ROOT_FIELDS, RootAttributes, root_extras, root_field_values
+from audit.telemetry.attributes import (
+    ROOT_FIELDS,
+    RootAttributes,
+    TierAttributes,
+    VerdictAttributes,
+    root_extras,
+    root_field_values,
+)
 from audit.telemetry.shape import DecisionShape, EventShape, LinkShape, LogShape, SpanShape
 
 _FIXED64 = struct.Struct("<Q").pack
@@ -174,8 +181,73 @@ def root_attributes(tag: bytes, root: RootAttributes) -> bytes:
     return b"".join(parts)
 
 
+def _cached(key: str, value: Any) -> bytes:
+    """A ``KeyValue`` of a value that repeats across decisions, from the per-key cache."""
+    per_key = _VALUES.get(key)
+    if per_key is None:
+        per_key = _VALUES[key] = {}
+    hit = per_key.get(value)
+    if hit is None or hit[0] is not value.__class__:
+        if len(per_key) >= _CACHE_LIMIT:
+            per_key.clear()
+        hit = per_key[value] = (value.__class__, _key_value(key, value))
+    return hit[1]
+
+
+_REASON_KEYS: dict[str, str] = {}
+
+
+def tier_attributes(tag: bytes, attrs: TierAttributes) -> bytes:
+    """A tier span's attributes in the order ``audit.telemetry.attributes.tier_attributes`` gives."""
+    tier = attrs.tier
+    parts = [
+        tag + _recent(s.DECISION_ID, attrs.record.decision_id),
+        tag + _cached(s.TIER_INDEX, tier.index),
+        tag + _cached(s.TIER_REQUEST, tier.request),
+        tag + _cached(s.TIER_MODEL, tier.model),
+        tag + _cached(s.TIER_CONSIDERED, tier.considered),
+        tag + _cached(s.TIER_NODES_EVALUATED, tier.nodes_evaluated),
+        tag + _cached(s.TIER_VERDICTS_DROPPED, attrs.dropped),
+    ]
+    if attrs.result:
+        parts.append(tag + _cached(s.TIER_RESULT, attrs.result))
+    reasons = tier.reasons
+    for code in sorted(reasons):
+        key = _REASON_KEYS.get(code)
+        if key is None:
+            key = _REASON_KEYS[code] = s.TIER_REASON_PREFIX + code
+        parts.append(tag + _cached(key, reasons[code]))
+    if any(b.tier == tier.index for b in attrs.record.blockers):
+        # blockers are rare: take them from the full mapping, after the fields above
+        built = dict(attrs)
+        parts.append(attributes(tag, {k: built[k] for k in list(built)[len(parts):]}))
+    return b"".join(parts)
+
+
+def verdict_attributes(tag: bytes, attrs: VerdictAttributes) -> bytes:
+    """A verdict's attributes in the order ``audit.telemetry.attributes.verdict_attributes`` gives."""
+    verdict = attrs.verdict
+    parts = [
+        tag + _recent(s.DECISION_ID, attrs.decision_id),
+        tag + _cached(s.TIER_INDEX, verdict.tier_index),
+        tag + _cached(s.VERDICT_DEVICE, verdict.device),
+        tag + _cached(s.VERDICT_NODE, verdict.node),
+        tag + _cached(s.VERDICT_REASON, verdict.reason),
+        tag + _cached(s.VERDICT_SOURCE, verdict.source),
+    ]
+    detail = verdict.detail
+    if detail:
+        parts.append(attributes(tag, {s.VERDICT_DETAIL_PREFIX + k: detail[k] for k in sorted(detail)}))
+    return b"".join(parts)
+
+
 def attributes(tag: bytes, attrs: Mapping[str, Any]) -> bytes:
-    if attrs.__class__ is RootAttributes:
+    cls = attrs.__class__
+    if cls is TierAttributes:
+        return tier_attributes(tag, attrs)  # type: ignore[arg-type]
+    if cls is VerdictAttributes:
+        return verdict_attributes(tag, attrs)  # type: ignore[arg-type]
+    if cls is RootAttributes:
         return root_attributes(tag, attrs)  # type: ignore[arg-type]
     parts = []
     append = parts.append

@@ -25,12 +25,12 @@ from audit.telemetry.attributes import (
     DEFAULT_MAX_VERDICTS,
     AttributeValue,
     RootAttributes,
+    TierAttributes,
     Verdict,
+    VerdictAttributes,
     select_verdicts,
-    tier_attributes,
     tier_results,
     tier_status_message,
-    verdict_attributes,
     verdict_body,
 )
 from audit.telemetry.errors import TelemetryError
@@ -55,21 +55,21 @@ class ShapeOptions:
     api_url: str = ""  # base URL of the audit API, for claimtrail.why_url
 
 
-@dataclass
+@dataclass(slots=True)
 class EventShape:
     name: str
     time: int
     attributes: dict[str, AttributeValue]
 
 
-@dataclass
+@dataclass(slots=True)
 class LinkShape:
     trace_id: int
     span_id: int
     attributes: dict[str, AttributeValue]
 
 
-@dataclass
+@dataclass(slots=True)
 class SpanShape:
     name: str
     span_id: int
@@ -83,7 +83,7 @@ class SpanShape:
     links: list[LinkShape] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class LogShape:
     span_id: int
     time: int
@@ -175,6 +175,7 @@ def decision_shape(
         slot = NOMINAL_TIER_US * 1000
         decided = t + tried * slot
 
+    dropped = selection.dropped_by_position
     spans: list[SpanShape] = []
     tier_ids: dict[int, int] = {}
     tier_starts: dict[int, int] = {}
@@ -182,7 +183,7 @@ def decision_shape(
         span_id = tier_span_id_for(record.decision_id, position, salt)
         start = t + position * slot  # preference order: explorers sort siblings by start
         end = start + slot if result != s.TIER_NOT_TRIED else start
-        attrs = tier_attributes(sent, tier, selection.dropped_by_position.get(position, 0), result)
+        attrs = TierAttributes(sent, tier, selection.dropped_by_position.get(position, 0) if dropped else 0, result)
         span = SpanShape(f"{s.TIER_SPAN} {tier.model or tier.request or tier.index}", span_id, root_id, start, end, attrs)
         if result == s.TIER_EXHAUSTED:
             span.status_code, span.status_message = STATUS_ERROR, tier_status_message(sent, tier)
@@ -211,7 +212,7 @@ def decision_shape(
         position = verdict.position
         span_id = tier_ids[position] if position is not None and position in tier_ids else root_id
         at = tier_starts[position] if position is not None and position in tier_starts else t
-        attrs = verdict_attributes(sent.decision_id, verdict)
+        attrs = VerdictAttributes(sent.decision_id, verdict)
         if options.verdict_logs:
             logs.append(LogShape(span_id, at, verdict_body(verdict), attrs))
         if options.verdict_events:
