@@ -51,14 +51,11 @@ class VerdictSelection:
 # Root span attributes read straight from record fields, in the order they are sent; the
 # direct encoder (audit.telemetry.otlpwire) walks this same table.
 ROOT_FIELDS: tuple[tuple[str, str], ...] = (
+    # first the fields that take few values across decisions (ROOT_STABLE of them): the direct
+    # encoder keeps their encoding per combination of values
     (s.K8S_CLUSTER, "cluster"),
     (s.K8S_NAMESPACE, "namespace"),
-    (s.K8S_POD_NAME, "pod"),
-    (s.K8S_POD_UID, "pod_uid"),
-    (s.K8S_NODE, "node"),
-    (s.DECISION_ID, "decision_id"),
     (s.SCHEMA_VERSION, "schema_version"),
-    (s.SEQ, "seq"),
     (s.ATTEMPT, "attempt"),
     (s.TENANT, "tenant"),
     (s.OUTCOME, "outcome"),
@@ -68,21 +65,28 @@ ROOT_FIELDS: tuple[tuple[str, str], ...] = (
     (s.FALLBACK, "fallback"),
     (s.POLICY_VERSION, "policy_version"),
     (s.POLICY_DIGEST, "policy_digest"),
-    (s.INPUT_DIGEST, "input_digest"),
-    (s.OUTPUT_DIGEST, "output_digest"),
     (s.RETRY_CLASS, "retry_class"),
     (s.BACKOFF_MS, "backoff_ms"),
-    (s.WAIT_MS, "wait_ms"),
-    (s.STEPS, "steps"),
-    (s.DURATION_US, "duration_us"),
     (s.TRACK, "track"),
     (s.TEMPLATE_VERSION, "template_version"),
     (s.ENGINE_VERSION, "engine_version"),
+    # then the ones that identify the decision
+    (s.K8S_POD_NAME, "pod"),
+    (s.K8S_POD_UID, "pod_uid"),
+    (s.K8S_NODE, "node"),
+    (s.DECISION_ID, "decision_id"),
+    (s.SEQ, "seq"),
+    (s.INPUT_DIGEST, "input_digest"),
+    (s.OUTPUT_DIGEST, "output_digest"),
+    (s.WAIT_MS, "wait_ms"),
+    (s.STEPS, "steps"),
+    (s.DURATION_US, "duration_us"),
     (s.MESSAGE, "message"),
     (s.CLAIMS, "claims"),
     (s.CLAIM_UIDS, "claim_uids"),
     (s.PREFERENCE, "preference"),
 )
+ROOT_STABLE = 17
 root_field_values = operator.attrgetter(*(name for _, name in ROOT_FIELDS))
 
 

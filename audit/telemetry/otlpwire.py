@@ -23,6 +23,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from audit.telemetry import schema as s
 from audit.telemetry.attributes import (
     ROOT_FIELDS,
+    ROOT_STABLE,
     RootAttributes,
     TierAttributes,
     VerdictAttributes,
@@ -146,32 +147,47 @@ def _strings(key: str, values: list[str]) -> bytes:
     return _ld(_key_prefix(key) + b"\x12" + _ld(_ANY_ARRAY + _ld(b"".join(entries))))
 
 
+_STABLE: dict[tuple[Any, ...], bytes] = {}  # the first ROOT_STABLE root attributes, by their values
+_LISTS: dict[tuple[str, tuple[str, ...]], bytes] = {}  # list attributes that repeat (preference)
+
+
 def root_attributes(tag: bytes, root: RootAttributes) -> bytes:
     """The root span's attributes written from the record through ``ROOT_FIELDS``, in the order
     and with the values ``audit.telemetry.attributes.root_attributes`` gives (tested equal)."""
-    parts = []
+    values = root_field_values(root.record)
+    stable_values = values[:ROOT_STABLE]
+    # the class of each value is part of the key: True and 1 are equal but encode differently
+    stable_key = (tag, *stable_values, *map(type, stable_values))
+    stable = _STABLE.get(stable_key)
+    if stable is None:
+        if len(_STABLE) >= _CACHE_LIMIT:
+            _STABLE.clear()
+        stable = _STABLE[stable_key] = b"".join(
+            tag + _key_value(key, value)
+            for (key, _), value in zip(ROOT_FIELDS[:ROOT_STABLE], stable_values, strict=True) if value != "")
+    parts = [stable]
     append = parts.append
-    values = _VALUES
-    for (key, _), value in zip(ROOT_FIELDS, root_field_values(root.record), strict=True):
+    for (key, _), value in zip(ROOT_FIELDS[ROOT_STABLE:], values[ROOT_STABLE:], strict=True):
         cls = value.__class__
         if cls is list:
-            if value:
+            if not value:
+                continue
+            if key in _UNCACHED:
                 append(tag + _strings(key, value))
+                continue
+            list_key = (key, tuple(value))
+            encoded = _LISTS.get(list_key)
+            if encoded is None:
+                if len(_LISTS) >= _CACHE_LIMIT:
+                    _LISTS.clear()
+                encoded = _LISTS[list_key] = _strings(key, value)
+            append(tag + encoded)
+        elif value == "":
             continue
-        if value == "":
-            continue
-        if key in _UNCACHED:
+        elif key in _UNCACHED:
             append(tag + _recent(key, value))
-            continue
-        per_key = values.get(key)
-        if per_key is None:
-            per_key = values[key] = {}
-        hit = per_key.get(value)
-        if hit is None or hit[0] is not cls:
-            if len(per_key) >= _CACHE_LIMIT:
-                per_key.clear()
-            hit = per_key[value] = (cls, _key_value(key, value))
-        append(tag + hit[1])
+        else:
+            append(tag + _cached(key, value))
     extras = {k: v for k, v in root_extras(root.record, root.selection, root.why_url) if v != "" and v != []}
     if root.paths:
         extras[s.REDACTED] = list(root.paths)
