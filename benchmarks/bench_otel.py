@@ -226,7 +226,8 @@ class LoopFigures:
 
 
 def _direct_loop(backend: _Server) -> LoopFigures:
-    """The synthetic loop through ``DecisionExporter``: fixed decisions of 3 spans + 3 verdicts."""
+    """The synthetic loop through ``DecisionExporter``: fixed decisions of 4 spans (root, wait, two
+    tiers) + 3 verdict logs."""
     from audit.telemetry import DecisionExporter
 
     _configure(backend, 64)
@@ -432,7 +433,7 @@ def _engine_rows(backend: _Server) -> list[dict[str, Any]]:
 
 
 def _loop_rows(f: LoopFigures) -> list[dict[str, Any]]:
-    label = "direct OTLP, 3 spans + 3 verdict logs"
+    label = "direct OTLP, 4 spans + 3 verdict logs"
     return [
         {"issue": "#22", "name": f"OTel export, caller thread CPU per decision ({label})",
          "value": round(f.thread_cpu_us, 1), "unit": "µs", "target": "",
