@@ -203,7 +203,7 @@ class HttpSignal:
             message.ParseFromString(answer)
         except DecodeError:  # an answer that is not OTLP protobuf (a JSON body, say) says nothing more
             return
-        partial = message.partial_success  # type: ignore[attr-defined]
+        partial = message.partial_success
         rejected = getattr(partial, field)
         if rejected:
             self.report.items_failed += rejected

@@ -265,7 +265,7 @@ def attributes(tag: bytes, attrs: Mapping[str, Any]) -> bytes:
         return verdict_attributes(tag, attrs)  # type: ignore[arg-type]
     if cls is RootAttributes:
         return root_attributes(tag, attrs)  # type: ignore[arg-type]
-    parts = []
+    parts: list[bytes] = []
     append = parts.append
     values = _VALUES
     for key, value in attrs.items():

@@ -59,7 +59,7 @@ class ShapeOptions:
 class EventShape:
     name: str
     time: int
-    attributes: dict[str, AttributeValue]
+    attributes: Mapping[str, AttributeValue]
 
 
 @dataclass(slots=True)
@@ -88,7 +88,7 @@ class LogShape:
     span_id: int
     time: int
     body: str
-    attributes: dict[str, AttributeValue]
+    attributes: Mapping[str, AttributeValue]
 
 
 @dataclass
@@ -183,7 +183,7 @@ def decision_shape(
         span_id = tier_span_id_for(record.decision_id, position, salt)
         start = t + position * slot  # preference order: explorers sort siblings by start
         end = start + slot if result != s.TIER_NOT_TRIED else start
-        attrs = TierAttributes(sent, tier, selection.dropped_by_position.get(position, 0) if dropped else 0, result)
+        attrs = TierAttributes(sent, tier, dropped.get(position, 0) if dropped else 0, result)
         span = SpanShape(f"{s.TIER_SPAN} {tier.model or tier.request or tier.index}", span_id, root_id, start, end, attrs)
         if result == s.TIER_EXHAUSTED:
             span.status_code, span.status_message = STATUS_ERROR, tier_status_message(sent, tier)
@@ -197,7 +197,7 @@ def decision_shape(
         spans.append(SpanShape(s.WAIT_SPAN, wait_span_id_for(record.decision_id, salt), root_id, root_start, t, wait_attrs))
 
     root_attrs = RootAttributes(sent, redacted.labels, redacted.paths, selection, why_url(options.api_url, sent))
-    root = SpanShape(s.ROOT_SPAN, root_id, 0, root_start, max(decided, t), root_attrs)
+    root = SpanShape(s.ROOT_SPAN, root_id, 0, root_start, decided, root_attrs)
     if sent.outcome == Outcome.ERROR.value:
         root.status_code, root.status_message = STATUS_ERROR, sent.message or "allocation error"
     previous = links.previous(record, trace_id, root_id) if links is not None else None
@@ -209,14 +209,15 @@ def decision_shape(
     by_id = {span.span_id: span for span in spans}
     for verdict in kept:
         # a verdict whose tier has no span (extra evidence only) still belongs to the decision
-        position = verdict.position
-        span_id = tier_ids[position] if position is not None and position in tier_ids else root_id
-        at = tier_starts[position] if position is not None and position in tier_starts else t
-        attrs = VerdictAttributes(sent.decision_id, verdict)
+        where = verdict.position
+        on_tier = where is not None and where in tier_ids
+        verdict_span = tier_ids[where] if on_tier and where is not None else root_id
+        at = tier_starts[where] if on_tier and where is not None else t
+        verdict_attrs = VerdictAttributes(sent.decision_id, verdict)
         if options.verdict_logs:
-            logs.append(LogShape(span_id, at, verdict_body(verdict), attrs))
+            logs.append(LogShape(verdict_span, at, verdict_body(verdict), verdict_attrs))
         if options.verdict_events:
-            (by_id.get(span_id) or root).events.append(EventShape(s.VERDICT_EVENT, at, attrs))
+            (by_id.get(verdict_span) or root).events.append(EventShape(s.VERDICT_EVENT, at, verdict_attrs))
     spans.append(root)
     return DecisionShape(trace_id, root_id, spans, logs, tier_ids, len(kept), selection.dropped, sent)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from opentelemetry.context import Context
 from opentelemetry.sdk._logs import LogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, SpanProcessor
@@ -69,7 +70,7 @@ class DecisionTracer:
                 self._spans.on_end(make.span(span.name, contexts[span.span_id], parent, span.attributes,
                                              span.start, span.end, _status(span), _events(span), _links(span)))
         if self._logs is not None:
-            carriers = {}  # one context per span the verdicts link to
+            carriers: dict[int, Context] = {}  # one context per span the verdicts link to
             for log in shape.logs:
                 carrier = carriers.get(log.span_id)
                 if carrier is None:
