@@ -5,8 +5,11 @@ read ``OTEL_EXPORTER_OTLP_*`` (endpoint, headers, compression, timeout, certific
 ``OTEL_EXPORTER_OTLP_PROTOCOL`` (or the per-signal ``..._TRACES_PROTOCOL`` etc.) picks
 ``http/protobuf`` (default) or ``grpc``, ``OTEL_SERVICE_NAME``/``OTEL_RESOURCE_ATTRIBUTES`` name the
 resource and ``OTEL_BSP_*``/``OTEL_BLRP_*``/``OTEL_METRIC_EXPORT_INTERVAL`` tune batching.
-ClaimTrail's own settings: ``CLAIMTRAIL_OTEL_MAX_VERDICTS`` (verdict log records per decision,
-default 64) and the redaction variables of ``audit.telemetry.redaction``.
+``OTEL_{TRACES,LOGS,METRICS}_EXPORTER`` turn a signal off (``none``). ClaimTrail's own settings:
+``CLAIMTRAIL_OTEL_MAX_VERDICTS`` (verdicts per decision, default 64), ``CLAIMTRAIL_OTEL_VERDICTS``
+(``logs``, ``events`` or ``both``), ``CLAIMTRAIL_OTEL_ID_SALT`` (new trace ids for a re-export),
+``CLAIMTRAIL_API`` (for each trace's why URL) and the redaction variables of
+``audit.telemetry.redaction``. The same settings drive ``audit.telemetry.direct.DecisionExporter``.
 """
 
 from __future__ import annotations
