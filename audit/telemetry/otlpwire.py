@@ -184,10 +184,11 @@ def root_attributes(tag: bytes, root: RootAttributes) -> bytes:
             append(tag + encoded)
         elif value == "":
             continue
-        elif key in _UNCACHED:
+        elif key is s.DECISION_ID:
             append(tag + _recent(key, value))
         else:
-            append(tag + _cached(key, value))
+            # these identify the decision: a cache would only hold values never seen again
+            append(tag + _key_value(key, value))
     extras = {k: v for k, v in root_extras(root.record, root.selection, root.why_url) if v != "" and v != []}
     if root.paths:
         extras[s.REDACTED] = list(root.paths)
@@ -221,7 +222,7 @@ def tier_attributes(tag: bytes, attrs: TierAttributes) -> bytes:
         tag + _cached(s.TIER_INDEX, tier.index),
         tag + _cached(s.TIER_REQUEST, tier.request),
         tag + _cached(s.TIER_MODEL, tier.model),
-        tag + _cached(s.TIER_CONSIDERED, tier.considered),
+        tag + _key_value(s.TIER_CONSIDERED, tier.considered),
         tag + _cached(s.TIER_NODES_EVALUATED, tier.nodes_evaluated),
         tag + _cached(s.TIER_VERDICTS_DROPPED, attrs.dropped),
     ]
@@ -232,7 +233,7 @@ def tier_attributes(tag: bytes, attrs: TierAttributes) -> bytes:
         key = _REASON_KEYS.get(code)
         if key is None:
             key = _REASON_KEYS[code] = s.TIER_REASON_PREFIX + code
-        parts.append(tag + _cached(key, reasons[code]))
+        parts.append(tag + _key_value(key, reasons[code]))  # counts vary from decision to decision
     if any(b.tier == tier.index for b in attrs.record.blockers):
         # blockers are rare: take them from the full mapping, after the fields above
         built = dict(attrs)
@@ -246,8 +247,8 @@ def verdict_attributes(tag: bytes, attrs: VerdictAttributes) -> bytes:
     parts = [
         tag + _recent(s.DECISION_ID, attrs.decision_id),
         tag + _cached(s.TIER_INDEX, verdict.tier_index),
-        tag + _cached(s.VERDICT_DEVICE, verdict.device),
-        tag + _cached(s.VERDICT_NODE, verdict.node),
+        tag + _key_value(s.VERDICT_DEVICE, verdict.device),  # thousands of devices: not worth keeping
+        tag + _key_value(s.VERDICT_NODE, verdict.node),
         tag + _cached(s.VERDICT_REASON, verdict.reason),
         tag + _cached(s.VERDICT_SOURCE, verdict.source),
     ]
