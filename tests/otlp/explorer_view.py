@@ -1,8 +1,8 @@
 """A recorded decision trace as an explorer shows it, for the suite and for docs/otlp.md.
 
-Arize Phoenix (the OTLP trace server the trace layout was tried against) needs some fifty
-packages beside ClaimTrail's, so the suite does not install it; instead it keeps the OTLP JSON of
-a few simulated decisions (``tests/fixtures/otlp/decision-traces.json``), checks that recording
+Arize Phoenix (an OTLP trace server with a UI, where decision traces are meant to be read) needs
+some fifty packages beside ClaimTrail's, so the suite does not install it; instead it keeps the
+OTLP JSON of a few simulated decisions (``tests/fixtures/otlp/decision-traces.json``), checks that recording
 against what an SRE must see in an explorer, checks that today's exporter still writes exactly
 that recording, and draws it as a text waterfall (``waterfall``), the picture in docs/otlp.md.
 """
