@@ -289,7 +289,12 @@ class DecisionExporter:
         signal = self._signals.get(kind)
         if signal is None:
             return
-        accepted = signal.send(self._envelope.request(items), len(items))
+        try:
+            accepted = signal.send(self._envelope.request(items), len(items))
+        except Exception as exc:  # a dead sender thread would lose every later batch unseen
+            with self._lock:
+                signal.report.failed(len(items), f"{signal.url}: {type(exc).__name__}: {exc}")
+            return
         # decisions are counted by their spans, or by their verdict logs when no spans are sent
         if accepted and (kind == "traces" or "traces" not in self._signals):
             with self._lock:
