@@ -308,7 +308,8 @@ def select_verdicts(
     if not extra:  # the usual case: the record's exemplars only, nothing to deduplicate
         for position, tier in enumerate(record.tiers):
             for ex in tier.exemplars:
-                candidates.append(Verdict(position, tier.index, ex.device, ex.node, ex.reason, "exemplar", dict(ex.detail)))
+                # the detail is only read from here on (redaction builds new verdicts), so not copied
+                candidates.append(Verdict(position, tier.index, ex.device, ex.node, ex.reason, "exemplar", ex.detail))
         if len(candidates) <= limit:
             return VerdictSelection(candidates, {})
         candidates = []

@@ -46,7 +46,7 @@ from audit.telemetry.pipeline import (
     protocol_for,
 )
 from audit.telemetry.shape import AttemptLinks, decision_shape
-from audit.telemetry.timefmt import parsed_time
+from audit.telemetry.timefmt import time_ns
 
 DEFAULT_BATCH_ITEMS = 512
 DEFAULT_DELAY_MS = 5000
@@ -163,7 +163,7 @@ class DecisionExporter:
         """Queue one decision; raises ``TelemetryError`` naming it when its time cannot be read."""
         if self._closed:
             raise TelemetryError("DecisionExporter: closed")
-        parsed_time(record)
+        time_ns(record)  # raises naming the decision; remembered for the encoding
         if record.duration_us < 0:
             raise TelemetryError(f"DecisionRecord {record.decision_id}: duration_us: must be >= 0, got {record.duration_us}")
         if record.wait_ms < 0:

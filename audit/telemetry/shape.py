@@ -184,7 +184,7 @@ def decision_shape(
         start = t + position * slot  # preference order: explorers sort siblings by start
         end = start + slot if result != s.TIER_NOT_TRIED else start
         attrs = TierAttributes(sent, tier, dropped.get(position, 0) if dropped else 0, result)
-        span = SpanShape(f"{s.TIER_SPAN} {tier.model or tier.request or tier.index}", span_id, root_id, start, end, attrs)
+        span = SpanShape(_tier_name(tier.model or tier.request or str(tier.index)), span_id, root_id, start, end, attrs)
         if result == s.TIER_EXHAUSTED:
             span.status_code, span.status_message = STATUS_ERROR, tier_status_message(sent, tier)
         spans.append(span)
@@ -206,7 +206,7 @@ def decision_shape(
                                     {s.LINK_KIND: s.PREVIOUS_ATTEMPT, s.LINK_ATTEMPT: previous.attempt}))
 
     logs: list[LogShape] = []
-    by_id = {span.span_id: span for span in spans}
+    by_id = {span.span_id: span for span in spans} if options.verdict_events else {}
     for verdict in kept:
         # a verdict whose tier has no span (extra evidence only) still belongs to the decision
         where = verdict.position
@@ -220,6 +220,18 @@ def decision_shape(
             (by_id.get(verdict_span) or root).events.append(EventShape(s.VERDICT_EVENT, at, verdict_attrs))
     spans.append(root)
     return DecisionShape(trace_id, root_id, spans, logs, tier_ids, len(kept), selection.dropped, sent)
+
+
+_TIER_NAMES: dict[str, str] = {}
+
+
+def _tier_name(label: str) -> str:
+    name = _TIER_NAMES.get(label)
+    if name is None:
+        if len(_TIER_NAMES) >= 1024:
+            _TIER_NAMES.clear()
+        name = _TIER_NAMES[label] = f"{s.TIER_SPAN} {label}"
+    return name
 
 
 def _scrub_verdict(verdict: Verdict, scrubber: Scrubber) -> Verdict:
