@@ -27,9 +27,9 @@ from audit.telemetry.attributes import (
     RootAttributes,
     TierAttributes,
     VerdictAttributes,
-    root_extras,
     root_field_values,
 )
+from audit.telemetry.record_dict import record_text
 from audit.telemetry.shape import DecisionShape, EventShape, LinkShape, LogShape, SpanShape
 
 _FIXED64 = struct.Struct("<Q").pack
@@ -189,12 +189,22 @@ def root_attributes(tag: bytes, root: RootAttributes) -> bytes:
         else:
             # these identify the decision: a cache would only hold values never seen again
             append(tag + _key_value(key, value))
-    extras = {k: v for k, v in root_extras(root.record, root.selection, root.why_url) if v != "" and v != []}
-    if root.paths:
-        extras[s.REDACTED] = list(root.paths)
-    for label in sorted(root.labels):
-        extras[s.K8S_POD_LABEL_PREFIX + label] = root.labels[label]
-    append(attributes(tag, extras))
+    # then what ``root_extras`` lists, in its order
+    record = root.record
+    if record.devices:
+        append(tag + _strings(s.DEVICES, [d.device for d in record.devices]))
+    if record.blockers:
+        append(tag + _strings(s.BLOCKERS, [f"{b.code}@{b.tier}" for b in record.blockers]))
+    append(tag + _cached(s.VERDICTS_EXPORTED, len(root.selection.kept)))
+    append(tag + _cached(s.VERDICTS_DROPPED, root.selection.dropped))
+    if root.why_url:
+        append(tag + _key_value(s.WHY_URL, root.why_url))
+    append(tag + _key_value(s.RECORD, record_text(record)))
+    if root.paths or root.labels:
+        extras: dict[str, Any] = {s.REDACTED: list(root.paths)} if root.paths else {}
+        for label in sorted(root.labels):
+            extras[s.K8S_POD_LABEL_PREFIX + label] = root.labels[label]
+        append(attributes(tag, extras))
     return b"".join(parts)
 
 
