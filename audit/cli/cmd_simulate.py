@@ -3,7 +3,10 @@
 Without ``--scenario`` or ``--trace`` the built-in "cluster day" runs (64 nodes, four tenants, a
 flood, health flaps, node loss, driver upgrades, a policy change). ``--out`` takes a ``.jsonl``
 file, an API server URL or a ``chdb://`` DSN; ``--events`` writes the world event log as JSONL.
-A progress bar goes to stderr and a summary table to stdout.
+A progress bar goes to stderr and a summary table to stdout. ``--start`` moves the simulated
+window (``now`` ends it at the current time, so trace explorers' "last hours" views show it).
+With ``--otel`` the summary says what the OTLP endpoints accepted, and the command exits 1
+when no decision reached one.
 """
 
 from __future__ import annotations
@@ -31,13 +34,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trace-dir", metavar="DIR", help="folder with the traces (default ../shared/traces)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--hours", type=float, help="simulated hours (default: the scenario's)")
+    p.add_argument("--start", metavar="now|TIME",
+                   help="when the simulated window starts (RFC 3339); 'now' ends it at the current time")
     p.add_argument("--policy", metavar="FILE", help="replace the scenario's initial policy")
     p.add_argument("--out", metavar="TARGET", help="decision records: FILE.jsonl, http(s)://server or chdb:///dir")
     p.add_argument("--events", metavar="FILE.jsonl", help="write the world event log here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--otel", action="store_true",
-                   help="also export every decision as an OpenTelemetry trace, from a child process "
-                        "(endpoint from OTEL_EXPORTER_OTLP_*)")
+                   help="also export every decision as an OpenTelemetry trace "
+                        "(endpoint from OTEL_EXPORTER_OTLP_*; exits 1 when none is delivered)")
     p.set_defaults(func=run)
 
 
@@ -51,7 +56,8 @@ def _load_scenario(args: argparse.Namespace) -> Any:
         raise UserError(f"--hours {args.hours}: must be > 0")
     try:
         if args.trace:
-            sc = trace_scenario(args.trace, args.trace_dir, args.seed, args.hours or 24.0)
+            hours = args.hours or 24.0
+            sc = trace_scenario(args.trace, args.trace_dir, args.seed, hours, _start(args.start, hours))
         else:
             path = args.scenario or DEFAULT_SCENARIO
             try:
@@ -60,6 +66,8 @@ def _load_scenario(args: argparse.Namespace) -> Any:
             except OSError as exc:
                 raise UserError(f"--scenario {path}: {exc.strerror}") from None
             sc = load_scenario_text(text, os.path.basename(path))
+            if args.start:
+                sc.start = _start(args.start, args.hours or sc.hours)
     except (ScenarioError, TraceError) as exc:
         raise UserError(str(exc)) from None
     if args.policy:
@@ -67,6 +75,22 @@ def _load_scenario(args: argparse.Namespace) -> Any:
     return sc
 
 
+def _start(value: str | None, hours: float) -> str:
+    """``--start``: an RFC 3339 time as given, or for ``now`` the time that ends the run now."""
+    from datetime import UTC, datetime, timedelta
+
+    from audit.world import format_time_ms, parse_time_ms
+
+    if not value:
+        return ""
+    if value == "now":
+        # whole seconds, so that the records' times read cleanly
+        start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=hours)
+        return start.strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return format_time_ms(parse_time_ms(value))
+    except ValueError:
+        raise UserError(f"--start {value!r}: not an RFC 3339 time (2026-11-02T00:00:00Z) or 'now'") from None
 
 
 class _Progress:
@@ -102,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     pending_records: list[DecisionRecord] = []
     pending_events: list[Any] = []
-    telemetry = _telemetry() if args.otel else None
+    api = args.out if args.out and args.out.startswith(("http://", "https://")) else ""
+    telemetry = _telemetry(api) if args.otel else None
 
     def on_record(rec: DecisionRecord) -> None:
         if telemetry is not None:
@@ -139,18 +164,25 @@ def run(args: argparse.Namespace) -> int:
         events_out.close()
     report = telemetry.close() if telemetry is not None else None
     print(summary_table(result))
-    if report is not None and report.errors:
-        raise UserError(f"--otel: {len(report.errors)} decisions were not exported; the first: {report.errors[0]}")
+    if report is not None:
+        print("\nOpenTelemetry export:\n" + "\n".join(f"  {line}" for line in report.lines()))
+        if report.errors:
+            raise UserError(f"--otel: {len(report.errors)} decisions were not exported; the first: {report.errors[0]}")
+        if report.nothing_delivered:
+            failed = report.traces if report.traces.enabled else report.logs
+            why = failed.errors[0] if failed.errors else "no endpoint accepted them"
+            raise UserError(f"--otel: none of the {report.decisions:,} decisions was delivered: {why}", exit_code=1)
     return 0
 
 
-def _telemetry() -> Any:
-    """Export runs in a child process: in the engine's process, building and encoding a decision's
-    spans would cost more than half of the engine's own time per decision (see docs/otlp.md)."""
-    from audit.telemetry import ExporterProcess, TelemetryConfigError
+def _telemetry(api_url: str) -> Any:
+    """OTLP protobuf is encoded from each record in this process and sent in batches by a
+    sender thread (see docs/otlp.md for what it costs); ``api_url`` makes each trace link to
+    the audit API's why answer when ``CLAIMTRAIL_API`` does not say where the API is."""
+    from audit.telemetry import DecisionExporter, TelemetryConfigError
 
     try:
-        return ExporterProcess()
+        return DecisionExporter(api_url=api_url)
     except TelemetryConfigError as exc:
         raise UserError(f"--otel: {exc}") from None
 

@@ -6,20 +6,22 @@ the schema can be tested without an SDK and the exporter stays a thin shell arou
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import operator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from audit.allocator.outcome import TierEvidence
 from audit.records import DecisionRecord, TierSummary
 from audit.telemetry import schema as s
-from audit.telemetry.record_dict import record_json
+from audit.telemetry.record_dict import record_text
 
 AttributeValue = str | bool | int | float | list[str]
 
 DEFAULT_MAX_VERDICTS = 64
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Verdict:
     """One device verdict as exported: a record exemplar or a verdict handed in by the engine.
 
@@ -46,52 +48,63 @@ class VerdictSelection:
         return sum(self.dropped_by_position.values())
 
 
+# Root span attributes read straight from record fields, in the order they are sent; the
+# direct encoder (audit.telemetry.otlpwire) walks this same table.
+ROOT_FIELDS: tuple[tuple[str, str], ...] = (
+    # first the fields that take few values across decisions (ROOT_STABLE of them): the direct
+    # encoder keeps their encoding per combination of values
+    (s.K8S_CLUSTER, "cluster"),
+    (s.K8S_NAMESPACE, "namespace"),
+    (s.SCHEMA_VERSION, "schema_version"),
+    (s.ATTEMPT, "attempt"),
+    (s.TENANT, "tenant"),
+    (s.OUTCOME, "outcome"),
+    (s.PREFERRED_MODEL, "preferred_model"),
+    (s.ALLOCATED_MODEL, "allocated_model"),
+    (s.TIER_INDEX, "tier_index"),
+    (s.FALLBACK, "fallback"),
+    (s.POLICY_VERSION, "policy_version"),
+    (s.POLICY_DIGEST, "policy_digest"),
+    (s.RETRY_CLASS, "retry_class"),
+    (s.BACKOFF_MS, "backoff_ms"),
+    (s.TRACK, "track"),
+    (s.TEMPLATE_VERSION, "template_version"),
+    (s.ENGINE_VERSION, "engine_version"),
+    # then the ones that identify the decision
+    (s.K8S_POD_NAME, "pod"),
+    (s.K8S_POD_UID, "pod_uid"),
+    (s.K8S_NODE, "node"),
+    (s.DECISION_ID, "decision_id"),
+    (s.SEQ, "seq"),
+    (s.INPUT_DIGEST, "input_digest"),
+    (s.OUTPUT_DIGEST, "output_digest"),
+    (s.WAIT_MS, "wait_ms"),
+    (s.STEPS, "steps"),
+    (s.DURATION_US, "duration_us"),
+    (s.MESSAGE, "message"),
+    (s.CLAIMS, "claims"),
+    (s.CLAIM_UIDS, "claim_uids"),
+    (s.PREFERENCE, "preference"),
+)
+ROOT_STABLE = 17
+root_field_values = operator.attrgetter(*(name for _, name in ROOT_FIELDS))
+
+
 def root_attributes(
     record: DecisionRecord,
     labels: Mapping[str, str],
     redacted_paths: Sequence[str],
     selection: VerdictSelection,
+    why_url: str = "",
 ) -> dict[str, AttributeValue]:
-    attrs: dict[str, AttributeValue] = {
-        s.K8S_CLUSTER: record.cluster,
-        s.K8S_NAMESPACE: record.namespace,
-        s.K8S_POD_NAME: record.pod,
-        s.K8S_POD_UID: record.pod_uid,
-        s.K8S_NODE: record.node,
-        s.DECISION_ID: record.decision_id,
-        s.SCHEMA_VERSION: record.schema_version,
-        s.SEQ: record.seq,
-        s.ATTEMPT: record.attempt,
-        s.TENANT: record.tenant,
-        s.OUTCOME: record.outcome,
-        s.PREFERRED_MODEL: record.preferred_model,
-        s.ALLOCATED_MODEL: record.allocated_model,
-        s.TIER_INDEX: record.tier_index,
-        s.FALLBACK: record.fallback,
-        s.POLICY_VERSION: record.policy_version,
-        s.POLICY_DIGEST: record.policy_digest,
-        s.INPUT_DIGEST: record.input_digest,
-        s.OUTPUT_DIGEST: record.output_digest,
-        s.RETRY_CLASS: record.retry_class,
-        s.BACKOFF_MS: record.backoff_ms,
-        s.WAIT_MS: record.wait_ms,
-        s.STEPS: record.steps,
-        s.DURATION_US: record.duration_us,
-        s.TRACK: record.track,
-        s.TEMPLATE_VERSION: record.template_version,
-        s.ENGINE_VERSION: record.engine_version,
-        s.MESSAGE: record.message,
-        s.CLAIMS: list(record.claims),
-        s.CLAIM_UIDS: list(record.claim_uids),
-        s.PREFERENCE: list(record.preference),
-        s.DEVICES: [d.device for d in record.devices],
-        s.BLOCKERS: [f"{b.code}@{b.tier}" for b in record.blockers],
-        s.VERDICTS_EXPORTED: len(selection.kept),
-        s.VERDICTS_DROPPED: selection.dropped,
-        s.RECORD: record_json(record),
-    }
+    attrs: dict[str, AttributeValue] = {}
     # empty strings and lists say nothing in an explorer; the record attribute keeps them
-    attrs = {k: v for k, v in attrs.items() if v != "" and v != []}
+    for (key, _), value in zip(ROOT_FIELDS, root_field_values(record), strict=True):
+        if value != "" and value != []:
+            attrs[key] = list(value) if isinstance(value, list) else value
+    for key, value in root_extras(record, selection, why_url):
+        if value != "" and value != []:
+            attrs[key] = value
     if redacted_paths:
         attrs[s.REDACTED] = list(redacted_paths)
     for key in sorted(labels):
@@ -99,7 +112,94 @@ def root_attributes(
     return attrs
 
 
-def tier_attributes(record: DecisionRecord, tier: TierSummary, dropped: int) -> dict[str, AttributeValue]:
+def root_extras(
+    record: DecisionRecord, selection: VerdictSelection, why_url: str
+) -> tuple[tuple[str, AttributeValue], ...]:
+    """The root attributes after ``ROOT_FIELDS``: derived values, then the record itself."""
+    return (
+        (s.DEVICES, [d.device for d in record.devices]),
+        (s.BLOCKERS, [f"{b.code}@{b.tier}" for b in record.blockers]),
+        (s.VERDICTS_EXPORTED, len(selection.kept)),
+        (s.VERDICTS_DROPPED, selection.dropped),
+        (s.WHY_URL, why_url),
+        (s.RECORD, record_text(record)),
+    )
+
+
+class _Lazy(Mapping[str, AttributeValue]):
+    """Attributes built as a dict on first read (the SDK route reads them); the direct encoder
+    writes the same attributes from the inputs kept here without building the dict."""
+
+    __slots__ = ("_built",)
+
+    def _build(self) -> dict[str, AttributeValue]:
+        raise NotImplementedError
+
+    def _dict(self) -> dict[str, AttributeValue]:
+        built: dict[str, AttributeValue] | None = getattr(self, "_built", None)
+        if built is None:
+            built = self._built = self._build()
+        return built
+
+    def __getitem__(self, key: str) -> AttributeValue:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+
+class TierAttributes(_Lazy):
+    __slots__ = ("record", "tier", "dropped", "result")
+
+    def __init__(self, record: DecisionRecord, tier: TierSummary, dropped: int, result: str) -> None:
+        self.record, self.tier, self.dropped, self.result = record, tier, dropped, result
+
+    def _build(self) -> dict[str, AttributeValue]:
+        return tier_attributes(self.record, self.tier, self.dropped, self.result)
+
+
+class VerdictAttributes(_Lazy):
+    __slots__ = ("decision_id", "verdict")
+
+    def __init__(self, decision_id: str, verdict: Verdict) -> None:
+        self.decision_id, self.verdict = decision_id, verdict
+
+    def _build(self) -> dict[str, AttributeValue]:
+        return verdict_attributes(self.decision_id, self.verdict)
+
+
+class RootAttributes(Mapping[str, AttributeValue]):
+    """The root span's attributes as a mapping built on first read (the SDK route reads it);
+    the direct encoder writes the same attributes from these inputs without building it."""
+
+    __slots__ = ("record", "labels", "paths", "selection", "why_url", "_built")
+
+    def __init__(self, record: DecisionRecord, labels: Mapping[str, str], paths: Sequence[str],
+                 selection: VerdictSelection, why_url: str) -> None:
+        self.record, self.labels, self.paths, self.selection, self.why_url = record, labels, paths, selection, why_url
+        self._built: dict[str, AttributeValue] | None = None
+
+    def _dict(self) -> dict[str, AttributeValue]:
+        if self._built is None:
+            self._built = root_attributes(self.record, self.labels, self.paths, self.selection, self.why_url)
+        return self._built
+
+    def __getitem__(self, key: str) -> AttributeValue:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+
+def tier_attributes(
+    record: DecisionRecord, tier: TierSummary, dropped: int, result: str = ""
+) -> dict[str, AttributeValue]:
     attrs: dict[str, AttributeValue] = {
         s.DECISION_ID: record.decision_id,
         s.TIER_INDEX: tier.index,
@@ -109,9 +209,60 @@ def tier_attributes(record: DecisionRecord, tier: TierSummary, dropped: int) -> 
         s.TIER_NODES_EVALUATED: tier.nodes_evaluated,
         s.TIER_VERDICTS_DROPPED: dropped,
     }
+    if result:
+        attrs[s.TIER_RESULT] = result
     for code in sorted(tier.reasons):
         attrs[s.TIER_REASON_PREFIX + code] = tier.reasons[code]
+    blockers = [b for b in record.blockers if b.tier == tier.index]
+    if blockers:
+        attrs[s.TIER_BLOCKERS] = [b.code for b in blockers]
+        for b in blockers:
+            for key in sorted(b.detail):
+                attrs[f"{s.TIER_BLOCKER_PREFIX}{b.code}.{key}"] = _scalar(b.detail[key])
     return attrs
+
+
+def _scalar(value: object) -> AttributeValue:
+    """A blocker parameter as an attribute value: numbers and booleans as they are, anything
+    else as its text (parameters are flat in practice; a nested one still arrives readable)."""
+    if isinstance(value, bool | int | float | str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def tier_results(record: DecisionRecord) -> list[str]:
+    """What became of each tier of ``record.tiers``: ``selected`` (the allocation came from it),
+    ``exhausted`` (tried and could not serve the pod) or ``not_tried`` (the search ended before
+    it, or it was never evaluated). Tiers after the selected one were not tried; without a
+    selection, a tier counts as tried when it considered a device or met a reason or a blocker."""
+    blocked = {b.tier for b in record.blockers}
+    results = []
+    for tier in record.tiers:
+        if record.tier_index >= 0:
+            if tier.index == record.tier_index:
+                results.append(s.TIER_SELECTED)
+            elif tier.index < record.tier_index:
+                results.append(s.TIER_EXHAUSTED)
+            else:
+                results.append(s.TIER_NOT_TRIED)
+        elif tier.considered or tier.reasons or tier.index in blocked:
+            results.append(s.TIER_EXHAUSTED)
+        else:
+            results.append(s.TIER_NOT_TRIED)
+    return results
+
+
+def tier_status_message(record: DecisionRecord, tier: TierSummary) -> str:
+    """Why an exhausted tier failed, for its span status: reason counts, largest first, then
+    its blockers (``H100 exhausted: in_use 6, unhealthy 2; blocked: insufficient_on_node``)."""
+    counts = sorted(((n, code) for code, n in tier.reasons.items() if code != "not_reached"), key=lambda c: (-c[0], c[1]))
+    text = f"{tier.model or tier.request or f'tier {tier.index}'} exhausted"
+    if counts:
+        text += ": " + ", ".join(f"{code} {n}" for n, code in counts)
+    blockers = [b.code for b in record.blockers if b.tier == tier.index]
+    if blockers:
+        text += "; blocked: " + ", ".join(blockers)
+    return text
 
 
 def verdict_attributes(decision_id: str, verdict: Verdict) -> dict[str, AttributeValue]:
@@ -154,6 +305,14 @@ def select_verdicts(
     per tier position, never silently lost.
     """
     candidates: list[Verdict] = []
+    if not extra:  # the usual case: the record's exemplars only, nothing to deduplicate
+        for position, tier in enumerate(record.tiers):
+            for ex in tier.exemplars:
+                # the detail is only read from here on (redaction builds new verdicts), so not copied
+                candidates.append(Verdict(position, tier.index, ex.device, ex.node, ex.reason, "exemplar", ex.detail))
+        if len(candidates) <= limit:
+            return VerdictSelection(candidates, {})
+        candidates = []
     seen: set[tuple[int | None, str]] = set()
     for position, tier in enumerate(record.tiers):
         for ex in tier.exemplars:

@@ -11,21 +11,28 @@ from __future__ import annotations
 import hashlib
 
 
-def _hash_int(*parts: str, bits: int) -> int:
-    h = hashlib.sha256("\x00".join(parts).encode()).digest()
+def _hash_int(*parts: str, bits: int, salt: str = "") -> int:
+    # a salt (CLAIMTRAIL_OTEL_ID_SALT) gives the same decisions new ids, for backends that drop a
+    # trace id they have seen; without one the ids are exactly the unsalted ones
+    text = "\x00".join(parts) if not salt else "\x00".join((*parts, "salt", salt))
+    h = hashlib.sha256(text.encode()).digest()
     value = int.from_bytes(h[: bits // 8], "big")
     # all-zero ids are invalid in OTLP; the chance is negligible but the rule is absolute
     return value or 1
 
 
-def trace_id_for(decision_id: str) -> int:
-    return _hash_int("claimtrail-trace", decision_id, bits=128)
+def trace_id_for(decision_id: str, salt: str = "") -> int:
+    return _hash_int("claimtrail-trace", decision_id, bits=128, salt=salt)
 
 
-def root_span_id_for(decision_id: str) -> int:
-    return _hash_int("claimtrail-span", decision_id, "root", bits=64)
+def root_span_id_for(decision_id: str, salt: str = "") -> int:
+    return _hash_int("claimtrail-span", decision_id, "root", bits=64, salt=salt)
 
 
-def tier_span_id_for(decision_id: str, position: int) -> int:
+def tier_span_id_for(decision_id: str, position: int, salt: str = "") -> int:
     """Span id of the tier at ``position`` in ``record.tiers`` (tier indexes repeat across requests)."""
-    return _hash_int("claimtrail-span", decision_id, f"tier/{position}", bits=64)
+    return _hash_int("claimtrail-span", decision_id, f"tier/{position}", bits=64, salt=salt)
+
+
+def wait_span_id_for(decision_id: str, salt: str = "") -> int:
+    return _hash_int("claimtrail-span", decision_id, "wait", bits=64, salt=salt)

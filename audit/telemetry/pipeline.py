@@ -5,8 +5,11 @@ read ``OTEL_EXPORTER_OTLP_*`` (endpoint, headers, compression, timeout, certific
 ``OTEL_EXPORTER_OTLP_PROTOCOL`` (or the per-signal ``..._TRACES_PROTOCOL`` etc.) picks
 ``http/protobuf`` (default) or ``grpc``, ``OTEL_SERVICE_NAME``/``OTEL_RESOURCE_ATTRIBUTES`` name the
 resource and ``OTEL_BSP_*``/``OTEL_BLRP_*``/``OTEL_METRIC_EXPORT_INTERVAL`` tune batching.
-ClaimTrail's own settings: ``CLAIMTRAIL_OTEL_MAX_VERDICTS`` (verdict log records per decision,
-default 64) and the redaction variables of ``audit.telemetry.redaction``.
+``OTEL_{TRACES,LOGS,METRICS}_EXPORTER`` turn a signal off (``none``). ClaimTrail's own settings:
+``CLAIMTRAIL_OTEL_MAX_VERDICTS`` (verdicts per decision, default 64), ``CLAIMTRAIL_OTEL_VERDICTS``
+(``logs``, ``events`` or ``both``), ``CLAIMTRAIL_OTEL_ID_SALT`` (new trace ids for a re-export),
+``CLAIMTRAIL_API`` (for each trace's why URL) and the redaction variables of
+``audit.telemetry.redaction``. The same settings drive ``audit.telemetry.direct.DecisionExporter``.
 """
 
 from __future__ import annotations
@@ -33,10 +36,16 @@ from audit.telemetry.attributes import DEFAULT_MAX_VERDICTS
 from audit.telemetry.decision_metrics import DecisionMetrics
 from audit.telemetry.errors import TelemetryConfigError
 from audit.telemetry.redaction import Redaction
+from audit.telemetry.shape import ShapeOptions
 from audit.telemetry.spans import HashedOnceResource
 from audit.telemetry.traces import DecisionTracer, ExportedTrace
 
 ENV_MAX_VERDICTS = "CLAIMTRAIL_OTEL_MAX_VERDICTS"
+ENV_VERDICTS = "CLAIMTRAIL_OTEL_VERDICTS"
+ENV_ID_SALT = "CLAIMTRAIL_OTEL_ID_SALT"
+ENV_API = "CLAIMTRAIL_API"
+VERDICT_ROUTES = ("logs", "events", "both")
+SIGNALS = ("traces", "logs", "metrics")
 # The SDK's default batch queue (2048 items) holds under 700 decisions of spans and drops the rest
 # when the backend is slow; ClaimTrail queues about 10,000 decisions unless OTEL_BSP_MAX_QUEUE_SIZE /
 # OTEL_BLRP_MAX_QUEUE_SIZE say otherwise.
@@ -45,10 +54,30 @@ PROTOCOLS = ("http/protobuf", "grpc")
 DEFAULT_SERVICE_NAME = "claimtrail"
 
 
+def signal_enabled(signal: str, environ: Mapping[str, str]) -> bool:
+    """``OTEL_{TRACES,LOGS,METRICS}_EXPORTER``: ``otlp`` (the default) or ``none``, as the SDK
+    environment specification names them; other exporters are not offered and are refused."""
+    name = f"OTEL_{signal.upper()}_EXPORTER"
+    raw = environ.get(name, "").strip()
+    chosen = {part.strip() for part in raw.split(",") if part.strip()} or {"otlp"}
+    unknown = sorted(chosen - {"otlp", "none"})
+    if unknown:
+        raise TelemetryConfigError(f"{name}: exporter {unknown[0]!r} is not offered (use 'otlp' or 'none')")
+    if chosen == {"otlp", "none"}:
+        raise TelemetryConfigError(f"{name}: 'none' cannot be combined with another exporter")
+    return chosen == {"otlp"}
+
+
 @dataclass(frozen=True)
 class TelemetrySettings:
     max_verdicts: int = DEFAULT_MAX_VERDICTS
     redaction: Redaction = field(default_factory=Redaction)
+    verdicts: str = "logs"  # one of VERDICT_ROUTES
+    id_salt: str = ""
+    api_url: str = ""
+    traces: bool = True  # per signal: exported (otlp) or not (none)
+    logs: bool = True
+    metrics: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> TelemetrySettings:
@@ -61,7 +90,41 @@ class TelemetrySettings:
                 raise TelemetryConfigError(f"{ENV_MAX_VERDICTS}: {raw!r} is not an integer") from None
             if max_verdicts < 0:
                 raise TelemetryConfigError(f"{ENV_MAX_VERDICTS}: must be >= 0, got {max_verdicts}")
-        return cls(max_verdicts=max_verdicts, redaction=Redaction.from_env(environ))
+        traces, logs, metrics = (signal_enabled(signal, environ) for signal in SIGNALS)
+        route = environ.get(ENV_VERDICTS, "").strip()
+        if route and route not in VERDICT_ROUTES:
+            raise TelemetryConfigError(f"{ENV_VERDICTS}: {route!r} is not one of {', '.join(VERDICT_ROUTES)}")
+        if not route:
+            # without a log exporter, verdicts ride on the spans rather than vanish
+            route = "logs" if logs else "events"
+        elif route != "events" and not logs:
+            raise TelemetryConfigError(
+                f"{ENV_VERDICTS}: {route!r} sends verdicts as logs, but OTEL_LOGS_EXPORTER is 'none'"
+            )
+        if route != "logs" and not traces:
+            raise TelemetryConfigError(
+                f"{ENV_VERDICTS}: {route!r} puts verdicts on spans, but OTEL_TRACES_EXPORTER is 'none'"
+            )
+        return cls(
+            max_verdicts=max_verdicts,
+            redaction=Redaction.from_env(environ),
+            verdicts=route,
+            id_salt=environ.get(ENV_ID_SALT, ""),
+            api_url=environ.get(ENV_API, ""),
+            traces=traces,
+            logs=logs,
+            metrics=metrics,
+        )
+
+    def shape_options(self) -> ShapeOptions:
+        return ShapeOptions(
+            max_verdicts=self.max_verdicts,
+            redaction=self.redaction,
+            verdict_logs=self.logs and self.verdicts in ("logs", "both"),
+            verdict_events=self.traces and self.verdicts in ("events", "both"),
+            id_salt=self.id_salt,
+            api_url=self.api_url,
+        )
 
 
 def protocol_for(signal: str, environ: Mapping[str, str]) -> str:
@@ -145,11 +208,10 @@ class DecisionTelemetry:
         self.logger_provider.add_log_record_processor(self.log_processor)
         self.meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader] if metric_reader else [])
         self.tracer = DecisionTracer(
-            self.span_processor,
-            self.log_processor,
+            self.span_processor if self.settings.traces else None,
+            self.log_processor if self.settings.logs else None,
             resource,
-            redaction=self.settings.redaction,
-            max_verdicts=self.settings.max_verdicts,
+            options=self.settings.shape_options(),
         )
         self.metrics = DecisionMetrics(self.meter_provider)
 

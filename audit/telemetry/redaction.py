@@ -87,6 +87,9 @@ class Scrubber:
         return value
 
 
+_NO_SCRUB = Scrubber()
+
+
 @dataclass
 class RedactedDecision:
     record: DecisionRecord
@@ -107,7 +110,7 @@ class RedactedDecision:
 def redact(record: DecisionRecord, labels: Mapping[str, str], settings: Redaction) -> RedactedDecision:
     """Return a redacted copy; the input record is never modified."""
     if not settings.active:
-        return RedactedDecision(record, dict(labels), Scrubber(), [])
+        return RedactedDecision(record, dict(labels) if labels else {}, _NO_SCRUB, [])
     original = record_dict(record)
     scrubber = (
         Scrubber(record.pod, settings.pod_token(record.pod))

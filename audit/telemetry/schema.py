@@ -11,11 +11,15 @@ from __future__ import annotations
 
 PREFIX = "claimtrail."
 
-# One trace per decision: the root span is the allocation attempt, one child span per tier.
+# One trace per decision: the root span is the pod's attempt from its creation to the end of the
+# decision, with a child span for the wait before it and one per tier, named after the tier's
+# model ("dra.allocate.tier H100"), so explorers list and tell them apart.
 ROOT_SPAN = "dra.allocate"
 TIER_SPAN = "dra.allocate.tier"
+WAIT_SPAN = "dra.wait"
 # Per-device verdicts travel as log records (OTEP 4430: events as span-correlated logs, no
-# 128-events-per-span limit); a decision may also be sent as a log record of its own.
+# 128-events-per-span limit), as span events for trace-only backends, or both; a decision may
+# also be sent as a log record of its own.
 VERDICT_EVENT = "claimtrail.device_verdict"
 DECISION_EVENT = "claimtrail.decision"
 INSTRUMENTATION_SCOPE = "claimtrail.audit"
@@ -61,6 +65,12 @@ DEVICES = PREFIX + "devices"
 BLOCKERS = PREFIX + "blockers"
 VERDICTS_EXPORTED = PREFIX + "verdicts.exported"
 VERDICTS_DROPPED = PREFIX + "verdicts.dropped"
+WHY_URL = PREFIX + "why_url"  # the audit API's "why" answer for this decision
+
+# Span link attributes (root span -> the same pod's previous attempt)
+LINK_KIND = PREFIX + "link.kind"  # "previous_attempt"
+LINK_ATTEMPT = PREFIX + "link.attempt"
+PREVIOUS_ATTEMPT = "previous_attempt"
 
 # Tier span attributes
 TIER_REQUEST = PREFIX + "tier.request"
@@ -69,7 +79,14 @@ TIER_CONSIDERED = PREFIX + "tier.considered"
 TIER_NODES_EVALUATED = PREFIX + "tier.nodes_evaluated"
 TIER_REASON_PREFIX = PREFIX + "tier.reason."  # + reason code -> int count
 TIER_VERDICTS_DROPPED = PREFIX + "tier.verdicts.dropped"
-# the tier span also carries DECISION_ID and TIER_INDEX
+TIER_RESULT = PREFIX + "tier.result"  # one of TIER_RESULTS
+TIER_BLOCKERS = PREFIX + "tier.blockers"  # blocker codes of this tier
+TIER_BLOCKER_PREFIX = PREFIX + "tier.blocker."  # + code + "." + parameter -> its value
+TIER_SELECTED = "selected"
+TIER_EXHAUSTED = "exhausted"
+TIER_NOT_TRIED = "not_tried"
+TIER_RESULTS = (TIER_SELECTED, TIER_EXHAUSTED, TIER_NOT_TRIED)
+# the tier span also carries DECISION_ID and TIER_INDEX; the wait span DECISION_ID and WAIT_MS
 
 # Verdict log record attributes (plus DECISION_ID and TIER_INDEX)
 VERDICT_DEVICE = PREFIX + "device"

@@ -14,15 +14,16 @@ says, or the receiver could not rebuild the record. Log records keep the SDK's l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import LogRecordLimits, ReadWriteLogRecord
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import (
+    Link,
     NonRecordingSpan,
     SpanContext,
     SpanKind,
@@ -79,6 +80,8 @@ class DecisionSpanFactory:
         start: int,
         end: int,
         status: Status = UNSET,
+        events: Sequence[Event] = (),
+        links: Sequence[Link] = (),
     ) -> ReadableSpan:
         return ReadableSpan(
             name,
@@ -86,6 +89,8 @@ class DecisionSpanFactory:
             parent=parent,
             resource=self.resource,
             attributes=attributes,  # list values encode exactly like the SDK's tuples
+            events=events,
+            links=links,
             kind=SpanKind.INTERNAL,
             status=status,
             start_time=start,

@@ -1,41 +1,31 @@
-"""Turns one decision into one trace: a ``dra.allocate`` root span, a child span per tier, and
-per-device verdicts as log records linked to the tier span.
+"""Hands one decision's trace (``audit.telemetry.shape``) to the OpenTelemetry SDK's processors.
 
-Times come from the record (``time`` is the start, ``duration_us`` the length) and ids from the
-decision id, so exporting the same decision twice yields the same trace. Redaction runs before
-anything is handed to the SDK, so redacted values never reach a processor or an exporter. The
-spans and log records go straight to the SDK's processors (see ``audit.telemetry.spans``).
+This is the SDK route: finished ``ReadableSpan`` and log record objects built directly (see
+``audit.telemetry.spans``) and given to span and log processors, which encode them with the SDK's
+OTLP exporters. ClaimTrail's own exporter (``audit.telemetry.direct``) writes the same trace as
+OTLP protobuf itself; this route stays for embedding into an SDK pipeline and as the reference
+the direct encoding is tested against. Redaction runs before anything is handed to the SDK.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import LogRecordProcessor
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SpanProcessor
-from opentelemetry.trace import SpanContext, Status, StatusCode
+from opentelemetry.sdk.trace import Event, SpanProcessor
+from opentelemetry.trace import Link, Status, StatusCode
 
 from audit.allocator.outcome import TierEvidence
-from audit.records import DecisionRecord, Outcome
+from audit.records import DecisionRecord
 from audit.telemetry import schema as s
-from audit.telemetry.attributes import (
-    DEFAULT_MAX_VERDICTS,
-    Verdict,
-    root_attributes,
-    select_verdicts,
-    tier_attributes,
-    verdict_attributes,
-    verdict_body,
-)
-from audit.telemetry.errors import TelemetryError
-from audit.telemetry.ids import root_span_id_for, tier_span_id_for, trace_id_for
-from audit.telemetry.redaction import Redaction, Scrubber, redact
+from audit.telemetry.shape import STATUS_ERROR, AttemptLinks, ShapeOptions, SpanShape, decision_shape
 from audit.telemetry.spans import UNSET, DecisionSpanFactory, linked, span_context
-from audit.timestamps import parse_rfc3339
+from audit.telemetry.timefmt import parsed_time, time_ns
+
+__all__ = ["DecisionTracer", "ExportedTrace", "parsed_time", "time_ns"]
 
 
 @dataclass(frozen=True)
@@ -48,45 +38,22 @@ class ExportedTrace:
     record: DecisionRecord  # what was sent (after redaction)
 
 
-def parsed_time(record: DecisionRecord) -> datetime:
-    """The record's ``time`` parsed; the only way ``time_ns`` can fail, at a tenth of its cost."""
-    try:
-        return parse_rfc3339(record.time)
-    except ValueError:
-        raise TelemetryError(
-            f"DecisionRecord {record.decision_id}: time: {record.time!r} is not an ISO 8601 timestamp"
-        ) from None
-
-
-def time_ns(record: DecisionRecord) -> int:
-    """The record's ``time`` as Unix nanoseconds; a time without offset is read as UTC."""
-    parsed = parsed_time(record)
-    whole = int(parsed.replace(microsecond=0).timestamp())
-    return whole * 1_000_000_000 + parsed.microsecond * 1000
-
-
 class DecisionTracer:
-    """Hands each decision's spans to a span processor and its verdicts to a log processor.
-
-    The processors are the SDK's own (batch processors in production); the spans and log records
-    are built directly (``audit.telemetry.spans``) rather than through a ``Tracer``, since ids and
-    times come from the record.
-    """
+    """Hands each decision's spans to a span processor and its verdict logs to a log processor."""
 
     def __init__(
         self,
-        span_processor: SpanProcessor,
-        log_processor: LogRecordProcessor,
+        span_processor: SpanProcessor | None,
+        log_processor: LogRecordProcessor | None,
         resource: Resource,
         *,
-        redaction: Redaction = Redaction(),
-        max_verdicts: int = DEFAULT_MAX_VERDICTS,
+        options: ShapeOptions = ShapeOptions(),
     ) -> None:
         self._spans = span_processor
         self._logs = log_processor
         self._factory = DecisionSpanFactory(resource)
-        self.redaction = redaction
-        self.max_verdicts = max_verdicts
+        self.options = options
+        self.links = AttemptLinks()
 
     def export(
         self,
@@ -94,57 +61,32 @@ class DecisionTracer:
         verdicts: Sequence[TierEvidence] = (),
         labels: Mapping[str, str] | None = None,
     ) -> ExportedTrace:
-        start = time_ns(record)
-        if record.duration_us < 0:
-            raise TelemetryError(f"DecisionRecord {record.decision_id}: duration_us: must be >= 0, got {record.duration_us}")
-        end = start + record.duration_us * 1000
-        redacted = redact(record, labels or {}, self.redaction)
-        sent = redacted.record
-        selection = select_verdicts(sent, verdicts, self.max_verdicts)
-        kept = [_scrub_verdict(v, redacted.scrubber) for v in selection.kept]
+        shape = decision_shape(record, verdicts, labels, self.options, self.links)
         make = self._factory
-
-        trace_id = trace_id_for(record.decision_id)
-        root_id = root_span_id_for(record.decision_id)
-        root_ctx = span_context(trace_id, root_id)
-        root_attrs = root_attributes(sent, redacted.labels, redacted.paths, selection)
-        status = (
-            Status(StatusCode.ERROR, sent.message or "allocation error")
-            if sent.outcome == Outcome.ERROR.value
-            else UNSET
-        )
-
-        # the order the Tracer path ended them in: tier spans, verdict logs, then the root
-        tier_ids: dict[int, int] = {}
-        tier_ctx: dict[int | None, SpanContext] = {}
-        for position, tier in enumerate(sent.tiers):
-            span_id = tier_span_id_for(record.decision_id, position)
-            ctx = span_context(trace_id, span_id)
-            attrs = tier_attributes(sent, tier, selection.dropped_by_position.get(position, 0))
-            self._spans.on_end(make.span(s.TIER_SPAN, ctx, root_ctx, attrs, start, end))
-            tier_ids[position] = span_id
-            tier_ctx[position] = ctx
-
-        links: dict[int, Context] = {}  # by span id: one context per span the verdicts link to
-        for verdict in kept:
-            # a verdict whose tier has no span (extra evidence only) still belongs to the decision
-            parent = tier_ctx.get(verdict.position, root_ctx)
-            link = links.get(parent.span_id)
-            if link is None:
-                link = links[parent.span_id] = linked(parent)
-            body, attrs = verdict_body(verdict), verdict_attributes(sent.decision_id, verdict)
-            self._logs.on_emit(make.log(link, start, body, attrs, s.VERDICT_EVENT))
-        self._spans.on_end(make.span(s.ROOT_SPAN, root_ctx, None, root_attrs, start, end, status))
-        return ExportedTrace(trace_id, root_id, tier_ids, len(kept), selection.dropped, sent)
+        contexts = {span.span_id: span_context(shape.trace_id, span.span_id) for span in shape.spans}
+        if self._spans is not None:
+            for span in shape.spans:
+                parent = contexts[span.parent_id] if span.parent_id else None
+                self._spans.on_end(make.span(span.name, contexts[span.span_id], parent, span.attributes,
+                                             span.start, span.end, _status(span), _events(span), _links(span)))
+        if self._logs is not None:
+            carriers: dict[int, Context] = {}  # one context per span the verdicts link to
+            for log in shape.logs:
+                carrier = carriers.get(log.span_id)
+                if carrier is None:
+                    carrier = carriers[log.span_id] = linked(contexts[log.span_id])
+                self._logs.on_emit(make.log(carrier, log.time, log.body, log.attributes, s.VERDICT_EVENT))
+        return ExportedTrace(shape.trace_id, shape.root_span_id, shape.tier_span_ids, shape.verdicts_exported,
+                             shape.verdicts_dropped, shape.record)
 
 
-def _scrub_verdict(verdict: Verdict, scrubber: Scrubber) -> Verdict:
-    return Verdict(
-        verdict.position,
-        verdict.tier_index,
-        scrubber.text(verdict.device),
-        scrubber.text(verdict.node),
-        verdict.reason,
-        verdict.source,
-        scrubber.deep(verdict.detail),
-    )
+def _status(span: SpanShape) -> Status:
+    return Status(StatusCode.ERROR, span.status_message) if span.status_code == STATUS_ERROR else UNSET
+
+
+def _events(span: SpanShape) -> list[Event]:
+    return [Event(e.name, e.attributes, e.time) for e in span.events]
+
+
+def _links(span: SpanShape) -> list[Link]:
+    return [Link(span_context(link.trace_id, link.span_id), link.attributes) for link in span.links]

@@ -4,7 +4,7 @@ A decision is a ``dra.allocate`` span (or a ``claimtrail.decision`` log record) 
 ``claimtrail.record``: the record's JSON, validated strictly. Key attributes that are also
 present as flat attributes must agree with the record, and the record's ``output_digest`` must
 match its content unless the sender lists redacted paths (a redacted record keeps the digest of
-the decision as made). Tier spans and verdict log records are recognised parts of a decision;
+the decision as made). Tier spans, wait spans and verdict log records are recognised parts of a decision;
 everything else is ignored and counted. An item that claims to be a decision but fails these
 checks is rejected with a message naming the attribute and field.
 """
@@ -62,7 +62,7 @@ def records_from_traces(request: ExportTraceServiceRequest) -> DecodeResult:
                 attrs = attributes(span.attributes)
                 if span.name == s.ROOT_SPAN and _is_claimtrail(attrs):
                     _take(result, "span", f"span {span.name!r}", attrs, span.SerializeToString)
-                elif span.name == s.TIER_SPAN and s.DECISION_ID in attrs:
+                elif s.DECISION_ID in attrs and (span.name.startswith(s.TIER_SPAN) or span.name == s.WAIT_SPAN):
                     result.parts += 1
                 else:
                     result.ignored += 1

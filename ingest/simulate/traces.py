@@ -177,10 +177,10 @@ def spot_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-11
     return sc
 
 
-def trace_scenario(name: str, trace_dir: str | None, seed: int, hours: float) -> Scenario:
+def trace_scenario(name: str, trace_dir: str | None, seed: int, hours: float, start: str = "") -> Scenario:
     trace_dir = trace_dir or default_trace_dir()
     if name == "openb-2023":
-        return openb_scenario(trace_dir, seed, hours)
+        return openb_scenario(trace_dir, seed, hours, start) if start else openb_scenario(trace_dir, seed, hours)
     if name == "spot-2026":
-        return spot_scenario(trace_dir, seed, hours)
+        return spot_scenario(trace_dir, seed, hours, start) if start else spot_scenario(trace_dir, seed, hours)
     raise TraceError(f"unknown trace {name!r} (one of {', '.join(TRACES)})")

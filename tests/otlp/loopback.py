@@ -113,14 +113,19 @@ def running_receiver() -> Iterator[ReceiverApp]:
         yield app
 
 
-def telemetry_from_env(monkeypatch: Any, env: dict[str, str]) -> Any:
-    """A DecisionTelemetry built by ``from_env`` under exactly the given OTEL/ClaimTrail variables."""
-    from audit.telemetry import DecisionTelemetry
-
-    for name in [n for n in os.environ if n.startswith(("OTEL_", "CLAIMTRAIL_OTEL_"))]:
+def set_otel_env(monkeypatch: Any, env: dict[str, str]) -> None:
+    """Exactly the given OTEL/ClaimTrail variables (and CLAIMTRAIL_API) in the environment."""
+    for name in [n for n in os.environ if n.startswith(("OTEL_", "CLAIMTRAIL_OTEL_")) or n == "CLAIMTRAIL_API"]:
         monkeypatch.delenv(name)
     # metrics leave only when flushed, so a test sees a fixed number of metric requests
     monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "3600000")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+
+
+def telemetry_from_env(monkeypatch: Any, env: dict[str, str]) -> Any:
+    """A DecisionTelemetry built by ``from_env`` under exactly the given OTEL/ClaimTrail variables."""
+    from audit.telemetry import DecisionTelemetry
+
+    set_otel_env(monkeypatch, env)
     return DecisionTelemetry.from_env()

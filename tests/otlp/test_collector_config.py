@@ -7,6 +7,7 @@ names and attribute keys the exporter actually uses.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -49,5 +50,7 @@ def test_decision_filter_uses_the_exported_schema() -> None:
     rules = CONFIG["processors"]["filter/claimtrail-decisions"]
     span_rules = " ".join(rules["traces"]["span"])
     assert f'attributes["{s.DECISION_ID}"] == nil' in span_rules
-    assert f'name != "{s.ROOT_SPAN}"' in span_rules and f'name != "{s.TIER_SPAN}"' in span_rules
+    assert f'name != "{s.ROOT_SPAN}"' in span_rules and f'name != "{s.WAIT_SPAN}"' in span_rules
+    assert 'not IsMatch(name, "^dra[.]allocate[.]tier ")' in span_rules  # "dra.allocate.tier <model>"
+    assert re.match(r"^dra[.]allocate[.]tier ", f"{s.TIER_SPAN} H100")
     assert f'attributes["{s.RECORD}"] == nil' in " ".join(rules["logs"]["log_record"])

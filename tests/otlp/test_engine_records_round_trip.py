@@ -28,6 +28,6 @@ def test_engine_records_round_trip_with_identical_digests(path: str) -> None:
     assert decoded.rejected == [] and decoded.ignored == 0
     assert [r.output_digest for r in decoded.records] == [r.output_digest for r in records]
     assert [r.to_dict() for r in decoded.records] == [r.to_dict() for r in records]
-    assert decoded.parts == sum(len(r.tiers) for r in records)
+    assert decoded.parts == sum(len(r.tiers) + (1 if r.wait_ms else 0) for r in records)  # tier and wait spans
     exemplars = sum(min(64, sum(len(t.exemplars) for t in r.tiers)) for r in records)
     assert records_from_logs(logs).parts == exemplars

@@ -15,7 +15,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from audit.records import DecisionRecord
 from audit.telemetry import schema as s
-from audit.telemetry.attributes import record_json
+from audit.telemetry.record_dict import record_json
 from tests.otlp.loopback import ReceiverApp, running_receiver, serve
 from tests.otlp.payloads import exported, log, logs, otlp_json, span, traces
 from tests.telemetry.records_factory import make_record
@@ -54,7 +54,7 @@ def test_decision_spans_become_records_in_every_encoding(rx: ReceiverApp, encodi
     else:
         assert response.json() == {}
     assert [r.to_dict() for r in rx.sink.records] == [original.to_dict()]
-    assert rx.counters.snapshot()["parts"] == 2
+    assert rx.counters.snapshot()["parts"] == 3  # two tier spans and the wait span
 
 
 def test_spans_outside_the_schema_are_ignored_and_counted(rx: ReceiverApp) -> None:
@@ -222,4 +222,4 @@ def test_counters_are_public_attributes_matching_the_snapshot(rx: ReceiverApp) -
     _post(rx, "/v1/traces", request.SerializeToString(), PB)
     public = {k: v for k, v in vars(rx.counters).items() if not k.startswith("_")}
     assert public == rx.counters.snapshot()
-    assert (public["requests"], public["records"], public["parts"]) == (1, 1, 2)
+    assert (public["requests"], public["records"], public["parts"]) == (1, 1, 3)

@@ -53,7 +53,7 @@ def test_http_round_trip_keeps_output_digest(monkeypatch: pytest.MonkeyPatch, co
     assert [r.to_dict() for r in received] == [r.to_dict() for r in originals]
     counts = rx.counters.snapshot()
     assert counts["records"] == 3
-    assert counts["parts"] == 3 * (2 + 3)  # per decision: two tier spans and three exemplar verdict logs
+    assert counts["parts"] == 3 * (2 + 1 + 3)  # per decision: two tier spans, the wait span, three verdict logs
     assert counts["malformed"] == counts["rejected"] == counts["ignored"] == 0
 
 

@@ -1,5 +1,5 @@
-"""Export decisions through the real OTLP/HTTP exporter to a loopback receiver and decode what
-was put on the wire."""
+"""Export decisions through ClaimTrail's OTLP/HTTP exporter to a loopback receiver and decode
+what was put on the wire."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from audit.allocator.outcome import TierEvidence
 from audit.records import DecisionRecord
+from audit.telemetry import DecisionExporter, ExportReport
+from audit.telemetry import schema as s
 from ingest.otlp.decode import attributes
-from tests.otlp.loopback import ReceiverApp, running_receiver, telemetry_from_env
+from tests.otlp.loopback import ReceiverApp, running_receiver, set_otel_env
 
 
 @dataclass
@@ -23,13 +25,18 @@ class Wire:
     spans: list[Span]
     logs: list[LogRecord]
     rx: ReceiverApp
+    report: ExportReport
 
     def root(self) -> Span:
-        (root,) = [s for s in self.spans if not s.parent_span_id]
+        (root,) = [sp for sp in self.spans if not sp.parent_span_id]
         return root
 
     def tiers(self) -> list[Span]:
-        return [s for s in self.spans if s.parent_span_id]
+        return [sp for sp in self.spans if sp.name.startswith(s.TIER_SPAN)]
+
+    def wait(self) -> Span:
+        (wait,) = [sp for sp in self.spans if sp.name == s.WAIT_SPAN]
+        return wait
 
     def raw_bytes(self) -> list[bytes]:
         """Every request body as received, decompressed when it was gzip."""
@@ -49,10 +56,11 @@ def export_over_http(
     env: Mapping[str, str] | None = None,
 ) -> Wire:
     with running_receiver() as rx:
-        telemetry = telemetry_from_env(monkeypatch, {"OTEL_EXPORTER_OTLP_ENDPOINT": rx.url, **(env or {})})
-        for record in records:
-            telemetry.export(record, verdicts, labels)
-        telemetry.shutdown()
+        set_otel_env(monkeypatch, {"OTEL_EXPORTER_OTLP_ENDPOINT": rx.url, **(env or {})})
+        with DecisionExporter() as exporter:
+            for record in records:
+                exporter.export(record, verdicts, labels)
+            report = exporter.flush()
     spans: list[Span] = []
     for body in rx.capture.bodies("/v1/traces"):
         request = ExportTraceServiceRequest.FromString(body.plain())
@@ -61,4 +69,4 @@ def export_over_http(
     for body in rx.capture.bodies("/v1/logs"):
         request_logs = ExportLogsServiceRequest.FromString(body.plain())
         logs += [lr for rl in request_logs.resource_logs for sl in rl.scope_logs for lr in sl.log_records]
-    return Wire(spans, logs, rx)
+    return Wire(spans, logs, rx, report)

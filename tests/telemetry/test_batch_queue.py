@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from audit.telemetry import DecisionTelemetry
 from tests.telemetry.records_factory import make_record
 
-DECISIONS = 1000  # 3,000 spans: more than the SDK's default queue of 2,048
+DECISIONS = 1000  # 4,000 spans (root, wait, two tiers): more than the SDK's default queue of 2,048
 
 
 class StalledUntilReleased(SpanExporter):
@@ -46,4 +46,4 @@ def test_spans_queued_during_a_stall_are_exported_afterwards(
         telemetry.export(make_record(i))
     backend.release.set()
     telemetry.shutdown()
-    assert (len(backend.spans) == 3 * DECISIONS) is all_kept
+    assert (len(backend.spans) == 4 * DECISIONS) is all_kept

@@ -1,4 +1,5 @@
-"""Directly built spans and log records put the same OTLP bytes on the wire as the Tracer path."""
+"""Three routes, one set of bytes: OTLP protobuf written by ClaimTrail itself, SDK span and log
+objects built directly, and the SDK's own Tracer and Logger all encode a decision identically."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from audit.allocator.outcome import DeviceVerdict, TierEvidence
 from audit.records import DecisionRecord, Exemplar, Outcome, TierSummary
-from audit.telemetry import DecisionTelemetry, Redaction, TelemetrySettings
+from audit.telemetry import DecisionTelemetry, Redaction, TelemetrySettings, otlpwire
+from audit.telemetry.shape import AttemptLinks, decision_shape
 from audit.telemetry.spans import HashedOnceResource
 from tests.telemetry.records_factory import POD, make_record
 from tests.telemetry.tracer_reference import TracerBuiltExport
@@ -39,9 +41,7 @@ def _multi_request() -> DecisionRecord:
     return make_record(tiers=tiers)
 
 
-def _wire(
-    telemetry_export: object, spans: InMemorySpanExporter, logs: InMemoryLogRecordExporter
-) -> tuple[bytes, bytes, int, int]:
+def _wire(spans: InMemorySpanExporter, logs: InMemoryLogRecordExporter) -> tuple[bytes, bytes, int, int]:
     finished_spans, finished_logs = spans.get_finished_spans(), logs.get_finished_logs()
     return (
         encode_spans(finished_spans).SerializeToString(),
@@ -51,27 +51,54 @@ def _wire(
     )
 
 
-def _both(
+def _written(records: Sequence[DecisionRecord], verdicts: Sequence[TierEvidence],
+             labels: Mapping[str, str] | None, settings: TelemetrySettings) -> tuple[bytes, bytes, int, int]:
+    """What ClaimTrail's own encoder writes for the same decisions, in one request per signal."""
+    envelope = otlpwire.Envelope(RESOURCE.attributes)
+    links = AttemptLinks()
+    spans: list[bytes] = []
+    logs: list[bytes] = []
+    for record in records:
+        decision_spans, decision_logs = otlpwire.decision(
+            decision_shape(record, verdicts, labels, settings.shape_options(), links))
+        spans += decision_spans
+        logs += decision_logs
+    # an empty log batch is never sent; the SDK encodes no log records as an empty request
+    return envelope.request(spans), envelope.request(logs) if logs else b"", len(spans), len(logs)
+
+
+Wire = tuple[bytes, bytes, int, int]
+
+
+def _three(
     records: Sequence[DecisionRecord],
     *,
     verdicts: Sequence[TierEvidence] = (),
     labels: Mapping[str, str] | None = None,
     redaction: Redaction = Redaction(),
     max_verdicts: int = 64,
-) -> tuple[tuple[bytes, bytes, int, int], tuple[bytes, bytes, int, int]]:
+    route: str = "logs",
+    api_url: str = "",
+    id_salt: str = "",
+) -> tuple[Wire, Wire, Wire]:
+    settings = TelemetrySettings(max_verdicts=max_verdicts, redaction=redaction, verdicts=route, api_url=api_url,
+                                 id_salt=id_salt)
     direct_spans, direct_logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
-    direct = DecisionTelemetry(
-        direct_spans, direct_logs, None, resource=RESOURCE, batch=False,
-        settings=TelemetrySettings(max_verdicts=max_verdicts, redaction=redaction),
-    )
+    direct = DecisionTelemetry(direct_spans, direct_logs, None, resource=RESOURCE, batch=False, settings=settings)
     ref_spans, ref_logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
-    reference = TracerBuiltExport(ref_spans, ref_logs, RESOURCE, redaction=redaction, max_verdicts=max_verdicts)
+    reference = TracerBuiltExport(ref_spans, ref_logs, RESOURCE, options=settings.shape_options())
     for record in records:
         direct.export(record, verdicts, labels)
         reference.export(record, verdicts, labels)
     direct.shutdown()
     reference.shutdown()
-    return _wire(direct, direct_spans, direct_logs), _wire(reference, ref_spans, ref_logs)
+    return _wire(direct_spans, direct_logs), _wire(ref_spans, ref_logs), _written(records, verdicts, labels, settings)
+
+
+def _retries() -> list[DecisionRecord]:
+    unschedulable = dict(outcome=Outcome.UNSCHEDULABLE.value, devices=[], node="", tier_index=-1, allocated_model="",
+                         fallback=False, retry_class="unschedulable")
+    return [make_record(0, **unschedulable), make_record(1, **unschedulable), make_record(2)]
 
 
 CASES = {
@@ -87,16 +114,22 @@ CASES = {
     "every-redaction": dict(records=[make_record()], verdicts=_evidence(), labels={"owner": POD}, redaction=ALL_REDACTION),
     "several-requests": dict(records=[_multi_request()]),
     "no-tiers": dict(records=[make_record(tiers=[], duration_us=0)]),
+    "no-wait-no-duration": dict(records=[make_record(wait_ms=0, duration_us=0)]),
+    "verdicts-as-span-events": dict(records=[make_record()], verdicts=_evidence(), route="events"),
+    "verdicts-as-logs-and-events": dict(records=[make_record()], verdicts=_evidence(), route="both"),
+    "retries-link-to-the-attempt-before": dict(records=_retries()),
+    "why-url-and-id-salt": dict(records=[make_record()], api_url="http://claimtrail:8000", id_salt="run-2"),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
-def test_direct_spans_and_logs_encode_byte_identical_to_the_tracer_path(case: dict) -> None:  # type: ignore[type-arg]
-    direct, reference = _both(**case)
-    assert direct[2:] == reference[2:]  # span and log counts
+def test_written_protobuf_sdk_objects_and_the_tracer_encode_byte_identical(case: dict) -> None:  # type: ignore[type-arg]
+    direct, reference, written = _three(**case)
+    assert direct[2:] == reference[2:] == written[2:]  # span and log counts
     assert direct[2] > 0
-    assert direct[0] == reference[0]
-    assert direct[1] == reference[1]
+    assert direct[0] == reference[0] == written[0]
+    if direct[3]:
+        assert direct[1] == reference[1] == written[1]
 
 
 @settings(max_examples=25, deadline=None)
@@ -107,13 +140,16 @@ def test_direct_spans_and_logs_encode_byte_identical_to_the_tracer_path(case: di
     max_verdicts=st.integers(0, 8),
     hash_pod_names=st.booleans(),
 )
-def test_direct_path_matches_the_tracer_path_for_any_decision(
+def test_all_three_routes_agree_for_any_decision(
     attempt: int, duration_us: int, labels: dict[str, str], max_verdicts: int, hash_pod_names: bool
 ) -> None:
     record = make_record(attempt, duration_us=duration_us)
-    direct, reference = _both([record], verdicts=_evidence(), labels=labels, max_verdicts=max_verdicts,
-                              redaction=Redaction(hash_pod_names=hash_pod_names))
+    direct, reference, written = _three([record], verdicts=_evidence(), labels=labels, max_verdicts=max_verdicts,
+                                        redaction=Redaction(hash_pod_names=hash_pod_names), route="both")
     assert direct == reference
+    assert (written[0], written[2:]) == (direct[0], direct[2:])
+    if direct[3]:
+        assert written[1] == direct[1]
 
 
 def test_hashed_once_resource_is_equal_to_and_hashes_like_its_resource() -> None:

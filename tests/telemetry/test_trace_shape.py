@@ -1,14 +1,20 @@
-"""The exported protobuf: span tree, deterministic ids and times, attribute names, log links."""
+"""The exported protobuf: span tree, deterministic ids and times, attribute names, log links.
+
+What changed deliberately from the first trace layout: tier spans are named after their model
+and say what became of the tier, a wait span and the pod's creation time open the trace, tier
+spans follow one another in preference order, failed preferred tiers carry an error status, and
+the record attribute lists the record's fields in declared order."""
 
 from __future__ import annotations
 
 import calendar
+import json
 
 import pytest
 
 from audit.records import Outcome
 from audit.telemetry import schema as s
-from audit.telemetry.ids import root_span_id_for, tier_span_id_for, trace_id_for
+from audit.telemetry.ids import root_span_id_for, tier_span_id_for, trace_id_for, wait_span_id_for
 from tests.telemetry.capture import attrs, export_over_http
 from tests.telemetry.records_factory import NAMESPACE, POD, TENANT, make_record
 
@@ -24,8 +30,9 @@ def test_one_root_span_with_a_child_span_per_tier(monkeypatch: pytest.MonkeyPatc
     wire = export_over_http(monkeypatch, [record])
     root = wire.root()
     assert root.name == s.ROOT_SPAN
-    assert [t.name for t in wire.tiers()] == [s.TIER_SPAN, s.TIER_SPAN]
-    assert {t.parent_span_id for t in wire.tiers()} == {root.span_id}
+    assert [t.name for t in wire.tiers()] == ["dra.allocate.tier H100", "dra.allocate.tier A100"]
+    assert {t.parent_span_id for t in [*wire.tiers(), wire.wait()]} == {root.span_id}
+    assert wire.wait().span_id == _id(wait_span_id_for(record.decision_id), 8)
     assert {sp.trace_id for sp in wire.spans} == {_id(trace_id_for(record.decision_id), 16)}
     assert root.span_id == _id(root_span_id_for(record.decision_id), 8)
     assert sorted(t.span_id for t in wire.tiers()) == sorted(
@@ -33,11 +40,37 @@ def test_one_root_span_with_a_child_span_per_tier(monkeypatch: pytest.MonkeyPatc
     )
 
 
-def test_span_times_come_from_the_record(monkeypatch: pytest.MonkeyPatch) -> None:
-    wire = export_over_http(monkeypatch, [make_record(duration_us=420)])
-    for span in wire.spans:
-        assert (span.start_time_unix_nano, span.end_time_unix_nano) == (START_NS, START_NS + 420_000)
-    assert {lr.time_unix_nano for lr in wire.logs} == {START_NS}
+MS, US = 1_000_000, 1000
+
+
+@pytest.mark.parametrize(
+    ("overrides", "root", "wait", "tiers", "logs"),
+    [
+        # 1.5 s of waiting, then 420 µs of measured engine time shared by the two tiers tried
+        ({}, (START_NS - 1500 * MS, START_NS + 420 * US), (START_NS - 1500 * MS, START_NS),
+         [(START_NS, START_NS + 210 * US), (START_NS + 210 * US, START_NS + 420 * US)],
+         [START_NS, START_NS, START_NS + 210 * US]),
+        # nothing measured (a simulated record): each tried tier is drawn as one nominal millisecond
+        ({"wait_ms": 0, "duration_us": 0}, (START_NS, START_NS + 2 * MS), None,
+         [(START_NS, START_NS + MS), (START_NS + MS, START_NS + 2 * MS)], [START_NS, START_NS, START_NS + MS]),
+        # the first tier allocated: the second was never tried and is a zero-length mark after it
+        ({"wait_ms": 0, "duration_us": 0, "tier_index": 0, "fallback": False, "allocated_model": "H100"},
+         (START_NS, START_NS + MS), None, [(START_NS, START_NS + MS), (START_NS + MS, START_NS + MS)],
+         [START_NS, START_NS, START_NS + MS]),
+    ],
+    ids=["measured-with-wait", "unmeasured-nominal-tiers", "tier-not-tried"],
+)
+def test_span_times_show_the_wait_and_the_tiers_in_preference_order(
+    monkeypatch: pytest.MonkeyPatch, overrides: dict, root: tuple[int, int],  # type: ignore[type-arg]
+    wait: tuple[int, int] | None, tiers: list[tuple[int, int]], logs: list[int],
+) -> None:
+    wire = export_over_http(monkeypatch, [make_record(**overrides)])
+    span_root = wire.root()
+    assert (span_root.start_time_unix_nano, span_root.end_time_unix_nano) == root
+    waits = [sp for sp in wire.spans if sp.name == s.WAIT_SPAN]
+    assert [(sp.start_time_unix_nano, sp.end_time_unix_nano) for sp in waits] == ([wait] if wait else [])
+    assert [(sp.start_time_unix_nano, sp.end_time_unix_nano) for sp in wire.tiers()] == tiers
+    assert sorted(lr.time_unix_nano for lr in wire.logs) == logs
 
 
 def test_root_span_attributes_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,11 +114,12 @@ def test_root_span_attributes_follow_the_schema(monkeypatch: pytest.MonkeyPatch)
     }
     record_json = root.pop(s.RECORD)
     assert root == expected
-    assert record_json.startswith('{"allocated_model":"A100",')
+    assert json.loads(record_json) == record.to_dict()
 
 
-def test_tier_spans_count_devices_per_reason_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    tiers = {attrs(t)[s.TIER_INDEX]: attrs(t) for t in export_over_http(monkeypatch, [make_record()]).tiers()}
+def test_tier_spans_count_devices_per_reason_code_and_carry_their_blockers(monkeypatch: pytest.MonkeyPatch) -> None:
+    spans = export_over_http(monkeypatch, [make_record()]).tiers()
+    tiers = {attrs(t)[s.TIER_INDEX]: attrs(t) for t in spans}
     assert tiers[0] == {
         "claimtrail.decision_id": make_record().decision_id,
         "claimtrail.tier_index": 0,
@@ -94,10 +128,20 @@ def test_tier_spans_count_devices_per_reason_code(monkeypatch: pytest.MonkeyPatc
         "claimtrail.tier.considered": 8,
         "claimtrail.tier.nodes_evaluated": 2,
         "claimtrail.tier.verdicts.dropped": 0,
+        "claimtrail.tier.result": "exhausted",
         "claimtrail.tier.reason.in_use": 6,
         "claimtrail.tier.reason.unhealthy": 2,
+        "claimtrail.tier.blockers": ["insufficient_on_node"],
+        "claimtrail.tier.blocker.insufficient_on_node.free": 0,
     }
     assert (tiers[1]["claimtrail.tier.reason.selected"], tiers[1]["claimtrail.tier.reason.not_reached"]) == (1, 3)
+    assert tiers[1]["claimtrail.tier.result"] == "selected"
+
+
+def test_a_failed_preferred_tier_is_an_error_with_its_reasons(monkeypatch: pytest.MonkeyPatch) -> None:
+    h100, a100 = export_over_http(monkeypatch, [make_record()]).tiers()
+    assert (h100.status.code, h100.status.message) == (2, "H100 exhausted: in_use 6, unhealthy 2; blocked: insufficient_on_node")
+    assert (a100.status.code, a100.status.message) == (0, "")
 
 
 def test_every_attribute_key_is_k8s_semconv_or_under_the_one_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,6 +156,7 @@ def test_verdict_log_records_link_to_their_tier_span(monkeypatch: pytest.MonkeyP
     record = make_record()
     wire = export_over_http(monkeypatch, [record])
     tier_span = {attrs(t)[s.TIER_INDEX]: t.span_id for t in wire.tiers()}
+    assert all(not sp.events for sp in wire.spans)  # logs by default: no span events
     got = sorted(
         (attrs(lr)[s.TIER_INDEX], attrs(lr)[s.VERDICT_DEVICE], attrs(lr)[s.VERDICT_REASON], lr.span_id == tier_span[attrs(lr)[s.TIER_INDEX]])
         for lr in wire.logs

@@ -1,8 +1,8 @@
 """The Tracer-built export path, kept as the reference the directly built spans are checked against.
 
-This is how decisions were exported before spans were built directly: the SDK's ``Tracer`` makes
-every span (with an id generator that hands out the decision's derived ids) and the SDK's
-``Logger`` emits every verdict. Both paths must put the same bytes on the wire.
+The SDK's ``Tracer`` makes every span of a decision's shape (with an id generator that hands out
+the decision's derived ids) and the SDK's ``Logger`` emits every verdict. The SDK objects built
+directly, and the OTLP protobuf ClaimTrail writes itself, must put the same bytes on the wire.
 """
 
 from __future__ import annotations
@@ -22,18 +22,10 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from audit.allocator.outcome import TierEvidence
-from audit.records import DecisionRecord, Outcome
+from audit.records import DecisionRecord
 from audit.telemetry import schema as s
-from audit.telemetry.attributes import (
-    root_attributes,
-    select_verdicts,
-    tier_attributes,
-    verdict_attributes,
-    verdict_body,
-)
-from audit.telemetry.ids import root_span_id_for, tier_span_id_for, trace_id_for
-from audit.telemetry.redaction import Redaction, redact
-from audit.telemetry.traces import _scrub_verdict, time_ns
+from audit.telemetry.shape import STATUS_ERROR, AttemptLinks, ShapeOptions, decision_shape
+from audit.telemetry.spans import span_context
 
 # what the Tracer path used: the record attribute is never cut, pod labels may exceed 128 keys
 SPAN_LIMITS = SpanLimits(max_span_attributes=1024, max_span_attribute_length=SpanLimits.UNSET)
@@ -57,15 +49,20 @@ class QueuedIds(IdGenerator):
         return value
 
 
+def _carrying(trace_id: int, span_id: int) -> Context:
+    return trace.set_span_in_context(trace.NonRecordingSpan(span_context(trace_id, span_id)), Context())
+
+
 class TracerBuiltExport:
+    """Each span of a decision's shape made by the SDK's Tracer, each verdict log by its Logger."""
+
     def __init__(
         self,
         spans: SpanExporter,
         logs: LogRecordExporter,
         resource: Resource,
         *,
-        redaction: Redaction = Redaction(),
-        max_verdicts: int = 64,
+        options: ShapeOptions = ShapeOptions(),
     ) -> None:
         self._ids = QueuedIds()
         self.tracer_provider = TracerProvider(resource=resource, id_generator=self._ids, span_limits=SPAN_LIMITS)
@@ -74,53 +71,39 @@ class TracerBuiltExport:
         self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
         self._tracer = self.tracer_provider.get_tracer(s.INSTRUMENTATION_SCOPE)
         self._logger = self.logger_provider.get_logger(s.INSTRUMENTATION_SCOPE)
-        self.redaction = redaction
-        self.max_verdicts = max_verdicts
+        self.options = options
+        self.links = AttemptLinks()
 
     def export(
         self, record: DecisionRecord, verdicts: Sequence[TierEvidence] = (), labels: Mapping[str, str] | None = None
     ) -> None:
-        start = time_ns(record)
-        end = start + record.duration_us * 1000
-        redacted = redact(record, labels or {}, self.redaction)
-        sent = redacted.record
-        selection = select_verdicts(sent, verdicts, self.max_verdicts)
-        kept = [_scrub_verdict(v, redacted.scrubber) for v in selection.kept]
-        self._ids.queue(trace_id_for(record.decision_id), root_span_id_for(record.decision_id))
-        root = self._tracer.start_span(
-            s.ROOT_SPAN,
-            context=Context(),
-            kind=SpanKind.INTERNAL,
-            attributes=root_attributes(sent, redacted.labels, redacted.paths, selection),
-            start_time=start,
-        )
-        if sent.outcome == Outcome.ERROR.value:
-            root.set_status(Status(StatusCode.ERROR, sent.message or "allocation error"))
-        root_ctx = trace.set_span_in_context(root, Context())
-        tier_ctx: dict[int | None, Context] = {}
-        for position, tier in enumerate(sent.tiers):
-            self._ids.queue(None, tier_span_id_for(record.decision_id, position))
+        shape = decision_shape(record, verdicts, labels, self.options, self.links)
+        for sp in shape.spans:
+            self._ids.queue(shape.trace_id, sp.span_id)
             span = self._tracer.start_span(
-                s.TIER_SPAN,
-                context=root_ctx,
+                sp.name,
+                context=_carrying(shape.trace_id, sp.parent_id) if sp.parent_id else Context(),
                 kind=SpanKind.INTERNAL,
-                attributes=tier_attributes(sent, tier, selection.dropped_by_position.get(position, 0)),
-                start_time=start,
+                attributes=dict(sp.attributes),
+                links=[trace.Link(span_context(link.trace_id, link.span_id), link.attributes) for link in sp.links],
+                start_time=sp.start,
             )
-            tier_ctx[position] = trace.set_span_in_context(span, Context())
-            span.end(end_time=end)
-        for verdict in kept:
+            for event in sp.events:
+                span.add_event(event.name, event.attributes, event.time)
+            if sp.status_code == STATUS_ERROR:
+                span.set_status(Status(StatusCode.ERROR, sp.status_message))
+            span.end(end_time=sp.end)
+        for log in shape.logs:
             self._logger.emit(
-                timestamp=start,
-                observed_timestamp=start,
-                context=tier_ctx.get(verdict.position, root_ctx),
+                timestamp=log.time,
+                observed_timestamp=log.time,
+                context=_carrying(shape.trace_id, log.span_id),
                 severity_number=SeverityNumber.INFO,
                 severity_text="INFO",
-                body=verdict_body(verdict),
-                attributes=verdict_attributes(sent.decision_id, verdict),
+                body=log.body,
+                attributes=log.attributes,
                 event_name=s.VERDICT_EVENT,
             )
-        root.end(end_time=end)
 
     def shutdown(self) -> None:
         self.tracer_provider.shutdown()

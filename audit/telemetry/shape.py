@@ -1,0 +1,246 @@
+"""The trace one decision becomes, as plain data: spans, their times, ids, events and links.
+
+Both encoders read this one layout: ``audit.telemetry.otlpwire`` writes it as OTLP protobuf
+directly, and ``audit.telemetry.traces`` hands it to the OpenTelemetry SDK (the reference the
+direct encoding is tested against). Nothing here talks to a network or reads a clock.
+
+Times: the root span ``dra.allocate`` runs from the pod's creation (the record's ``time`` minus
+``wait_ms``) to the end of the decision, and a ``dra.wait`` child covers the wait. The decision
+itself lasts the engine's measured ``duration_us`` (a clock reading, outside the output digest)
+shared evenly by the tiers it tried, in preference order; a record without a measured duration
+(simulated ones) draws each tried tier as ``NOMINAL_TIER_US``, and says so by its
+``claimtrail.duration_us`` of 0. Tiers never tried are zero-length marks after the tried ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from audit.allocator.outcome import TierEvidence
+from audit.records import DecisionRecord, Outcome, RetryClass
+from audit.telemetry import schema as s
+from audit.telemetry.attributes import (
+    DEFAULT_MAX_VERDICTS,
+    AttributeValue,
+    RootAttributes,
+    TierAttributes,
+    Verdict,
+    VerdictAttributes,
+    select_verdicts,
+    tier_results,
+    tier_status_message,
+    verdict_body,
+)
+from audit.telemetry.errors import TelemetryError
+from audit.telemetry.ids import root_span_id_for, tier_span_id_for, trace_id_for, wait_span_id_for
+from audit.telemetry.redaction import Redaction, Scrubber, redact
+from audit.telemetry.timefmt import time_ns
+
+NOMINAL_TIER_US = 1000
+STATUS_UNSET = 0
+STATUS_ERROR = 2
+
+
+@dataclass(frozen=True)
+class ShapeOptions:
+    """What a decision's trace carries beyond the record: verdict routes, id salt, the API."""
+
+    max_verdicts: int = DEFAULT_MAX_VERDICTS
+    redaction: Redaction = field(default_factory=Redaction)
+    verdict_logs: bool = True
+    verdict_events: bool = False
+    id_salt: str = ""
+    api_url: str = ""  # base URL of the audit API, for claimtrail.why_url
+
+
+@dataclass(slots=True)
+class EventShape:
+    name: str
+    time: int
+    attributes: Mapping[str, AttributeValue]
+
+
+@dataclass(slots=True)
+class LinkShape:
+    trace_id: int
+    span_id: int
+    attributes: dict[str, AttributeValue]
+
+
+@dataclass(slots=True)
+class SpanShape:
+    name: str
+    span_id: int
+    parent_id: int  # 0: the root
+    start: int
+    end: int
+    attributes: Mapping[str, AttributeValue]
+    status_code: int = STATUS_UNSET
+    status_message: str = ""
+    events: list[EventShape] = field(default_factory=list)
+    links: list[LinkShape] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class LogShape:
+    span_id: int
+    time: int
+    body: str
+    attributes: Mapping[str, AttributeValue]
+
+
+@dataclass
+class DecisionShape:
+    trace_id: int
+    root_span_id: int
+    spans: list[SpanShape]  # tier spans, the wait span, then the root: the order they end in
+    logs: list[LogShape]
+    tier_span_ids: dict[int, int]  # by position in record.tiers
+    verdicts_exported: int
+    verdicts_dropped: int
+    record: DecisionRecord  # what was sent (after redaction)
+
+
+@dataclass(frozen=True)
+class PreviousAttempt:
+    attempt: int
+    trace_id: int
+    span_id: int
+
+
+class AttemptLinks:
+    """Remembers the attempts exported for each pod, so a retry's trace links to the attempt
+    before it. Attempts are keyed by number, so exporting a decision again links it the same
+    way; a pod's entries go when it is allocated or its attempts end."""
+
+    def __init__(self) -> None:
+        self._pods: dict[tuple[str, str], dict[int, tuple[int, int]]] = {}
+
+    def previous(self, record: DecisionRecord, trace_id: int, span_id: int) -> PreviousAttempt | None:
+        key = (record.cluster, record.pod_uid or f"{record.namespace}/{record.pod}")
+        seen = self._pods.get(key)
+        earlier = max((a for a in seen if a < record.attempt), default=None) if seen else None
+        found = None if earlier is None or seen is None else PreviousAttempt(earlier, *seen[earlier])
+        if record.outcome == Outcome.ALLOCATED.value or record.retry_class == RetryClass.TERMINAL.value:
+            self._pods.pop(key, None)
+        else:
+            self._pods.setdefault(key, {})[record.attempt] = (trace_id, span_id)
+        return found
+
+
+def why_url(api_url: str, record: DecisionRecord) -> str:
+    if not api_url:
+        return ""
+    url = f"{api_url.rstrip('/')}/v1/decisions/{_quoted(record.decision_id)}/why"
+    return f"{url}?model={_quoted(record.preferred_model)}" if record.preferred_model else url
+
+
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+
+
+def _quoted(text: str) -> str:
+    # decision ids and model names are nearly always URL-safe already; quote() costs a microsecond
+    return text if _PLAIN.issuperset(text) else quote(text, safe="")
+
+
+def decision_shape(
+    record: DecisionRecord,
+    verdicts: Sequence[TierEvidence] = (),
+    labels: Mapping[str, str] | None = None,
+    options: ShapeOptions = ShapeOptions(),
+    links: AttemptLinks | None = None,
+) -> DecisionShape:
+    t = time_ns(record)
+    if record.duration_us < 0:
+        raise TelemetryError(f"DecisionRecord {record.decision_id}: duration_us: must be >= 0, got {record.duration_us}")
+    if record.wait_ms < 0:
+        raise TelemetryError(f"DecisionRecord {record.decision_id}: wait_ms: must be >= 0, got {record.wait_ms}")
+    redacted = redact(record, labels or {}, options.redaction)
+    sent = redacted.record
+    selection = select_verdicts(sent, verdicts, options.max_verdicts)
+    scrubber = redacted.scrubber
+    kept = [_scrub_verdict(v, scrubber) for v in selection.kept] if scrubber.secret else selection.kept
+    salt = options.id_salt
+    trace_id = trace_id_for(record.decision_id, salt)
+    root_id = root_span_id_for(record.decision_id, salt)
+
+    results = tier_results(sent)
+    tried = sum(1 for r in results if r != s.TIER_NOT_TRIED)
+    if record.duration_us:
+        slot = record.duration_us * 1000 // max(tried, 1)
+        decided = t + record.duration_us * 1000
+    else:
+        slot = NOMINAL_TIER_US * 1000
+        decided = t + tried * slot
+
+    dropped = selection.dropped_by_position
+    spans: list[SpanShape] = []
+    tier_ids: dict[int, int] = {}
+    tier_starts: dict[int, int] = {}
+    for position, (tier, result) in enumerate(zip(sent.tiers, results, strict=True)):
+        span_id = tier_span_id_for(record.decision_id, position, salt)
+        start = t + position * slot  # preference order: explorers sort siblings by start
+        end = start + slot if result != s.TIER_NOT_TRIED else start
+        attrs = TierAttributes(sent, tier, dropped.get(position, 0) if dropped else 0, result)
+        span = SpanShape(_tier_name(tier.model or tier.request or str(tier.index)), span_id, root_id, start, end, attrs)
+        if result == s.TIER_EXHAUSTED:
+            span.status_code, span.status_message = STATUS_ERROR, tier_status_message(sent, tier)
+        spans.append(span)
+        tier_ids[position] = span_id
+        tier_starts[position] = start
+
+    root_start = t - record.wait_ms * 1_000_000
+    if record.wait_ms:
+        wait_attrs: dict[str, AttributeValue] = {s.DECISION_ID: sent.decision_id, s.WAIT_MS: sent.wait_ms}
+        spans.append(SpanShape(s.WAIT_SPAN, wait_span_id_for(record.decision_id, salt), root_id, root_start, t, wait_attrs))
+
+    root_attrs = RootAttributes(sent, redacted.labels, redacted.paths, selection, why_url(options.api_url, sent))
+    root = SpanShape(s.ROOT_SPAN, root_id, 0, root_start, decided, root_attrs)
+    if sent.outcome == Outcome.ERROR.value:
+        root.status_code, root.status_message = STATUS_ERROR, sent.message or "allocation error"
+    previous = links.previous(record, trace_id, root_id) if links is not None else None
+    if previous is not None:
+        root.links.append(LinkShape(previous.trace_id, previous.span_id,
+                                    {s.LINK_KIND: s.PREVIOUS_ATTEMPT, s.LINK_ATTEMPT: previous.attempt}))
+
+    logs: list[LogShape] = []
+    by_id = {span.span_id: span for span in spans} if options.verdict_events else {}
+    for verdict in kept:
+        # a verdict whose tier has no span (extra evidence only) still belongs to the decision
+        where = verdict.position
+        on_tier = where is not None and where in tier_ids
+        verdict_span = tier_ids[where] if on_tier and where is not None else root_id
+        at = tier_starts[where] if on_tier and where is not None else t
+        verdict_attrs = VerdictAttributes(sent.decision_id, verdict)
+        if options.verdict_logs:
+            logs.append(LogShape(verdict_span, at, verdict_body(verdict), verdict_attrs))
+        if options.verdict_events:
+            (by_id.get(verdict_span) or root).events.append(EventShape(s.VERDICT_EVENT, at, verdict_attrs))
+    spans.append(root)
+    return DecisionShape(trace_id, root_id, spans, logs, tier_ids, len(kept), selection.dropped, sent)
+
+
+_TIER_NAMES: dict[str, str] = {}
+
+
+def _tier_name(label: str) -> str:
+    name = _TIER_NAMES.get(label)
+    if name is None:
+        if len(_TIER_NAMES) >= 1024:
+            _TIER_NAMES.clear()
+        name = _TIER_NAMES[label] = f"{s.TIER_SPAN} {label}"
+    return name
+
+
+def _scrub_verdict(verdict: Verdict, scrubber: Scrubber) -> Verdict:
+    return Verdict(
+        verdict.position,
+        verdict.tier_index,
+        scrubber.text(verdict.device),
+        scrubber.text(verdict.node),
+        verdict.reason,
+        verdict.source,
+        scrubber.deep(verdict.detail),
+    )

@@ -1,0 +1,146 @@
+"""DecisionExporter's batches and delivery accounting against real loopback servers."""
+
+from __future__ import annotations
+
+import gzip
+import time
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from audit.telemetry import DecisionExporter, TelemetryError
+from tests.otlp.loopback import running_receiver, serve, set_otel_env
+from tests.telemetry.records_factory import make_record
+
+
+class Backend:
+    """An OTLP/HTTP traces endpoint that answers from a script of statuses (then 200)."""
+
+    def __init__(self, statuses: list[int], rejected: int = 0) -> None:
+        self.statuses, self.rejected = list(statuses), rejected
+        self.bodies: list[tuple[dict[str, str], bytes]] = []
+
+    async def traces(self, request: Request) -> Response:
+        body = await request.body()
+        self.bodies.append((dict(request.headers), body))
+        if self.statuses:
+            return Response(status_code=self.statuses.pop(0))
+        partial = ExportTracePartialSuccess(rejected_spans=self.rejected, error_message="span too old")
+        answer = ExportTraceServiceResponse(partial_success=partial) if self.rejected else ExportTraceServiceResponse()
+        return Response(answer.SerializeToString(), media_type="application/x-protobuf")
+
+    def app(self) -> Any:
+        return Starlette(routes=[Route("/v1/traces", self.traces, methods=["POST"])])
+
+
+def _traces_only(url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    return {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url + "/v1/traces", "OTEL_LOGS_EXPORTER": "none",
+            "OTEL_METRICS_EXPORTER": "none", **(extra or {})}
+
+
+def test_requests_hold_at_most_the_batch_size_and_count_decisions_by_their_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = Backend([])
+    with serve(backend.app()) as url:
+        set_otel_env(monkeypatch, _traces_only(url, {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "5"}))
+        with DecisionExporter() as exporter:
+            for i in range(7):  # 4 spans each: root, wait, two tiers
+                exporter.export(make_record(i))
+            report = exporter.flush()
+    sizes = [len(ExportTraceServiceRequest.FromString(body).resource_spans[0].scope_spans[0].spans)
+             for _, body in backend.bodies]
+    assert sizes == [5, 5, 5, 5, 5, 3]
+    assert (report.decisions, report.decisions_delivered, report.traces.items, report.traces.requests) == (7, 7, 28, 6)
+
+
+def test_a_retryable_answer_is_tried_again_and_a_refusal_is_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = Backend([503, 400])
+    with serve(backend.app()) as url:
+        set_otel_env(monkeypatch, _traces_only(url, {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "4"}))
+        with DecisionExporter() as exporter:
+            exporter.export(make_record(0))  # 503, then 200 on the second try
+            exporter.flush()
+            exporter.export(make_record(1))  # 400: refused for good
+            report = exporter.flush()
+    assert len(backend.bodies) == 3
+    assert (report.decisions_delivered, report.traces.requests, report.traces.requests_failed) == (1, 2, 1)
+    assert report.traces.errors == [f"HTTP 400 Bad Request from {url}/v1/traces"]
+
+
+def test_items_an_endpoint_rejects_in_a_partial_success_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = Backend([], rejected=2)
+    with serve(backend.app()) as url:
+        set_otel_env(monkeypatch, _traces_only(url))
+        with DecisionExporter() as exporter:
+            exporter.export(make_record(0))
+            report = exporter.flush()
+    assert (report.traces.items, report.traces.items_failed) == (4, 2)
+    assert report.traces.errors == [f"{url}/v1/traces refused 2 items: span too old"]
+
+
+def test_headers_and_gzip_follow_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = Backend([])
+    with serve(backend.app()) as url:
+        set_otel_env(monkeypatch, _traces_only(url, {"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20t0k,x-team=gpu",
+                                                     "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "gzip"}))
+        with DecisionExporter() as exporter:
+            exporter.export(make_record(0))
+    (headers, body), = backend.bodies
+    assert (headers["authorization"], headers["x-team"], headers["content-encoding"]) == ("Bearer t0k", "gpu", "gzip")
+    assert len(ExportTraceServiceRequest.FromString(gzip.decompress(body)).resource_spans[0].scope_spans[0].spans) == 4
+
+
+def test_a_partial_batch_leaves_after_the_schedule_delay_without_a_flush(monkeypatch: pytest.MonkeyPatch) -> None:
+    with running_receiver() as rx:
+        set_otel_env(monkeypatch, {"OTEL_EXPORTER_OTLP_ENDPOINT": rx.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
+                                   "OTEL_BLRP_SCHEDULE_DELAY": "50"})
+        exporter = DecisionExporter()
+        for i in range(3):
+            exporter.export(make_record(i))
+        exporter._encode_pending()  # what a full encoding batch does; the send is left to the delay
+        deadline = time.monotonic() + 30  # a wait for the sender thread, not a speed check
+        while len(rx.sink.records) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        received = len(rx.sink.records)
+        exporter.close()
+    assert received == 3
+
+
+def test_a_record_that_cannot_be_encoded_is_reported_and_the_rest_still_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    from audit.records import TierBlocker
+
+    bad = make_record(1)
+    bad.blockers = [TierBlocker("insufficient_on_node", 0, {"callback": object()})]
+    with running_receiver() as rx:
+        set_otel_env(monkeypatch, {"OTEL_EXPORTER_OTLP_ENDPOINT": rx.url})
+        with DecisionExporter() as exporter:
+            exporter.export(make_record(0))
+            exporter.export(bad)
+            report = exporter.flush()
+    assert (report.decisions, report.decisions_delivered) == (2, 1)
+    (error,) = report.errors
+    assert error.startswith(f"DecisionRecord {bad.decision_id}: cannot be encoded for OTLP:")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [({"time": "soon"}, r"time: 'soon' is not an ISO 8601 timestamp"),
+     ({"wait_ms": -5}, r"wait_ms: must be >= 0, got -5"),
+     ({"duration_us": -1}, r"duration_us: must be >= 0, got -1")],
+    ids=["time", "wait", "duration"],
+)
+def test_a_record_with_impossible_times_is_refused_in_the_call(
+    monkeypatch: pytest.MonkeyPatch, overrides: dict[str, Any], message: str
+) -> None:
+    set_otel_env(monkeypatch, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    record = make_record(**overrides)
+    with DecisionExporter() as exporter, pytest.raises(TelemetryError, match=rf"DecisionRecord {record.decision_id}: {message}"):
+        exporter.export(record)
