@@ -120,8 +120,10 @@ def load_reference() -> dict[str, Any]:
     return reference
 
 
-def factor(reference: dict[str, Any], scale: str, seconds: float) -> float:
-    return float(reference[f"{scale}_seconds"]) / seconds
+def factor(reference: dict[str, Any], scale: str, seconds: float) -> float | None:
+    """The speed against the reference; None when the reference has no figure for ``scale``."""
+    known = reference.get(f"{scale}_seconds")
+    return float(known) / seconds if known else None
 
 
 if __name__ == "__main__":

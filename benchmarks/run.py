@@ -73,13 +73,15 @@ def scale_of(row: dict[str, Any]) -> str:
     return str(row.get("scale") or calibrate.default_scale(row["unit"]))
 
 
-def annotate(row: dict[str, Any], factors: dict[str, float]) -> dict[str, Any]:
+def annotate(row: dict[str, Any], factors: dict[str, float | None]) -> dict[str, Any]:
     """The row with the factor it was normalised by and its normalised value (``None`` for rows
-    that need none: ratios, counts, sizes)."""
+    that need none — ratios, counts, sizes — and for rows whose factor is unknown)."""
     scale = scale_of(row)
     if scale == "none" or calibrate.kind(row["unit"]) == "other" or not isinstance(row["value"], int | float):
         return {**row, "scale": "none", "factor": None, "normalised": None}
-    f = factors[scale]
+    f = factors.get(scale)
+    if f is None:
+        return {**row, "scale": scale, "factor": None, "normalised": None}
     value = calibrate.normalise(float(row["value"]), row["unit"], f)
     return {**row, "scale": scale, "factor": round(f, 3), "normalised": round(value, 3 if abs(value) < 100 else 1)}
 
@@ -97,6 +99,10 @@ class Noise:
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 3) if value is not None else None
 
 
 def _shown(value: Any) -> str:
@@ -141,15 +147,15 @@ def main() -> int:
         with open(calibrate.REFERENCE, "w") as fh:
             json.dump(reference, fh, indent=2)
             fh.write("\n")
-    reference = calibrate.load_reference()
+    reference = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
     rows = []
     for row, cpu, store in measured:
-        factors = {"cpu": calibrate.factor(reference, "cpu", cpu)}
+        factors: dict[str, float | None] = {"cpu": calibrate.factor(reference, "cpu", cpu)}
         if store is not None:
             factors["store"] = calibrate.factor(reference, "store", store)
         rows.append(annotate(row, factors))
-    summary = {"cpu": round(calibrate.factor(reference, "cpu", statistics.median(cpu_runs)), 3),
-               "store": round(calibrate.factor(reference, "store", statistics.median(store_runs)), 3)
+    summary = {"cpu": _rounded(calibrate.factor(reference, "cpu", statistics.median(cpu_runs))),
+               "store": _rounded(calibrate.factor(reference, "store", statistics.median(store_runs)))
                if store_runs else None}
     print(f"speed factor against the reference: cpu {summary['cpu']}, store {summary['store']}"
           f"{' (with --noise)' if args.noise else ''}")

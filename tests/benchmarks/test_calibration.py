@@ -86,3 +86,9 @@ def test_markdown_shows_measured_and_normalised_with_the_factor() -> None:
     assert "speed factor against the reference machine: CPU 0.5" in text
     assert "| #3 | eval | 8 µs | 4 µs | ≤ 15 µs |" in text
     assert "| #5 | ratio | 0.72 ratio |  | >= 0.7 |" in text
+
+
+def test_a_scale_the_reference_lacks_leaves_the_row_unnormalised() -> None:
+    assert calibrate.factor({"cpu_seconds": 0.1}, "store", 2.0) is None
+    row = annotate({"name": "insert", "value": 20_000, "unit": "rec/s", "scale": "store"}, {"cpu": 1.0, "store": None})
+    assert (row["factor"], row["normalised"]) == (None, None)
