@@ -3,7 +3,7 @@
 *wait* = first bind − pod creation, for every pod first bound inside the window (both tracks,
 whatever it got). Pods that were not bound are never mixed in: those still pending at the window
 end and those that failed (or were deleted) unbound inside it are counted apart, with the longest
-wait so far among them. Percentiles are nearest rank (``audit.metrics.percentile``).
+wait so far among them. Percentiles are nearest rank (``audit.metrics.ranks``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from audit.metrics.definition import Definition
 from audit.metrics.lifecycle import PodLife
-from audit.metrics.percentile import nearest_rank
+from audit.metrics.ranks import nearest_rank
 from audit.metrics.window import Window
 
 _POP = "pods of both tracks first bound in the window"
