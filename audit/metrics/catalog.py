@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from audit.metrics import fairness, fallback, health, starving, usage, waits
+from audit.metrics import fairness, fallback, health, lifecycle, ranks, regret, starving, usage, waits
 from audit.metrics.definition import Definition
 
 FAMILIES = (waits, starving, usage, fairness, fallback, health)
@@ -34,6 +34,8 @@ def _doc(module: object) -> str:
 
 def render_reference() -> str:
     out = [_HEADER]
+    for m in (lifecycle, ranks, regret):
+        out.append(f"## {m.__name__.rsplit('.', 1)[-1]}\n\n{_doc(m)}\n")
     for m in FAMILIES:
         title = m.__name__.rsplit(".", 1)[-1]
         out.append(f"## {title}\n\n{_doc(m)}\n")

@@ -1,8 +1,8 @@
 """The one percentile method of ClaimTrail: nearest rank.
 
 The q-th percentile of n values is the ⌈q·n⌉-th smallest (q in 0..1; the smallest value for
-q·n ≤ 1). It is always one of the observed values, so a p95 wait is a wait some pod really had,
-and SQL computes the same number by sorting and indexing (see ``audit.store.lifecycle``).
+q·n ≤ 1). It is always one of the observed values, so a p95 wait is a wait some pod really had;
+interpolating methods (ClickHouse's ``quantile*`` family, numpy's default) are not used.
 """
 
 from __future__ import annotations
