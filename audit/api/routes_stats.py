@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 
 from audit import migration
-from audit.api import insights, params, storeport
+from audit.api import insights, params, podstats, storeport
 from audit.api.auth import Principal
 from audit.api.deps import Settings, principal, settings, store, tenant_filter
 from audit.api.problems import Problem
@@ -67,7 +67,15 @@ def _query(kind: str, db: Any, who: Principal, f_values: dict[str, Any], group_b
     folded = storeport.decision_filter(**{**f_values, "tenant": None}) if scope is not None else own
     if kind == "migration":
         return {"rows": insights.migration_cohorts(db, own, folded, scope, keys, thresholds), "group_by": keys}
-    return {"rows": insights.BUILDERS[kind](db, own, folded, scope, keys), "group_by": keys}
+    out: dict[str, Any] = {"rows": insights.BUILDERS[kind](db, own, folded, scope, keys), "group_by": keys}
+    # the pod-level figures of the window (audit.metrics), beside the grouped rows
+    if kind == "fairness":
+        out.update(podstats.fairness(db, own, scope))
+    elif kind == "fallback" and "reason" not in keys:
+        out.update(podstats.fallback(db, own, scope))
+    elif kind == "health":
+        out.update(podstats.health(db, own))
+    return out
 
 
 def _endpoint(kind: str) -> Callable[..., dict[str, Any]]:

@@ -1,0 +1,67 @@
+"""The pod-level figures of /v1/stats/fairness, /v1/stats/fallback and /v1/stats/health.
+
+They are ``audit.metrics.report``'s finished numbers over the cluster's pod lifecycle (which the
+store keeps current from the event log), for the window the caller gives: ``since`` (default: the
+first event) to ``until`` (default: the last event). Filters on model or policy version do not
+apply to them (they are figures of the whole cluster and window); a tenant filter, or a tenant
+caller, restricts them as ``audit.metrics.report`` describes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audit.api import storeport
+from audit.api.problems import Problem
+from audit.metrics import Lifecycle, Window, fairness_report, fallback_report, health_report
+from audit.store.filters import DecisionFilter
+
+
+def _cluster(db: Any, f: DecisionFilter) -> str | None:
+    if f.cluster:
+        return f.cluster
+    clusters = storeport.call(db.event_clusters)
+    if len(clusters) > 1:
+        raise Problem("invalid-parameter", f"cluster: required, the store holds several clusters ({', '.join(clusters[:5])})")
+    return clusters[0] if clusters else None
+
+
+def lifecycle_window(db: Any, f: DecisionFilter) -> tuple[Lifecycle, Window] | None:
+    """The lifecycle and window the figures cover; None when the store has no events for it."""
+    cluster = _cluster(db, f)
+    if cluster is None:
+        return None
+    life: Lifecycle = storeport.call(db.pod_lifecycle, cluster)
+    if not life.policies:
+        return None
+    since, until = f.time_range_ms()
+    start = life.policies[0][0] if since is None else since
+    end = max(start, life.end_ms) if until is None else until
+    if end < start:
+        raise Problem("invalid-parameter", "until: before since")
+    return life, Window(start, end)
+
+
+def fairness(db: Any, f: DecisionFilter, scope: str | None) -> dict[str, Any]:
+    found = lifecycle_window(db, f)
+    if found is None:
+        return {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": []}
+    out = fairness_report(*found, scope=scope)
+    if scope is None and f.tenant:
+        out["tenants"] = [r for r in out["tenants"] if r["tenant"] == f.tenant]
+    return out
+
+
+def fallback(db: Any, f: DecisionFilter, scope: str | None) -> dict[str, Any]:
+    found = lifecycle_window(db, f)
+    if found is None:
+        return {"pods_with_preference": 0, "first_choice_rate": None, "fallbacks": 0, "regretted": 0,
+                "regret_rate": None, "regret_window_s": None, "paths": []}
+    return fallback_report(*found, scope=scope or f.tenant)
+
+
+def health(db: Any, f: DecisionFilter) -> dict[str, Any]:
+    found = lifecycle_window(db, f)
+    if found is None:
+        return {"unhealthy_devices": 0, "unhealthy_device_hours": 0.0, "models": []}
+    return health_report(*found)
