@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from audit import migration
-from audit.api import storeport
+from audit.api import podstats, storeport
 from audit.api.problems import Problem
 from audit.policy import Policy, default_policy, parse_policy
 from audit.store import insights
@@ -120,7 +120,7 @@ def fairness(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | 
         return out
     entitled = _entitlements(db, folded, scope, policy)
     base: list[dict[str, Any]] = storeport.call(db.fairness_stats, folded, scope_tenant=scope)
-    pending = {p["tenant"]: p for p in storeport.insight(db, insights.pending_pods, folded, policy.starvation_ms, scope)}
+    pending = _pending(db, own, scope)
     for r in base:
         r["devices_h100eq"] = eq.get(("", r["tenant"]), 0.0)
         r["entitlement"] = entitled.get(r["tenant"], 0.0)
@@ -201,14 +201,19 @@ def replay(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | No
 
 
 def overview(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
-    policy = active_policy(db, own)
     rows: list[dict[str, Any]] = storeport.call(db.fallback_stats, folded, ["tenant"], scope_tenant=scope)
-    pending = {p["tenant"]: p for p in storeport.insight(db, insights.pending_pods, folded, policy.starvation_ms, scope)}
+    pending = _pending(db, own, scope)
     for r in rows:
         p = pending.get(r["tenant"], {})
         r["pending_now"] = p.get("pending_now", 0)
         r["starving_pods"] = p.get("starving_pods", 0)
     return rows
+
+
+def _pending(db: Any, own: DecisionFilter, scope: str | None) -> dict[str, dict[str, int]]:
+    """Per tenant row, pods pending at the window end and starving pods, from the pod lifecycle."""
+    return {t["tenant"]: {"pending_now": t["pending_at_end"], "starving_pods": t["starving_pods"]}
+            for t in podstats.fairness(db, own, scope)["tenants"]}
 
 
 # migration_cohorts takes the server's thresholds as well and is called on its own

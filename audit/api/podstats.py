@@ -17,12 +17,16 @@ from audit.metrics import Lifecycle, Window, fairness_report, fallback_report, h
 from audit.store.filters import DecisionFilter
 
 
+class SeveralClusters(Exception):
+    """Pod-level figures are per cluster: with several in the store the caller must name one."""
+
+
 def _cluster(db: Any, f: DecisionFilter) -> str | None:
     if f.cluster:
         return f.cluster
     clusters = storeport.call(db.event_clusters)
     if len(clusters) > 1:
-        raise Problem("invalid-parameter", f"cluster: required, the store holds several clusters ({', '.join(clusters[:5])})")
+        raise SeveralClusters(", ".join(clusters[:5]))
     return clusters[0] if clusters else None
 
 
@@ -42,10 +46,19 @@ def lifecycle_window(db: Any, f: DecisionFilter) -> tuple[Lifecycle, Window] | N
     return life, Window(start, end)
 
 
+def _found(db: Any, f: DecisionFilter) -> tuple[tuple[Lifecycle, Window] | None, dict[str, Any]]:
+    """The lifecycle and window, or None with a note saying why there are no figures."""
+    try:
+        found = lifecycle_window(db, f)
+    except SeveralClusters as exc:
+        return None, {"pod_figures": f"none: pass cluster= (the store holds several clusters: {exc})"}
+    return found, ({} if found is not None else {"pod_figures": "none: no world events stored for this cluster"})
+
+
 def fairness(db: Any, f: DecisionFilter, scope: str | None) -> dict[str, Any]:
-    found = lifecycle_window(db, f)
+    found, note = _found(db, f)
     if found is None:
-        return {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": []}
+        return {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": [], **note}
     out = fairness_report(*found, scope=scope)
     if scope is None and f.tenant:
         out["tenants"] = [r for r in out["tenants"] if r["tenant"] == f.tenant]
@@ -53,15 +66,15 @@ def fairness(db: Any, f: DecisionFilter, scope: str | None) -> dict[str, Any]:
 
 
 def fallback(db: Any, f: DecisionFilter, scope: str | None) -> dict[str, Any]:
-    found = lifecycle_window(db, f)
+    found, note = _found(db, f)
     if found is None:
         return {"pods_with_preference": 0, "first_choice_rate": None, "fallbacks": 0, "regretted": 0,
-                "regret_rate": None, "regret_window_s": None, "paths": []}
+                "regret_rate": None, "regret_window_s": None, "paths": [], **note}
     return fallback_report(*found, scope=scope or f.tenant)
 
 
 def health(db: Any, f: DecisionFilter) -> dict[str, Any]:
-    found = lifecycle_window(db, f)
+    found, note = _found(db, f)
     if found is None:
-        return {"unhealthy_devices": 0, "unhealthy_device_hours": 0.0, "models": []}
+        return {"unhealthy_devices": 0, "unhealthy_device_hours": 0.0, "models": [], **note}
     return health_report(*found)

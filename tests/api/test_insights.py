@@ -79,15 +79,17 @@ def test_regret_of_other_tenants_reaches_a_tenant_only_as_others(regret_day: Ser
 
 
 def test_fairness_per_tenant_has_entitlement_h100_equivalents_and_pending(server: Server) -> None:
-    rows = {r["tenant"]: r for r in _rows(server, "fairness", **SEEDED)}
+    rows = {r["tenant"]: r for r in _rows(server, "fairness", cluster="lab", **SEEDED)}
     assert set(rows) == {"team-a", "team-b"}
     # policy v7 (the world's Policy event) names no tenants: equal weights
     assert rows["team-a"]["entitlement"] == rows["team-b"]["entitlement"] == 0.5
     # the default model table counts an A100 as half an H100: team-a holds one of each
     assert (rows["team-a"]["devices_allocated"], rows["team-a"]["devices_h100eq"]) == (2, 1.5)
     assert (rows["team-b"]["devices_allocated"], rows["team-b"]["devices_h100eq"]) == (1, 1.0)
+    # pending and starving pods come from the event log: team-a/train-1 was created at 07:00 and is
+    # still pending at 14:00, seven hours, past the default 1 h starvation timeout; team-b/infer-9 is bound
     assert [(rows[t]["pending_now"], rows[t]["starving_pods"], rows[t]["starving"]) for t in ("team-a", "team-b")] == \
-        [(1, 0, False), (1, 0, False)]
+        [(1, 1, True), (0, 0, False)]
 
 
 def test_fairness_per_hour_and_tenant(server: Server) -> None:
@@ -111,11 +113,13 @@ def test_fairness_folds_other_tenants_for_a_tenant(server: Server, group_by: str
 
 
 @pytest.mark.parametrize(("who", "expected"), [
-    ("admin", {"team-a": (3, 2, 1, 1), "team-b": (2, 1, 0, 1)}),
-    ("team-a", {"team-a": (3, 2, 1, 1), "(others)": (2, 1, 0, 1)}),
+    ("admin", {"team-a": (3, 2, 1, 1), "team-b": (2, 1, 0, 0)}),
+    ("team-a", {"team-a": (3, 2, 1, 1), "(others)": (2, 1, 0, 0)}),
 ], ids=["admin", "tenant-folds-others"])
 def test_overview_counts_pods_pending_now(server: Server, who: str, expected: dict[str, tuple[int, ...]]) -> None:
-    rows = _rows(server, "overview", who, **SEEDED)
+    # decisions are counted from the records; pods pending at the window end from the event log
+    # (team-a/train-1 pending, team-b/infer-9 bound)
+    rows = _rows(server, "overview", who, cluster="lab", **SEEDED)
     assert {r["tenant"]: (r["decisions"], r["allocated"], r["fallbacks"], r["pending_now"]) for r in rows} == expected
 
 
