@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 
 from audit.metrics.definition import Definition
 from audit.metrics.lifecycle import Lifecycle, PodLife
-from audit.metrics.usage import HOUR_MS, tenant_usage, weight_hours
+from audit.metrics.usage import HOUR_MS, weight_hours
 from audit.metrics.window import Window
 
 CONTENTION_WINDOW_MS = HOUR_MS
@@ -82,20 +82,41 @@ def hours(window: Window) -> list[Window]:
     return out
 
 
+def _hourly_use(pods: Iterable[PodLife], window: Window) -> dict[tuple[int, str], float]:
+    """H100-eq-hours per (hour index, tenant): each pod visits only the hours it held devices in."""
+    out: dict[tuple[int, str], float] = {}
+    for p in pods:
+        if p.allocated_ms is None or not p.devices:
+            continue
+        start = max(p.allocated_ms, window.since_ms)
+        end = window.until_ms if p.released_ms is None else min(p.released_ms, window.until_ms)
+        if end <= start:
+            continue
+        first = (start - window.since_ms) // CONTENTION_WINDOW_MS
+        last = (end - 1 - window.since_ms) // CONTENTION_WINDOW_MS
+        for i in range(first, last + 1):
+            a = window.since_ms + i * CONTENTION_WINDOW_MS
+            held = min(end, a + CONTENTION_WINDOW_MS) - max(start, a)
+            out[(i, p.tenant)] = out.get((i, p.tenant), 0.0) + p.h100_eq * held / HOUR_MS
+    return out
+
+
 def jain_contention(life: Lifecycle, window: Window) -> tuple[float | None, int]:
     """(mean Jain over contended hours or None, how many hours were contended)."""
     pending = pending_intervals(life.pods, window)
     values: list[float] = []
-    for hour in hours(window):
+    used: dict[tuple[int, str], float] | None = None
+    for i, hour in enumerate(hours(window)):
         backlogged = sorted(t for t, iv in pending.items()
                             if sum(hour.overlap_ms(a, b) for a, b in iv) >= BACKLOG_MS)
         if len(backlogged) < 2:
             continue
-        used = tenant_usage(life.pods, hour)
+        if used is None:
+            used = _hourly_use(life.pods, window)
         xs = []
         for t in backlogged:
             w = weight_hours(life, hour, t)
-            xs.append(used[t].h100_eq_hours / w if t in used and w > 0 else 0.0)
+            xs.append(used.get((i, t), 0.0) / w if w > 0 else 0.0)
         values.append(jain(xs))
     if not values:
         return None, 0

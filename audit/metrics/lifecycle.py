@@ -94,6 +94,15 @@ class Lifecycle:
     unhealthy: list[UnhealthySpan]
     end_ms: int  # time of the last folded event
 
+    def touching(self, since_ms: int, until_ms: int) -> Lifecycle:
+        """The same lifecycle with only the pods that can count in [since, until): created before
+        its end and not gone (released, or failed) before its start."""
+        def keep(p: PodLife) -> bool:
+            end = p.released_ms if p.released_ms is not None else p.failed_ms
+            return p.created_ms < until_ms and (end is None or end >= since_ms)
+        return Lifecycle(self.cluster, [p for p in self.pods if keep(p)], self.policies, self.capacity,
+                         self.unhealthy, self.end_ms)
+
     def policy_at(self, ms: int) -> Policy:
         found = self.policies[0][1]
         for start, p in self.policies:

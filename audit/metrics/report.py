@@ -34,6 +34,7 @@ def _end_policy_ms(window: Window) -> int:
 
 
 def fairness_report(life: Lifecycle, window: Window, scope: str | None = None) -> dict[str, Any]:
+    life = life.touching(window.since_ms, window.until_ms)
     group = _grouping(scope)
     tenants = window_tenants(life, window)
     entitled = entitlements(life, window, tenants)
@@ -65,6 +66,7 @@ def fairness_report(life: Lifecycle, window: Window, scope: str | None = None) -
 
 
 def fallback_report(life: Lifecycle, window: Window, scope: str | None = None) -> dict[str, Any]:
+    life = life.touching(window.since_ms, window.until_ms)
     s = fallback_stats(life.pods, window, (lambda p: True) if scope is None else (lambda p: p.tenant == scope))
     policy = life.policy_at(_end_policy_ms(window))
     return {
