@@ -9,6 +9,10 @@ caller, restricts them as ``audit.metrics.report`` describes.
 
 from __future__ import annotations
 
+import copy
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from audit.api import storeport
@@ -55,11 +59,37 @@ def _found(db: Any, f: DecisionFilter) -> tuple[tuple[Lifecycle, Window] | None,
     return found, ({} if found is not None else {"pod_figures": "none: no world events stored for this cluster"})
 
 
+# Finished figures per (report, cluster, last folded seq, window, scope): the pages of one
+# dashboard visit ask for the same figures several times, and nothing changes them but new events.
+_MEMO: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+_MEMO_SIZE = 64
+
+
+def _memo(kind: str, life: Lifecycle, window: Window, scope: str | None,
+          compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    if life.seq < 0:
+        return compute()
+    key = (kind, life.cluster, life.seq, window.since_ms, window.until_ms, scope)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+            return copy.deepcopy(hit)
+    value = compute()
+    with _MEMO_LOCK:
+        _MEMO[key] = copy.deepcopy(value)
+        while len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return value
+
+
 def fairness(db: Any, f: DecisionFilter, scope: str | None) -> dict[str, Any]:
     found, note = _found(db, f)
     if found is None:
         return {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": [], **note}
-    out = fairness_report(*found, scope=scope)
+    life, window = found
+    out = _memo("fairness", life, window, scope, lambda: fairness_report(life, window, scope=scope))
     if scope is None and f.tenant:
         out["tenants"] = [r for r in out["tenants"] if r["tenant"] == f.tenant]
     return out
@@ -70,11 +100,14 @@ def fallback(db: Any, f: DecisionFilter, scope: str | None) -> dict[str, Any]:
     if found is None:
         return {"pods_with_preference": 0, "first_choice_rate": None, "fallbacks": 0, "regretted": 0,
                 "regret_rate": None, "regret_window_s": None, "paths": [], **note}
-    return fallback_report(*found, scope=scope or f.tenant)
+    life, window = found
+    who = scope or f.tenant
+    return _memo("fallback", life, window, who, lambda: fallback_report(life, window, scope=who))
 
 
 def health(db: Any, f: DecisionFilter) -> dict[str, Any]:
     found, note = _found(db, f)
     if found is None:
         return {"unhealthy_devices": 0, "unhealthy_device_hours": 0.0, "models": [], **note}
-    return health_report(*found)
+    life, window = found
+    return _memo("health", life, window, None, lambda: health_report(life, window))

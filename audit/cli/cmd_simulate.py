@@ -172,6 +172,14 @@ def summary_table(result: Any) -> str:
         "decision outcomes (attempts): " + ", ".join(f"{k} {v:,}" for k, v in sorted(outcomes.items())),
         f"window {format_time_ms(result.start_ms)} .. {format_time_ms(result.end_ms)} "
         "(figures per pod, as /v1/stats/fairness and /v1/stats/fallback give them; see docs/metrics.md)",
+        *figure_lines(fair, fb),
+    ]
+    return "\n".join(lines)
+
+
+def figure_lines(fair: dict[str, Any], fb: dict[str, Any]) -> list[str]:
+    """The pod-level figures as text, from ``audit.metrics.report`` dicts (or the API's same fields)."""
+    lines = [
         f"first-choice rate: {_pct(fb['first_choice_rate'])} of {fb['pods_with_preference']:,} DRA pods with "
         f"alternatives; fallbacks {fb['fallbacks']:,}, regretted {fb['regretted']:,} "
         f"({_pct(fb['regret_rate'])}, first choice allocatable within {fb['regret_window_s']:g} s)",
@@ -190,7 +198,7 @@ def summary_table(result: Any) -> str:
                      f"{_dur(t['wait_p95_s'] * 1000):>9} {_dur(t['wait_p99_s'] * 1000):>9} {t['pending_at_end']:>8,} "
                      f"{t['failed']:>7,} {t['starving_pods']:>9,} {t['device_hours']:>9.1f} {t['h100_eq_hours']:>9.1f} "
                      f"{t['entitlement_h100_eq_hours']:>9.1f}")
-    return "\n".join(lines)
+    return lines
 
 
 def _pct(x: float | None) -> str:

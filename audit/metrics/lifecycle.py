@@ -93,6 +93,7 @@ class Lifecycle:
     capacity: list[tuple[int, float]]  # (from ms, capacity in H100-equivalents), ascending
     unhealthy: list[UnhealthySpan]
     end_ms: int  # time of the last folded event
+    seq: int = -1  # the last folded event's seq (-1: not from a fold)
 
     def touching(self, since_ms: int, until_ms: int) -> Lifecycle:
         """The same lifecycle with only the pods that can count in [since, until): created before
@@ -101,7 +102,7 @@ class Lifecycle:
             end = p.released_ms if p.released_ms is not None else p.failed_ms
             return p.created_ms < until_ms and (end is None or end >= since_ms)
         return Lifecycle(self.cluster, [p for p in self.pods if keep(p)], self.policies, self.capacity,
-                         self.unhealthy, self.end_ms)
+                         self.unhealthy, self.end_ms, self.seq)
 
     def policy_at(self, ms: int) -> Policy:
         found = self.policies[0][1]
@@ -163,7 +164,7 @@ class LifecycleFold:
         policies = self.policies or [(self.world.time_ms, self.world.policy)]
         return Lifecycle(self.cluster, list(self.lives), list(policies), list(self.capacity),
                          [*self.spans, *(UnhealthySpan(d, m, s, None) for d, (m, s) in sorted(self._sick.items()))],
-                         self.world.time_ms)
+                         self.world.time_ms, self.world.seq)
 
     # ---- pods and claims -----------------------------------------------------------------------------
 
