@@ -81,11 +81,8 @@ def fallback(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | 
     if "reason" in keys:
         # skip reasons come from tier rows, which have no folded form: a tenant sees its own only
         return storeport.insight(db, insights.skip_reasons, own, "preferred" in keys)
+    # regret is a per-pod figure of the window (``audit.metrics.regret``), given beside the rows
     rows: list[dict[str, Any]] = storeport.call(db.fallback_stats, folded, keys, scope_tenant=scope)
-    regret = storeport.insight(db, insights.regret_counts, folded, keys, scope)
-    for row in rows:
-        row["regret"] = regret.get(tuple(row[k] for k in keys), 0)
-        row["regret_rate"] = row["regret"] / row["fallbacks"] if row["fallbacks"] else 0.0
     return rows
 
 

@@ -11,7 +11,6 @@ every other tenant into ``"(others)"``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from audit.errors import UserError
@@ -19,9 +18,6 @@ from audit.records import DecisionRecord
 from audit.store.aggregates import FINAL, GROUPS, HOUR_FMT, OTHERS, Query
 from audit.store.filters import DecisionFilter, conditions, decode_cursor, encode_cursor, where_sql
 
-# Fallback regret (fairness.md §7, goal 3): a fallback is regretted when the preferred model
-# became available within this window after the decision.
-REGRET_WINDOW_S = 600
 DECISION_HOUR = HOUR_FMT.format(col="toStartOfHour(time)")
 
 
@@ -75,30 +71,6 @@ def skip_reasons(query: Query, f: DecisionFilter, by_preferred: bool = False) ->
         else:
             out.append({"reason": row[0], "devices": int(row[1])})
     return out
-
-
-def regret_counts(query: Query, f: DecisionFilter, group_by: Sequence[str],
-                  scope_tenant: str | None = None) -> dict[tuple, int]:
-    """Per fallback group: fallbacks regretted. A SQL approximation of ``audit.metrics.fallback_regret``
-    over records alone: a later decision in the same cluster allocated the preferred model within
-    ``REGRET_WINDOW_S`` (the world's free capacity is not in the decisions table). Keys follow
-    ``group_by`` in order, with the same values ``aggregates.fallback_stats`` gives its rows."""
-    clauses, params = _scoped(f, scope_tenant)
-    clauses += ["outcome = 'allocated'", "fallback", "preferred_model != ''"]
-    exprs = [(_tenant(scope_tenant, "d.tenant") if g == "tenant" else _qualified(g)) + f" AS g_{g}" for g in group_by]
-    params["window_s"] = REGRET_WINDOW_S
-    sql = (
-        f"SELECT {', '.join([*exprs, 'count()'])} FROM ("
-        f"SELECT {_REGRET_COLUMNS} FROM decisions FINAL {where_sql(clauses)}) AS d "
-        "ASOF INNER JOIN (SELECT cluster, allocated_model AS model, time AS t FROM decisions FINAL "
-        "WHERE outcome = 'allocated') AS e ON d.cluster = e.cluster AND d.preferred_model = e.model AND e.t > d.time "
-        "WHERE e.t <= d.time + toIntervalSecond({window_s:UInt32}) "
-        f"GROUP BY {', '.join(f'g_{g}' for g in group_by) or 'tuple()'}"
-    )
-    return {tuple(row[: len(group_by)]): int(row[len(group_by)]) for row in query(sql, params, FINAL).result_rows}
-
-
-_REGRET_COLUMNS = "time, cluster, tenant, preferred_model, allocated_model, outcome, track, policy_version"
 
 
 def _qualified(group: str) -> str:
@@ -156,25 +128,6 @@ def policy_event_document(query: Query, version: str, cluster: str | None = None
         return None
     payload: dict[str, Any] = json.loads(rows[0][0]).get("payload") or {}
     return {**payload, "kind": "Policy"}
-
-
-def pending_pods(query: Query, f: DecisionFilter, starving_after_ms: int,
-                 scope_tenant: str | None = None) -> list[dict]:
-    """Per tenant: pods whose latest decision under ``f`` is not ``allocated`` (pending now), and of
-    those the ones that had waited longer than ``starving_after_ms`` at that decision (starving).
-    A pod is (tenant, cluster, namespace, uid or name), grouped by its 64-bit hash; latest by seq,
-    time, attempt. The latest decision's state is kept as one small number (2 = pending, 3 = pending
-    and starving) so a million pods are one pass of single-key grouping."""
-    clauses, params = _scoped(f, scope_tenant)
-    params["starving_ms"] = starving_after_ms
-    sql = (
-        f"SELECT {_tenant(scope_tenant, 'pod_tenant')} AS t, countIf(last >= 2), countIf(last = 3) FROM ("
-        "SELECT any(tenant) AS pod_tenant, argMax(2 * (outcome != 'allocated') "
-        f"+ (outcome != 'allocated' AND wait_ms > {{starving_ms:UInt64}}), {ATTEMPT_ORDER}) AS last "
-        f"FROM decisions FINAL {where_sql(clauses)} GROUP BY cityHash64(tenant, {_POD})) GROUP BY t ORDER BY t"
-    )
-    return [{"tenant": t, "pending_now": int(pending), "starving_pods": int(starving)}
-            for t, pending, starving in query(sql, params, FINAL).result_rows]
 
 
 def health_by_model(query: Query, f: DecisionFilter, by_hour: bool) -> list[dict]:

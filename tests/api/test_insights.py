@@ -36,8 +36,8 @@ def _moved(record: DecisionRecord, n: int, time: str) -> DecisionRecord:
                                time=time).seal()
 
 
-# Two fallbacks from H100 on 2026-05-02: the first sees an H100 allocated 5 minutes later (regret),
-# the second only 30 minutes later (no regret, Δ = 10 min).
+# Two fallbacks from H100 on 2026-05-02, then H100 allocations 5 and 30 minutes later: decisions
+# alone (no world events) that an "any later H100 in the cluster" reading would call regret.
 REGRET_RECORDS = [
     _moved(factory.FALLBACK, 1, "2026-05-02T09:00:00.000000Z"),
     _moved(factory.GOT_H100, 2, "2026-05-02T09:05:00.000000Z"),
@@ -66,16 +66,13 @@ def test_skip_reasons_count_device_verdicts_of_preferred_tiers_not_chosen(server
     assert {(r["preferred"], r["reason"]): r["devices"] for r in by_pref} == {("H100", k): v for k, v in expected.items()}
 
 
-def test_regret_counts_fallbacks_whose_preferred_model_was_allocated_within_ten_minutes(regret_day: Server) -> None:
-    rows = _rows(regret_day, "fallback", group_by="preferred", **REGRET_DAY)
-    assert [(r["preferred"], r["fallbacks"], r["regret"], r["regret_rate"]) for r in rows] == [("H100", 2, 1, 0.5)]
-    hourly = _rows(regret_day, "fallback", group_by="hour", **REGRET_DAY)
-    assert {r["hour"]: r["regret"] for r in hourly} == {"2026-05-02T09:00:00Z": 1, "2026-05-02T10:00:00Z": 0}
-
-
-def test_regret_of_other_tenants_reaches_a_tenant_only_as_others(regret_day: Server) -> None:
-    rows = _rows(regret_day, "fallback", "team-b", group_by="tenant", **REGRET_DAY)
-    assert [(r["tenant"], r["fallbacks"], r["regret"]) for r in rows] == [("(others)", 2, 1)]
+def test_fallback_rows_carry_no_record_level_regret(regret_day: Server) -> None:
+    """Regret is a pod-level figure (first choice allocatable on one node, from the event log) given
+    beside the rows; a decision-level count would be a second, different definition."""
+    body = regret_day.get("/v1/stats/fallback", group_by="preferred", **REGRET_DAY).json()
+    assert [(r["preferred"], r["fallbacks"]) for r in body["rows"]] == [("H100", 2)]
+    assert not any("regret" in k for r in body["rows"] for k in r)
+    assert {"regretted", "regret_rate", "regret_window_s"} <= set(body)
 
 
 def test_fairness_per_tenant_has_entitlement_h100_equivalents_and_pending(server: Server) -> None:
