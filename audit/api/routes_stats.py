@@ -34,12 +34,16 @@ GROUPINGS: dict[str, tuple[tuple[str, ...], ...]] = {
     "overview": (("tenant",),),
 }
 SUMMARIES = {
-    "fallback": "Fallback statistics with regret; group_by=reason[,preferred] gives why the preferred model was skipped",
-    "fairness": "Per-tenant usage, entitlement, H100-equivalents, waits and starvation (per hour with group_by=hour,tenant)",
-    "health": "Health verdicts, retries and terminal failures per hour, or per device model (group_by=model or hour,model)",
+    "fallback": "Fallback decision counts, with the window's per-pod first-choice rate, fallbacks, regret and paths "
+                "(docs/metrics.md); group_by=reason[,preferred] gives why the preferred model was skipped",
+    "fairness": "Decision counts per tenant (per hour with group_by=hour,tenant), with the window's per-pod figures: "
+                "Jain's index whole and under contention, per tenant usage, entitlement, waits, pending, failed, "
+                "starving (docs/metrics.md)",
+    "health": "Health verdicts, retries and terminal failures per hour, or per device model (group_by=model or "
+              "hour,model), with the window's unhealthy devices and device-hours",
     "migration": "Device-plugin vs DRA cohorts with utilisation and the promote/hold/rollback verdict",
     "replay": "Determinism status of the latest replay run per decision, per hour of decision time or per cause",
-    "overview": "Per-tenant totals with the pods pending now (latest decision not allocated)",
+    "overview": "Per-tenant decision totals with the pods pending at the window end (from the pod lifecycle)",
 }
 
 

@@ -1,5 +1,6 @@
-"""Aggregates behind the dashboards' finer questions: skip reasons, regret, usage per hour,
-pending pods, health by model, replay status, migration inputs, and decisions by claim.
+"""Aggregates behind the dashboards' finer questions: skip reasons, usage per hour, health by
+model, replay status, migration inputs, and decisions by claim (decision counts; the per-pod
+figures come from ``audit.metrics`` over the pod lifecycle).
 
 Like ``aggregates``, each function takes ``query(sql, parameters, settings)`` (the store's locked
 client call) and a ``DecisionFilter``; every user value is a server-side bound parameter
@@ -90,44 +91,6 @@ def usage_by_model(query: Query, f: DecisionFilter, by_hour: bool, scope_tenant:
     keys = ("hour", "tenant", "model", "decisions", "allocated", "devices_allocated", "first_choice")
     return [dict(zip(keys, (*row[:3], *(int(x) for x in row[3:])), strict=True))
             for row in query(sql, params, FINAL).result_rows]
-
-
-def tenants_present(query: Query, f: DecisionFilter) -> list[str]:
-    """Every tenant with a decision under ``f`` (for entitlements; never returned to tenant callers)."""
-    clauses, params = conditions(f)
-    sql = f"SELECT DISTINCT tenant FROM decisions {where_sql(clauses)} ORDER BY tenant"
-    return [str(r[0]) for r in query(sql, params, None).result_rows]
-
-
-def tenants_by_hour(query: Query, f: DecisionFilter) -> dict[str, list[str]]:
-    """Per hour, every tenant with a decision under ``f`` (for hourly entitlements)."""
-    clauses, params = conditions(f)
-    sql = (f"SELECT {DECISION_HOUR} AS h, groupUniqArray(tenant) FROM decisions {where_sql(clauses)} "
-           "GROUP BY h ORDER BY h")
-    return {str(h): sorted(str(t) for t in tenants) for h, tenants in query(sql, params, None).result_rows}
-
-
-def latest_policy_version(query: Query, f: DecisionFilter) -> str:
-    """The policy version of the newest decision under ``f`` ("" when there is none)."""
-    clauses, params = conditions(f)
-    sql = f"SELECT policy_version FROM decisions {where_sql(clauses)} ORDER BY time DESC, decision_id DESC LIMIT 1"
-    rows = query(sql, params, None).result_rows
-    return str(rows[0][0]) if rows else ""
-
-
-def policy_event_document(query: Query, version: str, cluster: str | None = None) -> dict[str, Any] | None:
-    """The newest Policy object of the world event log whose ``spec.version`` is ``version``."""
-    clauses = ["object_kind = 'Policy'", "type = 'upsert'",
-               "JSONExtractString(body, 'payload', 'spec', 'version') = {version:String}"]
-    params: dict[str, Any] = {"version": version}
-    if cluster is not None:
-        clauses.append("cluster = {cluster:String}")
-        params["cluster"] = cluster
-    rows = query(f"SELECT body FROM events {where_sql(clauses)} ORDER BY seq DESC LIMIT 1", params, None).result_rows
-    if not rows:
-        return None
-    payload: dict[str, Any] = json.loads(rows[0][0]).get("payload") or {}
-    return {**payload, "kind": "Policy"}
 
 
 def health_by_model(query: Query, f: DecisionFilter, by_hour: bool) -> list[dict]:
