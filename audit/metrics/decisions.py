@@ -1,6 +1,9 @@
-"""Fairness and fallback metrics computed from decision records and allocation intervals.
+"""Record-level comparisons for counterfactual replay: what two runs of decisions differ by.
 
-Definitions (research/fairness.md §5, §7):
+A counterfactual run (``audit.replay.whatif``) yields decision records, not a world event log,
+so the pod lifecycle the user-facing figures are defined on (``audit.metrics.lifecycle`` and the
+family modules) does not exist for it; these helpers compare a recorded and a replayed run on
+the records alone and are reported as replay deltas, never as the figures of a window. They are:
 
 * **Usage intervals** — one per allocation: tenant, model, device count, start (the allocated
   record's time) and end (the claim's or device-plugin pod's delete event, else the window end).
@@ -18,7 +21,7 @@ Definitions (research/fairness.md §5, §7):
   longer than the policy's starvation timeout); flagged when their latest record gives no reason
   (no blocker, no retry class).
 
-Pure: inputs in, numbers out. Reused by the API and by counterfactual replay.
+Pure: inputs in, numbers out.
 """
 
 from __future__ import annotations
