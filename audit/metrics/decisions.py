@@ -27,11 +27,12 @@ Pure: inputs in, numbers out.
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from audit.events import WorldEvent
+from audit.metrics.fairness import jain
+from audit.metrics.ranks import nearest_rank
 from audit.policy import Policy
 from audit.records import DecisionRecord, Outcome, Track
 
@@ -129,20 +130,13 @@ def tenant_shares(intervals: Iterable[UsageInterval], policy: Policy, capacity: 
 
 
 def jain_index(values: Iterable[float]) -> float:
-    xs = list(values)
-    if not xs:
-        return 1.0
-    s = sum(xs)
-    sq = sum(x * x for x in xs)
-    return (s * s) / (len(xs) * sq) if sq > 0 else 1.0
+    """Jain's index as ``audit.metrics.fairness.jain`` defines it (one implementation)."""
+    return jain(values)
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list (q in 0..100)."""
-    if not sorted_values:
-        return 0.0
-    rank = max(1, math.ceil(q / 100 * len(sorted_values)))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
+    """Nearest-rank percentile of an ascending list, ``q`` in 0..100 (``audit.metrics.ranks``)."""
+    return nearest_rank(sorted_values, q / 100)
 
 
 def wait_percentiles(records: Iterable[DecisionRecord]) -> dict[str, tuple[float, float, float]]:
