@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-CORE := audit/dra audit/allocator audit/scheduler audit/replay audit/explain audit/records.py audit/events.py audit/policy.py audit/world.py audit/metrics.py audit/migration.py audit/canonical.py audit/timestamps.py audit/errors.py
+CORE := audit/dra audit/allocator audit/scheduler audit/replay audit/explain audit/records.py audit/events.py audit/policy.py audit/world.py audit/metrics audit/migration.py audit/canonical.py audit/timestamps.py audit/errors.py
 
 .PHONY: install test lint typecheck unit demo bench clean
 

@@ -108,6 +108,7 @@ class Policy:
     fallback_wait_ms: int
     mixed_models: bool
     topology_match_attributes: tuple[str, ...]
+    regret_window_ms: int
     canonical: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
     digest: str = ""
 
@@ -366,7 +367,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
     health = r.mapping(spec.get("health"), "spec.health")
     r.unknown(health, {"unhealthyTaintKeys", "unhealthyTaintSuffixes"}, "spec.health")
     fallback = r.mapping(spec.get("fallback"), "spec.fallback")
-    r.unknown(fallback, {"mode", "wait"}, "spec.fallback")
+    r.unknown(fallback, {"mode", "wait", "regretWindow"}, "spec.fallback")
     topology = r.mapping(spec.get("topology"), "spec.topology")
     r.unknown(topology, {"matchAttributes"}, "spec.topology")
 
@@ -420,6 +421,8 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
         model_rules=rules,
         fallback_mode=r.string(fallback, "mode", "spec.fallback", "immediate", FALLBACK_MODES),
         fallback_wait_ms=r.duration(fallback, "wait", "spec.fallback", "10m"),
+        # how long after a fallback the first choice becoming allocatable still counts as regret
+        regret_window_ms=r.duration(fallback, "regretWindow", "spec.fallback", "10m"),
         mixed_models=r.boolean(spec, "mixedModels", "spec", True),
         topology_match_attributes=tuple(sorted(set(r.strings(topology, "matchAttributes", "spec.topology")))),
     )
@@ -558,7 +561,8 @@ def _canonical(f: dict[str, Any]) -> dict[str, Any]:
              "h100Equivalent": x.h100_equivalent}
             for x in f["model_rules"]
         ],
-        "fallback": {"mode": f["fallback_mode"], "waitMs": f["fallback_wait_ms"]},
+        "fallback": {"mode": f["fallback_mode"], "waitMs": f["fallback_wait_ms"],
+                     "regretWindowMs": f["regret_window_ms"]},
         "mixedModels": f["mixed_models"],
         "topology": {"matchAttributes": list(f["topology_match_attributes"])},
     }
@@ -589,7 +593,8 @@ def policy_document(policy: Policy) -> dict[str, Any]:
             "health": {"unhealthyTaintKeys": list(policy.unhealthy_taint_keys),
                        "unhealthyTaintSuffixes": list(policy.unhealthy_taint_suffixes)},
             "deviceModels": c["deviceModels"],
-            "fallback": {"mode": policy.fallback_mode, "wait": f"{policy.fallback_wait_ms}ms"},
+            "fallback": {"mode": policy.fallback_mode, "wait": f"{policy.fallback_wait_ms}ms",
+                         "regretWindow": f"{policy.regret_window_ms}ms"},
             "mixedModels": policy.mixed_models,
             "topology": {"matchAttributes": list(policy.topology_match_attributes)},
         },

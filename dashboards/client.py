@@ -56,6 +56,8 @@ class StatsTable:
 
     rows: list[dict[str, Any]]
     group_by: list[str]
+    # the finished figures the API gives beside the rows (pod-level metrics of the window)
+    summary: dict[str, Any] = field(default_factory=dict)
 
     def missing(self, *columns: str) -> list[str]:
         """Columns a chart needs that the rows lack (empty when there are no rows to judge)."""
@@ -200,7 +202,8 @@ class ApiClient:
         rows = body.get("rows")
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise ApiError(f"{path}: the answer has no `rows` list of objects")
-        return StatsTable(rows, list(body.get("group_by") or group_by))
+        summary = {k: v for k, v in body.items() if k not in ("rows", "group_by")}
+        return StatsTable(rows, list(body.get("group_by") or group_by), summary)
 
     def replay(self, decision_ids: list[str]) -> ReplayReport:
         body = self._request("POST", "/v1/replay", json={"decision_ids": decision_ids})

@@ -3,21 +3,20 @@
 Each builder gets the caller's own filter (``own``: a tenant caller's tenant set), the filter
 that folds other tenants (``folded``: tenant unset, with ``scope`` the tenant to keep, None for
 admins) and the group keys. Counting happens in ClickHouse (``audit.store.insights``); this
-module only joins those answers with the active policy (weights, H100 equivalents, starvation
-timeout) and with ``audit.migration``'s verdict.
+module joins those answers with the per-pod figures of ``audit.api.podstats`` (pending and
+starving pods) and with ``audit.migration``'s verdict.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from audit import migration
-from audit.api import storeport
+from audit.api import podstats, storeport
 from audit.api.problems import Problem
-from audit.policy import Policy, default_policy, parse_policy
+from audit.policy import Policy
 from audit.store import insights
 from audit.store.aggregates import OTHERS
 from audit.store.filters import DecisionFilter
@@ -42,50 +41,12 @@ MIGRATION_THRESHOLDS = migration.Thresholds.from_dict({
 Builder = Callable[[Any, DecisionFilter, DecisionFilter, "str | None", list[str]], list[dict[str, Any]]]
 
 
-def active_policy(db: Any, f: DecisionFilter) -> Policy:
-    """The policy of the newest decision under ``f`` (or of ``f.policy_version``): the store's policy
-    document, else that version's Policy object in the world event log, else the default policy
-    (equal weights, the default model table: what the engine uses when no policy is given)."""
-    version = f.policy_version or storeport.insight(db, insights.latest_policy_version, f)
-    if not version:
-        return default_policy()
-    doc = storeport.call(db.get_policy, version)
-    if doc is None:
-        doc = storeport.insight(db, insights.policy_event_document, version, f.cluster)
-    if doc is None:
-        return default_policy(version=version)
-    try:
-        return parse_policy({"kind": "Policy", **doc})
-    except ValueError as exc:
-        raise Problem("unexplainable", f"policy {version}: the recorded document is invalid: {exc}") from None
-
-
-def _shares(present: list[str], scope: str | None, policy: Policy) -> dict[str, float]:
-    """Each tenant's weighted fair share among ``present`` (weight / sum of their weights); for a
-    tenant caller the other tenants' shares are summed under "(others)"."""
-    total = sum(policy.weight(t) for t in present)
-    if not total:
-        return {}
-    shares = {t: policy.weight(t) / total for t in present}
-    if scope is None:
-        return shares
-    return {scope: shares.get(scope, 0.0), OTHERS: sum(v for t, v in shares.items() if t != scope)}
-
-
-def _entitlements(db: Any, folded: DecisionFilter, scope: str | None, policy: Policy) -> dict[str, float]:
-    """Entitlements among the tenants active in the window (whatever tenant the caller filters on)."""
-    return _shares(storeport.insight(db, insights.tenants_present, replace(folded, tenant=None)), scope, policy)
-
-
 def fallback(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
     if "reason" in keys:
         # skip reasons come from tier rows, which have no folded form: a tenant sees its own only
         return storeport.insight(db, insights.skip_reasons, own, "preferred" in keys)
+    # regret is a per-pod figure of the window (``audit.metrics.regret``), given beside the rows
     rows: list[dict[str, Any]] = storeport.call(db.fallback_stats, folded, keys, scope_tenant=scope)
-    regret = storeport.insight(db, insights.regret_counts, folded, keys, scope)
-    for row in rows:
-        row["regret"] = regret.get(tuple(row[k] for k in keys), 0)
-        row["regret_rate"] = row["regret"] / row["fallbacks"] if row["fallbacks"] else 0.0
     return rows
 
 
@@ -98,37 +59,17 @@ def _h100eq(usage: list[dict[str, Any]], policy: Policy) -> dict[tuple[str, str]
 
 
 def fairness(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
-    policy = active_policy(db, own)
+    """Decision counts per tenant (per hour × tenant with ``group_by=hour,tenant``): attempts,
+    allocations and devices handed out. Usage, entitlement, waits, pending and starving are per-pod
+    figures of the window (``audit.api.podstats``), given beside the rows."""
     by_hour = keys == ["hour", "tenant"]
-    usage = storeport.insight(db, insights.usage_by_model, folded, by_hour, scope)
-    eq = _h100eq(usage, policy)
-    if by_hour:
-        rows: dict[tuple[str, str], dict[str, Any]] = {}
-        for u in usage:
-            acc = rows.setdefault((u["hour"], u["tenant"]), {"hour": u["hour"], "tenant": u["tenant"], "decisions": 0,
-                                                             "allocated": 0, "devices_allocated": 0, "first_choice": 0})
-            for k in ("decisions", "allocated", "devices_allocated", "first_choice"):
-                acc[k] += u[k]
-        out = [rows[k] for k in sorted(rows)]
-        # an hour's entitlements are shares among the tenants active in that hour
-        active = storeport.insight(db, insights.tenants_by_hour, replace(folded, tenant=None))
-        entitled_in = {h: _shares(tenants, scope, policy) for h, tenants in active.items()}
-        for r in out:
-            r["devices_h100eq"] = eq[(r["hour"], r["tenant"])]
-            r["first_choice_rate"] = r.pop("first_choice") / r["allocated"] if r["allocated"] else 0.0
-            r["entitlement"] = entitled_in.get(r["hour"], {}).get(r["tenant"], 0.0)
-        return out
-    entitled = _entitlements(db, folded, scope, policy)
-    base: list[dict[str, Any]] = storeport.call(db.fairness_stats, folded, scope_tenant=scope)
-    pending = {p["tenant"]: p for p in storeport.insight(db, insights.pending_pods, folded, policy.starvation_ms, scope)}
-    for r in base:
-        r["devices_h100eq"] = eq.get(("", r["tenant"]), 0.0)
-        r["entitlement"] = entitled.get(r["tenant"], 0.0)
-        p = pending.get(r["tenant"], {})
-        r["pending_now"] = p.get("pending_now", 0)
-        r["starving_pods"] = p.get("starving_pods", 0)
-        r["starving"] = r["starving_pods"] > 0
-    return base
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for u in storeport.insight(db, insights.usage_by_model, folded, by_hour, scope):
+        head = {"hour": u["hour"], "tenant": u["tenant"]} if by_hour else {"tenant": u["tenant"]}
+        acc = rows.setdefault((u["hour"], u["tenant"]), {**head, "decisions": 0, "allocated": 0, "devices_allocated": 0})
+        for k in ("decisions", "allocated", "devices_allocated"):
+            acc[k] += u[k]
+    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1] == OTHERS, k[1]))]
 
 
 def health(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
@@ -201,14 +142,19 @@ def replay(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | No
 
 
 def overview(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
-    policy = active_policy(db, own)
     rows: list[dict[str, Any]] = storeport.call(db.fallback_stats, folded, ["tenant"], scope_tenant=scope)
-    pending = {p["tenant"]: p for p in storeport.insight(db, insights.pending_pods, folded, policy.starvation_ms, scope)}
+    pending = _pending(db, own, scope)
     for r in rows:
         p = pending.get(r["tenant"], {})
         r["pending_now"] = p.get("pending_now", 0)
         r["starving_pods"] = p.get("starving_pods", 0)
     return rows
+
+
+def _pending(db: Any, own: DecisionFilter, scope: str | None) -> dict[str, dict[str, int]]:
+    """Per tenant row, pods pending at the window end and starving pods, from the pod lifecycle."""
+    return {t["tenant"]: {"pending_now": t["pending_at_end"], "starving_pods": t["starving_pods"]}
+            for t in podstats.fairness(db, own, scope)["tenants"]}
 
 
 # migration_cohorts takes the server's thresholds as well and is called on its own

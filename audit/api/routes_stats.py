@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 
 from audit import migration
-from audit.api import insights, params, storeport
+from audit.api import insights, params, podstats, storeport
 from audit.api.auth import Principal
 from audit.api.deps import Settings, principal, settings, store, tenant_filter
 from audit.api.problems import Problem
@@ -34,12 +34,16 @@ GROUPINGS: dict[str, tuple[tuple[str, ...], ...]] = {
     "overview": (("tenant",),),
 }
 SUMMARIES = {
-    "fallback": "Fallback statistics with regret; group_by=reason[,preferred] gives why the preferred model was skipped",
-    "fairness": "Per-tenant usage, entitlement, H100-equivalents, waits and starvation (per hour with group_by=hour,tenant)",
-    "health": "Health verdicts, retries and terminal failures per hour, or per device model (group_by=model or hour,model)",
+    "fallback": "Fallback decision counts, with the window's per-pod first-choice rate, fallbacks, regret and paths "
+                "(docs/metrics.md); group_by=reason[,preferred] gives why the preferred model was skipped",
+    "fairness": "Decision counts per tenant (per hour with group_by=hour,tenant), with the window's per-pod figures: "
+                "Jain's index whole and under contention, per tenant usage, entitlement, waits, pending, failed, "
+                "starving (docs/metrics.md)",
+    "health": "Health verdicts, retries and terminal failures per hour, or per device model (group_by=model or "
+              "hour,model), with the window's unhealthy devices and device-hours",
     "migration": "Device-plugin vs DRA cohorts with utilisation and the promote/hold/rollback verdict",
     "replay": "Determinism status of the latest replay run per decision, per hour of decision time or per cause",
-    "overview": "Per-tenant totals with the pods pending now (latest decision not allocated)",
+    "overview": "Per-tenant decision totals with the pods pending at the window end (from the pod lifecycle)",
 }
 
 
@@ -67,7 +71,15 @@ def _query(kind: str, db: Any, who: Principal, f_values: dict[str, Any], group_b
     folded = storeport.decision_filter(**{**f_values, "tenant": None}) if scope is not None else own
     if kind == "migration":
         return {"rows": insights.migration_cohorts(db, own, folded, scope, keys, thresholds), "group_by": keys}
-    return {"rows": insights.BUILDERS[kind](db, own, folded, scope, keys), "group_by": keys}
+    out: dict[str, Any] = {"rows": insights.BUILDERS[kind](db, own, folded, scope, keys), "group_by": keys}
+    # the pod-level figures of the window (audit.metrics), beside the grouped rows
+    if kind == "fairness":
+        out.update(podstats.fairness(db, own, scope))
+    elif kind == "fallback" and "reason" not in keys:
+        out.update(podstats.fallback(db, own, scope))
+    elif kind == "health":
+        out.update(podstats.health(db, own))
+    return out
 
 
 def _endpoint(kind: str) -> Callable[..., dict[str, Any]]:

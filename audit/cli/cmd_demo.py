@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
              "--browser.gatherUsageStats", "false"], env=env, stdout=subprocess.DEVNULL))
         _wait_http(f"http://127.0.0.1:{dash_port}/_stcore/health", procs[1], "the dashboard")
 
-        _summary(api)
+        _summary(api, args.hours)
         _why_example(api)
         _step("verifying the simulated day by replay")
         rep = subprocess.run(_claimtrail("replay", "--records", str(records), "--events", str(events)), env=env)
@@ -143,7 +143,17 @@ def _post_jsonl(api: str, kind: str, path: Path) -> None:
             chunk, size = [], 0
 
 
-def _summary(api: str) -> None:
+def _summary(api: str, hours: float) -> None:
+    from audit.cli.cmd_simulate import DEFAULT_SCENARIO, figure_lines
+    from audit.timestamps import format_time_ms, parse_time_ms
+    from ingest.simulate.scenario import load_scenario_text
+
+    start = parse_time_ms(load_scenario_text(Path(DEFAULT_SCENARIO).read_text(), "default").start)
+    window = {"since": format_time_ms(start), "until": format_time_ms(start + int(hours * 3_600_000))}
+    fair = httpx.get(f"{api}/v1/stats/fairness", params=window, timeout=300).json()
+    fb = httpx.get(f"{api}/v1/stats/fallback", params=window, timeout=300).json()
+    print(f"\nThe API's figures for {window['since']} .. {window['until']} (the same as the summary above):")
+    print("\n".join(f"  {line}" if line else "" for line in figure_lines(fair, fb)))
     rows = httpx.get(f"{api}/v1/stats/fallback", params={"group_by": "preferred,model"}, timeout=60).json()["rows"]
     total = sum(int(r["decisions"]) for r in rows)
     print(f"\nDecisions in the store by preferred -> allocated model ({total:,} attempts):")

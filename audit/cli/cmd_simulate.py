@@ -20,6 +20,7 @@ from typing import Any
 from audit.cli.policyfile import policy_document
 from audit.errors import UserError
 from audit.records import DecisionRecord
+from audit.timestamps import format_time_ms
 
 DEFAULT_SCENARIO = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "ingest", "simulate", "scenarios", "cluster-day.yaml")
@@ -79,14 +80,14 @@ def _start(value: str | None, hours: float) -> str:
     """``--start``: an RFC 3339 time as given, or for ``now`` the time that ends the run now."""
     from datetime import UTC, datetime, timedelta
 
-    from audit.world import format_time_ms, parse_time_ms
+    from audit.timestamps import format_time_ms, format_utc, parse_time_ms
 
     if not value:
         return ""
     if value == "now":
         # whole seconds, so that the records' times read cleanly
         start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=hours)
-        return start.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return format_utc(start, digits=0)
     try:
         return format_time_ms(parse_time_ms(value))
     except ValueError:
@@ -188,51 +189,52 @@ def _telemetry(api_url: str) -> Any:
 
 
 def summary_table(result: Any) -> str:
-    from audit.metrics import (
-        fallback_rates,
-        fallback_regret,
-        first_choice_hit_rate,
-        jain_index,
-        tenant_shares,
-        usage_intervals,
-        wait_percentiles,
-    )
+    """The run's figures, from the same ``audit.metrics`` reports the API serves for the same window."""
+    from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle
 
     records: list[DecisionRecord] = result.records
     outcomes = Counter(r.outcome for r in records)
+    life = fold_lifecycle(result.events, result.world.cluster)
+    window = Window(result.start_ms, result.end_ms)
+    fair = fairness_report(life, window)
+    fb = fallback_report(life, window)
     lines = [
         f"simulated {(result.end_ms - result.start_ms) / 3_600_000:g} h on cluster {result.world.cluster}: "
         f"{result.jobs:,} jobs, {len(records):,} decisions, {result.world.seq + 1:,} world events",
-        "outcomes: " + ", ".join(f"{k} {v:,}" for k, v in sorted(outcomes.items())),
-        f"first-choice hit rate: {first_choice_hit_rate(records):.1%}; finished {result.finished:,}, "
-        f"failed {result.failed:,}",
-        "",
-        f"{'preferred -> allocated':<28} {'share':>8}",
+        "decision outcomes (attempts): " + ", ".join(f"{k} {v:,}" for k, v in sorted(outcomes.items())),
+        f"window {format_time_ms(result.start_ms)} .. {format_time_ms(result.end_ms)} "
+        "(figures per pod, as /v1/stats/fairness and /v1/stats/fallback give them; see docs/metrics.md)",
+        *figure_lines(fair, fb),
     ]
-    for (pref, alloc), share in fallback_rates(records).items():
-        lines.append(f"{(pref or '-') + ' -> ' + (alloc or '-'):<28} {share:>8.1%}")
-    world = result.world
-    capacity = sum(world.model_totals.values()) + sum(world.dp_capacity.values())
-    intervals = usage_intervals(records, result.events, result.end_ms) if result.events else []
-    per_tenant = Counter(r.tenant for r in records)
-    shares = tenant_shares(intervals, world.policy, capacity, (result.start_ms, result.end_ms), per_tenant) \
-        if intervals else {}
-    regret, fallbacks = fallback_regret(records, intervals, world.model_totals) if intervals else (0, 0)
-    if shares:
-        lines += ["", f"Jain's index over shares of weighted entitlement (whole run, not capped by demand): "
-                      f"{jain_index(s.normalized for s in shares.values()):.3f}; fallback regret "
-                      f"(preferred model free within 10 min): {regret:,} of {fallbacks:,}"]
-    lines += ["", f"{'tenant':<16} {'decisions':>10} {'allocated':>10} {'wait p50':>10} {'wait p95':>10} "
-                  f"{'wait p99':>10} {'GPU-h':>9} {'H100eq-h':>9} {'share/ent':>9}"]
-    waits = wait_percentiles(records)
-    alloc_tenant = Counter(r.tenant for r in records if r.outcome == "allocated")
-    for t in sorted(per_tenant):
-        p50, p95, p99 = waits.get(t, (0.0, 0.0, 0.0))
-        sh = shares.get(t)
-        usage = f" {sh.device_hours:>9.1f} {sh.eq_hours:>9.1f} {sh.normalized:>9.2f}" if sh else ""
-        lines.append(f"{t:<16} {per_tenant[t]:>10,} {alloc_tenant[t]:>10,} {_dur(p50):>10} {_dur(p95):>10} "
-                     f"{_dur(p99):>10}{usage}")
     return "\n".join(lines)
+
+
+def figure_lines(fair: dict[str, Any], fb: dict[str, Any]) -> list[str]:
+    """The pod-level figures as text, from ``audit.metrics.report`` dicts (or the API's same fields)."""
+    lines = [
+        f"first-choice rate: {_pct(fb['first_choice_rate'])} of {fb['pods_with_preference']:,} DRA pods with "
+        f"alternatives; fallbacks {fb['fallbacks']:,}, regretted {fb['regretted']:,} "
+        f"({_pct(fb['regret_rate'])}, first choice allocatable within {fb['regret_window_s']:g} s)",
+        f"Jain's index: whole window {fair['jain_whole']:.3f} (H100-eq-hours / entitlement); under contention "
+        + (f"{fair['jain_contention']:.3f} over {fair['contention_windows']} contended hours"
+           if fair["jain_contention"] is not None else "- (no hour with two backlogged tenants)"),
+        "",
+        f"{'preferred -> allocated':<28} {'pods':>8}",
+    ]
+    for path in fb["paths"]:
+        lines.append(f"{(path['preferred'] or '-') + ' -> ' + (path['allocated'] or '-'):<28} {path['pods']:>8,}")
+    lines += ["", f"{'tenant':<14} {'started':>8} {'wait p50':>9} {'wait p95':>9} {'wait p99':>9} {'pending':>8} "
+                  f"{'failed':>7} {'starving':>9} {'GPU-h':>9} {'H100eq-h':>9} {'entitled':>9}"]
+    for t in fair["tenants"]:
+        lines.append(f"{t['tenant']:<14} {t['pods_started']:>8,} {_dur(t['wait_p50_s'] * 1000):>9} "
+                     f"{_dur(t['wait_p95_s'] * 1000):>9} {_dur(t['wait_p99_s'] * 1000):>9} {t['pending_at_end']:>8,} "
+                     f"{t['failed']:>7,} {t['starving_pods']:>9,} {t['device_hours']:>9.1f} {t['h100_eq_hours']:>9.1f} "
+                     f"{t['entitlement_h100_eq_hours']:>9.1f}")
+    return lines
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
 
 
 def _dur(ms: float) -> str:

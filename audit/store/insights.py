@@ -1,5 +1,6 @@
-"""Aggregates behind the dashboards' finer questions: skip reasons, regret, usage per hour,
-pending pods, health by model, replay status, migration inputs, and decisions by claim.
+"""Aggregates behind the dashboards' finer questions: skip reasons, usage per hour, health by
+model, replay status, migration inputs, and decisions by claim (decision counts; the per-pod
+figures come from ``audit.metrics`` over the pod lifecycle).
 
 Like ``aggregates``, each function takes ``query(sql, parameters, settings)`` (the store's locked
 client call) and a ``DecisionFilter``; every user value is a server-side bound parameter
@@ -11,7 +12,6 @@ every other tenant into ``"(others)"``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from audit.errors import UserError
@@ -19,9 +19,6 @@ from audit.records import DecisionRecord
 from audit.store.aggregates import FINAL, GROUPS, HOUR_FMT, OTHERS, Query
 from audit.store.filters import DecisionFilter, conditions, decode_cursor, encode_cursor, where_sql
 
-# Fallback regret (fairness.md §7, goal 3): a fallback is regretted when the preferred model
-# became available within this window after the decision.
-REGRET_WINDOW_S = 600
 DECISION_HOUR = HOUR_FMT.format(col="toStartOfHour(time)")
 
 
@@ -77,30 +74,6 @@ def skip_reasons(query: Query, f: DecisionFilter, by_preferred: bool = False) ->
     return out
 
 
-def regret_counts(query: Query, f: DecisionFilter, group_by: Sequence[str],
-                  scope_tenant: str | None = None) -> dict[tuple, int]:
-    """Per fallback group: fallbacks regretted. A SQL approximation of ``audit.metrics.fallback_regret``
-    over records alone: a later decision in the same cluster allocated the preferred model within
-    ``REGRET_WINDOW_S`` (the world's free capacity is not in the decisions table). Keys follow
-    ``group_by`` in order, with the same values ``aggregates.fallback_stats`` gives its rows."""
-    clauses, params = _scoped(f, scope_tenant)
-    clauses += ["outcome = 'allocated'", "fallback", "preferred_model != ''"]
-    exprs = [(_tenant(scope_tenant, "d.tenant") if g == "tenant" else _qualified(g)) + f" AS g_{g}" for g in group_by]
-    params["window_s"] = REGRET_WINDOW_S
-    sql = (
-        f"SELECT {', '.join([*exprs, 'count()'])} FROM ("
-        f"SELECT {_REGRET_COLUMNS} FROM decisions FINAL {where_sql(clauses)}) AS d "
-        "ASOF INNER JOIN (SELECT cluster, allocated_model AS model, time AS t FROM decisions FINAL "
-        "WHERE outcome = 'allocated') AS e ON d.cluster = e.cluster AND d.preferred_model = e.model AND e.t > d.time "
-        "WHERE e.t <= d.time + toIntervalSecond({window_s:UInt32}) "
-        f"GROUP BY {', '.join(f'g_{g}' for g in group_by) or 'tuple()'}"
-    )
-    return {tuple(row[: len(group_by)]): int(row[len(group_by)]) for row in query(sql, params, FINAL).result_rows}
-
-
-_REGRET_COLUMNS = "time, cluster, tenant, preferred_model, allocated_model, outcome, track, policy_version"
-
-
 def _qualified(group: str) -> str:
     expr = GROUPS[group][0]
     return expr.replace("toStartOfHour(time)", "toStartOfHour(d.time)") if group == "hour" else f"d.{expr}"
@@ -118,63 +91,6 @@ def usage_by_model(query: Query, f: DecisionFilter, by_hour: bool, scope_tenant:
     keys = ("hour", "tenant", "model", "decisions", "allocated", "devices_allocated", "first_choice")
     return [dict(zip(keys, (*row[:3], *(int(x) for x in row[3:])), strict=True))
             for row in query(sql, params, FINAL).result_rows]
-
-
-def tenants_present(query: Query, f: DecisionFilter) -> list[str]:
-    """Every tenant with a decision under ``f`` (for entitlements; never returned to tenant callers)."""
-    clauses, params = conditions(f)
-    sql = f"SELECT DISTINCT tenant FROM decisions {where_sql(clauses)} ORDER BY tenant"
-    return [str(r[0]) for r in query(sql, params, None).result_rows]
-
-
-def tenants_by_hour(query: Query, f: DecisionFilter) -> dict[str, list[str]]:
-    """Per hour, every tenant with a decision under ``f`` (for hourly entitlements)."""
-    clauses, params = conditions(f)
-    sql = (f"SELECT {DECISION_HOUR} AS h, groupUniqArray(tenant) FROM decisions {where_sql(clauses)} "
-           "GROUP BY h ORDER BY h")
-    return {str(h): sorted(str(t) for t in tenants) for h, tenants in query(sql, params, None).result_rows}
-
-
-def latest_policy_version(query: Query, f: DecisionFilter) -> str:
-    """The policy version of the newest decision under ``f`` ("" when there is none)."""
-    clauses, params = conditions(f)
-    sql = f"SELECT policy_version FROM decisions {where_sql(clauses)} ORDER BY time DESC, decision_id DESC LIMIT 1"
-    rows = query(sql, params, None).result_rows
-    return str(rows[0][0]) if rows else ""
-
-
-def policy_event_document(query: Query, version: str, cluster: str | None = None) -> dict[str, Any] | None:
-    """The newest Policy object of the world event log whose ``spec.version`` is ``version``."""
-    clauses = ["object_kind = 'Policy'", "type = 'upsert'",
-               "JSONExtractString(body, 'payload', 'spec', 'version') = {version:String}"]
-    params: dict[str, Any] = {"version": version}
-    if cluster is not None:
-        clauses.append("cluster = {cluster:String}")
-        params["cluster"] = cluster
-    rows = query(f"SELECT body FROM events {where_sql(clauses)} ORDER BY seq DESC LIMIT 1", params, None).result_rows
-    if not rows:
-        return None
-    payload: dict[str, Any] = json.loads(rows[0][0]).get("payload") or {}
-    return {**payload, "kind": "Policy"}
-
-
-def pending_pods(query: Query, f: DecisionFilter, starving_after_ms: int,
-                 scope_tenant: str | None = None) -> list[dict]:
-    """Per tenant: pods whose latest decision under ``f`` is not ``allocated`` (pending now), and of
-    those the ones that had waited longer than ``starving_after_ms`` at that decision (starving).
-    A pod is (tenant, cluster, namespace, uid or name), grouped by its 64-bit hash; latest by seq,
-    time, attempt. The latest decision's state is kept as one small number (2 = pending, 3 = pending
-    and starving) so a million pods are one pass of single-key grouping."""
-    clauses, params = _scoped(f, scope_tenant)
-    params["starving_ms"] = starving_after_ms
-    sql = (
-        f"SELECT {_tenant(scope_tenant, 'pod_tenant')} AS t, countIf(last >= 2), countIf(last = 3) FROM ("
-        "SELECT any(tenant) AS pod_tenant, argMax(2 * (outcome != 'allocated') "
-        f"+ (outcome != 'allocated' AND wait_ms > {{starving_ms:UInt64}}), {ATTEMPT_ORDER}) AS last "
-        f"FROM decisions FINAL {where_sql(clauses)} GROUP BY cityHash64(tenant, {_POD})) GROUP BY t ORDER BY t"
-    )
-    return [{"tenant": t, "pending_now": int(pending), "starving_pods": int(starving)}
-            for t, pending, starving in query(sql, params, FINAL).result_rows]
 
 
 def health_by_model(query: Query, f: DecisionFilter, by_hour: bool) -> list[dict]:

@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeVar
 from audit.canonical import canonical_json, canonical_text
 from audit.errors import UserError
 from audit.events import WorldEvent, loads_json, stored_event
+from audit.metrics.lifecycle import Lifecycle
 from audit.records import DecisionRecord
 from audit.store import aggregates, migrations
 from audit.store.connection import Target, connect, data_dir, resolve_dsn
@@ -34,6 +35,7 @@ from audit.store.filters import (
     where_sql,
 )
 from audit.store.ingest import IngestResult, parse_jsonl
+from audit.store.lifecycle import LifecycleCache
 from audit.store.schema import DEFAULT_RETENTION, Retention
 from audit.store.writer import RecordWriter
 
@@ -81,6 +83,7 @@ class AuditStore:
         self._lock = threading.RLock()  # one query at a time on the shared client
         self._ingest_writer: RecordWriter | None = None
         self._writers: list[RecordWriter] = []
+        self._lifecycles = LifecycleCache()
 
     @classmethod
     def open(cls, dsn: str | None = None, retention: Retention | None = None) -> AuditStore:
@@ -312,6 +315,13 @@ class AuditStore:
                 last = rows_[-1][0]
             if len(rows_) < page:
                 return
+
+    def event_clusters(self) -> list[str]:
+        return [str(r[0]) for r in self._query("SELECT DISTINCT cluster FROM events ORDER BY cluster").result_rows]
+
+    def pod_lifecycle(self, cluster: str) -> Lifecycle:
+        """The cluster's pod lifecycle, every stored event folded (``audit.store.lifecycle``)."""
+        return self._lifecycles.current(self, cluster)
 
     def max_seq(self, cluster: str) -> int | None:
         rows_ = self._query("SELECT max(seq), count() FROM events WHERE cluster = {c:String}", {"c": cluster}).result_rows

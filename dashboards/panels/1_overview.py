@@ -26,20 +26,22 @@ if empty(totals, "decisions") or totals is None or not has_columns(
 
 decisions = sum(num(r["decisions"]) for r in totals.rows)
 allocated = sum(num(r["allocated"]) for r in totals.rows)
-fallbacks = sum(num(r["fallbacks"]) for r in totals.rows)
-# An allocation that did not fall back got the model the pod listed first.
-first_choice = allocated - fallbacks
 unschedulable = sum(num(r["unschedulable"]) for r in totals.rows)
 pending_now = sum(num(r["pending_now"]) for r in totals.rows)
 
 hourly = load(lambda: client.stats("fallback", filters, ("hour",)), "hourly trends")
 hours = sorted(hourly.rows, key=lambda r: str(r.get("hour"))) if hourly else []
+# first choice and fallback are the API's pod-level figures: DRA pods whose claims offer alternatives
+pods = hourly.summary if hourly else {}
+with_preference = num(pods.get("pods_with_preference"))
+first_rate = pods.get("first_choice_rate")
+fallback_rate = ratio(num(pods.get("fallbacks")), with_preference)
 
 
 def trend(part: str, whole: str | None = None) -> list[float]:
     """Hourly values of a count, or of a count as a percentage of another, for the sparklines."""
     def value(r: dict) -> float:
-        return num(r.get(part)) if part != "first_choice" else num(r.get("allocated")) - num(r.get("fallbacks"))
+        return num(r.get(part))
 
     if whole is None:
         return [value(r) for r in hours]
@@ -49,12 +51,13 @@ def trend(part: str, whole: str | None = None) -> list[float]:
 cols = st.columns(6)
 cols[0].metric("Decisions", f"{int(decisions):,}", chart_data=trend("decisions"), chart_type="bar", border=True)
 cols[1].metric("Allocation success", pct(ratio(allocated, decisions)), chart_data=trend("allocated", "decisions"), border=True)
-cols[2].metric("First-choice rate", pct(ratio(first_choice, allocated)), chart_data=trend("first_choice", "allocated"), border=True)
-cols[3].metric("Fallback rate", pct(ratio(fallbacks, allocated)), chart_data=trend("fallbacks", "allocated"), border=True)
+cols[2].metric("First-choice rate", pct(None if first_rate is None else num(first_rate)), border=True,
+               help=f"of {int(with_preference):,} DRA pods whose claims offer alternatives")
+cols[3].metric("Fallback rate", pct(fallback_rate), border=True, help="pods that fell back / pods with alternatives")
 cols[4].metric("Unschedulable attempts", f"{int(unschedulable):,}", chart_data=trend("unschedulable"), chart_type="bar",
                border=True, help="Attempts that found no device (a pod may have several).")
 cols[5].metric("Pending now", f"{int(pending_now):,}", border=True,
-               help="Pods whose latest decision in the window is not an allocation (unschedulable, deferred or error).")
+               help="Pods created and neither bound nor failed at the end of the window.")
 
 versions = load(lambda: client.stats("fallback", filters, ("policy_version",)), "policy versions")
 if versions is not None and not empty(versions, "policy versions") and has_columns(versions, "/v1/stats/fallback", "policy_version"):
@@ -67,6 +70,6 @@ if versions is not None and not empty(versions, "policy versions") and has_colum
 
 reading(
     f"{int(decisions):,} decisions: {pct(ratio(allocated, decisions))} allocated, "
-    f"{pct(ratio(first_choice, allocated))} of allocations got the first-choice model and "
-    f"{pct(ratio(fallbacks, allocated))} fell back; {int(pending_now):,} pods are pending now."
+    f"{pct(None if first_rate is None else num(first_rate))} of {int(with_preference):,} pods with alternatives got "
+    f"their first choice and {pct(fallback_rate)} fell back; {int(pending_now):,} pods are pending now."
 )

@@ -1,11 +1,12 @@
 """Fallback: how often workloads got a less-preferred model, which way they fell, and why.
 
-Rates over time and the preference → outcome flows come from ``/v1/stats/fallback`` grouped by
-hour, preferred and allocated model (group key ``model``: the API's ``allocated`` key shares its
-name with the allocated-count column); the reasons the preferred model was skipped are the
-API's per-reason device counts for the preferred tiers that were not chosen (grouped by
-``reason,preferred``); regret is the API's count of fallbacks whose preferred model was
-allocated in the same cluster within 10 minutes.
+The first-choice rate, fallbacks, regret and the preference → outcome paths are the API's
+pod-level figures of ``/v1/stats/fallback`` (DRA pods whose claims offer alternatives; a fallback
+is regretted when its first choice alone became allocatable on one node, within quota, within
+the policy's regret window — docs/metrics.md). The hourly rates come from the same endpoint
+grouped by hour, preferred and allocated model (allocated decisions: one per bound pod); the
+reasons the preferred model was skipped are the API's per-reason device counts for the
+preferred tiers that were not chosen (grouped by ``reason,preferred``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import streamlit as st
 
 from dashboards import client, figures
 from dashboards.filters import filter_bar
-from dashboards.view import empty, has_columns, load, num, pct, ratio, reading
+from dashboards.view import empty, has_columns, load, num, pct, reading
 
 SOURCE = "/v1/stats/fallback"
 
@@ -34,13 +35,17 @@ fallback_rows = [
     for r in flows.rows
     if num(r["fallbacks"]) and allocated_by_hour[str(r["hour"])]
 ]
-total = sum(allocated_by_hour.values())
-fell_back = sum(num(r["fallbacks"]) for r in flows.rows)
-pairs: dict[str, float] = {}
-for r in flows.rows:
-    if num(r["fallbacks"]):
-        pair = f"{r['preferred']} → {r['model']}"
-        pairs[pair] = pairs.get(pair, 0.0) + num(r["fallbacks"])
+
+figs = flows.summary
+cols = st.columns(4)
+first_rate = figs.get("first_choice_rate")
+regret_rate = figs.get("regret_rate")
+cols[0].metric("First-choice rate", pct(None if first_rate is None else num(first_rate)), border=True,
+               help=f"of {int(num(figs.get('pods_with_preference'))):,} DRA pods whose claims offer alternatives")
+cols[1].metric("Fallbacks (pods)", f"{int(num(figs.get('fallbacks'))):,}", border=True)
+cols[2].metric("Regretted", f"{int(num(figs.get('regretted'))):,}", border=True)
+cols[3].metric("Regret rate", pct(None if regret_rate is None else num(regret_rate)), border=True)
+paths = list(figs.get("paths") or [])
 
 left, right = st.columns(2)
 with left:
@@ -52,12 +57,19 @@ with left:
     else:
         st.info("No fallbacks in this window.")
 with right:
-    st.plotly_chart(figures.sankey(flows.rows, "preferred", "model", "decisions", "Preference → outcome"), key="fallback_sankey")
+    if paths:
+        st.plotly_chart(figures.sankey(paths, "preferred", "allocated", "pods", "Preference → outcome (pods)"),
+                        key="fallback_sankey")
+    else:
+        st.info("No DRA pod with alternatives was bound in this window.")
 
-top_pair = max(pairs.items(), key=lambda kv: (kv[1], kv[0])) if pairs else None
+fell = [p for p in paths if p["preferred"] != p["allocated"]]
+top_path = max(fell, key=lambda p: (num(p["pods"]), str(p["allocated"]))) if fell else None
 reading(
-    f"{pct(ratio(fell_back, total))} of {int(total):,} allocations fell back"
-    + (f"; the most common path is {top_pair[0]} ({int(top_pair[1]):,})." if top_pair else ".")
+    f"{int(num(figs.get('fallbacks'))):,} of {int(num(figs.get('pods_with_preference'))):,} pods with alternatives "
+    "fell back"
+    + (f"; the most common path is {top_path['preferred']} → {top_path['allocated']} ({int(num(top_path['pods'])):,})."
+       if top_path else ".")
 )
 
 st.subheader("Why the preferred model was skipped")
@@ -76,24 +88,9 @@ if reasons is not None and not empty(reasons, "skipped preferred tiers") and has
             f"({int(num(ranked[0]['devices'])):,} device verdicts in tiers that were not chosen).")
 
 st.subheader("Regret")
-st.caption("A fallback is regretted when a later decision in the same cluster got the preferred model within 10 minutes.")
-regret = load(lambda: client.stats("fallback", filters, ("preferred",)), "regret")
-if regret is not None and not empty(regret, "fallbacks") and has_columns(regret, SOURCE, "preferred", "fallbacks", "regret"):
-    fell = [r for r in regret.rows if num(r["fallbacks"])]
-    st.dataframe(
-        [
-            {
-                "preferred": r["preferred"],
-                "fallbacks": int(num(r["fallbacks"])),
-                "regretted": int(num(r["regret"])),
-                "regret rate": pct(ratio(num(r["regret"]), num(r["fallbacks"]))),
-            }
-            for r in fell
-        ],
-        hide_index=True,
-        key="fallback_regret",
-    )
-    regretted = sum(num(r["regret"]) for r in fell)
-    all_fallbacks = sum(num(r["fallbacks"]) for r in fell)
-    reading(f"{pct(ratio(regretted, all_fallbacks))} of {int(all_fallbacks):,} fallbacks would have had their preferred "
-            "model soon after (target < 5 %).")
+window_s = figs.get("regret_window_s")
+st.caption("A fallback is regretted when, within "
+           + ("the policy's regret window" if window_s is None else f"{num(window_s) / 60:g} minutes")
+           + " after it, its first choice alone would have been allocatable on one node, within the tenant's quota.")
+reading(f"{pct(None if regret_rate is None else num(regret_rate))} of {int(num(figs.get('fallbacks'))):,} fallbacks "
+        "could have had their first choice soon after (target < 5 %).")

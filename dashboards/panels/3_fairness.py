@@ -1,118 +1,92 @@
 """Fairness: is each tenant getting its entitlement, how long does it wait, is anyone starving.
 
-Per-tenant usage (raw and H100-equivalent), entitlements, waits, first-choice rates and
-starvation flags come from ``/v1/stats/fairness`` (aggregated by the API per tenant, and per
-hour × tenant for the trend). The entitlement is the tenant's weighted fair share under the
-active policy. Jain's index is taken over normalised shares x_i = share_i / entitlement_i
-(Jain, Chiu, Hawe 1984; fairness.md §5.1).
+Every figure is the API's (``/v1/stats/fairness``, the ``audit.metrics`` definitions in
+docs/metrics.md): per tenant H100-equivalent hours used against the entitlement (capacity × the
+tenant's weight share, with the weights in force at each moment), Jain's index over the whole
+window and under contention, per-pod wait percentiles (nearest rank), pods pending at the window
+end, failed and starving. The page draws them and computes none.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from dashboards import client, figures
-from dashboards.fairness import jain_index
 from dashboards.filters import filter_bar
-from dashboards.view import (
-    duration,
-    empty,
-    has_columns,
-    load,
-    maybe,
-    none_or,
-    num,
-    pct,
-    reading,
-)
+from dashboards.view import load, num, reading
 
 SOURCE = "/v1/stats/fairness"
-UNITS = {"raw devices": "devices_allocated", "H100-equivalent": "devices_h100eq"}
 
 st.title("Fairness")
 filters = filter_bar()
 
-unit = str(st.radio("Units", list(UNITS), horizontal=True, key="fair_units"))
-usage_col = UNITS[unit]
-
-tenants = load(lambda: client.stats("fairness", filters, ("tenant",)), "tenant fairness")
-if empty(tenants, "tenant activity") or tenants is None or not has_columns(
-    tenants, SOURCE, "tenant", "decisions", "allocated", "entitlement", usage_col
-):
+answer = load(lambda: client.stats("fairness", filters, ("tenant",)), "tenant fairness")
+if answer is None:
     st.stop()
-rows = sorted(tenants.rows, key=lambda r: str(r["tenant"]))
-names = [str(r["tenant"]) for r in rows]
+figs = answer.summary
+tenants = list(figs.get("tenants") or [])
+if not tenants:
+    note = figs.get("pod_figures")
+    st.info(f"No pod figures for this window{': ' + str(note) if note else '.'}")
+    st.stop()
+names = [str(t["tenant"]) for t in tenants]
 
 
-def entitlement(r: dict[str, Any]) -> float:
-    return num(r["entitlement"])
+def index(value: object) -> str:
+    return "–" if value is None else f"{num(value):.3f}"
 
 
-used_total = sum(num(r[usage_col]) for r in rows)
-shares = [num(r[usage_col]) / used_total if used_total else 0.0 for r in rows]
+cols = st.columns(3)
+cols[0].metric("Jain's index, whole window", index(figs.get("jain_whole")), border=True,
+               help="over H100-eq-hours used / entitlement, every tenant with an entitlement")
+cols[1].metric("Jain's index under contention", index(figs.get("jain_contention")), border=True,
+               help="mean over hours with ≥ 2 tenants backlogged (a pod pending ≥ 30 min of the hour)")
+cols[2].metric("Contended hours", f"{int(num(figs.get('contention_windows'))):,}", border=True)
+
 st.plotly_chart(
-    figures.grouped_bars(names, {"share": shares, "entitlement": [entitlement(r) for r in rows]},
-                         f"Share of allocated devices vs entitlement per tenant ({unit})"),
+    figures.grouped_bars(names, {"used": [num(t["h100_eq_hours"]) for t in tenants],
+                                 "entitlement": [num(t["entitlement_h100_eq_hours"]) for t in tenants]},
+                         "H100-equivalent hours used vs entitlement per tenant"),
     key="fair_share",
 )
-jain = jain_index([(sh, entitlement(r)) for sh, r in zip(shares, rows, strict=True)])
-gaps = sorted((sh - entitlement(r), str(r["tenant"])) for sh, r in zip(shares, rows, strict=True))
+below = min(tenants, key=lambda t: (num(t["h100_eq_hours"]) - num(t["entitlement_h100_eq_hours"]), str(t["tenant"])))
 reading(
-    f"Jain's index over normalised shares is {jain:.3f} (1 is perfectly fair, target ≥ 0.95); "
-    f"furthest below entitlement: {gaps[0][1]} ({100 * gaps[0][0]:+.1f} points)."
-    if jain is not None
-    else "No tenant has an entitlement in this window, so fairness cannot be judged."
+    f"Jain's index over the window is {index(figs.get('jain_whole'))} (1 is perfectly fair); furthest below its "
+    f"entitlement: {below['tenant']} ({num(below['h100_eq_hours']):,.1f} of "
+    f"{num(below['entitlement_h100_eq_hours']):,.1f} H100-eq-hours)."
 )
 
-st.subheader("Jain's index over time")
-hourly = load(lambda: client.stats("fairness", filters, ("hour", "tenant")), "fairness per hour")
-if hourly is not None and not empty(hourly, "hourly activity") and has_columns(
-    hourly, SOURCE + "?group_by=hour,tenant", "hour", "tenant", "entitlement", usage_col
-):
-    by_hour: dict[str, list[tuple[float, float]]] = {}
-    for r in hourly.rows:
-        by_hour.setdefault(str(r["hour"]), []).append((num(r[usage_col]), num(r["entitlement"])))
-    hours = sorted(by_hour)
-    # Jain's index is scale-free, so usage stands in for the share of the hour's total.
-    per_hour = [jain_index(by_hour[h]) for h in hours]
-    st.plotly_chart(
-        figures.lines(hours, {"Jain's index": per_hour}, f"Jain's index per hour ({unit})", y_range=[0, 1.05]),
-        key="fair_jain",
-    )
-    lowest = min(((j, h) for j, h in zip(per_hour, hours, strict=True) if j is not None), default=None)
-    if lowest is not None:
-        reading(f"The least fair hour is {lowest[1]} (Jain's index {lowest[0]:.3f}).")
-
-st.subheader("Waiting and first choice per tenant")
-if has_columns(tenants, SOURCE, "wait_p50_ms", "wait_p95_ms", "wait_p99_ms", "first_choice_rate"):
-    st.plotly_chart(
-        figures.grouped_bars(names, {q: [none_or(maybe(r, f"wait_{q}_ms"), 1 / 1000) for r in rows] for q in ("p50", "p95", "p99")},
-                             "Wait before the decision (seconds)"),
-        key="fair_wait",
-    )
-    st.dataframe(
-        [
-            {
-                "tenant": r["tenant"],
-                "decisions": int(num(r["decisions"])),
-                "allocated": int(num(r["allocated"])),
-                "first-choice rate": pct(maybe(r, "first_choice_rate")),
-                "wait p50": duration(maybe(r, "wait_p50_ms")),
-                "wait p95": duration(maybe(r, "wait_p95_ms")),
-                "wait p99": duration(maybe(r, "wait_p99_ms")),
-                "pending now": int(num(r.get("pending_now"))),
-                "starving": "yes" if r.get("starving") else "",
-            }
-            for r in rows
-        ],
-        hide_index=True,
-        key="fair_table",
-    )
-    starving = [str(r["tenant"]) for r in rows if r.get("starving")]
-    worst = max(rows, key=lambda r: (num(r.get("wait_p99_ms")), str(r["tenant"])))
-    reading(
-        f"Longest p99 wait: {worst['tenant']} ({duration(maybe(worst, 'wait_p99_ms'))}); "
-        + (f"starving: {', '.join(starving)}." if starving else "no tenant is flagged as starving.")
-    )
+st.subheader("Waits and starvation per tenant (per pod)")
+st.plotly_chart(
+    figures.grouped_bars(names, {q: [num(t[f"wait_{q}_s"]) for t in tenants] for q in ("p50", "p95", "p99")},
+                         "Wait from creation to first bind (seconds)"),
+    key="fair_wait",
+)
+st.dataframe(
+    [
+        {
+            "tenant": t["tenant"],
+            "weight": num(t["weight"]),
+            "pods started": int(num(t["pods_started"])),
+            "wait p50 (s)": num(t["wait_p50_s"]),
+            "wait p95 (s)": num(t["wait_p95_s"]),
+            "wait p99 (s)": num(t["wait_p99_s"]),
+            "pending at end": int(num(t["pending_at_end"])),
+            "failed": int(num(t["failed"])),
+            "starving": int(num(t["starving_pods"])),
+            "longest wait (s)": num(t["longest_wait_s"]),
+            "device-hours": num(t["device_hours"]),
+            "H100-eq-hours": num(t["h100_eq_hours"]),
+            "entitlement (H100-eq-h)": num(t["entitlement_h100_eq_hours"]),
+        }
+        for t in tenants
+    ],
+    hide_index=True,
+    key="fair_table",
+)
+starving = [f"{t['tenant']} ({int(num(t['starving_pods'])):,})" for t in tenants if num(t["starving_pods"])]
+worst = max(tenants, key=lambda t: (num(t["wait_p99_s"]), str(t["tenant"])))
+reading(
+    f"Longest p99 wait: {worst['tenant']} ({num(worst['wait_p99_s']):,.0f} s); "
+    + (f"starving pods: {', '.join(starving)}." if starving else "no pod waited past the starvation timeout.")
+)

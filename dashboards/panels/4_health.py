@@ -1,9 +1,11 @@
 """Health & failures: device health churn, bind-time conflicts, node loss, retries, terminal failures.
 
-Everything is counted by the API in ``/v1/stats/health`` per hour: device verdicts
-(``unhealthy``, ``binding_conflict``, ``stale_slice``) from the tier evidence, retries by retry
-class (``node_lost`` among them) and terminal failures; the page arranges the counts over time,
-and splits the verdicts by device model (``group_by=hour,model``).
+Everything is counted by the API in ``/v1/stats/health``: how many distinct devices were
+unhealthy and for how many device-hours (from the world event log, docs/metrics.md), and per
+hour the evidence of the decisions — device verdicts (``unhealthy``, ``binding_conflict``,
+``stale_slice``; one per device per tier per attempt, so they count evaluations, not devices),
+retries by retry class (``node_lost`` among them) and terminal failures; the page arranges them
+over time and splits the verdicts by device model (``group_by=hour,model``).
 """
 
 from __future__ import annotations
@@ -42,9 +44,15 @@ node_lost = [retries(r, "node_lost") for r in rows]
 totals = {c: int(sum(num(r[c]) for r in rows)) for c in (*VERDICTS, "terminal_failures")}
 totals["node_lost"] = int(sum(node_lost))
 
+figs = hourly.summary
+top = st.columns(2)
+top[0].metric("Unhealthy devices", f"{int(num(figs.get('unhealthy_devices'))):,}", border=True,
+              help="distinct devices unhealthy at some moment of the window")
+top[1].metric("Unhealthy device-hours", f"{num(figs.get('unhealthy_device_hours')):,.1f}", border=True)
+
 cols = st.columns(5)
 for col, label, values in [
-    (cols[0], "Unhealthy device verdicts", [num(r["unhealthy"]) for r in rows]),
+    (cols[0], "Unhealthy verdicts (evaluations)", [num(r["unhealthy"]) for r in rows]),
     (cols[1], "Binding conflicts", [num(r["binding_conflict"]) for r in rows]),
     (cols[2], "Stale slices", [num(r["stale_slice"]) for r in rows]),
     (cols[3], "Node losses", node_lost),
@@ -59,7 +67,9 @@ st.plotly_chart(
 )
 busiest = max((*VERDICTS, "node_lost"), key=lambda c: (totals[c], c))
 reading(
-    f"{sum(totals[c] for c in (*VERDICTS, 'node_lost')):,} health and bind-time verdicts; most are {busiest} "
+    f"{int(num(figs.get('unhealthy_devices'))):,} devices were unhealthy for {num(figs.get('unhealthy_device_hours')):,.1f} "
+    f"device-hours; decisions recorded {sum(totals[c] for c in (*VERDICTS, 'node_lost')):,} health and bind-time "
+    f"verdicts (device evaluations, not devices); most are {busiest} "
     f"({totals[busiest]:,}); terminal failures: {totals['terminal_failures']:,}."
 )
 

@@ -36,8 +36,8 @@ def _moved(record: DecisionRecord, n: int, time: str) -> DecisionRecord:
                                time=time).seal()
 
 
-# Two fallbacks from H100 on 2026-05-02: the first sees an H100 allocated 5 minutes later (regret),
-# the second only 30 minutes later (no regret, Δ = 10 min).
+# Two fallbacks from H100 on 2026-05-02, then H100 allocations 5 and 30 minutes later: decisions
+# alone (no world events) that an "any later H100 in the cluster" reading would call regret.
 REGRET_RECORDS = [
     _moved(factory.FALLBACK, 1, "2026-05-02T09:00:00.000000Z"),
     _moved(factory.GOT_H100, 2, "2026-05-02T09:05:00.000000Z"),
@@ -66,38 +66,34 @@ def test_skip_reasons_count_device_verdicts_of_preferred_tiers_not_chosen(server
     assert {(r["preferred"], r["reason"]): r["devices"] for r in by_pref} == {("H100", k): v for k, v in expected.items()}
 
 
-def test_regret_counts_fallbacks_whose_preferred_model_was_allocated_within_ten_minutes(regret_day: Server) -> None:
-    rows = _rows(regret_day, "fallback", group_by="preferred", **REGRET_DAY)
-    assert [(r["preferred"], r["fallbacks"], r["regret"], r["regret_rate"]) for r in rows] == [("H100", 2, 1, 0.5)]
-    hourly = _rows(regret_day, "fallback", group_by="hour", **REGRET_DAY)
-    assert {r["hour"]: r["regret"] for r in hourly} == {"2026-05-02T09:00:00Z": 1, "2026-05-02T10:00:00Z": 0}
+def test_fallback_rows_carry_no_record_level_regret(regret_day: Server) -> None:
+    """Regret is a pod-level figure (first choice allocatable on one node, from the event log) given
+    beside the rows; a decision-level count would be a second, different definition."""
+    body = regret_day.get("/v1/stats/fallback", group_by="preferred", **REGRET_DAY).json()
+    assert [(r["preferred"], r["fallbacks"]) for r in body["rows"]] == [("H100", 2)]
+    assert not any("regret" in k for r in body["rows"] for k in r)
+    assert {"regretted", "regret_rate", "regret_window_s"} <= set(body)
 
 
-def test_regret_of_other_tenants_reaches_a_tenant_only_as_others(regret_day: Server) -> None:
-    rows = _rows(regret_day, "fallback", "team-b", group_by="tenant", **REGRET_DAY)
-    assert [(r["tenant"], r["fallbacks"], r["regret"]) for r in rows] == [("(others)", 2, 1)]
-
-
-def test_fairness_per_tenant_has_entitlement_h100_equivalents_and_pending(server: Server) -> None:
-    rows = {r["tenant"]: r for r in _rows(server, "fairness", **SEEDED)}
-    assert set(rows) == {"team-a", "team-b"}
-    # policy v7 (the world's Policy event) names no tenants: equal weights
-    assert rows["team-a"]["entitlement"] == rows["team-b"]["entitlement"] == 0.5
-    # the default model table counts an A100 as half an H100: team-a holds one of each
-    assert (rows["team-a"]["devices_allocated"], rows["team-a"]["devices_h100eq"]) == (2, 1.5)
-    assert (rows["team-b"]["devices_allocated"], rows["team-b"]["devices_h100eq"]) == (1, 1.0)
-    assert [(rows[t]["pending_now"], rows[t]["starving_pods"], rows[t]["starving"]) for t in ("team-a", "team-b")] == \
-        [(1, 0, False), (1, 0, False)]
+def test_fairness_rows_count_decisions_and_the_pod_figures_come_from_the_event_log(server: Server) -> None:
+    body = server.get("/v1/stats/fairness", cluster="lab", **SEEDED).json()
+    rows = {r["tenant"]: r for r in body["rows"]}
+    assert {t: (r["decisions"], r["allocated"], r["devices_allocated"]) for t, r in rows.items()} == {
+        "team-a": (3, 2, 2), "team-b": (2, 1, 1)}
+    tenants = {t["tenant"]: t for t in body["tenants"]}
+    # team-a/train-1 was created at 07:00 and is still pending at 14:00, seven hours, past the
+    # default 1 h starvation timeout; team-b/infer-9 was bound when it appeared; policy v7 names no
+    # tenants: equal weights, and the cluster dump's devices are nobody's yet
+    assert [(tenants[t]["pending_at_end"], tenants[t]["starving_pods"], tenants[t]["longest_wait_s"], tenants[t]["weight"])
+            for t in ("team-a", "team-b")] == [(1, 1, 7 * 3600.0, 1.0), (0, 0, 0.0, 1.0)]
 
 
 def test_fairness_per_hour_and_tenant(server: Server) -> None:
-    # one tenant is active in each hour, so each hour entitles it to everything
     r = server.get("/v1/stats/fairness", group_by="hour,tenant", **SEEDED).json()
     assert r["group_by"] == ["hour", "tenant"]
-    assert [(x["hour"][11:13], x["tenant"], x["decisions"], x["devices_allocated"], x["devices_h100eq"], x["entitlement"])
-            for x in r["rows"]] == [("09", "team-a", 1, 1, 0.5, 1.0), ("10", "team-a", 1, 1, 1.0, 1.0),
-                                    ("11", "team-a", 1, 0, 0.0, 1.0), ("12", "team-b", 1, 1, 1.0, 1.0),
-                                    ("13", "team-b", 1, 0, 0.0, 1.0)]
+    assert [(x["hour"][11:13], x["tenant"], x["decisions"], x["allocated"], x["devices_allocated"]) for x in r["rows"]] == [
+        ("09", "team-a", 1, 1, 1), ("10", "team-a", 1, 1, 1), ("11", "team-a", 1, 0, 0), ("12", "team-b", 1, 1, 1),
+        ("13", "team-b", 1, 0, 0)]
 
 
 @pytest.mark.parametrize("group_by", ["tenant", "hour,tenant"])
@@ -106,16 +102,16 @@ def test_fairness_folds_other_tenants_for_a_tenant(server: Server, group_by: str
     assert {r["tenant"] for r in rows} == {"team-b", "(others)"}
     others = [r for r in rows if r["tenant"] == "(others)"]
     assert sum(r["devices_allocated"] for r in others) == 2
-    # over the window both tenants are active (half each); per hour only one is
-    assert {r["entitlement"] for r in others} == ({0.5} if group_by == "tenant" else {1.0})
 
 
 @pytest.mark.parametrize(("who", "expected"), [
-    ("admin", {"team-a": (3, 2, 1, 1), "team-b": (2, 1, 0, 1)}),
-    ("team-a", {"team-a": (3, 2, 1, 1), "(others)": (2, 1, 0, 1)}),
+    ("admin", {"team-a": (3, 2, 1, 1), "team-b": (2, 1, 0, 0)}),
+    ("team-a", {"team-a": (3, 2, 1, 1), "(others)": (2, 1, 0, 0)}),
 ], ids=["admin", "tenant-folds-others"])
 def test_overview_counts_pods_pending_now(server: Server, who: str, expected: dict[str, tuple[int, ...]]) -> None:
-    rows = _rows(server, "overview", who, **SEEDED)
+    # decisions are counted from the records; pods pending at the window end from the event log
+    # (team-a/train-1 pending, team-b/infer-9 bound)
+    rows = _rows(server, "overview", who, cluster="lab", **SEEDED)
     assert {r["tenant"]: (r["decisions"], r["allocated"], r["fallbacks"], r["pending_now"]) for r in rows} == expected
 
 
@@ -198,12 +194,7 @@ def test_entitlements_follow_the_weights_of_the_policy_in_the_event_log(server: 
     event = WorldEvent(cluster="lab2", seq=0, time="2026-05-03T07:00:00.000000Z", type="upsert", object_kind="Policy",
                        namespace="", name="weighted", payload=WEIGHTED)
     assert server.post("/v1/ingest/events", content=(json.dumps(event.to_dict()) + "\n").encode()).status_code == 200
-    records = [dataclasses.replace(_moved(base, n, f"2026-05-03T09:0{n}:00.000000Z"), cluster="lab2", policy_version="v9",
-                                   tenant=tenant, namespace=tenant).seal()
-               for n, (base, tenant) in enumerate([(factory.GOT_H100, "team-c"), (factory.FALLBACK, "team-d")], start=5)]
-    assert server.post("/v1/ingest/records", content=to_jsonl(records).encode()).status_code == 200
-    rows = _rows(server, "fairness", cluster="lab2", **WEIGHTED_DAY)
-    assert [(r["tenant"], r["entitlement"], r["devices_h100eq"]) for r in rows] == [("team-c", 0.75, 1.0),
-                                                                                  ("team-d", 0.25, 0.5)]
-    hourly = _rows(server, "fairness", cluster="lab2", group_by="hour,tenant", **WEIGHTED_DAY)
-    assert [(r["tenant"], r["entitlement"]) for r in hourly] == [("team-c", 0.75), ("team-d", 0.25)]
+    body = server.get("/v1/stats/fairness", cluster="lab2", **WEIGHTED_DAY).json()
+    # the weights of the policy in force (3 : 1); no device in this world, so no entitlement to share
+    assert [(t["tenant"], t["weight"], t["entitlement_h100_eq_hours"]) for t in body["tenants"]] == [
+        ("team-c", 3.0, 0.0), ("team-d", 1.0, 0.0)]

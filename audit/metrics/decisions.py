@@ -1,6 +1,9 @@
-"""Fairness and fallback metrics computed from decision records and allocation intervals.
+"""Record-level comparisons for counterfactual replay: what two runs of decisions differ by.
 
-Definitions (research/fairness.md §5, §7):
+A counterfactual run (``audit.replay.whatif``) yields decision records, not a world event log,
+so the pod lifecycle the user-facing figures are defined on (``audit.metrics.lifecycle`` and the
+family modules) does not exist for it; these helpers compare a recorded and a replayed run on
+the records alone and are reported as replay deltas, never as the figures of a window. They are:
 
 * **Usage intervals** — one per allocation: tenant, model, device count, start (the allocated
   record's time) and end (the claim's or device-plugin pod's delete event, else the window end).
@@ -18,17 +21,18 @@ Definitions (research/fairness.md §5, §7):
   longer than the policy's starvation timeout); flagged when their latest record gives no reason
   (no blocker, no retry class).
 
-Pure: inputs in, numbers out. Reused by the API and by counterfactual replay.
+Pure: inputs in, numbers out.
 """
 
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from audit.events import WorldEvent
+from audit.metrics.fairness import jain
+from audit.metrics.ranks import nearest_rank
 from audit.policy import Policy
 from audit.records import DecisionRecord, Outcome, Track
 
@@ -126,20 +130,13 @@ def tenant_shares(intervals: Iterable[UsageInterval], policy: Policy, capacity: 
 
 
 def jain_index(values: Iterable[float]) -> float:
-    xs = list(values)
-    if not xs:
-        return 1.0
-    s = sum(xs)
-    sq = sum(x * x for x in xs)
-    return (s * s) / (len(xs) * sq) if sq > 0 else 1.0
+    """Jain's index as ``audit.metrics.fairness.jain`` defines it (one implementation)."""
+    return jain(values)
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list (q in 0..100)."""
-    if not sorted_values:
-        return 0.0
-    rank = max(1, math.ceil(q / 100 * len(sorted_values)))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
+    """Nearest-rank percentile of an ascending list, ``q`` in 0..100 (``audit.metrics.ranks``)."""
+    return nearest_rank(sorted_values, q / 100)
 
 
 def wait_percentiles(records: Iterable[DecisionRecord]) -> dict[str, tuple[float, float, float]]:

@@ -1,0 +1,113 @@
+"""The pod-level figures of /v1/stats/fairness, /v1/stats/fallback and /v1/stats/health.
+
+They are ``audit.metrics.report``'s finished numbers over the cluster's pod lifecycle (which the
+store keeps current from the event log), for the window the caller gives: ``since`` (default: the
+first event) to ``until`` (default: the last event). Filters on model or policy version do not
+apply to them (they are figures of the whole cluster and window); a tenant filter, or a tenant
+caller, restricts them as ``audit.metrics.report`` describes.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from audit.api import storeport
+from audit.api.problems import Problem
+from audit.metrics import Lifecycle, Window, fairness_report, fallback_report, health_report
+from audit.store.filters import DecisionFilter
+
+
+class SeveralClusters(Exception):
+    """Pod-level figures are per cluster: with several in the store the caller must name one."""
+
+
+def _cluster(db: Any, f: DecisionFilter) -> str | None:
+    if f.cluster:
+        return f.cluster
+    clusters = storeport.call(db.event_clusters)
+    if len(clusters) > 1:
+        raise SeveralClusters(", ".join(clusters[:5]))
+    return clusters[0] if clusters else None
+
+
+def lifecycle_window(db: Any, f: DecisionFilter) -> tuple[Lifecycle, Window] | None:
+    """The lifecycle and window the figures cover; None when the store has no events for it."""
+    cluster = _cluster(db, f)
+    if cluster is None:
+        return None
+    life: Lifecycle = storeport.call(db.pod_lifecycle, cluster)
+    if not life.policies:
+        return None
+    since, until = f.time_range_ms()
+    start = life.policies[0][0] if since is None else since
+    end = max(start, life.end_ms) if until is None else until
+    if end < start:
+        raise Problem("invalid-parameter", "until: before since")
+    return life, Window(start, end)
+
+
+def _found(db: Any, f: DecisionFilter) -> tuple[tuple[Lifecycle, Window] | None, dict[str, Any]]:
+    """The lifecycle and window, or None with a note saying why there are no figures."""
+    try:
+        found = lifecycle_window(db, f)
+    except SeveralClusters as exc:
+        return None, {"pod_figures": f"none: pass cluster= (the store holds several clusters: {exc})"}
+    return found, ({} if found is not None else {"pod_figures": "none: no world events stored for this cluster"})
+
+
+# Finished figures per (report, cluster, last folded seq, window, scope): the pages of one
+# dashboard visit ask for the same figures several times, and nothing changes them but new events.
+_MEMO: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+_MEMO_SIZE = 64
+
+
+def _memo(kind: str, life: Lifecycle, window: Window, scope: str | None,
+          compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    if life.seq < 0:
+        return compute()
+    key = (kind, life.cluster, life.seq, window.since_ms, window.until_ms, scope)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+            return copy.deepcopy(hit)
+    value = compute()
+    with _MEMO_LOCK:
+        _MEMO[key] = copy.deepcopy(value)
+        while len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return value
+
+
+def fairness(db: Any, f: DecisionFilter, scope: str | None) -> dict[str, Any]:
+    found, note = _found(db, f)
+    if found is None:
+        return {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": [], **note}
+    life, window = found
+    out = _memo("fairness", life, window, scope, lambda: fairness_report(life, window, scope=scope))
+    if scope is None and f.tenant:
+        out["tenants"] = [r for r in out["tenants"] if r["tenant"] == f.tenant]
+    return out
+
+
+def fallback(db: Any, f: DecisionFilter, scope: str | None) -> dict[str, Any]:
+    found, note = _found(db, f)
+    if found is None:
+        return {"pods_with_preference": 0, "first_choice_rate": None, "fallbacks": 0, "regretted": 0,
+                "regret_rate": None, "regret_window_s": None, "paths": [], **note}
+    life, window = found
+    who = scope or f.tenant
+    return _memo("fallback", life, window, who, lambda: fallback_report(life, window, scope=who))
+
+
+def health(db: Any, f: DecisionFilter) -> dict[str, Any]:
+    found, note = _found(db, f)
+    if found is None:
+        return {"unhealthy_devices": 0, "unhealthy_device_hours": 0.0, "models": [], **note}
+    life, window = found
+    return _memo("health", life, window, None, lambda: health_report(life, window))

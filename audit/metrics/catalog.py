@@ -1,0 +1,52 @@
+"""Every metric's definition in one list, and the reference page rendered from it.
+
+``docs/metrics.md`` is this module's ``render_reference()`` output; a test fails when the
+committed page differs (regenerate with ``python -m audit.metrics.catalog > docs/metrics.md``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from audit.metrics import fairness, fallback, health, lifecycle, ranks, regret, starving, usage, waits
+from audit.metrics.definition import Definition
+
+FAMILIES = (waits, starving, usage, fairness, fallback, health)
+DEFINITIONS: tuple[Definition, ...] = tuple(d for m in FAMILIES for d in m.DEFINITIONS)
+
+_HEADER = """# Metrics reference
+
+Generated from `audit/metrics/` by `python -m audit.metrics.catalog > docs/metrics.md`; do not edit
+by hand. Every figure the API (`/v1/stats/fairness`, `/v1/stats/fallback`, `/v1/stats/health`),
+the dashboards, the `simulate` summary and the `demo` log show is computed by the reference
+function named here, over the pod lifecycle (one row per pod, folded from the world event log by
+the engine's own world fold: creation, first bind or failure, the subrequest each request got, the
+devices and their models, release) and a window [since, until).
+
+Percentiles are nearest rank everywhere: the ⌈q·n⌉-th smallest of the n values.
+"""
+
+
+def _doc(module: object) -> str:
+    text = (getattr(module, "__doc__", "") or "").strip()
+    return "\n".join(line.rstrip() for line in text.splitlines())
+
+
+def render_reference() -> str:
+    out = [_HEADER]
+    for m in (lifecycle, ranks, regret):
+        out.append(f"## {m.__name__.rsplit('.', 1)[-1]}\n\n{_doc(m)}\n")
+    for m in FAMILIES:
+        title = m.__name__.rsplit(".", 1)[-1]
+        out.append(f"## {title}\n\n{_doc(m)}\n")
+        out.append("| metric | counts | unit | population | rule | reference |")
+        out.append("|---|---|---|---|---|---|")
+        for d in m.DEFINITIONS:
+            cells = (f"`{d.name}`", d.counts, d.unit, d.population, d.rule, f"`{d.reference}`")
+            out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render_reference())

@@ -1,0 +1,90 @@
+"""Fallback regret: could the pod's first choice alone have been allocated soon after it fell back?
+
+A pod that fell back (some request got a later ``firstAvailable`` subrequest) is *regretted* when,
+at the end of some instant within the policy's ``fallback.regretWindow`` (default 10 min) after
+its bind, the claims reduced to their first alternatives would have been allocated on some node
+by the real per-node allocator (the kube-scheduler 1.36 algorithm, against the devices allocated
+at that moment), the pod would have passed the node filter there, and the devices that
+allocation takes stay within the tenant's quota at that moment. A cluster-wide free count is not
+enough: eight free H100s spread over four nodes do not fit a pod asking for eight on one node.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from audit.allocator.outcome import Status
+from audit.scheduler.filters import node_filter
+from audit.scheduler.nodealloc import allocate_on_node
+from audit.scheduler.quota import check_quota
+from audit.scheduler.tiers import claim_tiers
+from audit.world import World
+
+if TYPE_CHECKING:
+    from audit.metrics.lifecycle import PodLife
+
+
+@dataclass
+class RegretCandidate:
+    life: PodLife
+    pod: dict[str, Any]
+    claims: list[dict[str, Any]]  # the pod's claims reduced to their first alternatives, unallocated
+    deadline_ms: int
+    # (models, count) per first alternative, as the world's device signatures stood when read
+    needs: tuple[tuple[tuple[str, ...], int], ...] = ()
+    needs_version: tuple[int, int] = (-1, -1)
+    judged: bool = False  # judged at the end of some instant already
+
+
+def reduced_to_first_choice(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each claim with every ``firstAvailable`` request cut to its first subrequest, status dropped."""
+    out = []
+    for claim in claims:
+        c = {k: copy.deepcopy(v) for k, v in claim.items() if k != "status"}
+        devices = (c.get("spec") or {}).get("devices") or {}
+        for r in devices.get("requests") or []:
+            subs = r.get("firstAvailable")
+            if subs:
+                r["firstAvailable"] = subs[:1]
+        out.append(c)
+    return out
+
+
+def _candidate_nodes(world: World, c: RegretCandidate) -> list[str]:
+    """Nodes with enough free healthy devices of a model each first alternative can match (a
+    necessary condition; the allocator decides)."""
+    from audit.scheduler.attempt import model_matcher
+
+    version = (world.signature_version, world.class_version)
+    if c.needs_version != version:
+        matcher = model_matcher(world)
+        c.needs = tuple((rt.tiers[0].models, rt.tiers[0].count)
+                        for claim in c.claims for rt in claim_tiers(claim, matcher) if rt.tiers)
+        c.needs_version = version
+    nodes: set[str] | None = None
+    for models, count in c.needs:
+        here = {n for m in models for n in world.nodes_with_free(m, count)}
+        nodes = here if nodes is None else nodes & here
+    return sorted(nodes or ())
+
+
+def first_choice_allocatable(world: World, c: RegretCandidate) -> bool:
+    policy = world.policy
+    tenant = policy.tenant_for(c.life.namespace)  # quota as the policy in force names the tenant
+    for node in _candidate_nodes(world, c):
+        if node_filter(world, node, c.pod) is not None:
+            continue
+        outcome = allocate_on_node(world, node, c.claims, policy, explain=False)
+        if outcome.status != Status.SUCCESS:
+            continue
+        per_model: dict[str, int] = {}
+        for alloc in outcome.allocations:
+            for r in alloc.results:
+                dev = world.devices.get(f"{r.get('driver', '')}/{r.get('pool', '')}/{r.get('device', '')}")
+                model = dev.model if dev is not None else "unknown"
+                per_model[model] = per_model.get(model, 0) + 1
+        if all(check_quota(world, policy, tenant, m, n).fits for m, n in sorted(per_model.items())):
+            return True
+    return False

@@ -1,0 +1,24 @@
+"""docs/metrics.md is generated from the definitions in audit/metrics and must be current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from audit.metrics.catalog import DEFINITIONS, render_reference
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+
+
+def test_the_reference_page_is_current() -> None:
+    assert PAGE.read_text(encoding="utf-8") == render_reference(), (
+        "docs/metrics.md is stale: run `python -m audit.metrics.catalog > docs/metrics.md`")
+
+
+def test_every_api_figure_has_one_definition() -> None:
+    names = [d.name for d in DEFINITIONS]
+    assert len(names) == len(set(names))
+    fairness_row = {"device_hours", "h100_eq_hours", "entitlement_h100_eq_hours", "pods_started", "wait_p50_s",
+                    "wait_p95_s", "wait_p99_s", "pending_at_end", "failed", "starving_pods", "longest_wait_s"}
+    contract = fairness_row | {"jain_whole", "jain_contention", "contention_windows", "pods_with_preference",
+                               "first_choice_rate", "fallbacks", "regretted", "regret_rate", "paths"}
+    assert contract <= set(names)

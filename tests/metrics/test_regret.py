@@ -1,0 +1,61 @@
+"""Regret: the first choice alone allocatable on one node, within quota, within the window after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from audit.metrics import fold_lifecycle
+from tests.metrics.eventlog import Log, policy_doc
+
+
+def _history(release_at: float | None, **policy: Any) -> Log:
+    """Two H100 nodes of 4 with 2 taken on each (4 free cluster-wide, 2 per node); team-a/p asks for
+    4, H100 first, and falls back to the A100 node at minute 1; filler x1 leaves at ``release_at``."""
+    log = Log(policy_doc("1", {"team-a": 1, "team-z": 1}, **policy)).nodes("H100", 2, 4).nodes("A100", 1, 8)
+    log.at(0).pod("team-z/x1", ("gpu", ["H100"], 2)).pod("team-z/x2", ("gpu", ["H100"], 2))
+    log.bind("team-z/x1", "h100-0", {"gpu": ("", [0, 1])}).bind("team-z/x2", "h100-1", {"gpu": ("", [0, 1])})
+    log.at(1).pod("team-a/p", ("gpu", ["H100", "A100"], 4)).bind("team-a/p", "a100-0", {"gpu": ("a100", [0, 1, 2, 3])})
+    log.tick(3)
+    if release_at is not None:
+        log.at(release_at).finish("team-z/x1")
+    log.tick(30)
+    return log
+
+
+def _regretted(log: Log) -> bool:
+    (p,) = [p for p in fold_lifecycle(log.events, "c1").pods if p.key == "team-a/p"]
+    assert p.fallback
+    return p.regretted
+
+
+@pytest.mark.parametrize(("release_at", "policy", "regretted"), [
+    # 4 H100s free cluster-wide all along, never 4 on one node: a cluster-wide count says regret
+    (None, {}, False),
+    # x1 leaves 4 minutes later: h100-0 alone fits the pod
+    (5, {}, True),
+    # ... but 11 minutes after the fallback is past the default 10-minute window
+    (12, {}, False),
+    (12, {"fallback": {"regretWindow": "15m"}}, True),
+    # team-a may hold 2 H100s: the free node is no use to it
+    (5, {"_quota": 2}, False),
+])
+def test_regret(release_at: float | None, policy: dict[str, Any], regretted: bool) -> None:
+    quota = policy.pop("_quota", None)
+    log = _history(release_at, **policy)
+    if quota is not None:
+        doc = policy_doc("1", {"team-a": 1, "team-z": 1}, quotas={"team-a": {"H100": quota}})
+        log.events[0].payload = doc
+    assert _regretted(log) is regretted
+
+
+def test_regret_waits_for_the_instant_to_end() -> None:
+    """The release at minute 5 is judged once a later event shows minute 5 is over."""
+    log = Log(policy_doc("1", {"team-a": 1, "team-z": 1})).nodes("H100", 1, 4).nodes("A100", 1, 8)
+    log.at(0).pod("team-z/x1", ("gpu", ["H100"], 4)).bind("team-z/x1", "h100-0", {"gpu": ("", [0, 1, 2, 3])})
+    log.at(1).pod("team-a/p", ("gpu", ["H100", "A100"], 4)).bind("team-a/p", "a100-0", {"gpu": ("a100", [0, 1, 2, 3])})
+    log.at(5).finish("team-z/x1")
+    assert _regretted(log) is False
+    log.tick(6)
+    assert _regretted(log) is True
