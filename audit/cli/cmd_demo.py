@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     env = {**os.environ, "CLAIMTRAIL_API": api}
     try:
         _step(f"starting the audit API on {api} (embedded ClickHouse in {data_dir})")
-        procs.append(subprocess.Popen(_claimtrail("serve", "--dsn", f"chdb://{data_dir.resolve()}/db",
+        procs.append(subprocess.Popen(_claimtrail("serve", "--create", "--dsn", f"chdb://{data_dir.resolve()}/db",
                                                   "--port", str(api_port), "--insecure-local"), env=env))
         _wait_http(f"{api}/readyz", procs[0], "the API server")
 
