@@ -105,10 +105,8 @@ def run(args: argparse.Namespace) -> int:
         _post_jsonl(api, "records", records)
 
         _step(f"starting the dashboard on http://127.0.0.1:{dash_port}")
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py"),
-             "--server.port", str(dash_port), "--server.address", "127.0.0.1", "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"], env=env, stdout=subprocess.DEVNULL))
+        procs.append(subprocess.Popen(_claimtrail("dashboard", "--port", str(dash_port)), env=env,
+                                      stdout=subprocess.DEVNULL))
         _wait_http(f"http://127.0.0.1:{dash_port}/_stcore/health", procs[1], "the dashboard")
 
         _summary(api)
