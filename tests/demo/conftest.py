@@ -49,7 +49,7 @@ class Demo:
 
 
 def start_demo(data_dir: Path, hours: float = 2.0, timeout_s: float = 300.0) -> Demo:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     env.pop("CLAIMTRAIL_API", None)
     env.pop("CLAIMTRAIL_TOKEN", None)
     proc = subprocess.Popen(
