@@ -19,9 +19,9 @@ from tests.dashboards.conftest import REPO
 APP = str(REPO / "dashboards" / "app.py")
 READING = "Reading: "
 # 2 device-plugin pods against 8 DRA pods: every interval straddles its limit, and too few pods
-VERDICT = ("Verdict: HOLD — success_rate: interval -0.3244..0.6943 straddles the allowed 0.02; "
-           "scheduling_latency_ms: interval -2031..2931 straddles the allowed 2000; "
-           "time_pending_ms: interval -271.3..5146 straddles the allowed 5000; "
+VERDICT = ("Verdict: HOLD — success_rate: interval -32.4 pp..69.4 pp straddles the allowed 2.0 pp; "
+           "scheduling_latency_ms: interval -2.0 s..2.9 s straddles the allowed 2.0 s; "
+           "time_pending_ms: interval -271 ms..5.1 s straddles the allowed 5.0 s; "
            "need at least 100 pods per cohort (baseline 2, candidate 8)")
 
 
