@@ -85,6 +85,9 @@ def test_every_page_renders_without_an_error_box_or_a_request_off_the_machine(de
         shown = [errors.nth(i).inner_text() for i in range(errors.count()) if errors.nth(i).is_visible()]
         assert shown == []
         assert outside == []
+        # the toolbar is in viewer mode: Streamlit's own "Deploy" button is not offered
+        assert page.get_by_role("button", name="Deploy").count() == 0  # type: ignore[attr-defined]
+        assert page.locator("[data-testid='stAppDeployButton']").count() == 0  # type: ignore[attr-defined]
     finally:
         page.close()  # type: ignore[attr-defined]
 
