@@ -1,4 +1,4 @@
-"""Audit API latency and throughput on a store of ≥ 1,000,000 decisions (issue 7).
+"""Audit API latency and throughput on a store of ≥ 1,000,000 decisions.
 
 A real ``claimtrail serve`` process owns an embedded store holding ≥ 1M decisions (the store
 benchmark's bulk builder when it offers one, else this module's own writer-based builder, cached

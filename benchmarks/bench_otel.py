@@ -1,4 +1,4 @@
-"""OpenTelemetry export overhead per decision and OTLP receiver throughput (issue 9).
+"""OpenTelemetry export overhead per decision and OTLP receiver throughput.
 
 Headline: the CPU that exporting every decision adds to the engine's own process, against the
 engine's CPU per decision, target ≤ 5 %. Export runs the way ClaimTrail runs it at engine rate:
