@@ -227,7 +227,7 @@ def run() -> list[dict[str, Any]]:
     port = free_port()
     import subprocess
 
-    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{store_dir}/db",
+    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--create", "--dsn", f"chdb://{store_dir}/db",
                              "--port", str(port), "--insecure-local"], cwd=REPO, stdout=log.open("wb"),
                             stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
