@@ -123,11 +123,21 @@ def _locked_by_another_process(directory: str) -> bool:
     return False
 
 
+def refuse_if_held_elsewhere(target: Target) -> None:
+    """Raise ``StoreLockedError`` when another process runs the embedded engine on ``target``.
+
+    Producers call this before they start: their spooled writer would otherwise keep every
+    record in its spool for as long as that server runs, which looks like success."""
+    if (target.embedded_path is not None and target.embedded_path not in _OPENED_HERE
+            and _locked_by_another_process(target.embedded_path)):
+        raise _locked(target)
+
+
 def _locked(target: Target) -> StoreLockedError:
     return StoreLockedError(
         f"the embedded store at {target.embedded_path} is owned by another process (a running "
-        "claimtrail serve or demo); ask that server through its API (CLAIMTRAIL_API, --server URL) "
-        "or stop it first"
+        "claimtrail serve or demo); use that server's API URL (such as http://127.0.0.1:8080) "
+        "instead of the store's directory, or stop it first"
     )
 
 

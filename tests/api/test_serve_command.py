@@ -63,8 +63,8 @@ def test_second_server_on_the_same_embedded_store_explains_ownership(server: Ser
     assert proc.returncode == 2
     # one line of ours, and none of the engine's own "Code: 76. DB::Exception" output
     assert proc.stderr == (f"claimtrail serve: the embedded store at {root}/db is owned by another process (a "
-                           "running claimtrail serve or demo); ask that server through its API (CLAIMTRAIL_API, "
-                           "--server URL) or stop it first\n")
+                           "running claimtrail serve or demo); use that server's API URL (such as "
+                           "http://127.0.0.1:8080) instead of the store's directory, or stop it first\n")
 
 
 @pytest.mark.parametrize(("argv", "env", "refused"), [
