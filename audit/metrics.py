@@ -1,6 +1,6 @@
 """Fairness and fallback metrics computed from decision records and allocation intervals.
 
-Definitions (research/fairness.md §5, §7):
+Definitions:
 
 * **Usage intervals** — one per allocation: tenant, model, device count, start (the allocated
   record's time) and end (the claim's or device-plugin pod's delete event, else the window end).

@@ -1,7 +1,7 @@
 """Fairness figures derived from a handful of per-tenant numbers the API already aggregated.
 
 Jain's index J(x) = (Σx_i)² / (n·Σx_i²) ∈ [1/n, 1] (Jain, Chiu, Hawe, DEC-TR-301, 1984), taken
-over normalised shares x_i = share_i / entitlement_i as fairness.md §5.1 advises, so a tenant
+over normalised shares x_i = share_i / entitlement_i (weighted fairness), so a tenant
 entitled to twice as much that uses twice as much counts as fair.
 """
 

@@ -19,7 +19,7 @@ from audit.records import DecisionRecord
 from audit.store.aggregates import FINAL, GROUPS, HOUR_FMT, OTHERS, Query
 from audit.store.filters import DecisionFilter, conditions, decode_cursor, encode_cursor, where_sql
 
-# Fallback regret (fairness.md §7, goal 3): a fallback is regretted when the preferred model
+# Fallback regret: a fallback is regretted when the preferred model
 # became available within this window after the decision.
 REGRET_WINDOW_S = 600
 DECISION_HOUR = HOUR_FMT.format(col="toStartOfHour(time)")

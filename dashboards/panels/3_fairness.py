@@ -4,7 +4,7 @@ Per-tenant usage (raw and H100-equivalent), entitlements, waits, first-choice ra
 starvation flags come from ``/v1/stats/fairness`` (aggregated by the API per tenant, and per
 hour × tenant for the trend). The entitlement is the tenant's weighted fair share under the
 active policy. Jain's index is taken over normalised shares x_i = share_i / entitlement_i
-(Jain, Chiu, Hawe 1984; fairness.md §5.1).
+(Jain, Chiu, Hawe 1984).
 """
 
 from __future__ import annotations
