@@ -1,9 +1,13 @@
-"""Chart labels say what they mean: no "prefers ?" node, and a count on every waterfall bar."""
+"""Chart labels say what they mean: no "prefers ?" node, a count on every waterfall bar, and a
+multi-model tier in words."""
 
 from __future__ import annotations
 
+import pytest
+
 from audit.records import TierSummary
 from dashboards import figures
+from dashboards.view import model_label
 
 
 def test_decisions_without_a_preferred_model_flow_from_no_preference() -> None:
@@ -22,3 +26,12 @@ def test_every_waterfall_bar_keeps_its_count_however_small() -> None:
     assert (trace.textposition, trace.cliponaxis, trace.constraintext) == ("outside", False, "none")
     assert fig.layout.uniformtext.mode is False
     assert fig.layout.yaxis.range[1] > 1024  # room above the tallest bar for its label
+
+
+@pytest.mark.parametrize(("model", "label"), [
+    pytest.param("H100", "H100", id="one-model"),
+    pytest.param("A100|H100|L40S", "the A100, H100 or L40S tier", id="multi-model-tier"),
+    pytest.param("A100|L4", "the A100 or L4 tier", id="two-models"),
+])
+def test_a_multi_model_tier_reads_as_words(model: str, label: str) -> None:
+    assert model_label(model) == label
