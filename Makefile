@@ -5,7 +5,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CORE := audit/dra audit/allocator audit/scheduler audit/replay audit/explain audit/records.py audit/events.py audit/policy.py audit/world.py audit/metrics audit/migration.py audit/canonical.py audit/timestamps.py audit/errors.py
 
-.PHONY: install test lint typecheck unit demo bench clean
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+# The image deploy/ runs; set IMAGE to your registry's name for it (deploy/README.md, step 0).
+IMAGE ?= ghcr.io/claimtrail/claimtrail:$(VERSION)
+CONTAINER ?= docker
+
+.PHONY: install test lint typecheck unit demo bench image clean
 
 install: $(STAMP) /usr/bin/chromium
 
@@ -37,6 +42,9 @@ demo: install
 
 bench: install
 	$(PY) -m benchmarks.run --json benchmarks/results.json $(BENCH_ARGS)
+
+image:
+	$(CONTAINER) build --tag $(IMAGE) .
 
 clean:
 	rm -rf .claimtrail .pytest_cache .mypy_cache .ruff_cache

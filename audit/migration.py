@@ -80,6 +80,37 @@ class PodOutcome:
     utilisation: float | None  # None when no release was observed
 
 
+def _duration(ms: float) -> str:
+    """Milliseconds in the unit a person reads them in: ms, s, min or h."""
+    size = abs(ms)
+    if size < 1000:
+        return f"{ms:.0f} ms"
+    if size < 120_000:
+        return f"{ms / 1000:.1f} s"
+    if size < 7_200_000:
+        return f"{ms / 60_000:.1f} min"
+    return f"{ms / 3_600_000:.1f} h"
+
+
+def human_value(metric: str, value: float) -> str:
+    """A cohort's figure for ``metric`` with its unit: a share as %, a time as ms/s/min/h."""
+    if math.isnan(value):
+        return "-"
+    if metric.endswith("_ms"):
+        return _duration(value)
+    return f"{value * 100 + 0.0:.1f} %"  # + 0.0 turns -0.0 into 0.0
+
+
+def human_difference(metric: str, value: float) -> str:
+    """A difference between cohorts (or a limit on it): times as ms/s/min/h, shares in
+    percentage points (pp), since 2 % against 5 % is 3 points, not 3 %."""
+    if math.isnan(value):
+        return "-"
+    if metric.endswith("_ms"):
+        return _duration(value)
+    return f"{value * 100 + 0.0:.1f} pp"
+
+
 @dataclass
 class Cohort:
     key: CohortKey
@@ -408,15 +439,17 @@ def compare(
         if regression.low > limit.max_regression:
             state = MetricState.WORSE
             reasons.append(
-                f"{metric}: candidate is worse by {regression.estimate:.4g} "
-                f"(interval {regression.low:.4g}..{regression.high:.4g}) beyond the allowed {limit.max_regression:.4g}"
+                f"{metric}: candidate is worse by {human_difference(metric, regression.estimate)} "
+                f"(interval {human_difference(metric, regression.low)}..{human_difference(metric, regression.high)}) "
+                f"beyond the allowed {human_difference(metric, limit.max_regression)}"
             )
         elif regression.high <= limit.max_regression:
             state = MetricState.ACCEPTABLE
         else:
             state = MetricState.INCONCLUSIVE
             reasons.append(
-                f"{metric}: interval {regression.low:.4g}..{regression.high:.4g} straddles the allowed {limit.max_regression:.4g}"
+                f"{metric}: interval {human_difference(metric, regression.low)}..{human_difference(metric, regression.high)} "
+                f"straddles the allowed {human_difference(metric, limit.max_regression)}"
             )
         comparisons.append(MetricComparison(metric, base_desc[metric], cand_desc[metric], regression, limit.max_regression, state))
     states = {c.state for c in comparisons}

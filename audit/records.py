@@ -22,7 +22,7 @@ SCHEMA_VERSION = 1
 
 
 class Reason(StrEnum):
-    """Closed per-device vocabulary, in upstream check order, then cluster level (DESIGN.md)."""
+    """Closed per-device vocabulary, in upstream check order, then cluster level (``audit.explain.reasons`` renders them)."""
 
     SELECTED = "selected"
     IN_USE = "in_use"

@@ -1,4 +1,4 @@
-"""Per-node allocation cost of the exact allocator on two cluster shapes (issue #3).
+"""Per-node allocation cost of the exact allocator on two cluster shapes.
 
 (a) The scheduler_perf shape ``SchedulingWithResourceClaimTemplate/5000pods_500nodes``: 500 nodes
 with 10 devices each (driver ``test-driver.cdi.k8s.io``, class ``test-class``), one-device

@@ -1,4 +1,4 @@
-"""Audit API latency and throughput on a store of ≥ 1,000,000 decisions (issue 7).
+"""Audit API latency and throughput on a store of ≥ 1,000,000 decisions.
 
 A real ``claimtrail serve`` process owns an embedded store holding ≥ 1M decisions (the store
 benchmark's bulk builder when it offers one, else this module's own writer-based builder, cached
@@ -227,7 +227,7 @@ def run() -> list[dict[str, Any]]:
     port = free_port()
     import subprocess
 
-    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{store_dir}/db",
+    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--create", "--dsn", f"chdb://{store_dir}/db",
                              "--port", str(port), "--insecure-local"], cwd=REPO, stdout=log.open("wb"),
                             stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -2,7 +2,7 @@
 
 The store is a copy of the store benchmark's cached 1M store (kept under ``.claimtrail``); a real
 ``claimtrail serve`` process owns it and each page is rendered once with Streamlit's AppTest,
-caches cleared before every page so each render asks the API afresh (issue 8 target: ≤ 2 s).
+caches cleared before every page so each render asks the API afresh.
 """
 
 from __future__ import annotations

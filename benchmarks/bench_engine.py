@@ -1,4 +1,4 @@
-"""Engine throughput: simulated decisions per second, records included (issue #4).
+"""Engine throughput: simulated decisions per second, records included.
 
 (a) 1,000 nodes × 8 GPUs (H100/A100/L40S on DRA), four tenants, ~100k claims over 24 simulated
 hours with firstAvailable H100 → A100 → compatible and hard constraints; a representative slice of

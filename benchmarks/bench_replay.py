@@ -1,4 +1,4 @@
-"""Replay: verification throughput and single-decision latency (issue #6).
+"""Replay: verification throughput and single-decision latency.
 
 The history is a slice of the engine benchmark's day on 1,000 nodes × 8 GPUs (``bench_engine``),
 kept with its event log. (a) Throughput: every decision of the slice is replayed in one process —

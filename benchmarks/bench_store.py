@@ -1,4 +1,4 @@
-"""Store throughput, footprint and query latency on embedded chDB (issue #5).
+"""Store throughput, footprint and query latency on embedded chDB.
 
 (a) Decision records per second through the full writer (check, canonical JSON, spool with
 fsync, the JSON lines inserted with a deduplication token, decision and tier rows extracted by

@@ -22,7 +22,7 @@ from audit.records import DecisionRecord
 
 DEFAULT_API = "http://127.0.0.1:8080"
 CACHE_TTL_SECONDS = 30
-# Filters of GET /v1/decisions beyond the shared ones (issue 7).
+# Filters of GET /v1/decisions beyond the shared ones.
 DECISION_FILTERS = frozenset({"namespace", "pod", "claim", "outcome", "fallback", "track"})
 StatsKind = Literal["overview", "fallback", "fairness", "health", "migration", "replay"]
 
@@ -86,7 +86,7 @@ class WhyDevice(BaseModel):
 
 
 class WhyAnswer(BaseModel):
-    """The "why was <model> skipped" answer of ``/v1/decisions/{id}/why`` (issue 7)."""
+    """The "why was <model> skipped" answer of ``/v1/decisions/{id}/why``."""
 
     model_config = ConfigDict(extra="allow")
 

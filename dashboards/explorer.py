@@ -17,6 +17,17 @@ def label_of(record: DecisionRecord) -> str:
     return f"{record.time} · {record.namespace}/{record.pod} · attempt {record.attempt} · {got} · {record.decision_id[:8]}"
 
 
+def why_models(record: DecisionRecord) -> list[str]:
+    """The device models one can ask "why was it skipped?" about, in preference order.
+
+    A tier that accepts several models is labelled ``A100|H100|L40S``; the API explains one
+    model at a time (a label with ``|`` is refused with 400), so such a label offers each of its
+    models instead."""
+    labels = [*record.preference, *(t.model for t in record.tiers if t.model), record.allocated_model]
+    models = [m.strip() for label in labels if label for m in label.split("|")]
+    return list(dict.fromkeys(m for m in models if m))
+
+
 def detail_text(detail: Any) -> str:
     """A device verdict's structured detail as one table cell: ``key=value`` pairs in key order."""
     if detail is None or detail == "" or detail == {}:

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from audit.records import TierSummary
 
 PENDING = "pending"
+NO_PREFERENCE = "no preference"
 
 
 def _num(value: Any) -> float:
@@ -44,7 +45,8 @@ def sankey(rows: Sequence[dict[str, Any]], source: str, target: str, value: str,
     """Flows from ``source`` values (left) to ``target`` values (right); an empty target reads as pending."""
     flows: dict[tuple[str, str], float] = {}
     for r in rows:
-        key = (f"prefers {r[source] or '?'}", str(r[target] or PENDING))
+        # pods whose claims name no preferred model (one request, any GPU) have an empty source
+        key = (f"prefers {r[source]}" if r[source] else NO_PREFERENCE, str(r[target] or PENDING))
         flows[key] = flows.get(key, 0.0) + _num(r[value])
     labels = sorted({s for s, _ in flows}) + sorted({t for _, t in flows})
     index = {label: i for i, label in enumerate(labels)}
@@ -94,5 +96,11 @@ def tier_waterfall(tier: TierSummary) -> go.Figure:
     labels = ["considered", *[code for code, _ in rejected], "selected"]
     measures = ["absolute", *["relative"] * len(rejected), "total"]
     values = [tier.considered, *[-n for _, n in rejected], selected]
-    fig = go.Figure(go.Waterfall(x=labels, y=values, measure=measures, textposition="outside", text=[str(abs(v)) for v in values]))
-    return _layout(fig, f"Tier {tier.index} — {tier.model or tier.request}: {tier.considered} devices considered")
+    # Every bar keeps its count: drawn outside, never shrunk or hidden for lack of room, and not
+    # clipped by the plot area (a one-device bar next to a thousand-device one is still labelled).
+    fig = go.Figure(go.Waterfall(x=labels, y=values, measure=measures, textposition="outside", cliponaxis=False,
+                                 constraintext="none", text=[str(abs(v)) for v in values]))
+    fig.update_yaxes(range=[0, max(tier.considered, 1) * 1.15])
+    fig = _layout(fig, f"Tier {tier.index} — {tier.model or tier.request}: {tier.considered} devices considered")
+    fig.update_layout(uniformtext={"mode": False})
+    return fig

@@ -3,7 +3,8 @@
 Widgets live in the sidebar with stable keys (``f_cluster``, ``f_since``, ``f_until``,
 ``f_tenant``, ``f_model``, ``f_policy``) so a choice survives page switches and tests can set
 them. The tenant and model choices are the ones present in the data, asked from the API; the
-time window is ISO 8601 text checked here so a typo gets a message instead of an API error.
+time window is ISO 8601 text checked here so a typo gets a message instead of an API error, and
+its empty fields show the stored data's first and last hour (what "no limit" means).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import streamlit as st
 from audit.timestamps import format_utc, parse_rfc3339
 from dashboards import client
 from dashboards.client import ApiError, Filters
+from dashboards.extent import Extent, stored_extent
 
 ALL = "(all)"
 FACETS = ("tenant", "model")
@@ -44,13 +46,24 @@ def _facets(cluster: str) -> dict[str, list[str]]:
     return {column: sorted({str(v) for v in table.column(column) if v not in (None, "")}) for column in FACETS}
 
 
+def _extent() -> Extent:
+    try:
+        return stored_extent()
+    except ApiError:
+        return Extent()  # the page's own calls report the API problem; no second box for it here
+
+
 def filter_bar() -> Filters:
     """Draw the filters and return them; a malformed time window stops the page with a message."""
     sb = st.sidebar
     sb.header("Filters")
-    cluster = sb.text_input("Cluster", key="f_cluster", placeholder="all clusters").strip()
-    since_text = sb.text_input("Since (UTC)", key="f_since", placeholder="2026-03-01T00:00:00Z")
-    until_text = sb.text_input("Until (UTC)", key="f_until", placeholder="2026-03-02T00:00:00Z")
+    extent = _extent()
+    clusters = ", ".join(extent.clusters[:3]) + (" …" if len(extent.clusters) > 3 else "")
+    cluster = sb.text_input("Cluster", key="f_cluster", placeholder=f"all clusters ({clusters})" if clusters
+                            else "all clusters").strip()
+    # Empty since/until mean "no limit"; the placeholders show what that is: the stored data's range.
+    since_text = sb.text_input("Since (UTC)", key="f_since", placeholder=extent.since or "first decision")
+    until_text = sb.text_input("Until (UTC)", key="f_until", placeholder=extent.until or "last decision")
     choices = _facets(cluster)
     tenant = sb.selectbox("Tenant", [ALL, *choices["tenant"]], key="f_tenant")
     model = sb.selectbox("Allocated model", [ALL, *choices["model"]], key="f_model", help="The model a decision was given")

@@ -86,3 +86,12 @@ def duration(ms: float | None) -> str:
 
 def ratio(part: float, whole: float) -> float | None:
     return None if whole == 0 else part / whole
+
+
+def model_label(model: str) -> str:
+    """A device model as a person reads it; a tier that takes several models is labelled
+    ``A100|H100|L40S`` in the evidence, which reads as "the A100, H100 or L40S tier"."""
+    parts = [m for m in model.split("|") if m]
+    if len(parts) < 2:
+        return model
+    return f"the {', '.join(parts[:-1])} or {parts[-1]} tier"

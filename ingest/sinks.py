@@ -91,8 +91,10 @@ class StoreSink:
     """The store's spooled writer, for a ``chdb://`` or ClickHouse server DSN."""
 
     def __init__(self, dsn: str, spool_dir: str | None = None, name: str = "sink", **opts: Any) -> None:
+        from audit.store.connection import refuse_if_held_elsewhere, resolve_dsn
         from audit.store.queries import open_writer
 
+        refuse_if_held_elsewhere(resolve_dsn(dsn))
         self.writer = open_writer(dsn, name=name, spool_dir=spool_dir, **opts)
 
     def write_records(self, records: Iterable[DecisionRecord]) -> None:

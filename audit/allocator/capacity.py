@@ -1,4 +1,5 @@
-"""Consumable capacity (upstream incubating consumable_capacity.go, research §2.12).
+"""Consumable capacity (upstream incubating consumable_capacity.go in
+k8s.io/dynamic-resource-allocation/structured/internal/incubating).
 
 Every capacity of a device is consumed by every allocation: the requested amount rounded by the
 capacity's request policy, or the policy default, or — when nothing is requested and there is no

@@ -1,4 +1,5 @@
-"""Shared counters of partitionable devices (upstream incubating, research §2.11).
+"""Shared counters of partitionable devices (upstream ``allocator_incubating.go``: ``checkAvailableCounters``
+and the pool-level counter bookkeeping).
 
 Per pool, what is available is the pool's shared counters minus what every already allocated
 device of the pool consumes (devices of other nodes' slices included); it may be negative. One

@@ -1,7 +1,7 @@
 """Feature gates and reproduced upstream quirks that select allocator behaviour.
 
 ``Features()`` is the Kubernetes 1.36 default gate set, which makes the scheduler run the
-``incubating`` allocator (research §2.1). ``Features.from_gates("DRAConsumableCapacity=false")``
+``incubating`` allocator (k8s.io/dynamic-resource-allocation/structured, ``allocator.go``). ``Features.from_gates("DRAConsumableCapacity=false")``
 parses the ``--feature-gates`` syntax of kube-scheduler. ``Quirks`` names each known 1.36
 behaviour that was later changed upstream; all are on by default because 1.36 has them.
 """
@@ -37,7 +37,7 @@ class GateError(ValueError):
 
 @dataclass(frozen=True)
 class Features:
-    """Allocator features; defaults are the 1.36 defaults (research §1.6)."""
+    """Allocator features; defaults are the 1.36 defaults (kubernetes ``pkg/features/kube_features.go``)."""
 
     prioritized_list: bool = True
     admin_access: bool = True
@@ -62,7 +62,7 @@ class Features:
 
         ``stable`` supports AdminAccess, PrioritizedList, PartitionableDevices and DeviceTaints;
         ``incubating`` adds binding conditions/device status and consumable capacity;
-        ``experimental`` adds list-type attributes (research §2.1).
+        ``experimental`` adds list-type attributes (as upstream ``allocator.go`` selects it).
         """
         if self.list_type_attributes:
             return "experimental"
@@ -109,7 +109,7 @@ class Quirks:
 
     # Counter reservations are not undone when a device is then rejected by a taint or a
     # constraint, nor when backtracking over a multi-allocatable device (fixed upstream by
-    # kubernetes/kubernetes#140431, issue #140436).
+    # kubernetes/kubernetes pull request 140431).
     counter_leak: bool = True
     # Counter bookkeeping is keyed by pool name only, so two drivers publishing the same pool
     # name (often the node name) share it.

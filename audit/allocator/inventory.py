@@ -4,7 +4,7 @@ An ``Inventory`` is built once from the cluster's ResourceSlices, DeviceClasses 
 DeviceTaintRules and reused for every allocation while they are unchanged. It merges rule taints
 into devices (the scheduler passes ``ListWithDeviceTaintRules()``), parses quantities once, keeps
 CEL device contexts and selector results per device, and builds the per-node pool view of
-upstream ``GatherPools`` (research §2.3) lazily, cached per node name and labels, so one
+upstream ``GatherPools`` (``pools_incubating.go``) lazily, cached per node name and labels, so one
 allocation costs time in proportion to the node's devices only.
 """
 

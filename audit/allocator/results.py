@@ -3,7 +3,7 @@
 Result items carry ``adminAccess`` only when true, a copy of the request's (defaulted)
 tolerations, the device's binding conditions when that feature is on, and ``shareID`` plus
 ``consumedCapacity`` only for shares of multi-allocatable devices, as Go's ``omitempty`` prints
-them. Upstream 1.36 rules (research §2.14): class configs first, one entry per class config with the
+them. Upstream 1.36 rules (``Allocate`` in ``allocator_incubating.go``): class configs first, one entry per class config with the
 requests of that class collected in order; then claim configs — all of them when they name no
 request, otherwise once per claim request they name (the 1.36 duplicate quirk) or once (fixed
 behaviour). The node selector is ``metadata.name In [node]`` as soon as one device is local to

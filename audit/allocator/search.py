@@ -1,10 +1,11 @@
 """The per-node allocation search of kube-scheduler 1.36 (incubating), device for device.
 
-``Allocator.allocate(node, claims)`` runs the up-front checks of upstream ``Allocate`` (research
-§2.4), then the literal depth-first ``allocateOne`` recursion (§2.5–§2.7) over the node's
-candidate devices in upstream order, with the per-device checks in upstream order: in use →
-selectable (class selectors, request selectors, per-device node selection) → consumable
-capacity → counters → taints → constraints (§2.8–§2.12). The first complete assignment wins.
+``Allocator.allocate(node, claims)`` runs the up-front checks of upstream ``Allocate`` (in
+``allocator_incubating.go`` of k8s.io/dynamic-resource-allocation/structured/internal/incubating),
+then the literal depth-first ``allocateOne`` recursion over the node's candidate devices in
+upstream order, with the per-device checks in upstream order: in use → selectable (class
+selectors, request selectors, per-device node selection) → consumable capacity → counters →
+taints → constraints (``allocateDevice``). The first complete assignment wins.
 Upstream 1.36 quirks are reproduced when ``Quirks`` says so. With ``explain=True`` every
 verdict the search reaches is recorded without influencing the search or its step count.
 """
@@ -221,7 +222,7 @@ class _Run:
         return AllocationOutcome(status=status, allocations=allocations or [], error_code=code, message=message,
                                  evidence=evidence, steps=self.steps, chosen_subrequests=chosen)
 
-    # ------------------------------------------------------------------ up-front checks (§2.4)
+    # ------------------------------------------------------------------ up-front checks (Allocate)
 
     def _prepare(self) -> None:
         for ci, claim in enumerate(self.claims):
@@ -310,7 +311,7 @@ class _Run:
             raise AllocationError("unsupported_mode", f"{prefix}: unsupported count mode {spec.allocation_mode}")
         return data
 
-    # ------------------------------------------------------------------ the search (§2.5)
+    # ------------------------------------------------------------------ the search (allocateOne)
 
     def _one(self, ci: int, ri: int, si: int, di: int, start: int, in_sub: bool) -> bool:
         self.steps += 1
@@ -559,7 +560,7 @@ class _Run:
 
         return undo
 
-    # ------------------------------------------------------------------ results (§2.14)
+    # ------------------------------------------------------------------ results (Allocate, after the search)
 
     def _claim_allocation(self, ci: int) -> ClaimAllocation:
         claim = self.claims[ci]

@@ -1,4 +1,5 @@
-"""Device taints versus request tolerations (research §2.10).
+"""Device taints versus request tolerations (upstream ``allocator_incubating.go``, ``allocateDevice``, and
+k8s.io/dynamic-resource-allocation/resourceclaim ``ToleratesTaint``).
 
 Only ``NoSchedule`` and ``NoExecute`` taints keep a device from being allocated; ``None`` and
 unknown effects are ignored. A toleration matches per ``ToleratesTaint`` of

@@ -19,6 +19,7 @@ from fastapi.responses import PlainTextResponse
 from audit.api import routes_decisions, routes_ingest, routes_replay, routes_stats, storeport
 from audit.api.auth import Principal
 from audit.api.deps import Settings, principal
+from audit.api.docs import install_docs
 from audit.api.metrics import RequestMetrics, render_gauges
 from audit.api.problems import Problem, install_handlers, problem_response
 from audit.api.replay_jobs import JobBoard
@@ -60,6 +61,7 @@ ReceiverFactory = Callable[[Any], tuple[APIRouter, Any]]
 
 def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None = None) -> FastAPI:
     app = FastAPI(title="ClaimTrail audit API", version="1", dependencies=[Depends(_known_query_parameters)],
+                  docs_url=None, redoc_url=None,  # /docs is served from local assets (audit.api.docs)
                   description="Decision records, explanations and statistics for DRA accelerator allocation. "
                               "Every call except health and metrics needs `Authorization: Bearer <token>`.")
     app.state.store = store
@@ -67,6 +69,7 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
     app.state.replay_jobs = JobBoard(store, chunk=settings.replay_sync_limit)
     requests = RequestMetrics()
     install_handlers(app)
+    install_docs(app)
 
     @app.middleware("http")
     async def _measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

@@ -2,8 +2,10 @@
 
 Claims are allocated together on one node against everything else in the files: slices,
 classes, taint rules, and claims that already carry ``status.allocation`` (they occupy their
-devices). ``-o json`` (the default) prints exactly one JSON object on stdout — success,
-``unsatisfiable`` or ``error`` — with exit code 0, 1 or 2, also for unreadable input. API
+devices). ``-o json`` (the default when stdout is not a terminal) prints exactly one JSON object on
+stdout — success, ``unsatisfiable`` or ``error`` — with exit code 0, 1 or 2, also for unreadable
+input; on a terminal the default is ``-o text``, so a person reads a sentence and a pipe still
+gets the JSON contract. API
 validation findings are warnings on stderr; allocation proceeds as upstream's allocator would.
 """
 
@@ -68,11 +70,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--claim", dest="claims", action="append", default=[], metavar="[NS/]NAME",
                         help="claim to allocate, in order (default: every unallocated claim in file order)")
     parser.add_argument("--explain", action="store_true", help="add per-device evidence for every tier")
-    parser.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
+    parser.add_argument("-o", "--output", choices=("json", "yaml", "text"), default=None,
+                        help="output format (default: text on a terminal, json otherwise)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output is None:
+        args.output = "text" if sys.stdout.isatty() else "json"
     try:
         outcome, steps_claims = _allocate(args)
     except _Failure as failure:
@@ -178,6 +183,25 @@ def _node(objects: list[tuple[str, KubeObject]], name: str, labels: list[str]) -
     return node.with_labels(extra) if extra else node
 
 
+def _check_node_named(objects: list[tuple[str, KubeObject]], name: str, labels: list[str]) -> None:
+    """Refuse a node the files never name, so a typo is not reported as "no devices".
+
+    Nodes are named by Node objects and by node-local slices or devices (``nodeName``). A node
+    described only by ``--node-label`` is a hypothetical node and is allowed, as is any node
+    when the files name none (every slice is then ``allNodes`` or selector-based)."""
+    known: set[str] = set()
+    for _, obj in objects:
+        if isinstance(obj, Node):
+            known.add(obj.name)
+        elif isinstance(obj, ResourceSlice):
+            if obj.node_name:
+                known.add(obj.node_name)
+            known.update(d.node_name for d in obj.devices if d.node_name)
+    if known and name not in known and not labels:
+        listed = ", ".join(sorted(known)[:10]) + (", …" if len(known) > 10 else "")
+        raise _Failure("node_not_found", f"--node {name}: no node {name} in the input (nodes: {listed})")
+
+
 def _select_claims(claims: list[ResourceClaim], wanted: list[str]) -> list[ResourceClaim]:
     if not wanted:
         return [c for c in claims if c.allocation is None]
@@ -217,6 +241,7 @@ def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
             classes[obj.name] = source
     claims = [o for _, o in objects if isinstance(o, ResourceClaim)]
     to_allocate = _select_claims(claims, args.claims)
+    _check_node_named(objects, args.node, args.node_labels)
     allocating = {id(c) for c in to_allocate}
     try:
         state = AllocatedState.from_claims(c for c in claims if c.allocation is not None and id(c) not in allocating)

@@ -3,8 +3,9 @@
 Starts the API server on an embedded store, simulates a realistic cluster day into it over
 HTTP (the server owns the chDB directory, so nothing else opens it), starts the dashboard, asks
 the API a why-H100-skipped question and verifies the simulated day by replay, then prints the
-URLs and a summary and serves until Ctrl-C. ``--check`` does the same, checks that both servers
-answer, and exits 0 — the form CI and newcomers use to prove a fresh machine works.
+URLs and a summary and serves until Ctrl-C, SIGTERM or SIGHUP, each of which stops both servers.
+``--check`` does the same, checks that both servers answer, and exits 0 — the form CI and
+newcomers use to prove a fresh machine works.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ def register(sub: Any) -> None:
 
 
 def _free(port: int) -> int:
-    """Use the asked port when free, else any free loopback port (a second demo must not fail)."""
+    """Use the asked port when free, else any free loopback port (a second demo must not fail);
+    port 0 asks for any free port."""
     with socket.socket() as s:
         try:
             s.bind(("127.0.0.1", port))
-            return port
+            return int(s.getsockname()[1])
         except OSError:
             s.bind(("127.0.0.1", 0))
             return int(s.getsockname()[1])
@@ -70,7 +72,15 @@ def _step(msg: str) -> None:
     print(f"==> {msg}", flush=True)
 
 
+def _stop_on(signum: int, _frame: object) -> None:
+    """``kill`` (SIGTERM) and a closed terminal (SIGHUP) stop the demo as Ctrl-C does, so the
+    ``finally`` below stops the API and the dashboard and the store lock is released."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def run(args: argparse.Namespace) -> int:
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _stop_on)
     data_dir = Path(args.data_dir)
     shutil.rmtree(data_dir, ignore_errors=True)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -80,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     env = {**os.environ, "CLAIMTRAIL_API": api}
     try:
         _step(f"starting the audit API on {api} (embedded ClickHouse in {data_dir})")
-        procs.append(subprocess.Popen(_claimtrail("serve", "--dsn", f"chdb://{data_dir.resolve()}/db",
+        procs.append(subprocess.Popen(_claimtrail("serve", "--create", "--dsn", f"chdb://{data_dir.resolve()}/db",
                                                   "--port", str(api_port), "--insecure-local"), env=env))
         _wait_http(f"{api}/readyz", procs[0], "the API server")
 
@@ -95,10 +105,8 @@ def run(args: argparse.Namespace) -> int:
         _post_jsonl(api, "records", records)
 
         _step(f"starting the dashboard on http://127.0.0.1:{dash_port}")
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py"),
-             "--server.port", str(dash_port), "--server.address", "127.0.0.1", "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"], env=env, stdout=subprocess.DEVNULL))
+        procs.append(subprocess.Popen(_claimtrail("dashboard", "--port", str(dash_port)), env=env,
+                                      stdout=subprocess.DEVNULL))
         _wait_http(f"http://127.0.0.1:{dash_port}/_stcore/health", procs[1], "the dashboard")
 
         _summary(api, args.hours)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
+from functools import partial
 from typing import Any
 
 import yaml
@@ -26,6 +26,8 @@ from audit.migration import (
     Rollout,
     Thresholds,
     Verdict,
+    human_difference,
+    human_value,
     plan,
     releases_from_events,
     report,
@@ -179,10 +181,6 @@ def _compute(args: argparse.Namespace) -> tuple[Thresholds, Report]:
         raise UserError(str(exc)) from None
 
 
-def _fmt(value: float) -> str:
-    return "-" if math.isnan(value) else f"{value + 0.0:.4g}"  # + 0.0 turns -0.0 into 0.0
-
-
 def render_report(rep: Report) -> str:
     lines = [
         f"verdict: {rep.verdict.value}",
@@ -191,10 +189,12 @@ def render_report(rep: Report) -> str:
         f"{'metric':<24}{'baseline':>12}{'candidate':>12}  {'regression (interval)':<32}{'allowed':>10}  state",
     ]
     for c in rep.comparisons:
-        interval = f"{_fmt(c.regression.estimate)} ({_fmt(c.regression.low)}..{_fmt(c.regression.high)})"
+        diff = partial(human_difference, c.metric)
+        interval = f"{diff(c.regression.estimate)} ({diff(c.regression.low)}..{diff(c.regression.high)})"
         lines.append(
-            f"{c.metric:<24}{_fmt(c.baseline.estimate):>12}{_fmt(c.candidate.estimate):>12}  "
-            f"{interval:<32}{_fmt(c.max_regression):>10}  {c.state.value}"
+            f"{c.metric:<24}{human_value(c.metric, c.baseline.estimate):>12}"
+            f"{human_value(c.metric, c.candidate.estimate):>12}  "
+            f"{interval:<32}{diff(c.max_regression):>10}  {c.state.value}"
         )
     if rep.reasons:
         lines += ["", "reasons:"] + [f"  - {r}" for r in rep.reasons]

@@ -342,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
         from audit.replay.source import StoreHistory
         from audit.store.queries import AuditStore
 
-        store = AuditStore.open(args.dsn)
+        store = AuditStore.open(args.dsn, create=False)
         source = StoreHistory(store)
     try:
         if store is not None:
@@ -387,7 +387,7 @@ def write_checkpoints(args: argparse.Namespace) -> int:
         raise UserError("--write-checkpoints: needs the store as --dsn")
     if args.write_checkpoints < 1:
         raise UserError(f"--write-checkpoints {args.write_checkpoints}: must be >= 1")
-    with AuditStore.open(args.dsn) as store:
+    with AuditStore.open(args.dsn, create=False) as store:
         history = StoreHistory(store)
         clusters = sorted({r.cluster for r in _store_records(store, Selection())})
         for cluster in clusters:
@@ -429,7 +429,7 @@ def _history(args: argparse.Namespace) -> tuple[list[DecisionRecord], list[Any],
         raise UserError("--policy: give the history as --records and --events, or --dsn")
     from audit.store.queries import AuditStore
 
-    with AuditStore.open(args.dsn) as store:
+    with AuditStore.open(args.dsn, create=False) as store:
         records = _store_records(store, Selection(until=args.until))
         history = StoreHistory(store)
         events: list[Any] = []

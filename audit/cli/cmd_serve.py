@@ -1,7 +1,8 @@
 """``claimtrail serve``: the audit API over HTTP, owning the store.
 
 With the embedded store (``chdb://``, the default) this process owns the data directory and
-every producer sends data to its ingest endpoints. Auth comes from ``--tokens FILE`` (see
+every producer sends data to its ingest endpoints. An explicit ``--dsn`` must name an existing
+store unless ``--create`` is given. Auth comes from ``--tokens FILE`` (see
 ``audit.api.auth``); ``--insecure-local`` makes every caller an admin and is refused unless the
 server binds a loopback address. ``--hash-token TOKEN`` prints the digest to put in the file.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import os
 import sys
 from typing import Any
 
@@ -22,6 +24,8 @@ log = logging.getLogger("claimtrail.serve")
 def register(sub: Any) -> None:
     p = sub.add_parser("serve", help="serve the audit API (owns the store)")
     p.add_argument("--dsn", default=None, help="store DSN (default: CLAIMTRAIL_DSN or the embedded store)")
+    p.add_argument("--create", action="store_true",
+                   help="start an empty embedded store when --dsn (or CLAIMTRAIL_DSN) names none yet")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--tokens", metavar="FILE", help="YAML file mapping token digests to tenants or admin")
@@ -95,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
     from audit.api.deps import Settings
     from audit.store.queries import AuditStore
 
-    store = AuditStore.open(args.dsn)
+    # A DSN someone typed must name an existing store (a typo would otherwise serve an empty one);
+    # the default location under CLAIMTRAIL_DATA_DIR is created on first start.
+    explicit = bool(args.dsn or os.environ.get("CLAIMTRAIL_DSN"))
+    store = AuditStore.open(args.dsn, create=args.create or not explicit)
     try:
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                                          replay_sync_limit=args.replay_sync_limit,

@@ -3,6 +3,7 @@
 Without ``--scenario`` or ``--trace`` the built-in "cluster day" runs (64 nodes, four tenants, a
 flood, health flaps, node loss, driver upgrades, a policy change). ``--out`` takes a ``.jsonl``
 file, an API server URL or a ``chdb://`` DSN; ``--events`` writes the world event log as JSONL.
+JSONL files of an earlier run are replaced, not appended to.
 A progress bar goes to stderr and a summary table to stdout. ``--start`` moves the simulated
 window (``now`` ends it at the current time, so trace explorers' "last hours" views show it).
 With ``--otel`` the summary says what the OTLP endpoints accepted, and the command exits 1
@@ -15,6 +16,7 @@ import argparse
 import os
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from audit.cli.policyfile import policy_document
@@ -111,6 +113,22 @@ class _Progress:
         print(f"\rsimulating [{bar}] {pct:3d}% {decisions:,} decisions", end=end, file=sys.stderr, flush=True)
 
 
+def _replace_earlier_files(out: str | None, events: str | None) -> None:
+    """A simulation writes a whole new history, so JSONL files of an earlier run are replaced.
+
+    The JSONL sink appends, as a long-running producer's must; running the same command twice
+    would otherwise leave every decision and seq twice, and the files would no longer replay."""
+    paths = [Path(events)] if events else []
+    if out and out.endswith(".jsonl"):
+        records = Path(out)
+        paths += [records] + ([] if events else [records.with_name(records.stem + ".events.jsonl")])
+    for path in paths:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise UserError(f"{path}: cannot replace the file of an earlier run: {exc.strerror}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from ingest.simulate.loop import Simulator
     from ingest.simulate.output import OutputError, jsonl_output, open_output
@@ -118,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     sc = _load_scenario(args)
     out = None
     events_to_out = False  # the sink keeps the event log too (a store, or its .events.jsonl companion)
+    _replace_earlier_files(args.out, args.events)
     try:
         if args.out:
             out, events_to_out = open_output(args.out, args.events)

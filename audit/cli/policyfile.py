@@ -25,7 +25,16 @@ def yaml_documents(path: str, flag: str = "") -> list[Any]:
     except OSError as exc:
         raise UserError(f"{where}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise UserError(f"{where}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"{where}: {_yaml_problem(exc)}") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's error as one line with the position a user can jump to (its marks are 0-based)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f"not valid YAML: {problem}"
+    return f"line {mark.line + 1}, column {mark.column + 1}: not valid YAML: {problem}"
 
 
 def policy_document(path: str, flag: str = "--policy") -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """The primary-reason order and how each reason and blocker reads in a sentence.
 
 A device gets the first failing check in ``PRIMARY_ORDER`` (the kube-scheduler order: node
-filters, then pool usability, then the allocator's per-device checks as in research
-dra-allocator.md §2.5), or ``available``. Text is rendered from codes and structured details,
+filters, then pool usability, then the allocator's per-device checks in the order of upstream
+``allocateDevice``), or ``available``. Text is rendered from codes and structured details,
 never parsed back.
 """
 

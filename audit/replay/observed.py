@@ -1,14 +1,15 @@
 """Observed decisions: does our allocator pick the devices the real scheduler picked on that node?
 
 A decision observed on a real cluster names its node (taken from the binding; upstream samples
-nodes, so the node is an input, DESIGN.md invariant 4). Its inputs are the world just before the
+nodes, so the node is an input rather than ClaimTrail's own node choice). Its inputs are the world just before the
 claims' allocation was written: replay finds, in the event log up to the record's seq, the last
 upsert that gave each of the pod's claims its ``status.allocation``, rebuilds the world at the seq
 before the latest of them (every other allocation counts as in use, the pod's own claims are not
 allocated yet), runs the exact per-node allocator on the node and compares, per claim, the
 (request, device) pairs. The record's own seq is not used for this: watchers of different kinds
 race, so by then the claim may already be deleted. Fields upstream randomises or stamps at run
-time — ``shareID`` and ``allocationTimestamp`` (research/dra-allocator.md §4.9) — are blanked by
+time — ``shareID`` and ``allocationTimestamp`` (resource.k8s.io/v1 ``DeviceRequestAllocationResult``
+and ``AllocationResult``) — are blanked by
 comparing only request and device identity. Agreement is ``match``; the share that agree over a
 batch is the "policy correctness" metric.
 """

@@ -46,7 +46,8 @@ class Summary:
                 "observed_agreement_rate": self.agreement_rate}
 
     def lines(self) -> list[str]:
-        out = [f"verified {self.verified:,} decisions: {self.matched:,} matched, {self.mismatches:,} mismatched"]
+        noun = "decision" if self.verified == 1 else "decisions"
+        out = [f"verified {self.verified:,} {noun}: {self.matched:,} matched, {self.mismatches:,} mismatched"]
         for cause, n in sorted(self.mismatched.items()):
             out.append(f"  {cause}: {n:,}")
         if self.observed:

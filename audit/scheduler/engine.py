@@ -11,7 +11,8 @@ satisfiable by the cluster's devices and attempts remain, otherwise they are ter
 
 Per pod: policy gates per tier (quota, fallback mode; fair-share deferral when the policy asks for
 it) -> cluster-level node filters -> the exact
-per-node allocator -> node choice by the DESIGN.md contract: highest score Σ over firstAvailable
+per-node allocator -> node choice by ClaimTrail's written tie-break (upstream picks among
+equal nodes at random): highest score Σ over firstAvailable
 requests of (8 − chosen subrequest index), then node name. Nodes are visited in (score upper
 bound descending, name) order using the world's free-device indexes, and the search stops as soon
 as no unvisited node can beat the best found — the same choice as running the allocator on every

@@ -1,6 +1,6 @@
 """Tenant quota per device model: nominal plus borrowing, never bypassed by fallback.
 
-Semantics follow Kueue's ClusterQueue rules (research/fairness.md §1.1): a request fits if the
+Semantics follow Kueue's ClusterQueue rules (kueue.sigs.k8s.io, "Cluster Queue"): a request fits if the
 tenant's usage of the model plus the request stays within its nominal quota; beyond nominal it
 may borrow up to ``borrowingLimit`` (unlimited when null) but only from nominal quota other
 tenants leave unused. A tenant with no quota entry for a model is not limited on that model.

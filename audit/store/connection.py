@@ -20,6 +20,7 @@ from audit.errors import UserError
 
 DEFAULT_DATABASE = "claimtrail"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_OPENED_HERE: set[str] = set()  # embedded directories whose engine runs in this process
 
 
 class StoreError(UserError):
@@ -28,6 +29,10 @@ class StoreError(UserError):
 
 class StoreLockedError(StoreError):
     """Another process owns the embedded chDB directory (chDB locks it to one process)."""
+
+
+class StoreMissingError(StoreError):
+    """An embedded store was named that does not exist, and creating one was not asked for."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +75,20 @@ def resolve_dsn(dsn: str | None = None) -> Target:
     raise StoreError(f"DSN {raw!r}: scheme must be chdb://, http://, https:// or clickhouse://")
 
 
-def connect(target: Target, create_database: bool = True) -> Any:
-    """Open a client on ``target`` with its database selected; errors become one-line messages."""
+def connect(target: Target, create_database: bool = True, create_store: bool = True) -> Any:
+    """Open a client on ``target`` with its database selected; errors become one-line messages.
+
+    ``create_store=False`` refuses an embedded directory that does not exist yet, so a mistyped
+    ``--dsn`` is an error rather than a new, empty store. The lock is probed before chDB starts,
+    because the engine prints its own ``Code: 76`` line on stderr when it finds the lock taken."""
+    if target.embedded_path is not None:
+        if not create_store and not Path(target.embedded_path).is_dir():
+            raise StoreMissingError(f"no store at {target.embedded_path} ({target.dsn}): check the DSN "
+                                    "(claimtrail serve --create starts an empty one)")
+        # flock conflicts between two descriptors of one process too, so only probe a directory
+        # this process has not opened itself (chDB shares one engine between its clients).
+        if target.embedded_path not in _OPENED_HERE and _locked_by_another_process(target.embedded_path):
+            raise _locked(target)
     # Imported here, on first connection, so that commands that only resolve a DSN or print
     # DDL (``claimtrail schema``) start without loading the client library.
     import clickhouse_connect
@@ -85,6 +102,8 @@ def connect(target: Target, create_database: bool = True) -> Any:
         if create_database:
             client.command(f"CREATE DATABASE IF NOT EXISTS {target.database}")
         client.database = target.database
+        if target.embedded_path is not None:
+            _OPENED_HERE.add(target.embedded_path)
         return client
     except ClickHouseError as exc:
         raise _explain(target, exc) from None
@@ -106,14 +125,29 @@ def _locked_by_another_process(directory: str) -> bool:
     return False
 
 
+def refuse_if_held_elsewhere(target: Target) -> None:
+    """Raise ``StoreLockedError`` when another process runs the embedded engine on ``target``.
+
+    Producers call this before they start: their spooled writer would otherwise keep every
+    record in its spool for as long as that server runs, which looks like success."""
+    if (target.embedded_path is not None and target.embedded_path not in _OPENED_HERE
+            and _locked_by_another_process(target.embedded_path)):
+        raise _locked(target)
+
+
+def _locked(target: Target) -> StoreLockedError:
+    return StoreLockedError(
+        f"the embedded store at {target.embedded_path} is owned by another process (a running "
+        "claimtrail serve or demo); use that server's API URL (such as http://127.0.0.1:8080) "
+        "instead of the store's directory, or stop it first"
+    )
+
+
 def _explain(target: Target, exc: Exception) -> StoreError:
     text = str(exc)
     if target.embedded_path is not None and (
         "Cannot lock file" in text or _locked_by_another_process(target.embedded_path)
     ):
-        return StoreLockedError(
-            f"the embedded store at {target.embedded_path} is owned by another process (claimtrail serve?); "
-            "send data to its API with --out http://… or use a ClickHouse server DSN"
-        )
+        return _locked(target)
     first_line = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return StoreError(f"store {target.display}: {first_line[:300]}")

@@ -86,12 +86,13 @@ class AuditStore:
         self._lifecycles = LifecycleCache()
 
     @classmethod
-    def open(cls, dsn: str | None = None, retention: Retention | None = None) -> AuditStore:
-        """Connect, apply migrations, and set TTLs when ``retention`` (or ``CLAIMTRAIL_RETENTION``) is given."""
+    def open(cls, dsn: str | None = None, retention: Retention | None = None, *, create: bool = True) -> AuditStore:
+        """Connect, apply migrations, and set TTLs when ``retention`` (or ``CLAIMTRAIL_RETENTION``) is given.
+        ``create=False`` refuses an embedded store that does not exist yet."""
         if retention is None and os.environ.get("CLAIMTRAIL_RETENTION") is not None:
             retention = Retention.parse(os.environ["CLAIMTRAIL_RETENTION"])
         target = resolve_dsn(dsn)
-        client = connect(target)
+        client = connect(target, create_store=create)
         migrations.migrate(client, target.database, retention or DEFAULT_RETENTION)
         if retention is not None:
             migrations.apply_retention(client, target.database, retention)

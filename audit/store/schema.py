@@ -7,7 +7,8 @@ too) or, with a cluster name, into ``Replicated*MergeTree … ON CLUSTER`` local
 ``Distributed`` tables. Decision tables shard by ``cityHash64(decision_id)`` so a decision, its
 tier rows and its rollup contribution live on one shard.
 
-Choices (see the research notes on ClickHouse schema design):
+Choices (following ClickHouse's own guidance on primary keys, ReplacingMergeTree and
+materialized views in its documentation):
 - ``decisions`` and ``decision_tiers`` share the key prefix ``(tenant, hour, decision_id)``: the
   API always scopes by tenant and time, and a decision's tier rows sit next to each other.
   Point lookups by id or pod use bloom-filter skip indexes instead of a second sort order.

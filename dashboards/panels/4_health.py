@@ -16,7 +16,7 @@ import streamlit as st
 
 from dashboards import client, figures
 from dashboards.filters import filter_bar
-from dashboards.view import empty, has_columns, load, num, reading
+from dashboards.view import empty, has_columns, load, model_label, num, reading
 
 SOURCE = "/v1/stats/health"
 VERDICTS = ("unhealthy", "binding_conflict", "stale_slice")
@@ -102,5 +102,5 @@ if by_model is not None and not empty(by_model, "verdicts by model") and has_col
     )
     per_model = {m: sum(unhealthy.get((h, m), 0.0) for h in model_hours) for m in models}
     worst_model = max(models, key=lambda m: (per_model[m], m))
-    reading(f"Most unhealthy verdicts are on {worst_model} ({int(per_model[worst_model]):,} of "
+    reading(f"Most unhealthy verdicts are on {model_label(worst_model)} ({int(per_model[worst_model]):,} of "
             f"{int(sum(per_model.values())):,}).")

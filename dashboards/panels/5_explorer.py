@@ -15,7 +15,14 @@ import streamlit as st
 from audit.records import DecisionRecord
 from dashboards import client, figures
 from dashboards.client import ApiError
-from dashboards.explorer import describe_replay, detail_text, label_of, next_step_blockers, next_step_text
+from dashboards.explorer import (
+    describe_replay,
+    detail_text,
+    label_of,
+    next_step_blockers,
+    next_step_text,
+    why_models,
+)
 from dashboards.filters import filter_bar
 from dashboards.view import load, reading
 
@@ -73,7 +80,7 @@ for tier in record.tiers:
     st.plotly_chart(figures.tier_waterfall(tier), key=f"ex_waterfall_{tier.index}")
 
 st.subheader("Why was a model skipped?")
-models = list(dict.fromkeys([*record.preference, *(t.model for t in record.tiers if t.model)]))
+models = why_models(record)
 model = st.selectbox("Model", models or ["H100"], key="ex_model")
 answer = load(lambda: client.why(record.decision_id, str(model)), f"the explanation for {model}")
 if answer is not None:

@@ -1,16 +1,22 @@
 """Replay: is every recorded decision reproducible, and what would another policy have done.
 
 Determinism status per hour of decision time (matched, mismatched) and mismatches by cause are
-counted by the API from the latest replay run of each decision (``/v1/stats/replay``); a counterfactual run replays the filtered window under another policy
-version through ``POST /v1/replay`` and shows the recorded and the replayed figures side by side.
+counted by the API from the latest replay run of each decision (``/v1/stats/replay``). "Verify a
+window" offers the stored clusters and defaults to the stored time range; a counterfactual run
+decides that window again under another policy version (offered from the stored versions)
+through ``POST /v1/replay`` and shows each pod's recorded and counterfactual result in words.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from dashboards import client, figures
-from dashboards.client import ApiError, ReplayReport
+from dashboards.client import ApiError, Filters, ReplayReport
+from dashboards.counterfactual import counterfactual_rows
+from dashboards.extent import Extent, stored_extent
 from dashboards.filters import filter_bar
 from dashboards.view import empty, has_columns, load, num, pct, ratio, reading
 
@@ -38,14 +44,22 @@ if status is not None and not empty(status, "replay runs") and has_columns(statu
             st.dataframe([{"cause": r["cause"], "mismatched": int(num(r["mismatched"]))} for r in bad], hide_index=True, key="replay_causes")
 
 st.subheader("Verify a window")
-st.caption("Re-executes the decisions the filters select (cluster, since and until are required) and compares digests.")
-limit = int(st.number_input("At most this many decisions", min_value=1, max_value=100_000, value=200, key="rp_limit"))
-if st.button("Verify now", key="rp_verify"):
-    if not (filters.cluster and filters.since and filters.until):
-        st.warning("Set the cluster, since and until filters to choose the window to verify.")
-    else:
+extent = load(stored_extent, "the stored clusters and time range") or Extent()
+window = Filters(cluster="", since=filters.since or extent.since, until=filters.until or extent.until,
+                 tenant=filters.tenant, model=filters.model, policy_version=filters.policy_version)
+verify_cluster = filters.cluster
+if not extent.clusters:
+    st.info("No decisions are stored yet, so there is nothing to verify.")
+else:
+    st.caption(f"Re-executes the decisions of one cluster from {window.since} to {window.until} (the sidebar's "
+               "since and until, else everything stored) and compares their digests.")
+    # no key: the default follows the sidebar's cluster whenever that changes
+    verify_cluster = st.selectbox("Cluster to verify", extent.clusters,
+                                  index=extent.clusters.index(filters.cluster) if filters.cluster in extent.clusters else 0)
+    limit = int(st.number_input("At most this many decisions", min_value=1, max_value=100_000, value=200, key="rp_limit"))
+    if st.button("Verify now", key="rp_verify"):
         try:
-            st.session_state["rp_report"] = client.replay_window(filters, limit).body
+            st.session_state["rp_report"] = client.replay_window(replace(window, cluster=str(verify_cluster)), limit).body
         except ApiError as exc:
             st.error(f"Verification failed: {exc}")
         else:
@@ -81,11 +95,15 @@ if "rp_report" in st.session_state:
             "their recorded digests.")
 
 st.subheader("Counterfactual run")
-st.caption("Replays the decisions selected by the filters under another policy version and compares the outcomes.")
-other = st.text_input("Counterfactual policy version", key="cf_policy", placeholder="e.g. v8").strip()
+st.caption("Decides the same window of the same cluster again under another policy version and compares the outcomes.")
+versions = list(extent.policy_versions)
+other = st.selectbox("Counterfactual policy version", versions, index=None, key="cf_policy", accept_new_options=True,
+                     placeholder=f"a stored version, e.g. {versions[-1]}" if versions else "a policy version",
+                     help="Versions decisions were made under; type another version the store holds to try it.")
+other = str(other or "").strip()
 if st.button("Run counterfactual", key="cf_run", disabled=not other):
     try:
-        report = client.counterfactual(filters, other)
+        report = client.counterfactual(replace(window, cluster=str(verify_cluster)), other)
     except ApiError as exc:
         st.error(f"Counterfactual run failed: {exc}")
     else:
@@ -96,5 +114,5 @@ if "cf_report" in st.session_state:
     left, right = st.columns(2)
     left.metric("Decisions replayed", f"{len(cf_runs):,}")
     right.metric(f"Outcome changed under {other or 'the other policy'}", f"{len(changed):,}")
-    st.dataframe(cf_runs, hide_index=True, key="cf_runs")
+    st.dataframe(counterfactual_rows(cf_runs), hide_index=True, key="cf_runs")
     reading(f"{len(changed):,} of {len(cf_runs):,} decisions would have come out differently.")

@@ -1,7 +1,8 @@
 """Synthetic GPU nodes as the Kubernetes objects a real cluster would show.
 
 A node pool (model, node count, GPUs per node, driver version) becomes Nodes and one
-ResourceSlice per node as NVIDIA's DRA driver publishes them (research/dra-allocator.md §6.1):
+ResourceSlice per node as NVIDIA's DRA driver publishes them (NVIDIA/k8s-dra-driver-gpu,
+``deviceinfo.go``):
 driver ``gpu.nvidia.com``, pool = node name, devices ``gpu-<i>`` with ``type``, ``uuid``,
 ``productName``, ``brand``, ``architecture``, ``cudaComputeCapability``/``driverVersion``/
 ``cudaDriverVersion`` (versions), ``resource.kubernetes.io/pciBusID`` and ``pcieRoot``, and
@@ -19,7 +20,7 @@ DRIVER = "gpu.nvidia.com"
 GPU_CLASS = "gpu.nvidia.com"
 
 # Attributes NVIDIA's driver publishes for these products (productName strings as in the driver's
-# NVML output; memory as reported by the conformance examples in the research notes).
+# NVML output; memory as the driver reports it, from NVML's total memory of each product).
 PRODUCTS: dict[str, dict[str, str]] = {
     "H100": {"productName": "NVIDIA H100 80GB HBM3", "architecture": "Hopper", "cc": "9.0.0", "memory": "81559Mi"},
     "A100": {"productName": "NVIDIA A100-SXM4-80GB", "architecture": "Ampere", "cc": "8.0.0", "memory": "80Gi"},

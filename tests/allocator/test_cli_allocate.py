@@ -194,3 +194,50 @@ def test_a_class_defined_twice_is_reported(capsys: pytest.CaptureFixture[str], t
     code, _, err = allocate(capsys, "-f", CLUSTER, "-f", str(again), "-f", CLAIMS, "--node", "node-a")
     assert code == 0
     assert "warning: class.yaml#1: DeviceClass gpu.nvidia.com is also defined in cluster.yaml#1" in err
+
+
+@pytest.mark.parametrize(("node", "labels", "code"), [
+    pytest.param("node-zz", [], "node_not_found", id="typo-is-refused"),
+    pytest.param("node-a", [], None, id="node-object-is-known"),
+    pytest.param("node-zz", ["--node-label", "zone=z"], None, id="labelled-hypothetical-node-is-allowed"),
+])
+def test_a_node_the_files_never_name_is_refused(capsys: pytest.CaptureFixture[str], node: str, labels: list[str],
+                                                code: str | None) -> None:
+    _, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", node, *labels)
+    assert doc.get("error", {}).get("code") == code
+    if code:
+        assert doc["error"]["message"] == f"--node {node}: no node {node} in the input (nodes: node-a, node-b)"
+
+
+def test_a_slice_node_name_counts_as_naming_the_node(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    only_slices = tmp_path / "slices.yaml"
+    only_slices.write_text("\n---\n".join(
+        d for d in FIXTURES.joinpath("cluster.yaml").read_text().split("\n---\n") if "kind: Node\n" not in d))
+    code, doc, _ = allocate(capsys, "-f", str(only_slices), "-f", CLAIMS, "--node", "node-a")
+    assert code == 0, doc
+
+
+def test_output_defaults_to_text_on_a_terminal_and_json_in_a_pipe(tmp_path: Path) -> None:
+    import pty
+
+    argv = [sys.executable, "-m", "audit.cli.main", "allocate", "-f", CLUSTER, "-f", CLAIMS, "--node", "node-zz"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    piped = subprocess.run(argv, capture_output=True, text=True, env=env)
+    assert json.loads(piped.stdout)["error"]["code"] == "node_not_found"
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=follower, stderr=subprocess.PIPE, env=env)
+    os.close(follower)
+    _, err = proc.communicate(timeout=60)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    assert (proc.returncode, out) == (2, b"")
+    assert err.decode() == ("claimtrail allocate: --node node-zz: no node node-zz in the input "
+                            "(nodes: node-a, node-b)\n")

@@ -1,4 +1,4 @@
-"""matchAttribute and distinctAttribute constraints (research §2.8), including the 1.36 quirk."""
+"""matchAttribute and distinctAttribute constraints, including the 1.36 quirk."""
 
 from __future__ import annotations
 

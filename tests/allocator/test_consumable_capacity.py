@@ -1,4 +1,4 @@
-"""Consumable capacity: request policies, shares of multi-allocatable devices, shareID (research §2.12)."""
+"""Consumable capacity: request policies, shares of multi-allocatable devices, shareID."""
 
 from __future__ import annotations
 

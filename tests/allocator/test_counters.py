@@ -1,4 +1,4 @@
-"""Partitionable devices: shared counters, their 1.36 quirks and invalid pools (research §2.11, §2.3)."""
+"""Partitionable devices: shared counters, their 1.36 quirks and invalid pools."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Up-front checks and fatal errors carry upstream's exact texts (research §2.4, §2.15)."""
+"""Up-front checks and fatal errors carry upstream's exact texts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which devices a node sees and in which order (research §2.3): pools, slices, devices."""
+"""Which devices a node sees and in which order: pools, slices, devices."""
 
 from __future__ import annotations
 

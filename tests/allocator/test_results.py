@@ -1,4 +1,4 @@
-"""The allocation result echoed byte-exactly: results, config and node selector (research §2.14)."""
+"""The allocation result echoed byte-exactly: results, config and node selector."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Device taints and request tolerations (research §2.10), including DeviceTaintRules."""
+"""Device taints and request tolerations, including DeviceTaintRules."""
 
 from __future__ import annotations
 

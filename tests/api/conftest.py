@@ -81,7 +81,7 @@ def start_server(root: Path, *extra: str) -> tuple[Server, subprocess.Popen[byte
     ], "redaction": {"hash_pod_names": True}}))
     port = free_port()
     log = root / "serve.log"
-    cmd = [sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{root}/db", "--host", "127.0.0.1",
+    cmd = [sys.executable, "-m", "audit.cli.main", "serve", "--create", "--dsn", f"chdb://{root}/db", "--host", "127.0.0.1",
            "--port", str(port), "--tokens", str(tokens), *extra]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     server = Server(f"http://127.0.0.1:{port}", log)

@@ -61,5 +61,38 @@ def test_second_server_on_the_same_embedded_store_explains_ownership(server: Ser
                            "--insecure-local", "--port", str(free_port())], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2
-    assert "Traceback" not in proc.stderr
-    assert "owned by another process" in proc.stderr
+    # one line of ours, and none of the engine's own "Code: 76. DB::Exception" output
+    assert proc.stderr == (f"claimtrail serve: the embedded store at {root}/db is owned by another process (a "
+                           "running claimtrail serve or demo); use that server's API URL (such as "
+                           "http://127.0.0.1:8080) instead of the store's directory, or stop it first\n")
+
+
+@pytest.mark.parametrize(("argv", "env", "refused"), [
+    pytest.param(["--dsn", "chdb://ROOT/typo"], {}, True, id="explicit-dsn-missing"),
+    pytest.param([], {"CLAIMTRAIL_DSN": "chdb://ROOT/typo"}, True, id="env-dsn-missing"),
+    pytest.param(["--create", "--dsn", "chdb://ROOT/typo"], {}, False, id="create-asked"),
+    pytest.param([], {"CLAIMTRAIL_DATA_DIR": "ROOT/fresh"}, False, id="default-location-is-created"),
+])
+def test_a_store_that_does_not_exist_is_refused_unless_created(tmp_path: Path, argv: list[str], env: dict[str, str],
+                                                               refused: bool) -> None:
+    import os
+
+    argv = [a.replace("ROOT", str(tmp_path)) for a in argv]
+    env = {k: v.replace("ROOT", str(tmp_path)) for k, v in env.items()}
+    full = {**{k: v for k, v in os.environ.items() if k not in ("CLAIMTRAIL_DSN", "CLAIMTRAIL_DATA_DIR")}, **env}
+    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--insecure-local",
+                             "--port", str(free_port()), *argv], cwd=REPO, env=full,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if refused:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 2
+            assert err == (f"claimtrail serve: no store at {tmp_path}/typo (chdb://{tmp_path}/typo): check the DSN "
+                           "(claimtrail serve --create starts an empty one)\n")
+            assert not (tmp_path / "typo").exists()
+        else:
+            assert proc.stderr is not None
+            assert proc.stderr.readline().startswith("claimtrail serve: listening on")
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)

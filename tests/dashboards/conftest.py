@@ -55,7 +55,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 def start_api(data_dir: Path, log: Path, auth: tuple[str, ...] = ("--insecure-local",)) -> tuple[str, subprocess.Popen[bytes]]:
     """``claimtrail serve`` on a free loopback port; ``auth`` is ``--insecure-local`` or ``--tokens FILE``."""
     port = free_port()
-    cmd = [sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{data_dir}/db",
+    cmd = [sys.executable, "-m", "audit.cli.main", "serve", "--create", "--dsn", f"chdb://{data_dir}/db",
            "--host", "127.0.0.1", "--port", str(port), *auth]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -18,7 +18,7 @@ import pytest
 from tests.dashboards.conftest import REPO, free_port, stop, wait_until_up
 
 CHROMIUM = Path("/usr/bin/chromium")
-# Flags that work on this kind of machine (research/stack-notes.md, "Streamlit and a real browser").
+# Flags that work headless on a small VM without a GPU, a sandbox or background updates.
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = REPO / "artifacts"

@@ -248,4 +248,4 @@ def test_every_claimtrail_invocation_parses_with_the_real_command_line(where: st
 
 def test_the_manifests_run_the_commands_they_are_meant_to() -> None:
     commands = sorted({argv[0] + (" " + argv[1] if argv[0] == "ingest" else "") for _, argv in ARGVS})
-    assert commands == ["ingest kube", "replay", "schema", "serve"]
+    assert commands == ["dashboard", "ingest kube", "replay", "schema", "serve"]

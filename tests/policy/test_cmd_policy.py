@@ -46,3 +46,21 @@ def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, capsys, content, messa
 def test_missing_file_names_the_file(capsys):
     assert main(["policy", "check", "/nonexistent/policy.yaml"]) == 2
     assert "/nonexistent/policy.yaml: No such file or directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "position"),
+    [
+        pytest.param("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nspec:\n  tenants: [a\n", "line 5, column 1",
+                     id="unclosed-flow-sequence"),
+        pytest.param("kind: Policy\nspec:\n  version: '1'\n   weights: 2\n", "line 4, column 4", id="bad-indentation"),
+        pytest.param("kind: Policy\nspec: {version: \"1}\n", "line 3, column 1", id="unclosed-quote"),
+    ],
+)
+def test_bad_yaml_names_the_line_and_column(tmp_path, capsys, content, position):
+    f = tmp_path / "p.yaml"
+    f.write_text(content)
+    assert main(["policy", "check", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"claimtrail policy: {f}: {position}: not valid YAML: ")
+    assert len(err.splitlines()) == 1

@@ -60,7 +60,7 @@ def test_an_edited_record_file_exits_1_and_prints_the_diff(files, capsys, tmp_pa
     edited.write_text("\n".join(lines) + "\n")
     code, out, _ = _run(capsys, "--records", str(edited), "--events", files[1], "--decision", rec["decision_id"])
     assert code == 1
-    assert out.splitlines()[:2] == ["verified 1 decisions: 0 matched, 1 mismatched", "  output_mismatch: 1"]
+    assert out.splitlines()[:2] == ["verified 1 decision: 0 matched, 1 mismatched", "  output_mismatch: 1"]
     assert f"  node: recorded nowhere, replayed {busy(HOURS).records[i].node}" in out.splitlines()
 
 

@@ -82,8 +82,9 @@ def test_a_store_owned_by_another_process_is_explained_in_one_line(tmp_path: Pat
         with pytest.raises(StoreLockedError) as info:
             AuditStore.open(f"chdb://{tmp_path}/db")
         assert str(info.value) == (
-            f"the embedded store at {tmp_path}/db is owned by another process (claimtrail serve?); send data to "
-            "its API with --out http://… or use a ClickHouse server DSN")
+            f"the embedded store at {tmp_path}/db is owned by another process (a running claimtrail serve or "
+            "demo); use that server's API URL (such as http://127.0.0.1:8080) instead of the store's directory, "
+            "or stop it first")
     finally:
         holder.communicate("")
     AuditStore.open(f"chdb://{tmp_path}/db").close()  # free again once the owner is gone
