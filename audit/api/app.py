@@ -18,7 +18,7 @@ from fastapi.responses import PlainTextResponse
 from audit.api import routes_decisions, routes_ingest, routes_replay, routes_stats, storeport
 from audit.api.auth import Principal
 from audit.api.deps import Settings, principal
-from audit.api.metrics import RequestMetrics, render_gauges
+from audit.api.metrics import RequestMetrics, process_memory, render_gauges, render_process
 from audit.api.problems import Problem, install_handlers, problem_response
 from audit.api.replay_jobs import JobBoard
 
@@ -104,7 +104,7 @@ def create_app(store: Any, settings: Settings) -> FastAPI:
 
     @app.get("/metrics", tags=["health"], summary="Prometheus metrics", response_class=PlainTextResponse)
     async def metrics() -> PlainTextResponse:
-        lines = requests.render()
+        lines = requests.render() + render_process(process_memory())
         try:
             store_counters = await run_in_threadpool(storeport.counters, store)
         except Exception:  # noqa: BLE001 - a scrape must not fail because the store is down
