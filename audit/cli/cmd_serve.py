@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
     store = AuditStore.open(args.dsn)
     try:
+        store.recover_ingest()
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                                          replay_sync_limit=args.replay_sync_limit,
                                          migration_thresholds=thresholds))
