@@ -52,14 +52,15 @@ def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
     return who
 
 
-def _mount_otlp(app: FastAPI, store: Any) -> Any:
+def _mount_otlp(app: FastAPI, store: Any, max_body_bytes: int) -> Any:
     """Mount the OTLP/HTTP receiver (/v1/traces, /v1/logs) behind the admin check, when installed."""
     try:
         from ingest.otlp import ReceiverCounters, make_router
     except ImportError:
         return None
     counters = ReceiverCounters()
-    app.include_router(make_router(storeport.OtlpSink(store), counters=counters), dependencies=[Depends(_require_admin)])
+    app.include_router(make_router(storeport.OtlpSink(store), counters=counters, max_body_bytes=max_body_bytes),
+                       dependencies=[Depends(_require_admin)])
     return counters
 
 
@@ -88,7 +89,7 @@ def create_app(store: Any, settings: Settings) -> FastAPI:
 
     for module in (routes_decisions, routes_stats, routes_ingest, routes_replay):
         app.include_router(module.router)
-    otlp_counters = _mount_otlp(app, store)
+    otlp_counters = _mount_otlp(app, store, settings.max_body_bytes)
 
     @app.get("/healthz", tags=["health"], summary="The process is alive")
     def healthz() -> dict[str, str]:

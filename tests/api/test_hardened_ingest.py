@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
 
 from audit.events import WorldEvent
@@ -189,3 +190,23 @@ def test_conflicting_event_and_decision_resends_leave_the_stored_history_byte_id
         assert sorted(rows) == sorted((d.decision_id, 8, 1) for d in decisions)
         conflicts = [row for row in store.quarantined(10) if "conflicts with the stored one" in row["error"]]
         assert sorted(row["kind"] for row in conflicts) == ["event", "record"]
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_an_oversized_otlp_body_is_refused_while_it_streams_in(served: tuple[Server, Path], declared: bool) -> None:
+    server, _ = served
+    size = 3 * MAX_BODY_MB * 2**20
+    peak_before = metric(server, "process_max_resident_memory_bytes")
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(size // 2**20):
+            yield b"\0" * 2**20
+
+    content = b"\0" * size if declared else chunks()
+    try:
+        answer = server.post("/v1/traces", content=content, headers={"Content-Type": "application/x-protobuf"})
+    except httpx.WriteError:  # the server may answer and close before the whole body is sent
+        pass
+    else:
+        assert answer.status_code == 413
+    assert metric(server, "process_max_resident_memory_bytes") - peak_before < 2 * MAX_BODY_MB * 2**20
