@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from audit.api.tenant_view import tenant_explanation, tenant_view
 from audit.errors import UserError
 from audit.records import DecisionRecord
 from audit.telemetry.redaction import OPTIONS as REDACTION_OPTIONS
@@ -160,19 +161,22 @@ def pod_hash(name: str) -> str:
 
 
 def redact_record(record: DecisionRecord, redaction: Redaction) -> dict[str, Any]:
-    """The record as a non-admin may see it (telemetry's redaction, plus ``drop_labels`` clearing
-    exemplar details, which carry node labels and selector values)."""
-    if not redaction.active:
-        return record.to_dict()
-    data = redact(record, {}, redaction).data
+    """The record as a non-admin may see it: the tenant allow-list (``audit.api.tenant_view``),
+    always, after telemetry's redaction and ``drop_labels`` clearing exemplar details (they carry
+    node labels and selector values) when the tokens file asks for them."""
+    data = redact(record, {}, redaction).data if redaction.active else record.to_dict()
     if redaction.drop_labels:
         data["tiers"] = [{**t, "exemplars": [{**e, "detail": {}} for e in t.get("exemplars", [])]}
                          for t in data.get("tiers", [])]
-    return data
+    return tenant_view(data)
 
 
-def redact_explanation(body: dict[str, Any], pod: str, redaction: Redaction) -> dict[str, Any]:
-    """An explanation document as a non-admin may see it."""
+def redact_explanation(body: dict[str, Any], pod: str, redaction: Redaction,
+                       record: DecisionRecord | None = None) -> dict[str, Any]:
+    """An explanation document as a non-admin may see it (with ``record``, the decision it explains,
+    also through the tenant allow-list)."""
+    if record is not None:
+        body = tenant_explanation(body, record.to_dict())
     if not redaction.active:
         return body
     out = dict(body)

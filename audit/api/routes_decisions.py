@@ -98,7 +98,7 @@ def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: 
     else:
         result = explain_record(record, checked)
     body = result.to_dict()
-    return body if who.admin else redact_explanation(body, record.pod, cfg.auth.redaction)
+    return body if who.admin else redact_explanation(body, record.pod, cfg.auth.redaction, record)
 
 
 @router.get("/decisions/{decision}/why", summary="Why a decision did (not) get a device model")
