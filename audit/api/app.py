@@ -18,6 +18,7 @@ from fastapi.responses import PlainTextResponse
 from audit.api import routes_decisions, routes_ingest, routes_replay, routes_stats, storeport
 from audit.api.auth import Principal
 from audit.api.deps import Settings, principal
+from audit.api.limits import Admission, LimitMiddleware, header
 from audit.api.metrics import RequestMetrics, process_memory, render_gauges, render_process
 from audit.api.problems import Problem, install_handlers, problem_response
 from audit.api.replay_jobs import JobBoard
@@ -73,6 +74,16 @@ def create_app(store: Any, settings: Settings) -> FastAPI:
     app.state.replay_jobs = JobBoard(store, chunk=settings.replay_sync_limit)
     requests = RequestMetrics()
     install_handlers(app)
+
+    def caller(scope: Any) -> str:
+        """Whom a request counts against: its tenant, the admins, or its address when unauthenticated."""
+        current: Settings = app.state.settings  # read per request: the tokens may be reloaded
+        who = current.auth.authenticate(header(scope, b"authorization") or None)
+        if who is None:
+            return f"address:{(scope.get('client') or ('?',))[0]}"
+        return "admin" if who.admin else f"tenant:{who.tenant}"
+
+    app.add_middleware(LimitMiddleware, admission=Admission(settings.limits), caller=caller)
 
     @app.middleware("http")
     async def _measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

@@ -29,6 +29,7 @@ PROBLEM_KINDS: dict[str, tuple[int, str]] = {
     "method-not-allowed": (405, "Method not allowed"),
     "payload-too-large": (413, "Request body too large"),
     "unsupported-media-type": (415, "Unsupported content encoding"),
+    "uri-too-long": (414, "URI too long"),
     "too-many-requests": (429, "Too many requests"),
     "unknown-model": (422, "Unknown device model"),
     "unexplainable": (422, "The recorded world cannot answer this question"),
@@ -81,7 +82,7 @@ def problem_response(kind: str, detail: str, instance: str = "", headers: dict[s
 
 
 _STATUS_KIND = {400: "bad-request", 401: "unauthorized", 403: "forbidden", 404: "not-found",
-                405: "method-not-allowed", 413: "payload-too-large", 415: "unsupported-media-type",
+                405: "method-not-allowed", 413: "payload-too-large", 414: "uri-too-long", 415: "unsupported-media-type",
                 429: "too-many-requests", 501: "not-implemented", 503: "unavailable"}
 
 

@@ -33,6 +33,11 @@ def register(sub: Any) -> None:
     p.add_argument("--migration-thresholds", metavar="FILE",
                    help="verdict thresholds for /v1/stats/migration (the YAML of `claimtrail migration report`); "
                         "default: device-plugin baseline, every DRA template version as candidate")
+    p.add_argument("--rate-limit", type=float, default=200.0, metavar="N",
+                   help="requests per second per tenant (and for admins, and per unauthenticated address); 429 beyond")
+    p.add_argument("--burst", type=int, default=400, help="requests a caller may make at once after a quiet spell")
+    p.add_argument("--max-in-flight", type=int, default=16,
+                   help="requests per caller running at the same time, so no tenant holds every worker; 429 beyond")
     p.add_argument("--hash-token", metavar="TOKEN", help="print the sha256 digest of TOKEN for the tokens file, then exit")
     p.set_defaults(func=run)
 
@@ -87,12 +92,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--max-body-mb {args.max_body_mb}: expected a positive number")
     if args.replay_sync_limit < 1:
         raise UserError(f"--replay-sync-limit {args.replay_sync_limit}: expected at least 1")
+    if args.rate_limit <= 0 or args.burst < 1 or args.max_in_flight < 1:
+        raise UserError(f"--rate-limit {args.rate_limit:g} / --burst {args.burst} / --max-in-flight "
+                        f"{args.max_in_flight}: expected a positive rate and at least 1 of each")
     thresholds = _thresholds(args.migration_thresholds) if args.migration_thresholds else None
 
     import uvicorn
 
     from audit.api.app import create_app
     from audit.api.deps import Settings
+    from audit.api.limits import CallerLimits
     from audit.store.queries import AuditStore
 
     store = AuditStore.open(args.dsn)
@@ -100,7 +109,9 @@ def run(args: argparse.Namespace) -> int:
         store.recover_ingest()
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                                          replay_sync_limit=args.replay_sync_limit,
-                                         migration_thresholds=thresholds))
+                                         migration_thresholds=thresholds,
+                                         limits=CallerLimits(rate=args.rate_limit, burst=args.burst,
+                                                             in_flight=args.max_in_flight)))
         print(f"claimtrail serve: listening on http://{args.host}:{args.port} (OpenAPI at /docs)",
               file=sys.stderr, flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
