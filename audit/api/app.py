@@ -16,6 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
 
 from audit.api import routes_decisions, routes_ingest, routes_replay, routes_stats, storeport
+from audit.api.answers import AnswerCache
 from audit.api.auth import Principal
 from audit.api.deps import Settings, principal
 from audit.api.limits import Admission, LimitMiddleware, header
@@ -72,6 +73,7 @@ def create_app(store: Any, settings: Settings) -> FastAPI:
     app.state.store = store
     app.state.settings = settings
     app.state.replay_jobs = JobBoard(store, chunk=settings.replay_sync_limit)
+    app.state.answers = AnswerCache()
     requests = RequestMetrics()
     install_handlers(app)
 
@@ -125,6 +127,10 @@ def create_app(store: Any, settings: Settings) -> FastAPI:
         lines += render_gauges("claimtrail_store", "Store writer counters (writer_received, writer_written, "
                                "writer_quarantined, ...) and replay_decisions / replay_mismatches.",
                                store_counters, "counter")
+        cache: AnswerCache = app.state.answers
+        lines += render_gauges("claimtrail_answer_cache", "Decisions and summary explanations served from the "
+                               "cache of immutable answers (hits) or looked up (misses).",
+                               {"hits": cache.hits, "misses": cache.misses}, "counter")
         if otlp_counters is not None:
             lines += render_gauges("claimtrail_otlp_items", "OTLP receiver counters.", otlp_counters.snapshot(),
                                    "counter")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from audit.api import params, storeport
+from audit.api.answers import AnswerCache
 from audit.api.auth import Principal, redact_explanation, redact_record
 from audit.api.deps import Settings, principal, settings, store, tenant_filter
 from audit.api.problems import Problem
@@ -53,8 +54,19 @@ def list_decisions(
     return JSONResponse({"items": [_shown(who, cfg, r) for r in items], "next": next_cursor})
 
 
-def _get(db: Any, who: Principal, decision: str) -> DecisionRecord:
-    record: DecisionRecord | None = storeport.call(db.get_decision, params.decision_id(decision), who.scope)
+def _answers(request: Request) -> AnswerCache:
+    cache: AnswerCache = request.app.state.answers
+    return cache
+
+
+def _get(db: Any, who: Principal, decision: str, cache: AnswerCache | None = None) -> DecisionRecord:
+    checked = params.decision_id(decision)
+
+    def lookup() -> DecisionRecord | None:
+        found: DecisionRecord | None = storeport.call(db.get_decision, checked, who.scope)
+        return found
+
+    record = lookup() if cache is None else cache.get_or_compute(("decision", checked, who.scope), lookup)
     if record is None:
         raise Problem("not-found", f"decision {decision} not found")
     return record
@@ -62,8 +74,9 @@ def _get(db: Any, who: Principal, decision: str) -> DecisionRecord:
 
 @router.get("/decisions/{decision}", summary="One decision record")
 def get_decision(decision: str, who: Annotated[Principal, Depends(principal)], db: Annotated[Any, Depends(store)],
-                 cfg: Annotated[Settings, Depends(settings)]) -> JSONResponse:
-    return JSONResponse(_shown(who, cfg, _get(db, who, decision)))
+                 cfg: Annotated[Settings, Depends(settings)],
+                 cache: Annotated[AnswerCache, Depends(_answers)]) -> JSONResponse:
+    return JSONResponse(_shown(who, cfg, _get(db, who, decision, cache)))
 
 
 def _check_model(record: DecisionRecord, model: str | None) -> str:
@@ -104,9 +117,14 @@ def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: 
 @router.get("/decisions/{decision}/why", summary="Why a decision did (not) get a device model")
 async def why_decision(decision: str, who: Annotated[Principal, Depends(principal)],
                        db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
+                       cache: Annotated[AnswerCache, Depends(_answers)],
                        model: str | None = None, detail: str | None = None) -> JSONResponse:
-    record = await run_in_threadpool(_get, db, who, decision)
-    return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail))
+    record = await run_in_threadpool(_get, db, who, decision, cache)
+    if detail:  # rebuilt from the world each time: large, and rarely asked twice
+        return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail))
+    key = ("why", record.decision_id, who.scope, who.admin, model, cfg.auth.redaction)
+    body = await run_in_threadpool(cache.get_or_compute, key, lambda: _why(db, who, cfg, record, model, detail))
+    return JSONResponse(body)
 
 
 @router.get("/pods/{namespace}/{name}/why", summary="Why the pod's latest decision did (not) get a device model")

@@ -210,3 +210,21 @@ def test_an_oversized_otlp_body_is_refused_while_it_streams_in(served: tuple[Ser
     else:
         assert answer.status_code == 413
     assert metric(server, "process_max_resident_memory_bytes") - peak_before < 2 * MAX_BODY_MB * 2**20
+
+
+def test_a_decision_and_its_why_are_served_from_the_cache_once_found(served: tuple[Server, Path]) -> None:
+    server, _ = served
+    r = record(30)
+    assert server.get(f"/v1/decisions/{r.decision_id}").status_code == 404  # not found is not remembered
+    assert server.post("/v1/ingest/records", content=line(r)).json()["accepted"] == 1
+    first = [server.get(f"/v1/decisions/{r.decision_id}", who=who).content for who in ("admin", "team-a")]
+    whys = [server.get(f"/v1/decisions/{r.decision_id}/why", who=who, model="H100").json()
+            for who in ("admin", "team-a")]
+    hits = metric(server, 'claimtrail_answer_cache{counter="hits"}')
+    assert [server.get(f"/v1/decisions/{r.decision_id}", who=who).content for who in ("admin", "team-a")] == first
+    assert [server.get(f"/v1/decisions/{r.decision_id}/why", who=who, model="H100").json()
+            for who in ("admin", "team-a")] == whys
+    assert metric(server, 'claimtrail_answer_cache{counter="hits"}') == hits + 6  # 2 records, 2 × (record + why)
+    assert json.loads(first[0])["pod"] == r.pod and json.loads(first[1])["pod"] != r.pod  # per caller: hashed
+    assert whys[1]["pod"] != whys[0]["pod"]
+    assert server.get(f"/v1/decisions/{r.decision_id}", who="team-b").status_code == 404  # scope is in the key
