@@ -31,7 +31,7 @@ import yaml
 
 from audit.api.tenant_view import tenant_explanation, tenant_view
 from audit.errors import UserError
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, tenant_name_problem
 from audit.telemetry.redaction import OPTIONS as REDACTION_OPTIONS
 from audit.telemetry.redaction import Redaction, Scrubber, redact
 
@@ -102,6 +102,8 @@ def _entry(index: int, raw: Any, source: str) -> tuple[str, Principal]:
         raise UserError(f"{where}: give exactly one of tenant or admin: true")
     if tenant is not None and (not isinstance(tenant, str) or not tenant):
         raise UserError(f"{where}.tenant: expected a non-empty string")
+    if tenant is not None and tenant_name_problem(tenant):
+        raise UserError(f"{where}.tenant: {tenant_name_problem(tenant)}")
     return digest, Principal(tenant=tenant, admin=admin)
 
 

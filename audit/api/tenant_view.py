@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-OTHERS = "(others)"
+from audit.records import OTHERS_TENANT
+
+OTHERS = OTHERS_TENANT
 
 # every field of the record and of its nested parts, and how the tenant view treats it:
 # "keep" (the tenant's own data, closed vocabularies, numbers, digests), "detail" (a free-form

@@ -228,3 +228,24 @@ def test_a_decision_and_its_why_are_served_from_the_cache_once_found(served: tup
     assert json.loads(first[0])["pod"] == r.pod and json.loads(first[1])["pod"] != r.pod  # per caller: hashed
     assert whys[1]["pod"] != whys[0]["pod"]
     assert server.get(f"/v1/decisions/{r.decision_id}", who="team-b").status_code == 404  # scope is in the key
+
+
+@pytest.mark.parametrize("tenant", ["(others)", "team\x07a", "team-a\n", "\x9bteam"],
+                         ids=["reserved-aggregate-name", "bell", "newline", "c1-control"])
+def test_records_of_an_unusable_tenant_name_are_quarantined_naming_the_field(
+        served: tuple[Server, Path], tenant: str) -> None:
+    server, _ = served
+    answer = server.post("/v1/ingest/records", content=line(record(40, tenant=tenant))).json()
+    assert (answer["accepted"], answer["quarantined"]) == (0, 1)
+    assert answer["errors"][0]["path"] == "tenant"
+
+
+@pytest.mark.parametrize("tenant", ["(others)", "team\x00a"], ids=["reserved-aggregate-name", "nul"])
+def test_a_tokens_file_naming_an_unusable_tenant_is_refused(tmp_path: Path, tenant: str) -> None:
+    from audit.api.auth import load_tokens
+    from audit.errors import UserError
+
+    path = tmp_path / "tokens.yaml"
+    path.write_text(json.dumps({"tokens": [{"token": "s3cret", "tenant": tenant}]}))
+    with pytest.raises(UserError, match=r"tokens\[0\]\.tenant: "):
+        load_tokens(str(path))
