@@ -2,7 +2,7 @@
 
 With the embedded store (``chdb://``, the default) this process owns the data directory and
 every producer sends data to its ingest endpoints. Auth comes from ``--tokens FILE`` (see
-``audit.api.auth``); ``--insecure-local`` makes every caller an admin and is refused unless the
+``audit.api.auth``; it is reloaded on SIGHUP and when it changes); ``--insecure-local`` makes every caller an admin and is refused unless the
 server binds a loopback address. ``--hash-token TOKEN`` prints the digest to put in the file.
 """
 
@@ -38,6 +38,8 @@ def register(sub: Any) -> None:
     p.add_argument("--burst", type=int, default=400, help="requests a caller may make at once after a quiet spell")
     p.add_argument("--max-in-flight", type=int, default=16,
                    help="requests per caller running at the same time, so no tenant holds every worker; 429 beyond")
+    p.add_argument("--tokens-poll-seconds", type=float, default=2.0,
+                   help="how often the tokens file is checked for changes (SIGHUP reloads it at once)")
     p.add_argument("--hash-token", metavar="TOKEN", help="print the sha256 digest of TOKEN for the tokens file, then exit")
     p.set_defaults(func=run)
 
@@ -95,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
     if args.rate_limit <= 0 or args.burst < 1 or args.max_in_flight < 1:
         raise UserError(f"--rate-limit {args.rate_limit:g} / --burst {args.burst} / --max-in-flight "
                         f"{args.max_in_flight}: expected a positive rate and at least 1 of each")
+    if args.tokens_poll_seconds <= 0:
+        raise UserError(f"--tokens-poll-seconds {args.tokens_poll_seconds:g}: expected a positive number")
     thresholds = _thresholds(args.migration_thresholds) if args.migration_thresholds else None
 
     import uvicorn
@@ -112,9 +116,17 @@ def run(args: argparse.Namespace) -> int:
                                          migration_thresholds=thresholds,
                                          limits=CallerLimits(rate=args.rate_limit, burst=args.burst,
                                                              in_flight=args.max_in_flight)))
+        reloader = None
+        if args.tokens:
+            from audit.api.tokens_reload import TokenReloader
+
+            reloader = TokenReloader(app, args.tokens, interval=args.tokens_poll_seconds)
+            reloader.start()
         print(f"claimtrail serve: listening on http://{args.host}:{args.port} (OpenAPI at /docs)",
               file=sys.stderr, flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+        if reloader is not None:
+            reloader.stop()
     finally:
         store.close()
     return 0
