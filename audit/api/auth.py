@@ -16,14 +16,15 @@ Example::
     redaction:               # what non-admins see; the same settings as OTLP export
       hash_pod_names: true   # pod names, wherever they appear, become sha256:<16 hex>
       drop_labels: true      # no per-device details (they carry node labels, selectors, taints)
-      salt: "..."            # optional: keyed hashes a dictionary of pod names cannot reverse
+      salt: "..."            # optional: the key of pod-name hashes; by default one kept in the data
+                             # directory (redaction.salt), so a dictionary of pod names cannot reverse them
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,13 @@ def parse_tokens(doc: Any, source: str = "<tokens>") -> AuthConfig:
     return AuthConfig(principals=principals, redaction=_redaction(redaction, source))
 
 
+def with_default_salt(config: AuthConfig, salt: str) -> AuthConfig:
+    """``config`` with ``salt`` keying pod-name hashes when the tokens file sets none."""
+    if not config.redaction.hash_pod_names or config.redaction.salt:
+        return config
+    return replace(config, redaction=replace(config.redaction, salt=salt))
+
+
 def load_tokens(path: str) -> AuthConfig:
     try:
         text = Path(path).read_text()
@@ -157,9 +165,9 @@ def load_tokens(path: str) -> AuthConfig:
     return parse_tokens(doc, path)
 
 
-def pod_hash(name: str) -> str:
-    """How a pod name reads for non-admins without a salt (the same token OTLP export uses)."""
-    return Redaction().pod_token(name)
+def pod_hash(name: str, salt: str = "") -> str:
+    """How a pod name reads for non-admins under ``salt`` (the same token OTLP export uses with it)."""
+    return Redaction(salt=salt).pod_token(name)
 
 
 def redact_record(record: DecisionRecord, redaction: Redaction) -> dict[str, Any]:

@@ -16,15 +16,16 @@ import signal
 import threading
 from typing import Any
 
-from audit.api.auth import load_tokens
+from audit.api.auth import load_tokens, with_default_salt
 from audit.errors import UserError
 
 log = logging.getLogger("claimtrail.api")
 
 
 class TokenReloader:
-    def __init__(self, app: Any, path: str, interval: float = 2.0) -> None:
+    def __init__(self, app: Any, path: str, interval: float = 2.0, default_salt: str = "") -> None:
         self.app = app
+        self.default_salt = default_salt
         self.path = path
         self.interval = interval
         self.reloads = 0
@@ -63,7 +64,7 @@ class TokenReloader:
 
     def reload(self) -> bool:
         try:
-            auth = load_tokens(self.path)
+            auth = with_default_salt(load_tokens(self.path), self.default_salt)
         except UserError as exc:
             log.error("tokens file not reloaded, the tokens in force stay: %s", exc)
             return False

@@ -12,6 +12,7 @@ import argparse
 import ipaddress
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 from audit.errors import UserError
@@ -109,6 +110,15 @@ def run(args: argparse.Namespace) -> int:
     from audit.store.queries import AuditStore
 
     store = AuditStore.open(args.dsn)
+    salt = ""
+    if args.tokens:
+        from audit.api.auth import with_default_salt
+        from audit.store.connection import data_dir
+        from audit.telemetry.redaction import stored_salt
+
+        embedded = store.target.embedded_path  # the store's data directory keeps the key of pod hashes
+        salt = stored_salt(Path(embedded).parent if embedded else data_dir())
+        auth = with_default_salt(auth, salt)
     try:
         store.recover_ingest()
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
@@ -120,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         if args.tokens:
             from audit.api.tokens_reload import TokenReloader
 
-            reloader = TokenReloader(app, args.tokens, interval=args.tokens_poll_seconds)
+            reloader = TokenReloader(app, args.tokens, interval=args.tokens_poll_seconds, default_salt=salt)
             reloader.start()
         print(f"claimtrail serve: listening on http://{args.host}:{args.port} (OpenAPI at /docs)",
               file=sys.stderr, flush=True)
