@@ -75,10 +75,12 @@ class OtlpSink:
     """What the OTLP receiver writes to: records through a spooled writer, bad payloads to quarantine."""
 
     def __init__(self, store: Any) -> None:
+        self._store = store
         self._writer = store.writer(name="otlp")
 
     def write_records(self, records: list[DecisionRecord]) -> None:
-        self._writer.write_records(records)
+        # the same append-only check as the ingest endpoints: a re-sent span never rewrites a decision
+        self._store.append_history(self._writer, "otlp", list(records), [])
         self._writer.flush()
 
     def quarantine(self, source: str, kind: str, error: str, raw: bytes) -> None:

@@ -32,7 +32,7 @@ from audit.store.filters import (
     encode_cursor,
     where_sql,
 )
-from audit.store.history import HistoryGuard
+from audit.store.history import HistoryGuard, Screened
 from audit.store.ingest import IngestResult, parse_jsonl
 from audit.store.pool import ClientPool
 from audit.store.schema import DEFAULT_RETENTION, Retention
@@ -145,13 +145,8 @@ class AuditStore:
         parsed = parse_jsonl(body, kind, source, compressed)
         writer = self._ingest()
         result = parsed.result
-        with self._admit_lock:
-            records = self._history.screen_records(parsed.records, parsed.record_lines, source)
-            events = self._history.screen_events(parsed.events, parsed.event_lines, source)
-            writer.write_quarantine(parsed.bad + records.conflicts + events.conflicts)
-            writer.write_records(records.fresh)
-            writer.write_events(events.fresh)
-            self._history.remember(records.accepted + events.accepted)
+        records, events = self.append_history(writer, source, parsed.records, parsed.events, parsed.bad,
+                                              parsed.record_lines, parsed.event_lines)
         result.accepted = len(records.fresh) + len(events.fresh)
         result.absorbed = records.absorbed + events.absorbed
         result.quarantined += len(records.conflicts) + len(events.conflicts)
@@ -160,6 +155,22 @@ class AuditStore:
                 result.errors.append(error)
         result.delivered = writer.flush()
         return result
+
+    def append_history(self, writer: RecordWriter, source: str, records: list[DecisionRecord],
+                       events: list[WorldEvent], bad: list[Any] | None = None, record_lines: list[int] | None = None,
+                       event_lines: list[int] | None = None) -> tuple[Screened[DecisionRecord], Screened[WorldEvent]]:
+        """Hand ``writer`` what history does not hold yet; identical re-sends are absorbed, conflicts
+        quarantined (with ``bad``, rows already refused). Every producer path of the API goes
+        through here, so the check and the write are one step for all of them."""
+        with self._admit_lock:
+            screened_r = self._history.screen_records(records, record_lines or list(range(1, len(records) + 1)),
+                                                      source)
+            screened_e = self._history.screen_events(events, event_lines or list(range(1, len(events) + 1)), source)
+            writer.write_quarantine([*(bad or []), *screened_r.conflicts, *screened_e.conflicts])
+            writer.write_records(screened_r.fresh)
+            writer.write_events(screened_e.fresh)
+            self._history.remember(screened_r.accepted + screened_e.accepted)
+        return screened_r, screened_e
 
     def ingest_stats(self) -> dict[str, int]:
         """Counters of every writer of this store, summed (for Prometheus)."""
