@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -249,3 +250,42 @@ def test_a_tokens_file_naming_an_unusable_tenant_is_refused(tmp_path: Path, tena
     path.write_text(json.dumps({"tokens": [{"token": "s3cret", "tenant": tenant}]}))
     with pytest.raises(UserError, match=r"tokens\[0\]\.tenant: "):
         load_tokens(str(path))
+
+
+def _full_spool(tmp_path: Path) -> None:
+    from audit.store.spool import Spool
+
+    spool = Spool(tmp_path / "full", max_bytes=64, block_seconds=0)
+    spool.append("records", b"x" * 32)
+    spool.append("records", b"y" * 32)  # waits for room that never comes: full
+
+
+def _busy_spool(tmp_path: Path) -> None:
+    from audit.store.spool import Spool
+
+    first = Spool(tmp_path / "busy")
+    try:
+        Spool(tmp_path / "busy")  # a second writer on the same spool
+    finally:
+        first.close()
+
+
+def _over_the_line_limit(tmp_path: Path) -> None:
+    from audit.store.ingest import parse_jsonl
+
+    parse_jsonl(b"{}\n" * MAX_LINES, "records", "t", compressed=False)
+
+
+@pytest.mark.parametrize(("fails", "status", "retry_after"), [
+    (_full_spool, 503, "1"), (_busy_spool, 503, "1"), (_over_the_line_limit, 413, None),
+], ids=["spool-full", "spool-busy", "line-limit"])
+def test_server_conditions_are_503_with_retry_after_and_limits_are_413(
+        tmp_path: Path, fails: Any, status: int, retry_after: str | None) -> None:
+    from audit.api import storeport
+    from audit.api.problems import Problem, problem_response
+
+    with pytest.raises(Problem) as raised:
+        storeport.call(fails, tmp_path)
+    response = problem_response(raised.value.kind, raised.value.detail)
+    assert response.status_code == status
+    assert response.headers.get("retry-after") == retry_after
