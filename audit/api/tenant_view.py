@@ -48,7 +48,7 @@ DETAIL_KEYS = frozenset({
 })
 # detail keys whose value names a tenant or a namespaced object ("ns/name"): shown when it is the
 # record's own, else as OTHERS
-NAMING_KEYS = frozenset({"by", "holder", "pod", "tenant", "waiting_tenant", "other_tenant"})
+NAMING_KEYS = frozenset({"by", "holder", "claim", "pod", "tenant", "waiting_tenant", "other_tenant"})
 UNOWNED = frozenset({"same claim", "allocated"})  # ``by`` values that name nothing
 
 
