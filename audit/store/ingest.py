@@ -15,6 +15,7 @@ back (``unknown_fields`` and the first ``warnings``): the record is stored witho
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import typing
 import zlib
@@ -137,7 +138,7 @@ def unknown_fields(cls: type, data: Any, prefix: str = "") -> list[str]:
     """Paths of keys in ``data`` that the dataclass ``cls`` (and its nested dataclasses) lacks."""
     if not isinstance(data, dict):
         return []
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     out: list[str] = []
     for key, value in data.items():
         path = f"{prefix}{key}"
@@ -149,6 +150,12 @@ def unknown_fields(cls: type, data: Any, prefix: str = "") -> list[str]:
             for i, item in enumerate(value):
                 out += unknown_fields(inner, item, f"{path}.{i}.")
     return out
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    # resolving the annotations is far slower than the walk; the record classes never change
+    return typing.get_type_hints(cls)
 
 
 def _dataclass_in(hint: Any) -> type | None:
