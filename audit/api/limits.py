@@ -38,8 +38,8 @@ BULK_PREFIXES = ("/v1/ingest/", "/v1/traces", "/v1/logs")  # limited by the serv
 
 @dataclass(frozen=True)
 class CallerLimits:
-    rate: float = 200.0  # requests per second per caller, sustained
-    burst: int = 400  # requests a caller may make at once after a quiet spell
+    rate: float = 1000.0  # requests per second per caller, sustained
+    burst: int = 2000  # requests a caller may make at once after a quiet spell
     in_flight: int = 16  # requests per caller running at the same time
     body_bytes: int = 1 << 20  # request body on routes other than ingest and OTLP
     url_bytes: int = 8192  # path and query string

@@ -34,9 +34,9 @@ def register(sub: Any) -> None:
     p.add_argument("--migration-thresholds", metavar="FILE",
                    help="verdict thresholds for /v1/stats/migration (the YAML of `claimtrail migration report`); "
                         "default: device-plugin baseline, every DRA template version as candidate")
-    p.add_argument("--rate-limit", type=float, default=200.0, metavar="N",
+    p.add_argument("--rate-limit", type=float, default=1000.0, metavar="N",
                    help="requests per second per tenant (and for admins, and per unauthenticated address); 429 beyond")
-    p.add_argument("--burst", type=int, default=400, help="requests a caller may make at once after a quiet spell")
+    p.add_argument("--burst", type=int, default=2000, help="requests a caller may make at once after a quiet spell")
     p.add_argument("--max-in-flight", type=int, default=16,
                    help="requests per caller running at the same time, so no tenant holds every worker; 429 beyond")
     p.add_argument("--tokens-poll-seconds", type=float, default=2.0,
