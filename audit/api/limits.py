@@ -54,6 +54,9 @@ class _Bucket:
         self.running = 0
 
 
+MAX_CALLERS = 10_000  # buckets kept; idle, full ones are dropped beyond it (they hold nothing)
+
+
 class Admission:
     """Buckets and in-flight counts per caller; ``clock`` is injectable for the tests of the arithmetic."""
 
@@ -70,6 +73,8 @@ class Admission:
             now = self._clock()
             bucket = self._buckets.get(caller)
             if bucket is None:
+                if len(self._buckets) >= MAX_CALLERS:
+                    self._forget_idle(now)
                 bucket = self._buckets[caller] = _Bucket(lim.burst, now)
             bucket.tokens = min(float(lim.burst), bucket.tokens + (now - bucket.stamp) * lim.rate)
             bucket.stamp = now
@@ -81,6 +86,13 @@ class Admission:
             bucket.tokens -= 1.0
             bucket.running += 1
             return True, 0, ""
+
+    def _forget_idle(self, now: float) -> None:
+        """Drop buckets with nothing running that have refilled: a new bucket would be the same."""
+        lim = self.limits
+        for name in [n for n, b in self._buckets.items()
+                     if b.running == 0 and b.tokens + (now - b.stamp) * lim.rate >= lim.burst]:
+            del self._buckets[name]
 
     def leave(self, caller: str) -> None:
         with self._lock:

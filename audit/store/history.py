@@ -31,7 +31,9 @@ from audit.store.rows import event_json, record_json
 T = TypeVar("T")
 Query = Callable[..., Any]
 
-REMEMBERED = 200_000  # keys accepted lately, with their digests (~120 bytes each)
+# keys accepted lately, with their digests (about 200 bytes each): enough to cover the largest
+# body (audit.store.ingest.MAX_LINES) and what is still on its way through the writer
+REMEMBERED = 150_000
 LOOKUP_CHUNK = 10_000  # keys per lookup query
 CLOCK_FIELDS = ("duration_us",)
 
@@ -67,8 +69,9 @@ class HistoryGuard:
     def __init__(self, query: Query, remembered: int = REMEMBERED) -> None:
         self._query = query
         self._limit = remembered
-        # key -> (identity digest, sha256 of the accepted text), most recent last
-        self._recent: OrderedDict[Hashable, tuple[bytes, str]] = OrderedDict()
+        # key -> (identity digest, sha256 of the accepted text), most recent last; digests are kept
+        # as bytes, the hex only made for a conflict's message
+        self._recent: OrderedDict[Hashable, tuple[bytes, bytes]] = OrderedDict()
 
     def screen_records(self, records: Sequence[DecisionRecord], lines: Sequence[int],
                        source: str) -> Screened[DecisionRecord]:
@@ -95,7 +98,7 @@ class HistoryGuard:
 
     def remember(self, screened: Iterable[tuple[Hashable, bytes, str]]) -> None:
         for key, identity, sha in screened:
-            self._recent[key] = (identity, sha)
+            self._recent[key] = (identity, bytes.fromhex(sha))
             self._recent.move_to_end(key)
         while len(self._recent) > self._limit:
             self._recent.popitem(last=False)
@@ -107,7 +110,8 @@ class HistoryGuard:
         batch: dict[Hashable, tuple[bytes, str]] = {}
         for item, line, text, key in zip(items, lines, texts, keys, strict=True):
             mine = (identity(text), _sha(text))
-            before = batch.get(key) or self._recent.get(key) or stored.get(key)
+            recent = self._recent.get(key)
+            before = batch.get(key) or (recent and (recent[0], recent[1].hex())) or stored.get(key)
             if before is None:
                 batch[key] = mine
                 out.accepted.append((key, *mine))

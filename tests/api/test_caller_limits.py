@@ -98,3 +98,18 @@ def test_callers_have_separate_buckets_and_shares() -> None:
     assert admission.enter("tenant:b")[0]
     admission.leave("tenant:a")
     assert admission.enter("tenant:a")[0]
+
+
+def test_idle_callers_are_forgotten_so_many_addresses_cannot_grow_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    from audit.api import limits
+
+    monkeypatch.setattr(limits, "MAX_CALLERS", 3)
+    now = [0.0]
+    admission = Admission(CallerLimits(rate=1.0, burst=1, in_flight=1), clock=lambda: now[0])
+    assert admission.enter("address:busy")[0]  # stays running: never forgotten
+    for i in range(10):
+        now[0] += 5.0  # long enough for an idle bucket to refill
+        assert admission.enter(f"address:{i}")[0]
+        admission.leave(f"address:{i}")
+        assert len(admission._buckets) <= 3
+    assert admission.enter("address:busy") == (False, 1, "1 requests of this caller are already running")
