@@ -1,4 +1,4 @@
-"""Reads under concurrency while ingest continues, on a store of ≥ 1,000,000 decisions (issue 17).
+"""Reads under concurrency while ingest continues, on a store of ≥ 1,000,000 decisions.
 
 A real ``claimtrail serve`` owns an embedded store of ≥ 1M decisions (the store benchmark's bulk
 builder, run into this module's own cache under ``.claimtrail/bench-concurrency``, since ingest
