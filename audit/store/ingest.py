@@ -7,8 +7,8 @@ Nothing is dropped: each non-blank line is either an item or a quarantine row.
 
 The work per body is bounded: it is decompressed once (``compressed`` says whether it is gzip;
 a gzip stream inside the decompressed text is refused, not opened again), it may hold at most
-``MAX_LINES`` lines, and a line nested too deeply for the parser is quarantined like any other
-line that is not JSON. Fields of a record that the record schema does not know are reported
+``MAX_LINES`` lines, and a line longer than ``MAX_LINE_BYTES`` or nested too deeply for the
+parser is quarantined like any other line that is not JSON. Fields of a record that the record schema does not know are reported
 back (``unknown_fields`` and the first ``warnings``): the record is stored without them.
 """
 
@@ -33,6 +33,10 @@ MAX_REPORTED_ERRORS = 20
 # Lines per body: each line costs a parse and possibly a quarantine row, so a body of millions of
 # tiny lines ("[]", or nothing at all) would cost minutes and gigabytes while its bytes stay small.
 MAX_LINES = 100_000
+# Bytes per line: parsing expands text into objects many times its size (a line of "[0,0,…]" takes
+# about 8 bytes per 2 bytes of text as a list), so a longer line is quarantined unparsed. The
+# largest real lines, world events carrying a ResourceSlice, stay far below it.
+MAX_LINE_BYTES = 8 * 2**20
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -78,6 +82,9 @@ def parse_jsonl(body: bytes, kind: Literal["records", "events"], source: str,
             continue
         path, error = "", ""
         try:
+            if len(line) > MAX_LINE_BYTES:
+                raise _LineTooLong(f"line {number}: {len(line)} bytes exceed the limit of {MAX_LINE_BYTES} per "
+                                   "line; not parsed")
             data = json.loads(line)
             if kind == "records":
                 record = validate_record(data)
@@ -93,6 +100,8 @@ def parse_jsonl(body: bytes, kind: Literal["records", "events"], source: str,
             continue
         except (RecordError, EventError, RowError) as exc:
             path, error = exc.path, str(exc)
+        except _LineTooLong as exc:
+            error = str(exc)
         except (ValueError, UnicodeDecodeError) as exc:  # not JSON at all
             error = f"line {number}: invalid JSON: {exc}"
         except RecursionError:  # nested deeper than the parser can follow: bad input, not a server fault
@@ -103,6 +112,10 @@ def parse_jsonl(body: bytes, kind: Literal["records", "events"], source: str,
     parsed.result.accepted = len(parsed.records) + len(parsed.events)
     parsed.result.quarantined = len(parsed.bad)
     return parsed
+
+
+class _LineTooLong(Exception):
+    pass
 
 
 def decompress(body: bytes, compressed: bool | None = None) -> bytes:

@@ -86,3 +86,16 @@ def test_a_record_differing_only_in_its_measured_duration_is_the_same_decision(s
     assert shared_store.ingest_jsonl(record_json(a).encode(), "records", "t").accepted == 1
     again = shared_store.ingest_jsonl(record_json(b).encode(), "records", "t")
     assert (again.accepted, again.absorbed, again.quarantined) == (0, 1, 0)
+
+
+def test_a_line_over_the_size_limit_is_quarantined_unparsed_and_its_neighbours_stored(
+        shared_store: AuditStore) -> None:
+    from audit.store.ingest import MAX_LINE_BYTES
+
+    good = [json.dumps(make_record("long", k, 0).to_dict()).encode() for k in (1, 2)]
+    huge = b"[" + b"0," * (MAX_LINE_BYTES // 2) + b"0]"
+    result = shared_store.ingest_jsonl(b"\n".join([good[0], huge, good[1]]), "records", "t", compressed=False)
+    assert (result.accepted, result.quarantined) == (2, 1)
+    assert result.errors == [{"line": 2, "path": "",
+                              "error": f"line 2: {len(huge)} bytes exceed the limit of {MAX_LINE_BYTES} per line; "
+                                       "not parsed"}]
