@@ -50,8 +50,12 @@ def test_a_tenant_holding_its_share_of_running_requests_waits_while_others_are_s
         limited.base + "/v1/replay", content=slow_body(), headers=auth("admin"), timeout=60)))
     thread.start()
     try:
-        time.sleep(1.0)  # the slow request has been admitted and is reading its body
         busy = limited.get("/v1/decisions", who="admin")
+        for _ in range(20):  # until the slow request has been admitted (a loaded machine may take a moment)
+            if busy.status_code == 429:
+                break
+            time.sleep(0.5)
+            busy = limited.get("/v1/decisions", who="admin")
         assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
         assert "already running" in busy.json()["detail"]
         assert limited.get("/v1/decisions", who="team-b").status_code == 200
