@@ -289,3 +289,20 @@ def test_server_conditions_are_503_with_retry_after_and_limits_are_413(
     response = problem_response(raised.value.kind, raised.value.detail)
     assert response.status_code == status
     assert response.headers.get("retry-after") == retry_after
+
+
+def test_a_decision_resent_over_otlp_with_other_content_leaves_the_stored_one(served: tuple[Server, Path]) -> None:
+    from tests.otlp.payloads import exported
+
+    server, _ = served
+    original = record(50)
+    changed = DecisionRecord.from_dict({**original.to_dict(), "message": "rewritten"}).seal()
+    quarantined_before = metric(server, 'claimtrail_store{counter="writer_quarantined"}')
+    for sent in (original, original, changed):
+        spans, _ = exported([sent])
+        answer = server.post("/v1/traces", content=spans.SerializeToString(),
+                             headers={"Content-Type": "application/x-protobuf"})
+        assert answer.status_code == 200, answer.text
+    stored = server.get(f"/v1/decisions/{original.decision_id}").json()
+    assert stored["message"] == original.message and stored["output_digest"] == original.output_digest
+    assert metric(server, 'claimtrail_store{counter="writer_quarantined"}') == quarantined_before + 1
