@@ -77,18 +77,19 @@ class HistoryGuard:
                        source: str) -> Screened[DecisionRecord]:
         texts = [record_json(r) for r in records]
         wanted = [r.decision_id for r in records if r.decision_id not in self._recent]
-        stored = {k: (record_identity(t), _sha(t)) for k, t in self._stored_records(sorted(set(wanted)))}
+        stored: dict[Hashable, tuple[bytes, str]] = {
+            k: (record_identity(t), _sha(t)) for k, t in self._stored_records(sorted(set(wanted)))}
         return self._split(records, lines, texts, [r.decision_id for r in records], stored, source, "record",
                            record_identity, lambda r: f"decision {r.decision_id}", "decision_id")
 
     def screen_events(self, events: Sequence[WorldEvent], lines: Sequence[int], source: str) -> Screened[WorldEvent]:
         texts = [event_json(e) for e in events]
-        keys = [(e.cluster, e.seq) for e in events]
+        keys: list[Hashable] = [(e.cluster, e.seq) for e in events]
         stored: dict[Hashable, tuple[bytes, str]] = {}
         by_cluster: dict[str, set[int]] = {}
-        for key in keys:
-            if key not in self._recent:
-                by_cluster.setdefault(key[0], set()).add(key[1])
+        for e in events:
+            if (e.cluster, e.seq) not in self._recent:
+                by_cluster.setdefault(e.cluster, set()).add(e.seq)
         for cluster, seqs in by_cluster.items():
             for seq, body in self._stored_events(cluster, sorted(seqs)):
                 stored[(cluster, seq)] = (hashlib.sha256(body).digest(), _sha(body))
