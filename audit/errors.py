@@ -12,3 +12,7 @@ class UserError(Exception):
     def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class LimitError(UserError):
+    """What was sent is larger than a limit allows (a body, a line count, a list): the API's 413."""

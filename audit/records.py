@@ -231,7 +231,25 @@ def validate_record(data: Any) -> DecisionRecord:
         raise RecordError("outcome", f"unknown outcome {rec.outcome!r}")
     if rec.track not in {t.value for t in Track}:
         raise RecordError("track", f"unknown track {rec.track!r}")
+    problem = tenant_name_problem(rec.tenant)
+    if problem:
+        raise RecordError("tenant", problem)
     return rec
+
+
+# The name aggregates give every tenant but the caller's: a tenant of that name would be mistaken
+# for the others, and the others for it.
+OTHERS_TENANT = "(others)"
+
+
+def tenant_name_problem(name: str) -> str:
+    """Why ``name`` cannot be a tenant ('' when it can): the reserved aggregate name, or control
+    characters (they would corrupt logs, metric labels and the one-line messages that name it)."""
+    if name == OTHERS_TENANT:
+        return f"{OTHERS_TENANT!r} is reserved for the other tenants in aggregates"
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name):
+        return f"{name!r}: control characters are not allowed in a tenant name"
+    return ""
 
 
 _ADAPTER: Any = None

@@ -17,10 +17,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
 
 from audit.api import routes_decisions, routes_ingest, routes_replay, routes_stats, storeport
+from audit.api.answers import AnswerCache
 from audit.api.auth import Principal
 from audit.api.deps import Settings, principal
 from audit.api.docs import install_docs
-from audit.api.metrics import RequestMetrics, render_gauges
+from audit.api.limits import Admission, LimitMiddleware, header
+from audit.api.metrics import RequestMetrics, process_memory, render_gauges, render_process
 from audit.api.problems import Problem, install_handlers, problem_response
 from audit.api.replay_jobs import JobBoard
 
@@ -54,9 +56,9 @@ def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
     return who
 
 
-# Builds a receiver's routes around the sink it stores into; returns them with an object whose
-# public attributes are the receiver's counters (rendered on /metrics).
-ReceiverFactory = Callable[[Any], tuple[APIRouter, Any]]
+# Builds a receiver's routes around the sink it stores into, refusing bodies over the given size;
+# returns them with an object whose public attributes are the receiver's counters (on /metrics).
+ReceiverFactory = Callable[[Any, int], tuple[APIRouter, Any]]
 
 
 def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None = None) -> FastAPI:
@@ -67,9 +69,20 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
     app.state.store = store
     app.state.settings = settings
     app.state.replay_jobs = JobBoard(store, chunk=settings.replay_sync_limit)
+    app.state.answers = AnswerCache()
     requests = RequestMetrics()
     install_handlers(app)
     install_docs(app)
+
+    def caller(scope: Any) -> str:
+        """Whom a request counts against: its tenant, the admins, or its address when unauthenticated."""
+        current: Settings = app.state.settings  # read per request: the tokens may be reloaded
+        who = current.auth.authenticate(header(scope, b"authorization") or None)
+        if who is None:
+            return f"address:{(scope.get('client') or ('?',))[0]}"
+        return "admin" if who.admin else f"tenant:{who.tenant}"
+
+    app.add_middleware(LimitMiddleware, admission=Admission(settings.limits), caller=caller)
 
     @app.middleware("http")
     async def _measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -88,7 +101,7 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
         app.include_router(module.router)
     otlp_counters = None
     if receiver is not None:
-        router, otlp_counters = receiver(storeport.OtlpSink(store))
+        router, otlp_counters = receiver(storeport.OtlpSink(store), settings.max_body_bytes)
         app.include_router(router, dependencies=[Depends(_require_admin)])
 
     @app.get("/healthz", tags=["health"], summary="The process is alive")
@@ -105,7 +118,7 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
 
     @app.get("/metrics", tags=["health"], summary="Prometheus metrics", response_class=PlainTextResponse)
     async def metrics() -> PlainTextResponse:
-        lines = requests.render()
+        lines = requests.render() + render_process(process_memory())
         try:
             store_counters = await run_in_threadpool(storeport.counters, store)
         except Exception:  # noqa: BLE001 - a scrape must not fail because the store is down
@@ -114,6 +127,10 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
         lines += render_gauges("claimtrail_store", "Store writer counters (writer_received, writer_written, "
                                "writer_quarantined, ...) and replay_decisions / replay_mismatches.",
                                store_counters, "counter")
+        cache: AnswerCache = app.state.answers
+        lines += render_gauges("claimtrail_answer_cache", "Decisions and summary explanations served from the "
+                               "cache of immutable answers (hits) or looked up (misses).",
+                               {"hits": cache.hits, "misses": cache.misses}, "counter")
         if otlp_counters is not None:
             lines += render_gauges("claimtrail_otlp_items", "OTLP receiver counters.", otlp_counters.snapshot(),
                                    "counter")

@@ -16,21 +16,23 @@ Example::
     redaction:               # what non-admins see; the same settings as OTLP export
       hash_pod_names: true   # pod names, wherever they appear, become sha256:<16 hex>
       drop_labels: true      # no per-device details (they carry node labels, selectors, taints)
-      salt: "..."            # optional: keyed hashes a dictionary of pod names cannot reverse
+      salt: "..."            # optional: the key of pod-name hashes; by default one kept in the data
+                             # directory (redaction.salt), so a dictionary of pod names cannot reverse them
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from audit.api.tenant_view import tenant_explanation, tenant_view
 from audit.errors import UserError
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, tenant_name_problem
 from audit.telemetry.redaction import OPTIONS as REDACTION_OPTIONS
 from audit.telemetry.redaction import Redaction, Scrubber, redact
 
@@ -101,6 +103,8 @@ def _entry(index: int, raw: Any, source: str) -> tuple[str, Principal]:
         raise UserError(f"{where}: give exactly one of tenant or admin: true")
     if tenant is not None and (not isinstance(tenant, str) or not tenant):
         raise UserError(f"{where}.tenant: expected a non-empty string")
+    if tenant is not None and tenant_name_problem(tenant):
+        raise UserError(f"{where}.tenant: {tenant_name_problem(tenant)}")
     return digest, Principal(tenant=tenant, admin=admin)
 
 
@@ -142,6 +146,13 @@ def parse_tokens(doc: Any, source: str = "<tokens>") -> AuthConfig:
     return AuthConfig(principals=principals, redaction=_redaction(redaction, source))
 
 
+def with_default_salt(config: AuthConfig, salt: str) -> AuthConfig:
+    """``config`` with ``salt`` keying pod-name hashes when the tokens file sets none."""
+    if not config.redaction.hash_pod_names or config.redaction.salt:
+        return config
+    return replace(config, redaction=replace(config.redaction, salt=salt))
+
+
 def load_tokens(path: str) -> AuthConfig:
     try:
         text = Path(path).read_text()
@@ -154,25 +165,28 @@ def load_tokens(path: str) -> AuthConfig:
     return parse_tokens(doc, path)
 
 
-def pod_hash(name: str) -> str:
-    """How a pod name reads for non-admins without a salt (the same token OTLP export uses)."""
-    return Redaction().pod_token(name)
+def pod_hash(name: str, salt: str = "") -> str:
+    """How a pod name reads for non-admins under ``salt`` (the same token OTLP export uses with it)."""
+    return Redaction(salt=salt).pod_token(name)
 
 
 def redact_record(record: DecisionRecord, redaction: Redaction) -> dict[str, Any]:
-    """The record as a non-admin may see it (telemetry's redaction, plus ``drop_labels`` clearing
-    exemplar details, which carry node labels and selector values)."""
-    if not redaction.active:
-        return record.to_dict()
-    data = redact(record, {}, redaction).data
+    """The record as a non-admin may see it: the tenant allow-list (``audit.api.tenant_view``),
+    always, after telemetry's redaction and ``drop_labels`` clearing exemplar details (they carry
+    node labels and selector values) when the tokens file asks for them."""
+    data = redact(record, {}, redaction).data if redaction.active else record.to_dict()
     if redaction.drop_labels:
         data["tiers"] = [{**t, "exemplars": [{**e, "detail": {}} for e in t.get("exemplars", [])]}
                          for t in data.get("tiers", [])]
-    return data
+    return tenant_view(data)
 
 
-def redact_explanation(body: dict[str, Any], pod: str, redaction: Redaction) -> dict[str, Any]:
-    """An explanation document as a non-admin may see it."""
+def redact_explanation(body: dict[str, Any], pod: str, redaction: Redaction,
+                       record: DecisionRecord | None = None) -> dict[str, Any]:
+    """An explanation document as a non-admin may see it (with ``record``, the decision it explains,
+    also through the tenant allow-list)."""
+    if record is not None:
+        body = tenant_explanation(body, record.to_dict())
     if not redaction.active:
         return body
     out = dict(body)

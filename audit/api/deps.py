@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import Request
 
 from audit.api.auth import AuthConfig, Principal
+from audit.api.limits import CallerLimits
 from audit.api.problems import Problem
 from audit.migration import Thresholds
 
@@ -20,6 +21,7 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY
     replay_sync_limit: int = 200  # decisions replayed within a request; more start a job
     migration_thresholds: Thresholds | None = None  # None: audit.api.insights.MIGRATION_THRESHOLDS
+    limits: CallerLimits = CallerLimits()  # per caller: rate, requests in flight, body and URL sizes
 
 
 def principal(request: Request) -> Principal:

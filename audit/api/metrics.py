@@ -74,3 +74,23 @@ def render_gauges(name: str, help_text: str, values: Mapping[str, float], label:
     for key, value in sorted(values.items()):
         lines.append(f"{name}{_labels([(label, key)])} {_num(value)}")
     return lines
+
+
+def process_memory() -> dict[str, float]:
+    """This process's resident memory now and its peak (the kernel's own accounting: statm and
+    getrusage), so an operator — or a test — can see what a request cost in memory."""
+    import os
+    import resource
+
+    with open("/proc/self/statm") as fh:
+        resident_pages = int(fh.read().split()[1])
+    return {"resident_memory_bytes": float(resident_pages * os.sysconf("SC_PAGE_SIZE")),
+            "max_resident_memory_bytes": float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)}
+
+
+def render_process(values: Mapping[str, float]) -> list[str]:
+    lines: list[str] = []
+    for key, value in sorted(values.items()):
+        lines += [f"# HELP process_{key} Process {key.replace('_', ' ')}.", f"# TYPE process_{key} gauge",
+                  f"process_{key} {_num(value)}"]
+    return lines

@@ -29,6 +29,8 @@ PROBLEM_KINDS: dict[str, tuple[int, str]] = {
     "method-not-allowed": (405, "Method not allowed"),
     "payload-too-large": (413, "Request body too large"),
     "unsupported-media-type": (415, "Unsupported content encoding"),
+    "uri-too-long": (414, "URI too long"),
+    "too-many-requests": (429, "Too many requests"),
     "unknown-model": (422, "Unknown device model"),
     "unexplainable": (422, "The recorded world cannot answer this question"),
     "not-implemented": (501, "Not implemented"),
@@ -42,12 +44,13 @@ log = logging.getLogger("claimtrail.api")
 class Problem(Exception):
     """Raised anywhere in a request to answer with a problem document of a known kind."""
 
-    def __init__(self, kind: str, detail: str, **extra: Any) -> None:
+    def __init__(self, kind: str, detail: str, headers: dict[str, str] | None = None, **extra: Any) -> None:
         if kind not in PROBLEM_KINDS:
             raise ValueError(f"unknown problem kind {kind!r}")
         super().__init__(detail)
         self.kind = kind
         self.detail = detail
+        self.headers = dict(headers or {})
         self.extra = extra
 
     @property
@@ -64,15 +67,23 @@ def problem_body(kind: str, detail: str, instance: str = "", **extra: Any) -> di
     return body
 
 
+# A temporary condition tells the client when to come back (RFC 9110 §10.2.3): without it a
+# client cannot tell "retry shortly" from "give up", and a 503 without it reads like an outage.
+RETRY_AFTER_SECONDS = {"unavailable": 1, "too-many-requests": 1}
+
+
 def problem_response(kind: str, detail: str, instance: str = "", headers: dict[str, str] | None = None,
                      **extra: Any) -> JSONResponse:
     body = problem_body(kind, detail, instance, **extra)
+    headers = dict(headers or {})
+    if kind in RETRY_AFTER_SECONDS and not any(k.lower() == "retry-after" for k in headers):
+        headers["Retry-After"] = str(RETRY_AFTER_SECONDS[kind])
     return JSONResponse(body, status_code=body["status"], media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 
 _STATUS_KIND = {400: "bad-request", 401: "unauthorized", 403: "forbidden", 404: "not-found",
-                405: "method-not-allowed", 413: "payload-too-large", 415: "unsupported-media-type",
-                501: "not-implemented", 503: "unavailable"}
+                405: "method-not-allowed", 413: "payload-too-large", 414: "uri-too-long", 415: "unsupported-media-type",
+                429: "too-many-requests", 501: "not-implemented", 503: "unavailable"}
 
 
 def _describe_validation(exc: RequestValidationError) -> str:
@@ -89,8 +100,9 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Problem)
     async def _problem(request: Request, exc: Problem) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.kind == "unauthorized" else None
-        return problem_response(exc.kind, exc.detail, request.url.path, headers=headers, **exc.extra)
+        headers = {"WWW-Authenticate": "Bearer"} if exc.kind == "unauthorized" else {}
+        return problem_response(exc.kind, exc.detail, request.url.path, headers={**headers, **exc.headers},
+                                **exc.extra)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -101,7 +113,8 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         kind = _STATUS_KIND.get(exc.status_code, "bad-request" if exc.status_code < 500 else "internal")
-        return problem_response(kind, str(exc.detail), request.url.path)
+        # the router's 405 names the allowed methods in Allow (RFC 9110 §15.5.6): keep its headers
+        return problem_response(kind, str(exc.detail), request.url.path, headers=dict(exc.headers or {}))
 
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception) -> JSONResponse:

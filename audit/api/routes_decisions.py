@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from audit.api import params, storeport
+from audit.api.answers import AnswerCache
 from audit.api.auth import Principal, redact_explanation, redact_record
 from audit.api.deps import Settings, principal, settings, store, tenant_filter
 from audit.api.problems import Problem
@@ -54,8 +55,19 @@ def list_decisions(
     return JSONResponse({"items": [_shown(who, cfg, r) for r in items], "next": next_cursor})
 
 
-def _get(db: Any, who: Principal, decision: str) -> DecisionRecord:
-    record: DecisionRecord | None = storeport.call(db.get_decision, params.decision_id(decision), who.scope)
+def _answers(request: Request) -> AnswerCache:
+    cache: AnswerCache = request.app.state.answers
+    return cache
+
+
+def _get(db: Any, who: Principal, decision: str, cache: AnswerCache | None = None) -> DecisionRecord:
+    checked = params.decision_id(decision)
+
+    def lookup() -> DecisionRecord | None:
+        found: DecisionRecord | None = storeport.call(db.get_decision, checked, who.scope)
+        return found
+
+    record = lookup() if cache is None else cache.get_or_compute(("decision", checked, who.scope), lookup)
     if record is None:
         raise Problem("not-found", f"decision {decision} not found")
     return record
@@ -63,8 +75,9 @@ def _get(db: Any, who: Principal, decision: str) -> DecisionRecord:
 
 @router.get("/decisions/{decision}", summary="One decision record")
 def get_decision(decision: str, who: Annotated[Principal, Depends(principal)], db: Annotated[Any, Depends(store)],
-                 cfg: Annotated[Settings, Depends(settings)]) -> JSONResponse:
-    return JSONResponse(_shown(who, cfg, _get(db, who, decision)))
+                 cfg: Annotated[Settings, Depends(settings)],
+                 cache: Annotated[AnswerCache, Depends(_answers)]) -> JSONResponse:
+    return JSONResponse(_shown(who, cfg, _get(db, who, decision, cache)))
 
 
 def _check_model(record: DecisionRecord, model: str | None) -> str:
@@ -123,17 +136,23 @@ def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: 
             raise storeport.unavailable(exc) from None
         if body["would_get"]["result"] != "unknown":
             body["summary"] = f"{body['summary']} {would_get_sentence(body['would_get'])}"
-    return body if who.admin else redact_explanation(body, record.pod, cfg.auth.redaction)
+    return body if who.admin else redact_explanation(body, record.pod, cfg.auth.redaction, record)
 
 
 @router.get("/decisions/{decision}/why", summary="Why a decision did (not) get a device model")
 async def why_decision(decision: str, who: Annotated[Principal, Depends(principal)],
                        db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
+                       cache: Annotated[AnswerCache, Depends(_answers)],
                        model: str | None = None, detail: str | None = None) -> JSONResponse:
-    record = await run_in_threadpool(_get, db, who, decision)
-    # The summary answer stays a read of the record (no world rebuild); the per-device one, which
-    # rebuilds a world anyway, also says what the pod would get now.
-    return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail, detail == "devices"))
+    record = await run_in_threadpool(_get, db, who, decision, cache)
+    if detail:
+        # rebuilt from the world each time: large, and rarely asked twice; the per-device answer,
+        # which rebuilds a world anyway, also says what the pod would get now
+        return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail, detail == "devices"))
+    # the summary answer stays a read of the record (no world rebuild), so it can be kept
+    key = ("why", record.decision_id, who.scope, who.admin, model, cfg.auth.redaction)
+    body = await run_in_threadpool(cache.get_or_compute, key, lambda: _why(db, who, cfg, record, model, detail, False))
+    return JSONResponse(body)
 
 
 @router.get("/pods/{namespace}/{name}/why",

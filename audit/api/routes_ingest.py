@@ -1,7 +1,8 @@
 """Ingest of records and world events as JSON lines (optionally gzip), for producers.
 
-The body is read with a hard cap (413 beyond it) and decompressed with the same cap, so a small
-gzip bomb cannot exhaust memory. Ingest writes the store for every tenant, so it needs an admin
+The body is read with a hard cap (413 beyond it) and decompressed once, while it streams in, with
+the same cap, so a small gzip bomb cannot exhaust memory; gzip data where JSON lines should be
+(gzip inside gzip, or gzip without its Content-Encoding) is refused with 415. Ingest writes the store for every tenant, so it needs an admin
 token. Bad lines are quarantined by the store and counted in the answer, never dropped. A
 producer that restarts asks for the last event seq stored for its cluster and goes on from there.
 """
@@ -18,35 +19,40 @@ from audit.api import params, storeport
 from audit.api.auth import Principal
 from audit.api.deps import Settings, principal, settings, store
 from audit.api.problems import Problem
+from audit.store.ingest import GZIP_MAGIC
 
 router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
 
 
-async def _read_capped(request: Request, cap: int) -> bytes:
+async def read_body(request: Request, cap: int, gzip: bool = False) -> bytes:
+    """The request body, decompressed as it arrives when ``gzip``, never more than ``cap`` bytes
+    either way: a small gzip bomb stops at the cap instead of expanding in memory first."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > cap:
         raise Problem("payload-too-large", f"request body of {declared} bytes exceeds the limit of {cap} bytes")
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS) if gzip else None
     chunks: list[bytes] = []
-    size = 0
+    received = size = 0
     async for chunk in request.stream():
+        received += len(chunk)
+        if received > cap:
+            raise Problem("payload-too-large", f"request body exceeds the limit of {cap} bytes")
+        if inflater is not None:
+            if inflater.eof and chunk:
+                raise Problem("malformed-body", "Content-Encoding gzip: data after the end of the gzip stream")
+            try:
+                chunk = inflater.decompress(chunk, cap + 1 - size)
+            except zlib.error as exc:
+                raise Problem("malformed-body", f"Content-Encoding gzip: body is not valid gzip ({exc})") from None
+            if inflater.unconsumed_tail:  # more output waits than the cap leaves room for
+                raise Problem("payload-too-large", f"decompressed body exceeds the limit of {cap} bytes")
         size += len(chunk)
         if size > cap:
-            raise Problem("payload-too-large", f"request body exceeds the limit of {cap} bytes")
+            raise Problem("payload-too-large", f"decompressed body exceeds the limit of {cap} bytes")
         chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _gunzip(body: bytes, cap: int) -> bytes:
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(body, cap + 1)
-    except zlib.error as exc:
-        raise Problem("malformed-body", f"Content-Encoding gzip: body is not valid gzip ({exc})") from None
-    if len(out) > cap or inflater.unconsumed_tail:
-        raise Problem("payload-too-large", f"decompressed body exceeds the limit of {cap} bytes")
-    if not inflater.eof:
+    if inflater is not None and not inflater.eof:
         raise Problem("malformed-body", "Content-Encoding gzip: body is truncated")
-    return out
+    return b"".join(chunks)
 
 
 async def _ingest(kind: str, request: Request, who: Principal, db: Any, cfg: Settings) -> dict[str, Any]:
@@ -55,10 +61,12 @@ async def _ingest(kind: str, request: Request, who: Principal, db: Any, cfg: Set
     encoding = (request.headers.get("content-encoding") or "identity").strip().lower()
     if encoding not in ("identity", "gzip"):
         raise Problem("unsupported-media-type", f"Content-Encoding {encoding[:40]!r}: only gzip or none is accepted")
-    body = await _read_capped(request, cfg.max_body_bytes)
-    if encoding == "gzip":
-        body = _gunzip(body, cfg.max_body_bytes)
-    result = await run_in_threadpool(storeport.call, db.ingest_jsonl, body, kind, "api")
+    body = await read_body(request, cfg.max_body_bytes, gzip=encoding == "gzip")
+    if body[:2] == GZIP_MAGIC:  # decompressed once only: a second layer is refused, not opened
+        said = "inside a gzip body" if encoding == "gzip" else "without Content-Encoding: gzip"
+        raise Problem("unsupported-media-type", f"request body: gzip data {said}; compress JSON lines once and "
+                      "send Content-Encoding: gzip")
+    result = await run_in_threadpool(storeport.call, db.ingest_jsonl, body, kind, "api", False)
     return _as_dict(result)
 
 

@@ -1,8 +1,9 @@
 """The calls the API makes on ``audit.store.AuditStore``, with store errors mapped to problems.
 
 Kept in one place so the API's view of the store is one short list. A store that cannot answer
-(unreachable server, a ClickHouse error) is a 503; a value the store refuses (a stale cursor, a
-bad limit) is a 400 with the store's own message.
+(unreachable server, a ClickHouse error) or a writer's spool that is full or busy is a 503 with
+Retry-After; a body over a limit is a 413; a value the store refuses (a stale cursor, a bad
+limit) is a 400 with the store's own message.
 """
 
 from __future__ import annotations
@@ -14,17 +15,20 @@ from typing import Any, TypeVar
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from audit.api.problems import Problem
-from audit.errors import UserError
+from audit.errors import LimitError, UserError
 from audit.records import DecisionRecord
 from audit.store.connection import StoreError
 from audit.store.filters import DecisionFilter
 from audit.store.quarantine import quarantine_row
+from audit.store.spool import SpoolBusyError, SpoolFullError
 
 T = TypeVar("T")
 
 
 # Failures of the store itself (as opposed to values it refuses).
 STORE_ERRORS = (StoreError, ClickHouseError)
+# Conditions of this server that pass (a full or busy spool): the caller retries the same request.
+TEMPORARY_ERRORS = (SpoolFullError, SpoolBusyError)
 
 
 def unavailable(exc: Exception) -> Problem:
@@ -36,8 +40,10 @@ def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return fn(*args, **kwargs)
     except Problem:
         raise
-    except STORE_ERRORS as exc:
+    except (*STORE_ERRORS, *TEMPORARY_ERRORS) as exc:
         raise unavailable(exc) from None
+    except LimitError as exc:
+        raise Problem("payload-too-large", str(exc)) from None
     except (UserError, ValueError) as exc:
         raise Problem("invalid-parameter", str(exc)) from None
 
@@ -69,10 +75,12 @@ class OtlpSink:
     """What the OTLP receiver writes to: records through a spooled writer, bad payloads to quarantine."""
 
     def __init__(self, store: Any) -> None:
+        self._store = store
         self._writer = store.writer(name="otlp")
 
     def write_records(self, records: list[DecisionRecord]) -> None:
-        self._writer.write_records(records)
+        # the same append-only check as the ingest endpoints: a re-sent span never rewrites a decision
+        self._store.append_history(self._writer, "otlp", list(records), [])
         self._writer.flush()
 
     def quarantine(self, source: str, kind: str, error: str, raw: bytes) -> None:

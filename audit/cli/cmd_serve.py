@@ -3,7 +3,7 @@
 With the embedded store (``chdb://``, the default) this process owns the data directory and
 every producer sends data to its ingest endpoints. An explicit ``--dsn`` must name an existing
 store unless ``--create`` is given. Auth comes from ``--tokens FILE`` (see
-``audit.api.auth``); ``--insecure-local`` makes every caller an admin and is refused unless the
+``audit.api.auth``; it is reloaded on SIGHUP and when it changes); ``--insecure-local`` makes every caller an admin and is refused unless the
 server binds a loopback address. ``--hash-token TOKEN`` prints the digest to put in the file.
 """
 
@@ -14,6 +14,7 @@ import ipaddress
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from audit.errors import UserError
@@ -37,6 +38,13 @@ def register(sub: Any) -> None:
     p.add_argument("--migration-thresholds", metavar="FILE",
                    help="verdict thresholds for /v1/stats/migration (the YAML of `claimtrail migration report`); "
                         "default: device-plugin baseline, every DRA template version as candidate")
+    p.add_argument("--rate-limit", type=float, default=1000.0, metavar="N",
+                   help="requests per second per tenant (and for admins, and per unauthenticated address); 429 beyond")
+    p.add_argument("--burst", type=int, default=2000, help="requests a caller may make at once after a quiet spell")
+    p.add_argument("--max-in-flight", type=int, default=16,
+                   help="requests per caller running at the same time, so no tenant holds every worker; 429 beyond")
+    p.add_argument("--tokens-poll-seconds", type=float, default=2.0,
+                   help="how often the tokens file is checked for changes (SIGHUP reloads it at once)")
     p.add_argument("--hash-token", metavar="TOKEN", help="print the sha256 digest of TOKEN for the tokens file, then exit")
     p.set_defaults(func=run)
 
@@ -91,34 +99,60 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--max-body-mb {args.max_body_mb}: expected a positive number")
     if args.replay_sync_limit < 1:
         raise UserError(f"--replay-sync-limit {args.replay_sync_limit}: expected at least 1")
+    if args.rate_limit <= 0 or args.burst < 1 or args.max_in_flight < 1:
+        raise UserError(f"--rate-limit {args.rate_limit:g} / --burst {args.burst} / --max-in-flight "
+                        f"{args.max_in_flight}: expected a positive rate and at least 1 of each")
+    if args.tokens_poll_seconds <= 0:
+        raise UserError(f"--tokens-poll-seconds {args.tokens_poll_seconds:g}: expected a positive number")
     thresholds = _thresholds(args.migration_thresholds) if args.migration_thresholds else None
 
     import uvicorn
 
     from audit.api.app import create_app
     from audit.api.deps import Settings
+    from audit.api.limits import CallerLimits
     from audit.store.queries import AuditStore
 
     # A DSN someone typed must name an existing store (a typo would otherwise serve an empty one);
     # the default location under CLAIMTRAIL_DATA_DIR is created on first start.
     explicit = bool(args.dsn or os.environ.get("CLAIMTRAIL_DSN"))
     store = AuditStore.open(args.dsn, create=args.create or not explicit)
+    salt = ""
+    if args.tokens:
+        from audit.api.auth import with_default_salt
+        from audit.store.connection import data_dir
+        from audit.telemetry.redaction import stored_salt
+
+        embedded = store.target.embedded_path  # the store's data directory keeps the key of pod hashes
+        salt = stored_salt(Path(embedded).parent if embedded else data_dir())
+        auth = with_default_salt(auth, salt)
     try:
+        store.recover_ingest()
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                                          replay_sync_limit=args.replay_sync_limit,
-                                         migration_thresholds=thresholds),
+                                         migration_thresholds=thresholds,
+                                         limits=CallerLimits(rate=args.rate_limit, burst=args.burst,
+                                                             in_flight=args.max_in_flight)),
                          receiver=_otlp_receiver)
+        reloader = None
+        if args.tokens:
+            from audit.api.tokens_reload import TokenReloader
+
+            reloader = TokenReloader(app, args.tokens, interval=args.tokens_poll_seconds, default_salt=salt)
+            reloader.start()
         print(f"claimtrail serve: listening on http://{args.host}:{args.port} (OpenAPI at /docs)",
               file=sys.stderr, flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+        if reloader is not None:
+            reloader.stop()
     finally:
         store.close()
     return 0
 
 
-def _otlp_receiver(sink: Any) -> tuple[Any, Any]:
+def _otlp_receiver(sink: Any, max_body_bytes: int) -> tuple[Any, Any]:
     """The OTLP/HTTP receiver's routes (/v1/traces, /v1/logs) storing into ``sink``, and its counters."""
     from ingest.otlp import ReceiverCounters, make_router
 
     counters = ReceiverCounters()
-    return make_router(sink, counters=counters), counters
+    return make_router(sink, counters=counters, max_body_bytes=max_body_bytes), counters

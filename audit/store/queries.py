@@ -34,8 +34,10 @@ from audit.store.filters import (
     encode_cursor,
     where_sql,
 )
+from audit.store.history import HistoryGuard, Screened
 from audit.store.ingest import IngestResult, parse_jsonl
 from audit.store.lifecycle import LifecycleCache
+from audit.store.pool import ClientPool
 from audit.store.schema import DEFAULT_RETENTION, Retention
 from audit.store.writer import RecordWriter
 
@@ -80,8 +82,12 @@ class AuditStore:
         self.target = target
         self.client = client
         self.retention = retention
-        self._lock = threading.RLock()  # one query at a time on the shared client
+        self._lock = threading.RLock()  # one statement at a time on the shared client (writes)
+        self._reads = ClientPool(lambda: connect(target, create_database=False))  # reads run side by side
         self._ingest_writer: RecordWriter | None = None
+        self._ingest_lock = threading.Lock()  # the first requests after a start race to create the writer
+        self._admit_lock = threading.Lock()  # screening against history and writing are one step
+        self._history = HistoryGuard(self._query)
         self._writers: list[RecordWriter] = []
         self._lifecycles = LifecycleCache()
 
@@ -103,6 +109,7 @@ class AuditStore:
             writer.close()
         self._writers.clear()
         self._ingest_writer = None
+        self._reads.close()
         self.client.close()
 
     def __enter__(self) -> AuditStore:
@@ -124,19 +131,51 @@ class AuditStore:
         return writer
 
     def _ingest(self) -> RecordWriter:
-        if self._ingest_writer is None:
-            self._ingest_writer = self.writer(name="ingest")
-        return self._ingest_writer
+        with self._ingest_lock:
+            if self._ingest_writer is None:
+                self._ingest_writer = self.writer(name="ingest")
+            return self._ingest_writer
 
-    def ingest_jsonl(self, body: bytes, kind: Literal["records", "events"], source: str) -> IngestResult:
-        """Validate JSON lines (gzip allowed), quarantine bad lines, write and flush good ones."""
-        parsed = parse_jsonl(body, kind, source)
+    def recover_ingest(self) -> bool:
+        """Open the ingest writer and deliver what its spool kept from the last run, before the first
+        request: a producer re-sending a batch that was spooled but unanswered when the process died
+        then finds it in the store. True when the spool is empty."""
+        return self._ingest().drain()
+
+    def ingest_jsonl(self, body: bytes, kind: Literal["records", "events"], source: str,
+                     compressed: bool | None = None) -> IngestResult:
+        """Validate JSON lines (gzip allowed), quarantine bad lines, write and flush good ones.
+        History is append-only (``audit.store.history``): identical re-sends are absorbed, items
+        that differ from what is stored under their key are quarantined."""
+        parsed = parse_jsonl(body, kind, source, compressed)
         writer = self._ingest()
-        writer.write_quarantine(parsed.bad)
-        writer.write_records(parsed.records)
-        writer.write_events(parsed.events)
-        parsed.result.delivered = writer.flush()
-        return parsed.result
+        result = parsed.result
+        records, events = self.append_history(writer, source, parsed.records, parsed.events, parsed.bad,
+                                              parsed.record_lines, parsed.event_lines)
+        result.accepted = len(records.fresh) + len(events.fresh)
+        result.absorbed = records.absorbed + events.absorbed
+        result.quarantined += len(records.conflicts) + len(events.conflicts)
+        for error in records.conflict_errors + events.conflict_errors:
+            if len(result.errors) < 20:
+                result.errors.append(error)
+        result.delivered = writer.flush()
+        return result
+
+    def append_history(self, writer: RecordWriter, source: str, records: list[DecisionRecord],
+                       events: list[WorldEvent], bad: list[Any] | None = None, record_lines: list[int] | None = None,
+                       event_lines: list[int] | None = None) -> tuple[Screened[DecisionRecord], Screened[WorldEvent]]:
+        """Hand ``writer`` what history does not hold yet; identical re-sends are absorbed, conflicts
+        quarantined (with ``bad``, rows already refused). Every producer path of the API goes
+        through here, so the check and the write are one step for all of them."""
+        with self._admit_lock:
+            screened_r = self._history.screen_records(records, record_lines or list(range(1, len(records) + 1)),
+                                                      source)
+            screened_e = self._history.screen_events(events, event_lines or list(range(1, len(events) + 1)), source)
+            writer.write_quarantine([*(bad or []), *screened_r.conflicts, *screened_e.conflicts])
+            writer.write_records(screened_r.fresh)
+            writer.write_events(screened_e.fresh)
+            self._history.remember(screened_r.accepted + screened_e.accepted)
+        return screened_r, screened_e
 
     def ingest_stats(self) -> dict[str, int]:
         """Counters of every writer of this store, summed (for Prometheus)."""
@@ -206,13 +245,14 @@ class AuditStore:
             self.client.insert(table, data, column_names=columns)
 
     # reading: single decisions ---------------------------------------------------------------
-    def _query(self, sql: str, params: dict[str, Any] | None = None, settings: dict[str, Any] | None = None) -> Any:
+    def _query(self, sql: str, params: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
+               **options: Any) -> Any:
         # Pass only parameters the SQL binds: clickhouse-connect falls back to client-side
         # %-formatting when none of the given names has a {name:Type} placeholder, which would
         # both break on literal '%' (formatDateTime) and bypass server-side binding.
         bound = {k: v for k, v in (params or {}).items() if "{" + k + ":" in sql}
-        with self._lock:
-            return self.client.query(sql, parameters=bound, settings=settings)
+        with self._reads.client() as client:
+            return client.query(sql, parameters=bound, settings=settings, **options)
 
     def insight(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run one ``audit.store.insights`` query function through this store's locked client."""
@@ -308,9 +348,8 @@ class AuditStore:
         sql = ("SELECT seq, body FROM events WHERE cluster = {c:String} AND seq > {a:Int64} AND seq <= {u:Int64} "
                "ORDER BY seq LIMIT 1 BY seq LIMIT {n:UInt32}")
         while True:
-            with self._lock:
-                rows_ = self.client.query(sql, parameters={"c": cluster, "a": last, "u": upto_seq, "n": page},
-                                          column_formats={"body": "bytes"}).result_rows
+            rows_ = self._query(sql, {"c": cluster, "a": last, "u": upto_seq, "n": page},
+                                column_formats={"body": "bytes"}).result_rows
             yield from rows_
             if rows_:
                 last = rows_[-1][0]

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from audit.records import DecisionRecord
@@ -25,6 +28,28 @@ from audit.telemetry.record_dict import record_dict
 ENV_REDACT = "CLAIMTRAIL_OTEL_REDACT"
 ENV_REDACT_SALT = "CLAIMTRAIL_OTEL_REDACT_SALT"
 OPTIONS = ("hash_pod_names", "drop_labels", "drop_tenant")
+SALT_FILE = "redaction.salt"
+
+
+def stored_salt(directory: str | os.PathLike[str]) -> str:
+    """The salt kept in ``<directory>/redaction.salt``, made (random, readable by its owner only) on
+    first use. Pod names are few and guessable: hashed without a key, every one of them was
+    recovered by hashing likely names, so hashing is keyed by default; keeping the key in the data
+    directory keeps a pod's hash the same across restarts and across the processes sharing it."""
+    path = Path(directory) / SALT_FILE
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    salt = secrets.token_hex(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it meanwhile: use theirs
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as fh:
+        fh.write(salt + "\n")
+    return salt
 
 
 @dataclass(frozen=True)
@@ -47,17 +72,21 @@ class Redaction:
             raise TelemetryConfigError(
                 f"{ENV_REDACT}: unknown option {unknown[0]!r} (expected a comma list of {', '.join(OPTIONS)})"
             )
+        salt = environ.get(ENV_REDACT_SALT, "")
+        if "hash_pod_names" in chosen and not salt:  # keyed by default; see stored_salt
+            salt = stored_salt(environ.get("CLAIMTRAIL_DATA_DIR", ".claimtrail"))
         return cls(
             hash_pod_names="hash_pod_names" in chosen,
             drop_labels="drop_labels" in chosen,
             drop_tenant="drop_tenant" in chosen,
-            salt=environ.get(ENV_REDACT_SALT, ""),
+            salt=salt,
         )
 
     def pod_token(self, pod: str) -> str:
-        """Without a salt this is the API's own pod hash (``sha256:`` + 16 hex of sha256(pod)), so
-        a pod reads the same in trace explorers and API answers; a salt makes it a keyed HMAC
-        that a dictionary of likely pod names cannot reverse."""
+        """With a salt (the default wherever settings are read: ``stored_salt``) a keyed HMAC that
+        a dictionary of likely pod names cannot reverse; a pod reads the same in trace explorers
+        and API answers when both use the same salt (the same data directory, or the same
+        configured salt). Without one, ``sha256:`` + 16 hex of sha256(pod)."""
         if self.salt:
             h = hmac.new(self.salt.encode(), pod.encode(), hashlib.sha256).hexdigest()[:16]
         else:

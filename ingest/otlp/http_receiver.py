@@ -1,7 +1,8 @@
 """OTLP/HTTP endpoints ``/v1/traces`` and ``/v1/logs`` as a FastAPI router.
 
 Per the OTLP/HTTP spec: protobuf or JSON bodies (the response uses the request's encoding),
-optional gzip, 200 with ``partial_success`` when some items were rejected, 400 with a
+optional gzip, 413 for a body over the size limit (checked while it streams in, before it is
+held whole), 200 with ``partial_success`` when some items were rejected, 400 with a
 ``google.rpc.Status`` body for a malformed payload (which is also quarantined, raw bytes as
 received), 415 for other media types, and 503 when the sink cannot write so the sender retries.
 """
@@ -52,7 +53,10 @@ def make_router(
     router = APIRouter(tags=["otlp"])
 
     async def dispatch(signal: _Signal, request: Request) -> Response:
-        body = await request.body()
+        body = await _read_capped(request, max_body_bytes)
+        if body is None:
+            message = f"body: exceeds the {max_body_bytes}-byte limit"
+            return _status(413, code_pb2.INVALID_ARGUMENT, message, _media_or_json(request))
         # decoding and the store write are blocking work; keep them off the event loop
         return await run_in_threadpool(
             _handle,
@@ -73,6 +77,29 @@ def make_router(
         return await dispatch(logs, request)
 
     return router
+
+
+async def _read_capped(request: Request, cap: int) -> bytes | None:
+    """The body, or None as soon as it is known to exceed ``cap`` (by Content-Length or while it
+    streams in): an oversized body is never held in memory whole."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _media_or_json(request: Request) -> str:
+    try:
+        return media_type(request.headers.get("content-type", ""))
+    except UnsupportedMediaType:
+        return JSON
 
 
 def _handle(

@@ -13,6 +13,9 @@ from tests.otlp.payloads import exported
 
 text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
 small = st.integers(min_value=0, max_value=2**31)
+# a tenant name is any text but the reserved "(others)" and control characters (validate_record)
+tenant_names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12).filter(
+    lambda t: t != "(others)")
 reasons = st.sampled_from(["in_use", "unhealthy", "not_reached", "selected", "quota_exhausted"])
 
 exemplars = st.builds(Exemplar, device=text, node=text, reason=reasons, detail=st.dictionaries(text, text, max_size=2))
@@ -36,7 +39,7 @@ def records(draw: st.DrawFn) -> DecisionRecord:
         seq=draw(small),
         time="2026-01-02T03:04:05.123456+00:00",
         attempt=draw(st.integers(0, 50)),
-        tenant=draw(text),
+        tenant=draw(tenant_names),
         namespace=draw(text),
         pod=draw(text),
         pod_uid=draw(text),

@@ -22,7 +22,8 @@ def _export(monkeypatch: pytest.MonkeyPatch, redact_env: str, compression: str =
         [make_record(tenant=TENANT)],
         verdicts=extra,
         labels={"owner": LABEL_VALUE},
-        env={"CLAIMTRAIL_OTEL_REDACT": redact_env, "OTEL_EXPORTER_OTLP_COMPRESSION": compression},
+        env={"CLAIMTRAIL_OTEL_REDACT": redact_env, "OTEL_EXPORTER_OTLP_COMPRESSION": compression,
+             "CLAIMTRAIL_OTEL_REDACT_SALT": "k"},
     )
 
 
@@ -58,7 +59,7 @@ def test_hashed_pod_record_keeps_the_original_output_digest_and_lists_redacted_p
     original = make_record(tenant=TENANT)
     wire = _export(monkeypatch, "hash_pod_names")
     (received,) = wire.rx.sink.records
-    token = Redaction(hash_pod_names=True).pod_token(POD)
+    token = Redaction(hash_pod_names=True, salt="k").pod_token(POD)
     assert received.pod == token
     assert received.claims == [f"team-vision/{token}-gpu"]
     assert received.output_digest == original.output_digest

@@ -1,0 +1,145 @@
+"""Append-only history: what ingest may add to the store, given what the store already holds.
+
+A decision id or an event's ``(cluster, seq)``, once stored, never changes. Before a batch is
+written, each item is compared with what is stored under its key (and with what this process
+accepted moments ago, which may still be on its way through the writer's spool): an identical
+re-send is absorbed (counted, not written again), a different one is a conflict and goes to
+quarantine with both digests, so the stored copy stays as it was. Two items with one key in the
+same batch are compared the same way, the first one winning.
+
+"Identical" means the same canonical JSON, except for a record's ``duration_us``: it is measured
+from a clock, left out of the output digest for that reason, and a producer re-running the same
+decision measures it again. The caller serializes ``screen`` and ``remember`` so that two
+concurrent requests cannot both add the same new key, and calls ``remember`` only once the
+fresh items are in the writer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from audit.events import WorldEvent
+from audit.records import DecisionRecord, canonical_json
+from audit.store import quarantine as q
+from audit.store.rows import event_json, record_json
+
+T = TypeVar("T")
+Query = Callable[..., Any]
+
+# keys accepted lately, with their digests (about 200 bytes each): enough to cover the largest
+# body (audit.store.ingest.MAX_LINES) and what is still on its way through the writer
+REMEMBERED = 150_000
+LOOKUP_CHUNK = 10_000  # keys per lookup query
+CLOCK_FIELDS = ("duration_us",)
+
+
+@dataclass
+class Screened(Generic[T]):
+    """A batch split by what the store holds: ``fresh`` to write, ``absorbed`` re-sends, ``conflicts``."""
+
+    fresh: list[T] = field(default_factory=list)
+    fresh_lines: list[int] = field(default_factory=list)
+    absorbed: int = 0
+    conflicts: list[q.QuarantineRow] = field(default_factory=list)
+    conflict_errors: list[dict[str, Any]] = field(default_factory=list)  # line, path, error
+    accepted: list[tuple[Hashable, bytes, str]] = field(default_factory=list)  # for ``remember`` once written
+
+
+def record_identity(text: str | bytes) -> bytes:
+    """What two copies of a record must share to be the same decision (its canonical JSON text
+    without the clock-measured fields)."""
+    data = json.loads(text)
+    for name in CLOCK_FIELDS:
+        data.pop(name, None)
+    return hashlib.sha256(canonical_json(data)).digest()
+
+
+def _sha(text: str | bytes) -> str:
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+
+
+class HistoryGuard:
+    """Screens records and events against the store before they are written."""
+
+    def __init__(self, query: Query, remembered: int = REMEMBERED) -> None:
+        self._query = query
+        self._limit = remembered
+        # key -> (identity digest, sha256 of the accepted text), most recent last; digests are kept
+        # as bytes, the hex only made for a conflict's message
+        self._recent: OrderedDict[Hashable, tuple[bytes, bytes]] = OrderedDict()
+
+    def screen_records(self, records: Sequence[DecisionRecord], lines: Sequence[int],
+                       source: str) -> Screened[DecisionRecord]:
+        texts = [record_json(r) for r in records]
+        wanted = [r.decision_id for r in records if r.decision_id not in self._recent]
+        stored: dict[Hashable, tuple[bytes, str]] = {
+            k: (record_identity(t), _sha(t)) for k, t in self._stored_records(sorted(set(wanted)))}
+        return self._split(records, lines, texts, [r.decision_id for r in records], stored, source, "record",
+                           record_identity, lambda r: f"decision {r.decision_id}", "decision_id")
+
+    def screen_events(self, events: Sequence[WorldEvent], lines: Sequence[int], source: str) -> Screened[WorldEvent]:
+        texts = [event_json(e) for e in events]
+        keys: list[Hashable] = [(e.cluster, e.seq) for e in events]
+        stored: dict[Hashable, tuple[bytes, str]] = {}
+        by_cluster: dict[str, set[int]] = {}
+        for e in events:
+            if (e.cluster, e.seq) not in self._recent:
+                by_cluster.setdefault(e.cluster, set()).add(e.seq)
+        for cluster, seqs in by_cluster.items():
+            for seq, body in self._stored_events(cluster, sorted(seqs)):
+                stored[(cluster, seq)] = (hashlib.sha256(body).digest(), _sha(body))
+        return self._split(events, lines, texts, keys, stored, source, "event",
+                           lambda t: hashlib.sha256(t.encode()).digest(),
+                           lambda e: f"event {e.cluster}/{e.seq}", "seq")
+
+    def remember(self, screened: Iterable[tuple[Hashable, bytes, str]]) -> None:
+        for key, identity, sha in screened:
+            self._recent[key] = (identity, bytes.fromhex(sha))
+            self._recent.move_to_end(key)
+        while len(self._recent) > self._limit:
+            self._recent.popitem(last=False)
+
+    def _split(self, items: Sequence[T], lines: Sequence[int], texts: list[str], keys: list[Hashable],
+               stored: dict[Hashable, tuple[bytes, str]], source: str, kind: str,
+               identity: Callable[[str], bytes], name: Callable[[T], str], path: str) -> Screened[T]:
+        out: Screened[T] = Screened()
+        batch: dict[Hashable, tuple[bytes, str]] = {}
+        for item, line, text, key in zip(items, lines, texts, keys, strict=True):
+            mine = (identity(text), _sha(text))
+            recent = self._recent.get(key)
+            before = batch.get(key) or (recent and (recent[0], recent[1].hex())) or stored.get(key)
+            if before is None:
+                batch[key] = mine
+                out.accepted.append((key, *mine))
+                out.fresh.append(item)
+                out.fresh_lines.append(line)
+            elif before[0] == mine[0]:
+                out.absorbed += 1
+            else:
+                error = (f"{name(item)}: conflicts with the stored one (stored sha256 {before[1]}, sent sha256 "
+                         f"{mine[1]}); history is append-only, the stored one is kept")
+                out.conflicts.append(q.quarantine_row(source, kind, error, path, text))
+                out.conflict_errors.append({"line": line, "path": path, "error": error})
+        return out
+
+    def _stored_records(self, ids: list[str]) -> Iterable[tuple[str, str]]:
+        for start in range(0, len(ids), LOOKUP_CHUNK):
+            chunk = ids[start:start + LOOKUP_CHUNK]
+            # the first copy stored is the one every read returns (ReplacingMergeTree keeps one
+            # per key, and the guard never lets a different one in)
+            yield from self._query("SELECT decision_id, any(record) FROM decisions WHERE decision_id IN "
+                                   "{ids:Array(String)} GROUP BY decision_id", {"ids": chunk}).result_rows
+
+    def _stored_events(self, cluster: str, seqs: list[int]) -> Iterable[tuple[int, bytes]]:
+        for start in range(0, len(seqs), LOOKUP_CHUNK):
+            chunk = seqs[start:start + LOOKUP_CHUNK]
+            rows = self._query("SELECT seq, any(body) AS body FROM events WHERE cluster = {c:String} AND seq IN "
+                               "{s:Array(UInt64)} GROUP BY seq", {"c": cluster, "s": chunk},
+                               column_formats={"body": "bytes"}).result_rows
+            for seq, body in rows:
+                yield int(seq), body if isinstance(body, bytes) else str(body).encode()

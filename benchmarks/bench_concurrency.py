@@ -1,0 +1,232 @@
+"""Reads under concurrency while ingest continues, on a store of ≥ 1,000,000 decisions.
+
+A real ``claimtrail serve`` owns an embedded store of ≥ 1M decisions (the store benchmark's bulk
+builder, run into this module's own cache under ``.claimtrail/bench-concurrency``, since ingest
+here adds rows). While a producer keeps posting new decisions to the ingest endpoint, three reads
+are timed over HTTP on loopback, first by one reader, then by 16 at once: a decision by id, the
+summary "why was H100 skipped?", and the newest page of 50 decisions of a tenant. Each phase asks
+for decisions the other phase never asked for, so neither is served by answers the other cached.
+Reported: p99 per read with 16 readers (targets 50 / 100 / 200 ms), its ratio to the one-reader
+p99 of the same run, the ingest rate meanwhile, and the server's resident memory at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE = REPO / ".claimtrail" / "bench-concurrency"
+READERS = 16
+SINGLE_PER_KIND = 100
+CONCURRENT_PER_READER = 45  # 15 of each read per reader: 240 per read in all
+INGEST_BODY = 1_000
+TARGETS_MS = {"decision by id": 50.0, "why (summary)": 100.0, "list (newest 50)": 200.0}
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _store() -> tuple[Path, str]:
+    path = CACHE / "store"
+    if (path / "READY").exists():
+        return path, (path / "READY").read_text().strip()
+    shutil.rmtree(path, ignore_errors=True)
+    from benchmarks.bench_store import _build_large_store
+
+    started = time.perf_counter()
+    _build_large_store(path)
+    how = f"bulk-built from a real record template in {time.perf_counter() - started:.0f} s"
+    (path / "READY").write_text(how + "\n")
+    return path, how
+
+
+def _serve(store_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    from tests.api.conftest import free_port
+
+    port = free_port()
+    log = store_dir / "serve.log"
+    # one caller (the bench) makes every request: lift the per-caller limits out of the way
+    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{store_dir}/db",
+                             "--port", str(port), "--insecure-local", "--rate-limit", "1000000", "--burst", "1000000",
+                             "--max-in-flight", "1000"], cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while True:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"serve did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.5)
+
+
+def _sample(base: str, n: int) -> tuple[list[str], list[str]]:
+    """``n`` decision ids spread over the store (pages at several offsets in time), and the tenants."""
+    ids: list[str] = []
+    tenants: set[str] = set()
+    with httpx.Client(base_url=base, timeout=300) as client:
+        for day in range(1, 8):
+            page = client.get("/v1/decisions", params={"limit": 1000, "until": f"2026-11-0{day}T00:00:00Z"}).json()
+            ids += [item["decision_id"] for item in page["items"]]
+            tenants |= {item["tenant"] for item in page["items"]}
+    random.Random(17).shuffle(ids)
+    if len(ids) < n:
+        raise RuntimeError(f"sampled {len(ids)} decisions, need {n}")
+    return ids[:n], sorted(tenants)
+
+
+class Producer:
+    """Posts bodies of new decisions until stopped; counts what the store accepted."""
+
+    def __init__(self, base: str) -> None:
+        from tests.store.factory import make_record
+
+        self.base = base
+        self.template = make_record(1)
+        self.accepted = 0
+        self.seconds = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._nonce = os.urandom(4).hex()  # every run adds decisions the cached store has not seen
+
+    def _loop(self) -> None:
+        import copy
+
+        from audit.records import to_jsonl
+
+        n = 0
+        started = time.perf_counter()
+        with httpx.Client(base_url=self.base, timeout=300) as client:
+            while not self._stop.is_set():
+                batch = []
+                for _ in range(INGEST_BODY):
+                    rec = copy.copy(self.template)
+                    rec.decision_id = f"ingest-{self._nonce}-{n}"
+                    rec.pod = f"ingest-{n % 5000}"
+                    rec.time = f"2026-11-08T{(n // 3600) % 24:02d}:{(n // 60) % 60:02d}:{n % 60:02d}.000Z"
+                    batch.append(rec)
+                    n += 1
+                answer = client.post("/v1/ingest/records", content=to_jsonl(batch).encode())
+                answer.raise_for_status()
+                self.accepted += int(answer.json()["accepted"])
+        self.seconds = time.perf_counter() - started
+
+    def __enter__(self) -> Producer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _reads(ids: list[str], tenants: list[str]) -> list[tuple[str, str, dict[str, str]]]:
+    """One (kind, path, params) per id for by-id and why, interleaved with list pages."""
+    half = len(ids) // 2
+    out: list[tuple[str, str, dict[str, str]]] = []
+    for k in range(half):
+        out.append(("decision by id", f"/v1/decisions/{ids[k]}", {}))
+        out.append(("why (summary)", f"/v1/decisions/{ids[half + k]}/why", {"model": "H100"}))
+        out.append(("list (newest 50)", "/v1/decisions", {"limit": "50", "tenant": tenants[k % len(tenants)]}))
+    return out
+
+
+def _timed(client: httpx.Client, path: str, params: dict[str, str]) -> float:
+    started = time.perf_counter()
+    answer = client.get(path, params=params)
+    elapsed = time.perf_counter() - started
+    if answer.status_code != 200:
+        raise RuntimeError(f"GET {path}: HTTP {answer.status_code}: {answer.text[:300]}")
+    return elapsed
+
+
+def _run_readers(base: str, work: list[tuple[str, str, dict[str, str]]], readers: int) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {kind: [] for kind in TARGETS_MS}
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def reader(mine: list[tuple[str, str, dict[str, str]]]) -> None:
+        try:
+            with httpx.Client(base_url=base, timeout=300) as client:
+                seen = [(kind, _timed(client, path, params)) for kind, path, params in mine]
+        except BaseException as exc:  # noqa: BLE001 - reported after the join
+            errors.append(exc)
+            return
+        with lock:
+            for kind, seconds in seen:
+                out[kind].append(seconds)
+
+    threads = [threading.Thread(target=reader, args=(work[r::readers],)) for r in range(readers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(f"a reader failed: {errors[0]}")
+    return out
+
+
+def _rss(base: str) -> float:
+    text = httpx.get(f"{base}/metrics", timeout=60).text
+    line = next(x for x in text.splitlines() if x.startswith("process_resident_memory_bytes "))
+    return float(line.split()[1])
+
+
+def run() -> list[dict[str, Any]]:
+    sys.path.insert(0, str(REPO))
+    from tests.api.conftest import stop
+
+    store_dir, how = _store()
+    proc, base = _serve(store_dir)
+    single_n = SINGLE_PER_KIND * 2
+    many_n = READERS * CONCURRENT_PER_READER // 3 * 2
+    try:
+        ids, tenants = _sample(base, single_n + many_n)
+        stats = httpx.get(f"{base}/v1/stats/fallback", params={"group_by": "cluster"}, timeout=300).json()
+        decisions = sum(int(r["decisions"]) for r in stats["rows"])
+        with Producer(base) as producer:
+            time.sleep(2.0)  # ingest is under way before the first read
+            one = _run_readers(base, _reads(ids[:single_n], tenants), 1)
+            many = _run_readers(base, _reads(ids[single_n:], tenants), READERS)
+        rss = _rss(base)
+    finally:
+        stop(proc)
+    rate = producer.accepted / producer.seconds if producer.seconds else 0.0
+    size = f"{decisions:,} decisions" if decisions else "≥ 1,000,000 decisions"
+    note = (f"{size} ({how}); ingest meanwhile {rate:,.0f} rec/s in bodies of {INGEST_BODY}; loopback HTTP, "
+            "2-core machine shared with other work; each phase reads decisions the other did not")
+    rows: list[dict[str, Any]] = []
+    for kind, target in TARGETS_MS.items():
+        p_many, p_one = _p(many[kind], 0.99) * 1000, _p(one[kind], 0.99) * 1000
+        rows.append({"issue": "#17", "name": f"{kind}, {READERS} readers during ingest: p99",
+                     "value": round(p_many, 1), "unit": "ms", "target": f"<= {target:g} ms",
+                     "note": f"{len(many[kind])} requests, median {_p(many[kind], 0.5) * 1000:.1f} ms; one reader, "
+                             f"same run: p99 {p_one:.1f} ms, median {_p(one[kind], 0.5) * 1000:.1f} ms; {note}"})
+        rows.append({"issue": "#17", "name": f"{kind}: p99 {READERS} readers / p99 one reader",
+                     "value": round(p_many / p_one, 2) if p_one else None, "unit": "ratio", "target": "",
+                     "note": f"one reader: {len(one[kind])} requests, p99 {p_one:.1f} ms"})
+    rows.append({"issue": "#17", "name": "ingest during the reads", "value": round(rate), "unit": "rec/s",
+                 "target": "", "note": f"{producer.accepted:,} decisions accepted through /v1/ingest/records"})
+    rows.append({"issue": "#17", "name": "server resident memory after the run", "value": round(rss / 2**20),
+                 "unit": "MiB", "target": "", "note": "process_resident_memory_bytes of the server"})
+    return rows
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(row)
+
