@@ -1,0 +1,214 @@
+"""The cluster loop: what happens around decisions, one instant at a time.
+
+The simulator (``ingest/simulate/loop.py``) and counterfactual replay
+(``audit/replay/counterfactual.py``) both run this one loop, so the same world and the same
+policy give the same decisions whichever of them drives it. At each instant the timed actions due
+then run — the loop's own (a job finishing, a bind retry coming due, a wake-up) and the driver's
+(arrivals, disruptions, recorded world events) — then one scheduling pass attempts the pending
+pods in the queue order (``audit.scheduler.pending``). An attempt is ``decide``, the driver's
+chance to change the world between filter and bind (``before_bind``, where real clusters race),
+then ``bind``. A placed pod runs for the driver's ``duration_ms``; a failed bind backs off and
+retries; a terminal failure fails the pod (phase ``Failed``, then deleted with its claims); node
+loss fails the pods running there. What is left unplaced waits in its queue for a change.
+
+A driver subclasses ``ClusterLoop`` and supplies ``apply`` (fold an event into the world and log
+it), ``record``, ``duration_ms`` and ``on_action`` for its own timed actions. Pure: no I/O, no
+clock; any randomness belongs to the driver.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+from audit.events import EventType, WorldEvent
+from audit.records import DecisionRecord
+from audit.scheduler import engine
+from audit.scheduler.pending import PendingQueues, follow_up
+from audit.world import World, format_time_ms
+
+# The loop's own actions; any other kind is the driver's.
+OWN_ACTIONS = ("finish", "retry", "wake")
+
+
+@dataclass
+class PodState:
+    """What the loop knows of a pod it manages: attempts made, where it runs (empty while pending)."""
+
+    attempts: int = 0
+    node: str = ""
+    device_plugin: bool = False
+
+
+class ClusterLoop:
+    """One cluster's scheduling loop over simulated time; see the module docstring."""
+
+    # Added to the order of the loop's own timed actions: a driver whose world events are ordered
+    # by seq sets it high so its own actions sort after the world's events of the same instant.
+    own_order_base = 0
+
+    def __init__(self, world: World, now_ms: int) -> None:
+        self.world = world
+        self.now = now_ms
+        self.pods: dict[str, PodState] = {}
+        self.pending = PendingQueues()
+        self._heap: list[tuple[int, int, str, Any]] = []  # (time, order, action, data)
+        self._order = 0
+
+    # ---- what a driver supplies ---------------------------------------------------------------
+
+    def apply(self, ev: WorldEvent) -> None:
+        """Fold ``ev`` into the world and log it."""
+        raise NotImplementedError
+
+    def record(self, rec: DecisionRecord) -> None:
+        raise NotImplementedError
+
+    def duration_ms(self, key: str) -> int | None:
+        """How long the pod runs once placed; None when unknown (it then holds its devices)."""
+        raise NotImplementedError
+
+    def on_action(self, kind: str, data: Any) -> None:
+        raise NotImplementedError(kind)
+
+    def before_bind(self, key: str, attempt: int, decision: engine.Decision) -> None:
+        """Between filter and bind: where a driver lets the world change under the proposal."""
+
+    def after_pass(self) -> None:
+        """After the instant's scheduling pass."""
+
+    def on_placed(self, key: str, rec: DecisionRecord) -> None:
+        """A pod was bound (its allocation events are applied)."""
+
+    def on_finished(self, key: str) -> None:
+        """A placed pod ran to its end and is gone."""
+
+    def on_failed(self, key: str) -> None:
+        """A pod failed for good and is gone."""
+
+    # ---- timed actions ------------------------------------------------------------------------
+
+    def push(self, at: int, order: int, kind: str, data: Any) -> None:
+        heapq.heappush(self._heap, (at, order, kind, data))
+
+    def schedule(self, at: int, kind: str, data: Any = None) -> None:
+        self._order += 1
+        self.push(at, self.own_order_base + self._order, kind, data)
+
+    def due_now(self) -> tuple[str, Any] | None:
+        """The next action of the current instant, if any (taken off the heap)."""
+        if self._heap and self._heap[0][0] == self.now:
+            _, _, kind, data = heapq.heappop(self._heap)
+            return kind, data
+        return None
+
+    def peek_now(self) -> tuple[str, Any] | None:
+        """The next action of the current instant without taking it."""
+        if self._heap and self._heap[0][0] == self.now:
+            return self._heap[0][2], self._heap[0][3]
+        return None
+
+    def run_until(self, end_ms: int) -> None:
+        """Every instant before ``end_ms``: its actions, then a scheduling pass."""
+        while self._heap and self._heap[0][0] < end_ms:
+            self.now = self._heap[0][0]
+            while (due := self.due_now()) is not None:
+                self.act(*due)
+            self.schedule_pass()
+            self.after_pass()
+
+    def act(self, kind: str, data: Any) -> None:
+        if kind == "finish":
+            st = self.pods.get(data)
+            if st is not None and st.node:
+                self.remove(data)
+                self.on_finished(data)
+                self.pending.wake()
+        elif kind == "retry":
+            if data in self.pods:
+                self.enqueue(data, self.world.pending.get(data, self.now))
+        elif kind == "wake":
+            self.pending.wake()
+        else:
+            self.on_action(kind, data)
+
+    # ---- pods ---------------------------------------------------------------------------------
+
+    def emit(self, kind: str, namespace: str, name: str, payload: dict[str, Any] | None,
+             type_: str = EventType.UPSERT.value) -> None:
+        """An event of the loop's own (or the driver's) at the current instant."""
+        self.apply(WorldEvent(self.world.cluster, self.world.seq + 1, format_time_ms(self.now), type_, kind,
+                              namespace, name, payload or {}))
+
+    def enqueue(self, key: str, created: int) -> None:
+        self.pending.add(self.world.policy.tenant_for(key.split("/", 1)[0]), created, key)
+
+    def manage(self, key: str, device_plugin: bool, created: int) -> None:
+        """A new pod to schedule."""
+        self.pods[key] = PodState(device_plugin=device_plugin)
+        self.enqueue(key, created)
+
+    def remove(self, key: str) -> None:
+        """The pod goes, and with it the claims generated for it (``status.resourceClaimStatuses``)."""
+        ns, name = key.split("/", 1)
+        pod = self.world.get("Pod", ns, name) or {}
+        claims = [str(s.get("resourceClaimName", ""))
+                  for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
+        del self.pods[key]
+        self.emit("Pod", ns, name, None, EventType.DELETE.value)
+        for claim in claims:
+            if claim and self.world.get("ResourceClaim", ns, claim) is not None:
+                self.emit("ResourceClaim", ns, claim, None, EventType.DELETE.value)
+
+    def fail(self, key: str) -> None:
+        ns, name = key.split("/", 1)
+        pod = self.world.get("Pod", ns, name)
+        if pod is not None:
+            self.emit("Pod", ns, name, {**pod, "status": {**(pod.get("status") or {}), "phase": "Failed"}})
+        self.on_failed(key)
+        self.remove(key)
+
+    def fail_running_on(self, node: str) -> None:
+        """Node loss: the pods running on ``node`` fail, in pod key order."""
+        for key, st in sorted(self.pods.items()):
+            if st.node == node:
+                self.fail(key)
+
+    # ---- the scheduling pass ------------------------------------------------------------------
+
+    def schedule_pass(self) -> None:
+        while (picked := self.pending.pop_next(self.world, self.world.policy, self.now)) is not None:
+            tenant, key = picked
+            self.attempt(key, tenant)
+
+    def attempt(self, key: str, tenant: str) -> None:
+        st = self.pods[key]
+        st.attempts += 1
+        d = engine.decide(self.world, key, st.attempts, self.now)
+        if d.proposal is not None:
+            self.before_bind(key, st.attempts, d)
+            d = engine.bind(self.world, d, self.now)
+        self.record(d.record)
+        rec = d.record
+        if d.events:
+            for ev in d.events:
+                self.apply(ev)
+            st.node = rec.node
+            self.on_placed(key, rec)
+            duration = self.duration_ms(key)
+            if duration is not None:
+                self.schedule(self.now + duration, "finish", key)
+            return
+        if key not in self.pods:
+            return  # failed while binding (its node was lost)
+        then = follow_up(rec, self.world.policy, self.now)
+        if then.action == "retry":
+            self.schedule(then.retry_at_ms, "retry", key)
+        elif then.action == "fail":
+            self.fail(key)
+        else:
+            # unschedulable, quota or waiting for the preferred model: wait for a change
+            self.pending.put_back(tenant, self.world.pending.get(key, self.now), key)
+            if then.wake_at_ms is not None:
+                self.schedule(then.wake_at_ms, "wake", None)
