@@ -96,7 +96,8 @@ class Counterfactual(ClusterLoop):
                 continue
             node = (pod.get("spec") or {}).get("nodeName", "")
             st = self.pods[key] = PodState(start.attempts.get(key, 0), node,
-                                           not (pod.get("spec") or {}).get("resourceClaims"))
+                                           not (pod.get("spec") or {}).get("resourceClaims"),
+                                           start.bind_failures.get(key, 0))
             if key in self.world.pending and key in start.retries:
                 self.schedule(start.retries[key], "retry", key)
             elif key in self.world.pending:

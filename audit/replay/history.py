@@ -14,7 +14,7 @@ another policy. This module sorts a window of the event log into those two parts
 It also derives each job's running time — from its allocation to its deletion — for jobs that
 finished in the window; jobs that failed or never ran in the window have no known duration. And
 ``queue_state`` recovers what the scheduler itself held at a window's start: attempts made,
-retries due, wake-ups due and which tenants were waiting for capacity to change.
+bind failures, retries due, wake-ups due and which tenants were waiting for capacity to change.
 """
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ class QueueState:
     """The scheduler's own state at a window's start, recovered from what came before it."""
 
     attempts: dict[str, int] = field(default_factory=dict)  # pod key -> attempts made
+    bind_failures: dict[str, int] = field(default_factory=dict)  # pod key -> bind failures so far
     retries: dict[str, int] = field(default_factory=dict)  # pod key -> ms of its pending retry
     wakes: list[int] = field(default_factory=list)  # ms of pending wake-ups (waiting for the preferred model)
     blocked: set[str] = field(default_factory=set)  # tenants waiting for capacity to change
@@ -146,6 +147,8 @@ def queue_state(prior: list[DecisionRecord], events: list[WorldEvent], since_ms:
     for r in sorted(prior, key=lambda r: r.seq):  # stable: same-seq records keep their order
         key = f"{r.namespace}/{r.pod}"
         state.attempts[key] = max(state.attempts.get(key, 0), r.attempt)
+        if bind_seq(r) is not None:
+            state.bind_failures[key] = state.bind_failures.get(key, 0) + 1
         last_of_pod[key] = last_of_tenant[r.tenant] = r
         if r.outcome == Outcome.DEFERRED.value and r.retry_class == "unschedulable":
             at = parse_time_ms(r.time) + max(1, fallback_wait_ms - r.wait_ms)

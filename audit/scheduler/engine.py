@@ -7,7 +7,8 @@ against the world at bind time (node gone -> ``node_lost``, slice generation mov
 ``stale_slice``, device now unhealthy -> ``unhealthy``, device taken -> ``binding_conflict``) and
 returns the final record plus the events the decision causes (claim ``status.allocation`` and
 pod ``nodeName``). Failed binds retry with capped exponential backoff while the claim is still
-satisfiable by the cluster's devices and attempts remain, otherwise they are terminal.
+satisfiable by the cluster's devices and the retry budget (bind failures, not passes) is not
+spent, otherwise they are terminal.
 
 Per pod: policy gates per tier (quota, fallback mode; fair-share deferral when the policy asks for
 it) -> cluster-level node filters -> the exact
@@ -45,7 +46,7 @@ from audit.scheduler.attempt import (
     still_satisfiable,
 )
 from audit.scheduler.augment import augment_claim
-from audit.scheduler.binding import bind, bind_check
+from audit.scheduler.binding import bind, bind_check, bind_failures_before
 from audit.scheduler.claimspec import claim_key, claim_requests, result_device_id
 from audit.scheduler.deviceplugin import decide_device_plugin
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
@@ -62,7 +63,7 @@ from audit.scheduler.tiers import (
 )
 from audit.world import World, device_plugin_gpus
 
-__all__ = ["ENGINE_VERSION", "Decision", "Proposal", "bind", "bind_check", "brute_force_choice", "candidate_nodes",
+__all__ = ["ENGINE_VERSION", "Decision", "Proposal", "bind", "bind_check", "bind_failures_before", "brute_force_choice", "candidate_nodes",
            "candidate_order", "decide", "evaluate_node", "still_satisfiable"]
 
 # Upstream DynamicResources Score: Σ over firstAvailable requests of (8 − chosen subrequest index).

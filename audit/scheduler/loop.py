@@ -34,11 +34,13 @@ OWN_ACTIONS = ("finish", "retry", "wake")
 
 @dataclass
 class PodState:
-    """What the loop knows of a pod it manages: attempts made, where it runs (empty while pending)."""
+    """What the loop knows of a pod it manages: attempts made (every pass that tried it), bind
+    failures (what the retry budget counts), where it runs (empty while pending)."""
 
     attempts: int = 0
     node: str = ""
     device_plugin: bool = False
+    bind_failures: int = 0
 
 
 class ClusterLoop:
@@ -188,7 +190,9 @@ class ClusterLoop:
         d = engine.decide(self.world, key, st.attempts, self.now)
         if d.proposal is not None:
             self.before_bind(key, st.attempts, d)
-            d = engine.bind(self.world, d, self.now)
+            d = engine.bind(self.world, d, self.now, failures_before=st.bind_failures)
+            if d.proposal is None:
+                st.bind_failures += 1
         self.record(d.record)
         rec = d.record
         if d.events:

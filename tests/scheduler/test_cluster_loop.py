@@ -23,8 +23,8 @@ from ingest.simulate.scenario import load_scenario_text
 SCENARIO = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "replay", "busy-small.yaml")
 HOUR = 3_600_000
 
-SIMULATED_DIGEST = "cabe83ae31303640b4d9d834beca97ca18a4bd2966692d8e862fe3663281c6cc"
-COUNTERFACTUAL_DIGEST = "06f4f40517e10e74c54764ed80e94f58ce9b31a6d9ce012581e456498fbb6495"
+SIMULATED_DIGEST = "0fcd30cb88a8e81268d8c4a0d8dc4f2abda2b9b2a72997419c721be07b3f1a74"
+COUNTERFACTUAL_DIGEST = "457409f03d10f39df5df985ca6f372e4a44757bc4a663209079a67585f3f66af"
 
 
 @functools.lru_cache(maxsize=1)
