@@ -2,7 +2,7 @@
 
 A policy (``apiVersion: claimtrail.io/v1alpha1``, ``kind: Policy``) is the versioned rule set every
 decision names: tenants (namespace -> tenant), per-tenant quotas per device model (nominal and
-borrowing limit), fairness weights and mode, retry/backoff, timeouts, which taints mean
+borrowing limit), fairness weights and mode, queueing (best-effort or strict FIFO per tenant), retry/backoff, timeouts, which taints mean
 "unhealthy", the device-model table (how a device's model is derived from its attributes, and its
 H100-equivalent weight), the fallback mode, whether one pod may mix models, and topology
 constraints. ``Policy.digest`` is the sha256 of the canonical form (defaults filled, durations in
@@ -28,6 +28,9 @@ KIND = "Policy"
 
 FALLBACK_MODES = ("immediate", "strict", "wait-for-preferred")
 FAIRNESS_MODES = ("drf", "off")
+# best-effort: a tenant's pod that cannot be placed does not hold back its later pods (Kueue's
+# BestEffortFIFO); strict: it does, until capacity changes (Kueue's StrictFIFO).
+QUEUEING_MODES = ("best-effort", "strict")
 # Classes a policy may declare retryable; the rest of audit.records.RetryClass are terminal by nature.
 RETRYABLE_CHOICES = ("binding_conflict", "stale_slice", "unhealthy", "node_lost", "unschedulable", "quota", "fair_share")
 DEFAULT_RETRYABLE = ("binding_conflict", "stale_slice", "unhealthy", "node_lost", "unschedulable", "quota", "fair_share")
@@ -106,6 +109,7 @@ class Policy:
     model_rules: tuple[ModelRule, ...]
     fallback_mode: str
     fallback_wait_ms: int
+    queueing_mode: str
     mixed_models: bool
     topology_match_attributes: tuple[str, ...]
     canonical: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
@@ -344,7 +348,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
         r.fail("metadata.name", "required field missing")
     spec = r.mapping(raw.get("spec"), "spec")
     r.unknown(spec, {"version", "tenants", "fairness", "preemption", "retry", "timeouts", "health", "deviceModels",
-                     "fallback", "mixedModels", "topology"}, "spec")
+                     "fallback", "queueing", "mixedModels", "topology"}, "spec")
     version = spec.get("version")
     if isinstance(version, int | float) and not isinstance(version, bool):
         version = str(version)
@@ -367,6 +371,8 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
     r.unknown(health, {"unhealthyTaintKeys", "unhealthyTaintSuffixes"}, "spec.health")
     fallback = r.mapping(spec.get("fallback"), "spec.fallback")
     r.unknown(fallback, {"mode", "wait"}, "spec.fallback")
+    queueing = r.mapping(spec.get("queueing"), "spec.queueing")
+    r.unknown(queueing, {"mode"}, "spec.queueing")
     topology = r.mapping(spec.get("topology"), "spec.topology")
     r.unknown(topology, {"matchAttributes"}, "spec.topology")
 
@@ -420,6 +426,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
         model_rules=rules,
         fallback_mode=r.string(fallback, "mode", "spec.fallback", "immediate", FALLBACK_MODES),
         fallback_wait_ms=r.duration(fallback, "wait", "spec.fallback", "10m"),
+        queueing_mode=r.string(queueing, "mode", "spec.queueing", "best-effort", QUEUEING_MODES),
         mixed_models=r.boolean(spec, "mixedModels", "spec", True),
         topology_match_attributes=tuple(sorted(set(r.strings(topology, "matchAttributes", "spec.topology")))),
     )
@@ -559,6 +566,7 @@ def _canonical(f: dict[str, Any]) -> dict[str, Any]:
             for x in f["model_rules"]
         ],
         "fallback": {"mode": f["fallback_mode"], "waitMs": f["fallback_wait_ms"]},
+        "queueing": {"mode": f["queueing_mode"]},
         "mixedModels": f["mixed_models"],
         "topology": {"matchAttributes": list(f["topology_match_attributes"])},
     }
@@ -590,6 +598,7 @@ def policy_document(policy: Policy) -> dict[str, Any]:
                        "unhealthyTaintSuffixes": list(policy.unhealthy_taint_suffixes)},
             "deviceModels": c["deviceModels"],
             "fallback": {"mode": policy.fallback_mode, "wait": f"{policy.fallback_wait_ms}ms"},
+            "queueing": {"mode": policy.queueing_mode},
             "mixedModels": policy.mixed_models,
             "topology": {"matchAttributes": list(policy.topology_match_attributes)},
         },

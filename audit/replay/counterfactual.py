@@ -11,10 +11,10 @@ each instant one pass attempts pending pods in the queue order; what cannot be p
 capacity may have changed (a finish, a taint removed, a node or slice added, a foreign claim
 released, a policy activation); failed binds back off and retry; terminal failures fail the pod;
 node loss fails the pods running there. This module feeds it the recorded world events, and the
-events that raced with a recorded bind at the same point of the same attempt. At the window's start the scheduler's own state — pending
-pods, retries due, tenants waiting for a change, attempts made — is recovered from the records and
-events before it (``audit.replay.history.queue_state``). A job runs as long as it ran in the
-recorded history;
+events that raced with a recorded bind at the same point of the same attempt. At the window's
+start the scheduler's own state — pending pods waiting for a change, retries due, attempts and
+bind failures made — is recovered from the world and the records before it
+(``audit.replay.history.queue_state``). A job runs as long as it ran in the recorded history;
 jobs without a known running time (they failed or never ran) hold their devices to the window's
 end. With the recorded policy this reproduces the recorded decisions; with another it shows
 what that policy would have done. Pure: no clock, no randomness.
@@ -108,7 +108,7 @@ class Counterfactual(ClusterLoop):
                     self.unknown_durations += 1
                 else:
                     self.schedule(at, "finish", key)
-        self.pending.blocked = set(start.blocked)
+        self.pending.park_all(strict=self.world.policy.queueing_mode == "strict")
         for at in start.wakes:
             self.schedule(at, "wake", None)
         for ev in self.history.external:

@@ -64,7 +64,7 @@ from audit.scheduler.tiers import (
 from audit.world import World, device_plugin_gpus
 
 __all__ = ["ENGINE_VERSION", "Decision", "Proposal", "bind", "bind_check", "bind_failures_before", "brute_force_choice", "candidate_nodes",
-           "candidate_order", "decide", "evaluate_node", "still_satisfiable"]
+           "candidate_order", "decide", "evaluate_node", "may_place", "queue_skip", "still_satisfiable"]
 
 # Upstream DynamicResources Score: Σ over firstAvailable requests of (8 − chosen subrequest index).
 MAX_SUBREQUESTS = 8
@@ -97,6 +97,26 @@ def decide(world: World, pod_key: str, attempt: int, time_ms: int, policy: Polic
         return Decision(pod_key, attempt, seal(rec), satisfiable=bool(pc.missing))
     rts = request_tiers(pc.claims, model_matcher(world))
     return _decide_dra(ctx, pc.claims, rts)
+
+
+def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> bool:
+    """A cheap necessary condition for ``decide`` to place the pod now.
+
+    False only when some request has no tier the policy leaves open (quota, fallback mode) with a
+    node that could hold it (``candidate_nodes``); a device-plugin pod when no node has enough
+    free GPUs. True says nothing: only ``decide`` knows. The cluster loop asks this before trying
+    a pod again that already failed, so a change that cannot help it costs no attempt.
+    """
+    ctx = AttemptContext(world, pod_key, 0, time_ms, policy or world.policy)
+    pc = resolve_claims(world, ctx.pod)
+    if not pc.claims and not pc.missing and not pc.allocated and device_plugin_gpus(ctx.pod) > 0:
+        gpus = device_plugin_gpus(ctx.pod)
+        return any(c - world.dp_used.get(n, 0) >= gpus for n, c in world.dp_capacity.items())
+    if pc.missing or not pc.claims:
+        return True
+    rts = request_tiers(pc.claims, model_matcher(world))
+    allowed = _policy_gates(ctx, rts)[0]
+    return all(any(candidate_nodes(world, t) for t in allowed[(rt.claim, rt.request)]) for rt in rts)
 
 
 def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers]) -> tuple[
@@ -362,10 +382,31 @@ def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reque
     rec.steps = steps
     rec.message = f"allocated {len(devices)} device(s) on {best.node}" + (
         f" from tier {tier} ({rec.allocated_model})" if primary.first_available else "")
+    skip = queue_skip(world, ctx)
+    if skip is not None:
+        rec.blockers.append(skip)
+        rec.message += (f", ahead of {skip.detail['older_pending']} older pending pod(s) of tenant {ctx.tenant} "
+                        f"(oldest {skip.detail['oldest']})")
     assert best.outcome is not None
     proposal = Proposal(best.node, [claim_key(c) for c in claims], list(best.outcome.allocations),
                         [d.device for d in devices], generations, tier)
     return Decision(ctx.pod_key, ctx.attempt, seal(rec), proposal=proposal)
+
+
+def queue_skip(world: World, ctx: AttemptContext) -> TierBlocker | None:
+    """Evidence that a placement overtakes older pending pods of the same tenant (best-effort
+    queueing lets a pod that fits pass a head that does not), read from the world's pending pods."""
+    if world.pending_by_tenant.get(ctx.tenant, 0) <= 1:
+        return None
+    mine = (world.pending.get(ctx.pod_key, ctx.time_ms - ctx.wait_ms), ctx.pod_key)
+    tenant_for = ctx.policy.tenant_for
+    older = [(created, key) for key, created in world.pending.items()
+             if (created, key) < mine and tenant_for(key.split("/", 1)[0]) == ctx.tenant]
+    if not older:
+        return None
+    created, key = min(older)
+    return TierBlocker(Blocker.QUEUE_SKIP.value, -1, {
+        "older_pending": len(older), "oldest": key, "oldest_wait_ms": max(0, ctx.time_ms - created)})
 
 
 def _insufficient_blocker(world: World, t: Tier) -> TierBlocker:

@@ -23,13 +23,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.events import EventType, WorldEvent
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, Outcome, RetryClass, digest
 from audit.scheduler import engine
 from audit.scheduler.pending import PendingQueues, follow_up
 from audit.world import World, format_time_ms
 
 # The loop's own actions; any other kind is the driver's.
 OWN_ACTIONS = ("finish", "retry", "wake")
+# Failures that hold for every pod of the same shape until capacity grows (a fair-share deferral
+# does not: another tenant's placement in the same pass may lift it).
+UNFIT_CLASSES = frozenset({RetryClass.UNSCHEDULABLE.value, RetryClass.QUOTA.value})
 
 
 @dataclass
@@ -41,6 +44,7 @@ class PodState:
     node: str = ""
     device_plugin: bool = False
     bind_failures: int = 0
+    shape: str | None = None  # digest of the pod and claim specs (see ``ClusterLoop._shape``)
 
 
 class ClusterLoop:
@@ -180,11 +184,48 @@ class ClusterLoop:
     # ---- the scheduling pass ------------------------------------------------------------------
 
     def schedule_pass(self) -> None:
+        """Attempt pending pods in the queue order until every one left waits for a change.
+
+        With best-effort queueing a pod that already failed is tried again only if nothing of its
+        shape (tenant, pod spec, claim specs, whether it still holds out for its preferred model)
+        was found unplaceable since the last change, and only if ``engine.may_place`` allows it:
+        within a pass capacity only shrinks, so such a try could only fail again. A pod's first
+        attempt is always made, so every pending pod has a record saying why it waits.
+        """
+        self.pending.unfit.clear()
         while (picked := self.pending.pop_next(self.world, self.world.policy, self.now)) is not None:
             tenant, key = picked
-            self.attempt(key, tenant)
+            policy = self.world.policy
+            if policy.queueing_mode == "strict":
+                self.attempt(key, tenant)
+                continue
+            shape = self._shape(key)
+            if self.pods[key].attempts > 0 and (
+                    shape in self.pending.unfit or not engine.may_place(self.world, key, self.now, policy)):
+                self.pending.unfit.add(shape)
+                self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=False)
+                continue
+            rec = self.attempt(key, tenant)
+            if rec.outcome != Outcome.ALLOCATED.value and rec.retry_class in UNFIT_CLASSES:
+                self.pending.unfit.add(shape)
 
-    def attempt(self, key: str, tenant: str) -> None:
+    def _shape(self, key: str) -> tuple[object, ...]:
+        """What decides whether the pod can be placed, besides the world: its tenant, pod spec and
+        claim specs (fixed while it is pending, computed once) and its fallback hold."""
+        st = self.pods[key]
+        if st.shape is None:
+            ns, name = key.split("/", 1)
+            pod = self.world.get("Pod", ns, name) or {}
+            claims = [self.world.get("ResourceClaim", ns, str(c.get("resourceClaimName", "")))
+                      for c in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
+            st.shape = digest({"pod": pod.get("spec"), "claims": [(c or {}).get("spec") for c in claims]})
+        policy = self.world.policy
+        created = self.world.pending.get(key, self.now)
+        holding = policy.fallback_mode == "strict" or (
+            policy.fallback_mode == "wait-for-preferred" and self.now - created < policy.fallback_wait_ms)
+        return (policy.tenant_for(key.split("/", 1)[0]), st.shape, holding)
+
+    def attempt(self, key: str, tenant: str) -> DecisionRecord:
         st = self.pods[key]
         st.attempts += 1
         d = engine.decide(self.world, key, st.attempts, self.now)
@@ -203,9 +244,9 @@ class ClusterLoop:
             duration = self.duration_ms(key)
             if duration is not None:
                 self.schedule(self.now + duration, "finish", key)
-            return
+            return rec
         if key not in self.pods:
-            return  # failed while binding (its node was lost)
+            return rec  # failed while binding (its node was lost)
         then = follow_up(rec, self.world.policy, self.now)
         if then.action == "retry":
             self.schedule(then.retry_at_ms, "retry", key)
@@ -213,6 +254,8 @@ class ClusterLoop:
             self.fail(key)
         else:
             # unschedulable, quota or waiting for the preferred model: wait for a change
-            self.pending.put_back(tenant, self.world.pending.get(key, self.now), key)
+            self.pending.put_back(tenant, self.world.pending.get(key, self.now), key,
+                                  strict=self.world.policy.queueing_mode == "strict")
             if then.wake_at_ms is not None:
                 self.schedule(then.wake_at_ms, "wake", None)
+        return rec

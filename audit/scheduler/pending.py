@@ -1,9 +1,15 @@
 """Pending work between attempts: per-tenant queues, the fairness pick, and what follows an attempt.
 
-The simulator and counterfactual replay both drive the engine through this one component, so a
-window replayed under the recorded policy orders and re-queues pods exactly as the recorded run
-did. Queues hold ``(created, pod key)`` sorted by creation; a tenant whose head pod could not be
-placed is blocked until the world changes (a wake), so a pass never spins on the same pod.
+The cluster loop (``audit.scheduler.loop``) keeps its pending pods here. Queues hold
+``(created, pod key)`` sorted by creation; each pick takes, among the tenants' first pods, the one
+first in the fairness order (``audit.scheduler.queue``). What happens to a pod that could not be
+placed depends on the policy's ``spec.queueing.mode``, as Kueue's two queueing strategies:
+
+* ``best-effort`` (the default): the pod alone is parked until the world changes (a wake), and
+  the tenant's later pods are still tried — a blocked head does not stop smaller pods that fit;
+* ``strict``: the pod goes back to the head of its queue and the whole tenant waits for a wake.
+
+Either way a pass never spins on the same pod: it is tried again only after a change.
 """
 
 from __future__ import annotations
@@ -47,18 +53,44 @@ def follow_up(record: DecisionRecord, policy: Policy, now_ms: int) -> FollowUp:
 @dataclass
 class PendingQueues:
     queues: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
-    blocked: set[str] = field(default_factory=set)
+    blocked: set[str] = field(default_factory=set)  # strict: tenants waiting for a change
+    parked: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # best-effort: pods waiting
+    # Pod shapes found unplaceable since the last change (see ``ClusterLoop.schedule_pass``).
+    unfit: set[tuple[object, ...]] = field(default_factory=set)
 
     def add(self, tenant: str, created: int, key: str) -> None:
         bisect.insort(self.queues.setdefault(tenant, []), (created, key))
 
-    def put_back(self, tenant: str, created: int, key: str) -> None:
-        """Return a pod that could not be placed to the head of its queue and block the tenant."""
-        self.queues[tenant].insert(0, (created, key))
-        self.blocked.add(tenant)
+    def put_back(self, tenant: str, created: int, key: str, strict: bool) -> None:
+        """A pod that could not be placed waits for a change: alone (best-effort), or at the head
+        of its queue holding its whole tenant (strict)."""
+        if strict:
+            self.queues[tenant].insert(0, (created, key))
+            self.blocked.add(tenant)
+        else:
+            bisect.insort(self.parked.setdefault(tenant, []), (created, key))
 
     def wake(self) -> None:
+        """Capacity may have grown: every waiting pod and tenant may be tried again."""
         self.blocked.clear()
+        self.unfit.clear()
+        for tenant, waiting in self.parked.items():
+            if waiting:
+                self.queues[tenant] = sorted(self.queues.get(tenant, []) + waiting)
+        self.parked.clear()
+
+    def park_all(self, strict: bool) -> None:
+        """Everything queued waits for a change, as after a completed pass (a window's start)."""
+        if strict:
+            self.blocked = {t for t, q in self.queues.items() if q}
+            return
+        for tenant, q in self.queues.items():
+            for created, key in q:
+                self.put_back(tenant, created, key, strict=False)
+            q.clear()
+
+    def waiting(self) -> int:
+        return sum(len(q) for q in self.queues.values()) + sum(len(q) for q in self.parked.values())
 
     def pop_next(self, world: World, policy: Policy, now_ms: int) -> tuple[str, str] | None:
         """The next ``(tenant, pod key)`` in fairness order among unblocked tenants' head pods."""

@@ -14,6 +14,8 @@ import hashlib
 import json
 import os
 
+import pytest
+
 from audit.records import to_jsonl
 from audit.replay.whatif import whatif
 from audit.world import World, parse_time_ms
@@ -23,14 +25,17 @@ from ingest.simulate.scenario import load_scenario_text
 SCENARIO = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "replay", "busy-small.yaml")
 HOUR = 3_600_000
 
-SIMULATED_DIGEST = "0fcd30cb88a8e81268d8c4a0d8dc4f2abda2b9b2a72997419c721be07b3f1a74"
-COUNTERFACTUAL_DIGEST = "457409f03d10f39df5df985ca6f372e4a44757bc4a663209079a67585f3f66af"
+SIMULATED_DIGEST = "0b4532f4afca43c36f881326fa042d36ec283ce37c2145b5f9f2eb5fb1df8d0d"
+COUNTERFACTUAL_DIGEST = "f14eb1a4ceb3f6d944fa869b231e3bbbbb8d1b46e9f6e32609096dd68c1895c4"
 
 
-@functools.lru_cache(maxsize=1)
-def _run() -> SimulationResult:
+@functools.lru_cache(maxsize=2)
+def _run(queueing: str = "") -> SimulationResult:
     with open(SCENARIO, encoding="utf-8") as fh:
         sc = load_scenario_text(fh.read(), "busy-small.yaml")
+    if queueing:
+        for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
+            doc["spec"]["queueing"] = {"mode": queueing}
     return simulate(sc, seed=3, hours=4.0)
 
 
@@ -41,8 +46,8 @@ def _digest(records, events) -> str:  # noqa: ANN001
     return h.hexdigest()
 
 
-def _window(policy_doc):  # noqa: ANN001, ANN202
-    res = _run()
+def _window(policy_doc, queueing=""):  # noqa: ANN001, ANN202
+    res = _run(queueing)
     t0 = parse_time_ms(res.events[0].time)
     since, until = t0 + int(1.5 * HOUR) + 777, t0 + int(2.9 * HOUR)
     start = World(res.world.cluster)
@@ -68,11 +73,13 @@ def test_a_counterfactual_window_under_another_quota_is_unchanged():
     assert _digest(w.counterfactual.records, w.counterfactual.events) == COUNTERFACTUAL_DIGEST
 
 
-def test_the_recorded_policy_reproduces_the_window():
-    res = _run()
+@pytest.mark.parametrize("queueing", ["", "strict"], ids=["best-effort-by-default", "strict"])
+def test_the_recorded_policy_reproduces_the_window(queueing):
+    res = _run(queueing)
     t0 = parse_time_ms(res.events[0].time)
     active = [e for e in res.events if e.object_kind == "Policy" and parse_time_ms(e.time) < t0 + 2 * HOUR][-1]
-    w = _window(active.payload)
+    assert active.payload["spec"].get("queueing", {}).get("mode", "") == queueing
+    w = _window(active.payload, queueing)
     assert len(w.recorded.records) > 500
     assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
     assert [e.to_dict() for e in w.counterfactual.events] == [e.to_dict() for e in w.recorded.events]
