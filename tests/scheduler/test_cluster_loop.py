@@ -25,8 +25,8 @@ from ingest.simulate.scenario import load_scenario_text
 SCENARIO = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "replay", "busy-small.yaml")
 HOUR = 3_600_000
 
-SIMULATED_DIGEST = "0b4532f4afca43c36f881326fa042d36ec283ce37c2145b5f9f2eb5fb1df8d0d"
-COUNTERFACTUAL_DIGEST = "f14eb1a4ceb3f6d944fa869b231e3bbbbb8d1b46e9f6e32609096dd68c1895c4"
+SIMULATED_DIGEST = "cc6e6bfd7e8a928210fe0bdb87fcd245252624a6081605ba76a0ab4ec9b783ad"
+COUNTERFACTUAL_DIGEST = "d0781ad39a50bf5994014524b4ef1ab9c2994140b896480adf03937f3d762e52"
 
 
 @functools.lru_cache(maxsize=2)

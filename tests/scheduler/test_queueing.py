@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from audit.policy import PolicyError, parse_policy
+from audit.scheduler.pending import PendingQueues
 from tests.scheduler.worlds import cluster, hold, submit
 
 NODES = ("h100-000", "h100-001", "a100-000", "a100-001", "l40s-000")
@@ -115,4 +116,49 @@ def test_a_bad_queueing_field_is_named(queueing, message):
     with pytest.raises(PolicyError) as exc:
         parse_policy(_doc(queueing=queueing))
     assert str(exc.value) == message
+
+
+
+@pytest.mark.parametrize(("waited_min", "first"), [
+    pytest.param(0, "beta/fresh", id="a-fresh-pod-of-the-tenant-below-its-share-goes-first"),
+    pytest.param(60, "alpha/old", id="an-hour-of-waiting-outweighs-a-third-of-an-entitlement"),
+])
+def test_aging_is_counted_in_entitlements(waited_min, first):
+    """alpha holds 8 H100 of a cluster worth 27.28 H100-equivalents shared by two active tenants
+    (13.64 each): a share of 8 / 13.64 = 0.59 once usage history has caught up; at 0.5
+    entitlements per hour of waiting, its pod that waited an hour (aging 0.5) goes before beta's
+    fresh pod (share 0) while its blended share is below 0.5. Measured in absolute
+    H100-equivalents per weight (8) the same hour of aging could never make up the gap."""
+    from audit.scheduler.queue import tenant_share
+    from tests.scheduler.worlds import decide_and_bind
+
+    sim = cluster()
+    for i in range(8):
+        decide_and_bind(sim, submit(sim, f"run-{i}", size=1))
+    assert sim.world.model_in_use("alpha", "H100") == 8
+    old = submit(sim, "old")
+    sim.now += waited_min * 60_000
+    fresh = submit(sim, "fresh", namespace="beta")
+    share = tenant_share(sim.world, sim.world.policy, "alpha", sim.now)
+    assert 0.29 < share < 0.5  # half held now (8 / 13.64 / 2), half the history still catching up
+    queues = PendingQueues()
+    for key in (old, fresh):
+        queues.add(sim.world.policy.tenant_for(key.split("/")[0]), sim.world.pending[key], key)
+    assert queues.pop_next(sim.world, sim.world.policy, sim.now)[1] == first
+
+
+def test_a_tenant_at_its_entitlement_earns_no_aging():
+    """Aging orders tenants owed capacity; one holding its share never overtakes one that is not."""
+    from audit.scheduler.queue import order_key
+    from tests.scheduler.worlds import decide_and_bind
+
+    sim = cluster()
+    for i in range(3):
+        decide_and_bind(sim, submit(sim, f"run-{i}", size=8, template="a100-only" if i else "h100-first"))
+    old = submit(sim, "old")
+    sim.now += 10 * 3_600_000  # usage history has caught up: alpha holds 16 of its 13.64
+    fresh = submit(sim, "fresh", namespace="beta")
+    key = order_key(sim.world, sim.world.policy, old, sim.now)
+    assert key[0] > 1.0  # its share alone, ten hours of waiting notwithstanding
+    assert order_key(sim.world, sim.world.policy, fresh, sim.now)[0] == 0.0
 
