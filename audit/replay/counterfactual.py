@@ -108,7 +108,8 @@ class Counterfactual(ClusterLoop):
                     self.unknown_durations += 1
                 else:
                     self.schedule(at, "finish", key)
-        self.pending.park_all(strict=self.world.policy.queueing_mode == "strict")
+        self.pending.park_all(strict=self.world.policy.queueing_mode == "strict",
+                              group=lambda key: str(self._shape(key)[1]))
         for at in start.wakes:
             self.schedule(at, "wake", None)
         for ev in self.history.external:
@@ -145,7 +146,7 @@ class Counterfactual(ClusterLoop):
                 self.manage(f"{ev.namespace}/{ev.name}", not (ev.payload.get("spec") or {}).get("resourceClaims"),
                             self.now)
             if wakes:
-                self.pending.wake()
+                self.wake(everything=ev.object_kind == "Policy")
 
     def _slice_of(self, ev: WorldEvent, node: str) -> bool:
         if ev.object_kind != "ResourceSlice" or ev.type != EventType.DELETE.value:

@@ -103,8 +103,8 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     """A cheap necessary condition for ``decide`` to place the pod now.
 
     False only when some request has no tier the policy leaves open (quota, fallback mode) with a
-    node that could hold it (``candidate_nodes``); a device-plugin pod when no node has enough
-    free GPUs. True says nothing: only ``decide`` knows. The cluster loop asks this before trying
+    node that has enough free healthy devices of models the tenant's quota still admits; a
+    device-plugin pod when no node has enough free GPUs. True says nothing: only ``decide`` knows. The cluster loop asks this before trying
     a pod again that already failed, so a change that cannot help it costs no attempt.
     """
     ctx = AttemptContext(world, pod_key, 0, time_ms, policy or world.policy)
@@ -116,7 +116,24 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
         return True
     rts = request_tiers(pc.claims, model_matcher(world))
     allowed = _policy_gates(ctx, rts)[0]
-    return all(any(candidate_nodes(world, t) for t in allowed[(rt.claim, rt.request)]) for rt in rts)
+    return all(any(_tier_may_fit(ctx, t) for t in allowed[(rt.claim, rt.request)]) for rt in rts)
+
+
+def _tier_may_fit(ctx: AttemptContext, t: Tier) -> bool:
+    """Some node has enough free healthy devices of the tier's models that quota leaves open: all
+    of one model within its quota for the whole count, or a mix on a node carrying several models
+    each of which could take at least one more device (``evaluate_node`` checks quota per model)."""
+    world = ctx.world
+    if world.has_shared_slices or t.tolerates or t.all_devices:
+        return bool(candidate_nodes(world, t))
+    whole = [m for m in t.models if check_quota(world, ctx.policy, ctx.tenant, m, t.count).fits]
+    if any(n in world.nodes for m in whole for n in world.nodes_with_free(m, t.count)):
+        return True
+    if len(t.models) == 1:
+        return False
+    some = [m for m in t.models if check_quota(world, ctx.policy, ctx.tenant, m, 1).fits]
+    return any(n in world.nodes and sum(world.free_healthy(n, m) for m in some) >= t.count
+               for n in world.multi_model_nodes)
 
 
 def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers]) -> tuple[

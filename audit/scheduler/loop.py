@@ -44,7 +44,7 @@ class PodState:
     node: str = ""
     device_plugin: bool = False
     bind_failures: int = 0
-    shape: str | None = None  # digest of the pod and claim specs (see ``ClusterLoop._shape``)
+    shape: tuple[str, str, str] | None = None  # (policy digest, tenant, spec digest): ``ClusterLoop._shape``
 
 
 class ClusterLoop:
@@ -130,12 +130,12 @@ class ClusterLoop:
             if st is not None and st.node:
                 self.remove(data)
                 self.on_finished(data)
-                self.pending.wake()
+                self.wake()
         elif kind == "retry":
             if data in self.pods:
                 self.enqueue(data, self.world.pending.get(data, self.now))
         elif kind == "wake":
-            self.pending.wake()
+            self.wake()
         else:
             self.on_action(kind, data)
 
@@ -189,8 +189,10 @@ class ClusterLoop:
         With best-effort queueing a pod that already failed is tried again only if nothing of its
         shape (tenant, pod spec, claim specs, whether it still holds out for its preferred model)
         was found unplaceable since the last change, and only if ``engine.may_place`` allows it:
-        within a pass capacity only shrinks, so such a try could only fail again. A pod's first
-        attempt is always made, so every pending pod has a record saying why it waits.
+        within a pass capacity only shrinks, so such a try could only fail again. Skipping writes
+        nothing and changes nothing, so the pods of an unfit shape behind a skipped one are parked
+        at once. A pod's first attempt is always made, so every pending pod has a record saying
+        why it waits.
         """
         self.pending.unfit.clear()
         while (picked := self.pending.pop_next(self.world, self.world.policy, self.now)) is not None:
@@ -203,27 +205,60 @@ class ClusterLoop:
             if self.pods[key].attempts > 0 and (
                     shape in self.pending.unfit or not engine.may_place(self.world, key, self.now, policy)):
                 self.pending.unfit.add(shape)
-                self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=False)
+                self._park(tenant, key)
+                queue = self.pending.queues[tenant]
+                while queue and self.pods[queue[0][1]].attempts > 0 and self._shape(queue[0][1]) in self.pending.unfit:
+                    self._park(tenant, queue.pop(0)[1])
                 continue
             rec = self.attempt(key, tenant)
             if rec.outcome != Outcome.ALLOCATED.value and rec.retry_class in UNFIT_CLASSES:
                 self.pending.unfit.add(shape)
 
+    def _park(self, tenant: str, key: str) -> None:
+        st = self.pods[key]
+        self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=False,
+                              group=st.shape[2] if st.shape is not None else "")
+
+    def wake(self, everything: bool = False) -> None:
+        """Capacity may have grown (a release, a repair, a taint removed, a deadline reached):
+        parked pods whose shape ``engine.may_place`` now allows go back to their queues — the
+        rest could only fail again, and every change that could help them wakes again. A policy
+        activation (``everything``) brings every pod back, as tenants and gates may differ."""
+        self.pending.wake(None if everything else self._admit)
+
+    def _admit(self, tenant: str, pods: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """Of parked pods of one tenant and spec, those ``may_place`` allows; one question per
+        fallback hold (the only thing besides the world that differs between them)."""
+        policy = self.world.policy
+        if policy.fallback_mode != "wait-for-preferred":
+            return pods if engine.may_place(self.world, pods[0][1], self.now, policy) else []
+        answers: dict[tuple[object, ...], bool] = {}
+        out = []
+        for created, key in pods:
+            shape = self._shape(key)
+            ok = answers.get(shape)
+            if ok is None:
+                ok = answers[shape] = engine.may_place(self.world, key, self.now, policy)
+            if ok:
+                out.append((created, key))
+        return out
+
     def _shape(self, key: str) -> tuple[object, ...]:
         """What decides whether the pod can be placed, besides the world: its tenant, pod spec and
         claim specs (fixed while it is pending, computed once) and its fallback hold."""
         st = self.pods[key]
-        if st.shape is None:
+        policy = self.world.policy
+        if st.shape is None or st.shape[0] != policy.digest:
             ns, name = key.split("/", 1)
             pod = self.world.get("Pod", ns, name) or {}
             claims = [self.world.get("ResourceClaim", ns, str(c.get("resourceClaimName", "")))
                       for c in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
-            st.shape = digest({"pod": pod.get("spec"), "claims": [(c or {}).get("spec") for c in claims]})
-        policy = self.world.policy
-        created = self.world.pending.get(key, self.now)
+            st.shape = (policy.digest, policy.tenant_for(ns),
+                        digest({"pod": pod.get("spec"), "claims": [(c or {}).get("spec") for c in claims]}))
         holding = policy.fallback_mode == "strict" or (
-            policy.fallback_mode == "wait-for-preferred" and self.now - created < policy.fallback_wait_ms)
-        return (policy.tenant_for(key.split("/", 1)[0]), st.shape, holding)
+            policy.fallback_mode == "wait-for-preferred"
+            and self.now - self.world.pending.get(key, self.now) < policy.fallback_wait_ms)
+        return (st.shape[1], st.shape[2], holding)
 
     def attempt(self, key: str, tenant: str) -> DecisionRecord:
         st = self.pods[key]
@@ -254,8 +289,10 @@ class ClusterLoop:
             self.fail(key)
         else:
             # unschedulable, quota or waiting for the preferred model: wait for a change
-            self.pending.put_back(tenant, self.world.pending.get(key, self.now), key,
-                                  strict=self.world.policy.queueing_mode == "strict")
+            if self.world.policy.queueing_mode == "strict":
+                self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=True)
+            else:
+                self._park(tenant, key)
             if then.wake_at_ms is not None:
                 self.schedule(then.wake_at_ms, "wake", None)
         return rec

@@ -280,7 +280,7 @@ class Simulator(ClusterLoop):
     def _on_policy(self, doc: dict[str, Any]) -> None:
         parse_policy(doc)
         self.emit("Policy", "", doc["metadata"]["name"], doc)
-        self.pending.wake()
+        self.wake(everything=True)
 
     def _on_flap(self, node: str) -> None:
         if node in self.lost:
@@ -302,7 +302,7 @@ class Simulator(ClusterLoop):
     def _on_recover(self, rule: str) -> None:
         if self.world.get("DeviceTaintRule", "", rule) is not None:
             self.emit("DeviceTaintRule", "", rule, None, EventType.DELETE.value)
-            self.pending.wake()
+            self.wake()
 
     def _on_lose(self, node: str) -> None:
         self.lose_node(node)
@@ -331,7 +331,7 @@ class Simulator(ClusterLoop):
             gen = int(old["spec"]["pool"]["generation"]) + 1
             sl = slice_object(node, pool, self.rng, gen, _driver_version(old), slice_uuids(old))
             self.emit("ResourceSlice", "", sl["metadata"]["name"], sl)
-        self.pending.wake()
+        self.wake()
 
     def _on_upgrade(self, node: str) -> None:
         self.bump_slice(node, upgrade=True)
@@ -350,7 +350,7 @@ class Simulator(ClusterLoop):
         gen = int(old["spec"]["pool"]["generation"]) + 1
         sl = slice_object(node, pool, self.rng, gen, version, slice_uuids(old))
         self.emit("ResourceSlice", "", sl_name, sl)
-        self.pending.wake()
+        self.wake()
 
     def _interfere(self, d: Decision) -> None:
         """Something changes between filter and bind, as races do in a real cluster."""
@@ -385,7 +385,7 @@ class Simulator(ClusterLoop):
     def _on_release_foreign(self, data: tuple[str, str]) -> None:
         ns, name = data
         self.emit("ResourceClaim", ns, name, None, EventType.DELETE.value)
-        self.pending.wake()
+        self.wake()
 
 
 def _weighted(rng: random.Random, choices: tuple[tuple[Any, float], ...]) -> Any:

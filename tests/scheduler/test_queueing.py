@@ -162,3 +162,20 @@ def test_a_tenant_at_its_entitlement_earns_no_aging():
     assert key[0] > 1.0  # its share alone, ten hours of waiting notwithstanding
     assert order_key(sim.world, sim.world.policy, fresh, sim.now)[0] == 0.0
 
+
+def test_free_devices_the_tenant_has_no_quota_for_are_not_a_fit():
+    """alpha is at its 8 H100 (no borrowing), every A100 and L40S is held, H100s are free: its
+    'compatible' tier is open (A100 and L40S quota) but only H100 devices are free."""
+    from audit.scheduler.engine import decide, may_place
+    from tests.scheduler.worlds import decide_and_bind
+
+    sim = cluster()
+    for i in range(8):
+        decide_and_bind(sim, submit(sim, f"run-{i}", size=1))
+    for node in ("a100-000", "a100-001", "l40s-000"):
+        hold(sim, node, list(range(8)))
+    waiting, other = submit(sim, "next"), submit(sim, "other", namespace="beta")
+    assert sim.world.nodes_with_free("H100", 8) == ["h100-001"]
+    assert not may_place(sim.world, waiting, sim.now)
+    assert decide(sim.world, waiting, 1, sim.now).record.outcome == "unschedulable"
+    assert may_place(sim.world, other, sim.now)
