@@ -605,6 +605,44 @@ def policy_document(policy: Policy) -> dict[str, Any]:
     }
 
 
+def contradictions(raw: Mapping[str, Any], policy: Policy) -> list[PolicyError]:
+    """Settings the document states that other settings make meaningless, one error each.
+
+    Read from what the document says (not from defaults, which never contradict): a setting that
+    silently does nothing is a misunderstanding the author should hear about before rollout."""
+    spec = raw.get("spec") if isinstance(raw.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+
+    def said(section: str) -> Mapping[str, Any]:
+        value = spec.get(section)
+        return value if isinstance(value, Mapping) else {}
+
+    out: list[PolicyError] = []
+    fairness, fallback = said("fairness"), said("fallback")
+    if policy.fairness_mode == "off":
+        if fairness.get("deferAboveShare") is True:
+            out.append(PolicyError(policy.name, "spec.fairness.deferAboveShare",
+                                   "has no effect with spec.fairness.mode off (no shares are computed)"))
+        if fairness.get("waitAgingPerHour") not in (None, 0, 0.0):
+            out.append(PolicyError(policy.name, "spec.fairness.waitAgingPerHour",
+                                   "has no effect with spec.fairness.mode off (the order is plain FIFO)"))
+    if "wait" in fallback and policy.fallback_mode != "wait-for-preferred":
+        out.append(PolicyError(policy.name, "spec.fallback.wait",
+                               f"only applies to mode wait-for-preferred (mode is {policy.fallback_mode})"))
+    raw_tenants = spec.get("tenants") if isinstance(spec.get("tenants"), list) else []
+    assert isinstance(raw_tenants, list)
+    index = {str(x.get("name")): i for i, x in enumerate(raw_tenants) if isinstance(x, Mapping)}
+    for t in policy.tenants:
+        for model, q in sorted(t.quotas.items()):
+            if q.borrowing_limit == 0:
+                continue
+            lenders = [o.name for o in policy.tenants if o.name != t.name and o.quotas.get(model, Quota(0, 0)).nominal > 0]
+            if not lenders:
+                out.append(PolicyError(policy.name, f"spec.tenants[{index.get(t.name, '?')}].quotas.{model}.borrowingLimit",
+                                       f"no other tenant has nominal {model} quota to lend"))
+    return out
+
+
 def capacity_findings(policy: Policy, devices_per_model: Mapping[str, int]) -> list[str]:
     """Promises the cluster cannot keep: Σ nominal quota of a model above its device count."""
     out: list[str] = []
