@@ -21,6 +21,7 @@ node (``brute_force_choice`` does exactly that, for tests).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -413,17 +414,16 @@ def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reque
 def queue_skip(world: World, ctx: AttemptContext) -> TierBlocker | None:
     """Evidence that a placement overtakes older pending pods of the same tenant (best-effort
     queueing lets a pod that fits pass a head that does not), read from the world's pending pods."""
-    if world.pending_by_tenant.get(ctx.tenant, 0) <= 1:
+    order = world.pending_order.get(ctx.tenant)
+    if not order or len(order) <= 1:
         return None
     mine = (world.pending.get(ctx.pod_key, ctx.time_ms - ctx.wait_ms), ctx.pod_key)
-    tenant_for = ctx.policy.tenant_for
-    older = [(created, key) for key, created in world.pending.items()
-             if (created, key) < mine and tenant_for(key.split("/", 1)[0]) == ctx.tenant]
-    if not older:
+    older = bisect.bisect_left(order, mine)
+    if older == 0:
         return None
-    created, key = min(older)
+    created, key = order[0]
     return TierBlocker(Blocker.QUEUE_SKIP.value, -1, {
-        "older_pending": len(older), "oldest": key, "oldest_wait_ms": max(0, ctx.time_ms - created)})
+        "older_pending": older, "oldest": key, "oldest_wait_ms": max(0, ctx.time_ms - created)})
 
 
 def _insufficient_blocker(world: World, t: Tier) -> TierBlocker:
