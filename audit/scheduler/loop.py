@@ -201,23 +201,23 @@ class ClusterLoop:
             if policy.queueing_mode == "strict":
                 self.attempt(key, tenant)
                 continue
-            shape = self._shape(key)
-            if self.pods[key].attempts > 0 and (
-                    shape in self.pending.unfit or not engine.may_place(self.world, key, self.now, policy)):
-                self.pending.unfit.add(shape)
-                self._park(tenant, key)
-                queue = self.pending.queues[tenant]
-                while queue and self.pods[queue[0][1]].attempts > 0 and self._shape(queue[0][1]) in self.pending.unfit:
-                    self._park(tenant, queue.pop(0)[1])
-                continue
+            if self.pods[key].attempts > 0:
+                shape = self._shape(key)
+                if shape in self.pending.unfit or not engine.may_place(self.world, key, self.now, policy):
+                    self.pending.unfit.add(shape)
+                    self._park(tenant, key)
+                    queue = self.pending.queues[tenant]
+                    while (queue and self.pods[queue[0][1]].attempts > 0
+                           and self._shape(queue[0][1]) in self.pending.unfit):
+                        self._park(tenant, queue.pop(0)[1])
+                    continue
             rec = self.attempt(key, tenant)
-            if rec.outcome != Outcome.ALLOCATED.value and rec.retry_class in UNFIT_CLASSES:
-                self.pending.unfit.add(shape)
+            if rec.outcome != Outcome.ALLOCATED.value and rec.retry_class in UNFIT_CLASSES and key in self.pods:
+                self.pending.unfit.add(self._shape(key))
 
     def _park(self, tenant: str, key: str) -> None:
-        st = self.pods[key]
-        self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=False,
-                              group=st.shape[2] if st.shape is not None else "")
+        group = str(self._shape(key)[1])  # the spec digest: a wake asks once per tenant and spec
+        self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=False, group=group)
 
     def wake(self, everything: bool = False) -> None:
         """Capacity may have grown (a release, a repair, a taint removed, a deadline reached):
