@@ -2,7 +2,7 @@
 
 A policy (``apiVersion: claimtrail.io/v1alpha1``, ``kind: Policy``) is the versioned rule set every
 decision names: tenants (namespace -> tenant), per-tenant quotas per device model (nominal and
-borrowing limit), fairness weights and mode, retry/backoff, timeouts, which taints mean
+borrowing limit), fairness weights and mode, queueing (best-effort or strict FIFO per tenant), retry/backoff, timeouts, which taints mean
 "unhealthy", the device-model table (how a device's model is derived from its attributes, and its
 H100-equivalent weight), the fallback mode, whether one pod may mix models, and topology
 constraints. ``Policy.digest`` is the sha256 of the canonical form (defaults filled, durations in
@@ -28,6 +28,9 @@ KIND = "Policy"
 
 FALLBACK_MODES = ("immediate", "strict", "wait-for-preferred")
 FAIRNESS_MODES = ("drf", "off")
+# best-effort: a tenant's pod that cannot be placed does not hold back its later pods (Kueue's
+# BestEffortFIFO); strict: it does, until capacity changes (Kueue's StrictFIFO).
+QUEUEING_MODES = ("best-effort", "strict")
 # Classes a policy may declare retryable; the rest of audit.records.RetryClass are terminal by nature.
 RETRYABLE_CHOICES = ("binding_conflict", "stale_slice", "unhealthy", "node_lost", "unschedulable", "quota", "fair_share")
 DEFAULT_RETRYABLE = ("binding_conflict", "stale_slice", "unhealthy", "node_lost", "unschedulable", "quota", "fair_share")
@@ -106,6 +109,7 @@ class Policy:
     model_rules: tuple[ModelRule, ...]
     fallback_mode: str
     fallback_wait_ms: int
+    queueing_mode: str
     mixed_models: bool
     topology_match_attributes: tuple[str, ...]
     regret_window_ms: int
@@ -345,7 +349,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
         r.fail("metadata.name", "required field missing")
     spec = r.mapping(raw.get("spec"), "spec")
     r.unknown(spec, {"version", "tenants", "fairness", "preemption", "retry", "timeouts", "health", "deviceModels",
-                     "fallback", "mixedModels", "topology"}, "spec")
+                     "fallback", "queueing", "mixedModels", "topology"}, "spec")
     version = spec.get("version")
     if isinstance(version, int | float) and not isinstance(version, bool):
         version = str(version)
@@ -368,6 +372,8 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
     r.unknown(health, {"unhealthyTaintKeys", "unhealthyTaintSuffixes"}, "spec.health")
     fallback = r.mapping(spec.get("fallback"), "spec.fallback")
     r.unknown(fallback, {"mode", "wait", "regretWindow"}, "spec.fallback")
+    queueing = r.mapping(spec.get("queueing"), "spec.queueing")
+    r.unknown(queueing, {"mode"}, "spec.queueing")
     topology = r.mapping(spec.get("topology"), "spec.topology")
     r.unknown(topology, {"matchAttributes"}, "spec.topology")
 
@@ -423,6 +429,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
         fallback_wait_ms=r.duration(fallback, "wait", "spec.fallback", "10m"),
         # how long after a fallback the first choice becoming allocatable still counts as regret
         regret_window_ms=r.duration(fallback, "regretWindow", "spec.fallback", "10m"),
+        queueing_mode=r.string(queueing, "mode", "spec.queueing", "best-effort", QUEUEING_MODES),
         mixed_models=r.boolean(spec, "mixedModels", "spec", True),
         topology_match_attributes=tuple(sorted(set(r.strings(topology, "matchAttributes", "spec.topology")))),
     )
@@ -563,6 +570,7 @@ def _canonical(f: dict[str, Any]) -> dict[str, Any]:
         ],
         "fallback": {"mode": f["fallback_mode"], "waitMs": f["fallback_wait_ms"],
                      "regretWindowMs": f["regret_window_ms"]},
+        "queueing": {"mode": f["queueing_mode"]},
         "mixedModels": f["mixed_models"],
         "topology": {"matchAttributes": list(f["topology_match_attributes"])},
     }
@@ -595,10 +603,49 @@ def policy_document(policy: Policy) -> dict[str, Any]:
             "deviceModels": c["deviceModels"],
             "fallback": {"mode": policy.fallback_mode, "wait": f"{policy.fallback_wait_ms}ms",
                          "regretWindow": f"{policy.regret_window_ms}ms"},
+            "queueing": {"mode": policy.queueing_mode},
             "mixedModels": policy.mixed_models,
             "topology": {"matchAttributes": list(policy.topology_match_attributes)},
         },
     }
+
+
+def contradictions(raw: Mapping[str, Any], policy: Policy) -> list[PolicyError]:
+    """Settings the document states that other settings make meaningless, one error each.
+
+    Read from what the document says (not from defaults, which never contradict): a setting that
+    silently does nothing is a misunderstanding the author should hear about before rollout."""
+    spec = raw.get("spec") if isinstance(raw.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+
+    def said(section: str) -> Mapping[str, Any]:
+        value = spec.get(section)
+        return value if isinstance(value, Mapping) else {}
+
+    out: list[PolicyError] = []
+    fairness, fallback = said("fairness"), said("fallback")
+    if policy.fairness_mode == "off":
+        if fairness.get("deferAboveShare") is True:
+            out.append(PolicyError(policy.name, "spec.fairness.deferAboveShare",
+                                   "has no effect with spec.fairness.mode off (no shares are computed)"))
+        if fairness.get("waitAgingPerHour") not in (None, 0, 0.0):
+            out.append(PolicyError(policy.name, "spec.fairness.waitAgingPerHour",
+                                   "has no effect with spec.fairness.mode off (the order is plain FIFO)"))
+    if "wait" in fallback and policy.fallback_mode != "wait-for-preferred":
+        out.append(PolicyError(policy.name, "spec.fallback.wait",
+                               f"only applies to mode wait-for-preferred (mode is {policy.fallback_mode})"))
+    raw_tenants = spec.get("tenants") if isinstance(spec.get("tenants"), list) else []
+    assert isinstance(raw_tenants, list)
+    index = {str(x.get("name")): i for i, x in enumerate(raw_tenants) if isinstance(x, Mapping)}
+    for t in policy.tenants:
+        for model, q in sorted(t.quotas.items()):
+            if q.borrowing_limit == 0:
+                continue
+            lenders = [o.name for o in policy.tenants if o.name != t.name and o.quotas.get(model, Quota(0, 0)).nominal > 0]
+            if not lenders:
+                out.append(PolicyError(policy.name, f"spec.tenants[{index.get(t.name, '?')}].quotas.{model}.borrowingLimit",
+                                       f"no other tenant has nominal {model} quota to lend"))
+    return out
 
 
 def capacity_findings(policy: Policy, devices_per_model: Mapping[str, int]) -> list[str]:

@@ -52,6 +52,8 @@ class Blocker(StrEnum):
     FAIR_SHARE_DEFERRED = "fair_share_deferred"
     INSUFFICIENT_ON_NODE = "insufficient_on_node"
     NOT_REQUESTED = "not_requested"
+    # Not a tier's: the placement went ahead of older pending pods of its tenant (tier -1).
+    QUEUE_SKIP = "queue_skip"
 
 
 class Outcome(StrEnum):

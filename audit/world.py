@@ -241,6 +241,8 @@ class World:
         self.has_shared_slices = False
         self.pending: dict[str, int] = {}  # pod key -> creation ms (no nodeName yet)
         self.pending_by_tenant: dict[str, int] = {}  # tenant (under the active policy) -> pending pods
+        # tenant -> its pending pods as sorted (creation ms, pod key): the queue order within a tenant
+        self.pending_order: dict[str, list[tuple[int, str]]] = {}
         self.dp_capacity: dict[str, int] = {}  # device-plugin node -> nvidia.com/gpu allocatable
         self.dp_used: dict[str, int] = {}
         self.dp_model: dict[str, str] = {}
@@ -328,10 +330,13 @@ class World:
 
     def _count_pending_by_tenant(self) -> None:
         counts: dict[str, int] = {}
-        for key in self.pending:
+        order: dict[str, list[tuple[int, str]]] = {}
+        for key, created in self.pending.items():
             tenant = self.policy.tenant_for(key.split("/", 1)[0])
             counts[tenant] = counts.get(tenant, 0) + 1
+            order.setdefault(tenant, []).append((created, key))
         self.pending_by_tenant = counts
+        self.pending_order = {t: sorted(v) for t, v in order.items()}
 
     # ---- devices --------------------------------------------------------------------------------
 
@@ -666,6 +671,7 @@ class World:
         new_node = ((new or {}).get("spec") or {}).get("nodeName", "")
         live = new is not None and not _terminated(new)
         was_pending = key in self.pending
+        before = self.pending.get(key)
         if new is not None and live and not new_node:
             self.pending[key] = parse_time_ms(new["metadata"].get("creationTimestamp") or self.time or "1970-01-01T00:00:00Z")
         else:
@@ -673,6 +679,15 @@ class World:
         if was_pending != (key in self.pending):
             tenant = self.policy.tenant_for(key.split("/", 1)[0])
             self.pending_by_tenant[tenant] = self.pending_by_tenant.get(tenant, 0) + (1 if not was_pending else -1)
+        after = self.pending.get(key)
+        if before != after:
+            order = self.pending_order.setdefault(self.policy.tenant_for(key.split("/", 1)[0]), [])
+            if before is not None:
+                i = bisect.bisect_left(order, (before, key))
+                if i < len(order) and order[i] == (before, key):
+                    del order[i]
+            if after is not None:
+                bisect.insort(order, (after, key))
         old_gpus = device_plugin_gpus(old) if old_node else 0
         new_gpus = device_plugin_gpus(new) if new_node and live else 0
         if old_gpus and (old_node != new_node or not new_gpus):

@@ -2,8 +2,10 @@
 
 FILE may hold the Policy alone or a whole scenario; ResourceSlices in it (and in ``--cluster``
 files) and a Workload's ``nodePools`` give the device count per model (through the policy's
-model table). Every validation error is printed with its field path; Σ nominal quota above the
-devices of a model is flagged. Exit 0: valid; 1: valid but over-committed; 2: invalid.
+model table). Every validation error is printed with its field path, and so is every setting the
+document states that another makes meaningless (``audit.policy.contradictions``); Σ nominal
+quota above the devices of a model is flagged. Exit 0: valid; 1: valid but over-committed; 2:
+invalid or contradictory.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def device_counts(docs: list[Any], policy: Any) -> dict[str, int]:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from audit.policy import capacity_findings, parse_policy, policy_findings
+    from audit.policy import capacity_findings, contradictions, parse_policy, policy_findings
 
     docs = yaml_documents(args.file)
     policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
@@ -72,6 +74,12 @@ def run_check(args: argparse.Namespace) -> int:
             status = 2
             continue
         policy = parse_policy(doc)
+        refused = contradictions(doc, policy)
+        if refused:
+            for e in refused:
+                print(f"{args.file}: {e}", file=sys.stderr)
+            status = 2
+            continue
         counts = device_counts(cluster_docs, policy)
         if not counts:
             print(f"Policy {policy.name} version {policy.version}: valid (digest {policy.digest[:16]}); "

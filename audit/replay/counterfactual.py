@@ -6,15 +6,15 @@ the given policy; the decisions' effects (binds, finishes, failures) are regener
 decisions may diverge from the recorded ones and everything after follows from them. The given
 policy is active for the whole window: every Policy activation in it carries that document.
 
-The scheduling loop follows the cluster model the simulator records (ingest/simulate/loop.py) and
-shares its queues (``audit.scheduler.pending``): after each instant one pass attempts pending pods
-in the fairness order, one tenant's head at a time, FIFO within a tenant; a tenant whose head cannot be placed waits until
+The scheduling loop is the one the simulator runs (``audit.scheduler.loop.ClusterLoop``): after
+each instant one pass attempts pending pods in the queue order; what cannot be placed waits until
 capacity may have changed (a finish, a taint removed, a node or slice added, a foreign claim
 released, a policy activation); failed binds back off and retry; terminal failures fail the pod;
-node loss fails the pods running there. At the window's start the scheduler's own state — pending
-pods, retries due, tenants waiting for a change, attempts made — is recovered from the records and
-events before it (``audit.replay.history.queue_state``). A job runs as long as it ran in the
-recorded history;
+node loss fails the pods running there. This module feeds it the recorded world events, and the
+events that raced with a recorded bind at the same point of the same attempt. At the window's
+start the scheduler's own state — pending pods waiting for a change, retries due, attempts and
+bind failures made — is recovered from the world and the records before it
+(``audit.replay.history.queue_state``). A job runs as long as it ran in the recorded history;
 jobs without a known running time (they failed or never ran) hold their devices to the window's
 end. With the recorded policy this reproduces the recorded decisions; with another it shows
 what that policy would have done. Pure: no clock, no randomness.
@@ -22,7 +22,6 @@ what that policy would have done. Pure: no clock, no randomness.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,11 +30,9 @@ from audit.policy import Policy, parse_policy
 from audit.records import DecisionRecord
 from audit.replay.history import QueueState, SplitHistory
 from audit.scheduler import engine
-from audit.scheduler.pending import PendingQueues, follow_up
-from audit.timestamps import format_time_ms, parse_time_ms
+from audit.scheduler.loop import ClusterLoop, PodState
+from audit.timestamps import parse_time_ms
 from audit.world import World
-
-_OWN = 1 << 62  # own actions sort after the world's events of the same instant
 
 
 @dataclass
@@ -56,13 +53,6 @@ class CounterfactualRun:
     unknown_durations: int = 0  # jobs that ran here without a recorded running time
 
 
-@dataclass
-class _Pod:
-    attempts: int = 0
-    node: str = ""
-    device_plugin: bool = False
-
-
 def quota_violations(world: World, policy: Policy, tenant: str, models: set[str], time: str) -> list[QuotaViolation]:
     """Models where the tenant now holds more than nominal + borrowing limit."""
     out = []
@@ -73,26 +63,24 @@ def quota_violations(world: World, policy: Policy, tenant: str, models: set[str]
     return out
 
 
-class Counterfactual:
+class Counterfactual(ClusterLoop):
     """One counterfactual run over a window; see the module docstring."""
+
+    own_order_base = 1 << 62  # own actions sort after the world's events (ordered by seq) of an instant
 
     def __init__(self, world: World, history: SplitHistory, policy_doc: dict[str, Any], end_ms: int,
                  start: QueueState | None = None) -> None:
-        self.world = world
+        super().__init__(world, world.time_ms)
         self.history = history
         self.policy_doc = policy_doc
         self.policy = parse_policy(policy_doc)
         self.end_ms = end_ms
-        self.now = world.time_ms
         self.records: list[DecisionRecord] = []
         self.events: list[WorldEvent] = []
         self.violations: list[QuotaViolation] = []
         self.unknown_durations = 0
-        self._heap: list[tuple[int, int, str, Any]] = []
-        self._order = 0
-        self.pods: dict[str, _Pod] = {}
-        self.pending = PendingQueues()
         self._interference = {k: list(v) for k, v in history.interference.items()}
+        self._late: list[tuple[str, int]] = []
         self._adopt(start or QueueState())
 
     # ---- setup ----------------------------------------------------------------------------------
@@ -102,52 +90,43 @@ class Counterfactual:
         running ones keep running; waiting tenants keep waiting."""
         if self.world.seq >= 0 and self.world.policy.digest != self.policy.digest:
             name = str(self.policy_doc.get("metadata", {}).get("name", "counterfactual"))
-            self._emit(WorldEvent(self.world.cluster, self.world.seq + 1, self.world.time, EventType.UPSERT.value,
+            self.apply(WorldEvent(self.world.cluster, self.world.seq + 1, self.world.time, EventType.UPSERT.value,
                                   "Policy", "", name, self.policy_doc))
         for key, pod in sorted(self.world.objects.get("Pod", {}).items()):
             if key not in self.history.managed_pods:
                 continue
             node = (pod.get("spec") or {}).get("nodeName", "")
-            st = self.pods[key] = _Pod(start.attempts.get(key, 0), node,
-                                       not (pod.get("spec") or {}).get("resourceClaims"))
+            st = self.pods[key] = PodState(start.attempts.get(key, 0), node,
+                                           not (pod.get("spec") or {}).get("resourceClaims"),
+                                           start.bind_failures.get(key, 0))
             if key in self.world.pending and key in start.retries:
-                self._schedule(start.retries[key], "retry", key)
+                self.schedule(start.retries[key], "retry", key)
             elif key in self.world.pending:
-                self._enqueue(key, self.world.pending[key])
+                self.enqueue(key, self.world.pending[key])
             elif st.node:
                 at = self.history.finished_at.get(key)
                 if at is None:
                     self.unknown_durations += 1
                 else:
-                    self._schedule(at, "finish", key)
-        self.pending.blocked = set(start.blocked)
+                    self.schedule(at, "finish", key)
+        self.pending.park_all(strict=self.world.policy.queueing_mode == "strict",
+                              group=lambda key: str(self._shape(key)[1]))
         for at in start.wakes:
-            self._schedule(at, "wake", None)
+            self.schedule(at, "wake", None)
         for ev in self.history.external:
-            self._push(_time(ev), ev.seq, "world", ev)
+            self.push(parse_time_ms(ev.time), ev.seq, "world", ev)
         for (key, _attempt), evs in sorted(self._interference.items()):
-            self._push(_time(evs[0]), evs[0].seq, "late", (key, _attempt))
-
-    def _push(self, at: int, order: int, kind: str, data: Any) -> None:
-        heapq.heappush(self._heap, (at, order, kind, data))
-
-    def _schedule(self, at: int, kind: str, data: Any) -> None:
-        self._order += 1
-        self._push(at, _OWN + self._order, kind, data)
+            self.push(parse_time_ms(evs[0].time), evs[0].seq, "late", (key, _attempt))
 
     # ---- the world ------------------------------------------------------------------------------
 
-    def _emit(self, ev: WorldEvent) -> None:
+    def apply(self, ev: WorldEvent) -> None:
+        """Fold an event in at the next seq; a policy activation carries the counterfactual policy."""
         ev = WorldEvent(ev.cluster, self.world.seq + 1, ev.time, ev.type, ev.object_kind, ev.namespace, ev.name,
                         self.policy_doc if ev.object_kind == "Policy" and ev.type == EventType.UPSERT.value
                         else ev.payload, ev.resource_version)
         self.world.apply(ev)
         self.events.append(ev)
-
-    def _own(self, kind: str, namespace: str, name: str, payload: dict[str, Any] | None,
-             type_: str = EventType.UPSERT.value) -> None:
-        self._emit(WorldEvent(self.world.cluster, 0, format_time_ms(self.now), type_, kind, namespace, name,
-                              payload or {}))
 
     def _world_events(self, events: list[WorldEvent]) -> None:
         """Apply the world's events with the reactions the cluster has to them."""
@@ -155,7 +134,7 @@ class Counterfactual:
         while pending:
             ev = pending.pop(0)
             if ev.object_kind == "Node" and ev.type == EventType.DELETE.value:
-                self._emit(ev)
+                self.apply(ev)
                 self._lose(ev.name, pending)
                 continue
             wakes = ((ev.object_kind == "DeviceTaintRule" and ev.type == EventType.DELETE.value)
@@ -163,13 +142,12 @@ class Counterfactual:
                      or (ev.object_kind == "ResourceClaim" and ev.type == EventType.DELETE.value))
             created = (ev.object_kind == "Pod" and ev.type == EventType.UPSERT.value
                        and self.world.get("Pod", ev.namespace, ev.name) is None)
-            self._emit(ev)
+            self.apply(ev)
             if created:
-                key = f"{ev.namespace}/{ev.name}"
-                self.pods[key] = _Pod(device_plugin=not (ev.payload.get("spec") or {}).get("resourceClaims"))
-                self._enqueue(key, self.now)
+                self.manage(f"{ev.namespace}/{ev.name}", not (ev.payload.get("spec") or {}).get("resourceClaims"),
+                            self.now)
             if wakes:
-                self.pending.wake()
+                self.wake(everything=ev.object_kind == "Policy")
 
     def _slice_of(self, ev: WorldEvent, node: str) -> bool:
         if ev.object_kind != "ResourceSlice" or ev.type != EventType.DELETE.value:
@@ -180,111 +158,47 @@ class Counterfactual:
     def _lose(self, node: str, following: list[WorldEvent]) -> None:
         """Node loss: its slice goes with it (the next event), then the pods running there fail."""
         if following and self._slice_of(following[0], node):
-            self._emit(following.pop(0))
-        elif (self._heap and self._heap[0][0] == self.now and self._heap[0][2] == "world"
-              and self._slice_of(self._heap[0][3], node)):
-            self._emit(heapq.heappop(self._heap)[3])
-        for key, st in sorted(self.pods.items()):
-            if st.node == node:
-                self._fail(key)
+            self.apply(following.pop(0))
+        else:
+            nxt = self.peek_now()
+            if nxt is not None and nxt[0] == "world" and self._slice_of(nxt[1], node):
+                due = self.due_now()
+                assert due is not None
+                self.apply(due[1])
+        self.fail_running_on(node)
 
-    # ---- pods ----------------------------------------------------------------------------------
+    # ---- the loop's hooks -----------------------------------------------------------------------
 
-    def _enqueue(self, key: str, created: int) -> None:
-        self.pending.add(self.world.policy.tenant_for(key.split("/", 1)[0]), created, key)
+    def run(self) -> CounterfactualRun:
+        self.run_until(self.end_ms)
+        return CounterfactualRun(self.records, self.events, self.world, self.violations, self.unknown_durations)
 
-    def _schedule_finish(self, key: str) -> None:
+    def on_action(self, kind: str, data: Any) -> None:
+        if kind == "world":
+            self._world_events([data])
+        elif kind == "late":
+            self._late.append(data)
+        else:
+            raise ValueError(f"unknown action {kind!r}")
+
+    def after_pass(self) -> None:
+        late, self._late = self._late, []
+        for attempt in late:
+            # the attempt these events raced with did not happen here: they happen after the pass
+            self._world_events(self._interference.pop(attempt, []))
+
+    def before_bind(self, key: str, attempt: int, decision: engine.Decision) -> None:
+        self._world_events(self._interference.pop((key, attempt), []))
+
+    def record(self, rec: DecisionRecord) -> None:
+        self.records.append(rec)
+
+    def on_placed(self, key: str, rec: DecisionRecord) -> None:
+        models = {dev.model for dev in rec.devices} or {rec.allocated_model}
+        self.violations += quota_violations(self.world, self.world.policy, rec.tenant, models, rec.time)
+
+    def duration_ms(self, key: str) -> int | None:
         duration = self.history.durations.get(key)
         if duration is None:
             self.unknown_durations += 1
-            return
-        self._schedule(self.now + duration, "finish", key)
-
-    def _remove(self, key: str) -> None:
-        """The pod goes, and with it the claims generated for it (``status.resourceClaimStatuses``)."""
-        ns, name = key.split("/", 1)
-        pod = self.world.get("Pod", ns, name) or {}
-        claims = [str(s.get("resourceClaimName", "")) for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
-        self.pods.pop(key)
-        self._own("Pod", ns, name, None, EventType.DELETE.value)
-        for claim in claims:
-            if claim and self.world.get("ResourceClaim", ns, claim) is not None:
-                self._own("ResourceClaim", ns, claim, None, EventType.DELETE.value)
-
-    def _fail(self, key: str) -> None:
-        ns, name = key.split("/", 1)
-        pod = self.world.get("Pod", ns, name)
-        if pod is not None:
-            self._own("Pod", ns, name, {**pod, "status": {**(pod.get("status") or {}), "phase": "Failed"}})
-        self._remove(key)
-
-    # ---- the loop -------------------------------------------------------------------------------
-
-    def run(self) -> CounterfactualRun:
-        while self._heap and self._heap[0][0] < self.end_ms:
-            self.now = self._heap[0][0]
-            late: list[tuple[str, int]] = []
-            while self._heap and self._heap[0][0] == self.now:
-                _, _, kind, data = heapq.heappop(self._heap)
-                if kind == "late":
-                    late.append(data)
-                else:
-                    self._act(kind, data)
-            self._pass()
-            for attempt in late:
-                # the attempt these events raced with did not happen here: they happen after the pass
-                self._world_events(self._interference.pop(attempt, []))
-        return CounterfactualRun(self.records, self.events, self.world, self.violations, self.unknown_durations)
-
-    def _act(self, kind: str, data: Any) -> None:
-        if kind == "world":
-            self._world_events([data])
-        elif kind == "finish":
-            st = self.pods.get(data)
-            if st is not None and st.node:
-                self._remove(data)
-                self.pending.wake()
-        elif kind == "retry":
-            if data in self.pods:
-                self._enqueue(data, self.world.pending.get(data, self.now))
-        elif kind == "wake":
-            self.pending.wake()
-
-    def _pass(self) -> None:
-        while (picked := self.pending.pop_next(self.world, self.world.policy, self.now)) is not None:
-            tenant, key = picked
-            self._attempt(key, tenant)
-
-    def _attempt(self, key: str, tenant: str) -> None:
-        st = self.pods[key]
-        st.attempts += 1
-        d = engine.decide(self.world, key, st.attempts, self.now)
-        if d.proposal is not None:
-            self._world_events(self._interference.pop((key, st.attempts), []))
-            d = engine.bind(self.world, d, self.now)
-        self.records.append(d.record)
-        rec = d.record
-        if d.events:
-            for ev in d.events:
-                self._emit(ev)
-            st.node = rec.node
-            models = {dev.model for dev in rec.devices} or {rec.allocated_model}
-            self.violations += quota_violations(self.world, self.world.policy, rec.tenant, models, rec.time)
-            self._schedule_finish(key)
-            return
-        if key not in self.pods:
-            return  # failed while binding (its node was lost)
-        then = follow_up(rec, self.world.policy, self.now)
-        if then.action == "retry":
-            self._schedule(then.retry_at_ms, "retry", key)
-        elif then.action == "fail":
-            self._fail(key)
-        else:
-            self.pending.put_back(tenant, self.world.pending.get(key, self.now), key)
-            if then.wake_at_ms is not None:
-                self._schedule(then.wake_at_ms, "wake", None)
-
-
-def _time(ev: WorldEvent) -> int:
-    return parse_time_ms(ev.time)
-
+        return duration

@@ -14,7 +14,7 @@ another policy. This module sorts a window of the event log into those two parts
 It also derives each job's running time — from its allocation to its deletion — for jobs that
 finished in the window; jobs that failed or never ran in the window have no known duration. And
 ``queue_state`` recovers what the scheduler itself held at a window's start: attempts made,
-retries due, wake-ups due and which tenants were waiting for capacity to change.
+bind failures, retries due and wake-ups due.
 """
 
 from __future__ import annotations
@@ -102,51 +102,28 @@ BIND_RETRY = frozenset({"binding_conflict", "stale_slice", "unhealthy", "node_lo
 
 @dataclass
 class QueueState:
-    """The scheduler's own state at a window's start, recovered from what came before it."""
+    """The scheduler's own state at a window's start, recovered from what came before it.
+
+    A window starts between instants, after a completed scheduling pass: every pending pod not
+    due for a bind retry is waiting for a change, which the counterfactual restores as it finds
+    them (``PendingQueues.park_all``); only what the records alone know is kept here."""
 
     attempts: dict[str, int] = field(default_factory=dict)  # pod key -> attempts made
+    bind_failures: dict[str, int] = field(default_factory=dict)  # pod key -> bind failures so far
     retries: dict[str, int] = field(default_factory=dict)  # pod key -> ms of its pending retry
     wakes: list[int] = field(default_factory=list)  # ms of pending wake-ups (waiting for the preferred model)
-    blocked: set[str] = field(default_factory=set)  # tenants waiting for capacity to change
 
 
-def blocks(r: DecisionRecord) -> bool:
-    """Did this attempt leave its tenant waiting for a capacity change (not allocated, no retry, not failed)?"""
-    return (r.outcome != Outcome.ALLOCATED.value and r.retry_class != "terminal"
-            and not (r.retry_class in BIND_RETRY and r.backoff_ms > 0))
-
-
-def wake_seqs(events: list[WorldEvent], managed: set[str], managed_claims: set[str]) -> list[int]:
-    """Seqs of events after which waiting tenants try again: capacity may have grown (a taint
-    removed, a node or slice published, a policy activated, a foreign claim released, a job
-    finished — a failed job's deletion does not count)."""
-    failed: set[str] = set()
-    out: list[int] = []
-    for ev in events:
-        kind, deleted = ev.object_kind, ev.type == EventType.DELETE.value
-        key = _pod_key(ev)
-        if kind == "Pod" and not deleted and _phase(ev) == "Failed":
-            failed.add(key)
-        wakes = ((kind == "DeviceTaintRule" and deleted)
-                 or (kind in ("Node", "ResourceSlice", "Policy") and not deleted)
-                 or (kind == "ResourceClaim" and deleted and key not in managed_claims)
-                 or (kind == "Pod" and deleted and key in managed and key not in failed))
-        if wakes:
-            out.append(ev.seq)
-    return out
-
-
-def queue_state(prior: list[DecisionRecord], events: list[WorldEvent], since_ms: int,
-                fallback_wait_ms: int) -> QueueState:
-    """``prior``: records before the window, in the order they were made; ``events``: the log
-    before the window."""
+def queue_state(prior: list[DecisionRecord], since_ms: int, fallback_wait_ms: int) -> QueueState:
+    """``prior``: records before the window, in the order they were made."""
     state = QueueState()
     last_of_pod: dict[str, DecisionRecord] = {}
-    last_of_tenant: dict[str, DecisionRecord] = {}
     for r in sorted(prior, key=lambda r: r.seq):  # stable: same-seq records keep their order
         key = f"{r.namespace}/{r.pod}"
         state.attempts[key] = max(state.attempts.get(key, 0), r.attempt)
-        last_of_pod[key] = last_of_tenant[r.tenant] = r
+        if bind_seq(r) is not None:
+            state.bind_failures[key] = state.bind_failures.get(key, 0) + 1
+        last_of_pod[key] = r
         if r.outcome == Outcome.DEFERRED.value and r.retry_class == "unschedulable":
             at = parse_time_ms(r.time) + max(1, fallback_wait_ms - r.wait_ms)
             if at >= since_ms:
@@ -154,14 +131,5 @@ def queue_state(prior: list[DecisionRecord], events: list[WorldEvent], since_ms:
     for key, r in last_of_pod.items():
         if r.retry_class in BIND_RETRY and r.backoff_ms > 0 and parse_time_ms(r.time) + r.backoff_ms >= since_ms:
             state.retries[key] = parse_time_ms(r.time) + r.backoff_ms
-    managed = set(last_of_pod)
-    woken = wake_seqs(events, managed, {f"{r.namespace}/{c}" for r in prior for c in r.claims})
-    last_wake = max(woken) if woken else -1
-    fired = [parse_time_ms(r.time) + max(1, fallback_wait_ms - r.wait_ms) for r in prior
-             if r.outcome == Outcome.DEFERRED.value and r.retry_class == "unschedulable"]
-    for tenant, r in last_of_tenant.items():
-        t = parse_time_ms(r.time)
-        if blocks(r) and last_wake <= r.seq and not any(t < w < since_ms for w in fired):
-            state.blocked.add(tenant)
     state.wakes.sort()
     return state

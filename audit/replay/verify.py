@@ -187,7 +187,8 @@ class Verifier:
                 results[r.decision_id] = _failed(r, exc)
                 continue
             bind = self._bind or engine.bind
-            results[r.decision_id] = _result(r, bind(world, d, parse_time_ms(r.time)).record)
+            results[r.decision_id] = _result(r, bind(world, d, parse_time_ms(r.time),
+                                                     failures_before=engine.bind_failures_before(r)).record)
         for r in records:
             yield results[r.decision_id]
 

@@ -4,8 +4,11 @@ Checked in order against the world at bind time: the node is gone (``node_lost``
 slice moved to another generation (``stale_slice``), a device now carries a taint the policy
 calls unhealthy (``unhealthy``), a device was taken by another claim (``binding_conflict``).
 A failed bind is retried with the policy's capped exponential backoff when its class is
-retryable, attempts remain and the cluster still has devices that could satisfy the claims;
-otherwise it is terminal. A successful bind returns the events the decision writes: each
+retryable, the retry budget is not spent and the cluster still has devices that could satisfy
+the claims; otherwise it is terminal. The budget (``spec.retry.maxAttempts``) counts bind
+failures only: passes that left the pod waiting in its queue are not failed attempts. The k-th
+bind failure of a pod backs off min(cap, base·2^(k−1)) and its record says "bind failure k of
+N" (and carries k in the failure's evidence, where replay reads it back). A successful bind returns the events the decision writes: each
 claim's ``status.allocation`` (+ ``reservedFor``) and the pod's ``nodeName``.
 """
 
@@ -47,8 +50,20 @@ def bind_check(world: World, proposal: Proposal) -> tuple[RetryClass, dict[str, 
     return None
 
 
-def bind(world: World, decision: Decision, time_ms: int, policy: Policy | None = None) -> Decision:
-    """Re-check at bind time; on success return the events the allocation writes."""
+def bind_failures_before(record: DecisionRecord) -> int:
+    """How many bind failures the pod had before the one ``record`` reports (0 if none)."""
+    for b in reversed(record.blockers):
+        k = b.detail.get("bind_failure")
+        if isinstance(k, int) and "bind_seq" in b.detail:
+            return max(0, k - 1)
+    return 0
+
+
+def bind(world: World, decision: Decision, time_ms: int, policy: Policy | None = None,
+         failures_before: int = 0) -> Decision:
+    """Re-check at bind time; on success return the events the allocation writes.
+
+    ``failures_before``: the pod's bind failures so far (what the retry budget counts)."""
     policy = policy or world.policy
     p = decision.proposal
     if p is None:
@@ -61,18 +76,21 @@ def bind(world: World, decision: Decision, time_ms: int, policy: Policy | None =
     cls, detail = failure if failure is not None else (RetryClass.TERMINAL, {"pod": decision.pod_key})
     rec = DecisionRecord.from_dict(decision.record.to_dict())
     satisfiable = pod is not None and cls != RetryClass.TERMINAL and _satisfiable_after(world, pod, decision)
-    retryable = satisfiable and policy.is_retryable(cls.value) and decision.attempt < policy.max_attempts
+    k = failures_before + 1
+    retryable = satisfiable and policy.is_retryable(cls.value) and k < policy.max_attempts
     rec.outcome = Outcome.ERROR.value
     rec.node, rec.devices, rec.allocated_model, rec.fallback = "", [], "", False
-    rec.blockers = [*rec.blockers, TierBlocker(cls.value, p.tier, {**detail, "bind_seq": world.seq})]
+    rec.blockers = [*rec.blockers, TierBlocker(cls.value, p.tier, {
+        **detail, "bind_seq": world.seq, "bind_failure": k, "max_bind_failures": policy.max_attempts})]
+    budget = f"bind failure {k} of {policy.max_attempts}"
     if retryable:
         rec.retry_class = cls.value
-        rec.backoff_ms = policy.backoff_ms(decision.attempt)
-        rec.message = f"bind-time re-check failed ({cls.value}); retrying in {rec.backoff_ms} ms"
+        rec.backoff_ms = policy.backoff_ms(k)
+        rec.message = f"bind-time re-check failed ({cls.value}); {budget}; retrying in {rec.backoff_ms} ms"
     else:
         rec.retry_class = RetryClass.TERMINAL.value
         why = ("pod deleted before bind" if pod is None else
-               f"attempt {decision.attempt} of {policy.max_attempts}" if satisfiable else
+               budget if satisfiable else
                "no node in the cluster can satisfy the claims any more")
         rec.message = f"bind-time re-check failed ({cls.value}); terminal: {why}"
     return Decision(decision.pod_key, decision.attempt, seal(rec), satisfiable=satisfiable)

@@ -7,7 +7,8 @@ against the world at bind time (node gone -> ``node_lost``, slice generation mov
 ``stale_slice``, device now unhealthy -> ``unhealthy``, device taken -> ``binding_conflict``) and
 returns the final record plus the events the decision causes (claim ``status.allocation`` and
 pod ``nodeName``). Failed binds retry with capped exponential backoff while the claim is still
-satisfiable by the cluster's devices and attempts remain, otherwise they are terminal.
+satisfiable by the cluster's devices and the retry budget (bind failures, not passes) is not
+spent, otherwise they are terminal.
 
 Per pod: policy gates per tier (quota, fallback mode; fair-share deferral when the policy asks for
 it) -> cluster-level node filters -> the exact
@@ -21,6 +22,7 @@ node (``brute_force_choice`` does exactly that, for tests).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +40,7 @@ from audit.scheduler.attempt import (
     still_satisfiable,
 )
 from audit.scheduler.augment import augment_claim
-from audit.scheduler.binding import bind, bind_check
+from audit.scheduler.binding import bind, bind_check, bind_failures_before
 from audit.scheduler.claimspec import claim_key, claim_requests, result_device_id
 from audit.scheduler.deviceplugin import decide_device_plugin
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
@@ -55,8 +57,8 @@ from audit.scheduler.tiers import (
 )
 from audit.world import World, device_plugin_gpus
 
-__all__ = ["ENGINE_VERSION", "Decision", "Proposal", "bind", "bind_check", "brute_force_choice", "candidate_nodes",
-           "candidate_order", "decide", "evaluate_node", "still_satisfiable"]
+__all__ = ["ENGINE_VERSION", "Decision", "Proposal", "bind", "bind_check", "bind_failures_before", "brute_force_choice", "candidate_nodes",
+           "candidate_order", "decide", "evaluate_node", "may_place", "queue_skip", "still_satisfiable"]
 
 # Upstream DynamicResources Score: Σ over firstAvailable requests of (8 − chosen subrequest index).
 MAX_SUBREQUESTS = 8
@@ -89,6 +91,43 @@ def decide(world: World, pod_key: str, attempt: int, time_ms: int, policy: Polic
         return Decision(pod_key, attempt, seal(rec), satisfiable=bool(pc.missing))
     rts = request_tiers(pc.claims, model_matcher(world))
     return _decide_dra(ctx, pc.claims, rts)
+
+
+def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> bool:
+    """A cheap necessary condition for ``decide`` to place the pod now.
+
+    False only when some request has no tier the policy leaves open (quota, fallback mode) with a
+    node that has enough free healthy devices of models the tenant's quota still admits; a
+    device-plugin pod when no node has enough free GPUs. True says nothing: only ``decide`` knows. The cluster loop asks this before trying
+    a pod again that already failed, so a change that cannot help it costs no attempt.
+    """
+    ctx = AttemptContext(world, pod_key, 0, time_ms, policy or world.policy)
+    pc = resolve_claims(world, ctx.pod)
+    if not pc.claims and not pc.missing and not pc.allocated and device_plugin_gpus(ctx.pod) > 0:
+        gpus = device_plugin_gpus(ctx.pod)
+        return any(c - world.dp_used.get(n, 0) >= gpus for n, c in world.dp_capacity.items())
+    if pc.missing or not pc.claims:
+        return True
+    rts = request_tiers(pc.claims, model_matcher(world))
+    allowed = _policy_gates(ctx, rts)[0]
+    return all(any(_tier_may_fit(ctx, t) for t in allowed[(rt.claim, rt.request)]) for rt in rts)
+
+
+def _tier_may_fit(ctx: AttemptContext, t: Tier) -> bool:
+    """Some node has enough free healthy devices of the tier's models that quota leaves open: all
+    of one model within its quota for the whole count, or a mix on a node carrying several models
+    each of which could take at least one more device (``evaluate_node`` checks quota per model)."""
+    world = ctx.world
+    if world.has_shared_slices or t.tolerates or t.all_devices:
+        return bool(candidate_nodes(world, t))
+    whole = [m for m in t.models if check_quota(world, ctx.policy, ctx.tenant, m, t.count).fits]
+    if any(n in world.nodes for m in whole for n in world.nodes_with_free(m, t.count)):
+        return True
+    if len(t.models) == 1:
+        return False
+    some = [m for m in t.models if check_quota(world, ctx.policy, ctx.tenant, m, 1).fits]
+    return any(n in world.nodes and sum(world.free_healthy(n, m) for m in some) >= t.count
+               for n in world.multi_model_nodes)
 
 
 def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers]) -> tuple[
@@ -354,10 +393,30 @@ def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reque
     rec.steps = steps
     rec.message = f"allocated {len(devices)} device(s) on {best.node}" + (
         f" from tier {tier} ({rec.allocated_model})" if primary.first_available else "")
+    skip = queue_skip(world, ctx)
+    if skip is not None:
+        rec.blockers.append(skip)
+        rec.message += (f", ahead of {skip.detail['older_pending']} older pending pod(s) of tenant {ctx.tenant} "
+                        f"(oldest {skip.detail['oldest']})")
     assert best.outcome is not None
     proposal = Proposal(best.node, [claim_key(c) for c in claims], list(best.outcome.allocations),
                         [d.device for d in devices], generations, tier)
     return Decision(ctx.pod_key, ctx.attempt, seal(rec), proposal=proposal)
+
+
+def queue_skip(world: World, ctx: AttemptContext) -> TierBlocker | None:
+    """Evidence that a placement overtakes older pending pods of the same tenant (best-effort
+    queueing lets a pod that fits pass a head that does not), read from the world's pending pods."""
+    order = world.pending_order.get(ctx.tenant)
+    if not order or len(order) <= 1:
+        return None
+    mine = (world.pending.get(ctx.pod_key, ctx.time_ms - ctx.wait_ms), ctx.pod_key)
+    older = bisect.bisect_left(order, mine)
+    if older == 0:
+        return None
+    created, key = order[0]
+    return TierBlocker(Blocker.QUEUE_SKIP.value, -1, {
+        "older_pending": older, "oldest": key, "oldest_wait_ms": max(0, ctx.time_ms - created)})
 
 
 def _insufficient_blocker(world: World, t: Tier) -> TierBlocker:

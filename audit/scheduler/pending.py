@@ -1,19 +1,26 @@
 """Pending work between attempts: per-tenant queues, the fairness pick, and what follows an attempt.
 
-The simulator and counterfactual replay both drive the engine through this one component, so a
-window replayed under the recorded policy orders and re-queues pods exactly as the recorded run
-did. Queues hold ``(created, pod key)`` sorted by creation; a tenant whose head pod could not be
-placed is blocked until the world changes (a wake), so a pass never spins on the same pod.
+The cluster loop (``audit.scheduler.loop``) keeps its pending pods here. Queues hold
+``(created, pod key)`` sorted by creation; each pick takes, among the tenants' first pods, the one
+first in the fairness order (``audit.scheduler.queue``). What happens to a pod that could not be
+placed depends on the policy's ``spec.queueing.mode``, as Kueue's two queueing strategies:
+
+* ``best-effort`` (the default): the pod alone is parked until the world changes (a wake), and
+  the tenant's later pods are still tried — a blocked head does not stop smaller pods that fit;
+* ``strict``: the pod goes back to the head of its queue and the whole tenant waits for a wake.
+
+Either way a pass never spins on the same pod: it is tried again only after a change.
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from audit.policy import Policy
 from audit.records import DecisionRecord, Outcome, RetryClass
-from audit.scheduler.queue import order_key
+from audit.scheduler.queue import order_key, tenant_share
 from audit.world import World
 
 # Failures found at bind time retry after their backoff; everything else waits for a change.
@@ -47,27 +54,74 @@ def follow_up(record: DecisionRecord, policy: Policy, now_ms: int) -> FollowUp:
 @dataclass
 class PendingQueues:
     queues: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
-    blocked: set[str] = field(default_factory=set)
+    blocked: set[str] = field(default_factory=set)  # strict: tenants waiting for a change
+    # best-effort: pods waiting, per (tenant, group) — the group is the caller's (pods of one shape)
+    parked: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+    # Pod shapes found unplaceable since the last change (see ``ClusterLoop.schedule_pass``).
+    unfit: set[tuple[object, ...]] = field(default_factory=set)
+    # Tenant shares for one (world seq, time, policy): a pass picks many pods between changes.
+    _shares: dict[str, float] = field(default_factory=dict)
+    _shares_at: tuple[int, int, str] = (-2, 0, "")
 
     def add(self, tenant: str, created: int, key: str) -> None:
         bisect.insort(self.queues.setdefault(tenant, []), (created, key))
 
-    def put_back(self, tenant: str, created: int, key: str) -> None:
-        """Return a pod that could not be placed to the head of its queue and block the tenant."""
-        self.queues[tenant].insert(0, (created, key))
-        self.blocked.add(tenant)
+    def put_back(self, tenant: str, created: int, key: str, strict: bool, group: str = "") -> None:
+        """A pod that could not be placed waits for a change: alone (best-effort), or at the head
+        of its queue holding its whole tenant (strict)."""
+        if strict:
+            self.queues[tenant].insert(0, (created, key))
+            self.blocked.add(tenant)
+        else:
+            self.parked.setdefault((tenant, group), []).append((created, key))
 
-    def wake(self) -> None:
+    def wake(self, admit: Callable[[str, list[tuple[int, str]]], list[tuple[int, str]]] | None = None) -> None:
+        """Capacity may have grown: waiting tenants and pods may be tried again — every parked pod,
+        or those ``admit(tenant, pods of one group)`` lets through (a cheap necessary condition;
+        the others stay parked, as trying them could only fail)."""
         self.blocked.clear()
+        self.unfit.clear()
+        back: dict[str, list[tuple[int, str]]] = {}
+        for (tenant, group), waiting in list(self.parked.items()):
+            going = waiting if admit is None else admit(tenant, waiting)
+            if not going:
+                continue
+            back.setdefault(tenant, []).extend(going)
+            if len(going) == len(waiting):
+                del self.parked[(tenant, group)]
+            else:
+                gone = set(going)
+                self.parked[(tenant, group)] = [p for p in waiting if p not in gone]
+        for tenant, pods in sorted(back.items()):
+            self.queues[tenant] = sorted(self.queues.get(tenant, []) + pods)
+
+    def park_all(self, strict: bool, group: Callable[[str], str] | None = None) -> None:
+        """Everything queued waits for a change, as after a completed pass (a window's start)."""
+        if strict:
+            self.blocked = {t for t, q in self.queues.items() if q}
+            return
+        for tenant, q in self.queues.items():
+            for created, key in q:
+                self.put_back(tenant, created, key, strict=False, group=group(key) if group else "")
+            q.clear()
+
+    def waiting(self) -> int:
+        return sum(len(q) for q in self.queues.values()) + sum(len(q) for q in self.parked.values())
 
     def pop_next(self, world: World, policy: Policy, now_ms: int) -> tuple[str, str] | None:
         """The next ``(tenant, pod key)`` in fairness order among unblocked tenants' head pods."""
         best: tuple[tuple[float, int, str], str] | None = None
+        at = (world.seq, now_ms, policy.digest)
+        if at != self._shares_at:
+            self._shares, self._shares_at = {}, at
         for tenant in sorted(self.queues):
             q = self.queues[tenant]
             if not q or tenant in self.blocked:
                 continue
-            k = order_key(world, policy, q[0][1], now_ms)
+            share = self._shares.get(tenant)
+            if share is None and policy.fairness_mode != "off":
+                share = self._shares[tenant] = tenant_share(world, policy, tenant, now_ms)
+            k = order_key(world, policy, q[0][1], now_ms, share)
             if best is None or k < best[0]:
                 best = (k, tenant)
         if best is None:

@@ -23,8 +23,9 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from audit.canonical import canonical_json
 from audit.events import WorldEvent
-from audit.records import DecisionRecord, canonical_json
+from audit.records import DecisionRecord
 from audit.store import quarantine as q
 from audit.store.rows import event_json, record_json
 

@@ -8,7 +8,9 @@ repair, driver upgrades (a new slice generation), policy changes — and after e
 scheduling pass: pending pods are attempted in the fairness order (``audit.scheduler.queue``),
 each attempt is ``decide`` then ``bind``; with probability ``bindInterference`` an event that
 invalidates the proposal (taint, slice generation bump, a foreign claim on the device, node loss)
-is injected between the two, exactly where a real cluster races.
+is injected between the two, exactly where a real cluster races. The loop itself — passes,
+attempts, retries, finishes, failures — is the core's ``audit.scheduler.loop.ClusterLoop``, the
+one counterfactual replay runs too; this module adds the workload and the disruptions.
 
 Queueing is per tenant and first-in-first-out inside a tenant (like Kueue's StrictFIFO per
 queue): when a tenant's head pod cannot be placed the tenant waits until capacity changes
@@ -20,7 +22,6 @@ the pod (phase Failed).
 from __future__ import annotations
 
 import gc
-import heapq
 import math
 import random
 from collections.abc import Callable
@@ -30,8 +31,8 @@ from typing import Any
 from audit.events import EventType, WorldEvent
 from audit.policy import default_policy, parse_policy, policy_document
 from audit.records import DecisionRecord
-from audit.scheduler.engine import Decision, bind, decide
-from audit.scheduler.pending import PendingQueues, follow_up
+from audit.scheduler.engine import Decision
+from audit.scheduler.loop import ClusterLoop
 from audit.timestamps import format_time_ms, parse_time_ms
 from audit.world import World
 from ingest.simulate.cluster import DRIVER, build_nodes, device_class, slice_object, slice_uuids
@@ -56,13 +57,6 @@ class Job:
 
 
 @dataclass
-class _PodState:
-    job: Job
-    attempts: int = 0
-    node: str = ""
-
-
-@dataclass
 class SimulationResult:
     records: list[DecisionRecord]
     events: list[WorldEvent]
@@ -74,7 +68,7 @@ class SimulationResult:
     start_ms: int
 
 
-class Simulator:
+class Simulator(ClusterLoop):
     def __init__(self, scenario: Scenario, seed: int = 1, hours: float | None = None,
                  keep_events: bool = True, on_events: Callable[[list[WorldEvent]], None] | None = None,
                  on_record: Callable[[DecisionRecord], None] | None = None,
@@ -82,20 +76,16 @@ class Simulator:
         self.sc = scenario
         self.rng = random.Random(seed)
         self.hours = scenario.hours if hours is None else hours
-        self.world = World(scenario.cluster)
         self.start_ms = parse_time_ms(scenario.start)
+        super().__init__(World(scenario.cluster), self.start_ms)
         self.end_ms = self.start_ms + int(self.hours * HOUR)
-        self.now = self.start_ms
         self.keep_events = keep_events
         self.on_events = on_events
         self.on_record = on_record
         self.progress = progress
         self.events: list[WorldEvent] = []
         self.records: list[DecisionRecord] = []
-        self._heap: list[tuple[int, int, str, Any]] = []  # (time, order, action, data)
-        self._order = 0
-        self.pods: dict[str, _PodState] = {}
-        self.pending = PendingQueues()
+        self.jobs: dict[str, Job] = {}  # pod key -> its job, while the pod exists
         self.templates = scenario.templates()
         self.node_pools: dict[str, Any] = {}
         self.lost: set[str] = set()
@@ -106,10 +96,7 @@ class Simulator:
 
     # ---- emitting world events ------------------------------------------------------------------
 
-    def emit(self, kind: str, namespace: str, name: str, payload: dict[str, Any] | None,
-             type_: str = EventType.UPSERT.value) -> None:
-        ev = WorldEvent(self.world.cluster, self.world.seq + 1, format_time_ms(self.now), type_, kind, namespace,
-                        name, payload or {})
+    def apply(self, ev: WorldEvent) -> None:
         self.apply_event(ev)
 
     def apply_event(self, ev: WorldEvent) -> None:
@@ -124,10 +111,6 @@ class Simulator:
         self._uid += 1
         h = self.rng.getrandbits(128)
         return f"{h >> 96:08x}-{(h >> 80) & 0xffff:04x}-{(h >> 64) & 0xffff:04x}-{(h >> 48) & 0xffff:04x}-{h & 0xffffffffffff:012x}"
-
-    def schedule(self, at: int, kind: str, data: Any = None) -> None:
-        self._order += 1
-        heapq.heappush(self._heap, (at, self._order, kind, data))
 
     # ---- setup --------------------------------------------------------------------------------------
 
@@ -216,63 +199,42 @@ class Simulator:
     def _run(self) -> SimulationResult:
         jobs = self.generate_jobs()
         self.setup(jobs)
-        last_progress = 0
-        while self._heap and self._heap[0][0] < self.end_ms:
-            self.now = self._heap[0][0]
-            while self._heap and self._heap[0][0] == self.now:
-                _, _, kind, data = heapq.heappop(self._heap)
-                getattr(self, f"_on_{kind}")(data)
-            self._pass()
-            if self.progress is not None and len(self.records) - last_progress >= 500:
-                last_progress = len(self.records)
-                self.progress((self.now - self.start_ms) / max(1, self.end_ms - self.start_ms), len(self.records))
+        self._last_progress = 0
+        self.run_until(self.end_ms)
         if self.progress is not None:
             self.progress(1.0, len(self.records))
         return SimulationResult(self.records, self.events, self.world, len(jobs), self.finished, self.failed,
                                 self.end_ms, self.start_ms)
 
-    def _wake(self) -> None:
-        self.pending.wake()
+    def after_pass(self) -> None:
+        if self.progress is not None and len(self.records) - self._last_progress >= 500:
+            self._last_progress = len(self.records)
+            self.progress((self.now - self.start_ms) / max(1, self.end_ms - self.start_ms), len(self.records))
 
-    def _enqueue(self, key: str, created: int) -> None:
-        self.pending.add(self.world.policy.tenant_for(key.split("/", 1)[0]), created, key)
+    def on_action(self, kind: str, data: Any) -> None:
+        getattr(self, f"_on_{kind}")(data)
 
-    def _pass(self) -> None:
-        while (picked := self.pending.pop_next(self.world, self.world.policy, self.now)) is not None:
-            tenant, key = picked
-            self._attempt(key, tenant)
+    def before_bind(self, key: str, attempt: int, decision: Decision) -> None:
+        if self.sc.disruptions.bind_interference > 0 and self.rng.random() < self.sc.disruptions.bind_interference:
+            self._interfere(decision)
 
-    def _attempt(self, key: str, tenant: str) -> None:
-        st = self.pods[key]
-        st.attempts += 1
-        d = decide(self.world, key, st.attempts, self.now)
-        if d.proposal is not None:
-            if self.sc.disruptions.bind_interference > 0 and self.rng.random() < self.sc.disruptions.bind_interference:
-                self._interfere(d)
-            d = bind(self.world, d, self.now)
-        self._record(d)
-        rec = d.record
-        if d.events:
-            for ev in d.events:
-                self.apply_event(ev)
-            st.node = rec.node
-            self.schedule(self.now + st.job.duration_ms, "finish", key)
-            return
-        then = follow_up(rec, self.world.policy, self.now)
-        if then.action == "retry":
-            self.schedule(then.retry_at_ms, "retry", key)
-        elif then.action == "fail":
-            self._fail(key)
-        else:
-            # unschedulable, quota or waiting for the preferred model: the tenant waits for a change
-            self.pending.put_back(tenant, self.world.pending.get(key, self.now), key)
-            if then.wake_at_ms is not None:
-                self.schedule(then.wake_at_ms, "wake", None)
+    def duration_ms(self, key: str) -> int | None:
+        return self.jobs[key].duration_ms
 
-    def _record(self, d: Decision) -> None:
-        self.records.append(d.record)
+    def record(self, rec: DecisionRecord) -> None:
+        self.records.append(rec)
         if self.on_record is not None:
-            self.on_record(d.record)
+            self.on_record(rec)
+
+    def on_finished(self, key: str) -> None:
+        self.finished += 1
+
+    def on_failed(self, key: str) -> None:
+        self.failed += 1
+
+    def remove(self, key: str) -> None:
+        super().remove(key)
+        del self.jobs[key]
 
     # ---- actions ------------------------------------------------------------------------------------
 
@@ -297,8 +259,8 @@ class Simulator:
             pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": job.template or "inline"}]
             pod["status"] = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": claim_name}]}
         self.emit("Pod", job.namespace, job.name, pod)
-        self.pods[key] = _PodState(job)
-        self._enqueue(key, self.now)
+        self.jobs[key] = job
+        self.manage(key, job.device_plugin, self.now)
         return key
 
     def _claim(self, job: Job, claim_name: str) -> dict[str, Any]:
@@ -316,41 +278,10 @@ class Simulator:
                              "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"}},
                 "spec": spec}
 
-    def _on_finish(self, key: str) -> None:
-        st = self.pods.get(key)
-        if st is None or not st.node:
-            return
-        self._remove_pod(key, st)
-        self.finished += 1
-        self._wake()
-
-    def _remove_pod(self, key: str, st: _PodState) -> None:
-        ns, name = key.split("/", 1)
-        self.emit("Pod", ns, name, None, EventType.DELETE.value)
-        if not st.job.device_plugin and self.world.get("ResourceClaim", ns, f"{name}-gpu") is not None:
-            self.emit("ResourceClaim", ns, f"{name}-gpu", None, EventType.DELETE.value)
-        del self.pods[key]
-
-    def _fail(self, key: str) -> None:
-        st = self.pods[key]
-        ns, name = key.split("/", 1)
-        pod = self.world.get("Pod", ns, name)
-        if pod is not None:
-            self.emit("Pod", ns, name, {**pod, "status": {**(pod.get("status") or {}), "phase": "Failed"}})
-        self.failed += 1
-        self._remove_pod(key, st)
-
-    def _on_retry(self, key: str) -> None:
-        if key in self.pods:
-            self._enqueue(key, self.world.pending.get(key, self.now))
-
-    def _on_wake(self, _: Any) -> None:
-        self._wake()
-
     def _on_policy(self, doc: dict[str, Any]) -> None:
         parse_policy(doc)
         self.emit("Policy", "", doc["metadata"]["name"], doc)
-        self._wake()
+        self.wake(everything=True)
 
     def _on_flap(self, node: str) -> None:
         if node in self.lost:
@@ -372,7 +303,7 @@ class Simulator:
     def _on_recover(self, rule: str) -> None:
         if self.world.get("DeviceTaintRule", "", rule) is not None:
             self.emit("DeviceTaintRule", "", rule, None, EventType.DELETE.value)
-            self._wake()
+            self.wake()
 
     def _on_lose(self, node: str) -> None:
         self.lose_node(node)
@@ -387,9 +318,7 @@ class Simulator:
         old = self.world.get("ResourceSlice", "", sl_name)
         if old is not None:
             self.emit("ResourceSlice", "", sl_name, None, EventType.DELETE.value)
-        for key, st in sorted(self.pods.items()):
-            if st.node == node:
-                self._fail(key)
+        self.fail_running_on(node)
         self.schedule(self.now + self.sc.disruptions.node_repair_ms, "repair", (node, old))
 
     def _on_repair(self, data: tuple[str, dict[str, Any] | None]) -> None:
@@ -403,7 +332,7 @@ class Simulator:
             gen = int(old["spec"]["pool"]["generation"]) + 1
             sl = slice_object(node, pool, self.rng, gen, _driver_version(old), slice_uuids(old))
             self.emit("ResourceSlice", "", sl["metadata"]["name"], sl)
-        self._wake()
+        self.wake()
 
     def _on_upgrade(self, node: str) -> None:
         self.bump_slice(node, upgrade=True)
@@ -422,7 +351,7 @@ class Simulator:
         gen = int(old["spec"]["pool"]["generation"]) + 1
         sl = slice_object(node, pool, self.rng, gen, version, slice_uuids(old))
         self.emit("ResourceSlice", "", sl_name, sl)
-        self._wake()
+        self.wake()
 
     def _interfere(self, d: Decision) -> None:
         """Something changes between filter and bind, as races do in a real cluster."""
@@ -457,7 +386,7 @@ class Simulator:
     def _on_release_foreign(self, data: tuple[str, str]) -> None:
         ns, name = data
         self.emit("ResourceClaim", ns, name, None, EventType.DELETE.value)
-        self._wake()
+        self.wake()
 
 
 def _weighted(rng: random.Random, choices: tuple[tuple[Any, float], ...]) -> Any:

@@ -4,7 +4,8 @@
 Alibaba Cluster Trace Program, github.com/alibaba/clusterdata): every GPU node of
 ``openb_node_list_gpu_node.csv`` becomes a Node and a ResourceSlice whose devices carry the
 trace's own model name as ``productName`` (G2, T4, V100M32, ...); the policy's model table keeps
-those names (an identity rule, no renaming). Every pod of ``openb_pod_list_gpuspec33.csv`` (the
+those names (one rule per model, no renaming) and weighs each by its published FP16 throughput
+against the H100 (``TRACE_H100_EQUIVALENT``). Every pod of ``openb_pod_list_gpuspec33.csv`` (the
 realistic 33 % constrained level) with ``num_gpu > 0`` arrives at its ``creation_time`` (relative to
 the start of the trace's busy period, 9,964,972 s, where deletions begin) and runs for
 ``deletion_time − scheduled_time``. Its claim has one request whose ``firstAvailable`` list follows
@@ -39,6 +40,15 @@ SPOT_DIR = "cluster-trace-v2026-spot-gpu"
 OPENB_BUSY_START_S = 9_964_972
 OPENB_RANK = ("G3", "G2", "V100M32", "V100M16", "T4", "P100", "A10")
 SPOT_RANK = ("H800", "A100-SXM4-80GB", "A800-SXM4-80GB", "GPU-series-1", "GPU-series-2", "A10")
+# H100-equivalent weight per trace model: dense FP16 Tensor Core throughput over the H100 SXM5's
+# 989.4 TFLOPS, from NVIDIA's datasheets — A100: 312; V100 (SXM2, 16 or 32 GB): 125; A10: 125; T4:
+# 65 (mixed precision); Tesla P100 (SXM2): 21.2 FP16, it has no Tensor Cores. H800 and A800 are the
+# export versions of the H100 and A100 with the same arithmetic throughput. The traces do not say
+# what G2, G3 and GPU-series-1/2 are, so they keep 1.0 (stated, not measured).
+TRACE_H100_EQUIVALENT = {
+    "H800": 1.0, "A100-SXM4-80GB": 0.315, "A800-SXM4-80GB": 0.315, "V100M32": 0.126, "V100M16": 0.126,
+    "A10": 0.126, "T4": 0.066, "P100": 0.021,
+}
 QOS_NAMESPACES = {"LS": "qos-ls", "BE": "qos-be", "Burstable": "qos-burstable", "Guaranteed": "qos-guaranteed"}
 
 
@@ -71,8 +81,9 @@ def _identity_policy(name: str, ranks: tuple[str, ...], namespaces: list[str]) -
             "tenants": [{"name": ns, "namespaces": [ns], "weight": 1} for ns in namespaces],
             "fairness": {"mode": "drf", "usageHalfLife": "2h"},
             # Keep the trace's own model names: the device's productName is the model.
-            "deviceModels": [{"model": "\\1", "driver": "gpu.nvidia.com", "attribute": "productName",
-                              "match": "^(" + "|".join(re.escape(m) for m in ranks) + ")$", "h100Equivalent": 1.0}],
+            "deviceModels": [{"model": m, "driver": "gpu.nvidia.com", "attribute": "productName",
+                              "match": "^" + re.escape(m) + "$", "h100Equivalent": TRACE_H100_EQUIVALENT.get(m, 1.0)}
+                             for m in ranks],
         },
     }
 

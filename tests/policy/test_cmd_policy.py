@@ -64,3 +64,39 @@ def test_bad_yaml_names_the_line_and_column(tmp_path, capsys, content, position)
     err = capsys.readouterr().err
     assert err.startswith(f"claimtrail policy: {f}: {position}: not valid YAML: ")
     assert len(err.splitlines()) == 1
+
+
+_HEAD = "apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\nspec:\n  version: '1'\n"
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    pytest.param("  fairness: {mode: \"off\", deferAboveShare: true}\n",
+                 "Policy p: spec.fairness.deferAboveShare: has no effect with spec.fairness.mode off "
+                 "(no shares are computed)", id="deferral-without-fairness"),
+    pytest.param("  fairness: {mode: \"off\", waitAgingPerHour: 2}\n",
+                 "Policy p: spec.fairness.waitAgingPerHour: has no effect with spec.fairness.mode off "
+                 "(the order is plain FIFO)", id="aging-without-fairness"),
+    pytest.param("  fallback: {mode: immediate, wait: 5m}\n",
+                 "Policy p: spec.fallback.wait: only applies to mode wait-for-preferred (mode is immediate)",
+                 id="fallback-wait-without-waiting"),
+    pytest.param("  tenants:\n    - {name: a, quotas: {H100: {nominal: 4, borrowingLimit: 4}}}\n"
+                 "    - {name: b, quotas: {A100: {nominal: 4}}}\n",
+                 "Policy p: spec.tenants[0].quotas.H100.borrowingLimit: no other tenant has nominal H100 quota to lend",
+                 id="borrowing-with-no-lender"),
+])
+def test_a_contradiction_is_refused_in_one_line(tmp_path, capsys, spec, message):
+    f = tmp_path / "p.yaml"
+    f.write_text(_HEAD + spec)
+    assert main(["policy", "check", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"{f}: {message}\n"
+
+
+def test_the_same_settings_without_contradiction_pass(tmp_path, capsys):
+    f = tmp_path / "p.yaml"
+    f.write_text(_HEAD + "  fairness: {mode: drf, deferAboveShare: true, waitAgingPerHour: 2}\n"
+                 "  fallback: {mode: wait-for-preferred, wait: 5m}\n"
+                 "  tenants:\n    - {name: a, quotas: {H100: {nominal: 4, borrowingLimit: 4}}}\n"
+                 "    - {name: b, quotas: {H100: {nominal: 4}}}\n")
+    assert main(["policy", "check", str(f)]) == 0
+    assert capsys.readouterr().err == ""

@@ -2,8 +2,9 @@
 
 import pytest
 
-from audit.scheduler.engine import bind, decide
-from tests.scheduler.worlds import ALL_DEVICES, cluster, hold, submit
+from audit.scheduler.engine import bind, bind_failures_before, decide
+from ingest.simulate.loop import Simulator
+from tests.scheduler.worlds import ALL_DEVICES, cluster, hold, scenario, submit
 
 
 def _taint(sim, node, device):
@@ -53,18 +54,58 @@ def test_bind_time_failure_is_classified_and_retried(interfere, retry_class):
     assert moved == (retry_class != "stale_slice")  # a new generation of the same free device is fine
 
 
-def test_backoff_is_capped_exponential_and_attempts_are_bounded():
+def test_backoff_is_capped_exponential_in_bind_failures_and_the_budget_counts_them_only():
     sim = cluster()  # backoff 1s, cap 8s, maxAttempts 3
     key = submit(sim, "job-1")
     seen = []
-    for attempt in (1, 2, 3):
-        d = decide(sim.world, key, attempt, sim.now)
+    for failures_before in (0, 1, 2):
+        # the attempt number (passes made) is high: only bind failures spend the budget
+        d = decide(sim.world, key, 20 + failures_before, sim.now)
         _, node, device = d.proposal.device_ids[0].split("/")
         _taint(sim, node, device)
-        r = bind(sim.world, d, sim.now).record
-        seen.append((r.retry_class, r.backoff_ms))
-    assert seen == [("unhealthy", 1000), ("unhealthy", 2000), ("terminal", 0)]
-    assert "attempt 3 of 3" in r.message
+        r = bind(sim.world, d, sim.now, failures_before=failures_before).record
+        seen.append((r.retry_class, r.backoff_ms, r.blockers[-1].detail["bind_failure"]))
+        assert bind_failures_before(r) == failures_before
+    assert seen == [("unhealthy", 1000, 1), ("unhealthy", 2000, 2), ("terminal", 0, 3)]
+    assert r.message == "bind-time re-check failed (unhealthy); terminal: bind failure 3 of 3"
+
+
+class _RacingSimulator(Simulator):
+    """Taints the proposed device between filter and bind when asked to (one race)."""
+
+    race = False
+
+    def before_bind(self, key, attempt, decision):  # noqa: ANN001, ANN201
+        if self.race:
+            self.race = False
+            _, node, device = decision.proposal.device_ids[0].split("/")
+            _taint(self, node, device)
+
+
+def test_seven_queued_passes_and_one_bind_failure_leave_the_budget_almost_whole():
+    # strict queueing tries the waiting pod on every wake (best-effort would skip the passes
+    # where nothing it could use was freed)
+    sim = _RacingSimulator(scenario(queueing={"mode": "strict"}), seed=7)
+    sim.setup([])
+    nodes = ("h100-000", "h100-001", "a100-000", "a100-001", "l40s-000")
+    for node in nodes:
+        hold(sim, node, ALL_DEVICES)
+    key = submit(sim, "job-1")
+    for _ in range(7):
+        sim.pending.wake()
+        sim.schedule_pass()
+    assert [(r.attempt, r.outcome) for r in sim.records] == [(i, "unschedulable") for i in range(1, 8)]
+    sim.emit("ResourceClaim", "ops", "held-h100-000-0-1-2-3-4-5-6-7", None, "delete")
+    sim.pending.wake()
+    sim.race = True
+    sim.schedule_pass()
+    r = sim.records[-1]
+    assert (r.attempt, r.outcome, r.retry_class, r.backoff_ms) == (8, "error", "unhealthy", 1000)
+    assert r.message == "bind-time re-check failed (unhealthy); bind failure 1 of 3; retrying in 1000 ms"
+    sim.run_until(sim.now + 1001)
+    r = sim.records[-1]
+    assert (r.attempt, r.outcome, r.node) == (9, "allocated", "h100-000")
+    assert sim.pods[key].bind_failures == 1
 
 
 def test_unsatisfiable_after_node_loss_is_terminal_at_once():

@@ -1,6 +1,6 @@
 """Every record is reproduced by re-running the engine on the world rebuilt from the event log."""
 
-from audit.scheduler.engine import bind, decide
+from audit.scheduler.engine import bind, bind_failures_before, decide
 from audit.timestamps import parse_time_ms
 from audit.world import World
 from tests.simulate.runs import cluster_day
@@ -24,7 +24,7 @@ def test_every_decision_replays_from_the_event_log_to_the_same_digest():
             later = World.from_snapshot(world.snapshot())
             for ev in result.events[world.seq + 1:bind_seq + 1]:
                 later.apply(ev)
-            d = bind(later, d, parse_time_ms(r.time))
+            d = bind(later, d, parse_time_ms(r.time), failures_before=bind_failures_before(r))
         assert d.record.output_digest == r.output_digest, r.decision_id
         assert d.record.input_digest == r.input_digest
         replayed += 1

@@ -51,3 +51,16 @@ def sc_start(sc):
     from audit.timestamps import parse_time_ms
 
     return parse_time_ms(sc.start)
+
+
+@pytest.mark.parametrize(("model", "weight"), [
+    ("H800", 1.0), ("A100-SXM4-80GB", 0.315), ("V100M32", 0.126), ("A10", 0.126), ("T4", 0.066), ("P100", 0.021),
+    ("G2", 1.0),  # undisclosed by the trace
+])
+def test_trace_models_weigh_their_published_fp16_throughput(model, weight):
+    from audit.policy import parse_policy
+    from ingest.simulate.traces import OPENB_RANK, SPOT_RANK, _identity_policy
+
+    policy = parse_policy(_identity_policy("t", tuple(dict.fromkeys(OPENB_RANK + SPOT_RANK)), ["qos-ls"]))
+    assert policy.h100_equivalent(model) == weight
+    assert policy.model_of("gpu.nvidia.com", {"productName": {"string": model}}) == model

@@ -1,0 +1,300 @@
+"""The cluster loop: what happens around decisions, one instant at a time.
+
+The simulator (``ingest/simulate/loop.py``) and counterfactual replay
+(``audit/replay/counterfactual.py``) both run this one loop, so the same world and the same
+policy give the same decisions whichever of them drives it. At each instant the timed actions due
+then run — the loop's own (a job finishing, a bind retry coming due, a wake-up) and the driver's
+(arrivals, disruptions, recorded world events) — then one scheduling pass attempts the pending
+pods in the queue order (``audit.scheduler.pending``). An attempt is ``decide``, the driver's
+chance to change the world between filter and bind (``before_bind``, where real clusters race),
+then ``bind``. A placed pod runs for the driver's ``duration_ms``; a failed bind backs off and
+retries; a terminal failure fails the pod (phase ``Failed``, then deleted with its claims); node
+loss fails the pods running there. What is left unplaced waits in its queue for a change.
+
+A driver subclasses ``ClusterLoop`` and supplies ``apply`` (fold an event into the world and log
+it), ``record``, ``duration_ms`` and ``on_action`` for its own timed actions. Pure: no I/O, no
+clock; any randomness belongs to the driver.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+from audit.canonical import digest
+from audit.events import EventType, WorldEvent
+from audit.records import DecisionRecord, Outcome, RetryClass
+from audit.scheduler import engine
+from audit.scheduler.pending import PendingQueues, follow_up
+from audit.timestamps import format_time_ms
+from audit.world import World
+
+# The loop's own actions; any other kind is the driver's.
+OWN_ACTIONS = ("finish", "retry", "wake")
+# Failures that hold for every pod of the same shape until capacity grows (a fair-share deferral
+# does not: another tenant's placement in the same pass may lift it).
+UNFIT_CLASSES = frozenset({RetryClass.UNSCHEDULABLE.value, RetryClass.QUOTA.value})
+
+
+@dataclass
+class PodState:
+    """What the loop knows of a pod it manages: attempts made (every pass that tried it), bind
+    failures (what the retry budget counts), where it runs (empty while pending)."""
+
+    attempts: int = 0
+    node: str = ""
+    device_plugin: bool = False
+    bind_failures: int = 0
+    shape: tuple[str, str, str] | None = None  # (policy digest, tenant, spec digest): ``ClusterLoop._shape``
+
+
+class ClusterLoop:
+    """One cluster's scheduling loop over simulated time; see the module docstring."""
+
+    # Added to the order of the loop's own timed actions: a driver whose world events are ordered
+    # by seq sets it high so its own actions sort after the world's events of the same instant.
+    own_order_base = 0
+
+    def __init__(self, world: World, now_ms: int) -> None:
+        self.world = world
+        self.now = now_ms
+        self.pods: dict[str, PodState] = {}
+        self.pending = PendingQueues()
+        self._heap: list[tuple[int, int, str, Any]] = []  # (time, order, action, data)
+        self._order = 0
+
+    # ---- what a driver supplies ---------------------------------------------------------------
+
+    def apply(self, ev: WorldEvent) -> None:
+        """Fold ``ev`` into the world and log it."""
+        raise NotImplementedError
+
+    def record(self, rec: DecisionRecord) -> None:
+        raise NotImplementedError
+
+    def duration_ms(self, key: str) -> int | None:
+        """How long the pod runs once placed; None when unknown (it then holds its devices)."""
+        raise NotImplementedError
+
+    def on_action(self, kind: str, data: Any) -> None:
+        raise NotImplementedError(kind)
+
+    def before_bind(self, key: str, attempt: int, decision: engine.Decision) -> None:
+        """Between filter and bind: where a driver lets the world change under the proposal."""
+
+    def after_pass(self) -> None:
+        """After the instant's scheduling pass."""
+
+    def on_placed(self, key: str, rec: DecisionRecord) -> None:
+        """A pod was bound (its allocation events are applied)."""
+
+    def on_finished(self, key: str) -> None:
+        """A placed pod ran to its end and is gone."""
+
+    def on_failed(self, key: str) -> None:
+        """A pod failed for good and is gone."""
+
+    # ---- timed actions ------------------------------------------------------------------------
+
+    def push(self, at: int, order: int, kind: str, data: Any) -> None:
+        heapq.heappush(self._heap, (at, order, kind, data))
+
+    def schedule(self, at: int, kind: str, data: Any = None) -> None:
+        self._order += 1
+        self.push(at, self.own_order_base + self._order, kind, data)
+
+    def due_now(self) -> tuple[str, Any] | None:
+        """The next action of the current instant, if any (taken off the heap)."""
+        if self._heap and self._heap[0][0] == self.now:
+            _, _, kind, data = heapq.heappop(self._heap)
+            return kind, data
+        return None
+
+    def peek_now(self) -> tuple[str, Any] | None:
+        """The next action of the current instant without taking it."""
+        if self._heap and self._heap[0][0] == self.now:
+            return self._heap[0][2], self._heap[0][3]
+        return None
+
+    def run_until(self, end_ms: int) -> None:
+        """Every instant before ``end_ms``: its actions, then a scheduling pass."""
+        while self._heap and self._heap[0][0] < end_ms:
+            self.now = self._heap[0][0]
+            while (due := self.due_now()) is not None:
+                self.act(*due)
+            self.schedule_pass()
+            self.after_pass()
+
+    def act(self, kind: str, data: Any) -> None:
+        if kind == "finish":
+            st = self.pods.get(data)
+            if st is not None and st.node:
+                self.remove(data)
+                self.on_finished(data)
+                self.wake()
+        elif kind == "retry":
+            if data in self.pods:
+                self.enqueue(data, self.world.pending.get(data, self.now))
+        elif kind == "wake":
+            self.wake()
+        else:
+            self.on_action(kind, data)
+
+    # ---- pods ---------------------------------------------------------------------------------
+
+    def emit(self, kind: str, namespace: str, name: str, payload: dict[str, Any] | None,
+             type_: str = EventType.UPSERT.value) -> None:
+        """An event of the loop's own (or the driver's) at the current instant."""
+        self.apply(WorldEvent(self.world.cluster, self.world.seq + 1, format_time_ms(self.now), type_, kind,
+                              namespace, name, payload or {}))
+
+    def enqueue(self, key: str, created: int) -> None:
+        self.pending.add(self.world.policy.tenant_for(key.split("/", 1)[0]), created, key)
+
+    def manage(self, key: str, device_plugin: bool, created: int) -> None:
+        """A new pod to schedule."""
+        self.pods[key] = PodState(device_plugin=device_plugin)
+        self.enqueue(key, created)
+
+    def remove(self, key: str) -> None:
+        """The pod goes, and with it the claims generated for it (``status.resourceClaimStatuses``)."""
+        ns, name = key.split("/", 1)
+        pod = self.world.get("Pod", ns, name) or {}
+        claims = [str(s.get("resourceClaimName", ""))
+                  for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
+        del self.pods[key]
+        self.emit("Pod", ns, name, None, EventType.DELETE.value)
+        for claim in claims:
+            if claim and self.world.get("ResourceClaim", ns, claim) is not None:
+                self.emit("ResourceClaim", ns, claim, None, EventType.DELETE.value)
+
+    def fail(self, key: str) -> None:
+        ns, name = key.split("/", 1)
+        pod = self.world.get("Pod", ns, name)
+        if pod is not None:
+            self.emit("Pod", ns, name, {**pod, "status": {**(pod.get("status") or {}), "phase": "Failed"}})
+        self.on_failed(key)
+        self.remove(key)
+
+    def fail_running_on(self, node: str) -> None:
+        """Node loss: the pods running on ``node`` fail, in pod key order."""
+        for key, st in sorted(self.pods.items()):
+            if st.node == node:
+                self.fail(key)
+
+    # ---- the scheduling pass ------------------------------------------------------------------
+
+    def schedule_pass(self) -> None:
+        """Attempt pending pods in the queue order until every one left waits for a change.
+
+        With best-effort queueing a pod that already failed is tried again only if nothing of its
+        shape (tenant, pod spec, claim specs, whether it still holds out for its preferred model)
+        was found unplaceable since the last change, and only if ``engine.may_place`` allows it:
+        within a pass capacity only shrinks, so such a try could only fail again. Skipping writes
+        nothing and changes nothing, so the pods of an unfit shape behind a skipped one are parked
+        at once. A pod's first attempt is always made, so every pending pod has a record saying
+        why it waits.
+        """
+        self.pending.unfit.clear()
+        while (picked := self.pending.pop_next(self.world, self.world.policy, self.now)) is not None:
+            tenant, key = picked
+            policy = self.world.policy
+            if policy.queueing_mode == "strict":
+                self.attempt(key, tenant)
+                continue
+            if self.pods[key].attempts > 0:
+                shape = self._shape(key)
+                if shape in self.pending.unfit or not engine.may_place(self.world, key, self.now, policy):
+                    self.pending.unfit.add(shape)
+                    self._park(tenant, key)
+                    queue = self.pending.queues[tenant]
+                    while (queue and self.pods[queue[0][1]].attempts > 0
+                           and self._shape(queue[0][1]) in self.pending.unfit):
+                        self._park(tenant, queue.pop(0)[1])
+                    continue
+            rec = self.attempt(key, tenant)
+            if rec.outcome != Outcome.ALLOCATED.value and rec.retry_class in UNFIT_CLASSES and key in self.pods:
+                self.pending.unfit.add(self._shape(key))
+
+    def _park(self, tenant: str, key: str) -> None:
+        group = str(self._shape(key)[1])  # the spec digest: a wake asks once per tenant and spec
+        self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=False, group=group)
+
+    def wake(self, everything: bool = False) -> None:
+        """Capacity may have grown (a release, a repair, a taint removed, a deadline reached):
+        parked pods whose shape ``engine.may_place`` now allows go back to their queues — the
+        rest could only fail again, and every change that could help them wakes again. A policy
+        activation (``everything``) brings every pod back, as tenants and gates may differ."""
+        self.pending.wake(None if everything else self._admit)
+
+    def _admit(self, tenant: str, pods: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """Of parked pods of one tenant and spec, those ``may_place`` allows; one question per
+        fallback hold (the only thing besides the world that differs between them)."""
+        policy = self.world.policy
+        if policy.fallback_mode != "wait-for-preferred":
+            return pods if engine.may_place(self.world, pods[0][1], self.now, policy) else []
+        answers: dict[tuple[object, ...], bool] = {}
+        out = []
+        for created, key in pods:
+            shape = self._shape(key)
+            ok = answers.get(shape)
+            if ok is None:
+                ok = answers[shape] = engine.may_place(self.world, key, self.now, policy)
+            if ok:
+                out.append((created, key))
+        return out
+
+    def _shape(self, key: str) -> tuple[object, ...]:
+        """What decides whether the pod can be placed, besides the world: its tenant, pod spec and
+        claim specs (fixed while it is pending, computed once) and its fallback hold."""
+        st = self.pods[key]
+        policy = self.world.policy
+        if st.shape is None or st.shape[0] != policy.digest:
+            ns, name = key.split("/", 1)
+            pod = self.world.get("Pod", ns, name) or {}
+            claims = [self.world.get("ResourceClaim", ns, str(c.get("resourceClaimName", "")))
+                      for c in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
+            st.shape = (policy.digest, policy.tenant_for(ns),
+                        digest({"pod": pod.get("spec"), "claims": [(c or {}).get("spec") for c in claims]}))
+        holding = policy.fallback_mode == "strict" or (
+            policy.fallback_mode == "wait-for-preferred"
+            and self.now - self.world.pending.get(key, self.now) < policy.fallback_wait_ms)
+        return (st.shape[1], st.shape[2], holding)
+
+    def attempt(self, key: str, tenant: str) -> DecisionRecord:
+        st = self.pods[key]
+        st.attempts += 1
+        d = engine.decide(self.world, key, st.attempts, self.now)
+        if d.proposal is not None:
+            self.before_bind(key, st.attempts, d)
+            d = engine.bind(self.world, d, self.now, failures_before=st.bind_failures)
+            if d.proposal is None:
+                st.bind_failures += 1
+        self.record(d.record)
+        rec = d.record
+        if d.events:
+            for ev in d.events:
+                self.apply(ev)
+            st.node = rec.node
+            self.on_placed(key, rec)
+            duration = self.duration_ms(key)
+            if duration is not None:
+                self.schedule(self.now + duration, "finish", key)
+            return rec
+        if key not in self.pods:
+            return rec  # failed while binding (its node was lost)
+        then = follow_up(rec, self.world.policy, self.now)
+        if then.action == "retry":
+            self.schedule(then.retry_at_ms, "retry", key)
+        elif then.action == "fail":
+            self.fail(key)
+        else:
+            # unschedulable, quota or waiting for the preferred model: wait for a change
+            if self.world.policy.queueing_mode == "strict":
+                self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=True)
+            else:
+                self._park(tenant, key)
+            if then.wake_at_ms is not None:
+                self.schedule(then.wake_at_ms, "wake", None)
+        return rec

@@ -1,0 +1,181 @@
+"""Queueing per tenant: best-effort FIFO lets a pod that fits pass a head that does not; strict
+FIFO holds the tenant; a pod that failed is tried again only when a change may help it."""
+
+from __future__ import annotations
+
+import pytest
+
+from audit.policy import PolicyError, parse_policy
+from audit.scheduler.pending import PendingQueues
+from tests.scheduler.worlds import cluster, hold, submit
+
+NODES = ("h100-000", "h100-001", "a100-000", "a100-001", "l40s-000")
+
+
+def _three_free_per_node(mode: str):  # noqa: ANN202
+    """Every DRA node keeps 3 free GPUs: a 4-GPU pod fits nowhere, a 1-GPU pod anywhere."""
+    sim = cluster(queueing={"mode": mode})
+    for node in NODES:
+        hold(sim, node, [0, 1, 2, 3, 4])
+    return sim
+
+
+def _records(sim):  # noqa: ANN001, ANN202
+    return [(r.pod, r.attempt, r.outcome) for r in sim.records]
+
+
+@pytest.mark.parametrize(("mode", "expected"), [
+    pytest.param("best-effort", [("big", 1, "unschedulable"), ("small", 1, "allocated")],
+                 id="best-effort-places-the-pod-behind-a-blocked-head"),
+    pytest.param("strict", [("big", 1, "unschedulable")], id="strict-holds-the-tenant-behind-its-head"),
+])
+def test_a_blocked_head_with_a_fitting_pod_behind_it(mode, expected):
+    sim = _three_free_per_node(mode)
+    submit(sim, "big", size=4)
+    sim.now += 1000
+    submit(sim, "small", size=1)
+    sim.schedule_pass()
+    assert _records(sim) == expected
+    assert sorted(sim.world.pending) == (["alpha/big"] if mode == "best-effort" else ["alpha/big", "alpha/small"])
+
+
+def test_the_skip_is_evidence_in_the_record_that_overtook():
+    sim = _three_free_per_node("best-effort")
+    submit(sim, "big", size=4)
+    sim.now += 60_000
+    submit(sim, "small", size=1)
+    sim.schedule_pass()
+    placed = sim.records[-1]
+    skip = [b for b in placed.blockers if b.code == "queue_skip"]
+    assert len(skip) == 1
+    assert (skip[0].tier, skip[0].detail) == (-1, {"older_pending": 1, "oldest": "alpha/big", "oldest_wait_ms": 60_000})
+    assert placed.message.endswith(", ahead of 1 older pending pod(s) of tenant alpha (oldest alpha/big)")
+    assert placed.output_digest == placed.compute_output_digest()
+
+
+def test_a_placement_with_no_older_pod_pending_carries_no_skip():
+    sim = _three_free_per_node("best-effort")
+    submit(sim, "small", size=1)
+    sim.schedule_pass()
+    assert [b.code for b in sim.records[-1].blockers] == []
+
+
+def test_a_change_that_cannot_help_a_failed_pod_costs_no_attempt():
+    sim = _three_free_per_node("best-effort")
+    submit(sim, "big", size=4)
+    submit(sim, "big-twin", size=4)  # same shape: found unfit with the first, in the same pass
+    sim.schedule_pass()
+    assert _records(sim) == [("big", 1, "unschedulable"), ("big-twin", 1, "unschedulable")]
+    # one more free GPU on a node leaves 4 free nowhere... until a second node is freed to 8
+    sim.emit("ResourceClaim", "ops", "held-h100-000-0-1-2-3-4", None, "delete")
+    hold(sim, "h100-000", [0, 1, 2, 3, 4, 5])  # 2 free there now: still no node with 4
+    sim.pending.wake()
+    sim.schedule_pass()
+    assert len(sim.records) == 2  # neither pod was tried: no node can hold 4
+    sim.emit("ResourceClaim", "ops", "held-a100-000-0-1-2-3-4", None, "delete")
+    sim.pending.wake()
+    sim.schedule_pass()
+    # a100-000 has 8 free: the older pod goes first and takes 4, the twin the other 4
+    assert _records(sim)[2:] == [("big", 2, "allocated"), ("big-twin", 2, "allocated")]
+
+
+def test_strict_mode_tries_only_the_head_after_a_change():
+    sim = _three_free_per_node("strict")
+    submit(sim, "big", size=4)
+    sim.now += 1000
+    submit(sim, "small", size=1)
+    sim.schedule_pass()
+    sim.pending.wake()
+    sim.schedule_pass()
+    assert _records(sim) == [("big", 1, "unschedulable"), ("big", 2, "unschedulable")]
+
+
+def _doc(**spec):  # noqa: ANN003, ANN202
+    return {"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "p"},
+            "spec": {"version": "1", **spec}}
+
+
+@pytest.mark.parametrize(("spec", "mode"), [
+    pytest.param({}, "best-effort", id="default-is-best-effort"),
+    pytest.param({"queueing": {"mode": "strict"}}, "strict", id="strict-on-request"),
+])
+def test_queueing_mode_in_the_policy(spec, mode):
+    assert parse_policy(_doc(**spec)).queueing_mode == mode
+
+
+def test_the_default_queueing_mode_leaves_the_digest_as_it_was():
+    assert parse_policy(_doc(queueing={"mode": "best-effort"})).digest == parse_policy(_doc()).digest
+    assert parse_policy(_doc(queueing={"mode": "strict"})).digest != parse_policy(_doc()).digest
+
+
+@pytest.mark.parametrize(("queueing", "message"), [
+    ({"mode": "fifo"}, "Policy p: spec.queueing.mode: must be one of best-effort, strict (got 'fifo')"),
+    ({"mode": "strict", "order": 1}, "Policy p: spec.queueing.order: unknown field"),
+])
+def test_a_bad_queueing_field_is_named(queueing, message):
+    with pytest.raises(PolicyError) as exc:
+        parse_policy(_doc(queueing=queueing))
+    assert str(exc.value) == message
+
+
+
+@pytest.mark.parametrize(("waited_min", "first"), [
+    pytest.param(0, "beta/fresh", id="a-fresh-pod-of-the-tenant-below-its-share-goes-first"),
+    pytest.param(60, "alpha/old", id="an-hour-of-waiting-outweighs-a-third-of-an-entitlement"),
+])
+def test_aging_is_counted_in_entitlements(waited_min, first):
+    """alpha holds 8 H100 of a cluster worth 27.28 H100-equivalents shared by two active tenants
+    (13.64 each): a share of 8 / 13.64 = 0.59 once usage history has caught up; at 0.5
+    entitlements per hour of waiting, its pod that waited an hour (aging 0.5) goes before beta's
+    fresh pod (share 0) while its blended share is below 0.5. Measured in absolute
+    H100-equivalents per weight (8) the same hour of aging could never make up the gap."""
+    from audit.scheduler.queue import tenant_share
+    from tests.scheduler.worlds import decide_and_bind
+
+    sim = cluster()
+    for i in range(8):
+        decide_and_bind(sim, submit(sim, f"run-{i}", size=1))
+    assert sim.world.model_in_use("alpha", "H100") == 8
+    old = submit(sim, "old")
+    sim.now += waited_min * 60_000
+    fresh = submit(sim, "fresh", namespace="beta")
+    share = tenant_share(sim.world, sim.world.policy, "alpha", sim.now)
+    assert 0.29 < share < 0.5  # half held now (8 / 13.64 / 2), half the history still catching up
+    queues = PendingQueues()
+    for key in (old, fresh):
+        queues.add(sim.world.policy.tenant_for(key.split("/")[0]), sim.world.pending[key], key)
+    assert queues.pop_next(sim.world, sim.world.policy, sim.now)[1] == first
+
+
+def test_a_tenant_at_its_entitlement_earns_no_aging():
+    """Aging orders tenants owed capacity; one holding its share never overtakes one that is not."""
+    from audit.scheduler.queue import order_key
+    from tests.scheduler.worlds import decide_and_bind
+
+    sim = cluster()
+    for i in range(3):
+        decide_and_bind(sim, submit(sim, f"run-{i}", size=8, template="a100-only" if i else "h100-first"))
+    old = submit(sim, "old")
+    sim.now += 10 * 3_600_000  # usage history has caught up: alpha holds 16 of its 13.64
+    fresh = submit(sim, "fresh", namespace="beta")
+    key = order_key(sim.world, sim.world.policy, old, sim.now)
+    assert key[0] > 1.0  # its share alone, ten hours of waiting notwithstanding
+    assert order_key(sim.world, sim.world.policy, fresh, sim.now)[0] == 0.0
+
+
+def test_free_devices_the_tenant_has_no_quota_for_are_not_a_fit():
+    """alpha is at its 8 H100 (no borrowing), every A100 and L40S is held, H100s are free: its
+    'compatible' tier is open (A100 and L40S quota) but only H100 devices are free."""
+    from audit.scheduler.engine import decide, may_place
+    from tests.scheduler.worlds import decide_and_bind
+
+    sim = cluster()
+    for i in range(8):
+        decide_and_bind(sim, submit(sim, f"run-{i}", size=1))
+    for node in ("a100-000", "a100-001", "l40s-000"):
+        hold(sim, node, list(range(8)))
+    waiting, other = submit(sim, "next"), submit(sim, "other", namespace="beta")
+    assert sim.world.nodes_with_free("H100", 8) == ["h100-001"]
+    assert not may_place(sim.world, waiting, sim.now)
+    assert decide(sim.world, waiting, 1, sim.now).record.outcome == "unschedulable"
+    assert may_place(sim.world, other, sim.now)
