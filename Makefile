@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CORE := audit/dra audit/allocator audit/scheduler audit/replay audit/explain audit/records.py audit/events.py audit/policy.py audit/world.py audit/metrics.py audit/migration.py
 
-.PHONY: install test lint typecheck unit demo bench clean
+.PHONY: install test lint typecheck unit demo bench traces clean
 
 install: $(STAMP) /usr/bin/chromium
 
@@ -33,6 +33,11 @@ test: lint typecheck unit
 
 demo: install
 	$(VENV)/bin/claimtrail demo $(if $(DEMO_CHECK),--check,)
+
+# The public Alibaba GPU traces for `simulate --trace`, verified by sha256 (TRACE_DIR=… to choose).
+TRACE_DIR ?= .claimtrail/traces
+traces: install
+	$(VENV)/bin/claimtrail traces fetch --dir $(TRACE_DIR)
 
 bench: install
 	$(PY) -m benchmarks.run --json benchmarks/results.json
