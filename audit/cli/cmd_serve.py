@@ -30,6 +30,8 @@ def register(sub: Any) -> None:
     p.add_argument("--max-body-mb", type=float, default=64.0, help="ingest body size limit (413 beyond)")
     p.add_argument("--replay-sync-limit", type=int, default=200,
                    help="decisions replayed within a request; more start a background job")
+    p.add_argument("--replay-job-step", type=int, default=1000,
+                   help="decisions a replay job replays between two progress updates (and stop checks)")
     p.add_argument("--migration-thresholds", metavar="FILE",
                    help="verdict thresholds for /v1/stats/migration (the YAML of `claimtrail migration report`); "
                         "default: device-plugin baseline, every DRA template version as candidate")
@@ -87,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--max-body-mb {args.max_body_mb}: expected a positive number")
     if args.replay_sync_limit < 1:
         raise UserError(f"--replay-sync-limit {args.replay_sync_limit}: expected at least 1")
+    if args.replay_job_step < 1:
+        raise UserError(f"--replay-job-step {args.replay_job_step}: expected at least 1")
     thresholds = _thresholds(args.migration_thresholds) if args.migration_thresholds else None
 
     import uvicorn
@@ -99,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                                          replay_sync_limit=args.replay_sync_limit,
+                                         replay_job_step=args.replay_job_step,
                                          migration_thresholds=thresholds))
         print(f"claimtrail serve: listening on http://{args.host}:{args.port} (OpenAPI at /docs)",
               file=sys.stderr, flush=True)
