@@ -8,8 +8,10 @@ decisions in batches, puts them in history order and replays them with one pass 
 of history (``audit.replay.batch``), storing the runs and a new revision (``updated``) after every
 step. A job never stays ``running`` once its server is gone: on SIGTERM the server stops its jobs
 between steps and marks them ``interrupted``; after a crash (SIGKILL) the next start of a server on
-the same embedded store marks them so (on a shared ClickHouse, any server does once a job's
-``updated`` is older than ``STALE_AFTER_S``); the runs stored so far stay, and ``done`` counts them.
+the same embedded store marks them so (on a shared ClickHouse a starting server marks only jobs
+whose ``updated`` is older than ``STALE_AFTER_S``, since other servers may be running theirs, and
+every server reports such a stale job as interrupted); the runs stored so far stay, and ``done``
+counts them.
 A job is visible to the tenant that started it, and to admins.
 """
 
@@ -116,6 +118,11 @@ class JobBoard:
         job = self._store.replay_job(job_id)
         if job is None or (scope is not None and job.tenant != scope):
             return None
+        if job.state == "running" and _ms(_now()) - _ms(job.updated) > STALE_AFTER_S * 1000:
+            # its server stopped without saying so and none has started since: say what is known
+            job = dataclasses.replace(job, state="interrupted", error=(
+                f"interrupted: no progress since {job.updated} (over {STALE_AFTER_S} s); the server running it "
+                "stopped; its runs are kept, replay the rest in a new job"))
         return job_view(job, [run_view(r) for r in self._store.replay_job_runs(job_id)])
 
     # ---- surviving restarts ------------------------------------------------------------------
