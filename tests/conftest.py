@@ -23,6 +23,8 @@ def store(tmp_path: Path) -> Iterator[AuditStore]:
 
 # ---- data and tools outside the repository (see tests/external.py) --------------------------------
 
+_MISSING = pytest.StashKey[dict[str, int]]()
+
 @pytest.fixture(scope="session")
 def trace_dir() -> str:
     """The Alibaba GPU traces' folder; skips with the command that downloads them when absent."""
@@ -36,9 +38,15 @@ def dra_oracle() -> str:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    if config.option.collectonly:
+    config.stash[_MISSING] = external.missing_count(terminalreporter.stats.get("skipped", []))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # after pytest's own summary line, so the run ends with it
+    counts = config.stash.get(_MISSING, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if counts is None or reporter is None or config.option.collectonly:
         return
-    counts = external.missing_count(terminalreporter.stats.get("skipped", []))
     detail = "; ".join(f"{n} for {what}" for what, n in sorted(counts.items()))
-    terminalreporter.write_line(f"{sum(counts.values())} test(s) skipped for missing external data"
-                                + (f" ({detail})" if detail else ""))
+    reporter.write_line(f"{sum(counts.values())} test(s) skipped for missing external data"
+                        + (f" ({detail})" if detail else ""))
