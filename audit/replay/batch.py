@@ -5,7 +5,7 @@ and the previous one: one round trip per decision. Here the decisions are put in
 and cut into segments of contiguous history (one cluster, at most ``SEGMENT_EVENTS`` sequence
 numbers). For each segment the history it needs (the nearest stored checkpoint before it and the
 events up to its last decision or bind re-check) is read once into a ``MemorySource``, with an
-in-memory checkpoint every ``DEFAULT_INTERVAL`` events so a bind re-check that moves the world
+in-memory checkpoint every ``DEFAULT_INTERVAL`` events (up to the first missing one) so a bind re-check that moves the world
 ahead can step back cheaply; one ``Verifier`` then walks the segment forward, as an offline
 replay of the same history files does. Results come out in steps of a given size so a caller
 can record progress, or stop, between them. The history object does the I/O; nothing here does.
@@ -47,10 +47,10 @@ def segments(records: Sequence[DecisionRecord], span: int = SEGMENT_EVENTS) -> l
 
 
 def _checkpoint_in_memory(source: MemorySource, cluster: str, events: list[WorldEvent],
-                          start: tuple[int, str] | None) -> None:
-    """Checkpoint the held events every ``DEFAULT_INTERVAL``, stopping at the first gap: a
-    checkpoint past a missing event would hide the gap from the decisions after it."""
-    writer = CheckpointWriter(source.write_checkpoint, DEFAULT_INTERVAL, cluster)
+                          start: tuple[int, str] | None, every: int) -> None:
+    """Checkpoint the held events every ``every`` events, stopping at the first gap: a checkpoint
+    past a missing event would hide the gap from the decisions after it."""
+    writer = CheckpointWriter(source.write_checkpoint, every, cluster)
     world = load_checkpoint_text(cluster, start[0], start[1]) if start is not None else World(cluster)
     for ev in events:
         if ev.seq <= world.seq:
@@ -61,7 +61,7 @@ def _checkpoint_in_memory(source: MemorySource, cluster: str, events: list[World
         writer.observe(world)
 
 
-def materialize(history: Any, records: Sequence[DecisionRecord]) -> MemorySource:
+def materialize(history: Any, records: Sequence[DecisionRecord], every: int = DEFAULT_INTERVAL) -> MemorySource:
     """The part of a stored history these records need, in memory: per cluster, the nearest stored
     checkpoint before the first record and the events from it to the last record's seq (or bind
     re-check). Stored checkpoints stay their text (parsing and re-encoding one is costly)."""
@@ -81,18 +81,18 @@ def materialize(history: Any, records: Sequence[DecisionRecord]) -> MemorySource
         events.extend(held[cluster])
     source = MemorySource(events, checkpoints)
     for cluster, evs in held.items():
-        _checkpoint_in_memory(source, cluster, evs, starts[cluster])
+        _checkpoint_in_memory(source, cluster, evs, starts[cluster], every)
     return source
 
 
-def replay_in_steps(history: Any, records: Sequence[DecisionRecord], step: int,
-                    span: int = SEGMENT_EVENTS) -> Iterator[list[ReplayResult]]:
+def replay_in_steps(history: Any, records: Sequence[DecisionRecord], step: int, span: int = SEGMENT_EVENTS,
+                    every: int = DEFAULT_INTERVAL) -> Iterator[list[ReplayResult]]:
     """Results in history order, ``step`` records at a time (the last step of a segment may be
     shorter); each segment's history is read from ``history`` once."""
     if step < 1:
         raise ValueError(f"step: {step} must be >= 1")
     for segment in segments(records, span):
-        verifier = Verifier(materialize(history, segment))
+        verifier = Verifier(materialize(history, segment, every))
         for i in range(0, len(segment), step):
             results = list(verifier.run(segment[i:i + step]))
             for r in results:
