@@ -164,3 +164,40 @@ def test_make_traces_runs_the_fetch_into_the_chosen_folder():
     default = subprocess.run(["make", "-n", "traces", "VENV=/opt/v"], cwd=REPO, capture_output=True, text=True,
                              timeout=60)
     assert "/opt/v/bin/claimtrail traces fetch --dir .claimtrail/traces" in default.stdout.splitlines()
+
+
+def test_simulate_and_where_find_the_traces_through_the_setting(mirror, tmp_path):
+    import os
+
+    _, url = mirror
+    dest = tmp_path / "traces"
+    assert _fetch("--dir", str(dest), "--base-url", url, "--manifest", str(FIXTURES / "manifest.json")).returncode == 0
+    env = {**os.environ, "CLAIMTRAIL_TRACE_DIR": str(dest), "CLAIMTRAIL_DATA_DIR": str(tmp_path / "data")}
+    where = subprocess.run([sys.executable, "-m", "audit.cli.main", "traces", "where"], capture_output=True, text=True,
+                           env=env, cwd=REPO, timeout=120)
+    assert where.returncode == 0, where.stderr
+    assert where.stdout.splitlines()[0] == f"-> {dest}  (CLAIMTRAIL_TRACE_DIR, found)"
+    assert where.stdout.splitlines()[1] == f"   {tmp_path}/data/traces  (the data directory, absent)"
+    out = tmp_path / "records.jsonl"
+    sim = subprocess.run([sys.executable, "-m", "audit.cli.main", "simulate", "--trace", "openb-2023", "--hours", "24",
+                          "--out", str(out)], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert sim.returncode == 0, sim.stderr
+    pods = sorted({json.loads(line)["pod"] for line in out.read_text().splitlines()})
+    assert pods == ["openb-pod-0000", "openb-pod-0001", "openb-pod-0002", "openb-pod-0004", "openb-pod-0005"]
+
+
+def test_where_without_any_trace_folder_says_how_to_get_them(tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "CLAIMTRAIL_TRACE_DIR"}
+    env["CLAIMTRAIL_DATA_DIR"] = str(tmp_path / "data")
+    # run from a copy of the package with nothing beside it, so ../shared/traces is absent too
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "audit", copy / "audit", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "ingest", copy / "ingest", ignore=shutil.ignore_patterns("__pycache__"))
+    env["PYTHONPATH"] = str(copy)
+    out = subprocess.run([sys.executable, "-m", "audit.cli.main", "traces", "where"], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 1
+    assert out.stderr == "claimtrail traces: no trace folder found; run `make traces` (or `claimtrail traces fetch`)\n"
+    assert f"{tmp_path}/shared/traces  (beside the repository, absent)" in out.stdout
