@@ -47,7 +47,7 @@ class ReplayRequest(BaseModel):
     tenant: str | None = None
     model: str | None = None
     policy_version: str | None = None
-    limit: int = Field(default=10_000, ge=1, le=MAX_WINDOW)  # decisions taken from a window
+    limit: int = Field(default=10_000, ge=1, le=MAX_WINDOW)  # decisions taken from a window, earliest first
     all: bool = False  # the window is the caller's whole history (no cluster, since or until needed)
     sample: float = Field(default=1.0, gt=0.0, le=1.0)  # a stable fraction of the window, by id hash
     shard: str | None = None  # "i/N": the window's decisions in shard i of N (segments of `segment` seqs)

@@ -2,12 +2,13 @@
 
 History comes from JSONL files (``--records`` and ``--events``: no store needed), a store
 (``--dsn``; results are written to ``replay_runs``) or the audit API (``--server``, default
-``CLAIMTRAIL_API``; the server replays and records). Select with ``--since/--until``,
+``CLAIMTRAIL_API``; the server selects, replays as one job in history order and records, and the
+progress bar follows the job). Select with ``--since/--until``,
 ``--decision``, ``--sample`` and ``--shard i/N``; ``--workers K`` replays contiguous runs of the
 history in K processes. A progress bar goes to stderr, the summary (verified, matched, mismatched
 by cause) and the first diffs to stdout. Exit code 1 when any decision does not match.
 ``--policy FILE`` re-runs the window under that policy instead and prints the deltas per tenant and
-model side by side with the recorded history. ``--dsn DSN --write-checkpoints N`` checkpoints a
+model side by side with the recorded history; with ``--server`` the API does it (admin token). ``--dsn DSN --write-checkpoints N`` checkpoints a
 store's event log every N events (resuming after the latest stored checkpoint), so later replays
 fold at most N events each.
 """
