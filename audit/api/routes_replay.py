@@ -48,6 +48,7 @@ class ReplayRequest(BaseModel):
     model: str | None = None
     policy_version: str | None = None
     limit: int = Field(default=10_000, ge=1, le=MAX_WINDOW)  # decisions taken from a window, earliest first
+    offset: int = Field(default=0, ge=0)  # skip this many of the window's decisions first (the next part of it)
     all: bool = False  # the window is the caller's whole history (no cluster, since or until needed)
     sample: float = Field(default=1.0, gt=0.0, le=1.0)  # a stable fraction of the window, by id hash
     shard: str | None = None  # "i/N": the window's decisions in shard i of N (segments of `segment` seqs)
@@ -115,7 +116,7 @@ def _ids(db: Any, who: Principal, req: ReplayRequest) -> list[str]:
     chosen = [k for k in keys if selection.keeps(_Key(*k))]  # type: ignore[arg-type]
     # the earliest `limit` decisions in history order, so a limited window is a prefix of the full one
     chosen.sort(key=lambda k: (k[2], k[3], k[0]))
-    return [k[0] for k in chosen[:req.limit]]
+    return [k[0] for k in chosen[req.offset:req.offset + req.limit]]
 
 
 class _Key(NamedTuple):

@@ -38,7 +38,7 @@ from audit.replay.verify import ReplayResult, Verifier
 CHUNK = 1000  # decisions per unit of work: one checkpoint load at most per chunk
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 SERVER_BATCH = 20_000  # decision ids per POST /v1/replay (the API's limit per request)
-SERVER_WINDOW = 100_000  # decisions of a window the API replays in one job
+SERVER_WINDOW = 100_000  # decisions of a window the API replays in one job (a larger one takes several)
 POLL_S = 0.25  # between two looks at a server's replay job
 
 
@@ -224,8 +224,8 @@ def _http(call: Callable[[], Any], what: str) -> Any:
 
 
 def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list[ReplayResult]]:
-    """One request per ``SERVER_BATCH`` decision ids, or one for a window: the server selects
-    (sample, shard), replays in history order as one job, and the bar follows its progress."""
+    """One request per ``SERVER_BATCH`` decision ids, or per ``SERVER_WINDOW`` decisions of a window:
+    the server selects (sample, shard), replays in history order as one job, and the bar follows."""
     import httpx
 
     url, headers = _server(args)
@@ -242,13 +242,14 @@ def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list
     summary, shown = Summary(), []
     progress = _Progress(0, not args.quiet)
     with httpx.Client(base_url=url, headers=headers, timeout=600.0) as client:
-        for body in bodies:
+        while bodies:
+            body = bodies.pop(0)
             answer = _http(partial(client.post, "/v1/replay", json=body), "POST /v1/replay")
             progress.total += int(answer.get("total", len(answer.get("runs", []))))
             runs = _runs(client, answer, progress)
             if "decision_ids" not in body and len(runs) >= SERVER_WINDOW:
-                print(f"claimtrail replay: the window may hold more than {SERVER_WINDOW:,} decisions; the first "
-                      f"{SERVER_WINDOW:,} in history order were replayed (narrow it, or use --shard)", file=sys.stderr)
+                # a window larger than one job: go on with its next part, in history order
+                bodies.append({**body, "offset": body.get("offset", 0) + len(runs)})
             for run in runs:
                 result = ReplayResult(run["decision_id"], run.get("engine_version", ""), run.get("policy_digest", ""),
                                       bool(run["match"]), run.get("cause", ""), list(run.get("diff", [])),

@@ -112,3 +112,15 @@ def test_ids_are_looked_up_in_batches_not_one_query_each(store: AuditStore) -> N
     # the records in one batch, then the history once (its checkpoint and events): no query per decision
     assert [q.split(" FROM ")[-1].split()[0] if q != "events" else q for q in queries] == [
         "decisions", "checkpoints", "events"]
+
+
+def test_a_window_is_taken_in_parts_in_history_order(server: Server) -> None:
+    parts = []
+    for offset in (0, 2, 4, 6):
+        r = server.post("/v1/replay", json={"all": True, "limit": 2, "offset": offset})
+        assert r.status_code == 200, r.text  # two decisions: within the sync limit
+        parts.append([run["decision_id"] for run in r.json()["runs"]])
+    in_order = [r.decision_id for r in sorted(factory.RECORDS, key=lambda r: r.seq)]
+    assert [len(p) for p in parts] == [2, 2, 1, 0]
+    assert sorted(sum(parts, [])) == sorted(in_order)
+    assert [set(p) for p in parts[:3]] == [set(in_order[0:2]), set(in_order[2:4]), set(in_order[4:])]

@@ -139,3 +139,13 @@ def test_an_invalid_counterfactual_policy_is_refused_by_the_api(server):
     assert r.status_code == 400
     assert r.json()["detail"] == ("counterfactual_policy_document: Policy x: spec.fairness.mode: must be one of "
                                   "drf, off (got 'lottery')")
+
+
+def test_a_window_larger_than_one_job_is_replayed_in_parts(server, files, capsys, monkeypatch):
+    monkeypatch.setattr("audit.cli.cmd_replay.SERVER_WINDOW", 250)
+    before = _posts(server)
+    code, online, err = _json_summary(capsys, "--server", server.base, "--token", TOKENS["admin"])
+    assert code == 0, err
+    assert _posts(server) == before + 3  # 250 + 250 + 100 decisions
+    _, offline, _ = _json_summary(capsys, "--quiet", "--records", files[0], "--events", files[1])
+    assert online == offline and online["summary"]["verified"] == DECISIONS
