@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -100,7 +101,7 @@ class JobBoard:
         self.step = step or chunk  # decisions replayed between two progress updates
         self._runner = runner  # tests: replay each step of ids with this instead
         self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._threads: dict[str, threading.Thread] = {}  # this server's jobs, by id
 
     def start(self, ids: list[str], tenant: str | None) -> dict[str, Any]:
         """Record the job, start it on a thread of this server; returns its first view."""
@@ -109,7 +110,8 @@ class JobBoard:
                         started=now, updated=now)
         self._store.write_replay_job(job)
         thread = threading.Thread(target=self._run, args=(job, ids), name=f"replay-{job.job_id[:8]}", daemon=True)
-        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        self._threads = {k: t for k, t in self._threads.items() if t.is_alive()}
+        self._threads[job.job_id] = thread
         thread.start()
         return job_view(job, [])
 
@@ -142,11 +144,14 @@ class JobBoard:
     def stop(self, wait_s: float = STOP_WAIT_S) -> None:
         """Stop this server's jobs after their current step; each marks itself interrupted."""
         self._stop.set()
-        for thread in self._threads:
-            thread.join(wait_s)
-        if any(t.is_alive() for t in self._threads):
-            # a step outlasted the wait: mark what is left here, before the store closes
-            self.recover(now_ms=_ms(_now()) + STALE_AFTER_S * 1000 + 1)
+        deadline = time.monotonic() + wait_s
+        for thread in self._threads.values():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        for job_id, thread in self._threads.items():
+            job = self._store.replay_job(job_id) if thread.is_alive() else None
+            if job is not None and job.state == "running":
+                # a step outlasted the wait: mark the job here, before the store closes
+                self._interrupt(job, "the server was shut down")
 
     def _interrupt(self, job: ReplayJob, why: str) -> None:
         done = self._store.replay_job_done(job.job_id)

@@ -12,6 +12,7 @@ every tenant's pods); see ``audit.api.counterfactual``.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, NamedTuple
 
 from fastapi import APIRouter, Depends, Request
@@ -139,8 +140,6 @@ def _too_large(detail: str) -> Problem:
 
 async def _read(request: Request) -> ReplayRequest:
     """The request body, read up to ``MAX_BODY_BYTES`` and at most ``MAX_IDS`` ids, then validated."""
-    import json
-
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise _too_large(f"request body of {int(declared):,} bytes: at most {MAX_BODY_BYTES:,} bytes; "

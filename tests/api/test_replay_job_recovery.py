@@ -37,3 +37,29 @@ def test_a_job_without_progress_for_too_long_is_reported_interrupted(store: Audi
     assert (view["state"], view["done"]) == ("interrupted", 1)
     assert view["error"] == (f"interrupted: no progress since 2020-01-01T00:00:00.000Z (over {STALE_AFTER_S} s); "
                              "the server running it stopped; its runs are kept, replay the rest in a new job")
+
+
+def test_stopping_marks_a_job_whose_step_outlasts_the_wait_and_only_this_servers_jobs(store: AuditStore) -> None:
+    import threading
+    from typing import Any
+
+    from audit.api.replay_jobs import replay_and_store
+
+    release = threading.Event()
+
+    def slow(db: Any, ids: list[str], job_id: str) -> list[dict[str, Any]]:
+        release.wait(60)
+        return replay_and_store(db, ids, job_id)
+
+    _job(store, "another-servers", "running", "2099-01-01T00:00:00.000Z", runs=0)
+    board = JobBoard(store, chunk=1, runner=slow)
+    mine = board.start(["decision-a", "decision-b"], None)["job"]
+    board.stop(wait_s=0.2)
+    view = board.view(mine, None)
+    assert view is not None
+    assert (view["state"], view["done"]) == ("interrupted", 0)
+    assert view["error"] == ("interrupted: the server was shut down after 0 of 2 decisions; their runs are kept, "
+                             "replay the rest in a new job")
+    assert board.view("another-servers", None)["state"] == "running"  # type: ignore[index]
+    release.set()
+    board._threads[mine].join(60)
