@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from ingest.simulate import trace_files
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 MISSING = "MISSING external data:"
 REQUIRE_ENV = "CLAIMTRAIL_REQUIRE_EXTERNAL"
 
-TRACE_FILES = ("cluster-trace-gpu-v2023/openb_node_list_gpu_node.csv",
-               "cluster-trace-gpu-v2023/openb_pod_list_gpuspec33.csv",
-               "cluster-trace-v2026-spot-gpu/node_info_df.csv")
+TRACE_FILES = tuple(f.path for f in trace_files.TRACE_FILES)  # what the simulator reads
 
 
 def _missing(what: str, looked: list[Path], provider: str) -> None:
