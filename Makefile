@@ -10,7 +10,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE ?= ghcr.io/claimtrail/claimtrail:$(VERSION)
 CONTAINER ?= docker
 
-.PHONY: install test lint typecheck unit demo bench image clean
+.PHONY: install test lint typecheck unit demo bench image traces clean
 
 install: $(STAMP) /usr/bin/chromium
 
@@ -39,6 +39,11 @@ test: lint typecheck unit
 
 demo: install
 	$(VENV)/bin/claimtrail demo $(if $(DEMO_CHECK),--check,)
+
+# The public Alibaba GPU traces for `simulate --trace`, verified by sha256 (TRACE_DIR=… to choose).
+TRACE_DIR ?= .claimtrail/traces
+traces: install
+	$(VENV)/bin/claimtrail traces fetch --dir $(TRACE_DIR)
 
 bench: install
 	$(PY) -m benchmarks.run --json benchmarks/results.json $(BENCH_ARGS)

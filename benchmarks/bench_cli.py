@@ -33,7 +33,7 @@ from audit.dra.loader import load_documents
 from audit.dra.model import DeviceClass, Node, ResourceClaim, ResourceSlice, parse_object
 
 REPO = Path(__file__).resolve().parents[1]
-ORACLE = REPO.parent / "shared" / "tools" / "dra-oracle" / "bin" / "dra-oracle"
+ORACLE = Path(os.environ.get("CLAIMTRAIL_DRA_ORACLE") or REPO.parent / "shared" / "tools" / "dra-oracle" / "bin" / "dra-oracle")
 WHY_DUMP = REPO / "tests" / "fixtures" / "explain" / "cluster-pending.yaml"
 DRIVER = "gpu.nvidia.com"
 PROCESS_RUNS = 15

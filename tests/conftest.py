@@ -1,4 +1,5 @@
-"""Fixtures every test package may use: a fresh embedded chDB store per test, in its tmp directory."""
+"""Fixtures every test package may use: a fresh embedded chDB store per test, in its tmp directory, and
+the data and tools outside the repository (``trace_dir``, ``dra_oracle``), which skip when absent."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from audit.store.queries import AuditStore
+from tests import external
 
 
 @pytest.fixture
@@ -17,3 +19,40 @@ def store(tmp_path: Path) -> Iterator[AuditStore]:
         yield s
     finally:
         s.close()
+
+
+# ---- data and tools outside the repository (see tests/external.py) --------------------------------
+
+_MISSING = pytest.StashKey[dict[str, int]]()
+
+@pytest.fixture(scope="session")
+def trace_dir() -> str:
+    """The Alibaba GPU traces' folder; skips with the command that downloads them when absent."""
+    return external.trace_dir()
+
+
+@pytest.fixture(scope="session")
+def dra_oracle() -> str:
+    """Path of the upstream allocator command; skips saying how to provide it when absent."""
+    return external.dra_oracle()
+
+
+@pytest.fixture(scope="session")
+def dra_fuzzer() -> str:
+    """Path of the oracle's case generator; skips saying how to provide it when absent."""
+    return external.dra_fuzzer()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    config.stash[_MISSING] = external.missing_count(terminalreporter.stats.get("skipped", []))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # after pytest's own summary line, so the run ends with it
+    counts = config.stash.get(_MISSING, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if counts is None or reporter is None or config.option.collectonly:
+        return
+    detail = "; ".join(f"{n} for {what}" for what, n in sorted(counts.items()))
+    reporter.write_line(f"{sum(counts.values())} test(s) skipped for missing external data"
+                        + (f" ({detail})" if detail else ""))

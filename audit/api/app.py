@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
@@ -61,14 +62,32 @@ def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
 ReceiverFactory = Callable[[Any, int], tuple[APIRouter, Any]]
 
 
+@asynccontextmanager
+async def _replay_jobs_lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Jobs left running by a server that died are marked interrupted at start; this server's own
+    jobs are stopped and marked so at shutdown (SIGTERM), before the store closes."""
+    board: JobBoard = app.state.replay_jobs
+    try:
+        marked = await run_in_threadpool(board.recover)
+        if marked:
+            log.warning("replay jobs interrupted by a previous stop", extra={"jobs": marked})
+    except Exception:  # noqa: BLE001 - a store that does not answer yet must not stop the server; readyz says so
+        log.exception("interrupted replay jobs not checked")
+    try:
+        yield
+    finally:
+        await run_in_threadpool(board.stop)
+
+
 def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None = None) -> FastAPI:
     app = FastAPI(title="ClaimTrail audit API", version="1", dependencies=[Depends(_known_query_parameters)],
+                  lifespan=_replay_jobs_lifespan,
                   docs_url=None, redoc_url=None,  # /docs is served from local assets (audit.api.docs)
                   description="Decision records, explanations and statistics for DRA accelerator allocation. "
                               "Every call except health and metrics needs `Authorization: Bearer <token>`.")
     app.state.store = store
     app.state.settings = settings
-    app.state.replay_jobs = JobBoard(store, chunk=settings.replay_sync_limit)
+    app.state.replay_jobs = JobBoard(store, chunk=settings.replay_sync_limit, step=settings.replay_job_step)
     app.state.answers = AnswerCache()
     requests = RequestMetrics()
     install_handlers(app)

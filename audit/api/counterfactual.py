@@ -1,8 +1,8 @@
 """Counterfactual replay for the API: a window of one cluster decided again under another policy.
 
 The history (events and decisions) is read from the store; ``audit.replay.whatif`` re-runs the
-window under the other policy's document (from the store's policies, else the Policy events of
-the cluster's own log). The answer pairs every recorded decision of the window with the
+window under the other policy's document (sent with the request, else found by version in the
+store's policies or the Policy events of the cluster's own log). The answer pairs every recorded decision of the window with the
 counterfactual decision for the same pod attempt (``match``: same outcome, model and devices)
 and carries the per-tenant and per-model deltas.
 """
@@ -56,13 +56,15 @@ def _side(r: DecisionRecord | None) -> dict[str, Any] | None:
             "devices": [d.device for d in r.devices], "policy_version": r.policy_version}
 
 
-def counterfactual_window(store: Any, cluster: str, since: str, until: str, version: str) -> dict[str, Any]:
+def counterfactual_window(store: Any, cluster: str, since: str, until: str, version: str,
+                          document: dict[str, Any] | None = None) -> dict[str, Any]:
     top = storeport.call(store.max_seq, cluster)
     if top is None:
         raise Problem("not-found", f"cluster {cluster!r} has no world events")
     history = StoreHistory(store)
     events = list(history.events(cluster, -1, top))
-    doc = _policy_document(store, events, version)
+    doc = document if document is not None else _policy_document(store, events, version)
+    version = version or str((doc.get("spec") or {}).get("version", ""))
     since_ms, until_ms = parse_time_ms(since), parse_time_ms(until)
     if until_ms <= since_ms:
         raise Problem("invalid-parameter", f"until {until}: must be after since {since}")

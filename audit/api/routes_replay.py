@@ -1,20 +1,25 @@
 """Replay of decisions by id or by window: re-execute and compare digests (``audit.replay``).
 
 Up to ``--replay-sync-limit`` decisions (default 200) are replayed inside the request (``{"runs": [...], "summary"}``);
-more start a job (202 with a job id; ``GET /v1/replay/{job}``, on any API server, reports progress
-and, when done, the runs). A tenant replays only its own decisions and sees only its own jobs. With
-``counterfactual_policy`` the window is decided again under that policy version (admins only:
-it re-decides every tenant's pods); see ``audit.api.counterfactual``.
+more start one job (202 with a job id; ``GET /v1/replay/{job}``, on any API server, reports progress
+and, when done, the runs). An id given more than once is replayed once. A tenant replays only its
+own decisions and sees only its own jobs. The body is bounded (``MAX_BODY_BYTES``, ``MAX_IDS`` ids;
+more is a 413 problem) and ids are looked up in batches, never one query each. With
+``counterfactual_policy`` (a stored policy version) or ``counterfactual_policy_document`` (a Policy
+document sent along) the window is decided again under that policy (admins only: it re-decides
+every tenant's pods); see ``audit.api.counterfactual``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import json
+from typing import Annotated, Any, NamedTuple
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from audit.api import params, storeport
 from audit.api.auth import Principal
@@ -22,10 +27,15 @@ from audit.api.counterfactual import counterfactual_window
 from audit.api.deps import principal, store, tenant_filter
 from audit.api.problems import Problem
 from audit.api.replay_jobs import JobBoard, replay_and_store, summarize
+from audit.replay.checkpoints import DEFAULT_INTERVAL
+from audit.replay.selection import Selection, SelectionError, Shard
 
 router = APIRouter(prefix="/v1/replay", tags=["replay"])
 
 MAX_WINDOW = 100_000
+MAX_IDS = 20_000  # decision ids in one request: a job of this size takes minutes, not hours
+MAX_SCAN = 2_000_000  # decisions of one window a selection may look at
+MAX_BODY_BYTES = 2 * 1024 * 1024  # MAX_IDS ids of ~40 bytes each, and a policy document, fit
 
 
 class ReplayRequest(BaseModel):
@@ -38,46 +48,85 @@ class ReplayRequest(BaseModel):
     tenant: str | None = None
     model: str | None = None
     policy_version: str | None = None
-    limit: int = Field(default=10_000, ge=1, le=MAX_WINDOW)  # decisions taken from a window
+    limit: int = Field(default=10_000, ge=1, le=MAX_WINDOW)  # decisions taken from a window, earliest first
+    offset: int = Field(default=0, ge=0)  # skip this many of the window's decisions first (the next part of it)
+    all: bool = False  # the window is the caller's whole history (no cluster, since or until needed)
+    sample: float = Field(default=1.0, gt=0.0, le=1.0)  # a stable fraction of the window, by id hash
+    shard: str | None = None  # "i/N": the window's decisions in shard i of N (segments of `segment` seqs)
+    segment: int = Field(default=DEFAULT_INTERVAL, ge=1)
     counterfactual_policy: str | None = None  # replay the window under another policy version
+    counterfactual_policy_document: dict[str, Any] | None = None  # ... or under this Policy document
 
 
 def _counterfactual(db: Any, who: Principal, req: ReplayRequest) -> dict[str, Any]:
     if not who.admin:
         raise Problem("forbidden", "a counterfactual run re-decides every tenant's pods and needs an admin token")
+    if req.counterfactual_policy is not None and req.counterfactual_policy_document is not None:
+        raise Problem("invalid-parameter", "counterfactual_policy and counterfactual_policy_document: give one")
+    document = _policy_document(req.counterfactual_policy_document)
     version = params.label(req.counterfactual_policy, "counterfactual_policy")
     cluster = params.label(req.cluster, "cluster")
     since, until = params.timestamp(req.since, "since"), params.timestamp(req.until, "until")
-    if not (version and cluster and since and until) or req.decision_ids:
+    if not ((version or document) and cluster and since and until) or req.decision_ids:
         raise Problem("invalid-parameter", "a counterfactual run takes a window (cluster, since, until), not decision_ids")
     try:
-        return counterfactual_window(db, cluster, since, until, version)
+        return counterfactual_window(db, cluster, since, until, version or "", document)
     except storeport.STORE_ERRORS as exc:
         raise storeport.unavailable(exc) from None
 
 
+def _policy_document(document: dict[str, Any] | None) -> dict[str, Any] | None:
+    if document is None:
+        return None
+    from audit.policy import PolicyError, parse_policy
+
+    if document.get("kind") != "Policy":
+        raise Problem("invalid-parameter", "counterfactual_policy_document: kind: expected Policy")
+    try:
+        parse_policy(document)
+    except PolicyError as exc:
+        raise Problem("invalid-parameter", f"counterfactual_policy_document: {exc}") from None
+    return document
+
+
 def _ids(db: Any, who: Principal, req: ReplayRequest) -> list[str]:
-    """The decisions to replay, every one visible to the caller (others are "not found")."""
+    """The decisions to replay, each once, every one visible to the caller (others are "not found")."""
     if req.decision_ids:
-        given = [params.decision_id(i) for i in req.decision_ids]
-        for decision in given:
-            if storeport.call(db.get_decision, decision, who.scope) is None:
-                raise Problem("not-found", f"decision {decision} not found")
+        given = list(dict.fromkeys(params.decision_id(i) for i in req.decision_ids))
+        known = storeport.call(db.known_decision_ids, given, who.scope)
+        missing = [d for d in given if d not in known]
+        if missing:
+            more = f" (and {len(missing) - 1:,} more of the {len(given):,} given)" if len(missing) > 1 else ""
+            raise Problem("not-found", f"decision {missing[0]} not found{more}")
         return given
-    if not (req.cluster and req.since and req.until):
-        raise Problem("invalid-parameter", "give decision_ids, or a window: cluster, since and until")
+    if not (req.all or req.cluster or req.since or req.until):
+        raise Problem("invalid-parameter", "give decision_ids, or a window: cluster, since and/or until (or all: true)")
     f = storeport.decision_filter(
         cluster=params.label(req.cluster, "cluster"), since=params.timestamp(req.since, "since"),
         until=params.timestamp(req.until, "until"), tenant=tenant_filter(who, params.label(req.tenant, "tenant")),
         model=params.model(req.model), policy_version=params.label(req.policy_version, "policy_version"))
-    ids: list[str] = []
-    cursor = None
-    while len(ids) < req.limit:
-        page, cursor = storeport.call(db.list_decisions, f, cursor, min(1000, req.limit - len(ids)))
-        ids += [r.decision_id for r in page]
-        if cursor is None:
-            break
-    return ids
+    try:
+        selection = Selection(sample=req.sample, shard=Shard.parse(req.shard) if req.shard else None,
+                              segment=req.segment)
+    except SelectionError as exc:
+        raise Problem("invalid-parameter", str(exc).removeprefix("--")) from None
+    keys = storeport.call(db.decision_keys, f, MAX_SCAN + 1)
+    if len(keys) > MAX_SCAN:
+        raise _too_large(f"the window holds more than {MAX_SCAN:,} decisions; narrow it (since, until, cluster) "
+                         "or replay it in shards")
+    chosen = [k for k in keys if selection.keeps(_Key(*k))]  # type: ignore[arg-type]
+    # the earliest `limit` decisions in history order, so a limited window is a prefix of the full one
+    chosen.sort(key=lambda k: (k[2], k[3], k[0]))
+    return [k[0] for k in chosen[req.offset:req.offset + req.limit]]
+
+
+class _Key(NamedTuple):
+    """What a selection reads of a decision."""
+
+    decision_id: str
+    time: str
+    cluster: str
+    seq: int
 
 
 def _board(request: Request) -> JobBoard:
@@ -85,10 +134,43 @@ def _board(request: Request) -> JobBoard:
     return board
 
 
-@router.post("", summary="Replay decisions and compare digests")
-async def replay(req: ReplayRequest, who: Annotated[Principal, Depends(principal)],
+def _too_large(detail: str) -> Problem:
+    return Problem("payload-too-large", detail, max_bytes=MAX_BODY_BYTES, max_ids=MAX_IDS)
+
+
+async def _read(request: Request) -> ReplayRequest:
+    """The request body, read up to ``MAX_BODY_BYTES`` and at most ``MAX_IDS`` ids, then validated."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise _too_large(f"request body of {int(declared):,} bytes: at most {MAX_BODY_BYTES:,} bytes; "
+                         f"send at most {MAX_IDS:,} decision_ids per request, or a window")
+    body = bytearray()
+    async for part in request.stream():
+        body += part
+        if len(body) > MAX_BODY_BYTES:
+            raise _too_large(f"request body over {MAX_BODY_BYTES:,} bytes; send at most {MAX_IDS:,} decision_ids "
+                             "per request, or a window")
+    try:
+        data = json.loads(bytes(body) or b"{}")
+    except (ValueError, RecursionError):
+        raise Problem("malformed-body", "the body is not a JSON object") from None
+    ids = data.get("decision_ids") if isinstance(data, dict) else None
+    if isinstance(ids, list) and len(ids) > MAX_IDS:
+        raise _too_large(f"decision_ids: {len(ids):,} ids, at most {MAX_IDS:,} per request; split them, "
+                         "or replay a window")
+    try:
+        return ReplayRequest.model_validate(data)
+    except ValidationError as exc:
+        raise RequestValidationError([{**e, "loc": ("body", *e.get("loc", ()))} for e in exc.errors()]) from None
+
+
+@router.post("", summary="Replay decisions and compare digests",
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                 "schema": ReplayRequest.model_json_schema(ref_template="#/components/schemas/{model}")}}}})
+async def replay(request: Request, who: Annotated[Principal, Depends(principal)],
                  db: Annotated[Any, Depends(store)], board: Annotated[JobBoard, Depends(_board)]) -> JSONResponse:
-    if req.counterfactual_policy is not None:
+    req = await _read(request)
+    if req.counterfactual_policy is not None or req.counterfactual_policy_document is not None:
         return JSONResponse(await run_in_threadpool(_counterfactual, db, who, req))
     ids = await run_in_threadpool(_ids, db, who, req)
     if len(ids) > board.chunk:

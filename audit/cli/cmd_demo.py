@@ -2,10 +2,10 @@
 
 Starts the API server on an embedded store, simulates a realistic cluster day into it over
 HTTP (the server owns the chDB directory, so nothing else opens it), starts the dashboard, asks
-the API a why-H100-skipped question and verifies the simulated day by replay, then prints the
-URLs and a summary and serves until Ctrl-C, SIGTERM or SIGHUP, each of which stops both servers.
-``--check`` does the same, checks that both servers answer, and exits 0 — the form CI and
-newcomers use to prove a fresh machine works.
+the API a why-H100-skipped question and verifies the simulated day by replay through the API (the
+runs are stored, so the Replay page shows them), then prints the URLs and a summary and serves
+until Ctrl-C, SIGTERM or SIGHUP, each of which stops both servers. ``--check`` does the same, checks that both servers answer and that every decision's
+replay run is stored, and exits 0 — the form CI and newcomers use to prove a fresh machine works.
 """
 
 from __future__ import annotations
@@ -111,10 +111,16 @@ def run(args: argparse.Namespace) -> int:
 
         _summary(api, args.hours)
         _why_example(api)
-        _step("verifying the simulated day by replay")
-        rep = subprocess.run(_claimtrail("replay", "--records", str(records), "--events", str(events)), env=env)
+        _step(f"verifying the simulated day by replay through the API  $ claimtrail replay --server {api}")
+        rep = subprocess.run(_claimtrail("replay", "--server", api), env=env)
         if rep.returncode != 0:
             raise UserError(f"replay verification reported mismatches (exit {rep.returncode})")
+        stored = _replay_runs_stored(api)
+        decided = _decisions(api)
+        print(f"replay runs stored: {stored:,} of {decided:,} decisions (the dashboard's Replay page shows them)",
+              flush=True)
+        if args.check and stored != decided:
+            raise UserError(f"the store holds replay runs for {stored:,} of {decided:,} decisions")
 
         print(f"\nAPI        {api}/docs\nDashboard  http://127.0.0.1:{dash_port}\n", flush=True)
         if args.check:
@@ -149,6 +155,16 @@ def _post_jsonl(api: str, kind: str, path: Path) -> None:
             if r.status_code >= 300:
                 raise UserError(f"ingest of {kind} failed: HTTP {r.status_code}: {r.text[:300]}")
             chunk, size = [], 0
+
+
+def _replay_runs_stored(api: str) -> int:
+    rows = httpx.get(f"{api}/v1/stats/replay", timeout=60).json()["rows"]
+    return sum(int(r["runs"]) for r in rows)
+
+
+def _decisions(api: str) -> int:
+    rows = httpx.get(f"{api}/v1/stats/fallback", params={"group_by": "preferred"}, timeout=60).json()["rows"]
+    return sum(int(r["decisions"]) for r in rows)
 
 
 def _summary(api: str, hours: float) -> None:

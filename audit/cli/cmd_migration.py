@@ -2,7 +2,8 @@
 
 ``report`` reads decision records (``--records FILE`` JSON lines, or ``--server URL`` the audit
 API), groups them into cohorts by track and claim-template version, compares the candidate with
-the baseline declared in ``--thresholds FILE`` and prints the verdict (promote, hold, rollback)
+the baseline declared in ``--thresholds FILE`` (default: the shipped
+``deploy/migration/thresholds.yaml``, the canary's own) and prints the verdict (promote, hold, rollback)
 with every metric's interval. ``--events FILE`` (world events, JSON lines) adds allocation
 lifetimes for GPU utilisation. ``plan`` prints the ordered steps for a verdict, given with
 ``--verdict`` or computed like ``report``.
@@ -35,6 +36,9 @@ from audit.migration import (
 from audit.records import DecisionRecord, RecordError, validate_record
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
+# the thresholds the canary in deploy/ is judged by; the default of both report and plan
+SHIPPED_THRESHOLDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "migration",
+                                  "thresholds.yaml")
 
 
 def register(sub: Any) -> None:
@@ -47,7 +51,7 @@ def register(sub: Any) -> None:
                      help="exit 0 for promote, 3 for hold, 4 for rollback (for pipelines that gate on it)")
     rep.set_defaults(func=run_report)
     pl = msub.add_parser("plan", help="the ordered steps for a verdict")
-    _inputs(pl, required=False)
+    _inputs(pl)
     pl.add_argument("--verdict", choices=[v.value for v in Verdict], help="plan for this verdict instead of computing it")
     pl.add_argument("--canary", default="", help="comma-separated canary namespaces")
     pl.add_argument("--expand", default="", help="comma-separated namespaces of the next stage")
@@ -64,8 +68,9 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _inputs(p: argparse.ArgumentParser, required: bool = True) -> None:
-    p.add_argument("--thresholds", required=required, metavar="FILE", help="verdict thresholds (YAML)")
+def _inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--thresholds", metavar="FILE",
+                   help="verdict thresholds (YAML; default the shipped deploy/migration/thresholds.yaml)")
     p.add_argument("--records", metavar="FILE", help="decision records, JSON lines")
     p.add_argument("--server", help="audit API URL to read records from (default CLAIMTRAIL_API)")
     p.add_argument("--token", help="bearer token (default CLAIMTRAIL_TOKEN)")
@@ -77,6 +82,17 @@ def _inputs(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--confidence", type=float, help="override the thresholds' confidence, e.g. 0.9")
     p.add_argument("--candidate", metavar="TRACK[/VERSION]", help="override the candidate cohort, e.g. dra/v3")
     p.add_argument("--baseline", metavar="TRACK[/VERSION]", help="override the baseline cohort, e.g. dra/v1")
+
+
+def thresholds_path(args: argparse.Namespace) -> str:
+    """``--thresholds``, else the shipped file (refused by name when this install lacks it)."""
+    if args.thresholds:
+        return str(args.thresholds)
+    path = os.path.normpath(SHIPPED_THRESHOLDS)
+    if not os.path.exists(path):
+        raise UserError(f"--thresholds: not given, and the shipped thresholds file {path} is not there "
+                        "(installed without the repository's deploy/ folder); give --thresholds FILE")
+    return path
 
 
 def _read_thresholds(path: str, args: argparse.Namespace | None = None) -> Thresholds:
@@ -172,7 +188,7 @@ def _load_records(args: argparse.Namespace) -> list[DecisionRecord]:
 
 
 def _compute(args: argparse.Namespace) -> tuple[Thresholds, Report]:
-    thresholds = _read_thresholds(args.thresholds, args)
+    thresholds = _read_thresholds(thresholds_path(args), args)
     records = _load_records(args)
     releases = releases_from_events(d for _, d in _jsonl(args.events)) if args.events else None
     try:
@@ -218,11 +234,9 @@ def run_plan(args: argparse.Namespace) -> int:
     version = args.template_version
     if args.verdict:
         verdict = Verdict(args.verdict)
-        if not version and args.thresholds:
-            version = _read_thresholds(args.thresholds, args).candidate.template_version
+        if not version:
+            version = _read_thresholds(thresholds_path(args), args).candidate.template_version
     else:
-        if not args.thresholds:
-            raise UserError("give --verdict, or --thresholds with --records/--server to compute it")
         thresholds, rep = _compute(args)
         verdict = rep.verdict
         version = version or thresholds.candidate.template_version

@@ -2,12 +2,13 @@
 
 History comes from JSONL files (``--records`` and ``--events``: no store needed), a store
 (``--dsn``; results are written to ``replay_runs``) or the audit API (``--server``, default
-``CLAIMTRAIL_API``; the server replays and records). Select with ``--since/--until``,
+``CLAIMTRAIL_API``; the server selects, replays as one job in history order and records, and the
+progress bar follows the job). Select with ``--since/--until``,
 ``--decision``, ``--sample`` and ``--shard i/N``; ``--workers K`` replays contiguous runs of the
 history in K processes. A progress bar goes to stderr, the summary (verified, matched, mismatched
 by cause) and the first diffs to stdout. Exit code 1 when any decision does not match.
 ``--policy FILE`` re-runs the window under that policy instead and prints the deltas per tenant and
-model side by side with the recorded history. ``--dsn DSN --write-checkpoints N`` checkpoints a
+model side by side with the recorded history; with ``--server`` the API does it (admin token). ``--dsn DSN --write-checkpoints N`` checkpoints a
 store's event log every N events (resuming after the latest stored checkpoint), so later replays
 fold at most N events each.
 """
@@ -28,6 +29,7 @@ from typing import Any
 from audit.cli.policyfile import policy_document
 from audit.errors import UserError
 from audit.records import DecisionRecord
+from audit.replay.batch import materialize
 from audit.replay.checkpoints import DEFAULT_INTERVAL
 from audit.replay.report import Summary
 from audit.replay.selection import Selection, SelectionError, Shard, split_contiguous
@@ -36,6 +38,9 @@ from audit.timestamps import format_utc
 
 CHUNK = 1000  # decisions per unit of work: one checkpoint load at most per chunk
 DEFAULT_SERVER = "http://127.0.0.1:8080"
+SERVER_BATCH = 20_000  # decision ids per POST /v1/replay (the API's limit per request)
+SERVER_WINDOW = 100_000  # decisions of a window the API replays in one job (a larger one takes several)
+POLL_S = 0.25  # between two looks at a server's replay job
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,6 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s = p.add_argument_group("selection")
     s.add_argument("--since", help="decisions at or after this RFC 3339 time")
     s.add_argument("--until", help="decisions before this RFC 3339 time")
+    s.add_argument("--cluster", help="with --policy and --server: the cluster whose window to replay "
+                   "(default: the cluster of the window's decisions)")
     s.add_argument("--decision", nargs="+", action="extend", default=[], metavar="ID", help="decision ids")
     s.add_argument("--sample", type=float, default=1.0, metavar="P", help="replay a stable fraction P in (0, 1]")
     s.add_argument("--shard", metavar="i/N", help="replay shard i of N (segments of --segment seqs)")
@@ -79,7 +86,7 @@ class _Progress:
 
     def advance(self, n: int) -> None:
         self.done += n
-        if not self.enabled:
+        if not self.enabled or (n == 0 and self.last >= 0):
             return
         pct = 100 if not self.total else int(self.done * 100 / self.total)
         if pct == self.last and self.done < self.total:
@@ -158,28 +165,6 @@ def _store_records(store: Any, sel: Selection) -> list[DecisionRecord]:
             return out
 
 
-def _materialize(history: Any, records: list[DecisionRecord]) -> Any:
-    """The part of a store's history these records need, in memory (for worker processes)."""
-    from audit.replay.source import MemorySource
-    from audit.replay.verify import bind_seq
-
-    events: list[Any] = []
-    # checkpoints stay the stored text: parsing and re-encoding one cost ~130 ms, and the
-    # workers verify the text byte-wise when they load it
-    checkpoints: list[tuple[str, int, str]] = []
-    for cluster in sorted({r.cluster for r in records}):
-        mine = [r for r in records if r.cluster == cluster]
-        lo = min(r.seq for r in mine)
-        hi = max(max(r.seq, bind_seq(r) or 0) for r in mine)
-        cp = history.nearest_checkpoint_text(cluster, lo)
-        if cp is not None:
-            checkpoints.append((cluster, cp[0], cp[1]))
-        events.extend(history.events(cluster, cp[0] if cp is not None else -1, hi))
-    source = MemorySource(events, checkpoints)
-    source.add_checkpoints(DEFAULT_INTERVAL)
-    return source
-
-
 # ---- verifying -----------------------------------------------------------------------------------
 
 _WORKER_SOURCE: Any = None
@@ -240,31 +225,32 @@ def _http(call: Callable[[], Any], what: str) -> Any:
 
 
 def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list[ReplayResult]]:
+    """One request per ``SERVER_BATCH`` decision ids, or per ``SERVER_WINDOW`` decisions of a window:
+    the server selects (sample, shard), replays in history order as one job, and the bar follows."""
     import httpx
 
-    from audit.records import validate_record
-
     url, headers = _server(args)
+    if sel.decision_ids:
+        ids = list(dict.fromkeys(sel.decision_ids))
+        bodies: list[dict[str, Any]] = [{"decision_ids": ids[i:i + SERVER_BATCH]}
+                                        for i in range(0, len(ids), SERVER_BATCH)]
+        if sel.sample < 1.0 or sel.shard is not None:
+            raise UserError("--decision with --server: --sample and --shard select from a window, not from ids")
+    else:
+        window = {k: v for k, v in {"since": sel.since, "until": sel.until}.items() if v is not None}
+        bodies = [{**window, "all": not window, "sample": sel.sample, "segment": sel.segment, "limit": SERVER_WINDOW,
+                   **({"shard": f"{sel.shard.index}/{sel.shard.count}"} if sel.shard is not None else {})}]
+    summary, shown = Summary(), []
+    progress = _Progress(0, not args.quiet)
     with httpx.Client(base_url=url, headers=headers, timeout=600.0) as client:
-        if sel.decision_ids and sel.sample >= 1.0 and sel.shard is None:
-            ids = list(sel.decision_ids)
-        else:
-            records: list[DecisionRecord] = []
-            cursor: str | None = None
-            while True:
-                params = {k: v for k, v in {"since": sel.since, "until": sel.until, "limit": 1000,
-                                            "cursor": cursor}.items() if v is not None}
-                page = _http(partial(client.get, "/v1/decisions", params=params), "GET /v1/decisions")
-                records.extend(validate_record(item) for item in page["items"])
-                cursor = page.get("next")
-                if not cursor:
-                    break
-            ids = [r.decision_id for r in split_flat(sel.apply(records))]
-        progress = _Progress(len(ids), not args.quiet)
-        summary, shown = Summary(), []
-        for i in range(0, len(ids), CHUNK):
-            body = {"decision_ids": ids[i:i + CHUNK]}
-            runs = _runs(client, _http(partial(client.post, "/v1/replay", json=body), "POST /v1/replay"))
+        while bodies:
+            body = bodies.pop(0)
+            answer = _http(partial(client.post, "/v1/replay", json=body), "POST /v1/replay")
+            progress.total += int(answer.get("total", len(answer.get("runs", []))))
+            runs = _runs(client, answer, progress)
+            if "decision_ids" not in body and len(runs) >= SERVER_WINDOW:
+                # a window larger than one job: go on with its next part, in history order
+                bodies.append({**body, "offset": body.get("offset", 0) + len(runs)})
             for run in runs:
                 result = ReplayResult(run["decision_id"], run.get("engine_version", ""), run.get("policy_digest", ""),
                                       bool(run["match"]), run.get("cause", ""), list(run.get("diff", [])),
@@ -272,28 +258,31 @@ def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list
                 summary.add(result)
                 if not result.match:
                     shown.append(result)
-            progress.advance(len(runs))
     return summary, shown
 
 
-def _runs(client: Any, answer: dict[str, Any]) -> list[dict[str, Any]]:
-    """The runs of a replay answer; a larger request became a job on the server: follow it."""
+def _runs(client: Any, answer: dict[str, Any], progress: _Progress) -> list[dict[str, Any]]:
+    """The runs of a replay answer; a larger request became a job on the server: follow it,
+    moving the progress bar as the job stores its runs."""
     import time
 
+    reported = 0
     while "runs" not in answer:
         job = answer.get("job")
         if not job or answer.get("state") not in ("running", "done"):
-            raise UserError(f"POST /v1/replay: replay job {job} ended {answer.get('state')}: "
+            done = f" after {answer.get('done', 0):,} of {answer.get('total', 0):,} decisions" if job else ""
+            raise UserError(f"POST /v1/replay: replay job {job} ended {answer.get('state')}{done}: "
                             f"{answer.get('error', 'no runs returned')}")
-        time.sleep(0.5)
+        done = int(answer.get("done", 0))
+        if done > reported:
+            progress.advance(done - reported)
+            reported = done
+        time.sleep(POLL_S)
         path = f"/v1/replay/{job}"
         answer = _http(partial(client.get, path), f"GET {path}")
     runs: list[dict[str, Any]] = answer["runs"]
+    progress.advance(len(runs) - reported)
     return runs
-
-
-def split_flat(records: list[DecisionRecord]) -> list[DecisionRecord]:
-    return [r for chunk in split_contiguous(records, 1) for r in chunk]
 
 
 # ---- output --------------------------------------------------------------------------------------
@@ -352,7 +341,7 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             raise UserError(f"--decision {unknown[0]}: not found in {args.records or 'the store'}")
         if store is not None and args.workers > 1:
-            source = _materialize(source, chosen)  # workers must not share the store's connection
+            source = materialize(source, chosen)  # workers must not share the store's connection
         progress = _Progress(len(chosen), not args.quiet)
         summary, mismatches, runs = Summary(), [], []
         for result in verify(source, chosen, args.workers, progress):
@@ -426,7 +415,7 @@ def _history(args: argparse.Namespace) -> tuple[list[DecisionRecord], list[Any],
         held = [e for c in offline.clusters() for e in offline.events(c, -1, offline.max_seq(c) or -1)]
         return records, held, offline
     if not args.dsn:
-        raise UserError("--policy: give the history as --records and --events, or --dsn")
+        raise UserError("--policy: give the history as --records and --events, --dsn, or --server")
     from audit.store.queries import AuditStore
 
     with AuditStore.open(args.dsn, create=False) as store:
@@ -456,6 +445,8 @@ def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
     since, until = parse_time_ms(sel.since), parse_time_ms(sel.until)
     if until <= since:
         raise UserError(f"--until {sel.until}: must be after --since {sel.since}")
+    if not (args.records or args.events or args.dsn) and (args.server or os.environ.get("CLAIMTRAIL_API")):
+        return _server_counterfactual(args, sel, doc)
     records, events, source = _history(args)
     clusters = sorted({e.cluster for e in events})
     if len(clusters) != 1:
@@ -468,6 +459,35 @@ def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
         print(f"replaying {sel.since} .. {sel.until} under {args.policy}", file=sys.stderr)
     result = whatif(start, events, records, doc, since, until)
     d = deltas(result)
+    if args.json:
+        print(json.dumps(d, indent=2, sort_keys=True))
+    else:
+        print("\n".join(delta_lines(d)))
+    return 1 if d["quota_violations"][1] else 0
+
+
+def _server_counterfactual(args: argparse.Namespace, sel: Selection, doc: dict[str, Any]) -> int:
+    """The window decided again under ``doc`` by the audit API (which owns the store): the same
+    deltas an offline run prints. Needs an admin token: it re-decides every tenant's pods."""
+    import httpx
+
+    from audit.replay.whatif import delta_lines
+
+    url, headers = _server(args)
+    with httpx.Client(base_url=url, headers=headers, timeout=3600.0) as client:
+        cluster = args.cluster
+        if not cluster:
+            page = _http(partial(client.get, "/v1/decisions", params={"since": sel.since, "until": sel.until,
+                                                                      "limit": 1}), "GET /v1/decisions")
+            if not page["items"]:
+                raise UserError(f"--since {sel.since} --until {sel.until}: no decisions in this window on {url}")
+            cluster = page["items"][0]["cluster"]
+        if not args.quiet:
+            print(f"replaying {sel.since} .. {sel.until} of cluster {cluster} under {args.policy} on {url}",
+                  file=sys.stderr)
+        body = {"cluster": cluster, "since": sel.since, "until": sel.until, "counterfactual_policy_document": doc}
+        answer = _http(partial(client.post, "/v1/replay", json=body), "POST /v1/replay")
+    d = answer["deltas"]
     if args.json:
         print(json.dumps(d, indent=2, sort_keys=True))
     else:

@@ -35,6 +35,8 @@ def register(sub: Any) -> None:
     p.add_argument("--max-body-mb", type=float, default=64.0, help="ingest body size limit (413 beyond)")
     p.add_argument("--replay-sync-limit", type=int, default=200,
                    help="decisions replayed within a request; more start a background job")
+    p.add_argument("--replay-job-step", type=int, default=1000,
+                   help="decisions a replay job replays between two progress updates (and stop checks)")
     p.add_argument("--migration-thresholds", metavar="FILE",
                    help="verdict thresholds for /v1/stats/migration (the YAML of `claimtrail migration report`); "
                         "default: device-plugin baseline, every DRA template version as candidate")
@@ -104,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
                         f"{args.max_in_flight}: expected a positive rate and at least 1 of each")
     if args.tokens_poll_seconds <= 0:
         raise UserError(f"--tokens-poll-seconds {args.tokens_poll_seconds:g}: expected a positive number")
+    if args.replay_job_step < 1:
+        raise UserError(f"--replay-job-step {args.replay_job_step}: expected at least 1")
     thresholds = _thresholds(args.migration_thresholds) if args.migration_thresholds else None
 
     import uvicorn
@@ -130,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         store.recover_ingest()
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                                          replay_sync_limit=args.replay_sync_limit,
+                                         replay_job_step=args.replay_job_step,
                                          migration_thresholds=thresholds,
                                          limits=CallerLimits(rate=args.rate_limit, burst=args.burst,
                                                              in_flight=args.max_in_flight)),

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Simulate a GPU cluster and record every allocation decision.")
     p.add_argument("--scenario", metavar="FILE", help="scenario YAML (Kubernetes objects + Policy + Workload)")
     p.add_argument("--trace", metavar="NAME", help="trace-driven run: openb-2023 or spot-2026")
-    p.add_argument("--trace-dir", metavar="DIR", help="folder with the traces (default ../shared/traces)")
+    p.add_argument("--trace-dir", metavar="DIR", help="folder with the traces (default: CLAIMTRAIL_TRACE_DIR, .claimtrail/traces, then ../shared/traces; `make traces` downloads them)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--hours", type=float, help="simulated hours (default: the scenario's)")
     p.add_argument("--start", metavar="now|TIME",

@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MAX_LIMIT = 10_000
+ID_BATCH = 5_000  # decision ids bound into one IN (...) query
 
 
 @dataclass
@@ -69,7 +70,7 @@ class ReplayJob:
     revision: int
     tenant: str  # '' for a job only admins may see
     total: int
-    state: str  # running, done or failed
+    state: str  # running, done, failed or interrupted
     error: str = ""
     started: str = ""  # ISO 8601, given by the caller
     updated: str = ""
@@ -227,6 +228,25 @@ class AuditStore:
         return ReplayJob(job_id, int(revision), tenant, int(total), state, error, format_time_ms(int(started)),
                          format_time_ms(int(updated)))
 
+    def running_replay_jobs(self) -> list[ReplayJob]:
+        """Every job whose current state is ``running``."""
+        from audit.world import format_time_ms
+
+        rows_ = self._query(
+            "SELECT job_id, max(revision), argMax(tenant, revision), argMax(total, revision), argMax(state, revision) "
+            "AS current, argMax(error, revision), toUnixTimestamp64Milli(argMax(started, revision)), "
+            "toUnixTimestamp64Milli(argMax(updated, revision)) FROM replay_jobs GROUP BY job_id "
+            "HAVING current = 'running' ORDER BY job_id").result_rows
+        return [ReplayJob(job_id, int(revision), tenant, int(total), state, error, format_time_ms(int(started)),
+                          format_time_ms(int(updated)))
+                for job_id, revision, tenant, total, state, error, started, updated in rows_]
+
+    def replay_job_done(self, job_id: str) -> int:
+        """How many distinct decisions the job has replayed so far."""
+        rows_ = self._query("SELECT uniqExact(decision_id) FROM replay_runs WHERE job_id = {j:String}",
+                            {"j": job_id}).result_rows
+        return int(rows_[0][0]) if rows_ else 0
+
     def replay_job_runs(self, job_id: str) -> list[ReplayRun]:
         """The latest run of each decision the job has replayed so far, by decision id."""
         from audit.timestamps import format_time_ms
@@ -264,6 +284,42 @@ class AuditStore:
         params["id"] = decision_id
         rows_ = self._query(f"SELECT record FROM decisions {where_sql(clauses)} LIMIT 1", params).result_rows
         return DecisionRecord.from_dict(json.loads(rows_[0][0])) if rows_ else None
+
+    def get_decisions(self, decision_ids: Sequence[str], tenant: str | None,
+                      batch: int = ID_BATCH) -> dict[str, DecisionRecord]:
+        """The decisions among ``decision_ids`` the caller may see, by id: one query per ``batch`` ids."""
+        found: dict[str, DecisionRecord] = {}
+        for i in range(0, len(decision_ids), batch):
+            clauses, params = conditions(DecisionFilter(tenant=tenant))
+            clauses.append("decision_id IN {ids:Array(String)}")
+            params["ids"] = list(decision_ids[i:i + batch])
+            for decision, text in self._query(f"SELECT decision_id, record FROM decisions {where_sql(clauses)} "
+                                              "LIMIT 1 BY decision_id", params).result_rows:
+                found[decision] = DecisionRecord.from_dict(json.loads(text))
+        return found
+
+    def decision_keys(self, f: DecisionFilter, limit: int) -> list[tuple[str, str, str, int]]:
+        """(decision_id, time, cluster, seq) of up to ``limit`` decisions matching ``f``, in no
+        particular order: the narrow columns a replay selection reads, without the records."""
+        from audit.world import format_time_ms
+
+        clauses, params = conditions(f)
+        params["limit"] = limit
+        rows_ = self._query(
+            f"SELECT decision_id, toUnixTimestamp64Milli(time), cluster, seq FROM decisions {where_sql(clauses)} "
+            "LIMIT 1 BY decision_id LIMIT {limit:UInt64}", params).result_rows
+        return [(d, format_time_ms(int(ms)), c, int(seq)) for d, ms, c, seq in rows_]
+
+    def known_decision_ids(self, decision_ids: Sequence[str], tenant: str | None, batch: int = ID_BATCH) -> set[str]:
+        """Which of ``decision_ids`` exist and the caller may see: one narrow query per ``batch`` ids."""
+        known: set[str] = set()
+        for i in range(0, len(decision_ids), batch):
+            clauses, params = conditions(DecisionFilter(tenant=tenant))
+            clauses.append("decision_id IN {ids:Array(String)}")
+            params["ids"] = list(decision_ids[i:i + batch])
+            known.update(row[0] for row in self._query(
+                f"SELECT DISTINCT decision_id FROM decisions {where_sql(clauses)}", params).result_rows)
+        return known
 
     def latest_for_pod(self, namespace: str, pod: str, tenant: str | None) -> DecisionRecord | None:
         clauses, params = conditions(DecisionFilter(tenant=tenant, namespace=namespace, pod=pod))

@@ -33,6 +33,7 @@ from audit.policy import API_VERSION
 from ingest.simulate.cluster import GPU_CLASS, NodePool, node_object, slice_object
 from ingest.simulate.loop import Job
 from ingest.simulate.scenario import Scenario, TenantMix
+from ingest.simulate.trace_files import candidate_dirs, find_trace_dir
 
 TRACES = ("openb-2023", "spot-2026")
 OPENB_DIR = "cluster-trace-gpu-v2023"
@@ -56,15 +57,15 @@ class TraceError(ValueError):
     """A trace cannot be read; the message names the file (and row/column when it is the data)."""
 
 
-def default_trace_dir() -> str:
-    """``../shared/traces`` relative to the repository."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.normpath(os.path.join(here, "..", "..", "..", "shared", "traces"))
+def no_trace_dir_message() -> str:
+    searched = ", ".join(f"{path} ({source})" for source, path in candidate_dirs())
+    return (f"no trace folder found (searched {searched}); run `make traces` (or `claimtrail traces fetch`) "
+            "to download them, or give --trace-dir")
 
 
 def _rows(path: str, required: tuple[str, ...]) -> list[dict[str, str]]:
     if not os.path.exists(path):
-        raise TraceError(f"{path}: trace file not found (set --trace-dir to the folder holding the traces)")
+        raise TraceError(f"{path}: trace file not found (run `make traces` to download the traces, or set --trace-dir)")
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
         missing = [c for c in required if c not in (reader.fieldnames or [])]
@@ -189,7 +190,9 @@ def spot_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-11
 
 
 def trace_scenario(name: str, trace_dir: str | None, seed: int, hours: float, start: str = "") -> Scenario:
-    trace_dir = trace_dir or default_trace_dir()
+    trace_dir = find_trace_dir(trace_dir)
+    if trace_dir is None:
+        raise TraceError(no_trace_dir_message())
     if name == "openb-2023":
         return openb_scenario(trace_dir, seed, hours, start) if start else openb_scenario(trace_dir, seed, hours)
     if name == "spot-2026":

@@ -50,7 +50,9 @@ def test_replay_by_id_reports_and_records_each_run(server: Server) -> None:
 
 @pytest.mark.parametrize(("body", "status", "kind"), [
     ({}, 400, "invalid-parameter"),
-    ({"cluster": "lab"}, 400, "invalid-parameter"),
+    ({"sample": 0.5}, 400, "invalid-parameter"),
+    ({"all": True, "shard": "3/2"}, 400, "invalid-parameter"),
+    ({"all": True, "sample": 0}, 400, "malformed-body"),
     ({"decision_ids": ["x' OR 1=1"]}, 400, "invalid-parameter"),
     ({"decision_ids": ["00000000-0000-0000-0000-000000000000"]}, 404, "not-found"),
     ({**WINDOW, "since": "then"}, 400, "invalid-parameter"),
@@ -58,7 +60,7 @@ def test_replay_by_id_reports_and_records_each_run(server: Server) -> None:
     ({**WINDOW, "extra": 1}, 400, "malformed-body"),
     ({**WINDOW, "counterfactual_policy": "v8"}, 404, "not-found"),
     ({"decision_ids": [factory.FALLBACK.decision_id], "counterfactual_policy": "v7"}, 400, "invalid-parameter"),
-], ids=["empty", "partial-window", "bad-id", "unknown-id", "bad-time", "bad-limit", "unknown-field",
+], ids=["empty", "selection-without-window", "bad-shard", "bad-sample", "bad-id", "unknown-id", "bad-time", "bad-limit", "unknown-field",
         "counterfactual-unknown-policy", "counterfactual-needs-window"])
 def test_bad_replay_requests_are_problems(server: Server, body: dict[str, Any], status: int, kind: str) -> None:
     r = server.post("/v1/replay", json=body)

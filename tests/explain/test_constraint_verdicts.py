@@ -4,8 +4,8 @@ Each row is a kubectl dump with a pending pod whose claim spans several requests
 ``matchAttribute`` or ``distinctAttribute`` constraint. The expected answer is checked three
 ways: ``claimtrail why --dump``, ``claimtrail allocate --explain`` on the same objects (a node
 where ``why`` finds an H100 available is one where the claim is allocated, with that H100, and
-a node where it finds none is unsatisfiable), and the upstream allocator in
-``../shared/tools/dra-oracle`` (the same outcome and devices as ``allocate``).
+a node where it finds none is unsatisfiable), and the upstream allocator (the ``dra_oracle``
+fixture: the same outcome and devices as ``allocate``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from audit.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "explain"
-ORACLE = ROOT.parent / "shared" / "tools" / "dra-oracle" / "bin" / "dra-oracle"
 
 PCIE = {"constraint": "matchAttribute", "attribute": "resource.kubernetes.io/pcieRoot"}
 NUMA = {"constraint": "distinctAttribute", "attribute": "topology.example.com/numa"}
@@ -107,16 +106,14 @@ def test_why_names_the_constraint_and_agrees_with_allocate(row: str, tmp_path: P
 
 
 @pytest.mark.parametrize("row", sorted(ROWS))
-def test_the_upstream_allocator_agrees_on_every_node(row: str, tmp_path: Path,
+def test_the_upstream_allocator_agrees_on_every_node(row: str, tmp_path: Path, dra_oracle: str,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    if not ORACLE.exists():
-        pytest.skip(f"upstream allocator not found at {ORACLE} (../shared/tools/dra-oracle is absent)")
     dump, pod, claim, _, _, _ = ROWS[row]
     answer = _why(capsys, dump, pod)
     flat = _flat(dump, tmp_path)
     for node in sorted({d["node"] for d in answer["devices"]}):
         ours = _allocate(capsys, flat, node, claim)
-        done = subprocess.run([str(ORACLE), "allocate", "-f", str(flat), "--node", node, "--claim", claim, "-o", "json"],
+        done = subprocess.run([dra_oracle, "allocate", "-f", str(flat), "--node", node, "--claim", claim, "-o", "json"],
                               capture_output=True, text=True, timeout=60, check=False)
         upstream = json.loads(done.stdout)
         available = any(d["node"] == node and d["reason"] == "available" for d in answer["devices"])

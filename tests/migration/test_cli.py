@@ -123,3 +123,32 @@ def test_bad_input_is_one_line_naming_the_problem(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["report", "-o", "json"], ["plan", "-o", "json"]])
+def test_report_and_plan_default_to_the_shipped_thresholds(
+    worse_file: str, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    assert main(["migration", command[0], "--records", worse_file, "-o", "json"]) == 0
+    without = json.loads(capsys.readouterr().out)
+    assert main(["migration", command[0], "--records", worse_file, "--thresholds", THRESHOLDS, "-o", "json"]) == 0
+    assert without == json.loads(capsys.readouterr().out)
+    assert without["verdict"] == "rollback"
+
+
+def test_plan_for_a_given_verdict_takes_the_template_version_from_the_shipped_thresholds(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["migration", "plan", "--verdict", "rollback"]) == 0
+    assert "1. [freeze] stop publishing ResourceClaimTemplate gpu-h100-first-v2" in capsys.readouterr().out
+
+
+def test_a_missing_shipped_thresholds_file_is_named(
+    worse_file: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # an install without the repository's deploy/ folder
+    monkeypatch.setattr("audit.cli.cmd_migration.SHIPPED_THRESHOLDS", str(tmp_path / "thresholds.yaml"))
+    assert main(["migration", "report", "--records", worse_file]) == 2
+    assert capsys.readouterr().err == (
+        f"claimtrail migration: --thresholds: not given, and the shipped thresholds file {tmp_path}/thresholds.yaml "
+        "is not there (installed without the repository's deploy/ folder); give --thresholds FILE\n")

@@ -47,3 +47,105 @@ def test_server_replay_by_id_reports_an_unknown_decision(server, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("claimtrail replay: POST /v1/replay: the audit API answered 404: ")
+
+
+# ---- one job, the same answers as offline ------------------------------------------------------
+
+DECISIONS = 600
+WINDOW = ["--since", "2026-11-02T00:00:00Z", "--until", "2026-11-02T01:30:00Z"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    result = busy(HOURS)
+    d = tmp_path_factory.mktemp("same-history")
+    records, events = d / "records.jsonl", d / "events.jsonl"
+    records.write_text(to_jsonl(result.records[:DECISIONS]))
+    events.write_text("".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in result.events))
+    return str(records), str(events)
+
+
+@pytest.fixture(scope="module")
+def policies(tmp_path_factory):
+    import yaml
+
+    doc = busy(HOURS).events[0].payload
+    d = tmp_path_factory.mktemp("policies")
+    tight = json.loads(json.dumps(doc))
+    for t in tight["spec"]["tenants"]:
+        if t["name"] == "team-b":
+            t["quotas"] = {"H100": {"nominal": 2, "borrowingLimit": 0}}
+    (d / "tight.yaml").write_text(yaml.safe_dump(tight))
+    return str(d / "tight.yaml")
+
+
+def _posts(server) -> int:
+    prefix = 'claimtrail_http_requests_total{method="POST",route="/v1/replay",'
+    return sum(int(line.rsplit(" ", 1)[1]) for line in server.get("/metrics", None).text.splitlines()
+               if line.startswith(prefix))
+
+
+def _json_summary(capsys, *argv):
+    code = main(["replay", "--json", *argv])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+@pytest.mark.parametrize("selection", [[], ["--sample", "0.3"], ["--shard", "1/3", "--segment", "400"], WINDOW],
+                         ids=["everything", "sample", "shard", "window"])
+def test_a_server_replay_is_one_job_with_the_offline_answer(server, files, capsys, selection):
+    before = _posts(server)
+    code, online, err = _json_summary(capsys, "--server", server.base, "--token", TOKENS["admin"], *selection)
+    assert code == 0, err
+    assert _posts(server) == before + 1  # one request: the server selects and replays as one job
+    offline_code, offline, _ = _json_summary(capsys, "--quiet", "--records", files[0], "--events", files[1], *selection)
+    assert (code, online) == (offline_code, offline)
+    assert online["summary"]["verified"] > 50
+    # the bar follows the job to its end
+    total = online["summary"]["verified"]
+    assert err.rstrip().endswith(f"100% {total:,}/{total:,} decisions")
+
+
+def test_a_counterfactual_through_the_api_prints_the_offline_deltas(server, files, policies, capsys):
+    code = main(["replay", "--quiet", "--server", server.base, "--token", TOKENS["admin"], "--policy", policies,
+                 *WINDOW])
+    online = capsys.readouterr().out
+    offline_code = main(["replay", "--quiet", "--records", files[0], "--events", files[1], "--policy", policies,
+                         *WINDOW])
+    offline = capsys.readouterr().out
+    assert (code, online) == (offline_code, offline)
+    lines = {line[:34].strip(): line[34:].split() for line in online.splitlines()[1:] if len(line) > 34}
+    rec, cf = (int(x.replace(",", "")) for x in lines["team-b/H100 allocations"])
+    assert cf < rec
+
+
+def test_a_counterfactual_through_the_api_needs_an_admin(server, policies, capsys):
+    code = main(["replay", "--quiet", "--server", server.base, "--token", TOKENS["team-a"], "--policy", policies,
+                 "--cluster", busy(HOURS).world.cluster, *WINDOW])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == ("claimtrail replay: POST /v1/replay: the audit API answered 403: a counterfactual run "
+                   "re-decides every tenant's pods and needs an admin token\n")
+
+
+def test_an_invalid_counterfactual_policy_is_refused_by_the_api(server):
+    import httpx
+
+    bad = {"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "x"},
+           "spec": {"version": "v9", "fairness": {"mode": "lottery"}}}
+    r = httpx.post(server.base + "/v1/replay", headers={"Authorization": f"Bearer {TOKENS['admin']}"}, json={
+        "cluster": busy(HOURS).world.cluster, "since": WINDOW[1], "until": WINDOW[3],
+        "counterfactual_policy_document": bad}, timeout=60)
+    assert r.status_code == 400
+    assert r.json()["detail"] == ("counterfactual_policy_document: Policy x: spec.fairness.mode: must be one of "
+                                  "drf, off (got 'lottery')")
+
+
+def test_a_window_larger_than_one_job_is_replayed_in_parts(server, files, capsys, monkeypatch):
+    monkeypatch.setattr("audit.cli.cmd_replay.SERVER_WINDOW", 250)
+    before = _posts(server)
+    code, online, err = _json_summary(capsys, "--server", server.base, "--token", TOKENS["admin"])
+    assert code == 0, err
+    assert _posts(server) == before + 3  # 250 + 250 + 100 decisions
+    _, offline, _ = _json_summary(capsys, "--quiet", "--records", files[0], "--events", files[1])
+    assert online == offline and online["summary"]["verified"] == DECISIONS

@@ -1,11 +1,14 @@
-"""Trace-driven scenarios read the real Alibaba traces (../shared/traces) and keep their model names."""
+"""Trace-driven scenarios read the real Alibaba traces and keep their model names.
+
+The traces are public data outside the repository: the ``trace_dir`` fixture finds them or skips
+naming ``make traces``."""
 
 import collections
 
 import pytest
 
 from ingest.simulate.loop import simulate
-from ingest.simulate.traces import TraceError, default_trace_dir, openb_scenario, spot_scenario
+from ingest.simulate.traces import TraceError, openb_scenario, spot_scenario, trace_scenario
 
 
 def _gpus(sc):
@@ -14,8 +17,8 @@ def _gpus(sc):
         for d in o["spec"]["devices"])
 
 
-def test_openb_inventory_and_allowed_models():
-    sc = openb_scenario(default_trace_dir(), seed=1, hours=24)
+def test_openb_inventory_and_allowed_models(trace_dir):
+    sc = openb_scenario(trace_dir, seed=1, hours=24)
     assert sum(1 for o in sc.objects if o["kind"] == "Node") == 1213
     assert _gpus(sc) == {"G2": 4392, "T4": 842, "G3": 312, "P100": 265, "V100M32": 204, "V100M16": 195, "A10": 2}
     by_name = {j.name: j for j in sc.explicit_jobs}
@@ -28,16 +31,16 @@ def test_openb_inventory_and_allowed_models():
     assert {j.namespace for j in sc.explicit_jobs} <= {"qos-ls", "qos-be", "qos-burstable", "qos-guaranteed"}
 
 
-def test_openb_day_runs_with_trace_model_names():
-    result = simulate(openb_scenario(default_trace_dir(), seed=1, hours=24), seed=1, keep_events=False)
+def test_openb_day_runs_with_trace_model_names(trace_dir):
+    result = simulate(openb_scenario(trace_dir, seed=1, hours=24), seed=1, keep_events=False)
     allocated = [r for r in result.records if r.outcome == "allocated"]
     assert len(allocated) > 100
     assert {r.allocated_model for r in allocated} <= {"G3", "G2", "V100M32", "V100M16", "T4", "P100", "A10"}
     assert all(r.preference[0] == r.preferred_model for r in allocated)
 
 
-def test_spot_inventory_shape():
-    sc = spot_scenario(default_trace_dir(), seed=1, hours=1)
+def test_spot_inventory_shape(trace_dir):
+    sc = spot_scenario(trace_dir, seed=1, hours=1)
     assert sum(_gpus(sc).values()) == 10412
     assert _gpus(sc)["H800"] == 1752 and _gpus(sc)["A100-SXM4-80GB"] == 3456
 
@@ -45,6 +48,19 @@ def test_spot_inventory_shape():
 def test_missing_trace_dir_is_named(tmp_path):
     with pytest.raises(TraceError, match="openb_node_list_gpu_node.csv: trace file not found"):
         openb_scenario(str(tmp_path), seed=1, hours=1)
+
+
+def test_no_trace_folder_names_the_search_and_make_traces(tmp_path, monkeypatch):
+    # nothing explicit and no default folder: the message lists what was searched
+    monkeypatch.delenv("CLAIMTRAIL_TRACE_DIR", raising=False)
+    monkeypatch.setenv("CLAIMTRAIL_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr("ingest.simulate.trace_files.repo_shared_traces", lambda: str(tmp_path / "shared" / "traces"))
+    with pytest.raises(TraceError) as err:
+        trace_scenario("openb-2023", None, seed=1, hours=1)
+    assert str(err.value) == (
+        f"no trace folder found (searched {tmp_path}/data/traces (the data directory), "
+        f"{tmp_path}/shared/traces (beside the repository)); run `make traces` (or `claimtrail traces fetch`) "
+        "to download them, or give --trace-dir")
 
 
 def sc_start(sc):

@@ -1,0 +1,135 @@
+"""Replay through the audit API against an offline replay of the same history, in the same run.
+
+The history is the demo's day (``claimtrail simulate --seed 7 --hours 24``: 64 nodes, four
+tenants, ~6,700 decisions over ~17,500 world events), written as JSON lines. (a) Offline:
+``claimtrail replay --records --events`` reads the files and verifies every decision in one
+process. (b) Through the API: a real ``claimtrail serve`` owns an embedded store holding the same
+history (ingested over HTTP first, not timed), and ``claimtrail replay --server`` verifies every
+decision there: one request, one server-side job replaying in history order, runs stored, the
+command following the job's progress. Both are timed wall-clock from the command's start to its
+exit, so they include starting Python, reading the history and printing the summary; each is run
+``ROUNDS`` times alternately and the best of each is kept (the machine is shared, and the best run
+is the one least disturbed). The figure is the API rate over the offline rate (target ≥ 0.5).
+A context row times ``--sample 0.05`` through the API.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+SEED, HOURS = 7, 24
+ROUNDS = 2
+
+
+def _claimtrail(*args: str) -> list[str]:
+    return [sys.executable, "-m", "audit.cli.main", *args]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep)}
+
+
+def _timed(argv: list[str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, env=_env(), check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[3:])} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return elapsed, done.stdout
+
+
+def _verified(summary: str) -> int:
+    first = summary.splitlines()[0]  # "verified N decisions: N matched, 0 mismatched"
+    return int(first.split()[1].replace(",", ""))
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(data: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    proc = subprocess.Popen(_claimtrail("serve", "--dsn", f"chdb://{data}/db", "--port", str(port),
+                                        "--insecure-local"), cwd=REPO, env=_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"serve exited with {proc.returncode}")
+        try:
+            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    proc.kill()
+    raise SystemExit("serve did not get ready")
+
+
+def _ingest(url: str, kind: str, path: Path) -> None:
+    r = httpx.post(f"{url}/v1/ingest/{kind}", content=path.read_bytes(),
+                   headers={"Content-Type": "application/x-ndjson"}, timeout=900)
+    if r.status_code != 200 or r.json().get("quarantined"):
+        raise SystemExit(f"ingest of {kind} failed: {r.status_code} {r.text[:300]}")
+
+
+def run() -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="bench-replay-api-") as work:
+        root = Path(work)
+        records, events = root / "records.jsonl", root / "events.jsonl"
+        _timed(_claimtrail("simulate", "--seed", str(SEED), "--hours", str(HOURS), "--out", str(records),
+                           "--events", str(events)))
+        proc, url = _serve(root / "store")
+        try:
+            _ingest(url, "events", events)
+            _ingest(url, "records", records)
+            offline, online = [], []
+            decisions = 0
+            for _ in range(ROUNDS):
+                t, out = _timed(_claimtrail("replay", "--quiet", "--records", str(records), "--events", str(events)))
+                offline.append(t)
+                decisions = _verified(out)
+                t, out = _timed(_claimtrail("replay", "--quiet", "--server", url))
+                online.append(t)
+                if _verified(out) != decisions:
+                    raise SystemExit(f"the API verified {_verified(out)} decisions, offline {decisions}")
+            sample_t, sample_out = _timed(_claimtrail("replay", "--quiet", "--server", url, "--sample", "0.05"))
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    off_rate, api_rate = decisions / min(offline), decisions / min(online)
+    note = (f"{decisions:,} decisions of the demo day; best of {ROUNDS} wall-clock runs each, alternating: "
+            f"offline {min(offline):.1f} s, through the API {min(online):.1f} s")
+    return [
+        {"issue": "#19", "name": "replay: offline (files), demo day", "value": round(off_rate, 1),
+         "unit": "dec/s", "target": "baseline", "note": note},
+        {"issue": "#19", "name": "replay: through the API (one server-side job), demo day", "value": round(api_rate, 1),
+         "unit": "dec/s", "target": "", "note": note},
+        {"issue": "#19", "name": "replay: through the API / offline rate", "value": round(api_rate / off_rate, 2),
+         "unit": "ratio", "target": ">= 0.5", "note": note},
+        {"issue": "#19", "name": "replay: through the API, --sample 0.05 (wall)", "value": round(sample_t, 1),
+         "unit": "s", "target": "", "note": f"{_verified(sample_out):,} decisions"},
+    ]
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(row)
