@@ -11,8 +11,10 @@ other tenants), and wherever such a name appears in the message it is replaced t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from audit.explain.holders import OTHER_TENANT
 from audit.records import OTHERS_TENANT
 
 OTHERS = OTHERS_TENANT
@@ -45,11 +47,17 @@ DETAIL_KEYS = frozenset({
     "fallback_mode", "fallback_after_ms", "held_eq", "entitlement_eq", "waiting_held_eq", "waiting_entitlement_eq",
     # explanation blockers (audit/explain) carry these next to code and tier
     "code", "tier", "tenant_share", "other_share", "best_node", "best", "preference",
+    # per-device verdicts of an explanation: why a node or a claim constraint ruled a device out
+    "cause", "aborted_by", "requests",
+    # the retry budget and queue skips of the decision engine (audit/scheduler)
+    "bind_failure", "max_bind_failures", "older_pending", "oldest_wait_ms",
 })
 # detail keys whose value names a tenant or a namespaced object ("ns/name"): shown when it is the
 # record's own, else as OTHERS
-NAMING_KEYS = frozenset({"by", "holder", "claim", "pod", "tenant", "waiting_tenant", "other_tenant"})
-UNOWNED = frozenset({"same claim", "allocated"})  # ``by`` values that name nothing
+NAMING_KEYS = frozenset({"by", "holder", "claim", "pod", "tenant", "waiting_tenant", "other_tenant", "oldest"})
+UNOWNED = frozenset({"same claim", "allocated", OTHER_TENANT})  # ``by`` values that name nothing
+# "ns/name" references inside a naming value ("pod ns/x (claim ns/y)", "ns/a,ns/b")
+_REFERENCE = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[^\s,;()]+")
 
 
 def tenant_view(data: dict[str, Any]) -> dict[str, Any]:
@@ -94,10 +102,11 @@ def _detail(detail: Any, record: dict[str, Any], foreign: set[str]) -> dict[str,
 
 
 def _owned(value: str, record: dict[str, Any]) -> bool:
+    """Whether the value names only the record's own tenant or objects in its namespace."""
     if value in UNOWNED or value == record.get("tenant"):
         return True
-    namespace, sep, _ = value.partition("/")
-    return bool(sep) and namespace == record.get("namespace")
+    references = [m.group(0) for m in _REFERENCE.finditer(value)]
+    return bool(references) and all(r.partition("/")[0] == record.get("namespace") for r in references)
 
 
 def _scrub(text: str, names: set[str]) -> str:

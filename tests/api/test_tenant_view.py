@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from audit.api.auth import redact_explanation, redact_record
-from audit.api.tenant_view import OTHERS, RECORD_FIELDS, tenant_view
+from audit.api.tenant_view import OTHERS, RECORD_FIELDS, tenant_explanation, tenant_view
 from audit.explain import explain_record
 from audit.records import DecisionRecord, Exemplar, TierBlocker, TierSummary, record_json_schema
 from audit.telemetry.redaction import Redaction
@@ -80,3 +80,18 @@ def test_the_server_shows_a_tenant_no_other_tenants_name(server: Server) -> None
         assert answer.status_code == 200, answer.text
         assert "team-a" not in answer.text
     assert "team-a" in server.get(f"/v1/decisions/{deferred.decision_id}", who="admin").text
+
+
+def test_holder_texts_of_an_explanation_stay_when_they_name_only_the_tenants_own_objects() -> None:
+    record = leaky_record("team-b").to_dict()
+    body = {"devices": [
+        {"device": "d/p/gpu-0", "reason": "in_use", "detail": {"by": "pod team-a/x (claim team-a/x-gpu)",
+                                                                "claim": "team-a/x-gpu", "pod": "team-a/x"}},
+        {"device": "d/p/gpu-1", "reason": "in_use", "detail": {"by": "another tenant"}},
+        {"device": "d/p/gpu-2", "reason": "in_use", "detail": {"by": "pod team-a/x (claim team-a/x-gpu); pod "
+                                                                      "team-b/y (claim team-b/y-gpu)"}},
+        {"device": "d/p/gpu-3", "reason": "in_use", "detail": {"claim": "team-a/a,team-b/b"}},
+    ]}
+    shown = [d["detail"] for d in tenant_explanation(body, record)["devices"]]
+    assert shown == [{"by": "pod team-a/x (claim team-a/x-gpu)", "claim": "team-a/x-gpu", "pod": "team-a/x"},
+                     {"by": "another tenant"}, {"by": OTHERS}, {"claim": OTHERS}]

@@ -57,7 +57,8 @@ def test_a_retry_shows_its_wait_and_links_to_the_attempt_before() -> None:
         root.start_time_unix_nano, 2_000_000_000)  # type: ignore[union-attr]
     (link,) = root.links  # type: ignore[union-attr]
     assert (link.trace_id, link.span_id) == (first[s.ROOT_SPAN].trace_id, first[s.ROOT_SPAN].span_id)  # type: ignore[union-attr]
-    assert first[s.ROOT_SPAN].status.message == "bind-time re-check failed (node_lost); retrying in 2000 ms"  # type: ignore[union-attr]
+    assert first[s.ROOT_SPAN].status.message == ("bind-time re-check failed (node_lost); bind failure 1 of 6; "
+                                                 "retrying in 2000 ms")  # type: ignore[union-attr]
 
 
 def test_every_root_links_to_its_why_answer_and_the_window_starts_where_asked() -> None:

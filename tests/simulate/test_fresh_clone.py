@@ -4,6 +4,7 @@ traces or the oracle skip naming what is missing and how to get it, instead of f
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,8 +38,8 @@ def _pytest(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_whole_suite_collects_without_the_shared_folder(lone_copy):
     out = _pytest(lone_copy, "--collect-only", "-q")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    # exit 0 means no collection error (2 would); every package is listed with its count
-    assert "tests/simulate/test_traces.py: 5" in out.stdout.splitlines()
+    # exit 0 means no collection error (2 would); every module is listed with its count
+    assert re.search(r"^tests/simulate/test_traces\.py: [1-9][0-9]*$", out.stdout, re.M), out.stdout[-3000:]
 
 
 @pytest.mark.slow
@@ -50,7 +51,7 @@ def test_trace_tests_skip_with_the_reason_and_are_counted(lone_copy):
     skip_lines = [line for line in out.stdout.splitlines() if line.startswith("SKIPPED")]
     assert len(skip_lines) == 3 and all(line.endswith(reason) for line in skip_lines), out.stdout
     last_two = out.stdout.rstrip().splitlines()[-2:]
-    assert last_two[0].startswith("2 passed, 3 skipped")
+    assert re.match(r"[1-9][0-9]* passed, 3 skipped", last_two[0]), last_two
     # the run ends with the count, so a skipped check is not read as a passed one
     assert last_two[1] == "3 test(s) skipped for missing external data (3 for the Alibaba GPU traces)"
 
@@ -62,7 +63,7 @@ def test_ci_can_require_the_external_data(lone_copy):
                              env={**{k: v for k, v in os.environ.items() if k != "CLAIMTRAIL_TRACE_DIR"},
                                   "PYTHONPATH": str(lone_copy), "CLAIMTRAIL_REQUIRE_EXTERNAL": "1"})
     assert env_out.returncode == 1
-    assert env_out.stdout.rstrip().splitlines()[-2].startswith("2 passed, 3 errors")
+    assert re.match(r"[1-9][0-9]* passed, 3 errors", env_out.stdout.rstrip().splitlines()[-2]), env_out.stdout[-2000:]
     assert "MISSING external data: the Alibaba GPU traces (looked in" in env_out.stdout
 
 
