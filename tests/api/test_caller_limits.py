@@ -25,6 +25,18 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         stop(proc)
 
 
+@pytest.fixture(scope="module")
+def one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server bounding only requests in flight: the rate is high enough that polling until a slow
+    request is admitted never runs into the rate limit, however slow the machine."""
+    root = tmp_path_factory.mktemp("one-at-a-time")
+    server, proc = start_server(root, "--max-in-flight", "1")
+    try:
+        yield server
+    finally:
+        stop(proc)
+
+
 def test_a_tenant_over_its_rate_gets_429_with_retry_after_while_another_tenant_is_served(limited: Server) -> None:
     statuses = [limited.get("/v1/decisions", who="team-a").status_code for _ in range(5)]
     assert statuses == [200, 200, 200, 200, 429]
@@ -37,7 +49,8 @@ def test_a_tenant_over_its_rate_gets_429_with_retry_after_while_another_tenant_i
     assert limited.get("/healthz", who=None).status_code == 200  # probes are never limited
 
 
-def test_a_tenant_holding_its_share_of_running_requests_waits_while_others_are_served(limited: Server) -> None:
+def test_a_tenant_holding_its_share_of_running_requests_waits_while_others_are_served(one_at_a_time: Server) -> None:
+    limited = one_at_a_time
     release = threading.Event()
 
     def slow_body() -> Iterator[bytes]:
@@ -51,7 +64,7 @@ def test_a_tenant_holding_its_share_of_running_requests_waits_while_others_are_s
     thread.start()
     try:
         busy = limited.get("/v1/decisions", who="admin")
-        for _ in range(20):  # until the slow request has been admitted (a loaded machine may take a moment)
+        for _ in range(60):  # until the slow request has been admitted (a loaded machine may take a moment)
             if busy.status_code == 429:
                 break
             time.sleep(0.5)
