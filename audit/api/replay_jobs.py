@@ -54,7 +54,7 @@ STOP_WAIT_S = 20.0  # how long a stopping server waits for its jobs to finish th
 
 
 def _ms(iso: str) -> int:
-    from audit.world import parse_time_ms
+    from audit.timestamps import parse_time_ms
 
     return parse_time_ms(iso)
 

@@ -230,7 +230,7 @@ class AuditStore:
 
     def running_replay_jobs(self) -> list[ReplayJob]:
         """Every job whose current state is ``running``."""
-        from audit.world import format_time_ms
+        from audit.timestamps import format_time_ms
 
         rows_ = self._query(
             "SELECT job_id, max(revision), argMax(tenant, revision), argMax(total, revision), argMax(state, revision) "
@@ -301,7 +301,7 @@ class AuditStore:
     def decision_keys(self, f: DecisionFilter, limit: int) -> list[tuple[str, str, str, int]]:
         """(decision_id, time, cluster, seq) of up to ``limit`` decisions matching ``f``, in no
         particular order: the narrow columns a replay selection reads, without the records."""
-        from audit.world import format_time_ms
+        from audit.timestamps import format_time_ms
 
         clauses, params = conditions(f)
         params["limit"] = limit
