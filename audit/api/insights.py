@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from audit import migration
@@ -101,9 +102,11 @@ def _held_share(releases: migration.Releases, pod: dict[str, Any]) -> float | No
 
 def _pod(key: migration.CohortKey, row: dict[str, Any], utilisation: float | None) -> migration.PodOutcome:
     bound = bool(row["bound"])
+    hour = migration.stratum_hour(datetime.fromtimestamp(int(row["first_hour"]) * 3600, UTC))
     return migration.PodOutcome(key=key, succeeded=bound, fallback=bound and bool(row["fallback"]),
                                 latency_ms=float(row["bound_wait_ms"]) if bound else None,
-                                pending_ms=float(row["pending_ms"]), utilisation=utilisation)
+                                pending_ms=float(row["pending_ms"]), utilisation=utilisation,
+                                stratum=(row["preferred_model"], row["tenant"], hour))
 
 
 def cohorts(db: Any, f: DecisionFilter) -> dict[migration.CohortKey, migration.Cohort]:

@@ -25,7 +25,7 @@ READING = "Reading: "
 VERDICT = ("Verdict: HOLD — success_rate: interval -32.4 pp..69.4 pp straddles the allowed 2.0 pp; "
            "scheduling_latency_ms: interval -2.0 s..2.9 s straddles the allowed 2.0 s; "
            "time_pending_ms: interval -271 ms..5.1 s straddles the allowed 5.0 s; "
-           "need at least 100 pods per cohort (baseline 2, candidate 8)")
+           "need at least 100 matched pods per cohort (baseline 2, candidate 8)")
 
 
 def open_page(script: str) -> AppTest:
