@@ -13,7 +13,7 @@ lifetimes: of the time from a pod's creation until its devices were released, th
 them, ``lifetime / (wait + lifetime)``.
 
 Candidate and baseline are compared like with like: within strata of model (the pod's preferred
-GPU model) × tenant × hour (of the pod's first attempt). A stratum holding pods of both cohorts
+GPU model, else the one it got) × tenant × hour (of the pod's first attempt). A stratum holding pods of both cohorts
 is matched; pods in a stratum of one cohort only are counted as unmatched and left out of the
 comparison (they have nothing to be compared with). The effect is the stratified difference:
 the per-stratum differences (of means for durations and utilisation, of proportions for rates)
@@ -75,7 +75,9 @@ class CohortKey:
         return f"{self.track}/{self.template_version}" if self.template_version else self.track
 
 
-# (preferred model, tenant, hour of the first attempt): pods compared with each other share one
+# (model, tenant, hour of the first attempt): pods compared with each other share one. The model
+# is the one the pod prefers (its latest attempt's first choice), else the one its bound attempt
+# got, since a device-plugin pod asks for a count of `nvidia.com/gpu` and names no model.
 Stratum = tuple[str, str, str]
 STRATIFIED_BY = ("model", "tenant", "hour")
 
@@ -191,7 +193,9 @@ def build_cohorts(records: Iterable[DecisionRecord], releases: Releases | None =
         bound = next((r for r in attempts if r.outcome == Outcome.ALLOCATED.value), None)
         pending = float(max(r.wait_ms for r in attempts))
         first = min(_parse_time(r.time, f"record {r.decision_id}: time") for r in attempts)
-        stratum = (last.preferred_model, last.tenant, stratum_hour(first))
+        # a device-plugin pod names no model (it asks for `nvidia.com/gpu`): the one it got stands in
+        model = last.preferred_model or (bound.allocated_model if bound is not None else "")
+        stratum = (model, last.tenant, stratum_hour(first))
         utilisation = None
         released = _release_for(releases, pkey, (last.cluster, last.namespace, last.pod), bound) if bound else None
         if bound is not None and released is not None:
@@ -585,7 +589,8 @@ def compare(
                                  MetricState.NOT_MEASURED, crude, 0)
             )
             if limit.required:
-                reasons.append(f"{metric}: required but not measured in both cohorts")
+                reasons.append(f"{metric}: required but not measured in both cohorts within a common "
+                               f"{' × '.join(STRATIFIED_BY)}")
             continue
         regression = _oriented(metric, diff)
         if regression.low > limit.max_regression:
@@ -615,7 +620,9 @@ def compare(
             f"need at least {thresholds.min_pods} matched pods per cohort "
             f"(baseline {matching.matched_baseline}, candidate {matching.matched_candidate})"
         )
-    elif MetricState.INCONCLUSIVE in states or any(r.endswith("not measured in both cohorts") for r in reasons):
+    elif MetricState.INCONCLUSIVE in states or any(
+        c.state is MetricState.NOT_MEASURED and thresholds.metrics[c.metric].required for c in comparisons
+    ):
         verdict = Verdict.HOLD
     else:
         verdict = Verdict.PROMOTE
@@ -642,7 +649,7 @@ def report(
     records: Iterable[DecisionRecord],
     thresholds: Thresholds,
     *,
-    releases: Mapping[tuple[str, str, str], str] | None = None,
+    releases: Releases | None = None,
     rng: random.Random | None = None,
 ) -> Report:
     return compare(build_cohorts(records, releases), thresholds, rng)
