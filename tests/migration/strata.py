@@ -58,3 +58,9 @@ CONFOUNDED = (
     + pods("device-plugin", "H100", "team-a", 9, [119_000, 121_000])
     + pods("dra", "H100", "team-a", 9, [119_000, 121_000] * 3)
 )
+# the same, with strata of one cohort only: their pods are unmatched (1 device-plugin, 3 DRA)
+ONE_SIDED_STRATA = (
+    CONFOUNDED
+    + pods("dra", "A100", "team-b", 10, [3000, 4000, 5000])  # no device-plugin pod wants an A100 for team-b
+    + pods("device-plugin", "L4", "team-a", 11, [900])  # nor does a DRA pod run at 11:00
+)

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from audit import migration
-from tests.migration.strata import CONFOUNDED, Pod, pods, records
+from tests.migration.strata import CONFOUNDED, ONE_SIDED_STRATA, Pod, pods, records
 
 Z95 = migration.z_for(0.95)
 # what a user writes to judge DRA template v2 against the device plugin on scheduling latency
@@ -35,11 +35,6 @@ def _shifted(group: list[Pod], by_ms: int) -> list[Pod]:
 
 WORSE_IN_EVERY_STRATUM = [p for p in CONFOUNDED if p.track == "device-plugin"] + _shifted(
     [p for p in CONFOUNDED if p.track == "dra"], 5000)
-ONE_SIDED_STRATA = (
-    CONFOUNDED
-    + pods("dra", "A100", "team-b", 10, [3000, 4000, 5000])  # no device-plugin pod wants an A100 for team-b
-    + pods("device-plugin", "L4", "team-a", 11, [900])  # nor does a DRA pod run at 11:00
-)
 
 
 @pytest.mark.parametrize(
