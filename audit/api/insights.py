@@ -170,6 +170,6 @@ def _pending(db: Any, own: DecisionFilter, scope: str | None) -> dict[str, dict[
             for t in podstats.fairness(db, own, scope)["tenants"]}
 
 
-# migration_cohorts takes the server's thresholds as well and is called on its own
+# migration_view takes the server's thresholds as well and is called on its own
 BUILDERS: dict[str, Builder] = {"fallback": fallback, "fairness": fairness, "health": health, "replay": replay,
                                 "overview": overview}
