@@ -338,7 +338,7 @@ def stratified_difference(
     weights (Mantel and Haenszel 1959; for a difference of proportions see Greenland and Robins
     1985), which favour strata where both cohorts are well represented. The interval is normal:
     ``Var = Σ (w_s / Σ w)² Var(d_s)``, the strata being independent. For a rate ``Var(d_s)`` uses
-    the Agresti–Caffo adjusted proportions ``(x + 1) / (n + 2)`` so that a stratum at 0 % or
+    the adjusted proportions ``(x + 1) / (n + 2)`` of Agresti and Caffo (2000) so that a stratum at 0 % or
     100 % does not claim zero variance; for a mean each cohort's sample variance in the stratum,
     or its pooled within-stratum variance when the stratum has a single sample. With ``rng``
     (means only) the interval is a percentile bootstrap resampling within every stratum and
