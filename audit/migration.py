@@ -12,9 +12,14 @@ any attempt (so pods that never bound count too). GPU utilisation comes from all
 lifetimes: of the time from a pod's creation until its devices were released, the share it held
 them, ``lifetime / (wait + lifetime)``.
 
-Candidate and baseline are compared through the interval of their difference (Newcombe's
-hybrid score interval built from Wilson intervals for rates; Welch's normal approximation, or a
-seeded percentile bootstrap, for means). Per metric, with ``r`` the regression (oriented so
+Candidate and baseline are compared like with like: within strata of model (the pod's preferred
+GPU model, else the one it got) × tenant × hour (of the pod's first attempt). A stratum holding pods of both cohorts
+is matched; pods in a stratum of one cohort only are counted as unmatched and left out of the
+comparison (they have nothing to be compared with). The effect is the stratified difference:
+the per-stratum differences (of means for durations and utilisation, of proportions for rates)
+combined with Cochran–Mantel–Haenszel weights, with a normal-approximation interval (or a
+seeded stratified bootstrap for means). The crude, unstratified difference (Newcombe's hybrid
+score interval for rates, Welch's normal approximation for means) is reported beside it. Per metric, with ``r`` the regression (oriented so
 positive is worse) and ``t`` its declared tolerance: ``low(r) > t`` → worse (rollback),
 ``high(r) <= t`` → acceptable, otherwise inconclusive (hold).
 """
@@ -26,7 +31,7 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -70,6 +75,18 @@ class CohortKey:
         return f"{self.track}/{self.template_version}" if self.template_version else self.track
 
 
+# (model, tenant, hour of the first attempt): pods compared with each other share one. The model
+# is the one the pod prefers (its latest attempt's first choice), else the one its bound attempt
+# got, since a device-plugin pod asks for a count of `nvidia.com/gpu` and names no model.
+Stratum = tuple[str, str, str]
+STRATIFIED_BY = ("model", "tenant", "hour")
+
+
+def stratum_hour(t: datetime) -> str:
+    """The hour a time falls in, in UTC, as the stratum's hour label (e.g. ``2026-11-01T09Z``)."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%HZ")
+
+
 @dataclass
 class PodOutcome:
     key: CohortKey
@@ -78,6 +95,7 @@ class PodOutcome:
     latency_ms: float | None  # None when the pod never bound
     pending_ms: float
     utilisation: float | None  # None when no release was observed
+    stratum: Stratum = ("", "", "")
 
 
 def _duration(ms: float) -> str:
@@ -174,6 +192,10 @@ def build_cohorts(records: Iterable[DecisionRecord], releases: Releases | None =
         key = CohortKey(last.track, last.template_version)
         bound = next((r for r in attempts if r.outcome == Outcome.ALLOCATED.value), None)
         pending = float(max(r.wait_ms for r in attempts))
+        first = min(_parse_time(r.time, f"record {r.decision_id}: time") for r in attempts)
+        # a device-plugin pod names no model (it asks for `nvidia.com/gpu`): the one it got stands in
+        model = last.preferred_model or (bound.allocated_model if bound is not None else "")
+        stratum = (model, last.tenant, stratum_hour(first))
         utilisation = None
         released = _release_for(releases, pkey, (last.cluster, last.namespace, last.pod), bound) if bound else None
         if bound is not None and released is not None:
@@ -191,6 +213,7 @@ def build_cohorts(records: Iterable[DecisionRecord], releases: Releases | None =
                 latency_ms=float(bound.wait_ms) if bound is not None else None,
                 pending_ms=pending,
                 utilisation=utilisation,
+                stratum=stratum,
             )
         )
     return dict(sorted(cohorts.items()))
@@ -287,6 +310,78 @@ def mean_difference(
     return Interval(d, diffs[lo_i], diffs[hi_i], min(len(cand), len(base)))
 
 
+# -- stratified difference -------------------------------------------------------------------------
+def _pooled_variance(groups: Iterable[Sequence[float]], fallback: Sequence[float]) -> float:
+    """Within-stratum variance pooled over the strata with two or more samples; when none has,
+    the variance of all samples together (which includes the between-strata spread, so errs wide)."""
+    df = 0
+    ss = 0.0
+    for g in groups:
+        if len(g) >= 2:
+            df += len(g) - 1
+            ss += _variance(g) * (len(g) - 1)
+    return ss / df if df else _variance(fallback)
+
+
+def stratified_difference(
+    cand: Mapping[Stratum, Sequence[float]],
+    base: Mapping[Stratum, Sequence[float]],
+    z: float,
+    *,
+    rate: bool,
+    rng: random.Random | None = None,
+    resamples: int = 1000,
+) -> tuple[Interval, int]:
+    """candidate − baseline within strata: per stratum ``s`` with samples of both cohorts,
+    ``d_s`` (difference of means, or of proportions when ``rate``), combined as
+    ``Σ w_s d_s / Σ w_s`` with ``w_s = n_c n_b / (n_c + n_b)`` — the Cochran–Mantel–Haenszel
+    weights (Mantel and Haenszel 1959; for a difference of proportions see Greenland and Robins
+    1985), which favour strata where both cohorts are well represented. The interval is normal:
+    ``Var = Σ (w_s / Σ w)² Var(d_s)``, the strata being independent. For a rate ``Var(d_s)`` uses
+    the adjusted proportions ``(x + 1) / (n + 2)`` of Agresti and Caffo (2000) so that a stratum at 0 % or
+    100 % does not claim zero variance; for a mean each cohort's sample variance in the stratum,
+    or its pooled within-stratum variance when the stratum has a single sample. With ``rng``
+    (means only) the interval is a percentile bootstrap resampling within every stratum and
+    cohort. Returns the interval (``n``: the smaller cohort's matched samples) and the number of
+    strata used; no common stratum gives NaN and 0."""
+    strata = sorted(s for s in cand if cand[s] and base.get(s))
+    if not strata:
+        return Interval(math.nan, math.nan, math.nan, 0), 0
+    weights = [len(cand[s]) * len(base[s]) / (len(cand[s]) + len(base[s])) for s in strata]
+    total = sum(weights)
+    shares = [w / total for w in weights]
+    diffs = [_mean(cand[s]) - _mean(base[s]) for s in strata]
+    estimate = sum(a * d for a, d in zip(shares, diffs, strict=True))
+    n = min(sum(len(cand[s]) for s in strata), sum(len(base[s]) for s in strata))
+    if rng is not None and not rate:
+        boot = sorted(
+            sum(a * (sum(rng.choices(cand[s], k=len(cand[s]))) / len(cand[s])
+                     - sum(rng.choices(base[s], k=len(base[s]))) / len(base[s]))
+                for a, s in zip(shares, strata, strict=True))
+            for _ in range(resamples)
+        )
+        alpha = 1 - math.erf(z / math.sqrt(2))
+        lo_i = max(0, int(math.floor(alpha / 2 * resamples)))
+        hi_i = min(resamples - 1, int(math.ceil((1 - alpha / 2) * resamples)) - 1)
+        return Interval(estimate, boot[lo_i], boot[hi_i], n), len(strata)
+    if rate:
+        def var(values: Sequence[float]) -> float:
+            p = (sum(values) + 1) / (len(values) + 2)
+            return p * (1 - p) / (len(values) + 2)
+
+        variances = [var(cand[s]) + var(base[s]) for s in strata]
+    else:
+        pooled_c = _pooled_variance((cand[s] for s in strata), [v for s in strata for v in cand[s]])
+        pooled_b = _pooled_variance((base[s] for s in strata), [v for s in strata for v in base[s]])
+        variances = [
+            (_variance(cand[s]) if len(cand[s]) >= 2 else pooled_c) / len(cand[s])
+            + (_variance(base[s]) if len(base[s]) >= 2 else pooled_b) / len(base[s])
+            for s in strata
+        ]
+    half = z * math.sqrt(sum(a * a * v for a, v in zip(shares, variances, strict=True)))
+    return Interval(estimate, estimate - half, estimate + half, n), len(strata)
+
+
 # -- thresholds and verdict -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MetricThreshold:
@@ -348,9 +443,32 @@ class MetricComparison:
     metric: str
     baseline: Interval
     candidate: Interval
-    regression: Interval  # candidate vs baseline, positive = worse
+    regression: Interval  # candidate vs baseline within strata, positive = worse; decides the state
     max_regression: float
     state: MetricState
+    crude: Interval = Interval(math.nan, math.nan, math.nan, 0)  # the same, unstratified (for reading only)
+    strata: int = 0  # strata with samples of this metric in both cohorts
+
+
+@dataclass(frozen=True)
+class Matching:
+    """How the cohorts' pods fell into strata: matched pods share their stratum with the other
+    cohort; unmatched pods are in a stratum of their own cohort only."""
+
+    strata: int = 0  # strata holding pods of both cohorts
+    matched_baseline: int = 0
+    matched_candidate: int = 0
+    unmatched_baseline: int = 0
+    unmatched_candidate: int = 0
+    by_cohort: Mapping[CohortKey, tuple[int, int]] = field(default_factory=dict)  # (matched, unmatched) per cohort
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stratified_by": list(STRATIFIED_BY),
+            "strata": self.strata,
+            "matched_pods": {"baseline": self.matched_baseline, "candidate": self.matched_candidate},
+            "unmatched_pods": {"baseline": self.unmatched_baseline, "candidate": self.unmatched_candidate},
+        }
 
 
 @dataclass(frozen=True)
@@ -363,6 +481,7 @@ class Report:
     verdict: Verdict
     reasons: list[str]
     cohorts: dict[CohortKey, dict[str, Interval]]
+    matching: Matching = Matching()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -370,6 +489,7 @@ class Report:
             "candidate": str(self.candidate),
             "baseline_pods": self.baseline_pods,
             "candidate_pods": self.candidate_pods,
+            **self.matching.to_dict(),
             "verdict": self.verdict.value,
             "reasons": self.reasons,
             "comparisons": [
@@ -378,6 +498,8 @@ class Report:
                     "baseline": c.baseline.to_dict(),
                     "candidate": c.candidate.to_dict(),
                     "regression": c.regression.to_dict(),
+                    "crude_regression": c.crude.to_dict(),
+                    "strata": c.strata,
                     "max_regression": c.max_regression,
                     "state": c.state.value,
                 }
@@ -406,12 +528,47 @@ def _merge(cohorts: Mapping[CohortKey, Cohort], selector: CohortKey) -> Cohort:
     return merged
 
 
+def _by_stratum(cohort: Cohort) -> dict[Stratum, Cohort]:
+    out: dict[Stratum, Cohort] = {}
+    for pod in cohort.pods:
+        out.setdefault(pod.stratum, Cohort(cohort.key)).pods.append(pod)
+    return out
+
+
+def _matching(cohorts: Mapping[CohortKey, Cohort], base: Mapping[Stratum, Cohort], cand: Mapping[Stratum, Cohort],
+              thresholds: Thresholds) -> Matching:
+    common = set(base) & set(cand)
+    by_cohort: dict[CohortKey, tuple[int, int]] = {}
+    for key, cohort in cohorts.items():
+        if thresholds.baseline.matches(key) or thresholds.candidate.matches(key):
+            matched = sum(1 for p in cohort.pods if p.stratum in common)
+            by_cohort[key] = (matched, len(cohort.pods) - matched)
+
+    def count(strata: Mapping[Stratum, Cohort], inside: bool) -> int:
+        return sum(len(c.pods) for s, c in strata.items() if (s in common) == inside)
+
+    return Matching(len(common), count(base, True), count(cand, True), count(base, False), count(cand, False), by_cohort)
+
+
+def _crude(metric: str, c: Sequence[float], b: Sequence[float], z: float) -> Interval:
+    if not c or not b:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    return rate_difference(c, b, z) if metric in RATE_METRICS else mean_difference(c, b, z)
+
+
+def _oriented(metric: str, diff: Interval) -> Interval:
+    """A difference turned into a regression: positive is worse."""
+    return Interval(-diff.estimate, -diff.high, -diff.low, diff.n) if metric in HIGHER_IS_BETTER else diff
+
+
 def compare(
     cohorts: Mapping[CohortKey, Cohort], thresholds: Thresholds, rng: random.Random | None = None
 ) -> Report:
     z = z_for(thresholds.confidence)
     base = _merge(cohorts, thresholds.baseline)
     cand = _merge(cohorts, thresholds.candidate)
+    base_strata, cand_strata = _by_stratum(base), _by_stratum(cand)
+    matching = _matching(cohorts, base_strata, cand_strata, thresholds)
     reasons: list[str] = []
     comparisons: list[MetricComparison] = []
     base_desc, cand_desc = describe(base, z), describe(cand, z)
@@ -419,29 +576,29 @@ def compare(
         if metric not in thresholds.metrics:
             continue
         limit = thresholds.metrics[metric]
-        b, c = base.samples(metric), cand.samples(metric)
-        if not b or not c:
-            nan = Interval(math.nan, math.nan, math.nan, 0)
+        crude = _oriented(metric, _crude(metric, cand.samples(metric), base.samples(metric), z))
+        boot = rng if thresholds.bootstrap_resamples else None
+        diff, used = stratified_difference(
+            {s: c.samples(metric) for s, c in cand_strata.items()},
+            {s: c.samples(metric) for s, c in base_strata.items()},
+            z, rate=metric in RATE_METRICS, rng=boot, resamples=thresholds.bootstrap_resamples or 1000,
+        )
+        if not used:
             comparisons.append(
-                MetricComparison(metric, base_desc[metric], cand_desc[metric], nan, limit.max_regression, MetricState.NOT_MEASURED)
+                MetricComparison(metric, base_desc[metric], cand_desc[metric], diff, limit.max_regression,
+                                 MetricState.NOT_MEASURED, crude, 0)
             )
             if limit.required:
-                reasons.append(f"{metric}: required but not measured in both cohorts")
+                reasons.append(f"{metric}: required but not measured in both cohorts within a common "
+                               f"{' × '.join(STRATIFIED_BY)}")
             continue
-        if metric in RATE_METRICS:
-            diff = rate_difference(c, b, z)
-        else:
-            boot = rng if thresholds.bootstrap_resamples else None
-            diff = mean_difference(c, b, z, rng=boot, resamples=thresholds.bootstrap_resamples or 1000)
-        regression = (
-            Interval(-diff.estimate, -diff.high, -diff.low, diff.n) if metric in HIGHER_IS_BETTER else diff
-        )
+        regression = _oriented(metric, diff)
         if regression.low > limit.max_regression:
             state = MetricState.WORSE
             reasons.append(
                 f"{metric}: candidate is worse by {human_difference(metric, regression.estimate)} "
                 f"(interval {human_difference(metric, regression.low)}..{human_difference(metric, regression.high)}) "
-                f"beyond the allowed {human_difference(metric, limit.max_regression)}"
+                f"within {used} strata, beyond the allowed {human_difference(metric, limit.max_regression)}"
             )
         elif regression.high <= limit.max_regression:
             state = MetricState.ACCEPTABLE
@@ -449,23 +606,32 @@ def compare(
             state = MetricState.INCONCLUSIVE
             reasons.append(
                 f"{metric}: interval {human_difference(metric, regression.low)}..{human_difference(metric, regression.high)} "
-                f"straddles the allowed {human_difference(metric, limit.max_regression)}"
+                f"within {used} strata straddles the allowed {human_difference(metric, limit.max_regression)}"
             )
-        comparisons.append(MetricComparison(metric, base_desc[metric], cand_desc[metric], regression, limit.max_regression, state))
+        comparisons.append(MetricComparison(metric, base_desc[metric], cand_desc[metric], regression,
+                                            limit.max_regression, state, crude, used))
     states = {c.state for c in comparisons}
-    too_few = len(base.pods) < thresholds.min_pods or len(cand.pods) < thresholds.min_pods
+    too_few = matching.matched_baseline < thresholds.min_pods or matching.matched_candidate < thresholds.min_pods
     if MetricState.WORSE in states:
         verdict = Verdict.ROLLBACK
     elif too_few:
         verdict = Verdict.HOLD
         reasons.append(
-            f"need at least {thresholds.min_pods} pods per cohort "
-            f"(baseline {len(base.pods)}, candidate {len(cand.pods)})"
+            f"need at least {thresholds.min_pods} matched pods per cohort "
+            f"(baseline {matching.matched_baseline}, candidate {matching.matched_candidate})"
         )
-    elif MetricState.INCONCLUSIVE in states or any(r.endswith("not measured in both cohorts") for r in reasons):
+    elif MetricState.INCONCLUSIVE in states or any(
+        c.state is MetricState.NOT_MEASURED and thresholds.metrics[c.metric].required for c in comparisons
+    ):
         verdict = Verdict.HOLD
     else:
         verdict = Verdict.PROMOTE
+    if matching.unmatched_baseline or matching.unmatched_candidate:
+        # never dropped silently: say how many pods had no counterpart
+        reasons.append(
+            f"unmatched (no pod of the other cohort with the same {' × '.join(STRATIFIED_BY)}, left out): "
+            f"baseline {matching.unmatched_baseline}, candidate {matching.unmatched_candidate} pods"
+        )
     return Report(
         baseline=thresholds.baseline,
         candidate=thresholds.candidate,
@@ -475,6 +641,7 @@ def compare(
         verdict=verdict,
         reasons=reasons,
         cohorts={k: describe(v, z) for k, v in cohorts.items()},
+        matching=matching,
     )
 
 
@@ -482,7 +649,7 @@ def report(
     records: Iterable[DecisionRecord],
     thresholds: Thresholds,
     *,
-    releases: Mapping[tuple[str, str, str], str] | None = None,
+    releases: Releases | None = None,
     rng: random.Random | None = None,
 ) -> Report:
     return compare(build_cohorts(records, releases), thresholds, rng)

@@ -21,7 +21,7 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY
     replay_sync_limit: int = 200  # decisions replayed within a request; more start a job
     replay_job_step: int = 1000  # decisions a job replays between two stored progress updates
-    migration_thresholds: Thresholds | None = None  # None: audit.api.insights.MIGRATION_THRESHOLDS
+    migration_thresholds: Thresholds | None = None  # None: the shipped deploy/migration/thresholds.yaml
     limits: CallerLimits = CallerLimits()  # per caller: rate, requests in flight, body and URL sizes
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
-from audit import migration
+from audit import migration, thresholds_file
 from audit.api import podstats, storeport
 from audit.api.problems import Problem
 from audit.policy import Policy
@@ -21,22 +22,6 @@ from audit.store import insights
 from audit.store.aggregates import OTHERS
 from audit.store.filters import DecisionFilter
 from audit.timestamps import parse_time_ms
-
-# The canary judgement /v1/stats/migration applies unless `claimtrail serve --migration-thresholds`
-# names another: deploy/migration/thresholds.yaml's metrics, with every DRA claim-template version
-# as the candidate (the dashboard filters narrow it).
-MIGRATION_THRESHOLDS = migration.Thresholds.from_dict({
-    "baseline": {"track": "device-plugin"},
-    "candidate": {"track": "dra"},
-    "confidence": 0.95,
-    "min_pods": 100,
-    "metrics": {
-        "success_rate": {"max_regression": 0.02, "required": True},
-        "scheduling_latency_ms": {"max_regression": 2000, "required": True},
-        "time_pending_ms": {"max_regression": 5000},
-        "gpu_utilisation": {"max_regression": 0.03},
-    },
-})
 
 Builder = Callable[[Any, DecisionFilter, DecisionFilter, "str | None", list[str]], list[dict[str, Any]]]
 
@@ -101,9 +86,11 @@ def _held_share(releases: migration.Releases, pod: dict[str, Any]) -> float | No
 
 def _pod(key: migration.CohortKey, row: dict[str, Any], utilisation: float | None) -> migration.PodOutcome:
     bound = bool(row["bound"])
+    hour = migration.stratum_hour(datetime.fromtimestamp(int(row["first_hour"]) * 3600, UTC))
     return migration.PodOutcome(key=key, succeeded=bound, fallback=bound and bool(row["fallback"]),
                                 latency_ms=float(row["bound_wait_ms"]) if bound else None,
-                                pending_ms=float(row["pending_ms"]), utilisation=utilisation)
+                                pending_ms=float(row["pending_ms"]), utilisation=utilisation,
+                                stratum=(row["model"], row["tenant"], hour))
 
 
 def cohorts(db: Any, f: DecisionFilter) -> dict[migration.CohortKey, migration.Cohort]:
@@ -120,20 +107,46 @@ def cohorts(db: Any, f: DecisionFilter) -> dict[migration.CohortKey, migration.C
     return dict(sorted(out.items()))
 
 
-def migration_cohorts(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str],
-                      thresholds: migration.Thresholds | None = None) -> list[dict[str, Any]]:
-    """Cohort rows with each cohort's utilisation and the verdict of candidate against baseline."""
+def migration_view(db: Any, own: DecisionFilter,
+                   thresholds: migration.Thresholds | None = None) -> tuple[list[dict[str, Any]], migration.Report]:
+    """Cohort rows with each cohort's utilisation, its matched and unmatched pods and the verdict of
+    candidate against baseline, and the report behind them."""
     rows: list[dict[str, Any]] = storeport.call(db.migration_stats, own)
+    if thresholds is None:
+        # `claimtrail serve` without --migration-thresholds: the file `claimtrail migration report` defaults to
+        try:
+            thresholds = thresholds_file.shipped()
+        except migration.MigrationError as exc:
+            raise Problem("unavailable", f"migration thresholds: {exc}") from None
     try:
-        report = migration.compare(cohorts(db, own), thresholds or MIGRATION_THRESHOLDS)
+        report = migration.compare(cohorts(db, own), thresholds)
     except migration.MigrationError as exc:
         raise Problem("unexplainable", f"migration cohorts: {exc}") from None
     for r in rows:
-        described = report.cohorts.get(migration.CohortKey(r["track"], r["template_version"]))
+        key = migration.CohortKey(r["track"], r["template_version"])
+        described = report.cohorts.get(key)
         r["utilisation"] = _estimate(described["gpu_utilisation"]) if described else None
         r["verdict"] = report.verdict.value
         r["reason"] = "; ".join(report.reasons)
-    return rows
+        # pods of this cohort sharing a model × tenant × hour with the other side, and those that do not
+        # (None for a cohort that is neither baseline nor candidate)
+        matched = report.matching.by_cohort.get(key)
+        r["matched_pods"], r["unmatched_pods"] = matched if matched else (None, None)
+    return rows, report
+
+
+def migration_cohorts(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str],
+                      thresholds: migration.Thresholds | None = None) -> list[dict[str, Any]]:
+    return migration_view(db, own, thresholds)[0]
+
+
+def comparison(report: migration.Report) -> dict[str, Any]:
+    """The verdict's figures as ``claimtrail migration report -o json`` prints them, without the
+    per-cohort descriptions the rows carry: the strata, matched and unmatched pods, and per metric the
+    stratified regression with its interval beside the unstratified one."""
+    out = report.to_dict()
+    del out["cohorts"]
+    return out
 
 
 def replay(db: Any, own: DecisionFilter, folded: DecisionFilter, scope: str | None, keys: list[str]) -> list[dict[str, Any]]:
@@ -157,6 +170,6 @@ def _pending(db: Any, own: DecisionFilter, scope: str | None) -> dict[str, dict[
             for t in podstats.fairness(db, own, scope)["tenants"]}
 
 
-# migration_cohorts takes the server's thresholds as well and is called on its own
+# migration_view takes the server's thresholds as well and is called on its own
 BUILDERS: dict[str, Builder] = {"fallback": fallback, "fairness": fairness, "health": health, "replay": replay,
                                 "overview": overview}

@@ -41,7 +41,8 @@ SUMMARIES = {
                 "starving (docs/metrics.md)",
     "health": "Health verdicts, retries and terminal failures per hour, or per device model (group_by=model or "
               "hour,model), with the window's unhealthy devices and device-hours",
-    "migration": "Device-plugin vs DRA cohorts with utilisation and the promote/hold/rollback verdict",
+    "migration": "Device-plugin vs DRA cohorts with utilisation and the promote/hold/rollback verdict; the comparison "
+                 "is made within model × tenant × hour strata (its figures under `comparison`)",
     "replay": "Determinism status of the latest replay run per decision, per hour of decision time or per cause",
     "overview": "Per-tenant decision totals with the pods pending at the window end (from the pod lifecycle)",
 }
@@ -70,7 +71,8 @@ def _query(kind: str, db: Any, who: Principal, f_values: dict[str, Any], group_b
     # Per-tenant aggregates show a tenant caller every other tenant folded into "(others)".
     folded = storeport.decision_filter(**{**f_values, "tenant": None}) if scope is not None else own
     if kind == "migration":
-        return {"rows": insights.migration_cohorts(db, own, folded, scope, keys, thresholds), "group_by": keys}
+        rows, report = insights.migration_view(db, own, thresholds)
+        return {"rows": rows, "group_by": keys, "comparison": insights.comparison(report)}
     out: dict[str, Any] = {"rows": insights.BUILDERS[kind](db, own, folded, scope, keys), "group_by": keys}
     # the pod-level figures of the window (audit.metrics), beside the grouped rows
     if kind == "fairness":

@@ -20,8 +20,10 @@ from typing import Any
 
 import yaml
 
+from audit import thresholds_file
 from audit.errors import UserError
 from audit.migration import (
+    STRATIFIED_BY,
     MigrationError,
     Report,
     Rollout,
@@ -37,8 +39,7 @@ from audit.records import DecisionRecord, RecordError, validate_record
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 # the thresholds the canary in deploy/ is judged by; the default of both report and plan
-SHIPPED_THRESHOLDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "migration",
-                                  "thresholds.yaml")
+SHIPPED_THRESHOLDS = thresholds_file.SHIPPED
 
 
 def register(sub: Any) -> None:
@@ -198,11 +199,16 @@ def _compute(args: argparse.Namespace) -> tuple[Thresholds, Report]:
 
 
 def render_report(rep: Report) -> str:
+    m = rep.matching
     lines = [
         f"verdict: {rep.verdict.value}",
         f"baseline {rep.baseline} ({rep.baseline_pods} pods) vs candidate {rep.candidate} ({rep.candidate_pods} pods)",
+        f"compared within {m.strata} strata of {' × '.join(STRATIFIED_BY)}: matched pods baseline "
+        f"{m.matched_baseline}, candidate {m.matched_candidate}; unmatched baseline {m.unmatched_baseline}, "
+        f"candidate {m.unmatched_candidate}",
         "",
-        f"{'metric':<24}{'baseline':>12}{'candidate':>12}  {'regression (interval)':<32}{'allowed':>10}  state",
+        f"{'metric':<24}{'baseline':>12}{'candidate':>12}  {'regression in strata (interval)':<34}"
+        f"{'unstratified':>14}{'allowed':>10}  state",
     ]
     for c in rep.comparisons:
         diff = partial(human_difference, c.metric)
@@ -210,7 +216,7 @@ def render_report(rep: Report) -> str:
         lines.append(
             f"{c.metric:<24}{human_value(c.metric, c.baseline.estimate):>12}"
             f"{human_value(c.metric, c.candidate.estimate):>12}  "
-            f"{interval:<32}{diff(c.max_regression):>10}  {c.state.value}"
+            f"{interval:<34}{diff(c.crude.estimate):>14}{diff(c.max_regression):>10}  {c.state.value}"
         )
     if rep.reasons:
         lines += ["", "reasons:"] + [f"  - {r}" for r in rep.reasons]

@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
                    help="decisions a replay job replays between two progress updates (and stop checks)")
     p.add_argument("--migration-thresholds", metavar="FILE",
                    help="verdict thresholds for /v1/stats/migration (the YAML of `claimtrail migration report`); "
-                        "default: device-plugin baseline, every DRA template version as candidate")
+                        "default: the shipped deploy/migration/thresholds.yaml, as for `claimtrail migration report`")
     p.add_argument("--rate-limit", type=float, default=1000.0, metavar="N",
                    help="requests per second per tenant (and for admins, and per unauthenticated address); 429 beyond")
     p.add_argument("--burst", type=int, default=2000, help="requests a caller may make at once after a quiet spell")
@@ -79,6 +79,18 @@ def _thresholds(path: str) -> Any:
         raise UserError(f"--migration-thresholds {path}: {exc}") from None
 
 
+def _shipped_thresholds() -> Any:
+    """The thresholds `claimtrail migration report` defaults to, refused by name when missing."""
+    from audit import thresholds_file
+    from audit.migration import MigrationError
+
+    try:
+        return thresholds_file.shipped()
+    except MigrationError as exc:
+        raise UserError(f"--migration-thresholds: not given, and the shipped thresholds cannot be used: {exc}; "
+                        "give --migration-thresholds FILE") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from audit.api.auth import AuthConfig, hash_token, load_tokens
 
@@ -108,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--tokens-poll-seconds {args.tokens_poll_seconds:g}: expected a positive number")
     if args.replay_job_step < 1:
         raise UserError(f"--replay-job-step {args.replay_job_step}: expected at least 1")
-    thresholds = _thresholds(args.migration_thresholds) if args.migration_thresholds else None
+    thresholds = _thresholds(args.migration_thresholds) if args.migration_thresholds else _shipped_thresholds()
 
     import uvicorn
 

@@ -139,8 +139,9 @@ _RELEASES = ("SELECT cluster, namespace, name, JSONExtractString(body, 'payload'
 def pod_outcomes(query: Query, f: DecisionFilter) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Pods under ``f``, folded as ``audit.migration.build_cohorts`` folds a pod's records (attempts
     ordered by seq, time and attempt; a pod's attempts never tie on all three): the latest attempt
-    names the cohort (track, template_version) and the pod name, the first allocated attempt is the
-    bound one (its fallback flag, wait and time), ``pending_ms`` is the largest wait of any attempt.
+    names the cohort (track, template_version), the pod name and the stratum's tenant and model (its
+    preferred model, else the bound attempt's allocated one); the stratum's hour is that of the pod's
+    earliest attempt, as hours since the epoch; the first allocated attempt is the bound one (its fallback flag, wait and time), ``pending_ms`` is the largest wait of any attempt.
 
     Done in ClickHouse so a million decisions never become a million Python records: pods that
     never released their devices (no Pod delete or finished phase in the event log, so no
@@ -156,23 +157,27 @@ def pod_outcomes(query: Query, f: DecisionFilter) -> tuple[list[dict[str, Any]],
     carries the latest name."""
     clauses, params = conditions(f)
     rows = (
-        f"SELECT cityHash64({_POD}) AS h, cluster, namespace, pod, {_POD_KEY} AS k, track, template_version, outcome, "
-        f"fallback, wait_ms, time, {ATTEMPT_ORDER} AS o, "
+        f"SELECT cityHash64({_POD}) AS h, cluster, namespace, pod, {_POD_KEY} AS k, track, template_version, "
+        f"preferred_model, allocated_model, tenant, outcome, fallback, wait_ms, time, {ATTEMPT_ORDER} AS o, "
         f"(cluster, namespace, pod) IN (SELECT cluster, namespace, name FROM ({_RELEASES})) "
         f"OR (cluster, namespace, k) IN (SELECT cluster, namespace, uid FROM ({_RELEASES}) WHERE uid != '') AS marked "
         f"FROM decisions FINAL {where_sql(clauses)}"
     )
     pods = (
         "SELECT argMaxIf((cluster, namespace, k, pod), o, marked) AS names, "
-        "argMax((track, template_version, marked), o) AS latest, max(outcome = 'allocated') AS bound, "
-        "argMinIf((fallback, wait_ms, toUnixTimestamp64Milli(time)), o, outcome = 'allocated') AS first_bound, "
+        "argMax((track, template_version, marked, preferred_model, tenant), o) AS latest, "
+        "max(outcome = 'allocated') AS bound, "
+        "argMinIf((fallback, wait_ms, toUnixTimestamp64Milli(time), allocated_model), o, outcome = 'allocated') "
+        "AS first_bound, "
+        "intDiv(toUnixTimestamp64Milli(min(time)), 3600000) AS first_hour, "
         f"max(wait_ms) AS pending, bound AND latest.3 AS rel FROM ({rows}) GROUP BY h"
     )
     sql = ("SELECT rel, if(rel, names.1, ''), if(rel, names.2, ''), if(rel, names.3, ''), if(rel, names.4, ''), "
-           "latest.1, latest.2, bound, first_bound.1, first_bound.2, if(rel, first_bound.3, 0), pending, count() "
+           "latest.1, latest.2, bound, first_bound.1, first_bound.2, if(rel, first_bound.3, 0), pending, "
+           "if(latest.4 != '', latest.4, if(bound, first_bound.4, '')), latest.5, first_hour, count() "
            f"FROM ({pods}) GROUP BY ALL ORDER BY ALL")
     keys = ("cluster", "namespace", "pod_key", "pod", "track", "template_version", "bound", "fallback", "bound_wait_ms",
-            "bound_ms", "pending_ms", "pods")
+            "bound_ms", "pending_ms", "model", "tenant", "first_hour", "pods")
     groups: list[dict[str, Any]] = []
     singles: list[dict[str, Any]] = []
     for row in query(sql, params, FINAL).result_rows:

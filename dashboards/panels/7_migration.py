@@ -2,8 +2,10 @@
 
 Cohort figures — success, fallback, scheduling latency, utilisation — and the
 promote/hold/rollback verdict (``audit.migration``'s judgement of device-plugin against DRA,
-computed by the API) come from ``/v1/stats/migration``, one row per track × template version;
-the page lays the cohorts side by side.
+computed by the API within strata of model × tenant × hour, so that pods are only compared with
+pods that wanted the same model, for the same tenant, in the same hour) come from
+``/v1/stats/migration``, one row per track × template version; the page lays the cohorts side by
+side with how many of each cohort's pods found a counterpart (matched) and how many did not.
 """
 
 from __future__ import annotations
@@ -16,6 +18,12 @@ from dashboards.view import duration, empty, has_columns, load, num, pct, readin
 
 SOURCE = "/v1/stats/migration"
 VERDICT_STYLE = {"promote": st.success, "hold": st.warning, "rollback": st.error}
+
+
+def _count(value: object) -> str:
+    """A pod count; a dash for cohorts that are neither baseline nor candidate."""
+    return "–" if value is None else str(value)
+
 
 st.title("Migration")
 filters = filter_bar()
@@ -53,6 +61,8 @@ if has_columns(cohorts, SOURCE, "utilisation"):
     else:
         st.info("GPU utilisation is not measured for these cohorts: no pod of theirs has released its devices yet.")
 
+
+
 st.dataframe(
     [
         {
@@ -63,6 +73,9 @@ st.dataframe(
             "wait p50": duration(num(r["wait_p50_ms"])),
             "wait p95": duration(num(r["wait_p95_ms"])),
             "utilisation": pct(r.get("utilisation")),
+            # pods left out of the comparison: no pod of the other cohort shares their model × tenant × hour
+            "matched pods": _count(r.get("matched_pods")),
+            "unmatched pods": _count(r.get("unmatched_pods")),
         }
         for n, r in zip(names, rows, strict=True)
     ],
@@ -70,4 +83,5 @@ st.dataframe(
     key="mig_table",
 )
 best = max(zip(names, rows, strict=True), key=lambda nr: (num(nr[1]["success_rate"]), nr[0]))
-reading(f"{len(rows)} cohorts; the highest success rate is {best[0]} ({pct(num(best[1]['success_rate']))}).")
+reading(f"{len(rows)} cohorts; the highest success rate is {best[0]} ({pct(num(best[1]['success_rate']))}). "
+        "The verdict compares the cohorts within model × tenant × hour; unmatched pods are left out of it.")

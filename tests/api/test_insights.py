@@ -143,9 +143,9 @@ def test_migration_rows_carry_the_verdict_of_the_servers_thresholds(server: Serv
     rows = _rows(server, "migration", **SEEDED)
     assert [(r["track"], r["decisions"], r["verdict"], r["utilisation"]) for r in rows] == [("dra", 5, "hold", None)]
     # deploy/migration/thresholds.yaml compares device plugin with DRA template v2: neither has pods here
-    assert rows[0]["reason"] == ("success_rate: required but not measured in both cohorts; "
-                                 "scheduling_latency_ms: required but not measured in both cohorts; "
-                                 "need at least 100 pods per cohort (baseline 0, candidate 0)")
+    assert rows[0]["reason"] == ("success_rate: required but not measured in both cohorts within a common model × tenant × hour; "
+                                 "scheduling_latency_ms: required but not measured in both cohorts within a common model × tenant × hour; "
+                                 "need at least 100 matched pods per cohort (baseline 0, candidate 0)")
     team_b = _rows(server, "migration", "team-b", **SEEDED)
     assert [(r["decisions"], r["verdict"]) for r in team_b] == [(2, "hold")]
 

@@ -21,11 +21,13 @@ from tests.dashboards.conftest import REPO
 
 APP = str(REPO / "dashboards" / "app.py")
 READING = "Reading: "
-# 2 device-plugin pods against 8 DRA pods: every interval straddles its limit, and too few pods
-VERDICT = ("Verdict: HOLD — success_rate: interval -32.4 pp..69.4 pp straddles the allowed 2.0 pp; "
-           "scheduling_latency_ms: interval -2.0 s..2.9 s straddles the allowed 2.0 s; "
-           "time_pending_ms: interval -271 ms..5.1 s straddles the allowed 5.0 s; "
-           "need at least 100 pods per cohort (baseline 2, candidate 8)")
+# the server judges by the shipped thresholds, whose candidate is DRA template v2: no pod here has
+# it, so both device-plugin pods are unmatched and nothing is measured within a stratum
+VERDICT = ("Verdict: HOLD — success_rate: required but not measured in both cohorts within a common "
+           "model × tenant × hour; scheduling_latency_ms: required but not measured in both cohorts within "
+           "a common model × tenant × hour; need at least 100 matched pods per cohort (baseline 0, candidate 0); "
+           "unmatched (no pod of the other cohort with the same model × tenant × hour, left out): "
+           "baseline 2, candidate 0 pods")
 
 
 def open_page(script: str) -> AppTest:
@@ -158,9 +160,12 @@ def test_migration_page_compares_the_cohorts(api_env: str) -> None:
     at = open_page("7_migration.py")
     table = table_with(at, "cohort")
     assert table.to_dict("records") == [
-        {"cohort": "device-plugin", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p50": "3.0 s", "wait p95": "3.0 s", "utilisation": "–"},
-        {"cohort": "dra t1", "decisions": 6, "success": "50.0 %", "fallback": "33.3 %", "wait p50": "7.0 s", "wait p95": "9.0 s", "utilisation": "–"},
-        {"cohort": "dra t2", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p50": "6.0 s", "wait p95": "6.0 s", "utilisation": "–"},
+        {"cohort": "device-plugin", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p50": "3.0 s", "wait p95": "3.0 s", "utilisation": "–",
+         "matched pods": "0", "unmatched pods": "2"},
+        {"cohort": "dra t1", "decisions": 6, "success": "50.0 %", "fallback": "33.3 %", "wait p50": "7.0 s", "wait p95": "9.0 s", "utilisation": "–",
+         "matched pods": "–", "unmatched pods": "–"},
+        {"cohort": "dra t2", "decisions": 2, "success": "100.0 %", "fallback": "50.0 %", "wait p50": "6.0 s", "wait p95": "6.0 s", "utilisation": "–",
+         "matched pods": "–", "unmatched pods": "–"},
     ]
     at.selectbox(key="f_tenant").select("alpha").run()
     assert list(table_with(at, "cohort")["decisions"]) == [1, 3, 1]

@@ -100,7 +100,7 @@ def test_flags_override_the_thresholds_file(worse_file: str, capsys: pytest.Capt
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["baseline"], out["candidate"], out["verdict"]) == ("dra/v2", "dra/v2", "hold")
-    assert "need at least 5000 pods per cohort (baseline 3000, candidate 3000)" in out["reasons"]
+    assert "need at least 5000 matched pods per cohort (baseline 3000, candidate 3000)" in out["reasons"]
 
 
 BAD = {

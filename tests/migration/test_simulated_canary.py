@@ -41,4 +41,4 @@ def test_simulated_canary_forms_cohorts_with_measured_utilisation(
     # the scenario sends a tenth of the jobs to the device plugin: too few for min_pods 100 in 2 h
     assert out["baseline_pods"] < 100
     assert out["verdict"] == "hold"
-    assert any(r.startswith("need at least 100 pods per cohort") for r in out["reasons"])
+    assert any(r.startswith("need at least 100 matched pods per cohort") for r in out["reasons"])

@@ -1,0 +1,82 @@
+"""``claimtrail migration report`` and ``GET /v1/stats/migration`` judge the same decisions alike:
+a real server on a chDB store, started without ``--migration-thresholds``, and the CLI without
+``--thresholds``, both fall back to the shipped ``deploy/migration/thresholds.yaml`` and give the
+same stratified figures, matched and unmatched pods and verdict."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit import thresholds_file
+from audit.cli import cmd_migration
+from audit.records import to_jsonl
+from tests.api.conftest import REPO, TOKENS, Server, start_server, stop
+from tests.migration.strata import ONE_SIDED_STRATA, records
+
+
+@pytest.fixture(scope="module")
+def default_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    pytest.importorskip("audit.store.queries", reason="the store is not in this tree yet")
+    srv, proc = start_server(tmp_path_factory.mktemp("strata"))
+    try:
+        r = srv.post("/v1/ingest/records", content=to_jsonl(records(ONE_SIDED_STRATA)).encode())
+        assert r.status_code == 200, r.text
+        yield srv
+    finally:
+        stop(proc)
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested figures as path → leaf, so floats can be compared within rounding (pods reach the
+    sums in another order through the store)."""
+    if isinstance(value, dict):
+        return {k: v for key, sub in value.items() for k, v in _flat(sub, f"{prefix}.{key}").items()}
+    if isinstance(value, list):
+        return {k: v for i, sub in enumerate(value) for k, v in _flat(sub, f"{prefix}[{i}]").items()}
+    return {prefix: value}
+
+
+def test_cli_and_api_give_the_same_stratified_figures(default_server: Server) -> None:
+    api = default_server.get("/v1/stats/migration")
+    assert api.status_code == 200, api.text
+    body = api.json()
+    cli = subprocess.run(
+        [sys.executable, "-m", "audit.cli.main", "migration", "report", "--server", default_server.base,
+         "--token", TOKENS["admin"], "-o", "json"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    printed = json.loads(cli.stdout)
+    del printed["cohorts"]  # the API gives the per-cohort figures as its rows
+    expected, got = _flat(printed), _flat(body["comparison"])
+    assert sorted(got) == sorted(expected)
+    for path, value in expected.items():
+        if isinstance(value, float) and not math.isnan(value):
+            assert got[path] == pytest.approx(value, rel=1e-12, abs=1e-9), path
+        else:
+            assert got[path] == value, path
+    # the figures by hand (tests/migration/test_stratified.py): equal within 2 strata, 1 + 3 pods unmatched
+    latency = next(c for c in printed["comparisons"] if c["metric"] == "scheduling_latency_ms")
+    assert latency["regression"]["estimate"] == pytest.approx(0.0, abs=1e-9) and latency["strata"] == 2
+    assert (printed["baseline"], printed["candidate"]) == ("device-plugin", "dra/v2")
+    assert (printed["strata"], printed["matched_pods"], printed["unmatched_pods"]) == (
+        2, {"baseline": 8, "candidate": 8}, {"baseline": 1, "candidate": 3})
+    assert printed["verdict"] == "hold"  # the shipped file asks for 100 matched pods per cohort
+    rows = {(r["track"], r["template_version"]): (r["matched_pods"], r["unmatched_pods"], r["verdict"])
+            for r in body["rows"]}
+    assert rows == {("device-plugin", ""): (8, 1, "hold"), ("dra", "v2"): (8, 3, "hold")}
+
+
+def test_the_api_default_is_the_file_the_cli_defaults_to() -> None:
+    args = argparse.Namespace(thresholds=None, min_pods=None, confidence=None, candidate=None, baseline=None)
+    shipped = REPO / "deploy" / "migration" / "thresholds.yaml"
+    assert Path(thresholds_file.SHIPPED) == shipped
+    assert cmd_migration.thresholds_path(args) == thresholds_file.SHIPPED
+    assert cmd_migration._read_thresholds(cmd_migration.thresholds_path(args), args) == thresholds_file.shipped()
