@@ -142,7 +142,11 @@ class Counterfactual(ClusterLoop):
                      or (ev.object_kind == "ResourceClaim" and ev.type == EventType.DELETE.value))
             created = (ev.object_kind == "Pod" and ev.type == EventType.UPSERT.value
                        and self.world.get("Pod", ev.namespace, ev.name) is None)
+            deleted = (ev.object_kind == "Pod" and ev.type == EventType.DELETE.value
+                       and f"{ev.namespace}/{ev.name}" in self.pods)
             self.apply(ev)
+            if deleted:  # a recorded deletion of a pod this run schedules: it waits no more
+                self.forget(f"{ev.namespace}/{ev.name}")
             if created:
                 self.manage(f"{ev.namespace}/{ev.name}", not (ev.payload.get("spec") or {}).get("resourceClaims"),
                             self.now)

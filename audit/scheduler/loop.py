@@ -157,6 +157,11 @@ class ClusterLoop:
         self.pods[key] = PodState(device_plugin=device_plugin)
         self.enqueue(key, created)
 
+    def forget(self, key: str) -> None:
+        """The pod was deleted by someone else (a recorded event): stop scheduling it."""
+        del self.pods[key]
+        self.pending.discard(key)
+
     def remove(self, key: str) -> None:
         """The pod goes, and with it the claims generated for it (``status.resourceClaimStatuses``)."""
         ns, name = key.split("/", 1)

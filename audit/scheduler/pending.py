@@ -105,6 +105,13 @@ class PendingQueues:
                 self.put_back(tenant, created, key, strict=False, group=group(key) if group else "")
             q.clear()
 
+    def discard(self, key: str) -> None:
+        """The pod is gone (deleted by someone else): it waits nowhere any more."""
+        for q in self.queues.values():
+            q[:] = [p for p in q if p[1] != key]
+        for group, waiting in list(self.parked.items()):
+            self.parked[group] = [p for p in waiting if p[1] != key]
+
     def waiting(self) -> int:
         return sum(len(q) for q in self.queues.values()) + sum(len(q) for q in self.parked.values())
 
