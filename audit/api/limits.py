@@ -34,6 +34,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 EXEMPT = ("/healthz", "/readyz", "/metrics")
 BULK_PREFIXES = ("/v1/ingest/", "/v1/traces", "/v1/logs")  # limited by the server's --max-body-mb instead
+# routes that read their body themselves up to a limit of their own, answering 413 with what it is
+# (POST /v1/replay: a bounded number of decision ids and a policy document, audit.api.routes_replay)
+SELF_BOUNDED = frozenset({"/v1/replay"})
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class LimitMiddleware:
         if len(path.encode()) + len(scope.get("query_string", b"")) > lim.url_bytes:
             await _answer(scope, send, "uri-too-long", f"the URL exceeds the limit of {lim.url_bytes} bytes")
             return
-        cap = None if path.startswith(BULK_PREFIXES) else lim.body_bytes
+        cap = None if path.startswith(BULK_PREFIXES) or path in SELF_BOUNDED else lim.body_bytes
         if cap is not None:
             declared = header(scope, b"content-length")
             if declared.isdigit() and int(declared) > cap:
