@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
@@ -17,8 +19,9 @@ SHIPPED = os.path.normpath(
 )
 
 
-def load(path: str) -> Thresholds:
-    """The thresholds in ``path``; every problem is a MigrationError naming the file."""
+def load(path: str, overrides: Mapping[str, Any] | None = None) -> Thresholds:
+    """The thresholds in ``path``, with ``overrides`` put over the file's top-level fields before
+    the whole is validated; every problem is a MigrationError naming the file."""
     try:
         with open(path) as fh:
             doc = yaml.safe_load(fh)
@@ -26,6 +29,8 @@ def load(path: str) -> Thresholds:
         raise MigrationError(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise MigrationError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if isinstance(doc, dict) and overrides:
+        doc = {**doc, **overrides}
     try:
         return Thresholds.from_dict(doc)
     except MigrationError as exc:

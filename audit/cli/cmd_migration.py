@@ -18,8 +18,6 @@ import random
 from functools import partial
 from typing import Any
 
-import yaml
-
 from audit import thresholds_file
 from audit.errors import UserError
 from audit.migration import (
@@ -97,27 +95,21 @@ def thresholds_path(args: argparse.Namespace) -> str:
 
 
 def _read_thresholds(path: str, args: argparse.Namespace | None = None) -> Thresholds:
-    try:
-        with open(path) as fh:
-            doc = yaml.safe_load(fh)
-    except OSError as exc:
-        raise UserError(f"--thresholds {path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"--thresholds {path}: not YAML: {str(exc).splitlines()[0]}") from None
-    if isinstance(doc, dict) and args is not None:
-        # flags override the file, then the whole document is validated as one
-        for flag, field in (("min_pods", "min_pods"), ("confidence", "confidence")):
+    # flags override the file, then the whole document is validated as one
+    overrides: dict[str, Any] = {}
+    if args is not None:
+        for flag in ("min_pods", "confidence"):
             if getattr(args, flag, None) is not None:
-                doc[field] = getattr(args, flag)
+                overrides[flag] = getattr(args, flag)
         for flag in ("candidate", "baseline"):
             value = getattr(args, flag, None)
             if value:
                 track, _, version = value.partition("/")
-                doc[flag] = {"track": track, "template_version": version}
+                overrides[flag] = {"track": track, "template_version": version}
     try:
-        return Thresholds.from_dict(doc)
-    except MigrationError as exc:
-        raise UserError(f"--thresholds {path}: {exc}") from None
+        return thresholds_file.load(path, overrides)
+    except MigrationError as exc:  # already names the file
+        raise UserError(f"--thresholds {exc}") from None
 
 
 def _jsonl(path: str) -> list[tuple[int, Any]]:

@@ -62,21 +62,13 @@ def is_loopback(host: str) -> bool:
 
 def _thresholds(path: str) -> Any:
     """The migration verdict thresholds in ``path``; every problem names the file and the field."""
-    import yaml
-
-    from audit.migration import MigrationError, Thresholds
+    from audit.migration import MigrationError
+    from audit.thresholds_file import load
 
     try:
-        with open(path) as fh:
-            doc = yaml.safe_load(fh)
-    except OSError as exc:
-        raise UserError(f"--migration-thresholds {path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"--migration-thresholds {path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    try:
-        return Thresholds.from_dict(doc)
-    except MigrationError as exc:
-        raise UserError(f"--migration-thresholds {path}: {exc}") from None
+        return load(path)
+    except MigrationError as exc:  # already names the file
+        raise UserError(f"--migration-thresholds {exc}") from None
 
 
 def _shipped_thresholds() -> Any:
