@@ -58,7 +58,7 @@ def _serve(store_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     log = store_dir / "serve.log"
     # one caller (the bench) makes every request: lift the per-caller limits out of the way
-    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{store_dir}/db",
+    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--create", "--dsn", f"chdb://{store_dir}/db",
                              "--port", str(port), "--insecure-local", "--rate-limit", "1000000", "--burst", "1000000",
                              "--max-in-flight", "1000"], cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -63,7 +63,7 @@ def _free_port() -> int:
 
 def _serve(data: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
-    proc = subprocess.Popen(_claimtrail("serve", "--dsn", f"chdb://{data}/db", "--port", str(port),
+    proc = subprocess.Popen(_claimtrail("serve", "--create", "--dsn", f"chdb://{data}/db", "--port", str(port),
                                         "--insecure-local"), cwd=REPO, env=_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"

@@ -127,13 +127,19 @@ def main() -> int:
     import benchmarks
 
     measured: list[tuple[dict[str, Any], float, float | None]] = []  # (row, cpu s, store s)
+    failed: list[str] = []
     with Noise(args.noise):
         for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
             if not info.name.startswith("bench_") or args.only not in info.name:
                 continue
             started = time.perf_counter()
             print(f"# {info.name} ...", file=sys.stderr, flush=True)
-            result = _module_in_own_process(info.name)
+            try:
+                result = _module_in_own_process(info.name)
+            except SystemExit as exc:  # the others' figures are still worth having
+                failed.append(f"{info.name}: {exc}")
+                print(f"# {info.name} FAILED: {exc}", file=sys.stderr, flush=True)
+                continue
             store = _store_seconds() if any(scale_of(r) == "store" for r in result["rows"]) else None
             measured.extend((r, result["cpu_seconds"], store) for r in result["rows"])
             print(f"# {info.name} done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
@@ -166,7 +172,10 @@ def main() -> int:
     with open(args.json, "w") as fh:
         json.dump({"machine": machine(), "commit": commit(), "noise": args.noise, "factor": summary,
                    "calibration": {"cpu_seconds": cpu_runs, "store_seconds": store_runs},
-                   "reference": reference, "rows": rows}, fh, indent=2)
+                   "reference": reference, "failed": failed, "rows": rows}, fh, indent=2)
+    if failed:
+        print("failed benchmarks:\n  " + "\n  ".join(failed), file=sys.stderr)
+        return 1
     return 0
 
 
