@@ -26,10 +26,10 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import (
     ScopeMetrics,
     Sum,
 )
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from audit.records import DecisionRecord
 from audit.telemetry import decision_metrics as m
+from audit.telemetry import otlpwire
 from audit.telemetry import schema as s
 
 Attrs = tuple[tuple[str, str], ...]
@@ -131,20 +131,12 @@ class DecisionCounts:
                                            min=h.min, max=h.max) for a, h in hist_points.items()]
                 metrics.append(Metric(name=name, unit=unit, description=description,
                                       histogram=Histogram(data_points=hist, aggregation_temporality=_CUMULATIVE)))
-        resource = Resource(attributes=[KeyValue(key=k, value=_value(v)) for k, v in resource_attributes.items()])
         scope = ScopeMetrics(scope=InstrumentationScope(name=s.INSTRUMENTATION_SCOPE), metrics=metrics)
-        return ExportMetricsServiceRequest(resource_metrics=[ResourceMetrics(resource=resource, scope_metrics=[scope])])
+        return ExportMetricsServiceRequest(resource_metrics=[ResourceMetrics(resource=otlpwire.resource(resource_attributes),
+                                                                             scope_metrics=[scope])])
 
 
 def _kvs(attrs: Attrs) -> list[KeyValue]:
     return [KeyValue(key=k, value=AnyValue(string_value=v)) for k, v in attrs]
 
 
-def _value(value: Any) -> AnyValue:
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    return AnyValue(string_value=str(value))

@@ -347,6 +347,11 @@ def decision(shape: DecisionShape, spans: bool = True, logs: bool = True) -> tup
             [log_record(trace_id, lg) for lg in shape.logs] if logs else [])
 
 
+def resource(attrs: Mapping[str, Any]) -> Resource:
+    """The resource of every export request (spans, logs and metrics alike)."""
+    return Resource(attributes=[KeyValue(key=k, value=_proto_value(v)) for k, v in attrs.items()])
+
+
 def _proto_value(value: Any) -> AnyValue:
     if isinstance(value, bool):
         return AnyValue(bool_value=value)
@@ -366,8 +371,7 @@ class Envelope:
 
     def __init__(self, resource_attributes: Mapping[str, Any], scope_name: str = s.INSTRUMENTATION_SCOPE,
                  schema_url: str = "") -> None:
-        resource = Resource(attributes=[KeyValue(key=k, value=_proto_value(v)) for k, v in resource_attributes.items()])
-        self._resource = b"\x0a" + _ld(resource.SerializeToString())
+        self._resource = b"\x0a" + _ld(resource(resource_attributes).SerializeToString())
         self._scope = b"\x0a" + _ld(InstrumentationScope(name=scope_name).SerializeToString())
         self._schema_url = b"\x1a" + _ld(schema_url.encode()) if schema_url else b""
 
