@@ -192,9 +192,9 @@ def _would_get(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mappi
             **note}
 
 
-def would_get_now(view: ClusterView, pod: str | tuple[str, str], policy: Policy | None = None,
-                  model_table: ModelTable | None = None) -> dict[str, Any]:
-    """What the pod would get if it were scheduled now (its allocation, when it holds one)."""
+def _pod_inputs(view: ClusterView, pod: str | tuple[str, str], policy: Policy | None,
+                model_table: ModelTable | None) -> tuple[dict[str, Any], list[dict[str, Any]], list[Tier], list[Device]]:
+    """The pod, its claims, their tiers and every device with its model; the pod must request devices."""
     ns, name = _pod_key(pod)
     pod_obj = view.pod(ns, name)
     claims = view.pod_claims(pod_obj)
@@ -202,7 +202,13 @@ def would_get_now(view: ClusterView, pod: str | tuple[str, str], policy: Policy 
     if not tiers:
         raise ViewError(f"Pod {ns}/{name}: spec.resourceClaims: the pod requests no devices")
     table = model_table or ModelTable.of(policy)
-    everything = view.devices(table.model_of)
+    return pod_obj, claims, tiers, view.devices(table.model_of)
+
+
+def would_get_now(view: ClusterView, pod: str | tuple[str, str], policy: Policy | None = None,
+                  model_table: ModelTable | None = None) -> dict[str, Any]:
+    """What the pod would get if it were scheduled now (its allocation, when it holds one)."""
+    pod_obj, claims, tiers, everything = _pod_inputs(view, pod, policy, model_table)
     current = _current_outcome(pod_obj, claims, tiers, {d.id: d for d in everything})
     if current["result"] == "allocated":
         return current
@@ -220,13 +226,7 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
     tenants are not named (None: every holder is named).
     """
     ns, name = _pod_key(pod)
-    pod_obj = view.pod(ns, name)
-    claims = view.pod_claims(pod_obj)
-    tiers = pod_tiers(claims)
-    if not tiers:
-        raise ViewError(f"Pod {ns}/{name}: spec.resourceClaims: the pod requests no devices")
-    table = model_table or ModelTable.of(policy)
-    everything = view.devices(table.model_of)
+    pod_obj, claims, tiers, everything = _pod_inputs(view, pod, policy, model_table)
     by_id = {d.id: d for d in everything}
     matcher = TierMatcher(view, everything)
     target = next((t for t in tiers if matcher.selects(t, model)), None)
