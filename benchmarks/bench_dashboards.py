@@ -100,6 +100,7 @@ def run() -> list[dict[str, Any]]:
                 "name": f"dashboard first render: {page.title}",
                 "value": round(seconds, 3),
                 "unit": "s",
+                "scale": "parallel",  # the page and the API it reads run side by side
                 "target": f"<= {TARGET_S} s",
                 "note": f"{decisions:,} decisions; AppTest, cold cache"
                         + "".join(f"; shown: {p}" for p in problems),

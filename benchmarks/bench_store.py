@@ -42,10 +42,11 @@ BUILD_MARK = "claimtrail bench-store v1"  # bump when the builder changes so cac
 TENANTS = ("acme", "globex", "initech", "umbrella")
 
 
-def _row(name: str, value: float, unit: str, target: str, note: str = "") -> dict[str, Any]:
-    # every figure here depends on the embedded engine's speed: normalise by the store calibration
+def _row(name: str, value: float, unit: str, target: str, note: str = "", scale: str = "store") -> dict[str, Any]:
+    # every figure here depends on the embedded engine's speed: normalise by the store calibration,
+    # or by the all-cores one where the work keeps both cores busy
     return {"issue": ISSUE, "name": name, "value": value, "unit": unit, "target": target, "note": note,
-            "scale": "store"}
+            "scale": scale}
 
 
 def _p95(samples: list[float]) -> float:
@@ -100,7 +101,8 @@ def _throughput(work: Path) -> list[dict[str, Any]]:
     spread = f"best of {ROUNDS} alternating runs; writer runs {', '.join(f'{N_WRITE / t:,.0f}' for t in writer_times)}"
     return [
         _row("store: records/s through the full writer (spool+fsync, tiers, rollups)", round(writer_rate), "rec/s",
-             ">= 50,000", f"{N_WRITE} records + {tiers} tier rows, batches of {BATCH}; {spread}"),
+             ">= 50,000", f"{N_WRITE} records + {tiers} tier rows, batches of {BATCH}; {spread}",
+             scale="parallel"),  # encoding overlaps the delivery thread's inserts
         _row("store: records/s raw client.insert of prepared columns", round(raw_rate), "rec/s", "baseline",
              "same rows and schema; JSON and columns built before timing; raw runs "
              + ", ".join(f"{N_WRITE / t:,.0f}" for t in raw_times)),
@@ -212,7 +214,7 @@ def _latency() -> list[dict[str, Any]]:
         _row("store: fallback rate by tenant x model over 24 h, p95", round(_p95(fallback), 2), "ms", "<= 500",
              "hourly duplicate-tolerant rollup, 20 runs"),
         _row("store: newest page of 50 decisions (admin or tenant), p95", round(_p95(pages), 2), "ms", "",
-             f"store of {count:,} decisions, no time filter, 20 pages"),
+             f"store of {count:,} decisions, no time filter, 20 pages", scale="parallel"),  # a parallel scan
     ]
 
 

@@ -10,18 +10,26 @@ the benchmarks do:
   ``CPU_ROUNDS``, measured in each benchmark's own process just before it runs;
 - ``store``: the raw insert of fixed prepared columns into a fresh embedded chDB database (what
   ``bench_store`` calls its baseline), best of ``STORE_ROUNDS``, measured in a process of its own
-  right after a benchmark whose rows depend on the store.
+  right after a benchmark whose rows depend on the store;
+- ``parallel``: the ``cpu`` workload run at once in one process per core, started together each
+  round, best of ``PARALLEL_ROUNDS`` of the mean time per process, measured right after a
+  benchmark with rows that keep several cores busy (a server and its clients, a writer and its
+  delivery thread, a dashboard and the API it reads). A single-process workload cannot see the
+  cores being shared: with one core taken by another program it still has a core to itself, while
+  a benchmark that needs both cores loses a third of its CPU.
 
 The speed factor of a workload is ``reference seconds / measured seconds`` (1.0 on the run that
 set the reference, 0.5 on a machine half as fast). A time is normalised by multiplying it by the
 factor, a rate by dividing it by the factor; ratios measured within one run need neither. Which
-factor a row takes is its ``scale`` (``cpu``, ``store`` or ``none``), by default read from its
-unit.
+factor a row takes is its ``scale`` (``cpu``, ``store``, ``parallel`` or ``none``), by default
+read from its unit.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -32,6 +40,8 @@ REFERENCE = Path(__file__).with_name("reference.json")
 CPU_ROUNDS = 5
 STORE_ROUNDS = 3
 STORE_ROWS = 10_000
+PARALLEL_ROUNDS = 5
+PARALLEL_REPEAT = 4  # ~100 ms per round, long enough for the kernel to share the cores fairly
 RECORDS = 1_000
 SEARCHES = 300
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -94,6 +104,41 @@ def cpu_seconds() -> float:
     return min(samples)
 
 
+def _parallel_worker(start: Any, results: Any) -> None:
+    work = _cpu_workload()
+    work()
+    for _ in range(PARALLEL_ROUNDS):
+        start.wait()
+        started = time.perf_counter()
+        for _ in range(PARALLEL_REPEAT):
+            work()
+        results.put(time.perf_counter() - started)
+
+
+def parallel_seconds() -> float:
+    """Best over rounds of the mean time one process takes while every core runs one."""
+    processes = os.cpu_count() or 1
+    context = multiprocessing.get_context("spawn")  # a clean interpreter, as the benchmarks get
+    start, results = context.Barrier(processes), context.Queue()
+    workers = [context.Process(target=_parallel_worker, args=(start, results)) for _ in range(processes)]
+    for w in workers:
+        w.start()
+    times = [results.get() for _ in range(processes * PARALLEL_ROUNDS)]
+    for w in workers:
+        w.join()
+    return best_round(times, processes)
+
+
+def best_round(times: list[float], processes: int) -> float:
+    """The smallest mean over rounds of the processes' times, given in the order they arrived.
+
+    A worker starts round k+1 only once every worker has finished round k (the barrier), so the
+    k-th group of ``processes`` times is round k.
+    """
+    rounds = [times[i:i + processes] for i in range(0, len(times), processes)]
+    return min(sum(r) / len(r) for r in rounds)
+
+
 def store_seconds() -> float:
     """Best raw insert of the fixed rows, each round into a fresh database of the real schema."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -128,4 +173,5 @@ def factor(reference: dict[str, Any], scale: str, seconds: float) -> float | Non
 
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "cpu"
-    print(json.dumps({f"{which}_seconds": cpu_seconds() if which == "cpu" else store_seconds()}))
+    measure = {"cpu": cpu_seconds, "store": store_seconds, "parallel": parallel_seconds}[which]
+    print(json.dumps({f"{which}_seconds": measure()}))

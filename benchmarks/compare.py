@@ -5,7 +5,9 @@ the two normalised values (the measured value where a row needs no normalising: 
 and the change in percent, signed so that a positive change is always an improvement (a shorter
 time, a higher rate). Rows that moved the wrong way by more than ``--threshold`` percent are
 marked as regressions, and the exit code is 1 when there is any, so the comparison can gate a
-change. Because both sides are normalised by the speed the machine had at the time, a regression
+change. ``--either-way`` marks moves beyond the threshold in both directions: two runs of one
+commit should agree, and a figure that got better by itself says as much about the normalising
+as one that got worse. Because both sides are normalised by the speed the machine had at the time, a regression
 shows as one whatever the machine did that hour.
 """
 
@@ -38,7 +40,8 @@ def improvement_percent(old: float, new: float, unit: str) -> float | None:
     return None
 
 
-def compare(old: dict[str, Any], new: dict[str, Any], threshold: float) -> tuple[list[str], int]:
+def compare(old: dict[str, Any], new: dict[str, Any], threshold: float,
+            either_way: bool = False) -> tuple[list[str], int]:
     before = {r["name"]: r for r in old["rows"]}
     lines = [f"{'benchmark':<70} {'old':>12} {'new':>12} {'change':>8}"]
     regressions = 0
@@ -54,10 +57,14 @@ def compare(old: dict[str, Any], new: dict[str, Any], threshold: float) -> tuple
         if change is not None and change < -threshold:
             regressions += 1
             mark = "  REGRESSION"
+        elif either_way and change is not None and change > threshold:
+            regressions += 1
+            mark = "  IMPROVED"
         shown = f"{change:+.1f}%" if change is not None else ""
         lines.append(f"{row['name'][:70]:<70} {a:>12,.3f} {b:>12,.3f} {shown:>8}{mark}")
     factors = f"factors old {old.get('factor')} new {new.get('factor')}"
-    lines.append(f"{regressions} regression(s) beyond {threshold:g} %; {factors}")
+    what = "move(s)" if either_way else "regression(s)"
+    lines.append(f"{regressions} {what} beyond {threshold:g} %; {factors}")
     return lines, regressions
 
 
@@ -66,12 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("old")
     parser.add_argument("new")
     parser.add_argument("--threshold", type=float, default=20.0, help="percent (default 20)")
+    parser.add_argument("--either-way", action="store_true",
+                        help="also count improvements beyond the threshold (two runs of one commit)")
     args = parser.parse_args(argv)
     with open(args.old) as fh:
         old = json.load(fh)
     with open(args.new) as fh:
         new = json.load(fh)
-    lines, regressions = compare(old, new, args.threshold)
+    lines, regressions = compare(old, new, args.threshold, args.either_way)
     print("\n".join(lines))
     return 1 if regressions else 0
 

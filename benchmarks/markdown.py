@@ -6,6 +6,8 @@ import json
 import sys
 from typing import Any
 
+SCALE_NAMES = {"cpu": "CPU", "store": "store", "parallel": "all cores"}
+
 
 def fmt(value: Any) -> str:
     if value is None:
@@ -20,7 +22,7 @@ def render(results: dict[str, Any]) -> str:
     f = results.get("factor", {})
     lines = [f"Measured by `make bench` on {m['cpus']} cores, {m['memory_gib']} GiB, Python {m['python']} "
              f"({m['platform']}), commit {results.get('commit', 'unknown')[:12]}; speed factor against the "
-             f"reference machine: CPU {fmt(f.get('cpu'))}, store {fmt(f.get('store'))}. "
+             f"reference machine: {', '.join(f'{SCALE_NAMES.get(k, k)} {fmt(v)}' for k, v in f.items() if v is not None)}. "
              "Targets are judged on the normalised figure (what the reference machine would have measured).",
              "", "| issue | benchmark | measured | normalised | target |", "|---|---|---:|---:|---|"]
     for r in results["rows"]:

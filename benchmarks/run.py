@@ -1,11 +1,11 @@
 """``make bench``: run every ``benchmarks/bench_*.py`` and print one performance table.
 
 Each bench module exposes ``run() -> list[dict]``; a row is ``{"issue", "name", "value", "unit",
-"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``store`` or ``none``, see
-``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
+"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``store``, ``parallel`` or ``none``,
+see ``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
 (caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
-that process first measures the machine's CPU speed, and a module whose rows scale with the store
-is followed by a measurement of the store's speed. Every time and rate is reported as measured and
+that process first measures the machine's CPU speed, and a module with rows that scale with the
+store or with all cores is followed by a measurement of that speed. Every time and rate is reported as measured and
 normalised to the reference machine (``benchmarks/reference.json``); targets are judged on the
 normalised figure. Ratios against a baseline in the same run need no normalising. ``--noise``
 runs a CPU-burning process beside the whole run, to show that the normalised figures hold.
@@ -65,8 +65,12 @@ def _module_in_own_process(name: str) -> dict[str, Any]:
     return result
 
 
-def _store_seconds() -> float:
-    return float(json.loads(_in_own_process(["benchmarks.calibrate", "store"], "store calibration"))["store_seconds"])
+SHARED_SCALES = ("store", "parallel")  # measured in processes of their own, after the module
+
+
+def _calibration_seconds(scale: str) -> float:
+    out = _in_own_process(["benchmarks.calibrate", scale], f"{scale} calibration")
+    return float(json.loads(out)[f"{scale}_seconds"])
 
 
 def scale_of(row: dict[str, Any]) -> str:
@@ -126,7 +130,7 @@ def main() -> int:
         return 0
     import benchmarks
 
-    measured: list[tuple[dict[str, Any], float, float | None]] = []  # (row, cpu s, store s)
+    measured: list[tuple[dict[str, Any], dict[str, float]]] = []  # (row, seconds per calibration)
     failed: list[str] = []
     with Noise(args.noise):
         for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
@@ -140,38 +144,35 @@ def main() -> int:
                 failed.append(f"{info.name}: {exc}")
                 print(f"# {info.name} FAILED: {exc}", file=sys.stderr, flush=True)
                 continue
-            store = _store_seconds() if any(scale_of(r) == "store" for r in result["rows"]) else None
-            measured.extend((r, result["cpu_seconds"], store) for r in result["rows"])
+            seconds = {"cpu": result["cpu_seconds"]}
+            for scale in SHARED_SCALES:
+                if any(scale_of(r) == scale for r in result["rows"]):
+                    seconds[scale] = _calibration_seconds(scale)
+            measured.extend((r, seconds) for r in result["rows"])
             print(f"# {info.name} done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
-    cpu_runs = sorted({c for _, c, _ in measured})
-    store_runs = sorted({s for _, _, s in measured if s is not None})
+    runs = {scale: sorted({s[scale] for _, s in measured if scale in s}) for scale in ("cpu", *SHARED_SCALES)}
     if args.set_reference:
         earlier = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
-        reference = {"cpu_seconds": statistics.median(cpu_runs),
-                     "store_seconds": statistics.median(store_runs) if store_runs else earlier.get("store_seconds"),
-                     "commit": commit(), "machine": machine()}
+        reference = {f"{scale}_seconds": statistics.median(r) if r else earlier.get(f"{scale}_seconds")
+                     for scale, r in runs.items()}
+        reference.update(commit=commit(), machine=machine())
         with open(calibrate.REFERENCE, "w") as fh:
             json.dump(reference, fh, indent=2)
             fh.write("\n")
     reference = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
-    rows = []
-    for row, cpu, store in measured:
-        factors: dict[str, float | None] = {"cpu": calibrate.factor(reference, "cpu", cpu)}
-        if store is not None:
-            factors["store"] = calibrate.factor(reference, "store", store)
-        rows.append(annotate(row, factors))
-    summary = {"cpu": _rounded(calibrate.factor(reference, "cpu", statistics.median(cpu_runs))),
-               "store": _rounded(calibrate.factor(reference, "store", statistics.median(store_runs)))
-               if store_runs else None}
-    print(f"speed factor against the reference: cpu {summary['cpu']}, store {summary['store']}"
-          f"{' (with --noise)' if args.noise else ''}")
+    rows = [annotate(row, {scale: calibrate.factor(reference, scale, s) for scale, s in seconds.items()})
+            for row, seconds in measured]
+    summary = {scale: _rounded(calibrate.factor(reference, scale, statistics.median(r))) if r else None
+               for scale, r in runs.items()}
+    print("speed factor against the reference: " + ", ".join(f"{k} {v}" for k, v in summary.items())
+          + (" (with --noise)" if args.noise else ""))
     print(f"{'issue':<6} {'benchmark':<62} {'measured':>14} {'normalised':>14} {'unit':<10} target (normalised)")
     for r in rows:
         print(f"{r['issue']:<6} {r['name']:<62} {_shown(r['value']):>14} {_shown(r['normalised']):>14} "
               f"{r['unit']:<10} {r.get('target', '')}")
     with open(args.json, "w") as fh:
         json.dump({"machine": machine(), "commit": commit(), "noise": args.noise, "factor": summary,
-                   "calibration": {"cpu_seconds": cpu_runs, "store_seconds": store_runs},
+                   "calibration": {f"{scale}_seconds": r for scale, r in runs.items()},
                    "reference": reference, "failed": failed, "rows": rows}, fh, indent=2)
     if failed:
         print("failed benchmarks:\n  " + "\n  ".join(failed), file=sys.stderr)

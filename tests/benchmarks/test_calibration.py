@@ -70,6 +70,18 @@ def test_compare_signs_changes_as_improvements_and_flags_regressions() -> None:
     assert not any("gone" in line or "new one" in line for line in lines)
 
 
+def test_compare_either_way_also_counts_a_figure_that_got_better_by_itself() -> None:
+    old = _results([{"name": "t", "unit": "ms", "value": 100, "normalised": 100.0},
+                    {"name": "r", "unit": "rec/s", "value": 100, "normalised": 100.0}])
+    new = _results([{"name": "t", "unit": "ms", "value": 70, "normalised": 70.0},    # 30 % better
+                    {"name": "r", "unit": "rec/s", "value": 115, "normalised": 115.0}])  # within 20 %
+    assert compare.compare(old, new, threshold=20)[1] == 0
+    lines, moves = compare.compare(old, new, threshold=20, either_way=True)
+    assert moves == 1
+    assert lines[1].endswith("+30.0%  IMPROVED")
+    assert lines[-1].startswith("1 move(s) beyond 20 %")
+
+
 def test_compare_command_exits_one_on_a_regression(tmp_path) -> None:
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     old.write_text(json.dumps(_results([{"name": "t", "unit": "s", "value": 1, "normalised": 1.0}])))
@@ -83,9 +95,21 @@ def test_markdown_shows_measured_and_normalised_with_the_factor() -> None:
                                       "normalised": 4.0, "target": "≤ 15 µs"},
                                      {"issue": "#5", "name": "ratio", "unit": "ratio", "value": 0.72,
                                       "normalised": None, "target": ">= 0.7"}]))
-    assert "speed factor against the reference machine: CPU 0.5" in text
+    assert "speed factor against the reference machine: CPU 0.5. Targets" in text
     assert "| #3 | eval | 8 µs | 4 µs | ≤ 15 µs |" in text
     assert "| #5 | ratio | 0.72 ratio |  | >= 0.7 |" in text
+
+
+def test_parallel_rows_take_the_all_cores_factor() -> None:
+    factors = {"cpu": 1.0, "parallel": 0.6}
+    row = annotate({"name": "p99 with 8 clients", "value": 50.0, "unit": "ms", "scale": "parallel"}, factors)
+    assert (row["scale"], row["factor"], row["normalised"]) == ("parallel", 0.6, 30.0)
+
+
+def test_parallel_calibration_takes_the_best_round_of_mean_process_times() -> None:
+    # two processes, three rounds, reported round by round
+    times = [0.10, 0.14, 0.09, 0.11, 0.30, 0.20]
+    assert calibrate.best_round(times, processes=2) == pytest.approx(0.10)
 
 
 def test_a_scale_the_reference_lacks_leaves_the_row_unnormalised() -> None:
