@@ -166,6 +166,10 @@ class LifecycleFold:
                 kind in ("ResourceClaim", "Pod") and old is not None and _holds(old) and not _holds(ev.payload)):
             self._freed = True
 
+    @property
+    def columns(self) -> PodColumns:
+        return self._columns
+
     def lifecycle(self) -> Lifecycle:
         """The rows as of now (the current, incomplete instant not judged yet)."""
         policies = self.policies or [(self.world.time_ms, self.world.policy)]
