@@ -56,6 +56,18 @@ class ColumnarPods:
     def _kept(self, mask: Any) -> Any:
         return mask if self.rows is None else mask & self.rows
 
+    def where(self, field: str, value: str) -> ColumnarPods:
+        """Only the pods whose ``field`` (tenant, preferred or allocated) is ``value``."""
+        c = self.c
+        code = c.names.index(value) if value in c.names else -1
+        mask = getattr(c, field) == code
+        return ColumnarPods(c, mask if self.rows is None else mask & self.rows)
+
+    def values(self, field: str) -> set[str]:
+        """The values ``field`` (tenant, preferred or allocated) takes among the pods."""
+        codes = getattr(self.c, field) if self.rows is None else getattr(self.c, field)[self.rows]
+        return {self.c.names[i] for i in _present(codes, len(self.c.names))}
+
     def _groups(self, group: Callable[[str], str]) -> tuple[Any, list[str]]:
         """Per row the index of its tenant's group, and the groups' names."""
         names = sorted({group(n) for n in self.c.names})

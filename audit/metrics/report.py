@@ -34,7 +34,7 @@ def _grouping(scope: str | None) -> Callable[[str], str]:
     return lambda t: t if t == scope else OTHERS
 
 
-def _end_policy_ms(window: Window) -> int:
+def end_policy_ms(window: Window) -> int:
     return max(window.since_ms, window.until_ms - 1)
 
 
@@ -43,6 +43,12 @@ class RowPods:
 
     def __init__(self, pods: list[PodLife]) -> None:
         self.pods = pods
+
+    def where(self, field: str, value: str) -> RowPods:
+        return RowPods([p for p in self.pods if getattr(p, field) == value])
+
+    def values(self, field: str) -> set[str]:
+        return {getattr(p, field) for p in self.pods}
 
     def usage(self, window: Window) -> dict[str, Usage]:
         return tenant_usage(self.pods, window)
@@ -79,7 +85,7 @@ def fairness_report(life: Lifecycle, window: Window, scope: str | None = None) -
     tenants = window_tenants(life, window, pods.alive_tenants(window))
     entitled = entitlements(life, window, tenants)
     used = pods.usage(window)
-    policy = life.policy_at(_end_policy_ms(window))
+    policy = life.policy_at(end_policy_ms(window))
     waits = pods.waits(window, group)
     starving = pods.starving(window, policy.starvation_ms, group)
     contention, windows = jain_contention(life, window, pods.pending(window), lambda: pods.hourly_use(window))
@@ -107,7 +113,7 @@ def fairness_report(life: Lifecycle, window: Window, scope: str | None = None) -
 
 def fallback_report(life: Lifecycle, window: Window, scope: str | None = None) -> dict[str, Any]:
     s = pod_passes(life, window).fallback(window, scope)
-    policy = life.policy_at(_end_policy_ms(window))
+    policy = life.policy_at(end_policy_ms(window))
     return {
         "pods_with_preference": s.pods_with_preference,
         "first_choice_rate": s.first_choice_rate,

@@ -2,7 +2,8 @@
 
 Random small histories (``tests.metrics.histories``: pods retried many times, two-request claims,
 device-plugin pods, a policy change at the first hour, pods failed or still pending at the end)
-are folded once; every per-pod pass and both finished reports are then computed on the columns
+are folded once; every per-pod pass, both finished reports and their rows per hour and per model
+are then computed on the columns
 and on the ``PodLife`` rows by the reference functions, for a random window (clipping pods at
 both ends, partial hours) and a random tenant scope, and must be equal — floats to the last bit.
 """
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit.metrics import LifecycleFold, Window, fairness_report, fallback_report, fold_lifecycle
+from audit.metrics.breakdown import BREAKDOWNS, regret_breakdown, wait_breakdown
 from audit.metrics.columnar import ColumnarPods
 from audit.metrics.columns import PodColumns
 from audit.metrics.report import RowPods
@@ -49,6 +51,9 @@ def test_columnar_passes_equal_the_reference(pods: list[PodPlan], window: Window
     reference = dataclasses.replace(life, columns=None)
     assert fairness_report(life, window, scope) == fairness_report(reference, window, scope)
     assert fallback_report(life, window, scope) == fallback_report(reference, window, scope)
+    for by in BREAKDOWNS:
+        assert wait_breakdown(life, window, by, scope) == wait_breakdown(reference, window, by, scope)
+        assert regret_breakdown(life, window, by, scope) == regret_breakdown(reference, window, by, scope)
 
 
 @settings(max_examples=100, deadline=None)
