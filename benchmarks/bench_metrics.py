@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.metrics import LifecycleFold, Window, fairness_report, fallback_report
+from audit.metrics.breakdown import regret_breakdown, wait_breakdown
 from audit.metrics.columns import PodColumns
 from audit.metrics.lifecycle import Lifecycle
 from audit.metrics.ranks import nearest_rank
@@ -106,6 +107,8 @@ def run() -> list[dict[str, Any]]:
     decisions = copies * len(result.records)
     fair_first, fair_ms = _first_and_p95_ms(lambda: fairness_report(big, window))
     fallback_first, fallback_ms = _first_and_p95_ms(lambda: fallback_report(big, window))
+    by_hour = [_ms(lambda: wait_breakdown(big, window, "hour")), _ms(lambda: regret_breakdown(big, window, "hour"))]
+    by_model = [_ms(lambda: wait_breakdown(big, window, "model")), _ms(lambda: regret_breakdown(big, window, "model"))]
     rows = dataclasses.replace(big, columns=None)
     fair_rows, fallback_rows = _ms(lambda: fairness_report(rows, window)), _ms(lambda: fallback_report(rows, window))
     first_s, again_s = _store_fold(events, cluster)
@@ -115,6 +118,10 @@ def run() -> list[dict[str, Any]]:
              f"first run of the process {fair_first:.0f} ms; reference functions on the rows {fair_rows:.0f} ms"),
         _row(f"fallback figures {what}: p95", round(fallback_ms, 1), "ms", "<= 500 ms",
              f"first run of the process {fallback_first:.0f} ms; reference functions on the rows {fallback_rows:.0f} ms"),
+        _row(f"rows per hour (by=hour) {what}: waits + regret", round(sum(by_hour), 1), "ms", "",
+             f"waits {by_hour[0]:.0f} ms, regret {by_hour[1]:.0f} ms; one run each"),
+        _row(f"rows per model (by=model) {what}: waits + regret", round(sum(by_model), 1), "ms", "",
+             f"waits {by_model[0]:.0f} ms, regret {by_model[1]:.0f} ms; one run each"),
         _row("pod lifecycle fold (world fold + regret judgement + columns), simulated day", round(len(events) / fold_s),
              "events/s", "", f"{len(events):,} events in {fold_s:.2f} s, read every {READ_EVERY} events"),
         _row("share of the fold spent keeping the pod columns current", round(100 * upkeep_s / fold_s, 1), "%", "",

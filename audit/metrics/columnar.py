@@ -52,6 +52,7 @@ class ColumnarPods:
         self.c = cols
         self.rows = rows  # a boolean mask of the rows counted (None: all)
         self._state: dict[Window, tuple[Any, Any, Any]] = {}
+        self._group: dict[Callable[[str], str], tuple[Any, list[str]]] = {}
 
     def _kept(self, mask: Any) -> Any:
         return mask if self.rows is None else mask & self.rows
@@ -70,10 +71,12 @@ class ColumnarPods:
 
     def _groups(self, group: Callable[[str], str]) -> tuple[Any, list[str]]:
         """Per row the index of its tenant's group, and the groups' names."""
-        names = sorted({group(n) for n in self.c.names})
-        index = {g: i for i, g in enumerate(names)}
-        table = np.array([index[group(n)] for n in self.c.names] or [0], dtype=np.int64)
-        return table[self.c.tenant], names
+        if group not in self._group:
+            names = sorted({group(n) for n in self.c.names})
+            index = {g: i for i, g in enumerate(names)}
+            table = np.array([index[group(n)] for n in self.c.names] or [0], dtype=np.int64)
+            self._group[group] = (table[self.c.tenant], names)
+        return self._group[group]
 
     def usage(self, window: Window) -> dict[str, Usage]:
         """``audit.metrics.usage.tenant_usage``."""

@@ -3,9 +3,9 @@
 Random small histories (``tests.metrics.histories``: pods retried many times, two-request claims,
 device-plugin pods, a policy change at the first hour, pods failed or still pending at the end)
 are folded once; every per-pod pass, both finished reports and their rows per hour and per model
-are then computed on the columns
-and on the ``PodLife`` rows by the reference functions, for a random window (clipping pods at
-both ends, partial hours) and a random tenant scope, and must be equal — floats to the last bit.
+are then computed on the columns and on the ``PodLife`` rows by the reference functions, for a
+random window (clipping pods at both ends, partial hours) and a random tenant scope, and must be
+equal — floats to the last bit.
 """
 
 from __future__ import annotations
