@@ -7,7 +7,9 @@ for the whole window. Rows per hour pool the tenants (a tenant caller's rows cou
 pods); a pod counts in the hour it was first bound, pending pods at the end of each hour, failed
 pods in the hour they failed. Rows per model for waits go by the models a pod got ('|'-joined;
 ``(none)`` for pods that got no device, pending or failed), so every pod of the window is in
-exactly one row; rows per model for regret go by the preferred model.
+exactly one row; rows per model for regret go by the preferred model. The API lists them with
+``by=hour`` or ``by=model``: ``/v1/stats/fairness`` the wait rows, ``/v1/stats/fallback`` the
+regret rows, as ``by_hour`` or ``by_model`` beside the window's figures.
 """
 
 from __future__ import annotations

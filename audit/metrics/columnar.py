@@ -149,7 +149,13 @@ class ColumnarPods:
         end = np.minimum(np.minimum(c.bound_ms, c.failed_ms), window.until_ms)
         m = self._kept(end > c.created_ms) & (end > window.since_ms) & (c.created_ms < window.until_ms)
         tenant, a, b = c.tenant[m], c.created_ms[m], end[m]
-        order = np.lexsort((b, a, tenant))
+        # by tenant, then start (one int64 key: starts span far less than 2**40 ms); the order of
+        # intervals with one start does not change what they merge into
+        lo_a = int(a.min()) if a.size else 0
+        if a.size and int(a.max()) - lo_a < 2**40:
+            order = np.argsort((tenant.astype(np.int64) << 40) + (a - lo_a))
+        else:
+            order = np.lexsort((a, tenant))
         tenant, a, b = tenant[order], a[order], b[order]
         out: dict[str, list[tuple[int, int]]] = {}
         for t in _present(tenant, len(c.names)):

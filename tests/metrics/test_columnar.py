@@ -79,3 +79,16 @@ def test_columns_kept_row_by_row_equal_columns_built_at_once(pods: list[PodPlan]
         elif f.name in ("names", "weights"):
             continue
         assert np.array_equal(a, b), f.name
+
+
+def test_pending_intervals_merge_alike_when_creation_times_lie_decades_apart() -> None:
+    """A pod created at the epoch (a creationTimestamp a cluster got wrong) beside pods of 2026:
+    the starts no longer fit the single sort key, and the merge must still equal the reference's."""
+    from tests.metrics.test_breakdown import _pod
+
+    pods = [_pod("old", "a", 0, 1), _pod("p1", "a", T0 // MIN, T0 // MIN + 30), _pod("p2", "b", T0 // MIN + 10),
+            _pod("p3", "a", T0 // MIN + 20, T0 // MIN + 40)]
+    window = Window(0, T0 + 60 * MIN)
+    got = ColumnarPods(PodColumns.of(pods).view()).pending(window)
+    assert got == RowPods(pods).pending(window) == {
+        "a": [(0, MIN), (T0, T0 + 40 * MIN)], "b": [(T0 + 10 * MIN, T0 + 60 * MIN)]}
