@@ -1,8 +1,8 @@
 """The per-pod passes of the reference functions, evaluated on the lifecycle's columns.
 
 Each function here computes exactly what the reference function it names computes — same
-population, same clipping, same sums (integers, or ``math.fsum``, so the order pods are visited
-in cannot change a bit) — on whole arrays instead of one ``PodLife`` at a time; the property tests
+population, same clipping, same sums (integers, converted by weight with ``eq_hours``, so the
+order pods are visited in cannot change a bit) — on whole arrays instead of one ``PodLife`` at a time; the property tests
 (``tests/metrics/test_columnar.py``) hold them to equality on random histories and windows. The
 definitions stay in the reference modules: a rule changes there first, then here.
 """
