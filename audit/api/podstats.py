@@ -4,7 +4,9 @@ They are ``audit.metrics.report``'s finished numbers over the cluster's pod life
 store keeps current from the event log), for the window the caller gives: ``since`` (default: the
 first event) to ``until`` (default: the last event). Filters on model or policy version do not
 apply to them (they are figures of the whole cluster and window); a tenant filter, or a tenant
-caller, restricts them as ``audit.metrics.report`` describes.
+caller, restricts them as ``audit.metrics.report`` describes. With ``by=hour`` or ``by=model`` the
+answer also lists the wait (fairness) or regret (fallback) figures per hour or per model
+(``audit.metrics.breakdown``), of the tenant's own pods for a tenant caller or filter.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from audit.api import storeport
 from audit.api.problems import Problem
 from audit.metrics import Lifecycle, Window, fairness_report, fallback_report, health_report
+from audit.metrics.breakdown import BREAKDOWNS, regret_breakdown, wait_breakdown
 from audit.store.filters import DecisionFilter
 
 
@@ -84,25 +87,46 @@ def _memo(kind: str, life: Lifecycle, window: Window, scope: str | None,
     return value
 
 
-def fairness(db: Any, f: DecisionFilter, scope: str | None) -> dict[str, Any]:
+def breakdown(by: str | None) -> str | None:
+    """The ``by`` query parameter: ``hour``, ``model`` or absent."""
+    if by is None or by == "":
+        return None
+    if by not in BREAKDOWNS:
+        raise Problem("invalid-parameter", f"by {by[:80]!r}: expected {' or '.join(BREAKDOWNS)}")
+    return by
+
+
+def _rows_by(kind: str, life: Lifecycle, window: Window, who: str | None, by: str,
+             rows: Callable[[Lifecycle, Window, str, str | None], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    found = _memo(f"{kind}-by-{by}", life, window, who, lambda: {"rows": rows(life, window, by, who)})
+    return list(found["rows"])
+
+
+def fairness(db: Any, f: DecisionFilter, scope: str | None, by: str | None = None) -> dict[str, Any]:
     found, note = _found(db, f)
     if found is None:
-        return {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": [], **note}
+        return {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": [],
+                **({f"by_{by}": []} if by else {}), **note}
     life, window = found
     out = _memo("fairness", life, window, scope, lambda: fairness_report(life, window, scope=scope))
     if scope is None and f.tenant:
         out["tenants"] = [r for r in out["tenants"] if r["tenant"] == f.tenant]
+    if by:
+        out[f"by_{by}"] = _rows_by("waits", life, window, scope or f.tenant, by, wait_breakdown)
     return out
 
 
-def fallback(db: Any, f: DecisionFilter, scope: str | None) -> dict[str, Any]:
+def fallback(db: Any, f: DecisionFilter, scope: str | None, by: str | None = None) -> dict[str, Any]:
     found, note = _found(db, f)
     if found is None:
         return {"pods_with_preference": 0, "first_choice_rate": None, "fallbacks": 0, "regretted": 0,
-                "regret_rate": None, "regret_window_s": None, "paths": [], **note}
+                "regret_rate": None, "regret_window_s": None, "paths": [], **({f"by_{by}": []} if by else {}), **note}
     life, window = found
     who = scope or f.tenant
-    return _memo("fallback", life, window, who, lambda: fallback_report(life, window, scope=who))
+    out = _memo("fallback", life, window, who, lambda: fallback_report(life, window, scope=who))
+    if by:
+        out[f"by_{by}"] = _rows_by("regret", life, window, who, by, regret_breakdown)
+    return out
 
 
 def health(db: Any, f: DecisionFilter) -> dict[str, Any]:

@@ -63,9 +63,12 @@ def _keys(kind: str, group_by: str | None) -> list[str]:
 
 
 def _query(kind: str, db: Any, who: Principal, f_values: dict[str, Any], group_by: str | None,
-           thresholds: migration.Thresholds | None = None) -> dict[str, Any]:
+           thresholds: migration.Thresholds | None = None, by: str | None = None) -> dict[str, Any]:
     """``f_values["tenant"]`` is already the caller's tenant for non-admins (see ``tenant_filter``)."""
     keys = _keys(kind, group_by)
+    if by is not None and (kind not in ("fairness", "fallback") or "reason" in keys):
+        raise Problem("invalid-parameter", "by: rows per hour or model come with /v1/stats/fairness and "
+                      "/v1/stats/fallback (not with group_by=reason)")
     own = storeport.decision_filter(**f_values)
     scope = None if who.admin else who.tenant
     # Per-tenant aggregates show a tenant caller every other tenant folded into "(others)".
@@ -76,9 +79,9 @@ def _query(kind: str, db: Any, who: Principal, f_values: dict[str, Any], group_b
     out: dict[str, Any] = {"rows": insights.BUILDERS[kind](db, own, folded, scope, keys), "group_by": keys}
     # the pod-level figures of the window (audit.metrics), beside the grouped rows
     if kind == "fairness":
-        out.update(podstats.fairness(db, own, scope))
+        out.update(podstats.fairness(db, own, scope, podstats.breakdown(by)))
     elif kind == "fallback" and "reason" not in keys:
-        out.update(podstats.fallback(db, own, scope))
+        out.update(podstats.fallback(db, own, scope, podstats.breakdown(by)))
     elif kind == "health":
         out.update(podstats.health(db, own))
     return out
@@ -88,12 +91,12 @@ def _endpoint(kind: str) -> Callable[..., dict[str, Any]]:
     def endpoint(who: Annotated[Principal, Depends(principal)], db: Annotated[Any, Depends(store)],
                  cfg: Annotated[Settings, Depends(settings)], cluster: str | None = None, since: str | None = None, until: str | None = None,
                  tenant: str | None = None, model: str | None = None, policy_version: str | None = None,
-                 group_by: str | None = None) -> dict[str, Any]:
+                 group_by: str | None = None, by: str | None = None) -> dict[str, Any]:
         values = {"tenant": tenant_filter(who, params.label(tenant, "tenant")),
                   "cluster": params.label(cluster, "cluster"), "since": params.timestamp(since, "since"),
                   "until": params.timestamp(until, "until"), "model": params.model(model),
                   "policy_version": params.label(policy_version, "policy_version")}
-        return _query(kind, db, who, values, group_by, cfg.migration_thresholds)
+        return _query(kind, db, who, values, group_by, cfg.migration_thresholds, by)
 
     endpoint.__name__ = f"{kind}_stats"
     return endpoint

@@ -16,11 +16,11 @@ raw device counts:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from audit.metrics.definition import Definition
 from audit.metrics.lifecycle import Lifecycle, PodLife
-from audit.metrics.usage import HOUR_MS, weight_hours
+from audit.metrics.usage import HOUR_MS, eq_hours, weight_hours
 from audit.metrics.window import Window
 
 CONTENTION_WINDOW_MS = HOUR_MS
@@ -82,9 +82,10 @@ def hours(window: Window) -> list[Window]:
     return out
 
 
-def _hourly_use(pods: Iterable[PodLife], window: Window) -> dict[tuple[int, str], float]:
-    """H100-eq-hours per (hour index, tenant): each pod visits only the hours it held devices in."""
-    out: dict[tuple[int, str], float] = {}
+def hourly_use(pods: Iterable[PodLife], window: Window) -> dict[tuple[int, str], float]:
+    """H100-eq-hours per (hour index, tenant): each pod visits only the hours it held devices in
+    (summed exactly, as ``audit.metrics.usage`` sums)."""
+    ms: dict[tuple[int, str], dict[float, int]] = {}
     for p in pods:
         if p.allocated_ms is None or not p.devices:
             continue
@@ -97,13 +98,17 @@ def _hourly_use(pods: Iterable[PodLife], window: Window) -> dict[tuple[int, str]
         for i in range(first, last + 1):
             a = window.since_ms + i * CONTENTION_WINDOW_MS
             held = min(end, a + CONTENTION_WINDOW_MS) - max(start, a)
-            out[(i, p.tenant)] = out.get((i, p.tenant), 0.0) + p.h100_eq * held / HOUR_MS
-    return out
+            per = ms.setdefault((i, p.tenant), {})
+            per[p.h100_eq] = per.get(p.h100_eq, 0) + held
+    return {k: eq_hours(v) for k, v in ms.items()}
 
 
-def jain_contention(life: Lifecycle, window: Window) -> tuple[float | None, int]:
-    """(mean Jain over contended hours or None, how many hours were contended)."""
-    pending = pending_intervals(life.pods, window)
+def jain_contention(life: Lifecycle, window: Window, pending: dict[str, list[tuple[int, int]]] | None = None,
+                    use: Callable[[], dict[tuple[int, str], float]] | None = None) -> tuple[float | None, int]:
+    """(mean Jain over contended hours or None, how many hours were contended). ``pending`` and
+    ``use`` give ``pending_intervals`` and ``hourly_use`` of the pods when computed elsewhere."""
+    if pending is None:
+        pending = pending_intervals(life.pods, window)
     values: list[float] = []
     used: dict[tuple[int, str], float] | None = None
     for i, hour in enumerate(hours(window)):
@@ -112,7 +117,7 @@ def jain_contention(life: Lifecycle, window: Window) -> tuple[float | None, int]
         if len(backlogged) < 2:
             continue
         if used is None:
-            used = _hourly_use(life.pods, window)
+            used = use() if use is not None else hourly_use(life.pods, window)
         xs = []
         for t in backlogged:
             w = weight_hours(life, hour, t)

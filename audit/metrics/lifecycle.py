@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from audit.events import WorldEvent
+from audit.metrics.columns import Columns, PodColumns
 from audit.metrics.regret import RegretCandidate, first_choice_allocatable, reduced_to_first_choice
 from audit.policy import Policy
 from audit.records import Track
@@ -56,6 +57,7 @@ class PodLife:
     devices: int = 0
     h100_eq: float = 0.0  # Σ over its devices of each device's H100-equivalent (policy at allocation)
     regretted: bool = False
+    row: int = field(default=-1, compare=False, repr=False)  # its index in the fold's rows and columns
 
     @property
     def key(self) -> str:
@@ -95,6 +97,8 @@ class Lifecycle:
     unhealthy: list[UnhealthySpan]
     end_ms: int  # time of the last folded event
     seq: int = -1  # the last folded event's seq (-1: not from a fold)
+    # the pods' fields as arrays, row i = pods[i] (None: compute from the PodLife objects)
+    columns: Columns | None = field(default=None, compare=False, repr=False)
 
     def touching(self, since_ms: int, until_ms: int) -> Lifecycle:
         """The same lifecycle with only the pods that can count in [since, until): created before
@@ -132,6 +136,8 @@ class LifecycleFold:
         self._inventory_touched = False
         self._policy_touched = False
         self._freed = False  # something was released this instant: a judged candidate may now fit
+        self._columns = PodColumns()
+        self._dirty: set[int] = set()  # rows changed since the columns were last synced
 
     # ---- folding ---------------------------------------------------------------------------------
 
@@ -160,12 +166,18 @@ class LifecycleFold:
                 kind in ("ResourceClaim", "Pod") and old is not None and _holds(old) and not _holds(ev.payload)):
             self._freed = True
 
+    @property
+    def columns(self) -> PodColumns:
+        return self._columns
+
     def lifecycle(self) -> Lifecycle:
         """The rows as of now (the current, incomplete instant not judged yet)."""
         policies = self.policies or [(self.world.time_ms, self.world.policy)]
+        self._columns.sync(self.lives, sorted(self._dirty))
+        self._dirty.clear()
         return Lifecycle(self.cluster, list(self.lives), list(policies), list(self.capacity),
                          [*self.spans, *(UnhealthySpan(d, m, s, None) for d, (m, s) in sorted(self._sick.items()))],
-                         self.world.time_ms, self.world.seq)
+                         self.world.time_ms, self.world.seq, self._columns.view())
 
     # ---- pods and claims -----------------------------------------------------------------------------
 
@@ -174,6 +186,7 @@ class LifecycleFold:
         life = self.live.get(key)
         if ev.type == "delete":
             if life is not None:
+                self._dirty.add(life.row)
                 del self.live[key]
                 if life.bound_ms is None and life.failed_ms is None:
                     life.failed_ms = t
@@ -194,8 +207,10 @@ class LifecycleFold:
             created = parse_time_ms(meta.get("creationTimestamp") or ev.time)
             life = PodLife(self.cluster, ev.namespace, ev.name, uid, self.world.policy.tenant_for(ev.namespace),
                            Track.DEVICE_PLUGIN.value if gpus and not claims else Track.DRA.value, created)
+            life.row = len(self.lives)
             self.lives.append(life)
             self.live[key] = life
+        self._dirty.add(life.row)
         for _, claim_name in pod_claim_names(pod):
             if claim_name:
                 self.claim_owner[f"{ev.namespace}/{claim_name}"] = key
@@ -213,6 +228,7 @@ class LifecycleFold:
         owner = self.live.get(self.claim_owner.get(key, ""))
         if owner is None:
             return
+        self._dirty.add(owner.row)
         was = bool(((old or {}).get("status") or {}).get("allocation"))
         now = ev.type != "delete" and bool((ev.payload.get("status") or {}).get("allocation"))
         if now and not was and owner.allocated_ms is None:
@@ -283,6 +299,7 @@ class LifecycleFold:
                 # cannot have become allocatable (allocations only take devices and quota)
                 if (freed or not c.judged) and first_choice_allocatable(world, c):
                     c.life.regretted = True
+                    self._dirty.add(c.life.row)
                     continue
                 c.judged = True
                 still.append(c)

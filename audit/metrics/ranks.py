@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 def nearest_rank(sorted_values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile of an ascending sequence, ``q`` in 0..1; 0.0 when empty."""
-    if not sorted_values:
+    if len(sorted_values) == 0:
         return 0.0
     # rounded first: 0.95 × 20 is 19.000000000000004 in floating point, whose ceiling would be 20
     rank = max(1, math.ceil(round(q * len(sorted_values), 9)))

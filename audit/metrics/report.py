@@ -4,6 +4,10 @@ the ``demo`` log all call these, so one pod lifecycle and one window give one se
 A tenant caller (``scope``) sees its own row and every other tenant folded into one ``(others)``
 row, computed from the pooled pods (so its percentiles are percentiles, not averages); the
 window-level indexes (Jain) are the cluster's.
+
+The per-pod passes run on the lifecycle's columns when it has them (``audit.metrics.columnar``,
+held equal to the reference functions by property tests), else on the ``PodLife`` rows with the
+reference functions themselves.
 """
 
 from __future__ import annotations
@@ -11,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from audit.metrics.fairness import jain_contention, jain_whole
-from audit.metrics.fallback import fallback_stats
+from audit.metrics.columnar import ColumnarPods
+from audit.metrics.fairness import hourly_use, jain_contention, jain_whole, pending_intervals
+from audit.metrics.fallback import FallbackStats, fallback_stats
 from audit.metrics.health import device_health
-from audit.metrics.lifecycle import Lifecycle
+from audit.metrics.lifecycle import Lifecycle, PodLife
 from audit.metrics.starving import starving_pods
-from audit.metrics.usage import Usage, entitlements, tenant_usage, window_tenants
+from audit.metrics.usage import Usage, alive_in, entitlements, tenant_usage, window_tenants
 from audit.metrics.waits import WaitStats, tenant_waits
 from audit.metrics.window import Window
 
@@ -29,20 +34,61 @@ def _grouping(scope: str | None) -> Callable[[str], str]:
     return lambda t: t if t == scope else OTHERS
 
 
-def _end_policy_ms(window: Window) -> int:
+def end_policy_ms(window: Window) -> int:
     return max(window.since_ms, window.until_ms - 1)
 
 
+class RowPods:
+    """The per-pod passes by the reference functions, one ``PodLife`` at a time."""
+
+    def __init__(self, pods: list[PodLife]) -> None:
+        self.pods = pods
+
+    def where(self, field: str, value: str) -> RowPods:
+        return RowPods([p for p in self.pods if getattr(p, field) == value])
+
+    def values(self, field: str) -> set[str]:
+        return {getattr(p, field) for p in self.pods}
+
+    def usage(self, window: Window) -> dict[str, Usage]:
+        return tenant_usage(self.pods, window)
+
+    def alive_tenants(self, window: Window) -> set[str]:
+        return {p.tenant for p in self.pods if alive_in(p, window)}
+
+    def waits(self, window: Window, group: Callable[[str], str] = lambda t: t) -> dict[str, WaitStats]:
+        return tenant_waits(self.pods, window, group)
+
+    def starving(self, window: Window, timeout_ms: int, group: Callable[[str], str] = lambda t: t) -> dict[str, int]:
+        return starving_pods(self.pods, window, timeout_ms, group)
+
+    def pending(self, window: Window) -> dict[str, list[tuple[int, int]]]:
+        return pending_intervals(self.pods, window)
+
+    def hourly_use(self, window: Window) -> dict[tuple[int, str], float]:
+        return hourly_use(self.pods, window)
+
+    def fallback(self, window: Window, tenant: str | None = None) -> FallbackStats:
+        return fallback_stats(self.pods, window, (lambda p: True) if tenant is None else (lambda p: p.tenant == tenant))
+
+
+def pod_passes(life: Lifecycle, window: Window) -> RowPods | ColumnarPods:
+    """The columnar passes when the lifecycle carries its columns, else the reference's."""
+    if life.columns is not None and life.columns.n == len(life.pods):
+        return ColumnarPods(life.columns)
+    return RowPods(life.touching(window.since_ms, window.until_ms).pods)
+
+
 def fairness_report(life: Lifecycle, window: Window, scope: str | None = None) -> dict[str, Any]:
-    life = life.touching(window.since_ms, window.until_ms)
+    pods = pod_passes(life, window)
     group = _grouping(scope)
-    tenants = window_tenants(life, window)
+    tenants = window_tenants(life, window, pods.alive_tenants(window))
     entitled = entitlements(life, window, tenants)
-    used = tenant_usage(life.pods, window)
-    policy = life.policy_at(_end_policy_ms(window))
-    waits = tenant_waits(life.pods, window, group)
-    starving = starving_pods(life.pods, window, policy.starvation_ms, group)
-    contention, windows = jain_contention(life, window)
+    used = pods.usage(window)
+    policy = life.policy_at(end_policy_ms(window))
+    waits = pods.waits(window, group)
+    starving = pods.starving(window, policy.starvation_ms, group)
+    contention, windows = jain_contention(life, window, pods.pending(window), lambda: pods.hourly_use(window))
     rows: dict[str, dict[str, Any]] = {}
     for t in tenants:
         row = rows.setdefault(group(t), {"tenant": group(t), "weight": 0.0, "device_hours": 0.0, "h100_eq_hours": 0.0,
@@ -66,9 +112,8 @@ def fairness_report(life: Lifecycle, window: Window, scope: str | None = None) -
 
 
 def fallback_report(life: Lifecycle, window: Window, scope: str | None = None) -> dict[str, Any]:
-    life = life.touching(window.since_ms, window.until_ms)
-    s = fallback_stats(life.pods, window, (lambda p: True) if scope is None else (lambda p: p.tenant == scope))
-    policy = life.policy_at(_end_policy_ms(window))
+    s = pod_passes(life, window).fallback(window, scope)
+    policy = life.policy_at(end_policy_ms(window))
     return {
         "pods_with_preference": s.pods_with_preference,
         "first_choice_rate": s.first_choice_rate,

@@ -8,11 +8,16 @@ pod holding an H100 and an A100 counts 1 + 0.5 (default table). Both tracks coun
 device on a live node, healthy or not) times wᵢ/Σw, with the weights of the policy in force at
 each moment. Σw runs over the tenants the policies in force name plus every tenant with a pod
 alive in the window (an unnamed tenant weighs 1).
+
+Sums are exact, so a figure does not depend on the order in which pods are counted:
+device-milliseconds are summed as integers, and so are the milliseconds held per H100-equivalent
+weight, each weight's total then converted to hours with ``math.fsum``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from audit.metrics.definition import Definition
@@ -41,18 +46,24 @@ class Usage:
     h100_eq_hours: float = 0.0
 
 
+def eq_hours(ms_per_weight: Mapping[float, int]) -> float:
+    """H100-eq-hours of milliseconds held per pod weight (a pod's Σ of its devices' H100-eq)."""
+    return math.fsum(w * ms / HOUR_MS for w, ms in ms_per_weight.items())
+
+
 def tenant_usage(pods: Iterable[PodLife], window: Window) -> dict[str, Usage]:
-    out: dict[str, Usage] = {}
+    device_ms: dict[str, int] = {}
+    eq_ms: dict[str, dict[float, int]] = {}
     for life in pods:
         if life.allocated_ms is None or not life.devices:
             continue
         held = window.overlap_ms(life.allocated_ms, life.released_ms)
         if held <= 0:
             continue
-        u = out.setdefault(life.tenant, Usage())
-        u.device_hours += life.devices * held / HOUR_MS
-        u.h100_eq_hours += life.h100_eq * held / HOUR_MS
-    return out
+        device_ms[life.tenant] = device_ms.get(life.tenant, 0) + life.devices * held
+        per = eq_ms.setdefault(life.tenant, {})
+        per[life.h100_eq] = per.get(life.h100_eq, 0) + held
+    return {t: Usage(ms / HOUR_MS, eq_hours(eq_ms[t])) for t, ms in device_ms.items()}
 
 
 def alive_in(life: PodLife, window: Window) -> bool:
@@ -62,9 +73,10 @@ def alive_in(life: PodLife, window: Window) -> bool:
     return life.created_ms < window.until_ms and (end is None or end > window.since_ms)
 
 
-def window_tenants(life: Lifecycle, window: Window) -> list[str]:
-    """Tenants with a pod alive in the window, and tenants a policy in force in it names."""
-    names = {p.tenant for p in life.pods if alive_in(p, window)}
+def window_tenants(life: Lifecycle, window: Window, alive: Iterable[str] | None = None) -> list[str]:
+    """Tenants with a pod alive in the window (``alive``, when already known), and tenants a
+    policy in force in it names."""
+    names = set(alive) if alive is not None else {p.tenant for p in life.pods if alive_in(p, window)}
     for a in _breakpoints(life, window)[:-1] or [window.since_ms]:
         names.update(t.name for t in life.policy_at(a).tenants)
     return sorted(names)

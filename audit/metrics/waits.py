@@ -8,7 +8,7 @@ wait so far among them. Percentiles are nearest rank (``audit.metrics.ranks``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from audit.metrics.definition import Definition
@@ -39,7 +39,7 @@ DEFINITIONS = (
 
 @dataclass
 class WaitStats:
-    waits_ms: list[int]  # ascending: the waits of the pods started
+    waits_ms: Sequence[int]  # ascending: the waits of the pods started
     pending_at_end: int = 0
     failed: int = 0
     longest_wait_ms: int = 0
@@ -61,11 +61,12 @@ def tenant_waits(pods: Iterable[PodLife], window: Window,
                  group: Callable[[str], str] = lambda t: t) -> dict[str, WaitStats]:
     """Per group of tenants (``group`` maps a tenant to its row, e.g. other tenants to "(others)")."""
     out: dict[str, WaitStats] = {}
+    started: dict[str, list[int]] = {}
     for life in pods:
         row = group(life.tenant)
         if window.holds(life.bound_ms):
             assert life.bound_ms is not None
-            out.setdefault(row, WaitStats([])).waits_ms.append(life.bound_ms - life.created_ms)
+            started.setdefault(row, []).append(life.bound_ms - life.created_ms)
         elif pending_at(life, window.until_ms):
             s = out.setdefault(row, WaitStats([]))
             s.pending_at_end += 1
@@ -75,6 +76,6 @@ def tenant_waits(pods: Iterable[PodLife], window: Window,
             s = out.setdefault(row, WaitStats([]))
             s.failed += 1
             s.longest_wait_ms = max(s.longest_wait_ms, life.failed_ms - life.created_ms)
-    for s in out.values():
-        s.waits_ms.sort()
+    for row, waits in started.items():
+        out.setdefault(row, WaitStats([])).waits_ms = sorted(waits)
     return out

@@ -4,11 +4,13 @@
 prints its summary (what ``make demo`` logs); the API's /v1/stats/fairness, /v1/stats/fallback and
 /v1/stats/health for the same window must equal the ``audit.metrics`` reports over the event log
 the simulator wrote, value for value; the summary must print those values and the dashboard pages
-(Streamlit's AppTest, reading what they render) must show them.
+(Streamlit's AppTest, reading what they render) must show them. The expected figures are the
+reference functions' on the ``PodLife`` rows; the server computes them on its columns.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -24,6 +26,7 @@ from streamlit.testing.v1 import AppTest
 
 from audit.events import WorldEvent
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle, health_report
+from audit.metrics.breakdown import regret_breakdown, wait_breakdown
 from audit.timestamps import format_time_ms, parse_time_ms
 from tests.api.conftest import TOKENS, Server, start_server, stop
 
@@ -110,7 +113,7 @@ def day(request: pytest.FixtureRequest, server: Server, tmp_path_factory: pytest
     cluster = f"day-{request.param}"
     summary, log = _simulate(server, tmp, scenario, cluster)
     window = Window(START, START + HOURS * 3_600_000)
-    life = fold_lifecycle(log, cluster)
+    life = dataclasses.replace(fold_lifecycle(log, cluster), columns=None)
     fair, fb = fairness_report(life, window), fallback_report(life, window)
     assert fb["fallbacks"] > 0 and fair["tenants"], "the day must exercise the figures"
     return Day(server, cluster, summary, fair, fb, life, window)
@@ -135,6 +138,35 @@ def test_a_tenant_sees_its_own_row_and_the_others_folded(day: Day) -> None:
     rest = [t for t in day.fair["tenants"] if t["tenant"] != "team-a"]
     assert others["pods_started"] == sum(t["pods_started"] for t in rest)
     assert others["starving_pods"] == sum(t["starving_pods"] for t in rest)
+
+
+@pytest.mark.parametrize("who", ["admin", "team-a"])
+def test_rows_per_hour_and_per_model_are_the_days_breakdown(day: Day, who: str) -> None:
+    scope = None if who == "admin" else who
+    got = {(kind, by): day.server.get(f"/v1/stats/{kind}", who, by=by, **day.params()).json()
+           for kind in ("fairness", "fallback") for by in ("hour", "model")}
+    for by in ("hour", "model"):
+        assert got["fairness", by][f"by_{by}"] == wait_breakdown(day.life, day.window, by, scope)
+        assert got["fallback", by][f"by_{by}"] == regret_breakdown(day.life, day.window, by, scope)
+    assert len(got["fairness", "hour"]["by_hour"]) == HOURS
+    if scope is None:  # every pod of the window is in one hour's row and one model's row
+        started = sum(t["pods_started"] for t in day.fair["tenants"])
+        for by in ("hour", "model"):
+            assert sum(r["pods_started"] for r in got["fairness", by][f"by_{by}"]) == started
+            assert sum(r["fallbacks"] for r in got["fallback", by][f"by_{by}"]) == day.fb["fallbacks"]
+            assert sum(r["regretted"] for r in got["fallback", by][f"by_{by}"]) == day.fb["regretted"]
+        by_model = got["fairness", "model"]["by_model"]
+        assert sum(r["pending_at_end"] for r in by_model) == sum(t["pending_at_end"] for t in day.fair["tenants"])
+
+
+@pytest.mark.parametrize(("path", "query", "message"), [
+    ("fairness", {"by": "tenant"}, "by 'tenant': expected hour or model"),
+    ("health", {"by": "hour"}, "by: rows per hour or model come with"),
+    ("fallback", {"by": "hour", "group_by": "reason"}, "by: rows per hour or model come with"),
+], ids=["unknown-grouping", "other-endpoint", "with-skip-reasons"])
+def test_a_bad_by_is_a_400_naming_it(day: Day, path: str, query: dict[str, str], message: str) -> None:
+    r = day.server.get(f"/v1/stats/{path}", **query, **day.params())
+    assert r.status_code == 400 and message in r.json()["detail"], r.text
 
 
 def _page(day: Day, script: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
