@@ -62,6 +62,9 @@ class PodColumns:
         self._code: dict[str, int] = {}
         self._weights: list[float] = []
         self._weight_code: dict[float, int] = {}
+        # a view handed out shares the arrays: the next write copies them first, so a figure being
+        # computed from an earlier snapshot never sees rows of a later one
+        self._shared = False
         self._grow(1024)
 
     @classmethod
@@ -104,6 +107,9 @@ class PodColumns:
             self.n = max(self.n, len(lives))
             return
         picked = [lives[i] for i in idx.tolist()]
+        if self._shared:
+            self._arrays = {name: array.copy() for name, array in self._arrays.items()}
+            self._shared = False
         a = self._arrays
         for name in _TIMES:
             a[name][idx] = [NEVER if (v := getattr(p, name)) is None else v for p in picked]
@@ -120,5 +126,6 @@ class PodColumns:
 
     def view(self) -> Columns:
         n = self.n
+        self._shared = True
         return Columns(n, **{k: v[:n] for k, v in self._arrays.items()}, names=tuple(self._names),
                        weights=tuple(self._weights))

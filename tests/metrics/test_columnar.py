@@ -92,3 +92,19 @@ def test_pending_intervals_merge_alike_when_creation_times_lie_decades_apart() -
     got = ColumnarPods(PodColumns.of(pods).view()).pending(window)
     assert got == RowPods(pods).pending(window) == {
         "a": [(0, MIN), (T0, T0 + 40 * MIN)], "b": [(T0 + 10 * MIN, T0 + 60 * MIN)]}
+
+
+def test_a_snapshot_handed_out_keeps_its_rows_while_the_fold_goes_on() -> None:
+    """The store computes a figure from a snapshot outside its lock while the next request folds
+    new events: the snapshot's columns must stay what they were when it was taken."""
+    from tests.metrics.test_breakdown import _pod
+
+    pods = [_pod("p1", "a", 0), _pod("p2", "b", 5)]
+    columns = PodColumns.of(pods)
+    before = columns.view()
+    bound_before = before.bound_ms.copy()
+    pods[0] = dataclasses.replace(pods[0], bound_ms=10 * MIN)
+    columns.sync(pods, [0])
+    after = columns.view()
+    assert np.array_equal(before.bound_ms, bound_before)
+    assert after.bound_ms[0] == 10 * MIN and before.bound_ms[0] != 10 * MIN
