@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -33,6 +34,7 @@ from ingest.simulate.scenario import load_scenario_text
 SCENARIO = Path(__file__).resolve().parents[1] / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
 DECISIONS = 1_000_000
 RUNS = 20
+AGAIN_RUNS = 9
 READ_EVERY = 200  # events between two reads of the lifecycle while folding (a store between batches)
 
 
@@ -88,12 +90,14 @@ def _store_fold(events: list[Any], cluster: str) -> tuple[float, float]:
             started = time.perf_counter()
             store.pod_lifecycle(cluster)
             first = time.perf_counter() - started
-            started = time.perf_counter()
-            store.pod_lifecycle(cluster)
-            again = time.perf_counter() - started
+            again = []
+            for _ in range(AGAIN_RUNS):  # a few ms each: one sample says more about the scheduler than the code
+                started = time.perf_counter()
+                store.pod_lifecycle(cluster)
+                again.append(time.perf_counter() - started)
         finally:
             store.close()
-    return first, again
+    return first, statistics.median(again)
 
 
 def run() -> list[dict[str, Any]]:
@@ -129,7 +133,8 @@ def run() -> list[dict[str, Any]]:
         _row("pod lifecycle on the writer's path", 0.0, "s per batch", "writer with it >= 0.9 x without",
              "folded when a stats query comes, not while writing: writer throughput is unchanged"),
         _row("first stats query after a day's events were ingested (store fold)", round(first_s, 2), "s"),
-        _row("next stats query, nothing new ingested", round(again_s * 1000, 1), "ms"),
+        _row("next stats query, nothing new ingested", round(again_s * 1000, 1), "ms", "",
+             f"median of {AGAIN_RUNS}"),
     ]
 
 
