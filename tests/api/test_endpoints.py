@@ -70,6 +70,9 @@ def test_list_paginates_newest_first_without_gaps_or_repeats(server: Server) -> 
     assert seen == [r.decision_id for r in newest_first]
 
 
+SEEDED_DAY = {"since": "2026-05-01T00:00:00Z", "until": "2026-05-02T00:00:00Z"}
+
+
 @pytest.mark.parametrize(("query", "expected"), [
     ({"fallback": "true"}, [factory.FALLBACK]),
     ({"outcome": "deferred"}, [factory.DEFERRED]),
@@ -80,7 +83,8 @@ def test_list_paginates_newest_first_without_gaps_or_repeats(server: Server) -> 
     ({"policy_version": "v6"}, []),
 ], ids=["fallback", "outcome", "tenant", "pod", "model", "window", "no-match"])
 def test_list_filters(server: Server, query: dict[str, str], expected: list[object]) -> None:
-    items = server.get("/v1/decisions", **query).json()["items"]
+    # other test files share the server and add records on later days: look at the seeded day only
+    items = server.get("/v1/decisions", **{**SEEDED_DAY, **query}).json()["items"]
     assert [i["decision_id"] for i in items] == [r.decision_id for r in expected]  # type: ignore[attr-defined]
 
 
