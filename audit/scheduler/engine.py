@@ -10,7 +10,8 @@ pod ``nodeName``). Failed binds retry with capped exponential backoff while the 
 satisfiable by the cluster's devices and the retry budget (bind failures, not passes) is not
 spent, otherwise they are terminal.
 
-Per pod: policy gates per tier (quota, fallback mode; fair-share deferral when the policy asks for
+Per pod: policy gates per tier (quota, fallback mode — under ``adaptive`` the expected time until
+the first choice fits, ``audit.scheduler.adaptive``; fair-share deferral when the policy asks for
 it) -> cluster-level node filters -> the exact
 per-node allocator -> node choice by ClaimTrail's written tie-break (upstream picks among
 equal nodes at random): highest score Σ over firstAvailable
@@ -30,6 +31,7 @@ from typing import Any
 from audit.allocator.outcome import AllocationOutcome, Status
 from audit.policy import Policy
 from audit.records import Blocker, DeviceRef, Outcome, Reason, RetryClass, TierBlocker, TierSummary
+from audit.scheduler.adaptive import AdaptiveHold, adaptive_hold, estimate_phrase, evidence
 from audit.scheduler.attempt import (
     ENGINE_VERSION,
     AttemptContext,
@@ -58,7 +60,7 @@ from audit.scheduler.tiers import (
 from audit.world import World, device_plugin_gpus
 
 __all__ = ["ENGINE_VERSION", "Decision", "Proposal", "bind", "bind_check", "bind_failures_before", "brute_force_choice", "candidate_nodes",
-           "candidate_order", "decide", "evaluate_node", "may_place", "queue_skip", "still_satisfiable"]
+           "candidate_order", "decide", "evaluate_node", "holding_for_preferred", "may_place", "queue_skip", "still_satisfiable"]
 
 # Upstream DynamicResources Score: Σ over firstAvailable requests of (8 − chosen subrequest index).
 MAX_SUBREQUESTS = 8
@@ -139,6 +141,9 @@ def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers]) -> tuple[
     allowed: dict[tuple[str, str], tuple[Tier, ...]] = {}
     holding = policy.fallback_mode == "strict" or (
         policy.fallback_mode == "wait-for-preferred" and ctx.wait_ms < policy.fallback_wait_ms)
+    if policy.fallback_mode == "adaptive":
+        hold = _adaptive(ctx, rts)
+        holding = hold is not None and hold.holding
     for rt in rts:
         keep: list[Tier] = []
         for t in rt.tiers:
@@ -153,6 +158,30 @@ def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers]) -> tuple[
             keep.append(t)
         allowed[(rt.claim, rt.request)] = tuple(keep)
     return allowed, closed, blockers, holding
+
+
+def _adaptive(ctx: AttemptContext, rts: list[RequestTiers]) -> AdaptiveHold | None:
+    return adaptive_hold(ctx.world, ctx.policy, ctx.tenant, rts, ctx.wait_ms, ctx.time_ms)
+
+
+def holding_for_preferred(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> bool:
+    """Whether the policy keeps the pod's later tiers shut now (strict, wait-for-preferred within
+    its wait, adaptive while the first choice is expected in time): what the cluster loop groups
+    pods by, besides their shape."""
+    policy = policy or world.policy
+    mode = policy.fallback_mode
+    if mode == "strict":
+        return True
+    if mode not in ("wait-for-preferred", "adaptive"):
+        return False
+    if mode == "wait-for-preferred":
+        return time_ms - world.pending.get(pod_key, time_ms) < policy.fallback_wait_ms
+    ctx = AttemptContext(world, pod_key, 0, time_ms, policy)
+    pc = resolve_claims(world, ctx.pod)
+    if not pc.claims:
+        return False
+    hold = _adaptive(ctx, request_tiers(pc.claims, model_matcher(world)))
+    return hold is not None and hold.holding
 
 
 def _augmented(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers],
@@ -202,9 +231,10 @@ def _decide_dra(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Req
     aug_claims = _augmented(ctx, claims, rts, allowed)
     best, visits, steps = _search(ctx, claims, aug_claims, rts, allowed)
     summaries = summarize(world, rts, closed, visits, multi_claim)
+    hold = _adaptive(ctx, rts) if ctx.policy.fallback_mode == "adaptive" else None
     if best is None:
-        return _no_node(ctx, claims, rts, allowed, blockers, summaries, steps, holding)
-    return _proposal(ctx, claims, rts, allowed, best, blockers, summaries, steps)
+        return _no_node(ctx, claims, rts, allowed, blockers, summaries, steps, holding, hold)
+    return _proposal(ctx, claims, rts, allowed, best, blockers, summaries, steps, hold)
 
 
 def max_score(rts: list[RequestTiers], allowed: dict[tuple[str, str], tuple[Tier, ...]]) -> int:
@@ -369,7 +399,7 @@ def brute_force_choice(world: World, pod_key: str, time_ms: int, policy: Policy 
 
 def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers],
               allowed: dict[tuple[str, str], tuple[Tier, ...]], best: NodeTry, blockers: list[TierBlocker],
-              summaries: list[TierSummary], steps: int) -> Decision:
+              summaries: list[TierSummary], steps: int, hold: AdaptiveHold | None = None) -> Decision:
     world = ctx.world
     rec = new_record(ctx, claims, rts, Outcome.ALLOCATED)
     primary = rts[0]
@@ -393,6 +423,10 @@ def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reque
     rec.steps = steps
     rec.message = f"allocated {len(devices)} device(s) on {best.node}" + (
         f" from tier {tier} ({rec.allocated_model})" if primary.first_available else "")
+    if hold is not None and rec.fallback:
+        said = evidence(hold)
+        rec.blockers.append(said)
+        rec.message += f"; {estimate_phrase(said.detail)}"
     skip = queue_skip(world, ctx)
     if skip is not None:
         rec.blockers.append(skip)
@@ -450,27 +484,34 @@ def _skipped_with_free_devices(world: World, rts: list[RequestTiers],
 
 def _no_node(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers],
              allowed: dict[tuple[str, str], tuple[Tier, ...]], blockers: list[TierBlocker],
-             summaries: list[TierSummary], steps: int, holding: bool) -> Decision:
+             summaries: list[TierSummary], steps: int, holding: bool,
+             hold: AdaptiveHold | None = None) -> Decision:
     world = ctx.world
     satisfiable = still_satisfiable(world, rts)
-    deferred_for_preferred = holding and ctx.policy.fallback_mode == "wait-for-preferred"
+    deferred_for_preferred = holding and ctx.policy.fallback_mode in ("wait-for-preferred", "adaptive")
     outcome = Outcome.DEFERRED if deferred_for_preferred else Outcome.UNSCHEDULABLE
     rec = new_record(ctx, claims, rts, outcome)
     for rt in rts:
         for t in allowed[(rt.claim, rt.request)]:
             blockers.append(_insufficient_blocker(world, t))
-    if deferred_for_preferred:
+    if deferred_for_preferred and hold is None:
         blockers.append(TierBlocker(Blocker.INSUFFICIENT_ON_NODE.value, 0, {
             "fallback_mode": ctx.policy.fallback_mode, "fallback_after_ms": ctx.policy.fallback_wait_ms - ctx.wait_ms}))
+    if hold is not None:
+        blockers.append(evidence(hold))
     rec.blockers = blockers
     rec.tiers = summaries
     rec.steps = steps
     rec.retry_class = RetryClass.UNSCHEDULABLE.value if satisfiable else RetryClass.TERMINAL.value
     if satisfiable:
         rec.message = "no node can hold the claims now; waiting for capacity"
-        if deferred_for_preferred:
+        if deferred_for_preferred and hold is not None:
+            rec.message = estimate_phrase(evidence(hold).detail)
+        elif deferred_for_preferred:
             rec.message = (f"waiting for {rts[0].tiers[0].label} (fallback allowed after "
                            f"{ctx.policy.fallback_wait_ms // 1000}s of waiting)")
+        elif hold is not None:
+            rec.message += f" ({estimate_phrase(evidence(hold).detail)})"
         elif holding:
             rec.message = f"strict fallback mode: only {rts[0].tiers[0].label} is acceptable and none is free"
     else:

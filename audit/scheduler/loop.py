@@ -237,7 +237,7 @@ class ClusterLoop:
         """Of parked pods of one tenant and spec, those ``may_place`` allows; one question per
         fallback hold (the only thing besides the world that differs between them)."""
         policy = self.world.policy
-        if policy.fallback_mode != "wait-for-preferred":
+        if policy.fallback_mode not in ("wait-for-preferred", "adaptive"):
             return pods if engine.may_place(self.world, pods[0][1], self.now, policy) else []
         answers: dict[tuple[object, ...], bool] = {}
         out = []
@@ -262,10 +262,7 @@ class ClusterLoop:
                       for c in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
             st.shape = (policy.digest, policy.tenant_for(ns),
                         digest({"pod": pod.get("spec"), "claims": [(c or {}).get("spec") for c in claims]}))
-        holding = policy.fallback_mode == "strict" or (
-            policy.fallback_mode == "wait-for-preferred"
-            and self.now - self.world.pending.get(key, self.now) < policy.fallback_wait_ms)
-        return (st.shape[1], st.shape[2], holding)
+        return (st.shape[1], st.shape[2], engine.holding_for_preferred(self.world, key, self.now, policy))
 
     def attempt(self, key: str, tenant: str) -> DecisionRecord:
         st = self.pods[key]
