@@ -63,7 +63,15 @@ def adaptive_hold(world: World, policy: Policy, tenant: str, rts: list[RequestTi
     if policy.fallback_mode != MODE:
         return None
     tier = first_choice(rts)
-    if tier is None or not tier.models:
+    if tier is None:
+        return None
+    return hold_for_tier(world, policy, tenant, tier, wait_ms, time_ms)
+
+
+def hold_for_tier(world: World, policy: Policy, tenant: str, tier: Tier, wait_ms: int,
+                  time_ms: int) -> AdaptiveHold | None:
+    """``adaptive_hold`` for a first choice already found."""
+    if not tier.models:
         return None
     if not any(check_quota(world, policy, tenant, m, tier.count).fits for m in tier.models):
         return None

@@ -31,7 +31,14 @@ from typing import Any
 from audit.allocator.outcome import AllocationOutcome, Status
 from audit.policy import Policy
 from audit.records import Blocker, DeviceRef, Outcome, Reason, RetryClass, TierBlocker, TierSummary
-from audit.scheduler.adaptive import AdaptiveHold, adaptive_hold, estimate_phrase, evidence
+from audit.scheduler.adaptive import (
+    AdaptiveHold,
+    adaptive_hold,
+    estimate_phrase,
+    evidence,
+    first_choice,
+    hold_for_tier,
+)
 from audit.scheduler.attempt import (
     ENGINE_VERSION,
     AttemptContext,
@@ -43,7 +50,7 @@ from audit.scheduler.attempt import (
 )
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.binding import bind, bind_check, bind_failures_before
-from audit.scheduler.claimspec import claim_key, claim_requests, result_device_id
+from audit.scheduler.claimspec import claim_key, claim_requests, pod_claim_names, result_device_id
 from audit.scheduler.deviceplugin import decide_device_plugin
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
@@ -60,7 +67,7 @@ from audit.scheduler.tiers import (
 from audit.world import World, device_plugin_gpus
 
 __all__ = ["ENGINE_VERSION", "Decision", "Proposal", "bind", "bind_check", "bind_failures_before", "brute_force_choice", "candidate_nodes",
-           "candidate_order", "decide", "evaluate_node", "holding_for_preferred", "may_place", "queue_skip", "still_satisfiable"]
+           "candidate_order", "decide", "evaluate_node", "holding_below", "holding_for_preferred", "may_place", "queue_skip", "still_satisfiable"]
 
 # Upstream DynamicResources Score: Σ over firstAvailable requests of (8 − chosen subrequest index).
 MAX_SUBREQUESTS = 8
@@ -174,14 +181,37 @@ def holding_for_preferred(world: World, pod_key: str, time_ms: int, policy: Poli
         return True
     if mode not in ("wait-for-preferred", "adaptive"):
         return False
+    wait_ms = time_ms - world.pending.get(pod_key, time_ms)
     if mode == "wait-for-preferred":
-        return time_ms - world.pending.get(pod_key, time_ms) < policy.fallback_wait_ms
-    ctx = AttemptContext(world, pod_key, 0, time_ms, policy)
-    pc = resolve_claims(world, ctx.pod)
-    if not pc.claims:
-        return False
-    hold = _adaptive(ctx, request_tiers(pc.claims, model_matcher(world)))
-    return hold is not None and hold.holding
+        return wait_ms < policy.fallback_wait_ms
+    return wait_ms < holding_below(world, pod_key, time_ms, policy)
+
+
+def holding_below(world: World, pod_key: str, time_ms: int, policy: Policy) -> int:
+    """Under adaptive fallback, the wait below which pods of this pod's tenant and claims hold out
+    for their first choice now (0: none does): ``maxWait`` less the expected time until it fits."""
+    ns, _, name = pod_key.partition("/")
+    pod = world.get("Pod", ns, name)
+    if pod is None:
+        return 0
+    # The pod's first choice, kept while the pod object, its claims' objects and what tiers are
+    # read from (classes, device signatures) stay the same: the loop asks this often.
+    memo: dict[str, Any] = world.derived.setdefault("first_choice", {})
+    claims = [world.get("ResourceClaim", ns, c) for _, c in pod_claim_names(pod) if c]
+    key = (world.signature_version, world.inventory_version, *map(id, claims))
+    hit = memo.get(pod_key)
+    if hit is None or hit[0] is not pod or hit[1] != key:
+        pc = resolve_claims(world, pod)
+        tier = first_choice(request_tiers(pc.claims, model_matcher(world))) if pc.claims else None
+        if len(memo) > 50_000:
+            memo.clear()
+        hit = memo[pod_key] = (pod, key, tier)
+    if hit[2] is None:
+        return 0
+    hold = hold_for_tier(world, policy, policy.tenant_for(ns), hit[2], 0, time_ms)
+    if hold is None or not hold.holding or hold.estimate.expected_ms is None:
+        return 0
+    return policy.fallback_max_wait_ms - hold.estimate.expected_ms
 
 
 def _augmented(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers],

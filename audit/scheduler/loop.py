@@ -239,10 +239,14 @@ class ClusterLoop:
         policy = self.world.policy
         if policy.fallback_mode not in ("wait-for-preferred", "adaptive"):
             return pods if engine.may_place(self.world, pods[0][1], self.now, policy) else []
-        answers: dict[tuple[object, ...], bool] = {}
+        answers: dict[object, bool] = {}
         out = []
+        # adaptive: the pods of one group hold while their wait is below one threshold
+        below = (engine.holding_below(self.world, pods[0][1], self.now, policy)
+                 if policy.fallback_mode == "adaptive" else None)
         for created, key in pods:
-            shape = self._shape(key)
+            shape: object = (self._shape(key) if below is None
+                             else self.now - self.world.pending.get(key, self.now) < below)
             ok = answers.get(shape)
             if ok is None:
                 ok = answers[shape] = engine.may_place(self.world, key, self.now, policy)

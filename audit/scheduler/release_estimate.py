@@ -18,11 +18,14 @@ present (``World.alloc_start``: when each running allocation got its devices), n
   released since reach the tier's count; the first choice fits when some node is ready, so
   ``P(not yet at t) = Π over nodes P(node not ready at t)``, each node's factor from the
   distribution of devices it has released by then (a small convolution over its allocations).
+* **The tail.** Past the longest finished holding the history says nothing: a running allocation
+  younger than it is taken to end by then at the latest (Efron's convention for the product-limit
+  estimator's tail), one already older is not expected to end. If no node can be ready even when
+  every younger allocation has ended, the first choice is not expected to fit (``never``).
 * **Expected time** ``E[T] = ∫ P(not yet at t) dt``, summed on a fixed grid (``GRID``), each step
-  counted at its start: ``P`` only falls, so the sum errs long, never short. The sum stops once
-  it passes ``cap_ms`` (the answer is then "at least that long"), once ``P`` is negligible, or at
-  the longest finished holding, beyond which no allocation is expected to end any more: if the
-  first choice may still not fit there, it is not expected to fit at all (``never``).
+  counted at its start: ``P`` only falls, so the sum errs long. The sum stops once it reaches
+  ``cap_ms`` (the answer is then "at least that long"), once what is left of it is surely under
+  a second (``NEGLIGIBLE_MS``), or when every allocation counted has ended.
 
 Rules with no estimate to make: enough devices already free on one node -> ``free_now`` (0 ms);
 no finished holding of the tier's models yet -> ``no_history`` (no basis to expect a release; the
@@ -37,11 +40,12 @@ from dataclasses import dataclass
 
 from audit.world import World
 
-# Step boundaries (ms) of the integration grid: 5 s steps for the first 20 minutes (where a
+# Step boundaries (ms) of the integration grid: 15 s steps for the first 20 minutes (where a
 # maxWait of minutes is decided), then steps growing by 10 % up to a week.
-_FINE_STEP_MS, _FINE_UNTIL_MS, _GROWTH, _LAST_MS = 5_000, 1_200_000, 1.1, 7 * 24 * 3_600_000
-# Below this, the first choice is as good as certain to fit: the rest of the integral is nil.
-NEGLIGIBLE = 1e-9
+_FINE_STEP_MS, _FINE_UNTIL_MS, _GROWTH, _LAST_MS = 15_000, 1_200_000, 1.1, 7 * 24 * 3_600_000
+# The integral stops once what is left of it is surely below this (P(not yet) times the time
+# until every holding counted has ended): the estimate is short by less than a second.
+NEGLIGIBLE_MS = 1_000.0
 
 
 def _grid() -> tuple[int, ...]:
@@ -58,8 +62,8 @@ GRID = _grid()
 
 @dataclass(frozen=True)
 class ReleaseEstimate:
-    """``basis``: ``free_now`` | ``estimate`` (``expected_ms`` is E[T]) | ``at_least`` (E[T] is
-    beyond ``expected_ms``, the cap) | ``never`` | ``no_history``; ``expected_ms`` is None for the
+    """``basis``: ``free_now`` | ``estimate`` (``expected_ms`` is E[T]) | ``at_least`` (E[T] is at
+    least ``expected_ms``, the cap) | ``never`` | ``no_history``; ``expected_ms`` is None for the
     last two. ``history`` finished holdings and ``running`` allocations of the models were read."""
 
     basis: str
@@ -134,33 +138,73 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
     if not finished:
         return ReleaseEstimate("no_history", None, 0, running)
     times, surv = survival(finished, ages)
+    last = times[-1]
+    # Past the longest finished holding there is no data: a holding younger than it is taken to
+    # end by then (Efron's convention for the estimator's tail), an older one not to end at all.
     by_node: dict[str, list[_Holding]] = {}
     for h in holdings:
-        if h.node in free:
+        if h.node in free and h.age_ms < last:
             by_node.setdefault(h.node, []).append(h)
-    # nodes that can be ready from releases alone, each with what it still needs
-    nodes = [(node, count - free[node], by_node[node]) for node in sorted(by_node)
+    nodes = [(count - free[node], by_node[node]) for node in sorted(by_node)
              if free[node] + sum(h.devices for h in by_node[node]) >= count]
     if not nodes:
         return ReleaseEstimate("never", None, len(finished), running)
-    base = {id(h): _s(times, surv, h.age_ms) for _, _, hs in nodes for h in hs}
-    last = times[-1]
+    flat = [h for _, hs in nodes for h in hs]
+    base = {id(h): _s(times, surv, h.age_ms) for h in flat}
+    horizon = last - min(h.age_ms for h in flat)  # by then every holding counted has ended
+    inf = float("inf")
+    # Each node's factor is constant until one of its holdings passes an event time: keep it with
+    # the offset where it next changes, and jump the grid over stretches where nothing changes.
+    factor = [1.0] * len(nodes)
+    until = [0.0] * len(nodes)
     total = 0.0
-    for k in range(len(GRID) - 1):
-        t, step = GRID[k], GRID[k + 1] - GRID[k]
-        p = 1.0
-        for _, need, hs in nodes:
-            p *= _not_ready(need, [(h.devices, _s(times, surv, h.age_ms + t) / base[id(h)]) for h in hs])
-            if p < NEGLIGIBLE:
-                break
-        if p < NEGLIGIBLE:
+    k = 0
+    while k < len(GRID) - 1:
+        t = GRID[k]
+        if t >= horizon:
             return ReleaseEstimate("estimate", round(total), len(finished), running)
-        if all(h.age_ms + t >= last for _, _, hs in nodes for h in hs):
-            return ReleaseEstimate("never", None, len(finished), running)
-        total += p * step
-        if total >= cap_ms:
-            return ReleaseEstimate("at_least", round(total), len(finished), running)
+        p = 1.0
+        for i, (need, hs) in enumerate(nodes):
+            if until[i] <= t:
+                factor[i], until[i] = _node_factor(need, hs, t, times, surv, base, last, inf)
+            p *= factor[i]
+        if p * (horizon - t) < NEGLIGIBLE_MS:  # all that is left of the integral, at most
+            return ReleaseEstimate("estimate", round(total), len(finished), running)
+        # the next grid point at or after the first change (or the horizon)
+        change = min(min(until), horizon)
+        j = max(k + 1, bisect.bisect_left(GRID, change))
+        if j >= len(GRID):
+            break
+        span = min(GRID[j], horizon) - t
+        if total + p * span >= cap_ms:
+            return ReleaseEstimate("at_least", cap_ms, len(finished), running)
+        total += p * span
+        k = j
     return ReleaseEstimate("never", None, len(finished), running)
+
+
+def _node_factor(need: int, hs: list[_Holding], t: int, times: list[int], surv: list[float],
+                 base: dict[int, float], last: int, inf: float) -> tuple[float, float]:
+    """(P(the node is not ready at offset ``t``), the offset where that next changes)."""
+    nxt = inf
+    still: list[tuple[int, float]] = []
+    for h in hs:
+        a = h.age_ms + t
+        if a >= last:
+            p_held = 0.0
+        else:
+            idx = bisect.bisect_right(times, a)
+            p_held = (1.0 if idx == 0 else surv[idx - 1]) / base[id(h)]
+            change = times[idx] - h.age_ms
+            if change < nxt:
+                nxt = change
+        still.append((h.devices, p_held))
+    if need == 1:  # not ready while every holding on it still holds
+        p = 1.0
+        for _, p_held in still:
+            p *= p_held
+        return p, nxt
+    return _not_ready(need, still), nxt
 
 
 def _not_ready(need: int, still: list[tuple[int, float]]) -> float:
