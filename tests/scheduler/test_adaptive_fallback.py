@@ -13,7 +13,7 @@ import os
 import pytest
 
 from audit.events import EventType
-from audit.explain.summary import render_summary
+from audit.explain import explain_record
 from audit.records import DecisionRecord, to_jsonl
 from audit.replay.whatif import whatif
 from audit.scheduler.adaptive import duration_text, hold_wake_after_ms
@@ -156,12 +156,19 @@ def test_a_first_choice_closed_by_quota_is_not_waited_for():
     assert [b.code for b in r.blockers] == ["quota_exhausted"]
 
 
-def test_why_says_the_estimate():
-    sim = _world([30] * 16, 28)
+@pytest.mark.parametrize(
+    ("age", "said"),
+    [
+        pytest.param(28, "H100 skipped: of 16 H100, 16 in use; no node had 1 usable H100 together; waiting for H100: "
+                         "expected free in 2m < maxWait 10m. Pod not allocated (deferred", id="waiting"),
+        pytest.param(1, "H100 skipped: of 16 H100, 16 in use; fell back from H100: expected free in more than 10m "
+                        ">= maxWait 10m. Allocated A100 gpu-0 on node a100-000 (tier 1)", id="fell-back"),
+    ],
+)
+def test_why_says_the_estimate(age, said):
+    sim = _world([30] * 16, age)
     r = decide_and_bind(sim, submit(sim, "job-1")).record
-    blockers = [{"code": b.code, "tier": b.tier, **b.detail} for b in r.blockers if b.tier == 0]
-    text = render_summary("H100", True, r.tiers[0].reasons, blockers, {"result": "deferred"}, "1")
-    assert "waiting for H100: expected free in 2m < maxWait 10m" in text
+    assert explain_record(r, "H100").summary.startswith(said)
 
 
 def test_the_decision_is_a_function_of_the_world_and_time():
@@ -269,3 +276,13 @@ def test_a_counterfactual_window_under_the_recorded_adaptive_policy_reproduces_i
                for r in w.recorded.records for b in r.blockers)
     assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
     assert [e.to_dict() for e in w.counterfactual.events] == [e.to_dict() for e in w.recorded.events]
+
+
+def test_the_tenant_sees_its_whole_estimate():
+    from audit.api.tenant_view import tenant_view
+
+    sim = _world([30] * 16, 28)
+    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    view = tenant_view(r.to_dict())
+    assert view["blockers"][-1] == {"code": "fallback_estimate", "tier": 0, "detail": r.blockers[-1].detail}
+    assert view["message"] == r.message
