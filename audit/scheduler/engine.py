@@ -102,13 +102,14 @@ def decide(world: World, pod_key: str, attempt: int, time_ms: int, policy: Polic
     return _decide_dra(ctx, pc.claims, rts)
 
 
-def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> bool:
+def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = None, hold: bool = True) -> bool:
     """A cheap necessary condition for ``decide`` to place the pod now.
 
     False only when some request has no tier the policy leaves open (quota, fallback mode) with a
     node that has enough free healthy devices of models the tenant's quota still admits; a
     device-plugin pod when no node has enough free GPUs. True says nothing: only ``decide`` knows. The cluster loop asks this before trying
-    a pod again that already failed, so a change that cannot help it costs no attempt.
+    a pod again that already failed, so a change that cannot help it costs no attempt. ``hold``
+    False leaves an adaptive hold out (every tier open): the answer then holds whatever the wait.
     """
     ctx = AttemptContext(world, pod_key, 0, time_ms, policy or world.policy)
     pc = resolve_claims(world, ctx.pod)
@@ -118,7 +119,7 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     if pc.missing or not pc.claims:
         return True
     rts = request_tiers(pc.claims, model_matcher(world))
-    allowed = _policy_gates(ctx, rts)[0]
+    allowed = _policy_gates(ctx, rts, hold)[0]
     return all(any(_tier_may_fit(ctx, t) for t in allowed[(rt.claim, rt.request)]) for rt in rts)
 
 
@@ -139,7 +140,7 @@ def _tier_may_fit(ctx: AttemptContext, t: Tier) -> bool:
                for n in world.multi_model_nodes)
 
 
-def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers]) -> tuple[
+def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers], adaptive: bool = True) -> tuple[
         dict[tuple[str, str], tuple[Tier, ...]], dict[tuple[str, str, int], str], list[TierBlocker], bool]:
     """Tiers the policy leaves open per request (fallback mode, quota), and why others are closed."""
     world, policy = ctx.world, ctx.policy
@@ -148,7 +149,7 @@ def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers]) -> tuple[
     allowed: dict[tuple[str, str], tuple[Tier, ...]] = {}
     holding = policy.fallback_mode == "strict" or (
         policy.fallback_mode == "wait-for-preferred" and ctx.wait_ms < policy.fallback_wait_ms)
-    if policy.fallback_mode == "adaptive":
+    if policy.fallback_mode == "adaptive" and adaptive:
         hold = _adaptive(ctx, rts)
         holding = hold is not None and hold.holding
     for rt in rts:
@@ -184,6 +185,10 @@ def holding_for_preferred(world: World, pod_key: str, time_ms: int, policy: Poli
     wait_ms = time_ms - world.pending.get(pod_key, time_ms)
     if mode == "wait-for-preferred":
         return wait_ms < policy.fallback_wait_ms
+    # a pod that could place nothing even with every tier open is told apart by nothing else:
+    # its estimate would change no answer
+    if pod_key in world.pending and not may_place(world, pod_key, time_ms, policy, hold=False):
+        return False
     return wait_ms < holding_below(world, pod_key, time_ms, policy)
 
 

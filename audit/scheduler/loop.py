@@ -242,8 +242,11 @@ class ClusterLoop:
         answers: dict[object, bool] = {}
         out = []
         # adaptive: the pods of one group hold while their wait is below one threshold
-        below = (engine.holding_below(self.world, pods[0][1], self.now, policy)
-                 if policy.fallback_mode == "adaptive" else None)
+        below = None
+        if policy.fallback_mode == "adaptive":
+            if not engine.may_place(self.world, pods[0][1], self.now, policy, hold=False):
+                return []  # nothing fits even with every tier open: no wait makes a difference
+            below = engine.holding_below(self.world, pods[0][1], self.now, policy)
         for created, key in pods:
             shape: object = (self._shape(key) if below is None
                              else self.now - self.world.pending.get(key, self.now) < below)

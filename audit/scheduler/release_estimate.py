@@ -131,10 +131,10 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
         if per and any(m in per for m in wanted):
             free[node] = sum(per[m][1] for m in sorted(wanted) if m in per)
     finished = [h for m in sorted(wanted) for h in world.finished.get(m, [])]
+    if any(f >= count for f in free.values()):
+        return ReleaseEstimate("free_now", 0, len(finished), sum(1 for _ in _claims_of(world, wanted)))
     holdings, ages = _holdings(world, wanted, now_ms)
     running = len(ages)
-    if any(f >= count for f in free.values()):
-        return ReleaseEstimate("free_now", 0, len(finished), running)
     if not finished:
         return ReleaseEstimate("no_history", None, 0, running)
     times, surv = survival(finished, ages)
@@ -211,9 +211,9 @@ def _not_ready(need: int, still: list[tuple[int, float]]) -> float:
     """P(fewer than ``need`` devices released), each holding (devices, P(still held)) independent."""
     dist = [1.0] + [0.0] * need  # dist[k]: P(k devices released so far), k == need meaning "enough"
     for devices, p_held in still:
-        p_gone = 1.0 - p_held
-        if p_gone <= 0.0:
+        if p_held >= 1.0:
             continue
+        p_gone = 1.0 - p_held
         nxt = [0.0] * (need + 1)
         for k, pk in enumerate(dist):
             if pk == 0.0:
@@ -224,24 +224,31 @@ def _not_ready(need: int, still: list[tuple[int, float]]) -> float:
     return sum(dist[:need])
 
 
+def _claims_of(world: World, wanted: set[str]) -> list[str]:
+    """Allocated claims holding a device of ``wanted`` models, in key order."""
+    devices = world.devices
+    out = []
+    for key, ids in world.claim_devices.items():
+        for dev_id in ids:
+            dev = devices.get(dev_id)
+            if dev is not None and dev.model in wanted:
+                out.append(key)
+                break
+    return sorted(out)
+
+
 def _holdings(world: World, wanted: set[str], now_ms: int) -> tuple[list[_Holding], list[int]]:
     """Running allocations holding devices of ``wanted`` models, per node in claim key order, and
     the age of each such claim (one censored observation each)."""
     out: list[_Holding] = []
     ages: list[int] = []
     devices = world.devices
-    for key in sorted(world.claim_devices):
+    for key in _claims_of(world, wanted):
         per_node: dict[str, int] = {}
-        touches = False
         for dev_id in world.claim_devices[key]:
             dev = devices.get(dev_id)
-            if dev is None or dev.model not in wanted:
-                continue
-            touches = True
-            if not dev.unhealthy:
+            if dev is not None and dev.model in wanted and not dev.unhealthy:
                 per_node[dev.node] = per_node.get(dev.node, 0) + 1
-        if not touches:
-            continue
         age = max(0, now_ms - world.alloc_start.get(key, now_ms))
         ages.append(age)
         for node, n in sorted(per_node.items()):
