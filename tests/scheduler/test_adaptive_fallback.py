@@ -8,9 +8,12 @@ scheduler hold H100 devices for known lengths (the finished history), then hold 
 from __future__ import annotations
 
 import functools
+import json
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from audit.events import EventType
 from audit.explain import explain_record
@@ -286,3 +289,32 @@ def test_the_tenant_sees_its_whole_estimate():
     view = tenant_view(r.to_dict())
     assert view["blockers"][-1] == {"code": "fallback_estimate", "tier": 0, "detail": r.blockers[-1].detail}
     assert view["message"] == r.message
+
+
+@given(finished=st.lists(st.integers(1, 10_000), min_size=1, max_size=40),
+       ages=st.lists(st.integers(0, 12_000), max_size=40))
+def test_the_survival_falls_from_one_and_without_censoring_is_the_empirical_one(finished, ages):
+    times, surv = survival(finished, ages)
+    assert times == sorted(set(finished))
+    assert all(0.0 <= s <= 1.0 for s in surv)
+    assert all(a >= b for a, b in zip([1.0, *surv], surv, strict=False))
+    plain_times, plain = survival(finished, [])
+    assert plain == pytest.approx([sum(1 for f in finished if f > t) / len(finished) for t in plain_times])
+
+
+def test_a_world_rebuilt_from_its_checkpoint_estimates_as_the_live_one():
+    """Checkpoints carry the holding times: a replay that starts from one decides as the run did."""
+    res = _adaptive_run()
+    live = World(res.world.cluster)
+    compared = 0
+    for i, ev in enumerate(res.events):
+        live.apply(ev)
+        if i % 500 == 499:
+            rebuilt = World.from_snapshot(json.loads(json.dumps(live.snapshot())))
+            for count in (1, 2, 4):
+                for later in (0, 5 * MIN):
+                    at = live.time_ms + later
+                    assert (estimate(rebuilt, ("H100",), count, at, 600_000)
+                            == estimate(live, ("H100",), count, at, 600_000))
+                    compared += 1
+    assert compared > 30
