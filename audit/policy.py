@@ -26,7 +26,9 @@ from audit.canonical import digest
 API_VERSION = "claimtrail.io/v1alpha1"
 KIND = "Policy"
 
-FALLBACK_MODES = ("immediate", "strict", "wait-for-preferred")
+# adaptive: hold out for the first choice only while its devices are expected free in time
+# (audit.scheduler.release_estimate), within spec.fallback.maxWait.
+FALLBACK_MODES = ("immediate", "strict", "wait-for-preferred", "adaptive")
 FAIRNESS_MODES = ("drf", "off")
 # best-effort: a tenant's pod that cannot be placed does not hold back its later pods (Kueue's
 # BestEffortFIFO); strict: it does, until capacity changes (Kueue's StrictFIFO).
@@ -109,6 +111,7 @@ class Policy:
     model_rules: tuple[ModelRule, ...]
     fallback_mode: str
     fallback_wait_ms: int
+    fallback_max_wait_ms: int
     queueing_mode: str
     mixed_models: bool
     topology_match_attributes: tuple[str, ...]
@@ -371,7 +374,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
     health = r.mapping(spec.get("health"), "spec.health")
     r.unknown(health, {"unhealthyTaintKeys", "unhealthyTaintSuffixes"}, "spec.health")
     fallback = r.mapping(spec.get("fallback"), "spec.fallback")
-    r.unknown(fallback, {"mode", "wait", "regretWindow"}, "spec.fallback")
+    r.unknown(fallback, {"mode", "wait", "maxWait", "regretWindow"}, "spec.fallback")
     queueing = r.mapping(spec.get("queueing"), "spec.queueing")
     r.unknown(queueing, {"mode"}, "spec.queueing")
     topology = r.mapping(spec.get("topology"), "spec.topology")
@@ -427,6 +430,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
         model_rules=rules,
         fallback_mode=r.string(fallback, "mode", "spec.fallback", "immediate", FALLBACK_MODES),
         fallback_wait_ms=r.duration(fallback, "wait", "spec.fallback", "10m"),
+        fallback_max_wait_ms=r.duration(fallback, "maxWait", "spec.fallback", "10m"),
         # how long after a fallback the first choice becoming allocatable still counts as regret
         regret_window_ms=r.duration(fallback, "regretWindow", "spec.fallback", "10m"),
         queueing_mode=r.string(queueing, "mode", "spec.queueing", "best-effort", QUEUEING_MODES),
@@ -569,7 +573,7 @@ def _canonical(f: dict[str, Any]) -> dict[str, Any]:
             for x in f["model_rules"]
         ],
         "fallback": {"mode": f["fallback_mode"], "waitMs": f["fallback_wait_ms"],
-                     "regretWindowMs": f["regret_window_ms"]},
+                     "maxWaitMs": f["fallback_max_wait_ms"], "regretWindowMs": f["regret_window_ms"]},
         "queueing": {"mode": f["queueing_mode"]},
         "mixedModels": f["mixed_models"],
         "topology": {"matchAttributes": list(f["topology_match_attributes"])},
@@ -602,6 +606,7 @@ def policy_document(policy: Policy) -> dict[str, Any]:
                        "unhealthyTaintSuffixes": list(policy.unhealthy_taint_suffixes)},
             "deviceModels": c["deviceModels"],
             "fallback": {"mode": policy.fallback_mode, "wait": f"{policy.fallback_wait_ms}ms",
+                         "maxWait": f"{policy.fallback_max_wait_ms}ms",
                          "regretWindow": f"{policy.regret_window_ms}ms"},
             "queueing": {"mode": policy.queueing_mode},
             "mixedModels": policy.mixed_models,
@@ -634,6 +639,9 @@ def contradictions(raw: Mapping[str, Any], policy: Policy) -> list[PolicyError]:
     if "wait" in fallback and policy.fallback_mode != "wait-for-preferred":
         out.append(PolicyError(policy.name, "spec.fallback.wait",
                                f"only applies to mode wait-for-preferred (mode is {policy.fallback_mode})"))
+    if "maxWait" in fallback and policy.fallback_mode != "adaptive":
+        out.append(PolicyError(policy.name, "spec.fallback.maxWait",
+                               f"only applies to mode adaptive (mode is {policy.fallback_mode})"))
     raw_tenants = spec.get("tenants") if isinstance(spec.get("tenants"), list) else []
     assert isinstance(raw_tenants, list)
     index = {str(x.get("name")): i for i, x in enumerate(raw_tenants) if isinstance(x, Mapping)}

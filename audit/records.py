@@ -54,6 +54,9 @@ class Blocker(StrEnum):
     NOT_REQUESTED = "not_requested"
     # Not a tier's: the placement went ahead of older pending pods of its tenant (tier -1).
     QUEUE_SKIP = "queue_skip"
+    # Adaptive fallback: the expected time until the first choice fits, and the wait-or-fall-back
+    # choice made from it (on tier 0; audit.scheduler.adaptive).
+    FALLBACK_ESTIMATE = "fallback_estimate"
 
 
 class Outcome(StrEnum):

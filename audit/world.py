@@ -10,7 +10,11 @@ policy) computed from allocation and release events and their times, never from 
 
 ``chain_digest`` = sha256(previous chain || event digest), so one hash names the whole history a
 decision saw. ``snapshot()``/``from_snapshot()`` checkpoint the world; indexes are rebuilt from the
-objects, history-dependent state (usage, charges) travels in the snapshot.
+objects, history-dependent state (usage, charges, holding times) travels in the snapshot.
+
+Holding times: when each allocated claim got its devices, and for each device model the last
+``FINISHED_KEPT`` finished holdings (release time minus allocation time, in release order) —
+what an adaptive fallback estimates the next release from (``audit.scheduler.release_estimate``).
 
 Pure: no I/O, no clock. Times are the events' own.
 """
@@ -37,6 +41,9 @@ NO_EXECUTE_EFFECTS = ("NoSchedule", "NoExecute")
 DEVICE_PLUGIN_RESOURCE = "nvidia.com/gpu"
 # GPU feature discovery labels device-plugin nodes with the product (dashes for spaces).
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+# Finished holdings kept per device model: enough for a stable survival estimate, and the most
+# recent ones, so the estimate follows a workload that changes over the day.
+FINISHED_KEPT = 256
 # Attributes unique per device; left out of signatures (selectors naming them disable the shortcut).
 IDENTITY_ATTRIBUTES = frozenset({"uuid", "gpu.nvidia.com/uuid", "resource.kubernetes.io/pciBusID",
                                  "resource.kubernetes.io/pcieRoot", "pciBusID", "pcieRoot"})
@@ -225,6 +232,8 @@ class World:
         self.allocated_by: dict[str, str] = {}  # device id -> claim key
         self.claim_devices: dict[str, list[str]] = {}  # allocated claim -> device ids
         self.charges: dict[str, Charge] = {}  # claim key or "pod:<key>" -> charge
+        self.alloc_start: dict[str, int] = {}  # allocated claim -> ms of the event that allocated it
+        self.finished: dict[str, list[int]] = {}  # model -> last FINISHED_KEPT holding times (ms), oldest first
         self.usage: dict[str, TenantUsage] = {}
         self.tenant_models: dict[str, dict[str, int]] = {}  # tenant -> model -> devices in use
         # node -> model -> [total, free_healthy]
@@ -573,6 +582,7 @@ class World:
 
     def _allocate(self, key: str, namespace: str, ids: list[str]) -> None:
         self.claim_devices[key] = ids
+        self.alloc_start[key] = self.time_ms
         models: dict[str, int] = {}
         taken: dict[tuple[str, str], int] = {}  # (node, model) -> free, healthy devices taken
         h100: dict[str, float] = {}
@@ -600,6 +610,7 @@ class World:
     def _release(self, key: str, ids: list[str]) -> None:
         self.claim_devices.pop(key, None)
         returned: dict[tuple[str, str], int] = {}  # (node, model) -> healthy devices freed
+        held: list[str] = []  # models the claim held, once each, in device order
         devices, allocated_by, model_allocated = self.devices, self.allocated_by, self.model_allocated
         for dev_id in ids:
             if allocated_by.get(dev_id) == key:
@@ -607,11 +618,25 @@ class World:
                 dev = devices.get(dev_id)
                 if dev is not None:
                     model_allocated[dev.model] = model_allocated.get(dev.model, 0) - 1
+                    if dev.model not in held:
+                        held.append(dev.model)
                     if not dev.unhealthy:
                         returned[(dev.node, dev.model)] = returned.get((dev.node, dev.model), 0) + 1
         for (node, model), n in returned.items():
             self._shift_free(node, model, n)
         self._uncharge(key)
+        start = self.alloc_start.pop(key, None)
+        if start is not None:
+            for model in held:
+                self._finish(model, max(0, self.time_ms - start))
+
+    def _finish(self, model: str, held_ms: int) -> None:
+        kept = self.finished.get(model)
+        if kept is None:
+            kept = self.finished[model] = []
+        kept.append(held_ms)
+        if len(kept) > FINISHED_KEPT:
+            del kept[0]
 
     def _usage_of(self, tenant: str) -> TenantUsage:
         usage = self.usage.get(tenant)
@@ -715,6 +740,8 @@ class World:
             "objects": {k: dict(sorted(v.items())) for k, v in sorted(self.objects.items()) if v},
             "usage": {t: [u.in_use_eq, u.decayed, u.last_ms] for t, u in sorted(self.usage.items())},
             "charges": {k: [c.tenant, c.eq, dict(sorted(c.models.items()))] for k, c in sorted(self.charges.items())},
+            "holdings": {"started": dict(sorted(self.alloc_start.items())),
+                         "finished": {m: list(v) for m, v in sorted(self.finished.items())}},
         }
 
     @classmethod
@@ -766,6 +793,13 @@ class World:
                 tm[m] = tm.get(m, 0) + n
         for t, (in_use, decayed, last) in snap["usage"].items():
             w.usage[t] = TenantUsage(in_use, decayed, last)
+        holdings = snap.get("holdings") or {}
+        started = holdings.get("started") or {}
+        # A checkpoint written before holding times were kept does not know when its claims were
+        # allocated: they count from the checkpoint's time (only adaptive fallback reads them).
+        at = parse_time_ms(snap["time"]) if snap["time"] else 0
+        w.alloc_start = {k: int(started.get(k, at)) for k in sorted(w.claim_devices)}
+        w.finished = {m: [int(x) for x in v] for m, v in (holdings.get("finished") or {}).items()}
         w._count_pending_by_tenant()
         w.seq, w.time, w.chain_digest = snap["seq"], snap["time"], snap["chain"]
         w.time_ms = parse_time_ms(snap["time"]) if snap["time"] else 0

@@ -13,6 +13,7 @@ from typing import Any
 from audit.explain.nodes import NODE_CAUSE_TEXT
 from audit.explain.reasons import REASON_TEXT, ordered_codes
 from audit.records import Blocker, Reason
+from audit.scheduler.adaptive import estimate_phrase
 
 
 def _reason_phrases(reasons: Mapping[str, int], node_causes: Mapping[str, int],
@@ -36,7 +37,8 @@ def _reason_phrases(reasons: Mapping[str, int], node_causes: Mapping[str, int],
 def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
     """Detail keys follow the decision engine's blockers (audit.scheduler): quota ``used``/
     ``nominal``/``limit``, insufficient ``count``/``fallback_mode``; fair share ``tenant_share``/
-    ``other_share``/``other_tenant``; not requested ``preference``."""
+    ``other_share``/``other_tenant``; not requested ``preference``; the adaptive fallback's
+    estimate (``audit.scheduler.adaptive``)."""
     code = blocker.get("code")
     if code == Blocker.QUOTA_EXHAUSTED.value:
         nominal = blocker.get("nominal", "?")
@@ -57,6 +59,8 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
         if blocker.get("best_node"):
             text += f" (at most {blocker.get('best', 0)} on node {blocker['best_node']})"
         return text
+    if code == Blocker.FALLBACK_ESTIMATE.value:
+        return estimate_phrase(blocker)
     if code == Blocker.NOT_REQUESTED.value:
         pref = ", ".join(str(m) for m in blocker.get("preference") or []) or "none"
         return f"{model} is not in the pod's preference list ({pref})"

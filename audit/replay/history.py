@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from audit.events import EventType, WorldEvent
 from audit.records import DecisionRecord, Outcome
 from audit.replay.verify import bind_seq
+from audit.scheduler.adaptive import hold_wake_after_ms
 from audit.timestamps import parse_time_ms
 
 
@@ -125,7 +126,7 @@ def queue_state(prior: list[DecisionRecord], since_ms: int, fallback_wait_ms: in
             state.bind_failures[key] = state.bind_failures.get(key, 0) + 1
         last_of_pod[key] = r
         if r.outcome == Outcome.DEFERRED.value and r.retry_class == "unschedulable":
-            at = parse_time_ms(r.time) + max(1, fallback_wait_ms - r.wait_ms)
+            at = parse_time_ms(r.time) + hold_wake_after_ms(r, fallback_wait_ms)
             if at >= since_ms:
                 state.wakes.append(at)
     for key, r in last_of_pod.items():

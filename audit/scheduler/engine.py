@@ -10,7 +10,8 @@ pod ``nodeName``). Failed binds retry with capped exponential backoff while the 
 satisfiable by the cluster's devices and the retry budget (bind failures, not passes) is not
 spent, otherwise they are terminal.
 
-Per pod: policy gates per tier (quota, fallback mode; fair-share deferral when the policy asks for
+Per pod: policy gates per tier (quota, fallback mode — under ``adaptive`` the expected time until
+the first choice fits, ``audit.scheduler.adaptive``; fair-share deferral when the policy asks for
 it) -> cluster-level node filters -> the exact
 per-node allocator -> node choice by ClaimTrail's written tie-break (upstream picks among
 equal nodes at random): highest score Σ over firstAvailable
@@ -30,6 +31,14 @@ from typing import Any
 from audit.allocator.outcome import AllocationOutcome, Status
 from audit.policy import Policy
 from audit.records import Blocker, DeviceRef, Outcome, Reason, RetryClass, TierBlocker, TierSummary
+from audit.scheduler.adaptive import (
+    AdaptiveHold,
+    adaptive_hold,
+    estimate_phrase,
+    evidence,
+    first_choice,
+    hold_for_tier,
+)
 from audit.scheduler.attempt import (
     ENGINE_VERSION,
     AttemptContext,
@@ -41,7 +50,7 @@ from audit.scheduler.attempt import (
 )
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.binding import bind, bind_check, bind_failures_before
-from audit.scheduler.claimspec import claim_key, claim_requests, result_device_id
+from audit.scheduler.claimspec import claim_key, claim_requests, pod_claim_names, result_device_id
 from audit.scheduler.deviceplugin import decide_device_plugin
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
@@ -58,7 +67,7 @@ from audit.scheduler.tiers import (
 from audit.world import World, device_plugin_gpus
 
 __all__ = ["ENGINE_VERSION", "Decision", "Proposal", "bind", "bind_check", "bind_failures_before", "brute_force_choice", "candidate_nodes",
-           "candidate_order", "decide", "evaluate_node", "may_place", "queue_skip", "still_satisfiable"]
+           "candidate_order", "decide", "evaluate_node", "holding_below", "holding_for_preferred", "may_place", "queue_skip", "still_satisfiable"]
 
 # Upstream DynamicResources Score: Σ over firstAvailable requests of (8 − chosen subrequest index).
 MAX_SUBREQUESTS = 8
@@ -93,13 +102,14 @@ def decide(world: World, pod_key: str, attempt: int, time_ms: int, policy: Polic
     return _decide_dra(ctx, pc.claims, rts)
 
 
-def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> bool:
+def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = None, hold: bool = True) -> bool:
     """A cheap necessary condition for ``decide`` to place the pod now.
 
     False only when some request has no tier the policy leaves open (quota, fallback mode) with a
     node that has enough free healthy devices of models the tenant's quota still admits; a
     device-plugin pod when no node has enough free GPUs. True says nothing: only ``decide`` knows. The cluster loop asks this before trying
-    a pod again that already failed, so a change that cannot help it costs no attempt.
+    a pod again that already failed, so a change that cannot help it costs no attempt. ``hold``
+    False leaves an adaptive hold out (every tier open): the answer then holds whatever the wait.
     """
     ctx = AttemptContext(world, pod_key, 0, time_ms, policy or world.policy)
     pc = resolve_claims(world, ctx.pod)
@@ -109,7 +119,7 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     if pc.missing or not pc.claims:
         return True
     rts = request_tiers(pc.claims, model_matcher(world))
-    allowed = _policy_gates(ctx, rts)[0]
+    allowed = _policy_gates(ctx, rts, hold)[0]
     return all(any(_tier_may_fit(ctx, t) for t in allowed[(rt.claim, rt.request)]) for rt in rts)
 
 
@@ -130,7 +140,7 @@ def _tier_may_fit(ctx: AttemptContext, t: Tier) -> bool:
                for n in world.multi_model_nodes)
 
 
-def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers]) -> tuple[
+def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers], adaptive: bool = True) -> tuple[
         dict[tuple[str, str], tuple[Tier, ...]], dict[tuple[str, str, int], str], list[TierBlocker], bool]:
     """Tiers the policy leaves open per request (fallback mode, quota), and why others are closed."""
     world, policy = ctx.world, ctx.policy
@@ -139,6 +149,9 @@ def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers]) -> tuple[
     allowed: dict[tuple[str, str], tuple[Tier, ...]] = {}
     holding = policy.fallback_mode == "strict" or (
         policy.fallback_mode == "wait-for-preferred" and ctx.wait_ms < policy.fallback_wait_ms)
+    if policy.fallback_mode == "adaptive" and adaptive:
+        hold = _adaptive(ctx, rts)
+        holding = hold is not None and hold.holding
     for rt in rts:
         keep: list[Tier] = []
         for t in rt.tiers:
@@ -153,6 +166,57 @@ def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers]) -> tuple[
             keep.append(t)
         allowed[(rt.claim, rt.request)] = tuple(keep)
     return allowed, closed, blockers, holding
+
+
+def _adaptive(ctx: AttemptContext, rts: list[RequestTiers]) -> AdaptiveHold | None:
+    return adaptive_hold(ctx.world, ctx.policy, ctx.tenant, rts, ctx.wait_ms, ctx.time_ms)
+
+
+def holding_for_preferred(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> bool:
+    """Whether the policy keeps the pod's later tiers shut now (strict, wait-for-preferred within
+    its wait, adaptive while the first choice is expected in time): what the cluster loop groups
+    pods by, besides their shape."""
+    policy = policy or world.policy
+    mode = policy.fallback_mode
+    if mode == "strict":
+        return True
+    if mode not in ("wait-for-preferred", "adaptive"):
+        return False
+    wait_ms = time_ms - world.pending.get(pod_key, time_ms)
+    if mode == "wait-for-preferred":
+        return wait_ms < policy.fallback_wait_ms
+    # a pod that could place nothing even with every tier open is told apart by nothing else:
+    # its estimate would change no answer
+    if pod_key in world.pending and not may_place(world, pod_key, time_ms, policy, hold=False):
+        return False
+    return wait_ms < holding_below(world, pod_key, time_ms, policy)
+
+
+def holding_below(world: World, pod_key: str, time_ms: int, policy: Policy) -> int:
+    """Under adaptive fallback, the wait below which pods of this pod's tenant and claims hold out
+    for their first choice now (0: none does): ``maxWait`` less the expected time until it fits."""
+    ns, _, name = pod_key.partition("/")
+    pod = world.get("Pod", ns, name)
+    if pod is None:
+        return 0
+    # The pod's first choice, kept while the pod object, its claims' objects and what tiers are
+    # read from (classes, device signatures) stay the same: the loop asks this often.
+    memo: dict[str, Any] = world.derived.setdefault("first_choice", {})
+    claims = [world.get("ResourceClaim", ns, c) for _, c in pod_claim_names(pod) if c]
+    key = (world.signature_version, world.inventory_version, *map(id, claims))
+    hit = memo.get(pod_key)
+    if hit is None or hit[0] is not pod or hit[1] != key:
+        pc = resolve_claims(world, pod)
+        tier = first_choice(request_tiers(pc.claims, model_matcher(world))) if pc.claims else None
+        if len(memo) > 50_000:
+            memo.clear()
+        hit = memo[pod_key] = (pod, key, tier)
+    if hit[2] is None:
+        return 0
+    hold = hold_for_tier(world, policy, policy.tenant_for(ns), hit[2], 0, time_ms)
+    if hold is None or not hold.holding or hold.estimate.expected_ms is None:
+        return 0
+    return policy.fallback_max_wait_ms - hold.estimate.expected_ms
 
 
 def _augmented(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers],
@@ -202,9 +266,10 @@ def _decide_dra(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Req
     aug_claims = _augmented(ctx, claims, rts, allowed)
     best, visits, steps = _search(ctx, claims, aug_claims, rts, allowed)
     summaries = summarize(world, rts, closed, visits, multi_claim)
+    hold = _adaptive(ctx, rts) if ctx.policy.fallback_mode == "adaptive" else None
     if best is None:
-        return _no_node(ctx, claims, rts, allowed, blockers, summaries, steps, holding)
-    return _proposal(ctx, claims, rts, allowed, best, blockers, summaries, steps)
+        return _no_node(ctx, claims, rts, allowed, blockers, summaries, steps, holding, hold)
+    return _proposal(ctx, claims, rts, allowed, best, blockers, summaries, steps, hold)
 
 
 def max_score(rts: list[RequestTiers], allowed: dict[tuple[str, str], tuple[Tier, ...]]) -> int:
@@ -369,7 +434,7 @@ def brute_force_choice(world: World, pod_key: str, time_ms: int, policy: Policy 
 
 def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers],
               allowed: dict[tuple[str, str], tuple[Tier, ...]], best: NodeTry, blockers: list[TierBlocker],
-              summaries: list[TierSummary], steps: int) -> Decision:
+              summaries: list[TierSummary], steps: int, hold: AdaptiveHold | None = None) -> Decision:
     world = ctx.world
     rec = new_record(ctx, claims, rts, Outcome.ALLOCATED)
     primary = rts[0]
@@ -393,6 +458,10 @@ def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reque
     rec.steps = steps
     rec.message = f"allocated {len(devices)} device(s) on {best.node}" + (
         f" from tier {tier} ({rec.allocated_model})" if primary.first_available else "")
+    if hold is not None and rec.fallback:
+        said = evidence(hold)
+        rec.blockers.append(said)
+        rec.message += f"; {estimate_phrase(said.detail)}"
     skip = queue_skip(world, ctx)
     if skip is not None:
         rec.blockers.append(skip)
@@ -450,27 +519,34 @@ def _skipped_with_free_devices(world: World, rts: list[RequestTiers],
 
 def _no_node(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers],
              allowed: dict[tuple[str, str], tuple[Tier, ...]], blockers: list[TierBlocker],
-             summaries: list[TierSummary], steps: int, holding: bool) -> Decision:
+             summaries: list[TierSummary], steps: int, holding: bool,
+             hold: AdaptiveHold | None = None) -> Decision:
     world = ctx.world
     satisfiable = still_satisfiable(world, rts)
-    deferred_for_preferred = holding and ctx.policy.fallback_mode == "wait-for-preferred"
+    deferred_for_preferred = holding and ctx.policy.fallback_mode in ("wait-for-preferred", "adaptive")
     outcome = Outcome.DEFERRED if deferred_for_preferred else Outcome.UNSCHEDULABLE
     rec = new_record(ctx, claims, rts, outcome)
     for rt in rts:
         for t in allowed[(rt.claim, rt.request)]:
             blockers.append(_insufficient_blocker(world, t))
-    if deferred_for_preferred:
+    if deferred_for_preferred and hold is None:
         blockers.append(TierBlocker(Blocker.INSUFFICIENT_ON_NODE.value, 0, {
             "fallback_mode": ctx.policy.fallback_mode, "fallback_after_ms": ctx.policy.fallback_wait_ms - ctx.wait_ms}))
+    if hold is not None:
+        blockers.append(evidence(hold))
     rec.blockers = blockers
     rec.tiers = summaries
     rec.steps = steps
     rec.retry_class = RetryClass.UNSCHEDULABLE.value if satisfiable else RetryClass.TERMINAL.value
     if satisfiable:
         rec.message = "no node can hold the claims now; waiting for capacity"
-        if deferred_for_preferred:
+        if deferred_for_preferred and hold is not None:
+            rec.message = estimate_phrase(evidence(hold).detail)
+        elif deferred_for_preferred:
             rec.message = (f"waiting for {rts[0].tiers[0].label} (fallback allowed after "
                            f"{ctx.policy.fallback_wait_ms // 1000}s of waiting)")
+        elif hold is not None:
+            rec.message += f" ({estimate_phrase(evidence(hold).detail)})"
         elif holding:
             rec.message = f"strict fallback mode: only {rts[0].tiers[0].label} is acceptable and none is free"
     else:

@@ -237,12 +237,19 @@ class ClusterLoop:
         """Of parked pods of one tenant and spec, those ``may_place`` allows; one question per
         fallback hold (the only thing besides the world that differs between them)."""
         policy = self.world.policy
-        if policy.fallback_mode != "wait-for-preferred":
+        if policy.fallback_mode not in ("wait-for-preferred", "adaptive"):
             return pods if engine.may_place(self.world, pods[0][1], self.now, policy) else []
-        answers: dict[tuple[object, ...], bool] = {}
+        answers: dict[object, bool] = {}
         out = []
+        # adaptive: the pods of one group hold while their wait is below one threshold
+        below = None
+        if policy.fallback_mode == "adaptive":
+            if not engine.may_place(self.world, pods[0][1], self.now, policy, hold=False):
+                return []  # nothing fits even with every tier open: no wait makes a difference
+            below = engine.holding_below(self.world, pods[0][1], self.now, policy)
         for created, key in pods:
-            shape = self._shape(key)
+            shape: object = (self._shape(key) if below is None
+                             else self.now - self.world.pending.get(key, self.now) < below)
             ok = answers.get(shape)
             if ok is None:
                 ok = answers[shape] = engine.may_place(self.world, key, self.now, policy)
@@ -262,10 +269,7 @@ class ClusterLoop:
                       for c in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
             st.shape = (policy.digest, policy.tenant_for(ns),
                         digest({"pod": pod.get("spec"), "claims": [(c or {}).get("spec") for c in claims]}))
-        holding = policy.fallback_mode == "strict" or (
-            policy.fallback_mode == "wait-for-preferred"
-            and self.now - self.world.pending.get(key, self.now) < policy.fallback_wait_ms)
-        return (st.shape[1], st.shape[2], holding)
+        return (st.shape[1], st.shape[2], engine.holding_for_preferred(self.world, key, self.now, policy))
 
     def attempt(self, key: str, tenant: str) -> DecisionRecord:
         st = self.pods[key]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from audit.policy import Policy
 from audit.records import DecisionRecord, Outcome, RetryClass
+from audit.scheduler.adaptive import hold_wake_after_ms
 from audit.scheduler.queue import order_key, tenant_share
 from audit.world import World
 
@@ -33,7 +34,8 @@ class FollowUp:
     """What happens to a pod after an attempt that placed nothing.
 
     ``retry`` at ``retry_at_ms``; ``fail`` for good; or ``wait`` in its queue until the world
-    changes, with ``wake_at_ms`` set when a wait-for-preferred deadline wakes the queues by itself.
+    changes, with ``wake_at_ms`` set when a wait-for-preferred deadline (or an adaptive recheck)
+    wakes the queues by itself.
     """
 
     action: str
@@ -47,7 +49,7 @@ def follow_up(record: DecisionRecord, policy: Policy, now_ms: int) -> FollowUp:
     if record.retry_class == RetryClass.TERMINAL.value:
         return FollowUp("fail")
     if record.outcome == Outcome.DEFERRED.value and record.retry_class == RetryClass.UNSCHEDULABLE.value:
-        return FollowUp("wait", wake_at_ms=now_ms + max(1, policy.fallback_wait_ms - record.wait_ms))
+        return FollowUp("wait", wake_at_ms=now_ms + hold_wake_after_ms(record, policy.fallback_wait_ms))
     return FollowUp("wait")
 
 

@@ -79,6 +79,12 @@ _HEAD = "apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n
     pytest.param("  fallback: {mode: immediate, wait: 5m}\n",
                  "Policy p: spec.fallback.wait: only applies to mode wait-for-preferred (mode is immediate)",
                  id="fallback-wait-without-waiting"),
+    pytest.param("  fallback: {mode: wait-for-preferred, maxWait: 5m}\n",
+                 "Policy p: spec.fallback.maxWait: only applies to mode adaptive (mode is wait-for-preferred)",
+                 id="max-wait-without-adaptive"),
+    pytest.param("  fallback: {mode: adaptive, wait: 5m}\n",
+                 "Policy p: spec.fallback.wait: only applies to mode wait-for-preferred (mode is adaptive)",
+                 id="fixed-wait-with-adaptive"),
     pytest.param("  tenants:\n    - {name: a, quotas: {H100: {nominal: 4, borrowingLimit: 4}}}\n"
                  "    - {name: b, quotas: {A100: {nominal: 4}}}\n",
                  "Policy p: spec.tenants[0].quotas.H100.borrowingLimit: no other tenant has nominal H100 quota to lend",

@@ -31,7 +31,7 @@ def _minimal(**spec: Any) -> dict[str, Any]:
 SPELLED_OUT_DEFAULTS = _minimal(
     fairness={"mode": "drf", "usageHalfLife": "1h", "waitAgingPerHour": 0.5, "deferAboveShare": False},
     timeouts={"allocation": "10s", "bindingConditions": "10m", "starvation": "60m"},
-    fallback={"mode": "immediate", "wait": "600s"},
+    fallback={"mode": "immediate", "wait": "600s", "maxWait": "10m"},
     mixedModels=True,
     health={"unhealthyTaintSuffixes": ["/unhealthy"]},
 )
@@ -66,6 +66,8 @@ def test_a_field_added_at_its_default_leaves_the_digest_unchanged() -> None:
         ("health", {"unhealthyTaintKeys": ["example.com/xid"]}),
         ("fallback", {"mode": "wait-for-preferred"}),
         ("fallback", {"wait": "5m"}),
+        ("fallback", {"mode": "adaptive"}),
+        ("fallback", {"maxWait": "20m"}),
         ("mixedModels", False),
         ("topology", {"matchAttributes": ["resource.kubernetes.io/pcieRoot"]}),
         ("tenants", [{"name": "vision", "namespaces": ["team-vision"]}]),

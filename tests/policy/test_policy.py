@@ -82,7 +82,9 @@ def test_digest_ignores_spelling_and_order_but_not_meaning():
         pytest.param("spec.tenants[0].quotas.H100.nominal", "8", "spec.tenants[0].quotas.H100.nominal: expected an integer",
                      id="string-quota"),
         pytest.param("spec.fallback.mode", "sometimes", "spec.fallback.mode: must be one of immediate, strict, "
-                     "wait-for-preferred", id="unknown-fallback-mode"),
+                     "wait-for-preferred, adaptive", id="unknown-fallback-mode"),
+        pytest.param("spec.fallback.maxWait", "soon", "spec.fallback.maxWait: invalid duration 'soon'",
+                     id="bad-max-wait"),
         pytest.param("spec.retry.backoffCap", "100ms", "spec.retry.backoffCap: must be >= backoffBase", id="cap-below-base"),
         pytest.param("spec.retry.retryable", ["flaky"], "spec.retry.retryable[0]: unknown class 'flaky'",
                      id="unknown-retry-class"),
@@ -135,3 +137,18 @@ def test_capacity_findings_flag_over_commitment(devices, expected):
     assert len(found) == len(expected)
     for text in expected:
         assert any(text in f for f in found), found
+
+
+@pytest.mark.parametrize(
+    ("fallback", "mode", "max_wait_ms"),
+    [
+        pytest.param({"mode": "adaptive", "maxWait": "15m"}, "adaptive", 900_000, id="adaptive-with-its-max-wait"),
+        pytest.param({"mode": "adaptive"}, "adaptive", 600_000, id="adaptive-max-wait-defaults-to-10m"),
+        pytest.param({"mode": "adaptive", "maxWait": 90}, "adaptive", 90_000, id="max-wait-in-seconds"),
+    ],
+)
+def test_adaptive_fallback_parses(fallback, mode, max_wait_ms):
+    p = parse_policy({"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "a"},
+                      "spec": {"version": "1", "fallback": fallback}})
+    assert (p.fallback_mode, p.fallback_max_wait_ms) == (mode, max_wait_ms)
+    assert parse_policy(policy_document(p)).digest == p.digest

@@ -1,0 +1,320 @@
+"""Adaptive fallback: a pod waits for its first choice only while a release is expected in time.
+
+Worlds are built by hand on the small cluster (two H100 nodes of 8 devices): claims of another
+scheduler hold H100 devices for known lengths (the finished history), then hold every H100 again
+(the running allocations, of known age) before a pod preferring H100 arrives.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from audit.events import EventType
+from audit.explain import explain_record
+from audit.records import DecisionRecord, to_jsonl
+from audit.replay.whatif import whatif
+from audit.scheduler.adaptive import duration_text, hold_wake_after_ms
+from audit.scheduler.engine import decide, holding_for_preferred, may_place
+from audit.scheduler.pending import follow_up
+from audit.scheduler.release_estimate import estimate, survival
+from audit.timestamps import parse_time_ms
+from audit.world import World
+from ingest.simulate.loop import SimulationResult, simulate
+from ingest.simulate.scenario import load_scenario_text
+from tests.scheduler.worlds import ALL_DEVICES, cluster, decide_and_bind, hold, submit
+
+MIN = 60_000
+HOUR = 60 * MIN
+H100_NODES = ("h100-000", "h100-001")
+
+
+def _release(sim, name: str) -> None:  # noqa: ANN001
+    sim.emit("ResourceClaim", "ops", name, None, EventType.DELETE.value)
+
+
+def _world(history_min: list[int], running_age_min: float | None, max_wait: str = "10m", **spec):  # noqa: ANN001, ANN003
+    """Finished H100 holdings of the given lengths (one device each), then every H100 held again
+    for ``running_age_min`` minutes by one claim per device (None: the H100 are left free)."""
+    sim = cluster(fallback={"mode": "adaptive", "maxWait": max_wait}, **spec)
+    for i, length in enumerate(sorted(history_min)):
+        node, dev = H100_NODES[i % 2], (i // 2) % 8
+        name = hold(sim, node, [dev], name=f"past-{i}")
+        sim.now += length * MIN
+        _release(sim, name)
+        sim.now -= length * MIN
+    sim.now += max(history_min, default=0) * MIN
+    if running_age_min is not None:
+        for node in H100_NODES:
+            for dev in ALL_DEVICES:
+                hold(sim, node, [dev], name=f"run-{node}-{dev}")
+        sim.now += round(running_age_min * MIN)
+    return sim
+
+
+@pytest.mark.parametrize(
+    ("history", "age", "waited", "outcome", "model", "choice", "basis", "expected_ms"),
+    [
+        # every finished holding lasted 30 min; the running ones are 28 min old: all end in 2 min
+        pytest.param([30] * 16, 28, 0, "deferred", "", "wait", "estimate", 120_000, id="waits-when-a-release-is-near"),
+        # the same history, but the running ones started a minute ago: 29 min is beyond maxWait
+        pytest.param([30] * 16, 1, 0, "allocated", "A100", "fallback", "at_least", None,
+                     id="falls-back-when-the-release-is-far"),
+        # expected in 6 min, but the pod has already waited 5 of its 10
+        pytest.param([30] * 16, 24, 5, "allocated", "A100", "fallback", "estimate", 360_000,
+                     id="falls-back-when-waited-plus-expected-reaches-max-wait"),
+        pytest.param([30] * 16, 24, 3, "deferred", "", "wait", "estimate", 360_000,
+                     id="waits-while-waited-plus-expected-stays-below-max-wait"),
+        # no allocation of H100 has finished yet: nothing to estimate from, no wait
+        pytest.param([], 5, 0, "allocated", "A100", "fallback", "no_history", -1, id="no-history-falls-back-at-once"),
+        # running allocations older than every finished one: none is expected to end
+        pytest.param([30] * 16, 45, 0, "allocated", "A100", "fallback", "never", -1,
+                     id="allocations-older-than-any-finished-one-are-not-expected-to-end"),
+    ],
+)
+def test_adaptive_fallback_choice(history, age, waited, outcome, model, choice, basis, expected_ms):
+    sim = _world(history, age - waited)
+    key = submit(sim, "job-1")
+    sim.now += waited * MIN
+    r = decide_and_bind(sim, key).record
+    assert (r.outcome, r.allocated_model) == (outcome, model)
+    [said] = [b for b in r.blockers if b.code == "fallback_estimate"]
+    assert said.tier == 0
+    assert (said.detail["choice"], said.detail["basis"]) == (choice, basis)
+    assert (said.detail["model"], said.detail["count"], said.detail["max_wait_ms"]) == ("H100", 1, 600_000)
+    assert said.detail["waited_ms"] == waited * MIN
+    assert said.detail["history"] == len(history)
+    assert said.detail["running"] == 16
+    if expected_ms is not None:
+        assert said.detail["expected_free_ms"] == expected_ms
+    if outcome == "deferred":
+        assert r.retry_class == "unschedulable"
+    else:
+        assert r.fallback and r.tier_index == 1
+
+
+def test_the_held_pods_record_says_the_wait_and_is_rechecked_when_it_was_due():
+    sim = _world([30] * 16, 28)
+    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    assert r.message == "waiting for H100: expected free in 2m < maxWait 10m"
+    said = r.blockers[-1].detail
+    # the release is due in 2 min, and 8 min of slack are left: look again in 2 min
+    assert said["recheck_after_ms"] == 120_000
+    assert follow_up(r, sim.world.policy, sim.now).wake_at_ms == sim.now + 120_000
+    assert hold_wake_after_ms(r, sim.world.policy.fallback_wait_ms) == 120_000
+
+
+def test_a_fallback_record_says_why_it_did_not_wait():
+    sim = _world([30] * 16, 1)
+    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    assert r.message.endswith("; fell back from H100: expected free in more than 10m >= maxWait 10m")
+    sim = _world([], 5)
+    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    assert r.message.endswith("; fell back from H100: no finished H100 allocation yet to estimate a release from")
+
+
+def test_a_free_first_choice_is_taken_without_an_estimate():
+    sim = _world([30] * 4, None)
+    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    assert (r.outcome, r.allocated_model, r.fallback) == ("allocated", "H100", False)
+    assert not [b for b in r.blockers if b.code == "fallback_estimate"]
+
+
+def test_the_held_pod_is_placed_on_its_first_choice_once_a_device_is_released():
+    sim = _world([30] * 16, 28)
+    key = submit(sim, "job-1")
+    assert decide_and_bind(sim, key).record.outcome == "deferred"
+    assert not may_place(sim.world, key, sim.now)
+    assert holding_for_preferred(sim.world, key, sim.now)
+    sim.now += 2 * MIN
+    _release(sim, "run-h100-001-3")
+    assert may_place(sim.world, key, sim.now)
+    r = decide_and_bind(sim, key, attempt=2).record
+    assert (r.outcome, r.allocated_model, r.node) == ("allocated", "H100", "h100-001")
+
+
+def test_the_hold_ends_by_itself_when_the_wait_left_runs_out():
+    sim = _world([30] * 16, 24)
+    key = submit(sim, "job-1")
+    assert decide_and_bind(sim, key).record.outcome == "deferred"
+    sim.now += 4 * MIN + 1  # no release came: 4 min waited, now 2 min expected: still within 10
+    assert holding_for_preferred(sim.world, key, sim.now)
+    sim.now += 4 * MIN  # 8 min waited; H100 now as old as every finished one: no longer expected
+    assert not holding_for_preferred(sim.world, key, sim.now)
+    assert may_place(sim.world, key, sim.now)
+    r = decide_and_bind(sim, key, attempt=2).record
+    assert (r.outcome, r.allocated_model) == ("allocated", "A100")
+
+
+def test_a_first_choice_closed_by_quota_is_not_waited_for():
+    sim = _world([30] * 16, 28, tenants=[{"name": "alpha", "namespaces": ["alpha"], "weight": 1,
+                                          "quotas": {"H100": {"nominal": 0}}}])
+    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    assert (r.outcome, r.allocated_model) == ("allocated", "A100")
+    assert [b.code for b in r.blockers] == ["quota_exhausted"]
+
+
+@pytest.mark.parametrize(
+    ("age", "said"),
+    [
+        pytest.param(28, "H100 skipped: of 16 H100, 16 in use; no node had 1 usable H100 together; waiting for H100: "
+                         "expected free in 2m < maxWait 10m. Pod not allocated (deferred", id="waiting"),
+        pytest.param(1, "H100 skipped: of 16 H100, 16 in use; fell back from H100: expected free in more than 10m "
+                        ">= maxWait 10m. Allocated A100 gpu-0 on node a100-000 (tier 1)", id="fell-back"),
+    ],
+)
+def test_why_says_the_estimate(age, said):
+    sim = _world([30] * 16, age)
+    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    assert explain_record(r, "H100").summary.startswith(said)
+
+
+def test_the_decision_is_a_function_of_the_world_and_time():
+    sim = _world([10, 20, 30, 40] * 4, 15)
+    key = submit(sim, "job-1")
+    first = decide(sim.world, key, 1, sim.now).record
+    again = decide(sim.world, key, 1, sim.now).record
+    assert isinstance(first, DecisionRecord)
+    assert first.output_digest == again.output_digest
+    assert first.blockers[-1].detail == again.blockers[-1].detail
+
+
+# ---- the estimate itself ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("finished", "ages", "times", "surv"),
+    [
+        pytest.param([10, 20, 30], [], [10, 20, 30], [2 / 3, 1 / 3, 0.0], id="no-censoring-is-the-empirical-survival"),
+        # at 20 the one censored at 15 is no longer at risk: 2 at risk, 1 ends
+        pytest.param([10, 20, 30], [15], [10, 20, 30], [3 / 4, 3 / 8, 0.0], id="censored-ages-leave-the-risk-set"),
+        # censored at an event's time counts as still at risk then
+        pytest.param([10], [10], [10], [1 / 2], id="a-censored-tie-is-at-risk"),
+        pytest.param([5, 5, 9], [], [5, 9], [1 / 3, 0.0], id="tied-events-end-together"),
+    ],
+)
+def test_kaplan_meier_survival(finished, ages, times, surv):
+    got_times, got_surv = survival(finished, ages)
+    assert got_times == times
+    assert got_surv == pytest.approx(surv, abs=1e-12)
+
+
+def test_two_devices_on_one_node_wait_for_the_second_release():
+    # History: half the holdings lasted 10 min, half 20. On each node one claim holds 4 devices
+    # and four claims hold one each, all 5 min old. A pod needing 5 H100 on one node: a node is
+    # ready once its 4-device claim and at least one single have ended (the singles give 4 at most).
+    sim = cluster(fallback={"mode": "adaptive", "maxWait": "1h"})
+    for i, length in enumerate([10, 20] * 4):
+        name = hold(sim, "h100-000", [i], name=f"past-{i}")
+        sim.now += length * MIN
+        _release(sim, name)
+        sim.now -= length * MIN
+    sim.now += 20 * MIN
+    for node in H100_NODES:
+        hold(sim, node, [0, 1, 2, 3], name=f"big-{node}")
+        for dev in (4, 5, 6, 7):
+            hold(sim, node, [dev], name=f"one-{node}-{dev}")
+    sim.now += 5 * MIN
+    est = estimate(sim.world, ("H100",), 5, sim.now, 3_600_000)
+    # each holding ends at 10 min of age (5 min from now) with probability 1/2 (KM with the ten
+    # running ones censored at 5 min leaves S(10) = 1/2), else at 20 min (15 min from now).
+    # A node is ready at 5 min when its big claim and one single end then: 1/2 * (1 - 1/16);
+    # otherwise at 15 min. Two nodes: P(not ready at 5 min) = (1 - 15/32)^2.
+    p_late = (1 - 15 / 32) ** 2
+    assert est.basis == "estimate"
+    assert est.expected_ms == round(5 * MIN + p_late * 10 * MIN)
+    assert (est.history, est.running) == (8, 10)
+
+
+def test_durations_read_as_a_person_reads_them():
+    assert [duration_text(ms) for ms in (0, 45_000, 120_000, 192_000, 3_900_000)] == ["0s", "45s", "2m", "3m12s", "1h05m"]
+
+
+# ---- a simulated run under adaptive fallback ------------------------------------------------------
+
+SCENARIO = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "replay", "busy-small.yaml")
+
+
+@functools.lru_cache(maxsize=1)
+def _adaptive_run() -> SimulationResult:
+    with open(SCENARIO, encoding="utf-8") as fh:
+        sc = load_scenario_text(fh.read(), "busy-small.yaml")
+    for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
+        doc["spec"]["fallback"] = {"mode": "adaptive", "maxWait": "10m"}
+    return simulate(sc, seed=3, hours=3.0)
+
+
+def test_every_decision_of_an_adaptive_run_replays_to_its_digests():
+    from audit.replay import MemorySource, Verifier
+
+    res = _adaptive_run()
+    results = list(Verifier(MemorySource(res.events)).run(res.records))
+    assert len(results) == len(res.records) > 1500
+    assert [r.decision_id for r in results if not r.match] == []
+    # the run exercised both choices, from an estimate and from no history
+    said = [(r.outcome, b.detail["choice"], b.detail["basis"]) for r in res.records for b in r.blockers
+            if b.code == "fallback_estimate"]
+    assert ("deferred", "wait", "estimate") in said
+    assert ("allocated", "fallback", "estimate") in said
+    assert ("allocated", "fallback", "no_history") in said
+
+
+def test_a_counterfactual_window_under_the_recorded_adaptive_policy_reproduces_it():
+    res = _adaptive_run()
+    t0 = parse_time_ms(res.events[0].time)
+    since, until = t0 + int(1.5 * HOUR) + 777, t0 + int(2.5 * HOUR)
+    active = [e for e in res.events if e.object_kind == "Policy" and parse_time_ms(e.time) < since][-1]
+    start = World(res.world.cluster)
+    for e in res.events:
+        if parse_time_ms(e.time) < since:
+            start.apply(e)
+    w = whatif(start, res.events, res.records, active.payload, since, until)
+    assert len(w.recorded.records) > 300
+    assert any(b.code == "fallback_estimate" and b.detail["choice"] == "wait"
+               for r in w.recorded.records for b in r.blockers)
+    assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
+    assert [e.to_dict() for e in w.counterfactual.events] == [e.to_dict() for e in w.recorded.events]
+
+
+def test_the_tenant_sees_its_whole_estimate():
+    from audit.api.tenant_view import tenant_view
+
+    sim = _world([30] * 16, 28)
+    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    view = tenant_view(r.to_dict())
+    assert view["blockers"][-1] == {"code": "fallback_estimate", "tier": 0, "detail": r.blockers[-1].detail}
+    assert view["message"] == r.message
+
+
+@given(finished=st.lists(st.integers(1, 10_000), min_size=1, max_size=40),
+       ages=st.lists(st.integers(0, 12_000), max_size=40))
+def test_the_survival_falls_from_one_and_without_censoring_is_the_empirical_one(finished, ages):
+    times, surv = survival(finished, ages)
+    assert times == sorted(set(finished))
+    assert all(0.0 <= s <= 1.0 for s in surv)
+    assert all(a >= b for a, b in zip([1.0, *surv], surv, strict=False))
+    plain_times, plain = survival(finished, [])
+    assert plain == pytest.approx([sum(1 for f in finished if f > t) / len(finished) for t in plain_times])
+
+
+def test_a_world_rebuilt_from_its_checkpoint_estimates_as_the_live_one():
+    """Checkpoints carry the holding times: a replay that starts from one decides as the run did."""
+    res = _adaptive_run()
+    live = World(res.world.cluster)
+    compared = 0
+    for i, ev in enumerate(res.events):
+        live.apply(ev)
+        if i % 500 == 499:
+            rebuilt = World.from_snapshot(json.loads(json.dumps(live.snapshot())))
+            for count in (1, 2, 4):
+                for later in (0, 5 * MIN):
+                    at = live.time_ms + later
+                    assert (estimate(rebuilt, ("H100",), count, at, 600_000)
+                            == estimate(live, ("H100",), count, at, 600_000))
+                    compared += 1
+    assert compared > 30
