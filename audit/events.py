@@ -2,8 +2,9 @@
 
 Every change to allocator inputs is one event with a per-cluster sequence number ``seq``:
 an upsert or delete of a Kubernetes object (ResourceSlice, DeviceClass, DeviceTaintRule, Node,
-ResourceClaim with or without ``status.allocation``, Pod) or the activation of a policy
-(``object_kind == "Policy"``, payload = the policy document). A decision at ``seq`` sees exactly
+ResourceClaim with or without ``status.allocation``, Pod), the activation of a policy
+(``object_kind == "Policy"``, payload = the policy document), or a scheduler's Reservation of
+devices for a long-pending pod (``audit.scheduler.reservations``). A decision at ``seq`` sees exactly
 the events with a smaller or equal ``seq``. Events are deduplicated by ``(cluster, seq)``; sources
 that observe objects (the Kubernetes watcher) also carry ``resource_version`` so the same
 observed change never gets two sequence numbers.
@@ -36,6 +37,7 @@ OBJECT_KINDS = (
     "ResourceClaim",
     "Pod",
     "Policy",
+    "Reservation",
 )
 
 

@@ -54,6 +54,13 @@ class Blocker(StrEnum):
     NOT_REQUESTED = "not_requested"
     # Not a tier's: the placement went ahead of older pending pods of its tenant (tier -1).
     QUEUE_SKIP = "queue_skip"
+    # Reservations for long-pending pods (audit/scheduler/reservations.py): made, waited on,
+    # released by the placement, not possible, and another pod kept off reserved devices (tier -1).
+    RESERVATION_MADE = "reservation_made"
+    RESERVATION_WAITING = "reservation_waiting"
+    RESERVATION_RELEASED = "reservation_released"
+    RESERVATION_UNAVAILABLE = "reservation_unavailable"
+    RESERVATION_HELD = "reservation_held"
 
 
 class Outcome(StrEnum):

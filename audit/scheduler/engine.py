@@ -23,6 +23,7 @@ node (``brute_force_choice`` does exactly that, for tests).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ from typing import Any
 from audit.allocator.outcome import AllocationOutcome, Status
 from audit.policy import Policy
 from audit.records import Blocker, DeviceRef, Outcome, Reason, RetryClass, TierBlocker, TierSummary
+from audit.scheduler import reservations
 from audit.scheduler.attempt import (
     ENGINE_VERSION,
     AttemptContext,
@@ -120,13 +122,16 @@ def _tier_may_fit(ctx: AttemptContext, t: Tier) -> bool:
     world = ctx.world
     if world.has_shared_slices or t.tolerates or t.all_devices:
         return bool(candidate_nodes(world, t))
-    whole = [m for m in t.models if check_quota(world, ctx.policy, ctx.tenant, m, t.count).fits]
-    if any(n in world.nodes for m in whole for n in world.nodes_with_free(m, t.count)):
+    policy, key = ctx.policy, ctx.pod_key
+    whole = [m for m in t.models if check_quota(world, policy, ctx.tenant, m, t.count).fits]
+    if any(n in world.nodes and reservations.may_fit(world, policy, key, n, (m,), t.count)
+           for m in whole for n in world.nodes_with_free(m, t.count)):
         return True
     if len(t.models) == 1:
         return False
-    some = [m for m in t.models if check_quota(world, ctx.policy, ctx.tenant, m, 1).fits]
+    some = [m for m in t.models if check_quota(world, policy, ctx.tenant, m, 1).fits]
     return any(n in world.nodes and sum(world.free_healthy(n, m) for m in some) >= t.count
+               and reservations.may_fit(world, policy, key, n, tuple(some), t.count)
                for n in world.multi_model_nodes)
 
 
@@ -203,8 +208,34 @@ def _decide_dra(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Req
     best, visits, steps = _search(ctx, claims, aug_claims, rts, allowed)
     summaries = summarize(world, rts, closed, visits, multi_claim)
     if best is None:
-        return _no_node(ctx, claims, rts, allowed, blockers, summaries, steps, holding)
-    return _proposal(ctx, claims, rts, allowed, best, blockers, summaries, steps)
+        d = _no_node(ctx, claims, rts, allowed, blockers, summaries, steps, holding)
+    else:
+        d = _proposal(ctx, claims, rts, allowed, best, blockers, summaries, steps)
+    if ctx.policy.reserve_after_ms is None and not world.reservations:
+        return d
+    return _reservation_evidence(ctx, rts, allowed, d, [v.node for v in visits])
+
+
+def _reservation_evidence(ctx: AttemptContext, rts: list[RequestTiers],
+                          allowed: dict[tuple[str, str], tuple[Tier, ...]], d: Decision, visited: list[str]) -> Decision:
+    """The decision with what reservations did to it (``audit.scheduler.reservations``): nodes
+    it was kept off, the hold it used, waits on or made."""
+    world, policy, rec = ctx.world, ctx.policy, d.record
+    added = reservations.kept_off(world, policy, ctx.pod_key, visited, rec.node)
+    hold = reservations.own_hold(world, policy, ctx.pod_key)
+    reservation = None
+    if hold is not None:
+        added.insert(0, reservations.released(hold, rec.node, ctx.time_ms) if d.proposal is not None
+                     else reservations.waiting(world, hold, ctx.time_ms))
+    elif d.proposal is None and d.satisfiable and reservations.eligible(policy, ctx.wait_ms):
+        first = allowed[(rts[0].claim, rts[0].request)][0]
+        made, reservation = reservations.plan(world, policy, ctx.pod_key, ctx.pod, ctx.tenant, first, ctx.time_ms)
+        added.insert(0, made)
+    if not added:
+        return d
+    rec.blockers = [*rec.blockers, *added]
+    rec.message += f"; {reservations.message(added)}"
+    return dataclasses.replace(d, record=seal(rec), reservation=reservation)
 
 
 def max_score(rts: list[RequestTiers], allowed: dict[tuple[str, str], tuple[Tier, ...]]) -> int:
@@ -307,7 +338,8 @@ def evaluate_node(ctx: AttemptContext, node: str, claims: list[dict[str, Any]], 
     f = node_filter(ctx.world, node, ctx.pod)
     if f is not None:
         return NodeTry(node, False, filtered=f)
-    outcome = allocate_on_node(ctx.world, node, aug_claims, ctx.policy)
+    held = reservations.held_devices(ctx.world, ctx.policy, node, ctx.pod_key)
+    outcome = allocate_on_node(ctx.world, node, aug_claims, ctx.policy, held=held)
     if outcome.status != Status.SUCCESS:
         return NodeTry(node, False, outcome=outcome, reject=outcome.status.value,
                        reject_detail={"code": outcome.error_code, "message": outcome.message})
