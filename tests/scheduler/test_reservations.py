@@ -1,0 +1,254 @@
+"""Reservations: a pod pending past ``queueing.reserveAfter`` gets devices set aside on the node
+with the fewest missing; other pods are kept off them; the hold ends when the pod binds, fails or
+is deleted; every step is evidence in a record and replays."""
+
+from __future__ import annotations
+
+import pytest
+
+from audit.policy import PolicyError, parse_policy
+from audit.world import World
+from tests.scheduler.worlds import cluster, hold, submit
+
+NODES = ("h100-000", "h100-001", "a100-000", "a100-001", "l40s-000")
+MINUTE = 60_000
+
+
+def _busy(reserve_after: str = "5m", **queueing: object):  # noqa: ANN202
+    """Every DRA node of the small cluster keeps 3 of its 8 GPUs free: a 4-GPU pod fits nowhere."""
+    sim = cluster(queueing={"reserveAfter": reserve_after, **queueing})
+    for node in NODES:
+        hold(sim, node, [0, 1, 2, 3, 4])
+    return sim
+
+
+def _codes(rec, prefix: str = "reservation") -> list[tuple[str, dict]]:  # noqa: ANN001
+    return [(b.code, b.detail) for b in rec.blockers if b.code.startswith(prefix)]
+
+
+def _reserved_big(sim, name: str = "big", namespace: str = "alpha") -> str:  # noqa: ANN001
+    key = submit(sim, name, namespace=namespace, size=4)
+    sim.schedule_pass()  # the pass of its arrival: no node, too early to reserve
+    sim.run_until(sim.now + 5 * MINUTE + 1)
+    return key
+
+
+@pytest.mark.parametrize(("waited_ms", "made"), [
+    pytest.param(5 * MINUTE - 1, False, id="not-before-reserveAfter"),
+    pytest.param(5 * MINUTE, True, id="made-once-reserveAfter-has-passed"),
+])
+def test_a_reservation_is_made_after_reserve_after(waited_ms, made):
+    sim = _busy()
+    key = submit(sim, "big", size=4)
+    sim.schedule_pass()
+    sim.now += waited_ms
+    sim.try_to_reserve(key)
+    sim.schedule_pass()
+    rec = sim.records[-1]
+    assert (rec.pod, rec.outcome) == ("big", "unschedulable")
+    if made:
+        assert _codes(rec) == [("reservation_made", {"node": "h100-000", "model": "H100", "count": 4, "missing": 1})]
+        assert rec.message.endswith("; reserved h100-000 for 4 H100 (1 still in use)")
+        assert sim.world.get("Reservation", "alpha", "big")["spec"]["node"] == "h100-000"
+        assert sim.world.reserved_node == {key: "h100-000"}
+    else:
+        assert len(sim.records) == 1  # not tried again: nothing changed and it may not reserve yet
+        assert sim.world.reservations == {}
+
+
+def test_the_reserve_action_tries_a_parked_pod_when_its_wait_is_up():
+    sim = _busy()
+    _reserved_big(sim)
+    assert [(r.pod, r.attempt, [c for c, _ in _codes(r)]) for r in sim.records] == [
+        ("big", 1, []), ("big", 2, ["reservation_made"])]
+
+
+@pytest.mark.parametrize(("held_elsewhere", "outcome", "node"), [
+    pytest.param(False, "allocated", "h100-001", id="placed-on-another-node"),
+    pytest.param(True, "unschedulable", "", id="waits-rather-than-take-reserved-devices"),
+])
+def test_a_reservation_is_honoured(held_elsewhere, outcome, node):
+    sim = _busy()
+    _reserved_big(sim)
+    if held_elsewhere:  # only the reserved node has free H100 and A100 is full: the small pod must wait
+        for n in NODES[1:]:
+            hold(sim, n, [5, 6, 7], name=f"rest-{n}")
+    submit(sim, "small", size=1)
+    sim.schedule_pass()
+    rec = sim.records[-1]
+    assert (rec.pod, rec.outcome, rec.node) == ("small", outcome, node)
+    assert _codes(rec) == [("reservation_held", {"node": "h100-000", "pod": "alpha/big", "model": "H100", "held": 3})]
+    assert "3 device(s) on h100-000 reserved for alpha/big" in rec.message
+    held = {f"gpu.nvidia.com/h100-000/gpu-{i}" for i in (5, 6, 7)}
+    assert not held & {d.device for d in rec.devices}
+    assert not held & set(sim.world.allocated_by)
+
+
+def test_devices_beyond_the_reserved_count_stay_free_for_others():
+    sim = _busy()
+    _reserved_big(sim)
+    sim.emit("ResourceClaim", "ops", "held-h100-000-0-1-2-3-4", None, "delete")
+    hold(sim, "h100-000", [0])  # 7 free on h100-000: 4 held for big, 3 free for anyone
+    for n in NODES[1:]:
+        hold(sim, n, [5, 6, 7], name=f"rest-{n}")
+    for i in range(3):
+        submit(sim, f"small-{i}", namespace="beta", size=1)
+    sim.wake()
+    sim.schedule_pass()  # whatever the order, the small pods take the 3 devices big does not need
+    assert sorted((r.pod, r.outcome, r.node) for r in sim.records[-4:]) == [
+        ("big", "allocated", "h100-000"), *((f"small-{i}", "allocated", "h100-000") for i in range(3))]
+    assert sim.world.free_healthy("h100-000", "H100") == 0
+
+
+@pytest.mark.parametrize("how", ["bound", "deleted", "failed"])
+def test_a_reservation_is_released(how):
+    sim = _busy()
+    key = _reserved_big(sim)
+    if how == "bound":
+        sim.now += MINUTE
+        sim.emit("ResourceClaim", "ops", "held-h100-000-0-1-2-3-4", None, "delete")
+        hold(sim, "h100-000", [0, 1, 2, 3])
+        sim.wake()
+        sim.schedule_pass()
+        rec = sim.records[-1]
+        assert (rec.pod, rec.outcome, rec.node) == ("big", "allocated", "h100-000")
+        assert _codes(rec) == [("reservation_released", {"node": "h100-000", "on_reserved_node": True,
+                                                         "reserved_ms": MINUTE})]
+    elif how == "deleted":
+        sim.remove(key)
+    else:
+        sim.fail(key)
+    assert sim.world.get("Reservation", "alpha", "big") is None
+    assert sim.world.reservations == {} and sim.world.reserved_node == {}
+    deletes = [e for e in sim.events if e.object_kind == "Reservation" and e.type == "delete"]
+    assert [(e.namespace, e.name) for e in deletes] == [("alpha", "big")]
+    if how != "bound":  # the held devices are anyone's again
+        submit(sim, "small", namespace="beta", size=3)
+        for n in NODES[1:]:
+            hold(sim, n, [5, 6, 7], name=f"rest-{n}")
+        sim.schedule_pass()
+        assert (sim.records[-1].pod, sim.records[-1].node) == ("small", "h100-000")
+        assert _codes(sim.records[-1]) == []
+
+
+def test_one_reservation_per_node_the_next_pod_gets_the_next_best_node():
+    sim = _busy()
+    _reserved_big(sim)
+    _reserved_big(sim, "large", namespace="beta")
+    assert sim.world.reserved_node == {"alpha/big": "h100-000", "beta/large": "h100-001"}
+
+
+def test_a_tenant_holds_at_most_its_limit():
+    sim = _busy(maxReservationsPerTenant=1)
+    _reserved_big(sim)
+    key = submit(sim, "big-2", size=4)
+    sim.now += 5 * MINUTE
+    sim.wake()  # a change: the second big pod is tried, waited long enough, and may not reserve
+    sim.pending.wake()
+    sim._forced.add(key)
+    sim.schedule_pass()
+    rec = sim.records[-1]
+    assert rec.pod == "big-2"
+    assert _codes(rec) == [("reservation_unavailable", {"cause": "tenant_limit", "reservations": 1, "limit": 1})]
+    assert rec.message.endswith("; no reservation (tenant_limit)")
+    assert list(sim.world.reserved_node) == ["alpha/big"]
+
+
+def test_when_a_reservation_ends_the_tenants_next_eligible_pod_reserves():
+    sim = _busy()
+    big = _reserved_big(sim)
+    submit(sim, "big-2", size=4)
+    sim.run_until(sim.now + 5 * MINUTE + 1)  # its reserve action finds the tenant's slot taken
+    assert list(sim.world.reserved_node) == [big]
+    sim.remove(big)
+    sim.schedule_pass()
+    assert sim.world.reserved_node == {"alpha/big-2": "h100-000"}
+    assert _codes(sim.records[-1]) == [("reservation_made", {"node": "h100-000", "model": "H100", "count": 4,
+                                                             "missing": 1})]
+
+
+def test_a_world_rebuilt_from_a_snapshot_has_the_same_reservations():
+    sim = _busy()
+    _reserved_big(sim)
+    rebuilt = World.from_snapshot(sim.world.snapshot())
+    assert rebuilt.reservations == sim.world.reservations
+    assert rebuilt.reserved_node == sim.world.reserved_node
+
+
+def test_without_reserve_after_a_reservation_in_the_world_holds_nothing():
+    sim = _busy()
+    _reserved_big(sim)
+    doc = sim.world.objects["Policy"][sim.world.policy_key]
+    off = {**doc, "spec": {**doc["spec"], "version": "2", "queueing": {}}}
+    sim.emit("Policy", "", doc["metadata"]["name"], off)
+    for n in NODES[1:]:
+        hold(sim, n, [5, 6, 7], name=f"rest-{n}")
+    submit(sim, "small", namespace="beta", size=1)
+    sim.schedule_pass()
+    assert (sim.records[-1].pod, sim.records[-1].node) == ("small", "h100-000")
+    assert _codes(sim.records[-1]) == []
+
+
+# ---- the policy ---------------------------------------------------------------------------------
+
+def _doc(**spec):  # noqa: ANN003, ANN202
+    return {"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "p"},
+            "spec": {"version": "1", **spec}}
+
+
+@pytest.mark.parametrize(("queueing", "after_ms", "limit"), [
+    pytest.param({}, None, 1, id="absent-means-no-reservations"),
+    pytest.param({"reserveAfter": "10m"}, 600_000, 1, id="a-duration"),
+    pytest.param({"reserveAfter": "0s"}, 0, 1, id="zero-reserves-at-the-first-failure"),
+    pytest.param({"reserveAfter": "30m", "maxReservationsPerTenant": 3}, 1_800_000, 3, id="with-a-tenant-limit"),
+    pytest.param({"mode": "strict", "reserveAfter": "10m"}, 600_000, 1, id="strict-queueing-reserves-too"),
+])
+def test_reserve_after_in_the_policy(queueing, after_ms, limit):
+    policy = parse_policy(_doc(queueing=queueing))
+    assert (policy.reserve_after_ms, policy.max_reservations_per_tenant) == (after_ms, limit)
+
+
+def test_a_policy_without_reserve_after_keeps_its_digest():
+    assert parse_policy(_doc(queueing={"mode": "best-effort"})).digest == parse_policy(_doc()).digest
+    assert parse_policy(_doc(queueing={"reserveAfter": "10m"})).digest != parse_policy(_doc()).digest
+
+
+def test_the_policy_document_round_trips_reservations():
+    from audit.policy import policy_document
+
+    for queueing in ({}, {"reserveAfter": "10m", "maxReservationsPerTenant": 2}):
+        policy = parse_policy(_doc(queueing=queueing))
+        assert parse_policy(policy_document(policy)).digest == policy.digest
+
+
+@pytest.mark.parametrize(("queueing", "message"), [
+    ({"reserveAfter": "soon"}, "Policy p: spec.queueing.reserveAfter: "),
+    ({"reserveAfter": "10m", "maxReservationsPerTenant": 0}, "Policy p: spec.queueing.maxReservationsPerTenant: "
+                                                             "must be >= 1"),
+    ({"reserveAfter": "10m", "maxReservationsPerTenant": "two"},
+     "Policy p: spec.queueing.maxReservationsPerTenant: expected an integer, got str"),
+])
+def test_a_bad_reservation_field_is_named(queueing, message):
+    with pytest.raises(PolicyError) as exc:
+        parse_policy(_doc(queueing=queueing))
+    assert str(exc.value).startswith(message)
+
+
+_HEAD = "apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\nspec:\n  version: '1'\n"
+
+
+@pytest.mark.parametrize(("queueing", "code", "err"), [
+    pytest.param("{maxReservationsPerTenant: 2}", 2,
+                 "Policy p: spec.queueing.maxReservationsPerTenant: has no effect without spec.queueing.reserveAfter "
+                 "(no pod is ever reserved for)\n", id="a-limit-without-reservations-is-refused"),
+    pytest.param("{mode: strict, reserveAfter: 10m, maxReservationsPerTenant: 2}", 0, "",
+                 id="reservations-with-strict-queueing-pass"),
+])
+def test_policy_check_on_reservations(tmp_path, capsys, queueing, code, err):
+    from audit.cli.main import main
+
+    f = tmp_path / "p.yaml"
+    f.write_text(_HEAD + f"  queueing: {queueing}\n")
+    assert main(["policy", "check", str(f)]) == code
+    got = capsys.readouterr().err
+    assert got == (f"{f}: {err}" if err else "")
