@@ -51,6 +51,8 @@ DETAIL_KEYS = frozenset({
     "cause", "aborted_by", "requests",
     # the retry budget and queue skips of the decision engine (audit/scheduler)
     "bind_failure", "max_bind_failures", "older_pending", "oldest_wait_ms",
+    # reservations (audit/scheduler/reservations.py); the pod a reservation is for is ``pod``
+    "missing", "held", "reserved_ms", "on_reserved_node", "reservations",
 })
 # detail keys whose value names a tenant or a namespaced object ("ns/name"): shown when it is the
 # record's own, else as OTHERS

@@ -252,3 +252,44 @@ def test_policy_check_on_reservations(tmp_path, capsys, queueing, code, err):
     assert main(["policy", "check", str(f)]) == code
     got = capsys.readouterr().err
     assert got == (f"{f}: {err}" if err else "")
+
+
+# ---- what users see -------------------------------------------------------------------------------
+
+def _kept_off_record():  # noqa: ANN202
+    sim = _busy()
+    _reserved_big(sim)
+    for n in NODES[1:]:
+        hold(sim, n, [5, 6, 7], name=f"rest-{n}")
+    submit(sim, "small", namespace="beta", size=1)
+    sim.schedule_pass()
+    return sim.records[-1]
+
+
+def test_why_names_the_reservation_that_held_the_devices():
+    from audit.explain import explain_record
+
+    rec = _kept_off_record()
+    body = explain_record(rec, "H100")
+    assert {"code": "reservation_held", "tier": -1, "node": "h100-000", "pod": "alpha/big", "model": "H100",
+            "held": 3} in body.blockers
+    assert "3 H100 on node h100-000 reserved for pod alpha/big" in body.summary
+
+
+@pytest.mark.parametrize(("namespace", "pod_shown"), [
+    pytest.param("alpha", "alpha/big", id="the-tenant-sees-its-own-reserved-pod"),
+    pytest.param("beta", "(others)", id="another-tenants-reserved-pod-is-hidden"),
+])
+def test_reservation_evidence_in_the_tenant_view(namespace, pod_shown):
+    from audit.api.tenant_view import tenant_view
+
+    sim = _busy()
+    _reserved_big(sim)
+    for n in NODES[1:]:
+        hold(sim, n, [5, 6, 7], name=f"rest-{n}")
+    submit(sim, "small", namespace=namespace, size=1)
+    sim.schedule_pass()
+    view = tenant_view(sim.records[-1].to_dict())
+    [held] = [b for b in view["blockers"] if b["code"] == "reservation_held"]
+    assert held["detail"] == {"node": "h100-000", "pod": pod_shown, "model": "H100", "held": 3}
+    assert ("alpha/big" in view["message"]) == (pod_shown == "alpha/big")
