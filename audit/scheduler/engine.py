@@ -228,8 +228,8 @@ def _reservation_evidence(ctx: AttemptContext, rts: list[RequestTiers],
         added.insert(0, reservations.released(hold, rec.node, ctx.time_ms) if d.proposal is not None
                      else reservations.waiting(world, hold, ctx.time_ms))
     elif d.proposal is None and d.satisfiable and reservations.eligible(policy, ctx.wait_ms):
-        first = allowed[(rts[0].claim, rts[0].request)][0]
-        made, reservation = reservations.plan(world, policy, ctx.pod_key, ctx.pod, ctx.tenant, first, ctx.time_ms)
+        made, reservation = reservations.plan(world, policy, ctx.pod_key, ctx.pod, ctx.tenant,
+                                              allowed[(rts[0].claim, rts[0].request)], ctx.time_ms)
         added.insert(0, made)
     if not added:
         return d

@@ -10,13 +10,14 @@ the rules, each deterministic and read from the world alone:
   reservation for it, if it holds none, its tenant holds fewer than
   ``maxReservationsPerTenant`` (default 1) and a node is free of reservations. At most one
   reservation per node; so at most min(nodes, tenants × maxReservationsPerTenant) in a cluster.
-* **For what.** The first tier the policy leaves open for the pod's first request (its most
-  preferred acceptable model and its device count); requests of tiers that take all devices
-  are not reserved for.
-* **Where.** Among nodes that pass the pod's node filters (taints, affinity, selectors) and
-  carry at least ``count`` healthy devices of the tier's models, the node with the fewest devices
-  missing (``count`` − free healthy devices of those models), ties by node name. The world has
-  no running times of jobs, so "fits soonest" is judged by what is missing now.
+* **For what and where.** One tier of the pod's first request — its models and device count —
+  on one node. Candidates are the tiers the policy leaves open for that request (with a fallback
+  mode that holds out for the preferred model, only that one; tiers that take all devices are
+  never reserved for) on nodes that pass the pod's node filters (taints, affinity, selectors),
+  carry at least ``count`` healthy devices of the tier's models and hold no reservation. The
+  choice is the fewest devices missing (``count`` − free healthy devices of those models), then
+  the lower tier index (the more preferred model), then the node name. The world has no running
+  times of jobs, so "fits soonest" is judged by what is missing now.
 * **What is held.** On the reserved node, the free healthy devices of the reserved models, in
   slice order, up to ``count``: every other pod sees them as in use (the simple rule: others may
   never use held devices, whether or not they would finish in time). Devices beyond ``count``
@@ -106,37 +107,47 @@ def eligible(policy: Policy, wait_ms: int) -> bool:
     return policy.reserve_after_ms is not None and wait_ms >= policy.reserve_after_ms
 
 
-def plan(world: World, policy: Policy, pod_key: str, pod: dict[str, Any], tenant: str, tier: Tier,
+def plan(world: World, policy: Policy, pod_key: str, pod: dict[str, Any], tenant: str, tiers: tuple[Tier, ...],
          time_ms: int) -> tuple[TierBlocker, dict[str, Any] | None]:
     """For an eligible pod without a hold that found no node: the evidence, and the Reservation
-    object to write when one is made (see the module docstring for the rule)."""
+    object to write when one is made (see the module docstring for the rule). ``tiers``: those
+    the policy leaves open for the pod's first request, in preference order."""
     limit = policy.max_reservations_per_tenant
     holds = tenant_holds(world, policy, tenant)
-    if tier.all_devices or not tier.models:
-        return _unavailable(tier, "not_countable", holds, limit), None
+    countable = [t for t in tiers if not t.all_devices and t.models]
+    if not countable:
+        return _unavailable(tiers[0].index, "not_countable", holds, limit), None
     if holds >= limit:
-        return _unavailable(tier, "tenant_limit", holds, limit), None
-    best: tuple[int, str] | None = None
-    nodes: set[str] = set()
-    for m in tier.models:
-        nodes.update(world.nodes_with_model(m))
-    for node in sorted(nodes):
-        if node not in world.nodes or hold_on(world, policy, node) is not None:
-            continue
-        healthy = free = 0
-        for dev_id in world.node_devices.get(node, ()):
-            dev = world.devices[dev_id]
-            if dev.model in tier.models and not dev.unhealthy:
-                healthy += 1
-                free += dev_id not in world.allocated_by
-        if healthy < tier.count or node_filter(world, node, pod) is not None:
-            continue
-        missing = max(0, tier.count - free)
-        if best is None or (missing, node) < best:
-            best = (missing, node)
+        return _unavailable(countable[0].index, "tenant_limit", holds, limit), None
+    best: tuple[int, int, str] | None = None
+    chosen: dict[int, Tier] = {t.index: t for t in countable}
+    filtered: dict[str, bool] = {}
+    for tier in countable:
+        nodes: set[str] = set()
+        for m in tier.models:
+            nodes.update(world.nodes_with_model(m))
+        for node in sorted(nodes):
+            if node not in world.nodes or hold_on(world, policy, node) is not None:
+                continue
+            healthy = free = 0
+            for dev_id in world.node_devices.get(node, ()):
+                dev = world.devices[dev_id]
+                if dev.model in tier.models and not dev.unhealthy:
+                    healthy += 1
+                    free += dev_id not in world.allocated_by
+            if healthy < tier.count:
+                continue
+            key = (max(0, tier.count - free), tier.index, node)
+            if best is not None and key >= best:
+                continue
+            if node not in filtered:
+                filtered[node] = node_filter(world, node, pod) is not None
+            if not filtered[node]:
+                best = key
     if best is None:
-        return _unavailable(tier, "no_node", holds, limit), None
-    missing, node = best
+        return _unavailable(countable[0].index, "no_node", holds, limit), None
+    missing, index, node = best
+    tier = chosen[index]
     ns, _, name = pod_key.partition("/")
     obj = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"namespace": ns, "name": name},
            "spec": {"pod": pod_key, "node": node, "models": list(tier.models), "count": tier.count,
@@ -145,8 +156,8 @@ def plan(world: World, policy: Policy, pod_key: str, pod: dict[str, Any], tenant
         "node": node, "model": tier.label, "count": tier.count, "missing": missing}), obj
 
 
-def _unavailable(tier: Tier, cause: str, holds: int, limit: int) -> TierBlocker:
-    return TierBlocker(Blocker.RESERVATION_UNAVAILABLE.value, tier.index,
+def _unavailable(tier: int, cause: str, holds: int, limit: int) -> TierBlocker:
+    return TierBlocker(Blocker.RESERVATION_UNAVAILABLE.value, tier,
                        {"cause": cause, "reservations": holds, "limit": limit})
 
 

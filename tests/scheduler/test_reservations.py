@@ -293,3 +293,18 @@ def test_reservation_evidence_in_the_tenant_view(namespace, pod_shown):
     [held] = [b for b in view["blockers"] if b["code"] == "reservation_held"]
     assert held["detail"] == {"node": "h100-000", "pod": pod_shown, "model": "H100", "held": 3}
     assert ("alpha/big" in view["message"]) == (pod_shown == "alpha/big")
+
+
+@pytest.mark.parametrize(("fallback", "node", "model", "missing"), [
+    pytest.param({"mode": "immediate"}, "a100-000", "A100", 1, id="the-open-tier-with-fewest-missing"),
+    pytest.param({"mode": "strict"}, "h100-000", "H100", 2, id="only-the-preferred-model-while-holding-out-for-it"),
+])
+def test_the_reservation_goes_where_the_fewest_devices_are_missing(fallback, node, model, missing):
+    """H100 nodes have 2 of 8 free, A100 and L40S nodes 3: a 4-GPU pod misses 2 H100 or 1 A100."""
+    sim = cluster(queueing={"reserveAfter": "5m"}, fallback=fallback)
+    for n in NODES:
+        hold(sim, n, [0, 1, 2, 3, 4, 5] if n.startswith("h100") else [0, 1, 2, 3, 4])
+    key = _reserved_big(sim)
+    assert sim.world.reserved_node == {key: node}
+    assert _codes(sim.records[-1]) == [("reservation_made", {"node": node, "model": model, "count": 4,
+                                                             "missing": missing})]
