@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import os
 
+import pytest
+
 from audit.policy import Policy
 from audit.records import to_jsonl
 from audit.scheduler import reservations
@@ -18,12 +20,12 @@ SCENARIO = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", 
 HOUR = 3_600_000
 
 
-@functools.lru_cache(maxsize=1)
-def _run() -> SimulationResult:
+@functools.lru_cache(maxsize=2)
+def _run(mode: str = "best-effort") -> SimulationResult:
     with open(SCENARIO, encoding="utf-8") as fh:
         sc = load_scenario_text(fh.read(), "busy-small.yaml")
     for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
-        doc["spec"]["queueing"] = {"reserveAfter": "2m"}
+        doc["spec"]["queueing"] = {"mode": mode, "reserveAfter": "2m"}
     return simulate(sc, seed=3, hours=4.0)
 
 
@@ -31,10 +33,11 @@ def _codes(res: SimulationResult) -> set[str]:
     return {b.code for r in res.records for b in r.blockers if b.code.startswith("reservation")}
 
 
-def test_every_decision_of_a_day_with_reservations_replays_to_its_digests():
+@pytest.mark.parametrize("mode", ["best-effort", "strict"])
+def test_every_decision_of_a_day_with_reservations_replays_to_its_digests(mode):
     from audit.replay import MemorySource, Verifier
 
-    res = _run()
+    res = _run(mode)
     # the run exercised reservations: made, released by the bind, and other pods kept off
     assert {"reservation_made", "reservation_released", "reservation_held"} <= _codes(res)
     results = list(Verifier(MemorySource(res.events)).run(res.records))
@@ -42,10 +45,11 @@ def test_every_decision_of_a_day_with_reservations_replays_to_its_digests():
     assert [r.decision_id for r in results if not r.match] == []
 
 
-def test_the_recorded_reservation_policy_reproduces_a_window():
+@pytest.mark.parametrize("mode", ["best-effort", "strict"])
+def test_the_recorded_reservation_policy_reproduces_a_window(mode):
     from audit.replay.whatif import whatif
 
-    res = _run()
+    res = _run(mode)
     t0 = parse_time_ms(res.events[0].time)
     since, until = t0 + int(1.5 * HOUR) + 777, t0 + int(2.9 * HOUR)
     start = World(res.world.cluster)
@@ -63,8 +67,9 @@ def _held_for_others(world: World, policy: Policy, pod: str) -> set[str]:
     return {d for node in world.reservations for d in reservations.held_devices(world, policy, node, pod)}
 
 
-def test_no_pod_ever_took_a_device_held_for_another_and_the_limits_held():
-    res = _run()
+@pytest.mark.parametrize("mode", ["best-effort", "strict"])
+def test_no_pod_ever_took_a_device_held_for_another_and_the_limits_held(mode):
+    res = _run(mode)
     world = World(res.world.cluster)
     claims_of = {f"{r.namespace}/{c}": f"{r.namespace}/{r.pod}" for r in res.records for c in r.claims}
     allocations = 0

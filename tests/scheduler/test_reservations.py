@@ -308,3 +308,20 @@ def test_the_reservation_goes_where_the_fewest_devices_are_missing(fallback, nod
     assert sim.world.reserved_node == {key: node}
     assert _codes(sim.records[-1]) == [("reservation_made", {"node": node, "model": model, "count": 4,
                                                              "missing": missing})]
+
+
+def test_a_failed_bind_keeps_the_reservation_and_does_not_say_released():
+    from audit.scheduler.engine import bind, decide
+
+    sim = _busy()
+    key = _reserved_big(sim)
+    sim.emit("ResourceClaim", "ops", "held-h100-000-0-1-2-3-4", None, "delete")
+    hold(sim, "h100-000", [0, 1, 2, 3])
+    d = decide(sim.world, key, 3, sim.now)
+    assert [c for c, _ in _codes(d.record)] == ["reservation_released"]
+    taken = d.proposal.device_ids[0].rsplit("/", 1)[1]
+    hold(sim, "h100-000", [int(taken.split("-")[1])], name="racer")  # another scheduler takes one first
+    failed = bind(sim.world, d, sim.now)
+    assert [b.code for b in failed.record.blockers][-1] == "binding_conflict"
+    assert _codes(failed.record) == []
+    assert sim.world.reserved_node == {key: "h100-000"}
