@@ -7,7 +7,8 @@ devices, with the whole claim (its other requests and its constraints) allocated
 device that passes them; one primary reason per device; tier blockers; the outcome (the record's
 if given, else the pod's current allocation); for a pod holding nothing, what it would get if
 scheduled now (``audit.explain.nextstep``), or every tier's blocker; the holder of each in-use
-device (``audit.explain.holders``); one sentence.
+device (``audit.explain.holders``), devices a reservation holds for another pod read as in use
+(``audit.explain.reserved``); one sentence.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from audit.explain.nodes import node_exclusion
 from audit.explain.probe import NodeProber, Verdict, parse_as, probe_claim
 from audit.explain.reasons import AVAILABLE, RANK, ordered_codes
 from audit.explain.record import model_tier, record_blockers, record_outcome
+from audit.explain.reserved import mark_reserved, reserved_for_others
 from audit.explain.result import DeviceReason, Explanation
 from audit.explain.summary import render_summary
 from audit.explain.tiers import Tier, TierMatcher, pod_tiers
@@ -238,6 +240,7 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
     # A decision is taken before its pod is bound, so a recorded or held allocation is judged unbound.
     unbound = record is not None or current["result"] == "allocated"
     judged = _judge(view, pod_obj, claim, judged_tier, devices, own, not unbound, policy)
+    mark_reserved(judged, reserved_for_others(view, policy, (ns, name), everything, judged), AVAILABLE)
 
     reasons, node_causes, taint_keys = _tally(judged)
     if record is not None:

@@ -325,3 +325,22 @@ def test_a_failed_bind_keeps_the_reservation_and_does_not_say_released():
     assert [b.code for b in failed.record.blockers][-1] == "binding_conflict"
     assert _codes(failed.record) == []
     assert sim.world.reserved_node == {key: "h100-000"}
+
+
+@pytest.mark.parametrize(("asker", "reserved"), [
+    pytest.param("beta/small", True, id="another-pod-sees-the-held-devices-in-use"),
+    pytest.param("alpha/big", False, id="the-reserved-pod-sees-them-available"),
+])
+def test_why_from_the_world_reads_held_devices_as_in_use(asker, reserved):
+    from audit.explain import explain
+    from tests.scheduler.worlds import world_view
+
+    sim = _busy()
+    _reserved_big(sim)
+    submit(sim, "small", namespace="beta", size=1)
+    body = explain(world_view(sim.world), asker, "H100", policy=sim.world.policy, detail=True)
+    rows = {d.device.rsplit("/", 1)[1]: (d.reason, d.detail.get("by")) for d in body.devices
+            if d.node == "h100-000" and d.device.rsplit("-", 1)[1] in "567"}
+    expected = ("in_use", "reserved for pod alpha/big") if reserved else ("available", None)
+    assert rows == {f"gpu-{i}": expected for i in (5, 6, 7)}
+    assert body.reasons["in_use"] == 10 + (3 if reserved else 0)  # 2 H100 nodes × 5 held by ops
