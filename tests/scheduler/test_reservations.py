@@ -344,3 +344,15 @@ def test_why_from_the_world_reads_held_devices_as_in_use(asker, reserved):
     expected = ("in_use", "reserved for pod alpha/big") if reserved else ("available", None)
     assert rows == {f"gpu-{i}": expected for i in (5, 6, 7)}
     assert body.reasons["in_use"] == 10 + (3 if reserved else 0)  # 2 H100 nodes × 5 held by ops
+
+
+def test_with_every_candidate_node_reserved_a_pod_gets_none():
+    sim = cluster(queueing={"reserveAfter": "5m"}, fallback={"mode": "strict"})  # H100 only: two nodes
+    for node in NODES:
+        hold(sim, node, [0, 1, 2, 3, 4])
+    _reserved_big(sim, "big", "alpha")
+    _reserved_big(sim, "big", "beta")
+    _reserved_big(sim, "big", "gamma")
+    assert sim.world.reserved_node == {"alpha/big": "h100-000", "beta/big": "h100-001"}
+    assert _codes(sim.records[-1]) == [("reservation_unavailable", {"cause": "no_node", "reservations": 0,
+                                                                    "limit": 1})]
