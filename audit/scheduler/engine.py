@@ -99,7 +99,8 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     """A cheap necessary condition for ``decide`` to place the pod now.
 
     False only when some request has no tier the policy leaves open (quota, fallback mode) with a
-    node that has enough free healthy devices of models the tenant's quota still admits; a
+    node that has enough free healthy devices of models the tenant's quota still admits (less
+    those a reservation holds there for another pod, ``audit.scheduler.reservations``); a
     device-plugin pod when no node has enough free GPUs. True says nothing: only ``decide`` knows. The cluster loop asks this before trying
     a pod again that already failed, so a change that cannot help it costs no attempt.
     """
@@ -123,15 +124,16 @@ def _tier_may_fit(ctx: AttemptContext, t: Tier) -> bool:
     if world.has_shared_slices or t.tolerates or t.all_devices:
         return bool(candidate_nodes(world, t))
     policy, key = ctx.policy, ctx.pod_key
+    held = bool(world.reservations)  # (no call per node when nothing is reserved)
     whole = [m for m in t.models if check_quota(world, policy, ctx.tenant, m, t.count).fits]
-    if any(n in world.nodes and reservations.may_fit(world, policy, key, n, (m,), t.count)
+    if any(n in world.nodes and (not held or reservations.may_fit(world, policy, key, n, (m,), t.count))
            for m in whole for n in world.nodes_with_free(m, t.count)):
         return True
     if len(t.models) == 1:
         return False
     some = [m for m in t.models if check_quota(world, policy, ctx.tenant, m, 1).fits]
     return any(n in world.nodes and sum(world.free_healthy(n, m) for m in some) >= t.count
-               and reservations.may_fit(world, policy, key, n, tuple(some), t.count)
+               and (not held or reservations.may_fit(world, policy, key, n, tuple(some), t.count))
                for n in world.multi_model_nodes)
 
 
@@ -338,7 +340,7 @@ def evaluate_node(ctx: AttemptContext, node: str, claims: list[dict[str, Any]], 
     f = node_filter(ctx.world, node, ctx.pod)
     if f is not None:
         return NodeTry(node, False, filtered=f)
-    held = reservations.held_devices(ctx.world, ctx.policy, node, ctx.pod_key)
+    held = reservations.held_devices(ctx.world, ctx.policy, node, ctx.pod_key) if ctx.world.reservations else ()
     outcome = allocate_on_node(ctx.world, node, aug_claims, ctx.policy, held=held)
     if outcome.status != Status.SUCCESS:
         return NodeTry(node, False, outcome=outcome, reject=outcome.status.value,

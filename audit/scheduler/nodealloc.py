@@ -116,7 +116,7 @@ def inventory(world: World) -> Any:
 
 
 def allocated_state(world: World, node: str, held: tuple[str, ...] = ()) -> Any:
-    extra = [dict(zip(("driver", "pool", "device"), dev_id.split("/", 2), strict=True)) for dev_id in held]
+    extra = [dict(zip(("driver", "pool", "device"), dev_id.split("/", 2), strict=True)) for dev_id in held] if held else []
     if world.has_shared_slices:
         results: list[dict[str, Any]] = []
         for _, claim in world.items("ResourceClaim"):
