@@ -356,3 +356,20 @@ def test_with_every_candidate_node_reserved_a_pod_gets_none():
     assert sim.world.reserved_node == {"alpha/big": "h100-000", "beta/big": "h100-001"}
     assert _codes(sim.records[-1]) == [("reservation_unavailable", {"cause": "no_node", "reservations": 0,
                                                                     "limit": 1})]
+
+
+@pytest.mark.parametrize(("asker", "node"), [
+    pytest.param("beta/small", "h100-001", id="another-pod-would-go-elsewhere"),
+    pytest.param("alpha/big", "", id="the-reserved-pod-still-misses-one"),
+])
+def test_would_get_now_leaves_held_devices_to_their_pod(asker, node):
+    from audit.explain import would_get_now
+    from audit.scheduler.engine import decide
+    from tests.scheduler.worlds import world_view
+
+    sim = _busy()
+    _reserved_big(sim)
+    submit(sim, "small", namespace="beta", size=1)
+    got = would_get_now(world_view(sim.world), asker, policy=sim.world.policy)
+    assert (got["result"], got["node"]) == (("allocated", node) if node else ("unschedulable", ""))
+    assert decide(sim.world, asker, 9, sim.now).record.node == node  # what the engine decides
