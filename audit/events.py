@@ -110,7 +110,25 @@ def validate_event(data: Any) -> WorldEvent:
         raise EventError("object_kind", f"unknown object kind {data['object_kind']!r}")
     if data["seq"] < 0:
         raise EventError("seq", "must be >= 0")
+    if data["object_kind"] == "Reservation" and data["type"] == EventType.UPSERT.value:
+        _check_reservation(data.get("payload") or {})
     return WorldEvent.from_dict(data)
+
+
+# What the world reads of a Reservation (audit/scheduler/reservations.py writes them).
+_RESERVATION_SPEC: dict[str, type] = {"pod": str, "node": str, "models": list, "count": int, "tier": int, "since": str}
+
+
+def _check_reservation(payload: dict[str, Any]) -> None:
+    spec = payload.get("spec")
+    if not isinstance(spec, dict):
+        raise EventError("payload.spec", "a Reservation needs a spec object")
+    for name, typ in _RESERVATION_SPEC.items():
+        value = spec.get(name)
+        if not isinstance(value, typ) or isinstance(value, bool):
+            raise EventError(f"payload.spec.{name}", f"expected {typ.__name__}, got {type(value).__name__}")
+    if not all(isinstance(m, str) for m in spec["models"]):
+        raise EventError("payload.spec.models", "expected a list of model names")
 
 
 def loads_json(raw: bytes) -> Any:

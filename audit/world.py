@@ -724,9 +724,12 @@ class World:
         if new is None:
             return
         spec = new.get("spec") or {}
-        hold = Hold(key, str(spec.get("node", "")), tuple(str(m) for m in spec.get("models") or ()),
-                    int(spec.get("count", 0)), int(spec.get("tier", 0)),
-                    parse_time_ms(str(spec.get("since") or self.time or "1970-01-01T00:00:00Z")))
+        try:
+            hold = Hold(key, str(spec.get("node", "")), tuple(str(m) for m in spec.get("models") or ()),
+                        int(spec.get("count", 0)), int(spec.get("tier", 0)),
+                        parse_time_ms(str(spec.get("since") or self.time or "1970-01-01T00:00:00Z")))
+        except (TypeError, ValueError, AttributeError):
+            return  # not one the cluster loop wrote: it holds nothing (the object stays in the log)
         self.reservations[hold.node] = hold
         self.reserved_node[key] = hold.node
 

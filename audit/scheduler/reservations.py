@@ -10,7 +10,8 @@ the rules, each deterministic and read from the world alone:
   reservation for it, if it holds none, its tenant holds fewer than
   ``maxReservationsPerTenant`` (default 1) and a node is free of reservations. At most one
   reservation per node; so at most min(nodes, tenants × maxReservationsPerTenant) in a cluster.
-* **For what and where.** One tier of the pod's first request — its models and device count —
+* **For what and where.** Pods whose devices come from ResourceClaims (not the device plugin).
+  One tier of the pod's first request — its models and device count —
   on one node. Candidates are the tiers the policy leaves open for that request (with a fallback
   mode that holds out for the preferred model, only that one; tiers that take all devices are
   never reserved for) on nodes that pass the pod's node filters (taints, affinity, selectors),
@@ -62,7 +63,8 @@ def hold_on(world: World, policy: Policy, node: str) -> Hold | None:
 
 def own_hold(world: World, policy: Policy, pod_key: str) -> Hold | None:
     node = world.reserved_node.get(pod_key)
-    return None if node is None else hold_on(world, policy, node)
+    hold = None if node is None else hold_on(world, policy, node)
+    return hold if hold is not None and hold.pod == pod_key else None
 
 
 def held_devices(world: World, policy: Policy, node: str, pod_key: str) -> tuple[str, ...]:

@@ -373,3 +373,17 @@ def test_would_get_now_leaves_held_devices_to_their_pod(asker, node):
     got = would_get_now(world_view(sim.world), asker, policy=sim.world.policy)
     assert (got["result"], got["node"]) == (("allocated", node) if node else ("unschedulable", ""))
     assert decide(sim.world, asker, 9, sim.now).record.node == node  # what the engine decides
+
+
+def test_a_reservation_event_passes_ingest_validation_and_a_bad_one_is_named():
+    from audit.events import EventError, validate_event
+
+    sim = _busy()
+    _reserved_big(sim)
+    [made] = [e for e in sim.events if e.object_kind == "Reservation"]
+    assert validate_event(made.to_dict()) == made
+    bad = made.to_dict()
+    bad["payload"] = {**made.payload, "spec": {**made.payload["spec"], "count": "four"}}
+    with pytest.raises(EventError) as exc:
+        validate_event(bad)
+    assert str(exc.value) == "WorldEvent: payload.spec.count: expected int, got str"
