@@ -75,7 +75,8 @@ def _reservation_phrase(model: str, blocker: Mapping[str, Any]) -> str:
         return (f"holding {blocker.get('held', '?')} of {blocker.get('count', '?')} {blocker.get('model', model)} "
                 f"reserved on node {node}")
     if code == Blocker.RESERVATION_RELEASED.value:
-        where = "used" if blocker.get("on_reserved_node") else "released (placed elsewhere)"
+        where = ("used" if blocker.get("on_reserved_node") else
+                 "released (the pod failed)" if blocker.get("cause") == "failed" else "released (placed elsewhere)")
         return f"reservation on node {node} {where}"
     if code == Blocker.RESERVATION_UNAVAILABLE.value:
         return f"no reservation possible ({blocker.get('cause', '?')})"

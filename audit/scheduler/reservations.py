@@ -31,7 +31,8 @@ A reservation is a ``Reservation`` world object (namespace and name of its pod),
 cluster loop from the decision that made it, so a replayed decision sees exactly the holds its
 original saw. Evidence: ``reservation_made`` on the decision that made one,
 ``reservation_waiting`` while the pod waits on it, ``reservation_released`` on the decision that
-placed it, ``reservation_held`` on a decision of another pod for each node it visited and could
+placed it (``cause: bound``) or whose bind failed for good (``cause: failed``; a pod deleted
+while waiting has no decision: its Reservation's deletion is in the event log), ``reservation_held`` on a decision of another pod for each node it visited and could
 not use where devices were held, ``reservation_unavailable`` when an eligible pod got none.
 Pure: no I/O, no clock.
 """
@@ -174,7 +175,8 @@ def waiting(world: World, hold: Hold, time_ms: int) -> TierBlocker:
 def released(hold: Hold, node: str, time_ms: int) -> TierBlocker:
     """Evidence on the decision that placed the reserved pod (its hold ends with the bind)."""
     return TierBlocker(Blocker.RESERVATION_RELEASED.value, hold.tier, {
-        "node": hold.node, "on_reserved_node": node == hold.node, "reserved_ms": max(0, time_ms - hold.since_ms)})
+        "node": hold.node, "on_reserved_node": node == hold.node, "reserved_ms": max(0, time_ms - hold.since_ms),
+        "cause": "bound"})
 
 
 def kept_off(world: World, policy: Policy, pod_key: str, nodes: list[str], placed_on: str) -> list[TierBlocker]:

@@ -113,7 +113,7 @@ def test_a_reservation_is_released(how):
         rec = sim.records[-1]
         assert (rec.pod, rec.outcome, rec.node) == ("big", "allocated", "h100-000")
         assert _codes(rec) == [("reservation_released", {"node": "h100-000", "on_reserved_node": True,
-                                                         "reserved_ms": MINUTE})]
+                                                         "reserved_ms": MINUTE, "cause": "bound"})]
     elif how == "deleted":
         sim.remove(key)
     else:
@@ -387,3 +387,18 @@ def test_a_reservation_event_passes_ingest_validation_and_a_bad_one_is_named():
     with pytest.raises(EventError) as exc:
         validate_event(bad)
     assert str(exc.value) == "WorldEvent: payload.spec.count: expected int, got str"
+
+
+def test_a_bind_failing_for_good_says_the_reservation_ended_with_the_pod():
+    from audit.scheduler.engine import bind, decide
+
+    sim = _busy()
+    key = _reserved_big(sim)
+    sim.emit("ResourceClaim", "ops", "held-h100-000-0-1-2-3-4", None, "delete")
+    hold(sim, "h100-000", [0, 1, 2, 3])
+    d = decide(sim.world, key, 3, sim.now)
+    hold(sim, "h100-000", [int(d.proposal.device_ids[0].rsplit("-", 1)[1])], name="racer")
+    failed = bind(sim.world, d, sim.now, failures_before=sim.world.policy.max_attempts - 1)  # the budget's last
+    assert failed.record.retry_class == "terminal"
+    assert _codes(failed.record) == [("reservation_released", {"node": "h100-000", "on_reserved_node": False,
+                                                               "reserved_ms": 0, "cause": "failed"})]
