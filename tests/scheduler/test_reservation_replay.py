@@ -87,3 +87,22 @@ def test_no_pod_ever_took_a_device_held_for_another_and_the_limits_held(mode):
         assert len({h.node for h in live}) == len(live)
         assert all(tenants.count(t) <= world.policy.max_reservations_per_tenant for t in tenants)
     assert allocations > 1000
+
+
+def test_decisions_replay_from_checkpoints_taken_while_devices_were_reserved():
+    from audit.replay import MemorySource, Verifier
+    from audit.replay.checkpoints import checkpoint_body
+
+    res = _run()
+    world = World(res.world.cluster)
+    checkpoints = []
+    for ev in res.events:
+        world.apply(ev)
+        if world.reservations and (not checkpoints or ev.seq - checkpoints[-1][1] > 400):
+            checkpoints.append((world.cluster, ev.seq, checkpoint_body(world)))
+    assert len(checkpoints) >= 5
+    source = MemorySource(res.events, checkpoints)
+    for _, seq, _ in checkpoints:  # each batch starts from its checkpoint, reservations included
+        batch = [r for r in res.records if seq <= r.seq < seq + 400]
+        results = list(Verifier(source).run(batch))
+        assert len(results) == len(batch) and [r.decision_id for r in results if not r.match] == []
