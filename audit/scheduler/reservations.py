@@ -2,23 +2,23 @@
 
 With best-effort queueing a pod that needs many devices on one node can wait for ever while
 smaller pods take every device that frees up. A policy with ``spec.queueing.reserveAfter`` lets
-a pod that has been pending at least that long reserve a node (the idea of Volcano's ``sla``
-plugin, which locks resources for a job past its waiting time, and of Kueue's gang admission);
-the rules, each deterministic and read from the world alone:
+a pod that has been pending at least that long reserve a node — the idea of Volcano's ``sla``
+plugin, which locks resources for a job past its waiting time (volcano docs/design/sla-plugin.md).
+The rules, each deterministic and read from the world alone:
 
 * **Who.** A decision that finds no node for a pod pending at least ``reserveAfter`` makes a
-  reservation for it, if it holds none, its tenant holds fewer than
-  ``maxReservationsPerTenant`` (default 1) and a node is free of reservations. At most one
-  reservation per node; so at most min(nodes, tenants × maxReservationsPerTenant) in a cluster.
-* **For what and where.** Pods whose devices come from ResourceClaims (not the device plugin).
-  One tier of the pod's first request — its models and device count —
-  on one node. Candidates are the tiers the policy leaves open for that request (with a fallback
-  mode that holds out for the preferred model, only that one; tiers that take all devices are
-  never reserved for) on nodes that pass the pod's node filters (taints, affinity, selectors),
-  carry at least ``count`` healthy devices of the tier's models and hold no reservation. The
-  choice is the fewest devices missing (``count`` − free healthy devices of those models), then
-  the lower tier index (the more preferred model), then the node name. The world has no running
-  times of jobs, so "fits soonest" is judged by what is missing now.
+  reservation for it, if it holds none, its tenant holds fewer than ``maxReservationsPerTenant``
+  (default 1) and some node qualifies. At most one reservation per node, so at most
+  min(nodes, tenants × maxReservationsPerTenant) in a cluster. Only pods whose devices come from
+  ResourceClaims (not the device plugin) are reserved for.
+* **For what and where.** One tier of the pod's first request — its models and device count —
+  on one node. Candidates are the tiers the policy leaves open for that request (only the
+  preferred one while a fallback mode holds out for it; tiers that take all devices never) on
+  nodes that pass the pod's node filters (taints, affinity, selectors), carry at least ``count``
+  healthy devices of the tier's models and hold no reservation. The choice is the fewest devices
+  missing (``count`` − free healthy devices of those models), then the lower tier index (the more
+  preferred model), then the node name. The world has no running times of jobs, so "fits
+  soonest" is judged by what is missing now.
 * **What is held.** On the reserved node, the free healthy devices of the reserved models, in
   slice order, up to ``count``: every other pod sees them as in use (the simple rule: others may
   never use held devices, whether or not they would finish in time). Devices beyond ``count``
@@ -29,11 +29,12 @@ the rules, each deterministic and read from the world alone:
 
 A reservation is a ``Reservation`` world object (namespace and name of its pod), written by the
 cluster loop from the decision that made it, so a replayed decision sees exactly the holds its
-original saw. Evidence: ``reservation_made`` on the decision that made one,
-``reservation_waiting`` while the pod waits on it, ``reservation_released`` on the decision that
-placed it (``cause: bound``) or whose bind failed for good (``cause: failed``; a pod deleted
-while waiting has no decision: its Reservation's deletion is in the event log), ``reservation_held`` on a decision of another pod for each node it visited and could
-not use where devices were held, ``reservation_unavailable`` when an eligible pod got none.
+original saw. Evidence: ``reservation_made`` on the decision that made one;
+``reservation_waiting`` while the pod waits on it; ``reservation_released`` on the decision that
+placed it (``cause: bound``) or whose bind failed for good (``cause: failed``) — a pod deleted
+while waiting has no decision, its Reservation's deletion is in the event log;
+``reservation_held`` on a decision of another pod for each node it visited and did not get where
+devices were held; ``reservation_unavailable`` when an eligible pod got none, with the cause.
 Pure: no I/O, no clock.
 """
 
