@@ -402,3 +402,44 @@ def test_a_bind_failing_for_good_says_the_reservation_ended_with_the_pod():
     assert failed.record.retry_class == "terminal"
     assert _codes(failed.record) == [("reservation_released", {"node": "h100-000", "on_reserved_node": False,
                                                                "reserved_ms": 0, "cause": "failed"})]
+
+
+def test_taking_the_last_parked_pod_of_a_group_leaves_no_empty_group_for_a_wake():
+    from audit.scheduler.pending import PendingQueues
+
+    queues = PendingQueues()
+    queues.put_back("alpha", 1, "alpha/big", strict=False, group="spec-a")
+    queues.discard("alpha/big")  # what a reserve action does before queueing the pod
+    asked: list[list[tuple[int, str]]] = []
+    queues.wake(lambda tenant, pods: asked.append(pods) or pods)
+    assert queues.parked == {} and asked == []
+
+
+def test_a_tenant_at_its_fair_share_makes_no_reservation():
+    """alpha holds every A100 and L40S (its usage history set to catch up at once): far above
+    its half of the cluster while beta waits, so only beta's big pod reserves."""
+    from audit.scheduler.engine import decide
+    from audit.scheduler.queue import tenant_share
+
+    sim = cluster(queueing={"reserveAfter": "5m"}, fairness={"mode": "drf", "usageHalfLife": "1ms"})
+    for node in NODES[:2]:
+        hold(sim, node, [0, 1, 2, 3, 4])
+    for node in NODES[2:]:
+        name = f"alpha-{node}"
+        sim.emit("ResourceClaim", "alpha", name, {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "alpha", "uid": f"uid-{name}"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                                                          "count": 8}}]}},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": f"gpu-{i}"} for i in range(8)],
+                "config": []}, "nodeSelector": None}}})
+    alpha, beta = submit(sim, "big", "alpha", size=4), submit(sim, "big", "beta", size=4)
+    sim.schedule_pass()
+    sim.run_until(sim.now + 5 * MINUTE + 1)
+    assert tenant_share(sim.world, sim.world.policy, "alpha", sim.now) >= 1.0
+    assert sim.world.reserved_node == {beta: "h100-000"}
+    # its reserve action tried nothing (it could only be refused); a decision now says why
+    assert [r.attempt for r in sim.records if f"{r.namespace}/{r.pod}" == alpha] == [1]
+    assert _codes(decide(sim.world, alpha, 2, sim.now).record) == [
+        ("reservation_unavailable", {"cause": "at_fair_share", "reservations": 0, "limit": 1})]
