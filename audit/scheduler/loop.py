@@ -187,7 +187,8 @@ class ClusterLoop:
 
     def try_to_reserve(self, key: str) -> None:
         """Try a pending pod now if it has waited ``reserveAfter``, holds no reservation and its
-        tenant may hold another: its decision makes the reservation (or says why it could not)."""
+        tenant may make another (``reservations.tenant_cause``): its decision makes the
+        reservation, or says why it could not."""
         world, policy = self.world, self.world.policy
         st = self.pods.get(key)
         created = world.pending.get(key)
@@ -195,7 +196,7 @@ class ClusterLoop:
                 or not reservations.eligible(policy, self.now - created)):
             return
         tenant = policy.tenant_for(key.split("/", 1)[0])
-        if reservations.tenant_holds(world, policy, tenant) >= policy.max_reservations_per_tenant:
+        if reservations.tenant_cause(world, policy, tenant, self.now):
             return
         if policy.queueing_mode == "strict":
             queue = self.pending.queues.get(tenant) or []

@@ -8,7 +8,10 @@ The rules, each deterministic and read from the world alone:
 
 * **Who.** A decision that finds no node for a pod pending at least ``reserveAfter`` makes a
   reservation for it, if it holds none, its tenant holds fewer than ``maxReservationsPerTenant``
-  (default 1) and some node qualifies. At most one reservation per node, so at most
+  (default 1), is below its entitlement (with fairness on: share < 1 in the queue order's
+  unit, ``audit.scheduler.queue`` — a tenant holding its fair share or more is not starved, and
+  its holds would keep devices from tenants that are; aging counts on the same side of 1), and
+  some node qualifies. At most one reservation per node, so at most
   min(nodes, tenants × maxReservationsPerTenant) in a cluster. Only pods whose devices come from
   ResourceClaims (not the device plugin) are reserved for.
 * **For what and where.** One tier of the pod's first request — its models and device count —
@@ -45,6 +48,7 @@ from typing import Any
 from audit.policy import Policy
 from audit.records import Blocker, TierBlocker
 from audit.scheduler.filters import node_filter
+from audit.scheduler.queue import tenant_share
 from audit.scheduler.tiers import Tier
 from audit.timestamps import format_time_ms
 from audit.world import Hold, World
@@ -111,6 +115,15 @@ def eligible(policy: Policy, wait_ms: int) -> bool:
     return policy.reserve_after_ms is not None and wait_ms >= policy.reserve_after_ms
 
 
+def tenant_cause(world: World, policy: Policy, tenant: str, time_ms: int) -> str:
+    """Why the tenant may not make another reservation now ("" when it may)."""
+    if tenant_holds(world, policy, tenant) >= policy.max_reservations_per_tenant:
+        return "tenant_limit"
+    if policy.fairness_mode != "off" and tenant_share(world, policy, tenant, time_ms) >= 1.0:
+        return "at_fair_share"
+    return ""
+
+
 def plan(world: World, policy: Policy, pod_key: str, pod: dict[str, Any], tenant: str, tiers: tuple[Tier, ...],
          time_ms: int) -> tuple[TierBlocker, dict[str, Any] | None]:
     """For an eligible pod without a hold that found no node: the evidence, and the Reservation
@@ -121,8 +134,9 @@ def plan(world: World, policy: Policy, pod_key: str, pod: dict[str, Any], tenant
     countable = [t for t in tiers if not t.all_devices and t.models]
     if not countable:
         return _unavailable(tiers[0].index, "not_countable", holds, limit), None
-    if holds >= limit:
-        return _unavailable(countable[0].index, "tenant_limit", holds, limit), None
+    cause = tenant_cause(world, policy, tenant, time_ms)
+    if cause:
+        return _unavailable(countable[0].index, cause, holds, limit), None
     best: tuple[int, int, str] | None = None
     chosen: dict[int, Tier] = {t.index: t for t in countable}
     filtered: dict[str, bool] = {}
