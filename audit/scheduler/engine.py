@@ -17,7 +17,10 @@ equal nodes at random): highest score Σ over firstAvailable
 requests of (8 − chosen subrequest index), then node name. Nodes are visited in (score upper
 bound descending, name) order using the world's free-device indexes, and the search stops as soon
 as no unvisited node can beat the best found — the same choice as running the allocator on every
-node (``brute_force_choice`` does exactly that, for tests).
+node (``brute_force_choice`` does exactly that, for tests). Devices a reservation holds for
+another pending pod are in use to the allocator; a pod that finds no node after waiting the
+policy's ``reserveAfter`` may make a reservation (``audit.scheduler.reservations``, whose
+evidence every decision under such a policy carries).
 """
 
 from __future__ import annotations
