@@ -2,8 +2,9 @@
 
 Every change to allocator inputs is one event with a per-cluster sequence number ``seq``:
 an upsert or delete of a Kubernetes object (ResourceSlice, DeviceClass, DeviceTaintRule, Node,
-ResourceClaim with or without ``status.allocation``, Pod) or the activation of a policy
-(``object_kind == "Policy"``, payload = the policy document). A decision at ``seq`` sees exactly
+ResourceClaim with or without ``status.allocation``, Pod), the activation of a policy
+(``object_kind == "Policy"``, payload = the policy document), or a scheduler's Reservation of
+devices for a long-pending pod (``audit.scheduler.reservations``). A decision at ``seq`` sees exactly
 the events with a smaller or equal ``seq``. Events are deduplicated by ``(cluster, seq)``; sources
 that observe objects (the Kubernetes watcher) also carry ``resource_version`` so the same
 observed change never gets two sequence numbers.
@@ -36,6 +37,7 @@ OBJECT_KINDS = (
     "ResourceClaim",
     "Pod",
     "Policy",
+    "Reservation",
 )
 
 
@@ -108,7 +110,25 @@ def validate_event(data: Any) -> WorldEvent:
         raise EventError("object_kind", f"unknown object kind {data['object_kind']!r}")
     if data["seq"] < 0:
         raise EventError("seq", "must be >= 0")
+    if data["object_kind"] == "Reservation" and data["type"] == EventType.UPSERT.value:
+        _check_reservation(data.get("payload") or {})
     return WorldEvent.from_dict(data)
+
+
+# What the world reads of a Reservation (audit/scheduler/reservations.py writes them).
+_RESERVATION_SPEC: dict[str, type] = {"pod": str, "node": str, "models": list, "count": int, "tier": int, "since": str}
+
+
+def _check_reservation(payload: dict[str, Any]) -> None:
+    spec = payload.get("spec")
+    if not isinstance(spec, dict):
+        raise EventError("payload.spec", "a Reservation needs a spec object")
+    for name, typ in _RESERVATION_SPEC.items():
+        value = spec.get(name)
+        if not isinstance(value, typ) or isinstance(value, bool):
+            raise EventError(f"payload.spec.{name}", f"expected {typ.__name__}, got {type(value).__name__}")
+    if not all(isinstance(m, str) for m in spec["models"]):
+        raise EventError("payload.spec.models", "expected a list of model names")
 
 
 def loads_json(raw: bytes) -> Any:

@@ -2,7 +2,7 @@
 
 A policy (``apiVersion: claimtrail.io/v1alpha1``, ``kind: Policy``) is the versioned rule set every
 decision names: tenants (namespace -> tenant), per-tenant quotas per device model (nominal and
-borrowing limit), fairness weights and mode, queueing (best-effort or strict FIFO per tenant), retry/backoff, timeouts, which taints mean
+borrowing limit), fairness weights and mode, queueing (best-effort or strict FIFO per tenant, reservations), retry/backoff, timeouts, which taints mean
 "unhealthy", the device-model table (how a device's model is derived from its attributes, and its
 H100-equivalent weight), the fallback mode, whether one pod may mix models, and topology
 constraints. ``Policy.digest`` is the sha256 of the canonical form (defaults filled, durations in
@@ -116,6 +116,9 @@ class Policy:
     mixed_models: bool
     topology_match_attributes: tuple[str, ...]
     regret_window_ms: int
+    # queueing.reserveAfter (None: no reservations) and how many a tenant may hold at once
+    reserve_after_ms: int | None = None
+    max_reservations_per_tenant: int = 1
     canonical: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
     digest: str = ""
 
@@ -376,7 +379,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
     fallback = r.mapping(spec.get("fallback"), "spec.fallback")
     r.unknown(fallback, {"mode", "wait", "maxWait", "regretWindow"}, "spec.fallback")
     queueing = r.mapping(spec.get("queueing"), "spec.queueing")
-    r.unknown(queueing, {"mode"}, "spec.queueing")
+    r.unknown(queueing, {"mode", "reserveAfter", "maxReservationsPerTenant"}, "spec.queueing")
     topology = r.mapping(spec.get("topology"), "spec.topology")
     r.unknown(topology, {"matchAttributes"}, "spec.topology")
 
@@ -434,6 +437,10 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
         # how long after a fallback the first choice becoming allocatable still counts as regret
         regret_window_ms=r.duration(fallback, "regretWindow", "spec.fallback", "10m"),
         queueing_mode=r.string(queueing, "mode", "spec.queueing", "best-effort", QUEUEING_MODES),
+        reserve_after_ms=(r.duration(queueing, "reserveAfter", "spec.queueing", "0s")
+                          if queueing.get("reserveAfter") is not None else None),
+        max_reservations_per_tenant=r.integer(queueing, "maxReservationsPerTenant", "spec.queueing", 1,
+                                              minimum=1) or 1,
         mixed_models=r.boolean(spec, "mixedModels", "spec", True),
         topology_match_attributes=tuple(sorted(set(r.strings(topology, "matchAttributes", "spec.topology")))),
     )
@@ -574,7 +581,8 @@ def _canonical(f: dict[str, Any]) -> dict[str, Any]:
         ],
         "fallback": {"mode": f["fallback_mode"], "waitMs": f["fallback_wait_ms"],
                      "maxWaitMs": f["fallback_max_wait_ms"], "regretWindowMs": f["regret_window_ms"]},
-        "queueing": {"mode": f["queueing_mode"]},
+        "queueing": {"mode": f["queueing_mode"], "reserveAfterMs": f["reserve_after_ms"],
+                     "maxReservationsPerTenant": f["max_reservations_per_tenant"]},
         "mixedModels": f["mixed_models"],
         "topology": {"matchAttributes": list(f["topology_match_attributes"])},
     }
@@ -608,7 +616,9 @@ def policy_document(policy: Policy) -> dict[str, Any]:
             "fallback": {"mode": policy.fallback_mode, "wait": f"{policy.fallback_wait_ms}ms",
                          "maxWait": f"{policy.fallback_max_wait_ms}ms",
                          "regretWindow": f"{policy.regret_window_ms}ms"},
-            "queueing": {"mode": policy.queueing_mode},
+            "queueing": {"mode": policy.queueing_mode, **({} if policy.reserve_after_ms is None else {
+                "reserveAfter": f"{policy.reserve_after_ms}ms",
+                "maxReservationsPerTenant": policy.max_reservations_per_tenant})},
             "mixedModels": policy.mixed_models,
             "topology": {"matchAttributes": list(policy.topology_match_attributes)},
         },
@@ -636,6 +646,10 @@ def contradictions(raw: Mapping[str, Any], policy: Policy) -> list[PolicyError]:
         if fairness.get("waitAgingPerHour") not in (None, 0, 0.0):
             out.append(PolicyError(policy.name, "spec.fairness.waitAgingPerHour",
                                    "has no effect with spec.fairness.mode off (the order is plain FIFO)"))
+    queueing = said("queueing")
+    if "maxReservationsPerTenant" in queueing and policy.reserve_after_ms is None:
+        out.append(PolicyError(policy.name, "spec.queueing.maxReservationsPerTenant",
+                               "has no effect without spec.queueing.reserveAfter (no pod is ever reserved for)"))
     if "wait" in fallback and policy.fallback_mode != "wait-for-preferred":
         out.append(PolicyError(policy.name, "spec.fallback.wait",
                                f"only applies to mode wait-for-preferred (mode is {policy.fallback_mode})"))

@@ -57,6 +57,13 @@ class Blocker(StrEnum):
     # Adaptive fallback: the expected time until the first choice fits, and the wait-or-fall-back
     # choice made from it (on tier 0; audit.scheduler.adaptive).
     FALLBACK_ESTIMATE = "fallback_estimate"
+    # Reservations for long-pending pods (audit/scheduler/reservations.py): made, waited on,
+    # released by the placement, not possible, and another pod kept off reserved devices (tier -1).
+    RESERVATION_MADE = "reservation_made"
+    RESERVATION_WAITING = "reservation_waiting"
+    RESERVATION_RELEASED = "reservation_released"
+    RESERVATION_UNAVAILABLE = "reservation_unavailable"
+    RESERVATION_HELD = "reservation_held"
 
 
 class Outcome(StrEnum):

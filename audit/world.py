@@ -199,6 +199,19 @@ class TenantUsage:
         return decayed * math.log(2) / half_life_ms
 
 
+@dataclass(frozen=True)
+class Hold:
+    """A Reservation object as the engine reads it: devices of ``models`` on ``node`` set aside,
+    up to ``count``, for the pending pod ``pod`` since ``since_ms``."""
+
+    pod: str
+    node: str
+    models: tuple[str, ...]
+    count: int
+    tier: int
+    since_ms: int
+
+
 @dataclass
 class Charge:
     """What an allocation charged a tenant, so its release subtracts exactly that."""
@@ -252,6 +265,10 @@ class World:
         self.pending_by_tenant: dict[str, int] = {}  # tenant (under the active policy) -> pending pods
         # tenant -> its pending pods as sorted (creation ms, pod key): the queue order within a tenant
         self.pending_order: dict[str, list[tuple[int, str]]] = {}
+        # Reservation objects (the cluster loop's, ``audit.scheduler.reservations``): node -> the
+        # hold on it, and pod key -> its node
+        self.reservations: dict[str, Hold] = {}
+        self.reserved_node: dict[str, str] = {}
         self.dp_capacity: dict[str, int] = {}  # device-plugin node -> nvidia.com/gpu allocatable
         self.dp_used: dict[str, int] = {}
         self.dp_model: dict[str, str] = {}
@@ -725,6 +742,22 @@ class World:
             self._charge(f"pod:{key}", Charge(self.policy.tenant_for(namespace),
                                               new_gpus * self.policy.h100_equivalent(model), {model: new_gpus}))
 
+    def _on_reservation(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        node = self.reserved_node.pop(key, None)
+        if node is not None and self.reservations.get(node, Hold("", "", (), 0, 0, 0)).pod == key:
+            del self.reservations[node]
+        if new is None:
+            return
+        spec = new.get("spec") or {}
+        try:
+            hold = Hold(key, str(spec.get("node", "")), tuple(str(m) for m in spec.get("models") or ()),
+                        int(spec.get("count", 0)), int(spec.get("tier", 0)),
+                        parse_time_ms(str(spec.get("since") or self.time or "1970-01-01T00:00:00Z")))
+        except (TypeError, ValueError, AttributeError):
+            return  # not one the cluster loop wrote: it holds nothing (the object stays in the log)
+        self.reservations[hold.node] = hold
+        self.reserved_node[key] = hold.node
+
     # ---- checkpoints ---------------------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
@@ -756,6 +789,9 @@ class World:
         for kind in ("Policy", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "Pod"):
             w.objects[kind] = dict(snap["objects"].get(kind, {}))
         w.objects["ResourceClaim"] = dict(snap["objects"].get("ResourceClaim", {}))
+        for key, res in sorted(snap["objects"].get("Reservation", {}).items()):
+            w.objects.setdefault("Reservation", {})[key] = res
+            w._on_reservation(key, None, res)
         for key, node in w.objects["Node"].items():
             w._on_node(key, None, node)
         for key, sl in w.objects["ResourceSlice"].items():
@@ -842,4 +878,5 @@ _HANDLERS = {
     "ResourceClaim": World._on_claim,
     "Node": World._on_node,
     "Pod": World._on_pod,
+    "Reservation": World._on_reservation,
 }

@@ -7,7 +7,8 @@ devices, with the whole claim (its other requests and its constraints) allocated
 device that passes them; one primary reason per device; tier blockers; the outcome (the record's
 if given, else the pod's current allocation); for a pod holding nothing, what it would get if
 scheduled now (``audit.explain.nextstep``), or every tier's blocker; the holder of each in-use
-device (``audit.explain.holders``); one sentence.
+device (``audit.explain.holders``), devices a reservation holds for another pod read as in use
+(``audit.explain.reserved``); one sentence.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from audit.explain.nodes import node_exclusion
 from audit.explain.probe import NodeProber, Verdict, parse_as, probe_claim
 from audit.explain.reasons import AVAILABLE, RANK, ordered_codes
 from audit.explain.record import model_tier, record_blockers, record_outcome
+from audit.explain.reserved import mark_reserved, reserved_for_others
 from audit.explain.result import DeviceReason, Explanation
 from audit.explain.summary import render_summary
 from audit.explain.tiers import Tier, TierMatcher, pod_tiers
@@ -167,8 +169,9 @@ def _tier_blocker(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Ma
 
 def _would_get(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]], tiers: Sequence[Tier],
                matcher: TierMatcher, everything: Sequence[Device], own: Sequence[tuple[str, str]],
-               policy: Policy | None) -> dict[str, Any]:
-    """The allocation the scheduler would make now, or ``unschedulable`` with every tier's blocker."""
+               policy: Policy | None, reserved: Mapping[str, str]) -> dict[str, Any]:
+    """The allocation the scheduler would make now, or ``unschedulable`` with every tier's blocker;
+    ``reserved``: devices held for other pods, which the scheduler would not give this one."""
     by_id = {d.id: d for d in everything}
     closed: dict[int, dict[str, Any]] = {}
     models = {t.index: next((m for m in matcher.models() if matcher.selects(t, m)), "") for t in tiers}
@@ -183,7 +186,7 @@ def _would_get(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mappi
             closed[t.index] = {**quota, "request": t.label}
     # Fallbacks that open after a wait are taken as open: the pod's wait is not known here.
     note = {"fallback_mode": mode} if mode in ("wait-for-preferred", "adaptive") else {}
-    found = best_allocation(view, pod, claims, tiers, closed, own, policy)
+    found = best_allocation(view, pod, claims, tiers, closed, own, policy, held=sorted(reserved))
     if found is not None:
         return {**allocation_summary(found[1], tiers, by_id, found[0]), **note}
     blockers = [closed.get(t.index) or _tier_blocker(view, pod, claims, t, models[t.index], everything, own, policy, matcher)
@@ -213,7 +216,8 @@ def would_get_now(view: ClusterView, pod: str | tuple[str, str], policy: Policy 
     if current["result"] == "allocated":
         return current
     own = [(obj_namespace(c), obj_name(c)) for c in claims]
-    return _would_get(view, pod_obj, claims, tiers, TierMatcher(view, everything), everything, own, policy)
+    reserved = reserved_for_others(view, policy, _pod_key(pod), everything, {})
+    return _would_get(view, pod_obj, claims, tiers, TierMatcher(view, everything), everything, own, policy, reserved)
 
 
 def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: Policy | None = None,
@@ -238,6 +242,8 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
     # A decision is taken before its pod is bound, so a recorded or held allocation is judged unbound.
     unbound = record is not None or current["result"] == "allocated"
     judged = _judge(view, pod_obj, claim, judged_tier, devices, own, not unbound, policy)
+    reserved = reserved_for_others(view, policy, (ns, name), everything, judged)
+    mark_reserved(judged, reserved, AVAILABLE)
 
     reasons, node_causes, taint_keys = _tally(judged)
     if record is not None:
@@ -263,7 +269,7 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
                 blockers.append(found)
     would_get = None
     if record is None and current["result"] != "allocated":
-        would_get = _would_get(view, pod_obj, claims, tiers, matcher, everything, own, policy)
+        would_get = _would_get(view, pod_obj, claims, tiers, matcher, everything, own, policy, reserved)
     summary = render_summary(model, skipped, reasons, blockers, outcome, policy_version,
                              node_causes=node_causes, taint_keys=taint_keys, would_get=would_get)
     device_rows = None

@@ -84,8 +84,9 @@ def _open_claim(claim: Mapping[str, Any], tiers: Sequence[Tier], closed: Collect
 
 def best_allocation(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
                     tiers: Sequence[Tier], closed: Collection[int], own: Sequence[tuple[str, str]],
-                    policy: Policy | None) -> tuple[str, list[tuple[str, Mapping[str, Any]]]] | None:
-    """(node, (claim key, result) pairs) of the allocation the scheduler would make now, or None."""
+                    policy: Policy | None, held: Sequence[str] = ()) -> tuple[str, list[tuple[str, Mapping[str, Any]]]] | None:
+    """(node, (claim key, result) pairs) of the allocation the scheduler would make now, or None;
+    ``held``: device ids the pod may not use though free (reserved for another pod)."""
     opened = [_open_claim(c, tiers, closed) for c in claims]
     if any(c is None for c, _ in opened):
         return None
@@ -99,6 +100,9 @@ def best_allocation(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[
                                       [parse_as(raw, DeviceClass) for _, raw in sorted(view.classes.items())],
                                       [parse_as(raw, DeviceTaintRule) for _, raw in sorted(view.taint_rules.items())])
     state = AllocatedState.from_claims([parse_as(c, ResourceClaim) for c in view.allocated_claims(own)])
+    if held:
+        state = state.with_results([dict(zip(("driver", "pool", "device"), d.split("/", 2), strict=True))
+                                    for d in held])
     health: Callable[[Any], bool] | None = (lambda taint: policy.is_unhealthy_taint(taint.key)) if policy else None
     allocator = Allocator(inventory, state, health=health)
     kept = {claim_key(c): k for c, (_, k) in zip(claims, opened, strict=True)}

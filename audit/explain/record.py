@@ -13,6 +13,8 @@ it, or its node never had enough free devices for the tier). Why a skipped tier'
 devices went unused is its ``insufficient_on_node`` blocker, recorded by the engine. A tier the
 policy closed before any device was looked at keeps its closing code for all its devices
 (``quota_exhausted``, ``fair_share_deferred``), next to the blocker that gives the numbers.
+Devices a reservation held for another pod count as ``in_use`` (the allocator saw them so); the
+record's ``reservation_held`` blockers for the model say which node and pod held them.
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ def model_tier(record: DecisionRecord, model: str) -> TierSummary | None:
 def record_blockers(record: DecisionRecord, tier: TierSummary | None, model: str) -> list[dict[str, Any]]:
     if tier is None:
         return [{"code": Blocker.NOT_REQUESTED.value, "preference": list(record.preference)}]
-    return [{"code": b.code, "tier": b.tier, **b.detail} for b in record.blockers if b.tier == tier.index]
+    return [{"code": b.code, "tier": b.tier, **b.detail} for b in record.blockers
+            if b.tier == tier.index or (b.code == Blocker.RESERVATION_HELD.value
+                                        and model in str(b.detail.get("model", "")).split("|"))]
 
 
 def _taint_keys(tier: TierSummary) -> dict[str, str]:

@@ -38,7 +38,7 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
     """Detail keys follow the decision engine's blockers (audit.scheduler): quota ``used``/
     ``nominal``/``limit``, insufficient ``count``/``fallback_mode``; fair share ``tenant_share``/
     ``other_share``/``other_tenant``; not requested ``preference``; the adaptive fallback's
-    estimate (``audit.scheduler.adaptive``)."""
+    estimate (``audit.scheduler.adaptive``); reservations their own."""
     code = blocker.get("code")
     if code == Blocker.QUOTA_EXHAUSTED.value:
         nominal = blocker.get("nominal", "?")
@@ -64,6 +64,26 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
     if code == Blocker.NOT_REQUESTED.value:
         pref = ", ".join(str(m) for m in blocker.get("preference") or []) or "none"
         return f"{model} is not in the pod's preference list ({pref})"
+    return _reservation_phrase(model, blocker)
+
+
+def _reservation_phrase(model: str, blocker: Mapping[str, Any]) -> str:
+    """Detail keys follow ``audit.scheduler.reservations``."""
+    code, node = blocker.get("code"), blocker.get("node", "?")
+    if code == Blocker.RESERVATION_HELD.value:
+        return f"{blocker.get('held', '?')} {model} on node {node} reserved for pod {blocker.get('pod', '?')}"
+    if code == Blocker.RESERVATION_MADE.value:
+        return (f"reserved node {node} for {blocker.get('count', '?')} {blocker.get('model', model)} "
+                f"({blocker.get('missing', '?')} still in use)")
+    if code == Blocker.RESERVATION_WAITING.value:
+        return (f"holding {blocker.get('held', '?')} of {blocker.get('count', '?')} {blocker.get('model', model)} "
+                f"reserved on node {node}")
+    if code == Blocker.RESERVATION_RELEASED.value:
+        where = ("used" if blocker.get("on_reserved_node") else
+                 "released (the pod failed)" if blocker.get("cause") == "failed" else "released (placed elsewhere)")
+        return f"reservation on node {node} {where}"
+    if code == Blocker.RESERVATION_UNAVAILABLE.value:
+        return f"no reservation possible ({blocker.get('cause', '?')})"
     return str(code)
 
 

@@ -56,6 +56,8 @@ class ClusterView:
     slices: dict[str, dict[str, Any]] = field(default_factory=dict)
     claims: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     taint_rules: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # a scheduler's Reservation objects by (namespace, pod name) (audit.explain.reserved)
+    reservations: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
 
     @classmethod
@@ -64,7 +66,7 @@ class ClusterView:
         view = cls()
         tables: dict[str, dict[Any, dict[str, Any]]] = {
             "Node": view.nodes, "Pod": view.pods, "DeviceClass": view.classes, "ResourceSlice": view.slices,
-            "ResourceClaim": view.claims, "DeviceTaintRule": view.taint_rules}
+            "ResourceClaim": view.claims, "DeviceTaintRule": view.taint_rules, "Reservation": view.reservations}
         for obj in objects:
             kind = str(obj.get("kind", ""))
             name = obj_name(obj)
@@ -72,7 +74,7 @@ class ClusterView:
             if table is None:
                 view.ignored.append(f"{kind or '<no kind>'} {name}: not a kind the allocator reads")
                 continue
-            key = (obj_namespace(obj), name) if kind in ("Pod", "ResourceClaim") else name
+            key = (obj_namespace(obj), name) if kind in ("Pod", "ResourceClaim", "Reservation") else name
             if key in table:
                 view.ignored.append(f"{kind} {name}: listed twice, the later copy is used")
             table[key] = dict(obj)

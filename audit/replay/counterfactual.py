@@ -103,6 +103,8 @@ class Counterfactual(ClusterLoop):
                 self.schedule(start.retries[key], "retry", key)
             elif key in self.world.pending:
                 self.enqueue(key, self.world.pending[key])
+            if key in self.world.pending:
+                self.arm(key, self.world.pending[key])
             elif st.node:
                 at = self.history.finished_at.get(key)
                 if at is None:

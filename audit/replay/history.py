@@ -5,7 +5,8 @@ and node changes, health taints, foreign claims — and regenerates the decision
 another policy. This module sorts a window of the event log into those two parts:
 
 * **effects** (dropped): a managed pod's claim getting ``status.allocation`` and the pod getting
-  ``nodeName`` (bind), the pod turning ``Failed``, and the managed pod's and claim's deletion;
+  ``nodeName`` (bind), the pod turning ``Failed``, the managed pod's and claim's deletion, and
+  every Reservation made or released;
 * **interference** (held back): the world's events that landed between a decision and its
   bind-time re-check (the record's ``bind_seq``), which re-happen at the same point of the same
   attempt when the counterfactual makes that attempt, and otherwise at their time;
@@ -86,6 +87,8 @@ def _phase(ev: WorldEvent) -> str:
 
 
 def _is_effect(ev: WorldEvent, pods: set[str], claim_owner: dict[str, str]) -> bool:
+    if ev.object_kind == "Reservation":  # the scheduler's own: regenerated under the replayed policy
+        return True
     key = _pod_key(ev)
     if ev.object_kind == "Pod" and key in pods:
         if ev.type == EventType.DELETE.value:

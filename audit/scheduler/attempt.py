@@ -43,6 +43,7 @@ class Decision:
     proposal: Proposal | None = None
     events: list[WorldEvent] = field(default_factory=list)
     satisfiable: bool = True
+    reservation: dict[str, Any] | None = None  # a Reservation object the decision made (to write)
 
     @property
     def retry_class(self) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from audit.events import EventType, WorldEvent
 from audit.policy import Policy
-from audit.records import DecisionRecord, Outcome, RetryClass, TierBlocker
+from audit.records import Blocker, DecisionRecord, Outcome, RetryClass, TierBlocker
 from audit.scheduler.attempt import Decision, Proposal, model_matcher, still_satisfiable
 from audit.scheduler.sealing import seal
 from audit.scheduler.tiers import request_tiers, resolve_claims
@@ -80,7 +80,13 @@ def bind(world: World, decision: Decision, time_ms: int, policy: Policy | None =
     retryable = satisfiable and policy.is_retryable(cls.value) and k < policy.max_attempts
     rec.outcome = Outcome.ERROR.value
     rec.node, rec.devices, rec.allocated_model, rec.fallback = "", [], "", False
-    rec.blockers = [*rec.blockers, TierBlocker(cls.value, p.tier, {
+    # The reservation the proposal would have used: still held after a retryable failure, ended
+    # with the pod after a terminal one.
+    kept = [b for b in rec.blockers if b.code != Blocker.RESERVATION_RELEASED.value]
+    if not retryable:
+        kept += [TierBlocker(b.code, b.tier, {**b.detail, "on_reserved_node": False, "cause": "failed"})
+                 for b in rec.blockers if b.code == Blocker.RESERVATION_RELEASED.value]
+    rec.blockers = [*kept, TierBlocker(cls.value, p.tier, {
         **detail, "bind_seq": world.seq, "bind_failure": k, "max_bind_failures": policy.max_attempts})]
     budget = f"bind failure {k} of {policy.max_attempts}"
     if retryable:

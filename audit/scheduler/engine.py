@@ -18,12 +18,16 @@ equal nodes at random): highest score Σ over firstAvailable
 requests of (8 − chosen subrequest index), then node name. Nodes are visited in (score upper
 bound descending, name) order using the world's free-device indexes, and the search stops as soon
 as no unvisited node can beat the best found — the same choice as running the allocator on every
-node (``brute_force_choice`` does exactly that, for tests).
+node (``brute_force_choice`` does exactly that, for tests). Devices a reservation holds for
+another pending pod are in use to the allocator; a pod that finds no node after waiting the
+policy's ``reserveAfter`` may make a reservation (``audit.scheduler.reservations``, whose
+evidence every decision under such a policy carries).
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +35,7 @@ from typing import Any
 from audit.allocator.outcome import AllocationOutcome, Status
 from audit.policy import Policy
 from audit.records import Blocker, DeviceRef, Outcome, Reason, RetryClass, TierBlocker, TierSummary
+from audit.scheduler import reservations
 from audit.scheduler.adaptive import (
     AdaptiveHold,
     adaptive_hold,
@@ -106,7 +111,8 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     """A cheap necessary condition for ``decide`` to place the pod now.
 
     False only when some request has no tier the policy leaves open (quota, fallback mode) with a
-    node that has enough free healthy devices of models the tenant's quota still admits; a
+    node that has enough free healthy devices of models the tenant's quota still admits (less
+    those a reservation holds there for another pod, ``audit.scheduler.reservations``); a
     device-plugin pod when no node has enough free GPUs. True says nothing: only ``decide`` knows. The cluster loop asks this before trying
     a pod again that already failed, so a change that cannot help it costs no attempt. ``hold``
     False leaves an adaptive hold out (every tier open): the answer then holds whatever the wait.
@@ -130,13 +136,17 @@ def _tier_may_fit(ctx: AttemptContext, t: Tier) -> bool:
     world = ctx.world
     if world.has_shared_slices or t.tolerates or t.all_devices:
         return bool(candidate_nodes(world, t))
-    whole = [m for m in t.models if check_quota(world, ctx.policy, ctx.tenant, m, t.count).fits]
-    if any(n in world.nodes for m in whole for n in world.nodes_with_free(m, t.count)):
+    policy, key = ctx.policy, ctx.pod_key
+    held = bool(world.reservations)  # (no call per node when nothing is reserved)
+    whole = [m for m in t.models if check_quota(world, policy, ctx.tenant, m, t.count).fits]
+    if any(n in world.nodes and (not held or reservations.may_fit(world, policy, key, n, (m,), t.count))
+           for m in whole for n in world.nodes_with_free(m, t.count)):
         return True
     if len(t.models) == 1:
         return False
-    some = [m for m in t.models if check_quota(world, ctx.policy, ctx.tenant, m, 1).fits]
+    some = [m for m in t.models if check_quota(world, policy, ctx.tenant, m, 1).fits]
     return any(n in world.nodes and sum(world.free_healthy(n, m) for m in some) >= t.count
+               and (not held or reservations.may_fit(world, policy, key, n, tuple(some), t.count))
                for n in world.multi_model_nodes)
 
 
@@ -268,8 +278,34 @@ def _decide_dra(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Req
     summaries = summarize(world, rts, closed, visits, multi_claim)
     hold = _adaptive(ctx, rts) if ctx.policy.fallback_mode == "adaptive" else None
     if best is None:
-        return _no_node(ctx, claims, rts, allowed, blockers, summaries, steps, holding, hold)
-    return _proposal(ctx, claims, rts, allowed, best, blockers, summaries, steps, hold)
+        d = _no_node(ctx, claims, rts, allowed, blockers, summaries, steps, holding, hold)
+    else:
+        d = _proposal(ctx, claims, rts, allowed, best, blockers, summaries, steps, hold)
+    if ctx.policy.reserve_after_ms is None and not world.reservations:
+        return d
+    return _reservation_evidence(ctx, rts, allowed, d, [v.node for v in visits])
+
+
+def _reservation_evidence(ctx: AttemptContext, rts: list[RequestTiers],
+                          allowed: dict[tuple[str, str], tuple[Tier, ...]], d: Decision, visited: list[str]) -> Decision:
+    """The decision with what reservations did to it (``audit.scheduler.reservations``): nodes
+    it was kept off, the hold it used, waits on or made."""
+    world, policy, rec = ctx.world, ctx.policy, d.record
+    added = reservations.kept_off(world, policy, ctx.pod_key, visited, rec.node)
+    hold = reservations.own_hold(world, policy, ctx.pod_key)
+    reservation = None
+    if hold is not None:
+        added.insert(0, reservations.released(hold, rec.node, ctx.time_ms) if d.proposal is not None
+                     else reservations.waiting(world, hold, ctx.time_ms))
+    elif d.proposal is None and d.satisfiable and reservations.eligible(policy, ctx.wait_ms):
+        made, reservation = reservations.plan(world, policy, ctx.pod_key, ctx.pod, ctx.tenant,
+                                              allowed[(rts[0].claim, rts[0].request)], ctx.time_ms)
+        added.insert(0, made)
+    if not added:
+        return d
+    rec.blockers = [*rec.blockers, *added]
+    rec.message += f"; {reservations.message(added)}"
+    return dataclasses.replace(d, record=seal(rec), reservation=reservation)
 
 
 def max_score(rts: list[RequestTiers], allowed: dict[tuple[str, str], tuple[Tier, ...]]) -> int:
@@ -372,7 +408,8 @@ def evaluate_node(ctx: AttemptContext, node: str, claims: list[dict[str, Any]], 
     f = node_filter(ctx.world, node, ctx.pod)
     if f is not None:
         return NodeTry(node, False, filtered=f)
-    outcome = allocate_on_node(ctx.world, node, aug_claims, ctx.policy)
+    held = reservations.held_devices(ctx.world, ctx.policy, node, ctx.pod_key) if ctx.world.reservations else ()
+    outcome = allocate_on_node(ctx.world, node, aug_claims, ctx.policy, held=held)
     if outcome.status != Status.SUCCESS:
         return NodeTry(node, False, outcome=outcome, reject=outcome.status.value,
                        reject_detail={"code": outcome.error_code, "message": outcome.message})

@@ -11,6 +11,14 @@ then ``bind``. A placed pod runs for the driver's ``duration_ms``; a failed bind
 retries; a terminal failure fails the pod (phase ``Failed``, then deleted with its claims); node
 loss fails the pods running there. What is left unplaced waits in its queue for a change.
 
+Reservations (``audit.scheduler.reservations``): a decision that reserves devices for a pod
+returns the Reservation object, which the loop writes as a world event right after the record;
+the loop deletes it when the pod binds, fails or is deleted, then wakes the queues (the held
+devices are free again). Each pod gets a ``reserve`` action when it has waited ``reserveAfter``:
+if its tenant may hold another reservation, the pod is tried at once (a parked pod would
+otherwise wait for a change); when a reservation ends, the oldest eligible pod of each tenant with
+a free reservation slot is tried the same way.
+
 A driver subclasses ``ClusterLoop`` and supplies ``apply`` (fold an event into the world and log
 it), ``record``, ``duration_ms`` and ``on_action`` for its own timed actions. Pure: no I/O, no
 clock; any randomness belongs to the driver.
@@ -25,13 +33,13 @@ from typing import Any
 from audit.canonical import digest
 from audit.events import EventType, WorldEvent
 from audit.records import DecisionRecord, Outcome, RetryClass
-from audit.scheduler import engine
+from audit.scheduler import engine, reservations
 from audit.scheduler.pending import PendingQueues, follow_up
 from audit.timestamps import format_time_ms
 from audit.world import World
 
 # The loop's own actions; any other kind is the driver's.
-OWN_ACTIONS = ("finish", "retry", "wake")
+OWN_ACTIONS = ("finish", "retry", "wake", "reserve")
 # Failures that hold for every pod of the same shape until capacity grows (a fair-share deferral
 # does not: another tenant's placement in the same pass may lift it).
 UNFIT_CLASSES = frozenset({RetryClass.UNSCHEDULABLE.value, RetryClass.QUOTA.value})
@@ -63,6 +71,7 @@ class ClusterLoop:
         self.pending = PendingQueues()
         self._heap: list[tuple[int, int, str, Any]] = []  # (time, order, action, data)
         self._order = 0
+        self._forced: set[str] = set()  # pods to try in the next pass whatever may_place says
 
     # ---- what a driver supplies ---------------------------------------------------------------
 
@@ -138,6 +147,8 @@ class ClusterLoop:
                 self.enqueue(data, self.world.pending.get(data, self.now))
         elif kind == "wake":
             self.wake()
+        elif kind == "reserve":
+            self.try_to_reserve(data)
         else:
             self.on_action(kind, data)
 
@@ -156,11 +167,69 @@ class ClusterLoop:
         """A new pod to schedule."""
         self.pods[key] = PodState(device_plugin=device_plugin)
         self.enqueue(key, created)
+        self.arm(key, created)
 
     def forget(self, key: str) -> None:
         """The pod was deleted by someone else (a recorded event): stop scheduling it."""
         del self.pods[key]
         self.pending.discard(key)
+        self._forced.discard(key)
+        self.release(key)
+
+    # ---- reservations -------------------------------------------------------------------------
+
+    def arm(self, key: str, created: int) -> None:
+        """A ``reserve`` action when the pod will have waited ``reserveAfter`` (not in the past:
+        a window's replay starts after the actions before it happened)."""
+        after = self.world.policy.reserve_after_ms
+        if after is not None and created + after >= self.now:
+            self.schedule(created + after, "reserve", key)
+
+    def try_to_reserve(self, key: str) -> None:
+        """Try a pending pod now if it has waited ``reserveAfter``, holds no reservation and its
+        tenant may make another (``reservations.tenant_cause``): its decision makes the
+        reservation, or says why it could not."""
+        world, policy = self.world, self.world.policy
+        st = self.pods.get(key)
+        created = world.pending.get(key)
+        if (st is None or st.node or created is None or key in world.reserved_node or key in self._forced
+                or not reservations.eligible(policy, self.now - created)):
+            return
+        tenant = policy.tenant_for(key.split("/", 1)[0])
+        if reservations.tenant_cause(world, policy, tenant, self.now):
+            return
+        if policy.queueing_mode == "strict":
+            queue = self.pending.queues.get(tenant) or []
+            if queue and queue[0][1] == key:
+                self.pending.blocked.discard(tenant)
+            return
+        queued = any(k == key for _, k in self.pending.queues.get(tenant) or [])
+        if not queued:
+            parked = any(k == key for (t, _), waiting in self.pending.parked.items() if t == tenant for _, k in waiting)
+            if not parked:
+                return  # waiting for a bind retry, which tries it anyway
+            self.pending.discard(key)
+            self.enqueue(key, created)
+        self._forced.add(key)
+
+    def release(self, key: str) -> None:
+        """The pod's reservation, if any, ends: its object goes, held devices are free again, and
+        tenants with a free reservation slot try their oldest eligible pod."""
+        ns, name = key.split("/", 1)
+        if self.world.get("Reservation", ns, name) is None:
+            return
+        self.emit("Reservation", ns, name, None, EventType.DELETE.value)
+        self.wake()
+        policy = self.world.policy
+        if policy.reserve_after_ms is None:
+            return
+        for _, order in sorted(self.world.pending_order.items()):
+            for created, other in order:
+                if self.now - created < policy.reserve_after_ms:
+                    break
+                if other in self.pods and other not in self.world.reserved_node:
+                    self.try_to_reserve(other)
+                    break
 
     def remove(self, key: str) -> None:
         """The pod goes, and with it the claims generated for it (``status.resourceClaimStatuses``)."""
@@ -169,6 +238,8 @@ class ClusterLoop:
         claims = [str(s.get("resourceClaimName", ""))
                   for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
         del self.pods[key]
+        self._forced.discard(key)
+        self.release(key)
         self.emit("Pod", ns, name, None, EventType.DELETE.value)
         for claim in claims:
             if claim and self.world.get("ResourceClaim", ns, claim) is not None:
@@ -208,13 +279,13 @@ class ClusterLoop:
             if policy.queueing_mode == "strict":
                 self.attempt(key, tenant)
                 continue
-            if self.pods[key].attempts > 0:
+            if self.pods[key].attempts > 0 and key not in self._forced:
                 shape = self._shape(key)
                 if shape in self.pending.unfit or not engine.may_place(self.world, key, self.now, policy):
                     self.pending.unfit.add(shape)
                     self._park(tenant, key)
                     queue = self.pending.queues[tenant]
-                    while (queue and self.pods[queue[0][1]].attempts > 0
+                    while (queue and self.pods[queue[0][1]].attempts > 0 and queue[0][1] not in self._forced
                            and self._shape(queue[0][1]) in self.pending.unfit):
                         self._park(tenant, queue.pop(0)[1])
                     continue
@@ -235,9 +306,10 @@ class ClusterLoop:
 
     def _admit(self, tenant: str, pods: list[tuple[int, str]]) -> list[tuple[int, str]]:
         """Of parked pods of one tenant and spec, those ``may_place`` allows; one question per
-        fallback hold (the only thing besides the world that differs between them)."""
+        fallback hold and reservation owner (the only things besides the world that differ
+        between them)."""
         policy = self.world.policy
-        if policy.fallback_mode not in ("wait-for-preferred", "adaptive"):
+        if policy.fallback_mode not in ("wait-for-preferred", "adaptive") and not self.world.reserved_node:
             return pods if engine.may_place(self.world, pods[0][1], self.now, policy) else []
         answers: dict[object, bool] = {}
         out = []
@@ -249,7 +321,8 @@ class ClusterLoop:
             below = engine.holding_below(self.world, pods[0][1], self.now, policy)
         for created, key in pods:
             shape: object = (self._shape(key) if below is None
-                             else self.now - self.world.pending.get(key, self.now) < below)
+                             else (self.now - self.world.pending.get(key, self.now) < below,
+                                   key if key in self.world.reserved_node else ""))
             ok = answers.get(shape)
             if ok is None:
                 ok = answers[shape] = engine.may_place(self.world, key, self.now, policy)
@@ -259,7 +332,8 @@ class ClusterLoop:
 
     def _shape(self, key: str) -> tuple[object, ...]:
         """What decides whether the pod can be placed, besides the world: its tenant, pod spec and
-        claim specs (fixed while it is pending, computed once) and its fallback hold."""
+        claim specs (fixed while it is pending, computed once), its fallback hold and whether it
+        owns a reservation (it alone may use the devices held for it)."""
         st = self.pods[key]
         policy = self.world.policy
         if st.shape is None or st.shape[0] != policy.digest:
@@ -269,11 +343,13 @@ class ClusterLoop:
                       for c in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
             st.shape = (policy.digest, policy.tenant_for(ns),
                         digest({"pod": pod.get("spec"), "claims": [(c or {}).get("spec") for c in claims]}))
-        return (st.shape[1], st.shape[2], engine.holding_for_preferred(self.world, key, self.now, policy))
+        owner = key if key in self.world.reserved_node else ""
+        return (st.shape[1], st.shape[2], engine.holding_for_preferred(self.world, key, self.now, policy), owner)
 
     def attempt(self, key: str, tenant: str) -> DecisionRecord:
         st = self.pods[key]
         st.attempts += 1
+        self._forced.discard(key)
         d = engine.decide(self.world, key, st.attempts, self.now)
         if d.proposal is not None:
             self.before_bind(key, st.attempts, d)
@@ -282,10 +358,14 @@ class ClusterLoop:
                 st.bind_failures += 1
         self.record(d.record)
         rec = d.record
+        if d.reservation is not None and key in self.pods:
+            ns, name = key.split("/", 1)
+            self.emit("Reservation", ns, name, d.reservation)
         if d.events:
             for ev in d.events:
                 self.apply(ev)
             st.node = rec.node
+            self.release(key)
             self.on_placed(key, rec)
             duration = self.duration_ms(key)
             if duration is not None:

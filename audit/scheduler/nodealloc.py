@@ -3,7 +3,9 @@
 The allocator's ``Inventory`` (slices, classes, taint rules) is rebuilt only when the world's
 inventory version moves, from typed objects parsed once per payload. The allocated state handed
 to the allocator holds the devices in use on that node (pools here are per node, so devices of
-other nodes cannot matter), or — when the cluster has shared slices — every allocated result.
+other nodes cannot matter), or — when the cluster has shared slices — every allocated result,
+plus the devices a reservation holds for another pod (``audit.scheduler.reservations``), which
+the allocator then treats as in use.
 """
 
 from __future__ import annotations
@@ -113,27 +115,28 @@ def inventory(world: World) -> Any:
     return c.inventory
 
 
-def allocated_state(world: World, node: str) -> Any:
+def allocated_state(world: World, node: str, held: tuple[str, ...] = ()) -> Any:
+    extra = [dict(zip(("driver", "pool", "device"), dev_id.split("/", 2), strict=True)) for dev_id in held] if held else []
     if world.has_shared_slices:
         results: list[dict[str, Any]] = []
         for _, claim in world.items("ResourceClaim"):
             alloc = (claim.get("status") or {}).get("allocation")
             if alloc:
                 results.extend((alloc.get("devices") or {}).get("results", []) or [])
-        return AllocatedState.from_results(results)
+        return AllocatedState.from_results(results + extra)
     local: list[dict[str, Any]] = []
     for dev_id in world.node_devices.get(node, []):
         if dev_id in world.allocated_by:
             driver, pool, device = dev_id.split("/", 2)
             local.append({"driver": driver, "pool": pool, "device": device})
-    return AllocatedState.from_results(local)
+    return AllocatedState.from_results(local + extra)
 
 
 def allocate_on_node(world: World, node: str, claims: list[dict[str, Any]], policy: Policy,
-                     explain: bool = True) -> AllocationOutcome:
+                     explain: bool = True, held: tuple[str, ...] = ()) -> AllocationOutcome:
     node_obj = typed(world, world.get("Node", "", node) or {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
     typed_claims = [typed(world, c) for c in claims]
-    allocator = Allocator(node_inventory(world, node), allocated_state(world, node), quirks=Quirks(),
+    allocator = Allocator(node_inventory(world, node), allocated_state(world, node, held), quirks=Quirks(),
                           health=lambda taint: policy.is_unhealthy_taint(taint.key))
     outcome: AllocationOutcome = allocator.allocate(node_obj, typed_claims, explain=explain)
     c = _cache(world)

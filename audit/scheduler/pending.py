@@ -112,7 +112,11 @@ class PendingQueues:
         for q in self.queues.values():
             q[:] = [p for p in q if p[1] != key]
         for group, waiting in list(self.parked.items()):
-            self.parked[group] = [p for p in waiting if p[1] != key]
+            left = [p for p in waiting if p[1] != key]
+            if left:
+                self.parked[group] = left
+            else:  # a wake asks about each group's first pod: an empty group must not stay
+                del self.parked[group]
 
     def waiting(self) -> int:
         return sum(len(q) for q in self.queues.values()) + sum(len(q) for q in self.parked.values())
