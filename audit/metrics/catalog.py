@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sys
 
-from audit.metrics import fairness, fallback, health, lifecycle, ranks, regret, starving, usage, waits
+from audit.metrics import busy, fairness, fallback, health, lifecycle, ranks, regret, starving, usage, waits
 from audit.metrics.definition import Definition
 
-FAMILIES = (waits, starving, usage, fairness, fallback, health)
+FAMILIES = (waits, starving, usage, fairness, fallback, health, busy)
 DEFINITIONS: tuple[Definition, ...] = tuple(d for m in FAMILIES for d in m.DEFINITIONS)
 
 _HEADER = """# Metrics reference
