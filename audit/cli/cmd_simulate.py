@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trace-dir", metavar="DIR", help="folder with the traces (default: CLAIMTRAIL_TRACE_DIR, .claimtrail/traces, then ../shared/traces; `make traces` downloads them)")
     p.add_argument("--load", type=float, metavar="L",
                    help="with --trace: share of the GPUs the arrivals keep busy by the window's end if all "
-                        "were placed at once (default 1.0, contended); openb-2023 compresses arrival times, "
+                        "were placed at once (default 1.2, contended); openb-2023 compresses arrival times, "
                         "spot-2026 scales arrival rates")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--hours", type=float, help="simulated hours (default: the scenario's)")
