@@ -60,6 +60,7 @@ TRACE_H100_EQUIVALENT = {
     "H800": 1.0, "A100-SXM4-80GB": 0.315, "A800-SXM4-80GB": 0.315, "V100M32": 0.126, "V100M16": 0.126,
     "A10": 0.126, "T4": 0.066, "P100": 0.021,
 }
+DEFAULT_START = "2026-11-02T00:00:00Z"
 QOS_NAMESPACES = {"LS": "qos-ls", "BE": "qos-be", "Burstable": "qos-burstable", "Guaranteed": "qos-guaranteed"}
 
 
@@ -111,7 +112,7 @@ def _sub_name(model: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
 
 
-def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-11-02T00:00:00Z",
+def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = DEFAULT_START,
                    load: float = DEFAULT_LOAD) -> Scenario:
     base = os.path.join(trace_dir, OPENB_DIR)
     nodes = _rows(os.path.join(base, "openb_node_list_gpu_node.csv"), ("sn", "gpu", "model"))
@@ -175,7 +176,7 @@ def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-1
     return sc
 
 
-def spot_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-11-02T00:00:00Z",
+def spot_scenario(trace_dir: str, seed: int, hours: float, start: str = DEFAULT_START,
                   load: float = DEFAULT_LOAD) -> Scenario:
     path = os.path.join(trace_dir, SPOT_DIR, "node_info_df.csv")
     rows = _rows(path, ("gpu_model", "gpu_capacity_num", "node_name"))
@@ -223,9 +224,8 @@ def trace_scenario(name: str, trace_dir: str | None, seed: int, hours: float, st
     trace_dir = find_trace_dir(trace_dir)
     if trace_dir is None:
         raise TraceError(no_trace_dir_message())
-    when = {"start": start} if start else {}
     if name == "openb-2023":
-        return openb_scenario(trace_dir, seed, hours, load=load, **when)
+        return openb_scenario(trace_dir, seed, hours, start or DEFAULT_START, load)
     if name == "spot-2026":
-        return spot_scenario(trace_dir, seed, hours, load=load, **when)
+        return spot_scenario(trace_dir, seed, hours, start or DEFAULT_START, load)
     raise TraceError(f"unknown trace {name!r} (one of {', '.join(TRACES)})")
