@@ -7,6 +7,8 @@ import math
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audit.cli.cmd_simulate import summary_table
 from audit.cli.main import main
@@ -163,3 +165,23 @@ def test_load_without_a_trace_is_refused(capsys):
     assert main(["simulate", "--quiet", "--hours", "0.1", "--load", "1.5"]) == 2
     err = capsys.readouterr().err
     assert "--load 1.5: only for trace-driven runs (--trace)" in err and "Traceback" not in err
+
+
+@settings(max_examples=60, deadline=None)
+@given(offsets=st.lists(st.integers(0, 999), min_size=1, max_size=20), k=st.floats(0.5, 50),
+       window=st.integers(1, 5000))
+def test_compressed_arrivals_stay_in_the_window_at_their_scaled_offsets_with_unique_names(offsets, k, window):
+    span, start = 1000, 10_000
+    jobs = [_job(f"p{i}", start + off) for i, off in enumerate(sorted(offsets))]
+    out = compress(jobs, [], k, span, start, start + window)
+    assert all(start <= j.arrival_ms < start + window for j in out)
+    assert len({j.name for j in out}) == len(out)
+    # a pod of cycle m arrives at (m·span + its offset) / k into the window
+    by_cycle: dict[int, list[Job]] = {}
+    for j in out:
+        cycle = int(j.name.split("-r")[1]) if "-r" in j.name else 0
+        by_cycle.setdefault(cycle, []).append(j)
+        original = jobs[int(j.name.split("-")[0][1:])]
+        assert j.arrival_ms == start + int((cycle * span + (original.arrival_ms - start)) / k)
+    # nothing that fits the window is left out: cycle 0 holds every pod whose compressed time is inside
+    assert len(by_cycle.get(0, [])) == sum(1 for j in jobs if start + int((j.arrival_ms - start) / k) < start + window)
