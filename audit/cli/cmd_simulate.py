@@ -5,7 +5,7 @@ flood, health flaps, node loss, driver upgrades, a policy change). ``--out`` tak
 file, an API server URL or a ``chdb://`` DSN; ``--events`` writes the world event log as JSONL.
 JSONL files of an earlier run are replaced, not appended to.
 ``--trace`` replays a public GPU trace instead; ``--load`` sets how hard it presses on the cluster
-(``ingest/simulate/load.py``), and the summary then says how many GPUs were busy at the peak.
+(``ingest/simulate/load.py``). The summary also says how many GPUs were busy at the peak.
 A progress bar goes to stderr and a summary table to stdout. ``--start`` moves the simulated
 window (``now`` ends it at the current time, so trace explorers' "last hours" views show it).
 With ``--otel`` the summary says what the OTLP endpoints accepted, and the command exits 1
