@@ -4,6 +4,8 @@ Without ``--scenario`` or ``--trace`` the built-in "cluster day" runs (64 nodes,
 flood, health flaps, node loss, driver upgrades, a policy change). ``--out`` takes a ``.jsonl``
 file, an API server URL or a ``chdb://`` DSN; ``--events`` writes the world event log as JSONL.
 JSONL files of an earlier run are replaced, not appended to.
+``--trace`` replays a public GPU trace instead; ``--load`` sets how hard it presses on the cluster
+(``ingest/simulate/load.py``). The summary also says how many GPUs were busy at the peak.
 A progress bar goes to stderr and a summary table to stdout. ``--start`` moves the simulated
 window (``now`` ends it at the current time, so trace explorers' "last hours" views show it).
 With ``--otel`` the summary says what the OTLP endpoints accepted, and the command exits 1
@@ -35,6 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scenario", metavar="FILE", help="scenario YAML (Kubernetes objects + Policy + Workload)")
     p.add_argument("--trace", metavar="NAME", help="trace-driven run: openb-2023 or spot-2026")
     p.add_argument("--trace-dir", metavar="DIR", help="folder with the traces (default: CLAIMTRAIL_TRACE_DIR, .claimtrail/traces, then ../shared/traces; `make traces` downloads them)")
+    p.add_argument("--load", type=float, metavar="L",
+                   help="with --trace: share of the GPUs the arrivals keep busy by the window's end if all "
+                        "were placed at once (default 1.2, contended); openb-2023 compresses arrival times, "
+                        "spot-2026 scales arrival rates")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--hours", type=float, help="simulated hours (default: the scenario's)")
     p.add_argument("--start", metavar="now|TIME",
@@ -50,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _load_scenario(args: argparse.Namespace) -> Any:
+    from ingest.simulate.load import DEFAULT_LOAD
     from ingest.simulate.scenario import ScenarioError, load_scenario_text
     from ingest.simulate.traces import TraceError, trace_scenario
 
@@ -57,10 +64,13 @@ def _load_scenario(args: argparse.Namespace) -> Any:
         raise UserError("--trace and --scenario: choose one")
     if args.hours is not None and args.hours <= 0:
         raise UserError(f"--hours {args.hours}: must be > 0")
+    if args.load is not None and not args.trace:
+        raise UserError(f"--load {args.load:g}: only for trace-driven runs (--trace); a scenario sets its own arrival rates")
     try:
         if args.trace:
             hours = args.hours or 24.0
-            sc = trace_scenario(args.trace, args.trace_dir, args.seed, hours, _start(args.start, hours))
+            load = DEFAULT_LOAD if args.load is None else args.load
+            sc = trace_scenario(args.trace, args.trace_dir, args.seed, hours, _start(args.start, hours), load)
         else:
             path = args.scenario or DEFAULT_SCENARIO
             try:
@@ -210,6 +220,7 @@ def _telemetry(api_url: str) -> Any:
 def summary_table(result: Any) -> str:
     """The run's figures, from the same ``audit.metrics`` reports the API serves for the same window."""
     from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle
+    from audit.metrics.busy import cluster_gpus, peak_busy
 
     records: list[DecisionRecord] = result.records
     outcomes = Counter(r.outcome for r in records)
@@ -223,9 +234,15 @@ def summary_table(result: Any) -> str:
         "decision outcomes (attempts): " + ", ".join(f"{k} {v:,}" for k, v in sorted(outcomes.items())),
         f"window {format_time_ms(result.start_ms)} .. {format_time_ms(result.end_ms)} "
         "(figures per pod, as /v1/stats/fairness and /v1/stats/fallback give them; see docs/metrics.md)",
+        busy_line(peak_busy(life.pods, window), cluster_gpus(result.world)),
         *figure_lines(fair, fb),
     ]
     return "\n".join(lines)
+
+
+def busy_line(peak: Any, gpus: int) -> str:
+    share = f" ({peak.devices / gpus:.1%})" if gpus else ""
+    return f"peak busy GPUs: {peak.devices:,} of {gpus:,}{share}, first at {format_time_ms(peak.at_ms)}"
 
 
 def figure_lines(fair: dict[str, Any], fb: dict[str, Any]) -> list[str]:

@@ -10,6 +10,7 @@ import sys
 
 from audit.metrics import (
     breakdown,
+    busy,
     fairness,
     fallback,
     health,
@@ -22,7 +23,7 @@ from audit.metrics import (
 )
 from audit.metrics.definition import Definition
 
-FAMILIES = (waits, starving, usage, fairness, fallback, health, breakdown)
+FAMILIES = (waits, starving, usage, fairness, fallback, health, breakdown, busy)
 DEFINITIONS: tuple[Definition, ...] = tuple(d for m in FAMILIES for d in m.DEFINITIONS)
 
 _HEADER = """# Metrics reference

@@ -7,8 +7,8 @@ trace's own model name as ``productName`` (G2, T4, V100M32, ...); the policy's m
 those names (one rule per model, no renaming) and weighs each by its published FP16 throughput
 against the H100 (``TRACE_H100_EQUIVALENT``). Every pod of ``openb_pod_list_gpuspec33.csv`` (the
 realistic 33 % constrained level) with ``num_gpu > 0`` arrives at its ``creation_time`` (relative to
-the start of the trace's busy period, 9,964,972 s, where deletions begin) and runs for
-``deletion_time − scheduled_time``. Its claim has one request whose ``firstAvailable`` list follows
+the start of the trace's busy period, 9,964,972 s, where deletions begin), compressed in time to the
+requested load (``load.py``), and runs for ``deletion_time − scheduled_time``. Its claim has one request whose ``firstAvailable`` list follows
 the allowed models of ``gpu_spec`` (all inventory models when empty), ordered by ``OPENB_RANK``:
 the trace gives no ranking, so the undisclosed G3/G2 are taken as the top tiers, V100M32/V100M16
 next and T4/P100/A10 as "other compatible" (as the traces README suggests). Fractional GPUs
@@ -17,8 +17,8 @@ are grouped into synthetic tenants by QoS class (namespaces ``qos-ls``, ``qos-be
 
 ``spot-2026`` (cluster-trace-v2026-spot-gpu, Duan et al., "GFS", ASPLOS '26): the node inventory
 (H800, A100-SXM4-80GB, A800-SXM4-80GB, A10, GPU-series-1/2) gives the cluster shape; its job file
-is not available, so the workload is the synthetic mix of the default scenario scaled to the
-fleet, with H800 first, then A100/A800, then any other model.
+is not available, so the workload is a synthetic three-tenant mix whose arrival rates are scaled
+to the requested load (``load.py``), with H800 first, then A100/A800, then any other model.
 """
 
 from __future__ import annotations
@@ -31,6 +31,16 @@ from typing import Any
 
 from audit.policy import API_VERSION
 from ingest.simulate.cluster import GPU_CLASS, NodePool, node_object, slice_object
+from ingest.simulate.load import (
+    DEFAULT_LOAD,
+    LoadError,
+    arrival_scale,
+    check_load,
+    compress,
+    compression_factor,
+    mix_gpu_ms_per_hour,
+    offered_gpu_ms,
+)
 from ingest.simulate.loop import Job
 from ingest.simulate.scenario import Scenario, TenantMix
 from ingest.simulate.trace_files import candidate_dirs, find_trace_dir
@@ -50,6 +60,7 @@ TRACE_H100_EQUIVALENT = {
     "H800": 1.0, "A100-SXM4-80GB": 0.315, "A800-SXM4-80GB": 0.315, "V100M32": 0.126, "V100M16": 0.126,
     "A10": 0.126, "T4": 0.066, "P100": 0.021,
 }
+DEFAULT_START = "2026-11-02T00:00:00Z"
 QOS_NAMESPACES = {"LS": "qos-ls", "BE": "qos-be", "Burstable": "qos-burstable", "Guaranteed": "qos-guaranteed"}
 
 
@@ -101,7 +112,8 @@ def _sub_name(model: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
 
 
-def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-11-02T00:00:00Z") -> Scenario:
+def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = DEFAULT_START,
+                   load: float = DEFAULT_LOAD) -> Scenario:
     base = os.path.join(trace_dir, OPENB_DIR)
     nodes = _rows(os.path.join(base, "openb_node_list_gpu_node.csv"), ("sn", "gpu", "model"))
     pods = _rows(os.path.join(base, "openb_pod_list_gpuspec33.csv"),
@@ -127,6 +139,9 @@ def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-1
     start_ms = parse_time_ms(start)
     end_ms = start_ms + int(hours * 3_600_000)
     namespaces: set[str] = set()
+    busy: list[Job] = []
+    carried: list[Job] = []
+    trace_end_s = OPENB_BUSY_START_S
     for i, row in enumerate(pods):
         where = f"{base}/openb_pod_list_gpuspec33.csv: row {i + 2}"
         try:
@@ -136,10 +151,8 @@ def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-1
             scheduled = int(row["scheduled_time"]) if row["scheduled_time"] else created
         except ValueError as exc:
             raise TraceError(f"{where}: {exc}") from None
+        trace_end_s = max(trace_end_s, deleted)
         if num_gpu <= 0:
-            continue
-        arrival = start_ms + max(0, created - OPENB_BUSY_START_S) * 1000
-        if arrival >= end_ms:
             continue
         allowed = sorted({m for m in row["gpu_spec"].split("|") if m}, key=lambda m: OPENB_RANK.index(m)
                          if m in OPENB_RANK else len(OPENB_RANK)) or inventory
@@ -149,12 +162,22 @@ def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-1
                 for m in allowed]
         spec = {"devices": {"requests": [{"name": "gpu", "firstAvailable": subs}]}}
         duration = max(60, deleted - scheduled) * 1000
-        sc.explicit_jobs.append(Job(row["name"], ns, arrival, num_gpu, duration, claim_spec=spec))
+        job = Job(row["name"], ns, start_ms + max(0, created - OPENB_BUSY_START_S) * 1000, num_gpu, duration,
+                  claim_spec=spec)
+        (carried if created < OPENB_BUSY_START_S else busy).append(job)
+    span_ms = (trace_end_s - OPENB_BUSY_START_S) * 1000
+    try:
+        k = compression_factor(check_load(load), sum(int(r["gpu"]) for r in nodes if r["model"]),
+                               sum(j.size for j in carried), span_ms, offered_gpu_ms(busy, end_ms - start_ms))
+    except LoadError as exc:
+        raise TraceError(str(exc)) from None
+    sc.explicit_jobs = compress(busy, carried, k, span_ms, start_ms, end_ms)
     sc.policy = _identity_policy("openb-2023", OPENB_RANK, sorted(namespaces))
     return sc
 
 
-def spot_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-11-02T00:00:00Z") -> Scenario:
+def spot_scenario(trace_dir: str, seed: int, hours: float, start: str = DEFAULT_START,
+                  load: float = DEFAULT_LOAD) -> Scenario:
     path = os.path.join(trace_dir, SPOT_DIR, "node_info_df.csv")
     rows = _rows(path, ("gpu_model", "gpu_capacity_num", "node_name"))
     rng = random.Random(seed)
@@ -179,22 +202,30 @@ def spot_scenario(trace_dir: str, seed: int, hours: float, start: str = "2026-11
                              {"name": n, "deviceClassName": GPU_CLASS, "count": 1, "selectors": [_selector_for(ms)]}
                              for n, ms in tiers]}]}}}}
     sc.objects.append(template)
-    # Demand sized so the fleet runs near full: ~1 GPU-hour of work per GPU-hour of capacity.
-    scale = gpus_total / 800
-    for ns, rate, sizes in (("org-1", 12, ((1, 0.5), (2, 0.2), (4, 0.2), (8, 0.1))),
-                            ("org-2", 9, ((1, 0.7), (2, 0.3))),
-                            ("org-3", 6, ((1, 0.5), (4, 0.3), (8, 0.2)))):
-        sc.tenants.append(TenantMix(ns, rate * scale, (), (("spot-h800-first", 1.0),), sizes, 60.0, 0.9, 0.0))
+    mixes = (("org-1", 12.0, ((1, 0.5), (2, 0.2), (4, 0.2), (8, 0.1))),
+             ("org-2", 9.0, ((1, 0.7), (2, 0.3))),
+             ("org-3", 6.0, ((1, 0.5), (4, 0.3), (8, 0.2))))
+    median_min, sigma = 60.0, 0.9
+    # Rates relative to each other as above; --load scales them all (see load.py).
+    try:
+        asked = mix_gpu_ms_per_hour([(rate, sizes, median_min, sigma) for _, rate, sizes in mixes],
+                                    int(hours * 3_600_000))
+        scale = arrival_scale(check_load(load), gpus_total, asked)
+    except LoadError as exc:
+        raise TraceError(str(exc)) from None
+    for ns, rate, sizes in mixes:
+        sc.tenants.append(TenantMix(ns, rate * scale, (), (("spot-h800-first", 1.0),), sizes, median_min, sigma, 0.0))
     sc.policy = _identity_policy("spot-2026", SPOT_RANK, [t.namespace for t in sc.tenants])
     return sc
 
 
-def trace_scenario(name: str, trace_dir: str | None, seed: int, hours: float, start: str = "") -> Scenario:
+def trace_scenario(name: str, trace_dir: str | None, seed: int, hours: float, start: str = "",
+                   load: float = DEFAULT_LOAD) -> Scenario:
     trace_dir = find_trace_dir(trace_dir)
     if trace_dir is None:
         raise TraceError(no_trace_dir_message())
     if name == "openb-2023":
-        return openb_scenario(trace_dir, seed, hours, start) if start else openb_scenario(trace_dir, seed, hours)
+        return openb_scenario(trace_dir, seed, hours, start or DEFAULT_START, load)
     if name == "spot-2026":
-        return spot_scenario(trace_dir, seed, hours, start) if start else spot_scenario(trace_dir, seed, hours)
+        return spot_scenario(trace_dir, seed, hours, start or DEFAULT_START, load)
     raise TraceError(f"unknown trace {name!r} (one of {', '.join(TRACES)})")

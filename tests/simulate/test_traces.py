@@ -18,7 +18,7 @@ def _gpus(sc):
 
 
 def test_openb_inventory_and_allowed_models(trace_dir):
-    sc = openb_scenario(trace_dir, seed=1, hours=24)
+    sc = openb_scenario(trace_dir, seed=1, hours=1)
     assert sum(1 for o in sc.objects if o["kind"] == "Node") == 1213
     assert _gpus(sc) == {"G2": 4392, "T4": 842, "G3": 312, "P100": 265, "V100M32": 204, "V100M16": 195, "A10": 2}
     by_name = {j.name: j for j in sc.explicit_jobs}
@@ -32,7 +32,7 @@ def test_openb_inventory_and_allowed_models(trace_dir):
 
 
 def test_openb_day_runs_with_trace_model_names(trace_dir):
-    result = simulate(openb_scenario(trace_dir, seed=1, hours=24), seed=1, keep_events=False)
+    result = simulate(openb_scenario(trace_dir, seed=1, hours=1, load=0.2), seed=1, keep_events=False)
     allocated = [r for r in result.records if r.outcome == "allocated"]
     assert len(allocated) > 100
     assert {r.allocated_model for r in allocated} <= {"G3", "G2", "V100M32", "V100M16", "T4", "P100", "A10"}
