@@ -19,7 +19,10 @@ comparison (they have nothing to be compared with). The effect is the stratified
 the per-stratum differences (of means for durations and utilisation, of proportions for rates)
 combined with Cochran–Mantel–Haenszel weights, with a normal-approximation interval (or a
 seeded stratified bootstrap for means). The crude, unstratified difference (Newcombe's hybrid
-score interval for rates, Welch's normal approximation for means) is reported beside it. Per metric, with ``r`` the regression (oriented so
+score interval for rates, Welch's normal approximation for means) is reported beside it. Every
+figure but a bootstrap needs of a stratum's samples only their count, sum and sum of squares
+(``Moments``, kept exact), so a cohort may hold its pods one by one or as those sums per stratum,
+as the audit store hands them over. Per metric, with ``r`` the regression (oriented so
 positive is worse) and ``t`` its declared tolerance: ``low(r) > t`` → worse (rollback),
 ``high(r) <= t`` → acceptable, otherwise inconclusive (hold).
 """
