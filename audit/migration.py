@@ -19,7 +19,10 @@ comparison (they have nothing to be compared with). The effect is the stratified
 the per-stratum differences (of means for durations and utilisation, of proportions for rates)
 combined with Cochran–Mantel–Haenszel weights, with a normal-approximation interval (or a
 seeded stratified bootstrap for means). The crude, unstratified difference (Newcombe's hybrid
-score interval for rates, Welch's normal approximation for means) is reported beside it. Per metric, with ``r`` the regression (oriented so
+score interval for rates, Welch's normal approximation for means) is reported beside it. Every
+figure but a bootstrap needs of a stratum's samples only their count, sum and sum of squares
+(``Moments``, kept exact), so a cohort may hold its pods one by one or as those sums per stratum,
+as the audit store hands them over. Per metric, with ``r`` the regression (oriented so
 positive is worse) and ``t`` its declared tolerance: ``low(r) > t`` → worse (rollback),
 ``high(r) <= t`` → acceptable, otherwise inconclusive (hold).
 """
@@ -29,10 +32,11 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from fractions import Fraction
 from typing import Any
 
 from audit.records import DecisionRecord, Outcome, Track
@@ -130,22 +134,110 @@ def human_difference(metric: str, value: float) -> str:
 
 
 @dataclass
+class Moments:
+    """What a mean, a proportion and a variance need of some samples: their count, sum and sum of
+    squares, kept exact (integers, or fractions for non-integer samples) so that sums gathered in
+    any order, in ClickHouse or here, are equal, and a mean over integers equals the plain
+    ``sum(values) / len(values)``."""
+
+    n: int = 0
+    total: int | Fraction = 0
+    squares: int | Fraction = 0
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> Moments:
+        out = cls()
+        for v in values:
+            out.add(v)
+        return out
+
+    def add(self, value: float) -> None:
+        x: int | Fraction = int(value) if float(value).is_integer() else Fraction(value)
+        self.n += 1
+        self.total += x
+        self.squares += x * x
+
+    def __add__(self, other: Moments) -> Moments:
+        return Moments(self.n + other.n, self.total + other.total, self.squares + other.squares)
+
+    def mean(self) -> float:
+        return float(Fraction(self.total) / self.n)
+
+    def variance(self) -> float:
+        """The sample variance (n − 1 in the denominator); 0 for fewer than two samples."""
+        if self.n < 2:
+            return 0.0
+        return float((Fraction(self.squares) - Fraction(self.total) ** 2 / self.n) / (self.n - 1))
+
+
+Samples = Sequence[float] | Moments
+
+
+def _moments(values: Samples) -> Moments:
+    return values if isinstance(values, Moments) else Moments.of(values)
+
+
+def _pod_samples(pod: PodOutcome) -> dict[str, float | None]:
+    """One pod's sample of each metric; None where the metric does not count the pod."""
+    return {
+        "success_rate": 1.0 if pod.succeeded else 0.0,
+        "fallback_rate": (1.0 if pod.fallback else 0.0) if pod.succeeded else None,
+        "scheduling_latency_ms": pod.latency_ms,
+        "time_pending_ms": pod.pending_ms,
+        "gpu_utilisation": pod.utilisation,
+    }
+
+
+def tally(pods: Iterable[PodOutcome]) -> dict[str, Moments]:
+    """Per metric, the moments of the pods' samples."""
+    out = {m: Moments() for m in METRICS}
+    for pod in pods:
+        for metric, value in _pod_samples(pod).items():
+            if value is not None:
+                out[metric].add(value)
+    return out
+
+
+def _sum_tallies(tallies: Iterable[Mapping[str, Moments]]) -> dict[str, Moments]:
+    out = {m: Moments() for m in METRICS}
+    for t in tallies:
+        for m in METRICS:
+            out[m] = out[m] + t[m]
+    return out
+
+
+@dataclass
 class Cohort:
+    """A cohort's pods: one by one (``pods``), and per stratum as moments only (``counted``, the
+    way the audit store hands over a million pods without a million Python objects)."""
+
     key: CohortKey
     pods: list[PodOutcome] = field(default_factory=list)
+    counted: dict[Stratum, dict[str, Moments]] = field(default_factory=dict)
 
     def samples(self, metric: str) -> list[float]:
-        if metric == "success_rate":
-            return [1.0 if p.succeeded else 0.0 for p in self.pods]
-        if metric == "fallback_rate":
-            return [1.0 if p.fallback else 0.0 for p in self.pods if p.succeeded]
-        if metric == "scheduling_latency_ms":
-            return [p.latency_ms for p in self.pods if p.latency_ms is not None]
-        if metric == "time_pending_ms":
-            return [p.pending_ms for p in self.pods]
-        if metric == "gpu_utilisation":
-            return [p.utilisation for p in self.pods if p.utilisation is not None]
-        raise MigrationError(f"unknown metric {metric!r}")
+        """The per-pod samples of ``metric`` (of ``pods`` only: counted pods have none)."""
+        if metric not in METRICS:
+            raise MigrationError(f"unknown metric {metric!r}")
+        return [v for v in (_pod_samples(p)[metric] for p in self.pods) if v is not None]
+
+    def count(self, stratum: Stratum, moments: Mapping[str, Moments]) -> None:
+        """Add pods known by their moments in ``stratum``."""
+        held = self.counted.get(stratum)
+        self.counted[stratum] = _sum_tallies([held, moments]) if held else dict(moments)
+
+    def strata(self) -> dict[Stratum, dict[str, Moments]]:
+        """Per stratum, the moments of every pod of the cohort."""
+        grouped: dict[Stratum, list[PodOutcome]] = {}
+        for pod in self.pods:
+            grouped.setdefault(pod.stratum, []).append(pod)
+        out = {s: tally(ps) for s, ps in grouped.items()}
+        for s, moments in self.counted.items():
+            out[s] = _sum_tallies([out[s], moments]) if s in out else dict(moments)
+        return out
+
+    def size(self) -> int:
+        return len(self.pods) + sum(m["success_rate"].n for m in self.counted.values())
 
 
 def _parse_time(text: str, what: str) -> datetime:
@@ -264,68 +356,75 @@ def wilson(successes: int, n: int, z: float) -> Interval:
     return Interval(p, low, high, n)
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
-
-
-def _variance(values: Sequence[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    m = _mean(values)
-    return sum((v - m) ** 2 for v in values) / (len(values) - 1)
-
-
-def mean_interval(values: Sequence[float], z: float) -> Interval:
-    if not values:
+def mean_interval(values: Samples, z: float) -> Interval:
+    m = _moments(values)
+    if not m.n:
         return Interval(math.nan, math.nan, math.nan, 0)
-    m = _mean(values)
-    half = z * math.sqrt(_variance(values) / len(values))
-    return Interval(m, m - half, m + half, len(values))
+    mean = m.mean()
+    half = z * math.sqrt(m.variance() / m.n)
+    return Interval(mean, mean - half, mean + half, m.n)
 
 
-def rate_difference(cand: Sequence[float], base: Sequence[float], z: float) -> Interval:
+def rate_difference(cand: Samples, base: Samples, z: float) -> Interval:
     """Newcombe's hybrid score interval for p_cand − p_base (method 10, Newcombe 1998)."""
-    a = wilson(int(sum(cand)), len(cand), z)
-    b = wilson(int(sum(base)), len(base), z)
+    mc, mb = _moments(cand), _moments(base)
+    a = wilson(int(mc.total), mc.n, z)
+    b = wilson(int(mb.total), mb.n, z)
     d = a.estimate - b.estimate
     low = d - math.sqrt((a.estimate - a.low) ** 2 + (b.high - b.estimate) ** 2)
     high = d + math.sqrt((a.high - a.estimate) ** 2 + (b.estimate - b.low) ** 2)
-    return Interval(d, low, high, min(len(cand), len(base)))
+    return Interval(d, low, high, min(mc.n, mb.n))
 
 
-def mean_difference(
-    cand: Sequence[float], base: Sequence[float], z: float, *, rng: random.Random | None = None, resamples: int = 1000
-) -> Interval:
-    """mean_cand − mean_base: Welch's normal approximation, or a percentile bootstrap when
-    ``rng`` is given (deterministic for a seeded generator)."""
-    d = _mean(cand) - _mean(base)
-    if rng is None:
-        half = z * math.sqrt(_variance(cand) / len(cand) + _variance(base) / len(base))
-        return Interval(d, d - half, d + half, min(len(cand), len(base)))
-    nc, nb = len(cand), len(base)
-    diffs = sorted(sum(rng.choices(cand, k=nc)) / nc - sum(rng.choices(base, k=nb)) / nb for _ in range(resamples))
+def _bootstrap_bounds(diffs: list[float], z: float, resamples: int) -> tuple[float, float]:
+    """The percentile interval of sorted bootstrap differences."""
     alpha = 1 - math.erf(z / math.sqrt(2))
     lo_i = max(0, int(math.floor(alpha / 2 * resamples)))
     hi_i = min(resamples - 1, int(math.ceil((1 - alpha / 2) * resamples)) - 1)
-    return Interval(d, diffs[lo_i], diffs[hi_i], min(len(cand), len(base)))
+    return diffs[lo_i], diffs[hi_i]
+
+
+def _values(samples: Samples) -> Sequence[float]:
+    if isinstance(samples, Moments):
+        raise MigrationError("bootstrap intervals need every pod's sample, not only their moments")
+    return samples
+
+
+def mean_difference(
+    cand: Samples, base: Samples, z: float, *, rng: random.Random | None = None, resamples: int = 1000
+) -> Interval:
+    """mean_cand − mean_base: Welch's normal approximation, or a percentile bootstrap when
+    ``rng`` is given (deterministic for a seeded generator)."""
+    mc, mb = _moments(cand), _moments(base)
+    d = mc.mean() - mb.mean()
+    if rng is None:
+        half = z * math.sqrt(mc.variance() / mc.n + mb.variance() / mb.n)
+        return Interval(d, d - half, d + half, min(mc.n, mb.n))
+    c, b = _values(cand), _values(base)
+    nc, nb = len(c), len(b)
+    diffs = sorted(sum(rng.choices(c, k=nc)) / nc - sum(rng.choices(b, k=nb)) / nb for _ in range(resamples))
+    low, high = _bootstrap_bounds(diffs, z, resamples)
+    return Interval(d, low, high, min(nc, nb))
 
 
 # -- stratified difference -------------------------------------------------------------------------
-def _pooled_variance(groups: Iterable[Sequence[float]], fallback: Sequence[float]) -> float:
+def _pooled_variance(groups: Iterable[Moments]) -> float:
     """Within-stratum variance pooled over the strata with two or more samples; when none has,
     the variance of all samples together (which includes the between-strata spread, so errs wide)."""
     df = 0
     ss = 0.0
+    together = Moments()
     for g in groups:
-        if len(g) >= 2:
-            df += len(g) - 1
-            ss += _variance(g) * (len(g) - 1)
-    return ss / df if df else _variance(fallback)
+        together = together + g
+        if g.n >= 2:
+            df += g.n - 1
+            ss += g.variance() * (g.n - 1)
+    return ss / df if df else together.variance()
 
 
 def stratified_difference(
-    cand: Mapping[Stratum, Sequence[float]],
-    base: Mapping[Stratum, Sequence[float]],
+    cand: Mapping[Stratum, Samples],
+    base: Mapping[Stratum, Samples],
     z: float,
     *,
     rate: bool,
@@ -341,41 +440,43 @@ def stratified_difference(
     the adjusted proportions ``(x + 1) / (n + 2)`` of Agresti and Caffo (2000) so that a stratum at 0 % or
     100 % does not claim zero variance; for a mean each cohort's sample variance in the stratum,
     or its pooled within-stratum variance when the stratum has a single sample. With ``rng``
-    (means only) the interval is a percentile bootstrap resampling within every stratum and
-    cohort. Returns the interval (``n``: the smaller cohort's matched samples) and the number of
-    strata used; no common stratum gives NaN and 0."""
-    strata = sorted(s for s in cand if cand[s] and base.get(s))
+    (means only, and per-pod samples rather than moments) the interval is a percentile bootstrap
+    resampling within every stratum and cohort. Returns the interval (``n``: the smaller cohort's
+    matched samples) and the number of strata used; no common stratum gives NaN and 0."""
+    mc = {s: _moments(v) for s, v in cand.items()}
+    mb = {s: _moments(v) for s, v in base.items()}
+    strata = sorted(s for s in mc if mc[s].n and s in mb and mb[s].n)
     if not strata:
         return Interval(math.nan, math.nan, math.nan, 0), 0
-    weights = [len(cand[s]) * len(base[s]) / (len(cand[s]) + len(base[s])) for s in strata]
+    weights = [mc[s].n * mb[s].n / (mc[s].n + mb[s].n) for s in strata]
     total = sum(weights)
     shares = [w / total for w in weights]
-    diffs = [_mean(cand[s]) - _mean(base[s]) for s in strata]
+    diffs = [mc[s].mean() - mb[s].mean() for s in strata]
     estimate = sum(a * d for a, d in zip(shares, diffs, strict=True))
-    n = min(sum(len(cand[s]) for s in strata), sum(len(base[s]) for s in strata))
+    n = min(sum(mc[s].n for s in strata), sum(mb[s].n for s in strata))
     if rng is not None and not rate:
+        cv = {s: _values(cand[s]) for s in strata}
+        bv = {s: _values(base[s]) for s in strata}
         boot = sorted(
-            sum(a * (sum(rng.choices(cand[s], k=len(cand[s]))) / len(cand[s])
-                     - sum(rng.choices(base[s], k=len(base[s]))) / len(base[s]))
+            sum(a * (sum(rng.choices(cv[s], k=len(cv[s]))) / len(cv[s])
+                     - sum(rng.choices(bv[s], k=len(bv[s]))) / len(bv[s]))
                 for a, s in zip(shares, strata, strict=True))
             for _ in range(resamples)
         )
-        alpha = 1 - math.erf(z / math.sqrt(2))
-        lo_i = max(0, int(math.floor(alpha / 2 * resamples)))
-        hi_i = min(resamples - 1, int(math.ceil((1 - alpha / 2) * resamples)) - 1)
-        return Interval(estimate, boot[lo_i], boot[hi_i], n), len(strata)
+        low, high = _bootstrap_bounds(boot, z, resamples)
+        return Interval(estimate, low, high, n), len(strata)
     if rate:
-        def var(values: Sequence[float]) -> float:
-            p = (sum(values) + 1) / (len(values) + 2)
-            return p * (1 - p) / (len(values) + 2)
+        def var(m: Moments) -> float:
+            p = (m.total + 1) / (m.n + 2)
+            return float(p * (1 - p) / (m.n + 2))
 
-        variances = [var(cand[s]) + var(base[s]) for s in strata]
+        variances = [var(mc[s]) + var(mb[s]) for s in strata]
     else:
-        pooled_c = _pooled_variance((cand[s] for s in strata), [v for s in strata for v in cand[s]])
-        pooled_b = _pooled_variance((base[s] for s in strata), [v for s in strata for v in base[s]])
+        pooled_c = _pooled_variance(mc[s] for s in strata)
+        pooled_b = _pooled_variance(mb[s] for s in strata)
         variances = [
-            (_variance(cand[s]) if len(cand[s]) >= 2 else pooled_c) / len(cand[s])
-            + (_variance(base[s]) if len(base[s]) >= 2 else pooled_b) / len(base[s])
+            (mc[s].variance() if mc[s].n >= 2 else pooled_c) / mc[s].n
+            + (mb[s].variance() if mb[s].n >= 2 else pooled_b) / mb[s].n
             for s in strata
         ]
     half = z * math.sqrt(sum(a * a * v for a, v in zip(shares, variances, strict=True)))
@@ -509,51 +610,64 @@ class Report:
         }
 
 
-def describe(cohort: Cohort, z: float) -> dict[str, Interval]:
+def _describe(totals: Mapping[str, Moments], z: float) -> dict[str, Interval]:
     out: dict[str, Interval] = {}
     for metric in METRICS:
-        values = cohort.samples(metric)
-        if metric in RATE_METRICS:
-            out[metric] = wilson(int(sum(values)), len(values), z)
-        else:
-            out[metric] = mean_interval(values, z)
+        m = totals[metric]
+        out[metric] = wilson(int(m.total), m.n, z) if metric in RATE_METRICS else mean_interval(m, z)
     return out
 
 
-def _merge(cohorts: Mapping[CohortKey, Cohort], selector: CohortKey) -> Cohort:
-    merged = Cohort(selector)
-    for key, cohort in cohorts.items():
+def describe(cohort: Cohort, z: float) -> dict[str, Interval]:
+    return _describe(_sum_tallies(cohort.strata().values()), z)
+
+
+def _merge(strata: Mapping[CohortKey, Mapping[Stratum, Mapping[str, Moments]]],
+           selector: CohortKey) -> dict[Stratum, dict[str, Moments]]:
+    """The strata of every cohort the selector matches, added together."""
+    merged: dict[Stratum, dict[str, Moments]] = {}
+    for key, by_stratum in strata.items():
         if selector.matches(key):
-            merged.pods.extend(cohort.pods)
+            for s, moments in by_stratum.items():
+                merged[s] = _sum_tallies([merged[s], moments]) if s in merged else dict(moments)
     return merged
 
 
-def _by_stratum(cohort: Cohort) -> dict[Stratum, Cohort]:
-    out: dict[Stratum, Cohort] = {}
-    for pod in cohort.pods:
-        out.setdefault(pod.stratum, Cohort(cohort.key)).pods.append(pod)
-    return out
+def _pods(by_stratum: Mapping[Stratum, Mapping[str, Moments]], where: Callable[[Stratum], bool]) -> int:
+    return sum(m["success_rate"].n for s, m in by_stratum.items() if where(s))
 
 
-def _matching(cohorts: Mapping[CohortKey, Cohort], base: Mapping[Stratum, Cohort], cand: Mapping[Stratum, Cohort],
+def _matching(strata: Mapping[CohortKey, Mapping[Stratum, Mapping[str, Moments]]],
+              base: Mapping[Stratum, Mapping[str, Moments]], cand: Mapping[Stratum, Mapping[str, Moments]],
               thresholds: Thresholds) -> Matching:
     common = set(base) & set(cand)
     by_cohort: dict[CohortKey, tuple[int, int]] = {}
-    for key, cohort in cohorts.items():
+    for key, by_stratum in strata.items():
         if thresholds.baseline.matches(key) or thresholds.candidate.matches(key):
-            matched = sum(1 for p in cohort.pods if p.stratum in common)
-            by_cohort[key] = (matched, len(cohort.pods) - matched)
-
-    def count(strata: Mapping[Stratum, Cohort], inside: bool) -> int:
-        return sum(len(c.pods) for s, c in strata.items() if (s in common) == inside)
-
-    return Matching(len(common), count(base, True), count(cand, True), count(base, False), count(cand, False), by_cohort)
+            by_cohort[key] = (_pods(by_stratum, lambda s: s in common), _pods(by_stratum, lambda s: s not in common))
+    return Matching(len(common), _pods(base, lambda s: s in common), _pods(cand, lambda s: s in common),
+                    _pods(base, lambda s: s not in common), _pods(cand, lambda s: s not in common), by_cohort)
 
 
-def _crude(metric: str, c: Sequence[float], b: Sequence[float], z: float) -> Interval:
-    if not c or not b:
+def _crude(metric: str, c: Moments, b: Moments, z: float) -> Interval:
+    if not c.n or not b.n:
         return Interval(math.nan, math.nan, math.nan, 0)
     return rate_difference(c, b, z) if metric in RATE_METRICS else mean_difference(c, b, z)
+
+
+def _samples_by_stratum(cohorts: Mapping[CohortKey, Cohort], selector: CohortKey, metric: str) -> dict[Stratum, list[float]]:
+    """Per stratum, the per-pod samples of the cohorts the selector matches (for a bootstrap)."""
+    out: dict[Stratum, list[float]] = {}
+    for key, cohort in cohorts.items():
+        if selector.matches(key):
+            if cohort.counted:
+                raise MigrationError(f"cohort {key}: a bootstrap interval needs every pod's sample, "
+                                     "not only their moments per stratum")
+            for pod in cohort.pods:
+                value = _pod_samples(pod)[metric]
+                if value is not None:
+                    out.setdefault(pod.stratum, []).append(value)
+    return out
 
 
 def _oriented(metric: str, diff: Interval) -> Interval:
@@ -565,22 +679,26 @@ def compare(
     cohorts: Mapping[CohortKey, Cohort], thresholds: Thresholds, rng: random.Random | None = None
 ) -> Report:
     z = z_for(thresholds.confidence)
-    base = _merge(cohorts, thresholds.baseline)
-    cand = _merge(cohorts, thresholds.candidate)
-    base_strata, cand_strata = _by_stratum(base), _by_stratum(cand)
-    matching = _matching(cohorts, base_strata, cand_strata, thresholds)
+    strata = {key: cohort.strata() for key, cohort in cohorts.items()}
+    base_strata, cand_strata = _merge(strata, thresholds.baseline), _merge(strata, thresholds.candidate)
+    base, cand = _sum_tallies(base_strata.values()), _sum_tallies(cand_strata.values())
+    matching = _matching(strata, base_strata, cand_strata, thresholds)
     reasons: list[str] = []
     comparisons: list[MetricComparison] = []
-    base_desc, cand_desc = describe(base, z), describe(cand, z)
+    base_desc, cand_desc = _describe(base, z), _describe(cand, z)
     for metric in METRICS:
         if metric not in thresholds.metrics:
             continue
         limit = thresholds.metrics[metric]
-        crude = _oriented(metric, _crude(metric, cand.samples(metric), base.samples(metric), z))
-        boot = rng if thresholds.bootstrap_resamples else None
+        crude = _oriented(metric, _crude(metric, cand[metric], base[metric], z))
+        boot = rng if thresholds.bootstrap_resamples and metric not in RATE_METRICS else None
+        cand_samples: Mapping[Stratum, Samples] = {s: m[metric] for s, m in cand_strata.items()}
+        base_samples: Mapping[Stratum, Samples] = {s: m[metric] for s, m in base_strata.items()}
+        if boot is not None:
+            cand_samples = _samples_by_stratum(cohorts, thresholds.candidate, metric)
+            base_samples = _samples_by_stratum(cohorts, thresholds.baseline, metric)
         diff, used = stratified_difference(
-            {s: c.samples(metric) for s, c in cand_strata.items()},
-            {s: c.samples(metric) for s, c in base_strata.items()},
+            cand_samples, base_samples,
             z, rate=metric in RATE_METRICS, rng=boot, resamples=thresholds.bootstrap_resamples or 1000,
         )
         if not used:
@@ -635,12 +753,12 @@ def compare(
     return Report(
         baseline=thresholds.baseline,
         candidate=thresholds.candidate,
-        baseline_pods=len(base.pods),
-        candidate_pods=len(cand.pods),
+        baseline_pods=base["success_rate"].n,
+        candidate_pods=cand["success_rate"].n,
         comparisons=comparisons,
         verdict=verdict,
         reasons=reasons,
-        cohorts={k: describe(v, z) for k, v in cohorts.items()},
+        cohorts={k: _describe(_sum_tallies(v.values()), z) for k, v in strata.items()},
         matching=matching,
     )
 

@@ -84,26 +84,31 @@ def _held_share(releases: migration.Releases, pod: dict[str, Any]) -> float | No
     return None
 
 
-def _pod(key: migration.CohortKey, row: dict[str, Any], utilisation: float | None) -> migration.PodOutcome:
-    bound = bool(row["bound"])
-    hour = migration.stratum_hour(datetime.fromtimestamp(int(row["first_hour"]) * 3600, UTC))
-    return migration.PodOutcome(key=key, succeeded=bound, fallback=bound and bool(row["fallback"]),
-                                latency_ms=float(row["bound_wait_ms"]) if bound else None,
-                                pending_ms=float(row["pending_ms"]), utilisation=utilisation,
-                                stratum=(row["model"], row["tenant"], hour))
+def _moments(row: dict[str, Any], utilisation: float | None) -> dict[str, migration.Moments]:
+    """A row of ``insights.pod_outcomes`` (pods of one cohort × stratum, as sums) as the moments of
+    each metric; outcomes are 0 or 1, so their sums of squares are their sums."""
+    m = migration.Moments
+    return {
+        "success_rate": m(row["pods"], row["bound"], row["bound"]),
+        "fallback_rate": m(row["bound"], row["fallbacks"], row["fallbacks"]),
+        "scheduling_latency_ms": m(row["bound"], row["bound_wait_ms"], row["bound_wait_ms_sq"]),
+        "time_pending_ms": m(row["pods"], row["pending_ms"], row["pending_ms_sq"]),
+        "gpu_utilisation": m.of([] if utilisation is None else [utilisation]),
+    }
 
 
 def cohorts(db: Any, f: DecisionFilter) -> dict[migration.CohortKey, migration.Cohort]:
-    """``audit.migration`` cohorts from per-pod outcomes folded in ClickHouse (``insights.pod_outcomes``);
-    pods with the same outcome share one (read-only) PodOutcome, so a million pods cost little."""
+    """``audit.migration`` cohorts from per-pod outcomes folded in ClickHouse (``insights.pod_outcomes``):
+    per stratum as moments, so a million pods cost a few hundred rows."""
     groups, released = storeport.insight(db, insights.pod_outcomes, f)
     releases = migration.releases_from_events(storeport.insight(db, insights.pod_release_events, f.cluster)) \
         if released else {}
     out: dict[migration.CohortKey, migration.Cohort] = {}
     for row in released + groups:
         key = migration.CohortKey(row["track"], row["template_version"])
-        share = _held_share(releases, row) if row["bound"] and row["pod_key"] else None
-        out.setdefault(key, migration.Cohort(key)).pods.extend([_pod(key, row, share)] * int(row["pods"]))
+        share = _held_share(releases, row) if row["pod_key"] else None
+        hour = migration.stratum_hour(datetime.fromtimestamp(int(row["first_hour"]) * 3600, UTC))
+        out.setdefault(key, migration.Cohort(key)).count((row["model"], row["tenant"], hour), _moments(row, share))
     return dict(sorted(out.items()))
 
 

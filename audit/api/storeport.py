@@ -77,8 +77,16 @@ class OtlpSink:
     def __init__(self, store: Any) -> None:
         self._store = store
         self._writer = store.writer(name="otlp")
+        # Batches the receiver spooled but had not delivered when the process last stopped go into
+        # the store before any request is judged: the append-only check below looks in the store,
+        # so a re-send (or a changed version) of a spooled decision would otherwise pass as new.
+        self._recovered = self._writer.drain()
 
     def write_records(self, records: list[DecisionRecord]) -> None:
+        if not self._recovered:
+            self._recovered = self._writer.drain()
+            if not self._recovered:  # the receiver answers 503 and the sender retries
+                raise StoreError(f"batches spooled before the last stop are not delivered yet: {self._writer.last_error}")
         # the same append-only check as the ingest endpoints: a re-sent span never rewrites a decision
         self._store.append_history(self._writer, "otlp", list(records), [])
         self._writer.flush()

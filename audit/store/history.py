@@ -21,6 +21,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from audit.canonical import canonical_json
@@ -31,6 +32,8 @@ from audit.store.rows import event_json, record_json
 
 T = TypeVar("T")
 Query = Callable[..., Any]
+# an identity digest, or how to compute it when it is needed (only when two texts differ)
+Identity = bytes | Callable[[], bytes]
 
 # keys accepted lately, with their digests (about 200 bytes each): enough to cover the largest
 # body (audit.store.ingest.MAX_LINES) and what is still on its way through the writer
@@ -60,6 +63,10 @@ def record_identity(text: str | bytes) -> bytes:
     return hashlib.sha256(canonical_json(data)).digest()
 
 
+def _identity(value: Identity) -> bytes:
+    return value if isinstance(value, bytes) else value()
+
+
 def _sha(text: str | bytes) -> str:
     return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
 
@@ -77,23 +84,33 @@ class HistoryGuard:
     def screen_records(self, records: Sequence[DecisionRecord], lines: Sequence[int],
                        source: str) -> Screened[DecisionRecord]:
         texts = [record_json(r) for r in records]
-        wanted = [r.decision_id for r in records if r.decision_id not in self._recent]
-        stored: dict[Hashable, tuple[bytes, str]] = {
-            k: (record_identity(t), _sha(t)) for k, t in self._stored_records(sorted(set(wanted)))}
-        return self._split(records, lines, texts, [r.decision_id for r in records], stored, source, "record",
+        keys: list[Hashable] = [r.decision_id for r in records]
+        wanted = sorted({r.decision_id for r in records if r.decision_id not in self._recent})
+        digests = dict(self._stored_record_digests(wanted))
+        # A re-send with the stored text's digest is that text, so its identity is the sent one's.
+        # Only a key whose every copy here differs from the stored text needs that text read back:
+        # its identity (without the clock fields) tells a re-run from a conflict.
+        stored: dict[Hashable, tuple[Identity, str]] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if key in digests and key not in stored and _sha(text) == digests[key]:
+                stored[key] = (partial(record_identity, text), digests[key])
+        differing = sorted(str(k) for k in digests if k not in stored)
+        stored.update({k: (record_identity(t), _sha(t)) for k, t in self._stored_records(differing)})
+        return self._split(records, lines, texts, keys, stored, source, "record",
                            record_identity, lambda r: f"decision {r.decision_id}", "decision_id")
 
     def screen_events(self, events: Sequence[WorldEvent], lines: Sequence[int], source: str) -> Screened[WorldEvent]:
         texts = [event_json(e) for e in events]
         keys: list[Hashable] = [(e.cluster, e.seq) for e in events]
-        stored: dict[Hashable, tuple[bytes, str]] = {}
+        stored: dict[Hashable, tuple[Identity, str]] = {}
         by_cluster: dict[str, set[int]] = {}
         for e in events:
             if (e.cluster, e.seq) not in self._recent:
                 by_cluster.setdefault(e.cluster, set()).add(e.seq)
         for cluster, seqs in by_cluster.items():
-            for seq, body in self._stored_events(cluster, sorted(seqs)):
-                stored[(cluster, seq)] = (hashlib.sha256(body).digest(), _sha(body))
+            # an event's identity is the sha256 of its text, so the stored digest is all it takes
+            for seq, sha in self._stored_event_digests(cluster, sorted(seqs)):
+                stored[(cluster, seq)] = (bytes.fromhex(sha), sha)
         return self._split(events, lines, texts, keys, stored, source, "event",
                            lambda t: hashlib.sha256(t.encode()).digest(),
                            lambda e: f"event {e.cluster}/{e.seq}", "seq")
@@ -106,41 +123,48 @@ class HistoryGuard:
             self._recent.popitem(last=False)
 
     def _split(self, items: Sequence[T], lines: Sequence[int], texts: list[str], keys: list[Hashable],
-               stored: dict[Hashable, tuple[bytes, str]], source: str, kind: str,
+               stored: dict[Hashable, tuple[Identity, str]], source: str, kind: str,
                identity: Callable[[str], bytes], name: Callable[[T], str], path: str) -> Screened[T]:
         out: Screened[T] = Screened()
-        batch: dict[Hashable, tuple[bytes, str]] = {}
+        batch: dict[Hashable, tuple[Identity, str]] = {}
         for item, line, text, key in zip(items, lines, texts, keys, strict=True):
-            mine = (identity(text), _sha(text))
+            sha = _sha(text)
             recent = self._recent.get(key)
             before = batch.get(key) or (recent and (recent[0], recent[1].hex())) or stored.get(key)
             if before is None:
+                mine = (identity(text), sha)
                 batch[key] = mine
                 out.accepted.append((key, *mine))
                 out.fresh.append(item)
                 out.fresh_lines.append(line)
-            elif before[0] == mine[0]:
-                out.absorbed += 1
+            elif before[1] == sha or _identity(before[0]) == identity(text):
+                out.absorbed += 1  # the same text, or the same decision measured again
             else:
                 error = (f"{name(item)}: conflicts with the stored one (stored sha256 {before[1]}, sent sha256 "
-                         f"{mine[1]}); history is append-only, the stored one is kept")
+                         f"{sha}); history is append-only, the stored one is kept")
                 out.conflicts.append(q.quarantine_row(source, kind, error, path, text))
                 out.conflict_errors.append({"line": line, "path": path, "error": error})
         return out
 
-    def _stored_records(self, ids: list[str]) -> Iterable[tuple[str, str]]:
+    def _stored_record_digests(self, ids: list[str]) -> Iterable[tuple[str, str]]:
+        """(decision id, sha256 hex of its stored text) for the ids the store holds, by primary key."""
         for start in range(0, len(ids), LOOKUP_CHUNK):
             chunk = ids[start:start + LOOKUP_CHUNK]
             # the first copy stored is the one every read returns (ReplacingMergeTree keeps one
             # per key, and the guard never lets a different one in)
+            yield from self._query("SELECT decision_id, lower(hex(any(sha256))) FROM decision_keys WHERE decision_id IN "
+                                   "{ids:Array(String)} GROUP BY decision_id", {"ids": chunk}).result_rows
+
+    def _stored_records(self, ids: list[str]) -> Iterable[tuple[str, str]]:
+        for start in range(0, len(ids), LOOKUP_CHUNK):
+            chunk = ids[start:start + LOOKUP_CHUNK]
             yield from self._query("SELECT decision_id, any(record) FROM decisions WHERE decision_id IN "
                                    "{ids:Array(String)} GROUP BY decision_id", {"ids": chunk}).result_rows
 
-    def _stored_events(self, cluster: str, seqs: list[int]) -> Iterable[tuple[int, bytes]]:
+    def _stored_event_digests(self, cluster: str, seqs: list[int]) -> Iterable[tuple[int, str]]:
         for start in range(0, len(seqs), LOOKUP_CHUNK):
             chunk = seqs[start:start + LOOKUP_CHUNK]
-            rows = self._query("SELECT seq, any(body) AS body FROM events WHERE cluster = {c:String} AND seq IN "
-                               "{s:Array(UInt64)} GROUP BY seq", {"c": cluster, "s": chunk},
-                               column_formats={"body": "bytes"}).result_rows
-            for seq, body in rows:
-                yield int(seq), body if isinstance(body, bytes) else str(body).encode()
+            rows = self._query("SELECT seq, lower(hex(any(sha256))) FROM event_keys WHERE cluster = {c:String} AND seq IN "
+                               "{s:Array(UInt64)} GROUP BY seq", {"c": cluster, "s": chunk}).result_rows
+            for seq, sha in rows:
+                yield int(seq), str(sha)

@@ -17,6 +17,7 @@ from typing import Any
 from audit.errors import UserError
 from audit.records import DecisionRecord
 from audit.store.aggregates import FINAL, GROUPS, HOUR_FMT, OTHERS, Query
+from audit.store.connection import StoreError
 from audit.store.filters import DecisionFilter, conditions, decode_cursor, encode_cursor, where_sql
 
 DECISION_HOUR = HOUR_FMT.format(col="toStartOfHour(time)")
@@ -136,18 +137,31 @@ _RELEASES = ("SELECT cluster, namespace, name, JSONExtractString(body, 'payload'
              "JSONExtractString(body, 'payload', 'status', 'phase') IN ('Succeeded', 'Failed'))")
 
 
+# Per row: is the pod it belongs to (by name, or by uid) among those the event log released.
+_MARKED = (f"((cluster, namespace, pod) IN (SELECT cluster, namespace, name FROM ({_RELEASES})) "
+           f"OR (cluster, namespace, {_POD_KEY}) IN (SELECT cluster, namespace, uid FROM ({_RELEASES}) WHERE uid != ''))")
+# A pod's cohort and stratum strings travel through the fold as one 64-bit hash each (folding a
+# million pods' string tuples costs several times more); ``pod_outcomes`` maps them back.
+_LATEST_CODE = "cityHash64(track, template_version, preferred_model, tenant)"
+_MODEL_CODE = "cityHash64(allocated_model)"
+OUTCOME_SUMS = ("pods", "bound", "fallbacks", "bound_wait_ms", "bound_wait_ms_sq", "pending_ms", "pending_ms_sq")
+
+
 def pod_outcomes(query: Query, f: DecisionFilter) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Pods under ``f``, folded as ``audit.migration.build_cohorts`` folds a pod's records (attempts
     ordered by seq, time and attempt; a pod's attempts never tie on all three): the latest attempt
     names the cohort (track, template_version), the pod name and the stratum's tenant and model (its
     preferred model, else the bound attempt's allocated one); the stratum's hour is that of the pod's
-    earliest attempt, as hours since the epoch; the first allocated attempt is the bound one (its fallback flag, wait and time), ``pending_ms`` is the largest wait of any attempt.
+    earliest attempt, as hours since the epoch; the first allocated attempt is the bound one (its
+    fallback flag, wait and time), a pod's pending time is the largest wait of any attempt.
 
-    Done in ClickHouse so a million decisions never become a million Python records: pods that
+    Done in ClickHouse so a million decisions never become a million Python objects: pods that
     never released their devices (no Pod delete or finished phase in the event log, so no
-    utilisation to measure) come back as counts per distinct outcome; the released ones one by one,
-    with what their utilisation needs. Pods are grouped by a 64-bit hash of (cluster, namespace,
-    uid or name).
+    utilisation to measure) come back as sums per cohort × stratum (``OUTCOME_SUMS``: pods, bound
+    pods, bound pods that fell back, and the sum and sum of squares of the bound wait and of the
+    pending time — what ``audit.migration.Moments`` holds); the released ones one by one
+    (``pods`` = 1), with what their utilisation needs. Pods are grouped by a 64-bit hash of
+    (cluster, namespace, uid or name).
 
     One pass over the rows, with few aggregate states per pod: whether a row's pod may have been
     released (its name or uid is in the release events) is decided per row, so the pod's names —
@@ -157,31 +171,40 @@ def pod_outcomes(query: Query, f: DecisionFilter) -> tuple[list[dict[str, Any]],
     carries the latest name."""
     clauses, params = conditions(f)
     rows = (
-        f"SELECT cityHash64({_POD}) AS h, cluster, namespace, pod, {_POD_KEY} AS k, track, template_version, "
-        f"preferred_model, allocated_model, tenant, outcome, fallback, wait_ms, time, {ATTEMPT_ORDER} AS o, "
-        f"(cluster, namespace, pod) IN (SELECT cluster, namespace, name FROM ({_RELEASES})) "
-        f"OR (cluster, namespace, k) IN (SELECT cluster, namespace, uid FROM ({_RELEASES}) WHERE uid != '') AS marked "
+        f"SELECT cityHash64({_POD}) AS h, cluster, namespace, pod, {_POD_KEY} AS k, {_LATEST_CODE} AS c, "
+        f"preferred_model = '' AS np, {_MODEL_CODE} AS a, outcome = 'allocated' AS ok, fallback, wait_ms, "
+        f"toUnixTimestamp64Milli(time) AS ms, {ATTEMPT_ORDER} AS o, {_MARKED} AS marked "
         f"FROM decisions FINAL {where_sql(clauses)}"
     )
     pods = (
-        "SELECT argMaxIf((cluster, namespace, k, pod), o, marked) AS names, "
-        "argMax((track, template_version, marked, preferred_model, tenant), o) AS latest, "
-        "max(outcome = 'allocated') AS bound, "
-        "argMinIf((fallback, wait_ms, toUnixTimestamp64Milli(time), allocated_model), o, outcome = 'allocated') "
-        "AS first_bound, "
-        "intDiv(toUnixTimestamp64Milli(min(time)), 3600000) AS first_hour, "
-        f"max(wait_ms) AS pending, bound AND latest.3 AS rel FROM ({rows}) GROUP BY h"
+        "SELECT argMaxIf((cluster, namespace, k, pod), o, marked) AS names, argMax((c, np, marked), o) AS latest, "
+        "max(ok) AS bound, argMinIf((fallback, wait_ms, ms, a), o, ok) AS first_bound, "
+        "intDiv(min(ms), 3600000) AS first_hour, max(wait_ms) AS pending, bound AND latest.3 AS rel "
+        f"FROM ({rows}) GROUP BY h"
     )
+    # model code 0: the latest attempt's preferred model names the stratum
     sql = ("SELECT rel, if(rel, names.1, ''), if(rel, names.2, ''), if(rel, names.3, ''), if(rel, names.4, ''), "
-           "latest.1, latest.2, bound, first_bound.1, first_bound.2, if(rel, first_bound.3, 0), pending, "
-           "if(latest.4 != '', latest.4, if(bound, first_bound.4, '')), latest.5, first_hour, count() "
+           "if(rel, first_bound.3, 0), latest.1, if(latest.2 AND bound, first_bound.4, 0), first_hour, count(), "
+           "sum(bound), sum(bound AND first_bound.1), sumIf(first_bound.2, bound), "
+           "sumIf(toUInt128(first_bound.2) * first_bound.2, bound), sum(pending), sum(toUInt128(pending) * pending) "
            f"FROM ({pods}) GROUP BY ALL ORDER BY ALL")
-    keys = ("cluster", "namespace", "pod_key", "pod", "track", "template_version", "bound", "fallback", "bound_wait_ms",
-            "bound_ms", "pending_ms", "model", "tenant", "first_hour", "pods")
+    names = (f"SELECT DISTINCT {_LATEST_CODE}, track, template_version, preferred_model, tenant, {_MODEL_CODE}, "
+             f"allocated_model FROM decisions {where_sql(clauses)}")
+    latest: dict[int, tuple[str, str, str, str]] = {}
+    models: dict[int, str] = {}
+    for c, track, template, preferred, tenant, a, allocated in query(names, params, None).result_rows:
+        if latest.setdefault(c, (track, template, preferred, tenant)) != (track, template, preferred, tenant) \
+                or models.setdefault(a, allocated) != allocated:
+            raise StoreError(f"pod_outcomes: two cohorts or models share the hash {c} or {a}")
+    keys = ("cluster", "namespace", "pod_key", "pod", "bound_ms", "track", "template_version", "model", "tenant",
+            "first_hour", *OUTCOME_SUMS)
     groups: list[dict[str, Any]] = []
     singles: list[dict[str, Any]] = []
     for row in query(sql, params, FINAL).result_rows:
-        (singles if row[0] else groups).append(dict(zip(keys, row[1:], strict=True)))
+        track, template, preferred, tenant = latest[row[6]]
+        model = models[row[7]] if row[7] else preferred
+        out = dict(zip(keys, (*row[1:6], track, template, model, tenant, *row[8:]), strict=True))
+        (singles if row[0] else groups).append(out)
     return groups, singles
 
 

@@ -82,6 +82,15 @@ def _replay_jobs(database: str, retention: Retention, cluster: str | None) -> li
             f"ALTER TABLE {database}.replay_runs ON CLUSTER {cluster} {added(plain)}"]
 
 
+def _history_keys(database: str, retention: Retention, cluster: str | None) -> list[str]:
+    out = _tables("decision_keys", "event_keys")(database, retention, cluster)
+    for view in schema.KEY_VIEWS:
+        out.append(schema.create_view(view, database, cluster))
+        if not cluster:  # on a cluster the operator backfills per shard, after the DDL has spread
+            out.append(schema.backfill_view(view, database))
+    return out
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "world events, checkpoints, decisions, tier evidence, policies, quarantine",
               _tables("events", "checkpoints", "decisions", "decision_tiers", "policies", "quarantine")),
@@ -92,6 +101,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "record text compressed with ZSTD(1)", _record_codec),
     Migration(7, "replay jobs any API server can report on; replay runs carry their job, observed flag and diff lines",
               _replay_jobs),
+    Migration(8, "stored decision ids and event seqs in key order with the sha256 of their text, backfilled",
+              _history_keys),
 )
 LATEST = MIGRATIONS[-1].version
 

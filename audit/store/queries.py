@@ -26,7 +26,7 @@ from audit.events import WorldEvent, loads_json, stored_event
 from audit.metrics.lifecycle import Lifecycle
 from audit.records import DecisionRecord
 from audit.store import aggregates, migrations
-from audit.store.connection import Target, connect, data_dir, resolve_dsn
+from audit.store.connection import StoreError, Target, connect, data_dir, resolve_dsn
 from audit.store.filters import (
     DecisionFilter,
     conditions,
@@ -86,6 +86,7 @@ class AuditStore:
         self._lock = threading.RLock()  # one statement at a time on the shared client (writes)
         self._reads = ClientPool(lambda: connect(target, create_database=False))  # reads run side by side
         self._ingest_writer: RecordWriter | None = None
+        self._ingest_recovered = False
         self._ingest_lock = threading.Lock()  # the first requests after a start race to create the writer
         self._admit_lock = threading.Lock()  # screening against history and writing are one step
         self._history = HistoryGuard(self._query)
@@ -132,16 +133,28 @@ class AuditStore:
         return writer
 
     def _ingest(self) -> RecordWriter:
+        """The ingest writer, its spool from the last run delivered first: the append-only check
+        looks in the store, so a batch spooled but undelivered when the process stopped must be
+        there before a re-send (or a changed version) of it is judged. Until that delivery
+        succeeds, ingest is refused as the store being unavailable (503), and the sender retries."""
         with self._ingest_lock:
             if self._ingest_writer is None:
                 self._ingest_writer = self.writer(name="ingest")
+            if not self._ingest_recovered:
+                self._ingest_recovered = self._ingest_writer.drain()
+                if not self._ingest_recovered:
+                    raise StoreError("batches spooled before the last stop are not delivered yet: "
+                                     f"{self._ingest_writer.last_error}")
             return self._ingest_writer
 
     def recover_ingest(self) -> bool:
         """Open the ingest writer and deliver what its spool kept from the last run, before the first
-        request: a producer re-sending a batch that was spooled but unanswered when the process died
-        then finds it in the store. True when the spool is empty."""
-        return self._ingest().drain()
+        request. True when the spool is empty."""
+        try:
+            self._ingest()
+        except StoreError:
+            return False
+        return True
 
     def ingest_jsonl(self, body: bytes, kind: Literal["records", "events"], source: str,
                      compressed: bool | None = None) -> IngestResult:

@@ -46,6 +46,8 @@ class Table:
     indexes: tuple[str, ...] = ()
     shard_key: str = "rand()"
     engine_args: str = ""
+    retention_of: str = ""  # keep rows as long as this table keeps its rows (its retention applies)
+    granularity: int = 8192  # rows per primary-index mark
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,8 @@ class Retention:
         for item in filter(None, (part.strip() for part in text.split(","))):
             name, _, value = item.partition("=")
             table = TABLES.get(name.strip())
-            if table is None or not table.retention_column:
-                known = ", ".join(sorted(t.name for t in TABLES.values() if t.retention_column))
+            if table is None or not table.retention_column or table.retention_of:
+                known = ", ".join(sorted(t.name for t in TABLES.values() if t.retention_column and not t.retention_of))
                 raise UserError(f"CLAIMTRAIL_RETENTION: {name.strip()!r} is not a table with a retention (one of {known})")
             if not value.strip().isdigit() or int(value) < 1:
                 raise UserError(f"CLAIMTRAIL_RETENTION: {name.strip()}: days must be a whole number >= 1, got {value!r}")
@@ -399,17 +401,66 @@ DECISION_TIERS_IN_MV = View(
     ),
 )
 
+# The append-only check (``audit.store.history``) looks every incoming key up before writing. The
+# decisions table is sorted for the API's reads (tenant, hour), so a lookup by id there scans every
+# id; these tables hold each stored key in key order with the sha256 of its stored text, filled by
+# the engine from the same inserts, so the check reads a few granules by primary key and compares
+# digests instead of reading and hashing stored text. A batch's ids are random, so each one lands
+# in its own mark: small marks (128 rows) keep a lookup of a thousand ids to a small share of the
+# table, for a primary index of about 8k entries per million keys.
+KEY_GRANULARITY = 128
+
+DECISION_KEYS = Table(
+    name="decision_keys",
+    columns=("decision_id String", "sha256 FixedString(32)", "time DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1))"),
+    engine="ReplacingMergeTree",
+    order_by="decision_id",
+    partition_by="toYYYYMM(time)",
+    retention_column="toDate(time)",
+    retention_of="decisions",
+    shard_key="cityHash64(decision_id)",  # beside the decision it names
+    granularity=KEY_GRANULARITY,
+)
+
+EVENT_KEYS = Table(
+    name="event_keys",
+    columns=("cluster LowCardinality(String)", "seq UInt64", "sha256 FixedString(32)",
+             "time DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1))"),
+    engine="ReplacingMergeTree",
+    order_by="(cluster, seq)",
+    partition_by="toYYYYMM(time)",
+    retention_column="toDate(time)",
+    retention_of="events",
+    shard_key="cityHash64(cluster)",
+    granularity=KEY_GRANULARITY,
+)
+
+DECISION_KEYS_MV = View(
+    name="decision_keys_mv",
+    target="decision_keys",
+    source="decisions",
+    select="SELECT decision_id, SHA256(record) AS sha256, time FROM {src}",
+)
+
+EVENT_KEYS_MV = View(
+    name="event_keys_mv",
+    target="event_keys",
+    source="events",
+    select="SELECT cluster, seq, SHA256(body) AS sha256, time FROM {src}",
+)
+
 TABLES = {t.name: t for t in (
     SCHEMA_MIGRATIONS, EVENTS, CHECKPOINTS, DECISIONS, DECISION_TIERS, POLICIES, QUARANTINE, REPLAY_RUNS, REPLAY_JOBS,
-    FALLBACK_1H, TENANT_USAGE_1H, DECISIONS_IN,
+    FALLBACK_1H, TENANT_USAGE_1H, DECISIONS_IN, DECISION_KEYS, EVENT_KEYS,
 )}
 ROLLUP_VIEWS = (FALLBACK_1H_MV, TENANT_USAGE_1H_MV)
 INGEST_VIEWS = (DECISIONS_IN_MV, DECISION_TIERS_IN_MV)
-VIEWS = {v.name: v for v in (*ROLLUP_VIEWS, *INGEST_VIEWS)}
+KEY_VIEWS = (DECISION_KEYS_MV, EVENT_KEYS_MV)
+VIEWS = {v.name: v for v in (*ROLLUP_VIEWS, *INGEST_VIEWS, *KEY_VIEWS)}
 
 
 def ttl_clause(table: Table, retention: Retention) -> str:
-    days = retention.for_table(table.name)
+    days = retention.for_table(table.retention_of or table.name)
     if days is None or not table.retention_column:
         return ""
     return f"TTL {table.retention_column} + INTERVAL {int(days)} DAY"
@@ -441,7 +492,7 @@ def create_table(table: Table, database: str, retention: Retention, cluster: str
     ttl = ttl_clause(table, retention)
     if ttl:
         lines.append(ttl)
-    settings = ["index_granularity = 8192"]
+    settings = [f"index_granularity = {table.granularity}"]
     if ttl:
         settings.append("ttl_only_drop_parts = 1")
     if not cluster:

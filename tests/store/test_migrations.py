@@ -21,6 +21,7 @@ EXPECTED_TABLES = {
     5: set(),  # the ingest views' queries, replaced in place
     6: set(),  # the record column's codec
     7: {"replay_jobs"},  # and replay runs' job, observed and diff_lines columns
+    8: {"decision_keys", "event_keys", "decision_keys_mv", "event_keys_mv"},
 }
 
 
@@ -68,6 +69,10 @@ def test_migrating_from_an_earlier_version_keeps_data_and_backfills_rollups(tmp_
         codec = store.client.query("SELECT compression_codec FROM system.columns WHERE database = {d:String} "
                                    "AND table = 'decisions' AND name = 'record'", parameters={"d": target.database})
         assert codec.result_rows == [("CODEC(ZSTD(1))",)]
+        # the append-only check's key table holds every stored decision with its text's digest
+        keys = store.client.query("SELECT count(), countIf(k.sha256 = SHA256(d.record)) FROM decision_keys AS k "
+                                  "INNER JOIN decisions AS d USING decision_id").result_rows
+        assert keys == [(90, 90)]
 
 
 def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
@@ -88,6 +93,9 @@ def test_retention_is_configurable_after_creation(tmp_path: Path) -> None:
         assert ttl_of(store, "quarantine") == "toDate(time) + toIntervalDay(30)"
     with AuditStore.open(f"chdb://{tmp_path}/db", retention=Retention({"decisions": 400})) as store:
         assert ttl_of(store, "decisions") == "toDate(time) + toIntervalDay(400)"
+        # the history check's keys live exactly as long as the decisions they name
+        assert ttl_of(store, "decision_keys") == "toDate(time) + toIntervalDay(400)"
+        assert ttl_of(store, "event_keys") == ""
         assert ttl_of(store, "quarantine") == ""
     with AuditStore.open(f"chdb://{tmp_path}/db", retention=Retention({})) as store:
         assert ttl_of(store, "decisions") == ""
@@ -96,8 +104,9 @@ def test_retention_is_configurable_after_creation(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [("decisions=0", "days must be a whole number >= 1"), ("colours=3", "'colours' is not a table"),
-     ("schema_migrations=5", "'schema_migrations' is not a table with a retention")],
-    ids=["zero-days", "unknown-table", "table-without-time"],
+     ("schema_migrations=5", "'schema_migrations' is not a table with a retention"),
+     ("decision_keys=5", "'decision_keys' is not a table with a retention")],
+    ids=["zero-days", "unknown-table", "table-without-time", "table-kept-as-long-as-another"],
 )
 def test_a_bad_retention_setting_names_the_table(text: str, message: str) -> None:
     with pytest.raises(UserError, match=message):

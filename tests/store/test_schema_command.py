@@ -27,9 +27,13 @@ def test_single_node_ddl_has_every_table_with_dedup_window(capsys: pytest.Captur
     assert code == 0
     created = re.findall(r"CREATE TABLE IF NOT EXISTS audit\.(\w+) \(", out)
     assert created == ["schema_migrations", "events", "checkpoints", "decisions", "decision_tiers", "policies",
-                       "quarantine", "replay_runs", "fallback_1h", "tenant_usage_1h", "decisions_in", "replay_jobs"]
+                       "quarantine", "replay_runs", "fallback_1h", "tenant_usage_1h", "decisions_in", "replay_jobs",
+                       "decision_keys", "event_keys"]
     assert out.count("non_replicated_deduplication_window = 1000") == len(created) - 1  # decisions_in: Null
     assert "CREATE TABLE IF NOT EXISTS audit.decisions_in (\n  record String\n) ENGINE = Null" in out
+    # the history check's key tables: small marks, filled from the decisions and events inserted
+    assert out.count("index_granularity = 128,") == 2
+    assert "TO audit.decision_keys\nAS SELECT decision_id, SHA256(record) AS sha256, time FROM audit.decisions" in out
     assert "ON CLUSTER" not in out and "Replicated" not in out
 
 
@@ -38,7 +42,7 @@ def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pyt
     assert code == 0
     assert "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/claimtrail/decisions_local', '{replica}')" in out
     assert "ReplicatedAggregatingMergeTree(" in out
-    for table in ("decisions", "decision_tiers", "replay_runs"):
+    for table in ("decisions", "decision_tiers", "replay_runs", "decision_keys"):
         assert (f"CREATE TABLE IF NOT EXISTS claimtrail.{table} ON CLUSTER prod AS claimtrail.{table}_local\n"
                 f"ENGINE = Distributed(prod, claimtrail, {table}_local, cityHash64(decision_id))") in out
     assert "TO claimtrail.fallback_1h_local\nAS SELECT" in out and "FROM claimtrail.decisions_local" in out
@@ -56,8 +60,9 @@ def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pyt
             "DEFAULT [];") in out
     assert ("ALTER TABLE claimtrail.replay_runs_local ON CLUSTER prod ADD INDEX IF NOT EXISTS idx_job_id job_id "
             "TYPE bloom_filter(0.001) GRANULARITY 1;") in out
-    assert out.rstrip().endswith("(7, 'replay jobs any API server can report on; replay runs carry their job, observed "
-                                 "flag and diff lines');")
+    assert "(7, 'replay jobs any API server can report on; replay runs carry their job, observed flag and diff lines')" in out
+    assert out.rstrip().endswith("(8, 'stored decision ids and event seqs in key order with the sha256 of their text, "
+                                 "backfilled');")
 
 
 def test_record_schema_is_the_json_schema_of_a_decision_record(capsys: pytest.CaptureFixture[str]) -> None:
@@ -96,8 +101,9 @@ def test_every_cluster_statement_is_valid_clickhouse_syntax(store: AuditStore) -
 
     statements = cluster_ddl("claimtrail", "prod")
     # database, local+Distributed tables, views, the views' query update (v5), the codec (v6), the replay
-    # runs' new columns on the local and the Distributed table and the job index (v7), version row
-    assert len(statements) == 1 + 12 * 2 + 4 + 2 + 1 + 3 + 1
+    # runs' new columns on the local and the Distributed table and the job index (v7), the history key
+    # tables' views (v8), version row
+    assert len(statements) == 1 + 14 * 2 + 4 + 2 + 1 + 3 + 2 + 1
     for statement in statements:
         formatted = store.client.query("SELECT formatQuery({q:String})", parameters={"q": statement}).result_rows[0][0]
         assert formatted.split()[0] in ("CREATE", "INSERT", "ALTER")
