@@ -17,7 +17,6 @@ from audit.api.worldview import collector_paused, world_at
 from audit.explain import ModelTable, explain, explain_record, would_get_now
 from audit.explain.summary import would_get_sentence
 from audit.records import DecisionRecord, Outcome
-from audit.store import insights
 
 # Bodies go out as JSONResponse: records and explanations are plain JSON already, and FastAPI's
 # generic encoding walk over thousands of device rows would cost more than the explanation.
@@ -46,12 +45,8 @@ def list_decisions(
         pod=params.k8s_name(pod, "pod"), model=params.model(model), outcome=params.outcome(outcome),
         fallback=params.boolean(fallback, "fallback"), since=params.timestamp(since, "since"),
         until=params.timestamp(until, "until"), policy_version=params.label(policy_version, "policy_version"),
-        cluster=params.label(cluster, "cluster"), track=params.track(track))
-    claim_name = params.k8s_name(claim, "claim")
-    if claim_name is not None:  # decisions whose claims list holds this ResourceClaim name
-        items, next_cursor = storeport.insight(db, insights.decisions_with_claim, f, claim_name, cursor or None, limit)
-    else:
-        items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
+        cluster=params.label(cluster, "cluster"), track=params.track(track), claim=params.k8s_name(claim, "claim"))
+    items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
     return JSONResponse({"items": [_shown(who, cfg, r) for r in items], "next": next_cursor})
 
 
