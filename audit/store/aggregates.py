@@ -34,7 +34,8 @@ GROUPS = {
 FINAL = {"do_not_merge_across_partitions_select_final": 1}  # a record's partition never changes
 
 
-def _tenant_expr(scope_tenant: str | None, column: str = "tenant") -> str:
+def scoped_tenant(scope_tenant: str | None, column: str = "tenant") -> str:
+    """The tenant column, or for a tenant caller its own tenant with every other one as OTHERS."""
     return f"if({column} = {{scope_tenant:String}}, {column}, '{OTHERS}')" if scope_tenant is not None else column
 
 
@@ -49,7 +50,7 @@ def fallback_stats(query: Query, f: DecisionFilter, group_by: Sequence[str], sco
     for name in names:
         expr = GROUPS[name][1 if use_rollup else 0]
         if name == "tenant":
-            expr = _tenant_expr(scope_tenant)
+            expr = scoped_tenant(scope_tenant)
         exprs.append(f"{expr} AS g_{name}")
     select = ", ".join([*exprs, "outcome AS o", "fallback AS fb"])
     group = ", ".join([*(f"g_{n}" for n in names), "o", "fb"])
@@ -88,7 +89,7 @@ def fairness_stats(query: Query, f: DecisionFilter, scope_tenant: str | None = N
     if scope_tenant is not None:
         params["scope_tenant"] = scope_tenant
     sql = (
-        f"SELECT {_tenant_expr(scope_tenant)} AS t, count(), countIf(outcome = 'allocated'), "
+        f"SELECT {scoped_tenant(scope_tenant)} AS t, count(), countIf(outcome = 'allocated'), "
         "sumIf(n_devices, outcome = 'allocated'), quantilesExact(0.5, 0.95, 0.99)(wait_ms), "
         "countIf(outcome = 'allocated' AND tier_index = 0) "
         f"FROM decisions FINAL {where_sql(clauses)} GROUP BY t ORDER BY t"
@@ -154,7 +155,7 @@ def tenant_usage(query: Query, f: DecisionFilter, scope_tenant: str | None = Non
     if scope_tenant is not None:
         params["scope_tenant"] = scope_tenant
     sql = (
-        f"SELECT {_tenant_expr(scope_tenant)} AS t, allocated_model, uniqExactMerge(decisions), "
+        f"SELECT {scoped_tenant(scope_tenant)} AS t, allocated_model, uniqExactMerge(decisions), "
         "groupUniqArrayMerge(allocations) FROM tenant_usage_1h "
         f"{where_sql(clauses)} GROUP BY t, allocated_model ORDER BY t, allocated_model"
     )

@@ -275,7 +275,8 @@ class AuditStore:
             return client.query(sql, parameters=bound, settings=settings, **options)
 
     def insight(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run one ``audit.store.insights`` query function through this store's locked client."""
+        """Run ``fn(query, *args)`` with this store's locked ``query(sql, parameters, settings)``: how a
+        stats kind of the API runs the SQL its module owns (``audit.store.ports.AggregateReads``)."""
         return fn(self._query, *args, **kwargs)
 
     def get_decision(self, decision_id: str, tenant: str | None) -> DecisionRecord | None:
