@@ -37,6 +37,8 @@ class DecisionReads(Protocol):
     def list_decisions(self, f: DecisionFilter, cursor: str | None,
                        limit: int) -> tuple[list[DecisionRecord], str | None]: ...
 
+    def all_decisions(self, f: DecisionFilter, page: int = ...) -> list[DecisionRecord]: ...
+
 
 class AggregateReads(Protocol):
     """Decision counts the store answers from its rollups or raw rows (``audit.store.aggregates``),
@@ -65,8 +67,6 @@ class HistoryReads(Protocol):
     def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict[str, Any]] | None: ...
 
     def pod_lifecycle(self, cluster: str) -> Lifecycle: ...
-
-    def get_policy(self, version: str, digest_: str | None = None) -> dict[str, Any] | None: ...
 
 
 class StoreReads(DecisionReads, AggregateReads, HistoryReads, Protocol):

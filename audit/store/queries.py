@@ -25,6 +25,7 @@ from audit.errors import UserError
 from audit.events import WorldEvent, loads_json, stored_event
 from audit.metrics.lifecycle import Lifecycle
 from audit.records import DecisionRecord
+from audit.replay.result import ReplayResult
 from audit.store import aggregates, migrations
 from audit.store.connection import Target, connect, data_dir, resolve_dsn
 from audit.store.filters import (
@@ -60,6 +61,12 @@ class ReplayRun:
     job_id: str = ""  # the API replay job that ran it
     observed: bool = False
     diff_lines: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, result: ReplayResult, time: str, job_id: str = "") -> ReplayRun:
+        """The row that records one replay result, run at ``time`` (by job ``job_id``, if any)."""
+        return cls(result.decision_id, result.engine_version, result.policy_digest, result.match, result.cause,
+                   time=time, job_id=job_id, observed=result.observed, diff_lines=tuple(result.diff))
 
 
 @dataclass(frozen=True)
@@ -356,6 +363,16 @@ class AuditStore:
         records = [DecisionRecord.from_dict(json.loads(by_key[(k[0], k[1])])) for k in page]
         next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(keys) > limit else None
         return records, next_cursor
+
+    def all_decisions(self, f: DecisionFilter, page: int = MAX_LIMIT) -> list[DecisionRecord]:
+        """Every decision under ``f``, newest first (``list_decisions`` page after page)."""
+        out: list[DecisionRecord] = []
+        cursor = None
+        while True:
+            records, cursor = self.list_decisions(f, cursor, page)
+            out.extend(records)
+            if cursor is None:
+                return out
 
     # reading: aggregates ---------------------------------------------------------------------
     def fallback_stats(self, f: DecisionFilter, group_by: Sequence[str], scope_tenant: str | None = None) -> list[dict]:

@@ -100,10 +100,11 @@ def test_verifying_the_day_in_memory_gives_the_pinned_results():
 
 
 def test_verifying_the_day_from_the_store_gives_the_pinned_results(dsn):
-    from audit.replay import replay_decisions
+    from audit.replay import StoreHistory
+    from audit.replay.service import verify_ids
 
     with AuditStore.open(dsn, create=False) as store:
-        runs = replay_decisions(store, [r.decision_id for r in _day().records])
+        runs = [r.to_dict() for r in verify_ids(StoreHistory(store), [r.decision_id for r in _day().records])]
     assert canonical_digest(runs, 1) == VERIFIED_FROM_STORE
 
 
