@@ -89,7 +89,7 @@ def _check_model(record: DecisionRecord, model: str | None) -> str:
 
 def _would_get(db: Any, record: DecisionRecord) -> dict[str, Any]:
     """What the record's pod would get if scheduled now, from the world at the cluster's latest seq."""
-    seq = storeport.call(db.last_event_seq, record.cluster)
+    seq = storeport.call(db.max_seq, record.cluster)
     if seq is None:
         return {"result": "unknown", "seq": -1, "error": f"cluster {record.cluster} has no world events"}
     try:

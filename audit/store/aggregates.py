@@ -146,23 +146,3 @@ def migration_stats(query: Query, f: DecisionFilter) -> list[dict]:
                     "fallback_rate": fallbacks / allocated if allocated else 0.0,
                     "wait_p50_ms": float(waits[0]), "wait_p95_ms": float(waits[1])})
     return out
-
-def tenant_usage(query: Query, f: DecisionFilter, scope_tenant: str | None = None) -> list[dict]:
-    """Per tenant × allocated model from the hourly usage rollup (duplicate-tolerant)."""
-    if f.active() - {"tenant", "since", "until", "cluster", "model"} or not rollup_can_answer(f):
-        raise UserError("tenant_usage: filter only by tenant, cluster, model and whole-hour since/until")
-    clauses, params = conditions(f, time_column="hour")
-    if scope_tenant is not None:
-        params["scope_tenant"] = scope_tenant
-    sql = (
-        f"SELECT {scoped_tenant(scope_tenant)} AS t, allocated_model, uniqExactMerge(decisions), "
-        "groupUniqArrayMerge(allocations) FROM tenant_usage_1h "
-        f"{where_sql(clauses)} GROUP BY t, allocated_model ORDER BY t, allocated_model"
-    )
-    out = []
-    for t, model, n, allocations in query(sql, params, None).result_rows:
-        out.append({"tenant": t, "model": model, "decisions": int(n), "allocated": len(allocations),
-                    "devices_allocated": sum(a[1] for a in allocations),
-                    "wait_ms_total": sum(a[2] for a in allocations),
-                    "first_choice": sum(a[3] for a in allocations)})
-    return out

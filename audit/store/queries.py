@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from audit.canonical import canonical_json, canonical_text
+from audit.canonical import canonical_json
 from audit.errors import UserError
 from audit.events import WorldEvent, loads_json, stored_event
 from audit.metrics.lifecycle import Lifecycle
@@ -199,10 +199,6 @@ class AuditStore:
         text = canonical_json(body)
         self._insert("checkpoints", ["cluster", "seq", "digest", "body"],
                      [[cluster, seq, hashlib.sha256(text).hexdigest(), text.decode()]])
-
-    def write_policy(self, version: str, digest_: str, document: dict[str, Any]) -> None:
-        self._insert("policies", ["version", "digest", "document"],
-                     [[version, digest_, canonical_text(document)]])
 
     def write_replay_runs(self, runs: list[ReplayRun]) -> None:
         from audit.store.rows import epoch_ms
@@ -391,16 +387,7 @@ class AuditStore:
         """Per track x template_version cohort: success and fallback rates, wait p50/p95."""
         return aggregates.migration_stats(self._query, f)
 
-    def tenant_usage(self, f: DecisionFilter, scope_tenant: str | None = None) -> list[dict]:
-        """Per tenant x allocated model from the hourly usage rollup."""
-        return aggregates.tenant_usage(self._query, f, scope_tenant)
-
-    # world events, checkpoints, replay, policies, quarantine ---------------------------------
-    def last_event_seq(self, cluster: str) -> int | None:
-        """The highest event seq stored for ``cluster``; None when it has no events."""
-        rows = self._query("SELECT max(seq), count() FROM events WHERE cluster = {c:String}", {"c": cluster}).result_rows
-        return int(rows[0][0]) if rows and rows[0][1] else None
-
+    # world events, checkpoints, replay, quarantine -------------------------------------------
     def events(self, cluster: str, after_seq: int, upto_seq: int, page: int = 10_000) -> Iterator[WorldEvent]:
         """Events with ``after_seq < seq <= upto_seq`` in seq order, each once."""
         for _, body in self.event_texts(cluster, after_seq, upto_seq, page):
@@ -438,6 +425,7 @@ class AuditStore:
         return self._lifecycles.current(self, cluster)
 
     def max_seq(self, cluster: str) -> int | None:
+        """The highest event seq stored for ``cluster``; None when it has no events."""
         rows_ = self._query("SELECT max(seq), count() FROM events WHERE cluster = {c:String}", {"c": cluster}).result_rows
         return int(rows_[0][0]) if rows_ and rows_[0][1] else None
 
@@ -488,16 +476,6 @@ class AuditStore:
             out.append({"engine_version": ev, "policy_digest": pd, "decisions": int(n), "matches": int(matches),
                         "mismatches": int(n) - int(matches), "mismatch_causes": by_cause})
         return out
-
-    def get_policy(self, version: str, digest_: str | None = None) -> dict | None:
-        clauses = ["version = {v:String}"]
-        params: dict[str, Any] = {"v": version}
-        if digest_ is not None:
-            clauses.append("digest = {d:String}")
-            params["d"] = digest_
-        rows_ = self._query(f"SELECT document FROM policies {where_sql(clauses)} ORDER BY written_at DESC LIMIT 1",
-                            params).result_rows
-        return json.loads(rows_[0][0]) if rows_ else None
 
     def quarantined(self, limit: int) -> list[dict]:
         if not 1 <= limit <= MAX_LIMIT:
