@@ -5,7 +5,7 @@ more start one job (202 with a job id; ``GET /v1/replay/{job}``, on any API serv
 and, when done, the runs). An id given more than once is replayed once. A tenant replays only its
 own decisions and sees only its own jobs. The body is bounded (``MAX_BODY_BYTES``, ``MAX_IDS`` ids;
 more is a 413 problem) and ids are looked up in batches, never one query each. With
-``counterfactual_policy`` (a stored policy version) or ``counterfactual_policy_document`` (a Policy
+``counterfactual_policy`` (a policy version of the cluster's history) or ``counterfactual_policy_document`` (a Policy
 document sent along) the window is decided again under that policy (admins only: it re-decides
 every tenant's pods); see ``audit.api.counterfactual``.
 """

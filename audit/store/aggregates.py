@@ -1,9 +1,12 @@
-"""Aggregates over decisions for the API's dashboards: fallback, fairness, health, migration, usage.
+"""Decision counts the store answers itself: fallback, fairness, health and migration cohorts.
 
-Each function takes ``query(sql, parameters, settings)`` (the store's locked client call) and a
-``DecisionFilter``. Raw rows are read with ``FINAL`` so not-yet-merged duplicates never count;
-fallback and usage questions that need no raw-row filter are answered from the hourly rollups,
-whose sets of decision hashes make them duplicate-tolerant. ``scope_tenant`` keeps one tenant's
+These are the aggregates that know the store's layout (the hourly rollup, the tier rows); a
+question only one ``/v1/stats`` kind asks is SQL in that kind's module (``audit.api.stats``),
+built from the helpers here (``FINAL``, ``HOUR_FMT``, ``scoped_tenant``). Each function takes
+``query(sql, parameters, settings)`` (the store's locked client call) and a ``DecisionFilter``.
+Raw rows are read with ``FINAL`` so not-yet-merged duplicates never count; fallback questions
+that need no raw-row filter are answered from the hourly rollup, whose sets of decision hashes
+make it duplicate-tolerant. ``scope_tenant`` keeps one tenant's
 own rows and folds every other tenant into ``"(others)"``, for tenant callers of the API.
 """
 
