@@ -17,10 +17,11 @@ from audit.replay import StoreHistory
 from audit.replay.service import PolicyNotFound, cluster_events, counterfactual, paired, policy_by_version
 from audit.replay.whatif import deltas
 from audit.store.filters import DecisionFilter
+from audit.store.ports import StoreReads
 from audit.timestamps import parse_time_ms
 
 
-def counterfactual_window(store: Any, cluster: str, since: str, until: str, version: str,
+def counterfactual_window(store: StoreReads, cluster: str, since: str, until: str, version: str,
                           document: dict[str, Any] | None = None) -> dict[str, Any]:
     history = StoreHistory(store)
     events = cluster_events(history, cluster)

@@ -29,6 +29,7 @@ from audit.api.problems import Problem
 from audit.api.replay_jobs import JobBoard, replay_and_store, summarize
 from audit.replay.checkpoints import DEFAULT_INTERVAL
 from audit.replay.selection import Selection, SelectionError, Shard
+from audit.store.ports import StoreReads
 
 router = APIRouter(prefix="/v1/replay", tags=["replay"])
 
@@ -58,7 +59,7 @@ class ReplayRequest(BaseModel):
     counterfactual_policy_document: dict[str, Any] | None = None  # ... or under this Policy document
 
 
-def _counterfactual(db: Any, who: Principal, req: ReplayRequest) -> dict[str, Any]:
+def _counterfactual(db: StoreReads, who: Principal, req: ReplayRequest) -> dict[str, Any]:
     if not who.admin:
         raise Problem("forbidden", "a counterfactual run re-decides every tenant's pods and needs an admin token")
     if req.counterfactual_policy is not None and req.counterfactual_policy_document is not None:
@@ -89,7 +90,7 @@ def _policy_document(document: dict[str, Any] | None) -> dict[str, Any] | None:
     return document
 
 
-def _ids(db: Any, who: Principal, req: ReplayRequest) -> list[str]:
+def _ids(db: StoreReads, who: Principal, req: ReplayRequest) -> list[str]:
     """The decisions to replay, each once, every one visible to the caller (others are "not found")."""
     if req.decision_ids:
         given = list(dict.fromkeys(params.decision_id(i) for i in req.decision_ids))
