@@ -33,7 +33,8 @@ from audit.replay.batch import materialize
 from audit.replay.checkpoints import DEFAULT_INTERVAL
 from audit.replay.report import Summary
 from audit.replay.selection import Selection, SelectionError, Shard, split_contiguous
-from audit.replay.verify import ReplayResult, Verifier
+from audit.replay.service import verify_chunks
+from audit.replay.verify import ReplayResult
 from audit.timestamps import format_utc
 
 CHUNK = 1000  # decisions per unit of work: one checkpoint load at most per chunk
@@ -166,10 +167,7 @@ _WORKER_SOURCE: Any = None
 
 
 def _verify_chunk(records: list[DecisionRecord]) -> list[ReplayResult]:
-    results = list(Verifier(_WORKER_SOURCE).run(records))
-    for r in results:
-        r.replayed = None  # the caller needs the verdict, not the regenerated record
-    return results
+    return next(verify_chunks(_WORKER_SOURCE, [records]))
 
 
 def verify(source: Any, records: list[DecisionRecord], workers: int,
@@ -179,9 +177,7 @@ def verify(source: Any, records: list[DecisionRecord], workers: int,
     chunks = split_contiguous(records, max(1, -(-len(records) // CHUNK)))
     _WORKER_SOURCE = source
     if workers <= 1 or len(chunks) <= 1:
-        verifier = Verifier(source)
-        for chunk in chunks:
-            results = list(verifier.run(chunk))
+        for results in verify_chunks(source, chunks):
             progress.advance(len(results))
             yield from results
         return

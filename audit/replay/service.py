@@ -45,6 +45,17 @@ def not_found(decision_id: str) -> ReplayResult:
     return ReplayResult(decision_id, "", "", False, Cause.MISSING_EVENTS.value, [f"decision {decision_id}: not found"])
 
 
+def verify_chunks(source: ReplaySource, chunks: Iterable[Sequence[DecisionRecord]]) -> Iterator[list[ReplayResult]]:
+    """Each chunk's results, in order, by one verifier (its world cursor moves on from one chunk to
+    the next); the regenerated records are dropped, the caller keeps the verdicts."""
+    verifier = Verifier(source)
+    for chunk in chunks:
+        results = list(verifier.run(chunk))
+        for r in results:
+            r.replayed = None
+        yield results
+
+
 def verify_ids(history: History, decision_ids: list[str]) -> list[ReplayResult]:
     """Replay the decisions with these ids (an id given twice is replayed once), found ones in the
     order given, then one ``missing_events`` result per id not found. A few decisions are replayed
