@@ -307,9 +307,6 @@ class World:
     def model_in_use(self, tenant: str, model: str) -> int:
         return self.tenant_models.get(tenant, {}).get(model, 0)
 
-    def device_models(self) -> dict[str, int]:
-        return dict(self.model_totals)
-
     # ---- folding ------------------------------------------------------------------------------
 
     def apply(self, ev: WorldEvent, digest: str | None = None) -> None:
@@ -336,10 +333,6 @@ class World:
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, key, old, new)
-
-    def apply_all(self, events: list[WorldEvent]) -> None:
-        for ev in events:
-            self.apply(ev)
 
     # ---- policy ---------------------------------------------------------------------------------
 

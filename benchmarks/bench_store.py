@@ -88,14 +88,14 @@ def _throughput(work: Path) -> list[dict[str, Any]]:
         writer_times.append(_writer_seconds(replace(base, database=f"w{round_}"), records, work / f"spool{round_}"))
         raw_times.append(raw_insert_seconds(client, f"r{round_}", records))
 
-    for table in ("decisions", "decision_tiers", "fallback_1h", "tenant_usage_1h"):
+    for table in ("decisions", "decision_tiers", "fallback_1h"):
         client.command(f"OPTIMIZE TABLE w0.{table} FINAL")
     parts = dict(client.query(
         "SELECT table, sum(bytes_on_disk) FROM system.parts WHERE active AND database = 'w0' GROUP BY table"
     ).result_rows)
     stored = client.query("SELECT count() FROM w0.decisions").result_rows[0][0]
     client.close()
-    total = sum(parts.get(t, 0) for t in ("decisions", "decision_tiers", "fallback_1h", "tenant_usage_1h"))
+    total = sum(parts.get(t, 0) for t in ("decisions", "decision_tiers", "fallback_1h"))
     tiers = sum(len(r.tiers) for r in records)
     writer_rate, raw_rate = N_WRITE / min(writer_times), N_WRITE / min(raw_times)
     spread = f"best of {ROUNDS} alternating runs; writer runs {', '.join(f'{N_WRITE / t:,.0f}' for t in writer_times)}"

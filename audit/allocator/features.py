@@ -71,10 +71,6 @@ class Features:
         return "stable"
 
     @classmethod
-    def gate_names(cls) -> tuple[str, ...]:
-        return tuple(_GATES)
-
-    @classmethod
     def from_gates(cls, spec: str, base: Features | None = None) -> Features:
         """Parse ``NAME=true|false,...``; unknown gates or values raise GateError."""
         return cls.parse_gates(spec, base)[0]

@@ -383,6 +383,3 @@ class Inventory:
 
     def device_class(self, name: str) -> DeviceClass | None:
         return self.classes.get(name)
-
-    def slice_count(self) -> int:
-        return len(self.slices)

@@ -27,10 +27,8 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from audit.records import DecisionRecord
-from audit.replay import StoreHistory, replay_decisions
-from audit.replay.batch import history_order, replay_in_steps
-from audit.replay.verify import Cause, ReplayResult
+from audit.replay import StoreHistory
+from audit.replay.service import verify_ids, verify_in_steps
 from audit.store.queries import ReplayJob, ReplayRun
 from audit.timestamps import format_utc
 
@@ -61,18 +59,10 @@ def _ms(iso: str) -> int:
 
 def replay_and_store(store: Any, ids: list[str], job_id: str = "") -> list[dict[str, Any]]:
     """Replay ``ids`` against the store's history and record every result in ``replay_runs``."""
-    runs = replay_decisions(store, ids)
-    _store_runs(store, runs, job_id)
-    return runs
-
-
-def _store_runs(store: Any, runs: list[dict[str, Any]], job_id: str) -> None:
+    results = verify_ids(StoreHistory(store), ids)
     now = _now()
-    store.write_replay_runs([
-        ReplayRun(decision_id=r["decision_id"], engine_version=str(r.get("engine_version", "")),
-                  policy_digest=str(r.get("policy_digest", "")), match=bool(r.get("match")), cause=str(r.get("cause", "")),
-                  time=now, job_id=job_id, observed=bool(r.get("observed")), diff_lines=tuple(r.get("diff", [])))
-        for r in runs])
+    store.write_replay_runs([ReplayRun.of(r, now, job_id) for r in results])
+    return [r.to_dict() for r in results]
 
 
 def run_view(run: ReplayRun) -> dict[str, Any]:
@@ -170,15 +160,10 @@ class JobBoard:
             for start in range(0, len(ids), self.step):
                 yield len(self._runner(self._store, ids[start:start + self.step], job_id))
             return
-        found: dict[str, DecisionRecord] = self._store.get_decisions(ids, None)
-        for results in replay_in_steps(StoreHistory(self._store), history_order(list(found.values())), self.step):
-            _store_runs(self._store, [r.to_dict() for r in results], job_id)
+        for results in verify_in_steps(StoreHistory(self._store), ids, self.step):
+            now = _now()
+            self._store.write_replay_runs([ReplayRun.of(r, now, job_id) for r in results])
             yield len(results)
-        missing = [ReplayResult(d, "", "", False, Cause.MISSING_EVENTS.value, [f"decision {d}: not found"]).to_dict()
-                   for d in ids if d not in found]
-        if missing:
-            _store_runs(self._store, missing, job_id)
-            yield len(missing)
 
     def _run(self, job: ReplayJob, ids: list[str]) -> None:
         done = 0

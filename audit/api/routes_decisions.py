@@ -17,7 +17,7 @@ from audit.api.worldview import collector_paused, world_at
 from audit.explain import ModelTable, explain, explain_record, would_get_now
 from audit.explain.summary import would_get_sentence
 from audit.records import DecisionRecord, Outcome
-from audit.store import insights
+from audit.store.ports import StoreReads
 
 # Bodies go out as JSONResponse: records and explanations are plain JSON already, and FastAPI's
 # generic encoding walk over thousands of device rows would cost more than the explanation.
@@ -32,7 +32,7 @@ def _shown(who: Principal, cfg: Settings, record: DecisionRecord) -> dict[str, A
 
 @router.get("/decisions", summary="List decisions (newest first), cursor-paginated")
 def list_decisions(
-    who: Annotated[Principal, Depends(principal)], db: Annotated[Any, Depends(store)],
+    who: Annotated[Principal, Depends(principal)], db: Annotated[StoreReads, Depends(store)],
     cfg: Annotated[Settings, Depends(settings)],
     tenant: str | None = None, namespace: str | None = None, pod: str | None = None, model: str | None = None,
     outcome: str | None = None, fallback: str | None = None, since: str | None = None, until: str | None = None,
@@ -46,12 +46,8 @@ def list_decisions(
         pod=params.k8s_name(pod, "pod"), model=params.model(model), outcome=params.outcome(outcome),
         fallback=params.boolean(fallback, "fallback"), since=params.timestamp(since, "since"),
         until=params.timestamp(until, "until"), policy_version=params.label(policy_version, "policy_version"),
-        cluster=params.label(cluster, "cluster"), track=params.track(track))
-    claim_name = params.k8s_name(claim, "claim")
-    if claim_name is not None:  # decisions whose claims list holds this ResourceClaim name
-        items, next_cursor = storeport.insight(db, insights.decisions_with_claim, f, claim_name, cursor or None, limit)
-    else:
-        items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
+        cluster=params.label(cluster, "cluster"), track=params.track(track), claim=params.k8s_name(claim, "claim"))
+    items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
     return JSONResponse({"items": [_shown(who, cfg, r) for r in items], "next": next_cursor})
 
 
@@ -60,7 +56,7 @@ def _answers(request: Request) -> AnswerCache:
     return cache
 
 
-def _get(db: Any, who: Principal, decision: str, cache: AnswerCache | None = None) -> DecisionRecord:
+def _get(db: StoreReads, who: Principal, decision: str, cache: AnswerCache | None = None) -> DecisionRecord:
     checked = params.decision_id(decision)
 
     def lookup() -> DecisionRecord | None:
@@ -74,7 +70,7 @@ def _get(db: Any, who: Principal, decision: str, cache: AnswerCache | None = Non
 
 
 @router.get("/decisions/{decision}", summary="One decision record")
-def get_decision(decision: str, who: Annotated[Principal, Depends(principal)], db: Annotated[Any, Depends(store)],
+def get_decision(decision: str, who: Annotated[Principal, Depends(principal)], db: Annotated[StoreReads, Depends(store)],
                  cfg: Annotated[Settings, Depends(settings)],
                  cache: Annotated[AnswerCache, Depends(_answers)]) -> JSONResponse:
     return JSONResponse(_shown(who, cfg, _get(db, who, decision, cache)))
@@ -92,9 +88,9 @@ def _check_model(record: DecisionRecord, model: str | None) -> str:
     return checked
 
 
-def _would_get(db: Any, record: DecisionRecord) -> dict[str, Any]:
+def _would_get(db: StoreReads, record: DecisionRecord) -> dict[str, Any]:
     """What the record's pod would get if scheduled now, from the world at the cluster's latest seq."""
-    seq = storeport.call(db.last_event_seq, record.cluster)
+    seq = storeport.call(db.max_seq, record.cluster)
     if seq is None:
         return {"result": "unknown", "seq": -1, "error": f"cluster {record.cluster} has no world events"}
     try:
@@ -106,7 +102,7 @@ def _would_get(db: Any, record: DecisionRecord) -> dict[str, Any]:
     return {**answer, "seq": seq}
 
 
-def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: str | None,
+def _why(db: StoreReads, who: Principal, cfg: Settings, record: DecisionRecord, model: str | None,
          detail: str | None, next_step: bool) -> dict[str, Any]:
     """The answer for the record; ``next_step`` adds, for a pod the record left without devices,
     what it would get if scheduled now (``would_get``, apart from the recorded ``outcome``)."""
@@ -141,7 +137,7 @@ def _why(db: Any, who: Principal, cfg: Settings, record: DecisionRecord, model: 
 
 @router.get("/decisions/{decision}/why", summary="Why a decision did (not) get a device model")
 async def why_decision(decision: str, who: Annotated[Principal, Depends(principal)],
-                       db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
+                       db: Annotated[StoreReads, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
                        cache: Annotated[AnswerCache, Depends(_answers)],
                        model: str | None = None, detail: str | None = None) -> JSONResponse:
     record = await run_in_threadpool(_get, db, who, decision, cache)
@@ -158,7 +154,7 @@ async def why_decision(decision: str, who: Annotated[Principal, Depends(principa
 @router.get("/pods/{namespace}/{name}/why",
             summary="Why the pod's latest decision did (not) get a device model, and what a pending pod would get now")
 async def why_pod(namespace: str, name: str, who: Annotated[Principal, Depends(principal)],
-                  db: Annotated[Any, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
+                  db: Annotated[StoreReads, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
                   model: str | None = None, detail: str | None = None) -> JSONResponse:
     ns = params.k8s_name(namespace, "namespace")
     pod = params.k8s_name(name, "pod")

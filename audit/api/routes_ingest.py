@@ -99,5 +99,5 @@ async def last_event_seq(who: Annotated[Principal, Depends(principal)], db: Anno
     name = params.label(cluster, "cluster")
     if name is None:
         raise Problem("invalid-parameter", "cluster: required")
-    seq = await run_in_threadpool(storeport.call, db.last_event_seq, name)
+    seq = await run_in_threadpool(storeport.call, db.max_seq, name)
     return {"cluster": name, "last_seq": seq}

@@ -5,7 +5,7 @@ more start one job (202 with a job id; ``GET /v1/replay/{job}``, on any API serv
 and, when done, the runs). An id given more than once is replayed once. A tenant replays only its
 own decisions and sees only its own jobs. The body is bounded (``MAX_BODY_BYTES``, ``MAX_IDS`` ids;
 more is a 413 problem) and ids are looked up in batches, never one query each. With
-``counterfactual_policy`` (a stored policy version) or ``counterfactual_policy_document`` (a Policy
+``counterfactual_policy`` (a policy version of the cluster's history) or ``counterfactual_policy_document`` (a Policy
 document sent along) the window is decided again under that policy (admins only: it re-decides
 every tenant's pods); see ``audit.api.counterfactual``.
 """
@@ -29,6 +29,7 @@ from audit.api.problems import Problem
 from audit.api.replay_jobs import JobBoard, replay_and_store, summarize
 from audit.replay.checkpoints import DEFAULT_INTERVAL
 from audit.replay.selection import Selection, SelectionError, Shard
+from audit.store.ports import StoreReads
 
 router = APIRouter(prefix="/v1/replay", tags=["replay"])
 
@@ -58,7 +59,7 @@ class ReplayRequest(BaseModel):
     counterfactual_policy_document: dict[str, Any] | None = None  # ... or under this Policy document
 
 
-def _counterfactual(db: Any, who: Principal, req: ReplayRequest) -> dict[str, Any]:
+def _counterfactual(db: StoreReads, who: Principal, req: ReplayRequest) -> dict[str, Any]:
     if not who.admin:
         raise Problem("forbidden", "a counterfactual run re-decides every tenant's pods and needs an admin token")
     if req.counterfactual_policy is not None and req.counterfactual_policy_document is not None:
@@ -89,7 +90,7 @@ def _policy_document(document: dict[str, Any] | None) -> dict[str, Any] | None:
     return document
 
 
-def _ids(db: Any, who: Principal, req: ReplayRequest) -> list[str]:
+def _ids(db: StoreReads, who: Principal, req: ReplayRequest) -> list[str]:
     """The decisions to replay, each once, every one visible to the caller (others are "not found")."""
     if req.decision_ids:
         given = list(dict.fromkeys(params.decision_id(i) for i in req.decision_ids))

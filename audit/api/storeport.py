@@ -95,7 +95,3 @@ class OtlpSink:
         self._writer.write_quarantine([quarantine_row(source, kind, error, "", raw)])
         self._writer.flush()
 
-
-def insight(store: Any, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run one ``audit.store.insights`` query through the store's locked query call."""
-    return call(store.insight, fn, *args, **kwargs)

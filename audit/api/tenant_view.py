@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from audit.explain.holders import OTHER_TENANT
-from audit.records import OTHERS_TENANT
+from audit.records import DETAIL_KEYS, NAMING_KEYS, OTHERS_TENANT
 
 OTHERS = OTHERS_TENANT
 
@@ -38,27 +38,6 @@ RECORD_FIELDS: dict[str, str] = {
     "blockers.code": "keep", "blockers.tier": "keep", "blockers.detail": "detail",
 }
 
-# detail keys whose values describe devices, nodes, selectors, quotas and counts, never another
-# tenant's object (audit/allocator/search.py and audit/scheduler record them)
-DETAIL_KEYS = frozenset({
-    "key", "value", "effect", "taint", "selector", "expression", "error", "capacity", "problem", "counterSet",
-    "counter", "constraint", "attribute", "pool", "node", "backtracked", "device", "generation", "free", "bind_seq",
-    "model", "used", "requested", "nominal", "limit", "lendable", "request", "count", "nodes_with_capacity",
-    "fallback_mode", "fallback_after_ms", "held_eq", "entitlement_eq", "waiting_held_eq", "waiting_entitlement_eq",
-    # explanation blockers (audit/explain) carry these next to code and tier
-    "code", "tier", "tenant_share", "other_share", "best_node", "best", "preference",
-    # per-device verdicts of an explanation: why a node or a claim constraint ruled a device out
-    "cause", "aborted_by", "requests",
-    # the retry budget and queue skips of the decision engine (audit/scheduler)
-    "bind_failure", "max_bind_failures", "older_pending", "oldest_wait_ms",
-    # the adaptive fallback's estimate: the choice, the expected wait and how much history it read
-    "choice", "basis", "expected_free_ms", "waited_ms", "max_wait_ms", "history", "running", "recheck_after_ms",
-    # reservations (audit/scheduler/reservations.py); the pod a reservation is for is ``pod``
-    "missing", "held", "reserved_ms", "on_reserved_node", "reservations",
-})
-# detail keys whose value names a tenant or a namespaced object ("ns/name"): shown when it is the
-# record's own, else as OTHERS
-NAMING_KEYS = frozenset({"by", "holder", "claim", "pod", "tenant", "waiting_tenant", "other_tenant", "oldest"})
 UNOWNED = frozenset({"same claim", "allocated", OTHER_TENANT})  # ``by`` values that name nothing
 # "ns/name" references inside a naming value ("pod ns/x (claim ns/y)", "ns/a,ns/b")
 _REFERENCE = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[^\s,;()]+")

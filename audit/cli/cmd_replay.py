@@ -33,7 +33,8 @@ from audit.replay.batch import materialize
 from audit.replay.checkpoints import DEFAULT_INTERVAL
 from audit.replay.report import Summary
 from audit.replay.selection import Selection, SelectionError, Shard, split_contiguous
-from audit.replay.verify import ReplayResult, Verifier
+from audit.replay.service import verify_chunks
+from audit.replay.verify import ReplayResult
 from audit.timestamps import format_utc
 
 CHUNK = 1000  # decisions per unit of work: one checkpoint load at most per chunk
@@ -156,13 +157,8 @@ def _store_records(store: Any, sel: Selection) -> list[DecisionRecord]:
         if missing:
             raise UserError(f"--decision {missing[0]}: not found in the store")
         return [r for r in found if r is not None]
-    out: list[DecisionRecord] = []
-    cursor = None
-    while True:
-        page, cursor = store.list_decisions(DecisionFilter(since=sel.since, until=sel.until), cursor, 10_000)
-        out.extend(page)
-        if cursor is None:
-            return out
+    records: list[DecisionRecord] = store.all_decisions(DecisionFilter(since=sel.since, until=sel.until))
+    return records
 
 
 # ---- verifying -----------------------------------------------------------------------------------
@@ -171,10 +167,7 @@ _WORKER_SOURCE: Any = None
 
 
 def _verify_chunk(records: list[DecisionRecord]) -> list[ReplayResult]:
-    results = list(Verifier(_WORKER_SOURCE).run(records))
-    for r in results:
-        r.replayed = None  # the caller needs the verdict, not the regenerated record
-    return results
+    return next(verify_chunks(_WORKER_SOURCE, [records]))
 
 
 def verify(source: Any, records: list[DecisionRecord], workers: int,
@@ -184,9 +177,7 @@ def verify(source: Any, records: list[DecisionRecord], workers: int,
     chunks = split_contiguous(records, max(1, -(-len(records) // CHUNK)))
     _WORKER_SOURCE = source
     if workers <= 1 or len(chunks) <= 1:
-        verifier = Verifier(source)
-        for chunk in chunks:
-            results = list(verifier.run(chunk))
+        for results in verify_chunks(source, chunks):
             progress.advance(len(results))
             yield from results
         return
@@ -353,8 +344,7 @@ def run(args: argparse.Namespace) -> int:
             from audit.store.queries import ReplayRun
 
             now = _now()
-            store.write_replay_runs([ReplayRun(r.decision_id, r.engine_version, r.policy_digest, r.match, r.cause,
-                                               time=now, observed=r.observed, diff_lines=tuple(r.diff)) for r in runs])
+            store.write_replay_runs([ReplayRun.of(r, now) for r in runs])
     finally:
         if store is not None:
             store.close()
@@ -406,14 +396,12 @@ def write_checkpoints(args: argparse.Namespace) -> int:
 
 
 
-def _history(args: argparse.Namespace) -> tuple[list[DecisionRecord], list[Any], Any]:
-    """Records, the full event list of the history and a source for the start world."""
+def _history(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
+    """The records and the history of a counterfactual run: files, or a store held in memory."""
     from audit.replay.source import MemorySource, StoreHistory
 
     if args.records or args.events:
-        records, offline = _offline(args)
-        held = [e for c in offline.clusters() for e in offline.events(c, -1, offline.max_seq(c) or -1)]
-        return records, held, offline
+        return _offline(args)
     if not args.dsn:
         raise UserError("--policy: give the history as --records and --events, --dsn, or --server")
     from audit.store.queries import AuditStore
@@ -428,14 +416,13 @@ def _history(args: argparse.Namespace) -> tuple[list[DecisionRecord], list[Any],
                 events.extend(history.events(cluster, -1, top))
     source = MemorySource(events)
     source.add_checkpoints(args.checkpoint_every)
-    return records, events, source
+    return records, source
 
 
 def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
-    from audit.replay.source import WorldCursor
-    from audit.replay.whatif import delta_lines, deltas, whatif
+    from audit.replay.service import cluster_events, counterfactual
+    from audit.replay.whatif import delta_lines, deltas
     from audit.timestamps import parse_time_ms
-    from audit.world import World
 
     if not (sel.since and sel.until):
         raise UserError("--policy: give the window as --since and --until")
@@ -447,17 +434,14 @@ def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
         raise UserError(f"--until {sel.until}: must be after --since {sel.since}")
     if not (args.records or args.events or args.dsn) and (args.server or os.environ.get("CLAIMTRAIL_API")):
         return _server_counterfactual(args, sel, doc)
-    records, events, source = _history(args)
-    clusters = sorted({e.cluster for e in events})
+    records, source = _history(args)
+    clusters = source.clusters()
     if len(clusters) != 1:
         raise UserError(f"--policy: the history holds {len(clusters)} clusters ({', '.join(clusters)}); "
                         "replay one cluster's history at a time")
-    cluster = clusters[0]
-    before = [e.seq for e in events if parse_time_ms(e.time) < since]
-    start = WorldCursor(source, cluster).at(max(before)) if before else World(cluster)
     if not args.quiet:
         print(f"replaying {sel.since} .. {sel.until} under {args.policy}", file=sys.stderr)
-    result = whatif(start, events, records, doc, since, until)
+    result = counterfactual(source, clusters[0], cluster_events(source, clusters[0]), records, doc, since, until)
     d = deltas(result)
     if args.json:
         print(json.dumps(d, indent=2, sort_keys=True))

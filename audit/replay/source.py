@@ -234,3 +234,10 @@ class StoreHistory:
 
     def get_decision(self, decision_id: str, tenant: str | None) -> Any:
         return self.store.get_decision(decision_id, tenant)
+
+    def get_decisions(self, decision_ids: Any, tenant: str | None) -> Any:
+        return self.store.get_decisions(decision_ids, tenant)
+
+    def max_seq(self, cluster: str) -> int | None:
+        top: int | None = self.store.max_seq(cluster)
+        return top

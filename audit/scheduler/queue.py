@@ -42,7 +42,3 @@ def order_key(world: World, policy: Policy, pod_key: str, now_ms: int,
         share = tenant_share(world, policy, policy.tenant_for(pod_key.split("/", 1)[0]), now_ms)
     aging = policy.wait_aging_per_hour * max(0, now_ms - created) / HOUR_MS if share < 1.0 else 0.0
     return (share - aging, created, pod_key)
-
-
-def fairness_order(world: World, policy: Policy, pod_keys: list[str], now_ms: int) -> list[str]:
-    return sorted(pod_keys, key=lambda k: order_key(world, policy, k, now_ms))

@@ -1,9 +1,12 @@
-"""Aggregates over decisions for the API's dashboards: fallback, fairness, health, migration, usage.
+"""Decision counts the store answers itself: fallback, fairness, health and migration cohorts.
 
-Each function takes ``query(sql, parameters, settings)`` (the store's locked client call) and a
-``DecisionFilter``. Raw rows are read with ``FINAL`` so not-yet-merged duplicates never count;
-fallback and usage questions that need no raw-row filter are answered from the hourly rollups,
-whose sets of decision hashes make them duplicate-tolerant. ``scope_tenant`` keeps one tenant's
+These are the aggregates that know the store's layout (the hourly rollup, the tier rows); a
+question only one ``/v1/stats`` kind asks is SQL in that kind's module (``audit.api.stats``),
+built from the helpers here (``FINAL``, ``HOUR_FMT``, ``scoped_tenant``). Each function takes
+``query(sql, parameters, settings)`` (the store's locked client call) and a ``DecisionFilter``.
+Raw rows are read with ``FINAL`` so not-yet-merged duplicates never count; fallback questions
+that need no raw-row filter are answered from the hourly rollup, whose sets of decision hashes
+make it duplicate-tolerant. ``scope_tenant`` keeps one tenant's
 own rows and folds every other tenant into ``"(others)"``, for tenant callers of the API.
 """
 
@@ -34,7 +37,8 @@ GROUPS = {
 FINAL = {"do_not_merge_across_partitions_select_final": 1}  # a record's partition never changes
 
 
-def _tenant_expr(scope_tenant: str | None, column: str = "tenant") -> str:
+def scoped_tenant(scope_tenant: str | None, column: str = "tenant") -> str:
+    """The tenant column, or for a tenant caller its own tenant with every other one as OTHERS."""
     return f"if({column} = {{scope_tenant:String}}, {column}, '{OTHERS}')" if scope_tenant is not None else column
 
 
@@ -49,7 +53,7 @@ def fallback_stats(query: Query, f: DecisionFilter, group_by: Sequence[str], sco
     for name in names:
         expr = GROUPS[name][1 if use_rollup else 0]
         if name == "tenant":
-            expr = _tenant_expr(scope_tenant)
+            expr = scoped_tenant(scope_tenant)
         exprs.append(f"{expr} AS g_{name}")
     select = ", ".join([*exprs, "outcome AS o", "fallback AS fb"])
     group = ", ".join([*(f"g_{n}" for n in names), "o", "fb"])
@@ -88,7 +92,7 @@ def fairness_stats(query: Query, f: DecisionFilter, scope_tenant: str | None = N
     if scope_tenant is not None:
         params["scope_tenant"] = scope_tenant
     sql = (
-        f"SELECT {_tenant_expr(scope_tenant)} AS t, count(), countIf(outcome = 'allocated'), "
+        f"SELECT {scoped_tenant(scope_tenant)} AS t, count(), countIf(outcome = 'allocated'), "
         "sumIf(n_devices, outcome = 'allocated'), quantilesExact(0.5, 0.95, 0.99)(wait_ms), "
         "countIf(outcome = 'allocated' AND tier_index = 0) "
         f"FROM decisions FINAL {where_sql(clauses)} GROUP BY t ORDER BY t"
@@ -144,24 +148,4 @@ def migration_stats(query: Query, f: DecisionFilter) -> list[dict]:
                     "allocated": int(allocated), "success_rate": allocated / n if n else 0.0,
                     "fallback_rate": fallbacks / allocated if allocated else 0.0,
                     "wait_p50_ms": float(waits[0]), "wait_p95_ms": float(waits[1])})
-    return out
-
-def tenant_usage(query: Query, f: DecisionFilter, scope_tenant: str | None = None) -> list[dict]:
-    """Per tenant × allocated model from the hourly usage rollup (duplicate-tolerant)."""
-    if f.active() - {"tenant", "since", "until", "cluster", "model"} or not rollup_can_answer(f):
-        raise UserError("tenant_usage: filter only by tenant, cluster, model and whole-hour since/until")
-    clauses, params = conditions(f, time_column="hour")
-    if scope_tenant is not None:
-        params["scope_tenant"] = scope_tenant
-    sql = (
-        f"SELECT {_tenant_expr(scope_tenant)} AS t, allocated_model, uniqExactMerge(decisions), "
-        "groupUniqArrayMerge(allocations) FROM tenant_usage_1h "
-        f"{where_sql(clauses)} GROUP BY t, allocated_model ORDER BY t, allocated_model"
-    )
-    out = []
-    for t, model, n, allocations in query(sql, params, None).result_rows:
-        out.append({"tenant": t, "model": model, "decisions": int(n), "allocated": len(allocations),
-                    "devices_allocated": sum(a[1] for a in allocations),
-                    "wait_ms_total": sum(a[2] for a in allocations),
-                    "first_choice": sum(a[3] for a in allocations)})
     return out

@@ -33,6 +33,7 @@ class DecisionFilter:
     policy_version: str | None = None
     cluster: str | None = None
     track: str | None = None
+    claim: str | None = None  # a ResourceClaim name the decision's ``claims`` list holds
 
     def time_range_ms(self) -> tuple[int | None, int | None]:
         try:
@@ -66,6 +67,9 @@ def conditions(f: DecisionFilter, time_column: str = "time") -> tuple[list[str],
             raise UserError(f"DecisionFilter.{name}: expected a string, got {type(value).__name__}")
         where.append(f"{column} = {{f_{name}:String}}")
         params[f"f_{name}"] = value
+    if f.claim is not None:
+        where.append("has(JSONExtract(record, 'claims', 'Array(String)'), {f_claim:String})")
+        params["f_claim"] = f.claim
     if f.fallback is not None:
         where.append("fallback = {f_fallback:Bool}")
         params["f_fallback"] = bool(f.fallback)

@@ -91,6 +91,15 @@ def _history_keys(database: str, retention: Retention, cluster: str | None) -> l
     return out
 
 
+def _drop_unused(database: str, retention: Retention, cluster: str | None) -> list[str]:
+    out: list[str] = []
+    for view in schema.DROPPED_VIEWS:  # first the view, so no insert writes into a dropped table
+        out.extend(schema.drop("VIEW", view, database, cluster))
+    for table in schema.DROPPED_TABLES:
+        out.extend(schema.drop("TABLE", table, database, cluster))
+    return out
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "world events, checkpoints, decisions, tier evidence, policies, quarantine",
               _tables("events", "checkpoints", "decisions", "decision_tiers", "policies", "quarantine")),
@@ -103,6 +112,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               _replay_jobs),
     Migration(8, "stored decision ids and event seqs in key order with the sha256 of their text, backfilled",
               _history_keys),
+    Migration(9, "drop the tenant usage rollup and its view, which nothing read, and the policies table, which "
+                 "nothing wrote", _drop_unused),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -143,7 +154,7 @@ def migrate(client: Any, database: str, retention: Retention = schema.DEFAULT_RE
 
 def apply_retention(client: Any, database: str, retention: Retention) -> None:
     """Make each table's TTL match ``retention`` (configurable after creation, not only at it)."""
-    for table in schema.TABLES.values():
+    for table in schema.CURRENT_TABLES.values():
         if not table.retention_column:
             continue
         ttl = schema.ttl_clause(table, retention)

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from audit.canonical import canonical_json, canonical_text
+from audit.canonical import canonical_json
 from audit.errors import UserError
 from audit.events import WorldEvent, loads_json, stored_event
 from audit.metrics.lifecycle import Lifecycle
 from audit.records import DecisionRecord
+from audit.replay.result import ReplayResult
 from audit.store import aggregates, migrations
 from audit.store.connection import StoreError, Target, connect, data_dir, resolve_dsn
 from audit.store.filters import (
@@ -60,6 +61,12 @@ class ReplayRun:
     job_id: str = ""  # the API replay job that ran it
     observed: bool = False
     diff_lines: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, result: ReplayResult, time: str, job_id: str = "") -> ReplayRun:
+        """The row that records one replay result, run at ``time`` (by job ``job_id``, if any)."""
+        return cls(result.decision_id, result.engine_version, result.policy_digest, result.match, result.cause,
+                   time=time, job_id=job_id, observed=result.observed, diff_lines=tuple(result.diff))
 
 
 @dataclass(frozen=True)
@@ -206,10 +213,6 @@ class AuditStore:
         self._insert("checkpoints", ["cluster", "seq", "digest", "body"],
                      [[cluster, seq, hashlib.sha256(text).hexdigest(), text.decode()]])
 
-    def write_policy(self, version: str, digest_: str, document: dict[str, Any]) -> None:
-        self._insert("policies", ["version", "digest", "document"],
-                     [[version, digest_, canonical_text(document)]])
-
     def write_replay_runs(self, runs: list[ReplayRun]) -> None:
         from audit.store.rows import epoch_ms
 
@@ -288,7 +291,8 @@ class AuditStore:
             return client.query(sql, parameters=bound, settings=settings, **options)
 
     def insight(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run one ``audit.store.insights`` query function through this store's locked client."""
+        """Run ``fn(query, *args)`` with this store's locked ``query(sql, parameters, settings)``: how a
+        stats kind of the API runs the SQL its module owns (``audit.store.ports.AggregateReads``)."""
         return fn(self._query, *args, **kwargs)
 
     def get_decision(self, decision_id: str, tenant: str | None) -> DecisionRecord | None:
@@ -369,6 +373,16 @@ class AuditStore:
         next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(keys) > limit else None
         return records, next_cursor
 
+    def all_decisions(self, f: DecisionFilter, page: int = MAX_LIMIT) -> list[DecisionRecord]:
+        """Every decision under ``f``, newest first (``list_decisions`` page after page)."""
+        out: list[DecisionRecord] = []
+        cursor = None
+        while True:
+            records, cursor = self.list_decisions(f, cursor, page)
+            out.extend(records)
+            if cursor is None:
+                return out
+
     # reading: aggregates ---------------------------------------------------------------------
     def fallback_stats(self, f: DecisionFilter, group_by: Sequence[str], scope_tenant: str | None = None) -> list[dict]:
         """Per group: decisions, allocated, fallbacks, fallback_rate (of allocated), unschedulable."""
@@ -386,16 +400,7 @@ class AuditStore:
         """Per track x template_version cohort: success and fallback rates, wait p50/p95."""
         return aggregates.migration_stats(self._query, f)
 
-    def tenant_usage(self, f: DecisionFilter, scope_tenant: str | None = None) -> list[dict]:
-        """Per tenant x allocated model from the hourly usage rollup."""
-        return aggregates.tenant_usage(self._query, f, scope_tenant)
-
-    # world events, checkpoints, replay, policies, quarantine ---------------------------------
-    def last_event_seq(self, cluster: str) -> int | None:
-        """The highest event seq stored for ``cluster``; None when it has no events."""
-        rows = self._query("SELECT max(seq), count() FROM events WHERE cluster = {c:String}", {"c": cluster}).result_rows
-        return int(rows[0][0]) if rows and rows[0][1] else None
-
+    # world events, checkpoints, replay, quarantine -------------------------------------------
     def events(self, cluster: str, after_seq: int, upto_seq: int, page: int = 10_000) -> Iterator[WorldEvent]:
         """Events with ``after_seq < seq <= upto_seq`` in seq order, each once."""
         for _, body in self.event_texts(cluster, after_seq, upto_seq, page):
@@ -433,6 +438,7 @@ class AuditStore:
         return self._lifecycles.current(self, cluster)
 
     def max_seq(self, cluster: str) -> int | None:
+        """The highest event seq stored for ``cluster``; None when it has no events."""
         rows_ = self._query("SELECT max(seq), count() FROM events WHERE cluster = {c:String}", {"c": cluster}).result_rows
         return int(rows_[0][0]) if rows_ and rows_[0][1] else None
 
@@ -483,16 +489,6 @@ class AuditStore:
             out.append({"engine_version": ev, "policy_digest": pd, "decisions": int(n), "matches": int(matches),
                         "mismatches": int(n) - int(matches), "mismatch_causes": by_cause})
         return out
-
-    def get_policy(self, version: str, digest_: str | None = None) -> dict | None:
-        clauses = ["version = {v:String}"]
-        params: dict[str, Any] = {"v": version}
-        if digest_ is not None:
-            clauses.append("digest = {d:String}")
-            params["d"] = digest_
-        rows_ = self._query(f"SELECT document FROM policies {where_sql(clauses)} ORDER BY written_at DESC LIMIT 1",
-                            params).result_rows
-        return json.loads(rows_[0][0]) if rows_ else None
 
     def quarantined(self, limit: int) -> list[dict]:
         if not 1 <= limit <= MAX_LIMIT:

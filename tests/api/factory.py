@@ -7,7 +7,8 @@ fair-share deferral. Times are one hour apart from a fixed start.
 
 from __future__ import annotations
 
-from audit.records import DecisionRecord, DeviceRef, Exemplar, TierBlocker, TierSummary, decision_id
+from audit.records import DecisionRecord, DeviceRef, Exemplar, TierBlocker, TierSummary
+from tests.builders import decision
 
 CLUSTER = "lab"
 START_HOUR = 8
@@ -22,14 +23,12 @@ def _record(n: int, tenant: str, namespace: str, pod: str, outcome: str, *, allo
             blockers: list[TierBlocker] | None = None, retry_class: str = "") -> DecisionRecord:
     claim_uid = f"00000000-0000-4000-8000-{n:012d}"
     devices = [DeviceRef(device=device, node=node, model=allocated, request="gpu")] if device else []
-    return DecisionRecord(
-        decision_id=decision_id(CLUSTER, claim_uid, 1), cluster=CLUSTER, seq=100 + n, time=_time(START_HOUR + n),
-        attempt=1, tenant=tenant, namespace=namespace, pod=pod, pod_uid=f"pod-uid-{n}", claims=[f"{pod}-gpu"],
-        claim_uids=[claim_uid], preference=["H100", "A100"], policy_version="v7", policy_digest="d" * 64,
+    return decision(
+        CLUSTER, claim_uid, 1, seq=100 + n, time=_time(START_HOUR + n), tenant=tenant, namespace=namespace, pod=pod,
+        pod_uid=f"pod-uid-{n}", claims=[f"{pod}-gpu"], preference=["H100", "A100"], policy_version="v7",
         outcome=outcome, node=node, devices=devices, tier_index=tier_index, preferred_model="H100",
         allocated_model=allocated, fallback=bool(allocated) and allocated != "H100", tiers=tiers or [],
-        blockers=blockers or [], retry_class=retry_class, engine_version="test",
-    ).seal()
+        blockers=blockers or [], retry_class=retry_class, engine_version="test")
 
 
 def h100_tier(reasons: dict[str, int]) -> TierSummary:

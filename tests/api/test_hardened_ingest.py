@@ -16,22 +16,20 @@ import httpx
 import pytest
 
 from audit.events import WorldEvent
-from audit.records import DecisionRecord, decision_id
+from audit.records import DecisionRecord
 from audit.store.ingest import MAX_LINES
 from audit.store.queries import AuditStore
 from audit.store.rows import event_json
 from tests.api.conftest import Server, start_server, stop
+from tests.builders import decision
 
 MAX_BODY_MB = 16
 
 
 def record(n: int, *, hour: int = 8, pod: str = "", tenant: str = "team-a") -> DecisionRecord:
     uid = f"10000000-0000-4000-8000-{n:012d}"
-    return DecisionRecord(
-        decision_id=decision_id("hard", uid, 1), cluster="hard", seq=n, time=f"2026-05-01T{hour:02d}:00:00.000Z",
-        attempt=1, tenant=tenant, namespace=tenant, pod=pod or f"job-{n}", pod_uid=f"uid-{n}", claims=[f"job-{n}-gpu"],
-        claim_uids=[uid], preference=["H100"], policy_version="v1", policy_digest="d" * 64, outcome="unschedulable",
-        engine_version="test").seal()
+    return decision("hard", uid, 1, seq=n, time=f"2026-05-01T{hour:02d}:00:00.000Z", tenant=tenant,
+                    pod=pod or f"job-{n}", pod_uid=f"uid-{n}", claims=[f"job-{n}-gpu"], engine_version="test")
 
 
 def line(r: DecisionRecord) -> bytes:

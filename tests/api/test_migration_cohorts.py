@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from audit import migration
-from audit.api.insights import cohorts, migration_cohorts
+from audit.api.stats.migration import cohorts, migration_view
 from audit.events import WorldEvent
 from audit.records import DecisionRecord, decision_id, to_jsonl
 from audit.store.filters import DecisionFilter
@@ -80,7 +80,7 @@ def test_the_servers_thresholds_decide_the_verdict(store: AuditStore, max_regres
     thresholds = migration.Thresholds.from_dict({
         "baseline": {"track": "device-plugin"}, "candidate": {"track": "dra"}, "min_pods": 1,
         "metrics": {"success_rate": {"max_regression": max_regression}}})
-    rows = migration_cohorts(store, DecisionFilter(), DecisionFilter(), None, [], thresholds)
+    rows, _ = migration_view(store, DecisionFilter(), thresholds)
     # device plugin: pod b bound; DRA: a and d bound, c never (success 2/3)
     assert [(r["track"], r["template_version"], r["verdict"]) for r in rows] == [
         ("device-plugin", "", verdict), ("dra", "t1", verdict), ("dra", "t2", verdict)]

@@ -11,7 +11,8 @@ import pytest
 
 from audit.api.routes_replay import MAX_BODY_BYTES, MAX_IDS
 from audit.records import decision_id
-from audit.replay import replay_decisions
+from audit.replay import StoreHistory
+from audit.replay.service import verify_ids
 from audit.store.queries import AuditStore
 from tests.api import factory
 from tests.api.conftest import Server
@@ -100,7 +101,7 @@ def test_ids_are_looked_up_in_batches_not_one_query_each(store: AuditStore) -> N
     assert store.known_decision_ids(ids, None) == set(ids)
     assert len(queries) == 1
     queries.clear()
-    runs = replay_decisions(store, ids + ids)
+    runs = [r.to_dict() for r in verify_ids(StoreHistory(store), ids + ids)]
     assert sorted(run["decision_id"] for run in runs) == sorted(ids)
     # the records in one batch, then the history once (its checkpoint and events): no query per decision
     assert [q.split(" FROM ")[-1].split()[0] for q in queries] == ["decisions", "checkpoints", "events"]

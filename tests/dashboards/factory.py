@@ -16,7 +16,8 @@ import yaml
 
 from audit.canonical import digest
 from audit.events import WorldEvent
-from audit.records import DecisionRecord, DeviceRef, Exemplar, TierSummary, decision_id
+from audit.records import DecisionRecord, Exemplar, TierSummary
+from tests.builders import decision, device, tier
 
 CLUSTER = "lab"
 WORLD_SEQ = 16  # the last world event (17 objects in fixtures/cluster.yaml at seq 0..16): every decision sees them all
@@ -66,8 +67,7 @@ def _tier(index: int, model: str, reasons: dict[str, int], pod: int) -> TierSumm
         Exemplar(device=f"gpu.nvidia.com/{model.lower()}-node-{k}/gpu-{k}", node=f"{model.lower()}-node-{k}", reason=code)
         for k, code in enumerate(sorted(reasons))
     ]
-    return TierSummary(index=index, request=f"gpu-{model.lower()}", model=model, considered=sum(reasons.values()),
-                       reasons=dict(reasons), exemplars=exemplars, nodes_evaluated=2 + pod % 2)
+    return tier(index, model, reasons, f"gpu-{model.lower()}", exemplars=exemplars, nodes_evaluated=2 + pod % 2)
 
 
 def build(i: int, spec: Spec) -> DecisionRecord:
@@ -84,23 +84,18 @@ def build(i: int, spec: Spec) -> DecisionRecord:
         tiers.append(_tier(t, model, reasons, i))
     claim_uid = f"uid-claim-{i:02d}"
     node = f"{spec.allocated.lower()}-node-0" if spec.allocated else ""
-    devices = (
-        [DeviceRef(device=f"gpu.nvidia.com/{node}/gpu-0", node=node, model=spec.allocated, request=f"gpu-{spec.allocated.lower()}")]
-        if spec.allocated
-        else []
-    )
-    record = DecisionRecord(
-        decision_id=decision_id(CLUSTER, claim_uid, 1),
-        cluster=CLUSTER,
+    devices = [device(node, spec.allocated, f"gpu-{spec.allocated.lower()}")] if spec.allocated else []
+    return decision(
+        CLUSTER,
+        claim_uid,
+        1,
         seq=WORLD_SEQ,
         time=f"{DAY}T{spec.minute}:00Z",
-        attempt=1,
         tenant=spec.tenant,
         namespace=f"team-{spec.tenant}",
         pod=pod_name(i),
         pod_uid=f"uid-pod-{i:02d}",
         claims=[f"{pod_name(i)}-gpu"],
-        claim_uids=[claim_uid],
         preference=preference,
         policy_version=spec.policy,
         policy_digest=digest({"policy": spec.policy}),
@@ -120,7 +115,6 @@ def build(i: int, spec: Spec) -> DecisionRecord:
         engine_version="test",
         input_digest=digest({"claim": claim_uid, "seq": WORLD_SEQ}),
     )
-    return record.seal()
 
 
 def records() -> list[DecisionRecord]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from audit.records import DecisionRecord, DeviceRef, Outcome, decision_id
+from audit.records import DecisionRecord, Outcome
+from tests.builders import decision, device
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -44,24 +45,24 @@ def cohort_records(
             allocated = outcome == Outcome.ALLOCATED.value
             model = "A100" if fell_back else "H100"
             records.append(
-                DecisionRecord(
-                    decision_id=decision_id("canary", f"claim-{uid}", n),
-                    cluster="canary",
+                decision(
+                    "canary",
+                    f"claim-{uid}",
+                    n,
+                    sealed=False,
                     seq=n,
                     time=_iso(at),
-                    attempt=n,
                     tenant=namespace,
                     namespace=namespace,
                     pod=f"job-{i}",
                     pod_uid=uid,
                     claims=[f"job-{i}-gpu"],
-                    claim_uids=[f"claim-{uid}"],
                     preference=["H100", "A100"],
                     policy_version="observed",
                     policy_digest="",
                     outcome=outcome,
                     node="node-1" if allocated else "",
-                    devices=[DeviceRef("gpu.nvidia.com/node-1/gpu-0", "node-1", model, "gpu")] if allocated else [],
+                    devices=[device("node-1", model, "gpu")] if allocated else [],
                     tier_index=(1 if fell_back else 0) if allocated else -1,
                     preferred_model="H100",
                     allocated_model=model if allocated else "",

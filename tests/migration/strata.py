@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.records import DecisionRecord, DeviceRef, Outcome, decision_id
+from audit.records import DecisionRecord, Outcome
+from tests.builders import decision, device
 
 CLUSTER = "canary"
 DAY = "2026-11-02"
@@ -30,19 +31,16 @@ def records(pods: list[Pod], template_version: str = "v2") -> list[DecisionRecor
         uid = f"pod-uid-{i:04d}"
         claim_uid = f"00000000-0000-4000-9000-{i:012d}"
         node = f"{p.model.lower()}-node-{i % 4}"
-        out.append(DecisionRecord(
-            decision_id=decision_id(CLUSTER, claim_uid, 1), cluster=CLUSTER, seq=i + 1,
-            time=f"{DAY}T{p.hour:02d}:{(i * 7) % 60:02d}:00.000000Z", attempt=1, tenant=p.tenant,
+        out.append(decision(
+            CLUSTER, claim_uid, 1, seq=i + 1, time=f"{DAY}T{p.hour:02d}:{(i * 7) % 60:02d}:00.000000Z", tenant=p.tenant,
             namespace=p.tenant, pod=f"job-{i}", pod_uid=uid, claims=[f"job-{i}-gpu"] if dra else [],
             claim_uids=[claim_uid] if dra else [], preference=[p.model] if dra else [], policy_version="observed",
             policy_digest="", outcome=Outcome.ALLOCATED.value if p.bound else Outcome.UNSCHEDULABLE.value,
             node=node if p.bound else "",
-            devices=[DeviceRef(device=f"gpu.nvidia.com/{node}/gpu-0", node=node, model=p.model, request="gpu")]
-            if p.bound else [],
+            devices=[device(node, p.model, "gpu")] if p.bound else [],
             tier_index=0 if p.bound else -1, preferred_model=p.model if dra else "",
             allocated_model=p.model if p.bound else "", wait_ms=p.wait_ms, track=p.track,
-            template_version=template_version if dra else "", engine_version="test",
-        ).seal())
+            template_version=template_version if dra else "", engine_version="test"))
     return out
 
 

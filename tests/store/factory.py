@@ -6,7 +6,8 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 
 from audit.events import WorldEvent
-from audit.records import DecisionRecord, DeviceRef, Exemplar, TierSummary, decision_id
+from audit.records import DecisionRecord, Exemplar
+from tests.builders import decision, device, tier
 
 BASE_TIME = datetime(2026, 11, 1, 0, 0, tzinfo=UTC)
 TENANTS = ("acme", "globex", "initech", "umbrella")
@@ -27,35 +28,29 @@ def make_record(i: int, *, cluster: str = "c1", tenant: str | None = None, pod: 
     claim_uid = f"uid-{cluster}-{i}"
     unschedulable = i % 7 == 6
     fallback = not unschedulable and i % 3 == 1
-    tier = 1 if fallback else 0
-    model = "" if unschedulable else MODELS[tier]
+    tier_index = 1 if fallback else 0
+    model = "" if unschedulable else MODELS[tier_index]
     node = "" if unschedulable else f"node-{i % 50}"
     tiers = [
-        TierSummary(index=0, request="gpu/h100", model="H100", considered=8,
-                    reasons={"in_use": 6, "unhealthy": 2} if (fallback or unschedulable) else
-                    {"selected": 1, "in_use": 5, "not_reached": 2},
-                    exemplars=[Exemplar(device=f"gpu.nvidia.com/{node or 'node-0'}/gpu-{i % 8}", node=node or "node-0",
-                                        reason="unhealthy" if fallback else "in_use", detail={"taint": "gpu/unhealthy"})],
-                    nodes_evaluated=3),
+        tier(0, "H100", {"in_use": 6, "unhealthy": 2} if (fallback or unschedulable) else
+             {"selected": 1, "in_use": 5, "not_reached": 2}, "gpu/h100", considered=8,
+             exemplars=[Exemplar(device=f"gpu.nvidia.com/{node or 'node-0'}/gpu-{i % 8}", node=node or "node-0",
+                                 reason="unhealthy" if fallback else "in_use", detail={"taint": "gpu/unhealthy"})],
+             nodes_evaluated=3),
     ]
     if fallback or unschedulable:
-        tiers.append(TierSummary(index=1, request="gpu/a100", model="A100", considered=4,
-                                 reasons={"selected": 1, "in_use": 3} if fallback else {"in_use": 4},
-                                 nodes_evaluated=2))
-    devices = [] if unschedulable else [DeviceRef(device=f"gpu.nvidia.com/{node}/gpu-{i % 8}", node=node, model=model,
-                                                 request=f"gpu/{model.lower()}")]
-    rec = DecisionRecord(
-        decision_id=decision_id(cluster, claim_uid, attempt), cluster=cluster, seq=10 + i,
-        time=iso(BASE_TIME + timedelta(seconds=i * seconds_apart)), attempt=attempt, tenant=tenant,
-        namespace=namespace, pod=pod, pod_uid=f"pod-uid-{cluster}-{i}", claims=["gpu"], claim_uids=[claim_uid],
-        preference=["H100", "A100"], policy_version="v1", policy_digest="d" * 64,
-        outcome="unschedulable" if unschedulable else "allocated", node=node, devices=devices,
-        tier_index=-1 if unschedulable else tier, preferred_model="H100", allocated_model=model,
+        tiers.append(tier(1, "A100", {"selected": 1, "in_use": 3} if fallback else {"in_use": 4}, "gpu/a100",
+                          considered=4, nodes_evaluated=2))
+    return decision(
+        cluster, claim_uid, attempt, seq=10 + i, time=iso(BASE_TIME + timedelta(seconds=i * seconds_apart)),
+        tenant=tenant, namespace=namespace, pod=pod, pod_uid=f"pod-uid-{cluster}-{i}", claims=["gpu"],
+        preference=["H100", "A100"], outcome="unschedulable" if unschedulable else "allocated", node=node,
+        devices=[] if unschedulable else [device(node, model, f"gpu/{model.lower()}", i % 8)],
+        tier_index=-1 if unschedulable else tier_index, preferred_model="H100", allocated_model=model,
         fallback=fallback, tiers=tiers, retry_class="unschedulable" if unschedulable else "",
         backoff_ms=1000 if unschedulable else 0, wait_ms=(i * 37) % 5000, steps=3 + i % 5, duration_us=100 + i % 900,
-        template_version="t1" if i % 2 else "t2", engine_version="0.1.0", input_digest=hashlib.sha256(f"inputs {cluster} {i}".encode()).hexdigest(),
-    )
-    return rec.seal()
+        template_version="t1" if i % 2 else "t2", engine_version="0.1.0",
+        input_digest=hashlib.sha256(f"inputs {cluster} {i}".encode()).hexdigest())
 
 
 def make_records(n: int, start: int = 0, **kw: object) -> list[DecisionRecord]:

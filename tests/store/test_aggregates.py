@@ -119,20 +119,3 @@ def test_migration_stats_per_track_and_template_cohort(store: AuditStore) -> Non
         assert g["fallback_rate"] == sum(r.fallback for r in allocated) / len(allocated)
     assert sum(g["decisions"] for g in got.values()) == 60
     assert set(got) == {("device-plugin", "t1"), ("device-plugin", "t2"), ("dra", "t1"), ("dra", "t2")}
-
-
-def test_tenant_usage_per_tenant_and_model_matches_the_records(store: AuditStore) -> None:
-    records = make_records(90, seconds_apart=100)
-    write_all(store, records)
-    got = {(g["tenant"], g["model"]): g for g in store.tenant_usage(WHOLE_DAY)}
-    keys = {(r.tenant, r.allocated_model) for r in records}
-    assert set(got) == keys
-    for (tenant, model), g in got.items():
-        mine = [r for r in records if r.tenant == tenant and r.allocated_model == model]
-        allocated = [r for r in mine if r.outcome == "allocated"]
-        assert (g["decisions"], g["allocated"]) == (len(mine), len(allocated))
-        assert g["devices_allocated"] == sum(len(r.devices) for r in allocated)
-        assert g["wait_ms_total"] == sum(r.wait_ms for r in allocated)
-        assert g["first_choice"] == sum(r.tier_index == 0 for r in allocated)
-    scoped = store.tenant_usage(DecisionFilter(since=WHOLE_DAY.since, until=WHOLE_DAY.until, tenant="acme"))
-    assert {g["tenant"] for g in scoped} == {"acme"}

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit.records import DecisionRecord, decision_id
+from audit.records import DecisionRecord
 from audit.store.queries import AuditStore
 from audit.store.rows import event_json, record_json
+from tests.builders import decision
 
 CLUSTERS = itertools.count()
 
@@ -27,12 +28,9 @@ def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuditStor
 
 def make_record(cluster: str, key: int, version: int) -> DecisionRecord:
     uid = f"uid-{key}"
-    return DecisionRecord(
-        decision_id=decision_id(cluster, uid, 1), cluster=cluster, seq=key, time=f"2026-05-01T{8 + version:02d}:00:00Z",
-        attempt=1, tenant="team-a", namespace="team-a", pod=f"p-{key}", pod_uid=uid, claims=[], claim_uids=[uid],
-        preference=["H100"], policy_version="v1", policy_digest="d" * 64, outcome="unschedulable",
-        duration_us=version * 7 + key,  # a clock field: differing here alone is still the same decision
-        message=f"version {version}").seal()
+    return decision(cluster, uid, 1, seq=key, time=f"2026-05-01T{8 + version:02d}:00:00Z", pod=f"p-{key}", pod_uid=uid,
+                    duration_us=version * 7 + key,  # a clock field: differing here alone is still the same decision
+                    message=f"version {version}")
 
 
 def make_event(cluster: str, key: int, version: int) -> bytes:

@@ -137,11 +137,3 @@ def test_replay_summary_counts_the_latest_run_per_decision(store: AuditStore) ->
          "mismatch_causes": {"input_missing": 1}}]
     scoped = store.replay_summary(tenant=records[3].tenant)
     assert [(r["engine_version"], r["decisions"]) for r in scoped] == [("0.2.0", 1)]
-
-
-def test_policies_round_trip_by_version_and_digest(store: AuditStore) -> None:
-    store.write_policy("v1", "abc", {"fallback": "immediate", "tenants": {"a": 1}})
-    store.write_policy("v1", "abc", {"fallback": "immediate", "tenants": {"a": 1}})
-    assert store.get_policy("v1") == {"fallback": "immediate", "tenants": {"a": 1}}
-    assert store.get_policy("v1", "other") is None
-    assert store.get_policy("v2") is None

@@ -35,6 +35,9 @@ def test_single_node_ddl_has_every_table_with_dedup_window(capsys: pytest.Captur
     assert out.count("index_granularity = 128,") == 2
     assert "TO audit.decision_keys\nAS SELECT decision_id, SHA256(record) AS sha256, time FROM audit.decisions" in out
     assert "ON CLUSTER" not in out and "Replicated" not in out
+    # what nothing reads or writes any more is dropped after the early migrations created it
+    assert re.findall(r"DROP (\w+) IF EXISTS audit\.(\w+)", out) == [
+        ("VIEW", "tenant_usage_1h_mv"), ("TABLE", "tenant_usage_1h"), ("TABLE", "policies")]
 
 
 def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pytest.CaptureFixture[str]) -> None:
@@ -61,8 +64,12 @@ def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pyt
     assert ("ALTER TABLE claimtrail.replay_runs_local ON CLUSTER prod ADD INDEX IF NOT EXISTS idx_job_id job_id "
             "TYPE bloom_filter(0.001) GRANULARITY 1;") in out
     assert "(7, 'replay jobs any API server can report on; replay runs carry their job, observed flag and diff lines')" in out
-    assert out.rstrip().endswith("(8, 'stored decision ids and event seqs in key order with the sha256 of their text, "
-                                 "backfilled');")
+    assert "(8, 'stored decision ids and event seqs in key order with the sha256 of their text, backfilled')" in out
+    assert ("DROP VIEW IF EXISTS claimtrail.tenant_usage_1h_mv ON CLUSTER prod;\n\n"
+            "DROP TABLE IF EXISTS claimtrail.tenant_usage_1h ON CLUSTER prod;\n\n"
+            "DROP TABLE IF EXISTS claimtrail.tenant_usage_1h_local ON CLUSTER prod;") in out
+    assert out.rstrip().endswith("(9, 'drop the tenant usage rollup and its view, which nothing read, and the policies "
+                                 "table, which nothing wrote');")
 
 
 def test_record_schema_is_the_json_schema_of_a_decision_record(capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,8 +109,9 @@ def test_every_cluster_statement_is_valid_clickhouse_syntax(store: AuditStore) -
     statements = cluster_ddl("claimtrail", "prod")
     # database, local+Distributed tables, views, the views' query update (v5), the codec (v6), the replay
     # runs' new columns on the local and the Distributed table and the job index (v7), the history key
-    # tables' views (v8), version row
-    assert len(statements) == 1 + 14 * 2 + 4 + 2 + 1 + 3 + 2 + 1
+    # tables' views (v8), the dropped view and the dropped tables' local and Distributed tables (v9),
+    # version row
+    assert len(statements) == 1 + 14 * 2 + 4 + 2 + 1 + 3 + 2 + 1 + 2 * 2 + 1
     for statement in statements:
         formatted = store.client.query("SELECT formatQuery({q:String})", parameters={"q": statement}).result_rows[0][0]
-        assert formatted.split()[0] in ("CREATE", "INSERT", "ALTER")
+        assert formatted.split()[0] in ("CREATE", "INSERT", "ALTER", "DROP")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.records import DecisionRecord, DeviceRef, Exemplar, Outcome, TierBlocker, TierSummary, decision_id
+from audit.records import DecisionRecord, DeviceRef, Exemplar, Outcome, TierBlocker, TierSummary
+from tests.builders import decision
 
 POD = "trainer-7f9c4"
 NAMESPACE = "team-vision"
@@ -16,17 +17,13 @@ def make_record(attempt: int = 0, **overrides: Any) -> DecisionRecord:
     cluster = overrides.pop("cluster", "gpu-east")
     claim_uid = overrides.pop("claim_uid", "5c1d2e3f-0000-4000-8000-00000000c1a1")
     fields: dict[str, Any] = dict(
-        decision_id=decision_id(cluster, claim_uid, attempt),
-        cluster=cluster,
         seq=1042 + attempt,
         time="2026-03-14T09:26:53.589793+00:00",
-        attempt=attempt,
         tenant=TENANT,
         namespace=NAMESPACE,
         pod=POD,
         pod_uid="0a1b2c3d-0000-4000-8000-0000000000aa",
         claims=[f"{NAMESPACE}/{POD}-gpu"],
-        claim_uids=[claim_uid],
         preference=["h100", "a100"],
         policy_version="2026-03-01",
         policy_digest="a" * 64,
@@ -70,4 +67,4 @@ def make_record(attempt: int = 0, **overrides: Any) -> DecisionRecord:
         input_digest="b" * 64,
     )
     fields.update(overrides)
-    return DecisionRecord(**fields).seal()
+    return decision(cluster, claim_uid, attempt, **fields)

@@ -1,0 +1,27 @@
+"""``/v1/stats/overview``: per-tenant decision totals with the pods pending at the window end and
+the starving pods, both from the pod lifecycle (``audit.api.podstats``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audit.api import podstats, storeport
+from audit.api.stats import Ask, StatsKind
+
+
+def answer(ask: Ask) -> dict[str, Any]:
+    rows = storeport.call(ask.db.fallback_stats, ask.folded, ["tenant"], scope_tenant=ask.scope)
+    pending = {t["tenant"]: t for t in podstats.fairness(ask.db, ask.own, ask.scope)["tenants"]}
+    for r in rows:
+        p = pending.get(r["tenant"], {})
+        r["pending_now"] = p.get("pending_at_end", 0)
+        r["starving_pods"] = p.get("starving_pods", 0)
+    return {"rows": rows}
+
+
+KIND = StatsKind(
+    name="overview",
+    summary="Per-tenant decision totals with the pods pending at the window end (from the pod lifecycle)",
+    groupings=(("tenant",),),
+    answer=answer,
+)
