@@ -82,8 +82,9 @@ class SpanShape:
     attributes: Mapping[str, AttributeValue]
     status_code: int = STATUS_UNSET
     status_message: str = ""
-    events: list[EventShape] = field(default_factory=list)
-    links: list[LinkShape] = field(default_factory=list)
+    # most spans have neither: an empty tuple is shared, a list is made for the spans that have some
+    events: Sequence[EventShape] = ()
+    links: Sequence[LinkShape] = ()
 
 
 @dataclass(slots=True)
@@ -214,13 +215,13 @@ def decision_shape(
         root = SpanShape(s.ROOT_SPAN, root_id, 0, root_start, decided, root_attrs)
     previous = links.previous(record, trace_id, root_id) if links is not None else None
     if previous is not None:
-        root.links.append(LinkShape(previous.trace_id, previous.span_id,
-                                    {s.LINK_KIND: s.PREVIOUS_ATTEMPT, s.LINK_ATTEMPT: previous.attempt}))
+        root.links = [LinkShape(previous.trace_id, previous.span_id,
+                                {s.LINK_KIND: s.PREVIOUS_ATTEMPT, s.LINK_ATTEMPT: previous.attempt})]
 
     logs: list[LogShape] = []
     if kept:
         verdict_logs, verdict_events = options.verdict_logs, options.verdict_events
-        by_id = {span.span_id: span for span in spans} if verdict_events else {}
+        events: dict[int, list[EventShape]] = {}  # by span id
         decision = sent.decision_id
         for verdict in kept:
             # a verdict whose tier has no span (extra evidence only) still belongs to the decision
@@ -233,7 +234,11 @@ def decision_shape(
             if verdict_logs:
                 logs.append(LogShape(verdict_span, at, verdict_body(verdict), verdict_attrs))
             if verdict_events:
-                (by_id.get(verdict_span) or root).events.append(EventShape(s.VERDICT_EVENT, at, verdict_attrs))
+                events.setdefault(verdict_span, []).append(EventShape(s.VERDICT_EVENT, at, verdict_attrs))
+        if events:
+            by_id = {span.span_id: span for span in spans}
+            for span_id, span_events in events.items():
+                (by_id.get(span_id) or root).events = span_events
     append(root)
     return DecisionShape(trace_id, root_id, spans, logs, tier_ids, len(kept), selection.dropped, sent)
 
