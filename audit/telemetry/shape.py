@@ -114,23 +114,46 @@ class PreviousAttempt:
     span_id: int
 
 
+class _PodAttempts:
+    """One pod's exported attempts by number, and the highest of them."""
+
+    __slots__ = ("by_number", "highest")
+
+    def __init__(self, attempt: int, ids: tuple[int, int]) -> None:
+        self.by_number = {attempt: ids}
+        self.highest = attempt
+
+
 class AttemptLinks:
     """Remembers the attempts exported for each pod, so a retry's trace links to the attempt
     before it. Attempts are keyed by number, so exporting a decision again links it the same
     way; a pod's entries go when it is allocated or its attempts end."""
 
     def __init__(self) -> None:
-        self._pods: dict[tuple[str, str], dict[int, tuple[int, int]]] = {}
+        self._pods: dict[tuple[str, str], _PodAttempts] = {}
 
     def previous(self, record: DecisionRecord, trace_id: int, span_id: int) -> PreviousAttempt | None:
         key = (record.cluster, record.pod_uid or f"{record.namespace}/{record.pod}")
+        attempt = record.attempt
         seen = self._pods.get(key)
-        earlier = max((a for a in seen if a < record.attempt), default=None) if seen else None
-        found = None if earlier is None or seen is None else PreviousAttempt(earlier, *seen[earlier])
+        found = None
+        if seen is not None:
+            # attempts usually arrive in order: then the one before is the highest so far, found
+            # without a pass over all of them (a pod left unschedulable retries for hours)
+            if attempt > seen.highest:
+                earlier: int | None = seen.highest
+            else:
+                earlier = max((a for a in seen.by_number if a < attempt), default=None)
+            if earlier is not None:
+                found = PreviousAttempt(earlier, *seen.by_number[earlier])
         if record.outcome == _ALLOCATED or record.retry_class == _TERMINAL:
             self._pods.pop(key, None)
+        elif seen is None:
+            self._pods[key] = _PodAttempts(attempt, (trace_id, span_id))
         else:
-            self._pods.setdefault(key, {})[record.attempt] = (trace_id, span_id)
+            seen.by_number[attempt] = (trace_id, span_id)
+            if attempt > seen.highest:
+                seen.highest = attempt
         return found
 
 
