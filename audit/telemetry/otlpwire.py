@@ -257,7 +257,7 @@ def _root_into(parts: list[bytes], tag: bytes, root: RootAttributes) -> None:
             if key is s.DECISION_ID:
                 append(tag)
                 append(_recent(key, value))
-            else:  # these identify the decision: a cache would only hold values never seen again
+            else:  # pod, uid, digests, message: values a cache would rarely see again
                 extend(_str_field(tag, prefix, value.encode()))
         elif cls is list:
             if not value:
