@@ -36,3 +36,18 @@ def tier_span_id_for(decision_id: str, position: int, salt: str = "") -> int:
 
 def wait_span_id_for(decision_id: str, salt: str = "") -> int:
     return _hash_int("claimtrail-span", decision_id, "wait", bits=64, salt=salt)
+
+
+def decision_span_ids(decision_id: str, tiers: int, salt: str = "") -> tuple[int, int, list[int]]:
+    """The trace id, the root span id and the ids of ``tiers`` tier spans (positions 0 onwards):
+    the values of the functions above, with the id encoded once, since every exported decision
+    needs them all (a fresh hash of each input is cheaper than copying a shared hash state)."""
+    suffix = ("\x00salt\x00" + salt).encode() if salt else b""
+    did = decision_id.encode()
+    sha256 = hashlib.sha256
+    trace = int.from_bytes(sha256(b"claimtrail-trace\x00" + did + suffix).digest()[:16], "big") or 1
+    span = b"claimtrail-span\x00" + did
+    root = int.from_bytes(sha256(span + b"\x00root" + suffix).digest()[:8], "big") or 1
+    tier_ids = [int.from_bytes(sha256(b"%b\x00tier/%d%b" % (span, position, suffix)).digest()[:8], "big") or 1
+                for position in range(tiers)]
+    return trace, root, tier_ids

@@ -5,8 +5,10 @@ verdicts) costs about 60 µs in Python, and the SDK's OTLP encoders several time
 protobuf wire format (the encoding rules of protobuf's "Encoding" guide) for the few messages a
 decision uses costs a fraction: the attribute keys are fixed, so each attribute is a cached
 prefix plus its value, and values that repeat across decisions (cluster, models, reason counts,
-policy) are cached whole. The envelope (resource and instrumentation scope) is built once with
-the real ``opentelemetry-proto`` messages. Field numbers are those of
+policy, a device with its node) are cached whole. What Python pays is per operation, not per
+byte, so a string or int value is written as a few ready pieces (the varint lengths around it
+come from tables indexed by its length) and each span's pieces are joined once. The envelope
+(resource and instrumentation scope) is built once with the real ``opentelemetry-proto`` messages. Field numbers are those of
 ``opentelemetry/proto/trace/v1/trace.proto``, ``logs/v1/logs.proto`` and ``common/v1/common.proto``
 (OTLP 1.x); tests decode every byte with those messages and compare with the SDK's encoders.
 """
@@ -29,7 +31,7 @@ from audit.telemetry.attributes import (
     VerdictAttributes,
     root_field_values,
 )
-from audit.telemetry.record_dict import record_text
+from audit.telemetry.record_dict import record_bytes
 from audit.telemetry.shape import DecisionShape, EventShape, LinkShape, LogShape, SpanShape
 
 _FIXED64 = struct.Struct("<Q").pack
@@ -71,10 +73,8 @@ _UNCACHED = frozenset({
     s.RECORD, s.DECISION_ID, s.K8S_POD_NAME, s.K8S_POD_UID, s.SEQ, s.INPUT_DIGEST, s.OUTPUT_DIGEST,
     s.MESSAGE, s.CLAIMS, s.CLAIM_UIDS, s.WHY_URL, s.WAIT_MS, s.DURATION_US, s.DEVICES,
 })
-_CACHE_LIMIT = 16_384  # values kept per key (a large cluster has thousands of devices)
+_CACHE_LIMIT = 16_384  # combinations kept per cache
 _KEYS: dict[str, bytes] = {}
-# per key: value -> (its class, the encoded KeyValue); the class tells True from 1, which are equal
-_VALUES: dict[str, dict[Any, tuple[type, bytes]]] = {}
 
 
 def any_value(value: Any) -> bytes:
@@ -102,10 +102,66 @@ def any_value(value: Any) -> bytes:
 
 
 def _key_prefix(key: str) -> bytes:
+    """A ``KeyValue``'s key field (tag, length, key), the same for every value of the key."""
     prefix = _KEYS.get(key)
     if prefix is None:
         prefix = _KEYS[key] = b"\x0a" + _ld(key.encode())
     return prefix
+
+
+# What follows a KeyValue's key for a string value of n UTF-8 bytes: the value field's tag and
+# length, then AnyValue's string_value tag and length. Kept for every length below _HEADS, so a
+# string attribute is written as four ready pieces and the text itself, with no arithmetic on
+# varint sizes and no intermediate concatenation.
+def _str_head(n: int) -> bytes:
+    inner = 1 + len(varint(n)) + n
+    return b"\x12" + varint(inner) + b"\x0a" + varint(n)
+
+
+_HEADS = 4096
+_STR_HEAD = tuple(_str_head(n) for n in range(_HEADS))
+# the same for an ArrayValue entry: values' tag and length, then AnyValue's string_value tag and length
+def _entry_head(n: int) -> bytes:
+    return b"\x0a" + varint(1 + len(varint(n)) + n) + b"\x0a" + varint(n)
+
+
+_ENTRY_HEAD = tuple(_entry_head(n) for n in range(_HEADS))
+
+
+def _str_field(tag: bytes, prefix: bytes, text: bytes) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+    """An attribute holding a string (already UTF-8) as pieces for a ``join``: the parent's
+    attribute tag, the KeyValue's length, its key field, the value's head, the text."""
+    n = len(text)
+    head = _STR_HEAD[n] if n < _HEADS else _str_head(n)
+    m = len(prefix) + len(head) + n
+    return tag, _SMALL[m] if m < 16384 else varint(m), prefix, head, text
+
+
+# What follows a KeyValue's key for an int value: the value field's tag and length, then
+# AnyValue's int_value tag and the varint; kept for the small values most counts and times take.
+def _int_head(value: int) -> bytes:
+    number = varint(value)
+    return b"\x12" + _SMALL[1 + len(number)] + b"\x18" + number
+
+
+_INT_HEAD = tuple(_int_head(v) for v in range(_HEADS))
+
+
+def _int_field(tag: bytes, prefix: bytes, value: int) -> tuple[bytes, bytes, bytes, bytes]:
+    """An attribute holding an int (of class int, not bool) as pieces for a ``join``."""
+    head = _INT_HEAD[value] if 0 <= value < _HEADS else _int_head(value)
+    return tag, _SMALL[len(prefix) + len(head)], prefix, head
+
+
+def _strings_field(tag: bytes, prefix: bytes, values: list[str]) -> bytes:
+    """An attribute holding a list of strings: tag, then the ``KeyValue`` as ``_strings`` writes it."""
+    if len(values) == 1 and values[0].__class__ is str:  # most pods have one claim and one device
+        text = values[0].encode()
+        n = len(text)
+        if n < 100 and len(prefix) < 20:  # every length below fits in one byte
+            return b"".join((tag, _SMALL[len(prefix) + n + 8], prefix, b"\x12", _SMALL[n + 6], b"\x2a",
+                             _SMALL[n + 4], b"\x0a", _SMALL[n + 2], b"\x0a", _SMALL[n], text))
+    return tag + _strings_value(prefix, values)
 
 
 # per uncached key: its last value and encoding; a decision repeats its id on every span and log
@@ -124,37 +180,63 @@ def _recent(key: str, value: Any) -> bytes:
 def _key_value(key: str, value: Any) -> bytes:
     """A ``KeyValue`` as length prefix + body, ready to follow any parent's attribute tag."""
     if value.__class__ is str:
-        # the common case, inlined: KeyValue{key, value: AnyValue{string_value}}
-        text = value.encode()
-        n = len(text)
-        inner = (_SMALL[n] if n < 16384 else varint(n)) + text
-        n = len(inner) + 1
-        body = _key_prefix(key) + b"\x12" + (_SMALL[n] if n < 16384 else varint(n)) + b"\x0a" + inner
-    else:
-        body = _key_prefix(key) + b"\x12" + _ld(any_value(value))
+        return b"".join(_str_field(b"", _key_prefix(key), value.encode()))
+    body = _key_prefix(key) + b"\x12" + _ld(any_value(value))
     n = len(body)
     return (_SMALL[n] if n < 16384 else varint(n)) + body
 
 
 def _strings(key: str, values: list[str]) -> bytes:
     """A ``KeyValue`` holding an array of strings, as length prefix + body."""
-    entries = []
+    return _strings_value(_key_prefix(key), values)
+
+
+def _strings_value(prefix: bytes, values: list[str]) -> bytes:
+    entries: list[bytes] = []
+    append = entries.append
     for value in values:
         text = value.encode()
         n = len(text)
-        inner = b"\x0a" + (_SMALL[n] if n < 16384 else varint(n)) + text  # AnyValue{string_value}
-        entries.append(b"\x0a" + _ld(inner))  # ArrayValue.values
-    return _ld(_key_prefix(key) + b"\x12" + _ld(_ANY_ARRAY + _ld(b"".join(entries))))
+        append(_ENTRY_HEAD[n] if n < _HEADS else _entry_head(n))
+        append(text)
+    return _ld(prefix + b"\x12" + _ld(_ANY_ARRAY + _ld(b"".join(entries))))
+
+
+# Encoded attributes of values that repeat across decisions (models, policy, reason counts,
+# nodes), tag included, by (tag, key, value, class of value): the class tells True from 1, which
+# are equal but encode differently.
+_TAGGED: dict[tuple[bytes, str, Any, type], bytes] = {}
+_TAGGED_LIMIT = 65_536  # a large cluster has thousands of devices and nodes
+
+
+def _tagged(tag: bytes, key: str, value: Any) -> bytes:
+    entry = (tag, key, value, value.__class__)
+    hit = _TAGGED.get(entry)
+    if hit is None:
+        if len(_TAGGED) >= _TAGGED_LIMIT:
+            _TAGGED.clear()
+        hit = _TAGGED[entry] = tag + _key_value(key, value)
+    return hit
 
 
 _STABLE: dict[tuple[Any, ...], bytes] = {}  # the first ROOT_STABLE root attributes, by their values
 _LISTS: dict[tuple[str, tuple[str, ...]], bytes] = {}  # list attributes that repeat (preference)
+# the root fields after the stable ones: key, key field, whether its values repeat across decisions
+_ROOT_VARYING = tuple((key, _key_prefix(key), key not in _UNCACHED) for key, _ in ROOT_FIELDS[ROOT_STABLE:])
+_DEVICES_PREFIX, _WHY_PREFIX, _RECORD_PREFIX = _key_prefix(s.DEVICES), _key_prefix(s.WHY_URL), _key_prefix(s.RECORD)
 
 
 def root_attributes(tag: bytes, root: RootAttributes) -> bytes:
     """The root span's attributes written from the record through ``ROOT_FIELDS``, in the order
     and with the values ``audit.telemetry.attributes.root_attributes`` gives (tested equal)."""
-    values = root_field_values(root.record)
+    parts: list[bytes] = []
+    _root_into(parts, tag, root)
+    return b"".join(parts)
+
+
+def _root_into(parts: list[bytes], tag: bytes, root: RootAttributes) -> None:
+    record = root.record
+    values = root_field_values(record)
     stable_values = values[:ROOT_STABLE]
     # the class of each value is part of the key: True and 1 are equal but encode differently
     stable_key = (tag, *stable_values, *map(type, stable_values))
@@ -165,15 +247,23 @@ def root_attributes(tag: bytes, root: RootAttributes) -> bytes:
         stable = _STABLE[stable_key] = b"".join(
             tag + _key_value(key, value)
             for (key, _), value in zip(ROOT_FIELDS[:ROOT_STABLE], stable_values, strict=True) if value != "")
-    parts = [stable]
-    append = parts.append
-    for (key, _), value in zip(ROOT_FIELDS[ROOT_STABLE:], values[ROOT_STABLE:], strict=True):
+    parts.append(stable)
+    append, extend = parts.append, parts.extend
+    for (key, prefix, repeats), value in zip(_ROOT_VARYING, values[ROOT_STABLE:], strict=True):
         cls = value.__class__
-        if cls is list:
+        if cls is str:
             if not value:
                 continue
-            if key in _UNCACHED:
-                append(tag + _strings(key, value))
+            if key is s.DECISION_ID:
+                append(tag)
+                append(_recent(key, value))
+            else:  # pod, uid, digests, message: values a cache would rarely see again
+                extend(_str_field(tag, prefix, value.encode()))
+        elif cls is list:
+            if not value:
+                continue
+            if not repeats:
+                append(_strings_field(tag, prefix, value))
                 continue
             list_key = (key, tuple(value))
             encoded = _LISTS.get(list_key)
@@ -181,91 +271,132 @@ def root_attributes(tag: bytes, root: RootAttributes) -> bytes:
                 if len(_LISTS) >= _CACHE_LIMIT:
                     _LISTS.clear()
                 encoded = _LISTS[list_key] = _strings(key, value)
-            append(tag + encoded)
+            append(tag)
+            append(encoded)
+        elif cls is int and not repeats:
+            extend(_int_field(tag, prefix, value))
         elif value == "":
             continue
-        elif key is s.DECISION_ID:
-            append(tag + _recent(key, value))
+        elif repeats:
+            append(_tagged(tag, key, value))
         else:
-            # these identify the decision: a cache would only hold values never seen again
-            append(tag + _key_value(key, value))
+            append(tag)
+            append(_key_value(key, value))
     # then what ``root_extras`` lists, in its order
-    record = root.record
     if record.devices:
-        append(tag + _strings(s.DEVICES, [d.device for d in record.devices]))
+        append(_strings_field(tag, _DEVICES_PREFIX, [d.device for d in record.devices]))
     if record.blockers:
-        append(tag + _strings(s.BLOCKERS, [f"{b.code}@{b.tier}" for b in record.blockers]))
-    append(tag + _cached(s.VERDICTS_EXPORTED, len(root.selection.kept)))
-    append(tag + _cached(s.VERDICTS_DROPPED, root.selection.dropped))
+        append(tag)
+        append(_strings(s.BLOCKERS, [f"{b.code}@{b.tier}" for b in record.blockers]))
+    selection = root.selection
+    append(_tagged(tag, s.VERDICTS_EXPORTED, len(selection.kept)))
+    append(_tagged(tag, s.VERDICTS_DROPPED, selection.dropped))
     if root.why_url:
-        append(tag + _key_value(s.WHY_URL, root.why_url))
-    append(tag + _key_value(s.RECORD, record_text(record)))
+        extend(_str_field(tag, _WHY_PREFIX, root.why_url.encode()))
+    extend(_str_field(tag, _RECORD_PREFIX, record_bytes(record)))
     if root.paths or root.labels:
         extras: dict[str, Any] = {s.REDACTED: list(root.paths)} if root.paths else {}
         for label in sorted(root.labels):
             extras[s.K8S_POD_LABEL_PREFIX + label] = root.labels[label]
         append(attributes(tag, extras))
-    return b"".join(parts)
-
-
-def _cached(key: str, value: Any) -> bytes:
-    """A ``KeyValue`` of a value that repeats across decisions, from the per-key cache."""
-    per_key = _VALUES.get(key)
-    if per_key is None:
-        per_key = _VALUES[key] = {}
-    hit = per_key.get(value)
-    if hit is None or hit[0] is not value.__class__:
-        if len(per_key) >= _CACHE_LIMIT:
-            per_key.clear()
-        hit = per_key[value] = (value.__class__, _key_value(key, value))
-    return hit[1]
 
 
 _REASON_KEYS: dict[str, str] = {}
+# a tier's index, request and model, and its nodes evaluated, verdicts dropped and result, each
+# group encoded once per combination of values (tag and classes of the numbers in the key)
+_TIER_GROUPS: dict[tuple[Any, ...], bytes] = {}
 
 
 def tier_attributes(tag: bytes, attrs: TierAttributes) -> bytes:
     """A tier span's attributes in the order ``audit.telemetry.attributes.tier_attributes`` gives."""
-    tier = attrs.tier
-    parts = [
-        tag + _recent(s.DECISION_ID, attrs.record.decision_id),
-        tag + _cached(s.TIER_INDEX, tier.index),
-        tag + _cached(s.TIER_REQUEST, tier.request),
-        tag + _cached(s.TIER_MODEL, tier.model),
-        tag + _key_value(s.TIER_CONSIDERED, tier.considered),
-        tag + _cached(s.TIER_NODES_EVALUATED, tier.nodes_evaluated),
-        tag + _cached(s.TIER_VERDICTS_DROPPED, attrs.dropped),
-    ]
-    if attrs.result:
-        parts.append(tag + _cached(s.TIER_RESULT, attrs.result))
+    parts: list[bytes] = []
+    _tier_into(parts, tag, attrs)
+    return b"".join(parts)
+
+
+def _tier_into(parts: list[bytes], tag: bytes, attrs: TierAttributes) -> None:
+    tier, record = attrs.tier, attrs.record
+    index, request, model = tier.index, tier.request, tier.model
+    head_key = (tag, index, index.__class__, request, request.__class__, model, model.__class__)
+    head = _TIER_GROUPS.get(head_key)
+    if head is None:
+        if len(_TIER_GROUPS) >= _CACHE_LIMIT:
+            _TIER_GROUPS.clear()
+        head = _TIER_GROUPS[head_key] = b"".join((tag + _key_value(s.TIER_INDEX, index),
+                                                  tag + _key_value(s.TIER_REQUEST, request),
+                                                  tag + _key_value(s.TIER_MODEL, model)))
+    nodes, dropped, result = tier.nodes_evaluated, attrs.dropped, attrs.result
+    tail_key = (tag, nodes, nodes.__class__, dropped, dropped.__class__, result)
+    tail = _TIER_GROUPS.get(tail_key)
+    if tail is None:
+        if len(_TIER_GROUPS) >= _CACHE_LIMIT:
+            _TIER_GROUPS.clear()
+        tail = _TIER_GROUPS[tail_key] = b"".join((
+            tag + _key_value(s.TIER_NODES_EVALUATED, nodes), tag + _key_value(s.TIER_VERDICTS_DROPPED, dropped),
+            tag + _key_value(s.TIER_RESULT, result) if result else b""))
+    parts += (tag, _recent(s.DECISION_ID, record.decision_id), head,
+              _tagged(tag, s.TIER_CONSIDERED, tier.considered), tail)
     reasons = tier.reasons
+    append = parts.append
     for code in sorted(reasons):
         key = _REASON_KEYS.get(code)
         if key is None:
             key = _REASON_KEYS[code] = s.TIER_REASON_PREFIX + code
-        parts.append(tag + _key_value(key, reasons[code]))  # counts vary from decision to decision
-    if any(b.tier == tier.index for b in attrs.record.blockers):
+        append(_tagged(tag, key, reasons[code]))  # counts vary, but within a narrow range
+    blockers = record.blockers
+    if blockers and any(b.tier == index for b in blockers):
         # blockers are rare: take them from the full mapping, after the fields above
         built = dict(attrs)
-        parts.append(attributes(tag, {k: built[k] for k in list(built)[len(parts):]}))
-    return b"".join(parts)
+        written = 7 + (1 if result else 0) + len(reasons)
+        append(attributes(tag, {k: built[k] for k in list(built)[written:]}))
 
 
 def verdict_attributes(tag: bytes, attrs: VerdictAttributes) -> bytes:
     """A verdict's attributes in the order ``audit.telemetry.attributes.verdict_attributes`` gives."""
+    parts: list[bytes] = []
+    _verdict_into(parts, tag, attrs)
+    return b"".join(parts)
+
+
+# a verdict's tier index, device and node, and its reason and source, each group encoded once per
+# combination of values (a device keeps its node; reasons and sources are a closed vocabulary)
+_VERDICT_GROUPS: dict[tuple[Any, ...], bytes] = {}
+
+
+def _verdict_into(parts: list[bytes], tag: bytes, attrs: VerdictAttributes) -> None:
     verdict = attrs.verdict
-    parts = [
-        tag + _recent(s.DECISION_ID, attrs.decision_id),
-        tag + _cached(s.TIER_INDEX, verdict.tier_index),
-        tag + _key_value(s.VERDICT_DEVICE, verdict.device),  # thousands of devices: not worth keeping
-        tag + _key_value(s.VERDICT_NODE, verdict.node),
-        tag + _cached(s.VERDICT_REASON, verdict.reason),
-        tag + _cached(s.VERDICT_SOURCE, verdict.source),
-    ]
+    index, device, node, reason, source = verdict.tier_index, verdict.device, verdict.node, verdict.reason, verdict.source
+    where_key = (tag, index, index.__class__, device, device.__class__, node, node.__class__)
+    where = _VERDICT_GROUPS.get(where_key)
+    if where is None:
+        if len(_VERDICT_GROUPS) >= _TAGGED_LIMIT:
+            _VERDICT_GROUPS.clear()
+        where = _VERDICT_GROUPS[where_key] = b"".join((
+            tag + _key_value(s.TIER_INDEX, index), tag + _key_value(s.VERDICT_DEVICE, device),
+            tag + _key_value(s.VERDICT_NODE, node)))
+    why_key = (tag, reason, reason.__class__, source, source.__class__)
+    why = _VERDICT_GROUPS.get(why_key)
+    if why is None:
+        if len(_VERDICT_GROUPS) >= _TAGGED_LIMIT:
+            _VERDICT_GROUPS.clear()
+        why = _VERDICT_GROUPS[why_key] = (tag + _key_value(s.VERDICT_REASON, reason)
+                                          + tag + _key_value(s.VERDICT_SOURCE, source))
+    parts += (tag, _recent(s.DECISION_ID, attrs.decision_id), where, why)
     detail = verdict.detail
     if detail:
         parts.append(attributes(tag, {s.VERDICT_DETAIL_PREFIX + k: detail[k] for k in sorted(detail)}))
-    return b"".join(parts)
+
+
+def _attributes_into(parts: list[bytes], tag: bytes, attrs: Mapping[str, Any]) -> None:
+    cls = attrs.__class__
+    if cls is TierAttributes:
+        _tier_into(parts, tag, attrs)  # type: ignore[arg-type]
+    elif cls is VerdictAttributes:
+        _verdict_into(parts, tag, attrs)  # type: ignore[arg-type]
+    elif cls is RootAttributes:
+        _root_into(parts, tag, attrs)  # type: ignore[arg-type]
+    else:
+        parts.append(attributes(tag, attrs))
 
 
 def attributes(tag: bytes, attrs: Mapping[str, Any]) -> bytes:
@@ -278,24 +409,14 @@ def attributes(tag: bytes, attrs: Mapping[str, Any]) -> bytes:
         return root_attributes(tag, attrs)  # type: ignore[arg-type]
     parts: list[bytes] = []
     append = parts.append
-    values = _VALUES
     for key, value in attrs.items():
         cls = value.__class__
         if cls is list:
             append(tag + (_strings(key, value) if all(v.__class__ is str for v in value) else _key_value(key, value)))
-            continue
-        if key in _UNCACHED:
+        elif key in _UNCACHED:
             append(tag + _recent(key, value))
-            continue
-        per_key = values.get(key)
-        if per_key is None:
-            per_key = values[key] = {}
-        hit = per_key.get(value)
-        if hit is None or hit[0] is not cls:
-            if len(per_key) >= _CACHE_LIMIT:
-                per_key.clear()
-            hit = per_key[value] = (cls, _key_value(key, value))
-        append(tag + hit[1])
+        else:
+            append(_tagged(tag, key, value))
     return b"".join(parts)
 
 
@@ -309,35 +430,54 @@ def _link(link: LinkShape) -> bytes:
                          + attributes(_LINK_ATTR, link.attributes) + _LINK_FLAGS)
 
 
+_SPAN_ID = struct.Struct(">HQ").pack  # a two-byte tag and length, then an 8-byte id, big-endian
+_TIMES = struct.Struct("<BQBQ").pack  # start_time_unix_nano (fixed64 field 7), end (field 8)
+_UNSET_TAIL = b"\x7a\x00" + _SPAN_FLAGS  # an empty status, then the flags
+_SPAN_NAMES: dict[str, bytes] = {}  # a span's name field and its kind, by name
+
+
 def span(trace_id: bytes, sp: SpanShape) -> bytes:
     """One ``Span`` as a ``ScopeSpans.spans`` field (tag, length, body)."""
-    status = b"\x7a\x00"
+    name = _SPAN_NAMES.get(sp.name)
+    if name is None:
+        if len(_SPAN_NAMES) >= _CACHE_LIMIT:
+            _SPAN_NAMES.clear()
+        name = _SPAN_NAMES[sp.name] = b"\x2a" + _ld(sp.name.encode()) + _KIND_INTERNAL
+    parts = [b"\x0a\x10", trace_id, _SPAN_ID(0x1208, sp.span_id)]
+    if sp.parent_id:
+        parts.append(_SPAN_ID(0x2208, sp.parent_id))
+    parts += (name, _TIMES(0x39, sp.start, 0x41, sp.end))
+    _attributes_into(parts, _SPAN_ATTR, sp.attributes)
+    if sp.events:
+        parts += map(_event, sp.events)
+    if sp.links:
+        parts += map(_link, sp.links)
     if sp.status_code:
         message = sp.status_message.encode()
-        status = b"\x7a" + _ld((b"\x12" + _ld(message) if message else b"") + b"\x18" + varint(sp.status_code))
-    body = b"".join((
-        b"\x0a\x10", trace_id, b"\x12\x08", sp.span_id.to_bytes(8, "big"),
-        b"\x22\x08" + sp.parent_id.to_bytes(8, "big") if sp.parent_id else b"",
-        b"\x2a", _ld(sp.name.encode()), _KIND_INTERNAL,
-        b"\x39", _FIXED64(sp.start), b"\x41", _FIXED64(sp.end),
-        attributes(_SPAN_ATTR, sp.attributes),
-        b"".join(map(_event, sp.events)) if sp.events else b"",
-        b"".join(map(_link, sp.links)) if sp.links else b"",
-        status, _SPAN_FLAGS,
-    ))
-    return b"\x12" + _ld(body)
+        parts += (b"\x7a", _ld((b"\x12" + _ld(message) if message else b"") + b"\x18" + varint(sp.status_code)),
+                  _SPAN_FLAGS)
+    else:
+        parts.append(_UNSET_TAIL)
+    body = b"".join(parts)
+    n = len(body)
+    return b"\x12" + (_SMALL[n] if n < 16384 else varint(n)) + body
+
+
+_LOG_TRACE_TAIL = _LOG_FLAGS + b"\x4a\x10"  # the flags, then trace_id's tag and length
 
 
 def log_record(trace_id: bytes, log: LogShape) -> bytes:
     """One verdict ``LogRecord`` as a ``ScopeLogs.log_records`` field."""
     time = _FIXED64(log.time)
-    body = b"".join((
-        b"\x09", time, _LOG_FIXED, b"\x2a", _ld(b"\x0a" + _ld(log.body.encode())),
-        attributes(_LOG_ATTR, log.attributes), _LOG_FLAGS,
-        b"\x4a\x10", trace_id, b"\x52\x08", log.span_id.to_bytes(8, "big"),
-        b"\x59", time, _VERDICT_EVENT,
-    ))
-    return b"\x12" + _ld(body)
+    text = log.body.encode()
+    n = len(text)
+    parts = [b"\x09", time, _LOG_FIXED, b"\x2a", _SMALL[n + 1 + len(_SMALL[n])] if n < 16000 else varint(n + 1 + len(varint(n))),
+             b"\x0a", _SMALL[n] if n < 16384 else varint(n), text]
+    _attributes_into(parts, _LOG_ATTR, log.attributes)
+    parts += (_LOG_TRACE_TAIL, trace_id, _SPAN_ID(0x5208, log.span_id), b"\x59", time, _VERDICT_EVENT)
+    body = b"".join(parts)
+    n = len(body)
+    return b"\x12" + (_SMALL[n] if n < 16384 else varint(n)) + body
 
 
 def decision(shape: DecisionShape, spans: bool = True, logs: bool = True) -> tuple[list[bytes], list[bytes]]:

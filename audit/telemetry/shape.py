@@ -34,13 +34,16 @@ from audit.telemetry.attributes import (
     verdict_body,
 )
 from audit.telemetry.errors import TelemetryError
-from audit.telemetry.ids import root_span_id_for, tier_span_id_for, trace_id_for, wait_span_id_for
+from audit.telemetry.ids import decision_span_ids, wait_span_id_for
 from audit.telemetry.redaction import Redaction, Scrubber, redact
 from audit.telemetry.timefmt import time_ns
 
 NOMINAL_TIER_US = 1000
 STATUS_UNSET = 0
 STATUS_ERROR = 2
+# enum members' values read once: an enum attribute lookup costs more than the comparison
+_ERROR, _ALLOCATED, _TERMINAL = Outcome.ERROR.value, Outcome.ALLOCATED.value, RetryClass.TERMINAL.value
+_NO_SCRUB = Scrubber()
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,9 @@ class SpanShape:
     attributes: Mapping[str, AttributeValue]
     status_code: int = STATUS_UNSET
     status_message: str = ""
-    events: list[EventShape] = field(default_factory=list)
-    links: list[LinkShape] = field(default_factory=list)
+    # most spans have neither: an empty tuple is shared, a list is made for the spans that have some
+    events: Sequence[EventShape] = ()
+    links: Sequence[LinkShape] = ()
 
 
 @dataclass(slots=True)
@@ -110,23 +114,46 @@ class PreviousAttempt:
     span_id: int
 
 
+class _PodAttempts:
+    """One pod's exported attempts by number, and the highest of them."""
+
+    __slots__ = ("by_number", "highest")
+
+    def __init__(self, attempt: int, ids: tuple[int, int]) -> None:
+        self.by_number = {attempt: ids}
+        self.highest = attempt
+
+
 class AttemptLinks:
     """Remembers the attempts exported for each pod, so a retry's trace links to the attempt
     before it. Attempts are keyed by number, so exporting a decision again links it the same
     way; a pod's entries go when it is allocated or its attempts end."""
 
     def __init__(self) -> None:
-        self._pods: dict[tuple[str, str], dict[int, tuple[int, int]]] = {}
+        self._pods: dict[tuple[str, str], _PodAttempts] = {}
 
     def previous(self, record: DecisionRecord, trace_id: int, span_id: int) -> PreviousAttempt | None:
         key = (record.cluster, record.pod_uid or f"{record.namespace}/{record.pod}")
+        attempt = record.attempt
         seen = self._pods.get(key)
-        earlier = max((a for a in seen if a < record.attempt), default=None) if seen else None
-        found = None if earlier is None or seen is None else PreviousAttempt(earlier, *seen[earlier])
-        if record.outcome == Outcome.ALLOCATED.value or record.retry_class == RetryClass.TERMINAL.value:
+        found = None
+        if seen is not None:
+            # attempts usually arrive in order: then the one before is the highest so far, found
+            # without a pass over all of them (a pod left unschedulable retries for hours)
+            if attempt > seen.highest:
+                earlier: int | None = seen.highest
+            else:
+                earlier = max((a for a in seen.by_number if a < attempt), default=None)
+            if earlier is not None:
+                found = PreviousAttempt(earlier, *seen.by_number[earlier])
+        if record.outcome == _ALLOCATED or record.retry_class == _TERMINAL:
             self._pods.pop(key, None)
+        elif seen is None:
+            self._pods[key] = _PodAttempts(attempt, (trace_id, span_id))
         else:
-            self._pods.setdefault(key, {})[record.attempt] = (trace_id, span_id)
+            seen.by_number[attempt] = (trace_id, span_id)
+            if attempt > seen.highest:
+                seen.highest = attempt
         return found
 
 
@@ -157,17 +184,20 @@ def decision_shape(
         raise TelemetryError(f"DecisionRecord {record.decision_id}: duration_us: must be >= 0, got {record.duration_us}")
     if record.wait_ms < 0:
         raise TelemetryError(f"DecisionRecord {record.decision_id}: wait_ms: must be >= 0, got {record.wait_ms}")
-    redacted = redact(record, labels or {}, options.redaction)
-    sent = redacted.record
+    if options.redaction.active:
+        redacted = redact(record, labels or {}, options.redaction)
+        sent, sent_labels, paths, scrubber = redacted.record, redacted.labels, redacted.paths, redacted.scrubber
+    else:  # the usual case: what redact() would give, without building its result
+        sent, sent_labels, paths, scrubber = record, dict(labels) if labels else {}, [], _NO_SCRUB
     selection = select_verdicts(sent, verdicts, options.max_verdicts)
-    scrubber = redacted.scrubber
     kept = [_scrub_verdict(v, scrubber) for v in selection.kept] if scrubber.secret else selection.kept
     salt = options.id_salt
-    trace_id = trace_id_for(record.decision_id, salt)
-    root_id = root_span_id_for(record.decision_id, salt)
+    decision_id = record.decision_id
+    tiers = sent.tiers
+    trace_id, root_id, tier_ids_in_order = decision_span_ids(decision_id, len(tiers), salt)
 
     results = tier_results(sent)
-    tried = sum(1 for r in results if r != s.TIER_NOT_TRIED)
+    tried = len(results) - results.count(s.TIER_NOT_TRIED)
     if record.duration_us:
         slot = record.duration_us * 1000 // max(tried, 1)
         decided = t + record.duration_us * 1000
@@ -177,48 +207,62 @@ def decision_shape(
 
     dropped = selection.dropped_by_position
     spans: list[SpanShape] = []
+    append = spans.append
     tier_ids: dict[int, int] = {}
     tier_starts: dict[int, int] = {}
-    for position, (tier, result) in enumerate(zip(sent.tiers, results, strict=True)):
-        span_id = tier_span_id_for(record.decision_id, position, salt)
+    for position, (tier, result, span_id) in enumerate(zip(tiers, results, tier_ids_in_order, strict=True)):
         start = t + position * slot  # preference order: explorers sort siblings by start
-        end = start + slot if result != s.TIER_NOT_TRIED else start
         attrs = TierAttributes(sent, tier, dropped.get(position, 0) if dropped else 0, result)
-        span = SpanShape(_tier_name(tier.model or tier.request or str(tier.index)), span_id, root_id, start, end, attrs)
-        if result == s.TIER_EXHAUSTED:
-            span.status_code, span.status_message = STATUS_ERROR, tier_status_message(sent, tier)
-        spans.append(span)
+        if result == s.TIER_NOT_TRIED:
+            append(SpanShape(_tier_name(tier.model or tier.request or str(tier.index)), span_id, root_id, start, start,
+                             attrs))
+        elif result == s.TIER_EXHAUSTED:
+            append(SpanShape(_tier_name(tier.model or tier.request or str(tier.index)), span_id, root_id, start,
+                             start + slot, attrs, STATUS_ERROR, tier_status_message(sent, tier)))
+        else:
+            append(SpanShape(_tier_name(tier.model or tier.request or str(tier.index)), span_id, root_id, start,
+                             start + slot, attrs))
         tier_ids[position] = span_id
         tier_starts[position] = start
 
     root_start = t - record.wait_ms * 1_000_000
     if record.wait_ms:
         wait_attrs: dict[str, AttributeValue] = {s.DECISION_ID: sent.decision_id, s.WAIT_MS: sent.wait_ms}
-        spans.append(SpanShape(s.WAIT_SPAN, wait_span_id_for(record.decision_id, salt), root_id, root_start, t, wait_attrs))
+        append(SpanShape(s.WAIT_SPAN, wait_span_id_for(decision_id, salt), root_id, root_start, t, wait_attrs))
 
-    root_attrs = RootAttributes(sent, redacted.labels, redacted.paths, selection, why_url(options.api_url, sent))
-    root = SpanShape(s.ROOT_SPAN, root_id, 0, root_start, decided, root_attrs)
-    if sent.outcome == Outcome.ERROR.value:
-        root.status_code, root.status_message = STATUS_ERROR, sent.message or "allocation error"
+    root_attrs = RootAttributes(sent, sent_labels, paths, selection, why_url(options.api_url, sent))
+    if sent.outcome == _ERROR:
+        root = SpanShape(s.ROOT_SPAN, root_id, 0, root_start, decided, root_attrs, STATUS_ERROR,
+                         sent.message or "allocation error")
+    else:
+        root = SpanShape(s.ROOT_SPAN, root_id, 0, root_start, decided, root_attrs)
     previous = links.previous(record, trace_id, root_id) if links is not None else None
     if previous is not None:
-        root.links.append(LinkShape(previous.trace_id, previous.span_id,
-                                    {s.LINK_KIND: s.PREVIOUS_ATTEMPT, s.LINK_ATTEMPT: previous.attempt}))
+        root.links = [LinkShape(previous.trace_id, previous.span_id,
+                                {s.LINK_KIND: s.PREVIOUS_ATTEMPT, s.LINK_ATTEMPT: previous.attempt})]
 
     logs: list[LogShape] = []
-    by_id = {span.span_id: span for span in spans} if options.verdict_events else {}
-    for verdict in kept:
-        # a verdict whose tier has no span (extra evidence only) still belongs to the decision
-        where = verdict.position
-        on_tier = where is not None and where in tier_ids
-        verdict_span = tier_ids[where] if on_tier and where is not None else root_id
-        at = tier_starts[where] if on_tier and where is not None else t
-        verdict_attrs = VerdictAttributes(sent.decision_id, verdict)
-        if options.verdict_logs:
-            logs.append(LogShape(verdict_span, at, verdict_body(verdict), verdict_attrs))
-        if options.verdict_events:
-            (by_id.get(verdict_span) or root).events.append(EventShape(s.VERDICT_EVENT, at, verdict_attrs))
-    spans.append(root)
+    if kept:
+        verdict_logs, verdict_events = options.verdict_logs, options.verdict_events
+        events: dict[int, list[EventShape]] = {}  # by span id
+        decision = sent.decision_id
+        for verdict in kept:
+            # a verdict whose tier has no span (extra evidence only) still belongs to the decision
+            where = verdict.position
+            if where is not None and where in tier_ids:
+                verdict_span, at = tier_ids[where], tier_starts[where]
+            else:
+                verdict_span, at = root_id, t
+            verdict_attrs = VerdictAttributes(decision, verdict)
+            if verdict_logs:
+                logs.append(LogShape(verdict_span, at, verdict_body(verdict), verdict_attrs))
+            if verdict_events:
+                events.setdefault(verdict_span, []).append(EventShape(s.VERDICT_EVENT, at, verdict_attrs))
+        if events:
+            by_id = {span.span_id: span for span in spans}
+            for span_id, span_events in events.items():
+                (by_id.get(span_id) or root).events = span_events
+    append(root)
     return DecisionShape(trace_id, root_id, spans, logs, tier_ids, len(kept), selection.dropped, sent)
 
 

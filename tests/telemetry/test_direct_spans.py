@@ -19,6 +19,7 @@ from audit.records import DecisionRecord, Exemplar, Outcome, TierSummary
 from audit.telemetry import DecisionTelemetry, Redaction, TelemetrySettings, otlpwire
 from audit.telemetry.shape import AttemptLinks, decision_shape
 from audit.telemetry.spans import HashedOnceResource
+from tests.otlp.test_round_trip_property import records
 from tests.telemetry.records_factory import POD, make_record
 from tests.telemetry.tracer_reference import TracerBuiltExport
 
@@ -115,6 +116,8 @@ CASES = {
     "several-requests": dict(records=[_multi_request()]),
     "no-tiers": dict(records=[make_record(tiers=[], duration_us=0)]),
     "no-wait-no-duration": dict(records=[make_record(wait_ms=0, duration_us=0)]),
+    "texts-longer-than-the-cached-heads": dict(records=[make_record(message="no device: " + "in_use " * 3000,
+                                                                     claims=["c" * 5000, "trainer-gpu"])]),
     "verdicts-as-span-events": dict(records=[make_record()], verdicts=_evidence(), route="events"),
     "verdicts-as-logs-and-events": dict(records=[make_record()], verdicts=_evidence(), route="both"),
     "retries-link-to-the-attempt-before": dict(records=_retries()),
@@ -147,6 +150,15 @@ def test_all_three_routes_agree_for_any_decision(
     direct, reference, written = _three([record], verdicts=_evidence(), labels=labels, max_verdicts=max_verdicts,
                                         redaction=Redaction(hash_pod_names=hash_pod_names), route="both")
     assert direct == reference
+    assert (written[0], written[2:]) == (direct[0], direct[2:])
+    if direct[3]:
+        assert written[1] == direct[1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(record=records())
+def test_written_protobuf_equals_the_sdk_encoding_for_any_record(record: DecisionRecord) -> None:
+    direct, _, written = _three([record], route="both")
     assert (written[0], written[2:]) == (direct[0], direct[2:])
     if direct[3]:
         assert written[1] == direct[1]

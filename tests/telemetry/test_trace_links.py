@@ -8,6 +8,7 @@ from audit.records import Outcome, TierSummary
 from audit.telemetry import schema as s
 from audit.telemetry.attributes import tier_results
 from audit.telemetry.ids import root_span_id_for, trace_id_for
+from audit.telemetry.shape import AttemptLinks
 from tests.telemetry.capture import attrs, export_over_http
 from tests.telemetry.records_factory import make_record
 
@@ -33,6 +34,26 @@ def test_each_retry_links_to_the_attempt_before_it(monkeypatch: pytest.MonkeyPat
         1: [(*_ids(attempts[0].decision_id), {**previous, "claimtrail.link.attempt": 0})],
         2: [(*_ids(attempts[1].decision_id), {**previous, "claimtrail.link.attempt": 1})],
     }
+
+
+@pytest.mark.parametrize(("order", "expected"), [
+    ([0, 1, 2, 3], {0: None, 1: 0, 2: 1, 3: 2}),
+    ([0, 2, 1, 3], {0: None, 2: 0, 1: 0, 3: 2}),
+    ([3, 1, 2, 0], {3: None, 1: None, 2: 1, 0: None}),
+    ([0, 1, 1, 2], {0: None, 1: 0, 2: 1}),  # the second export of attempt 1 links the same way
+], ids=["in-order", "one-late", "reversed-start", "exported-twice"])
+def test_a_retry_links_to_the_highest_earlier_attempt_whatever_the_export_order(
+        order: list[int], expected: dict[int, int | None]) -> None:
+    links = AttemptLinks()
+    found = {}
+    for attempt in order:
+        record = make_record(attempt, **UNSCHEDULABLE)
+        previous = links.previous(record, trace_id_for(record.decision_id), root_span_id_for(record.decision_id))
+        found[attempt] = previous.attempt if previous else None
+        if previous:
+            earlier = make_record(previous.attempt, **UNSCHEDULABLE).decision_id
+            assert (previous.trace_id, previous.span_id) == (trace_id_for(earlier), root_span_id_for(earlier))
+    assert found == expected
 
 
 def test_other_pods_and_a_pods_next_life_are_not_linked(monkeypatch: pytest.MonkeyPatch) -> None:
