@@ -38,13 +38,18 @@ def _tables(*names: str) -> Callable[[str, Retention, str | None], list[str]]:
     return build
 
 
-def _rollups(database: str, retention: Retention, cluster: str | None) -> list[str]:
-    out = _tables("fallback_1h", "tenant_usage_1h")(database, retention, cluster)
-    for view in schema.ROLLUP_VIEWS:
-        out.append(schema.create_view(view, database, cluster))
-        if not cluster:  # on a cluster the operator backfills per shard, after the DDL has spread
-            out.append(schema.backfill_view(view, database))
-    return out
+def _filled_by_views(tables: tuple[str, ...], views: tuple[schema.View, ...]
+                     ) -> Callable[[str, Retention, str | None], list[str]]:
+    """Tables, the views that fill them on every insert, and a backfill of what is stored already."""
+    def build(database: str, retention: Retention, cluster: str | None) -> list[str]:
+        out = _tables(*tables)(database, retention, cluster)
+        for view in views:
+            out.append(schema.create_view(view, database, cluster))
+            if not cluster:  # on a cluster the operator backfills per shard, after the DDL has spread
+                out.append(schema.backfill_view(view, database))
+        return out
+
+    return build
 
 
 def _json_ingest(database: str, retention: Retention, cluster: str | None) -> list[str]:
@@ -82,15 +87,6 @@ def _replay_jobs(database: str, retention: Retention, cluster: str | None) -> li
             f"ALTER TABLE {database}.replay_runs ON CLUSTER {cluster} {added(plain)}"]
 
 
-def _history_keys(database: str, retention: Retention, cluster: str | None) -> list[str]:
-    out = _tables("decision_keys", "event_keys")(database, retention, cluster)
-    for view in schema.KEY_VIEWS:
-        out.append(schema.create_view(view, database, cluster))
-        if not cluster:  # on a cluster the operator backfills per shard, after the DDL has spread
-            out.append(schema.backfill_view(view, database))
-    return out
-
-
 def _drop_unused(database: str, retention: Retention, cluster: str | None) -> list[str]:
     out: list[str] = []
     for view in schema.DROPPED_VIEWS:  # first the view, so no insert writes into a dropped table
@@ -104,14 +100,15 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "world events, checkpoints, decisions, tier evidence, policies, quarantine",
               _tables("events", "checkpoints", "decisions", "decision_tiers", "policies", "quarantine")),
     Migration(2, "replay runs", _tables("replay_runs")),
-    Migration(3, "duplicate-tolerant rollups for fallback rate and tenant usage, backfilled", _rollups),
+    Migration(3, "duplicate-tolerant rollups for fallback rate and tenant usage, backfilled",
+              _filled_by_views(("fallback_1h", "tenant_usage_1h"), schema.ROLLUP_VIEWS)),
     Migration(4, "record ingest as JSON lines, columns and tier rows extracted by the engine", _json_ingest),
     Migration(5, "ingest views parse each record once per view", _ingest_views_parse_once),
     Migration(6, "record text compressed with ZSTD(1)", _record_codec),
     Migration(7, "replay jobs any API server can report on; replay runs carry their job, observed flag and diff lines",
               _replay_jobs),
     Migration(8, "stored decision ids and event seqs in key order with the sha256 of their text, backfilled",
-              _history_keys),
+              _filled_by_views(("decision_keys", "event_keys"), schema.KEY_VIEWS)),
     Migration(9, "drop the tenant usage rollup and its view, which nothing read, and the policies table, which "
                  "nothing wrote", _drop_unused),
 )

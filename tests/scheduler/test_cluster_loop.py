@@ -9,10 +9,8 @@ them as they are.
 from __future__ import annotations
 
 import copy
-import functools
 import hashlib
 import json
-import os
 
 import pytest
 
@@ -20,24 +18,15 @@ from audit.records import to_jsonl
 from audit.replay.whatif import whatif
 from audit.timestamps import parse_time_ms
 from audit.world import World
-from ingest.simulate.loop import SimulationResult, simulate
-from ingest.simulate.scenario import load_scenario_text
-
-SCENARIO = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "replay", "busy-small.yaml")
-HOUR = 3_600_000
+from ingest.simulate.loop import SimulationResult
+from tests.scheduler.busysmall import HOUR, busy_small, window_start
 
 SIMULATED_DIGEST = "cc6e6bfd7e8a928210fe0bdb87fcd245252624a6081605ba76a0ab4ec9b783ad"
 COUNTERFACTUAL_DIGEST = "d0781ad39a50bf5994014524b4ef1ab9c2994140b896480adf03937f3d762e52"
 
 
-@functools.lru_cache(maxsize=2)
 def _run(queueing: str = "") -> SimulationResult:
-    with open(SCENARIO, encoding="utf-8") as fh:
-        sc = load_scenario_text(fh.read(), "busy-small.yaml")
-    if queueing:
-        for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
-            doc["spec"]["queueing"] = {"mode": queueing}
-    return simulate(sc, seed=3, hours=4.0)
+    return busy_small((("mode", queueing),) if queueing else ())
 
 
 def _digest(records, events) -> str:  # noqa: ANN001
@@ -49,12 +38,7 @@ def _digest(records, events) -> str:  # noqa: ANN001
 
 def _window(policy_doc, queueing=""):  # noqa: ANN001, ANN202
     res = _run(queueing)
-    t0 = parse_time_ms(res.events[0].time)
-    since, until = t0 + int(1.5 * HOUR) + 777, t0 + int(2.9 * HOUR)
-    start = World(res.world.cluster)
-    for e in res.events:
-        if parse_time_ms(e.time) < since:
-            start.apply(e)
+    start, since, until = window_start(res)
     return whatif(start, res.events, res.records, policy_doc, since, until)
 
 

@@ -3,9 +3,6 @@ recorded policy reproduces a window counterfactually, and holds were honoured th
 
 from __future__ import annotations
 
-import functools
-import os
-
 import pytest
 
 from audit.policy import Policy
@@ -13,20 +10,12 @@ from audit.records import to_jsonl
 from audit.scheduler import reservations
 from audit.timestamps import parse_time_ms
 from audit.world import World
-from ingest.simulate.loop import SimulationResult, simulate
-from ingest.simulate.scenario import load_scenario_text
-
-SCENARIO = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "replay", "busy-small.yaml")
-HOUR = 3_600_000
+from ingest.simulate.loop import SimulationResult
+from tests.scheduler.busysmall import busy_small, window_start
 
 
-@functools.lru_cache(maxsize=2)
 def _run(mode: str = "best-effort") -> SimulationResult:
-    with open(SCENARIO, encoding="utf-8") as fh:
-        sc = load_scenario_text(fh.read(), "busy-small.yaml")
-    for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
-        doc["spec"]["queueing"] = {"mode": mode, "reserveAfter": "2m"}
-    return simulate(sc, seed=3, hours=4.0)
+    return busy_small((("mode", mode), ("reserveAfter", "2m")))
 
 
 def _codes(res: SimulationResult) -> set[str]:
@@ -50,12 +39,7 @@ def test_the_recorded_reservation_policy_reproduces_a_window(mode):
     from audit.replay.whatif import whatif
 
     res = _run(mode)
-    t0 = parse_time_ms(res.events[0].time)
-    since, until = t0 + int(1.5 * HOUR) + 777, t0 + int(2.9 * HOUR)
-    start = World(res.world.cluster)
-    for e in res.events:
-        if parse_time_ms(e.time) < since:
-            start.apply(e)
+    start, since, until = window_start(res)
     active = [e for e in res.events if e.object_kind == "Policy" and parse_time_ms(e.time) < since][-1]
     w = whatif(start, res.events, res.records, active.payload, since, until)
     assert any(e.object_kind == "Reservation" for e in w.counterfactual.events)

@@ -15,9 +15,6 @@ from audit.cli.main import main
 from audit.metrics import fold_lifecycle
 from audit.metrics.busy import cluster_gpus, peak_busy
 from audit.metrics.window import Window
-from audit.scheduler.engine import bind, bind_failures_before, decide
-from audit.timestamps import parse_time_ms
-from audit.world import World
 from ingest.simulate.load import (
     DEFAULT_LOAD,
     LoadError,
@@ -31,6 +28,7 @@ from ingest.simulate.load import (
 )
 from ingest.simulate.loop import Job, simulate
 from ingest.simulate.traces import openb_scenario, spot_scenario
+from tests.simulate.runs import replay_every_decision
 
 HOUR = 3_600_000
 MIN = 60_000
@@ -135,19 +133,7 @@ def test_every_decision_of_a_trace_quarter_hour_with_queueing_and_fallback_repla
     result = simulate(openb_scenario(trace_dir, seed=2, hours=0.25, load=0.5), seed=2)
     assert any(r.outcome == "unschedulable" for r in result.records)
     assert any(r.outcome == "allocated" and r.allocated_model != r.preferred_model for r in result.records)
-    world = World(result.world.cluster)
-    events = iter(result.events)
-    for r in sorted(result.records, key=lambda r: r.seq):
-        while world.seq < r.seq:
-            world.apply(next(events))
-        d = decide(world, f"{r.namespace}/{r.pod}", r.attempt, parse_time_ms(r.time))
-        bind_seq = next((b.detail["bind_seq"] for b in r.blockers if "bind_seq" in b.detail), None)
-        if bind_seq is not None:
-            later = World.from_snapshot(world.snapshot())
-            for ev in result.events[world.seq + 1:bind_seq + 1]:
-                later.apply(ev)
-            d = bind(later, d, parse_time_ms(r.time), failures_before=bind_failures_before(r))
-        assert (d.record.input_digest, d.record.output_digest) == (r.input_digest, r.output_digest), r.decision_id
+    assert replay_every_decision(result) == len(result.records)
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -1,0 +1,37 @@
+"""The busy-small run the cluster-loop and reservation tests share, and the window their
+counterfactuals cover (cached: each queueing variant runs once per test process)."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from audit.timestamps import parse_time_ms
+from audit.world import World
+from ingest.simulate.loop import SimulationResult, simulate
+from ingest.simulate.scenario import load_scenario_text
+
+SCENARIO = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "replay", "busy-small.yaml")
+HOUR = 3_600_000
+
+
+@functools.lru_cache(maxsize=4)
+def busy_small(queueing: tuple[tuple[str, str], ...] = ()) -> SimulationResult:
+    """Four hours of busy-small, seed 3, with ``queueing`` as every policy's ``spec.queueing``."""
+    with open(SCENARIO, encoding="utf-8") as fh:
+        sc = load_scenario_text(fh.read(), "busy-small.yaml")
+    if queueing:
+        for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
+            doc["spec"]["queueing"] = dict(queueing)
+    return simulate(sc, seed=3, hours=4.0)
+
+
+def window_start(res: SimulationResult) -> tuple[World, int, int]:
+    """The world just before the window (from 1.5 h, off the minute, to 2.9 h) and its bounds."""
+    t0 = parse_time_ms(res.events[0].time)
+    since, until = t0 + int(1.5 * HOUR) + 777, t0 + int(2.9 * HOUR)
+    start = World(res.world.cluster)
+    for e in res.events:
+        if parse_time_ms(e.time) < since:
+            start.apply(e)
+    return start, since, until
