@@ -17,6 +17,7 @@ from audit.records import DecisionRecord
 class Cause(StrEnum):
     INPUT_MISMATCH = "input_mismatch"
     OUTPUT_MISMATCH = "output_mismatch"
+    ENGINE_CHANGED = "engine_changed"  # the output differs and the record names another engine version
     MISSING_EVENTS = "missing_events"
     CHECKPOINT_CORRUPT = "checkpoint_corrupt"
 

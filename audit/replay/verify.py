@@ -10,7 +10,8 @@ decided at ``seq`` and re-checked by ``bind`` on the world at ``bind_seq``, as i
 Records are replayed in (cluster, seq) order so the world is folded forward once for a whole
 batch: all records at one seq are decided first, then their bind checks run in ``bind_seq``
 order. Every result names its cause when it does not match: ``input_mismatch``,
-``output_mismatch``, ``missing_events`` or ``checkpoint_corrupt``, with a structural diff.
+``output_mismatch``, ``engine_changed`` (an output difference on a record another engine version
+decided), ``missing_events`` or ``checkpoint_corrupt``, with a structural diff.
 Records observed on a real cluster (the node came from the binding) are checked for device
 agreement instead (``audit.replay.observed``).
 """
@@ -66,6 +67,10 @@ def compare(recorded: DecisionRecord, replayed: DecisionRecord) -> tuple[str, li
                         "(edited after it was sealed)")
     if not lines:
         lines.append(f"output_digest: recorded {recorded.output_digest}, replayed {replayed.output_digest}")
+    if recorded.engine_version != replayed.engine_version:
+        # decided by another release of the engine: the diff names the version and shows whether
+        # anything else differs
+        return Cause.ENGINE_CHANGED.value, lines
     return Cause.OUTPUT_MISMATCH.value, lines
 
 

@@ -21,7 +21,12 @@ from audit.scheduler.tiers import RequestTiers, SignatureModelMatcher, template_
 from audit.timestamps import format_time_ms, parse_time_ms
 from audit.world import World
 
-ENGINE_VERSION = "claimtrail-engine/1"
+# The version every record names, part of its output digest. Bump it whenever the engine decides
+# any recorded situation differently, so that replay says a record was decided by another engine
+# (``engine_changed``) instead of calling the difference nondeterminism. /2: the retry budget counts
+# bind failures only (records say "bind failure k of N") and queueing is best-effort FIFO per
+# tenant by default.
+ENGINE_VERSION = "claimtrail-engine/2"
 
 
 @dataclass

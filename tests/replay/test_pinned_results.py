@@ -30,11 +30,11 @@ HOURS = 3.0
 WINDOW_H = 2.5  # from the first event, before the recorded policy change at 3h
 
 # canonical digests of the results, pinned before the replay use cases were given one home
-SIMULATED_DAY = "e9bedafa67d04a14faec4736f576e1795160b664f802e5c70bc7a713ae34b19d"
-VERIFIED = "9f94fd663afdf0738eed39745bab26816ba74ff2c34ff1d3861e3d6e4dcb6248"
-VERIFIED_FROM_STORE = "9f94fd663afdf0738eed39745bab26816ba74ff2c34ff1d3861e3d6e4dcb6248"
+SIMULATED_DAY = "c966ad6c7f6ca9cc838b800f61fe7ba565d1cdf9914556681e81e3bcdbfc0cf1"
+VERIFIED = "74b0f64a3411305f3eb04686d023c7f5fd8cbfc049a6bf962c6c77af87ac1a24"
+VERIFIED_FROM_STORE = "74b0f64a3411305f3eb04686d023c7f5fd8cbfc049a6bf962c6c77af87ac1a24"
 CLI_VERIFY = "ea7818ee00f56475343e1a8f3df1dc42ae471eeedf96d2aed806a0456c812874"
-COUNTERFACTUAL_RECORDS = "a02c6bba2f9dfb473e35560aad40004c0fc90493e5ee57823ba8a6550b1df0b1"
+COUNTERFACTUAL_RECORDS = "0a8623e2445d53a2245cf3ce07eb060ea4d2e3bc92a5f7f2035bbd50021092d0"
 COUNTERFACTUAL_DELTAS = "1cdfc390448108c4b56b42864fe90b4ebf29fe67cef34a17b75eb95be1c81774"
 # Read from a store, the window's recorded decisions come newest first, and Jain's index of the
 # recorded side then differs from the files' in the last bit (the order of a float sum).

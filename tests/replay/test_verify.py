@@ -132,6 +132,25 @@ def test_an_edited_record_is_an_output_mismatch_naming_the_field(reseal):
     assert result.diff == ([field_line] if reseal else [sealed_line, field_line])
 
 
+@pytest.mark.parametrize(("edit", "expected"), [
+    (False, []),
+    (True, ["tiers[0].reasons.in_use: recorded {edited}, replayed {kept}"]),
+], ids=["same-decision", "another-decision"])
+def test_a_record_of_another_engine_version_is_engine_changed_with_the_version_in_the_diff(edit, expected):
+    original = _allocated_with_in_use()
+    older = _copy(original)
+    older.engine_version = "claimtrail-engine/1"
+    kept = older.tiers[0].reasons["in_use"]
+    if edit:
+        older.tiers[0].reasons["in_use"] = kept + 1
+    older.seal()
+    [result] = _replay([older])
+    assert (result.match, result.cause) == (False, Cause.ENGINE_CHANGED.value)
+    version_line = f"engine_version: recorded claimtrail-engine/1, replayed {engine.ENGINE_VERSION}"
+    lines = [line.format(edited=kept + 1, kept=kept) for line in expected]
+    assert sorted(result.diff) == sorted([version_line, *lines])
+
+
 def test_an_edited_device_is_named_by_index():
     original = _allocated_with_in_use()
     edited = _copy(original)

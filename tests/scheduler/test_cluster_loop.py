@@ -21,8 +21,8 @@ from audit.world import World
 from ingest.simulate.loop import SimulationResult
 from tests.scheduler.busysmall import HOUR, busy_small, window_start
 
-SIMULATED_DIGEST = "cc6e6bfd7e8a928210fe0bdb87fcd245252624a6081605ba76a0ab4ec9b783ad"
-COUNTERFACTUAL_DIGEST = "d0781ad39a50bf5994014524b4ef1ab9c2994140b896480adf03937f3d762e52"
+SIMULATED_DIGEST = "0dfb916e36df007e3351e8f9c7d8a9b92bbde45f85a551174e598829ee72378f"
+COUNTERFACTUAL_DIGEST = "54cbe9fd1961c8ed2740387582af0b1ef76d2bbcd67556cfd01dc0e5d87a32ac"
 
 
 def _run(queueing: str = "") -> SimulationResult:
