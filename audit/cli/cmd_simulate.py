@@ -37,10 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scenario", metavar="FILE", help="scenario YAML (Kubernetes objects + Policy + Workload)")
     p.add_argument("--trace", metavar="NAME", help="trace-driven run: openb-2023 or spot-2026")
     p.add_argument("--trace-dir", metavar="DIR", help="folder with the traces (default: CLAIMTRAIL_TRACE_DIR, .claimtrail/traces, then ../shared/traces; `make traces` downloads them)")
-    p.add_argument("--load", type=float, metavar="L",
+    p.add_argument("--load", type=_load_value, metavar="L|recorded",
                    help="with --trace: share of the GPUs the arrivals keep busy by the window's end if all "
                         "were placed at once (default 1.2, contended); openb-2023 compresses arrival times, "
-                        "spot-2026 scales arrival rates")
+                        "spot-2026 scales arrival rates; 'recorded' replays openb-2023's own arrival times")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--hours", type=float, help="simulated hours (default: the scenario's)")
     p.add_argument("--start", metavar="now|TIME",
@@ -55,6 +55,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+RECORDED = "recorded"
+
+
+def _load_value(text: str) -> float | str:
+    if text == RECORDED:
+        return RECORDED
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number such as 1.2, or 'recorded'") from None
+
+
 def _load_scenario(args: argparse.Namespace) -> Any:
     from ingest.simulate.load import DEFAULT_LOAD
     from ingest.simulate.scenario import ScenarioError, load_scenario_text
@@ -65,11 +77,11 @@ def _load_scenario(args: argparse.Namespace) -> Any:
     if args.hours is not None and args.hours <= 0:
         raise UserError(f"--hours {args.hours}: must be > 0")
     if args.load is not None and not args.trace:
-        raise UserError(f"--load {args.load:g}: only for trace-driven runs (--trace); a scenario sets its own arrival rates")
+        raise UserError(f"--load {args.load}: only for trace-driven runs (--trace); a scenario sets its own arrival rates")
     try:
         if args.trace:
             hours = args.hours or 24.0
-            load = DEFAULT_LOAD if args.load is None else args.load
+            load = DEFAULT_LOAD if args.load is None else None if args.load == RECORDED else args.load
             sc = trace_scenario(args.trace, args.trace_dir, args.seed, hours, _start(args.start, hours), load)
         else:
             path = args.scenario or DEFAULT_SCENARIO

@@ -113,7 +113,8 @@ def _sub_name(model: str) -> str:
 
 
 def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = DEFAULT_START,
-                   load: float = DEFAULT_LOAD) -> Scenario:
+                   load: float | None = DEFAULT_LOAD) -> Scenario:
+    """``load`` None replays the recorded arrival times as they are, once."""
     base = os.path.join(trace_dir, OPENB_DIR)
     nodes = _rows(os.path.join(base, "openb_node_list_gpu_node.csv"), ("sn", "gpu", "model"))
     pods = _rows(os.path.join(base, "openb_pod_list_gpuspec33.csv"),
@@ -166,6 +167,11 @@ def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = DEFAULT
                   claim_spec=spec)
         (carried if created < OPENB_BUSY_START_S else busy).append(job)
     span_ms = (trace_end_s - OPENB_BUSY_START_S) * 1000
+    if load is None:
+        sc.explicit_jobs = sorted((j for j in [*carried, *busy] if j.arrival_ms < end_ms),
+                                  key=lambda j: (j.arrival_ms, j.namespace, j.name))
+        sc.policy = _identity_policy("openb-2023", OPENB_RANK, sorted(namespaces))
+        return sc
     try:
         k = compression_factor(check_load(load), sum(int(r["gpu"]) for r in nodes if r["model"]),
                                sum(j.size for j in carried), span_ms, offered_gpu_ms(busy, end_ms - start_ms))
@@ -177,7 +183,10 @@ def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = DEFAULT
 
 
 def spot_scenario(trace_dir: str, seed: int, hours: float, start: str = DEFAULT_START,
-                  load: float = DEFAULT_LOAD) -> Scenario:
+                  load: float | None = DEFAULT_LOAD) -> Scenario:
+    if load is None:
+        raise TraceError("--load recorded: spot-2026 has no recorded arrivals (its workload is a synthetic mix); "
+                         "give a load such as 1.2")
     path = os.path.join(trace_dir, SPOT_DIR, "node_info_df.csv")
     rows = _rows(path, ("gpu_model", "gpu_capacity_num", "node_name"))
     rng = random.Random(seed)
@@ -220,7 +229,7 @@ def spot_scenario(trace_dir: str, seed: int, hours: float, start: str = DEFAULT_
 
 
 def trace_scenario(name: str, trace_dir: str | None, seed: int, hours: float, start: str = "",
-                   load: float = DEFAULT_LOAD) -> Scenario:
+                   load: float | None = DEFAULT_LOAD) -> Scenario:
     trace_dir = find_trace_dir(trace_dir)
     if trace_dir is None:
         raise TraceError(no_trace_dir_message())

@@ -78,7 +78,8 @@ def test_fetched_traces_are_what_the_simulator_reads(mirror, tmp_path):
     _, url = mirror
     dest = tmp_path / "traces"
     assert _fetch("--dir", str(dest), "--base-url", url, "--manifest", str(FIXTURES / "manifest.json")).returncode == 0
-    result = simulate(openb_scenario(str(dest), seed=1, hours=24), seed=1, keep_events=False)
+    # at the recorded arrival times: the mirror's five pods, each once
+    result = simulate(openb_scenario(str(dest), seed=1, hours=24, load=None), seed=1, keep_events=False)
     outcomes = sorted({(r.pod, r.outcome, r.allocated_model) for r in result.records})
     # pod-0003 asks for no GPU; pod-0005 wants all 8 V100M32 while pods 0000 and 0002 hold two
     assert outcomes == [("openb-pod-0000", "allocated", "V100M32"), ("openb-pod-0001", "allocated", "P100"),
@@ -180,6 +181,7 @@ def test_simulate_and_where_find_the_traces_through_the_setting(mirror, tmp_path
     assert where.stdout.splitlines()[1] == f"   {tmp_path}/data/traces  (the data directory, absent)"
     out = tmp_path / "records.jsonl"
     sim = subprocess.run([sys.executable, "-m", "audit.cli.main", "simulate", "--trace", "openb-2023", "--hours", "24",
+                          "--load", "recorded",
                           "--out", str(out)], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert sim.returncode == 0, sim.stderr
     pods = sorted({json.loads(line)["pod"] for line in out.read_text().splitlines()})

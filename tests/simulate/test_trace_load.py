@@ -171,3 +171,26 @@ def test_compressed_arrivals_stay_in_the_window_at_their_scaled_offsets_with_uni
         assert j.arrival_ms == start + int((cycle * span + (original.arrival_ms - start)) / k)
     # nothing that fits the window is left out: cycle 0 holds every pod whose compressed time is inside
     assert len(by_cycle.get(0, [])) == sum(1 for j in jobs if start + int((j.arrival_ms - start) / k) < start + window)
+
+
+def test_recorded_load_is_refused_for_the_synthetic_spot_mix(trace_dir, capsys):
+    argv = ["simulate", "--quiet", "--trace", "spot-2026", "--trace-dir", trace_dir, "--hours", "0.1", "--load", "recorded"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--load recorded: spot-2026 has no recorded arrivals" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("text", "parsed"), [("1.2", 1.2), ("recorded", "recorded"), ("0", 0.0)])
+def test_load_takes_a_number_or_recorded(text, parsed):
+    from audit.cli.cmd_simulate import _load_value
+
+    assert _load_value(text) == parsed
+
+
+def test_load_that_is_neither_a_number_nor_recorded_is_named():
+    import argparse
+
+    from audit.cli.cmd_simulate import _load_value
+
+    with pytest.raises(argparse.ArgumentTypeError, match="'busy': a number such as 1.2, or 'recorded'"):
+        _load_value("busy")
