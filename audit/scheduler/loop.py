@@ -316,8 +316,11 @@ class ClusterLoop:
         # adaptive: the pods of one group hold while their wait is below one threshold
         below = None
         if policy.fallback_mode == "adaptive":
-            if not engine.may_place(self.world, pods[0][1], self.now, policy, hold=False):
-                return []  # nothing fits even with every tier open: no wait makes a difference
+            owner = any(key in self.world.reserved_node for _, key in pods)
+            if not owner and not engine.may_place(self.world, pods[0][1], self.now, policy, hold=False):
+                # nothing fits even with every tier open: no wait makes a difference (a pod that
+                # owns a reservation may still fit on the devices held for it alone)
+                return []
             below = engine.holding_below(self.world, pods[0][1], self.now, policy)
         for created, key in pods:
             shape: object = (self._shape(key) if below is None

@@ -16,13 +16,17 @@ HOUR = 3_600_000
 
 
 @functools.lru_cache(maxsize=4)
-def busy_small(queueing: tuple[tuple[str, str], ...] = ()) -> SimulationResult:
-    """Four hours of busy-small, seed 3, with ``queueing`` as every policy's ``spec.queueing``."""
+def busy_small(queueing: tuple[tuple[str, str], ...] = (),
+               fallback: tuple[tuple[str, str], ...] = ()) -> SimulationResult:
+    """Four hours of busy-small, seed 3, with ``queueing`` as every policy's ``spec.queueing`` and
+    ``fallback`` as its ``spec.fallback``."""
     with open(SCENARIO, encoding="utf-8") as fh:
         sc = load_scenario_text(fh.read(), "busy-small.yaml")
-    if queueing:
-        for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
+    for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
+        if queueing:
             doc["spec"]["queueing"] = dict(queueing)
+        if fallback:
+            doc["spec"]["fallback"] = dict(fallback)
     return simulate(sc, seed=3, hours=4.0)
 
 

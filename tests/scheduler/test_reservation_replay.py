@@ -90,3 +90,15 @@ def test_decisions_replay_from_checkpoints_taken_while_devices_were_reserved():
         batch = [r for r in res.records if seq <= r.seq < seq + 400]
         results = list(Verifier(source).run(batch))
         assert len(results) == len(batch) and [r.decision_id for r in results if not r.match] == []
+
+
+def test_a_day_with_reservations_and_adaptive_fallback_together_replays_to_its_digests():
+    """Both features decide how the loop groups parked pods: together, every decision still
+    replays, and reservations and adaptive holds both happened."""
+    from audit.replay import MemorySource, Verifier
+
+    res = busy_small((("reserveAfter", "2m"),), (("mode", "adaptive"), ("maxWait", "10m")))
+    codes = {b.code for r in res.records for b in r.blockers}
+    assert {"reservation_made", "fallback_estimate"} <= codes
+    results = list(Verifier(MemorySource(res.events)).run(res.records))
+    assert [r.decision_id for r in results if not r.match] == []
