@@ -171,30 +171,17 @@ class VerdictAttributes(_Lazy):
         return verdict_attributes(self.decision_id, self.verdict)
 
 
-class RootAttributes(Mapping[str, AttributeValue]):
-    """The root span's attributes as a mapping built on first read (the SDK route reads it);
-    the direct encoder writes the same attributes from these inputs without building it."""
+class RootAttributes(_Lazy):
+    """The root span's attributes, built on first read like the tier's and the verdict's."""
 
-    __slots__ = ("record", "labels", "paths", "selection", "why_url", "_built")
+    __slots__ = ("record", "labels", "paths", "selection", "why_url")
 
     def __init__(self, record: DecisionRecord, labels: Mapping[str, str], paths: Sequence[str],
                  selection: VerdictSelection, why_url: str) -> None:
         self.record, self.labels, self.paths, self.selection, self.why_url = record, labels, paths, selection, why_url
-        self._built: dict[str, AttributeValue] | None = None
 
-    def _dict(self) -> dict[str, AttributeValue]:
-        if self._built is None:
-            self._built = root_attributes(self.record, self.labels, self.paths, self.selection, self.why_url)
-        return self._built
-
-    def __getitem__(self, key: str) -> AttributeValue:
-        return self._dict()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._dict())
-
-    def __len__(self) -> int:
-        return len(self._dict())
+    def _build(self) -> dict[str, AttributeValue]:
+        return root_attributes(self.record, self.labels, self.paths, self.selection, self.why_url)
 
 
 def tier_attributes(
