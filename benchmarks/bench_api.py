@@ -8,7 +8,7 @@ of pods in it. Measured over HTTP on loopback:
 - "why was H100 skipped?" summary (from the stored evidence) on random decisions: p95 (≤ 50 ms);
 - the same with ``detail=devices`` (world rebuilt at the decision's seq, exact per-device
   reasons over 8,000 GPUs): p95 (≤ 300 ms);
-- decision by id under concurrent clients: requests/s and p99.
+- decision by id under concurrent clients (one process each): requests/s and p99.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import random
 import shutil
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ WORLD_CLUSTER = "bench-world"
 NODES, GPUS = 1000, 8
 PROBE_PODS = 12
 DETAIL_ROUNDS = 3
-SUMMARY_REQUESTS = 300
+SUMMARY_REQUESTS = 600
 CLIENTS, REQUESTS_PER_CLIENT = 8, 300
 
 
@@ -195,25 +194,35 @@ def _sample_ids(base: str, n: int) -> list[str]:
     return ids[:n]
 
 
+def _client_process(base: str, ids: list[str], start: Any, results: Any) -> None:
+    """One client: its own process and connection, as a real caller has, timing each request."""
+    with httpx.Client(base_url=base, timeout=120) as client:
+        _timed_get(client, f"/v1/decisions/{ids[0]}")  # connect before the clock starts
+        start.wait()
+        results.put([_timed_get(client, f"/v1/decisions/{i}") for i in ids])
+
+
 def _throughput(base: str, ids: list[str]) -> tuple[float, float]:
-    latencies: list[float] = []
-    lock = threading.Lock()
+    """Requests per second and p99 of ``CLIENTS`` client processes asking at once.
 
-    def client_loop(offset: int) -> None:
-        mine = []
-        with httpx.Client(base_url=base, timeout=120) as client:
-            for k in range(REQUESTS_PER_CLIENT):
-                mine.append(_timed_get(client, f"/v1/decisions/{ids[(offset + k) % len(ids)]}"))
-        with lock:
-            latencies.extend(mine)
+    The clients are processes, not threads of this one: threads of one interpreter take turns on
+    its lock, so their own hand-offs would be measured with the server, and those grow cheaper,
+    not dearer, when another program takes a core away.
+    """
+    import multiprocessing
 
-    threads = [threading.Thread(target=client_loop, args=(c * 37,)) for c in range(CLIENTS)]
+    context = multiprocessing.get_context("spawn")
+    start, results = context.Barrier(CLIENTS + 1), context.Queue()
+    shares = [[ids[(c * 37 + k) % len(ids)] for k in range(REQUESTS_PER_CLIENT)] for c in range(CLIENTS)]
+    clients = [context.Process(target=_client_process, args=(base, share, start, results)) for share in shares]
+    for c in clients:
+        c.start()
+    start.wait()
     started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    latencies = [seconds for _ in clients for seconds in results.get()]
     wall = time.perf_counter() - started
+    for c in clients:
+        c.join()
     return len(latencies) / wall, _p(latencies, 0.99)
 
 
@@ -262,7 +271,8 @@ def run() -> list[dict[str, Any]]:
     note = f"{decisions:,} decisions ({source}); loopback HTTP, 2-core machine shared with other work"
     return [
         {"issue": "#7", "name": "why H100 skipped, summary: p95", "value": round(_p(summary, 0.95) * 1000, 2),
-         "unit": "ms", "target": "<= 50 ms", "note": f"{len(summary)} random decisions; median "
+         "unit": "ms", "target": "<= 50 ms", "scale": "parallel",  # the client and the server hand off
+         "note": f"{len(summary)} random decisions; median "
                                                         f"{statistics.median(summary) * 1000:.1f} ms; {note}"},
         {"issue": "#7", "name": "why H100 skipped, detail=devices: p95", "value": round(_p(detail, 0.95) * 1000, 1),
          "unit": "ms", "target": "<= 300 ms",
@@ -275,7 +285,7 @@ def run() -> list[dict[str, Any]]:
                  f"or store; exact allocator verdicts for every H100"},
         {"issue": "#7", "name": f"decision by id, {CLIENTS} concurrent clients: throughput", "value": round(rps, 1),
          "unit": "req/s", "target": "", "scale": "parallel",
-         "note": f"{CLIENTS * REQUESTS_PER_CLIENT} requests; {note}"},
+         "note": f"{CLIENTS} client processes, {CLIENTS * REQUESTS_PER_CLIENT} requests; {note}"},
         {"issue": "#7", "name": f"decision by id, {CLIENTS} concurrent clients: p99", "value": round(p99 * 1000, 2),
          "unit": "ms", "target": "", "scale": "parallel", "note": note},
     ]

@@ -1,8 +1,11 @@
 """Dashboard first-render time per page against an API serving a store of ≥ 1,000,000 decisions.
 
 The store is a copy of the store benchmark's cached 1M store (kept under ``.claimtrail``); a real
-``claimtrail serve`` process owns it and each page is rendered once with Streamlit's AppTest,
-caches cleared before every page so each render asks the API afresh.
+``claimtrail serve`` process owns it and each page is rendered with Streamlit's AppTest, caches
+cleared before every render so each asks the API afresh; ``ROUNDS`` rounds over all pages, and a
+page's figure is the median of its renders, so one hiccup of a shared machine does not make it.
+A page led by the API's scans of the store (``SCAN_LED``) is normalised by the store-scan speed,
+the others by the all-cores speed (the page and the API it reads run side by side).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import importlib
 import logging
 import os
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -21,6 +25,10 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 OWN_CACHE = REPO / ".claimtrail" / "bench-dashboards"
 TARGET_S = 2.0
+ROUNDS = 3
+# Pages whose time is mostly the API's grouped scans over every decision of the window (the
+# fallback flows and skip reasons; the migration cohorts' moments), not drawing.
+SCAN_LED = frozenset({"Fallback", "Migration"})
 MIN_DECISIONS = 1_000_000
 
 
@@ -93,17 +101,24 @@ def run() -> list[dict[str, Any]]:
         if decisions < MIN_DECISIONS:
             raise RuntimeError(f"the benchmark store at {store_dir} holds {decisions:,} decisions, "
                                f"fewer than {MIN_DECISIONS:,}; delete it to rebuild")
+        renders: dict[str, list[float]] = {page.title: [] for page in PAGES}
+        shown: dict[str, list[str]] = {}
+        for _ in range(ROUNDS):
+            for page in PAGES:
+                seconds, problems = _render_seconds(page.script)
+                renders[page.title].append(seconds)
+                shown.setdefault(page.title, problems)
         for page in PAGES:
-            seconds, problems = _render_seconds(page.script)
             rows.append({
                 "issue": "#8",
                 "name": f"dashboard first render: {page.title}",
-                "value": round(seconds, 3),
+                "value": round(statistics.median(renders[page.title]), 3),
                 "unit": "s",
-                "scale": "parallel",  # the page and the API it reads run side by side
+                "scale": "scan" if page.title in SCAN_LED else "parallel",
                 "target": f"<= {TARGET_S} s",
-                "note": f"{decisions:,} decisions; AppTest, cold cache"
-                        + "".join(f"; shown: {p}" for p in problems),
+                "note": f"{decisions:,} decisions; AppTest, cold cache; median of {ROUNDS} renders "
+                        f"({', '.join(f'{s:.2f}' for s in renders[page.title])} s)"
+                        + "".join(f"; shown: {p}" for p in shown[page.title]),
             })
     finally:
         stop(proc)

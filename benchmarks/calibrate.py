@@ -16,12 +16,20 @@ the benchmarks do:
   benchmark with rows that keep several cores busy (a server and its clients, a writer and its
   delivery thread, a dashboard and the API it reads). A single-process workload cannot see the
   cores being shared: with one core taken by another program it still has a core to itself, while
-  a benchmark that needs both cores loses a third of its CPU.
+  a benchmark that needs both cores loses a third of its CPU;
+- ``scan``: the query shapes of the store's reads — the newest page of a decisions-like table
+  (a top-N sort over narrow key columns, ``LIMIT 1 BY``), a lookup by a column outside the sort
+  key, and a grouped count over a day — on a fixed synthetic table of ``SCAN_ROWS`` rows in a
+  fresh embedded chDB database, best of ``SCAN_ROUNDS`` per shape, measured in a process of its
+  own right after a benchmark whose rows are led by such reads. ClickHouse runs each of these on
+  every core with threads of its own that take turns with the Python caller; how much a busy
+  machine slows that mix is neither the single-core nor the all-processes figure, and it is
+  what the rows it scales are made of.
 
 The speed factor of a workload is ``reference seconds / measured seconds`` (1.0 on the run that
 set the reference, 0.5 on a machine half as fast). A time is normalised by multiplying it by the
 factor, a rate by dividing it by the factor; ratios measured within one run need neither. Which
-factor a row takes is its ``scale`` (``cpu``, ``store``, ``parallel`` or ``none``), by default
+factor a row takes is its ``scale`` (``cpu``, ``store``, ``parallel``, ``scan`` or ``none``), by default
 read from its unit.
 """
 
@@ -42,6 +50,8 @@ STORE_ROUNDS = 3
 STORE_ROWS = 10_000
 PARALLEL_ROUNDS = 5
 PARALLEL_REPEAT = 4  # ~100 ms per round, long enough for the kernel to share the cores fairly
+SCAN_ROWS = 1_000_000
+SCAN_ROUNDS = 5
 RECORDS = 1_000
 SEARCHES = 300
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -159,6 +169,57 @@ def store_seconds() -> float:
     return min(samples)
 
 
+# A decisions-like table: the columns and sort key of the store's ``decisions`` table that its
+# reads touch, filled from ``numbers()`` inside the engine (no Python rows, so the fill is fast and
+# the same every time).
+_SCAN_TABLE = """CREATE TABLE cal.decisions (time DateTime64(3, 'UTC'), decision_id String, tenant LowCardinality(String),
+namespace LowCardinality(String), pod String, fallback Bool)
+ENGINE = MergeTree ORDER BY (tenant, toStartOfHour(time), decision_id)"""
+_SCAN_FILL = """INSERT INTO cal.decisions SELECT
+toDateTime64('2026-11-01 00:00:00', 3, 'UTC') + toIntervalMillisecond((number * 604800000) DIV {rows}),
+concat(hex(cityHash64(number)), hex(cityHash64(number, 1))), concat('tenant-', toString(number % 4)),
+concat('tenant-', toString(number % 4), '-ml'), concat('pod-', toString(number % 50000)), number % 5 = 0
+FROM numbers({rows})"""
+SCAN_QUERIES = (
+    "SELECT toUnixTimestamp64Milli(time), decision_id FROM cal.decisions "
+    "ORDER BY time DESC, decision_id DESC LIMIT 1 BY decision_id LIMIT 51",
+    "SELECT decision_id FROM cal.decisions WHERE namespace = 'tenant-1-ml' AND pod = 'pod-4321' "
+    "ORDER BY time DESC LIMIT 1",
+    "SELECT tenant, count(), countIf(fallback) FROM cal.decisions "
+    "WHERE time >= '2026-11-03 00:00:00' AND time < '2026-11-04 00:00:00' GROUP BY tenant",
+)
+
+
+def scan_database(client: Any, rows: int = SCAN_ROWS) -> None:
+    """Create and fill the synthetic table in database ``cal``, merged to one part as a settled
+    store's would be."""
+    client.command("CREATE DATABASE IF NOT EXISTS cal")
+    client.command(_SCAN_TABLE)
+    client.command(_SCAN_FILL.format(rows=rows))
+    client.command("OPTIMIZE TABLE cal.decisions FINAL")
+
+
+def scan_seconds() -> float:
+    """Σ over the store's read shapes of the best time of each, on the fixed synthetic table."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from audit.store import connection
+
+    with tempfile.TemporaryDirectory(prefix="bench-calibrate-") as work:
+        client = connection.connect(connection.resolve_dsn(f"chdb://{work}/db"))
+        scan_database(client)
+        total = 0.0
+        for sql in SCAN_QUERIES:
+            client.query(sql)  # warm: marks and the first read of each column
+            samples = []
+            for _ in range(SCAN_ROUNDS):
+                started = time.perf_counter()
+                client.query(sql)
+                samples.append(time.perf_counter() - started)
+            total += min(samples)
+        client.close()
+    return total
+
+
 def load_reference() -> dict[str, Any]:
     with open(REFERENCE) as fh:
         reference: dict[str, Any] = json.load(fh)
@@ -173,5 +234,5 @@ def factor(reference: dict[str, Any], scale: str, seconds: float) -> float | Non
 
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "cpu"
-    measure = {"cpu": cpu_seconds, "store": store_seconds, "parallel": parallel_seconds}[which]
+    measure = {"cpu": cpu_seconds, "store": store_seconds, "parallel": parallel_seconds, "scan": scan_seconds}[which]
     print(json.dumps({f"{which}_seconds": measure()}))

@@ -1,7 +1,7 @@
 """``make bench``: run every ``benchmarks/bench_*.py`` and print one performance table.
 
 Each bench module exposes ``run() -> list[dict]``; a row is ``{"issue", "name", "value", "unit",
-"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``store``, ``parallel`` or ``none``,
+"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``store``, ``parallel``, ``scan`` or ``none``,
 see ``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
 (caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
 that process first measures the machine's CPU speed, and a module with rows that scale with the
@@ -65,7 +65,7 @@ def _module_in_own_process(name: str) -> dict[str, Any]:
     return result
 
 
-SHARED_SCALES = ("store", "parallel")  # measured in processes of their own, after the module
+SHARED_SCALES = ("store", "parallel", "scan")  # measured in processes of their own, after the module
 
 
 def _calibration_seconds(scale: str) -> float:

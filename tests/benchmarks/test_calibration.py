@@ -116,3 +116,26 @@ def test_a_scale_the_reference_lacks_leaves_the_row_unnormalised() -> None:
     assert calibrate.factor({"cpu_seconds": 0.1}, "store", 2.0) is None
     row = annotate({"name": "insert", "value": 20_000, "unit": "rec/s", "scale": "store"}, {"cpu": 1.0, "store": None})
     assert (row["factor"], row["normalised"]) == (None, None)
+
+
+def test_scan_rows_take_the_store_scan_factor() -> None:
+    row = annotate({"name": "newest page of 50, p95", "value": 120.0, "unit": "ms", "scale": "scan"},
+                   {"cpu": 1.0, "parallel": 0.7, "scan": 0.6})
+    assert (row["scale"], row["factor"], row["normalised"]) == ("scan", 0.6, 72.0)
+
+
+def test_scan_calibration_runs_the_store_read_shapes_on_its_table(tmp_path) -> None:
+    from audit.store import connection
+
+    client = connection.connect(connection.resolve_dsn(f"chdb://{tmp_path}/db"))
+    try:
+        calibrate.scan_database(client, rows=7_000)  # a week: 1,000 rows a day
+        page, lookup, by_tenant = (client.query(sql).result_rows for sql in calibrate.SCAN_QUERIES)
+    finally:
+        client.close()
+    assert len(page) == 51
+    assert [ms for ms, _ in page] == sorted((ms for ms, _ in page), reverse=True)
+    assert page[0][0] == 1_793_491_200_000 + 6_999 * 604_800_000 // 7_000  # the week's last row
+    assert len(lookup) == 1  # pod-4321 is row 4321 alone among 7,000, and 4321 % 4 == 1
+    assert sorted((t, n, f) for t, n, f in by_tenant) == [
+        ("tenant-0", 250, 50), ("tenant-1", 250, 50), ("tenant-2", 250, 50), ("tenant-3", 250, 50)]
