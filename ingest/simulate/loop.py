@@ -21,6 +21,7 @@ the pod (phase Failed).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import random
@@ -66,6 +67,7 @@ class SimulationResult:
     failed: int
     end_ms: int
     start_ms: int
+    preempted: int = 0  # running pods evicted by reclaim (each re-created by its job)
 
 
 class Simulator(ClusterLoop):
@@ -91,6 +93,7 @@ class Simulator(ClusterLoop):
         self.lost: set[str] = set()
         self.finished = 0
         self.failed = 0
+        self.preempted = 0
         self._uid = 0
         self._n_flap = 0
 
@@ -204,7 +207,7 @@ class Simulator(ClusterLoop):
         if self.progress is not None:
             self.progress(1.0, len(self.records))
         return SimulationResult(self.records, self.events, self.world, len(jobs), self.finished, self.failed,
-                                self.end_ms, self.start_ms)
+                                self.end_ms, self.start_ms, self.preempted)
 
     def after_pass(self) -> None:
         if self.progress is not None and len(self.records) - self._last_progress >= 500:
@@ -231,6 +234,15 @@ class Simulator(ClusterLoop):
 
     def on_failed(self, key: str) -> None:
         self.failed += 1
+
+    def on_preempted(self, key: str) -> None:
+        """The job controller re-creates a preempted pod as ``<job>-p<n>`` at once; its job runs
+        again from the start for its whole duration (nothing is checkpointed)."""
+        self.preempted += 1
+        job = self.jobs[key]
+        base, _, n = job.name.rpartition("-p")
+        name = f"{base}-p{int(n) + 1}" if base and n.isdigit() else f"{job.name}-p1"
+        self.schedule(self.now, "arrive", dataclasses.replace(job, name=name, arrival_ms=self.now))
 
     def remove(self, key: str) -> None:
         super().remove(key)
