@@ -41,6 +41,8 @@ from ingest.simulate.scenario import Scenario
 
 HOUR = 3_600_000
 UNHEALTHY_TAINT = "gpu.nvidia.com/unhealthy"
+# how long the job controller takes to re-create a preempted pod
+RECREATE_AFTER_MS = 1_000
 
 
 @dataclass
@@ -236,13 +238,15 @@ class Simulator(ClusterLoop):
         self.failed += 1
 
     def on_preempted(self, key: str) -> None:
-        """The job controller re-creates a preempted pod as ``<job>-p<n>`` at once; its job runs
+        """The job controller re-creates a preempted pod as ``<job>-p<n>`` one second later (an
+        arrival of its own instant, as counterfactual replay sees it in the log); its job runs
         again from the start for its whole duration (nothing is checkpointed)."""
         self.preempted += 1
         job = self.jobs[key]
         base, _, n = job.name.rpartition("-p")
         name = f"{base}-p{int(n) + 1}" if base and n.isdigit() else f"{job.name}-p1"
-        self.schedule(self.now, "arrive", dataclasses.replace(job, name=name, arrival_ms=self.now))
+        at = self.now + RECREATE_AFTER_MS
+        self.schedule(at, "arrive", dataclasses.replace(job, name=name, arrival_ms=at))
 
     def remove(self, key: str) -> None:
         super().remove(key)

@@ -182,10 +182,10 @@ def test_the_job_of_a_preempted_pod_runs_again_from_the_start():
     submit(sim, "want", namespace="alpha", size=4)
     start = sim.now
     sim.schedule_pass()
-    sim.run_until(start + 1)  # the re-created pod arrives at the same instant
+    sim.run_until(start + 1001)  # the job controller re-creates the pod a second later
     again = sim.jobs["beta/c1-p1"]
-    assert (again.arrival_ms, again.duration_ms, again.size) == (start, 3_600_000, 4)
-    assert sim.world.pending.get("beta/c1-p1") == start
+    assert (again.arrival_ms, again.duration_ms, again.size) == (start + 1000, 3_600_000, 4)
+    assert sim.world.pending.get("beta/c1-p1") == start + 1000
 
 
 def test_why_says_what_was_reclaimed_and_from_whom():
