@@ -214,3 +214,18 @@ def test_a_tenant_never_sees_the_pods_or_tenant_it_preempted():
     assert "beta" not in view["message"] and "c1" not in view["message"]
     assert view["message"] == ("reclaim: tenant alpha is within its nominal H100 quota; preempting 1 pod(s) of "
                                "borrowing tenant(s) (others) on node h100-001 ((others))")
+
+
+def test_a_preemption_record_goes_through_the_store_unchanged(store):
+    from audit.records import to_jsonl
+    from audit.store.filters import DecisionFilter
+
+    sim = _cluster()
+    _fill(sim, {"h100-000": [("b1", 8, 60)], "h100-001": [("c1", 4, 30), ("c2", 4, 90)]})
+    rec = decide(sim.world, submit(sim, "want", namespace="alpha", size=4), 1, sim.now).record
+    result = store.ingest_jsonl(to_jsonl([rec]).encode(), "records", "test", compressed=False)
+    assert (result.accepted, result.quarantined) == (1, 0)
+    assert store.get_decision(rec.decision_id, "alpha") == rec
+    assert store.get_decision(rec.decision_id, "beta") is None
+    listed, _ = store.list_decisions(DecisionFilter(outcome="preempted"), None, 10)
+    assert [r.decision_id for r in listed] == [rec.decision_id]
