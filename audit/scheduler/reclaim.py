@@ -9,7 +9,8 @@ needs it. The contract, deterministic and read from the world at the decision's 
   request, for which no node has an allowed tier that fits now. Only tiers the policy leaves open
   (quota, fallback hold) are considered, and of those only tiers every model of which T has a
   nominal quota for with T's usage of the model plus the tier's count within that *nominal*
-  (borrowing never preempts).
+  (borrowing never preempts). A fallback tier that fits comes first, as with Kueue's default
+  ``flavorFungibility.whenCanPreempt: TryNextFlavor``.
 * **Who may be preempted.** Running pods whose devices all come from ResourceClaims, of another
   tenant V that has a nominal quota for a model of the tier, uses more than that nominal
   (borrows) and holds devices of it in the pod; running (since its claims were allocated) for at
@@ -31,7 +32,9 @@ pod, tenant, node, devices, runtime and the victim tenant's usage against nomina
 loop then evicts the victims through the events a cluster writes (the pod gets a
 ``DisruptionTarget`` condition with reason ``PreemptionByScheduler`` and phase ``Failed``, then
 it and its claims are deleted, deallocating their devices) and tries the preemptor again at
-once. Pure: no I/O, no clock.
+once. A pod that waits is considered again whenever the queues wake (a release, an arrival of
+capacity, a policy change); a victim merely growing older than ``minRuntime`` wakes nothing.
+Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
