@@ -229,3 +229,22 @@ def test_a_preemption_record_goes_through_the_store_unchanged(store):
     assert store.get_decision(rec.decision_id, "beta") is None
     listed, _ = store.list_decisions(DecisionFilter(outcome="preempted"), None, 10)
     assert [r.decision_id for r in listed] == [rec.decision_id]
+
+
+@pytest.mark.parametrize(("enabled", "records"), [
+    pytest.param(True, [("want", "unschedulable", 1), ("want", "preempted", 2), ("want", "allocated", 3)],
+                 id="reclaim-on-a-parked-pod-that-may-reclaim-is-tried-on-a-wake"),
+    pytest.param(False, [("want", "unschedulable", 1)], id="reclaim-off-a-wake-that-cannot-help-tries-nothing"),
+])
+def test_a_wake_retries_a_pod_that_may_reclaim(enabled, records):
+    # the victims are too young at first; later a change that frees nothing the pod can use wakes the queues
+    sim = _cluster(enabled=enabled, min_runtime="30m")
+    _fill(sim, {"h100-000": [("b1", 8, 20)], "h100-001": [("c1", 4, 20), ("c2", 4, 20)]})
+    submit(sim, "want", namespace="alpha", size=4)
+    sim.schedule_pass()
+    sim.now += 10 * MINUTE
+    sim.emit("ResourceClaim", "ops", "held-a100-000-0-1-2-3-4-5-6-7", None, "delete")
+    hold(sim, "a100-000", [0, 1, 2, 3, 4, 5, 6], name="ops-a100")  # one A100 free: not enough for 4
+    sim.wake()
+    sim.schedule_pass()
+    assert [(r.pod, r.outcome, r.attempt) for r in sim.records] == records
