@@ -119,6 +119,8 @@ class Policy:
     # queueing.reserveAfter (None: no reservations) and how many a tenant may hold at once
     reserve_after_ms: int | None = None
     max_reservations_per_tenant: int = 1
+    # preemption.minRuntime: a running pod younger than this is never a reclaim victim
+    preemption_min_runtime_ms: int = 600_000
     canonical: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
     digest: str = ""
 
@@ -367,9 +369,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
     fairness = r.mapping(spec.get("fairness"), "spec.fairness")
     r.unknown(fairness, {"mode", "usageHalfLife", "waitAgingPerHour", "deferAboveShare"}, "spec.fairness")
     preemption = r.mapping(spec.get("preemption"), "spec.preemption")
-    r.unknown(preemption, {"enabled"}, "spec.preemption")
-    if preemption.get("enabled") is True:
-        r.fail("spec.preemption.enabled", "preemption is not supported by this engine; set false")
+    r.unknown(preemption, {"enabled", "minRuntime"}, "spec.preemption")
     retry = r.mapping(spec.get("retry"), "spec.retry")
     r.unknown(retry, {"backoffBase", "backoffCap", "maxAttempts", "retryable"}, "spec.retry")
     timeouts = r.mapping(spec.get("timeouts"), "spec.timeouts")
@@ -418,7 +418,8 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
         usage_half_life_ms=half_life,
         wait_aging_per_hour=r.number(fairness, "waitAgingPerHour", "spec.fairness", 0.5),
         defer_above_share=r.boolean(fairness, "deferAboveShare", "spec.fairness", False),
-        preemption=False,
+        preemption=r.boolean(preemption, "enabled", "spec.preemption", False),
+        preemption_min_runtime_ms=r.duration(preemption, "minRuntime", "spec.preemption", "10m"),
         backoff_base_ms=base_ms,
         backoff_cap_ms=cap_ms,
         max_attempts=max_attempts,
@@ -567,7 +568,7 @@ def _canonical(f: dict[str, Any]) -> dict[str, Any]:
         ],
         "fairness": {"mode": f["fairness_mode"], "usageHalfLifeMs": f["usage_half_life_ms"],
                      "waitAgingPerHour": f["wait_aging_per_hour"], "deferAboveShare": f["defer_above_share"]},
-        "preemption": {"enabled": f["preemption"]},
+        "preemption": {"enabled": f["preemption"], "minRuntimeMs": f["preemption_min_runtime_ms"]},
         "retry": {"backoffBaseMs": f["backoff_base_ms"], "backoffCapMs": f["backoff_cap_ms"],
                   "maxAttempts": f["max_attempts"], "retryable": list(f["retryable"])},
         "timeouts": {"allocationMs": f["allocation_timeout_ms"], "bindingConditionsMs": f["binding_timeout_ms"],
@@ -604,7 +605,9 @@ def policy_document(policy: Policy) -> dict[str, Any]:
             "fairness": {"mode": policy.fairness_mode, "usageHalfLife": f"{policy.usage_half_life_ms}ms",
                          "waitAgingPerHour": policy.wait_aging_per_hour,
                          "deferAboveShare": policy.defer_above_share},
-            "preemption": {"enabled": False},
+            # minRuntime only when on, so the documents of policies without reclaim stay as they were
+            "preemption": ({"enabled": True, "minRuntime": f"{policy.preemption_min_runtime_ms}ms"}
+                           if policy.preemption else {"enabled": False}),
             "retry": {"backoffBase": f"{policy.backoff_base_ms}ms", "backoffCap": f"{policy.backoff_cap_ms}ms",
                       "maxAttempts": policy.max_attempts, "retryable": list(policy.retryable)},
             "timeouts": {"allocation": f"{policy.allocation_timeout_ms}ms",
@@ -656,6 +659,14 @@ def contradictions(raw: Mapping[str, Any], policy: Policy) -> list[PolicyError]:
     if "maxWait" in fallback and policy.fallback_mode != "adaptive":
         out.append(PolicyError(policy.name, "spec.fallback.maxWait",
                                f"only applies to mode adaptive (mode is {policy.fallback_mode})"))
+    preemption = said("preemption")
+    if "minRuntime" in preemption and not policy.preemption:
+        out.append(PolicyError(policy.name, "spec.preemption.minRuntime",
+                               "has no effect without spec.preemption.enabled true (nothing is ever preempted)"))
+    if policy.preemption and not any(q.nominal > 0 for t in policy.tenants for q in t.quotas.values()):
+        out.append(PolicyError(policy.name, "spec.preemption.enabled",
+                               "reclaim needs nominal quota, but no tenant has a nominal quota above 0 for any model "
+                               "(spec.tenants[*].quotas)"))
     raw_tenants = spec.get("tenants") if isinstance(spec.get("tenants"), list) else []
     assert isinstance(raw_tenants, list)
     index = {str(x.get("name")): i for i, x in enumerate(raw_tenants) if isinstance(x, Mapping)}

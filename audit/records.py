@@ -64,6 +64,10 @@ class Blocker(StrEnum):
     RESERVATION_RELEASED = "reservation_released"
     RESERVATION_UNAVAILABLE = "reservation_unavailable"
     RESERVATION_HELD = "reservation_held"
+    # Reclaim (audit/scheduler/reclaim.py): the preemptor's quota on the tier it reclaims, and one
+    # per preempted pod (tier -1).
+    RECLAIM = "reclaim"
+    RECLAIM_VICTIM = "reclaim_victim"
 
 
 # What a tenant may see of a verdict's ``detail`` (``audit.api.tenant_view`` drops every other key),
@@ -85,6 +89,8 @@ DETAIL_KEYS = frozenset({
     "choice", "basis", "expected_free_ms", "waited_ms", "max_wait_ms", "history", "running", "recheck_after_ms",
     # reservations (audit/scheduler/reservations.py); the pod a reservation is for is ``pod``
     "missing", "held", "reserved_ms", "on_reserved_node", "reservations",
+    # reclaim (audit/scheduler/reclaim.py); the victim pod and its tenant are ``pod`` and ``tenant``
+    "min_runtime_ms", "victims", "device_ms", "runtime_ms",
 })
 # detail keys whose value names a tenant or a namespaced object ("ns/name"): shown when it is the
 # record's own, else as "(others)"
@@ -96,6 +102,9 @@ class Outcome(StrEnum):
     UNSCHEDULABLE = "unschedulable"
     DEFERRED = "deferred"
     ERROR = "error"
+    # no node could take the pod, so it reclaimed devices by preempting borrowing pods (their
+    # eviction follows; the pod's next attempt places it)
+    PREEMPTED = "preempted"
 
 
 class RetryClass(StrEnum):

@@ -14,7 +14,8 @@ devices went unused is its ``insufficient_on_node`` blocker, recorded by the eng
 policy closed before any device was looked at keeps its closing code for all its devices
 (``quota_exhausted``, ``fair_share_deferred``), next to the blocker that gives the numbers.
 Devices a reservation held for another pod count as ``in_use`` (the allocator saw them so); the
-record's ``reservation_held`` blockers for the model say which node and pod held them.
+record's ``reservation_held`` blockers for the model say which node and pod held them. A
+reclaim's ``reclaim_victim`` blockers go with the model they free.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def record_blockers(record: DecisionRecord, tier: TierSummary | None, model: str
     if tier is None:
         return [{"code": Blocker.NOT_REQUESTED.value, "preference": list(record.preference)}]
     return [{"code": b.code, "tier": b.tier, **b.detail} for b in record.blockers
-            if b.tier == tier.index or (b.code == Blocker.RESERVATION_HELD.value
+            if b.tier == tier.index or (b.code in (Blocker.RESERVATION_HELD.value, Blocker.RECLAIM_VICTIM.value)
                                         and model in str(b.detail.get("model", "")).split("|"))]
 
 

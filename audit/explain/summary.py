@@ -64,6 +64,14 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
     if code == Blocker.NOT_REQUESTED.value:
         pref = ", ".join(str(m) for m in blocker.get("preference") or []) or "none"
         return f"{model} is not in the pod's preference list ({pref})"
+    if code == Blocker.RECLAIM.value:
+        return (f"reclaiming {blocker.get('requested', '?')} {model} within nominal quota "
+                f"({blocker.get('used', '?')}/{blocker.get('nominal', '?')} used) on node {blocker.get('node', '?')}")
+    if code == Blocker.RECLAIM_VICTIM.value:
+        return (f"preempting pod {blocker.get('pod', '?')} of tenant {blocker.get('tenant', '?')} "
+                f"({blocker.get('count', '?')} {blocker.get('model', model)}, running "
+                f"{int(blocker.get('runtime_ms') or 0) // 60_000} min; its tenant uses {blocker.get('used', '?')} "
+                f"of nominal {blocker.get('nominal', '?')})")
     return _reservation_phrase(model, blocker)
 
 
@@ -101,6 +109,8 @@ def _outcome_sentence(outcome: Mapping[str, Any], policy_version: str) -> str:
             words.append(f"(tier {tier})")
         return " ".join(words) + f"{under}."
     result = str(outcome.get("result") or "pending")
+    if result == "preempted":
+        return f"Pod not allocated yet: preempted pods on node {outcome.get('node') or '?'} to reclaim quota{under}."
     retry = f", retry class {outcome['retry_class']}" if outcome.get("retry_class") else ""
     return f"Pod not allocated ({result}{retry}){under}."
 

@@ -49,6 +49,7 @@ class Decision:
     events: list[WorldEvent] = field(default_factory=list)
     satisfiable: bool = True
     reservation: dict[str, Any] | None = None  # a Reservation object the decision made (to write)
+    preempts: list[str] = field(default_factory=list)  # pods a ``preempted`` decision evicts (to evict)
 
     @property
     def retry_class(self) -> str:

@@ -35,7 +35,7 @@ from typing import Any
 from audit.allocator.outcome import AllocationOutcome, Status
 from audit.policy import Policy
 from audit.records import Blocker, DeviceRef, Outcome, Reason, RetryClass, TierBlocker, TierSummary
-from audit.scheduler import reservations
+from audit.scheduler import reclaim, reservations
 from audit.scheduler.adaptive import (
     AdaptiveHold,
     adaptive_hold,
@@ -72,7 +72,7 @@ from audit.scheduler.tiers import (
 from audit.world import World, device_plugin_gpus
 
 __all__ = ["ENGINE_VERSION", "Decision", "Proposal", "bind", "bind_check", "bind_failures_before", "brute_force_choice", "candidate_nodes",
-           "candidate_order", "decide", "evaluate_node", "holding_below", "holding_for_preferred", "may_place", "queue_skip", "still_satisfiable"]
+           "candidate_order", "decide", "evaluate_node", "holding_below", "holding_for_preferred", "may_place", "may_reclaim", "queue_skip", "still_satisfiable"]
 
 # Upstream DynamicResources Score: Σ over firstAvailable requests of (8 − chosen subrequest index).
 MAX_SUBREQUESTS = 8
@@ -279,11 +279,46 @@ def _decide_dra(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Req
     hold = _adaptive(ctx, rts) if ctx.policy.fallback_mode == "adaptive" else None
     if best is None:
         d = _no_node(ctx, claims, rts, allowed, blockers, summaries, steps, holding, hold)
+        if ctx.policy.preemption and d.satisfiable:
+            found = reclaim.plan(world, ctx.policy, ctx.pod_key, ctx.pod, ctx.tenant, claims, rts, allowed, ctx.time_ms)
+            if found is not None:
+                return _preemption(ctx, d, found)
     else:
         d = _proposal(ctx, claims, rts, allowed, best, blockers, summaries, steps, hold)
     if ctx.policy.reserve_after_ms is None and not world.reservations:
         return d
     return _reservation_evidence(ctx, rts, allowed, d, [v.node for v in visits])
+
+
+def _preemption(ctx: AttemptContext, d: Decision, found: reclaim.Plan) -> Decision:
+    """The no-node decision turned into a reclaim (``audit.scheduler.reclaim``): outcome
+    ``preempted``, the victims in its evidence; the loop evicts them and tries the pod again."""
+    rec = d.record
+    rec.outcome = Outcome.PREEMPTED.value
+    rec.retry_class = RetryClass.NONE.value
+    rec.node = found.node
+    rec.tier_index = found.tier.index
+    rec.blockers = [*rec.blockers, *reclaim.evidence(ctx.world, ctx.policy, ctx.tenant, found)]
+    rec.message = reclaim.message(ctx.tenant, found)
+    return dataclasses.replace(d, record=seal(rec), preempts=sorted(v.pod for v in found.victims))
+
+
+def may_reclaim(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> bool:
+    """A cheap necessary condition for ``decide`` to preempt for the pod: reclaim is on, the pod
+    has an open tier within its tenant's nominal quota, and another tenant borrows one of its
+    models (``audit.scheduler.reclaim``). The cluster loop asks it of pods ``may_place`` turns down."""
+    policy = policy or world.policy
+    if not policy.preemption:
+        return False
+    ctx = AttemptContext(world, pod_key, 0, time_ms, policy)
+    pc = resolve_claims(world, ctx.pod)
+    if len(pc.claims) != 1 or pc.missing:
+        return False
+    rts = request_tiers(pc.claims, model_matcher(world))
+    if len(rts) != 1:
+        return False
+    tiers = reclaim.qualifying(world, policy, ctx.tenant, _policy_gates(ctx, rts)[0][(rts[0].claim, rts[0].request)])
+    return any(reclaim.borrowed(world, policy, ctx.tenant, m) for t in tiers for m in t.models)
 
 
 def _reservation_evidence(ctx: AttemptContext, rts: list[RequestTiers],

@@ -19,6 +19,13 @@ if its tenant may hold another reservation, the pod is tried at once (a parked p
 otherwise wait for a change); when a reservation ends, the oldest eligible pod of each tenant with
 a free reservation slot is tried the same way.
 
+Reclaim (``audit.scheduler.reclaim``): a decision with outcome ``preempted`` names running pods
+to evict. The loop evicts them as a cluster does — the pod gets a ``DisruptionTarget`` condition
+(reason ``PreemptionByScheduler``) and phase ``Failed``, then it and its claims are deleted, which
+frees their devices — tells the driver (``on_preempted``, before the pod goes), then tries the
+preemptor again at once, so no other pod takes the devices reclaimed for it. With reclaim on, a
+parked pod also goes back to its queue on a wake when ``engine.may_reclaim`` allows it.
+
 A driver subclasses ``ClusterLoop`` and supplies ``apply`` (fold an event into the world and log
 it), ``record``, ``duration_ms`` and ``on_action`` for its own timed actions. Pure: no I/O, no
 clock; any randomness belongs to the driver.
@@ -33,7 +40,7 @@ from typing import Any
 from audit.canonical import digest
 from audit.events import EventType, WorldEvent
 from audit.records import DecisionRecord, Outcome, RetryClass
-from audit.scheduler import engine, reservations
+from audit.scheduler import engine, reclaim, reservations
 from audit.scheduler.pending import PendingQueues, follow_up
 from audit.timestamps import format_time_ms
 from audit.world import World
@@ -103,6 +110,9 @@ class ClusterLoop:
 
     def on_failed(self, key: str) -> None:
         """A pod failed for good and is gone."""
+
+    def on_preempted(self, key: str) -> None:
+        """A running pod is being evicted by a reclaim; it and its claims are deleted right after."""
 
     # ---- timed actions ------------------------------------------------------------------------
 
@@ -253,6 +263,22 @@ class ClusterLoop:
         self.on_failed(key)
         self.remove(key)
 
+    def preempt(self, key: str, preemptor: str) -> None:
+        """Evict a running pod for ``preemptor``: its disruption condition and phase, then it goes."""
+        ns, name = key.split("/", 1)
+        pod = self.world.get("Pod", ns, name)
+        if pod is None or key not in self.pods:
+            return
+        status = dict(pod.get("status") or {})
+        status["conditions"] = [*(status.get("conditions") or []), {
+            "type": reclaim.DISRUPTION_CONDITION, "status": "True", "reason": reclaim.DISRUPTION_REASON,
+            "message": f"preempted to reclaim nominal quota for pod {preemptor}",
+            "lastTransitionTime": format_time_ms(self.now)}]
+        status["phase"] = "Failed"
+        self.emit("Pod", ns, name, {**pod, "status": status})
+        self.on_preempted(key)
+        self.remove(key)
+
     def fail_running_on(self, node: str) -> None:
         """Node loss: the pods running on ``node`` fail, in pod key order."""
         for key, st in sorted(self.pods.items()):
@@ -281,7 +307,7 @@ class ClusterLoop:
                 continue
             if self.pods[key].attempts > 0 and key not in self._forced:
                 shape = self._shape(key)
-                if shape in self.pending.unfit or not engine.may_place(self.world, key, self.now, policy):
+                if shape in self.pending.unfit or not self._may_place(key):
                     self.pending.unfit.add(shape)
                     self._park(tenant, key)
                     queue = self.pending.queues[tenant]
@@ -310,7 +336,7 @@ class ClusterLoop:
         between them)."""
         policy = self.world.policy
         if policy.fallback_mode not in ("wait-for-preferred", "adaptive") and not self.world.reserved_node:
-            return pods if engine.may_place(self.world, pods[0][1], self.now, policy) else []
+            return pods if self._may_place(pods[0][1]) else []
         answers: dict[object, bool] = {}
         out = []
         # adaptive: the pods of one group hold while their wait is below one threshold
@@ -328,10 +354,17 @@ class ClusterLoop:
                                    key if key in self.world.reserved_node else ""))
             ok = answers.get(shape)
             if ok is None:
-                ok = answers[shape] = engine.may_place(self.world, key, self.now, policy)
+                ok = answers[shape] = self._may_place(key)
             if ok:
                 out.append((created, key))
         return out
+
+    def _may_place(self, key: str) -> bool:
+        """``engine.may_place``, or with reclaim on ``engine.may_reclaim``: a pod that could preempt
+        is worth a try whenever the world changed."""
+        policy = self.world.policy
+        return (engine.may_place(self.world, key, self.now, policy)
+                or (policy.preemption and engine.may_reclaim(self.world, key, self.now, policy)))
 
     def _shape(self, key: str) -> tuple[object, ...]:
         """What decides whether the pod can be placed, besides the world: its tenant, pod spec and
@@ -349,11 +382,24 @@ class ClusterLoop:
         owner = key if key in self.world.reserved_node else ""
         return (st.shape[1], st.shape[2], engine.holding_for_preferred(self.world, key, self.now, policy), owner)
 
-    def attempt(self, key: str, tenant: str) -> DecisionRecord:
+    def attempt(self, key: str, tenant: str, reclaimed: bool = False) -> DecisionRecord:
         st = self.pods[key]
         st.attempts += 1
         self._forced.discard(key)
         d = engine.decide(self.world, key, st.attempts, self.now)
+        if d.preempts:
+            self.record(d.record)
+            for victim in d.preempts:
+                self.preempt(victim, key)
+            self.wake()
+            if not reclaimed:
+                return self.attempt(key, tenant, reclaimed=True)
+            # a second reclaim in a row: wait for a change like any other unplaced pod
+            if self.world.policy.queueing_mode == "strict":
+                self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=True)
+            else:
+                self._park(tenant, key)
+            return d.record
         if d.proposal is not None:
             self.before_bind(key, st.attempts, d)
             d = engine.bind(self.world, d, self.now, failures_before=st.bind_failures)

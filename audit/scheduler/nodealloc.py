@@ -5,7 +5,7 @@ inventory version moves, from typed objects parsed once per payload. The allocat
 to the allocator holds the devices in use on that node (pools here are per node, so devices of
 other nodes cannot matter), or — when the cluster has shared slices — every allocated result,
 plus the devices a reservation holds for another pod (``audit.scheduler.reservations``), which
-the allocator then treats as in use.
+the allocator then treats as in use, less those a reclaim would free.
 """
 
 from __future__ import annotations
@@ -115,28 +115,32 @@ def inventory(world: World) -> Any:
     return c.inventory
 
 
-def allocated_state(world: World, node: str, held: tuple[str, ...] = ()) -> Any:
+def allocated_state(world: World, node: str, held: tuple[str, ...] = (), freed: frozenset[str] = frozenset()) -> Any:
     extra = [dict(zip(("driver", "pool", "device"), dev_id.split("/", 2), strict=True)) for dev_id in held] if held else []
     if world.has_shared_slices:
         results: list[dict[str, Any]] = []
         for _, claim in world.items("ResourceClaim"):
             alloc = (claim.get("status") or {}).get("allocation")
             if alloc:
-                results.extend((alloc.get("devices") or {}).get("results", []) or [])
+                results.extend(r for r in (alloc.get("devices") or {}).get("results", []) or []
+                               if not freed or f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}" not in freed)
         return AllocatedState.from_results(results + extra)
     local: list[dict[str, Any]] = []
     for dev_id in world.node_devices.get(node, []):
-        if dev_id in world.allocated_by:
+        if dev_id in world.allocated_by and dev_id not in freed:
             driver, pool, device = dev_id.split("/", 2)
             local.append({"driver": driver, "pool": pool, "device": device})
     return AllocatedState.from_results(local + extra)
 
 
 def allocate_on_node(world: World, node: str, claims: list[dict[str, Any]], policy: Policy,
-                     explain: bool = True, held: tuple[str, ...] = ()) -> AllocationOutcome:
+                     explain: bool = True, held: tuple[str, ...] = (),
+                     freed: frozenset[str] = frozenset()) -> AllocationOutcome:
+    """The allocator on ``node``; ``freed`` devices count as free although allocated (what a
+    reclaim would make of them, ``audit.scheduler.reclaim``)."""
     node_obj = typed(world, world.get("Node", "", node) or {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
     typed_claims = [typed(world, c) for c in claims]
-    allocator = Allocator(node_inventory(world, node), allocated_state(world, node, held), quirks=Quirks(),
+    allocator = Allocator(node_inventory(world, node), allocated_state(world, node, held, freed), quirks=Quirks(),
                           health=lambda taint: policy.is_unhealthy_taint(taint.key))
     outcome: AllocationOutcome = allocator.allocate(node_obj, typed_claims, explain=explain)
     c = _cache(world)

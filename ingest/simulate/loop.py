@@ -21,6 +21,7 @@ the pod (phase Failed).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import random
@@ -40,6 +41,8 @@ from ingest.simulate.scenario import Scenario
 
 HOUR = 3_600_000
 UNHEALTHY_TAINT = "gpu.nvidia.com/unhealthy"
+# how long the job controller takes to re-create a preempted pod
+RECREATE_AFTER_MS = 1_000
 
 
 @dataclass
@@ -66,6 +69,7 @@ class SimulationResult:
     failed: int
     end_ms: int
     start_ms: int
+    preempted: int = 0  # running pods evicted by reclaim (each re-created by its job)
 
 
 class Simulator(ClusterLoop):
@@ -91,6 +95,7 @@ class Simulator(ClusterLoop):
         self.lost: set[str] = set()
         self.finished = 0
         self.failed = 0
+        self.preempted = 0
         self._uid = 0
         self._n_flap = 0
 
@@ -204,7 +209,7 @@ class Simulator(ClusterLoop):
         if self.progress is not None:
             self.progress(1.0, len(self.records))
         return SimulationResult(self.records, self.events, self.world, len(jobs), self.finished, self.failed,
-                                self.end_ms, self.start_ms)
+                                self.end_ms, self.start_ms, self.preempted)
 
     def after_pass(self) -> None:
         if self.progress is not None and len(self.records) - self._last_progress >= 500:
@@ -231,6 +236,17 @@ class Simulator(ClusterLoop):
 
     def on_failed(self, key: str) -> None:
         self.failed += 1
+
+    def on_preempted(self, key: str) -> None:
+        """The job controller re-creates a preempted pod as ``<job>-p<n>`` one second later (an
+        arrival of its own instant, as counterfactual replay sees it in the log); its job runs
+        again from the start for its whole duration (nothing is checkpointed)."""
+        self.preempted += 1
+        job = self.jobs[key]
+        base, _, n = job.name.rpartition("-p")
+        name = f"{base}-p{int(n) + 1}" if base and n.isdigit() else f"{job.name}-p1"
+        at = self.now + RECREATE_AFTER_MS
+        self.schedule(at, "arrive", dataclasses.replace(job, name=name, arrival_ms=at))
 
     def remove(self, key: str) -> None:
         super().remove(key)

@@ -89,6 +89,13 @@ _HEAD = "apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n
                  "    - {name: b, quotas: {A100: {nominal: 4}}}\n",
                  "Policy p: spec.tenants[0].quotas.H100.borrowingLimit: no other tenant has nominal H100 quota to lend",
                  id="borrowing-with-no-lender"),
+    pytest.param("  preemption: {enabled: true, minRuntime: 10m}\n"
+                 "  tenants:\n    - {name: a, quotas: {H100: {nominal: 0, borrowingLimit: 0}}}\n",
+                 "Policy p: spec.preemption.enabled: reclaim needs nominal quota, but no tenant has a nominal "
+                 "quota above 0 for any model (spec.tenants[*].quotas)", id="reclaim-without-nominal-quota"),
+    pytest.param("  preemption: {enabled: false, minRuntime: 10m}\n",
+                 "Policy p: spec.preemption.minRuntime: has no effect without spec.preemption.enabled true "
+                 "(nothing is ever preempted)", id="min-runtime-without-reclaim"),
 ])
 def test_a_contradiction_is_refused_in_one_line(tmp_path, capsys, spec, message):
     f = tmp_path / "p.yaml"
@@ -103,6 +110,7 @@ def test_the_same_settings_without_contradiction_pass(tmp_path, capsys):
     f.write_text(_HEAD + "  fairness: {mode: drf, deferAboveShare: true, waitAgingPerHour: 2}\n"
                  "  fallback: {mode: wait-for-preferred, wait: 5m}\n"
                  "  tenants:\n    - {name: a, quotas: {H100: {nominal: 4, borrowingLimit: 4}}}\n"
-                 "    - {name: b, quotas: {H100: {nominal: 4}}}\n")
+                 "    - {name: b, quotas: {H100: {nominal: 4}}}\n"
+                 "  preemption: {enabled: true, minRuntime: 10m}\n")
     assert main(["policy", "check", str(f)]) == 0
     assert capsys.readouterr().err == ""

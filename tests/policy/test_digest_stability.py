@@ -34,6 +34,7 @@ SPELLED_OUT_DEFAULTS = _minimal(
     fallback={"mode": "immediate", "wait": "600s", "maxWait": "10m"},
     mixedModels=True,
     health={"unhealthyTaintSuffixes": ["/unhealthy"]},
+    preemption={"enabled": False, "minRuntime": "10m"},
 )
 
 
@@ -69,6 +70,8 @@ def test_a_field_added_at_its_default_leaves_the_digest_unchanged() -> None:
         ("fallback", {"mode": "adaptive"}),
         ("fallback", {"maxWait": "20m"}),
         ("mixedModels", False),
+        ("preemption", {"enabled": True}),
+        ("preemption", {"enabled": True, "minRuntime": "20m"}),
         ("topology", {"matchAttributes": ["resource.kubernetes.io/pcieRoot"]}),
         ("tenants", [{"name": "vision", "namespaces": ["team-vision"]}]),
         ("deviceModels", [{"model": "H100", "match": "^NVIDIA H100"}]),
@@ -86,3 +89,16 @@ def test_a_value_equal_to_its_default_but_of_another_type_is_kept() -> None:
 def test_the_recorded_document_digests_back_to_the_policy() -> None:
     policy = parse_policy(_minimal(fallback={"mode": "strict"}, retry={"maxAttempts": 2}))
     assert parse_policy(policy_document(policy)).digest == policy.digest
+
+
+@pytest.mark.parametrize("preemption", [{"enabled": False}, {"enabled": True}, {"enabled": True, "minRuntime": "90s"}])
+def test_the_recorded_document_keeps_reclaim_settings(preemption: dict[str, Any]) -> None:
+    policy = parse_policy(_minimal(preemption=preemption))
+    back = parse_policy(policy_document(policy))
+    assert (back.digest, back.preemption, back.preemption_min_runtime_ms) == (
+        policy.digest, policy.preemption, policy.preemption_min_runtime_ms)
+
+
+def test_a_policy_without_reclaim_records_the_same_document_as_before() -> None:
+    # the Policy event the simulator writes for such a policy is part of every pinned chain digest
+    assert policy_document(default_policy())["spec"]["preemption"] == {"enabled": False}

@@ -17,9 +17,10 @@ HOUR = 3_600_000
 
 @functools.lru_cache(maxsize=4)
 def busy_small(queueing: tuple[tuple[str, str], ...] = (),
-               fallback: tuple[tuple[str, str], ...] = ()) -> SimulationResult:
-    """Four hours of busy-small, seed 3, with ``queueing`` as every policy's ``spec.queueing`` and
-    ``fallback`` as its ``spec.fallback``."""
+               fallback: tuple[tuple[str, str], ...] = (),
+               preemption: tuple[tuple[str, object], ...] = ()) -> SimulationResult:
+    """Four hours of busy-small, seed 3, with ``queueing`` as every policy's ``spec.queueing``,
+    ``fallback`` as its ``spec.fallback`` and ``preemption`` as its ``spec.preemption``."""
     with open(SCENARIO, encoding="utf-8") as fh:
         sc = load_scenario_text(fh.read(), "busy-small.yaml")
     for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
@@ -27,6 +28,8 @@ def busy_small(queueing: tuple[tuple[str, str], ...] = (),
             doc["spec"]["queueing"] = dict(queueing)
         if fallback:
             doc["spec"]["fallback"] = dict(fallback)
+        if preemption:
+            doc["spec"]["preemption"] = dict(preemption)
     return simulate(sc, seed=3, hours=4.0)
 
 
