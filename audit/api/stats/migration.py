@@ -236,7 +236,7 @@ def answer(ask: Ask) -> dict[str, Any]:
 KIND = StatsKind(
     name="migration",
     summary="Device-plugin vs DRA cohorts with utilisation and the promote/hold/rollback verdict; the comparison "
-            "is made within model × tenant × hour strata (its figures under `comparison`)",
+            "is made within strata of the model asked for × tenant × hour (its figures under `comparison`)",
     groupings=(("track", "template_version"),),
     answer=answer,
 )
