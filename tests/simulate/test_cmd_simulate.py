@@ -114,3 +114,27 @@ def test_device_plugin_pods_pin_the_models_their_tenant_names(tmp_path):
     # the default day: prod-inference pins H100 or L4, team-a H100
     assert set(pinned.values()) == {"NVIDIA-H100-80GB-HBM3", "NVIDIA-L4"} and bound
     assert all(products[node] == pinned[pod] for pod, node in bound.items())
+
+
+def test_pinning_models_leaves_every_other_draw_of_the_day_alone():
+    """The pinned models come from a stream of their own: with or without them, the same jobs
+    arrive at the same times with the same sizes, durations, templates and tracks."""
+    from pathlib import Path
+
+    from audit.cli.cmd_simulate import DEFAULT_SCENARIO
+    from ingest.simulate.loop import Simulator
+    from ingest.simulate.scenario import load_scenario_text
+
+    text = Path(DEFAULT_SCENARIO).read_text()
+    unpinned = "\n".join(line for line in text.splitlines() if "devicePluginModels" not in line)
+    assert unpinned != text
+
+    def jobs(source: str) -> list:
+        return Simulator(load_scenario_text(source, "day"), seed=3, hours=6).generate_jobs()
+
+    pinned_jobs, plain_jobs = jobs(text), jobs(unpinned)
+    strip = [(j.name, j.namespace, j.arrival_ms, j.size, j.duration_ms, j.template, j.device_plugin) for j in pinned_jobs]
+    assert strip == [(j.name, j.namespace, j.arrival_ms, j.size, j.duration_ms, j.template, j.device_plugin)
+                     for j in plain_jobs]
+    assert {j.node_model for j in pinned_jobs if j.device_plugin} == {"H100", "L4"}
+    assert {j.node_model for j in plain_jobs} == {""}
