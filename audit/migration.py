@@ -18,10 +18,10 @@ stratified by what it got is compared only with pods that found the same model f
 hides the waiting that asking for a busy model costs). A DRA pod asks for the first choice of its
 first claim's first request (its record's ``preferred_model``); a device-plugin pod's
 ``nvidia.com/gpu`` limit names no model (its record none, unless its producer knew it), so what
-it asked for is read from the world: the models
-of the device-plugin nodes its nodeSelector and required node affinity admit (``PodLife.asked`` of
-``audit.metrics.lifecycle``, passed in as ``Asked``); without it the pod's stratum is
-``UNKNOWN_ASK`` and it matches no pod of the other cohort. A stratum holding pods of both cohorts
+it asked for is read from the world: the models of the device-plugin nodes its nodeSelector and
+required node affinity admit (``PodLife.asked`` of ``audit.metrics.lifecycle``, passed in as
+``Asked``); without it the pod's stratum is ``UNKNOWN_ASK`` and it matches no pod of the other
+cohort. A stratum holding pods of both cohorts
 is matched; pods in a stratum of one cohort only are counted as unmatched and left out of the
 comparison (they have nothing to be compared with). The effect is the stratified difference:
 the per-stratum differences (of means for durations and utilisation, of proportions for rates)
