@@ -12,8 +12,16 @@ any attempt (so pods that never bound count too). GPU utilisation comes from all
 lifetimes: of the time from a pod's creation until its devices were released, the share it held
 them, ``lifetime / (wait + lifetime)``.
 
-Candidate and baseline are compared like with like: within strata of model (the pod's preferred
-GPU model, else the one it got) × tenant × hour (of the pod's first attempt). A stratum holding pods of both cohorts
+Candidate and baseline are compared like with like: within strata of model × tenant × hour (of
+the pod's first attempt), the model being the one the pod *asked for*, never the one it got (a pod
+stratified by what it got is compared only with pods that found the same model free, which
+hides the waiting that asking for a busy model costs). A DRA pod asks for the first choice of its
+first claim's first request (its record's ``preferred_model``); a device-plugin pod's
+``nvidia.com/gpu`` limit names no model (its record none, unless its producer knew it), so what
+it asked for is read from the world: the models of the device-plugin nodes its nodeSelector and
+required node affinity admit (``PodLife.asked`` of ``audit.metrics.lifecycle``, passed in as
+``Asked``); without it the pod's stratum is ``UNKNOWN_ASK`` and it matches no pod of the other
+cohort. A stratum holding pods of both cohorts
 is matched; pods in a stratum of one cohort only are counted as unmatched and left out of the
 comparison (they have nothing to be compared with). The effect is the stratified difference:
 the per-stratum differences (of means for durations and utilisation, of proportions for rates)
@@ -39,6 +47,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
+from audit.metrics.lifecycle import PodLife
 from audit.records import DecisionRecord, Outcome, Track
 from audit.timestamps import parse_rfc3339
 
@@ -79,11 +88,46 @@ class CohortKey:
         return f"{self.track}/{self.template_version}" if self.template_version else self.track
 
 
-# (model, tenant, hour of the first attempt): pods compared with each other share one. The model
-# is the one the pod prefers (its latest attempt's first choice), else the one its bound attempt
-# got, since a device-plugin pod asks for a count of `nvidia.com/gpu` and names no model.
+# (model asked for, tenant, hour of the first attempt): pods compared with each other share one.
 Stratum = tuple[str, str, str]
 STRATIFIED_BY = ("model", "tenant", "hour")
+# What each device-plugin pod asked for, keyed by (cluster, namespace, pod uid) and by (cluster,
+# namespace, pod name): the models of the device-plugin nodes its node constraints admit, "|"-joined.
+Asked = Mapping[tuple[str, str, str], str]
+UNKNOWN_ASK = "(asked model not known)"  # a device-plugin pod the world says nothing about
+
+
+def asked_from_lifecycle(pods: Iterable[PodLife]) -> dict[tuple[str, str, str], str]:
+    """``Asked`` from the pod lifecycle fold: each device-plugin pod's ``asked``, by uid and by name
+    (a name re-used by a later pod keeps the later pod's)."""
+    out: dict[tuple[str, str, str], str] = {}
+    for life in pods:
+        if life.track == Track.DEVICE_PLUGIN.value:
+            if life.uid:
+                out[(life.cluster, life.namespace, life.uid)] = life.asked
+            out[(life.cluster, life.namespace, life.pod)] = life.asked
+    return out
+
+
+def asked_model(record: DecisionRecord, asked: Asked | None) -> str:
+    """The model the record's pod asked for: its ``preferred_model`` when the record carries one (a
+    DRA pod's first choice); else, for a device-plugin pod, from ``asked`` (by uid, else by name),
+    ``UNKNOWN_ASK`` when not there or when no device-plugin node admitted it."""
+    return model_asked(record.track, record.preferred_model, (record.cluster, record.namespace),
+                       (record.pod_uid, record.pod), asked)
+
+
+def model_asked(track: str, preferred_model: str, where: tuple[str, str], names: tuple[str, str],
+                asked: Asked | None) -> str:
+    """``asked_model`` from a pod's fields: its track and preferred model, (cluster, namespace) and
+    (uid, name) as its latest record names them."""
+    if preferred_model or track != Track.DEVICE_PLUGIN.value:
+        return preferred_model
+    for name in names:
+        found = (asked or {}).get((*where, name)) if name else None
+        if found is not None:
+            return found or UNKNOWN_ASK
+    return UNKNOWN_ASK
 
 
 def stratum_hour(t: datetime) -> str:
@@ -271,9 +315,11 @@ def _release_for(
     return None
 
 
-def build_cohorts(records: Iterable[DecisionRecord], releases: Releases | None = None) -> dict[CohortKey, Cohort]:
+def build_cohorts(records: Iterable[DecisionRecord], releases: Releases | None = None,
+                  asked: Asked | None = None) -> dict[CohortKey, Cohort]:
     """Group records per pod, then pods per cohort. ``releases`` maps a pod (cluster, namespace,
-    uid or name) to the time(s) its devices were released (pod deleted or finished)."""
+    uid or name) to the time(s) its devices were released (pod deleted or finished); ``asked``
+    what each device-plugin pod asked for (``asked_from_lifecycle``)."""
     by_pod: dict[tuple[str, str, str], list[DecisionRecord]] = defaultdict(list)
     for rec in records:
         by_pod[pod_key(rec)].append(rec)
@@ -285,9 +331,7 @@ def build_cohorts(records: Iterable[DecisionRecord], releases: Releases | None =
         bound = next((r for r in attempts if r.outcome == Outcome.ALLOCATED.value), None)
         pending = float(max(r.wait_ms for r in attempts))
         first = min(_parse_time(r.time, f"record {r.decision_id}: time") for r in attempts)
-        # a device-plugin pod names no model (it asks for `nvidia.com/gpu`): the one it got stands in
-        model = last.preferred_model or (bound.allocated_model if bound is not None else "")
-        stratum = (model, last.tenant, stratum_hour(first))
+        stratum = (asked_model(last, asked), last.tenant, stratum_hour(first))
         utilisation = None
         released = _release_for(releases, pkey, (last.cluster, last.namespace, last.pod), bound) if bound else None
         if bound is not None and released is not None:
@@ -768,9 +812,10 @@ def report(
     thresholds: Thresholds,
     *,
     releases: Releases | None = None,
+    asked: Asked | None = None,
     rng: random.Random | None = None,
 ) -> Report:
-    return compare(build_cohorts(records, releases), thresholds, rng)
+    return compare(build_cohorts(records, releases, asked), thresholds, rng)
 
 
 def releases_from_events(events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], list[str]]:

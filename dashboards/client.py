@@ -195,10 +195,14 @@ class ApiClient:
         path = f"/v1/pods/{_segment(namespace)}/{_segment(pod)}/why"
         return _why(self._request("GET", path, params={"model": model, "detail": "devices"}), path)
 
-    def stats(self, kind: StatsKind, filters: Filters, group_by: tuple[str, ...] = ()) -> StatsTable:
+    def stats(self, kind: StatsKind, filters: Filters, group_by: tuple[str, ...] = (), by: str = "") -> StatsTable:
+        """``by`` (``hour`` or ``model``) adds the API's per-hour or per-model rows to the summary
+        (``by_hour`` or ``by_model``), on the kinds that give them."""
         params = filters.params()
         if group_by:
             params["group_by"] = ",".join(group_by)
+        if by:
+            params["by"] = by
         path = f"/v1/stats/{kind}"
         body = _expect_object(self._request("GET", path, params=params), path)
         rows = body.get("rows")
@@ -285,8 +289,9 @@ def client() -> ApiClient:
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_stats(base_url: str, token: str, kind: StatsKind, filters: Filters, group_by: tuple[str, ...]) -> StatsTable:
-    return _client(base_url, token).stats(kind, filters, group_by)
+def cached_stats(base_url: str, token: str, kind: StatsKind, filters: Filters, group_by: tuple[str, ...],
+                 by: str = "") -> StatsTable:
+    return _client(base_url, token).stats(kind, filters, group_by, by)
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
@@ -304,8 +309,16 @@ def cached_why(base_url: str, token: str, decision_id: str, model: str, devices:
     return _client(base_url, token).why(decision_id, model, devices)
 
 
-def stats(kind: StatsKind, filters: Filters, group_by: tuple[str, ...] = ()) -> StatsTable:
-    return cached_stats(api_base(), api_token(), kind, filters, group_by)
+def stats(kind: StatsKind, filters: Filters, group_by: tuple[str, ...] = (), by: str = "") -> StatsTable:
+    return cached_stats(api_base(), api_token(), kind, filters, group_by, by)
+
+
+def breakdown(kind: StatsKind, filters: Filters, group_by: tuple[str, ...], by: str) -> list[dict[str, Any]]:
+    """The API's rows per hour or per model (``by``) of ``/v1/stats/<kind>``, as it gives them."""
+    rows = stats(kind, filters, group_by, by).summary.get(f"by_{by}")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ApiError(f"/v1/stats/{kind}?by={by}: the answer has no `by_{by}` list of objects")
+    return rows
 
 
 def decisions(filters: Filters, limit: int = 50, **extra: str) -> DecisionPage:

@@ -5,8 +5,10 @@ API), groups them into cohorts by track and claim-template version, compares the
 the baseline declared in ``--thresholds FILE`` (default: the shipped
 ``deploy/migration/thresholds.yaml``, the canary's own) and prints the verdict (promote, hold, rollback)
 with every metric's interval. ``--events FILE`` (world events, JSON lines) adds allocation
-lifetimes for GPU utilisation. ``plan`` prints the ordered steps for a verdict, given with
-``--verdict`` or computed like ``report``.
+lifetimes for GPU utilisation and the model each device-plugin pod asked for (its nodeSelector
+and node affinity against the device-plugin nodes); without it those pods match no DRA pod.
+``plan`` prints the ordered steps for a verdict, given with ``--verdict`` or computed like
+``report``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 
 from audit import thresholds_file
 from audit.errors import UserError
+from audit.events import EventError, WorldEvent, validate_event
+from audit.metrics import fold_lifecycle
 from audit.migration import (
     STRATIFIED_BY,
     MigrationError,
@@ -27,6 +31,7 @@ from audit.migration import (
     Rollout,
     Thresholds,
     Verdict,
+    asked_from_lifecycle,
     human_difference,
     human_value,
     plan,
@@ -75,7 +80,8 @@ def _inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token", help="bearer token (default CLAIMTRAIL_TOKEN)")
     p.add_argument("--cluster", help="only records of this cluster")
     p.add_argument("--since", help="only records at or after this RFC 3339 time")
-    p.add_argument("--events", metavar="FILE", help="world events, JSON lines (allocation lifetimes)")
+    p.add_argument("--events", metavar="FILE",
+                   help="world events, JSON lines (allocation lifetimes, the models device-plugin pods asked for)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (when thresholds ask for it)")
     p.add_argument("--min-pods", type=int, help="override the thresholds' min_pods")
     p.add_argument("--confidence", type=float, help="override the thresholds' confidence, e.g. 0.9")
@@ -180,12 +186,29 @@ def _load_records(args: argparse.Namespace) -> list[DecisionRecord]:
     return records
 
 
+def _asked(path: str, events: list[tuple[int, Any]]) -> dict[tuple[str, str, str], str]:
+    """What each device-plugin pod asked for, from the pod lifecycle of each cluster's event log."""
+    by_cluster: dict[str, list[WorldEvent]] = {}
+    for n, data in events:
+        try:
+            ev = validate_event(data)
+        except EventError as exc:
+            raise UserError(f"{path}:{n}: {exc}") from None
+        by_cluster.setdefault(ev.cluster, []).append(ev)
+    out: dict[tuple[str, str, str], str] = {}
+    for cluster, log in sorted(by_cluster.items()):
+        out.update(asked_from_lifecycle(fold_lifecycle(sorted(log, key=lambda e: e.seq), cluster).pods))
+    return out
+
+
 def _compute(args: argparse.Namespace) -> tuple[Thresholds, Report]:
     thresholds = _read_thresholds(thresholds_path(args), args)
     records = _load_records(args)
-    releases = releases_from_events(d for _, d in _jsonl(args.events)) if args.events else None
+    events = _jsonl(args.events) if args.events else None
+    releases = releases_from_events(d for _, d in events) if events is not None else None
+    asked = _asked(args.events, events) if events is not None else None
     try:
-        return thresholds, report(records, thresholds, releases=releases, rng=random.Random(args.seed))
+        return thresholds, report(records, thresholds, releases=releases, asked=asked, rng=random.Random(args.seed))
     except MigrationError as exc:
         raise UserError(str(exc)) from None
 

@@ -17,6 +17,7 @@ instant both have seen complete.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from audit.metrics.regret import RegretCandidate, first_choice_allocatable, redu
 from audit.policy import Policy
 from audit.records import Track
 from audit.scheduler.claimspec import claim_requests, pod_claim_names
+from audit.scheduler.nodefilter import node_exclusion
 from audit.scheduler.tiers import claim_tiers
 from audit.timestamps import parse_time_ms
 from audit.world import World, device_plugin_gpus
@@ -57,6 +59,10 @@ class PodLife:
     devices: int = 0
     h100_eq: float = 0.0  # Σ over its devices of each device's H100-equivalent (policy at allocation)
     regretted: bool = False
+    # device-plugin pods: the models of the device-plugin nodes its nodeSelector and required node
+    # affinity admitted when it was created, "|"-joined — what it asked for, since its
+    # `nvidia.com/gpu` limit names no model ("" for DRA pods: their claims say it, in ``preferred``)
+    asked: str = ""
     row: int = field(default=-1, compare=False, repr=False)  # its index in the fold's rows and columns
 
     @property
@@ -138,6 +144,7 @@ class LifecycleFold:
         self._freed = False  # something was released this instant: a judged candidate may now fit
         self._columns = PodColumns()
         self._dirty: set[int] = set()  # rows changed since the columns were last synced
+        self._asks_by_selector: dict[str, str] = {}  # a pod's node constraints -> models asked (until a Node changes)
 
     # ---- folding ---------------------------------------------------------------------------------
 
@@ -154,6 +161,8 @@ class LifecycleFold:
         old = self.world.get(ev.object_kind, ev.namespace, ev.name)
         self.world.apply(ev)
         kind = ev.object_kind
+        if kind == "Node":
+            self._asks_by_selector.clear()
         if kind in _INVENTORY_KINDS:
             self._inventory_touched = True
             if kind == "Policy":
@@ -207,6 +216,8 @@ class LifecycleFold:
             created = parse_time_ms(meta.get("creationTimestamp") or ev.time)
             life = PodLife(self.cluster, ev.namespace, ev.name, uid, self.world.policy.tenant_for(ev.namespace),
                            Track.DEVICE_PLUGIN.value if gpus and not claims else Track.DRA.value, created)
+            if life.track == Track.DEVICE_PLUGIN.value:
+                life.asked = self._asks(pod)
             life.row = len(self.lives)
             self.lives.append(life)
             self.live[key] = life
@@ -275,6 +286,22 @@ class LifecycleFold:
         if life.fallback:
             reduced = reduced_to_first_choice(claims)
             self._candidates.append(RegretCandidate(life, copy.deepcopy(pod), reduced, t + policy.regret_window_ms))
+
+    def _asks(self, pod: dict[str, Any]) -> str:
+        """The models of the device-plugin nodes the pod's nodeSelector and required node affinity
+        admit, "|"-joined. Only those two count (kube-scheduler's NodeAffinity filter): taints and
+        cordons change while the pod waits, what it asked for does not."""
+        spec = pod.get("spec") or {}
+        key = json.dumps([spec.get("nodeSelector"), (spec.get("affinity") or {}).get("nodeAffinity")], sort_keys=True)
+        found = self._asks_by_selector.get(key)
+        if found is None:
+            world, models = self.world, set()
+            for name, model in world.dp_model.items():
+                node = world.get("Node", "", name)
+                if node is not None and node_exclusion(pod, name, {"metadata": node.get("metadata") or {}}) is None:
+                    models.add(model)
+            found = self._asks_by_selector[key] = "|".join(sorted(models))
+        return found
 
     # ---- instants ------------------------------------------------------------------------------------
 

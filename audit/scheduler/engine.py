@@ -121,7 +121,9 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     pc = resolve_claims(world, ctx.pod)
     if not pc.claims and not pc.missing and not pc.allocated and device_plugin_gpus(ctx.pod) > 0:
         gpus = device_plugin_gpus(ctx.pod)
-        return any(c - world.dp_used.get(n, 0) >= gpus for n, c in world.dp_capacity.items())
+        # only nodes its nodeSelector and affinity admit: a pod pinned to H100 is not woken by a free L4
+        return any(c - world.dp_used.get(n, 0) >= gpus and node_filter(world, n, ctx.pod) is None
+                   for n, c in world.dp_capacity.items())
     if pc.missing or not pc.claims:
         return True
     rts = request_tiers(pc.claims, model_matcher(world))

@@ -6,7 +6,8 @@ is regretted when its first choice alone became allocatable on one node, within 
 the policy's regret window — docs/metrics.md). The hourly rates come from the same endpoint
 grouped by hour, preferred and allocated model (allocated decisions: one per bound pod); the
 reasons the preferred model was skipped are the API's per-reason device counts for the
-preferred tiers that were not chosen (grouped by ``reason,preferred``).
+preferred tiers that were not chosen (grouped by ``reason,preferred``). The regret figures per
+preferred model and per hour are the endpoint's ``by=model`` and ``by=hour`` rows, drawn as given.
 """
 
 from __future__ import annotations
@@ -94,3 +95,52 @@ st.caption("A fallback is regretted when, within "
            + " after it, its first choice alone would have been allocatable on one node, within the tenant's quota.")
 reading(f"{pct(None if regret_rate is None else num(regret_rate))} of {int(num(figs.get('fallbacks'))):,} fallbacks "
         "could have had their first choice soon after (target < 5 %).")
+
+
+def regret_table(rows: list[dict], key: str) -> list[dict]:
+    """The API's regret rows as they are, under the column names a person reads."""
+    return [
+        {
+            key: r[key],
+            "pods with alternatives": int(num(r["pods_with_preference"])),
+            "first-choice rate": pct(None if r["first_choice_rate"] is None else num(r["first_choice_rate"])),
+            "fallbacks": int(num(r["fallbacks"])),
+            "regretted": int(num(r["regretted"])),
+            "regret rate": pct(None if r["regret_rate"] is None else num(r["regret_rate"])),
+        }
+        for r in rows
+    ]
+
+
+by_model = load(lambda: client.breakdown("fallback", filters, ("hour", "preferred", "model"), "model"),
+                "regret per preferred model")
+by_hour = load(lambda: client.breakdown("fallback", filters, ("hour", "preferred", "model"), "hour"), "regret per hour")
+if by_model is not None and by_hour is not None and not by_model and not by_hour:
+    st.info("No regret per model or hour: no pod with alternatives was bound in this window.")
+elif by_model is not None and by_hour is not None:
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Per preferred model** (the first choice of the pods' claims, over the window)")
+        if by_model:
+            st.dataframe(regret_table(by_model, "preferred"), hide_index=True, key="fallback_regret_model")
+        else:
+            st.info("No pod with alternatives was bound in this window.")
+    with right:
+        st.markdown("**Per hour** (a pod counts in the hour it was first bound)")
+        st.plotly_chart(
+            figures.lines([str(r["hour"]) for r in by_hour],
+                          {"regret rate": [None if r["regret_rate"] is None else num(r["regret_rate"]) for r in by_hour],
+                           "first-choice rate": [None if r["first_choice_rate"] is None else num(r["first_choice_rate"])
+                                                 for r in by_hour]},
+                          "Regret and first-choice rates per hour (a gap: no fallback, or no pod, that hour)",
+                          y_range=[0, 1]),
+            key="fallback_regret_hour_chart",
+        )
+        st.dataframe(regret_table(by_hour, "hour"), hide_index=True, key="fallback_regret_hour")
+worst = max(by_model or [], key=lambda r: (num(r["regretted"]), str(r["preferred"])), default=None)
+if worst is not None and num(worst["regretted"]):
+    reading(f"Most regretted fallbacks prefer {worst['preferred']}: {int(num(worst['regretted'])):,} of "
+            f"{int(num(worst['fallbacks'])):,} fallbacks "
+            f"({pct(None if worst['regret_rate'] is None else num(worst['regret_rate']))}).")
+elif by_model:
+    reading("No fallback of this window was regretted.")

@@ -4,10 +4,13 @@ Every figure is the API's (``/v1/stats/fairness``, the ``audit.metrics`` definit
 docs/metrics.md): per tenant H100-equivalent hours used against the entitlement (capacity × the
 tenant's weight share, with the weights in force at each moment), Jain's index over the whole
 window and under contention, per-pod wait percentiles (nearest rank), pods pending at the window
-end, failed and starving. The page draws them and computes none.
+end, failed and starving, and the same wait figures per hour of the window for each tenant
+(``by=hour``, asked with each tenant's filter). The page draws them and computes none.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import streamlit as st
 
@@ -16,6 +19,7 @@ from dashboards.filters import filter_bar
 from dashboards.view import load, num, reading
 
 SOURCE = "/v1/stats/fairness"
+OTHERS = "(others)"  # the API's row folding every other tenant, in a tenant's view
 
 st.title("Fairness")
 filters = filter_bar()
@@ -90,3 +94,53 @@ reading(
     f"Longest p99 wait: {worst['tenant']} ({num(worst['wait_p99_s']):,.0f} s); "
     + (f"starving pods: {', '.join(starving)}." if starving else "no pod waited past the starvation timeout.")
 )
+
+st.subheader("Waits per hour and tenant (per pod)")
+st.caption("Each hour from the window start is its own window: a pod counts in the hour it was first bound, "
+           "pending pods at the end of each hour, failed pods in the hour they failed.")
+# the API's rows per hour, asked once per tenant (the tenant filter scopes them to its pods);
+# the folded "(others)" row of a tenant's view has no hours of its own
+hourly = []
+for name in names:
+    if name == OTHERS:
+        continue
+    rows = load(lambda name=name: client.breakdown("fairness", replace(filters, tenant=name), ("tenant",), "hour"),
+                f"waits per hour of {name}")
+    if rows is None:
+        st.stop()
+    hourly += [{"tenant": name, **r} for r in rows]
+if not hourly:
+    st.info("No hours in this window.")
+    st.stop()
+hour_labels = sorted({str(r["hour"]) for r in hourly})
+quantile = str(st.radio("Percentile", ("p50", "p95", "p99"), index=1, horizontal=True, key="fair_hour_q"))
+by_tenant = {name: {str(r["hour"]): r for r in hourly if r["tenant"] == name} for name in dict.fromkeys(r["tenant"] for r in hourly)}
+st.plotly_chart(
+    figures.lines(hour_labels,
+                  {name: [num(rows[h][f"wait_{quantile}_s"]) if h in rows and rows[h]["pods_started"] else None
+                          for h in hour_labels] for name, rows in by_tenant.items()},
+                  f"Wait {quantile} per hour, per tenant (seconds; a gap: no pod started that hour)"),
+    key="fair_hour_chart",
+)
+st.dataframe(
+    [
+        {
+            "hour": r["hour"],
+            "tenant": r["tenant"],
+            "pods started": int(num(r["pods_started"])),
+            "wait p50 (s)": num(r["wait_p50_s"]),
+            "wait p95 (s)": num(r["wait_p95_s"]),
+            "wait p99 (s)": num(r["wait_p99_s"]),
+            "pending at end": int(num(r["pending_at_end"])),
+            "failed": int(num(r["failed"])),
+            "starving": int(num(r["starving_pods"])),
+            "longest wait (s)": num(r["longest_wait_s"]),
+        }
+        for r in sorted(hourly, key=lambda r: (str(r["hour"]), str(r["tenant"])))
+    ],
+    hide_index=True,
+    key="fair_hour_table",
+)
+peak = max(hourly, key=lambda r: (num(r[f"wait_{quantile}_s"]), str(r["hour"]), str(r["tenant"])))
+reading(f"The longest hourly wait {quantile} is {peak['tenant']}'s at {peak['hour']} "
+        f"({num(peak[f'wait_{quantile}_s']):,.0f} s over {int(num(peak['pods_started'])):,} pods started).")

@@ -2,8 +2,9 @@
 
 Cohort figures — success, fallback, scheduling latency, utilisation — and the
 promote/hold/rollback verdict (``audit.migration``'s judgement of device-plugin against DRA,
-computed by the API within strata of model × tenant × hour, so that pods are only compared with
-pods that wanted the same model, for the same tenant, in the same hour) come from
+computed by the API within strata of model asked for × tenant × hour, so that pods are only
+compared with pods that asked for the same model, for the same tenant, in the same hour, whatever
+model each got) come from
 ``/v1/stats/migration``, one row per track × template version; the page lays the cohorts side by
 side with how many of each cohort's pods found a counterpart (matched) and how many did not.
 """
@@ -84,4 +85,4 @@ st.dataframe(
 )
 best = max(zip(names, rows, strict=True), key=lambda nr: (num(nr[1]["success_rate"]), nr[0]))
 reading(f"{len(rows)} cohorts; the highest success rate is {best[0]} ({pct(num(best[1]['success_rate']))}). "
-        "The verdict compares the cohorts within model × tenant × hour; unmatched pods are left out of it.")
+        "The verdict compares the cohorts within strata of the model asked for × tenant × hour; unmatched pods are left out of it.")

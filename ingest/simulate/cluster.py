@@ -27,6 +27,7 @@ PRODUCTS: dict[str, dict[str, str]] = {
     "L40S": {"productName": "NVIDIA L40S", "architecture": "Ada Lovelace", "cc": "8.9.0", "memory": "46068Mi"},
     "L4": {"productName": "NVIDIA L4", "architecture": "Ada Lovelace", "cc": "8.9.0", "memory": "23034Mi"},
 }
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by GPU feature discovery on device-plugin nodes
 CUDA_FOR_DRIVER = {"535": "12.2.0", "550": "12.4.0", "570": "12.8.0", "580": "13.0.0"}
 
 
@@ -55,11 +56,16 @@ def product(model: str) -> dict[str, str]:
     return PRODUCTS.get(model, {"productName": model, "architecture": "unknown", "cc": "7.0.0", "memory": "32Gi"})
 
 
+def gpu_product_label(model: str) -> str:
+    """The value NVIDIA GPU feature discovery puts in a node's ``nvidia.com/gpu.product`` label."""
+    return product(model)["productName"].replace(" ", "-")
+
+
 def node_object(name: str, pool: NodePool) -> dict[str, Any]:
     labels = {"kubernetes.io/hostname": name, "claimtrail.io/gpu-model": pool.model, **dict(pool.labels)}
     node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": {}}
     if pool.device_plugin:
-        labels["nvidia.com/gpu.product"] = product(pool.model)["productName"].replace(" ", "-")
+        labels[GPU_PRODUCT_LABEL] = gpu_product_label(pool.model)
         node["status"] = {"allocatable": {"nvidia.com/gpu": str(pool.gpus_per_node)}}
     return node
 

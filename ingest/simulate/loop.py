@@ -36,7 +36,15 @@ from audit.scheduler.engine import Decision
 from audit.scheduler.loop import ClusterLoop
 from audit.timestamps import format_time_ms, parse_time_ms
 from audit.world import World
-from ingest.simulate.cluster import DRIVER, build_nodes, device_class, slice_object, slice_uuids
+from ingest.simulate.cluster import (
+    DRIVER,
+    GPU_PRODUCT_LABEL,
+    build_nodes,
+    device_class,
+    gpu_product_label,
+    slice_object,
+    slice_uuids,
+)
 from ingest.simulate.scenario import Scenario
 
 HOUR = 3_600_000
@@ -57,6 +65,7 @@ class Job:
     template: str = ""
     device_plugin: bool = False
     claim_spec: dict[str, Any] | None = None  # explicit claim spec (trace mode) instead of a template
+    node_model: str = ""  # a device-plugin pod's GPU model, pinned with a nodeSelector ("" for any)
 
 
 @dataclass
@@ -79,6 +88,9 @@ class Simulator(ClusterLoop):
                  progress: Callable[[float, int], None] | None = None) -> None:
         self.sc = scenario
         self.rng = random.Random(seed)
+        # the models device-plugin pods pin come from their own stream, so a scenario that names
+        # none draws exactly the same jobs as before they existed
+        self.dp_rng = random.Random(f"{seed}/device-plugin models")
         self.hours = scenario.hours if hours is None else hours
         self.start_ms = parse_time_ms(scenario.start)
         super().__init__(World(scenario.cluster), self.start_ms)
@@ -183,7 +195,9 @@ class Simulator(ClusterLoop):
                 dur = t.duration_median_min * 60_000 * math.exp(t.duration_sigma * self.rng.gauss(0.0, 1.0))
                 template = _weighted(self.rng, t.templates)
                 dp = has_dp and self.rng.random() < t.device_plugin_fraction
-                jobs.append(Job(f"job-{n:06d}", t.namespace, at, size, max(60_000, int(dur)), template, dp))
+                pinned = _weighted(self.dp_rng, t.device_plugin_models) if dp and t.device_plugin_models else ""
+                jobs.append(Job(f"job-{n:06d}", t.namespace, at, size, max(60_000, int(dur)), template, dp,
+                                node_model=pinned))
         jobs.sort(key=lambda j: (j.arrival_ms, j.namespace, j.name))
         return jobs
 
@@ -268,6 +282,8 @@ class Simulator(ClusterLoop):
         }
         if job.device_plugin:
             pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": str(job.size)}}
+            if job.node_model:
+                pod["spec"]["nodeSelector"] = {GPU_PRODUCT_LABEL: gpu_product_label(job.node_model)}
         else:
             claim_name = f"{job.name}-gpu"
             claim = self._claim(job, claim_name)

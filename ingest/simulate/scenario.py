@@ -62,6 +62,9 @@ class TenantMix:
     duration_median_min: float
     duration_sigma: float
     device_plugin_fraction: float
+    # the GPU models its device-plugin pods pin with a nodeSelector on the node's
+    # ``nvidia.com/gpu.product`` label, with weights; empty: they take any device-plugin GPU
+    device_plugin_models: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,8 +162,13 @@ def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
             driver_version=_str(p, "driverVersion", label, "580.105.8", path),
             prefix=_str(p, "prefix", label, "", path), device_plugin=bool(p.get("devicePlugin", False)),
         ))
+    dp_pool_models = {p.model for p in sc.pools if p.device_plugin}
     for i, t in enumerate(_list(spec, "tenants", label)):
         sc.tenants.append(_tenant(_map(t, label, f"spec.tenants[{i}]"), label, f"spec.tenants[{i}]"))
+        for model, _ in sc.tenants[-1].device_plugin_models:
+            if model not in dp_pool_models:
+                raise ScenarioError(f"{label}: spec.tenants[{i}].devicePluginModels.{model}: no devicePlugin node "
+                                    "pool has this model")
     d = _map(spec.get("disruptions") or {}, label, "spec.disruptions")
     sc.disruptions = Disruptions(
         health_flaps_per_hour=_num(d, "healthFlapsPerHour", label, 0.0, "spec.disruptions"),
@@ -204,6 +212,11 @@ def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
             raise ScenarioError(f"{label}: {path}.sizes.{k}: expected a non-negative weight")
         sizes.append((int(k), float(v)))
     dur = _map(t.get("durationMinutes") or {}, label, f"{path}.durationMinutes")
+    dp_models = []
+    for model, w in _map(t.get("devicePluginModels") or {}, label, f"{path}.devicePluginModels").items():
+        if isinstance(w, bool) or not isinstance(w, int | float) or w < 0:
+            raise ScenarioError(f"{label}: {path}.devicePluginModels.{model}: expected a non-negative weight")
+        dp_models.append((str(model), float(w)))
     return TenantMix(
         namespace=_str(t, "namespace", label, None, path),
         arrivals_per_hour=_num(t, "arrivalsPerHour", label, 0.0, path),
@@ -211,13 +224,14 @@ def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
         duration_median_min=_num(dur, "median", label, 30.0, f"{path}.durationMinutes"),
         duration_sigma=_num(dur, "sigma", label, 0.8, f"{path}.durationMinutes"),
         device_plugin_fraction=_num(t, "devicePluginFraction", label, 0.0, path),
+        device_plugin_models=tuple(dp_models),
     )
 
 
 _FIELDS = {
     "nodePools": {"model", "nodes", "gpusPerNode", "driverVersion", "prefix", "devicePlugin"},
     "tenants": {"namespace", "arrivalsPerHour", "bursts", "templates", "sizes", "durationMinutes",
-                "devicePluginFraction"},
+                "devicePluginFraction", "devicePluginModels"},
     "bursts": {"at", "jobs", "over"},
     "templates": {"name", "weight"},
     "durationMinutes": {"median", "sigma"},

@@ -1,7 +1,9 @@
 """``claimtrail migration report`` and ``GET /v1/stats/migration`` judge the same decisions alike:
 a real server on a chDB store, started without ``--migration-thresholds``, and the CLI without
 ``--thresholds``, both fall back to the shipped ``deploy/migration/thresholds.yaml`` and give the
-same stratified figures, matched and unmatched pods and verdict."""
+same stratified figures, matched and unmatched pods and verdict. The device-plugin pods' records
+name no model: both read what each asked for from the same world events (the server from its
+store, the CLI from ``--events``)."""
 
 from __future__ import annotations
 
@@ -20,17 +22,23 @@ from audit import thresholds_file
 from audit.cli import cmd_migration
 from audit.records import to_jsonl
 from tests.api.conftest import REPO, TOKENS, Server, start_server, stop
-from tests.migration.strata import ONE_SIDED_STRATA, records
+from tests.migration.strata import ONE_SIDED_STRATA, records, world_events
 
 
 @pytest.fixture(scope="module")
-def default_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def default_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
+    """The server, and the world events file it was given."""
     pytest.importorskip("audit.store.queries", reason="the store is not in this tree yet")
-    srv, proc = start_server(tmp_path_factory.mktemp("strata"))
+    root = tmp_path_factory.mktemp("strata")
+    srv, proc = start_server(root)
+    events = root / "events.jsonl"
+    events.write_text("".join(json.dumps(e.to_dict()) + "\n" for e in world_events(ONE_SIDED_STRATA)))
     try:
+        r = srv.post("/v1/ingest/events", content=events.read_bytes())
+        assert r.status_code == 200 and r.json()["quarantined"] == 0, r.text
         r = srv.post("/v1/ingest/records", content=to_jsonl(records(ONE_SIDED_STRATA)).encode())
         assert r.status_code == 200, r.text
-        yield srv
+        yield srv, events
     finally:
         stop(proc)
 
@@ -45,13 +53,14 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: value}
 
 
-def test_cli_and_api_give_the_same_stratified_figures(default_server: Server) -> None:
-    api = default_server.get("/v1/stats/migration")
+def test_cli_and_api_give_the_same_stratified_figures(default_server: tuple[Server, Path]) -> None:
+    server, events = default_server
+    api = server.get("/v1/stats/migration")
     assert api.status_code == 200, api.text
     body = api.json()
     cli = subprocess.run(
-        [sys.executable, "-m", "audit.cli.main", "migration", "report", "--server", default_server.base,
-         "--token", TOKENS["admin"], "-o", "json"], cwd=REPO, capture_output=True, text=True, timeout=120)
+        [sys.executable, "-m", "audit.cli.main", "migration", "report", "--server", server.base,
+         "--token", TOKENS["admin"], "--events", str(events), "-o", "json"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert cli.returncode == 0, cli.stderr
     printed = json.loads(cli.stdout)
     del printed["cohorts"]  # the API gives the per-cohort figures as its rows

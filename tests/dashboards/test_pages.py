@@ -104,7 +104,8 @@ def test_fallback_page_draws_flows_and_reads_the_rate(api_env: str) -> None:
     at = open_page("2_fallback.py")
     assert len(at.get("plotly_chart")) >= 2
     assert readings(at)[0] == "0 of 0 pods with alternatives fell back."
-    assert [i.value for i in at.info] == ["No DRA pod with alternatives was bound in this window."]
+    assert [i.value for i in at.info] == ["No DRA pod with alternatives was bound in this window.",
+                                          "No regret per model or hour: no pod with alternatives was bound in this window."]
 
 
 def test_fallback_page_ranks_why_h100_was_skipped_and_reads_regret(api_env: str) -> None:

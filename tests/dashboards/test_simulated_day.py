@@ -73,3 +73,56 @@ def test_verifying_a_window_matches_every_decision(simulated: tuple[str, dict], 
     assert not at.error, [e.value for e in at.error]
     shown = {m.label: m.value for m in at.metric}
     assert (shown["Replayed"], shown["Matched"], shown["Mismatched"]) == ("40", "40", "0")
+
+
+def _table(at: AppTest, first_column: str, column: str) -> list[dict]:
+    """The rows of the page's table whose first column is ``first_column`` and that has ``column``."""
+    for frame in at.dataframe:
+        df = frame.value
+        if list(df.columns)[:1] == [first_column] and column in df.columns:
+            return df.to_dict("records")
+    raise AssertionError(f"no table starting with {first_column!r}: {[list(f.value.columns) for f in at.dataframe]}")
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100.0 * x:.1f} %"
+
+
+def test_fairness_page_shows_the_apis_waits_per_hour_and_tenant(simulated: tuple[str, dict],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    base, _ = simulated
+    tenants = [t["tenant"] for t in httpx.get(f"{base}/v1/stats/fairness", timeout=120).json()["tenants"]]
+    expected = []
+    for tenant in tenants:
+        rows = httpx.get(f"{base}/v1/stats/fairness", params={"tenant": tenant, "by": "hour"}, timeout=120).json()["by_hour"]
+        expected += [(r["hour"], tenant, r["pods_started"], r["wait_p50_s"], r["wait_p95_s"], r["wait_p99_s"],
+                      r["pending_at_end"], r["failed"], r["starving_pods"], r["longest_wait_s"]) for r in rows]
+    expected.sort(key=lambda r: (r[0], r[1]))
+    # the day exercises the rows: several tenants over three hours, some of them waiting
+    assert len(tenants) >= 3 and len({r[0] for r in expected}) == int(HOURS)
+    assert any(r[4] > 0 for r in expected)
+    at = open_page("3_fairness.py", base, monkeypatch)
+    assert not at.error, [e.value for e in at.error]
+    shown = _table(at, "hour", "wait p95 (s)")
+    assert [(r["hour"], r["tenant"], r["pods started"], r["wait p50 (s)"], r["wait p95 (s)"], r["wait p99 (s)"],
+             r["pending at end"], r["failed"], r["starving"], r["longest wait (s)"]) for r in shown] == expected
+    peak = max(expected, key=lambda r: (r[5], r[0], r[1]))
+    at.radio(key="fair_hour_q").set_value("p99").run()
+    assert [c.value for c in at.caption if c.value.startswith("Reading: The longest hourly")] == [
+        f"Reading: The longest hourly wait p99 is {peak[1]}'s at {peak[0]} ({peak[5]:,.0f} s over {peak[2]:,} pods started)."]
+
+
+def test_fallback_page_shows_the_apis_regret_per_model_and_hour(simulated: tuple[str, dict],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    base, _ = simulated
+    api = {by: httpx.get(f"{base}/v1/stats/fallback", params={"by": by}, timeout=120).json()[f"by_{by}"]
+           for by in ("model", "hour")}
+    assert len(api["hour"]) == int(HOURS) and sum(r["fallbacks"] for r in api["model"]) > 0
+    at = open_page("2_fallback.py", base, monkeypatch)
+    assert not at.error, [e.value for e in at.error]
+    for by, first in (("model", "preferred"), ("hour", "hour")):
+        shown = _table(at, first, "regret rate")
+        assert [(r[first], r["pods with alternatives"], r["first-choice rate"], r["fallbacks"], r["regretted"],
+                 r["regret rate"]) for r in shown] == [
+            (r[first], r["pods_with_preference"], _pct(r["first_choice_rate"]), r["fallbacks"], r["regretted"],
+             _pct(r["regret_rate"])) for r in api[by]]

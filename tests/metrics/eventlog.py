@@ -115,14 +115,15 @@ class Log:
             "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}]}})
         return self
 
-    def dp_pod(self, ref: str, gpus: int) -> Log:
+    def dp_pod(self, ref: str, gpus: int, **constraints: Any) -> Log:
+        """A device-plugin pod; ``constraints`` go in its spec as given (nodeSelector, affinity)."""
         ns, name = ref.split("/")
         self.emit("Pod", ns, name, {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}",
                          "creationTimestamp": format_time_ms(self.now)},
             "spec": {"containers": [{"name": "main", "image": "trainer",
-                                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}})
+                                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}], **constraints}})
         return self
 
     def bind(self, ref: str, node: str, picks: dict[str, tuple[Any, ...]] | None = None) -> Log:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from audit.metrics import fold_lifecycle
 from tests.metrics.eventlog import MIN, T0, Log
 
@@ -61,3 +63,33 @@ def test_the_policy_and_capacity_timelines_follow_the_log() -> None:
     life = fold_lifecycle(log.events, "c1")
     assert [(t - T0, p.version) for t, p in life.policies] == [(0, "1"), (60 * MIN, "2")]
     assert [(t - T0, cap) for t, cap in life.capacity] == [(0, 8 * 1.0 + 8 * 0.5)]
+
+
+PRODUCT = "nvidia.com/gpu.product"  # the label GPU feature discovery sets on device-plugin nodes
+
+
+def _requiring(*values: str) -> dict:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": PRODUCT, "operator": "In", "values": list(values)}]}]}}}
+
+
+@pytest.mark.parametrize(
+    ("constraints", "asked"),
+    [
+        ({"nodeSelector": {PRODUCT: "NVIDIA-H100-80GB-HBM3"}}, "H100"),
+        ({"affinity": _requiring("NVIDIA-L4")}, "L4"),
+        ({"affinity": _requiring("NVIDIA-L4", "NVIDIA-H100-80GB-HBM3")}, "H100|L4"),
+        ({}, "H100|L4"),  # no constraint: any device-plugin GPU
+        ({"nodeSelector": {PRODUCT: "NVIDIA-A100-SXM4-80GB"}}, ""),  # no device-plugin node has it
+        # a selector and an affinity must both hold
+        ({"nodeSelector": {PRODUCT: "NVIDIA-L4"}, "affinity": _requiring("NVIDIA-H100-80GB-HBM3")}, ""),
+    ],
+    ids=["node-selector", "affinity", "affinity-of-two", "unconstrained", "no-node-has-it", "selector-and-affinity"],
+)
+def test_a_device_plugin_pod_asks_for_the_models_of_the_nodes_its_constraints_admit(constraints: dict,
+                                                                                    asked: str) -> None:
+    log = Log().nodes("H100", 1, 8).dp_nodes("H100", 1, 8).dp_nodes("L4", 2, 8)
+    log.at(0).dp_pod("team-a/dp", 1, **constraints).pod("team-a/dra", ("gpu", ["H100", "A100"], 1))
+    # it got an L4, whatever it asked for: what it asked for does not change with what it got
+    log.at(1).bind("team-a/dp", "l4-dp-0")
+    assert (_one(log, "team-a/dp").asked, _one(log, "team-a/dra").asked) == (asked, "")

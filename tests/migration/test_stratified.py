@@ -1,4 +1,4 @@
-"""The canary is judged within strata of model × tenant × hour: cohorts that differ only in which
+"""The canary is judged within strata of model asked for × tenant × hour: cohorts that differ only in which
 strata they fill compare as equal, a difference inside every stratum is found, pods without a
 counterpart are counted, and the effect does not depend on how strata are named."""
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from audit import migration
-from tests.migration.strata import CONFOUNDED, ONE_SIDED_STRATA, Pod, pods, records
+from tests.migration.strata import CONFOUNDED, ONE_SIDED_STRATA, Pod, asked, pods, records
 
 Z95 = migration.z_for(0.95)
 # what a user writes to judge DRA template v2 against the device plugin on scheduling latency
@@ -53,7 +53,7 @@ def test_the_verdict_follows_the_stratified_effect(
     cohort_pods: list[Pod], verdict: str, estimate: float, crude_estimate: float | None,
     crude_state_worse: bool | None, matched: tuple[int, int], unmatched: tuple[int, int],
 ) -> None:
-    rep = migration.report(records(cohort_pods), migration.Thresholds.from_dict(LATENCY_ONLY))
+    rep = migration.report(records(cohort_pods), migration.Thresholds.from_dict(LATENCY_ONLY), asked=asked(cohort_pods))
     (latency,) = rep.comparisons
     assert rep.verdict.value == verdict
     assert latency.strata == 2 and rep.matching.strata == 2
@@ -72,7 +72,8 @@ def test_the_verdict_follows_the_stratified_effect(
 
 
 def test_unmatched_pods_are_named_in_the_reasons_and_per_cohort() -> None:
-    rep = migration.report(records(ONE_SIDED_STRATA), migration.Thresholds.from_dict(LATENCY_ONLY))
+    rep = migration.report(records(ONE_SIDED_STRATA), migration.Thresholds.from_dict(LATENCY_ONLY),
+                           asked=asked(ONE_SIDED_STRATA))
     assert rep.reasons == ["unmatched (no pod of the other cohort with the same model × tenant × hour, left out): "
                            "baseline 1, candidate 3 pods"]
     assert {str(k): v for k, v in rep.matching.by_cohort.items()} == {"device-plugin": (8, 1), "dra/v2": (8, 3)}
@@ -81,7 +82,7 @@ def test_unmatched_pods_are_named_in_the_reasons_and_per_cohort() -> None:
 def test_cohorts_without_a_common_stratum_are_not_measured_and_held() -> None:
     # the shipped demo's situation: device-plugin pods all on L4, DRA pods all preferring H100
     apart = pods("device-plugin", "L4", "team-a", 9, [800] * 10) + pods("dra", "H100", "team-a", 9, [60_000] * 10)
-    rep = migration.report(records(apart), migration.Thresholds.from_dict(LATENCY_ONLY))
+    rep = migration.report(records(apart), migration.Thresholds.from_dict(LATENCY_ONLY), asked=asked(apart))
     (latency,) = rep.comparisons
     assert (rep.verdict.value, latency.state.value, latency.strata) == ("hold", "not_measured", 0)
     assert latency.crude.estimate == pytest.approx(59_200.0)
@@ -90,13 +91,51 @@ def test_cohorts_without_a_common_stratum_are_not_measured_and_held() -> None:
     assert (rep.matching.unmatched_baseline, rep.matching.unmatched_candidate) == (10, 10)
 
 
-def test_a_device_plugin_pod_is_stratified_by_the_model_it_got() -> None:
-    cohorts = migration.build_cohorts(records(pods("device-plugin", "L4", "team-a", 23, [100])
-                                              + pods("dra", "H100", "team-b", 0, [100], bound=False)))
-    assert [(str(k), [p.stratum for p in c.pods]) for k, c in cohorts.items()] == [
-        ("device-plugin", [("L4", "team-a", "2026-11-02T23Z")]),
-        ("dra/v2", [("H100", "team-b", "2026-11-02T00Z")]),
-    ]
+@pytest.mark.parametrize(
+    ("pod", "world", "stratum_model"),
+    [
+        (Pod("device-plugin", "H100", "team-a", 23, 100), True, "H100"),
+        # pins no model: it asked for any device-plugin GPU, though it got an H100 (by the model it
+        # got, it would be compared with DRA pods that asked for H100 and waited for one)
+        (Pod("device-plugin", "H100", "team-a", 23, 100, pinned=False), True, "H100|L4"),
+        (Pod("device-plugin", "L4", "team-a", 23, 100), True, "L4"),
+        # never bound: it got nothing, yet asked for H100
+        (Pod("device-plugin", "H100", "team-a", 23, 100, bound=False), True, "H100"),
+        # no event log: its record does not say what it asked for, and nothing is guessed
+        (Pod("device-plugin", "H100", "team-a", 23, 100), False, migration.UNKNOWN_ASK),
+        # a DRA pod that fell back from H100 to A100 asked for H100 (its record's first choice)
+        (Pod("dra", "H100", "team-a", 23, 100, got="A100"), False, "H100"),
+    ],
+    ids=["dp-pinned-h100", "dp-unpinned-got-h100", "dp-pinned-l4", "dp-pinned-h100-never-bound",
+         "dp-without-world", "dra-fell-back-to-a100"],
+)
+def test_a_pod_is_stratified_by_the_model_it_asked_for(pod: Pod, world: bool, stratum_model: str) -> None:
+    cohorts = migration.build_cohorts(records([pod]), asked=asked([pod]) if world else None)
+    [(_, cohort)] = cohorts.items()
+    assert [p.stratum for p in cohort.pods] == [(stratum_model, "team-a", "2026-11-02T23Z")]
+
+
+@pytest.mark.parametrize(
+    ("pinned", "verdict", "strata", "matched", "estimate"),
+    [
+        # asked for H100 like the DRA pods: compared with them, DRA waits 29.9 s longer
+        (True, "rollback", 1, (4, 4), 29_900.0),
+        # asked for any GPU and got a free H100: by the model it got it would be compared with the
+        # DRA pods that waited for an H100 (the same rollback); it asked for something else
+        (False, "hold", 0, (0, 0), math.nan),
+    ],
+    ids=["asked-for-h100", "asked-for-any-got-h100"],
+)
+def test_device_plugin_pods_meet_the_dra_pods_that_asked_for_the_same_model(
+    pinned: bool, verdict: str, strata: int, matched: tuple[int, int], estimate: float,
+) -> None:
+    group = [Pod("device-plugin", "H100", "team-a", 9, 100, pinned=pinned) for _ in range(4)] + pods(
+        "dra", "H100", "team-a", 9, [30_000] * 4)
+    rep = migration.report(records(group), migration.Thresholds.from_dict(LATENCY_ONLY), asked=asked(group))
+    (latency,) = rep.comparisons
+    assert (rep.verdict.value, latency.strata, rep.matching.matched_baseline, rep.matching.matched_candidate) == (
+        verdict, strata, *matched)
+    assert latency.regression.estimate == pytest.approx(estimate, nan_ok=True)
 
 
 # success rate by hand: L4 stratum DRA 1/2 vs device plugin 2/2, H100 stratum DRA 4/4 vs 2/4.

@@ -69,6 +69,12 @@ def test_bad_arguments_give_one_line(argv, message, capsys):
                      "spec.tenants[0].bursts[0].at: invalid duration 'soon'", id="bad-burst-time"),
         pytest.param("{tenants: [{namespace: a, templates: [{name: missing}]}]}",
                      "spec.tenants[0].templates[0].name: no ResourceClaimTemplate 'missing'", id="unknown-template"),
+        pytest.param("{nodePools: [{model: L4, nodes: 1, devicePlugin: true}], "
+                     "tenants: [{namespace: a, templates: [{name: t}], devicePluginModels: {H100: 1}}]}",
+                     "spec.tenants[0].devicePluginModels.H100: no devicePlugin node pool has this model",
+                     id="pinned-model-without-a-pool"),
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], devicePluginModels: {L4: many}}]}",
+                     "spec.tenants[0].devicePluginModels.L4: expected a non-negative weight", id="bad-pin-weight"),
     ],
 )
 def test_bad_workload_fields_are_named(tmp_path, capsys, spec, message):
@@ -85,3 +91,50 @@ def test_bad_workload_field_is_named(tmp_path, capsys):
                  "spec: {tenants: [{namespace: a, templates: [{name: t}], sizes: {'0': 1}}]}\n")
     assert main(["simulate", "--quiet", "--scenario", str(f)]) == 2
     assert "Workload w: spec.tenants[0].sizes.0: keys are device counts >= 1" in capsys.readouterr().err
+
+
+def test_device_plugin_pods_pin_the_models_their_tenant_names(tmp_path):
+    """``devicePluginModels``: each device-plugin pod selects one model's nodes by the label GPU
+    feature discovery sets, and is only ever bound to a node of that model."""
+    events = tmp_path / "events.jsonl"
+    assert main(["simulate", "--quiet", "--hours", "2", "--seed", "1", "--out", str(tmp_path / "r.jsonl"),
+                 "--events", str(events)]) == 0
+    evs = [validate_event(json.loads(line)) for line in events.read_text().splitlines()]
+    products = {e.name: e.payload["metadata"]["labels"].get("nvidia.com/gpu.product")
+                for e in evs if e.object_kind == "Node" and e.type == "upsert"}
+    pinned: dict[str, str] = {}
+    bound: dict[str, str] = {}
+    for e in evs:
+        spec = e.payload.get("spec") or {}
+        if e.object_kind != "Pod" or e.type != "upsert" or "resourceClaims" in spec:
+            continue
+        pinned.setdefault(e.name, spec["nodeSelector"]["nvidia.com/gpu.product"])
+        if spec.get("nodeName"):
+            bound[e.name] = spec["nodeName"]
+    # the default day: prod-inference pins H100 or L4, team-a H100
+    assert set(pinned.values()) == {"NVIDIA-H100-80GB-HBM3", "NVIDIA-L4"} and bound
+    assert all(products[node] == pinned[pod] for pod, node in bound.items())
+
+
+def test_pinning_models_leaves_every_other_draw_of_the_day_alone():
+    """The pinned models come from a stream of their own: with or without them, the same jobs
+    arrive at the same times with the same sizes, durations, templates and tracks."""
+    from pathlib import Path
+
+    from audit.cli.cmd_simulate import DEFAULT_SCENARIO
+    from ingest.simulate.loop import Simulator
+    from ingest.simulate.scenario import load_scenario_text
+
+    text = Path(DEFAULT_SCENARIO).read_text()
+    unpinned = "\n".join(line for line in text.splitlines() if "devicePluginModels" not in line)
+    assert unpinned != text
+
+    def jobs(source: str) -> list:
+        return Simulator(load_scenario_text(source, "day"), seed=3, hours=6).generate_jobs()
+
+    pinned_jobs, plain_jobs = jobs(text), jobs(unpinned)
+    strip = [(j.name, j.namespace, j.arrival_ms, j.size, j.duration_ms, j.template, j.device_plugin) for j in pinned_jobs]
+    assert strip == [(j.name, j.namespace, j.arrival_ms, j.size, j.duration_ms, j.template, j.device_plugin)
+                     for j in plain_jobs]
+    assert {j.node_model for j in pinned_jobs if j.device_plugin} == {"H100", "L4"}
+    assert {j.node_model for j in plain_jobs} == {""}

@@ -2,7 +2,7 @@
 promote / hold / rollback verdict of ``audit.migration``.
 
 The cohort rows (decisions, success and fallback rates, waits) are the store's ``migration_stats``;
-the verdict compares the cohorts' pods within model × tenant × hour strata, from per-pod outcomes
+the verdict compares the cohorts' pods within strata of the model asked for × tenant × hour, from per-pod outcomes
 this module's query folds in ClickHouse (so a million decisions never become a million Python
 records). The verdict's figures are under ``comparison``, as ``claimtrail migration report -o json``
 prints them.
@@ -19,6 +19,7 @@ from audit import migration, thresholds_file
 from audit.api import storeport
 from audit.api.problems import Problem
 from audit.api.stats import Ask, StatsKind
+from audit.records import Track
 from audit.store.aggregates import FINAL, Query
 from audit.store.connection import StoreError
 from audit.store.filters import DecisionFilter, conditions, where_sql
@@ -49,68 +50,68 @@ _MARKED = (f"((cluster, namespace, pod) IN (SELECT cluster, namespace, name FROM
 # A pod's cohort and stratum strings travel through the fold as one 64-bit hash each (folding a
 # million pods' string tuples costs several times more); ``pod_outcomes`` maps them back.
 _LATEST_CODE = "cityHash64(track, template_version, preferred_model, tenant)"
-_MODEL_CODE = "cityHash64(allocated_model)"
 OUTCOME_SUMS = ("pods", "bound", "fallbacks", "bound_wait_ms", "bound_wait_ms_sq", "pending_ms", "pending_ms_sq")
 
 
 def pod_outcomes(query: Query, f: DecisionFilter) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Pods under ``f``, folded as ``audit.migration.build_cohorts`` folds a pod's records (attempts
     ordered by seq, time and attempt; a pod's attempts never tie on all three): the latest attempt
-    names the cohort (track, template_version), the pod name and the stratum's tenant and model (its
-    preferred model, else the bound attempt's allocated one); the stratum's hour is that of the pod's
-    earliest attempt, as hours since the epoch; the first allocated attempt is the bound one (its
-    fallback flag, wait and time), a pod's pending time is the largest wait of any attempt.
+    names the cohort (track, template_version), the pod's names and the stratum's tenant and, for a
+    DRA pod, its model (the preferred model); the stratum's hour is that of the pod's earliest
+    attempt, as hours since the epoch; the first allocated attempt is the bound one (its fallback
+    flag, wait and time), a pod's pending time is the largest wait of any attempt.
 
-    Done in ClickHouse so a million decisions never become a million Python objects: pods that
+    Done in ClickHouse so a million decisions never become a million Python objects: DRA pods that
     never released their devices (no Pod delete or finished phase in the event log, so no
     utilisation to measure) come back as sums per cohort × stratum (``OUTCOME_SUMS``: pods, bound
     pods, bound pods that fell back, and the sum and sum of squares of the bound wait and of the
-    pending time — what ``audit.migration.Moments`` holds); the released ones one by one
-    (``pods`` = 1), with what their utilisation needs. Pods are grouped by a 64-bit hash of
-    (cluster, namespace, uid or name).
+    pending time — what ``audit.migration.Moments`` holds); released pods, and device-plugin pods
+    whose records name no preferred model, one by one (``pods`` = 1) with their names: the released
+    ones for their utilisation, the device-plugin ones because the model they asked for is then
+    not in their records but in the event log (``audit.migration.asked_from_lifecycle``, by uid or
+    name). ``model`` is the latest record's preferred model.
+    Pods are grouped by a 64-bit hash of (cluster, namespace, uid or name).
 
     One pass over the rows, with few aggregate states per pod: whether a row's pod may have been
     released (its name or uid is in the release events) is decided per row, so the pod's names —
-    strings, costly to carry for a million pods — are only kept from those rows. A pod released by
-    uid has every row marked and one released by its latest name has its latest row marked, so
-    "bound and the latest row is marked" is exactly "released", and the latest marked row then
-    carries the latest name."""
+    strings, costly to carry for a million pods — are only kept from those rows and device-plugin
+    ones. A pod released by uid has every row marked and one released by its latest name has its
+    latest row marked, so "bound and the latest row is marked" is exactly "released", and the latest
+    marked row then carries the latest name."""
     clauses, params = conditions(f)
     rows = (
         f"SELECT cityHash64({_POD}) AS h, cluster, namespace, pod, {_POD_KEY} AS k, {_LATEST_CODE} AS c, "
-        f"preferred_model = '' AS np, {_MODEL_CODE} AS a, outcome = 'allocated' AS ok, fallback, wait_ms, "
+        "track = 'device-plugin' AND preferred_model = '' AS dp, outcome = 'allocated' AS ok, fallback, wait_ms, "
         f"toUnixTimestamp64Milli(time) AS ms, {ATTEMPT_ORDER} AS o, {_MARKED} AS marked "
         f"FROM decisions FINAL {where_sql(clauses)}"
     )
     pods = (
-        "SELECT argMaxIf((cluster, namespace, k, pod), o, marked) AS names, argMax((c, np, marked), o) AS latest, "
-        "max(ok) AS bound, argMinIf((fallback, wait_ms, ms, a), o, ok) AS first_bound, "
-        "intDiv(min(ms), 3600000) AS first_hour, max(wait_ms) AS pending, bound AND latest.3 AS rel "
+        "SELECT argMaxIf((cluster, namespace, k, pod), o, marked OR dp) AS names, argMax((c, dp, marked), o) AS latest, "
+        "max(ok) AS bound, argMinIf((fallback, wait_ms, ms), o, ok) AS first_bound, "
+        "intDiv(min(ms), 3600000) AS first_hour, max(wait_ms) AS pending, bound AND latest.3 AS rel, "
+        "rel OR latest.2 AS one "
         f"FROM ({rows}) GROUP BY h"
     )
-    # model code 0: the latest attempt's preferred model names the stratum
-    sql = ("SELECT rel, if(rel, names.1, ''), if(rel, names.2, ''), if(rel, names.3, ''), if(rel, names.4, ''), "
-           "if(rel, first_bound.3, 0), latest.1, if(latest.2 AND bound, first_bound.4, 0), first_hour, count(), "
+    sql = ("SELECT rel, if(one, names.1, ''), if(one, names.2, ''), if(one, names.3, ''), if(one, names.4, ''), "
+           "if(rel, first_bound.3, 0), latest.1, first_hour, count(), "
            "sum(bound), sum(bound AND first_bound.1), sumIf(first_bound.2, bound), "
            "sumIf(toUInt128(first_bound.2) * first_bound.2, bound), sum(pending), sum(toUInt128(pending) * pending) "
            f"FROM ({pods}) GROUP BY ALL ORDER BY ALL")
-    names = (f"SELECT DISTINCT {_LATEST_CODE}, track, template_version, preferred_model, tenant, {_MODEL_CODE}, "
-             f"allocated_model FROM decisions {where_sql(clauses)}")
+    names = (f"SELECT DISTINCT {_LATEST_CODE}, track, template_version, preferred_model, tenant "
+             f"FROM decisions {where_sql(clauses)}")
     latest: dict[int, tuple[str, str, str, str]] = {}
-    models: dict[int, str] = {}
-    for c, track, template, preferred, tenant, a, allocated in query(names, params, None).result_rows:
-        if latest.setdefault(c, (track, template, preferred, tenant)) != (track, template, preferred, tenant) \
-                or models.setdefault(a, allocated) != allocated:
-            raise StoreError(f"pod_outcomes: two cohorts or models share the hash {c} or {a}")
+    for c, track, template, preferred, tenant in query(names, params, None).result_rows:
+        if latest.setdefault(c, (track, template, preferred, tenant)) != (track, template, preferred, tenant):
+            raise StoreError(f"pod_outcomes: two cohorts share the hash {c}")
     keys = ("cluster", "namespace", "pod_key", "pod", "bound_ms", "track", "template_version", "model", "tenant",
             "first_hour", *OUTCOME_SUMS)
     groups: list[dict[str, Any]] = []
     singles: list[dict[str, Any]] = []
     for row in query(sql, params, FINAL).result_rows:
         track, template, preferred, tenant = latest[row[6]]
-        model = models[row[7]] if row[7] else preferred
-        out = dict(zip(keys, (*row[1:6], track, template, model, tenant, *row[8:]), strict=True))
-        (singles if row[0] else groups).append(out)
+        out = dict(zip(keys, (*row[1:6], track, template, preferred, tenant, *row[7:]), strict=True))
+        out["released"] = bool(row[0])
+        (singles if out["pod_key"] else groups).append(out)
     return groups, singles
 
 
@@ -160,18 +161,33 @@ def _moments(row: dict[str, Any], utilisation: float | None) -> dict[str, migrat
     }
 
 
+def asked(db: StoreReads, f: DecisionFilter) -> dict[tuple[str, str, str], str]:
+    """What each device-plugin pod asked for, from the pod lifecycle of the filter's cluster (of every
+    cluster with events when it names none)."""
+    clusters = [f.cluster] if f.cluster else storeport.call(db.event_clusters)
+    out: dict[tuple[str, str, str], str] = {}
+    for cluster in clusters:
+        out.update(migration.asked_from_lifecycle(storeport.call(db.pod_lifecycle, cluster).pods))
+    return out
+
+
 def cohorts(db: StoreReads, f: DecisionFilter) -> dict[migration.CohortKey, migration.Cohort]:
     """``audit.migration`` cohorts from per-pod outcomes folded in ClickHouse (``pod_outcomes``):
-    per stratum as moments, so a million pods cost a few hundred rows."""
-    groups, released = storeport.call(db.insight, pod_outcomes, f)
+    per stratum as moments, so a million DRA pods cost a few hundred rows; device-plugin pods are
+    stratified by the model they asked for, which the pod lifecycle gives."""
+    groups, singles = storeport.call(db.insight, pod_outcomes, f)
     releases = migration.releases_from_events(storeport.call(db.insight, pod_release_events, f.cluster)) \
-        if released else {}
+        if any(r["released"] for r in singles) else {}
+    dp = Track.DEVICE_PLUGIN.value
+    asks = asked(db, f) if any(r["track"] == dp and not r["model"] for r in singles) else {}
     out: dict[migration.CohortKey, migration.Cohort] = {}
-    for row in released + groups:
+    for row in singles + groups:
         key = migration.CohortKey(row["track"], row["template_version"])
-        share = _held_share(releases, row) if row["pod_key"] else None
+        share = _held_share(releases, row) if row["released"] else None
         hour = migration.stratum_hour(datetime.fromtimestamp(int(row["first_hour"]) * 3600, UTC))
-        out.setdefault(key, migration.Cohort(key)).count((row["model"], row["tenant"], hour), _moments(row, share))
+        model = migration.model_asked(row["track"], row["model"], (row["cluster"], row["namespace"]),
+                                      (row["pod_key"], row["pod"]), asks)
+        out.setdefault(key, migration.Cohort(key)).count((model, row["tenant"], hour), _moments(row, share))
     return dict(sorted(out.items()))
 
 
@@ -220,7 +236,7 @@ def answer(ask: Ask) -> dict[str, Any]:
 KIND = StatsKind(
     name="migration",
     summary="Device-plugin vs DRA cohorts with utilisation and the promote/hold/rollback verdict; the comparison "
-            "is made within model × tenant × hour strata (its figures under `comparison`)",
+            "is made within strata of the model asked for × tenant × hour (its figures under `comparison`)",
     groupings=(("track", "template_version"),),
     answer=answer,
 )
