@@ -30,8 +30,13 @@ def _general(records: list[DecisionRecord], options: object = LOGS) -> list[tupl
 
 
 def _one_pass(records: list[DecisionRecord], options: object = LOGS) -> list[tuple[list[bytes], list[bytes]] | None]:
+    """Each decision written twice, the second time from the groups of values the first one cached."""
     links = AttemptLinks()
-    return [decision_wire.encode(r, options, links) for r in records]  # type: ignore[arg-type]
+    first = [decision_wire.encode(r, options, links) for r in records]  # type: ignore[arg-type]
+    links = AttemptLinks()
+    second = [decision_wire.encode(r, options, links) for r in records]  # type: ignore[arg-type]
+    assert second == first
+    return first
 
 
 def _unschedulable(attempt: int) -> DecisionRecord:
