@@ -20,6 +20,7 @@ from __future__ import annotations
 import operator
 import struct
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from audit.allocator.outcome import TierEvidence
 from audit.records import DecisionRecord, Outcome, TierSummary
@@ -94,7 +95,9 @@ _CLAIMS, _CLAIM_UIDS, _DEVICES, _RECORD = (_key_prefix(key) for key in (s.CLAIMS
 _stable_values = operator.attrgetter(*(name for _, name in ROOT_FIELDS[:ROOT_STABLE]))
 _varying_values = operator.attrgetter("pod", "pod_uid", "node", "input_digest", "output_digest", "message",
                                       "seq", "wait_ms", "steps", "duration_us", "claims", "claim_uids", "preference")
-_REASONS: dict[str, tuple[bytes, ...]] = {}  # a reason count's heads, by reason code
+_REASONS: dict[str, tuple[bytes, ...]] = {}
+_DETAILS: dict[tuple[str, str], bytes] = {}
+_VERDICTS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}  # see _verdict  # a verdict's detail of one text, by its key and text  # a reason count's heads, by reason code
 _TIER_NAMES: dict[str, bytes] = {}  # a tier span's name field and kind, by the tier's label
 
 
@@ -125,6 +128,38 @@ def _tier_name(tier_label: str) -> bytes:
 def _field(tag: bytes, body: bytes) -> bytes:
     n = len(body)
     return tag + (_SMALL[n] if n < 16384 else _varint(n)) + body
+
+
+def _verdict(key: tuple[Any, ...], position: int, decision_id: str) -> tuple[bytes, bytes]:
+    """A verdict log record's body field, and its attributes after the decision id but for the
+    detail, as ``otlpwire.log_record`` writes them; kept by the verdict's tier, device, node and reason."""
+    index, _, device, _, node, _, reason, _ = key
+    on = f" on {node}" if node else ""
+    body = _field(b"\x2a", _field(b"\x0a", f"tier {index}: {device}{on}: {reason}".encode()))
+    parts: list[bytes] = []
+    otlpwire._verdict_into(parts, _LOG_ATTR, VerdictAttributes(
+        decision_id, Verdict(position, index, device, node, reason, "exemplar", {})))
+    written = body, b"".join(parts[2:])  # after the tag and the decision id
+    if len(_VERDICTS) >= otlpwire._CACHE_LIMIT:
+        _VERDICTS.clear()
+    _VERDICTS[key] = written
+    return written
+
+
+def _detail(detail: Mapping[str, object]) -> bytes:
+    """A verdict's detail attributes as ``otlpwire._verdict_into`` writes them; a detail of one
+    text (who holds a device in use, say) is kept whole, as such details repeat."""
+    if len(detail) == 1:
+        for key, value in detail.items():
+            if value.__class__ is str:
+                entry = (key, value)
+                written = _DETAILS.get(entry)
+                if written is None:
+                    if len(_DETAILS) >= otlpwire._CACHE_LIMIT:
+                        _DETAILS.clear()
+                    written = _DETAILS[entry] = otlpwire.attributes(_LOG_ATTR, {s.VERDICT_DETAIL_PREFIX + key: value})
+                return written
+    return otlpwire.attributes(_LOG_ATTR, {s.VERDICT_DETAIL_PREFIX + k: detail[k] for k in sorted(detail)})
 
 
 def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes, exported: int, why: str) -> bool:
@@ -283,24 +318,24 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
 
     out_logs: list[bytes] = []
     if exemplars and logs and options.verdict_logs:
-        groups = otlpwire._VERDICT_GROUPS
         for position, tier in enumerate(tiers):
             if not tier.exemplars:
                 continue
             at = _FIXED64(t + position * slot)
             span_id, index = tier_ids[position], tier.index
             for ex in tier.exemplars:
-                device, node, reason = ex.device, ex.node, ex.reason
-                on = f" on {node}" if node else ""
-                text = f"tier {index}: {device}{on}: {reason}".encode()
-                parts = [b"\x09", at, _LOG_HEAD, _field(b"\x2a", _field(b"\x0a", text))]
-                where = groups.get((_LOG_ATTR, index, index.__class__, device, device.__class__, node, node.__class__))
-                why_group = groups.get((_LOG_ATTR, reason, reason.__class__, "exemplar", str))
-                if where is None or why_group is None or ex.detail:
-                    verdict = Verdict(position, index, device, node, reason, "exemplar", ex.detail)
-                    otlpwire._verdict_into(parts, _LOG_ATTR, VerdictAttributes(decision_id, verdict))
+                device, node, reason, detail = ex.device, ex.node, ex.reason, ex.detail
+                key = (index, index.__class__, device, device.__class__, node, node.__class__, reason, reason.__class__)
+                written = _VERDICTS.get(key)
+                if written is None:
+                    written = _verdict(key, position, decision_id)
+                body, where = written
+                if detail:
+                    out_logs.append(_field(b"\x12", b"".join((
+                        b"\x09", at, _LOG_HEAD, body, _LOG_ATTR, decision, where, _detail(detail),
+                        _LOG_TRACE, trace, b"\x52\x08", span_id, b"\x59", at, _LOG_TAIL))))
                 else:
-                    parts += (_LOG_ATTR, decision, where, why_group)
-                parts += (_LOG_TRACE, trace, b"\x52\x08", span_id, b"\x59", at, _LOG_TAIL)
-                out_logs.append(_field(b"\x12", b"".join(parts)))
+                    out_logs.append(_field(b"\x12", b"".join((
+                        b"\x09", at, _LOG_HEAD, body, _LOG_ATTR, decision, where,
+                        _LOG_TRACE, trace, b"\x52\x08", span_id, b"\x59", at, _LOG_TAIL))))
     return out_spans, out_logs

@@ -48,6 +48,8 @@ def decision_span_ids(decision_id: str, tiers: int, salt: str = "") -> tuple[int
 
 
 _ZERO8, _ONE8 = bytes(8), (1).to_bytes(8, "big")
+# what follows a tier span's hash input after the decision id, by position, per salt
+_TIER_ROLES: dict[bytes, list[bytes]] = {}
 _ZERO16, _ONE16 = bytes(16), (1).to_bytes(16, "big")
 
 
@@ -61,7 +63,12 @@ def decision_id_bytes(decision_id: str, tiers: int, salt: str = "") -> tuple[byt
     trace = sha256(b"claimtrail-trace\x00" + did + suffix).digest()[:16]
     span = b"claimtrail-span\x00" + did
     root = sha256(span + b"\x00root" + suffix).digest()[:8]
-    tier_ids = [sha256(b"%b\x00tier/%d%b" % (span, position, suffix)).digest()[:8] for position in range(tiers)]
+    roles = _TIER_ROLES.get(suffix)
+    if roles is None or len(roles) < tiers:
+        if len(_TIER_ROLES) >= 64:
+            _TIER_ROLES.clear()
+        roles = _TIER_ROLES[suffix] = [b"\x00tier/%d%b" % (position, suffix) for position in range(max(tiers, 8))]
+    tier_ids = [sha256(span + roles[position]).digest()[:8] for position in range(tiers)]
     # all-zero ids are invalid in OTLP (see _hash_int)
     if trace == _ZERO16:
         trace = _ONE16

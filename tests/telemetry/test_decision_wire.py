@@ -139,8 +139,17 @@ def test_any_decision_is_written_as_its_shape_would_write_it(
         assert written == _general(records, options)
 
 
-def test_verdict_details_are_written_like_the_shape_writes_them() -> None:
+DETAILS = {
+    "two-texts-written-sorted": {"b": "2", "a": "1"},
+    "one-text-kept-whole": {"by": "allocated"},
+    "one-number": {"free": 0},
+    "none": {},
+}
+
+
+@pytest.mark.parametrize("detail", list(DETAILS.values()), ids=list(DETAILS))
+def test_verdict_details_are_written_like_the_shape_writes_them(detail: dict[str, object]) -> None:
     tiers = _usual().tiers
-    tiers[0].exemplars.append(Exemplar("gpu.nvidia.com/node-h1/gpu-2", "", "in_use", {"b": "2", "a": "1"}))
-    records = [_usual(tiers=tiers)]
+    tiers[0].exemplars.append(Exemplar("gpu.nvidia.com/node-h1/gpu-2", "", "in_use", detail))  # type: ignore[arg-type]
+    records = [_usual(tiers=tiers), _usual(1, tiers=tiers)]
     assert _one_pass(records) == _general(records)
