@@ -95,9 +95,9 @@ _CLAIMS, _CLAIM_UIDS, _DEVICES, _RECORD = (_key_prefix(key) for key in (s.CLAIMS
 _stable_values = operator.attrgetter(*(name for _, name in ROOT_FIELDS[:ROOT_STABLE]))
 _varying_values = operator.attrgetter("pod", "pod_uid", "node", "input_digest", "output_digest", "message",
                                       "seq", "wait_ms", "steps", "duration_us", "claims", "claim_uids", "preference")
-_REASONS: dict[str, tuple[bytes, ...]] = {}
-_DETAILS: dict[tuple[str, str], bytes] = {}
-_VERDICTS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}  # see _verdict  # a verdict's detail of one text, by its key and text  # a reason count's heads, by reason code
+_REASONS: dict[str, tuple[bytes, ...]] = {}  # a reason count's heads, by reason code
+_DETAILS: dict[tuple[str, str], bytes] = {}  # a verdict's detail of one text, by its key and text
+_VERDICTS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}  # see _verdict
 _TIER_NAMES: dict[str, bytes] = {}  # a tier span's name field and kind, by the tier's label
 
 
