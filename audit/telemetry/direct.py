@@ -1,8 +1,9 @@
 """ClaimTrail's decision exporter: OTLP protobuf encoded from each record, batched, sent over HTTP.
 
 ``DecisionExporter.export()`` checks the record's time and keeps the decision; every
-``ENCODE_BATCH`` decisions (and at flush) it lays each one's trace out (``audit.telemetry.shape``),
-writes its spans and verdict log records as OTLP protobuf (``audit.telemetry.otlpwire``) and counts
+``ENCODE_BATCH`` decisions (and at flush) it writes each one's spans and verdict log records as
+OTLP protobuf (``audit.telemetry.decision_wire``: straight from the record for the usual decision,
+else through its trace shape, ``audit.telemetry.shape`` and ``audit.telemetry.otlpwire``) and counts
 it in the decision metrics (``audit.telemetry.metric_points``), one tight loop per batch rather than
 a little work between every two engine steps. A sender thread wraps full batches in export
 requests and POSTs them (``audit.telemetry.delivery``). Batches follow the SDK's variables:
@@ -34,7 +35,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 
 from audit.allocator.outcome import TierEvidence
 from audit.records import DecisionRecord
-from audit.telemetry import otlpwire
+from audit.telemetry import decision_wire, otlpwire
 from audit.telemetry.delivery import HttpSignal, SignalReport
 from audit.telemetry.errors import TelemetryConfigError, TelemetryError
 from audit.telemetry.metric_points import DecisionCounts
@@ -45,7 +46,7 @@ from audit.telemetry.pipeline import (
     TelemetrySettings,
     protocol_for,
 )
-from audit.telemetry.shape import AttemptLinks, decision_shape
+from audit.telemetry.shape import AttemptLinks
 from audit.telemetry.timefmt import time_ns
 
 DEFAULT_BATCH_ITEMS = 512
@@ -230,13 +231,14 @@ class DecisionExporter:
         sent = []
         for record, verdicts, labels in pending:
             try:
-                shape = decision_shape(record, verdicts, labels, options, links)
-                encoded.append(otlpwire.decision(shape, want_spans, want_logs))
+                decision_spans, decision_logs, record = decision_wire.fields(
+                    record, verdicts, labels, options, links, want_spans, want_logs)
+                encoded.append((decision_spans, decision_logs))
             except (TypeError, ValueError, OverflowError, AttributeError) as exc:
                 errors.append(str(exc) if isinstance(exc, TelemetryError)
                               else f"DecisionRecord {record.decision_id}: cannot be encoded for OTLP: {exc}")
                 continue
-            sent.append(shape.record)
+            sent.append(record)
         requests = []
         with self._lock:
             self._decisions += len(pending)

@@ -3,6 +3,7 @@ objects built directly, and the SDK's own Tracer and Logger all encode a decisio
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -16,8 +17,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from audit.allocator.outcome import DeviceVerdict, TierEvidence
 from audit.records import DecisionRecord, Exemplar, Outcome, TierSummary
-from audit.telemetry import DecisionTelemetry, Redaction, TelemetrySettings, otlpwire
-from audit.telemetry.shape import AttemptLinks, decision_shape
+from audit.telemetry import DecisionTelemetry, Redaction, TelemetrySettings, decision_wire, otlpwire
+from audit.telemetry.shape import AttemptLinks
 from audit.telemetry.spans import HashedOnceResource
 from tests.otlp.test_round_trip_property import records
 from tests.telemetry.records_factory import POD, make_record
@@ -54,14 +55,15 @@ def _wire(spans: InMemorySpanExporter, logs: InMemoryLogRecordExporter) -> tuple
 
 def _written(records: Sequence[DecisionRecord], verdicts: Sequence[TierEvidence],
              labels: Mapping[str, str] | None, settings: TelemetrySettings) -> tuple[bytes, bytes, int, int]:
-    """What ClaimTrail's own encoder writes for the same decisions, in one request per signal."""
+    """What ClaimTrail's own encoder writes for the same decisions, in one request per signal, by
+    the route the exporter takes (from the record directly when it can, else from the shape)."""
     envelope = otlpwire.Envelope(RESOURCE.attributes)
     links = AttemptLinks()
     spans: list[bytes] = []
     logs: list[bytes] = []
     for record in records:
-        decision_spans, decision_logs = otlpwire.decision(
-            decision_shape(record, verdicts, labels, settings.shape_options(), links))
+        decision_spans, decision_logs, _ = decision_wire.fields(
+            record, verdicts, labels, settings.shape_options(), links)
         spans += decision_spans
         logs += decision_logs
     # an empty log batch is never sent; the SDK encodes no log records as an empty request
@@ -122,6 +124,12 @@ CASES = {
     "verdicts-as-logs-and-events": dict(records=[make_record()], verdicts=_evidence(), route="both"),
     "retries-link-to-the-attempt-before": dict(records=_retries()),
     "why-url-and-id-salt": dict(records=[make_record()], api_url="http://claimtrail:8000", id_salt="run-2"),
+    # no blockers, no labels, no engine verdicts: written straight from the record
+    "usual-decisions-in-one-pass": dict(records=[make_record(i, blockers=[]) for i in range(3)],
+                                        api_url="http://claimtrail:8000", id_salt="run-2"),
+    "usual-retries-in-one-pass": dict(records=[dataclasses.replace(r, blockers=[]) for r in _retries()]),
+    "usual-error-in-one-pass": dict(records=[make_record(outcome=Outcome.ERROR.value, message="", devices=[], node="",
+                                                         blockers=[])]),
 }
 
 

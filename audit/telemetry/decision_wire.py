@@ -1,0 +1,341 @@
+"""A usual decision written as OTLP protobuf in one pass from its record, without its trace shape.
+
+``audit.telemetry.shape`` lays a decision's trace out as objects (spans, attribute mappings,
+verdicts, log records) that ``audit.telemetry.otlpwire`` then writes; for the decisions an engine
+exports by the thousand, building those objects costs as much as writing the bytes. ``encode``
+writes the same bytes straight from the record for the usual case: no redaction, no labels, no
+engine verdicts besides the record's exemplars, no blockers, verdicts as log records only, and
+no more exemplars than the bound. Anything else returns None and goes the general way, before
+any state (the retry links) has changed. That both ways give identical bytes is a tested property.
+
+The attributes are written from the groups the general writer caches (a root's stable fields, a
+tier's index and model, a verdict's device and node, ...), and a group seen for the first time
+is written by the general writer, which keeps it. Each attribute whose key is known here has its
+head (tag, lengths, key) ready for every short text length and every varint size, so a string
+or count is two pieces for the final ``join``, with no arithmetic and no call.
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from audit.allocator.outcome import TierEvidence
+from audit.records import DecisionRecord, Outcome, TierSummary
+from audit.telemetry import otlpwire
+from audit.telemetry import schema as s
+from audit.telemetry.attributes import (
+    ROOT_FIELDS,
+    ROOT_STABLE,
+    RootAttributes,
+    TierAttributes,
+    Verdict,
+    VerdictAttributes,
+    VerdictSelection,
+    tier_results,
+    tier_status_message,
+)
+from audit.telemetry.ids import decision_id_bytes, wait_span_id_for
+from audit.telemetry.record_dict import record_bytes
+from audit.telemetry.shape import (
+    NOMINAL_TIER_US,
+    AttemptLinks,
+    LinkShape,
+    ShapeOptions,
+    decision_shape,
+    why_url,
+)
+from audit.telemetry.timefmt import time_ns
+
+_ERROR = Outcome.ERROR.value
+_NOT_TRIED, _EXHAUSTED = s.TIER_NOT_TRIED, s.TIER_EXHAUSTED
+_SPAN_ATTR, _LOG_ATTR = b"\x4a", b"\x32"
+_TIMES = struct.Struct("<BQBQ").pack  # start_time_unix_nano (fixed64 field 7), end (field 8)
+_FIXED64 = struct.Struct("<Q").pack
+_SPAN_FLAGS = b"\x85\x01" + struct.pack("<I", 0x100)  # parent is local, as otlpwire writes it
+_UNSET_TAIL = b"\x7a\x00" + _SPAN_FLAGS
+_ERROR_CODE = b"\x18\x02"  # Status.code ERROR
+_LOG_HEAD = b"\x10\x09\x1a\x04INFO"  # severity_number INFO (9), severity_text "INFO"
+_LOG_TRACE = b"\x45" + struct.pack("<I", 1) + b"\x4a\x10"  # flags (sampled), trace_id's tag and length
+_LOG_TAIL = b"\x62" + otlpwire.varint(len(s.VERDICT_EVENT)) + s.VERDICT_EVENT.encode()
+_ROOT_NAME = b"\x2a" + otlpwire.varint(len(s.ROOT_SPAN)) + s.ROOT_SPAN.encode() + b"\x30\x01"
+_WAIT_NAME = b"\x2a" + otlpwire.varint(len(s.WAIT_SPAN)) + s.WAIT_SPAN.encode() + b"\x30\x01"
+_SMALL, _ld, _varint, _key_prefix = otlpwire._SMALL, otlpwire._ld, otlpwire.varint, otlpwire._key_prefix
+_SHORT = 128  # texts shorter than this have their attribute's head ready-made
+
+
+def _string_heads(tag: bytes, key: str) -> tuple[bytes, ...]:
+    """Everything before the text of a ``key`` attribute holding a string of n < _SHORT bytes, by n:
+    the parent's tag, the KeyValue's length, its key and the value's head (as ``otlpwire._str_field``)."""
+    return tuple(b"".join(otlpwire._str_field(tag, _key_prefix(key), b"\x00" * n)[:4]) for n in range(_SHORT))
+
+
+def _int_heads(tag: bytes, key: str) -> tuple[bytes, ...]:
+    """Everything before the varint of a ``key`` attribute holding an int, by the varint's size."""
+    prefix = _key_prefix(key)
+    return (b"",) + tuple(tag + _SMALL[len(prefix) + 3 + size] + prefix + b"\x12" + _SMALL[1 + size] + b"\x18"
+                          for size in range(1, 11))
+
+
+def _string(heads: tuple[bytes, ...], tag: bytes, key: str, text: bytes) -> tuple[bytes, bytes]:
+    n = len(text)
+    if n < _SHORT:
+        return heads[n], text
+    return b"".join(otlpwire._str_field(tag, _key_prefix(key), text)[:4]), text
+
+
+_POD, _UID, _NODE, _IN, _OUT, _MESSAGE, _WHY = (_string_heads(_SPAN_ATTR, key) for key in (
+    s.K8S_POD_NAME, s.K8S_POD_UID, s.K8S_NODE, s.INPUT_DIGEST, s.OUTPUT_DIGEST, s.MESSAGE, s.WHY_URL))
+_SEQ, _WAIT, _STEPS, _DURATION, _EXPORTED, _CONSIDERED = (_int_heads(_SPAN_ATTR, key) for key in (
+    s.SEQ, s.WAIT_MS, s.STEPS, s.DURATION_US, s.VERDICTS_EXPORTED, s.TIER_CONSIDERED))
+_NONE_DROPPED = otlpwire._tagged(_SPAN_ATTR, s.VERDICTS_DROPPED, 0)
+_CLAIMS, _CLAIM_UIDS, _DEVICES, _RECORD = (_key_prefix(key) for key in (s.CLAIMS, s.CLAIM_UIDS, s.DEVICES, s.RECORD))
+_stable_values = operator.attrgetter(*(name for _, name in ROOT_FIELDS[:ROOT_STABLE]))
+_varying_values = operator.attrgetter("pod", "pod_uid", "node", "input_digest", "output_digest", "message",
+                                      "seq", "wait_ms", "steps", "duration_us", "claims", "claim_uids", "preference")
+_REASONS: dict[str, tuple[bytes, ...]] = {}  # a reason count's heads, by reason code
+_DETAILS: dict[tuple[str, str], bytes] = {}  # a verdict's detail of one text, by its key and text
+_VERDICTS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}  # see _verdict
+_TIER_NAMES: dict[str, bytes] = {}  # a tier span's name field and kind, by the tier's label
+
+
+def fields(record: DecisionRecord, verdicts: Sequence[TierEvidence], labels: Mapping[str, str] | None,
+           options: ShapeOptions, links: AttemptLinks | None, spans: bool = True,
+           logs: bool = True) -> tuple[list[bytes], list[bytes], DecisionRecord]:
+    """A decision's encoded spans and verdict log records, and the record as sent (redacted when
+    the options say so): written by ``encode`` when it can, else through its trace shape."""
+    if not verdicts and not labels:
+        written = encode(record, options, links, spans, logs)
+        if written is not None:
+            return written[0], written[1], record
+    shape = decision_shape(record, verdicts, labels, options, links)
+    decision_spans, decision_logs = otlpwire.decision(shape, spans, logs)
+    return decision_spans, decision_logs, shape.record
+
+
+def _tier_name(tier_label: str) -> bytes:
+    name = _TIER_NAMES.get(tier_label)
+    if name is None:
+        if len(_TIER_NAMES) >= 1024:
+            _TIER_NAMES.clear()
+        text = f"{s.TIER_SPAN} {tier_label}".encode()
+        name = _TIER_NAMES[tier_label] = b"\x2a" + _ld(text) + b"\x30\x01"
+    return name
+
+
+def _field(tag: bytes, body: bytes) -> bytes:
+    n = len(body)
+    return tag + (_SMALL[n] if n < 16384 else _varint(n)) + body
+
+
+def _verdict(key: tuple[Any, ...], position: int, decision_id: str) -> tuple[bytes, bytes]:
+    """A verdict log record's body field, and its attributes after the decision id but for the
+    detail, as ``otlpwire.log_record`` writes them; kept by the verdict's tier, device, node and reason."""
+    index, _, device, _, node, _, reason, _ = key
+    on = f" on {node}" if node else ""
+    body = _field(b"\x2a", _field(b"\x0a", f"tier {index}: {device}{on}: {reason}".encode()))
+    parts: list[bytes] = []
+    otlpwire._verdict_into(parts, _LOG_ATTR, VerdictAttributes(
+        decision_id, Verdict(position, index, device, node, reason, "exemplar", {})))
+    written = body, b"".join(parts[2:])  # after the tag and the decision id
+    if len(_VERDICTS) >= otlpwire._CACHE_LIMIT:
+        _VERDICTS.clear()
+    _VERDICTS[key] = written
+    return written
+
+
+def _detail(detail: Mapping[str, object]) -> bytes:
+    """A verdict's detail attributes as ``otlpwire._verdict_into`` writes them; a detail of one
+    text (who holds a device in use, say) is kept whole, as such details repeat."""
+    if len(detail) == 1:
+        for key, value in detail.items():
+            if value.__class__ is str:
+                entry = (key, value)
+                written = _DETAILS.get(entry)
+                if written is None:
+                    if len(_DETAILS) >= otlpwire._CACHE_LIMIT:
+                        _DETAILS.clear()
+                    written = _DETAILS[entry] = otlpwire.attributes(_LOG_ATTR, {s.VERDICT_DETAIL_PREFIX + key: value})
+                return written
+    return otlpwire.attributes(_LOG_ATTR, {s.VERDICT_DETAIL_PREFIX + k: detail[k] for k in sorted(detail)})
+
+
+def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes, exported: int, why: str) -> bool:
+    """The root span's attributes as ``otlpwire._root_into`` writes them for a record without
+    blockers, labels or redaction, and with no verdict dropped; False (and nothing written) when a
+    field holds a value of another class than the record's own, which the general way handles."""
+    stable = _stable_values(record)
+    # the class of each value is part of the key: True and 1 are equal but encode differently
+    stable_key = (_SPAN_ATTR, *stable, *map(type, stable))
+    cached = otlpwire._STABLE.get(stable_key)
+    if cached is None:
+        return False  # the general way encodes and keeps it
+    pod, uid, node, digest_in, digest_out, message, seq, wait, steps, duration, claims, uids, preference = (
+        _varying_values(record))
+    if not (pod.__class__ is uid.__class__ is node.__class__ is digest_in.__class__ is digest_out.__class__
+            is message.__class__ is str and seq.__class__ is wait.__class__ is steps.__class__ is duration.__class__
+            is int and claims.__class__ is uids.__class__ is preference.__class__ is list):
+        return False
+    out = [cached]
+    for heads, key, text in ((_POD, s.K8S_POD_NAME, pod), (_UID, s.K8S_POD_UID, uid), (_NODE, s.K8S_NODE, node)):
+        if text:
+            out += _string(heads, _SPAN_ATTR, key, text.encode())
+    out += (_SPAN_ATTR, decision)
+    vb = _SMALL[seq] if 0 <= seq < 16384 else _varint(seq)
+    out += (_SEQ[len(vb)], vb)
+    if digest_in:
+        out += _string(_IN, _SPAN_ATTR, s.INPUT_DIGEST, digest_in.encode())
+    if digest_out:
+        out += _string(_OUT, _SPAN_ATTR, s.OUTPUT_DIGEST, digest_out.encode())
+    for heads, value in ((_WAIT, wait), (_STEPS, steps), (_DURATION, duration)):
+        vb = _SMALL[value] if 0 <= value < 16384 else _varint(value)
+        out += (heads[len(vb)], vb)
+    if message:
+        out += _string(_MESSAGE, _SPAN_ATTR, s.MESSAGE, message.encode())
+    if claims:
+        out.append(otlpwire._strings_field(_SPAN_ATTR, _CLAIMS, claims))
+    if uids:
+        out.append(otlpwire._strings_field(_SPAN_ATTR, _CLAIM_UIDS, uids))
+    if preference:
+        list_key = (s.PREFERENCE, tuple(preference))
+        encoded = otlpwire._LISTS.get(list_key)
+        if encoded is None:
+            return False
+        out += (_SPAN_ATTR, encoded)
+    if record.devices:
+        out.append(otlpwire._strings_field(_SPAN_ATTR, _DEVICES, [d.device for d in record.devices]))
+    vb = _SMALL[exported] if exported < 16384 else _varint(exported)
+    out += (_EXPORTED[len(vb)], vb, _NONE_DROPPED)
+    if why:
+        out += _string(_WHY, _SPAN_ATTR, s.WHY_URL, why.encode())
+    out += otlpwire._str_field(_SPAN_ATTR, _RECORD, record_bytes(record))
+    parts += out
+    return True
+
+
+def _tier_attributes(parts: list[bytes], record: DecisionRecord, tier: TierSummary, decision: bytes,
+                     result: str) -> None:
+    """A tier span's attributes as ``otlpwire._tier_into`` writes them for a record without blockers."""
+    index, request, model = tier.index, tier.request, tier.model
+    head_key = (_SPAN_ATTR, index, index.__class__, request, request.__class__, model, model.__class__)
+    head = otlpwire._TIER_GROUPS.get(head_key)
+    nodes = tier.nodes_evaluated
+    tail_key = (_SPAN_ATTR, nodes, nodes.__class__, 0, int, result)
+    tail = otlpwire._TIER_GROUPS.get(tail_key)
+    considered = tier.considered
+    if head is None or tail is None or considered.__class__ is not int:
+        otlpwire._tier_into(parts, _SPAN_ATTR, TierAttributes(record, tier, 0, result))  # and keeps the groups
+        return
+    vb = _SMALL[considered] if 0 <= considered < 16384 else _varint(considered)
+    parts += (_SPAN_ATTR, decision, head, _CONSIDERED[len(vb)], vb, tail)
+    reasons = tier.reasons
+    for code in sorted(reasons):
+        count = reasons[code]
+        heads = _REASONS.get(code)
+        if heads is None or count.__class__ is not int:
+            parts.append(otlpwire._tagged(_SPAN_ATTR, s.TIER_REASON_PREFIX + code, count))
+            if heads is None and len(_REASONS) < 1024:
+                _REASONS[code] = _int_heads(_SPAN_ATTR, s.TIER_REASON_PREFIX + code)
+            continue
+        vb = _SMALL[count] if 0 <= count < 16384 else _varint(count)
+        parts += (heads[len(vb)], vb)
+
+
+def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | None,
+           spans: bool = True, logs: bool = True) -> tuple[list[bytes], list[bytes]] | None:
+    """The decision's spans and verdict log records as ``otlpwire.decision`` writes them for
+    ``decision_shape(record, (), None, options, links)``, or None when this one needs that way."""
+    if record.blockers or options.redaction.active or options.verdict_events:
+        return None
+    duration_us, wait_ms = record.duration_us, record.wait_ms
+    if duration_us < 0 or wait_ms < 0:
+        return None  # the general way names the field in its error
+    tiers = record.tiers
+    exemplars = 0
+    for tier in tiers:
+        exemplars += len(tier.exemplars)
+    if exemplars > options.max_verdicts:
+        return None
+    t = time_ns(record)
+    decision_id = record.decision_id
+    salt = options.id_salt
+    trace, root_id, tier_ids = decision_id_bytes(decision_id, len(tiers), salt)
+    why = why_url(options.api_url, record)
+    # the retry links change state: everything that can send a decision the general way is above
+    # (an attribute group not cached yet is handed to the general writer in place, further down)
+    previous = (links.previous(record, int.from_bytes(trace, "big"), int.from_bytes(root_id, "big"))
+                if links is not None else None)
+
+    results = tier_results(record)
+    tried = len(results) - results.count(_NOT_TRIED)
+    if duration_us:
+        slot = duration_us * 1000 // max(tried, 1)
+        decided = t + duration_us * 1000
+    else:
+        slot = NOMINAL_TIER_US * 1000
+        decided = t + tried * slot
+    decision = otlpwire._key_value(s.DECISION_ID, decision_id)  # every span and log record carries it
+
+    out_spans: list[bytes] = []
+    if spans:
+        head = (b"\x0a\x10", trace, b"\x12\x08")
+        parent = (b"\x22\x08", root_id)
+        for position, tier in enumerate(tiers):
+            result = results[position]
+            start = t + position * slot
+            parts = [*head, tier_ids[position], *parent, _tier_name(tier.model or tier.request or str(tier.index)),
+                     _TIMES(0x39, start, 0x41, start if result == _NOT_TRIED else start + slot)]
+            _tier_attributes(parts, record, tier, decision, result)
+            if result == _EXHAUSTED:
+                parts += (b"\x7a", _ld(_field(b"\x12", tier_status_message(record, tier).encode()) + _ERROR_CODE),
+                          _SPAN_FLAGS)
+            else:
+                parts.append(_UNSET_TAIL)
+            out_spans.append(_field(b"\x12", b"".join(parts)))
+
+        root_start = t - wait_ms * 1_000_000
+        if wait_ms:
+            wait_id = wait_span_id_for(decision_id, salt).to_bytes(8, "big")
+            out_spans.append(_field(b"\x12", b"".join((
+                *head, wait_id, *parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
+                _SPAN_ATTR, decision, _SPAN_ATTR, otlpwire._recent(s.WAIT_MS, wait_ms), _UNSET_TAIL))))
+
+        parts = [*head, root_id, _ROOT_NAME, _TIMES(0x39, root_start, 0x41, decided)]
+        if not _root_attributes(parts, record, decision, exemplars, why):
+            selection = VerdictSelection([Verdict(None, 0, "", "", "", "")] * exemplars, {})  # counted only
+            otlpwire._root_into(parts, _SPAN_ATTR, RootAttributes(record, {}, [], selection, why))
+        if previous is not None:
+            parts.append(otlpwire._link(LinkShape(previous.trace_id, previous.span_id,
+                                                  {s.LINK_KIND: s.PREVIOUS_ATTEMPT, s.LINK_ATTEMPT: previous.attempt})))
+        if record.outcome == _ERROR:
+            message = (record.message or "allocation error").encode()
+            parts += (b"\x7a", _ld(_field(b"\x12", message) + _ERROR_CODE), _SPAN_FLAGS)
+        else:
+            parts.append(_UNSET_TAIL)
+        out_spans.append(_field(b"\x12", b"".join(parts)))
+
+    out_logs: list[bytes] = []
+    if exemplars and logs and options.verdict_logs:
+        for position, tier in enumerate(tiers):
+            if not tier.exemplars:
+                continue
+            at = _FIXED64(t + position * slot)
+            span_id, index = tier_ids[position], tier.index
+            for ex in tier.exemplars:
+                device, node, reason, detail = ex.device, ex.node, ex.reason, ex.detail
+                key = (index, index.__class__, device, device.__class__, node, node.__class__, reason, reason.__class__)
+                written = _VERDICTS.get(key)
+                if written is None:
+                    written = _verdict(key, position, decision_id)
+                body, where = written
+                if detail:
+                    out_logs.append(_field(b"\x12", b"".join((
+                        b"\x09", at, _LOG_HEAD, body, _LOG_ATTR, decision, where, _detail(detail),
+                        _LOG_TRACE, trace, b"\x52\x08", span_id, b"\x59", at, _LOG_TAIL))))
+                else:
+                    out_logs.append(_field(b"\x12", b"".join((
+                        b"\x09", at, _LOG_HEAD, body, _LOG_ATTR, decision, where,
+                        _LOG_TRACE, trace, b"\x52\x08", span_id, b"\x59", at, _LOG_TAIL))))
+    return out_spans, out_logs
