@@ -52,3 +52,18 @@ def check_quota(world: World, policy: Policy, tenant: str, model: str, count: in
     room = lendable - borrowed_by_others
     fits = borrow <= room and (q.limit is None or want <= q.limit)
     return QuotaCheck(fits, model, used, count, q.nominal, q.limit, max(0, room))
+
+
+def quota_shortfall(world: World, policy: Policy, tenant: str, model: str, count: int) -> int:
+    """How many devices of ``model`` the tenant itself must give back before ``count`` more fit its
+    quota, others' usage staying as it is (0: they fit now). Only the tenant's own usage moves in
+    ``check_quota``'s test; what it may borrow depends on the others alone. So ``count`` fits once
+    ``used + count`` is within the larger of the nominal quota and the nominal plus what is there
+    to borrow, capped by the borrowing limit."""
+    check = check_quota(world, policy, tenant, model, count)
+    if check.fits or check.nominal is None:
+        return 0
+    ceiling = check.nominal + (check.lendable or 0)
+    if check.limit is not None:
+        ceiling = min(ceiling, check.limit)
+    return max(0, check.used + count - max(check.nominal, ceiling))

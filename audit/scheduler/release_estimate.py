@@ -27,6 +27,11 @@ present (``World.alloc_start``: when each running allocation got its devices), n
   ``cap_ms`` (the answer is then "at least that long"), once what is left of it is surely under
   a second (``NEGLIGIBLE_MS``), or when every allocation counted has ended.
 
+* **The tenant's quota** (``quota_estimate``). A first choice the tenant's own quota closes
+  reopens when the tenant's running allocations of the model have given back what the quota
+  lacks: the same survival and integral, with the tenant's holdings of each model as one group
+  (quota is counted cluster-wide) in place of a node's.
+
 Rules with no estimate to make: enough devices already free on one node -> ``free_now`` (0 ms);
 no finished holding of the tier's models yet -> ``no_history`` (no basis to expect a release; the
 engine then falls back at once rather than wait on a guess). Deterministic: the same world, time
@@ -36,6 +41,7 @@ and tier give the same answer (no clock, no randomness; sums run in a fixed orde
 from __future__ import annotations
 
 import bisect
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from audit.world import World
@@ -74,7 +80,7 @@ class ReleaseEstimate:
 
 @dataclass(frozen=True)
 class _Holding:
-    node: str
+    node: str  # (the model, in a quota group)
     age_ms: int
     devices: int  # healthy devices of the tier's models it will give back
 
@@ -137,6 +143,14 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
     running = len(ages)
     if not finished:
         return ReleaseEstimate("no_history", None, 0, running)
+    # Everything the answer is read from: many instants and attempts (every parked pod of one
+    # shape, every event between them) see the same, and the integral is then not done again.
+    inputs = ("devices", count, cap_ms, tuple(sorted(free.items())), tuple(finished), tuple(ages),
+              tuple((h.node, h.age_ms, h.devices) for h in holdings))
+    known = _answers(world)
+    hit = known.get(inputs)
+    if hit is not None:
+        return hit
     times, surv = survival(finished, ages)
     last = times[-1]
     # Past the longest finished holding there is no data: a holding younger than it is taken to
@@ -147,29 +161,101 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
             by_node.setdefault(h.node, []).append(h)
     nodes = [(count - free[node], by_node[node]) for node in sorted(by_node)
              if free[node] + sum(h.devices for h in by_node[node]) >= count]
-    if not nodes:
-        return ReleaseEstimate("never", None, len(finished), running)
-    flat = [h for _, hs in nodes for h in hs]
+    known[inputs] = result = _expected(nodes, times, surv, cap_ms, len(finished), running)
+    return result
+
+
+def _answers(world: World) -> dict[tuple[object, ...], ReleaseEstimate]:
+    """Estimates by everything they were read from (so a hit is the same answer by construction)."""
+    known: dict[tuple[object, ...], ReleaseEstimate] = world.derived.setdefault("release_estimate_inputs", {})
+    if len(known) > 4096:
+        known.clear()
+    return known
+
+
+def quota_estimate(world: World, tenant: str, short: Mapping[str, int], models: tuple[str, ...], now_ms: int,
+                   cap_ms: int) -> ReleaseEstimate:
+    """When the tenant's own running allocations are expected to have given back ``short[m]``
+    devices of some model ``m`` of ``models`` (what its quota lacks for the tier, per model:
+    ``audit.scheduler.quota.quota_shortfall``), from the same survival of the models' holdings as
+    ``estimate``. Quota is counted cluster-wide, so the tenant's holdings of a model form one group
+    whatever their nodes (the group is ready once they have released ``short[m]``), and the tier
+    reopens when some model's group is ready. Device-plugin pods have no allocation time and are
+    not expected to release; ``running`` counts the tenant's holdings of the models."""
+    cache = world.derived.setdefault("release_estimate", {})
+    fast = ("quota", world.seq, now_ms, tenant, models, tuple(sorted(short.items())), cap_ms)
+    hit = cache.get(fast)
+    if hit is not None:
+        return hit
+    result = _quota_estimate(world, tenant, short, models, now_ms, cap_ms)
+    if len(cache) > 4096:
+        cache.clear()
+    cache[fast] = result
+    return result
+
+
+def _quota_estimate(world: World, tenant: str, short: Mapping[str, int], models: tuple[str, ...], now_ms: int,
+                    cap_ms: int) -> ReleaseEstimate:
+    wanted = set(models)
+    finished = [h for m in sorted(wanted) for h in world.finished.get(m, [])]
+    _, ages = _holdings(world, wanted, now_ms)
+    own: dict[str, list[_Holding]] = {}
+    for key in sorted(world.charges):
+        charge = world.charges[key]
+        start = world.alloc_start.get(key)
+        if charge.tenant != tenant or start is None:
+            continue
+        for m in sorted(wanted & charge.models.keys()):
+            if short.get(m, 0) > 0:
+                own.setdefault(m, []).append(_Holding(m, max(0, now_ms - start), charge.models[m]))
+    running = sum(len(hs) for hs in own.values())
+    if not finished:
+        return ReleaseEstimate("no_history", None, 0, running)
+    inputs = ("quota", cap_ms, tuple(sorted(short.items())), tuple(finished), tuple(ages),
+              tuple((m, h.age_ms, h.devices) for m in sorted(own) for h in own[m]))
+    known = _answers(world)
+    hit = known.get(inputs)
+    if hit is not None:
+        return hit
+    times, surv = survival(finished, ages)
+    last = times[-1]
+    groups = []
+    for m in sorted(own):
+        younger = [h for h in own[m] if h.age_ms < last]  # the tail convention, as in ``estimate``
+        if sum(h.devices for h in younger) >= short[m]:
+            groups.append((short[m], younger))
+    known[inputs] = result = _expected(groups, times, surv, cap_ms, len(finished), running)
+    return result
+
+
+def _expected(groups: list[tuple[int, list[_Holding]]], times: list[int], surv: list[float], cap_ms: int,
+              history: int, running: int) -> ReleaseEstimate:
+    """E[T] for T the first time some group has released its ``need`` devices (groups independent;
+    each holding's remaining time from the survival ``times``/``surv``, conditional on its age)."""
+    if not groups:
+        return ReleaseEstimate("never", None, history, running)
+    last = times[-1]
+    flat = [h for _, hs in groups for h in hs]
     base = {id(h): _s(times, surv, h.age_ms) for h in flat}
     horizon = last - min(h.age_ms for h in flat)  # by then every holding counted has ended
     inf = float("inf")
-    # Each node's factor is constant until one of its holdings passes an event time: keep it with
+    # Each group's factor is constant until one of its holdings passes an event time: keep it with
     # the offset where it next changes, and jump the grid over stretches where nothing changes.
-    factor = [1.0] * len(nodes)
-    until = [0.0] * len(nodes)
+    factor = [1.0] * len(groups)
+    until = [0.0] * len(groups)
     total = 0.0
     k = 0
     while k < len(GRID) - 1:
         t = GRID[k]
         if t >= horizon:
-            return ReleaseEstimate("estimate", round(total), len(finished), running)
+            return ReleaseEstimate("estimate", round(total), history, running)
         p = 1.0
-        for i, (need, hs) in enumerate(nodes):
+        for i, (need, hs) in enumerate(groups):
             if until[i] <= t:
                 factor[i], until[i] = _node_factor(need, hs, t, times, surv, base, last, inf)
             p *= factor[i]
         if p * (horizon - t) < NEGLIGIBLE_MS:  # all that is left of the integral, at most
-            return ReleaseEstimate("estimate", round(total), len(finished), running)
+            return ReleaseEstimate("estimate", round(total), history, running)
         # the next grid point at or after the first change (or the horizon)
         change = min(min(until), horizon)
         j = max(k + 1, bisect.bisect_left(GRID, change))
@@ -177,10 +263,10 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
             break
         span = min(GRID[j], horizon) - t
         if total + p * span >= cap_ms:
-            return ReleaseEstimate("at_least", cap_ms, len(finished), running)
+            return ReleaseEstimate("at_least", cap_ms, history, running)
         total += p * span
         k = j
-    return ReleaseEstimate("never", None, len(finished), running)
+    return ReleaseEstimate("never", None, history, running)
 
 
 def _node_factor(need: int, hs: list[_Holding], t: int, times: list[int], surv: list[float],
