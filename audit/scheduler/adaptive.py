@@ -9,12 +9,14 @@ tiers open at once, as under ``immediate``. With no finished allocation of the f
 models yet there is nothing to estimate from and the pod falls back at once; the same when the
 estimate is ``maxWait`` or more, or when no release can ever make the tier fit on one node.
 
-A tier 0 that the tenant's own quota closes reopens only when the tenant gives devices of it back
-(what others may lend is theirs to change): ``expected`` is then the time until the tenant's own
-running allocations are expected to have freed what the quota lacks
-(``release_estimate.quota_estimate``), or, when the devices are short on every node as well, the
-later of that and the devices' estimate (each is a lower bound of the time until both hold). The
-evidence says which of the two the pod waited on (``wait_on``: ``quota`` or ``devices``).
+A tier 0 that the tenant's quota closes reopens when devices of it are given back: the tenant's
+own, and those of the other tenants with a quota of the model, which lend one more each
+(``audit.scheduler.quota.QuotaGap``). ``expected`` is then the time until their running
+allocations are expected to have given back enough (``release_estimate.quota_estimate``), or,
+when the devices are short on every node as well, the later of that and the devices' estimate
+(each is a lower bound of the time until both hold). The evidence says which of the two the pod
+waited on (``wait_on``: ``quota`` or ``devices``) and how many devices the tenant alone would have
+to give back (``quota_short``).
 
 Every decision the estimate shaped carries a ``fallback_estimate`` blocker on tier 0 (the choice,
 the expected time and what it was read from) and says it in its message. A held pod is looked at
@@ -32,7 +34,7 @@ from typing import Any
 
 from audit.policy import Policy
 from audit.records import Blocker, DecisionRecord, TierBlocker
-from audit.scheduler.quota import check_quota, quota_shortfall
+from audit.scheduler.quota import check_quota, quota_gap
 from audit.scheduler.release_estimate import ReleaseEstimate, estimate, quota_estimate
 from audit.scheduler.tiers import RequestTiers, Tier
 from audit.world import World
@@ -88,9 +90,9 @@ def hold_for_tier(world: World, policy: Policy, tenant: str, tier: Tier, wait_ms
     max_wait = policy.fallback_max_wait_ms
     if any(check_quota(world, policy, tenant, m, tier.count).fits for m in tier.models):
         return _hold(tier, estimate(world, tier.models, tier.count, time_ms, max_wait), wait_ms, max_wait)
-    short = {m: quota_shortfall(world, policy, tenant, m, tier.count) for m in tier.models}
-    quota = quota_estimate(world, tenant, short, tier.models, time_ms, max_wait)
-    least = min(short.values())
+    gaps = [g for g in (quota_gap(world, policy, tenant, m, tier.count) for m in tier.models) if g is not None]
+    quota = quota_estimate(world, tenant, gaps, tier.models, time_ms, max_wait)
+    least = min(g.own_alone for g in gaps)
     if quota.basis != "estimate":  # no wait on the devices can reopen the quota
         return _hold(tier, quota, wait_ms, max_wait, "quota", least, quota)
     devices = estimate(world, tier.models, tier.count, time_ms, max_wait)

@@ -245,6 +245,37 @@ def test_the_quota_wait_is_said_in_words_and_ends_when_the_tenant_gives_a_device
 
 
 @pytest.mark.parametrize(
+    ("alpha_borrowing", "choice", "expected", "quota_short"),
+    [
+        # alpha (nominal 4, 1 min into its holdings) may borrow: beta's release in 2 min lends it one
+        pytest.param(None, "wait", 120_000, 1, id="another-tenants-release-lends-the-quota-back"),
+        # alpha may not borrow: only its own releases reopen it, 29 min away
+        pytest.param(0, "fallback", 600_000, 1, id="without-borrowing-only-its-own-releases-count"),
+    ],
+)
+def test_a_quota_closed_first_choice_reopens_by_what_other_tenants_lend(alpha_borrowing, choice, expected,
+                                                                         quota_short):
+    sim = _world([30] * 16, None, tenants=[
+        {"name": "alpha", "namespaces": ["alpha"], "weight": 1,
+         "quotas": {"H100": {"nominal": 4, "borrowingLimit": alpha_borrowing}}},
+        {"name": "beta", "namespaces": ["beta"], "weight": 1, "quotas": {"H100": {"nominal": 10}}}])
+    sim.now -= 28 * MIN
+    for dev in range(8):  # beta uses its whole nominal: nothing to lend
+        hold(sim, "h100-000", [dev], name=f"beta-0-{dev}", namespace="beta")
+    for dev in range(2):
+        hold(sim, "h100-001", [dev], name=f"beta-1-{dev}", namespace="beta")
+    sim.now += 27 * MIN
+    for dev in range(2, 6):
+        hold(sim, "h100-001", [dev], name=f"alpha-{dev}", namespace="alpha")
+    sim.now += MIN
+    r = decide_and_bind(sim, submit(sim, "job-1")).record  # two H100 are free on h100-001
+    [said] = [b.detail for b in r.blockers if b.code == "fallback_estimate"]
+    assert (said["choice"], said["wait_on"], said["expected_free_ms"], said["quota_short"]) == (
+        choice, "quota", expected, quota_short)
+    assert r.outcome == ("deferred" if choice == "wait" else "allocated")
+
+
+@pytest.mark.parametrize(
     ("used", "count", "nominal", "borrowing", "other_used", "short"),
     [
         pytest.param(3, 1, 4, 0, 0, 0, id="within-nominal-fits"),
@@ -255,7 +286,7 @@ def test_the_quota_wait_is_said_in_words_and_ends_when_the_tenant_gives_a_device
     ],
 )
 def test_quota_shortfall_is_what_the_tenant_must_give_back(used, count, nominal, borrowing, other_used, short):
-    from audit.scheduler.quota import check_quota, quota_shortfall
+    from audit.scheduler.quota import check_quota, quota_gap, quota_shortfall
 
     quota = {"nominal": nominal, "borrowingLimit": borrowing}  # None: may borrow whatever is unused
     sim = cluster(tenants=[{"name": "alpha", "namespaces": ["alpha"], "weight": 1, "quotas": {"H100": quota}},
@@ -267,6 +298,8 @@ def test_quota_shortfall_is_what_the_tenant_must_give_back(used, count, nominal,
         hold(sim, node, [dev], name=f"b-{node}-{dev}", namespace="beta")
     policy = sim.world.policy
     assert quota_shortfall(sim.world, policy, "alpha", "H100", count) == short
+    gap = quota_gap(sim.world, policy, "alpha", "H100", count)
+    assert gap is not None and (gap.own_alone == short or short == 0)
     # giving exactly that back makes the count fit, one fewer does not
     for gone in range(short):
         node, dev = devs[gone]
