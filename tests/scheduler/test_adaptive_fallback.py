@@ -469,3 +469,42 @@ def test_a_world_rebuilt_from_its_checkpoint_estimates_as_the_live_one():
                             == estimate(live, ("H100",), count, at, 600_000))
                     compared += 1
     assert compared > 30
+
+
+@given(own=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3)), max_size=5),
+       lent=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3)), max_size=5),
+       finished=st.lists(st.integers(1, 60), min_size=1, max_size=12),
+       to_nominal=st.integers(1, 6), to_limit=st.one_of(st.none(), st.integers(-3, 6)),
+       together=st.integers(-2, 8), offset=st.integers(0, 60))
+def test_the_quota_groups_chance_of_not_yet_is_that_of_every_way_the_holdings_can_end(
+        own, lent, finished, to_nominal, to_limit, together, offset):
+    """The quota group's P(not reopened at t) equals the sum, over every subset of holdings still
+    held at t, of its probability where the devices given back do not close the gap."""
+    import itertools
+
+    from audit.scheduler.quota import QuotaGap
+    from audit.scheduler.release_estimate import _Holding, _QuotaGroup, _s, _still
+
+    mine = [_Holding("H100", a, d) for a, d in own]
+    theirs = [_Holding("H100", a, d) for a, d in lent]
+    times, surv = survival(finished, [h.age_ms for h in mine + theirs])
+    last = times[-1]
+    mine = [h for h in mine if h.age_ms < last]
+    theirs = [h for h in theirs if h.age_ms < last]
+    gap = QuotaGap("H100", to_nominal, to_limit, together, ("beta",))
+    group = _QuotaGroup(gap, mine, theirs)
+    base = {id(h): _s(times, surv, h.age_ms) for h in mine + theirs}
+    got, _ = group.factor(offset, times, surv, base, last, float("inf"))
+    held = [p for _, p in _still(mine + theirs, offset, times, surv, base, last, float("inf"))[0]]
+    want = 0.0
+    for ended in itertools.product((False, True), repeat=len(held)):
+        p = 1.0
+        for gone, p_held in zip(ended, held, strict=True):
+            p *= (1.0 - p_held) if gone else p_held
+        i = sum(h.devices for h, gone in zip(mine, ended, strict=False) if gone)
+        j = sum(h.devices for h, gone in zip(theirs, ended[len(mine):], strict=True) if gone)
+        ready = i >= to_nominal or ((to_limit is None or i >= to_limit) and i + j >= together)
+        if not ready:
+            want += p
+    assert got == pytest.approx(want, abs=1e-9)
+
