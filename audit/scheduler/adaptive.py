@@ -165,7 +165,7 @@ def estimate_phrase(detail: Mapping[str, Any]) -> str:
         return f"fell back from {model}: no finished {model} allocation yet to estimate a release from"
     if basis == "never" and quota and detail.get("wait_on") == "quota":
         return (f"fell back from {model}: the tenant's quota lacks {detail.get('quota_short', '?')} {model} and "
-                "no release of its own is expected to give them back")
+                "no release of its own or of a tenant that lends is expected to reopen it")
     if basis == "never":
         return f"fell back from {model}: no release expected to free {detail.get('count', '?')} on one node"
     if basis == "at_least":
@@ -182,11 +182,11 @@ def _other(detail: Mapping[str, Any]) -> str:
     if "quota_free_ms" not in detail:
         return ""
     if detail.get("wait_on") == "devices":
-        return f" (its quota by the tenant's own releases in {duration_text(int(detail['quota_free_ms']))})"
+        return f" (its quota reopens in {duration_text(int(detail['quota_free_ms']))})"
     devices = int(detail.get("devices_free_ms", -1))
     if devices <= 0:
-        return " by the tenant's own releases (devices free now)"
-    return f" by the tenant's own releases (devices in {duration_text(devices)})"
+        return " (devices free now)"
+    return f" (devices free in {duration_text(devices)})"
 
 
 def has_recheck(record: DecisionRecord) -> bool:

@@ -161,7 +161,7 @@ def test_a_first_choice_quota_closes_with_nothing_of_its_own_to_give_back_falls_
     assert (said["choice"], said["basis"], said["wait_on"], said["quota_short"], said["running"]) == (
         "fallback", "never", "quota", 1, 0)
     assert r.message.endswith("; fell back from H100: the tenant's quota lacks 1 H100 and no release of its own "
-                              "is expected to give them back")
+                              "or of a tenant that lends is expected to reopen it")
 
 
 # ---- waiting on the tenant's own quota -------------------------------------------------------------
@@ -234,8 +234,10 @@ def test_the_quota_wait_is_said_in_words_and_ends_when_the_tenant_gives_a_device
     sim = _quota_world(ALPHA4, 28, [], 0, 4)
     key = submit(sim, "job-1")
     r = decide_and_bind(sim, key).record
-    assert r.message == ("waiting for H100: H100 quota expected to reopen in 2m by the tenant's own releases "
-                         "(devices free now) < maxWait 10m")
+    assert r.message == "waiting for H100: H100 quota expected to reopen in 2m (devices free now) < maxWait 10m"
+    assert explain_record(r, "H100").summary.startswith(
+        "H100 skipped: of 16 H100, 16 over the tenant's quota; tenant quota 4/4 H100 used; waiting for H100: H100 "
+        "quota expected to reopen in 2m (devices free now) < maxWait 10m. Pod not allocated (deferred")
     assert holding_for_preferred(sim.world, key, sim.now)
     sim.now += 2 * MIN
     sim.emit("ResourceClaim", "alpha", "alpha-h100-000-0", None, EventType.DELETE.value)
