@@ -54,21 +54,6 @@ def check_quota(world: World, policy: Policy, tenant: str, model: str, count: in
     return QuotaCheck(fits, model, used, count, q.nominal, q.limit, max(0, room))
 
 
-def quota_shortfall(world: World, policy: Policy, tenant: str, model: str, count: int) -> int:
-    """How many devices of ``model`` the tenant itself must give back before ``count`` more fit its
-    quota, others' usage staying as it is (0: they fit now). Only the tenant's own usage moves in
-    ``check_quota``'s test; what it may borrow depends on the others alone. So ``count`` fits once
-    ``used + count`` is within the larger of the nominal quota and the nominal plus what is there
-    to borrow, capped by the borrowing limit."""
-    check = check_quota(world, policy, tenant, model, count)
-    if check.fits or check.nominal is None:
-        return 0
-    ceiling = check.nominal + (check.lendable or 0)
-    if check.limit is not None:
-        ceiling = min(ceiling, check.limit)
-    return max(0, check.used + count - max(check.nominal, ceiling))
-
-
 @dataclass(frozen=True)
 class QuotaGap:
     """How a tier of ``count`` devices of ``model``, closed by the tenant's quota, reopens as
@@ -85,7 +70,7 @@ class QuotaGap:
 
     @property
     def own_alone(self) -> int:
-        """What the tenant alone must give back (``quota_shortfall``)."""
+        """What the tenant alone must give back, others' usage staying as it is."""
         return min(self.to_nominal, self.together if self.to_limit is None else max(self.together, self.to_limit))
 
 

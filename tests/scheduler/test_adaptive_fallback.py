@@ -287,8 +287,13 @@ def test_a_quota_closed_first_choice_reopens_by_what_other_tenants_lend(alpha_bo
         pytest.param(6, 4, 4, 4, 0, 2, id="capped-by-the-borrowing-limit"),
     ],
 )
-def test_quota_shortfall_is_what_the_tenant_must_give_back(used, count, nominal, borrowing, other_used, short):
-    from audit.scheduler.quota import check_quota, quota_gap, quota_shortfall
+def test_what_the_tenant_alone_must_give_back_reopens_its_quota_exactly(used, count, nominal, borrowing, other_used, short):
+    from audit.scheduler.quota import check_quota, quota_gap
+
+    def shortfall() -> int:
+        gap = quota_gap(sim.world, policy, "alpha", "H100", count)
+        assert gap is not None
+        return 0 if check_quota(sim.world, policy, "alpha", "H100", count).fits else gap.own_alone
 
     quota = {"nominal": nominal, "borrowingLimit": borrowing}  # None: may borrow whatever is unused
     sim = cluster(tenants=[{"name": "alpha", "namespaces": ["alpha"], "weight": 1, "quotas": {"H100": quota}},
@@ -299,15 +304,13 @@ def test_quota_shortfall_is_what_the_tenant_must_give_back(used, count, nominal,
     for node, dev in devs[used:used + other_used]:
         hold(sim, node, [dev], name=f"b-{node}-{dev}", namespace="beta")
     policy = sim.world.policy
-    assert quota_shortfall(sim.world, policy, "alpha", "H100", count) == short
-    gap = quota_gap(sim.world, policy, "alpha", "H100", count)
-    assert gap is not None and (gap.own_alone == short or short == 0)
+    assert shortfall() == short
     # giving exactly that back makes the count fit, one fewer does not
     for gone in range(short):
         node, dev = devs[gone]
         sim.emit("ResourceClaim", "alpha", f"a-{node}-{dev}", None, EventType.DELETE.value)
         left = short - gone - 1
-        assert quota_shortfall(sim.world, policy, "alpha", "H100", count) == left
+        assert shortfall() == left
         assert check_quota(sim.world, policy, "alpha", "H100", count).fits == (left == 0)
     assert check_quota(sim.world, policy, "alpha", "H100", count).fits
 
