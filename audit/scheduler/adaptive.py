@@ -7,8 +7,16 @@ passed since the pod was created: it holds while ``waited + expected < maxWait``
 request with alternatives (its models and count), read from the world alone. Otherwise its later
 tiers open at once, as under ``immediate``. With no finished allocation of the first choice's
 models yet there is nothing to estimate from and the pod falls back at once; the same when the
-estimate is ``maxWait`` or more, or when no release can ever make the tier fit on one node. A
-tier 0 that the tenant's quota closes is no reason to wait on devices: the estimate is not made.
+estimate is ``maxWait`` or more, or when no release can ever make the tier fit on one node.
+
+A tier 0 that the tenant's quota closes reopens when devices of it are given back: the tenant's
+own, and those of the other tenants with a quota of the model, which lend one more each
+(``audit.scheduler.quota.QuotaGap``). ``expected`` is then the time until their running
+allocations are expected to have given back enough (``release_estimate.quota_estimate``), or,
+when the devices are short on every node as well, the later of that and the devices' estimate
+(each is a lower bound of the time until both hold). The evidence says which of the two the pod
+waited on (``wait_on``: ``quota`` or ``devices``) and how many devices the tenant alone would have
+to give back (``quota_short``).
 
 Every decision the estimate shaped carries a ``fallback_estimate`` blocker on tier 0 (the choice,
 the expected time and what it was read from) and says it in its message. A held pod is looked at
@@ -26,8 +34,8 @@ from typing import Any
 
 from audit.policy import Policy
 from audit.records import Blocker, DecisionRecord, TierBlocker
-from audit.scheduler.quota import check_quota
-from audit.scheduler.release_estimate import ReleaseEstimate, estimate
+from audit.scheduler.quota import check_quota, quota_gap
+from audit.scheduler.release_estimate import ReleaseEstimate, estimate, quota_estimate
 from audit.scheduler.tiers import RequestTiers, Tier
 from audit.world import World
 
@@ -41,6 +49,12 @@ class AdaptiveHold:
     estimate: ReleaseEstimate
     waited_ms: int
     max_wait_ms: int
+    wait_on: str = "devices"  # what ``estimate`` is the time until: "devices" or "quota"
+    # when the tenant's quota closes the tier: what it lacks (the fewest devices of one model),
+    # and the two estimates ``estimate`` is the later of
+    quota_short: int = 0
+    quota: ReleaseEstimate | None = None
+    devices: ReleaseEstimate | None = None
 
     @property
     def recheck_after_ms(self) -> int:
@@ -59,7 +73,7 @@ def first_choice(rts: list[RequestTiers]) -> Tier | None:
 
 def adaptive_hold(world: World, policy: Policy, tenant: str, rts: list[RequestTiers], wait_ms: int,
                   time_ms: int) -> AdaptiveHold | None:
-    """None unless the policy is adaptive and the pod has a first choice its quota leaves open."""
+    """None unless the policy is adaptive and the pod has a first choice."""
     if policy.fallback_mode != MODE:
         return None
     tier = first_choice(rts)
@@ -73,13 +87,31 @@ def hold_for_tier(world: World, policy: Policy, tenant: str, tier: Tier, wait_ms
     """``adaptive_hold`` for a first choice already found."""
     if not tier.models:
         return None
-    if not any(check_quota(world, policy, tenant, m, tier.count).fits for m in tier.models):
-        return None
-    est = estimate(world, tier.models, tier.count, time_ms, policy.fallback_max_wait_ms)
+    max_wait = policy.fallback_max_wait_ms
+    if any(check_quota(world, policy, tenant, m, tier.count).fits for m in tier.models):
+        return _hold(tier, estimate(world, tier.models, tier.count, time_ms, max_wait), wait_ms, max_wait)
+    gaps = [g for g in (quota_gap(world, policy, tenant, m, tier.count) for m in tier.models) if g is not None]
+    quota = quota_estimate(world, tenant, gaps, tier.models, time_ms, max_wait)
+    least = min(g.own_alone for g in gaps)
+    if quota.basis != "estimate":  # no wait on the devices can reopen the quota
+        return _hold(tier, quota, wait_ms, max_wait, "quota", least, quota)
+    devices = estimate(world, tier.models, tier.count, time_ms, max_wait)
+    if devices.basis == "free_now":
+        return _hold(tier, quota, wait_ms, max_wait, "quota", least, quota, devices)
+    if devices.basis != "estimate":
+        return _hold(tier, devices, wait_ms, max_wait, "devices", least, quota, devices)
+    # both short: the later of the two (ties read as quota, the tenant's own to settle)
+    later = "quota" if (quota.expected_ms or 0) >= (devices.expected_ms or 0) else "devices"
+    return _hold(tier, quota if later == "quota" else devices, wait_ms, max_wait, later, least, quota, devices)
+
+
+def _hold(tier: Tier, est: ReleaseEstimate, wait_ms: int, max_wait_ms: int, wait_on: str = "devices",
+          quota_short: int = 0, quota: ReleaseEstimate | None = None,
+          devices: ReleaseEstimate | None = None) -> AdaptiveHold:
     expected = est.expected_ms
     holding = (est.basis == "estimate" and expected is not None and expected > 0
-               and wait_ms + expected < policy.fallback_max_wait_ms)
-    return AdaptiveHold(holding, tier, est, wait_ms, policy.fallback_max_wait_ms)
+               and wait_ms + expected < max_wait_ms)
+    return AdaptiveHold(holding, tier, est, wait_ms, max_wait_ms, wait_on, quota_short, quota, devices)
 
 
 def evidence(hold: AdaptiveHold) -> TierBlocker:
@@ -89,10 +121,20 @@ def evidence(hold: AdaptiveHold) -> TierBlocker:
         "expected_free_ms": -1 if est.expected_ms is None else est.expected_ms,
         "waited_ms": hold.waited_ms, "max_wait_ms": hold.max_wait_ms,
         "model": hold.tier.label, "count": hold.tier.count, "history": est.history, "running": est.running,
+        "wait_on": hold.wait_on,
     }
+    if hold.quota is not None:
+        detail["quota_short"] = hold.quota_short
+        detail["quota_free_ms"] = _ms(hold.quota)
+    if hold.devices is not None:
+        detail["devices_free_ms"] = _ms(hold.devices)
     if hold.holding:
         detail["recheck_after_ms"] = hold.recheck_after_ms
     return TierBlocker(Blocker.FALLBACK_ESTIMATE.value, hold.tier.index, detail)
+
+
+def _ms(est: ReleaseEstimate) -> int:
+    return -1 if est.expected_ms is None else est.expected_ms
 
 
 def duration_text(ms: int) -> str:
@@ -114,19 +156,42 @@ def estimate_phrase(detail: Mapping[str, Any]) -> str:
     waited = int(detail.get("waited_ms", 0))
     expected = int(detail.get("expected_free_ms", -1))
     basis = detail.get("basis")
+    quota = "quota_free_ms" in detail
+    what = f"{model} quota expected to reopen" if detail.get("wait_on") == "quota" else "expected free"
     if detail.get("choice") == "wait":
         extra = f" (+{duration_text(waited)} waited)" if waited >= 1000 else ""
-        return f"waiting for {model}: expected free in {duration_text(expected)}{extra} < maxWait {max_wait}"
+        return f"waiting for {model}: {what} in {duration_text(expected)}{_other(detail)}{extra} < maxWait {max_wait}"
     if basis == "no_history":
         return f"fell back from {model}: no finished {model} allocation yet to estimate a release from"
+    if basis == "never" and quota and detail.get("wait_on") == "quota":
+        return (f"fell back from {model}: the tenant's quota lacks {detail.get('quota_short', '?')} {model} and "
+                "no release of its own or of a tenant that lends is expected to reopen it")
     if basis == "never":
         return f"fell back from {model}: no release expected to free {detail.get('count', '?')} on one node"
     if basis == "at_least":
-        return f"fell back from {model}: expected free in more than {duration_text(expected)} >= maxWait {max_wait}"
+        return f"fell back from {model}: {what} in more than {duration_text(expected)} >= maxWait {max_wait}"
     if basis == "free_now":
         return f"fell back from {model}: the free {model} devices do not fit the claim"
     extra = f" after {duration_text(waited)} waited" if waited >= 1000 else ""
-    return f"fell back from {model}: expected free in {duration_text(expected)}{extra}, not within maxWait {max_wait}"
+    return (f"fell back from {model}: {what} in {duration_text(expected)}{_other(detail)}{extra}, "
+            f"not within maxWait {max_wait}")
+
+
+def _other(detail: Mapping[str, Any]) -> str:
+    """When the quota closed the first choice too, the estimate the pod did not wait on."""
+    if "quota_free_ms" not in detail:
+        return ""
+    if detail.get("wait_on") == "devices":
+        return f" (its quota reopens in {duration_text(int(detail['quota_free_ms']))})"
+    devices = int(detail.get("devices_free_ms", -1))
+    if devices <= 0:
+        return " (devices free now)"
+    return f" (devices free in {duration_text(devices)})"
+
+
+def has_recheck(record: DecisionRecord) -> bool:
+    """Whether the record holds the pod for its first choice until a recheck (quota or devices)."""
+    return any(b.code == Blocker.FALLBACK_ESTIMATE.value and "recheck_after_ms" in b.detail for b in record.blockers)
 
 
 def hold_wake_after_ms(record: DecisionRecord, fallback_wait_ms: int) -> int:

@@ -25,8 +25,9 @@ from audit.world import World
 # any recorded situation differently, so that replay says a record was decided by another engine
 # (``engine_changed``) instead of calling the difference nondeterminism. /2: the retry budget counts
 # bind failures only (records say "bind failure k of N") and queueing is best-effort FIFO per
-# tenant by default.
-ENGINE_VERSION = "claimtrail-engine/2"
+# tenant by default. /3: adaptive fallback also waits for the tenant's own releases to reopen a
+# first choice its quota closes.
+ENGINE_VERSION = "claimtrail-engine/3"
 
 
 @dataclass

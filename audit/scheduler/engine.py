@@ -161,7 +161,8 @@ def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers], adaptive: bool =
     allowed: dict[tuple[str, str], tuple[Tier, ...]] = {}
     holding = policy.fallback_mode == "strict" or (
         policy.fallback_mode == "wait-for-preferred" and ctx.wait_ms < policy.fallback_wait_ms)
-    if policy.fallback_mode == "adaptive" and adaptive:
+    # (a pod that has waited maxWait holds for no estimate: none is made for the gates)
+    if policy.fallback_mode == "adaptive" and adaptive and ctx.wait_ms < policy.fallback_max_wait_ms:
         hold = _adaptive(ctx, rts)
         holding = hold is not None and hold.holding
     for rt in rts:
@@ -197,6 +198,8 @@ def holding_for_preferred(world: World, pod_key: str, time_ms: int, policy: Poli
     wait_ms = time_ms - world.pending.get(pod_key, time_ms)
     if mode == "wait-for-preferred":
         return wait_ms < policy.fallback_wait_ms
+    if wait_ms >= policy.fallback_max_wait_ms:  # no estimate leaves a wait this long holding
+        return False
     # a pod that could place nothing even with every tier open is told apart by nothing else:
     # its estimate would change no answer
     if pod_key in world.pending and not may_place(world, pod_key, time_ms, policy, hold=False):
@@ -268,17 +271,20 @@ def _decide_dra(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Req
                        f"{deferral.detail['entitlement_eq']} H100-equivalents while {deferral.detail['waiting_tenant']} "
                        "is below its share and waiting")
         return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=True)
+    hold = _adaptive(ctx, rts) if ctx.policy.fallback_mode == "adaptive" else None
     if any(not tiers for tiers in allowed.values()):
         rec = new_record(ctx, claims, rts, Outcome.DEFERRED)
         rec.blockers = blockers
         rec.retry_class = RetryClass.QUOTA.value
         rec.tiers = summarize(world, rts, closed, [], multi_claim)
         rec.message = f"tenant {ctx.tenant} has no quota left for any allowed tier"
+        if hold is not None and holding:  # held for a first choice the tenant's own releases reopen
+            rec.blockers = [*blockers, evidence(hold)]
+            rec.message = estimate_phrase(evidence(hold).detail)
         return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=True)
     aug_claims = _augmented(ctx, claims, rts, allowed)
     best, visits, steps = _search(ctx, claims, aug_claims, rts, allowed)
     summaries = summarize(world, rts, closed, visits, multi_claim)
-    hold = _adaptive(ctx, rts) if ctx.policy.fallback_mode == "adaptive" else None
     if best is None:
         d = _no_node(ctx, claims, rts, allowed, blockers, summaries, steps, holding, hold)
         if ctx.policy.preemption and d.satisfiable:

@@ -347,7 +347,10 @@ class ClusterLoop:
                 # nothing fits even with every tier open: no wait makes a difference (a pod that
                 # owns a reservation may still fit on the devices held for it alone)
                 return []
-            below = engine.holding_below(self.world, pods[0][1], self.now, policy)
+            # (a pod that has waited maxWait holds for no estimate: none asked when all have)
+            youngest = max(self.world.pending.get(key, self.now) for _, key in pods)
+            below = (0 if self.now - youngest >= policy.fallback_max_wait_ms
+                     else engine.holding_below(self.world, pods[0][1], self.now, policy))
         for created, key in pods:
             shape: object = (self._shape(key) if below is None
                              else (self.now - self.world.pending.get(key, self.now) < below,

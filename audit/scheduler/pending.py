@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from audit.policy import Policy
 from audit.records import DecisionRecord, Outcome, RetryClass
-from audit.scheduler.adaptive import hold_wake_after_ms
+from audit.scheduler.adaptive import has_recheck, hold_wake_after_ms
 from audit.scheduler.queue import order_key, tenant_share
 from audit.world import World
 
@@ -48,7 +48,8 @@ def follow_up(record: DecisionRecord, policy: Policy, now_ms: int) -> FollowUp:
         return FollowUp("retry", retry_at_ms=now_ms + record.backoff_ms)
     if record.retry_class == RetryClass.TERMINAL.value:
         return FollowUp("fail")
-    if record.outcome == Outcome.DEFERRED.value and record.retry_class == RetryClass.UNSCHEDULABLE.value:
+    if record.outcome == Outcome.DEFERRED.value and (record.retry_class == RetryClass.UNSCHEDULABLE.value
+                                                     or has_recheck(record)):
         return FollowUp("wait", wake_at_ms=now_ms + hold_wake_after_ms(record, policy.fallback_wait_ms))
     return FollowUp("wait")
 

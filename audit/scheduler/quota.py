@@ -52,3 +52,40 @@ def check_quota(world: World, policy: Policy, tenant: str, model: str, count: in
     room = lendable - borrowed_by_others
     fits = borrow <= room and (q.limit is None or want <= q.limit)
     return QuotaCheck(fits, model, used, count, q.nominal, q.limit, max(0, room))
+
+
+@dataclass(frozen=True)
+class QuotaGap:
+    """How a tier of ``count`` devices of ``model``, closed by the tenant's quota, reopens as
+    devices are given back: with ``i`` of the tenant's own and ``j`` of other tenants holding a
+    quota for the model (``lenders``; each device they give back lends one more, whether they
+    were under or over their nominal), it fits when ``i >= to_nominal``, or when
+    ``i >= to_limit`` and ``i + j >= together`` (``to_limit`` None: no borrowing limit)."""
+
+    model: str
+    to_nominal: int
+    to_limit: int | None
+    together: int
+    lenders: tuple[str, ...]
+
+    @property
+    def own_alone(self) -> int:
+        """What the tenant alone must give back, others' usage staying as it is."""
+        return min(self.to_nominal, self.together if self.to_limit is None else max(self.together, self.to_limit))
+
+
+def quota_gap(world: World, policy: Policy, tenant: str, model: str, count: int) -> QuotaGap | None:
+    """The gap for a tier the tenant's quota closes (None when the model has no quota for it).
+
+    ``check_quota`` lends the sum over other tenants with a quota of the model of their unused
+    nominal less what they borrow beyond it: for each that is nominal minus usage, so each device
+    they give back lends one more, and each of the tenant's own lowers what it asks."""
+    q = policy.quota(tenant, model)
+    if q is None:
+        return None
+    want = world.model_in_use(tenant, model) + count
+    others = sorted((o for o in policy.tenants if o.name != tenant and model in o.quotas), key=lambda o: o.name)
+    lenders = tuple(o.name for o in others)
+    room = sum(o.quotas[model].nominal - world.model_in_use(o.name, model) for o in others)
+    return QuotaGap(model, want - q.nominal, None if q.limit is None else want - q.limit, want - q.nominal - room,
+                    lenders)

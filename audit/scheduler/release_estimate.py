@@ -27,6 +27,11 @@ present (``World.alloc_start``: when each running allocation got its devices), n
   ``cap_ms`` (the answer is then "at least that long"), once what is left of it is surely under
   a second (``NEGLIGIBLE_MS``), or when every allocation counted has ended.
 
+* **The tenant's quota** (``quota_estimate``). A first choice the tenant's own quota closes
+  reopens when the tenant's running allocations of the model have given back what the quota
+  lacks: the same survival and integral, with the tenant's holdings of each model as one group
+  (quota is counted cluster-wide) in place of a node's.
+
 Rules with no estimate to make: enough devices already free on one node -> ``free_now`` (0 ms);
 no finished holding of the tier's models yet -> ``no_history`` (no basis to expect a release; the
 engine then falls back at once rather than wait on a guess). Deterministic: the same world, time
@@ -36,8 +41,10 @@ and tier give the same answer (no clock, no randomness; sums run in a fixed orde
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from audit.scheduler.quota import QuotaGap
 from audit.world import World
 
 # Step boundaries (ms) of the integration grid: 15 s steps for the first 20 minutes (where a
@@ -74,7 +81,7 @@ class ReleaseEstimate:
 
 @dataclass(frozen=True)
 class _Holding:
-    node: str
+    node: str  # (the model, in a quota group)
     age_ms: int
     devices: int  # healthy devices of the tier's models it will give back
 
@@ -137,6 +144,14 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
     running = len(ages)
     if not finished:
         return ReleaseEstimate("no_history", None, 0, running)
+    # Everything the answer is read from: many instants and attempts (every parked pod of one
+    # shape, every event between them) see the same, and the integral is then not done again.
+    inputs = ("devices", count, cap_ms, tuple(sorted(free.items())), tuple(finished), tuple(ages),
+              tuple((h.node, h.age_ms, h.devices) for h in holdings))
+    known = _answers(world)
+    hit = known.get(inputs)
+    if hit is not None:
+        return hit
     times, surv = survival(finished, ages)
     last = times[-1]
     # Past the longest finished holding there is no data: a holding younger than it is taken to
@@ -145,31 +160,164 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
     for h in holdings:
         if h.node in free and h.age_ms < last:
             by_node.setdefault(h.node, []).append(h)
-    nodes = [(count - free[node], by_node[node]) for node in sorted(by_node)
+    nodes = [_NodeGroup(count - free[node], by_node[node]) for node in sorted(by_node)
              if free[node] + sum(h.devices for h in by_node[node]) >= count]
-    if not nodes:
-        return ReleaseEstimate("never", None, len(finished), running)
-    flat = [h for _, hs in nodes for h in hs]
+    known[inputs] = result = _expected(nodes, times, surv, cap_ms, len(finished), running)
+    return result
+
+
+def _answers(world: World) -> dict[tuple[object, ...], ReleaseEstimate]:
+    """Estimates by everything they were read from (so a hit is the same answer by construction)."""
+    known: dict[tuple[object, ...], ReleaseEstimate] = world.derived.setdefault("release_estimate_inputs", {})
+    if len(known) > 4096:
+        known.clear()
+    return known
+
+
+def quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models: tuple[str, ...], now_ms: int,
+                   cap_ms: int) -> ReleaseEstimate:
+    """When a tier the tenant's quota closes is expected to reopen: for some model, the tenant's own
+    running allocations and those of the other tenants holding a quota of it have given back what
+    its ``QuotaGap`` asks (``audit.scheduler.quota``), read from the same survival of the models'
+    holdings as ``estimate``. Quota is counted cluster-wide, so each model's holdings form one
+    group whatever their nodes; the tier reopens when some model's group is ready. Device-plugin
+    pods have no allocation time and are not expected to release; ``running`` counts the tenant's
+    own holdings of the models."""
+    cache = world.derived.setdefault("release_estimate", {})
+    fast = ("quota", world.seq, now_ms, tenant, models, tuple(gaps), cap_ms)
+    hit = cache.get(fast)
+    if hit is not None:
+        return hit
+    result = _quota_estimate(world, tenant, gaps, models, now_ms, cap_ms)
+    if len(cache) > 4096:
+        cache.clear()
+    cache[fast] = result
+    return result
+
+
+def _quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models: tuple[str, ...], now_ms: int,
+                    cap_ms: int) -> ReleaseEstimate:
+    wanted = set(models)
+    finished = [h for m in sorted(wanted) for h in world.finished.get(m, [])]
+    _, ages = _holdings(world, wanted, now_ms)
+    # per model: (the tenant's own holdings, the lenders' holdings)
+    held: dict[str, tuple[list[_Holding], list[_Holding]]] = {g.model: ([], []) for g in gaps}
+    lenders = {g.model: set(g.lenders) for g in gaps}
+    for key in sorted(world.charges):
+        charge = world.charges[key]
+        start = world.alloc_start.get(key)
+        if start is None:
+            continue
+        for m in sorted(held.keys() & charge.models.keys()):
+            if charge.tenant == tenant:
+                held[m][0].append(_Holding(m, max(0, now_ms - start), charge.models[m]))
+            elif charge.tenant in lenders[m]:
+                held[m][1].append(_Holding(m, max(0, now_ms - start), charge.models[m]))
+    running = sum(len(own) for own, _ in held.values())
+    if not finished:
+        return ReleaseEstimate("no_history", None, 0, running)
+    inputs = ("quota", cap_ms, tuple(gaps), tuple(finished), tuple(ages),
+              tuple((m, i, h.age_ms, h.devices) for m in sorted(held) for i in (0, 1) for h in held[m][i]))
+    known = _answers(world)
+    hit = known.get(inputs)
+    if hit is not None:
+        return hit
+    times, surv = survival(finished, ages)
+    last = times[-1]
+    groups: list[_Group] = []
+    for gap in gaps:
+        # the tail convention, as in ``estimate``
+        own, lent = ([h for h in hs if h.age_ms < last] for hs in held[gap.model])
+        group = _QuotaGroup(gap, own, lent)
+        if group.reachable():
+            groups.append(group)
+    known[inputs] = result = _expected(groups, times, surv, cap_ms, len(finished), running)
+    return result
+
+
+class _Group:
+    """Holdings that make something ready once enough of them have ended (see ``factor``)."""
+
+    holdings: list[_Holding]
+
+    def factor(self, t: int, times: list[int], surv: list[float], base: dict[int, float], last: int,
+               inf: float) -> tuple[float, float]:
+        """(P(not ready at offset ``t``), the offset where that next changes)."""
+        raise NotImplementedError
+
+
+class _NodeGroup(_Group):
+    """A node: ready once ``need`` more devices of the tier are free on it."""
+
+    def __init__(self, need: int, holdings: list[_Holding]) -> None:
+        self.need, self.holdings = need, holdings
+
+    def factor(self, t: int, times: list[int], surv: list[float], base: dict[int, float], last: int,
+               inf: float) -> tuple[float, float]:
+        return _node_factor(self.need, self.holdings, t, times, surv, base, last, inf)
+
+
+class _QuotaGroup(_Group):
+    """A model's quota: ready once the tenant's own (``own``) and the lenders' (``lent``) holdings
+    have given back what the ``QuotaGap`` asks."""
+
+    def __init__(self, gap: QuotaGap, own: list[_Holding], lent: list[_Holding]) -> None:
+        self.gap, self.own, self.lent, self.holdings = gap, own, lent, own + lent
+
+    def _ready(self, i: int, j: int) -> bool:
+        g = self.gap
+        return i >= g.to_nominal or ((g.to_limit is None or i >= g.to_limit) and i + j >= g.together)
+
+    def reachable(self) -> bool:
+        return self._ready(sum(h.devices for h in self.own), sum(h.devices for h in self.lent))
+
+    def factor(self, t: int, times: list[int], surv: list[float], base: dict[int, float], last: int,
+               inf: float) -> tuple[float, float]:
+        g = self.gap
+        own, nxt_own = _still(self.own, t, times, surv, base, last, inf)
+        lent, nxt_lent = _still(self.lent, t, times, surv, base, last, inf)
+        mine = _released(g.to_nominal, own)  # P(i given back), i == to_nominal meaning "enough"
+        theirs = _released(max(0, g.together), lent)
+        p = 0.0
+        for i in range(g.to_nominal):
+            if mine[i] == 0.0:
+                continue
+            if g.to_limit is not None and i < g.to_limit:
+                p += mine[i]  # over its borrowing limit whatever others lend
+                continue
+            short = g.together - i  # what the lenders must give back with i of the tenant's own
+            p += mine[i] * sum(theirs[:max(0, short)])
+        return p, min(nxt_own, nxt_lent)
+
+
+def _expected(groups: Sequence[_Group], times: list[int], surv: list[float], cap_ms: int,
+              history: int, running: int) -> ReleaseEstimate:
+    """E[T] for T the first time some group is ready (groups independent; each holding's remaining
+    time from the survival ``times``/``surv``, conditional on its age)."""
+    if not groups:
+        return ReleaseEstimate("never", None, history, running)
+    last = times[-1]
+    flat = [h for g in groups for h in g.holdings]
     base = {id(h): _s(times, surv, h.age_ms) for h in flat}
     horizon = last - min(h.age_ms for h in flat)  # by then every holding counted has ended
     inf = float("inf")
-    # Each node's factor is constant until one of its holdings passes an event time: keep it with
+    # Each group's factor is constant until one of its holdings passes an event time: keep it with
     # the offset where it next changes, and jump the grid over stretches where nothing changes.
-    factor = [1.0] * len(nodes)
-    until = [0.0] * len(nodes)
+    factor = [1.0] * len(groups)
+    until = [0.0] * len(groups)
     total = 0.0
     k = 0
     while k < len(GRID) - 1:
         t = GRID[k]
         if t >= horizon:
-            return ReleaseEstimate("estimate", round(total), len(finished), running)
+            return ReleaseEstimate("estimate", round(total), history, running)
         p = 1.0
-        for i, (need, hs) in enumerate(nodes):
+        for i, group in enumerate(groups):
             if until[i] <= t:
-                factor[i], until[i] = _node_factor(need, hs, t, times, surv, base, last, inf)
+                factor[i], until[i] = group.factor(t, times, surv, base, last, inf)
             p *= factor[i]
         if p * (horizon - t) < NEGLIGIBLE_MS:  # all that is left of the integral, at most
-            return ReleaseEstimate("estimate", round(total), len(finished), running)
+            return ReleaseEstimate("estimate", round(total), history, running)
         # the next grid point at or after the first change (or the horizon)
         change = min(min(until), horizon)
         j = max(k + 1, bisect.bisect_left(GRID, change))
@@ -177,15 +325,15 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
             break
         span = min(GRID[j], horizon) - t
         if total + p * span >= cap_ms:
-            return ReleaseEstimate("at_least", cap_ms, len(finished), running)
+            return ReleaseEstimate("at_least", cap_ms, history, running)
         total += p * span
         k = j
-    return ReleaseEstimate("never", None, len(finished), running)
+    return ReleaseEstimate("never", None, history, running)
 
 
-def _node_factor(need: int, hs: list[_Holding], t: int, times: list[int], surv: list[float],
-                 base: dict[int, float], last: int, inf: float) -> tuple[float, float]:
-    """(P(the node is not ready at offset ``t``), the offset where that next changes)."""
+def _still(hs: list[_Holding], t: int, times: list[int], surv: list[float], base: dict[int, float], last: int,
+           inf: float) -> tuple[list[tuple[int, float]], float]:
+    """Each holding's (devices, P(still held at offset ``t``)), and the offset where one next changes."""
     nxt = inf
     still: list[tuple[int, float]] = []
     for h in hs:
@@ -199,6 +347,13 @@ def _node_factor(need: int, hs: list[_Holding], t: int, times: list[int], surv: 
             if change < nxt:
                 nxt = change
         still.append((h.devices, p_held))
+    return still, nxt
+
+
+def _node_factor(need: int, hs: list[_Holding], t: int, times: list[int], surv: list[float],
+                 base: dict[int, float], last: int, inf: float) -> tuple[float, float]:
+    """(P(the node is not ready at offset ``t``), the offset where that next changes)."""
+    still, nxt = _still(hs, t, times, surv, base, last, inf)
     if need == 1:  # not ready while every holding on it still holds
         p = 1.0
         for _, p_held in still:
@@ -209,19 +364,24 @@ def _node_factor(need: int, hs: list[_Holding], t: int, times: list[int], surv: 
 
 def _not_ready(need: int, still: list[tuple[int, float]]) -> float:
     """P(fewer than ``need`` devices released), each holding (devices, P(still held)) independent."""
-    dist = [1.0] + [0.0] * need  # dist[k]: P(k devices released so far), k == need meaning "enough"
+    return sum(_released(need, still)[:need])
+
+
+def _released(cap: int, still: list[tuple[int, float]]) -> list[float]:
+    """``dist[k]``: P(k devices released so far), ``k == cap`` meaning ``cap`` or more."""
+    dist = [1.0] + [0.0] * cap
     for devices, p_held in still:
         if p_held >= 1.0:
             continue
         p_gone = 1.0 - p_held
-        nxt = [0.0] * (need + 1)
+        nxt = [0.0] * (cap + 1)
         for k, pk in enumerate(dist):
             if pk == 0.0:
                 continue
             nxt[k] += pk * p_held
-            nxt[min(need, k + devices)] += pk * p_gone
+            nxt[min(cap, k + devices)] += pk * p_gone
         dist = nxt
-    return sum(dist[:need])
+    return dist
 
 
 def _claims_of(world: World, wanted: set[str]) -> list[str]:

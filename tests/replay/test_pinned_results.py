@@ -30,11 +30,11 @@ HOURS = 3.0
 WINDOW_H = 2.5  # from the first event, before the recorded policy change at 3h
 
 # canonical digests of the results, pinned before the replay use cases were given one home
-SIMULATED_DAY = "c966ad6c7f6ca9cc838b800f61fe7ba565d1cdf9914556681e81e3bcdbfc0cf1"
-VERIFIED = "74b0f64a3411305f3eb04686d023c7f5fd8cbfc049a6bf962c6c77af87ac1a24"
-VERIFIED_FROM_STORE = "74b0f64a3411305f3eb04686d023c7f5fd8cbfc049a6bf962c6c77af87ac1a24"
+SIMULATED_DAY = "368a23d4b72460cbf45fbe40b51487b2fcfc4368c96ed9809cfbc06aff790ed5"
+VERIFIED = "0d0d6ccbe4352d5b44427a0e630912d66829b8159a81376541f975c135354a85"
+VERIFIED_FROM_STORE = "0d0d6ccbe4352d5b44427a0e630912d66829b8159a81376541f975c135354a85"
 CLI_VERIFY = "ea7818ee00f56475343e1a8f3df1dc42ae471eeedf96d2aed806a0456c812874"
-COUNTERFACTUAL_RECORDS = "0a8623e2445d53a2245cf3ce07eb060ea4d2e3bc92a5f7f2035bbd50021092d0"
+COUNTERFACTUAL_RECORDS = "dd84b5faf86fcbe3cb12626e748d9993c39188c77d450ec72913b5ba5e1f3f51"
 COUNTERFACTUAL_DELTAS = "1cdfc390448108c4b56b42864fe90b4ebf29fe67cef34a17b75eb95be1c81774"
 # Read from a store, the window's recorded decisions come newest first, and Jain's index of the
 # recorded side then differs from the files' in the last bit (the order of a float sum).

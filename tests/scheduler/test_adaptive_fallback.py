@@ -151,12 +151,168 @@ def test_the_hold_ends_by_itself_when_the_wait_left_runs_out():
     assert (r.outcome, r.allocated_model) == ("allocated", "A100")
 
 
-def test_a_first_choice_closed_by_quota_is_not_waited_for():
+def test_a_first_choice_quota_closes_with_nothing_of_its_own_to_give_back_falls_back_at_once():
     sim = _world([30] * 16, 28, tenants=[{"name": "alpha", "namespaces": ["alpha"], "weight": 1,
                                           "quotas": {"H100": {"nominal": 0}}}])
     r = decide_and_bind(sim, submit(sim, "job-1")).record
     assert (r.outcome, r.allocated_model) == ("allocated", "A100")
-    assert [b.code for b in r.blockers] == ["quota_exhausted"]
+    assert [b.code for b in r.blockers] == ["quota_exhausted", "fallback_estimate"]
+    said = r.blockers[-1].detail
+    assert (said["choice"], said["basis"], said["wait_on"], said["quota_short"], said["running"]) == (
+        "fallback", "never", "quota", 1, 0)
+    assert r.message.endswith("; fell back from H100: the tenant's quota lacks 1 H100 and no release of its own "
+                              "or of a tenant that lends is expected to reopen it")
+
+
+# ---- waiting on the tenant's own quota -------------------------------------------------------------
+
+
+def _quota_world(own: list[tuple[str, int]], own_age_min: int, others: list[tuple[str, int]], others_age_min: int,
+                 nominal: int):  # noqa: ANN202
+    """Every finished H100 holding lasted 30 min (so each running one ends at 30 min of age
+    exactly). Tenant alpha (H100 quota ``nominal``, no borrowing) holds the ``own`` (node, device)
+    H100 one claim each, ``own_age_min`` old; another scheduler holds ``others``."""
+    sim = _world([30] * 16, None, tenants=[{"name": "alpha", "namespaces": ["alpha"], "weight": 1,
+                                            "quotas": {"H100": {"nominal": nominal, "borrowingLimit": 0}}}])
+    older, younger = sorted([(own_age_min, own, "alpha"), (others_age_min, others, "ops")], key=lambda x: -x[0])
+    for age, held, ns in (older, younger):
+        sim.now -= age * MIN  # allocate each group at its own start, then come back to now
+        for node, dev in held:
+            hold(sim, node, [dev], name=f"{ns}-{node}-{dev}", namespace=ns)
+        sim.now += age * MIN
+    return sim
+
+
+ALL_H100 = [(n, d) for n in H100_NODES for d in ALL_DEVICES]
+ALPHA4 = [("h100-000", d) for d in range(4)]
+
+
+@pytest.mark.parametrize(
+    ("own", "own_age", "others", "others_age", "nominal", "size", "outcome", "wait_on", "expected", "quota_ms",
+     "devices_ms"),
+    [
+        # alpha holds all 4 of its quota, 28 min old: its own release reopens it in 2 min; devices are free
+        pytest.param(ALPHA4, 28, [], 0, 4, 1, "deferred", "quota", 120_000, 120_000, 0,
+                     id="quota-closed-with-an-own-release-near-waits"),
+        # the same, 1 min old: 29 min away, beyond maxWait
+        pytest.param(ALPHA4, 1, [], 0, 4, 1, "allocated", "quota", 600_000, 600_000, None,
+                     id="quota-closed-with-own-releases-far-falls-back"),
+        # quota reopens in 3 min, one H100 is free on some node in 2 min: the later of the two is the quota
+        pytest.param(ALPHA4, 27, [p for p in ALL_H100 if p not in ALPHA4], 28, 4, 1, "deferred", "quota",
+                     180_000, 180_000, 120_000, id="quota-and-devices-short-waits-for-the-later-quota"),
+        # a pod of 2 with alpha holding one H100 on each node (quota 3): its own release reopens the quota
+        # in 2 min, but two H100 together on one node need another scheduler's release, in 4 min
+        pytest.param([("h100-000", 0), ("h100-001", 0)], 28,
+                     [p for p in ALL_H100 if p[1] != 0], 26, 3, 2, "deferred", "devices", 240_000, 120_000,
+                     240_000, id="quota-and-devices-short-waits-for-the-later-devices"),
+    ],
+)
+def test_a_first_choice_closed_by_the_tenants_own_quota(own, own_age, others, others_age, nominal, size, outcome,
+                                                         wait_on, expected, quota_ms, devices_ms):
+    sim = _quota_world(own, own_age, others, others_age, nominal)
+    r = decide_and_bind(sim, submit(sim, "job-1", size=size)).record
+    assert r.outcome == outcome
+    said = [b.detail for b in r.blockers if b.code == "fallback_estimate"]
+    assert len(said) == 1
+    detail = said[0]
+    assert (detail["choice"], detail["wait_on"], detail["expected_free_ms"]) == (
+        "wait" if outcome == "deferred" else "fallback", wait_on, expected)
+    assert detail["quota_free_ms"] == quota_ms
+    assert detail.get("devices_free_ms") == devices_ms
+    assert detail["quota_short"] == 1
+    assert ("quota_exhausted", 0) in [(b.code, b.tier) for b in r.blockers]
+    if outcome == "deferred":
+        assert r.retry_class == "quota"
+        # looked at again when the estimate is due, without a release
+        assert follow_up(r, sim.world.policy, sim.now).wake_at_ms == sim.now + expected
+        assert not may_place(sim.world, f"alpha/{r.pod}", sim.now)
+    else:
+        assert (r.allocated_model, r.fallback) == ("A100", True)
+
+
+def test_the_quota_wait_is_said_in_words_and_ends_when_the_tenant_gives_a_device_back():
+    sim = _quota_world(ALPHA4, 28, [], 0, 4)
+    key = submit(sim, "job-1")
+    r = decide_and_bind(sim, key).record
+    assert r.message == "waiting for H100: H100 quota expected to reopen in 2m (devices free now) < maxWait 10m"
+    assert explain_record(r, "H100").summary.startswith(
+        "H100 skipped: of 16 H100, 16 over the tenant's quota; tenant quota 4/4 H100 used; waiting for H100: H100 "
+        "quota expected to reopen in 2m (devices free now) < maxWait 10m. Pod not allocated (deferred")
+    assert holding_for_preferred(sim.world, key, sim.now)
+    sim.now += 2 * MIN
+    sim.emit("ResourceClaim", "alpha", "alpha-h100-000-0", None, EventType.DELETE.value)
+    assert may_place(sim.world, key, sim.now)
+    r = decide_and_bind(sim, key, attempt=2).record
+    assert (r.outcome, r.allocated_model, r.fallback) == ("allocated", "H100", False)
+
+
+@pytest.mark.parametrize(
+    ("alpha_borrowing", "choice", "expected", "quota_short"),
+    [
+        # alpha (nominal 4, 1 min into its holdings) may borrow: beta's release in 2 min lends it one
+        pytest.param(None, "wait", 120_000, 1, id="another-tenants-release-lends-the-quota-back"),
+        # alpha may not borrow: only its own releases reopen it, 29 min away
+        pytest.param(0, "fallback", 600_000, 1, id="without-borrowing-only-its-own-releases-count"),
+    ],
+)
+def test_a_quota_closed_first_choice_reopens_by_what_other_tenants_lend(alpha_borrowing, choice, expected,
+                                                                         quota_short):
+    sim = _world([30] * 16, None, tenants=[
+        {"name": "alpha", "namespaces": ["alpha"], "weight": 1,
+         "quotas": {"H100": {"nominal": 4, "borrowingLimit": alpha_borrowing}}},
+        {"name": "beta", "namespaces": ["beta"], "weight": 1, "quotas": {"H100": {"nominal": 10}}}])
+    sim.now -= 28 * MIN
+    for dev in range(8):  # beta uses its whole nominal: nothing to lend
+        hold(sim, "h100-000", [dev], name=f"beta-0-{dev}", namespace="beta")
+    for dev in range(2):
+        hold(sim, "h100-001", [dev], name=f"beta-1-{dev}", namespace="beta")
+    sim.now += 27 * MIN
+    for dev in range(2, 6):
+        hold(sim, "h100-001", [dev], name=f"alpha-{dev}", namespace="alpha")
+    sim.now += MIN
+    r = decide_and_bind(sim, submit(sim, "job-1")).record  # two H100 are free on h100-001
+    [said] = [b.detail for b in r.blockers if b.code == "fallback_estimate"]
+    assert (said["choice"], said["wait_on"], said["expected_free_ms"], said["quota_short"]) == (
+        choice, "quota", expected, quota_short)
+    assert r.outcome == ("deferred" if choice == "wait" else "allocated")
+
+
+@pytest.mark.parametrize(
+    ("used", "count", "nominal", "borrowing", "other_used", "short"),
+    [
+        pytest.param(3, 1, 4, 0, 0, 0, id="within-nominal-fits"),
+        pytest.param(4, 1, 4, 0, 0, 1, id="at-nominal-without-borrowing-lacks-the-count"),
+        pytest.param(4, 2, 4, None, 8, 2, id="nothing-to-borrow-while-the-other-uses-its-nominal"),
+        pytest.param(4, 2, 4, None, 7, 1, id="borrows-what-the-other-leaves-unused"),
+        pytest.param(6, 4, 4, 4, 0, 2, id="capped-by-the-borrowing-limit"),
+    ],
+)
+def test_what_the_tenant_alone_must_give_back_reopens_its_quota_exactly(used, count, nominal, borrowing, other_used, short):
+    from audit.scheduler.quota import check_quota, quota_gap
+
+    def shortfall() -> int:
+        gap = quota_gap(sim.world, policy, "alpha", "H100", count)
+        assert gap is not None
+        return 0 if check_quota(sim.world, policy, "alpha", "H100", count).fits else gap.own_alone
+
+    quota = {"nominal": nominal, "borrowingLimit": borrowing}  # None: may borrow whatever is unused
+    sim = cluster(tenants=[{"name": "alpha", "namespaces": ["alpha"], "weight": 1, "quotas": {"H100": quota}},
+                           {"name": "beta", "namespaces": ["beta"], "weight": 1, "quotas": {"H100": {"nominal": 8}}}])
+    devs = [(n, d) for n in H100_NODES for d in ALL_DEVICES]
+    for node, dev in devs[:used]:
+        hold(sim, node, [dev], name=f"a-{node}-{dev}", namespace="alpha")
+    for node, dev in devs[used:used + other_used]:
+        hold(sim, node, [dev], name=f"b-{node}-{dev}", namespace="beta")
+    policy = sim.world.policy
+    assert shortfall() == short
+    # giving exactly that back makes the count fit, one fewer does not
+    for gone in range(short):
+        node, dev = devs[gone]
+        sim.emit("ResourceClaim", "alpha", f"a-{node}-{dev}", None, EventType.DELETE.value)
+        left = short - gone - 1
+        assert shortfall() == left
+        assert check_quota(sim.world, policy, "alpha", "H100", count).fits == (left == 0)
+    assert check_quota(sim.world, policy, "alpha", "H100", count).fits
 
 
 @pytest.mark.parametrize(
@@ -318,3 +474,42 @@ def test_a_world_rebuilt_from_its_checkpoint_estimates_as_the_live_one():
                             == estimate(live, ("H100",), count, at, 600_000))
                     compared += 1
     assert compared > 30
+
+
+@given(own=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3)), max_size=5),
+       lent=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3)), max_size=5),
+       finished=st.lists(st.integers(1, 60), min_size=1, max_size=12),
+       to_nominal=st.integers(1, 6), to_limit=st.one_of(st.none(), st.integers(-3, 6)),
+       together=st.integers(-2, 8), offset=st.integers(0, 60))
+def test_the_quota_groups_chance_of_not_yet_is_that_of_every_way_the_holdings_can_end(
+        own, lent, finished, to_nominal, to_limit, together, offset):
+    """The quota group's P(not reopened at t) equals the sum, over every subset of holdings still
+    held at t, of its probability where the devices given back do not close the gap."""
+    import itertools
+
+    from audit.scheduler.quota import QuotaGap
+    from audit.scheduler.release_estimate import _Holding, _QuotaGroup, _s, _still
+
+    mine = [_Holding("H100", a, d) for a, d in own]
+    theirs = [_Holding("H100", a, d) for a, d in lent]
+    times, surv = survival(finished, [h.age_ms for h in mine + theirs])
+    last = times[-1]
+    mine = [h for h in mine if h.age_ms < last]
+    theirs = [h for h in theirs if h.age_ms < last]
+    gap = QuotaGap("H100", to_nominal, to_limit, together, ("beta",))
+    group = _QuotaGroup(gap, mine, theirs)
+    base = {id(h): _s(times, surv, h.age_ms) for h in mine + theirs}
+    got, _ = group.factor(offset, times, surv, base, last, float("inf"))
+    held = [p for _, p in _still(mine + theirs, offset, times, surv, base, last, float("inf"))[0]]
+    want = 0.0
+    for ended in itertools.product((False, True), repeat=len(held)):
+        p = 1.0
+        for gone, p_held in zip(ended, held, strict=True):
+            p *= (1.0 - p_held) if gone else p_held
+        i = sum(h.devices for h, gone in zip(mine, ended, strict=False) if gone)
+        j = sum(h.devices for h, gone in zip(theirs, ended[len(mine):], strict=True) if gone)
+        ready = i >= to_nominal or ((to_limit is None or i >= to_limit) and i + j >= together)
+        if not ready:
+            want += p
+    assert got == pytest.approx(want, abs=1e-9)
+

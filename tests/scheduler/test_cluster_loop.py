@@ -21,8 +21,8 @@ from audit.world import World
 from ingest.simulate.loop import SimulationResult
 from tests.scheduler.busysmall import HOUR, busy_small, window_start
 
-SIMULATED_DIGEST = "0dfb916e36df007e3351e8f9c7d8a9b92bbde45f85a551174e598829ee72378f"
-COUNTERFACTUAL_DIGEST = "54cbe9fd1961c8ed2740387582af0b1ef76d2bbcd67556cfd01dc0e5d87a32ac"
+SIMULATED_DIGEST = "cf31145a4f57f05c89387cef94632b561a8a6817012e25af45e2eaed82536835"
+COUNTERFACTUAL_DIGEST = "32c28f3196904d08c155f43a27531dd9712d4f1b869f151617ee43569098c3a9"
 
 
 def _run(queueing: str = "") -> SimulationResult:

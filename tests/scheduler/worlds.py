@@ -35,17 +35,18 @@ def submit(sim: Simulator, name: str, namespace: str = "alpha", size: int = 1, t
     return sim.submit(Job(name, namespace, sim.now, size, 3_600_000, template, device_plugin))
 
 
-def hold(sim: Simulator, node: str, devices: list[int], name: str = "") -> str:
-    """Allocate devices ``gpu-<i>`` of ``node`` to a claim outside every tenant (another scheduler)."""
+def hold(sim: Simulator, node: str, devices: list[int], name: str = "", namespace: str = "ops") -> str:
+    """Allocate devices ``gpu-<i>`` of ``node`` to a claim of ``namespace`` (by default outside
+    every tenant: another scheduler's)."""
     name = name or f"held-{node}-{'-'.join(map(str, devices))}"
     claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-             "metadata": {"name": name, "namespace": "ops", "uid": f"uid-{name}"},
+             "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
              "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
                                                                            "count": len(devices)}}]}},
              "status": {"allocation": {"devices": {"results": [
                  {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": f"gpu-{i}"} for i in devices],
                  "config": []}, "nodeSelector": None}}}
-    sim.emit("ResourceClaim", "ops", name, claim)
+    sim.emit("ResourceClaim", namespace, name, claim)
     return name
 
 
