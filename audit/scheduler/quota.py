@@ -39,10 +39,11 @@ def check_quota(world: World, policy: Policy, tenant: str, model: str, count: in
     memo = world.derived.get("quota")
     if memo is None or memo[0] != state:
         memo = world.derived["quota"] = (state, {})
+    answers: dict[tuple[str, str, int], QuotaCheck] = memo[1]
     key = (tenant, model, count)
-    found: QuotaCheck | None = memo[1].get(key)
+    found = answers.get(key)
     if found is None:
-        found = memo[1][key] = _check(world, policy, tenant, model, count)
+        found = answers[key] = _check(world, policy, tenant, model, count)
     return found
 
 
