@@ -82,6 +82,7 @@ class _Size(enum.IntEnum):
 
 @pytest.mark.parametrize("value", [
     1e-05, 1e16, 1.5e-7, 5e-324, -0.0, {"share": 0.00001}, [1e22, 2.5],   # float formatting differs
+    [1e-07, 1], {"tiny": 1e-08}, [[1e-300]],                              # negative exponents, no fraction
     float("nan"), {"a": [float("inf")]}, float("-inf"),                 # orjson writes null
     2**64, -(2**63) - 1, {"n": 2**70},                                    # beyond 64 bits: orjson refuses
     {1: "a", 2: "b"}, {"1": 0, 2: 1},                                     # keys that are not strings
