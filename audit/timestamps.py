@@ -46,6 +46,7 @@ def parse_time_ms(text: str) -> int:
 
 
 _FORMATTED: dict[int, str] = {}
+_SECONDS: dict[int, str] = {}  # whole seconds -> "YYYY-MM-DDTHH:MM:SS.": events come several a second
 
 
 def format_time_ms(ms: int) -> str:
@@ -54,9 +55,15 @@ def format_time_ms(ms: int) -> str:
     if text is None:
         if len(_FORMATTED) > 100_000:
             _FORMATTED.clear()
-        dt = EPOCH + timedelta(milliseconds=ms)
-        text = _FORMATTED[ms] = dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+        seconds = ms // 1000  # floor, so ms % 1000 is the fraction also before the epoch
+        prefix = _SECONDS.get(seconds)
+        if prefix is None:
+            if len(_SECONDS) > 100_000:
+                _SECONDS.clear()
+            prefix = _SECONDS[seconds] = (EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.")
+        text = _FORMATTED[ms] = f"{prefix}{ms % 1000:03d}Z"
     return text
+
 
 
 def format_utc(value: datetime, digits: int = 3) -> str:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from audit.canonical import canonical_digest, canonical_json, canonical_text, encode_string
+from audit.canonical import canonical_json
 from audit.events import EventType, WorldEvent
 from audit.policy import Policy, attribute_text, default_policy, parse_policy
 from audit.timestamps import parse_time_ms
@@ -53,27 +53,11 @@ IDENTITY_ATTRIBUTES = frozenset({"uuid", "gpu.nvidia.com/uuid", "resource.kubern
 _ANY: Any = object()
 
 def event_digest(ev: WorldEvent) -> str:
-    """Same value as ``ev.digest()`` without deep-copying the payload.
-
-    The event's own fields are laid out in canonical (sorted-key) order around the payload's
-    canonical encoding, which spares building and sorting a wrapper object per folded event; a
-    field of an unexpected type takes the generic encoding, so the bytes stay canonical.
-    """
-    cluster, name, namespace, kind = ev.cluster, ev.name, ev.namespace, ev.object_kind
-    version, time, type_ = ev.resource_version, ev.time, ev.type
-    # one chained test per field: a generator over a tuple cost more than the rest of the framing
-    if type(ev.seq) is not int or not (
-            isinstance(cluster, str) and isinstance(name, str) and isinstance(namespace, str)
-            and isinstance(kind, str) and isinstance(version, str) and isinstance(time, str)
-            and isinstance(type_, str)):
-        return canonical_digest({"cluster": ev.cluster, "seq": ev.seq, "time": ev.time, "type": ev.type,
-                                 "object_kind": ev.object_kind, "namespace": ev.namespace, "name": ev.name,
-                                 "payload": ev.payload, "resource_version": ev.resource_version})
-    enc = encode_string
-    text = (f'{{"cluster":{enc(cluster)},"name":{enc(name)},"namespace":{enc(namespace)},"object_kind":{enc(kind)},'
-            f'"payload":{canonical_text(ev.payload)},"resource_version":{enc(version)},'
-            f'"seq":{ev.seq},"time":{enc(time)},"type":{enc(type_)}}}')
-    return hashlib.sha256(text.encode()).hexdigest()
+    """Same value as ``ev.digest()`` without deep-copying the payload (``asdict`` would)."""
+    return hashlib.sha256(canonical_json({
+        "cluster": ev.cluster, "seq": ev.seq, "time": ev.time, "type": ev.type, "object_kind": ev.object_kind,
+        "namespace": ev.namespace, "name": ev.name, "payload": ev.payload, "resource_version": ev.resource_version,
+    })).hexdigest()
 
 
 def chain(prev: str, event_hex: str) -> str:

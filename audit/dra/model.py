@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.canonical import canonical_json
+
 ATTRIBUTE_KINDS = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
 SCALAR_KINDS = ("int", "bool", "string", "version")
 
@@ -675,20 +677,41 @@ def _allocation(r: _Reader, status: dict[str, Any]) -> Allocation | None:
     return Allocation(results=tuple(results), node_selector=ns, config=config)
 
 
-def _resource_claim(r: _Reader, raw: dict[str, Any]) -> ResourceClaim:
+def _resource_claim(r: _Reader, raw: dict[str, Any], specs: dict[bytes, ClaimSpec] | None = None) -> ResourceClaim:
     meta = _metadata(r, raw)
     status = r.mapping(raw.get("status"), "status")
     reserved = tuple(r.mapping(x, f"status.reservedFor[{i}]")
                      for i, x in enumerate(r.listing(status.get("reservedFor"), "status.reservedFor")))
+    spec_raw = r.mapping(raw.get("spec"), "spec")
     return ResourceClaim(
         name=meta.name,
         namespace=meta.namespace or "default",
         uid=meta.uid,
-        spec=_claim_spec(r, r.mapping(raw.get("spec"), "spec"), "spec"),
+        spec=_claim_spec(r, spec_raw, "spec") if specs is None else _known_claim_spec(r, spec_raw, specs),
         allocation=_allocation(r, status),
         metadata=meta,
         reserved_for=reserved,
     )
+
+
+def _known_claim_spec(r: _Reader, spec: dict[str, Any], specs: dict[bytes, ClaimSpec]) -> ClaimSpec:
+    """``_claim_spec`` once per distinct spec: claims made from one template share it. Keyed by the
+    spec's canonical JSON (equal texts are equal JSON values, and the parse reads nothing else);
+    a spec that is not plain JSON is parsed every time, and only parses that succeed are kept."""
+    try:
+        key = canonical_json(spec)
+    except (TypeError, ValueError):
+        return _claim_spec(r, spec, "spec")
+    found = specs.get(key)
+    if found is None:
+        found = _claim_spec(r, spec, "spec")
+        if len(specs) >= MAX_KNOWN_SPECS:
+            specs.clear()
+        specs[key] = found
+    return found
+
+
+MAX_KNOWN_SPECS = 4096
 
 
 @dataclass(frozen=True)
@@ -915,8 +938,11 @@ def supported_kind(raw: Mapping[str, Any]) -> bool:
     return raw.get("kind") in _PARSERS
 
 
-def parse_object(raw: Mapping[str, Any]) -> KubeObject:
-    """Parse and default one raw object; ModelError names the object and field on wrong types."""
+def parse_object(raw: Mapping[str, Any], claim_specs: dict[bytes, ClaimSpec] | None = None) -> KubeObject:
+    """Parse and default one raw object; ModelError names the object and field on wrong types.
+
+    ``claim_specs``: a memo the caller keeps, so a ResourceClaim's spec is parsed once per distinct
+    spec (``_known_claim_spec``) rather than once per claim."""
     if not isinstance(raw, Mapping):
         raise ModelError(f"object: expected a mapping, got {_type_name(raw)}")
     kind = raw.get("kind")
@@ -924,4 +950,6 @@ def parse_object(raw: Mapping[str, Any]) -> KubeObject:
     label = object_label(raw)
     if parser is None:
         raise ModelError(f"{label}: kind: unsupported kind {kind!r} (expected one of {', '.join(sorted(_PARSERS))})")
+    if claim_specs is not None and kind == "ResourceClaim":
+        return _resource_claim(_Reader(label), dict(raw), claim_specs)
     return parser(_Reader(label), dict(raw))

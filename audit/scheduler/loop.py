@@ -281,9 +281,8 @@ class ClusterLoop:
 
     def fail_running_on(self, node: str) -> None:
         """Node loss: the pods running on ``node`` fail, in pod key order."""
-        for key, st in sorted(self.pods.items()):
-            if st.node == node:
-                self.fail(key)
+        for key in sorted(key for key, st in self.pods.items() if st.node == node):
+            self.fail(key)
 
     # ---- the scheduling pass ------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ class _WorldCache:
         self.version = -1
         self.inventory: Any = None
         self.parsed: dict[int, tuple[dict[str, Any], Any]] = {}  # id(payload) -> (payload, typed)
+        self.claim_specs: dict[bytes, Any] = {}  # canonical claim spec -> parsed spec (parse_object's memo)
         # (id(claim), tiers left per request, policy digest) -> (claim, claim with tiers applied)
         self.augmented: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
         self.per_node: dict[str, tuple[tuple[int, int], Any]] = {}  # node -> (versions, Inventory)
@@ -50,7 +51,7 @@ def typed(world: World, payload: dict[str, Any]) -> Any:
     hit = c.parsed.get(id(payload))
     if hit is not None and hit[0] is payload:
         return hit[1]
-    obj = parse_object(payload)
+    obj = parse_object(payload, c.claim_specs)
     if len(c.parsed) > 200_000:
         c.parsed.clear()
     c.parsed[id(payload)] = (payload, obj)

@@ -31,6 +31,23 @@ class QuotaCheck:
 
 
 def check_quota(world: World, policy: Policy, tenant: str, model: str, count: int) -> QuotaCheck:
+    """Whether ``count`` more devices of ``model`` fit the tenant's quota in the world as it is.
+
+    Kept per world state (its seq) and policy: one attempt asks the same question for every gate,
+    candidate check and node, and the answer changes only when an event is folded."""
+    state = (world.seq, policy.digest)
+    memo = world.derived.get("quota")
+    if memo is None or memo[0] != state:
+        memo = world.derived["quota"] = (state, {})
+    answers: dict[tuple[str, str, int], QuotaCheck] = memo[1]
+    key = (tenant, model, count)
+    found = answers.get(key)
+    if found is None:
+        found = answers[key] = _check(world, policy, tenant, model, count)
+    return found
+
+
+def _check(world: World, policy: Policy, tenant: str, model: str, count: int) -> QuotaCheck:
     q = policy.quota(tenant, model)
     used = world.model_in_use(tenant, model)
     if q is None:

@@ -51,3 +51,21 @@ def test_milliseconds_survive_a_round_trip_through_text(ms: int) -> None:
     assert text.endswith("Z") and len(text) == 24
     assert parse_time_ms(text) == ms
     assert datetime_ms(datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)) == ms
+
+
+@given(st.integers(min_value=-10**12, max_value=10_413_791_999_999), st.integers(min_value=-1500, max_value=1500))
+def test_formatted_times_are_the_datetime_text_also_within_a_known_second(ms: int, step: int) -> None:
+    # the second's text is memoised apart from the milliseconds: a neighbour reuses it
+    for at in (ms, ms + step):
+        expected = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=at)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        assert format_time_ms(at) == expected
+
+
+@pytest.mark.parametrize(("ms", "text"), [
+    (NOV_2 + 999, "2026-11-02T00:00:00.999Z"),
+    (NOV_2 + 1000, "2026-11-02T00:00:01.000Z"),
+    (NOV_2 - 1, "2026-11-01T23:59:59.999Z"),
+    (-1, "1969-12-31T23:59:59.999Z"),
+])
+def test_formatted_times_at_second_boundaries(ms: int, text: str) -> None:
+    assert format_time_ms(ms) == text

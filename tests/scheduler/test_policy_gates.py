@@ -2,6 +2,8 @@
 
 import pytest
 
+from audit.policy import default_policy
+from audit.scheduler.quota import check_quota
 from tests.scheduler.worlds import ALL_DEVICES, cluster, decide_and_bind, hold, submit
 
 
@@ -79,3 +81,17 @@ def test_mixed_models_per_pod(mixed, expected):
     assert (r.outcome, r.allocated_model) == expected
     if mixed:
         assert [d.model for d in r.devices] == ["H100", "H100", "A100", "A100"]
+
+
+def test_quota_answers_follow_every_folded_event_and_the_policy_asked():
+    sim = cluster(tenants=[{"name": "alpha", "namespaces": ["alpha"], "weight": 1,
+                            "quotas": {"H100": {"nominal": 2, "borrowingLimit": 2}}}])
+    world = sim.world
+    assert (check_quota(world, world.policy, "alpha", "H100", 2).fits, world.model_in_use("alpha", "H100")) == (True, 0)
+    for i in range(2):
+        assert decide_and_bind(sim, submit(sim, f"a-{i}")).record.allocated_model == "H100"
+    asked = check_quota(world, world.policy, "alpha", "H100", 1)
+    assert (asked.fits, asked.used, asked.nominal, asked.lendable) == (False, 2, 2, 0)
+    assert check_quota(world, world.policy, "alpha", "H100", 1) is asked  # the same state, the same answer
+    free = check_quota(world, default_policy(), "alpha", "H100", 1)  # no quotas: another answer at this seq
+    assert (free.fits, free.used, free.nominal) == (True, 2, None)
