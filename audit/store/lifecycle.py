@@ -4,7 +4,9 @@ Every stats figure is computed from the pod lifecycle (``audit.metrics``), which
 world event log. The store keeps one fold per cluster in memory and, before answering, folds the
 events stored since it last looked — only a contiguous run of ``seq`` (an event still missing
 stops the fold there until it arrives, so the rows never skip a change). Folding is incremental:
-a day of a 64-node cluster costs seconds once, then only what arrived since.
+a day of a 64-node cluster costs seconds once, then only what arrived since. With a
+``PodTable``, each fold that took new events also writes what it changed into the store's
+``pods`` table and series (``audit.store.podtable``).
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import threading
 from typing import Any
 
 from audit.metrics.lifecycle import Lifecycle, LifecycleFold
+from audit.store.podtable import PodTable
 
 
 class LifecycleCache:
-    def __init__(self) -> None:
+    def __init__(self, table: PodTable | None = None) -> None:
+        self._table = table
         self._folds: dict[str, LifecycleFold] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -37,4 +41,7 @@ class LifecycleCache:
                     if ev.seq != fold.world.seq + 1:
                         break  # a gap: wait for the missing event rather than fold past it
                     fold.apply(ev)
-            return fold.lifecycle()
+            life = fold.lifecycle()
+            if self._table is not None:
+                self._table.write(fold, life)
+            return life

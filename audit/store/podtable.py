@@ -1,0 +1,166 @@
+"""Keeping the ``pods`` table and its series (``audit.store.podschema``) equal to the fold.
+
+After the fold has taken new events, ``PodTable.write`` inserts only what changed: the rows of
+pods the fold added or changed since the last write (``LifecycleFold.take_changed``), the policy
+and capacity entries appended since, the unhealthy spans that closed since and, when the set of
+devices unhealthy right now changed, those open spans. Each row carries the fold's event ``seq``
+as its version, so the latest write of a row is the one ``FINAL`` reads. Writes for one cluster
+happen under that cluster's fold lock, in seq order.
+
+``PodTableKeeper`` runs the fold and the write in a thread of its own, woken when a writer has
+delivered events: the writer's delivery never waits for the fold (which judges regret with the
+allocator and costs far more per event than an insert), and events delivered while it works are
+folded together in its next round.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.metrics.lifecycle import Lifecycle, LifecycleFold, PodLife, UnhealthySpan
+
+log = logging.getLogger(__name__)
+
+InsertColumns = Callable[[str, dict[str, list[Any]]], None]
+
+POD_COLUMNS = ("cluster", "row", "version", "namespace", "pod", "uid", "tenant", "track", "created_ms", "bound_ms",
+               "failed_ms", "allocated_ms", "released_ms", "alternatives", "tiers", "first_choice", "fallback",
+               "preferred", "allocated", "models", "devices", "h100_eq", "regretted")
+
+
+def pod_rows(cluster: str, lives: Sequence[PodLife], rows: Iterable[int], version: int) -> dict[str, list[Any]]:
+    """The ``pods`` columns of ``lives[i]`` for each i in ``rows``."""
+    out: dict[str, list[Any]] = {name: [] for name in POD_COLUMNS}
+    for i in rows:
+        p = lives[i]
+        values = (cluster, i, version, p.namespace, p.pod, p.uid, p.tenant, p.track, p.created_ms, p.bound_ms,
+                  p.failed_ms, p.allocated_ms, p.released_ms, p.alternatives, list(p.tiers), p.first_choice,
+                  p.fallback, p.preferred, p.allocated, p.allocated.split("|") if p.allocated else [], p.devices,
+                  p.h100_eq, p.regretted)
+        for name, value in zip(POD_COLUMNS, values, strict=True):
+            out[name].append(value)
+    return out
+
+
+@dataclass
+class _Written:
+    """How much of one cluster's series the table already holds."""
+
+    policies: int = 0
+    capacity: int = 0
+    closed_spans: int = 0
+    open_spans: frozenset[tuple[str, int]] = field(default_factory=frozenset)
+    seq: int | None = None  # the fold's seq at the last write
+
+
+class PodTable:
+    """Writes what a fold changed into the pod tables through ``insert(table, columns)``."""
+
+    def __init__(self, insert: InsertColumns) -> None:
+        self._insert = insert
+        self._written: dict[str, _Written] = {}
+
+    def write(self, fold: LifecycleFold, life: Lifecycle) -> int:
+        """Write what changed since the last write of this cluster (``life`` = ``fold.lifecycle()``,
+        just taken); returns the number of pod rows written."""
+        cluster, version = fold.cluster, max(life.seq, 0)
+        done = self._written.setdefault(cluster, _Written())
+        if done.seq == life.seq:
+            return 0  # nothing folded since
+        changed = fold.take_changed()
+        try:
+            if changed:
+                self._insert("pods", pod_rows(cluster, fold.lives, changed, version))
+            self._series(fold, life, done, version)
+        except BaseException:
+            fold.give_back(changed)  # written again (a duplicate row is harmless) with the next fold
+            raise
+        done.seq = life.seq
+        return len(changed)
+
+    def _series(self, fold: LifecycleFold, life: Lifecycle, done: _Written, version: int) -> None:
+        cluster = fold.cluster
+        # the fold's timelines only grow; before the first instant ends the lifecycle shows the
+        # policy in force as a stand-in entry, written again (replaced) once the real one exists
+        real_policies = len(fold.policies)
+        if len(life.policies) > done.policies:
+            new = list(enumerate(life.policies))[done.policies:]
+            self._insert("pod_policies", {
+                "cluster": [cluster] * len(new), "idx": [i for i, _ in new], "version": [version] * len(new),
+                "from_ms": [t for _, (t, _) in new], "policy_name": [p.name for _, (_, p) in new],
+                "policy_version": [p.version for _, (_, p) in new],
+                "tenants": [[t.name for t in p.tenants] for _, (_, p) in new],
+                "weights": [[t.weight for t in p.tenants] for _, (_, p) in new],
+                "starvation_ms": [p.starvation_ms for _, (_, p) in new],
+                "regret_window_ms": [p.regret_window_ms for _, (_, p) in new]})
+            done.policies = real_policies
+        if len(life.capacity) > done.capacity:
+            new_cap = list(enumerate(life.capacity))[done.capacity:]
+            self._insert("pod_capacity", {
+                "cluster": [cluster] * len(new_cap), "idx": [i for i, _ in new_cap],
+                "version": [version] * len(new_cap), "from_ms": [t for _, (t, _) in new_cap],
+                "h100_eq": [c for _, (_, c) in new_cap]})
+            done.capacity = len(life.capacity)
+        closed = fold.spans[done.closed_spans:]
+        open_now = [s for s in life.unhealthy if s.end_ms is None]
+        open_keys = frozenset((s.device, s.start_ms) for s in open_now)
+        spans: list[UnhealthySpan] = list(closed)
+        if open_keys != done.open_spans:
+            spans.extend(open_now)
+        if spans:
+            self._insert("unhealthy_spans", {
+                "cluster": [cluster] * len(spans), "device": [s.device for s in spans],
+                "start_ms": [s.start_ms for s in spans], "version": [version] * len(spans),
+                "model": [s.model for s in spans], "end_ms": [s.end_ms for s in spans]})
+        done.closed_spans = len(fold.spans)
+        done.open_spans = open_keys
+
+
+class PodTableKeeper:
+    """A thread that folds and writes a cluster's pod tables whenever events of it were delivered."""
+
+    def __init__(self, sync: Callable[[str], Any]) -> None:
+        self._sync = sync
+        self._due: set[str] = set()
+        self._busy = False
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="claimtrail-pods", daemon=True)
+        self._thread.start()
+
+    def poke(self, clusters: Iterable[str]) -> None:
+        with self._cond:
+            self._due.update(clusters)
+            self._cond.notify_all()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until every cluster poked so far has been folded and written; False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._due and not self._busy, timeout)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._due or self._closed)
+                if self._closed:
+                    return
+                due, self._due = sorted(self._due), set()
+                self._busy = True
+            for cluster in due:
+                try:
+                    self._sync(cluster)
+                except Exception:  # the store is away: the next delivery pokes it again
+                    log.warning("pod table of cluster %s not updated", cluster, exc_info=True)
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
