@@ -9,14 +9,19 @@ happen under that cluster's fold lock, in seq order.
 
 ``PodTableKeeper`` runs the fold and the write in a thread of its own, woken when a writer has
 delivered events: the writer's delivery never waits for the fold (which judges regret with the
-allocator and costs far more per event than an insert), and events delivered while it works are
-folded together in its next round.
+allocator and costs far more per event than an insert). It starts a round once deliveries have
+paused for ``settle`` seconds, or ``max_lag`` seconds after the first delivery it has not folded
+yet, whichever comes first: while the writer runs flat out the fold does not take the
+interpreter from it batch by batch, each round has a fixed cost (reading the new events, taking
+the lifecycle) that fewer, larger rounds pay less often, and the table is never more than about
+``max_lag`` plus one round behind.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,9 +128,13 @@ class PodTable:
 class PodTableKeeper:
     """A thread that folds and writes a cluster's pod tables whenever events of it were delivered."""
 
-    def __init__(self, sync: Callable[[str], Any]) -> None:
+    def __init__(self, sync: Callable[[str], Any], settle: float = 0.5, max_lag: float = 5.0) -> None:
         self._sync = sync
+        self.settle = settle
+        self.max_lag = max_lag
+        self._first = self._last = 0.0  # monotonic times of the first and last poke not folded yet
         self._due: set[str] = set()
+        self._waiters = 0  # callers of wait_idle: a round starts at once for them
         self._busy = False
         self._cond = threading.Condition()
         self._closed = False
@@ -134,15 +143,25 @@ class PodTableKeeper:
 
     def poke(self, clusters: Iterable[str]) -> None:
         with self._cond:
+            now = time.monotonic()
+            if not self._due:
+                self._first = now
+            self._last = now
             self._due.update(clusters)
             self._cond.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until every cluster poked so far has been folded and written; False on timeout."""
+        """Fold and write every cluster poked so far now, and wait until it is done; False on timeout."""
         with self._cond:
-            return self._cond.wait_for(lambda: not self._due and not self._busy, timeout)
+            self._waiters += 1
+            self._cond.notify_all()
+            try:
+                return self._cond.wait_for(lambda: not self._due and not self._busy, timeout)
+            finally:
+                self._waiters -= 1
 
     def close(self) -> None:
+        """Fold what is still due, then stop the thread."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -152,8 +171,14 @@ class PodTableKeeper:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._due or self._closed)
-                if self._closed:
-                    return
+                while not self._closed and not self._waiters:
+                    now = time.monotonic()
+                    start_at = min(self._last + self.settle, self._first + self.max_lag)
+                    if now >= start_at:
+                        break
+                    self._cond.wait(start_at - now)  # a poke meanwhile moves the start later
+                if not self._due:
+                    return  # closed, everything delivered is folded
                 due, self._due = sorted(self._due), set()
                 self._busy = True
             for cluster in due:

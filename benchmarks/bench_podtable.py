@@ -1,0 +1,112 @@
+"""The cost of keeping the ``pods`` table current while the writer ingests, and the metrics in SQL.
+
+A simulated day of the default scenario (its decision records and world events, in 20 slices
+alternating records and events, as an engine sends them through the day) goes through a store's
+writer into a fresh embedded store, once with the pod table kept (each delivered events batch
+wakes the background fold, which writes the changed pod rows) and once without, alternating,
+best of ``ROUNDS`` each; the ratio of the two rates, taken in the same run, is the figure
+(target ≥ 0.9). Also reported: how long after the writer's last delivery the table is current,
+and the fairness and fallback figures computed in SQL over the day's ``pods`` table (p95).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from audit.metrics import Window
+from audit.metrics.ranks import nearest_rank
+from audit.store import metric_sql
+from audit.store.queries import AuditStore
+from ingest.simulate.loop import simulate
+from ingest.simulate.scenario import load_scenario_text
+
+SCENARIO = Path(__file__).resolve().parents[1] / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
+ROUNDS = 3
+SLICES = 20
+RUNS = 20
+
+
+def _row(name: str, value: float, unit: str, target: str = "", note: str = "", scale: str = "none") -> dict[str, Any]:
+    return {"issue": "#15", "name": name, "value": value, "unit": unit, "target": target, "note": note,
+            "scale": scale}
+
+
+def _slices(items: list[Any]) -> list[list[Any]]:
+    size = -(-len(items) // SLICES)
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _ingest(records: list[Any], events: list[Any], keep_pods: bool) -> tuple[float, float]:
+    """Seconds until the writer has delivered everything, and seconds more until the pod table is current."""
+    with tempfile.TemporaryDirectory(prefix="bench-podtable-") as root:
+        store = AuditStore.open(f"chdb://{root}/db")
+        try:
+            writer = store.writer(name="bench", keep_pods=keep_pods)
+            started = time.perf_counter()
+            for recs, evs in zip(_slices(records), _slices(events), strict=False):
+                writer.write_records(recs)
+                writer.write_events(evs)
+            assert writer.flush(timeout=600), writer.last_error
+            written = time.perf_counter() - started
+            assert store.wait_pod_table(600)
+            return written, time.perf_counter() - started - written
+        finally:
+            store.close()
+
+
+def _sql_p95_ms(records: list[Any], events: list[Any], cluster: str, window: Window) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory(prefix="bench-podtable-") as root:
+        store = AuditStore.open(f"chdb://{root}/db")
+        try:
+            writer = store.writer(name="bench")
+            writer.write_events(events)
+            assert writer.flush(timeout=600), writer.last_error
+            assert store.wait_pod_table(600)
+            out = []
+            for fn in (metric_sql.fairness_sql, metric_sql.fallback_sql):
+                times = []
+                for _ in range(RUNS):
+                    started = time.perf_counter()
+                    fn(store._query, cluster, window)
+                    times.append((time.perf_counter() - started) * 1000)
+                out.append(nearest_rank(sorted(times), 0.95))
+            return out[0], out[1]
+        finally:
+            store.close()
+
+
+def run() -> list[dict[str, Any]]:
+    sc = load_scenario_text(SCENARIO.read_text(), SCENARIO.name)
+    result = simulate(sc, seed=1)
+    records, events = result.records, result.events
+    items = len(records) + len(events)
+    best = {True: float("inf"), False: float("inf")}
+    lag = float("inf")
+    for _ in range(ROUNDS):
+        for keep in (False, True):
+            written, behind = _ingest(records, events, keep)
+            best[keep] = min(best[keep], written)
+            if keep:
+                lag = min(lag, behind)
+    with_rate, without_rate = items / best[True], items / best[False]
+    fair_ms, fallback_ms = _sql_p95_ms(records, events, result.world.cluster, Window(result.start_ms, result.end_ms))
+    day = f"{len(records):,} decisions and {len(events):,} events"
+    return [
+        _row("writer throughput with the pods table kept current / without (same run)",
+             round(with_rate / without_rate, 3), "x", ">= 0.9 x",
+             f"{day}: {with_rate:,.0f} vs {without_rate:,.0f} items/s, best of {ROUNDS} each"),
+        _row("pods table current after the writer's last delivery", round(lag, 2), "s", "",
+             "the background fold and the changed rows' inserts still running when the writer is done", scale="cpu"),
+        _row(f"fairness figures in SQL over the pods table, simulated day ({day}): p95", round(fair_ms, 1), "ms",
+             "", f"p95 of {RUNS}", scale="store"),
+        _row(f"fallback figures in SQL over the pods table, simulated day ({day}): p95", round(fallback_ms, 1), "ms",
+             "", f"p95 of {RUNS}", scale="store"),
+    ]
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(row)

@@ -1,0 +1,66 @@
+"""The pod table keeper: folds in the background, at once for a caller that waits, and before stopping.
+
+Also: a write that fails hands its rows back, so the next write still carries them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from audit.metrics import LifecycleFold
+from audit.store.podtable import PodTable, PodTableKeeper
+from tests.metrics.eventlog import Log
+
+
+class _Synced:
+    def __init__(self) -> None:
+        self.clusters: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, cluster: str) -> None:
+        with self.lock:
+            self.clusters.append(cluster)
+
+
+def test_a_caller_that_waits_gets_the_round_at_once() -> None:
+    synced = _Synced()
+    keeper = PodTableKeeper(synced, settle=3600, max_lag=3600)  # never on its own within the test
+    try:
+        keeper.poke({"c1", "c2"})
+        keeper.poke({"c1"})
+        assert keeper.wait_idle(60)
+        assert sorted(synced.clusters) == ["c1", "c2"]  # two pokes of c1 folded in one round
+    finally:
+        keeper.close()
+
+
+def test_closing_folds_what_is_still_due() -> None:
+    synced = _Synced()
+    keeper = PodTableKeeper(synced, settle=3600, max_lag=3600)
+    keeper.poke({"c1"})
+    keeper.close()
+    assert synced.clusters == ["c1"]
+
+
+def test_a_failed_write_hands_its_rows_back() -> None:
+    log = Log().nodes("H100", 1, 4).at(0).pod("team-a/p", ("gpu", ["H100", "A100"], 2)).tick(1)
+    fold = LifecycleFold("c1").apply_all(log.events)
+    written: list[tuple[str, dict[str, list[Any]]]] = []
+    fail = [True]
+
+    def insert(table: str, columns: dict[str, list[Any]]) -> None:
+        if fail[0]:
+            raise ConnectionError("store away")
+        written.append((table, columns))
+
+    table = PodTable(insert)
+    with pytest.raises(ConnectionError):
+        table.write(fold, fold.lifecycle())
+    fail[0] = False
+    assert table.write(fold, fold.lifecycle()) == 1
+    pods = dict(written)["pods"]
+    assert (pods["pod"], pods["row"], pods["version"]) == (["p"], [0], [log.events[-1].seq])
+    assert table.write(fold, fold.lifecycle()) == 0  # nothing folded since: nothing written
