@@ -12,8 +12,10 @@ a day of a 64-node cluster costs seconds once, then only what arrived since. Wit
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
+from audit.events import WorldEvent
 from audit.metrics.lifecycle import Lifecycle, LifecycleFold
 from audit.store.podtable import PodTable
 
@@ -29,12 +31,19 @@ class LifecycleCache:
         with self._guard:
             return self._locks.setdefault(cluster, threading.Lock())
 
-    def current(self, store: Any, cluster: str) -> Lifecycle:
-        """The cluster's lifecycle with every stored event folded (up to the first missing seq)."""
+    def current(self, store: Any, cluster: str, known: Sequence[WorldEvent] = ()) -> Lifecycle:
+        """The cluster's lifecycle with every stored event folded (up to the first missing seq).
+        ``known``: events of the cluster known to be stored (a writer's delivered batch), folded
+        without reading them back while they continue the fold's seq."""
         with self._lock(cluster):
             fold = self._folds.get(cluster)
             if fold is None:
                 fold = self._folds[cluster] = LifecycleFold(cluster)
+            for ev in sorted(known, key=lambda e: e.seq):
+                if ev.seq == fold.world.seq + 1:
+                    fold.apply(ev)
+                elif ev.seq > fold.world.seq:
+                    break  # a gap: the store has what comes between
             top = store.max_seq(cluster)
             if top is not None and top > fold.world.seq:
                 for ev in store.events(cluster, fold.world.seq, top):

@@ -14,7 +14,8 @@ paused for ``settle`` seconds, or ``max_lag`` seconds after the first delivery i
 yet, whichever comes first: while the writer runs flat out the fold does not take the
 interpreter from it batch by batch, each round has a fixed cost (reading the new events, taking
 the lifecycle) that fewer, larger rounds pay less often, and the table is never more than about
-``max_lag`` plus one round behind.
+``max_lag`` plus one round behind. The events the writer delivered are handed to the fold with
+the poke, so a round reads from the store only what it did not see (another writer's events).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.events import WorldEvent
 from audit.metrics.lifecycle import Lifecycle, LifecycleFold, PodLife, UnhealthySpan
 
 log = logging.getLogger(__name__)
@@ -128,12 +130,13 @@ class PodTable:
 class PodTableKeeper:
     """A thread that folds and writes a cluster's pod tables whenever events of it were delivered."""
 
-    def __init__(self, sync: Callable[[str], Any], settle: float = 0.5, max_lag: float = 5.0) -> None:
+    def __init__(self, sync: Callable[[str, list[WorldEvent]], Any], settle: float = 0.5,
+                 max_lag: float = 5.0) -> None:
         self._sync = sync
         self.settle = settle
         self.max_lag = max_lag
         self._first = self._last = 0.0  # monotonic times of the first and last poke not folded yet
-        self._due: set[str] = set()
+        self._due: dict[str, list[WorldEvent]] = {}  # cluster -> its events delivered since the last round
         self._waiters = 0  # callers of wait_idle: a round starts at once for them
         self._busy = False
         self._cond = threading.Condition()
@@ -141,13 +144,15 @@ class PodTableKeeper:
         self._thread = threading.Thread(target=self._loop, name="claimtrail-pods", daemon=True)
         self._thread.start()
 
-    def poke(self, clusters: Iterable[str]) -> None:
+    def poke(self, events: Iterable[WorldEvent]) -> None:
+        """Events now stored: their clusters are due, and the fold may take them without reading."""
         with self._cond:
             now = time.monotonic()
             if not self._due:
                 self._first = now
             self._last = now
-            self._due.update(clusters)
+            for ev in events:
+                self._due.setdefault(ev.cluster, []).append(ev)
             self._cond.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -179,11 +184,11 @@ class PodTableKeeper:
                     self._cond.wait(start_at - now)  # a poke meanwhile moves the start later
                 if not self._due:
                     return  # closed, everything delivered is folded
-                due, self._due = sorted(self._due), set()
+                due, self._due = self._due, {}
                 self._busy = True
-            for cluster in due:
+            for cluster in sorted(due):
                 try:
-                    self._sync(cluster)
+                    self._sync(cluster, due[cluster])
                 except Exception:  # the store is away: the next delivery pokes it again
                     log.warning("pod table of cluster %s not updated", cluster, exc_info=True)
             with self._cond:

@@ -206,11 +206,11 @@ class AuditStore:
             self._history.remember(screened_r.accepted + screened_e.accepted)
         return screened_r, screened_e
 
-    def _events_stored(self, clusters: set[str]) -> None:
+    def _events_stored(self, events: list[WorldEvent]) -> None:
         with self._keeper_lock:
             if self._pod_keeper is None:
-                self._pod_keeper = PodTableKeeper(lambda cluster: self._lifecycles.current(self, cluster))
-        self._pod_keeper.poke(clusters)
+                self._pod_keeper = PodTableKeeper(lambda cluster, known: self._lifecycles.current(self, cluster, known))
+        self._pod_keeper.poke(events)
 
     def wait_pod_table(self, timeout: float | None = None) -> bool:
         """Wait until the events delivered so far are in the ``pods`` table; False on timeout."""

@@ -62,9 +62,9 @@ class RecordWriter:
     def __init__(self, connector: Callable[[], Any], spool_dir: str, *, source: str = "writer",
                  batch_size: int = 10_000, max_delay: float = 1.0, max_spool_bytes: int = 1 << 30,
                  spool_block_seconds: float = 30.0, retry_interval: float = 1.0, background: bool = True,
-                 on_events: Callable[[set[str]], None] | None = None) -> None:
+                 on_events: Callable[[list[WorldEvent]], None] | None = None) -> None:
         self._connector = connector
-        self._on_events = on_events  # told the clusters of each events batch once it is stored
+        self._on_events = on_events  # handed each events batch once it is stored
         self._client: Any = None
         self.source = source
         self.batch_size = batch_size
@@ -326,7 +326,7 @@ class RecordWriter:
             with self._lock:
                 self._counters["events_written"] += len(events)
             if self._on_events is not None:
-                self._on_events({e.cluster for e in events})
+                self._on_events(events)
         else:
             qrows = [q.QuarantineRow(**json.loads(line)) for line in lines]
             _insert_columns(client, "quarantine", dict(zip(q.COLUMNS, q.columns(qrows), strict=True)), token)

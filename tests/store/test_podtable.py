@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from audit.events import WorldEvent
 from audit.metrics import LifecycleFold
 from audit.store.podtable import PodTable, PodTableKeeper
 from tests.metrics.eventlog import Log
@@ -18,21 +19,29 @@ from tests.metrics.eventlog import Log
 class _Synced:
     def __init__(self) -> None:
         self.clusters: list[str] = []
+        self.seqs: list[list[int]] = []
         self.lock = threading.Lock()
 
-    def __call__(self, cluster: str) -> None:
+    def __call__(self, cluster: str, known: list[WorldEvent]) -> None:
         with self.lock:
             self.clusters.append(cluster)
+            self.seqs.append([e.seq for e in known])
+
+
+def _event(cluster: str, seq: int) -> WorldEvent:
+    return WorldEvent(seq=seq, time="2026-01-01T00:00:00Z", type="add", object_kind="Node", namespace="",
+                      name=f"n{seq}", payload={}, cluster=cluster)
 
 
 def test_a_caller_that_waits_gets_the_round_at_once() -> None:
     synced = _Synced()
     keeper = PodTableKeeper(synced, settle=3600, max_lag=3600)  # never on its own within the test
     try:
-        keeper.poke({"c1", "c2"})
-        keeper.poke({"c1"})
+        keeper.poke([_event("c1", 1), _event("c2", 1)])
+        keeper.poke([_event("c1", 2)])
         assert keeper.wait_idle(60)
-        assert sorted(synced.clusters) == ["c1", "c2"]  # two pokes of c1 folded in one round
+        assert synced.clusters == ["c1", "c2"]  # two pokes of c1 folded in one round
+        assert synced.seqs == [[1, 2], [1]]  # with the events delivered
     finally:
         keeper.close()
 
@@ -40,7 +49,7 @@ def test_a_caller_that_waits_gets_the_round_at_once() -> None:
 def test_closing_folds_what_is_still_due() -> None:
     synced = _Synced()
     keeper = PodTableKeeper(synced, settle=3600, max_lag=3600)
-    keeper.poke({"c1"})
+    keeper.poke([_event("c1", 1)])
     keeper.close()
     assert synced.clusters == ["c1"]
 
