@@ -70,19 +70,11 @@ WHERE created_ms < {u:Int64} AND gone > {s:Int64}""".replace("{never}", NEVER)
 # started: first bound in the window; pending: created before its end, neither bound nor failed by
 # then; failed: failed in the window, never bound. Per group of tenants ({group}: the tenant, or
 # the scope tenant and "(others)"): the count started, the nearest-rank p50/p95/p99 of their
-# waits (the ⌈q·n⌉-th smallest, by integer rank), the counts pending and failed, the longest wait
-# so far among those (0 when none), and the starving count (wait, or until − created while
-# pending, over {t:Int64}).
+# waits (the ⌈q·n⌉-th smallest, by integer rank), the counts pending and failed and the longest
+# wait so far among those (0 when none); STARVING_SQL: the count of those started or pending
+# whose wait (or until − created while pending) is over {t:Int64}.
 
-WAITS_SQL = """
-SELECT g, length(w) AS n,
-       w[greatest(1, intDiv(50 * n + 99, 100))] AS p50, w[greatest(1, intDiv(95 * n + 99, 100))] AS p95,
-       w[greatest(1, intDiv(99 * n + 99, 100))] AS p99, n_pending, n_failed, longest, n_starving
-FROM (
-  SELECT g, arraySort(groupArrayIf(waited, started)) AS w, countIf(pending) AS n_pending,
-         countIf(failed) AS n_failed, greatest(0, maxIf(so_far, pending OR failed)) AS longest,
-         countIf((started AND waited > {t:Int64}) OR (pending AND {u:Int64} - created_ms > {t:Int64})) AS n_starving
-  FROM (
+_STATES = """
     SELECT {group} AS g, created_ms,
            ifNull(bound_ms >= {s:Int64} AND bound_ms < {u:Int64}, 0) AS started,
            created_ms < {u:Int64} AND ifNull(bound_ms, {never}) >= {u:Int64}
@@ -90,8 +82,23 @@ FROM (
            bound_ms IS NULL AND ifNull(failed_ms >= {s:Int64} AND failed_ms < {u:Int64}, 0) AS failed,
            ifNull(bound_ms, 0) - created_ms AS waited,
            if(pending, {u:Int64} - created_ms, ifNull(failed_ms, 0) - created_ms) AS so_far
-    FROM pods FINAL WHERE cluster = {c:String})
-  GROUP BY g)""".replace("{never}", NEVER)
+    FROM pods FINAL WHERE cluster = {c:String}""".replace("{never}", NEVER)
+
+WAITS_SQL = """
+SELECT g, length(w) AS n,
+       w[greatest(1, intDiv(50 * n + 99, 100))] AS p50, w[greatest(1, intDiv(95 * n + 99, 100))] AS p95,
+       w[greatest(1, intDiv(99 * n + 99, 100))] AS p99, n_pending, n_failed, longest
+FROM (
+  SELECT g, arraySort(groupArrayIf(waited, started)) AS w, countIf(pending) AS n_pending,
+         countIf(failed) AS n_failed, greatest(0, maxIf(so_far, pending OR failed)) AS longest
+  FROM ({states})
+  GROUP BY g)""".replace("{states}", _STATES)
+
+STARVING_SQL = """
+SELECT g, countIf((started AND waited > {t:Int64}) OR (pending AND {u:Int64} - created_ms > {t:Int64})) AS n
+FROM ({states})
+GROUP BY g
+HAVING n > 0""".replace("{states}", _STATES)
 
 # ---- audit.metrics.fairness.pending_intervals: per tenant, the union of pending intervals -----------
 # [created, min(bound, failed, until)), merged in SQL: ordered by start, an interval opens a new run
@@ -211,21 +218,19 @@ class SqlPods:
     def alive_tenants(self, window: Window) -> set[str]:
         return {str(r[0]) for r in self._rows(ALIVE_SQL, window)}
 
-    def _waits(self, window: Window, group: Callable[[str], str], timeout_ms: int) -> list[Sequence[Any]]:
-        scope = self.scope
-        sql = WAITS_SQL.replace("{group}", _group_sql(scope))
-        return list(self._rows(sql, window, t=timeout_ms, scope=scope or ""))
+    def _grouped(self, sql: str, window: Window, **params: Any) -> Sequence[Sequence[Any]]:
+        return self._rows(sql.replace("{group}", _group_sql(self.scope)), window, scope=self.scope or "", **params)
 
     def waits(self, window: Window, group: Callable[[str], str] = lambda t: t) -> dict[str, WaitStats]:
         out: dict[str, WaitStats] = {}
-        for g, n, p50, p95, p99, pending, failed, longest, _ in self._waits(window, group, 0):
+        for g, n, p50, p95, p99, pending, failed, longest in self._grouped(WAITS_SQL, window):
             if n or pending or failed:
                 out[str(g)] = RankedWaits([], int(pending), int(failed), int(longest), int(n),
                                           {0.50: int(p50), 0.95: int(p95), 0.99: int(p99)})
         return out
 
     def starving(self, window: Window, timeout_ms: int, group: Callable[[str], str] = lambda t: t) -> dict[str, int]:
-        return {str(r[0]): int(r[-1]) for r in self._waits(window, group, timeout_ms) if r[-1]}
+        return {str(g): int(n) for g, n in self._grouped(STARVING_SQL, window, t=timeout_ms)}
 
     def pending(self, window: Window) -> dict[str, list[tuple[int, int]]]:
         out: dict[str, list[tuple[int, int]]] = {}
