@@ -9,13 +9,15 @@ happen under that cluster's fold lock, in seq order.
 
 ``PodTableKeeper`` runs the fold and the write in a thread of its own, woken when a writer has
 delivered events: the writer's delivery never waits for the fold (which judges regret with the
-allocator and costs far more per event than an insert). It starts a round once deliveries have
-paused for ``settle`` seconds, or ``max_lag`` seconds after the first delivery it has not folded
-yet, whichever comes first: while the writer runs flat out the fold does not take the
-interpreter from it batch by batch, each round has a fixed cost (reading the new events, taking
-the lifecycle) that fewer, larger rounds pay less often, and the table is never more than about
-``max_lag`` plus one round behind. The events the writer delivered are handed to the fold with
-the poke, so a round reads from the store only what it did not see (another writer's events).
+allocator and costs far more per event than an insert). A round starts once the writers are
+idle (nothing buffered or spooled) and deliveries have paused for ``settle`` seconds, or
+``max_lag`` seconds after the first delivery not folded yet, whichever comes first: a writer
+running flat out does not share the interpreter with the fold until the table would fall
+``max_lag`` behind; fewer, larger rounds pay less often for a round's fixed cost (reading what
+it was not handed, taking the lifecycle). The fold is the one the stats endpoints read, so its
+work is not added: it is done before a query asks rather than when it does. The events the
+writer delivered are handed to the fold with the poke, so a round reads from the store only
+what it did not see (another writer's events).
 """
 
 from __future__ import annotations
@@ -130,9 +132,10 @@ class PodTable:
 class PodTableKeeper:
     """A thread that folds and writes a cluster's pod tables whenever events of it were delivered."""
 
-    def __init__(self, sync: Callable[[str, list[WorldEvent]], Any], settle: float = 0.5,
-                 max_lag: float = 5.0) -> None:
+    def __init__(self, sync: Callable[[str, list[WorldEvent]], Any], busy: Callable[[], bool] = lambda: False,
+                 settle: float = 0.5, max_lag: float = 30.0) -> None:
         self._sync = sync
+        self._busy_writers = busy
         self.settle = settle
         self.max_lag = max_lag
         self._first = self._last = 0.0  # monotonic times of the first and last poke not folded yet
@@ -178,10 +181,11 @@ class PodTableKeeper:
                 self._cond.wait_for(lambda: self._due or self._closed)
                 while not self._closed and not self._waiters:
                     now = time.monotonic()
-                    start_at = min(self._last + self.settle, self._first + self.max_lag)
-                    if now >= start_at:
+                    deadline = self._first + self.max_lag
+                    if now >= deadline or (now >= self._last + self.settle and not self._busy_writers()):
                         break
-                    self._cond.wait(start_at - now)  # a poke meanwhile moves the start later
+                    # a poke meanwhile moves the start later; busy writers are looked at again
+                    self._cond.wait(min(deadline, max(self._last + self.settle, now + self.settle)) - now)
                 if not self._due:
                     return  # closed, everything delivered is folded
                 due, self._due = self._due, {}

@@ -209,8 +209,17 @@ class AuditStore:
     def _events_stored(self, events: list[WorldEvent]) -> None:
         with self._keeper_lock:
             if self._pod_keeper is None:
-                self._pod_keeper = PodTableKeeper(lambda cluster, known: self._lifecycles.current(self, cluster, known))
+                self._pod_keeper = PodTableKeeper(lambda cluster, known: self._lifecycles.current(self, cluster, known),
+                                                  self._writers_busy)
         self._pod_keeper.poke(events)
+
+    def _writers_busy(self) -> bool:
+        """Some writer of this store holds records or events not yet delivered."""
+        for writer in list(self._writers):
+            stats = writer.stats()
+            if stats["buffered"] or stats["spool_batches"]:
+                return True
+        return False
 
     def wait_pod_table(self, timeout: float | None = None) -> bool:
         """Wait until the events delivered so far are in the ``pods`` table; False on timeout."""

@@ -73,3 +73,22 @@ def test_a_failed_write_hands_its_rows_back() -> None:
     pods = dict(written)["pods"]
     assert (pods["pod"], pods["row"], pods["version"]) == (["p"], [0], [log.events[-1].seq])
     assert table.write(fold, fold.lifecycle()) == 0  # nothing folded since: nothing written
+
+
+def test_the_keeper_waits_for_busy_writers_then_folds() -> None:
+    """While a writer still holds undelivered items the fold does not take the interpreter from it;
+    once the writers are idle it runs without anyone asking."""
+    done = threading.Event()
+    busy = [True]
+
+    def sync(cluster: str, known: list[WorldEvent]) -> None:
+        done.set()
+
+    keeper = PodTableKeeper(sync, lambda: busy[0], settle=0.01, max_lag=3600)
+    try:
+        keeper.poke([_event("c1", 1)])
+        assert not done.wait(0.3)  # thirty settle periods: it would have started by now
+        busy[0] = False
+        assert done.wait(60)
+    finally:
+        keeper.close()
