@@ -215,11 +215,7 @@ class AuditStore:
 
     def _writers_busy(self) -> bool:
         """Some writer of this store holds records or events not yet delivered."""
-        for writer in list(self._writers):
-            stats = writer.stats()
-            if stats["buffered"] or stats["spool_batches"]:
-                return True
-        return False
+        return not all(writer.idle() for writer in list(self._writers))
 
     def wait_pod_table(self, timeout: float | None = None) -> bool:
         """Wait until the events delivered so far are in the ``pods`` table; False on timeout."""

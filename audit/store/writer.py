@@ -171,6 +171,13 @@ class RecordWriter:
                 self._client = self._connector()
             return list(self._client.query(sql, parameters=parameters).result_rows)
 
+    def idle(self) -> bool:
+        """Nothing buffered, being encoded or waiting in the spool."""
+        with self._lock:
+            if self._records or self._events:
+                return False
+        return not self._cut_lock.locked() and self.spool.pending_frames() == 0
+
     def stats(self) -> dict[str, int]:
         with self._lock:
             out = dict(self._counters)
