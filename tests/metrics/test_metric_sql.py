@@ -21,6 +21,7 @@ from audit.events import WorldEvent
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle, health_report
 from audit.metrics.report import RowPods
 from audit.store import metric_sql
+from audit.store.podtable import POD_COLUMNS, pod_rows
 from audit.store.queries import AuditStore
 from tests.metrics.eventlog import MIN, T0, Log
 from tests.metrics.histories import PodPlan, TaintPlan, history, plans, taint_plans
@@ -50,6 +51,11 @@ def test_sql_equals_the_reference_for_every_metric(store: AuditStore, pods: list
     _ingest(store, log.events[:half])
     _ingest(store, log.events[half:])
     life = dataclasses.replace(fold_lifecycle(log.events, cluster), columns=None)
+    stored = store._query(f"SELECT {', '.join(POD_COLUMNS)} FROM pods FINAL WHERE cluster = {{c:String}} ORDER BY row",
+                          {"c": cluster}).result_rows
+    want = pod_rows(cluster, life.pods, range(len(life.pods)), 0)
+    assert [dict(zip(POD_COLUMNS, r, strict=True)) | {"version": 0} for r in stored] == [
+        {k: want[k][i] for k in POD_COLUMNS} for i in range(len(life.pods))]  # every field of every pod
     rows, sql = RowPods(life.pods), metric_sql.SqlPods(store._query, cluster, scope)
     group = (lambda t: t) if scope is None else (lambda t: t if t == scope else "(others)")
     assert sql.usage(window) == rows.usage(window)
