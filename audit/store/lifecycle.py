@@ -31,6 +31,11 @@ class LifecycleCache:
         with self._guard:
             return self._locks.setdefault(cluster, threading.Lock())
 
+    def folded_seq(self, cluster: str) -> int:
+        """The seq of the last event folded for ``cluster`` (-1: none)."""
+        fold = self._folds.get(cluster)
+        return fold.world.seq if fold is not None else -1
+
     def current(self, store: Any, cluster: str, known: Sequence[WorldEvent] = ()) -> Lifecycle:
         """The cluster's lifecycle with every stored event folded (up to the first missing seq).
         ``known``: events of the cluster known to be stored (a writer's delivered batch), folded

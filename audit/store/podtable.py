@@ -133,8 +133,11 @@ class PodTableKeeper:
     """A thread that folds and writes a cluster's pod tables whenever events of it were delivered."""
 
     def __init__(self, sync: Callable[[str, list[WorldEvent]], Any], busy: Callable[[], bool] = lambda: False,
-                 settle: float = 0.5, max_lag: float = 30.0) -> None:
+                 settle: float = 0.5, max_lag: float = 30.0, stale: Callable[[], Iterable[str]] | None = None) -> None:
         self._sync = sync
+        # clusters whose stored events run past the fold (written by another process): looked for
+        # every ``max_lag`` seconds while nothing is due, and folded like a delivery
+        self._stale = stale
         self._busy_writers = busy
         self.settle = settle
         self.max_lag = max_lag
@@ -146,6 +149,17 @@ class PodTableKeeper:
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name="claimtrail-pods", daemon=True)
         self._thread.start()
+
+    def poke_clusters(self, clusters: Iterable[str]) -> None:
+        """Clusters with stored events the fold has not seen: due, with nothing handed over."""
+        with self._cond:
+            now = time.monotonic()
+            if not self._due:
+                self._first = now
+            self._last = now - self.settle  # nothing is arriving: no pause to wait for
+            for cluster in clusters:
+                self._due.setdefault(cluster, [])
+            self._cond.notify_all()
 
     def poke(self, events: Iterable[WorldEvent]) -> None:
         """Events now stored: their clusters are due, and the fold may take them without reading."""
@@ -175,8 +189,23 @@ class PodTableKeeper:
             self._cond.notify_all()
         self._thread.join()
 
+    def _look_for_stale(self) -> None:
+        if self._stale is None:
+            return
+        with self._cond:
+            if self._cond.wait_for(lambda: self._due or self._closed, self.max_lag):
+                return
+        try:
+            stale = list(self._stale())
+        except Exception:  # the store is away: looked at again later
+            log.warning("cannot look for events stored by others", exc_info=True)
+            return
+        if stale:
+            self.poke_clusters(stale)
+
     def _loop(self) -> None:
         while True:
+            self._look_for_stale()
             with self._cond:
                 self._cond.wait_for(lambda: self._due or self._closed)
                 while not self._closed and not self._waiters:

@@ -206,12 +206,24 @@ class AuditStore:
             self._history.remember(screened_r.accepted + screened_e.accepted)
         return screened_r, screened_e
 
-    def _events_stored(self, events: list[WorldEvent]) -> None:
+    def _keeper(self) -> PodTableKeeper:
         with self._keeper_lock:
             if self._pod_keeper is None:
                 self._pod_keeper = PodTableKeeper(lambda cluster, known: self._lifecycles.current(self, cluster, known),
-                                                  self._writers_busy)
-        self._pod_keeper.poke(events)
+                                                  self._writers_busy, stale=self._stale_pod_clusters)
+            return self._pod_keeper
+
+    def _events_stored(self, events: list[WorldEvent]) -> None:
+        self._keeper().poke(events)
+
+    def keep_pod_tables(self) -> None:
+        """Bring the pod tables current now in the background (events stored by another process or
+        before this one started), and look for such events again from time to time."""
+        self._keeper().poke_clusters(self._stale_pod_clusters())
+
+    def _stale_pod_clusters(self) -> list[str]:
+        rows_ = self._query("SELECT cluster, max(seq) FROM events GROUP BY cluster ORDER BY cluster").result_rows
+        return [str(c) for c, top in rows_ if int(top) > self._lifecycles.folded_seq(str(c))]
 
     def _writers_busy(self) -> bool:
         """Some writer of this store holds records or events not yet delivered."""

@@ -1,4 +1,5 @@
-"""The pod table keeper: folds in the background, at once for a caller that waits, and before stopping.
+"""The pod table keeper: folds in the background, at once for a caller that waits, before stopping,
+and for events another process stored.
 
 Also: a write that fails hands its rows back, so the next write still carries them.
 """
@@ -13,6 +14,7 @@ import pytest
 from audit.events import WorldEvent
 from audit.metrics import LifecycleFold
 from audit.store.podtable import PodTable, PodTableKeeper
+from audit.store.queries import AuditStore
 from tests.metrics.eventlog import Log
 
 
@@ -92,3 +94,17 @@ def test_the_keeper_waits_for_busy_writers_then_folds() -> None:
         assert done.wait(60)
     finally:
         keeper.close()
+
+
+def test_events_stored_by_another_process_are_folded_without_a_delivery(store: AuditStore) -> None:
+    """A producer writing straight into the store (``simulate --dsn``) tells this process nothing;
+    the keeper finds the cluster whose stored events run past its fold and brings the table current."""
+    log = Log().nodes("H100", 1, 4).at(0).pod("team-a/p", ("gpu", ["H100", "A100"], 2)).tick(1)
+    writer = store.writer(name="elsewhere", keep_pods=False)  # as if from another process: no poke
+    writer.write_events(log.events)
+    assert writer.flush()
+    assert store._query("SELECT count() FROM pods").result_rows == [(0,)]
+    store.keep_pod_tables()
+    assert store.wait_pod_table(60)
+    assert store._query("SELECT pod FROM pods FINAL WHERE cluster = 'c1'").result_rows == [("p",)]
+    assert store._stale_pod_clusters() == []
