@@ -103,16 +103,18 @@ HAVING n > 0""".replace("{states}", _STATES)
 # ---- audit.metrics.fairness.pending_intervals: per tenant, the union of pending intervals -----------
 # [created, min(bound, failed, until)), merged in SQL: ordered by start, an interval opens a new run
 # when it starts after every earlier one of its tenant has ended; a run is (min start, max end).
+# Both window passes order by (a, b, row), a total order: with ties left to the engine, the two
+# passes could order equal intervals differently and put one in the run before its own.
 
 PENDING_SQL = """
 SELECT tenant, min(a) AS a, max(b) AS b FROM (
-  SELECT tenant, a, b, sum(opens) OVER (PARTITION BY tenant ORDER BY a, b ROWS UNBOUNDED PRECEDING) AS run
+  SELECT tenant, a, b, sum(opens) OVER (PARTITION BY tenant ORDER BY a, b, row ROWS UNBOUNDED PRECEDING) AS run
   FROM (
-    SELECT tenant, a, b,
-           (row_number() OVER (PARTITION BY tenant ORDER BY a, b)) = 1
-             OR a > max(b) OVER (PARTITION BY tenant ORDER BY a, b ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+    SELECT tenant, a, b, row,
+           (row_number() OVER (PARTITION BY tenant ORDER BY a, b, row)) = 1
+             OR a > max(b) OVER (PARTITION BY tenant ORDER BY a, b, row ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
              AS opens
-    FROM (SELECT tenant, created_ms AS a,
+    FROM (SELECT tenant, row, created_ms AS a,
                  least(ifNull(bound_ms, {never}), ifNull(failed_ms, {never}), {u:Int64}) AS b
           FROM pods FINAL WHERE cluster = {c:String})
     WHERE b > a AND b > {s:Int64} AND a < {u:Int64}))

@@ -21,6 +21,7 @@ from audit.events import WorldEvent
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle, health_report
 from audit.metrics.report import RowPods
 from audit.store import metric_sql
+from audit.store.podschema import PODS
 from audit.store.podtable import POD_COLUMNS, pod_rows
 from audit.store.queries import AuditStore
 from tests.metrics.eventlog import MIN, T0, Log
@@ -100,3 +101,25 @@ def test_nearest_rank_percentiles_in_sql_are_observed_waits(store: AuditStore) -
     got = metric_sql.fairness_sql(store._query, "c1", Window(T0, T0 + 60 * MIN))["tenants"][0]
     assert (got["pods_started"], got["wait_p50_s"], got["wait_p95_s"], got["wait_p99_s"]) == (11, 360.0, 660.0, 660.0)
     assert got == row
+
+
+def test_pending_runs_merge_alike_when_many_pods_share_one_interval(store: AuditStore) -> None:
+    """Many pods created and bound at the same moments (a burst of replicas): equal intervals must
+    fall into one run however the engine orders ties, so the backlogged hours come out the same."""
+    pods = [PodPlan("a", "one", 4, 0, 50, 30, "bind", 0), PodPlan("b", "one", 4, 0, 55, 30, "bind", 0),
+            PodPlan("a", "one", 4, 2, 70, 30, "bind", 0), PodPlan("b", "one", 4, 5, 90, 20, "bind", 0),
+            PodPlan("a", "two", 1, 60, 20, 30, "pend", 0), PodPlan("b", "one", 2, 61, 10, 30, "fail", 0)]
+    log = history(pods)
+    _ingest(store, log.events)
+    life = fold_lifecycle(log.events, "c1")
+    copies = 400
+    columns = [c.split()[0] for c in PODS.columns]
+    picked = ", ".join({"row": f"row + {len(life.pods)} * k", "pod": "concat(pod, '-', toString(k))"}.get(c, c)
+                       for c in columns)
+    store.client.command(f"INSERT INTO pods ({', '.join(columns)}) SELECT {picked} FROM pods FINAL "
+                         f"CROSS JOIN (SELECT number + 1 AS k FROM numbers({copies - 1})) AS copies")
+    many = dataclasses.replace(life, columns=None, pods=[
+        dataclasses.replace(p, pod=f"{p.pod}-{k}") for k in range(copies) for p in life.pods])
+    window = Window(T0, T0 + 120 * MIN)
+    assert metric_sql.SqlPods(store._query, "c1").pending(window) == RowPods(many.pods).pending(window)
+    assert metric_sql.fairness_sql(store._query, "c1", window) == fairness_report(many, window)
