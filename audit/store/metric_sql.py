@@ -224,6 +224,7 @@ class SqlPods:
         return self._rows(sql.replace("{group}", _group_sql(self.scope)), window, scope=self.scope or "", **params)
 
     def waits(self, window: Window, group: Callable[[str], str] = lambda t: t) -> dict[str, WaitStats]:
+        """Rows per tenant, or per ``self.scope`` and (others): ``group`` must be that grouping."""
         out: dict[str, WaitStats] = {}
         for g, n, p50, p95, p99, pending, failed, longest in self._grouped(WAITS_SQL, window):
             if n or pending or failed:
