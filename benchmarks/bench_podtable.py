@@ -72,7 +72,7 @@ def _p95_ms(store: AuditStore, cluster: str, window: Window) -> list[float]:
         times = []
         for _ in range(RUNS):
             started = time.perf_counter()
-            fn(store._query, cluster, window)
+            store.insight(fn, cluster, window)
             times.append((time.perf_counter() - started) * 1000)
         out.append(nearest_rank(sorted(times), 0.95))
     return out
@@ -97,8 +97,8 @@ def _sql_p95_ms(events: list[Any], cluster: str, window: Window, copies: int) ->
             store.client.command("OPTIMIZE TABLE pods FINAL")
             big = _p95_ms(store, cluster, window)
             scaled = _scaled(store.pod_lifecycle(cluster), copies)
-            assert metric_sql.fairness_sql(store._query, cluster, window) == fairness_report(scaled, window)
-            assert metric_sql.fallback_sql(store._query, cluster, window) == fallback_report(scaled, window)
+            assert store.insight(metric_sql.fairness_sql, cluster, window) == fairness_report(scaled, window)
+            assert store.insight(metric_sql.fallback_sql, cluster, window) == fallback_report(scaled, window)
             return day, big, n * copies
         finally:
             store.close()

@@ -34,7 +34,8 @@ from audit.metrics.waits import WaitStats
 from audit.metrics.window import Window
 from audit.policy import Policy, Tenant, default_policy
 
-Query = Callable[..., Any]  # (sql, parameters) -> a result with ``result_rows`` (AuditStore._query)
+# (sql, parameters) -> a result with ``result_rows``: what ``AuditStore.insight(fn, ...)`` hands ``fn``
+Query = Callable[..., Any]
 
 NEVER = "9223372036854775807"  # a time not reached: later than every window's end
 

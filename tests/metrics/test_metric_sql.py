@@ -66,9 +66,9 @@ def test_sql_equals_the_reference_for_every_metric(store: AuditStore, pods: list
     assert sql.pending(window) == rows.pending(window)
     assert sql.hourly_use(window) == rows.hourly_use(window)
     assert sql.fallback(window, scope) == rows.fallback(window, scope)
-    assert metric_sql.fairness_sql(store._query, cluster, window, scope) == fairness_report(life, window, scope)
-    assert metric_sql.fallback_sql(store._query, cluster, window, scope) == fallback_report(life, window, scope)
-    assert metric_sql.health_sql(store._query, cluster, window) == health_report(life, window)
+    assert store.insight(metric_sql.fairness_sql, cluster, window, scope) == fairness_report(life, window, scope)
+    assert store.insight(metric_sql.fallback_sql, cluster, window, scope) == fallback_report(life, window, scope)
+    assert store.insight(metric_sql.health_sql, cluster, window) == health_report(life, window)
 
 
 def test_the_pods_table_follows_the_events_as_they_are_stored(store: AuditStore) -> None:
@@ -98,7 +98,7 @@ def test_nearest_rank_percentiles_in_sql_are_observed_waits(store: AuditStore) -
     log.tick(30)
     _ingest(store, log.events)
     row = fairness_report(fold_lifecycle(log.events, "c1"), Window(T0, T0 + 60 * MIN))["tenants"][0]
-    got = metric_sql.fairness_sql(store._query, "c1", Window(T0, T0 + 60 * MIN))["tenants"][0]
+    got = store.insight(metric_sql.fairness_sql, "c1", Window(T0, T0 + 60 * MIN))["tenants"][0]
     assert (got["pods_started"], got["wait_p50_s"], got["wait_p95_s"], got["wait_p99_s"]) == (11, 360.0, 660.0, 660.0)
     assert got == row
 
@@ -122,4 +122,4 @@ def test_pending_runs_merge_alike_when_many_pods_share_one_interval(store: Audit
         dataclasses.replace(p, pod=f"{p.pod}-{k}") for k in range(copies) for p in life.pods])
     window = Window(T0, T0 + 120 * MIN)
     assert metric_sql.SqlPods(store._query, "c1").pending(window) == RowPods(many.pods).pending(window)
-    assert metric_sql.fairness_sql(store._query, "c1", window) == fairness_report(many, window)
+    assert store.insight(metric_sql.fairness_sql, "c1", window) == fairness_report(many, window)
