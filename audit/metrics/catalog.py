@@ -36,6 +36,14 @@ the engine's own world fold: creation, first bind or failure, the subrequest eac
 devices and their models, release) and a window [since, until).
 
 Percentiles are nearest rank everywhere: the ⌈q·n⌉-th smallest of the n values.
+
+In SQL: the store keeps the pod lifecycle as the table `pods` (one row per pod incarnation, the
+fields below; a row is rewritten as the pod changes, so read it with `FINAL`) and the series
+`pod_policies`, `pod_capacity` and `unhealthy_spans`, current as events are stored. The query
+of every per-pod figure, each beside the reference function it implements, is in
+`audit/store/metric_sql.py`; they can be run as they stand on any ClickHouse holding the store
+(a Grafana panel, say) with their parameters bound, and a property test holds their results exactly equal to the reference
+functions'.
 """
 
 

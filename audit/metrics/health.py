@@ -38,14 +38,17 @@ class HealthStats:
 def device_health(spans: Iterable[UnhealthySpan], window: Window) -> HealthStats:
     s = HealthStats()
     per_model: dict[str, set[str]] = {}
-    hours: dict[str, float] = {}
+    # integer milliseconds, converted once: the figure does not depend on the order spans come in
+    total_ms = 0
+    model_ms: dict[str, int] = {}
     for span in spans:
         ms = window.overlap_ms(span.start_ms, span.end_ms)
         if ms <= 0:
             continue
         s.devices.add(span.device)
-        s.device_hours += ms / HOUR_MS
+        total_ms += ms
         per_model.setdefault(span.model, set()).add(span.device)
-        hours[span.model] = hours.get(span.model, 0.0) + ms / HOUR_MS
-    s.by_model = {m: (len(per_model[m]), hours[m]) for m in sorted(per_model)}
+        model_ms[span.model] = model_ms.get(span.model, 0) + ms
+    s.device_hours = total_ms / HOUR_MS
+    s.by_model = {m: (len(per_model[m]), model_ms[m] / HOUR_MS) for m in sorted(per_model)}
     return s

@@ -145,6 +145,7 @@ class LifecycleFold:
         self._columns = PodColumns()
         self._dirty: set[int] = set()  # rows changed since the columns were last synced
         self._asks_by_selector: dict[str, str] = {}  # a pod's node constraints -> models asked (until a Node changes)
+        self._unwritten: set[int] = set()  # rows changed since ``take_changed`` last handed them out
 
     # ---- folding ---------------------------------------------------------------------------------
 
@@ -183,10 +184,22 @@ class LifecycleFold:
         """The rows as of now (the current, incomplete instant not judged yet)."""
         policies = self.policies or [(self.world.time_ms, self.world.policy)]
         self._columns.sync(self.lives, sorted(self._dirty))
+        self._unwritten |= self._dirty
         self._dirty.clear()
         return Lifecycle(self.cluster, list(self.lives), list(policies), list(self.capacity),
                          [*self.spans, *(UnhealthySpan(d, m, s, None) for d, (m, s) in sorted(self._sick.items()))],
                          self.world.time_ms, self.world.seq, self._columns.view())
+
+    def take_changed(self) -> list[int]:
+        """The rows changed (or added) since the last call, ascending, as of the last ``lifecycle()``:
+        what a copy of the rows kept elsewhere (the store's ``pods`` table) must rewrite."""
+        out = sorted(self._unwritten)
+        self._unwritten.clear()
+        return out
+
+    def give_back(self, rows: Iterable[int]) -> None:
+        """Rows taken by ``take_changed`` that could not be written: handed out again next time."""
+        self._unwritten.update(rows)
 
     # ---- pods and claims -----------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ reference functions themselves.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from audit.metrics.columnar import ColumnarPods
 from audit.metrics.fairness import hourly_use, jain_contention, jain_whole, pending_intervals
@@ -72,6 +72,25 @@ class RowPods:
         return fallback_stats(self.pods, window, (lambda p: True) if tenant is None else (lambda p: p.tenant == tenant))
 
 
+class PodPasses(Protocol):
+    """The per-pod passes the reports run; any implementation (the reference's rows, the columns,
+    the store's SQL) must return exactly what the reference functions return."""
+
+    def usage(self, window: Window) -> dict[str, Usage]: ...
+
+    def alive_tenants(self, window: Window) -> set[str]: ...
+
+    def waits(self, window: Window, group: Callable[[str], str] = ...) -> dict[str, WaitStats]: ...
+
+    def starving(self, window: Window, timeout_ms: int, group: Callable[[str], str] = ...) -> dict[str, int]: ...
+
+    def pending(self, window: Window) -> dict[str, list[tuple[int, int]]]: ...
+
+    def hourly_use(self, window: Window) -> dict[tuple[int, str], float]: ...
+
+    def fallback(self, window: Window, tenant: str | None = None) -> FallbackStats: ...
+
+
 def pod_passes(life: Lifecycle, window: Window) -> RowPods | ColumnarPods:
     """The columnar passes when the lifecycle carries its columns, else the reference's."""
     if life.columns is not None and life.columns.n == len(life.pods):
@@ -79,8 +98,12 @@ def pod_passes(life: Lifecycle, window: Window) -> RowPods | ColumnarPods:
     return RowPods(life.touching(window.since_ms, window.until_ms).pods)
 
 
-def fairness_report(life: Lifecycle, window: Window, scope: str | None = None) -> dict[str, Any]:
-    pods = pod_passes(life, window)
+def fairness_report(life: Lifecycle, window: Window, scope: str | None = None,
+                    pods: PodPasses | None = None) -> dict[str, Any]:
+    """``pods``: the per-pod passes to run (default: on ``life``'s pods; the store's SQL passes
+    come with a ``life`` that holds only the policy and capacity timelines)."""
+    if pods is None:
+        pods = pod_passes(life, window)
     group = _grouping(scope)
     tenants = window_tenants(life, window, pods.alive_tenants(window))
     entitled = entitlements(life, window, tenants)
@@ -111,8 +134,9 @@ def fairness_report(life: Lifecycle, window: Window, scope: str | None = None) -
     }
 
 
-def fallback_report(life: Lifecycle, window: Window, scope: str | None = None) -> dict[str, Any]:
-    s = pod_passes(life, window).fallback(window, scope)
+def fallback_report(life: Lifecycle, window: Window, scope: str | None = None,
+                    pods: PodPasses | None = None) -> dict[str, Any]:
+    s = (pods if pods is not None else pod_passes(life, window)).fallback(window, scope)
     policy = life.policy_at(end_policy_ms(window))
     return {
         "pods_with_preference": s.pods_with_preference,

@@ -4,19 +4,25 @@ Every stats figure is computed from the pod lifecycle (``audit.metrics``), which
 world event log. The store keeps one fold per cluster in memory and, before answering, folds the
 events stored since it last looked — only a contiguous run of ``seq`` (an event still missing
 stops the fold there until it arrives, so the rows never skip a change). Folding is incremental:
-a day of a 64-node cluster costs seconds once, then only what arrived since.
+a day of a 64-node cluster costs seconds once, then only what arrived since. With a
+``PodTable``, each fold that took new events also writes what it changed into the store's
+``pods`` table and series (``audit.store.podtable``).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
+from audit.events import WorldEvent
 from audit.metrics.lifecycle import Lifecycle, LifecycleFold
+from audit.store.podtable import PodTable
 
 
 class LifecycleCache:
-    def __init__(self) -> None:
+    def __init__(self, table: PodTable | None = None) -> None:
+        self._table = table
         self._folds: dict[str, LifecycleFold] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -25,16 +31,31 @@ class LifecycleCache:
         with self._guard:
             return self._locks.setdefault(cluster, threading.Lock())
 
-    def current(self, store: Any, cluster: str) -> Lifecycle:
-        """The cluster's lifecycle with every stored event folded (up to the first missing seq)."""
+    def folded_seq(self, cluster: str) -> int:
+        """The seq of the last event folded for ``cluster`` (-1: none)."""
+        fold = self._folds.get(cluster)
+        return fold.world.seq if fold is not None else -1
+
+    def current(self, store: Any, cluster: str, known: Sequence[WorldEvent] = ()) -> Lifecycle:
+        """The cluster's lifecycle with every stored event folded (up to the first missing seq).
+        ``known``: events of the cluster known to be stored (a writer's delivered batch), folded
+        without reading them back while they continue the fold's seq."""
         with self._lock(cluster):
             fold = self._folds.get(cluster)
             if fold is None:
                 fold = self._folds[cluster] = LifecycleFold(cluster)
+            for ev in sorted(known, key=lambda e: e.seq):
+                if ev.seq == fold.world.seq + 1:
+                    fold.apply(ev)
+                elif ev.seq > fold.world.seq:
+                    break  # a gap: the store has what comes between
             top = store.max_seq(cluster)
             if top is not None and top > fold.world.seq:
                 for ev in store.events(cluster, fold.world.seq, top):
                     if ev.seq != fold.world.seq + 1:
                         break  # a gap: wait for the missing event rather than fold past it
                     fold.apply(ev)
-            return fold.lifecycle()
+            life = fold.lifecycle()
+            if self._table is not None:
+                self._table.write(fold, life)
+            return life

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from audit.store import schema
+from audit.store import podschema, schema
 from audit.store.connection import StoreError
 from audit.store.schema import Retention
 
@@ -87,6 +87,13 @@ def _replay_jobs(database: str, retention: Retention, cluster: str | None) -> li
             f"ALTER TABLE {database}.replay_runs ON CLUSTER {cluster} {added(plain)}"]
 
 
+def _pod_tables(database: str, retention: Retention, cluster: str | None) -> list[str]:
+    out: list[str] = []
+    for table in podschema.POD_TABLES.values():
+        out.extend(schema.create_table(table, database, retention, cluster))
+    return out
+
+
 def _drop_unused(database: str, retention: Retention, cluster: str | None) -> list[str]:
     out: list[str] = []
     for view in schema.DROPPED_VIEWS:  # first the view, so no insert writes into a dropped table
@@ -111,6 +118,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               _filled_by_views(("decision_keys", "event_keys"), schema.KEY_VIEWS)),
     Migration(9, "drop the tenant usage rollup and its view, which nothing read, and the policies table, which "
                  "nothing wrote", _drop_unused),
+    Migration(10, "the pod lifecycle as tables: pods, and the policy, capacity and unhealthy-device series",
+              _pod_tables),
 )
 LATEST = MIGRATIONS[-1].version
 

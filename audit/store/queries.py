@@ -38,6 +38,7 @@ from audit.store.filters import (
 from audit.store.history import HistoryGuard, Screened
 from audit.store.ingest import IngestResult, parse_jsonl
 from audit.store.lifecycle import LifecycleCache
+from audit.store.podtable import PodTable, PodTableKeeper
 from audit.store.pool import ClientPool
 from audit.store.schema import DEFAULT_RETENTION, Retention
 from audit.store.writer import RecordWriter
@@ -98,7 +99,9 @@ class AuditStore:
         self._admit_lock = threading.Lock()  # screening against history and writing are one step
         self._history = HistoryGuard(self._query)
         self._writers: list[RecordWriter] = []
-        self._lifecycles = LifecycleCache()
+        self._lifecycles = LifecycleCache(PodTable(self._insert_columns))
+        self._pod_keeper: PodTableKeeper | None = None  # started by the first events a writer delivers
+        self._keeper_lock = threading.Lock()
 
     @classmethod
     def open(cls, dsn: str | None = None, retention: Retention | None = None, *, create: bool = True) -> AuditStore:
@@ -118,6 +121,9 @@ class AuditStore:
             writer.close()
         self._writers.clear()
         self._ingest_writer = None
+        if self._pod_keeper is not None:
+            self._pod_keeper.close()
+            self._pod_keeper = None
         self._reads.close()
         self.client.close()
 
@@ -132,10 +138,12 @@ class AuditStore:
         base = Path(self.target.embedded_path).parent if self.target.embedded_path else data_dir()
         return base / "spool" / name
 
-    def writer(self, *, name: str = "writer", **opts: Any) -> RecordWriter:
-        """A new spooled writer into this store (its own client; closed with the store)."""
+    def writer(self, *, name: str = "writer", keep_pods: bool = True, **opts: Any) -> RecordWriter:
+        """A new spooled writer into this store (its own client; closed with the store). With
+        ``keep_pods`` the events it delivers are folded into the ``pods`` table in the background."""
         target = self.target
-        writer = RecordWriter(lambda: connect(target), str(self.spool_dir(name)), source=name, **opts)
+        writer = RecordWriter(lambda: connect(target), str(self.spool_dir(name)), source=name,
+                              on_events=self._events_stored if keep_pods else None, **opts)
         self._writers.append(writer)
         return writer
 
@@ -197,6 +205,38 @@ class AuditStore:
             writer.write_events(screened_e.fresh)
             self._history.remember(screened_r.accepted + screened_e.accepted)
         return screened_r, screened_e
+
+    def _keeper(self) -> PodTableKeeper:
+        with self._keeper_lock:
+            if self._pod_keeper is None:
+                self._pod_keeper = PodTableKeeper(lambda cluster, known: self._lifecycles.current(self, cluster, known),
+                                                  self._writers_busy, stale=self._stale_pod_clusters)
+            return self._pod_keeper
+
+    def _events_stored(self, events: list[WorldEvent]) -> None:
+        self._keeper().poke(events)
+
+    def keep_pod_tables(self) -> None:
+        """Bring the pod tables current now in the background (events stored by another process or
+        before this one started), and look for such events again from time to time."""
+        self._keeper().poke_clusters(self._stale_pod_clusters())
+
+    def _stale_pod_clusters(self) -> list[str]:
+        rows_ = self._query("SELECT cluster, max(seq) FROM events GROUP BY cluster ORDER BY cluster").result_rows
+        return [str(c) for c, top in rows_ if int(top) > self._lifecycles.folded_seq(str(c))]
+
+    def _writers_busy(self) -> bool:
+        """Some writer of this store holds records or events not yet delivered."""
+        return not all(writer.idle() for writer in list(self._writers))
+
+    def wait_pod_table(self, timeout: float | None = None) -> bool:
+        """Wait until the events delivered so far are in the ``pods`` table; False on timeout."""
+        keeper = self._pod_keeper
+        return keeper is None or keeper.wait_idle(timeout)
+
+    def _insert_columns(self, table: str, columns: dict[str, list[Any]]) -> None:
+        with self._lock:
+            self.client.insert(table, list(columns.values()), column_names=list(columns), column_oriented=True)
 
     def ingest_stats(self) -> dict[str, int]:
         """Counters of every writer of this store, summed (for Prometheus)."""

@@ -61,8 +61,10 @@ class RecordWriter:
 
     def __init__(self, connector: Callable[[], Any], spool_dir: str, *, source: str = "writer",
                  batch_size: int = 10_000, max_delay: float = 1.0, max_spool_bytes: int = 1 << 30,
-                 spool_block_seconds: float = 30.0, retry_interval: float = 1.0, background: bool = True) -> None:
+                 spool_block_seconds: float = 30.0, retry_interval: float = 1.0, background: bool = True,
+                 on_events: Callable[[list[WorldEvent]], None] | None = None) -> None:
         self._connector = connector
+        self._on_events = on_events  # handed each events batch once it is stored
         self._client: Any = None
         self.source = source
         self.batch_size = batch_size
@@ -168,6 +170,13 @@ class RecordWriter:
             if self._client is None:
                 self._client = self._connector()
             return list(self._client.query(sql, parameters=parameters).result_rows)
+
+    def idle(self) -> bool:
+        """Nothing buffered, being encoded or waiting in the spool."""
+        with self._lock:
+            if self._records or self._events:
+                return False
+        return not self._cut_lock.locked() and self.spool.pending_frames() == 0
 
     def stats(self) -> dict[str, int]:
         with self._lock:
@@ -323,6 +332,8 @@ class RecordWriter:
             _insert_columns(client, "events", rows.event_columns(events, lines), token)
             with self._lock:
                 self._counters["events_written"] += len(events)
+            if self._on_events is not None:
+                self._on_events(events)
         else:
             qrows = [q.QuarantineRow(**json.loads(line)) for line in lines]
             _insert_columns(client, "quarantine", dict(zip(q.COLUMNS, q.columns(qrows), strict=True)), token)

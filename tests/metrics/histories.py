@@ -11,6 +11,7 @@ pending.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hypothesis import strategies as st
@@ -39,7 +40,22 @@ plans = st.lists(st.builds(
     st.integers(0, 3)), min_size=1, max_size=12)
 
 
-def history(pods: list[PodPlan]) -> Log:
+@dataclass(frozen=True)
+class TaintPlan:
+    node: str
+    device: int
+    start: int  # minute
+    end: int | None  # minute it is lifted; None: still unhealthy at the end
+
+
+taint_plans = st.lists(st.builds(
+    TaintPlan, st.sampled_from(sorted(NODES)), st.integers(0, 3), st.integers(0, 120),
+    st.one_of(st.none(), st.integers(1, 60))).map(
+        lambda t: TaintPlan(t.node, t.device, t.start, None if t.end is None else t.start + t.end)), max_size=4)
+
+
+def history(pods: list[PodPlan], taints: Sequence[TaintPlan] = ()) -> Log:
+    """The log of ``pods``, with health taints on devices as ``taints`` say."""
     log = Log(policy_doc("1", {"a": 1, "b": 1, "c": 2}))
     log.nodes("H100", 2, 4).nodes("A100", 1, 4).dp_nodes("L4", 1, 4)
     # (minute, phase, pod, action): at one minute, policy first, then creations, releases, binds
@@ -50,6 +66,10 @@ def history(pods: list[PodPlan]) -> Log:
             queue.append((p.created + (r + 1) * max(1, p.wait) / (p.retries + 1), 2, i, "tick"))
         if p.outcome != "pend":
             queue.append((p.created + p.wait, 4, i, p.outcome))
+    for k, t in enumerate(taints):
+        queue.append((t.start, 0, k, "taint"))
+        if t.end is not None:
+            queue.append((t.end, 0, k, "untaint"))
     heapq.heapify(queue)
     free = {n: set(range(g)) for n, (_, g) in NODES.items()}
     dp_free = [4]
@@ -61,6 +81,10 @@ def history(pods: list[PodPlan]) -> Log:
         log.at(at)
         if what == "policy":
             log.emit("Policy", "", "p", policy_doc("2", {"a": 1, "b": 3, "c": 1}, timeouts={"starvation": "20m"}))
+        elif what == "taint":
+            log.taint(f"t{i}", taints[i].node, f"gpu-{taints[i].device}")
+        elif what == "untaint":
+            log.untaint(f"t{i}")
         elif what in ("end", "tick"):
             log.tick(at)
         elif what == "create":

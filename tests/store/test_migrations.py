@@ -23,6 +23,7 @@ EXPECTED_TABLES = {
     7: {"replay_jobs"},  # and replay runs' job, observed and diff_lines columns
     8: {"decision_keys", "event_keys", "decision_keys_mv", "event_keys_mv"},
     9: set(),  # drops the usage rollup, its view and the policies table
+    10: {"pods", "pod_policies", "pod_capacity", "unhealthy_spans"},
 }
 DROPPED = {"tenant_usage_1h", "tenant_usage_1h_mv", "policies"}
 

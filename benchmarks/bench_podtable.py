@@ -1,0 +1,145 @@
+"""The cost of keeping the ``pods`` table current while the writer ingests, and the metrics in SQL.
+
+A simulated day of the default scenario (its decision records and world events, in 20 slices
+alternating records and events, as an engine sends them through the day) goes through a store's
+writer into a fresh embedded store, once with the pod table kept (each delivered events batch
+wakes the background fold, which writes the changed pod rows) and once without, alternating,
+best of ``ROUNDS`` each; the ratio of the two rates, taken in the same run, is the figure
+(target ≥ 0.9). The fold waits for the writers to be idle (or for the table to fall 30 s
+behind), so a day written in a few seconds is folded after the writer is done; under ingest
+sustained for longer than that, each round takes its share of the interpreter, about what the
+fold costs per event (``bench_metrics``). Also reported: how long after the writer's last delivery the table is current,
+and the fairness and fallback figures computed in SQL over the day's ``pods`` table (p95), then
+over the day's pods repeated (renamed, same times, by ``INSERT … SELECT`` in the engine) until
+their decisions reach a million, as ``bench_metrics`` does for the in-memory columns; there the
+SQL figures must equal the reference's over the same pods (the run fails otherwise).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from audit.metrics import Window, fairness_report, fallback_report
+from audit.metrics.ranks import nearest_rank
+from audit.store import metric_sql
+from audit.store.podschema import PODS
+from audit.store.queries import AuditStore
+from benchmarks.bench_metrics import _scaled
+from ingest.simulate.loop import simulate
+from ingest.simulate.scenario import load_scenario_text
+
+SCENARIO = Path(__file__).resolve().parents[1] / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
+ROUNDS = 5
+SLICES = 20
+RUNS = 20
+DECISIONS = 1_000_000
+
+
+def _row(name: str, value: float, unit: str, target: str = "", note: str = "", scale: str = "none") -> dict[str, Any]:
+    return {"issue": "#15", "name": name, "value": value, "unit": unit, "target": target, "note": note,
+            "scale": scale}
+
+
+def _slices(items: list[Any]) -> list[list[Any]]:
+    size = -(-len(items) // SLICES)
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _ingest(records: list[Any], events: list[Any], keep_pods: bool) -> tuple[float, float]:
+    """Seconds until the writer has delivered everything, and seconds more until the pod table is current."""
+    with tempfile.TemporaryDirectory(prefix="bench-podtable-") as root:
+        store = AuditStore.open(f"chdb://{root}/db")
+        try:
+            writer = store.writer(name="bench", keep_pods=keep_pods)
+            started = time.perf_counter()
+            for recs, evs in zip(_slices(records), _slices(events), strict=False):
+                writer.write_records(recs)
+                writer.write_events(evs)
+            assert writer.flush(timeout=600), writer.last_error
+            written = time.perf_counter() - started
+            assert store.wait_pod_table(600)
+            return written, time.perf_counter() - started - written
+        finally:
+            store.close()
+
+
+def _p95_ms(store: AuditStore, cluster: str, window: Window) -> list[float]:
+    out = []
+    for fn in (metric_sql.fairness_sql, metric_sql.fallback_sql):
+        times = []
+        for _ in range(RUNS):
+            started = time.perf_counter()
+            store.insight(fn, cluster, window)
+            times.append((time.perf_counter() - started) * 1000)
+        out.append(nearest_rank(sorted(times), 0.95))
+    return out
+
+
+def _sql_p95_ms(events: list[Any], cluster: str, window: Window, copies: int) -> tuple[list[float], list[float], int]:
+    """p95 of the SQL figures over the day's pods, and over ``copies`` of them (and that many pods)."""
+    with tempfile.TemporaryDirectory(prefix="bench-podtable-") as root:
+        store = AuditStore.open(f"chdb://{root}/db")
+        try:
+            writer = store.writer(name="bench")
+            writer.write_events(events)
+            assert writer.flush(timeout=600), writer.last_error
+            assert store.wait_pod_table(600)
+            day = _p95_ms(store, cluster, window)
+            n = int(store._query("SELECT count() FROM pods FINAL").result_rows[0][0])
+            columns = [c.split()[0] for c in PODS.columns]
+            picked = ", ".join({"row": f"row + {n} * k", "pod": "concat(pod, '-', toString(k))"}.get(c, c)
+                               for c in columns)
+            store.client.command(f"INSERT INTO pods ({', '.join(columns)}) SELECT {picked} FROM pods FINAL "
+                                 f"CROSS JOIN (SELECT number + 1 AS k FROM numbers({copies - 1})) AS copies")
+            store.client.command("OPTIMIZE TABLE pods FINAL")
+            big = _p95_ms(store, cluster, window)
+            scaled = _scaled(store.pod_lifecycle(cluster), copies)
+            assert store.insight(metric_sql.fairness_sql, cluster, window) == fairness_report(scaled, window)
+            assert store.insight(metric_sql.fallback_sql, cluster, window) == fallback_report(scaled, window)
+            return day, big, n * copies
+        finally:
+            store.close()
+
+
+def run() -> list[dict[str, Any]]:
+    sc = load_scenario_text(SCENARIO.read_text(), SCENARIO.name)
+    result = simulate(sc, seed=1)
+    records, events = result.records, result.events
+    items = len(records) + len(events)
+    best = {True: float("inf"), False: float("inf")}
+    lag = float("inf")
+    for _ in range(ROUNDS):
+        for keep in (False, True):
+            written, behind = _ingest(records, events, keep)
+            best[keep] = min(best[keep], written)
+            if keep:
+                lag = min(lag, behind)
+    with_rate, without_rate = items / best[True], items / best[False]
+    copies = -(-DECISIONS // len(records))
+    (fair_ms, fallback_ms), (fair_big, fallback_big), pods = _sql_p95_ms(
+        events, result.world.cluster, Window(result.start_ms, result.end_ms), copies)
+    big = f"over 24 h, {copies * len(records):,} decisions ({pods:,} pods)"
+    day = f"{len(records):,} decisions and {len(events):,} events"
+    return [
+        _row("writer throughput with the pods table kept current / without (same run)",
+             round(with_rate / without_rate, 3), "x", ">= 0.9 x",
+             f"{day}: {with_rate:,.0f} vs {without_rate:,.0f} items/s, best of {ROUNDS} each"),
+        _row("pods table current after the writer's last delivery", round(lag, 2), "s", "",
+             "the background fold and the changed rows' inserts still running when the writer is done", scale="cpu"),
+        _row(f"fairness figures in SQL over the pods table, simulated day ({day}): p95", round(fair_ms, 1), "ms",
+             "", f"p95 of {RUNS}", scale="store"),
+        _row(f"fallback figures in SQL over the pods table, simulated day ({day}): p95", round(fallback_ms, 1), "ms",
+             "", f"p95 of {RUNS}", scale="store"),
+        _row(f"fairness figures in SQL over the pods table {big}: p95", round(fair_big, 1), "ms", "",
+             f"p95 of {RUNS}; equal to the reference functions' figures over the same pods", scale="store"),
+        _row(f"fallback figures in SQL over the pods table {big}: p95", round(fallback_big, 1), "ms", "",
+             f"p95 of {RUNS}", scale="store"),
+    ]
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(row)
