@@ -47,6 +47,10 @@ T = TypeVar("T")
 
 MAX_LIMIT = 10_000
 ID_BATCH = 5_000  # decision ids bound into one IN (...) query
+# A page of a listing read in key order touches a few granules: one engine thread each. Spreading
+# such a read over every core gains nothing and, with many readers at once, each query's threads
+# only contend with the other readers' queries.
+POINT_READ = {"max_threads": 1}
 
 
 @dataclass
@@ -352,13 +356,20 @@ class AuditStore:
         clauses, params = conditions(f)
         if cursor:
             ms, last_id = decode_cursor(cursor)
+            # the hour bound is implied by the tuple bound; said outright, it prunes by the sorting key
+            clauses.append("toStartOfHour(time) <= toStartOfHour(fromUnixTimestamp64Milli({c_ms:Int64}, 'UTC'))")
             clauses.append("(time, decision_id) < (fromUnixTimestamp64Milli({c_ms:Int64}, 'UTC'), {c_id:String})")
             params.update(c_ms=ms, c_id=last_id)
         params["limit"] = limit + 1
-        # two steps: order only the narrow key columns, then read the wide record JSON for one page
+        # Two steps: order only the narrow key columns, then read the wide record JSON for one page.
+        # The hour first: time orders the same way, and with the tenant fixed, (hour) continues the
+        # table's sorting key (tenant, toStartOfHour(time), ...), so the engine reads the newest
+        # hours backwards in key order and stops once the page is full, instead of sorting every
+        # decision of the tenant (optimize_read_in_order; about 210 against 20-50 ms on 1M decisions).
         keys = self._query(
             f"SELECT toUnixTimestamp64Milli(time) AS ms, decision_id FROM decisions {where_sql(clauses)} "
-            "ORDER BY time DESC, decision_id DESC LIMIT 1 BY decision_id LIMIT {limit:UInt32}", params).result_rows
+            "ORDER BY toStartOfHour(time) DESC, time DESC, decision_id DESC LIMIT 1 BY decision_id "
+            "LIMIT {limit:UInt32}", params, settings=POINT_READ if f.tenant is not None else None).result_rows
         page = keys[:limit]
         if not page:
             return [], None
@@ -368,7 +379,7 @@ class AuditStore:
         fetch_params.update(ids=[k[1] for k in page], lo=page[-1][0], hi=page[0][0])
         by_key = {(ms, decision_id): text for ms, decision_id, text in self._query(
             f"SELECT toUnixTimestamp64Milli(time), decision_id, record FROM decisions {where_sql(fetch)} "
-            "LIMIT 1 BY time, decision_id", fetch_params).result_rows}
+            "LIMIT 1 BY time, decision_id", fetch_params, settings=POINT_READ).result_rows}
         records = [DecisionRecord.from_dict(json.loads(by_key[(k[0], k[1])])) for k in page]
         next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(keys) > limit else None
         return records, next_cursor
