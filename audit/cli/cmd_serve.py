@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         auth = with_default_salt(auth, salt)
     try:
         store.recover_ingest()
+        store.parse_in_child_process()  # reads must not wait for the interpreter while a body is parsed
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                                          replay_sync_limit=args.replay_sync_limit,
                                          replay_job_step=args.replay_job_step,

@@ -37,6 +37,7 @@ from audit.store.filters import (
 )
 from audit.store.history import HistoryGuard, Screened
 from audit.store.ingest import IngestResult, parse_jsonl
+from audit.store.ingest_worker import ParserProcess
 from audit.store.lifecycle import LifecycleCache
 from audit.store.pool import ClientPool
 from audit.store.schema import DEFAULT_RETENTION, Retention
@@ -103,6 +104,7 @@ class AuditStore:
         self._history = HistoryGuard(self._query)
         self._writers: list[RecordWriter] = []
         self._lifecycles = LifecycleCache()
+        self._parser: ParserProcess | None = None  # None: bodies are parsed in this process
 
     @classmethod
     def open(cls, dsn: str | None = None, retention: Retention | None = None, *, create: bool = True) -> AuditStore:
@@ -123,6 +125,9 @@ class AuditStore:
         self._writers.clear()
         self._ingest_writer = None
         self._reads.close()
+        if self._parser is not None:
+            self._parser.close()
+            self._parser = None
         self.client.close()
 
     def __enter__(self) -> AuditStore:
@@ -172,19 +177,45 @@ class AuditStore:
         """Validate JSON lines (gzip allowed), quarantine bad lines, write and flush good ones.
         History is append-only (``audit.store.history``): identical re-sends are absorbed, items
         that differ from what is stored under their key are quarantined."""
+        if kind == "records" and self._parser is not None:
+            return self._ingest_encoded(body, source, compressed, self._parser)
         parsed = parse_jsonl(body, kind, source, compressed)
         writer = self._ingest()
         result = parsed.result
         records, events = self.append_history(writer, source, parsed.records, parsed.events, parsed.bad,
                                               parsed.record_lines, parsed.event_lines)
+        self._report(result, records, events)
+        result.delivered = writer.flush()
+        return result
+
+    def parse_in_child_process(self) -> None:
+        """Parse ingested bodies of records in a child process from now on (``audit.store.ingest_worker``),
+        so that a server's reads do not wait for the interpreter while a body is parsed."""
+        if self._parser is None:
+            self._parser = ParserProcess()
+            self._parser.start()
+
+    def _ingest_encoded(self, body: bytes, source: str, compressed: bool | None, parser: ParserProcess) -> IngestResult:
+        parsed, encoded = parser.parse_records(body, source, compressed)
+        writer = self._ingest()
+        with self._admit_lock:  # as append_history: screening against history and writing are one step
+            screened = self._history.screen_encoded(encoded, parsed.record_lines, source)
+            writer.write_quarantine([*parsed.bad, *screened.conflicts])
+            writer.write_record_texts([r.decision_id for r in screened.fresh], [r.text for r in screened.fresh])
+            self._history.remember(screened.accepted)
+        result = parsed.result
+        self._report(result, screened, Screened())
+        result.delivered = writer.flush()
+        return result
+
+    @staticmethod
+    def _report(result: IngestResult, records: Screened[Any], events: Screened[Any]) -> None:
         result.accepted = len(records.fresh) + len(events.fresh)
         result.absorbed = records.absorbed + events.absorbed
         result.quarantined += len(records.conflicts) + len(events.conflicts)
         for error in records.conflict_errors + events.conflict_errors:
             if len(result.errors) < 20:
                 result.errors.append(error)
-        result.delivered = writer.flush()
-        return result
 
     def append_history(self, writer: RecordWriter, source: str, records: list[DecisionRecord],
                        events: list[WorldEvent], bad: list[Any] | None = None, record_lines: list[int] | None = None,
