@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse as StarletteJSON
 
 from audit.api import params, storeport
 from audit.api.answers import AnswerCache
@@ -18,16 +19,30 @@ from audit.explain import ModelTable, explain, explain_record, would_get_now
 from audit.explain.summary import would_get_sentence
 from audit.records import DecisionRecord, Outcome
 from audit.store.ports import StoreReads
+from audit.telemetry.record_dict import record_dict
 
-# Bodies go out as JSONResponse: records and explanations are plain JSON already, and FastAPI's
-# generic encoding walk over thousands of device rows would cost more than the explanation.
 router = APIRouter(prefix="/v1", tags=["decisions"])
+
+
+class JSONResponse(StarletteJSON):
+    """Bodies go out as plain JSON: records and explanations are plain JSON already, and FastAPI's
+    generic encoding walk over thousands of device rows would cost more than the explanation.
+    Encoded by orjson (a tenth of ``json.dumps``'s time on a page of records); a body orjson
+    refuses (an integer beyond 64 bits in a detail map) is encoded by ``json.dumps`` instead."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return orjson.dumps(content)
+        except orjson.JSONEncodeError:
+            return super().render(content)
+
 
 MAX_LIMIT = 1000
 
 
 def _shown(who: Principal, cfg: Settings, record: DecisionRecord) -> dict[str, Any]:
-    return record.to_dict() if who.admin else redact_record(record, cfg.auth.redaction)
+    # record_dict: the same dict as record.to_dict(), several times faster (a page holds many records)
+    return record_dict(record) if who.admin else redact_record(record, cfg.auth.redaction)
 
 
 @router.get("/decisions", summary="List decisions (newest first), cursor-paginated")
