@@ -16,7 +16,9 @@ sender retries) and is replaced for the next one.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -52,6 +54,19 @@ def parse_records(body: bytes, source: str, compressed: bool | None = None) -> t
 
 def _ready() -> bool:
     return True
+
+
+def _exit_with(parent: int) -> None:
+    """Runs in the child: end it when the server's process is gone. A server killed outright
+    (SIGKILL, out of memory) never shuts its pool down, and a child left waiting for work would
+    live on, holding the server's inherited output pipes and memory."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="claimtrail-parent-watch", daemon=True).start()
 
 
 class ParserProcess:
@@ -92,5 +107,6 @@ class ParserProcess:
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"),
+                                                 initializer=_exit_with, initargs=(os.getpid(),))
             return self._pool

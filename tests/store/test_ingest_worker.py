@@ -115,3 +115,33 @@ def test_a_killed_parser_fails_that_body_as_unavailable_and_the_next_body_is_par
     assert answer.accepted == 1 and answer.delivered
     assert parser.pid() not in (None, first)
     assert worker_store.get_decision("next-001", None) is not None
+
+
+def test_the_parser_ends_when_the_server_process_is_killed(tmp_path) -> None:
+    """A server killed outright leaves no parser process behind."""
+    import subprocess
+    import sys
+    import time
+
+    script = ("import sys\nfrom audit.store.queries import AuditStore\n"
+              f"s = AuditStore.open('chdb://{tmp_path}/db')\ns.parse_in_child_process()\n"
+              "print(s._parser.pid(), flush=True)\nsys.stdin.read()\n")
+    server = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        child = int(server.stdout.readline())
+        os.kill(child, 0)  # running while the server runs
+        server.kill()
+        server.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+        os.kill(child, signal.SIGKILL)
+        pytest.fail(f"parser process {child} outlived the killed server")
+    finally:
+        if server.poll() is None:
+            server.kill()
