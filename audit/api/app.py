@@ -39,7 +39,7 @@ def _query_names(dependant: Any) -> set[str]:
     return names
 
 
-def _known_query_parameters(request: Request) -> None:
+async def _known_query_parameters(request: Request) -> None:
     """Refuse query parameters the route does not declare: a misspelt filter silently ignored would
     answer for everything instead of the subset asked for."""
     dependant = getattr(request.scope.get("route"), "dependant", None)
@@ -52,7 +52,7 @@ def _known_query_parameters(request: Request) -> None:
                       f"{request.url.path} (accepted: {', '.join(accepted) or 'none'})")
 
 
-def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
+async def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
     if not who.admin:
         raise Problem("forbidden", "ingest writes data of every tenant and needs an admin token")
     return who
