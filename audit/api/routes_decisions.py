@@ -66,7 +66,7 @@ def list_decisions(
     return JSONResponse({"items": [_shown(who, cfg, r) for r in items], "next": next_cursor})
 
 
-def _answers(request: Request) -> AnswerCache:
+async def _answers(request: Request) -> AnswerCache:
     cache: AnswerCache = request.app.state.answers
     return cache
 
@@ -155,15 +155,23 @@ async def why_decision(decision: str, who: Annotated[Principal, Depends(principa
                        db: Annotated[StoreReads, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
                        cache: Annotated[AnswerCache, Depends(_answers)],
                        model: str | None = None, detail: str | None = None) -> JSONResponse:
-    record = await run_in_threadpool(_get, db, who, decision, cache)
     if detail:
         # rebuilt from the world each time: large, and rarely asked twice; the per-device answer,
         # which rebuilds a world anyway, also says what the pod would get now
+        record = await run_in_threadpool(_get, db, who, decision, cache)
         return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail, detail == "devices"))
-    # the summary answer stays a read of the record (no world rebuild), so it can be kept
+    return JSONResponse(await run_in_threadpool(_why_summary, db, who, cfg, decision, model, cache))
+
+
+def _why_summary(db: StoreReads, who: Principal, cfg: Settings, decision: str, model: str | None,
+                 cache: AnswerCache) -> dict[str, Any]:
+    """The summary answer, in one trip to the thread pool: it stays a read of the record (no world
+    rebuild), so it can be kept."""
+    record = _get(db, who, decision, cache)
     key = ("why", record.decision_id, who.scope, who.admin, model, cfg.auth.redaction)
-    body = await run_in_threadpool(cache.get_or_compute, key, lambda: _why(db, who, cfg, record, model, detail, False))
-    return JSONResponse(body)
+    body: dict[str, Any] | None = cache.get_or_compute(key, lambda: _why(db, who, cfg, record, model, None, False))
+    assert body is not None  # _why always answers (or raises)
+    return body
 
 
 @router.get("/pods/{namespace}/{name}/why",
