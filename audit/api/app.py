@@ -25,6 +25,7 @@ from audit.api.deps import Settings, principal
 from audit.api.docs import install_docs
 from audit.api.limits import Admission, LimitMiddleware, header
 from audit.api.metrics import RequestMetrics, process_memory, render_gauges, render_process
+from audit.api.pages import PageCache
 from audit.api.problems import Problem, install_handlers, problem_response
 from audit.api.replay_jobs import JobBoard
 
@@ -127,6 +128,7 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
     app.state.settings = settings
     app.state.replay_jobs = JobBoard(store, chunk=settings.replay_sync_limit, step=settings.replay_job_step)
     app.state.answers = AnswerCache()
+    app.state.pages = PageCache()
     requests = RequestMetrics()
     install_handlers(app)
     install_docs(app)
@@ -177,6 +179,10 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
         lines += render_gauges("claimtrail_answer_cache", "Decisions and summary explanations served from the "
                                "cache of immutable answers (hits) or looked up (misses).",
                                {"hits": cache.hits, "misses": cache.misses}, "counter")
+        pages: PageCache = app.state.pages
+        lines += render_gauges("claimtrail_page_cache", "Listing pages served from the cache while the stored "
+                               "decisions kept their version (hits) or read from the store (misses).",
+                               {"hits": pages.hits, "misses": pages.misses}, "counter")
         if otlp_counters is not None:
             lines += render_gauges("claimtrail_otlp_items", "OTLP receiver counters.", otlp_counters.snapshot(),
                                    "counter")

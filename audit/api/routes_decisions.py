@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from typing import Annotated, Any
 
 import orjson
@@ -13,6 +14,7 @@ from audit.api import params, storeport
 from audit.api.answers import AnswerCache
 from audit.api.auth import Principal, redact_explanation, redact_record
 from audit.api.deps import Settings, principal, settings, store, tenant_filter
+from audit.api.pages import PageCache
 from audit.api.problems import Problem
 from audit.api.worldview import collector_paused, world_at
 from audit.explain import ModelTable, explain, explain_record, would_get_now
@@ -47,7 +49,7 @@ def _shown(who: Principal, cfg: Settings, record: DecisionRecord) -> dict[str, A
 
 @router.get("/decisions", summary="List decisions (newest first), cursor-paginated")
 def list_decisions(
-    who: Annotated[Principal, Depends(principal)], db: Annotated[StoreReads, Depends(store)],
+    request: Request, who: Annotated[Principal, Depends(principal)], db: Annotated[StoreReads, Depends(store)],
     cfg: Annotated[Settings, Depends(settings)],
     tenant: str | None = None, namespace: str | None = None, pod: str | None = None, model: str | None = None,
     outcome: str | None = None, fallback: str | None = None, since: str | None = None, until: str | None = None,
@@ -62,8 +64,14 @@ def list_decisions(
         fallback=params.boolean(fallback, "fallback"), since=params.timestamp(since, "since"),
         until=params.timestamp(until, "until"), policy_version=params.label(policy_version, "policy_version"),
         cluster=params.label(cluster, "cluster"), track=params.track(track), claim=params.k8s_name(claim, "claim"))
-    items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
-    return JSONResponse({"items": [_shown(who, cfg, r) for r in items], "next": next_cursor})
+
+    def page() -> dict[str, Any]:
+        items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
+        return {"items": [_shown(who, cfg, r) for r in items], "next": next_cursor}
+
+    key = (astuple(f), cursor or None, limit, who.scope, who.admin, cfg.auth.redaction)
+    cache: PageCache = request.app.state.pages
+    return JSONResponse(cache.get_or_compute(key, storeport.call(db.decisions_version), page))
 
 
 async def _answers(request: Request) -> AnswerCache:

@@ -415,6 +415,18 @@ class AuditStore:
         next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(keys) > limit else None
         return records, next_cursor
 
+    def decisions_version(self) -> tuple[int, ...] | None:
+        """A value that changes whenever the stored decisions may have changed, so an answer read
+        at one version can be served again while the version stays; None when this store cannot
+        tell. Every insert adds a part with a higher block number; merges, expiry and mutations
+        change the parts' count, rows or data version. Only the embedded store answers: it alone
+        sees every part of its tables (a cluster's shards keep theirs on other nodes)."""
+        if self.target.embedded_path is None:
+            return None
+        row = self._query("SELECT max(max_block_number), max(data_version), count(), sum(rows) FROM system.parts "
+                          "WHERE database = currentDatabase() AND table = 'decisions' AND active").result_rows[0]
+        return tuple(int(v) for v in row)
+
     def all_decisions(self, f: DecisionFilter, page: int = MAX_LIMIT) -> list[DecisionRecord]:
         """Every decision under ``f``, newest first (``list_decisions`` page after page)."""
         out: list[DecisionRecord] = []

@@ -72,3 +72,17 @@ def test_the_first_page_is_the_newest_hour_of_the_tenant(store: AuditStore) -> N
     assert [r.decision_id for r in page] == _newest_first([r for r in records if r.tenant == "umbrella"])[:3]
     assert page[0].time.startswith("2026-11-01T04:")
     assert cursor is not None
+
+
+def test_the_decisions_version_moves_with_every_insert_and_only_then(store: AuditStore) -> None:
+    records = _spread()
+    write_all(store, records[:10])
+    first = store.decisions_version()
+    assert first is not None and first == store.decisions_version()
+    store.list_decisions(DecisionFilter(tenant="acme"), None, 5)  # reading changes nothing
+    assert store.decisions_version() == first
+    write_all(store, records[:10])  # copies of stored decisions: a new part all the same
+    second = store.decisions_version()
+    assert second != first
+    write_all(store, records[10:20])
+    assert store.decisions_version() not in (first, second)
