@@ -12,8 +12,8 @@ from fastapi.routing import APIRoute
 from audit.api.app import create_app
 from audit.api.auth import AuthConfig
 from audit.api.deps import Settings
-from audit.store.queries import AuditStore
 from audit.cli.cmd_serve import _otlp_receiver as otlp_routes
+from audit.store.queries import AuditStore
 
 
 def _dependencies(dependant: Any) -> list[Any]:
