@@ -8,10 +8,15 @@ summary "why was H100 skipped?", and the newest page of 50 decisions of a tenant
 for decisions the other phase never asked for, so neither is served by answers the other cached.
 Reported: p99 per read with 16 readers (targets 50 / 100 / 200 ms), its ratio to the one-reader
 p99 of the same run, the ingest rate meanwhile, and the server's resident memory at the end.
+
+Each reader is a process of its own, as real clients would be: 16 reader threads in one Python
+process would time each other's turns at the interpreter lock (and the producer's encoding) as
+server latency. The one-reader phase runs the same way, one such process.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
 import shutil
@@ -154,29 +159,39 @@ def _timed(client: httpx.Client, path: str, params: dict[str, str]) -> float:
     return elapsed
 
 
+def _reader(base: str, work: list[tuple[str, str, dict[str, str]]], start: Any, results: Any) -> None:
+    """One reader process: opens its connection, waits for the others, then reads its share in order."""
+    try:
+        with httpx.Client(base_url=base, timeout=300) as client:
+            client.get("/healthz").raise_for_status()  # connected before the timed reads
+            start.wait()
+            results.put([(kind, _timed(client, path, params)) for kind, path, params in work])
+    except BaseException as exc:  # noqa: BLE001 - reported by the parent
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
 def _run_readers(base: str, work: list[tuple[str, str, dict[str, str]]], readers: int) -> dict[str, list[float]]:
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Event()
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_reader, args=(base, work[r::readers], start, results), daemon=True)
+             for r in range(readers)]
+    for p in procs:
+        p.start()
+    start.set()  # each reader waits for this once connected
     out: dict[str, list[float]] = {kind: [] for kind in TARGETS_MS}
-    lock = threading.Lock()
-    errors: list[BaseException] = []
-
-    def reader(mine: list[tuple[str, str, dict[str, str]]]) -> None:
-        try:
-            with httpx.Client(base_url=base, timeout=300) as client:
-                seen = [(kind, _timed(client, path, params)) for kind, path, params in mine]
-        except BaseException as exc:  # noqa: BLE001 - reported after the join
-            errors.append(exc)
-            return
-        with lock:
-            for kind, seconds in seen:
-                out[kind].append(seconds)
-
-    threads = [threading.Thread(target=reader, args=(work[r::readers],)) for r in range(readers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise RuntimeError(f"a reader failed: {errors[0]}")
+    failures = []
+    for _ in procs:
+        got = results.get(timeout=1800)
+        if isinstance(got, str):
+            failures.append(got)
+            continue
+        for kind, seconds in got:
+            out[kind].append(seconds)
+    for p in procs:
+        p.join()
+    if failures:
+        raise RuntimeError(f"a reader failed: {failures[0]}")
     return out
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from audit.api import routes_decisions, routes_ingest, routes_replay, routes_stats, storeport
 from audit.api.answers import AnswerCache
@@ -24,6 +25,7 @@ from audit.api.deps import Settings, principal
 from audit.api.docs import install_docs
 from audit.api.limits import Admission, LimitMiddleware, header
 from audit.api.metrics import RequestMetrics, process_memory, render_gauges, render_process
+from audit.api.pages import PageCache
 from audit.api.problems import Problem, install_handlers, problem_response
 from audit.api.replay_jobs import JobBoard
 
@@ -38,7 +40,7 @@ def _query_names(dependant: Any) -> set[str]:
     return names
 
 
-def _known_query_parameters(request: Request) -> None:
+async def _known_query_parameters(request: Request) -> None:
     """Refuse query parameters the route does not declare: a misspelt filter silently ignored would
     answer for everything instead of the subset asked for."""
     dependant = getattr(request.scope.get("route"), "dependant", None)
@@ -51,7 +53,7 @@ def _known_query_parameters(request: Request) -> None:
                       f"{request.url.path} (accepted: {', '.join(accepted) or 'none'})")
 
 
-def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
+async def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
     if not who.admin:
         raise Problem("forbidden", "ingest writes data of every tenant and needs an admin token")
     return who
@@ -79,6 +81,43 @@ async def _replay_jobs_lifespan(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(board.stop)
 
 
+class MeasureMiddleware:
+    """Counts and times every request by route template and status, and answers problem+json for a
+    defect below the handlers. Plain ASGI rather than ``@app.middleware("http")``: that wrapper runs
+    each request through a task group and memory streams, a large share of the event loop's time
+    per read when many readers are served at once."""
+
+    def __init__(self, app: ASGIApp, requests: RequestMetrics) -> None:
+        self.app = app
+        self.requests = requests
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 0
+
+        async def measured_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, measured_send)
+        except Exception:
+            path = str(scope.get("path", ""))
+            log.exception("unhandled error", extra={"path": path})
+            if status:  # the answer has begun: nothing else can be sent on this request
+                raise
+            response = problem_response("internal", "an internal error occurred; it has been logged", path)
+            status = response.status_code
+            await response(scope, receive, send)
+        template = getattr(scope.get("route"), "path", "(unmatched)")
+        self.requests.observe(str(scope.get("method", "")), template, status, time.perf_counter() - started)
+
+
 def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None = None) -> FastAPI:
     app = FastAPI(title="ClaimTrail audit API", version="1", dependencies=[Depends(_known_query_parameters)],
                   lifespan=_replay_jobs_lifespan,
@@ -89,6 +128,7 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
     app.state.settings = settings
     app.state.replay_jobs = JobBoard(store, chunk=settings.replay_sync_limit, step=settings.replay_job_step)
     app.state.answers = AnswerCache()
+    app.state.pages = PageCache()
     requests = RequestMetrics()
     install_handlers(app)
     install_docs(app)
@@ -103,18 +143,7 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
 
     app.add_middleware(LimitMiddleware, admission=Admission(settings.limits), caller=caller)
 
-    @app.middleware("http")
-    async def _measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        started = time.perf_counter()
-        try:
-            response = await call_next(request)
-        except Exception:  # noqa: BLE001 - a defect below the handlers still answers problem+json
-            log.exception("unhandled error", extra={"path": request.url.path})
-            response = problem_response("internal", "an internal error occurred; it has been logged", request.url.path)
-        route = request.scope.get("route")
-        template = getattr(route, "path", "(unmatched)")
-        requests.observe(request.method, template, response.status_code, time.perf_counter() - started)
-        return response
+    app.add_middleware(MeasureMiddleware, requests=requests)
 
     for module in (routes_decisions, routes_stats, routes_ingest, routes_replay):
         app.include_router(module.router)
@@ -150,6 +179,10 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
         lines += render_gauges("claimtrail_answer_cache", "Decisions and summary explanations served from the "
                                "cache of immutable answers (hits) or looked up (misses).",
                                {"hits": cache.hits, "misses": cache.misses}, "counter")
+        pages: PageCache = app.state.pages
+        lines += render_gauges("claimtrail_page_cache", "Listing pages served from the cache while the stored "
+                               "decisions kept their version (hits) or read from the store (misses).",
+                               {"hits": pages.hits, "misses": pages.misses}, "counter")
         if otlp_counters is not None:
             lines += render_gauges("claimtrail_otlp_items", "OTLP receiver counters.", otlp_counters.snapshot(),
                                    "counter")

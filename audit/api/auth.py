@@ -33,6 +33,7 @@ import yaml
 from audit.api.tenant_view import tenant_explanation, tenant_view
 from audit.errors import UserError
 from audit.records import DecisionRecord, tenant_name_problem
+from audit.telemetry.record_dict import record_dict
 from audit.telemetry.redaction import OPTIONS as REDACTION_OPTIONS
 from audit.telemetry.redaction import Redaction, Scrubber, redact
 
@@ -174,7 +175,7 @@ def redact_record(record: DecisionRecord, redaction: Redaction) -> dict[str, Any
     """The record as a non-admin may see it: the tenant allow-list (``audit.api.tenant_view``),
     always, after telemetry's redaction and ``drop_labels`` clearing exemplar details (they carry
     node labels and selector values) when the tokens file asks for them."""
-    data = redact(record, {}, redaction).data if redaction.active else record.to_dict()
+    data = redact(record, {}, redaction).data if redaction.active else record_dict(record)
     if redaction.drop_labels:
         data["tiers"] = [{**t, "exemplars": [{**e, "detail": {}} for e in t.get("exemplars", [])]}
                          for t in data.get("tiers", [])]
@@ -186,7 +187,7 @@ def redact_explanation(body: dict[str, Any], pod: str, redaction: Redaction,
     """An explanation document as a non-admin may see it (with ``record``, the decision it explains,
     also through the tenant allow-list)."""
     if record is not None:
-        body = tenant_explanation(body, record.to_dict())
+        body = tenant_explanation(body, record_dict(record))
     if not redaction.active:
         return body
     out = dict(body)

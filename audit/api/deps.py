@@ -1,4 +1,10 @@
-"""Per-request context: the store, the caller, and server settings held on ``app.state``."""
+"""Per-request context: the store, the caller, and server settings held on ``app.state``.
+
+The dependencies are ``async def`` although they never wait: FastAPI runs a plain ``def``
+dependency in its thread pool, one hand-off per dependency and request, which under many
+concurrent readers cost the event loop more than the answers themselves. These only look up
+``app.state`` and a token digest, so they run on the loop.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ class Settings:
     limits: CallerLimits = CallerLimits()  # per caller: rate, requests in flight, body and URL sizes
 
 
-def principal(request: Request) -> Principal:
+async def principal(request: Request) -> Principal:
     """FastAPI dependency: the authenticated caller, or a 401 problem."""
     settings: Settings = request.app.state.settings
     who = settings.auth.authenticate(request.headers.get("authorization"))
@@ -34,11 +40,11 @@ def principal(request: Request) -> Principal:
     return who
 
 
-def store(request: Request) -> Any:
+async def store(request: Request) -> Any:
     return request.app.state.store
 
 
-def settings(request: Request) -> Settings:
+async def settings(request: Request) -> Settings:
     s: Settings = request.app.state.settings
     return s
 

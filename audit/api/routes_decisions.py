@@ -2,37 +2,54 @@
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse as StarletteJSON
 
 from audit.api import params, storeport
 from audit.api.answers import AnswerCache
 from audit.api.auth import Principal, redact_explanation, redact_record
 from audit.api.deps import Settings, principal, settings, store, tenant_filter
+from audit.api.pages import PageCache
 from audit.api.problems import Problem
 from audit.api.worldview import collector_paused, world_at
 from audit.explain import ModelTable, explain, explain_record, would_get_now
 from audit.explain.summary import would_get_sentence
 from audit.records import DecisionRecord, Outcome
 from audit.store.ports import StoreReads
+from audit.telemetry.record_dict import record_dict
 
-# Bodies go out as JSONResponse: records and explanations are plain JSON already, and FastAPI's
-# generic encoding walk over thousands of device rows would cost more than the explanation.
 router = APIRouter(prefix="/v1", tags=["decisions"])
+
+
+class JSONResponse(StarletteJSON):
+    """Bodies go out as plain JSON: records and explanations are plain JSON already, and FastAPI's
+    generic encoding walk over thousands of device rows would cost more than the explanation.
+    Encoded by orjson (a tenth of ``json.dumps``'s time on a page of records); a body orjson
+    refuses (an integer beyond 64 bits in a detail map) is encoded by ``json.dumps`` instead."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return orjson.dumps(content)
+        except orjson.JSONEncodeError:
+            return super().render(content)
+
 
 MAX_LIMIT = 1000
 
 
 def _shown(who: Principal, cfg: Settings, record: DecisionRecord) -> dict[str, Any]:
-    return record.to_dict() if who.admin else redact_record(record, cfg.auth.redaction)
+    # record_dict: the same dict as record.to_dict(), several times faster (a page holds many records)
+    return record_dict(record) if who.admin else redact_record(record, cfg.auth.redaction)
 
 
 @router.get("/decisions", summary="List decisions (newest first), cursor-paginated")
 def list_decisions(
-    who: Annotated[Principal, Depends(principal)], db: Annotated[StoreReads, Depends(store)],
+    request: Request, who: Annotated[Principal, Depends(principal)], db: Annotated[StoreReads, Depends(store)],
     cfg: Annotated[Settings, Depends(settings)],
     tenant: str | None = None, namespace: str | None = None, pod: str | None = None, model: str | None = None,
     outcome: str | None = None, fallback: str | None = None, since: str | None = None, until: str | None = None,
@@ -47,11 +64,17 @@ def list_decisions(
         fallback=params.boolean(fallback, "fallback"), since=params.timestamp(since, "since"),
         until=params.timestamp(until, "until"), policy_version=params.label(policy_version, "policy_version"),
         cluster=params.label(cluster, "cluster"), track=params.track(track), claim=params.k8s_name(claim, "claim"))
-    items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
-    return JSONResponse({"items": [_shown(who, cfg, r) for r in items], "next": next_cursor})
+
+    def page() -> dict[str, Any]:
+        items, next_cursor = storeport.call(db.list_decisions, f, cursor or None, limit)
+        return {"items": [_shown(who, cfg, r) for r in items], "next": next_cursor}
+
+    key = (astuple(f), cursor or None, limit, who.scope, who.admin, cfg.auth.redaction)
+    cache: PageCache = request.app.state.pages
+    return JSONResponse(cache.get_or_compute(key, storeport.call(db.decisions_version), page))
 
 
-def _answers(request: Request) -> AnswerCache:
+async def _answers(request: Request) -> AnswerCache:
     cache: AnswerCache = request.app.state.answers
     return cache
 
@@ -140,15 +163,23 @@ async def why_decision(decision: str, who: Annotated[Principal, Depends(principa
                        db: Annotated[StoreReads, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
                        cache: Annotated[AnswerCache, Depends(_answers)],
                        model: str | None = None, detail: str | None = None) -> JSONResponse:
-    record = await run_in_threadpool(_get, db, who, decision, cache)
     if detail:
         # rebuilt from the world each time: large, and rarely asked twice; the per-device answer,
         # which rebuilds a world anyway, also says what the pod would get now
+        record = await run_in_threadpool(_get, db, who, decision, cache)
         return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail, detail == "devices"))
-    # the summary answer stays a read of the record (no world rebuild), so it can be kept
+    return JSONResponse(await run_in_threadpool(_why_summary, db, who, cfg, decision, model, cache))
+
+
+def _why_summary(db: StoreReads, who: Principal, cfg: Settings, decision: str, model: str | None,
+                 cache: AnswerCache) -> dict[str, Any]:
+    """The summary answer, in one trip to the thread pool: it stays a read of the record (no world
+    rebuild), so it can be kept."""
+    record = _get(db, who, decision, cache)
     key = ("why", record.decision_id, who.scope, who.admin, model, cfg.auth.redaction)
-    body = await run_in_threadpool(cache.get_or_compute, key, lambda: _why(db, who, cfg, record, model, detail, False))
-    return JSONResponse(body)
+    body: dict[str, Any] | None = cache.get_or_compute(key, lambda: _why(db, who, cfg, record, model, None, False))
+    assert body is not None  # _why always answers (or raises)
+    return body
 
 
 @router.get("/pods/{namespace}/{name}/why",

@@ -130,7 +130,7 @@ class _Key(NamedTuple):
     seq: int
 
 
-def _board(request: Request) -> JobBoard:
+async def _board(request: Request) -> JobBoard:
     board: JobBoard = request.app.state.replay_jobs
     return board
 

@@ -137,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         store.recover_ingest()
         store.keep_pod_tables()  # events stored while no server ran, or by another process
+        store.parse_in_child_process()  # reads must not wait for the interpreter while a body is parsed
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                                          replay_sync_limit=args.replay_sync_limit,
                                          replay_job_step=args.replay_job_step,

@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from audit.canonical import canonical_json
 from audit.events import WorldEvent
@@ -31,6 +31,24 @@ from audit.store import quarantine as q
 from audit.store.rows import event_json, record_json
 
 T = TypeVar("T")
+
+
+class Keyed(Protocol):
+    @property
+    def decision_id(self) -> str: ...
+
+
+class Encoded(Keyed, Protocol):
+    """A record already encoded: its id, canonical text and identity digest."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def identity(self) -> bytes: ...
+
+
+R = TypeVar("R", bound=Keyed)
+E = TypeVar("E", bound=Encoded)
 Query = Callable[..., Any]
 # an identity digest, or how to compute it when it is needed (only when two texts differ)
 Identity = bytes | Callable[[], bytes]
@@ -83,9 +101,20 @@ class HistoryGuard:
 
     def screen_records(self, records: Sequence[DecisionRecord], lines: Sequence[int],
                        source: str) -> Screened[DecisionRecord]:
-        texts = [record_json(r) for r in records]
-        keys: list[Hashable] = [r.decision_id for r in records]
-        wanted = sorted({r.decision_id for r in records if r.decision_id not in self._recent})
+        return self._screen_records(records, [r.decision_id for r in records], [record_json(r) for r in records],
+                                    lines, source, record_identity)
+
+    def screen_encoded(self, records: Sequence[E], lines: Sequence[int], source: str) -> Screened[E]:
+        """As ``screen_records``, for records whose canonical text and identity are already made
+        (``audit.store.ingest_worker``)."""
+        identities = {r.text: r.identity for r in records}
+        return self._screen_records(records, [r.decision_id for r in records], [r.text for r in records],
+                                    lines, source, identities.__getitem__)
+
+    def _screen_records(self, records: Sequence[R], ids: list[str], texts: list[str], lines: Sequence[int],
+                        source: str, identity: Callable[[str], bytes]) -> Screened[R]:
+        keys: list[Hashable] = list(ids)
+        wanted = sorted({i for i in ids if i not in self._recent})
         digests = dict(self._stored_record_digests(wanted))
         # A re-send with the stored text's digest is that text, so its identity is the sent one's.
         # Only a key whose every copy here differs from the stored text needs that text read back:
@@ -97,7 +126,7 @@ class HistoryGuard:
         differing = sorted(str(k) for k in digests if k not in stored)
         stored.update({k: (record_identity(t), _sha(t)) for k, t in self._stored_records(differing)})
         return self._split(records, lines, texts, keys, stored, source, "record",
-                           record_identity, lambda r: f"decision {r.decision_id}", "decision_id")
+                           identity, lambda r: f"decision {r.decision_id}", "decision_id")
 
     def screen_events(self, events: Sequence[WorldEvent], lines: Sequence[int], source: str) -> Screened[WorldEvent]:
         texts = [event_json(e) for e in events]

@@ -10,7 +10,7 @@ cannot answer) or ``UserError`` (a value it refuses), which the API maps to prob
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from audit.events import WorldEvent
@@ -38,6 +38,8 @@ class DecisionReads(Protocol):
                        limit: int) -> tuple[list[DecisionRecord], str | None]: ...
 
     def all_decisions(self, f: DecisionFilter, page: int = ...) -> list[DecisionRecord]: ...
+
+    def decisions_version(self) -> Hashable | None: ...
 
 
 class AggregateReads(Protocol):

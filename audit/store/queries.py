@@ -37,6 +37,7 @@ from audit.store.filters import (
 )
 from audit.store.history import HistoryGuard, Screened
 from audit.store.ingest import IngestResult, parse_jsonl
+from audit.store.ingest_worker import ParserProcess
 from audit.store.lifecycle import LifecycleCache
 from audit.store.podtable import PodTable, PodTableKeeper
 from audit.store.pool import ClientPool
@@ -48,6 +49,10 @@ T = TypeVar("T")
 
 MAX_LIMIT = 10_000
 ID_BATCH = 5_000  # decision ids bound into one IN (...) query
+# A page of a listing read in key order touches a few granules: one engine thread each. Spreading
+# such a read over every core gains nothing and, with many readers at once, each query's threads
+# only contend with the other readers' queries.
+POINT_READ = {"max_threads": 1}
 
 
 @dataclass
@@ -102,6 +107,7 @@ class AuditStore:
         self._lifecycles = LifecycleCache(PodTable(self._insert_columns))
         self._pod_keeper: PodTableKeeper | None = None  # started by the first events a writer delivers
         self._keeper_lock = threading.Lock()
+        self._parser: ParserProcess | None = None  # None: bodies are parsed in this process
 
     @classmethod
     def open(cls, dsn: str | None = None, retention: Retention | None = None, *, create: bool = True) -> AuditStore:
@@ -125,6 +131,9 @@ class AuditStore:
             self._pod_keeper.close()
             self._pod_keeper = None
         self._reads.close()
+        if self._parser is not None:
+            self._parser.close()
+            self._parser = None
         self.client.close()
 
     def __enter__(self) -> AuditStore:
@@ -176,19 +185,45 @@ class AuditStore:
         """Validate JSON lines (gzip allowed), quarantine bad lines, write and flush good ones.
         History is append-only (``audit.store.history``): identical re-sends are absorbed, items
         that differ from what is stored under their key are quarantined."""
+        if kind == "records" and self._parser is not None:
+            return self._ingest_encoded(body, source, compressed, self._parser)
         parsed = parse_jsonl(body, kind, source, compressed)
         writer = self._ingest()
         result = parsed.result
         records, events = self.append_history(writer, source, parsed.records, parsed.events, parsed.bad,
                                               parsed.record_lines, parsed.event_lines)
+        self._report(result, records, events)
+        result.delivered = writer.flush()
+        return result
+
+    def parse_in_child_process(self) -> None:
+        """Parse ingested bodies of records in a child process from now on (``audit.store.ingest_worker``),
+        so that a server's reads do not wait for the interpreter while a body is parsed."""
+        if self._parser is None:
+            self._parser = ParserProcess()
+            self._parser.start()
+
+    def _ingest_encoded(self, body: bytes, source: str, compressed: bool | None, parser: ParserProcess) -> IngestResult:
+        parsed, encoded = parser.parse_records(body, source, compressed)
+        writer = self._ingest()
+        with self._admit_lock:  # as append_history: screening against history and writing are one step
+            screened = self._history.screen_encoded(encoded, parsed.record_lines, source)
+            writer.write_quarantine([*parsed.bad, *screened.conflicts])
+            writer.write_record_texts([r.decision_id for r in screened.fresh], [r.text for r in screened.fresh])
+            self._history.remember(screened.accepted)
+        result = parsed.result
+        self._report(result, screened, Screened())
+        result.delivered = writer.flush()
+        return result
+
+    @staticmethod
+    def _report(result: IngestResult, records: Screened[Any], events: Screened[Any]) -> None:
         result.accepted = len(records.fresh) + len(events.fresh)
         result.absorbed = records.absorbed + events.absorbed
         result.quarantined += len(records.conflicts) + len(events.conflicts)
         for error in records.conflict_errors + events.conflict_errors:
             if len(result.errors) < 20:
                 result.errors.append(error)
-        result.delivered = writer.flush()
-        return result
 
     def append_history(self, writer: RecordWriter, source: str, records: list[DecisionRecord],
                        events: list[WorldEvent], bad: list[Any] | None = None, record_lines: list[int] | None = None,
@@ -392,13 +427,20 @@ class AuditStore:
         clauses, params = conditions(f)
         if cursor:
             ms, last_id = decode_cursor(cursor)
+            # the hour bound is implied by the tuple bound; said outright, it prunes by the sorting key
+            clauses.append("toStartOfHour(time) <= toStartOfHour(fromUnixTimestamp64Milli({c_ms:Int64}, 'UTC'))")
             clauses.append("(time, decision_id) < (fromUnixTimestamp64Milli({c_ms:Int64}, 'UTC'), {c_id:String})")
             params.update(c_ms=ms, c_id=last_id)
         params["limit"] = limit + 1
-        # two steps: order only the narrow key columns, then read the wide record JSON for one page
+        # Two steps: order only the narrow key columns, then read the wide record JSON for one page.
+        # The hour first: time orders the same way, and with the tenant fixed, (hour) continues the
+        # table's sorting key (tenant, toStartOfHour(time), ...), so the engine reads the newest
+        # hours backwards in key order and stops once the page is full, instead of sorting every
+        # decision of the tenant (optimize_read_in_order; about 210 against 20-50 ms on 1M decisions).
         keys = self._query(
             f"SELECT toUnixTimestamp64Milli(time) AS ms, decision_id FROM decisions {where_sql(clauses)} "
-            "ORDER BY time DESC, decision_id DESC LIMIT 1 BY decision_id LIMIT {limit:UInt32}", params).result_rows
+            "ORDER BY toStartOfHour(time) DESC, time DESC, decision_id DESC LIMIT 1 BY decision_id "
+            "LIMIT {limit:UInt32}", params, settings=POINT_READ if f.tenant is not None else None).result_rows
         page = keys[:limit]
         if not page:
             return [], None
@@ -408,10 +450,22 @@ class AuditStore:
         fetch_params.update(ids=[k[1] for k in page], lo=page[-1][0], hi=page[0][0])
         by_key = {(ms, decision_id): text for ms, decision_id, text in self._query(
             f"SELECT toUnixTimestamp64Milli(time), decision_id, record FROM decisions {where_sql(fetch)} "
-            "LIMIT 1 BY time, decision_id", fetch_params).result_rows}
+            "LIMIT 1 BY time, decision_id", fetch_params, settings=POINT_READ).result_rows}
         records = [DecisionRecord.from_dict(json.loads(by_key[(k[0], k[1])])) for k in page]
         next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(keys) > limit else None
         return records, next_cursor
+
+    def decisions_version(self) -> tuple[int, ...] | None:
+        """A value that changes whenever the stored decisions may have changed, so an answer read
+        at one version can be served again while the version stays; None when this store cannot
+        tell. Every insert adds a part with a higher block number; merges, expiry and mutations
+        change the parts' count, rows or data version. Only the embedded store answers: it alone
+        sees every part of its tables (a cluster's shards keep theirs on other nodes)."""
+        if self.target.embedded_path is None:
+            return None
+        row = self._query("SELECT max(max_block_number), max(data_version), count(), sum(rows) FROM system.parts "
+                          "WHERE database = currentDatabase() AND table = 'decisions' AND active").result_rows[0]
+        return tuple(int(v) for v in row)
 
     def all_decisions(self, f: DecisionFilter, page: int = MAX_LIMIT) -> list[DecisionRecord]:
         """Every decision under ``f``, newest first (``list_decisions`` page after page)."""

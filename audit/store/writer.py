@@ -99,6 +99,19 @@ class RecordWriter:
     def write_records(self, records: Iterable[DecisionRecord]) -> None:
         self._take(records, "_records", "received")
 
+    def write_record_texts(self, ids: list[str], texts: list[str]) -> None:
+        """Spool records given as their canonical JSON texts (``rows.record_json``), already checked
+        against their columns (``rows.check_record``), in batches of their own of at most
+        ``batch_size``: the caller made the texts elsewhere (``audit.store.ingest_worker``) and
+        flushes soon after."""
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} decision ids for {len(texts)} record texts")
+        with self._lock:
+            self._counters["received"] += len(texts)
+        for start in range(0, len(texts), self.batch_size):
+            with self._cut_lock:
+                self._spool_texts(ids[start:start + self.batch_size], texts[start:start + self.batch_size])
+
     def write_events(self, events: Iterable[WorldEvent]) -> None:
         self._take(events, "_events", "events_received")
 
@@ -218,19 +231,22 @@ class RecordWriter:
                 texts.append(rows.record_json(record))
                 ids.append(record.decision_id)
             self.write_quarantine(bad)
-            if texts:
-                self._count_duplicates(ids)
-                payload = "\n".join(texts).encode()
-                # kept in memory with its row count, so delivery need not read it back from disk
-                prepared = Prepared(payload, len(texts))
+            self._spool_texts(ids, texts)
 
-                def keep(frame: Frame) -> None:  # before delivery can see the frame
-                    if len(self._ready) < MAX_READY_BATCHES:
-                        self._ready[frame.position] = prepared
+    def _spool_texts(self, ids: list[str], texts: list[str]) -> None:
+        if texts:
+            self._count_duplicates(ids)
+            payload = "\n".join(texts).encode()
+            # kept in memory with its row count, so delivery need not read it back from disk
+            prepared = Prepared(payload, len(texts))
 
-                self.spool.append("records", payload, keep, sync=False)  # delivery or flush() syncs it
-                with self._lock:
-                    self._counters["spooled"] += len(texts)
+            def keep(frame: Frame) -> None:  # before delivery can see the frame
+                if len(self._ready) < MAX_READY_BATCHES:
+                    self._ready[frame.position] = prepared
+
+            self.spool.append("records", payload, keep, sync=False)  # delivery or flush() syncs it
+            with self._lock:
+                self._counters["spooled"] += len(texts)
 
     def _spool_events(self, batch_e: list[WorldEvent]) -> None:
         if batch_e:

@@ -1,0 +1,84 @@
+"""Listing pages are served again while nothing was stored, and never after something was.
+
+A real server on loopback with its embedded store; the cache's hits and misses are read from
+``/metrics``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from audit.records import DecisionRecord, to_jsonl
+from tests.api.conftest import Server, start_server, stop
+from tests.store.factory import BASE_TIME, iso, make_record
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    server, proc = start_server(tmp_path_factory.mktemp("pages"))
+    try:
+        yield server
+    finally:
+        stop(proc)
+
+
+def _record(n: int, tenant: str = "team-a") -> DecisionRecord:
+    return dataclasses.replace(make_record(n, tenant=tenant), decision_id=f"page-{tenant}-{n:03d}",
+                               time=iso(BASE_TIME + timedelta(minutes=n)))
+
+
+def _ingest(server: Server, records: list[DecisionRecord]) -> None:
+    answer = server.post("/v1/ingest/records", content=to_jsonl(records).encode())
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["accepted"] == len(records) and answer.json()["delivered"]
+
+
+def _cache(server: Server) -> tuple[int, int]:
+    text = server.get("/metrics", None).text
+    found = {line.split('"')[1]: int(float(line.split()[-1])) for line in text.splitlines()
+             if line.startswith("claimtrail_page_cache{")}
+    return found["hits"], found["misses"]
+
+
+def _page(server: Server, who: str, **params: str | int) -> list[str]:
+    answer = server.get("/v1/decisions", who, **params)
+    assert answer.status_code == 200, answer.text
+    return [item["decision_id"] for item in answer.json()["items"]]
+
+
+def test_a_page_asked_again_with_nothing_stored_in_between_is_served_from_the_cache(srv: Server) -> None:
+    _ingest(srv, [_record(n) for n in range(1, 4)])
+    first = _page(srv, "team-a", limit=2)
+    hits, misses = _cache(srv)
+    assert _page(srv, "team-a", limit=2) == first == ["page-team-a-003", "page-team-a-002"]
+    assert _cache(srv) == (hits + 1, misses)
+
+
+def test_a_page_asked_again_after_an_ingest_shows_what_was_stored(srv: Server) -> None:
+    _ingest(srv, [_record(n) for n in range(10, 12)])
+    assert _page(srv, "team-a", limit=2) == ["page-team-a-011", "page-team-a-010"]
+    _ingest(srv, [_record(12)])  # newer: the cached page would no longer be the newest
+    hits, misses = _cache(srv)
+    assert _page(srv, "team-a", limit=2) == ["page-team-a-012", "page-team-a-011"]
+    assert _cache(srv) == (hits, misses + 1)
+
+
+def test_an_ingest_for_another_tenant_also_renews_the_page(srv: Server) -> None:
+    _page(srv, "team-a", limit=1)
+    _ingest(srv, [_record(20, tenant="team-b")])
+    hits, misses = _cache(srv)
+    _page(srv, "team-a", limit=1)
+    assert _cache(srv) == (hits, misses + 1)  # the version is the store's, not the tenant's
+
+
+def test_pages_are_kept_per_caller_and_redaction(srv: Server) -> None:
+    _ingest(srv, [_record(30)])
+    tenant = srv.get("/v1/decisions", "team-a", limit=1).json()["items"][0]
+    admin = srv.get("/v1/decisions", "admin", limit=1, tenant="team-a").json()["items"][0]
+    assert tenant["decision_id"] == admin["decision_id"] == "page-team-a-030"
+    assert admin["pod"] == "train-30" and tenant["pod"] != "train-30"  # the tenant's page hashes pod names
+    again = srv.get("/v1/decisions", "admin", limit=1, tenant="team-a").json()["items"][0]
+    assert again == admin
