@@ -41,7 +41,7 @@ and tier give the same answer (no clock, no randomness; sums run in a fixed orde
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from audit.scheduler.quota import QuotaGap
@@ -118,16 +118,8 @@ def _s(times: list[int], surv: list[float], t: int) -> float:
 
 def estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, cap_ms: int) -> ReleaseEstimate:
     """When ``count`` devices of ``models`` are expected free on one node (see the module docstring)."""
-    cache = world.derived.setdefault("release_estimate", {})
-    fast = (world.seq, now_ms, models, count, cap_ms)
-    hit = cache.get(fast)
-    if hit is not None:
-        return hit
-    result = _estimate(world, models, count, now_ms, cap_ms)
-    if len(cache) > 4096:
-        cache.clear()
-    cache[fast] = result
-    return result
+    return _remembered(world, "release_estimate", (world.seq, now_ms, models, count, cap_ms),
+                       lambda: _estimate(world, models, count, now_ms, cap_ms))
 
 
 def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, cap_ms: int) -> ReleaseEstimate:
@@ -148,10 +140,12 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
     # shape, every event between them) see the same, and the integral is then not done again.
     inputs = ("devices", count, cap_ms, tuple(sorted(free.items())), tuple(finished), tuple(ages),
               tuple((h.node, h.age_ms, h.devices) for h in holdings))
-    known = _answers(world)
-    hit = known.get(inputs)
-    if hit is not None:
-        return hit
+    return _remembered(world, "release_estimate_inputs", inputs,
+                       lambda: _by_nodes(count, cap_ms, free, finished, ages, holdings, running))
+
+
+def _by_nodes(count: int, cap_ms: int, free: dict[str, int], finished: list[int], ages: list[int],
+              holdings: list[_Holding], running: int) -> ReleaseEstimate:
     times, surv = survival(finished, ages)
     last = times[-1]
     # Past the longest finished holding there is no data: a holding younger than it is taken to
@@ -162,16 +156,22 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
             by_node.setdefault(h.node, []).append(h)
     nodes = [_NodeGroup(count - free[node], by_node[node]) for node in sorted(by_node)
              if free[node] + sum(h.devices for h in by_node[node]) >= count]
-    known[inputs] = result = _expected(nodes, times, surv, cap_ms, len(finished), running)
-    return result
+    return _expected(nodes, times, surv, cap_ms, len(finished), running)
 
 
-def _answers(world: World) -> dict[tuple[object, ...], ReleaseEstimate]:
-    """Estimates by everything they were read from (so a hit is the same answer by construction)."""
-    known: dict[tuple[object, ...], ReleaseEstimate] = world.derived.setdefault("release_estimate_inputs", {})
-    if len(known) > 4096:
-        known.clear()
-    return known
+def _remembered(world: World, name: str, key: tuple[object, ...],
+                compute: Callable[[], ReleaseEstimate]) -> ReleaseEstimate:
+    """``compute()``'s answer, kept in ``world.derived[name]`` under ``key`` (a bounded memo). Keys
+    are either the world's seq with the question, or everything the answer is read from, so a hit
+    is the same answer by construction."""
+    known: dict[tuple[object, ...], ReleaseEstimate] = world.derived.setdefault(name, {})
+    hit = known.get(key)
+    if hit is None:
+        hit = compute()
+        if len(known) > 4096:
+            known.clear()
+        known[key] = hit
+    return hit
 
 
 def quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models: tuple[str, ...], now_ms: int,
@@ -183,16 +183,8 @@ def quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models: 
     group whatever their nodes; the tier reopens when some model's group is ready. Device-plugin
     pods have no allocation time and are not expected to release; ``running`` counts the tenant's
     own holdings of the models."""
-    cache = world.derived.setdefault("release_estimate", {})
-    fast = ("quota", world.seq, now_ms, tenant, models, tuple(gaps), cap_ms)
-    hit = cache.get(fast)
-    if hit is not None:
-        return hit
-    result = _quota_estimate(world, tenant, gaps, models, now_ms, cap_ms)
-    if len(cache) > 4096:
-        cache.clear()
-    cache[fast] = result
-    return result
+    return _remembered(world, "release_estimate", ("quota", world.seq, now_ms, tenant, models, tuple(gaps), cap_ms),
+                       lambda: _quota_estimate(world, tenant, gaps, models, now_ms, cap_ms))
 
 
 def _quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models: tuple[str, ...], now_ms: int,
@@ -218,10 +210,12 @@ def _quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models:
         return ReleaseEstimate("no_history", None, 0, running)
     inputs = ("quota", cap_ms, tuple(gaps), tuple(finished), tuple(ages),
               tuple((m, i, h.age_ms, h.devices) for m in sorted(held) for i in (0, 1) for h in held[m][i]))
-    known = _answers(world)
-    hit = known.get(inputs)
-    if hit is not None:
-        return hit
+    return _remembered(world, "release_estimate_inputs", inputs,
+                       lambda: _by_quota_groups(gaps, cap_ms, finished, ages, held, running))
+
+
+def _by_quota_groups(gaps: Sequence[QuotaGap], cap_ms: int, finished: list[int], ages: list[int],
+                     held: dict[str, tuple[list[_Holding], list[_Holding]]], running: int) -> ReleaseEstimate:
     times, surv = survival(finished, ages)
     last = times[-1]
     groups: list[_Group] = []
@@ -231,8 +225,7 @@ def _quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models:
         group = _QuotaGroup(gap, own, lent)
         if group.reachable():
             groups.append(group)
-    known[inputs] = result = _expected(groups, times, surv, cap_ms, len(finished), running)
-    return result
+    return _expected(groups, times, surv, cap_ms, len(finished), running)
 
 
 class _Group:
