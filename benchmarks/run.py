@@ -105,6 +105,25 @@ class Noise:
             self.proc.wait()
 
 
+class Awake:
+    """One spinner per core at the ``SCHED_IDLE`` policy for as long as the run lasts: it runs only
+    when nothing else wants the core, so it takes no time from the benchmarks or from ``--noise``,
+    but no core ever sleeps. A sleeping core wakes late, so without it short requests between two
+    processes measure faster beside a burned core than on a quiet machine."""
+
+    def __init__(self, enabled: bool) -> None:
+        code = "import os; os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\nwhile True: pass"
+        self.procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)] if enabled else []
+
+    def __enter__(self) -> Awake:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+
+
 def _rounded(value: float | None) -> float | None:
     return round(value, 3) if value is not None else None
 
@@ -120,6 +139,7 @@ def main() -> int:
     parser.add_argument("--json", default="benchmarks/results.json")
     parser.add_argument("--only", default="", help="substring of bench module names to run")
     parser.add_argument("--noise", action="store_true", help="burn one core in another process during the run")
+    parser.add_argument("--awake", action="store_true", help="keep every core awake with idle-priority spinners")
     parser.add_argument("--set-reference", action="store_true",
                         help="make this run's calibration the reference (factor 1.0) in benchmarks/reference.json")
     parser.add_argument("--module", help=argparse.SUPPRESS)  # set for a module's own process
@@ -132,7 +152,7 @@ def main() -> int:
 
     measured: list[tuple[dict[str, Any], dict[str, float]]] = []  # (row, seconds per calibration)
     failed: list[str] = []
-    with Noise(args.noise):
+    with Awake(args.awake), Noise(args.noise):
         for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
             if not info.name.startswith("bench_") or args.only not in info.name:
                 continue

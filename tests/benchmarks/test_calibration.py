@@ -139,3 +139,19 @@ def test_scan_calibration_runs_the_store_read_shapes_on_its_table(tmp_path) -> N
     assert len(lookup) == 1  # pod-4321 is row 4321 alone among 7,000, and 4321 % 4 == 1
     assert sorted((t, n, f) for t, n, f in by_tenant) == [
         ("tenant-0", 250, 50), ("tenant-1", 250, 50), ("tenant-2", 250, 50), ("tenant-3", 250, 50)]
+
+
+def test_awake_spinners_run_one_per_core_at_idle_priority_and_end_with_the_run() -> None:
+    import os
+    import time
+
+    from benchmarks.run import Awake
+
+    with Awake(True) as awake:
+        assert len(awake.procs) == (os.cpu_count() or 1)
+        deadline = time.monotonic() + 30
+        while any(os.sched_getscheduler(p.pid) != os.SCHED_IDLE for p in awake.procs):
+            assert time.monotonic() < deadline, "a spinner never switched to SCHED_IDLE"
+            time.sleep(0.05)
+    assert all(p.poll() is not None for p in awake.procs)
+    assert Awake(False).procs == []
