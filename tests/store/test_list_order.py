@@ -88,3 +88,14 @@ def test_the_decisions_version_moves_with_every_insert_and_only_then(store: Audi
     assert second != first
     write_all(store, records[10:20])
     assert store.decisions_version() not in (first, second)
+
+
+@pytest.mark.parametrize("merged_tenants", [32, 1], ids=["merged-per-tenant", "one-sort"])
+def test_an_admins_pages_are_the_same_whether_merged_per_tenant_or_sorted_at_once(
+        store: AuditStore, merged_tenants: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("audit.store.queries.MERGED_TENANTS", merged_tenants)
+    records = _spread()
+    write_all(store, records[:30])
+    write_all(store, records[30:])
+    assert len({r.tenant for r in records}) > 1  # several tenants: the merge has work to do
+    assert _pages(store, DecisionFilter(fallback=False), 7) == _newest_first([r for r in records if not r.fallback])
