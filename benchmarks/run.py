@@ -7,7 +7,12 @@ see ``benchmarks.calibrate``). Each module runs in a process of its own, so what
 that process first measures the machine's CPU speed, and a module with rows that scale with the
 store or with all cores is followed by a measurement of that speed. Every time and rate is reported as measured and
 normalised to the reference machine (``benchmarks/reference.json``); targets are judged on the
-normalised figure. Ratios against a baseline in the same run need no normalising. ``--noise``
+normalised figure. Ratios against a baseline in the same run need no normalising. A module whose
+figures are short latencies, tails of a few hundred requests or microsecond loops, sets ``BENCH_RUNS``
+(default 1): it then runs that many times, each in a fresh process with its own calibration, and
+each row reports the run whose normalised figure is the median, with every run's in its note. A
+single run of such a figure moves by a quarter or more with where its process lands and what the
+kernel does meanwhile; the median of three does not. ``--noise``
 runs a CPU-burning process beside the whole run, to show that the normalised figures hold.
 The table is printed and written as JSON with the machine, the commit and the factors.
 """
@@ -44,9 +49,10 @@ def commit() -> str:
 def run_module(name: str, rows_path: str) -> None:
     """Entry point of a module's own process: measure the CPU's speed, run the module, write both."""
     cpu = calibrate.cpu_seconds()
-    rows = importlib.import_module(f"benchmarks.{name}").run()
+    module = importlib.import_module(f"benchmarks.{name}")
+    rows = module.run()
     with open(rows_path, "w") as fh:
-        json.dump({"cpu_seconds": cpu, "rows": rows}, fh)
+        json.dump({"cpu_seconds": cpu, "rows": rows, "runs": int(getattr(module, "BENCH_RUNS", 1))}, fh)
 
 
 def _in_own_process(args: list[str], what: str) -> str:
@@ -66,6 +72,20 @@ def _module_in_own_process(name: str) -> dict[str, Any]:
 
 
 SHARED_SCALES = ("store", "parallel", "scan")  # measured in processes of their own, after the module
+
+
+Measured = list[tuple[dict[str, Any], dict[str, float]]]  # a run's rows, each with its calibrations' seconds
+
+
+def _measured_run(name: str) -> tuple[Measured, int]:
+    """One run of a module in its own process, followed by the shared calibrations its rows take;
+    and how many runs the module asks for."""
+    result = _module_in_own_process(name)
+    seconds = {"cpu": result["cpu_seconds"]}
+    for scale in SHARED_SCALES:
+        if any(scale_of(r) == scale for r in result["rows"]):
+            seconds[scale] = _calibration_seconds(scale)
+    return [(r, seconds) for r in result["rows"]], int(result.get("runs", 1))
 
 
 def _calibration_seconds(scale: str) -> float:
@@ -124,6 +144,35 @@ class Awake:
             proc.wait()
 
 
+def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per benchmark from several annotated runs of a module: the run whose normalised
+    figure (the measured one where none is normalised) is the median (the lower middle one for an
+    even count), so the value, factor and note shown stay those of one real run."""
+    if len(runs) == 1:
+        return runs[0]
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for rows in runs:
+        for row in rows:
+            by_name.setdefault(row["name"], []).append(row)
+    chosen: list[dict[str, Any]] = []
+    for row in runs[0]:
+        candidates = by_name.pop(row["name"], [])
+        numeric = [r for r in candidates if isinstance(_figure(r), int | float)]
+        if len(numeric) < 2:
+            chosen.append(row)
+            continue
+        numeric.sort(key=lambda r: float(_figure(r)))
+        middle = numeric[(len(numeric) - 1) // 2]
+        figures = ", ".join(_shown(_figure(r)) for r in candidates if r in numeric)
+        note = f"{middle.get('note', '')}; " if middle.get("note") else ""
+        chosen.append({**middle, "note": f"{note}median of {len(numeric)} runs ({figures})"})
+    return chosen
+
+
+def _figure(row: dict[str, Any]) -> Any:
+    return row["normalised"] if row.get("normalised") is not None else row["value"]
+
+
 def _rounded(value: float | None) -> float | None:
     return round(value, 3) if value is not None else None
 
@@ -150,7 +199,7 @@ def main() -> int:
         return 0
     import benchmarks
 
-    measured: list[tuple[dict[str, Any], dict[str, float]]] = []  # (row, seconds per calibration)
+    module_runs: list[list[Measured]] = []  # per module, its runs
     failed: list[str] = []
     with Awake(args.awake), Noise(args.noise):
         for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
@@ -158,32 +207,35 @@ def main() -> int:
                 continue
             started = time.perf_counter()
             print(f"# {info.name} ...", file=sys.stderr, flush=True)
+            runs: list[Measured] = []
+            wanted = 1
             try:
-                result = _module_in_own_process(info.name)
+                while len(runs) < wanted:
+                    run, wanted = _measured_run(info.name)
+                    runs.append(run)
             except SystemExit as exc:  # the others' figures are still worth having
                 failed.append(f"{info.name}: {exc}")
                 print(f"# {info.name} FAILED: {exc}", file=sys.stderr, flush=True)
                 continue
-            seconds = {"cpu": result["cpu_seconds"]}
-            for scale in SHARED_SCALES:
-                if any(scale_of(r) == scale for r in result["rows"]):
-                    seconds[scale] = _calibration_seconds(scale)
-            measured.extend((r, seconds) for r in result["rows"])
-            print(f"# {info.name} done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
-    runs = {scale: sorted({s[scale] for _, s in measured if scale in s}) for scale in ("cpu", *SHARED_SCALES)}
+            module_runs.append(runs)
+            print(f"# {info.name} done in {time.perf_counter() - started:.1f}s ({len(runs)} run(s))",
+                  file=sys.stderr, flush=True)
+    measured = [pair for runs in module_runs for run in runs for pair in run]
+    calibrations = {scale: sorted({s[scale] for _, s in measured if scale in s}) for scale in ("cpu", *SHARED_SCALES)}
     if args.set_reference:
         earlier = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
         reference = {f"{scale}_seconds": statistics.median(r) if r else earlier.get(f"{scale}_seconds")
-                     for scale, r in runs.items()}
+                     for scale, r in calibrations.items()}
         reference.update(commit=commit(), machine=machine())
         with open(calibrate.REFERENCE, "w") as fh:
             json.dump(reference, fh, indent=2)
             fh.write("\n")
     reference = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
-    rows = [annotate(row, {scale: calibrate.factor(reference, scale, s) for scale, s in seconds.items()})
-            for row, seconds in measured]
+    rows = [row for runs in module_runs for row in median_rows([
+        [annotate(row, {scale: calibrate.factor(reference, scale, s) for scale, s in seconds.items()}) for row, seconds in run]
+        for run in runs])]
     summary = {scale: _rounded(calibrate.factor(reference, scale, statistics.median(r))) if r else None
-               for scale, r in runs.items()}
+               for scale, r in calibrations.items()}
     print("speed factor against the reference: " + ", ".join(f"{k} {v}" for k, v in summary.items())
           + (" (with --noise)" if args.noise else ""))
     print(f"{'issue':<6} {'benchmark':<62} {'measured':>14} {'normalised':>14} {'unit':<10} target (normalised)")
@@ -192,7 +244,7 @@ def main() -> int:
               f"{r['unit']:<10} {r.get('target', '')}")
     with open(args.json, "w") as fh:
         json.dump({"machine": machine(), "commit": commit(), "noise": args.noise, "factor": summary,
-                   "calibration": {f"{scale}_seconds": r for scale, r in runs.items()},
+                   "calibration": {f"{scale}_seconds": r for scale, r in calibrations.items()},
                    "reference": reference, "failed": failed, "rows": rows}, fh, indent=2)
     if failed:
         print("failed benchmarks:\n  " + "\n  ".join(failed), file=sys.stderr)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from benchmarks import calibrate, compare, markdown
-from benchmarks.run import annotate
+from benchmarks.run import annotate, median_rows
 
 REFERENCE = {"cpu_seconds": 0.10, "store_seconds": 1.0}
 
@@ -45,6 +45,33 @@ def test_annotate_uses_the_rows_own_scale_and_leaves_ratios_alone() -> None:
     assert (cpu_row["scale"], cpu_row["factor"], cpu_row["normalised"]) == ("cpu", 0.5, 4.0)
     ratio = annotate({"name": "writer / raw", "value": 0.7, "unit": "ratio", "scale": "store"}, factors)
     assert (ratio["scale"], ratio["factor"], ratio["normalised"]) == ("none", None, None)
+
+
+def _row(name: str, value: float, normalised: float | None, note: str = "") -> dict[str, object]:
+    return {"name": name, "unit": "ms", "value": value, "normalised": normalised, "factor": 1.0, "note": note}
+
+
+def test_median_rows_keeps_each_benchmark_from_the_run_with_the_median_normalised_figure() -> None:
+    runs = [[_row("page", 120.0, 100.0, "20 pages"), _row("ratio", 0.70, None)],
+            [_row("page", 90.0, 140.0, "20 pages"), _row("ratio", 0.90, None)],
+            [_row("page", 100.0, 110.0, "20 pages"), _row("ratio", 0.80, None)]]
+    page, ratio = median_rows(runs)
+    # the median normalised figure is 110 (third run): its measured value comes with it, not 100 or 120
+    assert (page["value"], page["normalised"]) == (100.0, 110.0)
+    assert page["note"] == "20 pages; median of 3 runs (100.000, 140.000, 110.000)"
+    assert (ratio["value"], ratio["note"]) == (0.80, "median of 3 runs (0.700, 0.900, 0.800)")
+
+
+def test_median_rows_takes_the_lower_middle_of_an_even_count_and_leaves_single_runs_alone() -> None:
+    two = median_rows([[_row("t", 5.0, 5.0)], [_row("t", 3.0, 3.0)]])
+    assert two[0]["value"] == 3.0
+    one = [_row("t", 5.0, 5.0, "as measured")]
+    assert median_rows([one]) == one
+
+
+def test_median_rows_keeps_a_row_that_only_one_run_has() -> None:
+    rows = median_rows([[_row("a", 1.0, 1.0), _row("only first", 7.0, 7.0)], [_row("a", 2.0, 2.0)], [_row("a", 3.0, 3.0)]])
+    assert [(r["name"], r["value"]) for r in rows] == [("a", 2.0), ("only first", 7.0)]
 
 
 def _results(rows: list[dict[str, object]]) -> dict[str, object]:
