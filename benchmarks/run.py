@@ -188,7 +188,8 @@ def main() -> int:
     parser.add_argument("--json", default="benchmarks/results.json")
     parser.add_argument("--only", default="", help="substring of bench module names to run")
     parser.add_argument("--noise", action="store_true", help="burn one core in another process during the run")
-    parser.add_argument("--awake", action="store_true", help="keep every core awake with idle-priority spinners")
+    parser.add_argument("--awake", action=argparse.BooleanOptionalAction, default=True,
+                        help="keep every core awake with idle-priority spinners (the default)")
     parser.add_argument("--set-reference", action="store_true",
                         help="make this run's calibration the reference (factor 1.0) in benchmarks/reference.json")
     parser.add_argument("--module", help=argparse.SUPPRESS)  # set for a module's own process
@@ -243,7 +244,7 @@ def main() -> int:
         print(f"{r['issue']:<6} {r['name']:<62} {_shown(r['value']):>14} {_shown(r['normalised']):>14} "
               f"{r['unit']:<10} {r.get('target', '')}")
     with open(args.json, "w") as fh:
-        json.dump({"machine": machine(), "commit": commit(), "noise": args.noise, "factor": summary,
+        json.dump({"machine": machine(), "commit": commit(), "noise": args.noise, "awake": args.awake, "factor": summary,
                    "calibration": {f"{scale}_seconds": r for scale, r in calibrations.items()},
                    "reference": reference, "failed": failed, "rows": rows}, fh, indent=2)
     if failed:
