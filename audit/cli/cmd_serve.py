@@ -13,6 +13,7 @@ import argparse
 import ipaddress
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,11 @@ def run(args: argparse.Namespace) -> int:
         embedded = store.target.embedded_path  # the store's data directory keeps the key of pod hashes
         salt = stored_salt(Path(embedded).parent if embedded else data_dir())
         auth = with_default_salt(auth, salt)
+    # uvicorn answers SIGTERM with a graceful shutdown and then raises the signal again under the
+    # handler that was there before it; Python's default would end the process before the store
+    # closes (its writers acknowledged, its parser child stopped, its pods tables caught up).
+    signal.signal(signal.SIGTERM, _terminated)
+    reloader: Any = None
     try:
         store.recover_ingest()
         store.keep_pod_tables()  # events stored while no server ran, or by another process
@@ -145,7 +151,6 @@ def run(args: argparse.Namespace) -> int:
                                          limits=CallerLimits(rate=args.rate_limit, burst=args.burst,
                                                              in_flight=args.max_in_flight)),
                          receiver=_otlp_receiver)
-        reloader = None
         if args.tokens:
             from audit.api.tokens_reload import TokenReloader
 
@@ -154,11 +159,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"claimtrail serve: listening on http://{args.host}:{args.port} (OpenAPI at /docs)",
               file=sys.stderr, flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    except _Terminated:
+        pass  # after uvicorn's graceful shutdown, or before it started: the store closes either way
+    finally:
         if reloader is not None:
             reloader.stop()
-    finally:
         store.close()
     return 0
+
+
+class _Terminated(Exception):
+    """SIGTERM, raised where the main thread is so that the store closes on the way out."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise _Terminated
 
 
 def _otlp_receiver(sink: Any, max_body_bytes: int) -> tuple[Any, Any]:
