@@ -17,6 +17,7 @@ not the world state it would continue from.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +26,8 @@ from audit.events import WorldEvent
 from audit.metrics.lifecycle import Lifecycle, LifecycleFold
 from audit.store.podload import stored_lifecycle
 from audit.store.podtable import PodTable
+
+log = logging.getLogger(__name__)
 
 
 class LifecycleCache:
@@ -84,6 +87,8 @@ class LifecycleCache:
             found = store.insight(stored_lifecycle, cluster)
             if found is not None:
                 self._stored[cluster] = found
+                log.info("pod lifecycle of cluster %s read back from the pod tables at seq %d (%d pods)", cluster,
+                         found.seq, len(found.pods))
         stored = self._stored.get(cluster)
         if stored is not None and store.max_seq(cluster) != stored.seq:
             del self._stored[cluster]  # events past the tables: only the fold from the start can take them
