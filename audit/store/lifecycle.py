@@ -90,6 +90,8 @@ class LifecycleCache:
                 log.info("pod lifecycle of cluster %s read back from the pod tables at seq %d (%d pods)", cluster,
                          found.seq, len(found.pods))
         stored = self._stored.get(cluster)
+        # asked after the tables were read: a fold (here or in another process) writes the tables
+        # only after the events it folded are stored, so rows newer than the mark imply a later seq
         if stored is not None and store.max_seq(cluster) != stored.seq:
             del self._stored[cluster]  # events past the tables: only the fold from the start can take them
             return None
