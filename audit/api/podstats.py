@@ -6,7 +6,10 @@ first event) to ``until`` (default: the last event). Filters on model or policy 
 apply to them (they are figures of the whole cluster and window); a tenant filter, or a tenant
 caller, restricts them as ``audit.metrics.report`` describes. With ``by=hour`` or ``by=model`` the
 answer also lists the wait (fairness) or regret (fallback) figures per hour or per model
-(``audit.metrics.breakdown``), of the tenant's own pods for a tenant caller or filter.
+(``audit.metrics.breakdown``), of the tenant's own pods for a tenant caller or filter. With
+``by=tenant_hour`` (fairness only) it lists each tenant's wait figures per hour, the rows
+``by=hour`` gives with that tenant's filter, for every tenant of the window in one answer (a
+tenant caller: its own only, the folded ``(others)`` having no hours of its own).
 """
 
 from __future__ import annotations
@@ -87,12 +90,15 @@ def _memo(kind: str, life: Lifecycle, window: Window, scope: str | None,
     return value
 
 
+TENANT_HOUR = "tenant_hour"  # each tenant's rows per hour, in one answer (fairness)
+
+
 def breakdown(by: str | None) -> str | None:
-    """The ``by`` query parameter: ``hour``, ``model`` or absent."""
+    """The ``by`` query parameter: ``hour``, ``model``, ``tenant_hour`` or absent."""
     if by is None or by == "":
         return None
-    if by not in BREAKDOWNS:
-        raise Problem("invalid-parameter", f"by {by[:80]!r}: expected {' or '.join(BREAKDOWNS)}")
+    if by not in (*BREAKDOWNS, TENANT_HOUR):
+        raise Problem("invalid-parameter", f"by {by[:80]!r}: expected {', '.join(BREAKDOWNS)} or {TENANT_HOUR}")
     return by
 
 
@@ -111,7 +117,12 @@ def fairness(db: Any, f: DecisionFilter, scope: str | None, by: str | None = Non
     out = _memo("fairness", life, window, scope, lambda: fairness_report(life, window, scope=scope))
     if scope is None and f.tenant:
         out["tenants"] = [r for r in out["tenants"] if r["tenant"] == f.tenant]
-    if by:
+    if by == TENANT_HOUR:
+        own = scope or f.tenant
+        tenants = [own] if own else [str(r["tenant"]) for r in out["tenants"]]
+        out[f"by_{by}"] = [{"tenant": t, **r} for t in tenants
+                           for r in _rows_by("waits", life, window, t, "hour", wait_breakdown)]
+    elif by:
         out[f"by_{by}"] = _rows_by("waits", life, window, scope or f.tenant, by, wait_breakdown)
     return out
 

@@ -94,6 +94,15 @@ def _pod_tables(database: str, retention: Retention, cluster: str | None) -> lis
     return out
 
 
+def _pod_folds(database: str, retention: Retention, cluster: str | None) -> list[str]:
+    out = schema.create_table(podschema.POD_FOLDS, database, retention, cluster)
+    added = ", ".join(f"ADD COLUMN IF NOT EXISTS {column}" for column in podschema.POD_ADDED_COLUMNS)
+    if not cluster:
+        return [*out, f"ALTER TABLE {database}.pods {added}"]
+    return [*out, f"ALTER TABLE {database}.pods_local ON CLUSTER {cluster} {added}",
+            f"ALTER TABLE {database}.pods ON CLUSTER {cluster} {added}"]
+
+
 def _drop_unused(database: str, retention: Retention, cluster: str | None) -> list[str]:
     out: list[str] = []
     for view in schema.DROPPED_VIEWS:  # first the view, so no insert writes into a dropped table
@@ -120,6 +129,8 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "nothing wrote", _drop_unused),
     Migration(10, "the pod lifecycle as tables: pods, and the policy, capacity and unhealthy-device series",
               _pod_tables),
+    Migration(11, "how far the pod tables are written (pod_folds), and what device-plugin pods asked for",
+              _pod_folds),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -13,8 +13,11 @@ each request got (pod claim order, request order).
 ``pod_policies`` (weights, starvation timeout and regret window of each policy in force, from
 ``from_ms``), ``pod_capacity`` (the cluster's capacity in H100-equivalents from ``from_ms``) and
 ``unhealthy_spans`` (each device's unhealthy intervals; ``end_ms`` NULL while still unhealthy)
-are the window-level series entitlement, Jain's index and device health integrate over. Every
-table is sharded by cluster, so a cluster's rows and series sit on one shard.
+are the window-level series entitlement, Jain's index and device health integrate over.
+``pod_folds`` says up to which event ``seq`` the tables are written, so a server starting on a
+store can take the lifecycle from them instead of folding the whole log again
+(``audit.store.podload``). Every table is sharded by cluster, so a cluster's rows and series sit
+on one shard.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ PODS = Table(
         "devices UInt32",
         "h100_eq Float64",
         "regretted Bool",
+        "asked LowCardinality(String)",  # device-plugin pods: the models their node constraints admitted
     ),
     engine="ReplacingMergeTree",
     engine_args="version",
@@ -94,3 +98,17 @@ UNHEALTHY_SPANS = Table(
 )
 
 POD_TABLES = {t.name: t for t in (PODS, POD_POLICIES, POD_CAPACITY, UNHEALTHY_SPANS)}
+
+# Added by a later migration than the tables above (which an older store already has): how far
+# the tables are written. ``seq`` is the last event the fold had taken when it last wrote them
+# (every row and series entry changed up to it is in), ``end_ms`` that event's time; the row is
+# written after the rows it vouches for, so a write cut short leaves it at the previous round.
+POD_FOLDS = Table(
+    name="pod_folds",
+    columns=("cluster LowCardinality(String)", "version UInt64", "seq Int64", "end_ms Int64", "pods UInt32"),
+    engine="ReplacingMergeTree",
+    engine_args="version",
+    order_by="(cluster)",
+    shard_key="cityHash64(cluster)",
+)
+POD_ADDED_COLUMNS = ("asked LowCardinality(String) DEFAULT ''",)

@@ -4,7 +4,8 @@ After the fold has taken new events, ``PodTable.write`` inserts only what change
 pods the fold added or changed since the last write (``LifecycleFold.take_changed``), the policy
 and capacity entries appended since, the unhealthy spans that closed since and, when the set of
 devices unhealthy right now changed, those open spans. Each row carries the fold's event ``seq``
-as its version, so the latest write of a row is the one ``FINAL`` reads. Writes for one cluster
+as its version, so the latest write of a row is the one ``FINAL`` reads. Each write ends with the
+``pod_folds`` row saying up to which seq the tables now hold the fold. Writes for one cluster
 happen under that cluster's fold lock, in seq order.
 
 ``PodTableKeeper`` runs the fold and the write in a thread of its own, woken when a writer has
@@ -38,7 +39,7 @@ InsertColumns = Callable[[str, dict[str, list[Any]]], None]
 
 POD_COLUMNS = ("cluster", "row", "version", "namespace", "pod", "uid", "tenant", "track", "created_ms", "bound_ms",
                "failed_ms", "allocated_ms", "released_ms", "alternatives", "tiers", "first_choice", "fallback",
-               "preferred", "allocated", "models", "devices", "h100_eq", "regretted")
+               "preferred", "allocated", "models", "devices", "h100_eq", "regretted", "asked")
 
 
 def pod_rows(cluster: str, lives: Sequence[PodLife], rows: Iterable[int], version: int) -> dict[str, list[Any]]:
@@ -49,7 +50,7 @@ def pod_rows(cluster: str, lives: Sequence[PodLife], rows: Iterable[int], versio
         values = (cluster, i, version, p.namespace, p.pod, p.uid, p.tenant, p.track, p.created_ms, p.bound_ms,
                   p.failed_ms, p.allocated_ms, p.released_ms, p.alternatives, list(p.tiers), p.first_choice,
                   p.fallback, p.preferred, p.allocated, p.allocated.split("|") if p.allocated else [], p.devices,
-                  p.h100_eq, p.regretted)
+                  p.h100_eq, p.regretted, p.asked)
         for name, value in zip(POD_COLUMNS, values, strict=True):
             out[name].append(value)
     return out
@@ -85,6 +86,9 @@ class PodTable:
             if changed:
                 self._insert("pods", pod_rows(cluster, fold.lives, changed, version))
             self._series(fold, life, done, version)
+            # last: it vouches for every row and series entry written above
+            self._insert("pod_folds", {"cluster": [cluster], "version": [version], "seq": [life.seq],
+                                       "end_ms": [life.end_ms], "pods": [len(life.pods)]})
         except BaseException:
             fold.give_back(changed)  # written again (a duplicate row is harmless) with the next fold
             raise

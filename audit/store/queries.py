@@ -552,8 +552,11 @@ class AuditStore:
 
     def max_seq(self, cluster: str) -> int | None:
         """The highest event seq stored for ``cluster``; None when it has no events."""
-        rows_ = self._query("SELECT max(seq), count() FROM events WHERE cluster = {c:String}", {"c": cluster}).result_rows
-        return int(rows_[0][0]) if rows_ and rows_[0][1] else None
+        # read in the table's (cluster, seq) order from the end: one granule, where max() reads the
+        # whole log of the cluster (every stats answer asks this, to know whether to fold)
+        rows_ = self._query("SELECT seq FROM events WHERE cluster = {c:String} ORDER BY seq DESC LIMIT 1",
+                            {"c": cluster}).result_rows
+        return int(rows_[0][0]) if rows_ else None
 
     def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict] | None:
         """The checkpoint with the largest seq <= ``seq``; a rewritten checkpoint reads as its last write."""

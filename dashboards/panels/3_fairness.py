@@ -5,12 +5,10 @@ docs/metrics.md): per tenant H100-equivalent hours used against the entitlement 
 tenant's weight share, with the weights in force at each moment), Jain's index over the whole
 window and under contention, per-pod wait percentiles (nearest rank), pods pending at the window
 end, failed and starving, and the same wait figures per hour of the window for each tenant
-(``by=hour``, asked with each tenant's filter). The page draws them and computes none.
+(``by=tenant_hour``, one request). The page draws them and computes none.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import streamlit as st
 
@@ -19,7 +17,6 @@ from dashboards.filters import filter_bar
 from dashboards.view import load, num, reading
 
 SOURCE = "/v1/stats/fairness"
-OTHERS = "(others)"  # the API's row folding every other tenant, in a tenant's view
 
 st.title("Fairness")
 filters = filter_bar()
@@ -98,17 +95,11 @@ reading(
 st.subheader("Waits per hour and tenant (per pod)")
 st.caption("Each hour from the window start is its own window: a pod counts in the hour it was first bound, "
            "pending pods at the end of each hour, failed pods in the hour they failed.")
-# the API's rows per hour, asked once per tenant (the tenant filter scopes them to its pods);
-# the folded "(others)" row of a tenant's view has no hours of its own
-hourly = []
-for name in names:
-    if name == OTHERS:
-        continue
-    rows = load(lambda name=name: client.breakdown("fairness", replace(filters, tenant=name), ("tenant",), "hour"),
-                f"waits per hour of {name}")
-    if rows is None:
-        st.stop()
-    hourly += [{"tenant": name, **r} for r in rows]
+# the API's rows per hour of each tenant, in one answer (a tenant's view: its own hours only, the
+# folded "(others)" row has no hours of its own)
+hourly = load(lambda: client.breakdown("fairness", filters, ("tenant",), "tenant_hour"), "waits per hour and tenant")
+if hourly is None:
+    st.stop()
 if not hourly:
     st.info("No hours in this window.")
     st.stop()

@@ -159,11 +159,28 @@ def test_rows_per_hour_and_per_model_are_the_days_breakdown(day: Day, who: str) 
         assert sum(r["pending_at_end"] for r in by_model) == sum(t["pending_at_end"] for t in day.fair["tenants"])
 
 
+@pytest.mark.parametrize("who", ["admin", "team-a"])
+def test_rows_per_tenant_and_hour_in_one_answer_are_each_tenants_hours(day: Day, who: str) -> None:
+    """One request gives what a request per tenant with ``by=hour`` gives (the Fairness page asked
+    once per tenant): every tenant of the window for an admin, a tenant caller's own only."""
+    got = day.server.get("/v1/stats/fairness", who, by="tenant_hour", **day.params()).json()["by_tenant_hour"]
+    tenants = [t["tenant"] for t in day.fair["tenants"]] if who == "admin" else [who]
+    if who == "admin":
+        assert len(tenants) >= 2
+    one_by_one = [{"tenant": t, **r} for t in tenants
+                  for r in day.server.get("/v1/stats/fairness", who, by="hour", tenant=t, **day.params()).json()["by_hour"]]
+    assert got == one_by_one
+    assert got == [{"tenant": t, **r} for t in tenants for r in wait_breakdown(day.life, day.window, "hour", t)]
+    assert len(got) == HOURS * len(tenants)
+
+
 @pytest.mark.parametrize(("path", "query", "message"), [
-    ("fairness", {"by": "tenant"}, "by 'tenant': expected hour or model"),
+    ("fairness", {"by": "tenant"}, "by 'tenant': expected hour, model or tenant_hour"),
+    ("fallback", {"by": "tenant_hour"}, "by: rows per tenant and hour come with /v1/stats/fairness, not "
+                                        "/v1/stats/fallback"),
     ("health", {"by": "hour"}, "by: rows per hour or model come with"),
     ("fallback", {"by": "hour", "group_by": "reason"}, "by: rows per hour or model come with"),
-], ids=["unknown-grouping", "other-endpoint", "with-skip-reasons"])
+], ids=["unknown-grouping", "tenant-hours-of-fallback", "other-endpoint", "with-skip-reasons"])
 def test_a_bad_by_is_a_400_naming_it(day: Day, path: str, query: dict[str, str], message: str) -> None:
     r = day.server.get(f"/v1/stats/{path}", **query, **day.params())
     assert r.status_code == 400 and message in r.json()["detail"], r.text
@@ -202,6 +219,13 @@ def test_the_dashboard_pages_show_the_same_figures(day: Day, monkeypatch: pytest
             for r in table] == [
         (t["tenant"], t["pods_started"], t["wait_p50_s"], t["wait_p95_s"], t["wait_p99_s"], t["pending_at_end"],
          t["failed"], t["starving_pods"], t["h100_eq_hours"], t["entitlement_h100_eq_hours"]) for t in fair["tenants"]]
+    hourly = next(f.value for f in at.dataframe if "hour" in f.value.columns).to_dict("records")
+    want = sorted(({"tenant": t["tenant"], **r} for t in fair["tenants"]
+                   for r in wait_breakdown(day.life, day.window, "hour", t["tenant"])),
+                  key=lambda r: (r["hour"], r["tenant"]))
+    assert [(r["hour"], r["tenant"], r["pods started"], r["wait p95 (s)"], r["pending at end"], r["starving"])
+            for r in hourly] == [(w["hour"], w["tenant"], w["pods_started"], w["wait_p95_s"], w["pending_at_end"],
+                                  w["starving_pods"]) for w in want]
 
     at = _page(day, "2_fallback.py", monkeypatch)
     shown = {m.label: m.value for m in at.metric}

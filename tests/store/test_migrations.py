@@ -24,6 +24,7 @@ EXPECTED_TABLES = {
     8: {"decision_keys", "event_keys", "decision_keys_mv", "event_keys_mv"},
     9: set(),  # drops the usage rollup, its view and the policies table
     10: {"pods", "pod_policies", "pod_capacity", "unhealthy_spans"},
+    11: {"pod_folds"},  # and the pods' asked column
 }
 DROPPED = {"tenant_usage_1h", "tenant_usage_1h_mv", "policies"}
 

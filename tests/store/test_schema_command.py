@@ -28,7 +28,8 @@ def test_single_node_ddl_has_every_table_with_dedup_window(capsys: pytest.Captur
     created = re.findall(r"CREATE TABLE IF NOT EXISTS audit\.(\w+) \(", out)
     assert created == ["schema_migrations", "events", "checkpoints", "decisions", "decision_tiers", "policies",
                        "quarantine", "replay_runs", "fallback_1h", "tenant_usage_1h", "decisions_in", "replay_jobs",
-                       "decision_keys", "event_keys", "pods", "pod_policies", "pod_capacity", "unhealthy_spans"]
+                       "decision_keys", "event_keys", "pods", "pod_policies", "pod_capacity", "unhealthy_spans",
+                       "pod_folds"]
     assert out.count("non_replicated_deduplication_window = 1000") == len(created) - 1  # decisions_in: Null
     assert "CREATE TABLE IF NOT EXISTS audit.decisions_in (\n  record String\n) ENGINE = Null" in out
     # the history check's key tables: small marks, filled from the decisions and events inserted
@@ -70,11 +71,14 @@ def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pyt
             "DROP TABLE IF EXISTS claimtrail.tenant_usage_1h_local ON CLUSTER prod;") in out
     assert ("(9, 'drop the tenant usage rollup and its view, which nothing read, and the policies "
             "table, which nothing wrote')") in out
-    for table in ("pods", "pod_policies", "pod_capacity", "unhealthy_spans"):  # a cluster's pods on one shard
+    for table in ("pods", "pod_policies", "pod_capacity", "unhealthy_spans", "pod_folds"):  # a cluster's on one shard
         assert (f"CREATE TABLE IF NOT EXISTS claimtrail.{table} ON CLUSTER prod AS claimtrail.{table}_local\n"
                 f"ENGINE = Distributed(prod, claimtrail, {table}_local, cityHash64(cluster))") in out
-    assert out.rstrip().endswith("(10, 'the pod lifecycle as tables: pods, and the policy, capacity and "
-                                 "unhealthy-device series');")
+    assert "(10, 'the pod lifecycle as tables: pods, and the policy, capacity and unhealthy-device series')" in out
+    assert ("ALTER TABLE claimtrail.pods_local ON CLUSTER prod ADD COLUMN IF NOT EXISTS asked LowCardinality(String) "
+            "DEFAULT ''") in out
+    assert out.rstrip().endswith("(11, 'how far the pod tables are written (pod_folds), and what device-plugin pods "
+                                 "asked for');")
 
 
 def test_record_schema_is_the_json_schema_of_a_decision_record(capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,8 +119,9 @@ def test_every_cluster_statement_is_valid_clickhouse_syntax(store: AuditStore) -
     # database, local+Distributed tables, views, the views' query update (v5), the codec (v6), the replay
     # runs' new columns on the local and the Distributed table and the job index (v7), the history key
     # tables' views (v8), the dropped view and the dropped tables' local and Distributed tables (v9),
-    # the pod lifecycle's four tables, local and Distributed (v10), version row
-    assert len(statements) == 1 + 14 * 2 + 4 + 2 + 1 + 3 + 2 + 1 + 2 * 2 + 4 * 2 + 1
+    # the pod lifecycle's four tables, local and Distributed (v10), pod_folds local and Distributed and
+    # the pods' new column on both (v11), version row
+    assert len(statements) == 1 + 14 * 2 + 4 + 2 + 1 + 3 + 2 + 1 + 2 * 2 + 4 * 2 + 2 + 2 + 1
     for statement in statements:
         formatted = store.client.query("SELECT formatQuery({q:String})", parameters={"q": statement}).result_rows[0][0]
         assert formatted.split()[0] in ("CREATE", "INSERT", "ALTER", "DROP")

@@ -61,6 +61,7 @@ class StatsKind:
     answer: Callable[[Ask], dict[str, Any]]
     keys: Callable[[str | None], list[str]] | None = None
     breakdowns: bool = False  # whether it answers ``by=hour|model`` (``audit.metrics.breakdown``)
+    tenant_hours: bool = False  # whether it also answers ``by=tenant_hour`` (``audit.api.podstats``)
 
     def group_keys(self, group_by: str | None) -> list[str]:
         if self.keys is not None:
@@ -72,7 +73,11 @@ class StatsKind:
         if by is not None and (not self.breakdowns or "reason" in keys):
             raise Problem("invalid-parameter", "by: rows per hour or model come with /v1/stats/fairness and "
                           "/v1/stats/fallback (not with group_by=reason)")
-        return podstats.breakdown(by)
+        checked = podstats.breakdown(by)
+        if checked == podstats.TENANT_HOUR and not self.tenant_hours:
+            raise Problem("invalid-parameter", f"by: rows per tenant and hour come with /v1/stats/fairness, "
+                          f"not /v1/stats/{self.name}")
+        return checked
 
 
 def kinds() -> list[StatsKind]:

@@ -50,8 +50,9 @@ KIND = StatsKind(
     name="fairness",
     summary="Decision counts per tenant (per hour with group_by=hour,tenant), with the window's per-pod figures: "
             "Jain's index whole and under contention, per tenant usage, entitlement, waits, pending, failed, "
-            "starving (docs/metrics.md)",
+            "starving (docs/metrics.md); by=hour|model|tenant_hour adds wait rows per hour, model or tenant and hour",
     groupings=(("tenant",), ("hour", "tenant")),
     answer=answer,
     breakdowns=True,
+    tenant_hours=True,
 )

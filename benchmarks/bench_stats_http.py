@@ -1,0 +1,265 @@
+"""The pod-level stats endpoints over HTTP on a store of ≥ 1,000,000 decisions and their events.
+
+A simulated day of the default scenario is the unit: its decision records go through the store's
+writer and its world events, its fold's pod tables and their ``pod_folds`` mark are written as
+the background fold writes them. The day is then repeated in the engine (``INSERT … SELECT``)
+until the decisions reach a million: every copy in the same day and cluster, its pods, claims,
+uids and decision ids renamed, its Pod and ResourceClaim events interleaved with the original's
+(seqs renumbered densely, in time order), its decisions and tier rows, and its pod rows. The copies
+share the day's nodes and devices, so the pod rows are the one day's fold repeated, not what a
+fold of the repeated log would judge (it would see each device held by every copy). The store is
+cached under ``.claimtrail/bench-stats-http`` (``BUILD_MARK`` names the builder's version).
+
+A real ``claimtrail serve`` is started on it and timed from its start to the first fairness
+answer (migrations, the pod lifecycle read back from the pod tables, the first figures), then
+``/v1/stats/fairness`` and ``/v1/stats/fallback`` are asked ``REQUESTS`` times each for the day's
+window, by an admin and by a tenant (its own row and ``(others)``), each request with a new
+window so that none is answered from the figures the server keeps for a repeated question: the
+window starts one more hour before the day each time (nothing happened there, so each covers the
+same pods and decisions; p95, targets ≤ 500 ms). The repeated question is reported in the note.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE = REPO / ".claimtrail" / "bench-stats-http"
+BUILD_MARK = "claimtrail bench-stats-http v1"  # bump when the builder changes so caches are rebuilt
+SCENARIO = REPO / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
+DECISIONS = 1_000_000
+REQUESTS = 20
+TENANT = "team-a"  # the tenant caller: its own row and the others folded
+RENAMED = "((?:job|foreign)-[0-9]+)"  # the simulator's pod names, which its claims' names start with
+
+
+def _row(name: str, value: float, unit: str, target: str = "", note: str = "") -> dict[str, Any]:
+    # loopback requests: the client and the server hand off, as the other API rows
+    return {"issue": "#15", "name": name, "value": value, "unit": unit, "target": target, "note": note,
+            "scale": "parallel"}
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]  # nearest rank
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+
+
+# ---- the store ------------------------------------------------------------------------------------
+
+def _copies_sql(k: str) -> dict[str, str]:
+    """SQL expressions renaming one copy ``k`` (an SQL expression, 1…) of a row's names."""
+    return {
+        "names": f"replaceRegexpAll({{text}}, '\"{RENAMED}', concat('\"\\\\1-c', toString({k})))",
+        "uids": f"replaceRegexpAll({{text}}, '\"uid\":\"([^\"]+)\"', concat('\"uid\":\"\\\\1-c', toString({k}), '\"'))",
+    }
+
+
+def _renamed(expr: str, k: str) -> str:
+    sql = _copies_sql(k)
+    return sql["uids"].replace("{text}", sql["names"].replace("{text}", expr))
+
+
+def _new_id(k: str) -> str:
+    h = f"hex(MD5(concat(decision_id, '-', toString({k}))))"
+    return (f"lower(concat(substring({h}, 1, 8), '-', substring({h}, 9, 4), '-', substring({h}, 13, 4), '-', "
+            f"substring({h}, 17, 4), '-', substring({h}, 21, 12)))")
+
+
+def _build(path: Path) -> tuple[int, int, int, int, int]:
+    """Build the store; returns (decisions, events, pods, day start ms, day end ms)."""
+    from audit.metrics.lifecycle import LifecycleFold
+    from audit.store import rows, schema
+    from audit.store.podschema import PODS
+    from audit.store.podtable import PodTable
+    from audit.store.queries import AuditStore
+    from ingest.simulate.loop import simulate
+    from ingest.simulate.scenario import load_scenario_text
+
+    day = simulate(load_scenario_text(SCENARIO.read_text(), SCENARIO.name), seed=1)
+    records, events, cluster = day.records, day.events, day.world.cluster
+    copies = math.ceil(DECISIONS / len(records))
+    # dense seqs: each Pod or ResourceClaim event is followed by its copies (same time)
+    copied = [e.object_kind in ("Pod", "ResourceClaim") for e in events]
+    base, at = [], 0
+    for c in copied:
+        base.append(at)
+        at += copies if c else 1
+    total_events = at
+    path.mkdir(parents=True)
+    store = AuditStore.open(f"chdb://{path}/db")
+    try:
+        client = store.client
+        writer = store.writer(name="bench-build", keep_pods=False)
+        # the original's decisions at their event's new place; each copy's k places later
+        writer.write_records([dataclasses.replace(r, seq=base[r.seq]) for r in records])
+        assert writer.flush(timeout=600), writer.last_error
+        moved = [dataclasses.replace(e, seq=base[i]) for i, e in enumerate(events)]
+        columns = rows.event_columns(moved)
+        client.insert("events", list(columns.values()), column_names=list(columns), column_oriented=True)
+        # every copy of the original's Pod and ResourceClaim events, right after it
+        event_cols = [c.split()[0] for c in schema.EVENTS.columns]
+        body = _renamed("replaceRegexpOne(body, '\"seq\":[0-9]+,\"time\"', "
+                        "concat('\"seq\":', toString(seq + k), ',\"time\"'))", "k")
+        picked = {"seq": "seq + k", "name": f"replaceRegexpOne(name, '^{RENAMED}', concat('\\\\1-c', toString(k)))",
+                  "body": body}
+        client.command(
+            f"INSERT INTO events ({', '.join(event_cols)}) SELECT {', '.join(picked.get(c, c) for c in event_cols)} "
+            f"FROM events CROSS JOIN (SELECT number + 1 AS k FROM numbers({copies - 1})) AS copies "
+            "WHERE cluster = {c:String} AND object_kind IN ('Pod', 'ResourceClaim')",
+            parameters={"c": cluster}, settings={"max_insert_threads": 2})
+        # decisions and their tier rows, renamed
+        dec_cols = [c.split()[0] for c in schema.DECISIONS.columns if " ALIAS " not in c and " MATERIALIZED " not in c]
+        new_id = _new_id("k")
+        record = _renamed("replaceOne(replaceRegexpOne(record, '\"seq\":[0-9]+', concat('\"seq\":', "
+                          f"toString(seq + k))), decision_id, {new_id})", "k")
+        picked = {"decision_id": new_id, "pod": "concat(pod, '-c', toString(k))",
+                  "pod_uid": "concat(pod_uid, '-c', toString(k))", "seq": "seq + k", "record": record}
+        client.command(
+            f"INSERT INTO decisions ({', '.join(dec_cols)}) SELECT {', '.join(picked.get(c, c) for c in dec_cols)} "
+            f"FROM decisions CROSS JOIN (SELECT number + 1 AS k FROM numbers({copies - 1})) AS copies",
+            settings={"max_insert_threads": 2})
+        tier_cols = [c.split()[0] for c in schema.DECISION_TIERS.columns if " ALIAS " not in c]
+        client.command(
+            f"INSERT INTO decision_tiers ({', '.join(tier_cols)}) SELECT "
+            f"{', '.join(new_id if c == 'decision_id' else c for c in tier_cols)} "
+            f"FROM decision_tiers CROSS JOIN (SELECT number + 1 AS k FROM numbers({copies - 1})) AS copies",
+            settings={"max_insert_threads": 2})
+        # the pod tables as the background fold writes them, for one day, then its pods repeated
+        fold = LifecycleFold(cluster).apply_all(events)
+        life = fold.lifecycle()
+        PodTable(store._insert_columns).write(fold, life)
+        n = len(life.pods)
+        pod_cols = [c.split()[0] for c in PODS.columns]
+        picked = {"row": f"row + {n} * k", "pod": "concat(pod, '-c', toString(k))", "uid": "concat(uid, '-c', toString(k))"}
+        client.command(f"INSERT INTO pods ({', '.join(pod_cols)}) SELECT {', '.join(picked.get(c, c) for c in pod_cols)} "
+                       f"FROM pods FINAL CROSS JOIN (SELECT number + 1 AS k FROM numbers({copies - 1})) AS copies")
+        client.command("OPTIMIZE TABLE pods FINAL")
+        # the mark the fold writes after its rows, for the whole repeated log
+        client.insert("pod_folds", [[cluster], [total_events], [total_events - 1], [life.end_ms], [n * copies]],
+                      column_names=["cluster", "version", "seq", "end_ms", "pods"], column_oriented=True)
+        decisions = int(client.query("SELECT count() FROM decisions").result_rows[0][0])
+        stored = int(client.query("SELECT count(), max(seq) FROM events").result_rows[0][0])
+        assert stored == total_events, (stored, total_events)
+        return decisions, total_events, n * copies, day.start_ms, day.end_ms
+    finally:
+        store.close()
+
+
+def _store() -> tuple[Path, str, dict[str, int]]:
+    path = CACHE / "store"
+    mark = path / "READY"
+    if mark.exists() and mark.read_text().startswith(BUILD_MARK):
+        _, how, sizes = mark.read_text().split("\n", 2)
+        return path, how, {k: int(v) for k, v in (x.split("=") for x in sizes.split())}
+    shutil.rmtree(path, ignore_errors=True)
+    started = time.perf_counter()
+    decisions, events, pods, start, end = _build(path)
+    how = f"built in {time.perf_counter() - started:.0f} s"
+    sizes = {"decisions": decisions, "events": events, "pods": pods, "start": start, "end": end}
+    mark.write_text(f"{BUILD_MARK}\n{how}\n{' '.join(f'{k}={v}' for k, v in sizes.items())}\n")
+    return path, how, sizes
+
+
+# ---- the server -----------------------------------------------------------------------------------
+
+def _get(client: httpx.Client, path: str, params: dict[str, str],
+         headers: dict[str, str]) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    answer = client.get(path, params=params, headers=headers)
+    elapsed = time.perf_counter() - started
+    if answer.status_code != 200:
+        raise RuntimeError(f"GET {path}: HTTP {answer.status_code}: {answer.text[:300]}")
+    return elapsed, answer.json()
+
+
+def _tokens(path: Path) -> dict[str, dict[str, str]]:
+    """A tokens file with an admin and a tenant of the scenario; the request headers of each."""
+    import yaml
+
+    from audit.api.auth import hash_token
+
+    tokens = {"admin": "bench-admin", TENANT: f"bench-{TENANT}"}
+    path.write_text(yaml.safe_dump({"tokens": [{"token_sha256": hash_token(tokens["admin"]), "admin": True},
+                                               {"token_sha256": hash_token(tokens[TENANT]), "tenant": TENANT}]}))
+    return {who: {"Authorization": f"Bearer {token}"} for who, token in tokens.items()}
+
+
+def run() -> list[dict[str, Any]]:
+    sys.path.insert(0, str(REPO))
+    from tests.api.conftest import free_port, stop
+
+    store_dir, how, sizes = _store()
+    port = free_port()
+    log = store_dir / "serve.log"
+    headers = _tokens(CACHE / "tokens.yaml")
+    day = {"cluster": "demo", "since": _iso(sizes["start"]), "until": _iso(sizes["end"])}
+    started = time.perf_counter()
+    # one caller makes every request: lift the per-caller limits out of the way
+    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{store_dir}/db",
+                             "--host", "127.0.0.1", "--port", str(port), "--tokens", str(CACHE / "tokens.yaml"),
+                             "--rate-limit", "1000000", "--burst", "1000000"],
+                            cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    times: dict[tuple[str, str], list[float]] = {(who, kind): [] for who in headers for kind in ("fairness", "fallback")}
+    bodies: dict[tuple[str, str], dict[str, Any]] = {}
+    try:
+        with httpx.Client(base_url=base, timeout=900, headers=headers["admin"]) as client:
+            while True:
+                try:
+                    first = client.get("/v1/stats/fairness", params=day)
+                    if first.status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if proc.poll() is not None or time.perf_counter() - started > 900:
+                    raise RuntimeError(f"serve did not answer: {log.read_text()[-2000:]}")
+                time.sleep(0.2)
+            cold = time.perf_counter() - started
+            for i in range(1, REQUESTS + 1):
+                # from i hours before the day (no event there) to its end: the day's pods and
+                # decisions, on whole hours as the pages ask, but a question the server has not
+                # answered yet
+                window = {**day, "since": _iso(sizes["start"] - 3_600_000 * i)}
+                for (who, kind), seconds in times.items():
+                    elapsed, bodies[who, kind] = _get(client, f"/v1/stats/{kind}", window, headers[who])
+                    seconds.append(elapsed)
+            again = {kind: [_get(client, f"/v1/stats/{kind}", day, headers["admin"])[0] for _ in range(REQUESTS)]
+                     for kind in ("fairness", "fallback")}
+    finally:
+        stop(proc)
+    tenants = len(first.json()["tenants"])
+    pods = bodies["admin", "fallback"]["pods_with_preference"]
+    size = (f"{sizes['decisions']:,} decisions, {sizes['events']:,} events, {sizes['pods']:,} pods in the day "
+            f"(store {how})")
+    out = [_row(f"serve start to first fairness answer, {sizes['decisions']:,} decisions", round(cold, 2), "s", "",
+                f"{size}; the lifecycle read back from the pod tables, nothing folded")]
+    for (who, kind), seconds in times.items():
+        caller = "admin" if who == "admin" else "tenant caller"
+        note = (f"{REQUESTS} requests, each a window starting one more hour before the day (computed, not "
+                f"remembered); median {_p(seconds, 0.5) * 1000:.0f} ms")
+        if who == "admin":
+            note += (f"; the same window asked again: p95 {_p(again[kind], 0.95) * 1000:.0f} ms; {tenants} tenants, "
+                     f"{pods:,} pods with a preference")
+        else:
+            note += f"; {TENANT}'s own row and (others)"
+        out.append(_row(f"GET /v1/stats/{kind} over HTTP ({caller}), 24 h of {sizes['decisions']:,} decisions: p95",
+                        round(_p(seconds, 0.95) * 1000, 1), "ms", "<= 500 ms", f"{note}; {size}"))
+    return out
+
+
+if __name__ == "__main__":
+    for r in run():
+        print(r)
