@@ -61,7 +61,7 @@ from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
 from audit.scheduler.filters import node_filter
 from audit.scheduler.nodealloc import allocate_on_node, augmented_claims
-from audit.scheduler.quota import check_quota
+from audit.scheduler.quota import QuotaCheck, check_quota
 from audit.scheduler.sealing import seal
 from audit.scheduler.tiers import (
     RequestTiers,
@@ -165,13 +165,20 @@ def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers], adaptive: bool =
     if policy.fallback_mode == "adaptive" and adaptive and ctx.wait_ms < policy.fallback_max_wait_ms:
         hold = _adaptive(ctx, rts)
         holding = hold is not None and hold.holding
+    # tiers repeat models (a last "any compatible" tier names the first ones again): ask once each
+    asked: dict[tuple[str, int], QuotaCheck] = {}
     for rt in rts:
         keep: list[Tier] = []
         for t in rt.tiers:
             if rt.first_available and t.index > 0 and holding:
                 closed[(t.claim, t.request, t.index)] = "not_reached"
                 continue
-            checks = [check_quota(world, policy, ctx.tenant, m, t.count) for m in t.models]
+            checks = []
+            for m in t.models:
+                q = asked.get((m, t.count))
+                if q is None:
+                    q = asked[(m, t.count)] = check_quota(world, policy, ctx.tenant, m, t.count)
+                checks.append(q)
             if checks and not any(c.fits for c in checks):
                 closed[(t.claim, t.request, t.index)] = "quota_exhausted"
                 blockers.append(TierBlocker(Blocker.QUOTA_EXHAUSTED.value, t.index, checks[0].detail()))
