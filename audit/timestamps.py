@@ -64,6 +64,10 @@ def format_time_ms(ms: int) -> str:
                 _MINUTES.clear()
             prefix = _MINUTES[minutes] = (EPOCH + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:")
         text = _FORMATTED[ms] = f"{prefix}{ms // 1000 % 60:02d}.{ms % 1000:03d}Z"
+        # the text is read back at once (a world folding the event it stamps): its reading is known
+        if len(_PARSED) > 100_000:
+            _PARSED.clear()
+        _PARSED[text] = ms
     return text
 
 
