@@ -76,6 +76,7 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
     exemplars: list[Exemplar] = []
     seen_reasons: set[str] = set()
     evaluated = 0
+    allocated_by, devices = world.allocated_by, world.devices
     for v in visits:
         if v.filtered:
             per = stats[v.node]
@@ -96,14 +97,15 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
         # looked at, the tier not being tried there) stay in them and are classified like
         # unvisited ones: the index knows whether they are in use or unhealthy.
         for vd in verdicts:
-            if vd.reason == _NOT_REACHED:
+            reason = vd.reason
+            if reason == _NOT_REACHED:
                 continue
             unvisited -= 1
-            if vd.device in world.allocated_by:
+            if vd.device in allocated_by:
                 in_use -= 1
-            elif not world.devices[vd.device].unhealthy:
+            elif not devices[vd.device].unhealthy:
                 free -= 1
-            _add(reasons, vd.reason, 1)
+            reasons[reason] = reasons.get(reason, 0) + 1
         _pick_exemplars(exemplars, seen_reasons, v.node, verdicts)
     unhealthy = max(0, unvisited - in_use - free)
     if in_use > 0:
