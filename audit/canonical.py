@@ -82,6 +82,21 @@ def _fast(obj: Any) -> bytes | None:
     return out
 
 
+def equality_key(obj: Any) -> bytes:
+    """Bytes equal exactly when the JSON values are, cheaper than ``canonical_json``: for memo keys
+    only, never for digests or storage (floats may be written otherwise than canonically).
+
+    orjson's sorted encoding, unless it holds a ``null`` token (NaN and infinity are written as
+    null too) or orjson refuses the value: then the canonical encoding, which holds a ``null``
+    itself or comes from json's encoder, so the two kinds of key never meet.
+    """
+    try:
+        out = orjson.dumps(obj, default=_refuse, option=_FAST_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError
+        return canonical_json(obj)
+    return canonical_json(obj) if b"null" in out else out
+
+
 def canonical_text(obj: Any) -> str:
     """The canonical encoding as text."""
     out = _fast(obj)

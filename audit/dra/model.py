@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.canonical import canonical_json
+from audit.canonical import equality_key
 
 ATTRIBUTE_KINDS = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
 SCALAR_KINDS = ("int", "bool", "string", "version")
@@ -714,10 +714,10 @@ def _resource_claim(r: _Reader, raw: dict[str, Any], specs: dict[bytes, ClaimSpe
 
 def _known_claim_spec(r: _Reader, spec: dict[str, Any], specs: dict[bytes, ClaimSpec]) -> ClaimSpec:
     """``_claim_spec`` once per distinct spec: claims made from one template share it. Keyed by the
-    spec's canonical JSON (equal texts are equal JSON values, and the parse reads nothing else);
+    spec's ``equality_key`` (equal keys are equal JSON values, and the parse reads nothing else);
     a spec that is not plain JSON is parsed every time, and only parses that succeed are kept."""
     try:
-        key = canonical_json(spec)
+        key = equality_key(spec)
     except (TypeError, ValueError):
         return _claim_spec(r, spec, "spec")
     found = specs.get(key)
