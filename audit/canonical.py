@@ -74,10 +74,27 @@ def _fast(obj: Any) -> bytes | None:
         return None
     if out[-1:] not in (b"}", b"]", b'"'):
         return None  # a number, true, false or null alone: nothing to gain
-    if (b"null" in out or b"e+" in out or _FRACTION.search(out) is not None
-            or (b"e-" in out and _NEGATIVE_EXPONENT.search(out) is not None)):
+    # ("+" alone is a memchr, and rare in this text; the exponent pattern's literal "e-" lead
+    # makes its own search as fast as a separate test for "e-")
+    if (b"null" in out or (b"+" in out and b"e+" in out) or _FRACTION.search(out) is not None
+            or _NEGATIVE_EXPONENT.search(out) is not None):
         return None  # a float (or a NaN written as null): json's own formatting decides
     return out
+
+
+def equality_key(obj: Any) -> bytes:
+    """Bytes equal exactly when the JSON values are, cheaper than ``canonical_json``: for memo keys
+    only, never for digests or storage (floats may be written otherwise than canonically).
+
+    orjson's sorted encoding, unless it holds a ``null`` token (NaN and infinity are written as
+    null too) or orjson refuses the value: then the canonical encoding, which holds a ``null``
+    itself or comes from json's encoder, so the two kinds of key never meet.
+    """
+    try:
+        out = orjson.dumps(obj, default=_refuse, option=_FAST_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError
+        return canonical_json(obj)
+    return canonical_json(obj) if b"null" in out else out
 
 
 def canonical_text(obj: Any) -> str:

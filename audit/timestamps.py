@@ -46,7 +46,9 @@ def parse_time_ms(text: str) -> int:
 
 
 _FORMATTED: dict[int, str] = {}
-_SECONDS: dict[int, str] = {}  # whole seconds -> "YYYY-MM-DDTHH:MM:SS.": events come several a second
+# whole minutes -> "YYYY-MM-DDTHH:MM:": a simulated day has ~100k distinct instants, mostly in
+# distinct seconds, but only 1,440 minutes, so strftime runs once a minute
+_MINUTES: dict[int, str] = {}
 
 
 def format_time_ms(ms: int) -> str:
@@ -55,13 +57,17 @@ def format_time_ms(ms: int) -> str:
     if text is None:
         if len(_FORMATTED) > 100_000:
             _FORMATTED.clear()
-        seconds = ms // 1000  # floor, so ms % 1000 is the fraction also before the epoch
-        prefix = _SECONDS.get(seconds)
+        minutes = ms // 60_000  # floor, so the seconds and the fraction are never negative
+        prefix = _MINUTES.get(minutes)
         if prefix is None:
-            if len(_SECONDS) > 100_000:
-                _SECONDS.clear()
-            prefix = _SECONDS[seconds] = (EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.")
-        text = _FORMATTED[ms] = f"{prefix}{ms % 1000:03d}Z"
+            if len(_MINUTES) > 100_000:
+                _MINUTES.clear()
+            prefix = _MINUTES[minutes] = (EPOCH + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:")
+        text = _FORMATTED[ms] = f"{prefix}{ms // 1000 % 60:02d}.{ms % 1000:03d}Z"
+        # the text is read back at once (a world folding the event it stamps): its reading is known
+        if len(_PARSED) > 100_000:
+            _PARSED.clear()
+        _PARSED[text] = ms
     return text
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.canonical import canonical_json
+from audit.canonical import equality_key
 
 ATTRIBUTE_KINDS = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
 SCALAR_KINDS = ("int", "bool", "string", "version")
@@ -340,6 +340,21 @@ class ResourceSlice:
         return f"ResourceSlice {self.name}"
 
 
+# Exact types of the plain scalar attribute values, the common case ``_plain_attribute`` takes.
+_SCALAR_TYPES: dict[str, type] = {"int": int, "bool": bool, "string": str, "version": str}
+
+
+def _plain_attribute(value: Any) -> AttributeValue | None:
+    """A one-key scalar attribute of the exact type its kind names, without building the error
+    paths ``_attribute`` needs (None: anything else, which ``_attribute`` reads or rejects). A
+    slice holds a dozen attributes per device and a world thousands of devices."""
+    if type(value) is dict and len(value) == 1:
+        for kind, v in value.items():
+            if type(v) is _SCALAR_TYPES.get(kind):
+                return AttributeValue(kind, v)
+    return None
+
+
 def _attribute(r: _Reader, value: Any, path: str) -> AttributeValue:
     if not isinstance(value, dict):
         raise r.fail(path, "expected one of int/bool/string/version")
@@ -425,7 +440,10 @@ def _taints(r: _Reader, value: Any, path: str) -> tuple[DeviceTaint, ...]:
 def _device(r: _Reader, value: Any, path: str) -> Device:
     m = r.mapping(value, path)
     attrs_raw = r.mapping(m.get("attributes"), f"{path}.attributes")
-    attributes = {str(k): _attribute(r, v, f"{path}.attributes.{k}") for k, v in attrs_raw.items()}
+    attributes: dict[str, AttributeValue] = {}
+    for k, v in attrs_raw.items():
+        plain = _plain_attribute(v)
+        attributes[str(k)] = plain if plain is not None else _attribute(r, v, f"{path}.attributes.{k}")
     cap_raw = r.mapping(m.get("capacity"), f"{path}.capacity")
     capacity = {str(k): _capacity(r, v, f"{path}.capacity.{k}") for k, v in cap_raw.items()}
     consumes = []
@@ -696,10 +714,10 @@ def _resource_claim(r: _Reader, raw: dict[str, Any], specs: dict[bytes, ClaimSpe
 
 def _known_claim_spec(r: _Reader, spec: dict[str, Any], specs: dict[bytes, ClaimSpec]) -> ClaimSpec:
     """``_claim_spec`` once per distinct spec: claims made from one template share it. Keyed by the
-    spec's canonical JSON (equal texts are equal JSON values, and the parse reads nothing else);
+    spec's ``equality_key`` (equal keys are equal JSON values, and the parse reads nothing else);
     a spec that is not plain JSON is parsed every time, and only parses that succeed are kept."""
     try:
-        key = canonical_json(spec)
+        key = equality_key(spec)
     except (TypeError, ValueError):
         return _claim_spec(r, spec, "spec")
     found = specs.get(key)

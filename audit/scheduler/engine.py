@@ -61,7 +61,7 @@ from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
 from audit.scheduler.filters import node_filter
 from audit.scheduler.nodealloc import allocate_on_node, augmented_claims
-from audit.scheduler.quota import check_quota
+from audit.scheduler.quota import QuotaCheck, check_quota
 from audit.scheduler.sealing import seal
 from audit.scheduler.tiers import (
     RequestTiers,
@@ -127,20 +127,31 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     if pc.missing or not pc.claims:
         return True
     rts = request_tiers(pc.claims, model_matcher(world))
-    allowed = _policy_gates(ctx, rts, hold)[0]
-    return all(any(_tier_may_fit(ctx, t) for t in allowed[(rt.claim, rt.request)]) for rt in rts)
+    # The tiers ``_policy_gates`` leaves open, gated one at a time: the first that may fit answers
+    # for its request, and the gates of the tiers after it are never needed.
+    holding = _holding(ctx, rts, hold)
+    asked: dict[tuple[str, int], QuotaCheck] = {}
+    for rt in rts:
+        for t in rt.tiers:
+            shut, checks = _tier_gate(ctx, rt, t, holding, asked)
+            if shut is None and _tier_may_fit(ctx, t, checks):
+                break
+        else:
+            return False
+    return True
 
 
-def _tier_may_fit(ctx: AttemptContext, t: Tier) -> bool:
+def _tier_may_fit(ctx: AttemptContext, t: Tier, checks: list[QuotaCheck]) -> bool:
     """Some node has enough free healthy devices of the tier's models that quota leaves open: all
     of one model within its quota for the whole count, or a mix on a node carrying several models
-    each of which could take at least one more device (``evaluate_node`` checks quota per model)."""
+    each of which could take at least one more device (``evaluate_node`` checks quota per model).
+    ``checks``: the quota check of each of the tier's models for the tier's count."""
     world = ctx.world
     if world.has_shared_slices or t.tolerates or t.all_devices:
         return bool(candidate_nodes(world, t))
     policy, key = ctx.policy, ctx.pod_key
     held = bool(world.reservations)  # (no call per node when nothing is reserved)
-    whole = [m for m in t.models if check_quota(world, policy, ctx.tenant, m, t.count).fits]
+    whole = [m for m, q in zip(t.models, checks, strict=True) if q.fits]
     if any(n in world.nodes and (not held or reservations.may_fit(world, policy, key, n, (m,), t.count))
            for m in whole for n in world.nodes_with_free(m, t.count)):
         return True
@@ -155,30 +166,54 @@ def _tier_may_fit(ctx: AttemptContext, t: Tier) -> bool:
 def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers], adaptive: bool = True) -> tuple[
         dict[tuple[str, str], tuple[Tier, ...]], dict[tuple[str, str, int], str], list[TierBlocker], bool]:
     """Tiers the policy leaves open per request (fallback mode, quota), and why others are closed."""
-    world, policy = ctx.world, ctx.policy
     closed: dict[tuple[str, str, int], str] = {}
     blockers: list[TierBlocker] = []
     allowed: dict[tuple[str, str], tuple[Tier, ...]] = {}
+    holding = _holding(ctx, rts, adaptive)
+    asked: dict[tuple[str, int], QuotaCheck] = {}
+    for rt in rts:
+        keep: list[Tier] = []
+        for t in rt.tiers:
+            shut, checks = _tier_gate(ctx, rt, t, holding, asked)
+            if shut is not None:
+                closed[(t.claim, t.request, t.index)] = shut
+                if shut == "quota_exhausted":
+                    blockers.append(TierBlocker(Blocker.QUOTA_EXHAUSTED.value, t.index, checks[0].detail()))
+                continue
+            keep.append(t)
+        allowed[(rt.claim, rt.request)] = tuple(keep)
+    return allowed, closed, blockers, holding
+
+
+def _holding(ctx: AttemptContext, rts: list[RequestTiers], adaptive: bool) -> bool:
+    """Whether the fallback mode keeps the pod's later tiers shut now."""
+    policy = ctx.policy
     holding = policy.fallback_mode == "strict" or (
         policy.fallback_mode == "wait-for-preferred" and ctx.wait_ms < policy.fallback_wait_ms)
     # (a pod that has waited maxWait holds for no estimate: none is made for the gates)
     if policy.fallback_mode == "adaptive" and adaptive and ctx.wait_ms < policy.fallback_max_wait_ms:
         hold = _adaptive(ctx, rts)
         holding = hold is not None and hold.holding
-    for rt in rts:
-        keep: list[Tier] = []
-        for t in rt.tiers:
-            if rt.first_available and t.index > 0 and holding:
-                closed[(t.claim, t.request, t.index)] = "not_reached"
-                continue
-            checks = [check_quota(world, policy, ctx.tenant, m, t.count) for m in t.models]
-            if checks and not any(c.fits for c in checks):
-                closed[(t.claim, t.request, t.index)] = "quota_exhausted"
-                blockers.append(TierBlocker(Blocker.QUOTA_EXHAUSTED.value, t.index, checks[0].detail()))
-                continue
-            keep.append(t)
-        allowed[(rt.claim, rt.request)] = tuple(keep)
-    return allowed, closed, blockers, holding
+    return holding
+
+
+def _tier_gate(ctx: AttemptContext, rt: RequestTiers, t: Tier, holding: bool,
+               asked: dict[tuple[str, int], QuotaCheck]) -> tuple[str | None, list[QuotaCheck]]:
+    """Why the policy shuts tier ``t`` (``not_reached`` while holding out for the first choice,
+    ``quota_exhausted`` when no model of it fits the quota), None when open; with the quota check
+    of each of its models for its count. ``asked`` keeps the checks of one attempt: tiers repeat
+    models (a last "any compatible" tier names the first ones again)."""
+    if rt.first_available and t.index > 0 and holding:
+        return "not_reached", []
+    checks = []
+    for m in t.models:
+        q = asked.get((m, t.count))
+        if q is None:
+            q = asked[(m, t.count)] = check_quota(ctx.world, ctx.policy, ctx.tenant, m, t.count)
+        checks.append(q)
+    if checks and not any(c.fits for c in checks):
+        return "quota_exhausted", checks
+    return None, checks
 
 
 def _adaptive(ctx: AttemptContext, rts: list[RequestTiers]) -> AdaptiveHold | None:

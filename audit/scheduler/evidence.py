@@ -25,6 +25,13 @@ from audit.scheduler.tiers import RequestTiers, Tier
 from audit.world import World
 
 MAX_EXEMPLARS = 3
+# Reason codes as plain strings: an enum member's ``.value`` is a property call, and these are read
+# for every verdict of every tier of every decision.
+_NOT_REACHED = Reason.NOT_REACHED.value
+_SELECTED = Reason.SELECTED.value
+_IN_USE = Reason.IN_USE.value
+_UNHEALTHY = Reason.UNHEALTHY.value
+_NODE_FILTERED = Reason.NODE_FILTERED.value
 
 
 @dataclass
@@ -58,7 +65,7 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
     reasons: dict[str, int] = {}
     # A tier a fallback mode kept shut is simply not reached: its devices are classified like any
     # unjudged device, so those in use or unhealthy say so.
-    if closed is not None and closed != Reason.NOT_REACHED.value:
+    if closed is not None and closed != _NOT_REACHED:
         if considered:
             reasons[closed] = considered
         return TierSummary(index=t.index, request=request, model=t.label, considered=considered, reasons=reasons)
@@ -69,7 +76,7 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
     exemplars: list[Exemplar] = []
     seen_reasons: set[str] = set()
     evaluated = 0
-    not_reached = Reason.NOT_REACHED.value
+    allocated_by, devices = world.allocated_by, world.devices
     for v in visits:
         if v.filtered:
             per = stats[v.node]
@@ -82,7 +89,7 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
                     free -= c[2]
             unvisited -= node_total
             if node_total:
-                _add(reasons, Reason.NODE_FILTERED.value, node_total)
+                _add(reasons, _NODE_FILTERED, node_total)
             continue
         evaluated += 1
         verdicts = _own_verdicts(world, t, v.node, v.evidence.get((t.claim, name)))
@@ -90,22 +97,23 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
         # looked at, the tier not being tried there) stay in them and are classified like
         # unvisited ones: the index knows whether they are in use or unhealthy.
         for vd in verdicts:
-            if vd.reason == not_reached:
+            reason = vd.reason
+            if reason == _NOT_REACHED:
                 continue
             unvisited -= 1
-            if vd.device in world.allocated_by:
+            if vd.device in allocated_by:
                 in_use -= 1
-            elif not world.devices[vd.device].unhealthy:
+            elif not devices[vd.device].unhealthy:
                 free -= 1
-            _add(reasons, vd.reason, 1)
+            reasons[reason] = reasons.get(reason, 0) + 1
         _pick_exemplars(exemplars, seen_reasons, v.node, verdicts)
     unhealthy = max(0, unvisited - in_use - free)
     if in_use > 0:
-        _add(reasons, Reason.IN_USE.value, in_use)
+        _add(reasons, _IN_USE, in_use)
     if unhealthy > 0:
-        _add(reasons, Reason.UNHEALTHY.value, unhealthy)
+        _add(reasons, _UNHEALTHY, unhealthy)
     if free > 0:
-        _add(reasons, Reason.NOT_REACHED.value, free)
+        _add(reasons, _NOT_REACHED, free)
     return TierSummary(index=t.index, request=request, model=t.label, considered=considered,
                        reasons=dict(sorted(reasons.items())), exemplars=exemplars, nodes_evaluated=evaluated)
 
@@ -119,13 +127,9 @@ def _own_verdicts(world: World, t: Tier, node: str, verdicts: list[Any] | None) 
     """
     if not verdicts:
         return []
-    devices = world.devices
-    out = []
-    for vd in verdicts:
-        dev = devices.get(vd.device)
-        if dev is not None and dev.node == node and dev.model in t.models:
-            out.append(vd)
-    return out
+    devices, models = world.devices, t.models
+    return [vd for vd in verdicts
+            if (dev := devices.get(vd.device)) is not None and dev.node == node and dev.model in models]
 
 
 def _node_stats(world: World, node: str) -> dict[str, list[int]]:
@@ -145,18 +149,17 @@ def _pick_exemplars(out: list[Exemplar], seen: set[str], node: str, verdicts: li
     """The selected device first, then the first device of each other reason (never not_reached)."""
     if len(out) >= MAX_EXEMPLARS:
         return
-    selected = Reason.SELECTED.value
-    if selected not in seen:
+    if _SELECTED not in seen:
         for vd in verdicts:
-            if vd.reason == selected:
-                out.append(Exemplar(device=vd.device, node=node, reason=selected, detail=vd.detail_dict()))
-                seen.add(selected)
+            if vd.reason == _SELECTED:
+                out.append(Exemplar(device=vd.device, node=node, reason=_SELECTED, detail=vd.detail_dict()))
+                seen.add(_SELECTED)
                 break
     for vd in verdicts:
         if len(out) >= MAX_EXEMPLARS:
             return
         reason = vd.reason
-        if reason in seen or reason == Reason.NOT_REACHED.value:
+        if reason in seen or reason == _NOT_REACHED:
             continue
         seen.add(reason)
         out.append(Exemplar(device=vd.device, node=node, reason=reason, detail=vd.detail_dict()))

@@ -17,13 +17,30 @@ from audit.world import World
 
 
 def entitlements(world: World, policy: Policy, include: str) -> dict[str, float]:
-    """H100-equivalent entitlement per active tenant (``include`` is always active)."""
-    capacity = sum(n * policy.h100_equivalent(m) for m, n in world.model_totals.items() if n > 0)
-    capacity += sum(c * policy.h100_equivalent(world.dp_model.get(node, "unknown"))
-                    for node, c in world.dp_capacity.items())
+    """H100-equivalent entitlement per active tenant (``include`` is always active).
+
+    Kept per world state (its seq), policy and set of active tenants: the queue order asks it for
+    every tenant with pending pods on every pick, and those are all active already. Callers only
+    read the answer."""
     active = {t for t, u in world.usage.items() if u.in_use_eq > 0}
     active |= {t for t, n in world.pending_by_tenant.items() if n > 0}
     active.add(include)
+    state = (world.seq, policy.digest)
+    memo = world.derived.get("entitlements")
+    if memo is None or memo[0] != state:
+        memo = world.derived["entitlements"] = (state, {})
+    answers: dict[frozenset[str], dict[str, float]] = memo[1]
+    key = frozenset(active)
+    found = answers.get(key)
+    if found is None:
+        found = answers[key] = _weighted_shares(world, policy, active)
+    return found
+
+
+def _weighted_shares(world: World, policy: Policy, active: set[str]) -> dict[str, float]:
+    capacity = sum(n * policy.h100_equivalent(m) for m, n in world.model_totals.items() if n > 0)
+    capacity += sum(c * policy.h100_equivalent(world.dp_model.get(node, "unknown"))
+                    for node, c in world.dp_capacity.items())
     total_weight = sum(policy.weight(t) for t in active)
     return {t: capacity * policy.weight(t) / total_weight for t in sorted(active)}
 

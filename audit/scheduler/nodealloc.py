@@ -117,21 +117,24 @@ def inventory(world: World) -> Any:
 
 
 def allocated_state(world: World, node: str, held: tuple[str, ...] = (), freed: frozenset[str] = frozenset()) -> Any:
+    if not world.has_shared_slices:
+        # Every device in use here is taken whole (results of the world's allocations on this
+        # node, or held for a reservation): exactly the ids ``from_results`` would add, without
+        # writing each as a result and reading it back.
+        allocated_by = world.allocated_by
+        state = AllocatedState()
+        state.allocated_devices = {dev_id for dev_id in world.node_devices.get(node, ())
+                                   if dev_id in allocated_by and dev_id not in freed}
+        state.allocated_devices.update(held)
+        return state
     extra = [dict(zip(("driver", "pool", "device"), dev_id.split("/", 2), strict=True)) for dev_id in held] if held else []
-    if world.has_shared_slices:
-        results: list[dict[str, Any]] = []
-        for _, claim in world.items("ResourceClaim"):
-            alloc = (claim.get("status") or {}).get("allocation")
-            if alloc:
-                results.extend(r for r in (alloc.get("devices") or {}).get("results", []) or []
-                               if not freed or f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}" not in freed)
-        return AllocatedState.from_results(results + extra)
-    local: list[dict[str, Any]] = []
-    for dev_id in world.node_devices.get(node, []):
-        if dev_id in world.allocated_by and dev_id not in freed:
-            driver, pool, device = dev_id.split("/", 2)
-            local.append({"driver": driver, "pool": pool, "device": device})
-    return AllocatedState.from_results(local + extra)
+    results: list[dict[str, Any]] = []
+    for _, claim in world.items("ResourceClaim"):
+        alloc = (claim.get("status") or {}).get("allocation")
+        if alloc:
+            results.extend(r for r in (alloc.get("devices") or {}).get("results", []) or []
+                           if not freed or f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}" not in freed)
+    return AllocatedState.from_results(results + extra)
 
 
 def allocate_on_node(world: World, node: str, claims: list[dict[str, Any]], policy: Policy,

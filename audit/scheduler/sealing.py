@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from audit.canonical import digest
-from audit.records import DecisionRecord, output_view
+from audit.records import OUTPUT_DIGEST_EXCLUDED, DecisionRecord
 
 
 def record_dict(r: DecisionRecord) -> dict[str, Any]:
@@ -37,5 +37,10 @@ def record_dict(r: DecisionRecord) -> dict[str, Any]:
 
 
 def seal(r: DecisionRecord) -> DecisionRecord:
-    r.output_digest = digest(output_view(record_dict(r)))
+    # ``output_view`` of a dict made for this call alone: dropping the excluded keys in place
+    # spares copying the rest
+    view = record_dict(r)
+    for key in OUTPUT_DIGEST_EXCLUDED:
+        del view[key]
+    r.output_digest = digest(view)
     return r

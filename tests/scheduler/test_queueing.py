@@ -179,3 +179,22 @@ def test_free_devices_the_tenant_has_no_quota_for_are_not_a_fit():
     assert not may_place(sim.world, waiting, sim.now)
     assert decide(sim.world, waiting, 1, sim.now).record.outcome == "unschedulable"
     assert may_place(sim.world, other, sim.now)
+
+
+def test_entitlements_are_recomputed_after_every_event_and_for_a_tenant_not_yet_active():
+    """The answer is kept per world state and set of active tenants: a tenant asked about joins
+    the active ones, and a new pending pod of another tenant splits the capacity again."""
+    from audit.scheduler.fairshare import entitlements
+
+    sim = cluster()
+    policy = sim.world.policy
+    submit(sim, "first")  # alpha pending: the only active tenant
+    alone = entitlements(sim.world, policy, "alpha")
+    assert list(alone) == ["alpha"]
+    capacity = alone["alpha"]
+    with_beta = entitlements(sim.world, policy, "beta")  # same world state, beta joins for the question
+    assert sorted(with_beta) == ["alpha", "beta"]
+    assert with_beta["alpha"] + with_beta["beta"] == pytest.approx(capacity)
+    assert entitlements(sim.world, policy, "alpha") == alone
+    submit(sim, "second", namespace="beta")  # an event: beta is active now
+    assert entitlements(sim.world, policy, "alpha") == with_beta
