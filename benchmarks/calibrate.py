@@ -5,9 +5,11 @@ one hour than in the next. A figure alone therefore says little about the code; 
 the speed of the machine at that moment does. Two fixed workloads stand for the two kinds of work
 the benchmarks do:
 
-- ``cpu``: the pure-Python core — canonical JSON of a fixed set of decision records and a fixed
-  allocator search (the 8-GPU firstAvailable node of ``bench_allocator``) — best of
-  ``CPU_ROUNDS``, measured in each benchmark's own process just before it runs;
+- ``cpu``: the pure-Python core — sorted-key JSON of a fixed set of decision-like records and a
+  fixed depth-first device search with alternatives and a shared-NUMA constraint, written apart
+  from the project's own code in ``benchmarks.calibration_workload`` so that it does not speed
+  up with the code it calibrates — best of ``CPU_ROUNDS``, measured in each benchmark's own
+  process just before it runs;
 - ``store``: the raw insert of fixed prepared columns into a fresh embedded chDB database (what
   ``bench_store`` calls its baseline), best of ``STORE_ROUNDS``, measured in a process of its own
   right after a benchmark whose rows depend on the store;
@@ -53,7 +55,7 @@ PARALLEL_REPEAT = 4  # ~100 ms per round, long enough for the kernel to share th
 SCAN_ROWS = 1_000_000
 SCAN_ROUNDS = 5
 RECORDS = 1_000
-SEARCHES = 300
+SEARCHES = 1_000
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
@@ -80,33 +82,10 @@ def normalise(value: float, unit: str, factor: float) -> float:
 
 
 def _cpu_workload() -> Any:
-    """Build the fixed inputs once; return the function that does the timed work."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from audit.allocator import AllocatedState, Allocator, Status
-    from audit.dra.model import Node
-    from benchmarks.bench_allocator import nvidia_inventory_and_claim
-    from tests.store.factory import make_records
+    """The function that does the timed work, its fixed inputs built."""
+    from benchmarks import calibration_workload
 
-    records = [r.to_dict() for r in make_records(RECORDS, seconds_apart=5)]
-    inventory, claim = nvidia_inventory_and_claim(nodes=3, per_node=8)
-    nodes = [Node(name=f"gpu-node-{n}") for n in range(3)]
-
-    # The canonical bytes through json's C encoder, as audit.canonical wrote them when the
-    # reference was measured: the project's own encoder has since become faster, and a workload
-    # that sped up with the code it calibrates would mark every row slower.
-    make = getattr(json.encoder, "c_make_encoder", None)
-    encode = make(None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ":", ",", True, False, False) \
-        if make is not None else lambda r, _: [json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False)]
-
-    def work() -> None:
-        for r in records:
-            "".join(encode(r, 0)).encode()
-        for i in range(SEARCHES):
-            # a fresh allocator each time: every search builds its pool view, as a new cycle does
-            outcome = Allocator(inventory, AllocatedState()).allocate(nodes[i % 3], [claim], explain=True)
-            assert outcome.status is Status.SUCCESS
-
-    return work
+    return calibration_workload.make(RECORDS, SEARCHES)
 
 
 def cpu_seconds() -> float:
