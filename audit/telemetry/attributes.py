@@ -200,7 +200,16 @@ def tier_attributes(
         attrs[s.TIER_RESULT] = result
     for code in sorted(tier.reasons):
         attrs[s.TIER_REASON_PREFIX + code] = tier.reasons[code]
-    blockers = [b for b in record.blockers if b.tier == tier.index]
+    if record.blockers:
+        attrs.update(tier_blocker_attributes(record, tier.index))
+    return attrs
+
+
+def tier_blocker_attributes(record: DecisionRecord, tier_index: int) -> dict[str, AttributeValue]:
+    """The tier's blocker attributes, the last of its span's: their codes, then each one's
+    parameters (empty when no blocker names the tier)."""
+    blockers = [b for b in record.blockers if b.tier == tier_index]
+    attrs: dict[str, AttributeValue] = {}
     if blockers:
         attrs[s.TIER_BLOCKERS] = [b.code for b in blockers]
         for b in blockers:

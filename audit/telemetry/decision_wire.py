@@ -4,8 +4,9 @@
 verdicts, log records) that ``audit.telemetry.otlpwire`` then writes; for the decisions an engine
 exports by the thousand, building those objects costs as much as writing the bytes. ``encode``
 writes the same bytes straight from the record for the usual case: no redaction, no labels, no
-engine verdicts besides the record's exemplars, no blockers, verdicts as log records only, and
-no more exemplars than the bound. Anything else returns None and goes the general way, before
+engine verdicts besides the record's exemplars, verdicts as log records only, and no more
+exemplars than the bound (blockers, rare but common enough in a busy cluster, are written here
+too). Anything else returns None and goes the general way, before
 any state (the retry links) has changed. That both ways give identical bytes is a tested property.
 
 The attributes are written from the groups the general writer caches (a root's stable fields, a
@@ -34,6 +35,7 @@ from audit.telemetry.attributes import (
     Verdict,
     VerdictAttributes,
     VerdictSelection,
+    tier_blocker_attributes,
     tier_results,
     tier_status_message,
 )
@@ -164,7 +166,7 @@ def _detail(detail: Mapping[str, object]) -> bytes:
 
 def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes, exported: int, why: str) -> bool:
     """The root span's attributes as ``otlpwire._root_into`` writes them for a record without
-    blockers, labels or redaction, and with no verdict dropped; False (and nothing written) when a
+    labels or redaction, and with no verdict dropped; False (and nothing written) when a
     field holds a value of another class than the record's own, which the general way handles."""
     stable = _stable_values(record)
     # the class of each value is part of the key: True and 1 are equal but encode differently
@@ -206,6 +208,8 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
         out += (_SPAN_ATTR, encoded)
     if record.devices:
         out.append(otlpwire._strings_field(_SPAN_ATTR, _DEVICES, [d.device for d in record.devices]))
+    if record.blockers:
+        out += (_SPAN_ATTR, otlpwire._strings(s.BLOCKERS, [f"{b.code}@{b.tier}" for b in record.blockers]))
     vb = _SMALL[exported] if exported < 16384 else _varint(exported)
     out += (_EXPORTED[len(vb)], vb, _NONE_DROPPED)
     if why:
@@ -217,7 +221,7 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
 
 def _tier_attributes(parts: list[bytes], record: DecisionRecord, tier: TierSummary, decision: bytes,
                      result: str) -> None:
-    """A tier span's attributes as ``otlpwire._tier_into`` writes them for a record without blockers."""
+    """A tier span's attributes as ``otlpwire._tier_into`` writes them."""
     index, request, model = tier.index, tier.request, tier.model
     head_key = (_SPAN_ATTR, index, index.__class__, request, request.__class__, model, model.__class__)
     head = otlpwire._TIER_GROUPS.get(head_key)
@@ -241,13 +245,17 @@ def _tier_attributes(parts: list[bytes], record: DecisionRecord, tier: TierSumma
             continue
         vb = _SMALL[count] if 0 <= count < 16384 else _varint(count)
         parts += (heads[len(vb)], vb)
+    if record.blockers:
+        blocked = tier_blocker_attributes(record, index)
+        if blocked:
+            parts.append(otlpwire.attributes(_SPAN_ATTR, blocked))
 
 
 def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | None,
            spans: bool = True, logs: bool = True) -> tuple[list[bytes], list[bytes]] | None:
     """The decision's spans and verdict log records as ``otlpwire.decision`` writes them for
     ``decision_shape(record, (), None, options, links)``, or None when this one needs that way."""
-    if record.blockers or options.redaction.active or options.verdict_events:
+    if options.redaction.active or options.verdict_events:
         return None
     duration_us, wait_ms = record.duration_us, record.wait_ms
     if duration_us < 0 or wait_ms < 0:

@@ -30,6 +30,7 @@ from audit.telemetry.attributes import (
     TierAttributes,
     VerdictAttributes,
     root_field_values,
+    tier_blocker_attributes,
 )
 from audit.telemetry.record_dict import record_bytes
 from audit.telemetry.shape import DecisionShape, EventShape, LinkShape, LogShape, SpanShape
@@ -343,12 +344,10 @@ def _tier_into(parts: list[bytes], tag: bytes, attrs: TierAttributes) -> None:
         if key is None:
             key = _REASON_KEYS[code] = s.TIER_REASON_PREFIX + code
         append(_tagged(tag, key, reasons[code]))  # counts vary, but within a narrow range
-    blockers = record.blockers
-    if blockers and any(b.tier == index for b in blockers):
-        # blockers are rare: take them from the full mapping, after the fields above
-        built = dict(attrs)
-        written = 7 + (1 if result else 0) + len(reasons)
-        append(attributes(tag, {k: built[k] for k in list(built)[written:]}))
+    if record.blockers:
+        blocked = tier_blocker_attributes(record, index)
+        if blocked:
+            append(attributes(tag, blocked))
 
 
 def verdict_attributes(tag: bytes, attrs: VerdictAttributes) -> bytes:
