@@ -81,13 +81,6 @@ def _int_heads(tag: bytes, key: str) -> tuple[bytes, ...]:
                           for size in range(1, 11))
 
 
-def _string(heads: tuple[bytes, ...], tag: bytes, key: str, text: bytes) -> tuple[bytes, bytes]:
-    n = len(text)
-    if n < _SHORT:
-        return heads[n], text
-    return b"".join(otlpwire._str_field(tag, _key_prefix(key), text)[:4]), text
-
-
 _POD, _UID, _NODE, _IN, _OUT, _MESSAGE, _WHY = (_string_heads(_SPAN_ATTR, key) for key in (
     s.K8S_POD_NAME, s.K8S_POD_UID, s.K8S_NODE, s.INPUT_DIGEST, s.OUTPUT_DIGEST, s.MESSAGE, s.WHY_URL))
 _SEQ, _WAIT, _STEPS, _DURATION, _EXPORTED, _CONSIDERED = (_int_heads(_SPAN_ATTR, key) for key in (
@@ -170,8 +163,7 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
     field holds a value of another class than the record's own, which the general way handles."""
     stable = _stable_values(record)
     # the class of each value is part of the key: True and 1 are equal but encode differently
-    stable_key = (_SPAN_ATTR, *stable, *map(type, stable))
-    cached = otlpwire._STABLE.get(stable_key)
+    cached = otlpwire._STABLE.get((_SPAN_ATTR, *stable, *map(type, stable)))
     if cached is None:
         return False  # the general way encodes and keeps it
     pod, uid, node, digest_in, digest_out, message, seq, wait, steps, duration, claims, uids, preference = (
@@ -180,43 +172,68 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
             is message.__class__ is str and seq.__class__ is wait.__class__ is steps.__class__ is duration.__class__
             is int and claims.__class__ is uids.__class__ is preference.__class__ is list):
         return False
-    out = [cached]
-    for heads, key, text in ((_POD, s.K8S_POD_NAME, pod), (_UID, s.K8S_POD_UID, uid), (_NODE, s.K8S_NODE, node)):
-        if text:
-            out += _string(heads, _SPAN_ATTR, key, text.encode())
-    out += (_SPAN_ATTR, decision)
-    vb = _SMALL[seq] if 0 <= seq < 16384 else _varint(seq)
-    out += (_SEQ[len(vb)], vb)
-    if digest_in:
-        out += _string(_IN, _SPAN_ATTR, s.INPUT_DIGEST, digest_in.encode())
-    if digest_out:
-        out += _string(_OUT, _SPAN_ATTR, s.OUTPUT_DIGEST, digest_out.encode())
-    for heads, value in ((_WAIT, wait), (_STEPS, steps), (_DURATION, duration)):
-        vb = _SMALL[value] if 0 <= value < 16384 else _varint(value)
-        out += (heads[len(vb)], vb)
-    if message:
-        out += _string(_MESSAGE, _SPAN_ATTR, s.MESSAGE, message.encode())
-    if claims:
-        out.append(otlpwire._strings_field(_SPAN_ATTR, _CLAIMS, claims))
-    if uids:
-        out.append(otlpwire._strings_field(_SPAN_ATTR, _CLAIM_UIDS, uids))
     if preference:
-        list_key = (s.PREFERENCE, tuple(preference))
-        encoded = otlpwire._LISTS.get(list_key)
-        if encoded is None:
+        listed = otlpwire._LISTS.get((s.PREFERENCE, tuple(preference)))
+        if listed is None:
             return False
-        out += (_SPAN_ATTR, encoded)
-    if record.devices:
-        out.append(otlpwire._strings_field(_SPAN_ATTR, _DEVICES, [d.device for d in record.devices]))
+    # nothing sends the decision the general way from here on: written straight into the span
+    parts.append(cached)
+    if pod:
+        text = pod.encode()
+        parts += (_POD[len(text)] if len(text) < _SHORT else _long_head(s.K8S_POD_NAME, text), text)
+    if uid:
+        text = uid.encode()
+        parts += (_UID[len(text)] if len(text) < _SHORT else _long_head(s.K8S_POD_UID, text), text)
+    if node:
+        text = node.encode()
+        parts += (_NODE[len(text)] if len(text) < _SHORT else _long_head(s.K8S_NODE, text), text)
+    vb = _SMALL[seq] if 0 <= seq < 16384 else _varint(seq)
+    parts += (_SPAN_ATTR, decision, _SEQ[len(vb)], vb)
+    if digest_in:
+        text = digest_in.encode()
+        parts += (_IN[len(text)] if len(text) < _SHORT else _long_head(s.INPUT_DIGEST, text), text)
+    if digest_out:
+        text = digest_out.encode()
+        parts += (_OUT[len(text)] if len(text) < _SHORT else _long_head(s.OUTPUT_DIGEST, text), text)
+    vb = _SMALL[wait] if 0 <= wait < 16384 else _varint(wait)
+    vb2 = _SMALL[steps] if 0 <= steps < 16384 else _varint(steps)
+    vb3 = _SMALL[duration] if 0 <= duration < 16384 else _varint(duration)
+    parts += (_WAIT[len(vb)], vb, _STEPS[len(vb2)], vb2, _DURATION[len(vb3)], vb3)
+    if message:
+        text = message.encode()
+        parts += (_MESSAGE[len(text)] if len(text) < _SHORT else _long_head(s.MESSAGE, text), text)
+    if claims:
+        parts.append(_list_field(_CLAIMS, claims))
+    if uids:
+        parts.append(_list_field(_CLAIM_UIDS, uids))
+    if preference:
+        parts += (_SPAN_ATTR, listed)
+    devices = record.devices
+    if devices:
+        if len(devices) == 1 and devices[0].device.__class__ is str:
+            parts.append(otlpwire._string_list_field(_SPAN_ATTR, _DEVICES, devices[0].device.encode()))
+        else:
+            parts.append(otlpwire._strings_field(_SPAN_ATTR, _DEVICES, [d.device for d in devices]))
     if record.blockers:
-        out += (_SPAN_ATTR, otlpwire._strings(s.BLOCKERS, [f"{b.code}@{b.tier}" for b in record.blockers]))
+        parts += (_SPAN_ATTR, otlpwire._strings(s.BLOCKERS, [f"{b.code}@{b.tier}" for b in record.blockers]))
     vb = _SMALL[exported] if exported < 16384 else _varint(exported)
-    out += (_EXPORTED[len(vb)], vb, _NONE_DROPPED)
+    parts += (_EXPORTED[len(vb)], vb, _NONE_DROPPED)
     if why:
-        out += _string(_WHY, _SPAN_ATTR, s.WHY_URL, why.encode())
-    out += otlpwire._str_field(_SPAN_ATTR, _RECORD, record_bytes(record))
-    parts += out
+        text = why.encode()
+        parts += (_WHY[len(text)] if len(text) < _SHORT else _long_head(s.WHY_URL, text), text)
+    parts += otlpwire._str_field(_SPAN_ATTR, _RECORD, record_bytes(record))
     return True
+
+
+def _long_head(key: str, text: bytes) -> bytes:
+    """What ``_string_heads`` holds, for a text of _SHORT bytes or more."""
+    return b"".join(otlpwire._str_field(_SPAN_ATTR, _key_prefix(key), text)[:4])
+
+
+def _list_field(prefix: bytes, values: list[str]) -> bytes:
+    if len(values) == 1 and values[0].__class__ is str:
+        return otlpwire._string_list_field(_SPAN_ATTR, prefix, values[0].encode())
+    return otlpwire._strings_field(_SPAN_ATTR, prefix, values)
 
 
 def _tier_attributes(parts: list[bytes], record: DecisionRecord, tier: TierSummary, decision: bytes,

@@ -157,12 +157,18 @@ def _int_field(tag: bytes, prefix: bytes, value: int) -> tuple[bytes, bytes, byt
 def _strings_field(tag: bytes, prefix: bytes, values: list[str]) -> bytes:
     """An attribute holding a list of strings: tag, then the ``KeyValue`` as ``_strings`` writes it."""
     if len(values) == 1 and values[0].__class__ is str:  # most pods have one claim and one device
-        text = values[0].encode()
-        n = len(text)
-        if n < 100 and len(prefix) < 20:  # every length below fits in one byte
-            return b"".join((tag, _SMALL[len(prefix) + n + 8], prefix, b"\x12", _SMALL[n + 6], b"\x2a",
-                             _SMALL[n + 4], b"\x0a", _SMALL[n + 2], b"\x0a", _SMALL[n], text))
+        return _string_list_field(tag, prefix, values[0].encode())
     return tag + _strings_value(prefix, values)
+
+
+def _string_list_field(tag: bytes, prefix: bytes, text: bytes) -> bytes:
+    """``_strings_field`` for a list of one string (already UTF-8)."""
+    n = len(text)
+    m = len(prefix) + n
+    if m < 120:  # every length below fits in one byte
+        return b"".join((tag, _SMALL[m + 8], prefix, b"\x12", _SMALL[n + 6], b"\x2a",
+                         _SMALL[n + 4], b"\x0a", _SMALL[n + 2], b"\x0a", _SMALL[n], text))
+    return tag + _strings_value(prefix, [text.decode()])
 
 
 # per uncached key: its last value and encoding; a decision repeats its id on every span and log
