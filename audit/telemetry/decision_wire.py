@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit.allocator.outcome import TierEvidence
-from audit.records import DecisionRecord, Outcome, TierSummary
+from audit.records import DecisionRecord, Outcome
 from audit.telemetry import otlpwire
 from audit.telemetry import schema as s
 from audit.telemetry.attributes import (
@@ -90,7 +90,9 @@ _CLAIMS, _CLAIM_UIDS, _DEVICES, _RECORD = (_key_prefix(key) for key in (s.CLAIMS
 _stable_values = operator.attrgetter(*(name for _, name in ROOT_FIELDS[:ROOT_STABLE]))
 _varying_values = operator.attrgetter("pod", "pod_uid", "node", "input_digest", "output_digest", "message",
                                       "seq", "wait_ms", "steps", "duration_us", "claims", "claim_uids", "preference")
-_REASONS: dict[str, tuple[bytes, ...]] = {}  # a reason count's heads, by reason code
+# a tier's reason codes sorted, each with its count's heads, by the codes in the tier's order
+_REASON_ORDER: dict[tuple[str, ...], tuple[tuple[str, tuple[bytes, ...] | None], ...]] = {}
+_TIER_SPANS: dict[tuple[int, str, str, int, str], tuple[bytes, bytes, bytes]] = {}  # see _tier_groups
 _DETAILS: dict[tuple[str, str], bytes] = {}  # a verdict's detail of one text, by its key and text
 _VERDICTS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}  # see _verdict
 _TIER_NAMES: dict[str, bytes] = {}  # a tier span's name field and kind, by the tier's label
@@ -236,36 +238,36 @@ def _list_field(prefix: bytes, values: list[str]) -> bytes:
     return otlpwire._strings_field(_SPAN_ATTR, prefix, values)
 
 
-def _tier_attributes(parts: list[bytes], record: DecisionRecord, tier: TierSummary, decision: bytes,
-                     result: str) -> None:
-    """A tier span's attributes as ``otlpwire._tier_into`` writes them."""
-    index, request, model = tier.index, tier.request, tier.model
-    head_key = (_SPAN_ATTR, index, index.__class__, request, request.__class__, model, model.__class__)
-    head = otlpwire._TIER_GROUPS.get(head_key)
-    nodes = tier.nodes_evaluated
-    tail_key = (_SPAN_ATTR, nodes, nodes.__class__, 0, int, result)
-    tail = otlpwire._TIER_GROUPS.get(tail_key)
-    considered = tier.considered
-    if head is None or tail is None or considered.__class__ is not int:
-        otlpwire._tier_into(parts, _SPAN_ATTR, TierAttributes(record, tier, 0, result))  # and keeps the groups
-        return
-    vb = _SMALL[considered] if 0 <= considered < 16384 else _varint(considered)
-    parts += (_SPAN_ATTR, decision, head, _CONSIDERED[len(vb)], vb, tail)
-    reasons = tier.reasons
-    for code in sorted(reasons):
+def _tier_groups(key: tuple[int, str, str, int, str]) -> tuple[bytes, bytes, bytes]:
+    """A tier span's name field, its index, request and model attributes, and its nodes
+    evaluated, verdicts dropped (none here) and result attributes, kept by those values."""
+    index, request, model, nodes, result = key
+    if len(_TIER_SPANS) >= otlpwire._CACHE_LIMIT:
+        _TIER_SPANS.clear()
+    groups = _TIER_SPANS[key] = (_tier_name(model or request or str(index)),
+                                 otlpwire.tier_head(_SPAN_ATTR, index, request, model),
+                                 otlpwire.tier_tail(_SPAN_ATTR, nodes, 0, result))
+    return groups
+
+
+def _reasons_into(parts: list[bytes], reasons: Mapping[str, Any]) -> None:
+    """A tier's reason counts as ``otlpwire._tier_into`` writes them: by code, sorted. The order
+    and each code's heads are kept by the codes as the tier lists them (a handful of sets)."""
+    codes = tuple(reasons)
+    order = _REASON_ORDER.get(codes)
+    if order is None:
+        if len(_REASON_ORDER) >= 1024:
+            _REASON_ORDER.clear()
+        order = _REASON_ORDER[codes] = tuple(
+            (code, _int_heads(_SPAN_ATTR, s.TIER_REASON_PREFIX + code) if code.__class__ is str else None)
+            for code in sorted(codes))
+    for code, heads in order:
         count = reasons[code]
-        heads = _REASONS.get(code)
         if heads is None or count.__class__ is not int:
             parts.append(otlpwire._tagged(_SPAN_ATTR, s.TIER_REASON_PREFIX + code, count))
-            if heads is None and len(_REASONS) < 1024:
-                _REASONS[code] = _int_heads(_SPAN_ATTR, s.TIER_REASON_PREFIX + code)
             continue
         vb = _SMALL[count] if 0 <= count < 16384 else _varint(count)
         parts += (heads[len(vb)], vb)
-    if record.blockers:
-        blocked = tier_blocker_attributes(record, index)
-        if blocked:
-            parts.append(otlpwire.attributes(_SPAN_ATTR, blocked))
 
 
 def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | None,
@@ -305,29 +307,50 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
 
     out_spans: list[bytes] = []
     if spans:
-        head = (b"\x0a\x10", trace, b"\x12\x08")
-        parent = (b"\x22\x08", root_id)
+        trace_head, parent, tagged = b"\x0a\x10" + trace + b"\x12\x08", b"\x22\x08" + root_id, _SPAN_ATTR + decision
+        blockers = record.blockers
         for position, tier in enumerate(tiers):
             result = results[position]
             start = t + position * slot
-            parts = [*head, tier_ids[position], *parent, _tier_name(tier.model or tier.request or str(tier.index)),
-                     _TIMES(0x39, start, 0x41, start if result == _NOT_TRIED else start + slot)]
-            _tier_attributes(parts, record, tier, decision, result)
+            times = _TIMES(0x39, start, 0x41, start if result == _NOT_TRIED else start + slot)
+            index, nodes, considered, request, model = (
+                tier.index, tier.nodes_evaluated, tier.considered, tier.request, tier.model)
+            if index.__class__ is nodes.__class__ is considered.__class__ is int and request.__class__ is model.__class__ is str:
+                key = (index, request, model, nodes, result)
+                groups = _TIER_SPANS.get(key)
+                if groups is None:
+                    groups = _tier_groups(key)
+                vb = _SMALL[considered] if 0 <= considered < 16384 else _varint(considered)
+                parts = [trace_head, tier_ids[position], parent, groups[0], times, tagged, groups[1],
+                         _CONSIDERED[len(vb)], vb, groups[2]]
+                reasons = tier.reasons
+                if reasons:
+                    _reasons_into(parts, reasons)
+                if blockers:
+                    blocked = tier_blocker_attributes(record, index)
+                    if blocked:
+                        parts.append(otlpwire.attributes(_SPAN_ATTR, blocked))
+            else:  # values of other classes than the record's own: written by the general writer
+                parts = [trace_head, tier_ids[position], parent, _tier_name(tier.model or tier.request or str(tier.index)),
+                         times]
+                otlpwire._tier_into(parts, _SPAN_ATTR, TierAttributes(record, tier, 0, result))
             if result == _EXHAUSTED:
                 parts += (b"\x7a", _ld(_field(b"\x12", tier_status_message(record, tier).encode()) + _ERROR_CODE),
                           _SPAN_FLAGS)
             else:
                 parts.append(_UNSET_TAIL)
-            out_spans.append(_field(b"\x12", b"".join(parts)))
+            body = b"".join(parts)
+            n = len(body)
+            out_spans.append(b"\x12" + _SMALL[n] + body if n < 16384 else _field(b"\x12", body))
 
         root_start = t - wait_ms * 1_000_000
         if wait_ms:
             wait_id = wait_span_id_for(decision_id, salt).to_bytes(8, "big")
             out_spans.append(_field(b"\x12", b"".join((
-                *head, wait_id, *parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
+                trace_head, wait_id, parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
                 _SPAN_ATTR, decision, _SPAN_ATTR, otlpwire._recent(s.WAIT_MS, wait_ms), _UNSET_TAIL))))
 
-        parts = [*head, root_id, _ROOT_NAME, _TIMES(0x39, root_start, 0x41, decided)]
+        parts = [trace_head, root_id, _ROOT_NAME, _TIMES(0x39, root_start, 0x41, decided)]
         if not _root_attributes(parts, record, decision, exemplars, why):
             selection = VerdictSelection([Verdict(None, 0, "", "", "", "")] * exemplars, {})  # counted only
             otlpwire._root_into(parts, _SPAN_ATTR, RootAttributes(record, {}, [], selection, why))

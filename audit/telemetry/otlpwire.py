@@ -321,9 +321,8 @@ def tier_attributes(tag: bytes, attrs: TierAttributes) -> bytes:
     return b"".join(parts)
 
 
-def _tier_into(parts: list[bytes], tag: bytes, attrs: TierAttributes) -> None:
-    tier, record = attrs.tier, attrs.record
-    index, request, model = tier.index, tier.request, tier.model
+def tier_head(tag: bytes, index: Any, request: Any, model: Any) -> bytes:
+    """A tier's index, request and model attributes, kept per combination of values."""
     head_key = (tag, index, index.__class__, request, request.__class__, model, model.__class__)
     head = _TIER_GROUPS.get(head_key)
     if head is None:
@@ -332,7 +331,11 @@ def _tier_into(parts: list[bytes], tag: bytes, attrs: TierAttributes) -> None:
         head = _TIER_GROUPS[head_key] = b"".join((tag + _key_value(s.TIER_INDEX, index),
                                                   tag + _key_value(s.TIER_REQUEST, request),
                                                   tag + _key_value(s.TIER_MODEL, model)))
-    nodes, dropped, result = tier.nodes_evaluated, attrs.dropped, attrs.result
+    return head
+
+
+def tier_tail(tag: bytes, nodes: Any, dropped: Any, result: str) -> bytes:
+    """A tier's nodes evaluated, verdicts dropped and result attributes, kept likewise."""
     tail_key = (tag, nodes, nodes.__class__, dropped, dropped.__class__, result)
     tail = _TIER_GROUPS.get(tail_key)
     if tail is None:
@@ -341,6 +344,14 @@ def _tier_into(parts: list[bytes], tag: bytes, attrs: TierAttributes) -> None:
         tail = _TIER_GROUPS[tail_key] = b"".join((
             tag + _key_value(s.TIER_NODES_EVALUATED, nodes), tag + _key_value(s.TIER_VERDICTS_DROPPED, dropped),
             tag + _key_value(s.TIER_RESULT, result) if result else b""))
+    return tail
+
+
+def _tier_into(parts: list[bytes], tag: bytes, attrs: TierAttributes) -> None:
+    tier, record = attrs.tier, attrs.record
+    index, result = tier.index, attrs.result
+    head = tier_head(tag, index, tier.request, tier.model)
+    tail = tier_tail(tag, tier.nodes_evaluated, attrs.dropped, result)
     parts += (tag, _recent(s.DECISION_ID, record.decision_id), head,
               _tagged(tag, s.TIER_CONSIDERED, tier.considered), tail)
     reasons = tier.reasons

@@ -61,6 +61,8 @@ WRITTEN_IN_ONE_PASS = {
     "a-blocker-parameter-that-is-not-a-scalar": [make_record(blockers=[
         TierBlocker("insufficient_on_node", 0, {"nodes": ["node-h1", "node-h2"], "by": {"free": 0}})])],
     "a-blocker-of-a-tier-the-record-does-not-have": [make_record(blockers=[TierBlocker("quota", 7)])],
+    "tier-values-of-other-classes": [_usual(tiers=[dataclasses.replace(tier, considered=bool(tier.considered), index=float(tier.index))
+                                               for tier in _usual().tiers])],
     "a-blocker-code-twice-on-one-tier": [make_record(blockers=[
         TierBlocker("insufficient_on_node", 0, {"free": 0}), TierBlocker("insufficient_on_node", 0, {"free": 1})])],
 }
