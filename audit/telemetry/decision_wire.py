@@ -85,6 +85,8 @@ _POD, _UID, _NODE, _IN, _OUT, _MESSAGE, _WHY = (_string_heads(_SPAN_ATTR, key) f
     s.K8S_POD_NAME, s.K8S_POD_UID, s.K8S_NODE, s.INPUT_DIGEST, s.OUTPUT_DIGEST, s.MESSAGE, s.WHY_URL))
 _SEQ, _WAIT, _STEPS, _DURATION, _EXPORTED, _CONSIDERED = (_int_heads(_SPAN_ATTR, key) for key in (
     s.SEQ, s.WAIT_MS, s.STEPS, s.DURATION_US, s.VERDICTS_EXPORTED, s.TIER_CONSIDERED))
+# a decision id attribute (a KeyValue after its parent's tag) before its text, by the text's length
+_DECISION = tuple(b"".join(otlpwire._str_field(b"", _key_prefix(s.DECISION_ID), b"\x00" * n)[1:4]) for n in range(_SHORT))
 _NONE_DROPPED = otlpwire._tagged(_SPAN_ATTR, s.VERDICTS_DROPPED, 0)
 _CLAIMS, _CLAIM_UIDS, _DEVICES, _RECORD = (_key_prefix(key) for key in (s.CLAIMS, s.CLAIM_UIDS, s.DEVICES, s.RECORD))
 _stable_values = operator.attrgetter(*(name for _, name in ROOT_FIELDS[:ROOT_STABLE]))
@@ -127,10 +129,10 @@ def _field(tag: bytes, body: bytes) -> bytes:
     return tag + (_SMALL[n] if n < 16384 else _varint(n)) + body
 
 
-def _verdict(key: tuple[Any, ...], position: int, decision_id: str) -> tuple[bytes, bytes]:
+def _verdict(key: tuple[Any, ...], index: Any, device: Any, node: Any, reason: Any, position: int,
+             decision_id: str) -> tuple[bytes, bytes]:
     """A verdict log record's body field, and its attributes after the decision id but for the
     detail, as ``otlpwire.log_record`` writes them; kept by the verdict's tier, device, node and reason."""
-    index, _, device, _, node, _, reason, _ = key
     on = f" on {node}" if node else ""
     body = _field(b"\x2a", _field(b"\x0a", f"tier {index}: {device}{on}: {reason}".encode()))
     parts: list[bytes] = []
@@ -289,7 +291,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
     decision_id = record.decision_id
     salt = options.id_salt
     trace, root_id, tier_ids = decision_id_bytes(decision_id, len(tiers), salt)
-    why = why_url(options.api_url, record)
+    why = why_url(options.api_url, record) if options.api_url else ""
     # the retry links change state: everything that can send a decision the general way is above
     # (an attribute group not cached yet is handed to the general writer in place, further down)
     previous = (links.previous(record, int.from_bytes(trace, "big"), int.from_bytes(root_id, "big"))
@@ -303,7 +305,9 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
     else:
         slot = NOMINAL_TIER_US * 1000
         decided = t + tried * slot
-    decision = otlpwire._key_value(s.DECISION_ID, decision_id)  # every span and log record carries it
+    # every span and log record carries the decision id
+    text = decision_id.encode()
+    decision = _DECISION[len(text)] + text if len(text) < _SHORT else otlpwire._key_value(s.DECISION_ID, decision_id)
 
     out_spans: list[bytes] = []
     if spans:
@@ -366,24 +370,28 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
 
     out_logs: list[bytes] = []
     if exemplars and logs and options.verdict_logs:
+        tagged, trace_tail = _LOG_ATTR + decision, _LOG_TRACE + trace + b"\x52\x08"
         for position, tier in enumerate(tiers):
             if not tier.exemplars:
                 continue
             at = _FIXED64(t + position * slot)
-            span_id, index = tier_ids[position], tier.index
+            # what comes before a verdict's body and after its attributes, the same for the tier's
+            lead, tail = b"\x09" + at + _LOG_HEAD, trace_tail + tier_ids[position] + b"\x59" + at + _LOG_TAIL
+            index = tier.index
+            plain_index = index.__class__ is int
             for ex in tier.exemplars:
                 device, node, reason, detail = ex.device, ex.node, ex.reason, ex.detail
-                key = (index, index.__class__, device, device.__class__, node, node.__class__, reason, reason.__class__)
+                # the class of each value is part of the key unless all are the usual ones
+                key = ((index, device, node, reason) if plain_index and device.__class__ is node.__class__
+                       is reason.__class__ is str else (index, index.__class__, device, device.__class__, node,
+                                                        node.__class__, reason, reason.__class__))
                 written = _VERDICTS.get(key)
                 if written is None:
-                    written = _verdict(key, position, decision_id)
-                body, where = written
+                    written = _verdict(key, index, device, node, reason, position, decision_id)
                 if detail:
-                    out_logs.append(_field(b"\x12", b"".join((
-                        b"\x09", at, _LOG_HEAD, body, _LOG_ATTR, decision, where, _detail(detail),
-                        _LOG_TRACE, trace, b"\x52\x08", span_id, b"\x59", at, _LOG_TAIL))))
+                    body = b"".join((lead, written[0], tagged, written[1], _detail(detail), tail))
                 else:
-                    out_logs.append(_field(b"\x12", b"".join((
-                        b"\x09", at, _LOG_HEAD, body, _LOG_ATTR, decision, where,
-                        _LOG_TRACE, trace, b"\x52\x08", span_id, b"\x59", at, _LOG_TAIL))))
+                    body = b"".join((lead, written[0], tagged, written[1], tail))
+                n = len(body)
+                out_logs.append(b"\x12" + _SMALL[n] + body if n < 16384 else _field(b"\x12", body))
     return out_spans, out_logs

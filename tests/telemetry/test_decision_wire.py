@@ -54,6 +54,7 @@ WRITTEN_IN_ONE_PASS = {
     "no-tiers": [_usual(tiers=[], duration_us=0)],
     "long-texts-and-lists": [_usual(message="no device: " + "in_use " * 3000, claims=["c" * 5000, "trainer-gpu"],
                                     claim_uids=["u" * 200], seq=2**40, steps=70_000)],
+    "a-long-decision-id": [_usual(decision_id="d" * 300)],
     "a-blocked-tier-with-a-parameter": [make_record()],
     "blockers-on-an-unschedulable-pods-tiers": [_unschedulable(0, blockers=[
         TierBlocker("insufficient_on_node", 0, {"free": 0, "wanted": 2}), TierBlocker("topology", 0),
