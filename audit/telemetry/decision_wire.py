@@ -184,28 +184,34 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
     parts.append(cached)
     if pod:
         text = pod.encode()
-        parts += (_POD[len(text)] if len(text) < _SHORT else _long_head(s.K8S_POD_NAME, text), text)
+        n = len(text)
+        parts += (_POD[n] if n < _SHORT else _long_head(s.K8S_POD_NAME, text), text)
     if uid:
         text = uid.encode()
-        parts += (_UID[len(text)] if len(text) < _SHORT else _long_head(s.K8S_POD_UID, text), text)
+        n = len(text)
+        parts += (_UID[n] if n < _SHORT else _long_head(s.K8S_POD_UID, text), text)
     if node:
         text = node.encode()
-        parts += (_NODE[len(text)] if len(text) < _SHORT else _long_head(s.K8S_NODE, text), text)
+        n = len(text)
+        parts += (_NODE[n] if n < _SHORT else _long_head(s.K8S_NODE, text), text)
     vb = _SMALL[seq] if 0 <= seq < 16384 else _varint(seq)
     parts += (_SPAN_ATTR, decision, _SEQ[len(vb)], vb)
     if digest_in:
         text = digest_in.encode()
-        parts += (_IN[len(text)] if len(text) < _SHORT else _long_head(s.INPUT_DIGEST, text), text)
+        n = len(text)
+        parts += (_IN[n] if n < _SHORT else _long_head(s.INPUT_DIGEST, text), text)
     if digest_out:
         text = digest_out.encode()
-        parts += (_OUT[len(text)] if len(text) < _SHORT else _long_head(s.OUTPUT_DIGEST, text), text)
+        n = len(text)
+        parts += (_OUT[n] if n < _SHORT else _long_head(s.OUTPUT_DIGEST, text), text)
     vb = _SMALL[wait] if 0 <= wait < 16384 else _varint(wait)
     vb2 = _SMALL[steps] if 0 <= steps < 16384 else _varint(steps)
     vb3 = _SMALL[duration] if 0 <= duration < 16384 else _varint(duration)
     parts += (_WAIT[len(vb)], vb, _STEPS[len(vb2)], vb2, _DURATION[len(vb3)], vb3)
     if message:
         text = message.encode()
-        parts += (_MESSAGE[len(text)] if len(text) < _SHORT else _long_head(s.MESSAGE, text), text)
+        n = len(text)
+        parts += (_MESSAGE[n] if n < _SHORT else _long_head(s.MESSAGE, text), text)
     if claims:
         parts.append(_list_field(_CLAIMS, claims))
     if uids:
@@ -224,7 +230,8 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
     parts += (_EXPORTED[len(vb)], vb, _NONE_DROPPED)
     if why:
         text = why.encode()
-        parts += (_WHY[len(text)] if len(text) < _SHORT else _long_head(s.WHY_URL, text), text)
+        n = len(text)
+        parts += (_WHY[n] if n < _SHORT else _long_head(s.WHY_URL, text), text)
     parts += otlpwire._str_field(_SPAN_ATTR, _RECORD, record_bytes(record))
     return True
 
@@ -268,8 +275,14 @@ def _reasons_into(parts: list[bytes], reasons: Mapping[str, Any]) -> None:
         if heads is None or count.__class__ is not int:
             parts.append(otlpwire._tagged(_SPAN_ATTR, s.TIER_REASON_PREFIX + code, count))
             continue
-        vb = _SMALL[count] if 0 <= count < 16384 else _varint(count)
-        parts += (heads[len(vb)], vb)
+        # a varint of one byte below 128, of two below 16384
+        if 0 <= count < 128:
+            parts += (heads[1], _SMALL[count])
+        elif 0 <= count < 16384:
+            parts += (heads[2], _SMALL[count])
+        else:
+            vb = _varint(count)
+            parts += (heads[len(vb)], vb)
 
 
 def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | None,
@@ -307,7 +320,8 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
         decided = t + tried * slot
     # every span and log record carries the decision id
     text = decision_id.encode()
-    decision = _DECISION[len(text)] + text if len(text) < _SHORT else otlpwire._key_value(s.DECISION_ID, decision_id)
+    n = len(text)
+    decision = _DECISION[n] + text if n < _SHORT else otlpwire._key_value(s.DECISION_ID, decision_id)
 
     out_spans: list[bytes] = []
     if spans:
@@ -324,9 +338,14 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
                 groups = _TIER_SPANS.get(key)
                 if groups is None:
                     groups = _tier_groups(key)
-                vb = _SMALL[considered] if 0 <= considered < 16384 else _varint(considered)
+                if 0 <= considered < 16384:
+                    size = 1 if considered < 128 else 2
+                    vb = _SMALL[considered]
+                else:
+                    vb = _varint(considered)
+                    size = len(vb)
                 parts = [trace_head, tier_ids[position], parent, groups[0], times, tagged, groups[1],
-                         _CONSIDERED[len(vb)], vb, groups[2]]
+                         _CONSIDERED[size], vb, groups[2]]
                 reasons = tier.reasons
                 if reasons:
                     _reasons_into(parts, reasons)

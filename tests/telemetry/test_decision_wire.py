@@ -54,6 +54,8 @@ WRITTEN_IN_ONE_PASS = {
     "no-tiers": [_usual(tiers=[], duration_us=0)],
     "long-texts-and-lists": [_usual(message="no device: " + "in_use " * 3000, claims=["c" * 5000, "trainer-gpu"],
                                     claim_uids=["u" * 200], seq=2**40, steps=70_000)],
+    "counts-of-one-two-and-three-byte-varints": [_usual(tiers=[dataclasses.replace(
+        _usual().tiers[0], considered=20_000, reasons={"in_use": 200, "not_reached": 70_000, "unhealthy": 5})])],
     "a-long-decision-id": [_usual(decision_id="d" * 300)],
     "a-blocked-tier-with-a-parameter": [make_record()],
     "blockers-on-an-unschedulable-pods-tiers": [_unschedulable(0, blockers=[
