@@ -176,10 +176,9 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
             is message.__class__ is str and seq.__class__ is wait.__class__ is steps.__class__ is duration.__class__
             is int and claims.__class__ is uids.__class__ is preference.__class__ is list):
         return False
-    if preference:
-        listed = otlpwire._LISTS.get((s.PREFERENCE, tuple(preference)))
-        if listed is None:
-            return False
+    listed = otlpwire._LISTS.get((s.PREFERENCE, tuple(preference))) if preference else b""
+    if listed is None:
+        return False
     # nothing sends the decision the general way from here on: written straight into the span
     parts.append(cached)
     if pod:
@@ -401,12 +400,12 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
             for ex in tier.exemplars:
                 device, node, reason, detail = ex.device, ex.node, ex.reason, ex.detail
                 # the class of each value is part of the key unless all are the usual ones
-                key = ((index, device, node, reason) if plain_index and device.__class__ is node.__class__
-                       is reason.__class__ is str else (index, index.__class__, device, device.__class__, node,
-                                                        node.__class__, reason, reason.__class__))
-                written = _VERDICTS.get(key)
+                verdict_key = ((index, device, node, reason) if plain_index and device.__class__ is node.__class__
+                               is reason.__class__ is str else (index, index.__class__, device, device.__class__,
+                                                                node, node.__class__, reason, reason.__class__))
+                written = _VERDICTS.get(verdict_key)
                 if written is None:
-                    written = _verdict(key, index, device, node, reason, position, decision_id)
+                    written = _verdict(verdict_key, index, device, node, reason, position, decision_id)
                 if detail:
                     body = b"".join((lead, written[0], tagged, written[1], _detail(detail), tail))
                 else:
