@@ -438,10 +438,11 @@ def _loop_rows(f: LoopFigures) -> list[dict[str, Any]]:
     return [
         {"issue": "#22", "name": f"OTel export, caller thread CPU per decision ({label})",
          "value": round(f.thread_cpu_us, 1), "unit": "µs", "target": "",
-         "note": f"export() and flush() on the caller's thread (the encoding), without the sender thread; {f.delivery}"},
+         "note": f"export() and flush() on the caller's thread (the encoding), without the sender thread; the "
+                 f"decision has a tier blocker and is written in one pass from its record; {f.delivery}"},
         {"issue": "#22", "name": f"OTel export, process CPU per decision ({label})",
          "value": round(f.process_cpu_us, 1), "unit": "µs", "target": "",
-         "note": "caller and sender thread, flush included"},
+         "note": "caller and sender thread, flush included; one pass from the record (blocker included)"},
         {"issue": "#22", "name": f"OTel export end to end incl. flush ({label})", "value": round(f.rate),
          "unit": "dec/s", "target": "", "note": "to a counting OTLP backend in its own process on loopback"},
     ]

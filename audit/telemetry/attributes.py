@@ -200,7 +200,16 @@ def tier_attributes(
         attrs[s.TIER_RESULT] = result
     for code in sorted(tier.reasons):
         attrs[s.TIER_REASON_PREFIX + code] = tier.reasons[code]
-    blockers = [b for b in record.blockers if b.tier == tier.index]
+    if record.blockers:
+        attrs.update(tier_blocker_attributes(record, tier.index))
+    return attrs
+
+
+def tier_blocker_attributes(record: DecisionRecord, tier_index: int) -> dict[str, AttributeValue]:
+    """The tier's blocker attributes, the last of its span's: their codes, then each one's
+    parameters (empty when no blocker names the tier)."""
+    blockers = [b for b in record.blockers if b.tier == tier_index]
+    attrs: dict[str, AttributeValue] = {}
     if blockers:
         attrs[s.TIER_BLOCKERS] = [b.code for b in blockers]
         for b in blockers:
@@ -222,21 +231,16 @@ def tier_results(record: DecisionRecord) -> list[str]:
     ``exhausted`` (tried and could not serve the pod) or ``not_tried`` (the search ended before
     it, or it was never evaluated). Tiers after the selected one were not tried; without a
     selection, a tier counts as tried when it considered a device or met a reason or a blocker."""
-    blocked = {b.tier for b in record.blockers}
-    results = []
-    for tier in record.tiers:
-        if record.tier_index >= 0:
-            if tier.index == record.tier_index:
-                results.append(s.TIER_SELECTED)
-            elif tier.index < record.tier_index:
-                results.append(s.TIER_EXHAUSTED)
-            else:
-                results.append(s.TIER_NOT_TRIED)
-        elif tier.considered or tier.reasons or tier.index in blocked:
-            results.append(s.TIER_EXHAUSTED)
-        else:
-            results.append(s.TIER_NOT_TRIED)
-    return results
+    selected = record.tier_index
+    if selected >= 0:
+        return [_SELECTED if tier.index == selected else _EXHAUSTED if tier.index < selected else _NOT_TRIED
+                for tier in record.tiers]
+    blocked = {b.tier for b in record.blockers} if record.blockers else ()
+    return [_EXHAUSTED if tier.considered or tier.reasons or tier.index in blocked else _NOT_TRIED
+            for tier in record.tiers]
+
+
+_SELECTED, _EXHAUSTED, _NOT_TRIED = s.TIER_SELECTED, s.TIER_EXHAUSTED, s.TIER_NOT_TRIED
 
 
 def tier_status_message(record: DecisionRecord, tier: TierSummary) -> str:

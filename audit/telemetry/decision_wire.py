@@ -4,8 +4,9 @@
 verdicts, log records) that ``audit.telemetry.otlpwire`` then writes; for the decisions an engine
 exports by the thousand, building those objects costs as much as writing the bytes. ``encode``
 writes the same bytes straight from the record for the usual case: no redaction, no labels, no
-engine verdicts besides the record's exemplars, no blockers, verdicts as log records only, and
-no more exemplars than the bound. Anything else returns None and goes the general way, before
+engine verdicts besides the record's exemplars, verdicts as log records only, and no more
+exemplars than the bound (blockers, rare but common enough in a busy cluster, are written here
+too). Anything else returns None and goes the general way, before
 any state (the retry links) has changed. That both ways give identical bytes is a tested property.
 
 The attributes are written from the groups the general writer caches (a root's stable fields, a
@@ -23,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit.allocator.outcome import TierEvidence
-from audit.records import DecisionRecord, Outcome, TierSummary
+from audit.records import DecisionRecord, Outcome
 from audit.telemetry import otlpwire
 from audit.telemetry import schema as s
 from audit.telemetry.attributes import (
@@ -34,6 +35,7 @@ from audit.telemetry.attributes import (
     Verdict,
     VerdictAttributes,
     VerdictSelection,
+    tier_blocker_attributes,
     tier_results,
     tier_status_message,
 )
@@ -79,23 +81,20 @@ def _int_heads(tag: bytes, key: str) -> tuple[bytes, ...]:
                           for size in range(1, 11))
 
 
-def _string(heads: tuple[bytes, ...], tag: bytes, key: str, text: bytes) -> tuple[bytes, bytes]:
-    n = len(text)
-    if n < _SHORT:
-        return heads[n], text
-    return b"".join(otlpwire._str_field(tag, _key_prefix(key), text)[:4]), text
-
-
 _POD, _UID, _NODE, _IN, _OUT, _MESSAGE, _WHY = (_string_heads(_SPAN_ATTR, key) for key in (
     s.K8S_POD_NAME, s.K8S_POD_UID, s.K8S_NODE, s.INPUT_DIGEST, s.OUTPUT_DIGEST, s.MESSAGE, s.WHY_URL))
 _SEQ, _WAIT, _STEPS, _DURATION, _EXPORTED, _CONSIDERED = (_int_heads(_SPAN_ATTR, key) for key in (
     s.SEQ, s.WAIT_MS, s.STEPS, s.DURATION_US, s.VERDICTS_EXPORTED, s.TIER_CONSIDERED))
+# a decision id attribute (a KeyValue after its parent's tag) before its text, by the text's length
+_DECISION = tuple(b"".join(otlpwire._str_field(b"", _key_prefix(s.DECISION_ID), b"\x00" * n)[1:4]) for n in range(_SHORT))
 _NONE_DROPPED = otlpwire._tagged(_SPAN_ATTR, s.VERDICTS_DROPPED, 0)
 _CLAIMS, _CLAIM_UIDS, _DEVICES, _RECORD = (_key_prefix(key) for key in (s.CLAIMS, s.CLAIM_UIDS, s.DEVICES, s.RECORD))
 _stable_values = operator.attrgetter(*(name for _, name in ROOT_FIELDS[:ROOT_STABLE]))
 _varying_values = operator.attrgetter("pod", "pod_uid", "node", "input_digest", "output_digest", "message",
                                       "seq", "wait_ms", "steps", "duration_us", "claims", "claim_uids", "preference")
-_REASONS: dict[str, tuple[bytes, ...]] = {}  # a reason count's heads, by reason code
+# a tier's reason codes sorted, each with its count's heads, by the codes in the tier's order
+_REASON_ORDER: dict[tuple[str, ...], tuple[tuple[str, tuple[bytes, ...] | None], ...]] = {}
+_TIER_SPANS: dict[tuple[int, str, str, int, str], tuple[bytes, bytes, bytes]] = {}  # see _tier_groups
 _DETAILS: dict[tuple[str, str], bytes] = {}  # a verdict's detail of one text, by its key and text
 _VERDICTS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}  # see _verdict
 _TIER_NAMES: dict[str, bytes] = {}  # a tier span's name field and kind, by the tier's label
@@ -130,10 +129,10 @@ def _field(tag: bytes, body: bytes) -> bytes:
     return tag + (_SMALL[n] if n < 16384 else _varint(n)) + body
 
 
-def _verdict(key: tuple[Any, ...], position: int, decision_id: str) -> tuple[bytes, bytes]:
+def _verdict(key: tuple[Any, ...], index: Any, device: Any, node: Any, reason: Any, position: int,
+             decision_id: str) -> tuple[bytes, bytes]:
     """A verdict log record's body field, and its attributes after the decision id but for the
     detail, as ``otlpwire.log_record`` writes them; kept by the verdict's tier, device, node and reason."""
-    index, _, device, _, node, _, reason, _ = key
     on = f" on {node}" if node else ""
     body = _field(b"\x2a", _field(b"\x0a", f"tier {index}: {device}{on}: {reason}".encode()))
     parts: list[bytes] = []
@@ -164,12 +163,11 @@ def _detail(detail: Mapping[str, object]) -> bytes:
 
 def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes, exported: int, why: str) -> bool:
     """The root span's attributes as ``otlpwire._root_into`` writes them for a record without
-    blockers, labels or redaction, and with no verdict dropped; False (and nothing written) when a
+    labels or redaction, and with no verdict dropped; False (and nothing written) when a
     field holds a value of another class than the record's own, which the general way handles."""
     stable = _stable_values(record)
     # the class of each value is part of the key: True and 1 are equal but encode differently
-    stable_key = (_SPAN_ATTR, *stable, *map(type, stable))
-    cached = otlpwire._STABLE.get(stable_key)
+    cached = otlpwire._STABLE.get((_SPAN_ATTR, *stable, *map(type, stable)))
     if cached is None:
         return False  # the general way encodes and keeps it
     pod, uid, node, digest_in, digest_out, message, seq, wait, steps, duration, claims, uids, preference = (
@@ -178,76 +176,119 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
             is message.__class__ is str and seq.__class__ is wait.__class__ is steps.__class__ is duration.__class__
             is int and claims.__class__ is uids.__class__ is preference.__class__ is list):
         return False
-    out = [cached]
-    for heads, key, text in ((_POD, s.K8S_POD_NAME, pod), (_UID, s.K8S_POD_UID, uid), (_NODE, s.K8S_NODE, node)):
-        if text:
-            out += _string(heads, _SPAN_ATTR, key, text.encode())
-    out += (_SPAN_ATTR, decision)
+    listed = otlpwire._LISTS.get((s.PREFERENCE, tuple(preference))) if preference else b""
+    if listed is None:
+        return False
+    # nothing sends the decision the general way from here on: written straight into the span
+    parts.append(cached)
+    if pod:
+        text = pod.encode()
+        n = len(text)
+        parts += (_POD[n] if n < _SHORT else _long_head(s.K8S_POD_NAME, text), text)
+    if uid:
+        text = uid.encode()
+        n = len(text)
+        parts += (_UID[n] if n < _SHORT else _long_head(s.K8S_POD_UID, text), text)
+    if node:
+        text = node.encode()
+        n = len(text)
+        parts += (_NODE[n] if n < _SHORT else _long_head(s.K8S_NODE, text), text)
     vb = _SMALL[seq] if 0 <= seq < 16384 else _varint(seq)
-    out += (_SEQ[len(vb)], vb)
+    parts += (_SPAN_ATTR, decision, _SEQ[len(vb)], vb)
     if digest_in:
-        out += _string(_IN, _SPAN_ATTR, s.INPUT_DIGEST, digest_in.encode())
+        text = digest_in.encode()
+        n = len(text)
+        parts += (_IN[n] if n < _SHORT else _long_head(s.INPUT_DIGEST, text), text)
     if digest_out:
-        out += _string(_OUT, _SPAN_ATTR, s.OUTPUT_DIGEST, digest_out.encode())
-    for heads, value in ((_WAIT, wait), (_STEPS, steps), (_DURATION, duration)):
-        vb = _SMALL[value] if 0 <= value < 16384 else _varint(value)
-        out += (heads[len(vb)], vb)
+        text = digest_out.encode()
+        n = len(text)
+        parts += (_OUT[n] if n < _SHORT else _long_head(s.OUTPUT_DIGEST, text), text)
+    vb = _SMALL[wait] if 0 <= wait < 16384 else _varint(wait)
+    vb2 = _SMALL[steps] if 0 <= steps < 16384 else _varint(steps)
+    vb3 = _SMALL[duration] if 0 <= duration < 16384 else _varint(duration)
+    parts += (_WAIT[len(vb)], vb, _STEPS[len(vb2)], vb2, _DURATION[len(vb3)], vb3)
     if message:
-        out += _string(_MESSAGE, _SPAN_ATTR, s.MESSAGE, message.encode())
+        text = message.encode()
+        n = len(text)
+        parts += (_MESSAGE[n] if n < _SHORT else _long_head(s.MESSAGE, text), text)
     if claims:
-        out.append(otlpwire._strings_field(_SPAN_ATTR, _CLAIMS, claims))
+        parts.append(_list_field(_CLAIMS, claims))
     if uids:
-        out.append(otlpwire._strings_field(_SPAN_ATTR, _CLAIM_UIDS, uids))
+        parts.append(_list_field(_CLAIM_UIDS, uids))
     if preference:
-        list_key = (s.PREFERENCE, tuple(preference))
-        encoded = otlpwire._LISTS.get(list_key)
-        if encoded is None:
-            return False
-        out += (_SPAN_ATTR, encoded)
-    if record.devices:
-        out.append(otlpwire._strings_field(_SPAN_ATTR, _DEVICES, [d.device for d in record.devices]))
+        parts += (_SPAN_ATTR, listed)
+    devices = record.devices
+    if devices:
+        if len(devices) == 1 and devices[0].device.__class__ is str:
+            parts.append(otlpwire._string_list_field(_SPAN_ATTR, _DEVICES, devices[0].device.encode()))
+        else:
+            parts.append(otlpwire._strings_field(_SPAN_ATTR, _DEVICES, [d.device for d in devices]))
+    if record.blockers:
+        parts += (_SPAN_ATTR, otlpwire._strings(s.BLOCKERS, [f"{b.code}@{b.tier}" for b in record.blockers]))
     vb = _SMALL[exported] if exported < 16384 else _varint(exported)
-    out += (_EXPORTED[len(vb)], vb, _NONE_DROPPED)
+    parts += (_EXPORTED[len(vb)], vb, _NONE_DROPPED)
     if why:
-        out += _string(_WHY, _SPAN_ATTR, s.WHY_URL, why.encode())
-    out += otlpwire._str_field(_SPAN_ATTR, _RECORD, record_bytes(record))
-    parts += out
+        text = why.encode()
+        n = len(text)
+        parts += (_WHY[n] if n < _SHORT else _long_head(s.WHY_URL, text), text)
+    parts += otlpwire._str_field(_SPAN_ATTR, _RECORD, record_bytes(record))
     return True
 
 
-def _tier_attributes(parts: list[bytes], record: DecisionRecord, tier: TierSummary, decision: bytes,
-                     result: str) -> None:
-    """A tier span's attributes as ``otlpwire._tier_into`` writes them for a record without blockers."""
-    index, request, model = tier.index, tier.request, tier.model
-    head_key = (_SPAN_ATTR, index, index.__class__, request, request.__class__, model, model.__class__)
-    head = otlpwire._TIER_GROUPS.get(head_key)
-    nodes = tier.nodes_evaluated
-    tail_key = (_SPAN_ATTR, nodes, nodes.__class__, 0, int, result)
-    tail = otlpwire._TIER_GROUPS.get(tail_key)
-    considered = tier.considered
-    if head is None or tail is None or considered.__class__ is not int:
-        otlpwire._tier_into(parts, _SPAN_ATTR, TierAttributes(record, tier, 0, result))  # and keeps the groups
-        return
-    vb = _SMALL[considered] if 0 <= considered < 16384 else _varint(considered)
-    parts += (_SPAN_ATTR, decision, head, _CONSIDERED[len(vb)], vb, tail)
-    reasons = tier.reasons
-    for code in sorted(reasons):
+def _long_head(key: str, text: bytes) -> bytes:
+    """What ``_string_heads`` holds, for a text of _SHORT bytes or more."""
+    return b"".join(otlpwire._str_field(_SPAN_ATTR, _key_prefix(key), text)[:4])
+
+
+def _list_field(prefix: bytes, values: list[str]) -> bytes:
+    if len(values) == 1 and values[0].__class__ is str:
+        return otlpwire._string_list_field(_SPAN_ATTR, prefix, values[0].encode())
+    return otlpwire._strings_field(_SPAN_ATTR, prefix, values)
+
+
+def _tier_groups(key: tuple[int, str, str, int, str]) -> tuple[bytes, bytes, bytes]:
+    """A tier span's name field, its index, request and model attributes, and its nodes
+    evaluated, verdicts dropped (none here) and result attributes, kept by those values."""
+    index, request, model, nodes, result = key
+    if len(_TIER_SPANS) >= otlpwire._CACHE_LIMIT:
+        _TIER_SPANS.clear()
+    groups = _TIER_SPANS[key] = (_tier_name(model or request or str(index)),
+                                 otlpwire.tier_head(_SPAN_ATTR, index, request, model),
+                                 otlpwire.tier_tail(_SPAN_ATTR, nodes, 0, result))
+    return groups
+
+
+def _reasons_into(parts: list[bytes], reasons: Mapping[str, Any]) -> None:
+    """A tier's reason counts as ``otlpwire._tier_into`` writes them: by code, sorted. The order
+    and each code's heads are kept by the codes as the tier lists them (a handful of sets)."""
+    codes = tuple(reasons)
+    order = _REASON_ORDER.get(codes)
+    if order is None:
+        if len(_REASON_ORDER) >= 1024:
+            _REASON_ORDER.clear()
+        order = _REASON_ORDER[codes] = tuple(
+            (code, _int_heads(_SPAN_ATTR, s.TIER_REASON_PREFIX + code) if code.__class__ is str else None)
+            for code in sorted(codes))
+    for code, heads in order:
         count = reasons[code]
-        heads = _REASONS.get(code)
         if heads is None or count.__class__ is not int:
             parts.append(otlpwire._tagged(_SPAN_ATTR, s.TIER_REASON_PREFIX + code, count))
-            if heads is None and len(_REASONS) < 1024:
-                _REASONS[code] = _int_heads(_SPAN_ATTR, s.TIER_REASON_PREFIX + code)
             continue
-        vb = _SMALL[count] if 0 <= count < 16384 else _varint(count)
-        parts += (heads[len(vb)], vb)
+        # a varint of one byte below 128, of two below 16384
+        if 0 <= count < 128:
+            parts += (heads[1], _SMALL[count])
+        elif 0 <= count < 16384:
+            parts += (heads[2], _SMALL[count])
+        else:
+            vb = _varint(count)
+            parts += (heads[len(vb)], vb)
 
 
 def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | None,
            spans: bool = True, logs: bool = True) -> tuple[list[bytes], list[bytes]] | None:
     """The decision's spans and verdict log records as ``otlpwire.decision`` writes them for
     ``decision_shape(record, (), None, options, links)``, or None when this one needs that way."""
-    if record.blockers or options.redaction.active or options.verdict_events:
+    if options.redaction.active or options.verdict_events:
         return None
     duration_us, wait_ms = record.duration_us, record.wait_ms
     if duration_us < 0 or wait_ms < 0:
@@ -262,7 +303,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
     decision_id = record.decision_id
     salt = options.id_salt
     trace, root_id, tier_ids = decision_id_bytes(decision_id, len(tiers), salt)
-    why = why_url(options.api_url, record)
+    why = why_url(options.api_url, record) if options.api_url else ""
     # the retry links change state: everything that can send a decision the general way is above
     # (an attribute group not cached yet is handed to the general writer in place, further down)
     previous = (links.previous(record, int.from_bytes(trace, "big"), int.from_bytes(root_id, "big"))
@@ -276,33 +317,62 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
     else:
         slot = NOMINAL_TIER_US * 1000
         decided = t + tried * slot
-    decision = otlpwire._key_value(s.DECISION_ID, decision_id)  # every span and log record carries it
+    # every span and log record carries the decision id
+    text = decision_id.encode()
+    n = len(text)
+    decision = _DECISION[n] + text if n < _SHORT else otlpwire._key_value(s.DECISION_ID, decision_id)
 
     out_spans: list[bytes] = []
     if spans:
-        head = (b"\x0a\x10", trace, b"\x12\x08")
-        parent = (b"\x22\x08", root_id)
+        trace_head, parent, tagged = b"\x0a\x10" + trace + b"\x12\x08", b"\x22\x08" + root_id, _SPAN_ATTR + decision
+        blockers = record.blockers
         for position, tier in enumerate(tiers):
             result = results[position]
             start = t + position * slot
-            parts = [*head, tier_ids[position], *parent, _tier_name(tier.model or tier.request or str(tier.index)),
-                     _TIMES(0x39, start, 0x41, start if result == _NOT_TRIED else start + slot)]
-            _tier_attributes(parts, record, tier, decision, result)
+            times = _TIMES(0x39, start, 0x41, start if result == _NOT_TRIED else start + slot)
+            index, nodes, considered, request, model = (
+                tier.index, tier.nodes_evaluated, tier.considered, tier.request, tier.model)
+            if index.__class__ is nodes.__class__ is considered.__class__ is int and request.__class__ is model.__class__ is str:
+                key = (index, request, model, nodes, result)
+                groups = _TIER_SPANS.get(key)
+                if groups is None:
+                    groups = _tier_groups(key)
+                if 0 <= considered < 16384:
+                    size = 1 if considered < 128 else 2
+                    vb = _SMALL[considered]
+                else:
+                    vb = _varint(considered)
+                    size = len(vb)
+                parts = [trace_head, tier_ids[position], parent, groups[0], times, tagged, groups[1],
+                         _CONSIDERED[size], vb, groups[2]]
+                reasons = tier.reasons
+                if reasons:
+                    _reasons_into(parts, reasons)
+                if blockers:
+                    blocked = tier_blocker_attributes(record, index)
+                    if blocked:
+                        parts.append(otlpwire.attributes(_SPAN_ATTR, blocked))
+            else:  # values of other classes than the record's own: written by the general writer
+                parts = [trace_head, tier_ids[position], parent, _tier_name(tier.model or tier.request or str(tier.index)),
+                         times]
+                otlpwire._tier_into(parts, _SPAN_ATTR, TierAttributes(record, tier, 0, result))
             if result == _EXHAUSTED:
                 parts += (b"\x7a", _ld(_field(b"\x12", tier_status_message(record, tier).encode()) + _ERROR_CODE),
                           _SPAN_FLAGS)
             else:
                 parts.append(_UNSET_TAIL)
-            out_spans.append(_field(b"\x12", b"".join(parts)))
+            body = b"".join(parts)
+            n = len(body)
+            out_spans.append(b"\x12" + _SMALL[n] + body if n < 16384 else _field(b"\x12", body))
 
         root_start = t - wait_ms * 1_000_000
         if wait_ms:
             wait_id = wait_span_id_for(decision_id, salt).to_bytes(8, "big")
             out_spans.append(_field(b"\x12", b"".join((
-                *head, wait_id, *parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
+                trace_head, wait_id, parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
                 _SPAN_ATTR, decision, _SPAN_ATTR, otlpwire._recent(s.WAIT_MS, wait_ms), _UNSET_TAIL))))
 
-        parts = [*head, root_id, _ROOT_NAME, _TIMES(0x39, root_start, 0x41, decided)]
+        parts = [trace_head, root_id, _ROOT_NAME, _TIMES(0x39, root_start, 0x41, decided)]
         if not _root_attributes(parts, record, decision, exemplars, why):
             selection = VerdictSelection([Verdict(None, 0, "", "", "", "")] * exemplars, {})  # counted only
             otlpwire._root_into(parts, _SPAN_ATTR, RootAttributes(record, {}, [], selection, why))
@@ -318,24 +388,28 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
 
     out_logs: list[bytes] = []
     if exemplars and logs and options.verdict_logs:
+        tagged, trace_tail = _LOG_ATTR + decision, _LOG_TRACE + trace + b"\x52\x08"
         for position, tier in enumerate(tiers):
             if not tier.exemplars:
                 continue
             at = _FIXED64(t + position * slot)
-            span_id, index = tier_ids[position], tier.index
+            # what comes before a verdict's body and after its attributes, the same for the tier's
+            lead, tail = b"\x09" + at + _LOG_HEAD, trace_tail + tier_ids[position] + b"\x59" + at + _LOG_TAIL
+            index = tier.index
+            plain_index = index.__class__ is int
             for ex in tier.exemplars:
                 device, node, reason, detail = ex.device, ex.node, ex.reason, ex.detail
-                key = (index, index.__class__, device, device.__class__, node, node.__class__, reason, reason.__class__)
-                written = _VERDICTS.get(key)
+                # the class of each value is part of the key unless all are the usual ones
+                verdict_key = ((index, device, node, reason) if plain_index and device.__class__ is node.__class__
+                               is reason.__class__ is str else (index, index.__class__, device, device.__class__,
+                                                                node, node.__class__, reason, reason.__class__))
+                written = _VERDICTS.get(verdict_key)
                 if written is None:
-                    written = _verdict(key, position, decision_id)
-                body, where = written
+                    written = _verdict(verdict_key, index, device, node, reason, position, decision_id)
                 if detail:
-                    out_logs.append(_field(b"\x12", b"".join((
-                        b"\x09", at, _LOG_HEAD, body, _LOG_ATTR, decision, where, _detail(detail),
-                        _LOG_TRACE, trace, b"\x52\x08", span_id, b"\x59", at, _LOG_TAIL))))
+                    body = b"".join((lead, written[0], tagged, written[1], _detail(detail), tail))
                 else:
-                    out_logs.append(_field(b"\x12", b"".join((
-                        b"\x09", at, _LOG_HEAD, body, _LOG_ATTR, decision, where,
-                        _LOG_TRACE, trace, b"\x52\x08", span_id, b"\x59", at, _LOG_TAIL))))
+                    body = b"".join((lead, written[0], tagged, written[1], tail))
+                n = len(body)
+                out_logs.append(b"\x12" + _SMALL[n] + body if n < 16384 else _field(b"\x12", body))
     return out_spans, out_logs

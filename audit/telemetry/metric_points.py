@@ -51,6 +51,9 @@ HISTOGRAMS = {
 }
 
 
+_ALLOCATION_BOUNDS, _WAIT_BOUNDS = HISTOGRAMS[m.ALLOCATION_DURATION][2], HISTOGRAMS[m.WAIT_DURATION][2]
+
+
 class _Histogram:
     __slots__ = ("counts", "sum", "count", "min", "max")
 
@@ -78,29 +81,44 @@ class DecisionCounts:
     def __init__(self) -> None:
         self.counters: dict[str, dict[Attrs, int]] = {name: {} for name in COUNTERS}
         self.histograms: dict[str, dict[Attrs, _Histogram]] = {name: {} for name in HISTOGRAMS}
+        self._points: dict[tuple[str, str, str], tuple[tuple[dict[Attrs, int], Attrs], _Histogram, _Histogram]] = {}
 
     def _add(self, name: str, attrs: Attrs) -> None:
         points = self.counters[name]
         points[attrs] = points.get(attrs, 0) + 1
 
-    def _record(self, name: str, attrs: Attrs, value: float) -> None:
-        points = self.histograms[name]
-        point = points.get(attrs)
-        if point is None:
-            point = points[attrs] = _Histogram(len(HISTOGRAMS[name][2]))
-        point.record(HISTOGRAMS[name][2], value)
-
     def observe_decision(self, record: DecisionRecord) -> None:
-        outcome = record.outcome
-        tenant = (("tenant", record.tenant),) if record.tenant else ()
-        self._add(m.DECISIONS, (("cluster", record.cluster), ("outcome", outcome), *tenant))
+        outcome, tenant, cluster = record.outcome, record.tenant, record.cluster
+        # a decision's points, by the values that pick them: a handful of combinations in a run
+        known = self._points.get((cluster, outcome, tenant))
+        if known is None:
+            known = self._points_for(cluster, outcome, tenant)
+        decisions, duration, wait = known
+        decisions[0][decisions[1]] = decisions[0].get(decisions[1], 0) + 1
         if record.fallback:
-            self._add(m.FALLBACKS, (("allocated", record.allocated_model), ("preferred", record.preferred_model), *tenant))
-        by_outcome = (("outcome", outcome),)
-        self._record(m.ALLOCATION_DURATION, by_outcome, record.duration_us / 1e6)
-        self._record(m.WAIT_DURATION, by_outcome, record.wait_ms / 1e3)
+            by_tenant = (("tenant", tenant),) if tenant else ()
+            self._add(m.FALLBACKS, (("allocated", record.allocated_model), ("preferred", record.preferred_model),
+                                    *by_tenant))
+        duration.record(_ALLOCATION_BOUNDS, record.duration_us / 1e6)
+        wait.record(_WAIT_BOUNDS, record.wait_ms / 1e3)
         if record.retry_class not in _NOT_RETRIED:
             self._add(m.RETRIES, (("retry_class", record.retry_class),))
+
+    def _points_for(self, cluster: str, outcome: str, tenant: str) -> tuple[tuple[dict[Attrs, int], Attrs],
+                                                                            _Histogram, _Histogram]:
+        by_tenant = (("tenant", tenant),) if tenant else ()
+        by_outcome = (("outcome", outcome),)
+        histograms = []
+        for name in (m.ALLOCATION_DURATION, m.WAIT_DURATION):
+            points = self.histograms[name]
+            point = points.get(by_outcome)
+            if point is None:
+                point = points[by_outcome] = _Histogram(len(HISTOGRAMS[name][2]))
+            histograms.append(point)
+        known = self._points[(cluster, outcome, tenant)] = (
+            (self.counters[m.DECISIONS], (("cluster", cluster), ("outcome", outcome), *by_tenant)),
+            histograms[0], histograms[1])
+        return known
 
     def observe_health_transition(self, cluster: str, model: str, healthy: bool) -> None:
         self._add(m.HEALTH_TRANSITIONS, (("cluster", cluster), ("model", model), ("to", "healthy" if healthy else "unhealthy")))

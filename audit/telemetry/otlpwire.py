@@ -30,6 +30,7 @@ from audit.telemetry.attributes import (
     TierAttributes,
     VerdictAttributes,
     root_field_values,
+    tier_blocker_attributes,
 )
 from audit.telemetry.record_dict import record_bytes
 from audit.telemetry.shape import DecisionShape, EventShape, LinkShape, LogShape, SpanShape
@@ -156,12 +157,18 @@ def _int_field(tag: bytes, prefix: bytes, value: int) -> tuple[bytes, bytes, byt
 def _strings_field(tag: bytes, prefix: bytes, values: list[str]) -> bytes:
     """An attribute holding a list of strings: tag, then the ``KeyValue`` as ``_strings`` writes it."""
     if len(values) == 1 and values[0].__class__ is str:  # most pods have one claim and one device
-        text = values[0].encode()
-        n = len(text)
-        if n < 100 and len(prefix) < 20:  # every length below fits in one byte
-            return b"".join((tag, _SMALL[len(prefix) + n + 8], prefix, b"\x12", _SMALL[n + 6], b"\x2a",
-                             _SMALL[n + 4], b"\x0a", _SMALL[n + 2], b"\x0a", _SMALL[n], text))
+        return _string_list_field(tag, prefix, values[0].encode())
     return tag + _strings_value(prefix, values)
+
+
+def _string_list_field(tag: bytes, prefix: bytes, text: bytes) -> bytes:
+    """``_strings_field`` for a list of one string (already UTF-8)."""
+    n = len(text)
+    m = len(prefix) + n
+    if m < 120:  # every length below fits in one byte
+        return b"".join((tag, _SMALL[m + 8], prefix, b"\x12", _SMALL[n + 6], b"\x2a",
+                         _SMALL[n + 4], b"\x0a", _SMALL[n + 2], b"\x0a", _SMALL[n], text))
+    return tag + _strings_value(prefix, [text.decode()])
 
 
 # per uncached key: its last value and encoding; a decision repeats its id on every span and log
@@ -314,9 +321,8 @@ def tier_attributes(tag: bytes, attrs: TierAttributes) -> bytes:
     return b"".join(parts)
 
 
-def _tier_into(parts: list[bytes], tag: bytes, attrs: TierAttributes) -> None:
-    tier, record = attrs.tier, attrs.record
-    index, request, model = tier.index, tier.request, tier.model
+def tier_head(tag: bytes, index: Any, request: Any, model: Any) -> bytes:
+    """A tier's index, request and model attributes, kept per combination of values."""
     head_key = (tag, index, index.__class__, request, request.__class__, model, model.__class__)
     head = _TIER_GROUPS.get(head_key)
     if head is None:
@@ -325,7 +331,11 @@ def _tier_into(parts: list[bytes], tag: bytes, attrs: TierAttributes) -> None:
         head = _TIER_GROUPS[head_key] = b"".join((tag + _key_value(s.TIER_INDEX, index),
                                                   tag + _key_value(s.TIER_REQUEST, request),
                                                   tag + _key_value(s.TIER_MODEL, model)))
-    nodes, dropped, result = tier.nodes_evaluated, attrs.dropped, attrs.result
+    return head
+
+
+def tier_tail(tag: bytes, nodes: Any, dropped: Any, result: str) -> bytes:
+    """A tier's nodes evaluated, verdicts dropped and result attributes, kept likewise."""
     tail_key = (tag, nodes, nodes.__class__, dropped, dropped.__class__, result)
     tail = _TIER_GROUPS.get(tail_key)
     if tail is None:
@@ -334,6 +344,14 @@ def _tier_into(parts: list[bytes], tag: bytes, attrs: TierAttributes) -> None:
         tail = _TIER_GROUPS[tail_key] = b"".join((
             tag + _key_value(s.TIER_NODES_EVALUATED, nodes), tag + _key_value(s.TIER_VERDICTS_DROPPED, dropped),
             tag + _key_value(s.TIER_RESULT, result) if result else b""))
+    return tail
+
+
+def _tier_into(parts: list[bytes], tag: bytes, attrs: TierAttributes) -> None:
+    tier, record = attrs.tier, attrs.record
+    index, result = tier.index, attrs.result
+    head = tier_head(tag, index, tier.request, tier.model)
+    tail = tier_tail(tag, tier.nodes_evaluated, attrs.dropped, result)
     parts += (tag, _recent(s.DECISION_ID, record.decision_id), head,
               _tagged(tag, s.TIER_CONSIDERED, tier.considered), tail)
     reasons = tier.reasons
@@ -343,12 +361,10 @@ def _tier_into(parts: list[bytes], tag: bytes, attrs: TierAttributes) -> None:
         if key is None:
             key = _REASON_KEYS[code] = s.TIER_REASON_PREFIX + code
         append(_tagged(tag, key, reasons[code]))  # counts vary, but within a narrow range
-    blockers = record.blockers
-    if blockers and any(b.tier == index for b in blockers):
-        # blockers are rare: take them from the full mapping, after the fields above
-        built = dict(attrs)
-        written = 7 + (1 if result else 0) + len(reasons)
-        append(attributes(tag, {k: built[k] for k in list(built)[written:]}))
+    if record.blockers:
+        blocked = tier_blocker_attributes(record, index)
+        if blocked:
+            append(attributes(tag, blocked))
 
 
 def verdict_attributes(tag: bytes, attrs: VerdictAttributes) -> bytes:

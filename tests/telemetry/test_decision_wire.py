@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.records import DecisionRecord, Exemplar, Outcome
+from audit.records import DecisionRecord, Exemplar, Outcome, TierBlocker
 from audit.telemetry import Redaction, TelemetrySettings, decision_wire, otlpwire
 from audit.telemetry.shape import AttemptLinks, decision_shape
 from tests.otlp.test_round_trip_property import records
@@ -39,9 +39,9 @@ def _one_pass(records: list[DecisionRecord], options: object = LOGS) -> list[tup
     return first
 
 
-def _unschedulable(attempt: int) -> DecisionRecord:
-    return _usual(attempt, outcome=Outcome.UNSCHEDULABLE.value, devices=[], node="", tier_index=-1,
-                  allocated_model="", fallback=False, retry_class="unschedulable")
+def _unschedulable(attempt: int, **overrides: object) -> DecisionRecord:
+    return _usual(attempt, **{"outcome": Outcome.UNSCHEDULABLE.value, "devices": [], "node": "", "tier_index": -1,
+                              "allocated_model": "", "fallback": False, "retry_class": "unschedulable", **overrides})
 
 
 WRITTEN_IN_ONE_PASS = {
@@ -54,6 +54,20 @@ WRITTEN_IN_ONE_PASS = {
     "no-tiers": [_usual(tiers=[], duration_us=0)],
     "long-texts-and-lists": [_usual(message="no device: " + "in_use " * 3000, claims=["c" * 5000, "trainer-gpu"],
                                     claim_uids=["u" * 200], seq=2**40, steps=70_000)],
+    "counts-of-one-two-and-three-byte-varints": [_usual(tiers=[dataclasses.replace(
+        _usual().tiers[0], considered=20_000, reasons={"in_use": 200, "not_reached": 70_000, "unhealthy": 5})])],
+    "a-long-decision-id": [_usual(decision_id="d" * 300)],
+    "a-blocked-tier-with-a-parameter": [make_record()],
+    "blockers-on-an-unschedulable-pods-tiers": [_unschedulable(0, blockers=[
+        TierBlocker("insufficient_on_node", 0, {"free": 0, "wanted": 2}), TierBlocker("topology", 0),
+        TierBlocker("selector_mismatch", 1, {"node": "node-a7", "exact": True})])],
+    "a-blocker-parameter-that-is-not-a-scalar": [make_record(blockers=[
+        TierBlocker("insufficient_on_node", 0, {"nodes": ["node-h1", "node-h2"], "by": {"free": 0}})])],
+    "a-blocker-of-a-tier-the-record-does-not-have": [make_record(blockers=[TierBlocker("quota", 7)])],
+    "tier-values-of-other-classes": [_usual(tiers=[dataclasses.replace(tier, considered=bool(tier.considered), index=float(tier.index))
+                                               for tier in _usual().tiers])],
+    "a-blocker-code-twice-on-one-tier": [make_record(blockers=[
+        TierBlocker("insufficient_on_node", 0, {"free": 0}), TierBlocker("insufficient_on_node", 0, {"free": 1})])],
 }
 
 
@@ -82,7 +96,6 @@ def test_options_the_one_pass_covers_give_the_shapes_bytes(options: object) -> N
 
 
 GENERAL_WAY = {
-    "blockers": (make_record(), LOGS),
     "redaction": (_usual(), TelemetrySettings(verdicts="logs", redaction=Redaction(hash_pod_names=True)).shape_options()),
     "verdicts-as-events": (_usual(), TelemetrySettings(verdicts="both").shape_options()),
     "more-exemplars-than-the-bound": (_usual(), TelemetrySettings(verdicts="logs", max_verdicts=2).shape_options()),
@@ -113,13 +126,9 @@ def test_the_record_sent_is_the_record_itself_in_one_pass() -> None:
     assert decision_wire.fields(record, (), None, LOGS, AttemptLinks())[2] is record
 
 
-def _without_blockers(record: DecisionRecord) -> DecisionRecord:
-    return dataclasses.replace(record, blockers=[]).seal()
-
-
 @settings(max_examples=60, deadline=None)
 @given(
-    first=records().map(_without_blockers),
+    first=records(),
     retry_outcome=st.sampled_from([o.value for o in Outcome]),
     salt=st.sampled_from(["", "s"]),
     api_url=st.sampled_from(["", "http://a:1"]),
