@@ -487,8 +487,10 @@ def test_the_quota_groups_chance_of_not_yet_is_that_of_every_way_the_holdings_ca
     held at t, of its probability where the devices given back do not close the gap."""
     import itertools
 
+    import numpy as np
+
     from audit.scheduler.quota import QuotaGap
-    from audit.scheduler.release_estimate import _Holding, _QuotaGroup, _s, _still
+    from audit.scheduler.release_estimate import _Curve, _Holding, _QuotaGroup
 
     mine = [_Holding("H100", a, d) for a, d in own]
     theirs = [_Holding("H100", a, d) for a, d in lent]
@@ -498,9 +500,10 @@ def test_the_quota_groups_chance_of_not_yet_is_that_of_every_way_the_holdings_ca
     theirs = [h for h in theirs if h.age_ms < last]
     gap = QuotaGap("H100", to_nominal, to_limit, together, ("beta",))
     group = _QuotaGroup(gap, mine, theirs)
-    base = {id(h): _s(times, surv, h.age_ms) for h in mine + theirs}
-    got, _ = group.factor(offset, times, surv, base, last, float("inf"))
-    held = [p for _, p in _still(mine + theirs, offset, times, surv, base, last, float("inf"))[0]]
+    curve = _Curve(times, surv)
+    at = np.array([offset])
+    got = float(group.table(curve, at)[0][0])
+    held = [float(p) for p in curve.held(mine + theirs, at)[0][:, 0]]
     want = 0.0
     for ended in itertools.product((False, True), repeat=len(held)):
         p = 1.0
