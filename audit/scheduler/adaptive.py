@@ -1,13 +1,16 @@
 """Adaptive fallback: whether a pod holds out for its first choice, and the evidence saying why.
 
 Under ``spec.fallback: {mode: adaptive, maxWait: 10m}`` a pod whose first choice does not fit now
-waits for it only while the first choice is expected to fit on one node before ``maxWait`` has
-passed since the pod was created: it holds while ``waited + expected < maxWait``, where
-``expected`` is ``audit.scheduler.release_estimate.estimate`` for the tier 0 of the pod's first
-request with alternatives (its models and count), read from the world alone. Otherwise its later
-tiers open at once, as under ``immediate``. With no finished allocation of the first choice's
-models yet there is nothing to estimate from and the pod falls back at once; the same when the
-estimate is ``maxWait`` or more, or when no release can ever make the tier fit on one node.
+waits for it only while the first choice is expected to fit on one node within ``maxWait`` from
+now, and at most until it has waited ``maxWait``: it holds while ``expected < maxWait`` and
+``waited < maxWait``, where ``expected`` is ``audit.scheduler.release_estimate.estimate`` for the
+tier 0 of the pod's first request with alternatives (its models and count), read from the world
+alone. The wait so far does not shorten the hold: a pod that gave up once ``waited + expected``
+reached ``maxWait`` gave up just as its release was near, so its fallback was the likeliest to be
+regretted. Otherwise its later tiers open at once, as under ``immediate``. With no finished
+allocation of the first choice's models yet there is nothing to estimate from and the pod falls
+back at once; the same when the estimate is ``maxWait`` or more, or when no release can ever make
+the tier fit on one node.
 
 A tier 0 that the tenant's quota closes reopens when devices of it are given back: the tenant's
 own, and those of the other tenants with a quota of the model, which lend one more each
@@ -16,14 +19,15 @@ allocations are expected to have given back enough (``release_estimate.quota_est
 when the devices are short on every node as well, the later of that and the devices' estimate
 (each is a lower bound of the time until both hold). The evidence says which of the two the pod
 waited on (``wait_on``: ``quota`` or ``devices``) and how many devices the tenant alone would have
-to give back (``quota_short``).
+to give back (``quota_short``). The tenant's pending device-plugin pods whose nodes are all of the
+first choice's models and that were created before the pod have no other choice: the quota
+reopening goes to them first, so the pod asks for its count plus theirs (``ahead`` in the evidence).
 
 Every decision the estimate shaped carries a ``fallback_estimate`` blocker on tier 0 (the choice,
 the expected time and what it was read from) and says it in its message. A held pod is looked at
 again when a release wakes its queue, and at the latest after ``recheck_after_ms``: when the
-expected release would be due, or when the wait left would run out if the estimate stayed the
-same, whichever comes first (never sooner than a twentieth of ``maxWait`` unless the wait left
-is shorter).
+expected release would be due, or when its wait reaches ``maxWait``, whichever comes first (never
+sooner than a twentieth of ``maxWait`` unless the wait left is shorter).
 """
 
 from __future__ import annotations
