@@ -89,6 +89,8 @@ DETAIL_KEYS = frozenset({
     "choice", "basis", "expected_free_ms", "waited_ms", "max_wait_ms", "history", "running", "recheck_after_ms",
     # ... and what it waited on: devices, or the tenant's own quota (how much it lacks, both estimates)
     "wait_on", "quota_short", "quota_free_ms", "devices_free_ms",
+    # ... and the devices its tenant's device-plugin pods ahead of it wait for (its quota goes to them first)
+    "ahead",
     # reservations (audit/scheduler/reservations.py); the pod a reservation is for is ``pod``
     "missing", "held", "reserved_ms", "on_reserved_node", "reservations",
     # reclaim (audit/scheduler/reclaim.py); the victim pod and its tenant are ``pod`` and ``tenant``

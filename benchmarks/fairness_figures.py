@@ -48,7 +48,6 @@ def fold_day(events: list[Any], end_ms: int) -> tuple[DayFigures, World]:
 def _fitting(world: World, t: int, shapes: dict[str, str]) -> int:
     """Pending pods with an allowed tier that fits now; pods of one shape are asked once."""
     memo: dict[tuple[str, bool], bool] = {}
-    below: dict[str, int] = {}  # adaptive: per shape, the wait below which its pods hold
     policy = world.policy
     fits = 0
     for key, created in world.pending.items():
@@ -57,10 +56,8 @@ def _fitting(world: World, t: int, shapes: dict[str, str]) -> int:
         if (pod.get("status") or {}).get("phase") == "Failed":
             continue
         spec = _shape(world, key, pod, shapes)
-        if policy.fallback_mode == "adaptive":
-            if spec not in below:
-                below[spec] = holding_below(world, key, t, policy)
-            holding = t - created < below[spec]
+        if policy.fallback_mode == "adaptive":  # each pod's own threshold: the pods ahead differ
+            holding = t - created < policy.fallback_max_wait_ms and t - created < holding_below(world, key, t, policy)
         else:
             holding = policy.fallback_mode == "strict" or (
                 policy.fallback_mode == "wait-for-preferred" and t - created < policy.fallback_wait_ms)

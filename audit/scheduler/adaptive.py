@@ -1,13 +1,16 @@
 """Adaptive fallback: whether a pod holds out for its first choice, and the evidence saying why.
 
 Under ``spec.fallback: {mode: adaptive, maxWait: 10m}`` a pod whose first choice does not fit now
-waits for it only while the first choice is expected to fit on one node before ``maxWait`` has
-passed since the pod was created: it holds while ``waited + expected < maxWait``, where
-``expected`` is ``audit.scheduler.release_estimate.estimate`` for the tier 0 of the pod's first
-request with alternatives (its models and count), read from the world alone. Otherwise its later
-tiers open at once, as under ``immediate``. With no finished allocation of the first choice's
-models yet there is nothing to estimate from and the pod falls back at once; the same when the
-estimate is ``maxWait`` or more, or when no release can ever make the tier fit on one node.
+waits for it only while the first choice is expected to fit on one node within ``maxWait`` from
+now, and at most until it has waited ``maxWait``: it holds while ``expected < maxWait`` and
+``waited < maxWait``, where ``expected`` is ``audit.scheduler.release_estimate.estimate`` for the
+tier 0 of the pod's first request with alternatives (its models and count), read from the world
+alone. The wait so far does not shorten the hold: a pod that gave up once ``waited + expected``
+reached ``maxWait`` gave up just as its release was near, so its fallback was the likeliest to be
+regretted. Otherwise its later tiers open at once, as under ``immediate``. With no finished
+allocation of the first choice's models yet there is nothing to estimate from and the pod falls
+back at once; the same when the estimate is ``maxWait`` or more, or when no release can ever make
+the tier fit on one node.
 
 A tier 0 that the tenant's quota closes reopens when devices of it are given back: the tenant's
 own, and those of the other tenants with a quota of the model, which lend one more each
@@ -16,14 +19,15 @@ allocations are expected to have given back enough (``release_estimate.quota_est
 when the devices are short on every node as well, the later of that and the devices' estimate
 (each is a lower bound of the time until both hold). The evidence says which of the two the pod
 waited on (``wait_on``: ``quota`` or ``devices``) and how many devices the tenant alone would have
-to give back (``quota_short``).
+to give back (``quota_short``). The tenant's pending device-plugin pods whose nodes are all of the
+first choice's models and that were created before the pod have no other choice: the quota
+reopening goes to them first, so the pod asks for its count plus theirs (``ahead`` in the evidence).
 
 Every decision the estimate shaped carries a ``fallback_estimate`` blocker on tier 0 (the choice,
 the expected time and what it was read from) and says it in its message. A held pod is looked at
 again when a release wakes its queue, and at the latest after ``recheck_after_ms``: when the
-expected release would be due, or when the wait left would run out if the estimate stayed the
-same, whichever comes first (never sooner than a twentieth of ``maxWait`` unless the wait left
-is shorter).
+expected release would be due, or when its wait reaches ``maxWait``, whichever comes first (never
+sooner than a twentieth of ``maxWait`` unless the wait left is shorter).
 """
 
 from __future__ import annotations
@@ -34,10 +38,13 @@ from typing import Any
 
 from audit.policy import Policy
 from audit.records import Blocker, DecisionRecord, TierBlocker
+from audit.scheduler.attempt import model_matcher
+from audit.scheduler.claimspec import pod_claim_names
+from audit.scheduler.filters import node_filter
 from audit.scheduler.quota import check_quota, quota_gap
 from audit.scheduler.release_estimate import ReleaseEstimate, estimate, quota_estimate
-from audit.scheduler.tiers import RequestTiers, Tier
-from audit.world import World
+from audit.scheduler.tiers import RequestTiers, Tier, request_tiers, resolve_claims
+from audit.world import World, device_plugin_gpus
 
 MODE = "adaptive"
 
@@ -55,12 +62,14 @@ class AdaptiveHold:
     quota_short: int = 0
     quota: ReleaseEstimate | None = None
     devices: ReleaseEstimate | None = None
+    # devices of the first choice the tenant's pods ahead of it wait for with no other choice
+    # (they take the reopening quota first, see ``ahead``)
+    ahead: int = 0
 
     @property
     def recheck_after_ms(self) -> int:
         expected = self.estimate.expected_ms or 0
-        slack = self.max_wait_ms - self.waited_ms - expected
-        return max(1, min(slack, max(expected, self.max_wait_ms // 20)))
+        return max(1, min(self.max_wait_ms - self.waited_ms, max(expected, self.max_wait_ms // 20)))
 
 
 def first_choice(rts: list[RequestTiers]) -> Tier | None:
@@ -72,46 +81,139 @@ def first_choice(rts: list[RequestTiers]) -> Tier | None:
 
 
 def adaptive_hold(world: World, policy: Policy, tenant: str, rts: list[RequestTiers], wait_ms: int,
-                  time_ms: int) -> AdaptiveHold | None:
+                  time_ms: int, pod_key: str | None = None) -> AdaptiveHold | None:
     """None unless the policy is adaptive and the pod has a first choice."""
     if policy.fallback_mode != MODE:
         return None
     tier = first_choice(rts)
     if tier is None:
         return None
-    return hold_for_tier(world, policy, tenant, tier, wait_ms, time_ms)
+    return hold_for_tier(world, policy, tenant, tier, wait_ms, time_ms, pod_key)
+
+
+def pod_first_choice(world: World, pod_key: str) -> Tier | None:
+    """The pending pod's first choice (``first_choice`` of its claims' tiers), kept while the pod
+    object, its claims' objects and what tiers are read from (classes, device signatures) stay the
+    same: the loop asks this often."""
+    ns, _, name = pod_key.partition("/")
+    pod = world.get("Pod", ns, name)
+    if pod is None:
+        return None
+    memo: dict[str, Any] = world.derived.setdefault("first_choice", {})
+    claims = [world.get("ResourceClaim", ns, c) for _, c in pod_claim_names(pod) if c]
+    key = (world.signature_version, world.inventory_version, *map(id, claims))
+    hit = memo.get(pod_key)
+    if hit is None or hit[0] is not pod or hit[1] != key:
+        pc = resolve_claims(world, pod)
+        tier = first_choice(request_tiers(pc.claims, model_matcher(world))) if pc.claims else None
+        if len(memo) > 50_000:
+            memo.clear()
+        hit = memo[pod_key] = (pod, key, tier)
+    found: Tier | None = hit[2]
+    return found
+
+
+def ahead(world: World, policy: Policy, pod_key: str, models: tuple[str, ...]) -> int:
+    """Devices of ``models`` that the tenant's device-plugin pods created before this pod (by name
+    on a tie, as the tenant's queue orders them) wait for, pinned to those models by their node
+    selection: they have no other choice and take the tenant's quota as it reopens, so the pod's
+    own share of a reopening quota comes after theirs."""
+    created = world.pending.get(pod_key)
+    if created is None:
+        return 0
+    state = (world.seq, policy.digest)
+    memo = world.derived.get("adaptive_ahead")
+    if memo is None or memo[0] != state:
+        memo = world.derived["adaptive_ahead"] = (state, {})
+    lines: dict[tuple[str, str], list[tuple[int, str, int]]] = memo[1]
+    tenant = policy.tenant_for(pod_key.partition("/")[0])
+    line = lines.get((tenant, ",".join(models)))
+    if line is None:
+        line = lines[(tenant, ",".join(models))] = _pinned(world, policy, tenant, models)
+    me = (created, pod_key)
+    return sum(gpus for c, k, gpus in line if (c, k) < me)
+
+
+def _pinned(world: World, policy: Policy, tenant: str, models: tuple[str, ...]) -> list[tuple[int, str, int]]:
+    """The tenant's pending device-plugin pods whose nodes are all of ``models``: (created, key, GPUs)."""
+    out = []
+    for created, key in world.pending_order.get(tenant, []):
+        ns, _, name = key.partition("/")
+        pod = world.get("Pod", ns, name) or {}
+        if (pod.get("status") or {}).get("phase") == "Failed" or policy.tenant_for(ns) != tenant:
+            continue
+        if _dp_models(world, key, pod) == models:
+            out.append((created, key, device_plugin_gpus(pod)))
+    return out
+
+
+def _dp_models(world: World, key: str, pod: dict[str, Any]) -> tuple[str, ...]:
+    """The models of the device-plugin nodes a device-plugin pod may go to (() for other pods)."""
+    if not pod or device_plugin_gpus(pod) <= 0:
+        return ()
+    memo: dict[str, Any] = world.derived.setdefault("dp_models", {})
+    hit = memo.get(key)
+    if hit is None or hit[0] is not pod or hit[1] != world.inventory_version:
+        models = tuple(sorted({world.dp_model.get(n, "unknown") for n in world.dp_capacity
+                               if node_filter(world, n, pod) is None}))
+        if len(memo) > 50_000:
+            memo.clear()
+        hit = memo[key] = (pod, world.inventory_version, models)
+    found: tuple[str, ...] = hit[2]
+    return found
 
 
 def hold_for_tier(world: World, policy: Policy, tenant: str, tier: Tier, wait_ms: int,
-                  time_ms: int) -> AdaptiveHold | None:
-    """``adaptive_hold`` for a first choice already found."""
+                  time_ms: int, pod_key: str | None = None) -> AdaptiveHold | None:
+    """``adaptive_hold`` for a first choice already found; with ``pod_key`` (a pending pod), the
+    tenant's pods ahead of it that can only use the first choice take its quota first (``ahead``)."""
     if not tier.models:
         return None
     max_wait = policy.fallback_max_wait_ms
-    if any(check_quota(world, policy, tenant, m, tier.count).fits for m in tier.models):
-        return _hold(tier, estimate(world, tier.models, tier.count, time_ms, max_wait), wait_ms, max_wait)
-    gaps = [g for g in (quota_gap(world, policy, tenant, m, tier.count) for m in tier.models) if g is not None]
+    before = ahead(world, policy, pod_key, tier.models) if pod_key is not None else 0
+    asked = tier.count + before  # what the tenant's quota must hold for it and the pods ahead
+    if any(check_quota(world, policy, tenant, m, asked).fits for m in tier.models):
+        return _hold(tier, estimate(world, tier.models, tier.count, time_ms, max_wait), wait_ms, max_wait,
+                     ahead=before)
+    gaps = [g for g in (quota_gap(world, policy, tenant, m, asked) for m in tier.models) if g is not None]
     quota = quota_estimate(world, tenant, gaps, tier.models, time_ms, max_wait)
     least = min(g.own_alone for g in gaps)
     if quota.basis != "estimate":  # no wait on the devices can reopen the quota
-        return _hold(tier, quota, wait_ms, max_wait, "quota", least, quota)
+        return _hold(tier, quota, wait_ms, max_wait, "quota", least, quota, ahead=before)
     devices = estimate(world, tier.models, tier.count, time_ms, max_wait)
     if devices.basis == "free_now":
-        return _hold(tier, quota, wait_ms, max_wait, "quota", least, quota, devices)
+        return _hold(tier, quota, wait_ms, max_wait, "quota", least, quota, devices, before)
     if devices.basis != "estimate":
-        return _hold(tier, devices, wait_ms, max_wait, "devices", least, quota, devices)
+        return _hold(tier, devices, wait_ms, max_wait, "devices", least, quota, devices, before)
     # both short: the later of the two (ties read as quota, the tenant's own to settle)
     later = "quota" if (quota.expected_ms or 0) >= (devices.expected_ms or 0) else "devices"
-    return _hold(tier, quota if later == "quota" else devices, wait_ms, max_wait, later, least, quota, devices)
+    return _hold(tier, quota if later == "quota" else devices, wait_ms, max_wait, later, least, quota, devices,
+                 before)
+
+
+def hold_threshold(world: World, policy: Policy, pod_key: str, time_ms: int) -> int:
+    """The wait below which the pending pod holds out for its first choice now (0: it does not):
+    ``maxWait`` while its first choice is expected within ``maxWait``."""
+    tier = pod_first_choice(world, pod_key)
+    if tier is None:
+        return 0
+    hold = hold_for_tier(world, policy, policy.tenant_for(pod_key.partition("/")[0]), tier, 0, time_ms, pod_key)
+    if hold is None or not hold.holding:
+        return 0
+    return policy.fallback_max_wait_ms
 
 
 def _hold(tier: Tier, est: ReleaseEstimate, wait_ms: int, max_wait_ms: int, wait_on: str = "devices",
           quota_short: int = 0, quota: ReleaseEstimate | None = None,
-          devices: ReleaseEstimate | None = None) -> AdaptiveHold:
+          devices: ReleaseEstimate | None = None, ahead: int = 0) -> AdaptiveHold:
+    # Holds while the first choice is expected within maxWait from now and the pod has waited less
+    # than maxWait; the wait so far is not added to the estimate: a pod that gives up before
+    # maxWait because its release was "expected" after it gives up just when that release is
+    # near, so its fallback is the likeliest to be regretted.
     expected = est.expected_ms
-    holding = (est.basis == "estimate" and expected is not None and expected > 0
-               and wait_ms + expected < max_wait_ms)
-    return AdaptiveHold(holding, tier, est, wait_ms, max_wait_ms, wait_on, quota_short, quota, devices)
+    holding = (est.basis == "estimate" and expected is not None and 0 < expected < max_wait_ms
+               and wait_ms < max_wait_ms)
+    return AdaptiveHold(holding, tier, est, wait_ms, max_wait_ms, wait_on, quota_short, quota, devices, ahead)
 
 
 def evidence(hold: AdaptiveHold) -> TierBlocker:
@@ -121,7 +223,7 @@ def evidence(hold: AdaptiveHold) -> TierBlocker:
         "expected_free_ms": -1 if est.expected_ms is None else est.expected_ms,
         "waited_ms": hold.waited_ms, "max_wait_ms": hold.max_wait_ms,
         "model": hold.tier.label, "count": hold.tier.count, "history": est.history, "running": est.running,
-        "wait_on": hold.wait_on,
+        "wait_on": hold.wait_on, "ahead": hold.ahead,
     }
     if hold.quota is not None:
         detail["quota_short"] = hold.quota_short
@@ -158,6 +260,8 @@ def estimate_phrase(detail: Mapping[str, Any]) -> str:
     basis = detail.get("basis")
     quota = "quota_free_ms" in detail
     what = f"{model} quota expected to reopen" if detail.get("wait_on") == "quota" else "expected free"
+    if int(detail.get("ahead", 0)) > 0:
+        what += f" (after {detail['ahead']} for earlier device-plugin pods)"
     if detail.get("choice") == "wait":
         extra = f" (+{duration_text(waited)} waited)" if waited >= 1000 else ""
         return f"waiting for {model}: {what} in {duration_text(expected)}{_other(detail)}{extra} < maxWait {max_wait}"

@@ -26,8 +26,10 @@ from audit.world import World
 # (``engine_changed``) instead of calling the difference nondeterminism. /2: the retry budget counts
 # bind failures only (records say "bind failure k of N") and queueing is best-effort FIFO per
 # tenant by default. /3: adaptive fallback also waits for the tenant's own releases to reopen a
-# first choice its quota closes.
-ENGINE_VERSION = "claimtrail-engine/3"
+# first choice its quota closes. /4: adaptive fallback holds while the first choice is expected
+# within maxWait from now (the wait so far no longer shortens the hold), and the tenant's
+# device-plugin pods pinned to the model ahead of the pod take its reopening quota first.
+ENGINE_VERSION = "claimtrail-engine/4"
 
 
 @dataclass

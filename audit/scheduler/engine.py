@@ -41,8 +41,7 @@ from audit.scheduler.adaptive import (
     adaptive_hold,
     estimate_phrase,
     evidence,
-    first_choice,
-    hold_for_tier,
+    hold_threshold,
 )
 from audit.scheduler.attempt import (
     ENGINE_VERSION,
@@ -55,7 +54,7 @@ from audit.scheduler.attempt import (
 )
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.binding import bind, bind_check, bind_failures_before
-from audit.scheduler.claimspec import claim_key, claim_requests, pod_claim_names, result_device_id
+from audit.scheduler.claimspec import claim_key, claim_requests, result_device_id
 from audit.scheduler.deviceplugin import decide_device_plugin
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
@@ -217,7 +216,7 @@ def _tier_gate(ctx: AttemptContext, rt: RequestTiers, t: Tier, holding: bool,
 
 
 def _adaptive(ctx: AttemptContext, rts: list[RequestTiers]) -> AdaptiveHold | None:
-    return adaptive_hold(ctx.world, ctx.policy, ctx.tenant, rts, ctx.wait_ms, ctx.time_ms)
+    return adaptive_hold(ctx.world, ctx.policy, ctx.tenant, rts, ctx.wait_ms, ctx.time_ms, ctx.pod_key)
 
 
 def holding_for_preferred(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> bool:
@@ -243,30 +242,10 @@ def holding_for_preferred(world: World, pod_key: str, time_ms: int, policy: Poli
 
 
 def holding_below(world: World, pod_key: str, time_ms: int, policy: Policy) -> int:
-    """Under adaptive fallback, the wait below which pods of this pod's tenant and claims hold out
-    for their first choice now (0: none does): ``maxWait`` less the expected time until it fits."""
-    ns, _, name = pod_key.partition("/")
-    pod = world.get("Pod", ns, name)
-    if pod is None:
-        return 0
-    # The pod's first choice, kept while the pod object, its claims' objects and what tiers are
-    # read from (classes, device signatures) stay the same: the loop asks this often.
-    memo: dict[str, Any] = world.derived.setdefault("first_choice", {})
-    claims = [world.get("ResourceClaim", ns, c) for _, c in pod_claim_names(pod) if c]
-    key = (world.signature_version, world.inventory_version, *map(id, claims))
-    hit = memo.get(pod_key)
-    if hit is None or hit[0] is not pod or hit[1] != key:
-        pc = resolve_claims(world, pod)
-        tier = first_choice(request_tiers(pc.claims, model_matcher(world))) if pc.claims else None
-        if len(memo) > 50_000:
-            memo.clear()
-        hit = memo[pod_key] = (pod, key, tier)
-    if hit[2] is None:
-        return 0
-    hold = hold_for_tier(world, policy, policy.tenant_for(ns), hit[2], 0, time_ms)
-    if hold is None or not hold.holding or hold.estimate.expected_ms is None:
-        return 0
-    return policy.fallback_max_wait_ms - hold.estimate.expected_ms
+    """Under adaptive fallback, the wait below which this pending pod holds out for its first
+    choice now (0: it does not): ``maxWait`` less the expected time until it fits, the pods ahead
+    of it served first (``audit.scheduler.adaptive.hold_threshold``)."""
+    return hold_threshold(world, policy, pod_key, time_ms)
 
 
 def _augmented(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[RequestTiers],

@@ -338,28 +338,31 @@ class ClusterLoop:
             return pods if self._may_place(pods[0][1]) else []
         answers: dict[object, bool] = {}
         out = []
-        # adaptive: the pods of one group hold while their wait is below one threshold
-        below = None
-        if policy.fallback_mode == "adaptive":
+        # adaptive: each pod holds while its wait is below its own threshold (the pods ahead of it
+        # take the first releases, so pods of one group differ)
+        adaptive = policy.fallback_mode == "adaptive"
+        if adaptive:
             owner = any(key in self.world.reserved_node for _, key in pods)
             if not owner and not engine.may_place(self.world, pods[0][1], self.now, policy, hold=False):
                 # nothing fits even with every tier open: no wait makes a difference (a pod that
                 # owns a reservation may still fit on the devices held for it alone)
                 return []
-            # (a pod that has waited maxWait holds for no estimate: none asked when all have)
-            youngest = max(self.world.pending.get(key, self.now) for _, key in pods)
-            below = (0 if self.now - youngest >= policy.fallback_max_wait_ms
-                     else engine.holding_below(self.world, pods[0][1], self.now, policy))
         for created, key in pods:
-            shape: object = (self._shape(key) if below is None
-                             else (self.now - self.world.pending.get(key, self.now) < below,
-                                   key if key in self.world.reserved_node else ""))
+            shape: object = self._shape(key) if not adaptive else (
+                self._adaptive_holding(key), key if key in self.world.reserved_node else "")
             ok = answers.get(shape)
             if ok is None:
                 ok = answers[shape] = self._may_place(key)
             if ok:
                 out.append((created, key))
         return out
+
+    def _adaptive_holding(self, key: str) -> bool:
+        """Whether the pod holds out for its first choice now (a pod that has waited maxWait holds
+        for no estimate: none is asked)."""
+        wait = self.now - self.world.pending.get(key, self.now)
+        policy = self.world.policy
+        return wait < policy.fallback_max_wait_ms and wait < engine.holding_below(self.world, key, self.now, policy)
 
     def _may_place(self, key: str) -> bool:
         """``engine.may_place``, or with reclaim on ``engine.may_reclaim``: a pod that could preempt

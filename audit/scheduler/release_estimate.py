@@ -44,6 +44,9 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from audit.scheduler.quota import QuotaGap
 from audit.world import World
 
@@ -109,11 +112,6 @@ def survival(finished: list[int], ages: list[int]) -> tuple[list[int], list[floa
         times.append(t)
         surv.append(s)
     return times, surv
-
-
-def _s(times: list[int], surv: list[float], t: int) -> float:
-    k = bisect.bisect_right(times, t)
-    return 1.0 if k == 0 else surv[k - 1]
 
 
 def estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, cap_ms: int) -> ReleaseEstimate:
@@ -228,14 +226,39 @@ def _by_quota_groups(gaps: Sequence[QuotaGap], cap_ms: int, finished: list[int],
     return _expected(groups, times, surv, cap_ms, len(finished), running)
 
 
+class _Curve:
+    """The survival ``times``/``surv`` as arrays, read for many holdings at many offsets at once."""
+
+    def __init__(self, times: list[int], surv: list[float]) -> None:
+        self.times = np.asarray(times, dtype=np.int64)
+        # ``at[k]``: S just after ``times[k - 1]`` (``at[0] == 1``), so ``at[bisect_right(times, a)]`` is S(a)
+        self.at = np.concatenate((np.ones(1), np.asarray(surv, dtype=np.float64)))
+        self.last = times[-1]
+
+    def held(self, hs: Sequence[_Holding], offsets: npt.NDArray[np.int64]) -> tuple[
+            npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """P(still held at each offset) per holding (rows, conditional on its age), and per offset
+        the offset where one of them next changes (inf: none does)."""
+        if not hs:
+            return np.ones((0, len(offsets))), np.full(len(offsets), np.inf)
+        ages = np.fromiter((h.age_ms for h in hs), dtype=np.int64, count=len(hs))
+        base = self.at[np.searchsorted(self.times, ages, side="right")]
+        a = ages[:, None] + offsets[None, :]
+        idx = np.searchsorted(self.times, a, side="right")
+        alive = a < self.last  # past the longest finished holding, held no more (the tail convention)
+        p_held = np.where(alive, self.at[idx] / base[:, None], 0.0)
+        change = np.where(alive, self.times[np.minimum(idx, len(self.times) - 1)] - ages[:, None], np.inf)
+        return p_held, change.min(axis=0)
+
+
 class _Group:
-    """Holdings that make something ready once enough of them have ended (see ``factor``)."""
+    """Holdings that make something ready once enough of them have ended (see ``table``)."""
 
     holdings: list[_Holding]
 
-    def factor(self, t: int, times: list[int], surv: list[float], base: dict[int, float], last: int,
-               inf: float) -> tuple[float, float]:
-        """(P(not ready at offset ``t``), the offset where that next changes)."""
+    def table(self, curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[
+            npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Per offset: P(not ready), and the offset where that next changes."""
         raise NotImplementedError
 
 
@@ -245,9 +268,15 @@ class _NodeGroup(_Group):
     def __init__(self, need: int, holdings: list[_Holding]) -> None:
         self.need, self.holdings = need, holdings
 
-    def factor(self, t: int, times: list[int], surv: list[float], base: dict[int, float], last: int,
-               inf: float) -> tuple[float, float]:
-        return _node_factor(self.need, self.holdings, t, times, surv, base, last, inf)
+    def table(self, curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[
+            npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        p_held, nxt = curve.held(self.holdings, offsets)
+        if self.need == 1:  # not ready while every holding on it still holds
+            p = np.ones(len(offsets))
+            for row in p_held:
+                p = p * row
+            return p, nxt
+        return _below(self.need, _released(self.need, [h.devices for h in self.holdings], p_held)), nxt
 
 
 class _QuotaGroup(_Group):
@@ -264,23 +293,32 @@ class _QuotaGroup(_Group):
     def reachable(self) -> bool:
         return self._ready(sum(h.devices for h in self.own), sum(h.devices for h in self.lent))
 
-    def factor(self, t: int, times: list[int], surv: list[float], base: dict[int, float], last: int,
-               inf: float) -> tuple[float, float]:
+    def table(self, curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[
+            npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         g = self.gap
-        own, nxt_own = _still(self.own, t, times, surv, base, last, inf)
-        lent, nxt_lent = _still(self.lent, t, times, surv, base, last, inf)
-        mine = _released(g.to_nominal, own)  # P(i given back), i == to_nominal meaning "enough"
-        theirs = _released(max(0, g.together), lent)
-        p = 0.0
+        own, nxt_own = curve.held(self.own, offsets)
+        lent, nxt_lent = curve.held(self.lent, offsets)
+        nxt = np.minimum(nxt_own, nxt_lent)
+        p = np.zeros(len(offsets))
+        if g.to_nominal <= 0:
+            return p, nxt
+        mine = _released(g.to_nominal, [h.devices for h in self.own], own)  # row to_nominal: "enough"
+        theirs = _released(max(0, g.together), [h.devices for h in self.lent], lent)
+        below = [p]  # below[n]: P(fewer than n given back by the lenders)
+        for row in theirs:
+            below.append(below[-1] + row)
         for i in range(g.to_nominal):
-            if mine[i] == 0.0:
-                continue
             if g.to_limit is not None and i < g.to_limit:
-                p += mine[i]  # over its borrowing limit whatever others lend
+                p = p + mine[i]  # over its borrowing limit whatever others lend
                 continue
             short = g.together - i  # what the lenders must give back with i of the tenant's own
-            p += mine[i] * sum(theirs[:max(0, short)])
-        return p, min(nxt_own, nxt_lent)
+            p = p + mine[i] * below[min(max(0, short), len(theirs))]
+        return p, nxt
+
+
+# Grid points whose factors are computed together: most estimates end within the first 10 minutes
+# (40 points), a chunk more is computed only when the integral goes on.
+_CHUNK = 48
 
 
 def _expected(groups: Sequence[_Group], times: list[int], surv: list[float], cap_ms: int,
@@ -289,30 +327,30 @@ def _expected(groups: Sequence[_Group], times: list[int], surv: list[float], cap
     time from the survival ``times``/``surv``, conditional on its age)."""
     if not groups:
         return ReleaseEstimate("never", None, history, running)
-    last = times[-1]
-    flat = [h for g in groups for h in g.holdings]
-    base = {id(h): _s(times, surv, h.age_ms) for h in flat}
-    horizon = last - min(h.age_ms for h in flat)  # by then every holding counted has ended
-    inf = float("inf")
-    # Each group's factor is constant until one of its holdings passes an event time: keep it with
-    # the offset where it next changes, and jump the grid over stretches where nothing changes.
-    factor = [1.0] * len(groups)
-    until = [0.0] * len(groups)
+    curve = _Curve(times, surv)
+    horizon = curve.last - min(h.age_ms for g in groups for h in g.holdings)  # every holding ended by then
+    # Each group's factor is constant until one of its holdings passes an event time; the tables
+    # say where that next happens, and the sum jumps the grid over stretches where nothing changes.
+    tables: list[tuple[list[float], list[float]]] = []
+    lo = hi = 0
     total = 0.0
     k = 0
     while k < len(GRID) - 1:
         t = GRID[k]
         if t >= horizon:
             return ReleaseEstimate("estimate", round(total), history, running)
+        if k >= hi:
+            lo, hi = k, min(len(GRID), k + _CHUNK)
+            offsets = np.asarray(GRID[lo:hi], dtype=np.int64)
+            tables = [(f.tolist(), u.tolist()) for f, u in (g.table(curve, offsets) for g in groups)]
         p = 1.0
-        for i, group in enumerate(groups):
-            if until[i] <= t:
-                factor[i], until[i] = group.factor(t, times, surv, base, last, inf)
-            p *= factor[i]
+        change = float(horizon)
+        for factor, until in tables:
+            p *= factor[k - lo]
+            change = min(change, until[k - lo])
         if p * (horizon - t) < NEGLIGIBLE_MS:  # all that is left of the integral, at most
             return ReleaseEstimate("estimate", round(total), history, running)
         # the next grid point at or after the first change (or the horizon)
-        change = min(min(until), horizon)
         j = max(k + 1, bisect.bisect_left(GRID, change))
         if j >= len(GRID):
             break
@@ -324,57 +362,35 @@ def _expected(groups: Sequence[_Group], times: list[int], surv: list[float], cap
     return ReleaseEstimate("never", None, history, running)
 
 
-def _still(hs: list[_Holding], t: int, times: list[int], surv: list[float], base: dict[int, float], last: int,
-           inf: float) -> tuple[list[tuple[int, float]], float]:
-    """Each holding's (devices, P(still held at offset ``t``)), and the offset where one next changes."""
-    nxt = inf
-    still: list[tuple[int, float]] = []
-    for h in hs:
-        a = h.age_ms + t
-        if a >= last:
-            p_held = 0.0
-        else:
-            idx = bisect.bisect_right(times, a)
-            p_held = (1.0 if idx == 0 else surv[idx - 1]) / base[id(h)]
-            change = times[idx] - h.age_ms
-            if change < nxt:
-                nxt = change
-        still.append((h.devices, p_held))
-    return still, nxt
-
-
-def _node_factor(need: int, hs: list[_Holding], t: int, times: list[int], surv: list[float],
-                 base: dict[int, float], last: int, inf: float) -> tuple[float, float]:
-    """(P(the node is not ready at offset ``t``), the offset where that next changes)."""
-    still, nxt = _still(hs, t, times, surv, base, last, inf)
-    if need == 1:  # not ready while every holding on it still holds
-        p = 1.0
-        for _, p_held in still:
-            p *= p_held
-        return p, nxt
-    return _not_ready(need, still), nxt
-
-
-def _not_ready(need: int, still: list[tuple[int, float]]) -> float:
-    """P(fewer than ``need`` devices released), each holding (devices, P(still held)) independent."""
-    return sum(_released(need, still)[:need])
-
-
-def _released(cap: int, still: list[tuple[int, float]]) -> list[float]:
-    """``dist[k]``: P(k devices released so far), ``k == cap`` meaning ``cap`` or more."""
-    dist = [1.0] + [0.0] * cap
-    for devices, p_held in still:
-        if p_held >= 1.0:
-            continue
-        p_gone = 1.0 - p_held
-        nxt = [0.0] * (cap + 1)
-        for k, pk in enumerate(dist):
-            if pk == 0.0:
-                continue
-            nxt[k] += pk * p_held
-            nxt[min(cap, k + devices)] += pk * p_gone
+def _released(cap: int, devices: list[int], p_held: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Row ``k``: P(k devices released so far) per offset, row ``cap`` meaning ``cap`` or more;
+    each holding (devices, its row of P(still held)) independent. The sums run in one fixed order
+    (holdings in turn, then ascending count), the same at every offset."""
+    width = p_held.shape[1]
+    dist = np.zeros((cap + 1, width))
+    dist[0] = 1.0
+    for d, held in zip(devices, p_held, strict=True):
+        gone = 1.0 - held
+        nxt = np.empty_like(dist)
+        np.multiply(dist[:cap], held, out=nxt[:cap])
+        if d < cap:
+            nxt[d:cap] += dist[:cap - d] * gone
+        top = np.zeros(width)
+        for k in range(max(0, cap - d), cap):
+            top += dist[k] * gone
+        top += dist[cap] * held
+        top += dist[cap] * gone
+        nxt[cap] = top
         dist = nxt
     return dist
+
+
+def _below(need: int, dist: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """P(fewer than ``need`` released), rows summed in ascending order."""
+    out = np.zeros(dist.shape[1])
+    for row in dist[:need]:
+        out = out + row
+    return out
 
 
 def _claims_of(world: World, wanted: set[str]) -> list[str]:

@@ -30,11 +30,11 @@ HOURS = 3.0
 WINDOW_H = 2.5  # from the first event, before the recorded policy change at 3h
 
 # canonical digests of the results, pinned before the replay use cases were given one home
-SIMULATED_DAY = "368a23d4b72460cbf45fbe40b51487b2fcfc4368c96ed9809cfbc06aff790ed5"
-VERIFIED = "0d0d6ccbe4352d5b44427a0e630912d66829b8159a81376541f975c135354a85"
-VERIFIED_FROM_STORE = "0d0d6ccbe4352d5b44427a0e630912d66829b8159a81376541f975c135354a85"
+SIMULATED_DAY = "05ccfdfaebe4da699f1285f8b79a952ff2d29ea51471506a5e59d5b55a256d78"
+VERIFIED = "0a4425a28a39d746ae1b3c2c7315ad20799cf97eb87037b9008b6ee9fbbf9df5"
+VERIFIED_FROM_STORE = "0a4425a28a39d746ae1b3c2c7315ad20799cf97eb87037b9008b6ee9fbbf9df5"
 CLI_VERIFY = "ea7818ee00f56475343e1a8f3df1dc42ae471eeedf96d2aed806a0456c812874"
-COUNTERFACTUAL_RECORDS = "dd84b5faf86fcbe3cb12626e748d9993c39188c77d450ec72913b5ba5e1f3f51"
+COUNTERFACTUAL_RECORDS = "a0fe262bacb6b5da5708db7870a0efb26e1c257e369c591327df3db7b843529e"
 COUNTERFACTUAL_DELTAS = "1cdfc390448108c4b56b42864fe90b4ebf29fe67cef34a17b75eb95be1c81774"
 # Read from a store, the window's recorded decisions come newest first, and Jain's index of the
 # recorded side then differs from the files' in the last bit (the order of a float sum).

@@ -65,11 +65,11 @@ def _world(history_min: list[int], running_age_min: float | None, max_wait: str 
         # the same history, but the running ones started a minute ago: 29 min is beyond maxWait
         pytest.param([30] * 16, 1, 0, "allocated", "A100", "fallback", "at_least", None,
                      id="falls-back-when-the-release-is-far"),
-        # expected in 6 min, but the pod has already waited 5 of its 10
-        pytest.param([30] * 16, 24, 5, "allocated", "A100", "fallback", "estimate", 360_000,
-                     id="falls-back-when-waited-plus-expected-reaches-max-wait"),
-        pytest.param([30] * 16, 24, 3, "deferred", "", "wait", "estimate", 360_000,
-                     id="waits-while-waited-plus-expected-stays-below-max-wait"),
+        # expected in 6 min after 5 of its 10 waited: the wait so far does not shorten the hold
+        pytest.param([30] * 16, 24, 5, "deferred", "", "wait", "estimate", 360_000,
+                     id="keeps-waiting-while-the-release-is-expected-within-max-wait"),
+        pytest.param([30] * 16, 24, 10, "allocated", "A100", "fallback", "estimate", 360_000,
+                     id="falls-back-once-it-has-waited-max-wait"),
         # no allocation of H100 has finished yet: nothing to estimate from, no wait
         pytest.param([], 5, 0, "allocated", "A100", "fallback", "no_history", -1, id="no-history-falls-back-at-once"),
         # running allocations older than every finished one: none is expected to end
@@ -487,8 +487,10 @@ def test_the_quota_groups_chance_of_not_yet_is_that_of_every_way_the_holdings_ca
     held at t, of its probability where the devices given back do not close the gap."""
     import itertools
 
+    import numpy as np
+
     from audit.scheduler.quota import QuotaGap
-    from audit.scheduler.release_estimate import _Holding, _QuotaGroup, _s, _still
+    from audit.scheduler.release_estimate import _Curve, _Holding, _QuotaGroup
 
     mine = [_Holding("H100", a, d) for a, d in own]
     theirs = [_Holding("H100", a, d) for a, d in lent]
@@ -498,9 +500,10 @@ def test_the_quota_groups_chance_of_not_yet_is_that_of_every_way_the_holdings_ca
     theirs = [h for h in theirs if h.age_ms < last]
     gap = QuotaGap("H100", to_nominal, to_limit, together, ("beta",))
     group = _QuotaGroup(gap, mine, theirs)
-    base = {id(h): _s(times, surv, h.age_ms) for h in mine + theirs}
-    got, _ = group.factor(offset, times, surv, base, last, float("inf"))
-    held = [p for _, p in _still(mine + theirs, offset, times, surv, base, last, float("inf"))[0]]
+    curve = _Curve(times, surv)
+    at = np.array([offset])
+    got = float(group.table(curve, at)[0][0])
+    held = [float(p) for p in curve.held(mine + theirs, at)[0][:, 0]]
     want = 0.0
     for ended in itertools.product((False, True), repeat=len(held)):
         p = 1.0
@@ -513,3 +516,72 @@ def test_the_quota_groups_chance_of_not_yet_is_that_of_every_way_the_holdings_ca
             want += p
     assert got == pytest.approx(want, abs=1e-9)
 
+
+
+# ---- the tenant's pods ahead that can only use the first choice --------------------------------------------
+
+
+def _dp_h100_world():  # noqa: ANN202
+    """The small cluster with one H100 device-plugin node too. Alpha (H100 quota 4, no borrowing)
+    holds 4 H100 one claim each: one 28 min old (every finished holding lasted 30 min, so it ends
+    in 2 min), three 1 min old (29 min away)."""
+    from audit.policy import parse_policy, policy_document
+    from ingest.simulate.loop import Simulator
+    from tests.scheduler.worlds import FIXTURES
+
+    with open(os.path.join(FIXTURES, "small-cluster.yaml"), encoding="utf-8") as fh:
+        text = fh.read()
+    dp = "    - {model: L4, nodes: 1, gpusPerNode: 4, devicePlugin: true}\n"
+    assert dp in text
+    sc = load_scenario_text(text.replace(dp, dp + "    - {model: H100, nodes: 1, gpusPerNode: 8, devicePlugin: true}\n"),
+                            "small-cluster.yaml")
+    doc = policy_document(parse_policy(sc.policy))
+    doc["spec"].update(fallback={"mode": "adaptive", "maxWait": "10m"},
+                       tenants=[{"name": "alpha", "namespaces": ["alpha"], "weight": 1,
+                                 "quotas": {"H100": {"nominal": 4, "borrowingLimit": 0}}}])
+    sc.policy = doc
+    sim = Simulator(sc, seed=7)
+    sim.setup([])
+    for i in range(16):  # the finished history
+        name = hold(sim, H100_NODES[i % 2], [(i // 2) % 8], name=f"past-{i}")
+        sim.now += 30 * MIN
+        _release(sim, name)
+        sim.now -= 30 * MIN
+    sim.now += 30 * MIN
+    for dev, age in ((0, 28), (1, 1), (2, 1), (3, 1)):
+        sim.now -= age * MIN
+        hold(sim, "h100-000", [dev], name=f"alpha-{dev}", namespace="alpha")
+        sim.now += age * MIN
+    return sim
+
+
+@pytest.mark.parametrize(
+    ("pinned_ahead", "outcome", "choice", "basis", "ahead"),
+    [
+        # alone, it needs the first of alpha's releases: in 2 min
+        pytest.param(0, "deferred", "wait", "estimate", 0, id="alone-it-waits-for-the-release-near"),
+        # behind alpha's device-plugin pod pinned to H100, the first release is that pod's; the
+        # second is 29 min away
+        pytest.param(1, "allocated", "fallback", "at_least", 1,
+                     id="behind-a-pod-that-can-only-use-h100-it-falls-back"),
+    ],
+)
+def test_the_tenants_pods_ahead_that_can_only_use_the_first_choice_take_its_quota_first(
+        pinned_ahead, outcome, choice, basis, ahead):
+    from ingest.simulate.loop import Job
+
+    sim = _dp_h100_world()
+    for i in range(pinned_ahead):
+        sim.submit(Job(f"dp-{i}", "alpha", sim.now, 1, HOUR, "h100-first", True, node_model="H100"))
+    sim.now += 1_000
+    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    assert r.outcome == outcome
+    said = [b.detail for b in r.blockers if b.code == "fallback_estimate"]
+    assert len(said) == 1
+    assert (said[0]["choice"], said[0]["basis"], said[0]["wait_on"], said[0]["ahead"], said[0]["quota_short"]) == (
+        choice, basis, "quota", ahead, 1 + ahead)
+    if outcome == "deferred":
+        assert said[0]["expected_free_ms"] == 2 * MIN  # 1 s short of it, on the 15 s grid that errs long
+    else:
+        assert (r.allocated_model, r.fallback) == ("A100", True)
+        assert "(after 1 for earlier device-plugin pods)" in r.message

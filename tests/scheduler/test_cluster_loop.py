@@ -21,8 +21,8 @@ from audit.world import World
 from ingest.simulate.loop import SimulationResult
 from tests.scheduler.busysmall import HOUR, busy_small, window_start
 
-SIMULATED_DIGEST = "cf31145a4f57f05c89387cef94632b561a8a6817012e25af45e2eaed82536835"
-COUNTERFACTUAL_DIGEST = "32c28f3196904d08c155f43a27531dd9712d4f1b869f151617ee43569098c3a9"
+SIMULATED_DIGEST = "01dd09312fd4c058de1acbb7c13523aee3bf7b3e6b6fc482fd5c7c8350999c61"
+COUNTERFACTUAL_DIGEST = "2e19aafaf1681f3f348c0b8a9719dd413ff5e0682ec97cd810fc1170567d3fd9"
 
 
 def _run(queueing: str = "") -> SimulationResult:
