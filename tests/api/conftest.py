@@ -84,7 +84,12 @@ def start_server(root: Path, *extra: str) -> tuple[Server, subprocess.Popen[byte
     cmd = [sys.executable, "-m", "audit.cli.main", "serve", "--create", "--dsn", f"chdb://{root}/db", "--host", "127.0.0.1",
            "--port", str(port), "--tokens", str(tokens), *extra]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    server = Server(f"http://127.0.0.1:{port}", log)
+    return wait_ready(Server(f"http://127.0.0.1:{port}", log), proc)
+
+
+def wait_ready(server: Server, proc: subprocess.Popen[bytes]) -> tuple[Server, subprocess.Popen[bytes]]:
+    """The started server once /readyz answers; its log in the error when it exits or never does."""
+    log = server.log
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -17,7 +17,7 @@ import httpx
 
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle
 from audit.timestamps import format_time_ms
-from tests.api.conftest import REPO, TOKENS, Server, auth, free_port, stop
+from tests.api.conftest import REPO, TOKENS, Server, auth, free_port, stop, wait_ready
 from tests.metrics.eventlog import MIN, T0
 from tests.metrics.histories import PodPlan, history
 
@@ -31,19 +31,7 @@ def _serve(root: Path) -> tuple[Server, subprocess.Popen[bytes]]:
     proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "--log-level", "INFO", "serve", "--create", "--dsn",
                              f"chdb://{root}/db", "--host", "127.0.0.1", "--port", str(port), "--tokens",
                              str(root / "tokens.yaml")], cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    server = Server(f"http://127.0.0.1:{port}", log)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"serve exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(server.base + "/readyz", timeout=2).status_code == 200:
-                return server, proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.25)
-    stop(proc)
-    raise RuntimeError(f"serve did not get ready:\n{log.read_text()[-3000:]}")
+    return wait_ready(Server(f"http://127.0.0.1:{port}", log), proc)
 
 
 def _figures(server: Server, window: Window) -> dict[str, Any]:
