@@ -100,16 +100,19 @@ def pod_first_choice(world: World, pod_key: str) -> Tier | None:
     if pod is None:
         return None
     memo: dict[str, Any] = world.derived.setdefault("first_choice", {})
-    claims = [world.get("ResourceClaim", ns, c) for _, c in pod_claim_names(pod) if c]
-    key = (world.signature_version, world.inventory_version, *map(id, claims))
+    claims = tuple(world.get("ResourceClaim", ns, c) for _, c in pod_claim_names(pod) if c)
+    key = (world.signature_version, world.inventory_version)
     hit = memo.get(pod_key)
-    if hit is None or hit[0] is not pod or hit[1] != key:
+    # the objects themselves are kept and compared by identity: an id() of a freed claim can be
+    # handed to a new one
+    if (hit is None or hit[0] is not pod or hit[1] != key or len(hit[2]) != len(claims)
+            or any(a is not b for a, b in zip(hit[2], claims, strict=True))):
         pc = resolve_claims(world, pod)
         tier = first_choice(request_tiers(pc.claims, model_matcher(world))) if pc.claims else None
         if len(memo) > 50_000:
             memo.clear()
-        hit = memo[pod_key] = (pod, key, tier)
-    found: Tier | None = hit[2]
+        hit = memo[pod_key] = (pod, key, claims, tier)
+    found: Tier | None = hit[3]
     return found
 
 
