@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audit.policy import Policy
 from audit.records import Blocker, DecisionRecord, TierBlocker
@@ -42,9 +42,11 @@ from audit.scheduler.attempt import model_matcher
 from audit.scheduler.claimspec import pod_claim_names
 from audit.scheduler.filters import node_filter
 from audit.scheduler.quota import check_quota, quota_gap
-from audit.scheduler.release_estimate import ReleaseEstimate, estimate, quota_estimate
 from audit.scheduler.tiers import RequestTiers, Tier, request_tiers, resolve_claims
 from audit.world import World, device_plugin_gpus
+
+if TYPE_CHECKING:
+    from audit.scheduler.release_estimate import ReleaseEstimate
 
 MODE = "adaptive"
 
@@ -172,6 +174,9 @@ def hold_for_tier(world: World, policy: Policy, tenant: str, tier: Tier, wait_ms
     tenant's pods ahead of it that can only use the first choice take its quota first (``ahead``)."""
     if not tier.models:
         return None
+    # imported here: the estimates need numpy, which commands that never hold a pod do without
+    from audit.scheduler.release_estimate import estimate, quota_estimate
+
     max_wait = policy.fallback_max_wait_ms
     before = ahead(world, policy, pod_key, tier.models) if pod_key is not None else 0
     asked = tier.count + before  # what the tenant's quota must hold for it and the pods ahead

@@ -43,14 +43,12 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
 
 from audit.scheduler.quota import QuotaGap
 from audit.world import World
-
-if TYPE_CHECKING:  # numpy is imported where the estimates run: commands that never estimate start without it
-    import numpy as np
-    import numpy.typing as npt
 
 # Step boundaries (ms) of the integration grid: 15 s steps for the first 20 minutes (where a
 # maxWait of minutes is decided), then steps growing by 10 % up to a week.
@@ -232,7 +230,6 @@ class _Curve:
     """The survival ``times``/``surv`` as arrays, read for many holdings at many offsets at once."""
 
     def __init__(self, times: list[int], surv: list[float]) -> None:
-        import numpy as np
         self.times = np.asarray(times, dtype=np.int64)
         # ``at[k]``: S just after ``times[k - 1]`` (``at[0] == 1``), so ``at[bisect_right(times, a)]`` is S(a)
         self.at = np.concatenate((np.ones(1), np.asarray(surv, dtype=np.float64)))
@@ -242,7 +239,6 @@ class _Curve:
             npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """P(still held at each offset) per holding (rows, conditional on its age), and per offset
         the offset where one of them next changes (inf: none does)."""
-        import numpy as np
         if not hs:
             return np.ones((0, len(offsets))), np.full(len(offsets), np.inf)
         ages = np.fromiter((h.age_ms for h in hs), dtype=np.int64, count=len(hs))
@@ -274,7 +270,6 @@ class _NodeGroup(_Group):
 
     def table(self, curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[
             npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        import numpy as np
         p_held, nxt = curve.held(self.holdings, offsets)
         if self.need == 1:  # not ready while every holding on it still holds
             p = np.ones(len(offsets))
@@ -300,7 +295,6 @@ class _QuotaGroup(_Group):
 
     def table(self, curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[
             npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        import numpy as np
         g = self.gap
         own, nxt_own = curve.held(self.own, offsets)
         lent, nxt_lent = curve.held(self.lent, offsets)
@@ -331,7 +325,6 @@ def _expected(groups: Sequence[_Group], times: list[int], surv: list[float], cap
               history: int, running: int) -> ReleaseEstimate:
     """E[T] for T the first time some group is ready (groups independent; each holding's remaining
     time from the survival ``times``/``surv``, conditional on its age)."""
-    import numpy as np
     if not groups:
         return ReleaseEstimate("never", None, history, running)
     curve = _Curve(times, surv)
@@ -373,7 +366,6 @@ def _released(cap: int, devices: list[int], p_held: npt.NDArray[np.float64]) -> 
     """Row ``k``: P(k devices released so far) per offset, row ``cap`` meaning ``cap`` or more;
     each holding (devices, its row of P(still held)) independent. The sums run in one fixed order
     (holdings in turn, then ascending count), the same at every offset."""
-    import numpy as np
     width = p_held.shape[1]
     dist = np.zeros((cap + 1, width))
     dist[0] = 1.0
@@ -395,7 +387,6 @@ def _released(cap: int, devices: list[int], p_held: npt.NDArray[np.float64]) -> 
 
 def _below(need: int, dist: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """P(fewer than ``need`` released), rows summed in ascending order."""
-    import numpy as np
     out = np.zeros(dist.shape[1])
     for row in dist[:need]:
         out = out + row
