@@ -12,6 +12,10 @@ metric, and none changes a figure):
   ``fallback_estimate`` evidence said when the pod fell back (the estimate's basis, whether it
   waited on devices or on quota, and whether the pod had waited ``maxWait``), with how many of
   each group were regretted.
+* ``pending_over_share``: the share of a tenant's pending pod-time during which it already held at
+  least its weighted share of the cluster's H100-equivalent capacity (capacity × its weight / the
+  weights of every tenant the policy names): how much of its wait is behind its own demand, where
+  serving it sooner would take from tenants below their share.
 * ``p99_by_track``: each tenant's p99 wait (nearest rank, as ``fairness_report``) over all its
   pods and per track, to tell a tenant's wait on its device-plugin pods from its wait on DRA.
 
@@ -84,6 +88,46 @@ def regret_by_reason(records: Iterable[DecisionRecord], life: Lifecycle) -> list
             for k, (n, reg) in sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))]
 
 
+def pending_over_share(life: Lifecycle, window: Window, tenant: str) -> tuple[float, float]:
+    """(pending pod-hours of ``tenant`` in the window, the part of them while it held at least its
+    weighted share of capacity), swept exactly over the instants where either can change."""
+    deltas: dict[int, list[float]] = {}  # time -> [pending pods, held H100-eq]
+
+    def add(at: int, pods: float, eq: float) -> None:
+        d = deltas.setdefault(max(at, window.since_ms), [0.0, 0.0])
+        d[0] += pods
+        d[1] += eq
+
+    for p in life.pods:
+        if p.tenant != tenant:
+            continue
+        end = p.pending_until(window.until_ms)
+        if end > p.created_ms:
+            add(p.created_ms, 1, 0.0)
+            add(end, -1, 0.0)
+        if p.allocated_ms is not None and p.h100_eq:
+            add(p.allocated_ms, 0, p.h100_eq)
+            add(window.until_ms if p.released_ms is None else p.released_ms, 0, -p.h100_eq)
+    for at, _ in [*life.policies, *life.capacity]:
+        add(at, 0, 0.0)
+    times = sorted(t for t in deltas if t < window.until_ms) + [window.until_ms]
+    pending = held = total = over = 0.0
+    for a, b in zip(times, times[1:], strict=False):
+        pending += deltas[a][0]
+        held += deltas[a][1]
+        if pending <= 0:
+            continue
+        policy = life.policy_at(a)
+        capacity = next((c for start, c in reversed(life.capacity) if start <= a), 0.0)
+        weights = sum(policy.weight(t.name) for t in policy.tenants)
+        share = capacity * policy.weight(tenant) / weights if weights > 0 else 0.0
+        span = pending * (b - a) / 3_600_000
+        total += span
+        # held is a float sum: a tenant exactly at its share must not read as a hair below it
+        over += span if held >= share - 1e-9 else 0.0
+    return total, over
+
+
 def p99_by_track(life: Lifecycle) -> dict[str, float]:
     """p99 wait in seconds of the pods first bound, per tenant and per ``tenant track``."""
     waits: dict[str, list[float]] = {}
@@ -113,6 +157,11 @@ def main(argv: list[str]) -> None:
     for g in regret_by_reason(result.records, life):
         print(f"{g['regretted']:5d} of {g['fallbacks']:5d} regretted: basis {g['basis']}, on {g['wait_on'] or '-'}"
               f"{', after maxWait' if g['waited_max_wait'] else ''}")
+    for tenant in sorted({p.tenant for p in life.pods}):
+        total, over = pending_over_share(life, window, tenant)
+        if total:
+            print(f"{tenant}: {total:,.1f} pending pod-hours, {100 * over / total:.1f} % of them while it held "
+                  "at least its weighted share of capacity")
     for k, v in p99_by_track(life).items():
         print(f"p99 wait {k}: {v:,.0f} s")
 

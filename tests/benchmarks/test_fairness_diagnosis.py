@@ -11,7 +11,7 @@ from audit.metrics.fairness import jain_contention
 from audit.metrics.lifecycle import Lifecycle, PodLife
 from audit.policy import parse_policy
 from audit.records import Blocker, DecisionRecord, Outcome, TierBlocker
-from benchmarks.fairness_diagnosis import contended_hours, p99_by_track, regret_by_reason
+from benchmarks.fairness_diagnosis import contended_hours, p99_by_track, pending_over_share, regret_by_reason
 
 MIN = 60_000
 HOUR = 60 * MIN
@@ -92,3 +92,21 @@ def test_p99_per_track_separates_a_tenants_device_plugin_waits():
     pods = [_pod(f"d{i}", "small", 0, 1) for i in range(3)] + [_pod("p", "small", 0, 50, track="device-plugin"),
                                                                 _pod("never", "small", 0, None)]
     assert p99_by_track(_life(pods)) == {"small": 3000.0, "small device-plugin": 3000.0, "small dra": 60.0}
+
+
+@pytest.mark.parametrize(
+    ("held_eq", "over_h"),
+    [
+        # small's share is 90 × 1/3 = 30 H100-eq: holding exactly that counts as at its share
+        pytest.param(30.0, 40 / 60, id="a-tenant-at-its-share-waits-behind-its-own-demand"),
+        pytest.param(29.0, 0.0, id="a-tenant-below-its-share-does-not"),
+    ],
+)
+def test_pending_over_share_counts_the_wait_while_the_tenant_held_its_share(held_eq, over_h):
+    # small holds held_eq from 0 to 60 min; one pod pends 0-40 min, another 60-90 min (nothing held)
+    pods = [_pod("run", "small", 0, 0, held_min=60, eq=held_eq), _pod("w1", "small", 0, 40),
+            _pod("w2", "small", 60, 90), _pod("other", "big", 0, 0, held_min=90, eq=50.0)]
+    life = Lifecycle("c", pods, [(0, POLICY)], [(0, 90.0)], [], 2 * HOUR)
+    total, over = pending_over_share(life, Window(0, 2 * HOUR), "small")
+    assert total == pytest.approx(70 / 60)
+    assert over == pytest.approx(over_h)
