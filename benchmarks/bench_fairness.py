@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle
+from benchmarks.fairness_diagnosis import contended_hours, pending_over_share, regret_by_reason
 from benchmarks.fairness_figures import fold_day
 from ingest.simulate.loop import simulate
 from ingest.simulate.scenario import load_scenario_text
@@ -55,11 +56,34 @@ def _day(queueing: str, fallback: dict[str, Any] | None) -> dict[str, Any]:
     day, _ = fold_day(result.events, result.end_ms)
     return {"fairness": fairness_report(life, window), "fallback": fallback_report(life, window), "cpu": cpu,
             "idle": day.fit_ms / day.pending_ms if day.pending_ms else 0.0, "pending_ms": day.pending_ms,
-            "decisions": len(result.records), "jobs": result.jobs}
+            "decisions": len(result.records), "jobs": result.jobs, "hours": contended_hours(life, window),
+            "regret_groups": regret_by_reason(result.records, life),
+            "over_share": {t: pending_over_share(life, window, t) for t in sorted({p.tenant for p in life.pods})}}
 
 
 def _p99(day: dict[str, Any]) -> dict[str, float]:
     return {row["tenant"]: row["wait_p99_s"] for row in day["fairness"]["tenants"] if row["pods_started"]}
+
+
+def _lowest_hours(day: dict[str, Any], n: int = 3) -> str:
+    """The contended hours that pull Jain down most, with each backlogged tenant's xᵢ."""
+    rows = sorted(day["hours"], key=lambda r: (r["jain"], r["hour"]))[:n]
+    return "; ".join(f"h{r['hour']:02d} {r['jain']:.3f} (" + ", ".join(
+        f"{t}{'*' if t in r['pinned_only'] else ''} {x:.0f}" for t, x in r["x"].items()) + ")" for r in rows)
+
+
+def _top_regret(day: dict[str, Any], n: int = 2) -> str:
+    groups = sorted(day["regret_groups"], key=lambda g: (-g["regretted"], -g["fallbacks"]))[:n]
+    return "; ".join(f"{g['regretted']} of {g['fallbacks']} {g['basis']} on {g['wait_on'] or '-'}"
+                     f"{' after maxWait' if g['waited_max_wait'] else ''}" for g in groups if g["regretted"])
+
+
+def _behind_own(day: dict[str, Any], tenant: str) -> str:
+    total, over = day["over_share"].get(tenant, (0.0, 0.0))
+    if not total:
+        return f"{tenant} had nothing pending"
+    return (f"{tenant} held at least its weighted share of capacity during {100 * over / total:.0f} % of its "
+            f"{total:,.0f} pending pod-hours")
 
 
 def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
@@ -71,9 +95,11 @@ def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
     jain = fair["jain_contention"]
     return [
         {"issue": "#16", "name": f"{name}: Jain under contention", "value": None if jain is None else round(jain, 3),
-         "unit": "index", "target": ">= 0.95", "note": f"mean over {fair['contention_windows']} contended hours"},
+         "unit": "index", "target": ">= 0.95",
+         "note": f"mean over {fair['contention_windows']} contended hours; lowest (H100-eq-hours per weight-hour, "
+                 f"* backlog only device-plugin pods): {_lowest_hours(day)}"},
         {"issue": "#16", "name": f"{name}: worst/best tenant p99 wait", "value": round(worst / best, 1), "unit": "x",
-         "target": "<= 3", "note": f"p99 wait per tenant: {per_tenant}"},
+         "target": "<= 3", "note": f"p99 wait per tenant: {per_tenant}; {_behind_own(day, max(p99, key=p99.__getitem__))}"},
         {"issue": "#16", "name": f"{name}: pending pod-minutes while an allowed tier fit",
          "value": round(100 * day["idle"], 1), "unit": "%", "target": "<= 5",
          "note": f"{day['pending_ms'] / 60_000:,.0f} pending pod-minutes; the engine's own fit test"},
@@ -81,7 +107,8 @@ def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
          "value": None if fb["regret_rate"] is None else round(100 * fb["regret_rate"], 1), "unit": "%",
          "target": "<= 10" if "adaptive" in label else "",
          "note": f"{fb['regretted']:,} of {fb['fallbacks']:,} fallbacks; first choice allocatable within "
-                 f"{fb['regret_window_s'] / 60:g} min"},
+                 f"{fb['regret_window_s'] / 60:g} min" + (f"; most regretted: {_top_regret(day)}" if "adaptive" in label
+                                                            else "")},
         {"issue": "#16", "name": f"{name}: decisions/s", "value": round(day["decisions"] / day["cpu"], 1),
          "unit": "decisions/s", "target": "",
          "note": f"{day['decisions']:,} decisions, {day['jobs']:,} jobs, {day['cpu']:.0f} s CPU"},

@@ -1,0 +1,170 @@
+"""Where the fairness figures of a simulated day come from, for ``bench_fairness`` and by hand.
+
+Three breakdowns, each computed with the definitions of ``audit.metrics`` (nothing here is a new
+metric, and none changes a figure):
+
+* ``contended_hours``: per hour that counts in Jain under contention, the backlogged tenants,
+  their xᵢ (H100-eq-hours used / weight-hours) and the hour's index, plus the tenants whose
+  backlog in that hour came only from device-plugin pods. Such a pod can use only the nodes its
+  nodeSelector admits, so its wait says nothing about the tenant's demand on the shared pool
+  that xᵢ measures.
+* ``regret_by_reason``: the fallbacks of an adaptive run grouped by what the engine's
+  ``fallback_estimate`` evidence said when the pod fell back (the estimate's basis, whether it
+  waited on devices or on quota, and whether the pod had waited ``maxWait``), with how many of
+  each group were regretted.
+* ``pending_over_share``: the share of a tenant's pending pod-time during which it already held at
+  least its weighted share of the cluster's H100-equivalent capacity (capacity × its weight / the
+  weights of every tenant the policy names): how much of its wait is behind its own demand, where
+  serving it sooner would take from tenants below their share.
+* ``p99_by_track``: each tenant's p99 wait (nearest rank, as ``fairness_report``) over all its
+  pods and per track, to tell a tenant's wait on its device-plugin pods from its wait on DRA.
+
+Run ``python -m benchmarks.fairness_diagnosis [seed] [immediate|adaptive] [hours]`` to print them for
+the default scenario.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from audit.metrics import Window, fold_lifecycle
+from audit.metrics.fairness import BACKLOG_MS, hourly_use, hours, jain, pending_intervals
+from audit.metrics.lifecycle import Lifecycle
+from audit.metrics.ranks import nearest_rank
+from audit.metrics.usage import weight_hours
+from audit.records import Blocker, DecisionRecord, Outcome
+
+DEVICE_PLUGIN = "device-plugin"
+
+
+def _backlogged(pending: dict[str, list[tuple[int, int]]], hour: Window) -> list[str]:
+    return sorted(t for t, iv in pending.items() if sum(hour.overlap_ms(a, b) for a, b in iv) >= BACKLOG_MS)
+
+
+def contended_hours(life: Lifecycle, window: Window) -> list[dict[str, Any]]:
+    """The hours ``jain_contention`` averages, each with its tenants' xᵢ and Jain's index."""
+    pending = pending_intervals(life.pods, window)
+    # the same intervals without device-plugin pods: who would still be backlogged
+    pending_dra = pending_intervals([p for p in life.pods if p.track != DEVICE_PLUGIN], window)
+    used = hourly_use(life.pods, window)
+    rows = []
+    for i, hour in enumerate(hours(window)):
+        backlogged = _backlogged(pending, hour)
+        if len(backlogged) < 2:
+            continue
+        xs = {}
+        for t in backlogged:
+            w = weight_hours(life, hour, t)
+            xs[t] = used.get((i, t), 0.0) / w if w > 0 else 0.0
+        on_dra = set(_backlogged(pending_dra, hour))
+        rows.append({"hour": i, "jain": jain(xs.values()), "x": xs,
+                     "pinned_only": [t for t in backlogged if t not in on_dra]})
+    return rows
+
+
+def regret_by_reason(records: Iterable[DecisionRecord], life: Lifecycle) -> list[dict[str, Any]]:
+    """Fallbacks grouped by the evidence of the decision that placed them, most first."""
+    placed: dict[str, DecisionRecord] = {}
+    for r in records:
+        if r.outcome == Outcome.ALLOCATED.value and r.fallback:
+            placed[r.pod_uid] = r
+    groups: dict[tuple[str, str, bool], list[int]] = {}
+    for p in life.pods:
+        r = placed.get(p.uid)
+        if r is None:
+            continue
+        said = [b.detail for b in r.blockers if b.code == Blocker.FALLBACK_ESTIMATE.value]
+        if said:
+            d = said[0]
+            key = (str(d.get("basis")), str(d.get("wait_on")), int(d.get("waited_ms", 0)) >= int(d.get("max_wait_ms", 0)))
+        else:
+            key = ("no estimate", "", False)
+        counts = groups.setdefault(key, [0, 0])
+        counts[0] += 1
+        counts[1] += bool(p.regretted)
+    return [{"basis": k[0], "wait_on": k[1], "waited_max_wait": k[2], "fallbacks": n, "regretted": reg}
+            for k, (n, reg) in sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))]
+
+
+def pending_over_share(life: Lifecycle, window: Window, tenant: str) -> tuple[float, float]:
+    """(pending pod-hours of ``tenant`` in the window, the part of them while it held at least its
+    weighted share of capacity), swept exactly over the instants where either can change."""
+    deltas: dict[int, list[float]] = {}  # time -> [pending pods, held H100-eq]
+
+    def add(at: int, pods: float, eq: float) -> None:
+        d = deltas.setdefault(max(at, window.since_ms), [0.0, 0.0])
+        d[0] += pods
+        d[1] += eq
+
+    for p in life.pods:
+        if p.tenant != tenant:
+            continue
+        end = p.pending_until(window.until_ms)
+        if end > p.created_ms:
+            add(p.created_ms, 1, 0.0)
+            add(end, -1, 0.0)
+        if p.allocated_ms is not None and p.h100_eq:
+            add(p.allocated_ms, 0, p.h100_eq)
+            add(window.until_ms if p.released_ms is None else p.released_ms, 0, -p.h100_eq)
+    for at, _ in [*life.policies, *life.capacity]:
+        add(at, 0, 0.0)
+    times = sorted(t for t in deltas if t < window.until_ms) + [window.until_ms]
+    pending = held = total = over = 0.0
+    for a, b in zip(times, times[1:], strict=False):
+        pending += deltas[a][0]
+        held += deltas[a][1]
+        if pending <= 0:
+            continue
+        policy = life.policy_at(a)
+        capacity = next((c for start, c in reversed(life.capacity) if start <= a), 0.0)
+        weights = sum(policy.weight(t.name) for t in policy.tenants)
+        share = capacity * policy.weight(tenant) / weights if weights > 0 else 0.0
+        span = pending * (b - a) / 3_600_000
+        total += span
+        # held is a float sum: a tenant exactly at its share must not read as a hair below it
+        over += span if held >= share - 1e-9 else 0.0
+    return total, over
+
+
+def p99_by_track(life: Lifecycle) -> dict[str, float]:
+    """p99 wait in seconds of the pods first bound, per tenant and per ``tenant track``."""
+    waits: dict[str, list[float]] = {}
+    for p in life.pods:
+        if p.bound_ms is None:
+            continue
+        wait = (p.bound_ms - p.created_ms) / 1000
+        waits.setdefault(p.tenant, []).append(wait)
+        waits.setdefault(f"{p.tenant} {p.track}", []).append(wait)
+    return {k: nearest_rank(sorted(v), 0.99) for k, v in sorted(waits.items())}
+
+
+def main(argv: list[str]) -> None:
+    from benchmarks.bench_fairness import ADAPTIVE, _scenario
+    from ingest.simulate.loop import simulate
+
+    seed = int(argv[0]) if argv else 1
+    adaptive = len(argv) > 1 and argv[1] == "adaptive"
+    hours_ = float(argv[2]) if len(argv) > 2 else 24.0
+    result = simulate(_scenario("", ADAPTIVE if adaptive else None), seed=seed, hours=hours_)
+    window = Window(result.start_ms, result.end_ms)
+    life = fold_lifecycle(result.events, result.world.cluster)
+    for row in contended_hours(life, window):
+        tenants = ", ".join(f"{t}{'*' if t in row['pinned_only'] else ''} {x:.1f}" for t, x in row["x"].items())
+        print(f"h{row['hour']:02d} Jain {row['jain']:.3f}: {tenants}")
+    print("(* backlog only from device-plugin pods)")
+    for g in regret_by_reason(result.records, life):
+        print(f"{g['regretted']:5d} of {g['fallbacks']:5d} regretted: basis {g['basis']}, on {g['wait_on'] or '-'}"
+              f"{', after maxWait' if g['waited_max_wait'] else ''}")
+    for tenant in sorted({p.tenant for p in life.pods}):
+        total, over = pending_over_share(life, window, tenant)
+        if total:
+            print(f"{tenant}: {total:,.1f} pending pod-hours, {100 * over / total:.1f} % of them while it held "
+                  "at least its weighted share of capacity")
+    for k, v in p99_by_track(life).items():
+        print(f"p99 wait {k}: {v:,.0f} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

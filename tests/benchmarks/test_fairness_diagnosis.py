@@ -1,0 +1,112 @@
+"""The fairness breakdowns of ``benchmarks.fairness_diagnosis``: contended hours, regret by reason,
+p99 per track, on small lifecycles whose figures are worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from audit.metrics import Window
+from audit.metrics.fairness import jain_contention
+from audit.metrics.lifecycle import Lifecycle, PodLife
+from audit.policy import parse_policy
+from audit.records import Blocker, DecisionRecord, Outcome, TierBlocker
+from benchmarks.fairness_diagnosis import contended_hours, p99_by_track, pending_over_share, regret_by_reason
+
+MIN = 60_000
+HOUR = 60 * MIN
+
+POLICY = parse_policy(yaml.safe_load("""
+apiVersion: claimtrail.io/v1alpha1
+kind: Policy
+metadata: {name: two-teams}
+spec:
+  version: "1"
+  tenants:
+    - {name: big, namespaces: [big], weight: 2}
+    - {name: small, namespaces: [small], weight: 1}
+"""))
+
+
+def _pod(name: str, ns: str, created_min: int, bound_min: int | None, held_min: int = 0, eq: float = 1.0,
+         track: str = "dra", regretted: bool = False) -> PodLife:
+    bound = None if bound_min is None else bound_min * MIN
+    return PodLife("c", ns, name, f"uid-{name}", ns, track, created_min * MIN, bound_ms=bound,
+                   allocated_ms=bound, released_ms=None if bound is None else bound + held_min * MIN,
+                   devices=1 if bound is not None else 0, h100_eq=eq if bound is not None else 0.0,
+                   regretted=regretted)
+
+
+def _life(pods: list[PodLife]) -> Lifecycle:
+    return Lifecycle("c", pods, [(0, POLICY)], [(0, 100.0)], [], 2 * HOUR)
+
+
+@pytest.mark.parametrize(
+    ("small_track", "pinned_only"),
+    [
+        pytest.param("dra", [], id="a-tenant-waiting-on-dra-pods-is-backlogged-on-the-shared-pool"),
+        pytest.param("device-plugin", ["small"], id="a-tenant-waiting-only-on-device-plugin-pods-is-flagged"),
+    ],
+)
+def test_contended_hours_show_each_tenants_share_and_whose_backlog_is_pinned(small_track, pinned_only):
+    # hour 0: big (weight 2) runs 4 H100 all hour, small (weight 1) 1; both have a pod pending 40 min
+    pods = [_pod(f"big-run-{i}", "big", 0, 0, held_min=60) for i in range(4)]
+    pods += [_pod("small-run", "small", 0, 0, held_min=60),
+             _pod("big-wait", "big", 0, 40), _pod("small-wait", "small", 0, 40, track=small_track)]
+    life = _life(pods)
+    window = Window(0, HOUR)
+    [row] = contended_hours(life, window)
+    # x: big 4 H100-eq-hours / 2 weight-hours = 2, small 1 / 1 = 1 (the pods bound at 40 min have
+    # held no device yet within the hour: held_min 0)
+    assert row["x"] == {"big": 2.0, "small": 1.0}
+    assert row["jain"] == pytest.approx(9 / 10)  # (2 + 1)² / (2 · (4 + 1))
+    assert row["pinned_only"] == pinned_only
+    assert jain_contention(life, window) == (pytest.approx(row["jain"]), 1)
+
+
+def test_an_hour_with_one_backlogged_tenant_is_not_contended():
+    life = _life([_pod("big-wait", "big", 0, 40), _pod("small-wait", "small", 0, 10)])
+    assert contended_hours(life, Window(0, HOUR)) == []
+
+
+def _record(pod: PodLife, detail: dict[str, object] | None) -> DecisionRecord:
+    blockers = [] if detail is None else [TierBlocker(Blocker.FALLBACK_ESTIMATE.value, 0, detail)]
+    return DecisionRecord("d-" + pod.pod, "c", 1, "2026-11-02T00:00:00Z", 1, pod.tenant, pod.namespace, pod.pod,
+                          pod.uid, [], [], [], "1", "x", Outcome.ALLOCATED.value, fallback=True, blockers=blockers)
+
+
+def test_regretted_fallbacks_are_grouped_by_what_the_estimate_said():
+    timed_out = {"basis": "estimate", "wait_on": "quota", "waited_ms": 10 * MIN, "max_wait_ms": 10 * MIN}
+    far = {"basis": "at_least", "wait_on": "devices", "waited_ms": 0, "max_wait_ms": 10 * MIN}
+    pods = [_pod("a", "big", 0, 10, regretted=True), _pod("b", "big", 0, 10), _pod("c", "small", 0, 1, regretted=True),
+            _pod("d", "small", 0, 0)]
+    records = [_record(pods[0], timed_out), _record(pods[1], timed_out), _record(pods[2], far), _record(pods[3], None)]
+    assert regret_by_reason(records, _life(pods)) == [
+        {"basis": "estimate", "wait_on": "quota", "waited_max_wait": True, "fallbacks": 2, "regretted": 1},
+        {"basis": "at_least", "wait_on": "devices", "waited_max_wait": False, "fallbacks": 1, "regretted": 1},
+        {"basis": "no estimate", "wait_on": "", "waited_max_wait": False, "fallbacks": 1, "regretted": 0},
+    ]
+
+
+def test_p99_per_track_separates_a_tenants_device_plugin_waits():
+    pods = [_pod(f"d{i}", "small", 0, 1) for i in range(3)] + [_pod("p", "small", 0, 50, track="device-plugin"),
+                                                                _pod("never", "small", 0, None)]
+    assert p99_by_track(_life(pods)) == {"small": 3000.0, "small device-plugin": 3000.0, "small dra": 60.0}
+
+
+@pytest.mark.parametrize(
+    ("held_eq", "over_h"),
+    [
+        # small's share is 90 × 1/3 = 30 H100-eq: holding exactly that counts as at its share
+        pytest.param(30.0, 40 / 60, id="a-tenant-at-its-share-waits-behind-its-own-demand"),
+        pytest.param(29.0, 0.0, id="a-tenant-below-its-share-does-not"),
+    ],
+)
+def test_pending_over_share_counts_the_wait_while_the_tenant_held_its_share(held_eq, over_h):
+    # small holds held_eq from 0 to 60 min; one pod pends 0-40 min, another 60-90 min (nothing held)
+    pods = [_pod("run", "small", 0, 0, held_min=60, eq=held_eq), _pod("w1", "small", 0, 40),
+            _pod("w2", "small", 60, 90), _pod("other", "big", 0, 0, held_min=90, eq=50.0)]
+    life = Lifecycle("c", pods, [(0, POLICY)], [(0, 90.0)], [], 2 * HOUR)
+    total, over = pending_over_share(life, Window(0, 2 * HOUR), "small")
+    assert total == pytest.approx(70 / 60)
+    assert over == pytest.approx(over_h)
