@@ -98,6 +98,8 @@ _TIER_SPANS: dict[tuple[int, str, str, int, str], tuple[bytes, bytes, bytes]] = 
 _DETAILS: dict[tuple[str, str], bytes] = {}  # a verdict's detail of one text, by its key and text
 _VERDICTS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}  # see _verdict
 _TIER_NAMES: dict[str, bytes] = {}  # a tier span's name field and kind, by the tier's label
+_DEVICE_LISTS: dict[tuple[str, ...], bytes] = {}  # see _device_list
+_device_name = operator.attrgetter("device")
 
 
 def fields(record: DecisionRecord, verdicts: Sequence[TierEvidence], labels: Mapping[str, str] | None,
@@ -222,7 +224,7 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
         if len(devices) == 1 and devices[0].device.__class__ is str:
             parts.append(otlpwire._string_list_field(_SPAN_ATTR, _DEVICES, devices[0].device.encode()))
         else:
-            parts.append(otlpwire._strings_field(_SPAN_ATTR, _DEVICES, [d.device for d in devices]))
+            parts.append(_device_list(tuple(map(_device_name, devices))))
     if record.blockers:
         parts += (_SPAN_ATTR, otlpwire._strings(s.BLOCKERS, [f"{b.code}@{b.tier}" for b in record.blockers]))
     vb = _SMALL[exported] if exported < 16384 else _varint(exported)
@@ -233,6 +235,20 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
         parts += (_WHY[n] if n < _SHORT else _long_head(s.WHY_URL, text), text)
     parts += otlpwire._str_field(_SPAN_ATTR, _RECORD, record_bytes(record))
     return True
+
+
+def _device_list(names: tuple[str, ...]) -> bytes:
+    """The root's devices attribute for several devices, kept by the names: a pod of several
+    devices takes them from one node, so the same sets come back (a node's eight GPUs, say)."""
+    written = _DEVICE_LISTS.get(names)
+    if written is None:
+        if len(_DEVICE_LISTS) >= otlpwire._CACHE_LIMIT:
+            _DEVICE_LISTS.clear()
+        written = otlpwire._strings_field(_SPAN_ATTR, _DEVICES, list(names))
+        # names are kept only when all are str: another class equal to a str could encode otherwise
+        if all(name.__class__ is str for name in names):
+            _DEVICE_LISTS[names] = written
+    return written
 
 
 def _long_head(key: str, text: bytes) -> bytes:

@@ -6,6 +6,7 @@ wants, a memo for the instants a scheduling pass shares, and the exporter's erro
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from audit.records import DecisionRecord
@@ -25,16 +26,39 @@ def parsed_time(record: DecisionRecord) -> datetime:
 
 # decisions of one scheduling pass share their time: parsing it once saves a microsecond each
 _PARSED: dict[str, int] = {}
+# the start of each minute seen in the engine's own form of time, by its "YYYY-MM-DDTHH:MM:" text
+_MINUTES: dict[str, int] = {}
+_DIGITS = frozenset("0123456789")
+_ENGINE_FORM = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
 def time_ns(record: DecisionRecord) -> int:
     """The record's ``time`` as Unix nanoseconds; a time without offset is read as UTC."""
-    known = _PARSED.get(record.time)
+    text = record.time
+    known = _PARSED.get(text)
     if known is not None:
         return known
+    # the engine writes "YYYY-MM-DDTHH:MM:SS.mmmZ" and a simulation's instants are nearly all
+    # distinct: once a minute is known (parsed in full), a time within it is its seconds and
+    # milliseconds, read here when they are plain digits and the seconds below 60
+    if text.__class__ is str and len(text) == 24 and text[19] == "." and text[23] == "Z":
+        minute = _MINUTES.get(text[:17])
+        if minute is not None and _DIGITS.issuperset(text[17:19]) and text[17] < "6" and _DIGITS.issuperset(text[20:23]):
+            value = minute + int(text[17:19]) * 1_000_000_000 + int(text[20:23]) * 1_000_000
+            _keep(text, value)
+            return value
     parsed = parsed_time(record)
     whole = int(parsed.replace(microsecond=0).timestamp())
+    value = whole * 1_000_000_000 + parsed.microsecond * 1000
+    if text.__class__ is str and _ENGINE_FORM.fullmatch(text):
+        if len(_MINUTES) >= 4096:
+            _MINUTES.clear()
+        _MINUTES[text[:17]] = value - int(text[17:19]) * 1_000_000_000 - int(text[20:23]) * 1_000_000
+    _keep(text, value)
+    return value
+
+
+def _keep(text: str, value: int) -> None:
     if len(_PARSED) >= 4096:
         _PARSED.clear()
-    value = _PARSED[record.time] = whole * 1_000_000_000 + parsed.microsecond * 1000
-    return value
+    _PARSED[text] = value

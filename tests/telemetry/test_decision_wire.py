@@ -57,6 +57,9 @@ WRITTEN_IN_ONE_PASS = {
     "counts-of-one-two-and-three-byte-varints": [_usual(tiers=[dataclasses.replace(
         _usual().tiers[0], considered=20_000, reasons={"in_use": 200, "not_reached": 70_000, "unhealthy": 5})])],
     "a-long-decision-id": [_usual(decision_id="d" * 300)],
+    "pods-of-several-devices-the-same-and-others": [
+        _usual(i, devices=[dataclasses.replace(_usual().devices[0], device=f"gpu.nvidia.com/h100-001/gpu-{n}")
+                           for n in range(count)]) for i, count in enumerate((8, 8, 2, 0, 8))],
     "a-blocked-tier-with-a-parameter": [make_record()],
     "blockers-on-an-unschedulable-pods-tiers": [_unschedulable(0, blockers=[
         TierBlocker("insufficient_on_node", 0, {"free": 0, "wanted": 2}), TierBlocker("topology", 0),
