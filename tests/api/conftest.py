@@ -99,7 +99,7 @@ def wait_ready(server: Server, proc: subprocess.Popen[bytes]) -> tuple[Server, s
                 return server, proc
         except httpx.HTTPError:
             pass
-        time.sleep(0.25)
+        time.sleep(0.05)  # a refused connection costs nothing: poll often, start sooner
     stop(proc)
     raise RuntimeError(f"serve did not get ready:\n{log.read_text()[-3000:]}")
 

@@ -39,7 +39,7 @@ def wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s:
                 return
         except httpx.HTTPError:
             pass
-        time.sleep(0.25)
+        time.sleep(0.05)  # a refused connection costs nothing: poll often, start sooner
     raise RuntimeError(f"nothing answered at {url} within {timeout_s:.0f} s:\n{log.read_text()[-3000:]}")
 
 

@@ -60,7 +60,7 @@ def _simulate(server: Server, tmp: Path, scenario: Path, cluster: str) -> tuple[
     deadline = time.monotonic() + 300
     while server.get("/v1/ingest/events/last-seq", cluster=cluster).json()["last_seq"] != log[-1].seq:
         assert time.monotonic() < deadline, "the server did not store the whole event log"
-        time.sleep(0.5)
+        time.sleep(0.1)
     return run.stdout, log
 
 
