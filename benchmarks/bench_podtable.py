@@ -5,10 +5,11 @@ alternating records and events, as an engine sends them through the day) goes th
 writer into a fresh embedded store, once with the pod table kept (each delivered events batch
 wakes the background fold, which writes the changed pod rows) and once without, alternating,
 best of ``ROUNDS`` each; the ratio of the two rates, taken in the same run, is the figure
-(target ≥ 0.9). The fold waits for the writers to be idle (or for the table to fall 30 s
-behind), so a day written in a few seconds is folded after the writer is done; under ingest
-sustained for longer than that, each round takes its share of the interpreter, about what the
-fold costs per event (``bench_metrics``). Also reported: how long after the writer's last delivery the table is current,
+(target ≥ 0.9). Each round starts with the previous rounds' garbage collected (their stores and
+folds), so that no round pays for walking or freeing what another left behind. The fold waits
+for the writers to be idle (or for the table to fall 30 s behind), so a day written in a few
+seconds is folded after the writer is done; under ingest sustained for longer than that, each
+round takes its share of the interpreter, about what the fold costs per event (``bench_metrics``). Also reported: how long after the writer's last delivery the table is current,
 and the fairness and fallback figures computed in SQL over the day's ``pods`` table (p95), then
 over the day's pods repeated (renamed, same times, by ``INSERT … SELECT`` in the engine) until
 their decisions reach a million, as ``bench_metrics`` does for the in-memory columns; there the
@@ -17,6 +18,7 @@ SQL figures must equal the reference's over the same pods (the run fails otherwi
 
 from __future__ import annotations
 
+import gc
 import tempfile
 import time
 from pathlib import Path
@@ -113,6 +115,7 @@ def run() -> list[dict[str, Any]]:
     lag = float("inf")
     for _ in range(ROUNDS):
         for keep in (False, True):
+            gc.collect()
             written, behind = _ingest(records, events, keep)
             best[keep] = min(best[keep], written)
             if keep:
