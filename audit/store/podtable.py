@@ -18,11 +18,15 @@ running flat out does not share the interpreter with the fold until the table wo
 it was not handed, taking the lifecycle). The fold is the one the stats endpoints read, so its
 work is not added: it is done before a query asks rather than when it does. The events the
 writer delivered are handed to the fold with the poke, so a round reads from the store only
-what it did not see (another writer's events).
+what it did not see (another writer's events). They wait as the JSON lines the writer stored,
+parsed by the round: strings are not tracked by Python's cycle collector, whereas thousands of
+parsed events held until the writer is idle would be, and would bring on full collections of
+the heap (each walking every live object) while the writer still runs.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -146,7 +150,7 @@ class PodTableKeeper:
         self.settle = settle
         self.max_lag = max_lag
         self._first = self._last = 0.0  # monotonic times of the first and last poke not folded yet
-        self._due: dict[str, list[WorldEvent]] = {}  # cluster -> its events delivered since the last round
+        self._due: dict[str, list[str]] = {}  # cluster -> its events delivered since the last round, as JSON
         self._waiters = 0  # callers of wait_idle: a round starts at once for them
         self._busy = False
         self._cond = threading.Condition()
@@ -165,15 +169,18 @@ class PodTableKeeper:
                 self._due.setdefault(cluster, [])
             self._cond.notify_all()
 
-    def poke(self, events: Iterable[WorldEvent]) -> None:
-        """Events now stored: their clusters are due, and the fold may take them without reading."""
+    def poke(self, clusters: Sequence[str], lines: Sequence[str]) -> None:
+        """Events now stored, each given by its cluster and its JSON line (``rows.event_json``):
+        their clusters are due, and the fold may take them without reading them back."""
+        if len(clusters) != len(lines):
+            raise ValueError(f"{len(clusters)} clusters for {len(lines)} event lines")
         with self._cond:
             now = time.monotonic()
             if not self._due:
                 self._first = now
             self._last = now
-            for ev in events:
-                self._due.setdefault(ev.cluster, []).append(ev)
+            for cluster, line in zip(clusters, lines, strict=True):
+                self._due.setdefault(cluster, []).append(line)
             self._cond.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -225,7 +232,7 @@ class PodTableKeeper:
                 self._busy = True
             for cluster in sorted(due):
                 try:
-                    self._sync(cluster, due[cluster])
+                    self._sync(cluster, [WorldEvent.from_dict(json.loads(line)) for line in due[cluster]])
                 except Exception:  # the store is away: the next delivery pokes it again
                     log.warning("pod table of cluster %s not updated", cluster, exc_info=True)
             with self._cond:

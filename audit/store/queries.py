@@ -249,8 +249,8 @@ class AuditStore:
                                                   self._writers_busy, stale=self._stale_pod_clusters)
             return self._pod_keeper
 
-    def _events_stored(self, events: list[WorldEvent]) -> None:
-        self._keeper().poke(events)
+    def _events_stored(self, clusters: list[str], lines: list[str]) -> None:
+        self._keeper().poke(clusters, lines)
 
     def keep_pod_tables(self) -> None:
         """Bring the pod tables current now in the background (events stored by another process or

@@ -62,9 +62,10 @@ class RecordWriter:
     def __init__(self, connector: Callable[[], Any], spool_dir: str, *, source: str = "writer",
                  batch_size: int = 10_000, max_delay: float = 1.0, max_spool_bytes: int = 1 << 30,
                  spool_block_seconds: float = 30.0, retry_interval: float = 1.0, background: bool = True,
-                 on_events: Callable[[list[WorldEvent]], None] | None = None) -> None:
+                 on_events: Callable[[list[str], list[str]], None] | None = None) -> None:
         self._connector = connector
-        self._on_events = on_events  # handed each events batch once it is stored
+        # handed each events batch once it is stored: each event's cluster, and its JSON line
+        self._on_events = on_events
         self._client: Any = None
         self.source = source
         self.batch_size = batch_size
@@ -344,12 +345,12 @@ class RecordWriter:
             return
         lines = payload.decode().split("\n")
         if frame.kind == "events":
-            events = [WorldEvent.from_dict(json.loads(line)) for line in lines]
-            _insert_columns(client, "events", rows.event_columns(events, lines), token)
+            columns = rows.event_line_columns(lines)
+            _insert_columns(client, "events", columns, token)
             with self._lock:
-                self._counters["events_written"] += len(events)
+                self._counters["events_written"] += len(lines)
             if self._on_events is not None:
-                self._on_events(events)
+                self._on_events(columns["cluster"], lines)
         else:
             qrows = [q.QuarantineRow(**json.loads(line)) for line in lines]
             _insert_columns(client, "quarantine", dict(zip(q.COLUMNS, q.columns(qrows), strict=True)), token)

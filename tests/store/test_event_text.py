@@ -138,3 +138,29 @@ def test_the_store_hands_every_event_with_the_digest_of_its_content(store: Audit
     got = list(store.digested_events(events[0].cluster, 99, 1100, page=400))  # three pages
     assert [ev for ev, _ in got] == events[100:1101]
     assert [d for _, d in got] == [event_digest(ev) for ev in events[100:1101]]
+
+
+_NAMES = st.text(min_size=1, max_size=12)
+
+
+@st.composite
+def _world_events(draw: st.DrawFn) -> WorldEvent:
+    return WorldEvent(cluster=draw(_NAMES), seq=draw(st.integers(min_value=0, max_value=2**64 - 1)),
+                      time=draw(st.sampled_from(["2026-01-01T00:00:00Z", "2026-03-04T05:06:07.891+02:00"])),
+                      type=draw(st.sampled_from(["add", "update", "delete"])),
+                      object_kind=draw(st.sampled_from(["Node", "Pod", "ResourceSlice"])),
+                      namespace=draw(st.text(max_size=8)), name=draw(_NAMES),
+                      payload=draw(st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=3)),
+                      resource_version=draw(st.text(max_size=6)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_world_events(), max_size=5))
+def test_the_columns_of_delivered_event_lines_are_those_of_the_events(events):
+    """The writer fills the ``events`` columns from the spooled lines alone, without keeping the
+    parsed events: the same columns, value for value, as from the events themselves."""
+    lines = [rows.event_json(e) for e in events]
+    got, want = rows.event_line_columns(lines), rows.event_columns(events, lines)
+    assert list(got) == list(want)
+    for name in want:
+        assert [repr(v) for v in got[name]] == [repr(v) for v in want[name]], name
