@@ -130,6 +130,8 @@ class Track(StrEnum):
     DEVICE_PLUGIN = "device-plugin"
 
 
+# Records and their parts have slots: a simulated day keeps every record alive, and a per-instance
+# dict would add about 1.6 KB to each record.
 @dataclass(slots=True)
 class DeviceRef:
     """A device handed to the pod: identity ``driver/pool/device``, where and what it is."""
