@@ -41,7 +41,9 @@ OBJECT_KINDS = (
 )
 
 
-@dataclass
+# slots: a simulated day's event log holds hundreds of thousands of events, and a per-instance
+# dict would add a few hundred bytes to each
+@dataclass(slots=True)
 class WorldEvent:
     cluster: str
     seq: int

@@ -130,7 +130,9 @@ class Track(StrEnum):
     DEVICE_PLUGIN = "device-plugin"
 
 
-@dataclass
+# Records and their parts have slots: a simulated day keeps every record alive, and a per-instance
+# dict would add about 1.6 KB to each record.
+@dataclass(slots=True)
 class DeviceRef:
     """A device handed to the pod: identity ``driver/pool/device``, where and what it is."""
 
@@ -140,7 +142,7 @@ class DeviceRef:
     request: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Exemplar:
     """One device verdict kept in the summary; full verdicts come back by replay."""
 
@@ -150,7 +152,7 @@ class Exemplar:
     detail: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class TierSummary:
     """Evidence for one preference tier (a firstAvailable subrequest, or the only request)."""
 
@@ -163,14 +165,14 @@ class TierSummary:
     nodes_evaluated: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class TierBlocker:
     code: str
     tier: int
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class DecisionRecord:
     decision_id: str
     cluster: str

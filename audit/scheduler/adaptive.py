@@ -118,6 +118,15 @@ def pod_first_choice(world: World, pod_key: str) -> Tier | None:
     return found
 
 
+def forget_pod(world: World, pod_key: str) -> None:
+    """Drop the per-pod memos of a pod that left the world: they are bounded by size alone and
+    would otherwise keep its objects alive long after it is gone."""
+    for name in ("first_choice", "dp_models"):
+        memo = world.derived.get(name)
+        if memo is not None:
+            memo.pop(pod_key, None)
+
+
 def ahead(world: World, policy: Policy, pod_key: str, models: tuple[str, ...]) -> int:
     """Devices of ``models`` that the tenant's device-plugin pods created before this pod (by name
     on a tie, as the tenant's queue orders them) wait for, pinned to those models by their node

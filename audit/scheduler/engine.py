@@ -256,16 +256,21 @@ def _augmented(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Requ
         ckey = claim_key(c)
         per_req = {rt.request: tuple(t.index for t in allowed[(rt.claim, rt.request)])
                    for rt in rts if rt.claim == ckey and rt.first_available}
-        key = (id(c), tuple(sorted(per_req.items())), ctx.policy.digest)
-        hit = memo.get(key)
+        # the claim object itself is kept and compared by identity: an id() of a freed claim can be
+        # handed to a new one
+        hit = memo.get(id(c))
         if hit is None or hit[0] is not c:
-            aug = augment_claim(c, per_req, ctx.policy)
-            assert aug is not None  # callers only augment when every request keeps a tier
             if len(memo) > 50_000:
                 memo.clear()
+            hit = memo[id(c)] = (c, {})
+        key = (tuple(sorted(per_req.items())), ctx.policy.digest)
+        aug = hit[1].get(key)
+        if aug is None:
+            aug = augment_claim(c, per_req, ctx.policy)
+            assert aug is not None  # callers only augment when every request keeps a tier
             # the same augmented object on every attempt lets the typed-object cache hit on retries
-            hit = memo[key] = (c, aug)
-        out.append(hit[1])
+            hit[1][key] = aug
+        out.append(aug)
     return out
 
 

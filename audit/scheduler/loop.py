@@ -41,6 +41,8 @@ from audit.canonical import digest
 from audit.events import EventType, WorldEvent
 from audit.records import DecisionRecord, Outcome, RetryClass
 from audit.scheduler import engine, reclaim, reservations
+from audit.scheduler.adaptive import forget_pod
+from audit.scheduler.nodealloc import forget_claims
 from audit.scheduler.pending import PendingQueues, follow_up
 from audit.timestamps import format_time_ms
 from audit.world import World
@@ -251,9 +253,14 @@ class ClusterLoop:
         self._forced.discard(key)
         self.release(key)
         self.emit("Pod", ns, name, None, EventType.DELETE.value)
+        gone = []
         for claim in claims:
-            if claim and self.world.get("ResourceClaim", ns, claim) is not None:
+            obj = self.world.get("ResourceClaim", ns, claim) if claim else None
+            if obj is not None:
+                gone.append(obj)
                 self.emit("ResourceClaim", ns, claim, None, EventType.DELETE.value)
+        forget_claims(self.world, gone)
+        forget_pod(self.world, key)
 
     def fail(self, key: str) -> None:
         ns, name = key.split("/", 1)
@@ -416,8 +423,12 @@ class ClusterLoop:
             ns, name = key.split("/", 1)
             self.emit("Reservation", ns, name, d.reservation)
         if d.events:
+            # binding replaces the pod's pending claim objects: the caches may let go of them
+            replaced = [old for ev in d.events if ev.object_kind == "ResourceClaim"
+                        and (old := self.world.get("ResourceClaim", ev.namespace, ev.name)) is not None]
             for ev in d.events:
                 self.apply(ev)
+            forget_claims(self.world, replaced)
             st.node = rec.node
             self.release(key)
             self.on_placed(key, rec)

@@ -26,8 +26,8 @@ class _WorldCache:
         self.inventory: Any = None
         self.parsed: dict[int, tuple[dict[str, Any], Any]] = {}  # id(payload) -> (payload, typed)
         self.claim_specs: dict[bytes, Any] = {}  # canonical claim spec -> parsed spec (parse_object's memo)
-        # (id(claim), tiers left per request, policy digest) -> (claim, claim with tiers applied)
-        self.augmented: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
+        # id(claim) -> (claim, {(tiers left per request, policy digest): claim with tiers applied})
+        self.augmented: dict[int, tuple[dict[str, Any], dict[tuple[Any, ...], dict[str, Any]]]] = {}
         self.per_node: dict[str, tuple[tuple[int, int], Any]] = {}  # node -> (versions, Inventory)
         # compiled selectors are the same for every node: one evaluator serves all per-node inventories
         self.evaluator: Any = None
@@ -58,11 +58,38 @@ def typed(world: World, payload: dict[str, Any]) -> Any:
     return obj
 
 
-def augmented_claims(world: World) -> dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]]:
+def augmented_claims(world: World) -> dict[int, tuple[dict[str, Any], dict[tuple[Any, ...], dict[str, Any]]]]:
     """The engine's claims with policy tiers applied, kept for as long as ``world`` lives: a retry
     gets the same object back, so ``typed`` hits. Kept per world rather than per process, so a
     finished simulation or replay leaves none of its claims behind."""
     return _cache(world).augmented
+
+
+def forget_claims(world: World, claims: list[dict[str, Any]]) -> None:
+    """Drop what the caches keep for claim objects that left the world (their pod is gone).
+
+    The memos are bounded by size alone, so without this they keep tens of thousands of deleted
+    claims alive over a simulated day, each with its parsed and augmented copies: several KB per
+    claim that no later decision reads. Dropping an entry never changes an answer."""
+    c = _CACHES.get(world)
+    if c is None:
+        return
+    for claim in claims:
+        hit = c.augmented.get(id(claim))
+        if hit is not None and hit[0] is claim:
+            del c.augmented[id(claim)]
+            for aug in hit[1].values():
+                _forget_payload(c, aug)
+        _forget_payload(c, claim)
+    matcher = world.derived.get("model_matcher")
+    if matcher is not None:
+        matcher.forget(claims)
+
+
+def _forget_payload(c: _WorldCache, payload: dict[str, Any]) -> None:
+    hit = c.parsed.get(id(payload))
+    if hit is not None and hit[0] is payload:
+        del c.parsed[id(payload)]
 
 
 def node_inventory(world: World, node: str) -> Any:

@@ -132,18 +132,26 @@ class SignatureModelMatcher:
         # of a reference cycle, so a dropped world is freed at once instead of by a full collection
         self.world = cast(World, weakref.proxy(world))
         self._cache: dict[tuple[Any, ...], tuple[str, ...]] = {}
-        self._tiers: dict[tuple[int, int, int], tuple[dict[str, Any], list[RequestTiers]]] = {}
+        # id(claim) -> (claim, (signature version, inventory version), its tiers)
+        self._tiers: dict[int, tuple[dict[str, Any], tuple[int, int], list[RequestTiers]]] = {}
         self._env: Any = None
 
     def cached_tiers(self, claim: dict[str, Any]) -> list[RequestTiers]:
         """``claim_tiers`` memoised per claim object while classes and device signatures stay the same."""
-        key = (id(claim), self.world.signature_version, self.world.inventory_version)
-        hit = self._tiers.get(key)
-        if hit is None or hit[0] is not claim:
+        versions = (self.world.signature_version, self.world.inventory_version)
+        hit = self._tiers.get(id(claim))
+        if hit is None or hit[0] is not claim or hit[1] != versions:
             if len(self._tiers) > 50_000:
                 self._tiers.clear()
-            hit = self._tiers[key] = (claim, claim_tiers(claim, self))
-        return hit[1]
+            hit = self._tiers[id(claim)] = (claim, versions, claim_tiers(claim, self))
+        return hit[2]
+
+    def forget(self, claims: list[dict[str, Any]]) -> None:
+        """Drop the tiers of claim objects that left the world (``nodealloc.forget_claims``)."""
+        for claim in claims:
+            hit = self._tiers.get(id(claim))
+            if hit is not None and hit[0] is claim:
+                del self._tiers[id(claim)]
 
     def __call__(self, device_class: str, selectors: tuple[str, ...]) -> tuple[str, ...]:
         cls = self.world.get("DeviceClass", "", device_class)
