@@ -1,11 +1,11 @@
 """``make bench``: run every ``benchmarks/bench_*.py`` and print one performance table.
 
 Each bench module exposes ``run() -> list[dict]``; a row is ``{"issue", "name", "value", "unit",
-"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``store``, ``parallel``, ``scan`` or ``none``,
+"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan`` or ``none``,
 see ``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
 (caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
 that process first measures the machine's CPU speed, and a module with rows that scale with the
-store or with all cores is followed by a measurement of that speed. Every time and rate is reported as measured and
+memory system, the store or all cores is followed by a measurement of that speed. Every time and rate is reported as measured and
 normalised to the reference machine (``benchmarks/reference.json``); targets are judged on the
 normalised figure. Ratios against a baseline in the same run need no normalising. A module whose
 figures are short latencies, tails of a few hundred requests or microsecond loops, sets ``BENCH_RUNS``
@@ -71,7 +71,7 @@ def _module_in_own_process(name: str) -> dict[str, Any]:
     return result
 
 
-SHARED_SCALES = ("store", "parallel", "scan")  # measured in processes of their own, after the module
+SHARED_SCALES = ("memory", "store", "parallel", "scan")  # measured in processes of their own, after the module
 
 
 Measured = list[tuple[dict[str, Any], dict[str, float]]]  # a run's rows, each with its calibrations' seconds

@@ -182,3 +182,17 @@ def test_awake_spinners_run_one_per_core_at_idle_priority_and_end_with_the_run()
             time.sleep(0.05)
     assert all(p.poll() is not None for p in awake.procs)
     assert Awake(False).procs == []
+
+
+def test_memory_rows_take_the_memory_factor_not_the_cpu_one() -> None:
+    row = annotate({"name": "engine decisions/s", "value": 1_000.0, "unit": "decisions/s", "scale": "memory"},
+                   {"cpu": 0.8, "memory": 0.5})
+    assert (row["scale"], row["factor"], row["normalised"]) == ("memory", 0.5, 2_000.0)
+
+
+def test_memory_is_measured_after_a_module_like_the_other_shared_scales() -> None:
+    from benchmarks.run import SHARED_SCALES
+
+    assert "memory" in SHARED_SCALES
+    assert markdown.SCALE_NAMES["memory"] == "memory"
+
