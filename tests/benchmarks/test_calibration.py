@@ -196,3 +196,16 @@ def test_memory_is_measured_after_a_module_like_the_other_shared_scales() -> Non
     assert "memory" in SHARED_SCALES
     assert markdown.SCALE_NAMES["memory"] == "memory"
 
+
+@pytest.mark.parametrize(("only", "module", "picked"), [
+    ("", "bench_engine", True),                   # no filter: every module
+    ("engine", "bench_engine", True),
+    ("engine", "bench_replay", False),
+    ("engine,replay", "bench_replay", True),      # several, comma-separated
+    ("engine,replay", "bench_replay_api", True),  # substrings, as a single one always was
+    ("engine,replay", "bench_trace", False),
+])
+def test_only_picks_modules_by_any_of_its_comma_separated_substrings(only: str, module: str, picked: bool) -> None:
+    from benchmarks.run import selected
+
+    assert selected(module, only) is picked
