@@ -239,7 +239,9 @@ def main() -> int:
             fh.write("\n")
     reference = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
     rows = [row for runs in module_runs for row in median_rows([
-        [annotate(row, {scale: calibrate.factor(reference, scale, s) for scale, s in seconds.items()}) for row, seconds in run]
+        [{**annotate(row, {scale: calibrate.factor(reference, scale, s) for scale, s in seconds.items()}),
+          "calibration": seconds}  # every calibration its run measured, to judge another scale by later
+         for row, seconds in run]
         for run in runs])]
     summary = {scale: _rounded(calibrate.factor(reference, scale, statistics.median(r))) if r else None
                for scale, r in calibrations.items()}
