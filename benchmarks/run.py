@@ -169,6 +169,15 @@ def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return chosen
 
 
+def normalised_rows(module_runs: list[list[Measured]], reference: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every module's rows annotated against the reference, one row per benchmark (``median_rows``),
+    each keeping every calibration its run measured, so it can be judged by another scale later."""
+    return [row for runs in module_runs for row in median_rows([
+        [{**annotate(row, {scale: calibrate.factor(reference, scale, s) for scale, s in seconds.items()}),
+          "calibration": seconds} for row, seconds in run]
+        for run in runs])]
+
+
 def _figure(row: dict[str, Any]) -> Any:
     return row["normalised"] if row.get("normalised") is not None else row["value"]
 
@@ -238,11 +247,7 @@ def main() -> int:
             json.dump(reference, fh, indent=2)
             fh.write("\n")
     reference = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
-    rows = [row for runs in module_runs for row in median_rows([
-        [{**annotate(row, {scale: calibrate.factor(reference, scale, s) for scale, s in seconds.items()}),
-          "calibration": seconds}  # every calibration its run measured, to judge another scale by later
-         for row, seconds in run]
-        for run in runs])]
+    rows = normalised_rows(module_runs, reference)
     summary = {scale: _rounded(calibrate.factor(reference, scale, statistics.median(r))) if r else None
                for scale, r in calibrations.items()}
     print("speed factor against the reference: " + ", ".join(f"{k} {v}" for k, v in summary.items())

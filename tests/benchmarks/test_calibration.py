@@ -209,3 +209,15 @@ def test_only_picks_modules_by_any_of_its_comma_separated_substrings(only: str, 
     from benchmarks.run import selected
 
     assert selected(module, only) is picked
+
+
+def test_normalised_rows_keep_the_calibrations_of_the_run_each_row_comes_from() -> None:
+    from benchmarks.run import normalised_rows
+
+    reference = {"cpu_seconds": 0.1, "memory_seconds": 1.0}
+    row = {"name": "engine decisions/s", "value": 1_000.0, "unit": "decisions/s", "scale": "memory"}
+    runs = [[(row, {"cpu": 0.1, "memory": 2.0})], [(row, {"cpu": 0.2, "memory": 1.25})], [(row, {"cpu": 0.1, "memory": 1.0})]]
+    (chosen,) = normalised_rows([runs], reference)
+    # normalised 2,000 / 1,250 / 1,000 decisions/s: the median is the second run's, with its calibrations
+    assert (chosen["normalised"], chosen["factor"]) == (1_250.0, 0.8)
+    assert chosen["calibration"] == {"cpu": 0.2, "memory": 1.25}
