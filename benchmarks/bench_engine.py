@@ -82,7 +82,7 @@ def bench_day() -> dict[str, Any]:
     cpu, wall, result = _timed(sim)
     rate = len(result.records) / cpu
     return {"issue": "#4", "name": "engine decisions/s, 1000 nodes x 8 GPUs, records included", "value": round(rate, 1),
-            "unit": "decisions/s", "target": ">= 2000",
+            "unit": "decisions/s", "target": ">= 2000", "scale": "memory",
             "note": f"per CPU-second, one core; {SLICE_HOURS} h slice of a {DAY_CLAIMS:,}-claim day (the full day "
                     f"takes over 2 min): {result.jobs:,} claims, {len(result.records):,} decisions, "
                     f"{result.world.seq + 1:,} events in {cpu:.1f}s CPU / {wall:.1f}s wall"}
@@ -98,7 +98,7 @@ def bench_scheduler_perf() -> dict[str, Any]:
     cpu, wall, result = _timed(sim)
     allocated = sum(1 for r in result.records if r.outcome == "allocated")
     return {"issue": "#4", "name": "scheduler_perf shape 500 nodes x 10 devices, 5000 pods", "value": round(allocated / cpu, 1),
-            "unit": "pods/s", "target": "upstream ~105-240 pods/s (36 cores)",
+            "unit": "pods/s", "target": "upstream ~105-240 pods/s (36 cores)", "scale": "memory",
             "note": f"per CPU-second, one core: {allocated:,} pods bound, {len(result.records):,} decisions in "
                     f"{cpu:.1f}s CPU / {wall:.1f}s wall, records included"}
 

@@ -110,7 +110,7 @@ def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
                  f"{fb['regret_window_s'] / 60:g} min" + (f"; most regretted: {_top_regret(day)}" if "adaptive" in label
                                                             else "")},
         {"issue": "#16", "name": f"{name}: decisions/s", "value": round(day["decisions"] / day["cpu"], 1),
-         "unit": "decisions/s", "target": "",
+         "unit": "decisions/s", "target": "", "scale": "memory",
          "note": f"{day['decisions']:,} decisions, {day['jobs']:,} jobs, {day['cpu']:.0f} s CPU"},
     ]
 

@@ -77,7 +77,7 @@ def _rows(label: str, reclaim: bool) -> list[dict[str, Any]]:
          "unit": "device-hours", "target": "", "scale": "none",
          "note": "devices x runtime of the evicted pods, which restart from zero"},
         {"issue": "#16", "name": f"{name}: decisions/s", "value": round(len(result.records) / cpu, 1),
-         "unit": "decisions/s", "target": "",
+         "unit": "decisions/s", "target": "", "scale": "memory",
          "note": f"{len(result.records):,} decisions, {result.jobs:,} jobs, {cpu:.0f} s CPU"},
     ]
 

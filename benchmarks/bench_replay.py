@@ -85,7 +85,7 @@ def bench_throughput(result: SimulationResult) -> dict[str, Any]:
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     matched = sum(r.match for r in results)
     return {"issue": "#6", "name": "replay verification, 1000 nodes x 8 GPUs", "value": round(len(results) / cpu, 1),
-            "unit": "decisions/s", "target": ">= 1000 per core",
+            "unit": "decisions/s", "target": ">= 1000 per core", "scale": "memory",
             "note": f"per CPU-second, one process, history read from memory (MemorySource): {len(results):,} decisions ({matched:,} matched) over "
                     f"{len(result.events):,} events in {cpu:.1f}s CPU / {wall:.1f}s wall; folding included"}
 

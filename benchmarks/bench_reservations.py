@@ -114,7 +114,7 @@ def _rows(label: str, reserve_after: str, per_tenant: int | None = None) -> list
          "value": round(held_device_hours(result), 1), "unit": "device-hours", "target": "",
          "note": "free devices set aside for a pod not yet placed"},
         {"issue": "#16", "name": f"{name}: decisions/s", "value": round(len(result.records) / cpu, 1),
-         "unit": "decisions/s", "target": "",
+         "unit": "decisions/s", "target": "", "scale": "memory",
          "note": f"{len(result.records):,} decisions, {result.jobs:,} jobs, {cpu:.0f} s CPU"},
     ]
     return rows

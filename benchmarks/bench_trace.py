@@ -55,7 +55,7 @@ def run() -> list[dict[str, Any]]:
          "target": "", "note": f"{fb['fallbacks']:,} fallbacks of {fb['pods_with_preference']:,} pods with "
                                f"alternatives; first choice allocatable within {fb['regret_window_s']:g} s"},
         {"issue": "#16", "name": f"{name}: decisions/s", "value": round(len(result.records) / cpu, 1),
-         "unit": "decisions/s", "target": "", "note": f"{len(result.records):,} decisions, {cpu:.0f} s CPU"},
+         "unit": "decisions/s", "target": "", "scale": "memory", "note": f"{len(result.records):,} decisions, {cpu:.0f} s CPU"},
     ]
 
 

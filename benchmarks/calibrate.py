@@ -2,7 +2,7 @@
 
 The machines `make bench` runs on are shared: the same code measures up to three times slower in
 one hour than in the next. A figure alone therefore says little about the code; a figure next to
-the speed of the machine at that moment does. Two fixed workloads stand for the two kinds of work
+the speed of the machine at that moment does. Fixed workloads stand for the kinds of work
 the benchmarks do:
 
 - ``cpu``: the pure-Python core — sorted-key JSON of a fixed set of decision-like records and a
@@ -10,6 +10,15 @@ the benchmarks do:
   from the project's own code in ``benchmarks.calibration_workload`` so that it does not speed
   up with the code it calibrates — best of ``CPU_ROUNDS``, measured in each benchmark's own
   process just before it runs;
+- ``memory``: the memory-heavy pure-Python work of the engine, replay and the simulated days —
+  scattered lookups, in-place updates and allocation churn over a heap of 300,000 small records
+  (about 200 MB), then a walk over all of it, in ``benchmarks.memory_workload`` — best of
+  ``MEMORY_ROUNDS`` in *CPU* time, measured in a process of its own right after a benchmark with
+  rows that take it. Those rows are rates per CPU-second of a process holding hundreds of
+  megabytes; waiting for a core does not change them, a slower memory system does (another
+  machine on the host using the memory bus, a sibling thread sharing the caches). The ``cpu``
+  workload fits in the caches and is timed on the wall clock, so it misses the first and sees the
+  time a process waits for a core, which those rows do not;
 - ``store``: the raw insert of fixed prepared columns into a fresh embedded chDB database (what
   ``bench_store`` calls its baseline), best of ``STORE_ROUNDS``, measured in a process of its own
   right after a benchmark whose rows depend on the store;
@@ -31,12 +40,13 @@ the benchmarks do:
 The speed factor of a workload is ``reference seconds / measured seconds`` (1.0 on the run that
 set the reference, 0.5 on a machine half as fast). A time is normalised by multiplying it by the
 factor, a rate by dividing it by the factor; ratios measured within one run need neither. Which
-factor a row takes is its ``scale`` (``cpu``, ``store``, ``parallel``, ``scan`` or ``none``), by default
+factor a row takes is its ``scale`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan`` or ``none``), by default
 read from its unit.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -50,6 +60,7 @@ REFERENCE = Path(__file__).with_name("reference.json")
 CPU_ROUNDS = 5
 STORE_ROUNDS = 3
 STORE_ROWS = 10_000
+MEMORY_ROUNDS = 3
 PARALLEL_ROUNDS = 5
 PARALLEL_REPEAT = 4  # ~100 ms per round, long enough for the kernel to share the cores fairly
 SCAN_ROWS = 1_000_000
@@ -96,6 +107,24 @@ def cpu_seconds() -> float:
         started = time.perf_counter()
         work()
         samples.append(time.perf_counter() - started)
+    return min(samples)
+
+
+def memory_seconds() -> float:
+    """Best CPU time of a round of the memory workload over ``MEMORY_ROUNDS``, its heap built
+    once. CPU time, not wall time: the rows it scales are rates per CPU-second, which a process
+    waiting for a core does not change but a slower memory system does."""
+    from benchmarks import memory_workload
+
+    work = memory_workload.make()
+    samples = []
+    for _ in range(MEMORY_ROUNDS):
+        gc.collect()  # each round starts with the collector in the same state, so does the same work
+        started = time.process_time()
+        work()
+        samples.append(time.process_time() - started)
+    del work
+    gc.collect()  # the heap goes before the benchmark that runs next in this process
     return min(samples)
 
 
@@ -219,5 +248,5 @@ def factor(reference: dict[str, Any], scale: str, seconds: float) -> float | Non
 
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "cpu"
-    measure = {"cpu": cpu_seconds, "store": store_seconds, "parallel": parallel_seconds, "scan": scan_seconds}[which]
+    measure = {"cpu": cpu_seconds, "memory": memory_seconds, "store": store_seconds, "parallel": parallel_seconds, "scan": scan_seconds}[which]
     print(json.dumps({f"{which}_seconds": measure()}))

@@ -1,11 +1,11 @@
 """``make bench``: run every ``benchmarks/bench_*.py`` and print one performance table.
 
 Each bench module exposes ``run() -> list[dict]``; a row is ``{"issue", "name", "value", "unit",
-"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``store``, ``parallel``, ``scan`` or ``none``,
+"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan`` or ``none``,
 see ``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
 (caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
 that process first measures the machine's CPU speed, and a module with rows that scale with the
-store or with all cores is followed by a measurement of that speed. Every time and rate is reported as measured and
+memory system, the store or all cores is followed by a measurement of that speed. Every time and rate is reported as measured and
 normalised to the reference machine (``benchmarks/reference.json``); targets are judged on the
 normalised figure. Ratios against a baseline in the same run need no normalising. A module whose
 figures are short latencies, tails of a few hundred requests or microsecond loops, sets ``BENCH_RUNS``
@@ -71,7 +71,7 @@ def _module_in_own_process(name: str) -> dict[str, Any]:
     return result
 
 
-SHARED_SCALES = ("store", "parallel", "scan")  # measured in processes of their own, after the module
+SHARED_SCALES = ("memory", "store", "parallel", "scan")  # measured in processes of their own, after the module
 
 
 Measured = list[tuple[dict[str, Any], dict[str, float]]]  # a run's rows, each with its calibrations' seconds
@@ -169,6 +169,15 @@ def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return chosen
 
 
+def normalised_rows(module_runs: list[list[Measured]], reference: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every module's rows annotated against the reference, one row per benchmark (``median_rows``),
+    each keeping every calibration its run measured, so it can be judged by another scale later."""
+    return [row for runs in module_runs for row in median_rows([
+        [{**annotate(row, {scale: calibrate.factor(reference, scale, s) for scale, s in seconds.items()}),
+          "calibration": seconds} for row, seconds in run]
+        for run in runs])]
+
+
 def _figure(row: dict[str, Any]) -> Any:
     return row["normalised"] if row.get("normalised") is not None else row["value"]
 
@@ -183,10 +192,16 @@ def _shown(value: Any) -> str:
     return f"{value:,.3f}" if isinstance(value, float) else f"{value:,}"
 
 
+def selected(module: str, only: str) -> bool:
+    """Whether ``--only`` (comma-separated substrings; empty for every module) picks ``module``."""
+    return any(part in module for part in only.split(","))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default="benchmarks/results.json")
-    parser.add_argument("--only", default="", help="substring of bench module names to run")
+    parser.add_argument("--only", default="",
+                        help="run only the bench modules whose names contain one of these comma-separated substrings")
     parser.add_argument("--noise", action="store_true", help="burn one core in another process during the run")
     parser.add_argument("--awake", action=argparse.BooleanOptionalAction, default=True,
                         help="keep every core awake with idle-priority spinners (the default)")
@@ -204,7 +219,7 @@ def main() -> int:
     failed: list[str] = []
     with Awake(args.awake), Noise(args.noise):
         for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
-            if not info.name.startswith("bench_") or args.only not in info.name:
+            if not info.name.startswith("bench_") or not selected(info.name, args.only):
                 continue
             started = time.perf_counter()
             print(f"# {info.name} ...", file=sys.stderr, flush=True)
@@ -232,9 +247,7 @@ def main() -> int:
             json.dump(reference, fh, indent=2)
             fh.write("\n")
     reference = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
-    rows = [row for runs in module_runs for row in median_rows([
-        [annotate(row, {scale: calibrate.factor(reference, scale, s) for scale, s in seconds.items()}) for row, seconds in run]
-        for run in runs])]
+    rows = normalised_rows(module_runs, reference)
     summary = {scale: _rounded(calibrate.factor(reference, scale, statistics.median(r))) if r else None
                for scale, r in calibrations.items()}
     print("speed factor against the reference: " + ", ".join(f"{k} {v}" for k, v in summary.items())

@@ -182,3 +182,42 @@ def test_awake_spinners_run_one_per_core_at_idle_priority_and_end_with_the_run()
             time.sleep(0.05)
     assert all(p.poll() is not None for p in awake.procs)
     assert Awake(False).procs == []
+
+
+def test_memory_rows_take_the_memory_factor_not_the_cpu_one() -> None:
+    row = annotate({"name": "engine decisions/s", "value": 1_000.0, "unit": "decisions/s", "scale": "memory"},
+                   {"cpu": 0.8, "memory": 0.5})
+    assert (row["scale"], row["factor"], row["normalised"]) == ("memory", 0.5, 2_000.0)
+
+
+def test_memory_is_measured_after_a_module_like_the_other_shared_scales() -> None:
+    from benchmarks.run import SHARED_SCALES
+
+    assert "memory" in SHARED_SCALES
+    assert markdown.SCALE_NAMES["memory"] == "memory"
+
+
+@pytest.mark.parametrize(("only", "module", "picked"), [
+    ("", "bench_engine", True),                   # no filter: every module
+    ("engine", "bench_engine", True),
+    ("engine", "bench_replay", False),
+    ("engine,replay", "bench_replay", True),      # several, comma-separated
+    ("engine,replay", "bench_replay_api", True),  # substrings, as a single one always was
+    ("engine,replay", "bench_trace", False),
+])
+def test_only_picks_modules_by_any_of_its_comma_separated_substrings(only: str, module: str, picked: bool) -> None:
+    from benchmarks.run import selected
+
+    assert selected(module, only) is picked
+
+
+def test_normalised_rows_keep_the_calibrations_of_the_run_each_row_comes_from() -> None:
+    from benchmarks.run import normalised_rows
+
+    reference = {"cpu_seconds": 0.1, "memory_seconds": 1.0}
+    row = {"name": "engine decisions/s", "value": 1_000.0, "unit": "decisions/s", "scale": "memory"}
+    runs = [[(row, {"cpu": 0.1, "memory": 2.0})], [(row, {"cpu": 0.2, "memory": 1.25})], [(row, {"cpu": 0.1, "memory": 1.0})]]
+    (chosen,) = normalised_rows([runs], reference)
+    # normalised 2,000 / 1,250 / 1,000 decisions/s: the median is the second run's, with its calibrations
+    assert (chosen["normalised"], chosen["factor"]) == (1_250.0, 0.8)
+    assert chosen["calibration"] == {"cpu": 0.2, "memory": 1.25}
