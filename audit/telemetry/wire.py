@@ -72,8 +72,7 @@ _BLOCKER = _names(TierBlocker)
 
 
 def _build(cls: type, names: tuple[str, ...], data: dict[str, Any]) -> Any:
-    # by declared field: an attribute set on an instance besides its fields travels in the JSON
-    # (orjson writes the instance's __dict__) but is no part of the record
+    # by declared field, so the record's text can only ever carry what the record declares
     return cls(**{name: data[name] for name in names})
 
 
