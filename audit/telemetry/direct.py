@@ -229,17 +229,11 @@ class DecisionExporter:
         encoded: list[tuple[list[bytes], list[bytes]]] = []
         errors: list[str] = []
         sent = []
-        one_pass, general = decision_wire.encode, decision_wire.fields
         for record, verdicts, labels in pending:
             try:
-                # the usual decision is written in one pass; ``fields`` tries that first too, but
-                # a call less per decision is worth having here
-                written = None if verdicts or labels else one_pass(record, options, links, want_spans, want_logs)
-                if written is None:
-                    decision_spans, decision_logs, record = general(
-                        record, verdicts, labels, options, links, want_spans, want_logs)
-                    written = (decision_spans, decision_logs)
-                encoded.append(written)
+                decision_spans, decision_logs, record = decision_wire.fields(
+                    record, verdicts, labels, options, links, want_spans, want_logs)
+                encoded.append((decision_spans, decision_logs))
             except (TypeError, ValueError, OverflowError, AttributeError) as exc:
                 errors.append(str(exc) if isinstance(exc, TelemetryError)
                               else f"DecisionRecord {record.decision_id}: cannot be encoded for OTLP: {exc}")
@@ -253,14 +247,11 @@ class DecisionExporter:
                 for record in sent:
                     counts.observe_decision(record)
             spans, logs = self._batches["traces"], self._batches["logs"]
-            span_items, span_ends, log_items, log_ends = spans.items, spans.ends, logs.items, logs.ends
-            for decision_spans, decision_logs in encoded:  # _Batch.add, inline
+            for decision_spans, decision_logs in encoded:
                 if decision_spans:
-                    span_items += decision_spans
-                    span_ends.append(len(span_items))
+                    spans.add(decision_spans)
                 if decision_logs:
-                    log_items += decision_logs
-                    log_ends.append(len(log_items))
+                    logs.add(decision_logs)
             for kind, batch in self._batches.items():
                 while len(batch.items) >= batch.limit:
                     requests.append((kind, *batch.take(batch.limit)))
