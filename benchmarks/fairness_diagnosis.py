@@ -7,7 +7,10 @@ metric, and none changes a figure):
   their xᵢ (H100-eq-hours used / weight-hours) and the hour's index, plus the tenants whose
   backlog in that hour came only from device-plugin pods. Such a pod can use only the nodes its
   nodeSelector admits, so its wait says nothing about the tenant's demand on the shared pool
-  that xᵢ measures.
+  that xᵢ measures. Also the xᵢ every tenant would have with the whole capacity shared by the
+  weights of all the policy's tenants (``fair_x``), and the index with each xᵢ cut to it
+  (``jain_capped``): what the hour's index owes to a tenant using more than its weighted share,
+  capacity that tenants idle or unable to use it left (the index itself counts that as unfair).
 * ``regret_by_reason``: the fallbacks of an adaptive run grouped by what the engine's
   ``fallback_estimate`` evidence said when the pod fell back (the estimate's basis, whether it
   waited on devices or on quota, and whether the pod had waited ``maxWait``), with how many of
@@ -65,8 +68,13 @@ def contended_hours(life: Lifecycle, window: Window) -> list[dict[str, Any]]:
             w = weight_hours(life, hour, t)
             xs[t] = used.get((i, t), 0.0) / w if w > 0 else 0.0
         on_dra = set(_backlogged(pending_dra, hour))
+        policy = life.policy_at(hour.since_ms)
+        capacity = next((c for start, c in reversed(life.capacity) if start <= hour.since_ms), 0.0)
+        weights = sum(policy.weight(t.name) for t in policy.tenants)
+        fair_x = capacity / weights if weights > 0 else 0.0
         rows.append({"hour": i, "jain": jain(xs.values()), "x": xs,
-                     "pinned_only": [t for t in backlogged if t not in on_dra]})
+                     "pinned_only": [t for t in backlogged if t not in on_dra], "fair_x": fair_x,
+                     "jain_capped": jain(min(x, fair_x) for x in xs.values())})
     return rows
 
 
@@ -272,9 +280,14 @@ def main(argv: list[str]) -> None:
     result = simulate(_scenario("", ADAPTIVE if adaptive else None), seed=seed, hours=hours_)
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)
-    for row in contended_hours(life, window):
+    rows = contended_hours(life, window)
+    for row in rows:
         tenants = ", ".join(f"{t}{'*' if t in row['pinned_only'] else ''} {x:.1f}" for t, x in row["x"].items())
-        print(f"h{row['hour']:02d} Jain {row['jain']:.3f}: {tenants}")
+        print(f"h{row['hour']:02d} Jain {row['jain']:.3f}: {tenants}; weighted share {row['fair_x']:.1f}, "
+              f"Jain with each cut to it {row['jain_capped']:.3f}")
+    if rows:
+        print(f"mean Jain {sum(r['jain'] for r in rows) / len(rows):.3f}, with each xᵢ cut to the weighted share "
+              f"{sum(r['jain_capped'] for r in rows) / len(rows):.3f}")
     print("(* backlog only from device-plugin pods)")
     for g in regret_by_reason(result.records, life):
         print(f"{g['regretted']:5d} of {g['fallbacks']:5d} regretted: basis {g['basis']}, on {g['wait_on'] or '-'}"

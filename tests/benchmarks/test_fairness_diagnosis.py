@@ -70,6 +70,26 @@ def test_contended_hours_show_each_tenants_share_and_whose_backlog_is_pinned(sma
     assert jain_contention(life, window) == (pytest.approx(row["jain"]), 1)
 
 
+@pytest.mark.parametrize(
+    ("big_eq", "capped_jain"),
+    [
+        # capacity 90 over weights 3: 30 H100-eq per weight. big (weight 2) at 80 H100-eq has x 40,
+        # cut to 30; small at 10 stays 10
+        pytest.param(80.0, (30 + 10) ** 2 / (2 * (30**2 + 10**2)), id="a-tenant-above-its-weighted-share-is-cut-to-it"),
+        # big at 40 H100-eq: x 20, below its share, nothing to cut
+        pytest.param(40.0, (20 + 10) ** 2 / (2 * (20**2 + 10**2)), id="tenants-within-their-shares-keep-their-index"),
+    ],
+)
+def test_contended_hours_show_the_index_with_each_tenant_cut_to_its_weighted_share(big_eq, capped_jain):
+    pods = [_pod("big-run", "big", 0, 0, held_min=60, eq=big_eq), _pod("small-run", "small", 0, 0, held_min=60, eq=10.0),
+            _pod("big-wait", "big", 0, 40), _pod("small-wait", "small", 0, 40)]
+    life = Lifecycle("c", pods, [(0, POLICY)], [(0, 90.0)], [], 2 * HOUR)
+    [row] = contended_hours(life, Window(0, HOUR))
+    assert row["fair_x"] == pytest.approx(30.0)
+    assert row["jain_capped"] == pytest.approx(capped_jain)
+    assert row["jain"] == pytest.approx((big_eq / 2 + 10) ** 2 / (2 * ((big_eq / 2) ** 2 + 100)))
+
+
 def test_an_hour_with_one_backlogged_tenant_is_not_contended():
     life = _life([_pod("big-wait", "big", 0, 40), _pod("small-wait", "small", 0, 10)])
     assert contended_hours(life, Window(0, HOUR)) == []
