@@ -81,7 +81,8 @@ def _lowest_hours(day: dict[str, Any], n: int = 3) -> str:
 def _top_regret(day: dict[str, Any], n: int = 2) -> str:
     groups = sorted(day["regret_groups"], key=lambda g: (-g["regretted"], -g["fallbacks"]))[:n]
     return "; ".join(f"{g['regretted']} of {g['fallbacks']} {g['basis']} on {g['wait_on'] or '-'}"
-                     f"{' after maxWait' if g['waited_max_wait'] else ''}" for g in groups if g["regretted"])
+                     f"{' after maxWait' if g['waited_max_wait'] else ''}"
+                     f"{' behind pinned device-plugin pods' if g['behind_pinned'] else ''}" for g in groups if g["regretted"])
 
 
 def _behind_own(day: dict[str, Any], tenant: str) -> str:

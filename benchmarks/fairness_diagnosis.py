@@ -13,8 +13,11 @@ metric, and none changes a figure):
   capacity that tenants idle or unable to use it left (the index itself counts that as unfair).
 * ``regret_by_reason``: the fallbacks of an adaptive run grouped by what the engine's
   ``fallback_estimate`` evidence said when the pod fell back (the estimate's basis, whether it
-  waited on devices or on quota, and whether the pod had waited ``maxWait``), with how many of
-  each group were regretted.
+  waited on devices or on quota, whether the pod had waited ``maxWait``, and whether its tenant
+  had device-plugin pods pinned to the first choice ahead of it, which take the tenant's quota of
+  it first), with how many of each group were regretted. Regret asks only whether the first
+  choice fit the pod within the tenant's quota, not whether the tenant's own pods ahead of it,
+  which can use nothing else, would have taken that quota first.
 * ``pending_over_share``: the share of a tenant's pending pod-time during which it already held at
   least its weighted share of the cluster's H100-equivalent capacity (capacity × its weight / the
   weights of every tenant the policy names): how much of its wait is behind its own demand, where
@@ -84,7 +87,7 @@ def regret_by_reason(records: Iterable[DecisionRecord], life: Lifecycle) -> list
     for r in records:
         if r.outcome == Outcome.ALLOCATED.value and r.fallback:
             placed[r.pod_uid] = r
-    groups: dict[tuple[str, str, bool], list[int]] = {}
+    groups: dict[tuple[str, str, bool, bool], list[int]] = {}
     for p in life.pods:
         r = placed.get(p.uid)
         if r is None:
@@ -92,13 +95,15 @@ def regret_by_reason(records: Iterable[DecisionRecord], life: Lifecycle) -> list
         said = [b.detail for b in r.blockers if b.code == Blocker.FALLBACK_ESTIMATE.value]
         if said:
             d = said[0]
-            key = (str(d.get("basis")), str(d.get("wait_on")), int(d.get("waited_ms", 0)) >= int(d.get("max_wait_ms", 0)))
+            key = (str(d.get("basis")), str(d.get("wait_on")), int(d.get("waited_ms", 0)) >= int(d.get("max_wait_ms", 0)),
+                   int(d.get("ahead", 0)) > 0)
         else:
-            key = ("no estimate", "", False)
+            key = ("no estimate", "", False, False)
         counts = groups.setdefault(key, [0, 0])
         counts[0] += 1
         counts[1] += bool(p.regretted)
-    return [{"basis": k[0], "wait_on": k[1], "waited_max_wait": k[2], "fallbacks": n, "regretted": reg}
+    return [{"basis": k[0], "wait_on": k[1], "waited_max_wait": k[2], "behind_pinned": k[3], "fallbacks": n,
+             "regretted": reg}
             for k, (n, reg) in sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))]
 
 
@@ -291,7 +296,8 @@ def main(argv: list[str]) -> None:
     print("(* backlog only from device-plugin pods)")
     for g in regret_by_reason(result.records, life):
         print(f"{g['regretted']:5d} of {g['fallbacks']:5d} regretted: basis {g['basis']}, on {g['wait_on'] or '-'}"
-              f"{', after maxWait' if g['waited_max_wait'] else ''}")
+              f"{', after maxWait' if g['waited_max_wait'] else ''}"
+              f"{', behind pinned device-plugin pods' if g['behind_pinned'] else ''}")
     for tenant in sorted({p.tenant for p in life.pods}):
         total, over = pending_over_share(life, window, tenant)
         if total:

@@ -104,13 +104,20 @@ def _record(pod: PodLife, detail: dict[str, object] | None) -> DecisionRecord:
 def test_regretted_fallbacks_are_grouped_by_what_the_estimate_said():
     timed_out = {"basis": "estimate", "wait_on": "quota", "waited_ms": 10 * MIN, "max_wait_ms": 10 * MIN}
     far = {"basis": "at_least", "wait_on": "devices", "waited_ms": 0, "max_wait_ms": 10 * MIN}
+    behind = {"basis": "at_least", "wait_on": "quota", "waited_ms": 0, "max_wait_ms": 10 * MIN, "ahead": 3}
     pods = [_pod("a", "big", 0, 10, regretted=True), _pod("b", "big", 0, 10), _pod("c", "small", 0, 1, regretted=True),
-            _pod("d", "small", 0, 0)]
-    records = [_record(pods[0], timed_out), _record(pods[1], timed_out), _record(pods[2], far), _record(pods[3], None)]
+            _pod("d", "small", 0, 0), _pod("e", "small", 0, 0, regretted=True)]
+    records = [_record(pods[0], timed_out), _record(pods[1], timed_out), _record(pods[2], far), _record(pods[3], None),
+               _record(pods[4], behind)]
     assert regret_by_reason(records, _life(pods)) == [
-        {"basis": "estimate", "wait_on": "quota", "waited_max_wait": True, "fallbacks": 2, "regretted": 1},
-        {"basis": "at_least", "wait_on": "devices", "waited_max_wait": False, "fallbacks": 1, "regretted": 1},
-        {"basis": "no estimate", "wait_on": "", "waited_max_wait": False, "fallbacks": 1, "regretted": 0},
+        {"basis": "estimate", "wait_on": "quota", "waited_max_wait": True, "behind_pinned": False, "fallbacks": 2,
+         "regretted": 1},
+        {"basis": "at_least", "wait_on": "devices", "waited_max_wait": False, "behind_pinned": False, "fallbacks": 1,
+         "regretted": 1},
+        {"basis": "at_least", "wait_on": "quota", "waited_max_wait": False, "behind_pinned": True, "fallbacks": 1,
+         "regretted": 1},
+        {"basis": "no estimate", "wait_on": "", "waited_max_wait": False, "behind_pinned": False, "fallbacks": 1,
+         "regretted": 0},
     ]
 
 
