@@ -21,7 +21,12 @@ import time
 from typing import Any
 
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle
-from benchmarks.fairness_diagnosis import contended_hours, pending_over_share, regret_by_reason
+from benchmarks.fairness_diagnosis import (
+    contended_hours,
+    p99_beside_own,
+    pending_over_share,
+    regret_by_reason,
+)
 from benchmarks.fairness_figures import fold_day
 from ingest.simulate.loop import simulate
 from ingest.simulate.scenario import load_scenario_text
@@ -58,7 +63,8 @@ def _day(queueing: str, fallback: dict[str, Any] | None) -> dict[str, Any]:
             "idle": day.fit_ms / day.pending_ms if day.pending_ms else 0.0, "pending_ms": day.pending_ms,
             "decisions": len(result.records), "jobs": result.jobs, "hours": contended_hours(life, window),
             "regret_groups": regret_by_reason(result.records, life),
-            "over_share": {t: pending_over_share(life, window, t) for t in sorted({p.tenant for p in life.pods})}}
+            "over_share": {t: pending_over_share(life, window, t) for t in sorted({p.tenant for p in life.pods})},
+            "beside_own": p99_beside_own(life, window)}
 
 
 def _p99(day: dict[str, Any]) -> dict[str, float]:
@@ -75,7 +81,8 @@ def _lowest_hours(day: dict[str, Any], n: int = 3) -> str:
 def _top_regret(day: dict[str, Any], n: int = 2) -> str:
     groups = sorted(day["regret_groups"], key=lambda g: (-g["regretted"], -g["fallbacks"]))[:n]
     return "; ".join(f"{g['regretted']} of {g['fallbacks']} {g['basis']} on {g['wait_on'] or '-'}"
-                     f"{' after maxWait' if g['waited_max_wait'] else ''}" for g in groups if g["regretted"])
+                     f"{' after maxWait' if g['waited_max_wait'] else ''}"
+                     f"{' behind pinned device-plugin pods' if g['behind_pinned'] else ''}" for g in groups if g["regretted"])
 
 
 def _behind_own(day: dict[str, Any], tenant: str) -> str:
@@ -84,6 +91,24 @@ def _behind_own(day: dict[str, Any], tenant: str) -> str:
         return f"{tenant} had nothing pending"
     return (f"{tenant} held at least its weighted share of capacity during {100 * over / total:.0f} % of its "
             f"{total:,.0f} pending pod-hours")
+
+
+def _capped(day: dict[str, Any]) -> str:
+    rows = day["hours"]
+    if not rows:
+        return ""
+    return (f"; {sum(r['jain_capped'] for r in rows) / len(rows):.3f} with each tenant's xᵢ cut to its weighted "
+            "share of capacity")
+
+
+def _beside_own(day: dict[str, Any]) -> str:
+    """The worst/best p99 ratio with each pod's wait less the time its tenant's quota of its first
+    choice was closed (``fairness_diagnosis.p99_beside_own``)."""
+    less = {t: max(P99_FLOOR_S, v["less_quota"]) for t, v in day["beside_own"].items()}
+    if not less:
+        return ""
+    return (f"; {max(less.values()) / min(less.values()):.1f}x with each wait less the time its tenant's quota "
+            "of its first choice was full")
 
 
 def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
@@ -97,9 +122,10 @@ def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
         {"issue": "#16", "name": f"{name}: Jain under contention", "value": None if jain is None else round(jain, 3),
          "unit": "index", "target": ">= 0.95",
          "note": f"mean over {fair['contention_windows']} contended hours; lowest (H100-eq-hours per weight-hour, "
-                 f"* backlog only device-plugin pods): {_lowest_hours(day)}"},
+                 f"* backlog only device-plugin pods): {_lowest_hours(day)}{_capped(day)}"},
         {"issue": "#16", "name": f"{name}: worst/best tenant p99 wait", "value": round(worst / best, 1), "unit": "x",
-         "target": "<= 3", "note": f"p99 wait per tenant: {per_tenant}; {_behind_own(day, max(p99, key=p99.__getitem__))}"},
+         "target": "<= 3", "note": f"p99 wait per tenant: {per_tenant}; {_behind_own(day, max(p99, key=p99.__getitem__))}"
+                                  f"{_beside_own(day)}"},
         {"issue": "#16", "name": f"{name}: pending pod-minutes while an allowed tier fit",
          "value": round(100 * day["idle"], 1), "unit": "%", "target": "<= 5",
          "note": f"{day['pending_ms'] / 60_000:,.0f} pending pod-minutes; the engine's own fit test"},

@@ -7,17 +7,29 @@ metric, and none changes a figure):
   their xᵢ (H100-eq-hours used / weight-hours) and the hour's index, plus the tenants whose
   backlog in that hour came only from device-plugin pods. Such a pod can use only the nodes its
   nodeSelector admits, so its wait says nothing about the tenant's demand on the shared pool
-  that xᵢ measures.
+  that xᵢ measures. Also the xᵢ every tenant would have with the whole capacity shared by the
+  weights of all the policy's tenants (``fair_x``), and the index with each xᵢ cut to it
+  (``jain_capped``): what the hour's index owes to a tenant using more than its weighted share,
+  capacity that tenants idle or unable to use it left (the index itself counts that as unfair).
 * ``regret_by_reason``: the fallbacks of an adaptive run grouped by what the engine's
   ``fallback_estimate`` evidence said when the pod fell back (the estimate's basis, whether it
-  waited on devices or on quota, and whether the pod had waited ``maxWait``), with how many of
-  each group were regretted.
+  waited on devices or on quota, whether the pod had waited ``maxWait``, and whether its tenant
+  had device-plugin pods pinned to the first choice ahead of it, which take the tenant's quota of
+  it first), with how many of each group were regretted. Regret asks only whether the first
+  choice fit the pod within the tenant's quota, not whether the tenant's own pods ahead of it,
+  which can use nothing else, would have taken that quota first.
 * ``pending_over_share``: the share of a tenant's pending pod-time during which it already held at
   least its weighted share of the cluster's H100-equivalent capacity (capacity × its weight / the
   weights of every tenant the policy names): how much of its wait is behind its own demand, where
   serving it sooner would take from tenants below their share.
 * ``p99_by_track``: each tenant's p99 wait (nearest rank, as ``fairness_report``) over all its
   pods and per track, to tell a tenant's wait on its device-plugin pods from its wait on DRA.
+* ``p99_beside_own``: each tenant's p99 wait, and the same with every pod's wait cut by the time
+  during it that its tenant's quota of the pod's first choice had no room for one more device
+  (``quota_closed``, the rule of ``audit.scheduler.quota.check_quota`` applied to the devices the
+  lifecycle shows held), or that its tenant held at least its weighted share (as
+  ``pending_over_share``): how much of the gap between tenants' p99 waits is a wait behind the
+  tenant's own quota or own demand rather than behind other tenants.
 
 Run ``python -m benchmarks.fairness_diagnosis [seed] [immediate|adaptive] [hours]`` to print them for
 the default scenario.
@@ -59,8 +71,13 @@ def contended_hours(life: Lifecycle, window: Window) -> list[dict[str, Any]]:
             w = weight_hours(life, hour, t)
             xs[t] = used.get((i, t), 0.0) / w if w > 0 else 0.0
         on_dra = set(_backlogged(pending_dra, hour))
+        policy = life.policy_at(hour.since_ms)
+        capacity = next((c for start, c in reversed(life.capacity) if start <= hour.since_ms), 0.0)
+        weights = sum(policy.weight(t.name) for t in policy.tenants)
+        fair_x = capacity / weights if weights > 0 else 0.0
         rows.append({"hour": i, "jain": jain(xs.values()), "x": xs,
-                     "pinned_only": [t for t in backlogged if t not in on_dra]})
+                     "pinned_only": [t for t in backlogged if t not in on_dra], "fair_x": fair_x,
+                     "jain_capped": jain(min(x, fair_x) for x in xs.values())})
     return rows
 
 
@@ -70,7 +87,7 @@ def regret_by_reason(records: Iterable[DecisionRecord], life: Lifecycle) -> list
     for r in records:
         if r.outcome == Outcome.ALLOCATED.value and r.fallback:
             placed[r.pod_uid] = r
-    groups: dict[tuple[str, str, bool], list[int]] = {}
+    groups: dict[tuple[str, str, bool, bool], list[int]] = {}
     for p in life.pods:
         r = placed.get(p.uid)
         if r is None:
@@ -78,13 +95,15 @@ def regret_by_reason(records: Iterable[DecisionRecord], life: Lifecycle) -> list
         said = [b.detail for b in r.blockers if b.code == Blocker.FALLBACK_ESTIMATE.value]
         if said:
             d = said[0]
-            key = (str(d.get("basis")), str(d.get("wait_on")), int(d.get("waited_ms", 0)) >= int(d.get("max_wait_ms", 0)))
+            key = (str(d.get("basis")), str(d.get("wait_on")), int(d.get("waited_ms", 0)) >= int(d.get("max_wait_ms", 0)),
+                   int(d.get("ahead", 0)) > 0)
         else:
-            key = ("no estimate", "", False)
+            key = ("no estimate", "", False, False)
         counts = groups.setdefault(key, [0, 0])
         counts[0] += 1
         counts[1] += bool(p.regretted)
-    return [{"basis": k[0], "wait_on": k[1], "waited_max_wait": k[2], "fallbacks": n, "regretted": reg}
+    return [{"basis": k[0], "wait_on": k[1], "waited_max_wait": k[2], "behind_pinned": k[3], "fallbacks": n,
+             "regretted": reg}
             for k, (n, reg) in sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))]
 
 
@@ -140,6 +159,122 @@ def p99_by_track(life: Lifecycle) -> dict[str, float]:
     return {k: nearest_rank(sorted(v), 0.99) for k, v in sorted(waits.items())}
 
 
+def _held_changes(life: Lifecycle, window: Window, tenant: str | None) -> dict[int, list[tuple[str, str, float]]]:
+    """At each instant (from the window's start): (tenant, model, devices) held changes, and one
+    ("", "", 0) where the policy or the capacity changes (what the rules below read)."""
+    out: dict[int, list[tuple[str, str, float]]] = {}
+    for p in life.pods:
+        if p.allocated_ms is None or not p.allocated or (tenant is not None and p.tenant != tenant):
+            continue
+        models = p.allocated.split("|")
+        end = window.until_ms if p.released_ms is None else p.released_ms
+        for m in models:  # a pod of several models: its devices spread evenly (none here has two)
+            n = p.devices / len(models)
+            out.setdefault(max(p.allocated_ms, window.since_ms), []).append((p.tenant, m, n))
+            out.setdefault(max(end, window.since_ms), []).append((p.tenant, m, -n))
+    for at, _ in [*life.policies, *life.capacity]:
+        out.setdefault(max(at, window.since_ms), []).append(("", "", 0.0))
+    return out
+
+
+def _intervals(changes: dict[int, list[tuple[str, str, float]]], window: Window,
+               closed: Any) -> list[tuple[int, int]]:
+    """The spans of the window where ``closed(held by (tenant, model), time)`` is true."""
+    held: dict[tuple[str, str], float] = {}
+    times = sorted(t for t in changes if t < window.until_ms) + [window.until_ms]
+    out: list[tuple[int, int]] = []
+    for a, b in zip(times, times[1:], strict=False):
+        for t, m, n in changes[a]:
+            if t:
+                held[(t, m)] = held.get((t, m), 0.0) + n
+        if b > a and closed(held, a):
+            if out and out[-1][1] == a:
+                out[-1] = (out[-1][0], b)
+            else:
+                out.append((a, b))
+    return out
+
+
+def quota_closed(life: Lifecycle, window: Window, tenant: str, model: str) -> list[tuple[int, int]]:
+    """The spans where ``tenant``'s quota of ``model`` had no room for one more device: its nominal
+    used up, and borrowing over its limit or beyond what the others' unused nominal lends less
+    what they borrow (Kueue's ClusterQueue rules, as ``check_quota``)."""
+
+    def closed(held: dict[tuple[str, str], float], at: int) -> bool:
+        policy = life.policy_at(at)
+        q = policy.quota(tenant, model)
+        if q is None:
+            return False
+        want = held.get((tenant, model), 0.0) + 1
+        if want <= q.nominal + 1e-9:
+            return False
+        if q.limit is not None and want > q.limit + 1e-9:
+            return True
+        others = [(o.quotas[model].nominal, held.get((o.name, model), 0.0))
+                  for o in policy.tenants if o.name != tenant and model in o.quotas]
+        room = sum(max(0.0, nom - used) for nom, used in others) - sum(max(0.0, used - nom) for nom, used in others)
+        return want - q.nominal > room + 1e-9
+
+    return _intervals(_held_changes(life, window, None), window, closed)
+
+
+def over_share(life: Lifecycle, window: Window, tenant: str) -> list[tuple[int, int]]:
+    """The spans where ``tenant`` held at least its weighted share of capacity in H100-eq (the
+    rule of ``pending_over_share``)."""
+    changes: dict[int, list[tuple[str, str, float]]] = {}
+    for p in life.pods:
+        if p.tenant != tenant or p.allocated_ms is None or not p.h100_eq:
+            continue
+        end = window.until_ms if p.released_ms is None else p.released_ms
+        changes.setdefault(max(p.allocated_ms, window.since_ms), []).append((tenant, "eq", p.h100_eq))
+        changes.setdefault(max(end, window.since_ms), []).append((tenant, "eq", -p.h100_eq))
+    for at, _ in [*life.policies, *life.capacity]:
+        changes.setdefault(max(at, window.since_ms), []).append(("", "", 0.0))
+
+    def closed(held: dict[tuple[str, str], float], at: int) -> bool:
+        policy = life.policy_at(at)
+        capacity = next((c for start, c in reversed(life.capacity) if start <= at), 0.0)
+        weights = sum(policy.weight(t.name) for t in policy.tenants)
+        share = capacity * policy.weight(tenant) / weights if weights > 0 else 0.0
+        return held.get((tenant, "eq"), 0.0) >= share - 1e-9
+
+    return _intervals(changes, window, closed)
+
+
+def _overlap(spans: list[tuple[int, int]], a: int, b: int) -> int:
+    return sum(max(0, min(b, y) - max(a, x)) for x, y in spans)
+
+
+def p99_beside_own(life: Lifecycle, window: Window) -> dict[str, dict[str, float]]:
+    """Per tenant: p99 wait in seconds of the pods first bound (``all``), and the same with each
+    pod's wait less the time its tenant's quota of its first choice was closed (``less_quota``), or
+    less the time its tenant held at least its weighted share (``less_share``)."""
+    out: dict[str, dict[str, float]] = {}
+    tenants = sorted({p.tenant for p in life.pods})
+    share = {t: over_share(life, window, t) for t in tenants}
+    closed: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    waits: dict[str, dict[str, list[float]]] = {t: {"all": [], "less_quota": [], "less_share": []} for t in tenants}
+    for p in life.pods:
+        if p.bound_ms is None:
+            continue
+        w = waits[p.tenant]
+        wait = p.bound_ms - p.created_ms
+        w["all"].append(wait / 1000)
+        model = p.preferred or p.allocated  # a device-plugin pod's only choice is what it got
+        if model and "|" not in model:
+            spans = closed.get((p.tenant, model))
+            if spans is None:
+                spans = closed[(p.tenant, model)] = quota_closed(life, window, p.tenant, model)
+            w["less_quota"].append((wait - _overlap(spans, p.created_ms, p.bound_ms)) / 1000)
+        else:
+            w["less_quota"].append(wait / 1000)
+        w["less_share"].append((wait - _overlap(share[p.tenant], p.created_ms, p.bound_ms)) / 1000)
+    for t, w in waits.items():
+        if w["all"]:
+            out[t] = {k: nearest_rank(sorted(v), 0.99) for k, v in w.items()}
+    return out
+
+
 def main(argv: list[str]) -> None:
     from benchmarks.bench_fairness import ADAPTIVE, _scenario
     from ingest.simulate.loop import simulate
@@ -150,13 +285,19 @@ def main(argv: list[str]) -> None:
     result = simulate(_scenario("", ADAPTIVE if adaptive else None), seed=seed, hours=hours_)
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)
-    for row in contended_hours(life, window):
+    rows = contended_hours(life, window)
+    for row in rows:
         tenants = ", ".join(f"{t}{'*' if t in row['pinned_only'] else ''} {x:.1f}" for t, x in row["x"].items())
-        print(f"h{row['hour']:02d} Jain {row['jain']:.3f}: {tenants}")
+        print(f"h{row['hour']:02d} Jain {row['jain']:.3f}: {tenants}; weighted share {row['fair_x']:.1f}, "
+              f"Jain with each cut to it {row['jain_capped']:.3f}")
+    if rows:
+        print(f"mean Jain {sum(r['jain'] for r in rows) / len(rows):.3f}, with each xᵢ cut to the weighted share "
+              f"{sum(r['jain_capped'] for r in rows) / len(rows):.3f}")
     print("(* backlog only from device-plugin pods)")
     for g in regret_by_reason(result.records, life):
         print(f"{g['regretted']:5d} of {g['fallbacks']:5d} regretted: basis {g['basis']}, on {g['wait_on'] or '-'}"
-              f"{', after maxWait' if g['waited_max_wait'] else ''}")
+              f"{', after maxWait' if g['waited_max_wait'] else ''}"
+              f"{', behind pinned device-plugin pods' if g['behind_pinned'] else ''}")
     for tenant in sorted({p.tenant for p in life.pods}):
         total, over = pending_over_share(life, window, tenant)
         if total:
@@ -164,6 +305,13 @@ def main(argv: list[str]) -> None:
                   "at least its weighted share of capacity")
     for k, v in p99_by_track(life).items():
         print(f"p99 wait {k}: {v:,.0f} s")
+    beside = p99_beside_own(life, window)
+    for k, v in beside.items():
+        print(f"p99 wait {k}: {v['all']:,.0f} s; less the time its quota of the first choice was closed "
+              f"{v['less_quota']:,.0f} s; less the time it held its weighted share {v['less_share']:,.0f} s")
+    for k in ("all", "less_quota", "less_share"):
+        vals = [max(1.0, v[k]) for v in beside.values()]
+        print(f"worst/best p99 ({k}): {max(vals) / min(vals):.1f}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,13 @@ from audit.metrics.fairness import jain_contention
 from audit.metrics.lifecycle import Lifecycle, PodLife
 from audit.policy import parse_policy
 from audit.records import Blocker, DecisionRecord, Outcome, TierBlocker
-from benchmarks.fairness_diagnosis import contended_hours, p99_by_track, pending_over_share, regret_by_reason
+from benchmarks.fairness_diagnosis import (
+    contended_hours,
+    p99_beside_own,
+    p99_by_track,
+    pending_over_share,
+    regret_by_reason,
+)
 
 MIN = 60_000
 HOUR = 60 * MIN
@@ -64,6 +70,26 @@ def test_contended_hours_show_each_tenants_share_and_whose_backlog_is_pinned(sma
     assert jain_contention(life, window) == (pytest.approx(row["jain"]), 1)
 
 
+@pytest.mark.parametrize(
+    ("big_eq", "capped_jain"),
+    [
+        # capacity 90 over weights 3: 30 H100-eq per weight. big (weight 2) at 80 H100-eq has x 40,
+        # cut to 30; small at 10 stays 10
+        pytest.param(80.0, (30 + 10) ** 2 / (2 * (30**2 + 10**2)), id="a-tenant-above-its-weighted-share-is-cut-to-it"),
+        # big at 40 H100-eq: x 20, below its share, nothing to cut
+        pytest.param(40.0, (20 + 10) ** 2 / (2 * (20**2 + 10**2)), id="tenants-within-their-shares-keep-their-index"),
+    ],
+)
+def test_contended_hours_show_the_index_with_each_tenant_cut_to_its_weighted_share(big_eq, capped_jain):
+    pods = [_pod("big-run", "big", 0, 0, held_min=60, eq=big_eq), _pod("small-run", "small", 0, 0, held_min=60, eq=10.0),
+            _pod("big-wait", "big", 0, 40), _pod("small-wait", "small", 0, 40)]
+    life = Lifecycle("c", pods, [(0, POLICY)], [(0, 90.0)], [], 2 * HOUR)
+    [row] = contended_hours(life, Window(0, HOUR))
+    assert row["fair_x"] == pytest.approx(30.0)
+    assert row["jain_capped"] == pytest.approx(capped_jain)
+    assert row["jain"] == pytest.approx((big_eq / 2 + 10) ** 2 / (2 * ((big_eq / 2) ** 2 + 100)))
+
+
 def test_an_hour_with_one_backlogged_tenant_is_not_contended():
     life = _life([_pod("big-wait", "big", 0, 40), _pod("small-wait", "small", 0, 10)])
     assert contended_hours(life, Window(0, HOUR)) == []
@@ -78,13 +104,20 @@ def _record(pod: PodLife, detail: dict[str, object] | None) -> DecisionRecord:
 def test_regretted_fallbacks_are_grouped_by_what_the_estimate_said():
     timed_out = {"basis": "estimate", "wait_on": "quota", "waited_ms": 10 * MIN, "max_wait_ms": 10 * MIN}
     far = {"basis": "at_least", "wait_on": "devices", "waited_ms": 0, "max_wait_ms": 10 * MIN}
+    behind = {"basis": "at_least", "wait_on": "quota", "waited_ms": 0, "max_wait_ms": 10 * MIN, "ahead": 3}
     pods = [_pod("a", "big", 0, 10, regretted=True), _pod("b", "big", 0, 10), _pod("c", "small", 0, 1, regretted=True),
-            _pod("d", "small", 0, 0)]
-    records = [_record(pods[0], timed_out), _record(pods[1], timed_out), _record(pods[2], far), _record(pods[3], None)]
+            _pod("d", "small", 0, 0), _pod("e", "small", 0, 0, regretted=True)]
+    records = [_record(pods[0], timed_out), _record(pods[1], timed_out), _record(pods[2], far), _record(pods[3], None),
+               _record(pods[4], behind)]
     assert regret_by_reason(records, _life(pods)) == [
-        {"basis": "estimate", "wait_on": "quota", "waited_max_wait": True, "fallbacks": 2, "regretted": 1},
-        {"basis": "at_least", "wait_on": "devices", "waited_max_wait": False, "fallbacks": 1, "regretted": 1},
-        {"basis": "no estimate", "wait_on": "", "waited_max_wait": False, "fallbacks": 1, "regretted": 0},
+        {"basis": "estimate", "wait_on": "quota", "waited_max_wait": True, "behind_pinned": False, "fallbacks": 2,
+         "regretted": 1},
+        {"basis": "at_least", "wait_on": "devices", "waited_max_wait": False, "behind_pinned": False, "fallbacks": 1,
+         "regretted": 1},
+        {"basis": "at_least", "wait_on": "quota", "waited_max_wait": False, "behind_pinned": True, "fallbacks": 1,
+         "regretted": 1},
+        {"basis": "no estimate", "wait_on": "", "waited_max_wait": False, "behind_pinned": False, "fallbacks": 1,
+         "regretted": 0},
     ]
 
 
@@ -110,3 +143,47 @@ def test_pending_over_share_counts_the_wait_while_the_tenant_held_its_share(held
     total, over = pending_over_share(life, Window(0, 2 * HOUR), "small")
     assert total == pytest.approx(70 / 60)
     assert over == pytest.approx(over_h)
+
+
+QUOTA_POLICY = """
+apiVersion: claimtrail.io/v1alpha1
+kind: Policy
+metadata: {name: two-teams}
+spec:
+  version: "1"
+  tenants:
+    - {name: big, namespaces: [big], weight: 2, quotas: {H100: {nominal: 8, borrowingLimit: 0}}}
+    - {name: small, namespaces: [small], weight: 1, quotas: {H100: {nominal: 2, borrowingLimit: %s}}}
+"""
+
+
+def _held(name: str, ns: str, start_min: int, end_min: int, devices: int, model: str = "H100") -> PodLife:
+    return PodLife("c", ns, name, f"uid-{name}", ns, "dra", start_min * MIN, bound_ms=start_min * MIN,
+                   allocated_ms=start_min * MIN, released_ms=end_min * MIN, preferred=model, allocated=model,
+                   devices=devices, h100_eq=float(devices))
+
+
+@pytest.mark.parametrize(
+    ("borrowing", "big_holds", "less_quota_s"),
+    [
+        # small holds its nominal 2 H100 for the first 30 of the 40 min its pod waits, and may not borrow
+        pytest.param("0", 0, 600.0, id="a-wait-while-the-tenants-own-quota-is-full-is-taken-out"),
+        # it may borrow 2 and big lends its 8 unused: the quota never closes
+        pytest.param("2", 0, 2400.0, id="a-quota-others-lend-to-is-open"),
+        # big uses all 8 of its own: nothing to lend, closed again
+        pytest.param("2", 8, 600.0, id="a-quota-with-nothing-to-borrow-is-closed"),
+    ],
+)
+def test_p99_beside_own_takes_out_the_wait_behind_the_tenants_own_quota(borrowing, big_holds, less_quota_s):
+    policy = parse_policy(yaml.safe_load(QUOTA_POLICY % borrowing))
+    pods = [_held("run", "small", 0, 30, 2), _held("wait", "small", 0, 40, 0), _held("best", "big", 0, 60, 1)]
+    pods[1] = PodLife("c", "small", "wait", "uid-wait", "small", "dra", 0, bound_ms=40 * MIN, allocated_ms=40 * MIN,
+                      released_ms=50 * MIN, preferred="H100", allocated="H100", devices=1, h100_eq=1.0)
+    if big_holds:
+        pods.append(_held("lender", "big", 0, 60, big_holds))
+    life = Lifecycle("c", pods, [(0, policy)], [(0, 90.0)], [], HOUR)
+    got = p99_beside_own(life, Window(0, HOUR))
+    # nearest-rank p99 of small's two waits (0 s for the pod bound at once, 2400 s) is the larger;
+    # small (weight 1 of 3) never holds its 30 H100-eq share, so no wait is behind its own demand
+    assert got["small"] == {"all": 2400.0, "less_quota": less_quota_s, "less_share": 2400.0}
+    assert got["big"]["all"] == 0.0
