@@ -2,9 +2,9 @@
 
 Headline (target ≤ 10 %): the total CPU that exporting every decision costs, caller plus any
 helper, against the engine's CPU per decision in the same run. Export runs the way
-``claimtrail simulate --otel`` runs it: ``DecisionExporter`` encodes OTLP protobuf from each record
-in the engine's process and a sender thread POSTs the batches, so the engine process's CPU (all
-its threads, ``time.process_time``) holds all of it. A seeded slice of ``bench_engine``'s day
+``claimtrail simulate --otel`` runs it: ``DecisionExporter`` keeps each record and a sender thread
+in the engine's process encodes OTLP protobuf from the records and POSTs the batches, so the
+engine process's CPU (all its threads, ``time.process_time``) holds all of it. A seeded slice of ``bench_engine``'s day
 scenario (each decision 4 spans, root and three tiers, plus its verdicts as log records) runs in
 pairs, bare and exporting back to back (the order alternates), several pairs in each of a few
 fresh processes after warm-up slices of both: what a long-running engine pays. The median pair
@@ -438,11 +438,13 @@ def _loop_rows(f: LoopFigures) -> list[dict[str, Any]]:
     return [
         {"issue": "#22", "name": f"OTel export, caller thread CPU per decision ({label})",
          "value": round(f.thread_cpu_us, 1), "unit": "µs", "target": "",
-         "note": f"export() and flush() on the caller's thread (the encoding), without the sender thread; the "
-                 f"decision has a tier blocker and is written in one pass from its record; {f.delivery}"},
+         "note": f"export() and flush() on the caller's thread (keeping each record; the sender thread encodes "
+                 f"and sends); the decision has a tier blocker and is written in one pass from its record; "
+                 f"{f.delivery}"},
         {"issue": "#22", "name": f"OTel export, process CPU per decision ({label})",
          "value": round(f.process_cpu_us, 1), "unit": "µs", "target": "",
-         "note": "caller and sender thread, flush included; one pass from the record (blocker included)"},
+         "note": "caller and sender thread (the encoding and the sends), flush included; one pass from the "
+                 "record (blocker included)"},
         {"issue": "#22", "name": f"OTel export end to end incl. flush ({label})", "value": round(f.rate),
          "unit": "dec/s", "target": "", "note": "to a counting OTLP backend in its own process on loopback"},
     ]

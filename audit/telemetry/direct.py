@@ -1,20 +1,25 @@
 """ClaimTrail's decision exporter: OTLP protobuf encoded from each record, batched, sent over HTTP.
 
 ``DecisionExporter.export()`` checks the record's time and keeps the decision; every
-``ENCODE_BATCH`` decisions (and at flush) it writes each one's spans and verdict log records as
-OTLP protobuf (``audit.telemetry.decision_wire``: straight from the record for the usual decision,
-else through its trace shape, ``audit.telemetry.shape`` and ``audit.telemetry.otlpwire``) and counts
-it in the decision metrics (``audit.telemetry.metric_points``), one tight loop per batch rather than
-a little work between every two engine steps. A sender thread wraps full batches in export
-requests and POSTs them (``audit.telemetry.delivery``). Batches follow the SDK's variables:
-``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` / ``OTEL_BLRP_MAX_EXPORT_BATCH_SIZE`` items per request (default
-512), ``OTEL_BSP_SCHEDULE_DELAY`` / ``OTEL_BLRP_SCHEDULE_DELAY`` ms at most between sends (default
-5,000), ``OTEL_BSP_MAX_QUEUE_SIZE`` items waiting (default 32,768; a full queue blocks the caller
-instead of dropping decisions) and ``OTEL_METRIC_EXPORT_INTERVAL`` (default 60,000 ms).
+``ENCODE_BATCH`` decisions (and at flush) it hands the batch to a sender thread, which writes each
+decision's spans and verdict log records as OTLP protobuf (``audit.telemetry.decision_wire``:
+straight from the record for the usual decision, else through its trace shape,
+``audit.telemetry.shape`` and ``audit.telemetry.otlpwire``), counts it in the decision metrics
+(``audit.telemetry.metric_points``), wraps full batches in export requests and POSTs them
+(``audit.telemetry.delivery``). The encoding takes the interpreter lock like any Python code, so
+it costs the process as much CPU on either thread; on the sender's it runs apart from the
+engine's work, its tables and output staying in its own core's caches instead of pushing the
+engine's out, and the engine's thread pays only for keeping the record. Batches follow the SDK's
+variables: ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` / ``OTEL_BLRP_MAX_EXPORT_BATCH_SIZE`` items per
+request (default 512), ``OTEL_BSP_SCHEDULE_DELAY`` / ``OTEL_BLRP_SCHEDULE_DELAY`` ms at most
+between sends (default 5,000), ``OTEL_BSP_MAX_QUEUE_SIZE`` decisions waiting for the sender
+(default 32,768; a full queue blocks the caller instead of dropping decisions) and
+``OTEL_METRIC_EXPORT_INTERVAL`` (default 60,000 ms).
 
-A decision is encoded after ``export()`` returns, so a record must not change once exported (the
-engine's records are sealed by their digest before anyone sees them). A decision that cannot be
-encoded is counted with its error in the report, never sent half-built.
+A decision is encoded after ``export()`` returns, on another thread, so a record must not change
+once exported (the engine's records are sealed by their digest before anyone sees them). A
+decision that cannot be encoded, whatever the error, is counted with its error in the report,
+never sent half-built, and the decisions after it still go.
 
 ``flush()`` and ``close()`` return an ``ExportReport``: per signal, what was sent, delivered and
 refused, with the first errors, so a caller can tell an export that reached nobody.
@@ -148,8 +153,9 @@ class DecisionExporter:
         self._metrics_sent_at = time.monotonic()
         self._pending: list[Decision] = []
         self._lock = threading.Lock()
+        # the sender's jobs are batches of ENCODE_BATCH decisions: at most `queued` decisions wait
         self._queue: queue.Queue[tuple[str, Any, int, int] | None] = queue.Queue(
-            maxsize=max(2, queued // self._batches["traces"].limit))
+            maxsize=max(2, queued // ENCODE_BATCH))
         self._decisions = 0
         self._delivered = 0
         self._errors: list[str] = []
@@ -186,8 +192,6 @@ class DecisionExporter:
     def flush(self, timeout_s: float = 120.0) -> ExportReport:
         """Send everything exported so far, metrics included, and wait for the answers."""
         self._encode_pending()
-        for kind, items, decisions in self._cut_all():
-            self._queue.put((kind, items, len(items), decisions))
         done = threading.Event()
         self._queue.put(("flush", done, 0, 0))
         done.wait(timeout_s)
@@ -221,9 +225,45 @@ class DecisionExporter:
             self.close()
 
     def _encode_pending(self) -> None:
+        """Hand the decisions kept so far to the sender thread, which encodes them (see the module
+        docstring for why there); waits while the queue is full."""
         pending, self._pending = self._pending, []
-        if not pending:
-            return
+        if pending:
+            self._queue.put(("encode", pending, len(pending), 0))
+
+    def _cut_all(self) -> list[tuple[str, list[bytes], int]]:
+        """Every partial batch as a request: (signal, items, decisions completed)."""
+        with self._lock:
+            return [(kind, *batch.take(len(batch.items))) for kind, batch in self._batches.items() if batch.items]
+
+    # ---- the sender thread ------------------------------------------------------------------------
+
+    def _send_loop(self) -> None:
+        while True:
+            try:
+                job = self._queue.get(timeout=min(self._delay_s, self._metric_interval_s))
+            except queue.Empty:
+                # the schedule delay passed: send what has gathered
+                for kind, items, decisions in self._cut_all():
+                    self._send(kind, items, decisions)
+                job = ("idle", None, 0, 0)
+            if job is None:
+                return
+            kind, payload, _, decisions = job
+            if kind == "encode":
+                self._encode(payload)
+            elif kind == "flush":
+                for signal, items, done in self._cut_all():
+                    self._send(signal, items, done)
+                self._send_metrics()
+                payload.set()
+                continue
+            if time.monotonic() - self._metrics_sent_at >= self._metric_interval_s:
+                self._send_metrics()
+
+    def _encode(self, pending: list[Decision]) -> None:
+        """Encode a batch of decisions and send the requests it fills. Only this thread encodes,
+        so the retry links and the encoder's caches see the decisions in the order exported."""
         options, links, counts = self._options, self._links, self.metrics
         want_spans, want_logs = "traces" in self._signals, "logs" in self._signals
         encoded: list[tuple[list[bytes], list[bytes]]] = []
@@ -234,7 +274,7 @@ class DecisionExporter:
                 decision_spans, decision_logs, record = decision_wire.fields(
                     record, verdicts, labels, options, links, want_spans, want_logs)
                 encoded.append((decision_spans, decision_logs))
-            except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+            except Exception as exc:  # escaping this thread, an error would stop every later send
                 errors.append(str(exc) if isinstance(exc, TelemetryError)
                               else f"DecisionRecord {record.decision_id}: cannot be encoded for OTLP: {exc}")
                 continue
@@ -256,36 +296,7 @@ class DecisionExporter:
                 while len(batch.items) >= batch.limit:
                     requests.append((kind, *batch.take(batch.limit)))
         for kind, items, decisions in requests:
-            self._queue.put((kind, items, len(items), decisions))
-
-    def _cut_all(self) -> list[tuple[str, list[bytes], int]]:
-        """Every partial batch as a request: (signal, items, decisions completed)."""
-        with self._lock:
-            return [(kind, *batch.take(len(batch.items))) for kind, batch in self._batches.items() if batch.items]
-
-    # ---- the sender thread ------------------------------------------------------------------------
-
-    def _send_loop(self) -> None:
-        while True:
-            try:
-                job = self._queue.get(timeout=min(self._delay_s, self._metric_interval_s))
-            except queue.Empty:
-                # the schedule delay passed: send what has gathered, here (putting it on the queue
-                # from this thread could wait forever on a full queue)
-                for kind, items, decisions in self._cut_all():
-                    self._send(kind, items, decisions)
-                job = ("idle", None, 0, 0)
-            if job is None:
-                return
-            kind, payload, _, decisions = job
-            if kind == "flush":
-                self._send_metrics()
-                payload.set()
-                continue
-            if kind != "idle":
-                self._send(kind, payload, decisions)
-            if time.monotonic() - self._metrics_sent_at >= self._metric_interval_s:
-                self._send_metrics()
+            self._send(kind, items, decisions)
 
     def _send(self, kind: str, items: list[bytes], decisions: int) -> None:
         signal = self._signals.get(kind)

@@ -144,3 +144,31 @@ def test_a_record_with_impossible_times_is_refused_in_the_call(
     record = make_record(**overrides)
     with DecisionExporter() as exporter, pytest.raises(TelemetryError, match=rf"DecisionRecord {record.decision_id}: {message}"):
         exporter.export(record)
+
+
+class _Unhashable(str):
+    """A model name that fails when the encoder looks it up among the names it has written: an
+    encoder failure of no expected kind."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        raise RuntimeError("no hash for this name")
+
+
+def test_an_encoder_failure_of_any_kind_is_reported_and_later_decisions_still_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    # decisions are encoded on the sender thread: an error escaping there would stop every later send
+    bad = make_record(1)
+    bad.tiers[0].model = _Unhashable("H100")
+    with running_receiver() as rx:
+        set_otel_env(monkeypatch, {"OTEL_EXPORTER_OTLP_ENDPOINT": rx.url})
+        with DecisionExporter() as exporter:
+            exporter.export(bad)
+            exporter.export(make_record(2))
+            first = exporter.flush()
+            exporter.export(make_record(3))
+            second = exporter.flush()
+    assert (first.decisions, first.decisions_delivered) == (2, 1)
+    assert first.errors == (f"DecisionRecord {bad.decision_id}: cannot be encoded for OTLP: no hash for this name",)
+    assert (second.decisions, second.decisions_delivered) == (3, 2)
+    assert sorted(r.seq for r in rx.sink.records) == [1042 + 2, 1042 + 3]
