@@ -23,6 +23,8 @@ from typing import Any
 
 import httpx
 
+from benchmarks.cores import Busy
+
 BENCH_RUNS = 3  # short latencies and tails: make bench reports the median of three runs
 REPO = Path(__file__).resolve().parents[1]
 OWN_CACHE = REPO / ".claimtrail" / "bench-dashboards"
@@ -71,7 +73,7 @@ def _quiet_streamlit() -> None:
     logger.set_log_level(logging.ERROR)
 
 
-def _render_seconds(script: str) -> tuple[float, list[str]]:
+def _render_seconds(script: str, busy: Busy) -> tuple[float, list[str]]:
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
@@ -80,9 +82,10 @@ def _render_seconds(script: str) -> tuple[float, list[str]]:
     at = AppTest.from_file(str(REPO / "dashboards" / "app.py"), default_timeout=120)
     at.run()
     st.cache_data.clear()
-    started = time.perf_counter()
-    at.switch_page(f"panels/{script}").run()
-    elapsed = time.perf_counter() - started
+    with busy.span():
+        started = time.perf_counter()
+        at.switch_page(f"panels/{script}").run()
+        elapsed = time.perf_counter() - started
     return elapsed, [str(e.value)[:120] for e in (*at.exception, *at.error)]
 
 
@@ -108,9 +111,10 @@ def run() -> list[dict[str, Any]]:
                                f"fewer than {MIN_DECISIONS:,}; delete it to rebuild")
         renders: dict[str, list[float]] = {page.title: [] for page in PAGES}
         shown: dict[str, list[str]] = {}
+        busy = {page.title: Busy(proc.pid) for page in PAGES}  # the page's script and the API server
         for _ in range(ROUNDS):
             for page in PAGES:
-                seconds, problems = _render_seconds(page.script)
+                seconds, problems = _render_seconds(page.script, busy[page.title])
                 renders[page.title].append(seconds)
                 shown.setdefault(page.title, problems)
         for page in PAGES:
@@ -121,8 +125,10 @@ def run() -> list[dict[str, Any]]:
                 "unit": "s",
                 "scale": "scan" if page.title in SCAN_LED else "cpu" if page.title in SCRIPT_LED else "parallel",
                 "target": f"<= {TARGET_S} s",
+                "busy_cores": round(busy[page.title].cores(), 3),
                 "note": f"{decisions:,} decisions; AppTest, cold cache; median of {ROUNDS} renders "
-                        f"({', '.join(f'{s:.2f}' for s in renders[page.title])} s)"
+                        f"({', '.join(f'{s:.2f}' for s in renders[page.title])} s); "
+                        f"{busy[page.title].cores():.2f} cores busy (page and API server CPU s per wall s)"
                         + "".join(f"; shown: {p}" for p in shown[page.title]),
             })
     finally:
