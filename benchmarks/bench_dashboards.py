@@ -125,10 +125,10 @@ def run() -> list[dict[str, Any]]:
                 "unit": "s",
                 "scale": "scan" if page.title in SCAN_LED else "cpu" if page.title in SCRIPT_LED else "parallel",
                 "target": f"<= {TARGET_S} s",
-                "busy_cores": round(busy[page.title].cores(), 3),
+                **busy[page.title].fields(),
                 "note": f"{decisions:,} decisions; AppTest, cold cache; median of {ROUNDS} renders "
                         f"({', '.join(f'{s:.2f}' for s in renders[page.title])} s); "
-                        f"{busy[page.title].cores():.2f} cores busy (page and API server CPU s per wall s)"
+                        f"{busy[page.title].describe('page and API server')}"
                         + "".join(f"; shown: {p}" for p in shown[page.title]),
             })
     finally:

@@ -47,7 +47,7 @@ def _row(name: str, value: float, unit: str, target: str = "", note: str = "", s
          busy: Busy | None = None) -> dict[str, Any]:
     row = {"issue": "#15", "name": name, "value": value, "unit": unit, "target": target, "note": note, "scale": scale}
     if busy is not None:
-        row.update(busy_cores=round(busy.cores(), 3), note=f"{note}; {busy.cores():.2f} cores busy (CPU s per wall s)")
+        row.update(busy.fields(), note=f"{note}; {busy.describe('the process')}")
     return row
 
 

@@ -47,8 +47,7 @@ RENAMED = "((?:job|foreign)-[0-9]+)"  # the simulator's pod names, which its cla
 def _row(name: str, value: float, unit: str, busy: Busy, target: str = "", note: str = "") -> dict[str, Any]:
     # loopback requests: the client and the server hand off, as the other API rows
     return {"issue": "#15", "name": name, "value": value, "unit": unit, "target": target,
-            "note": f"{note}; {busy.cores():.2f} cores busy (server and client CPU s per wall s)",
-            "scale": "parallel", "busy_cores": round(busy.cores(), 3)}
+            "note": f"{note}; {busy.describe('server and client')}", "scale": "parallel", **busy.fields()}
 
 
 def _p(values: list[float], q: float) -> float:

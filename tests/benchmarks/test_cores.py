@@ -59,3 +59,30 @@ def test_process_cpu_reads_the_same_clock_as_process_time() -> None:
     read = process_cpu(os.getpid())
     after = time.process_time()
     assert before - 2 / os.sysconf("SC_CLK_TCK") <= read <= after + 1 / os.sysconf("SC_CLK_TCK")
+
+
+def test_threads_waiting_for_a_core_count_as_ready_but_not_as_busy() -> None:
+    # three burners pinned to one core: each gets a third of it, but all three are ready all along
+    procs = [subprocess.Popen([sys.executable, "-c", BURNER, str(BURN)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    try:
+        core = min(os.sched_getaffinity(0))
+        for p in procs:
+            os.sched_setaffinity(p.pid, {core})
+        busy = Busy(*(p.pid for p in procs))
+        with busy.span():
+            for p in procs:
+                assert p.stdin is not None
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            for p in procs:
+                assert p.stdout is not None and p.stdout.readline() == "burnt\n"
+        # one core's worth of CPU at most, but about three threads ready to run throughout
+        assert busy.cores() <= 1.0 + 3 / os.sysconf("SC_CLK_TCK") / busy.wall
+        assert busy.ready >= 3 * BURN
+        assert busy.wanted() > 2.0
+    finally:
+        for p in procs:
+            if p.stdin is not None:
+                p.stdin.close()
+            p.wait()
