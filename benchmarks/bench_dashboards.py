@@ -6,7 +6,8 @@ cleared before every render so each asks the API afresh; ``ROUNDS`` rounds over 
 page's figure is the median of its renders, so one hiccup of a shared machine does not make it.
 A page led by the API's scans of the store (``SCAN_LED``) is normalised by the store-scan speed,
 one led by its own script (``SCRIPT_LED``) by the single-core speed, and the Replay page, whose
-API runs a replay job beside it, by the all-cores speed.
+API runs a replay job beside it, by the all-cores speed. Each page's note gives the cores its renders kept busy and the threads
+ready to run, of this process (the page's script) and the API server together (``benchmarks.cores``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ answer (migrations, the pod lifecycle read back from the pod tables, the first f
 window, by an admin and by a tenant (its own row and ``(others)``), each request with a new
 window so that none is answered from the figures the server keeps for a repeated question: the
 window starts one more hour before the day each time (nothing happened there, so each covers the
-same pods and decisions; p95, targets ≤ 500 ms). The repeated question is reported in the note.
+same pods and decisions; p95, targets ≤ 500 ms). The repeated question is reported in the note,
+and so are the cores the server and the client kept busy and the threads they had ready to run
+during each row's requests (``benchmarks.cores``).
 """
 
 from __future__ import annotations
