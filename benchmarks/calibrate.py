@@ -39,16 +39,18 @@ the benchmarks do:
 
 - ``mixed``: no workload of its own, for rows whose work keeps more than one core but fewer than
   all of them busy (a script on one core waiting on a server's queries on several): the row
-  declares ``cores``, the CPU seconds per wall second its processes used on a quiet machine
-  (``benchmarks.cores`` measures it during the row, and the row reports it every run). With
+  declares ``cores``, how many its processes keep busy on a machine with cores to spare. On a
+  shared machine that is estimated as the cores they got during the row (CPU seconds per wall
+  second, which ``benchmarks.cores`` measures and the row reports every run) times how much
+  the ``cpu`` workload was slowed in the same run: the cores the work would have had, had each
+  of its threads been served as that workload's one was. With
   ``n`` cores, a share ``w = (cores - 1) / (n - 1)`` of its time behaves like the ``parallel``
   workload and the rest like the ``cpu`` one, so its time stretches by the weighted mean of theirs:
   ``1 / factor = (1 - w) / cpu factor + w / parallel factor``. On two cores beside one burned
   core this is fair sharing exactly: work that wants ``c`` cores gets ``2c / (c + 1)`` of them,
   so it takes ``(c + 1) / 2`` times as long, from 1 at one core to the ``parallel`` workload's
-  1.5 at two. The declared figure, not the one measured in the run, sets the weight: a process
-  that shares its cores with another program gets less CPU per wall second than it asks for, so
-  the measured figure falls exactly when the weight should not.
+  1.5 at two. A declared figure (the median of a few runs' estimates), not the one measured in
+  the run, sets the weight, so that the scatter of that estimate does not add to the figure's.
 
 The speed factor of a workload is ``reference seconds / measured seconds`` (1.0 on the run that
 set the reference, 0.5 on a machine half as fast). A time is normalised by multiplying it by the

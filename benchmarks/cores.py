@@ -15,9 +15,11 @@ On a busy machine CPU per wall second says how many cores the work *got*, not ho
 programs. ``Busy`` therefore also adds up each thread's time waiting in the kernel's run queue
 (``/proc/<pid>/task/<tid>/schedstat``: nanoseconds on a CPU, then waiting for one; see the
 kernel's Documentation/scheduler/sched-stats.rst). Running plus waiting per wall second is the
-number of threads that were ready to run, which the machine's load stretches far less than
-CPU per wall second: the cores the work would keep busy on a quiet machine. Threads that end
-within a span take their figures with them; the servers measured keep their thread pools.
+number of threads that were ready to run. It bounds the cores wanted from above, as CPU per
+wall second bounds them from below: on a crowded machine a thread woken for a moment's work
+waits long in the queue, and that wait counts as readiness as long as the moment's work would
+have. Threads that end within a span take their figures with them; the servers measured keep
+their thread pools.
 """
 
 from __future__ import annotations

@@ -261,3 +261,11 @@ def test_a_module_is_followed_by_the_calibrations_its_rows_take(scales: list[str
 
     rows = [{"name": s, "value": 1.0, "unit": "ms", "scale": s} for s in scales]
     assert shared_calibrations(rows) == measured
+
+
+def test_every_dashboard_page_declares_the_cores_its_render_keeps_busy() -> None:
+    from benchmarks.bench_dashboards import CORES
+    from dashboards.navigation import PAGES
+
+    assert set(CORES) == {page.title for page in PAGES}
+    assert all(1.0 <= cores <= 2.0 for cores in CORES.values())
