@@ -35,9 +35,10 @@ ROUNDS = 3
 # The cores each page's render keeps busy, script and API server together: the cores they got
 # times how much the single-core workload was slowed in the same run (the cores the work would
 # have had, had every thread of it been served as that workload was), median of three runs on a
-# busy machine (two beside other programs' load, one also beside ``--noise``; the scatter is
-# widest, 0.9-2.0, for the Decision explorer's short render). Beside a burned core alone, the
-# Overview and Fairness renders did not slow (0.319 vs 0.318 s, 0.194 vs 0.187 s) while Health &
+# busy machine (two beside other programs' load, one also beside ``--noise``). The estimate
+# scatters for the pages: over five runs 0.6-2.5 for the short renders of Overview, Fairness and
+# the Decision explorer, 1.7-2.0 in four of five for Health & failures, so only the last is firm.
+# Beside a burned core alone, the Overview and Fairness renders did not slow (0.319 vs 0.318 s, 0.194 vs 0.187 s) while Health &
 # failures slowed by 1.17x, Fallback by 1.42x and Migration by 1.49x: one core's work for the
 # first, several cores' for the others, whose renders wait on the API's grouped scans.
 CORES = {"Overview": 1.1, "Fallback": 2.0, "Fairness": 1.0, "Health & failures": 1.7, "Decision explorer": 1.6,

@@ -50,8 +50,9 @@ RENAMED = "((?:job|foreign)-[0-9]+)"  # the simulator's pod names, which its cla
 # scale), the server's threads and the waiting client together. Measured as the cores
 # the server and client got times how much the single-core workload was slowed in the same
 # run (the cores the work would have had, had every thread of it been served as that workload
-# was), median of three runs on a busy machine (two beside other programs' load, one also beside
-# ``--noise``): requests 0.8-1.3 (fallback for a tenant 0.8-1.0), serve start 1.2-1.5. Beside a
+# was), on a busy machine: requests 0.8-1.3 in five runs (fallback for a tenant 0.8-1.1), serve
+# start 1.1-1.5; the figures are the medians of the first three (one of them beside ``--noise``,
+# all beside other programs' load). Beside a
 # burned core alone the requests' raw times did not move (98.4 vs 97.9 ms for the admin's
 # fallback figures) while the all-cores workload slowed by 1.38x: one core's work, not all cores'.
 CORES: dict[str | tuple[str, str], float] = {"serve": 1.4, ("admin", "fairness"): 1.1, ("admin", "fallback"): 1.1,
