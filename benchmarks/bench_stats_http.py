@@ -16,7 +16,9 @@ answer (migrations, the pod lifecycle read back from the pod tables, the first f
 window, by an admin and by a tenant (its own row and ``(others)``), each request with a new
 window so that none is answered from the figures the server keeps for a repeated question: the
 window starts one more hour before the day each time (nothing happened there, so each covers the
-same pods and decisions; p95, targets ≤ 500 ms). The repeated question is reported in the note.
+same pods and decisions; p95, targets ≤ 500 ms). The repeated question is reported in the note,
+and so are the cores the server and the client kept busy and the threads they had ready to run
+during each row's requests (``benchmarks.cores``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from typing import Any
 
 import httpx
 
+from benchmarks.cores import Busy
+
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / ".claimtrail" / "bench-stats-http"
 BUILD_MARK = "claimtrail bench-stats-http v1"  # bump when the builder changes so caches are rebuilt
@@ -42,10 +46,24 @@ TENANT = "team-a"  # the tenant caller: its own row and the others folded
 RENAMED = "((?:job|foreign)-[0-9]+)"  # the simulator's pod names, which its claims' names start with
 
 
-def _row(name: str, value: float, unit: str, target: str = "", note: str = "") -> dict[str, Any]:
-    # loopback requests: the client and the server hand off, as the other API rows
-    return {"issue": "#15", "name": name, "value": value, "unit": unit, "target": target, "note": note,
-            "scale": "parallel"}
+# The cores each row's work keeps busy on a machine with cores to spare (``calibrate``'s ``mixed``
+# scale), the server's threads and the waiting client together. Measured as the cores
+# the server and client got times how much the single-core workload was slowed in the same
+# run (the cores the work would have had, had every thread of it been served as that workload
+# was), on a busy machine: requests 0.8-1.3 in five runs (fallback for a tenant 0.8-1.1), serve
+# start 1.1-1.5; the figures are the medians of the first three (one of them beside ``--noise``,
+# all beside other programs' load). Beside a
+# burned core alone the requests' raw times did not move (98.4 vs 97.9 ms for the admin's
+# fallback figures) while the all-cores workload slowed by 1.38x: one core's work, not all cores'.
+CORES: dict[str | tuple[str, str], float] = {"serve": 1.4, ("admin", "fairness"): 1.1, ("admin", "fallback"): 1.1,
+         (TENANT, "fairness"): 1.1, (TENANT, "fallback"): 1.0}
+
+
+def _row(name: str, value: float, unit: str, busy: Busy, cores: float, target: str = "",
+         note: str = "") -> dict[str, Any]:
+    return {"issue": "#15", "name": name, "value": value, "unit": unit, "target": target,
+            "note": f"{note}; {busy.describe('server and client')}", "scale": "mixed", "cores": cores,
+            **busy.fields()}
 
 
 def _p(values: list[float], q: float) -> float:
@@ -213,20 +231,23 @@ def run() -> list[dict[str, Any]]:
                              "--rate-limit", "1000000", "--burst", "1000000"],
                             cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
+    starting = Busy(proc.pid)
+    busy = {(who, kind): Busy(proc.pid) for who in headers for kind in ("fairness", "fallback")}
     times: dict[tuple[str, str], list[float]] = {(who, kind): [] for who in headers for kind in ("fairness", "fallback")}
     bodies: dict[tuple[str, str], dict[str, Any]] = {}
     try:
         with httpx.Client(base_url=base, timeout=900, headers=headers["admin"]) as client:
-            while True:
-                try:
-                    first = client.get("/v1/stats/fairness", params=day)
-                    if first.status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if proc.poll() is not None or time.perf_counter() - started > 900:
-                    raise RuntimeError(f"serve did not answer: {log.read_text()[-2000:]}")
-                time.sleep(0.2)
+            with starting.span():
+                while True:
+                    try:
+                        first = client.get("/v1/stats/fairness", params=day)
+                        if first.status_code == 200:
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    if proc.poll() is not None or time.perf_counter() - started > 900:
+                        raise RuntimeError(f"serve did not answer: {log.read_text()[-2000:]}")
+                    time.sleep(0.2)
             cold = time.perf_counter() - started
             for i in range(1, REQUESTS + 1):
                 # from i hours before the day (no event there) to its end: the day's pods and
@@ -234,7 +255,8 @@ def run() -> list[dict[str, Any]]:
                 # answered yet
                 window = {**day, "since": _iso(sizes["start"] - 3_600_000 * i)}
                 for (who, kind), seconds in times.items():
-                    elapsed, bodies[who, kind] = _get(client, f"/v1/stats/{kind}", window, headers[who])
+                    with busy[who, kind].span():
+                        elapsed, bodies[who, kind] = _get(client, f"/v1/stats/{kind}", window, headers[who])
                     seconds.append(elapsed)
             again = {kind: [_get(client, f"/v1/stats/{kind}", day, headers["admin"])[0] for _ in range(REQUESTS)]
                      for kind in ("fairness", "fallback")}
@@ -244,7 +266,8 @@ def run() -> list[dict[str, Any]]:
     pods = bodies["admin", "fallback"]["pods_with_preference"]
     size = (f"{sizes['decisions']:,} decisions, {sizes['events']:,} events, {sizes['pods']:,} pods in the day "
             f"(store {how})")
-    out = [_row(f"serve start to first fairness answer, {sizes['decisions']:,} decisions", round(cold, 2), "s", "",
+    out = [_row(f"serve start to first fairness answer, {sizes['decisions']:,} decisions", round(cold, 2), "s", starting,
+                CORES["serve"], "",
                 f"{size}; the lifecycle read back from the pod tables, nothing folded")]
     for (who, kind), seconds in times.items():
         caller = "admin" if who == "admin" else "tenant caller"
@@ -256,7 +279,7 @@ def run() -> list[dict[str, Any]]:
         else:
             note += f"; {TENANT}'s own row and (others)"
         out.append(_row(f"GET /v1/stats/{kind} over HTTP ({caller}), 24 h of {sizes['decisions']:,} decisions: p95",
-                        round(_p(seconds, 0.95) * 1000, 1), "ms", "<= 500 ms", f"{note}; {size}"))
+                        round(_p(seconds, 0.95) * 1000, 1), "ms", busy[who, kind], CORES[who, kind], "<= 500 ms", f"{note}; {size}"))
     return out
 
 

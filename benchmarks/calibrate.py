@@ -37,11 +37,26 @@ the benchmarks do:
   machine slows that mix is neither the single-core nor the all-processes figure, and it is
   what the rows it scales are made of.
 
+- ``mixed``: no workload of its own, for rows whose work keeps more than one core but fewer than
+  all of them busy (a script on one core waiting on a server's queries on several): the row
+  declares ``cores``, how many its processes keep busy on a machine with cores to spare. On a
+  shared machine that is estimated as the cores they got during the row (CPU seconds per wall
+  second, which ``benchmarks.cores`` measures and the row reports every run) times how much
+  the ``cpu`` workload was slowed in the same run: the cores the work would have had, had each
+  of its threads been served as that workload's one was. With
+  ``n`` cores, a share ``w = (cores - 1) / (n - 1)`` of its time behaves like the ``parallel``
+  workload and the rest like the ``cpu`` one, so its time stretches by the weighted mean of theirs:
+  ``1 / factor = (1 - w) / cpu factor + w / parallel factor``. On two cores beside one burned
+  core this is fair sharing exactly: work that wants ``c`` cores gets ``2c / (c + 1)`` of them,
+  so it takes ``(c + 1) / 2`` times as long, from 1 at one core to the ``parallel`` workload's
+  1.5 at two. A declared figure (the median of a few runs' estimates), not the one measured in
+  the run, sets the weight, so that the scatter of that estimate does not add to the figure's.
+
 The speed factor of a workload is ``reference seconds / measured seconds`` (1.0 on the run that
 set the reference, 0.5 on a machine half as fast). A time is normalised by multiplying it by the
 factor, a rate by dividing it by the factor; ratios measured within one run need neither. Which
-factor a row takes is its ``scale`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan`` or ``none``), by default
-read from its unit.
+factor a row takes is its ``scale`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan``, ``mixed`` or
+``none``), by default read from its unit.
 """
 
 from __future__ import annotations
@@ -90,6 +105,16 @@ def normalise(value: float, unit: str, factor: float) -> float:
     if k == "rate":
         return value / factor
     return value
+
+
+def mixed_factor(cpu: float | None, parallel: float | None, cores: float, cpus: int) -> float | None:
+    """The factor of a row that keeps ``cores`` of the machine's ``cpus`` cores busy: its time
+    stretches by the mean of the ``cpu`` and ``parallel`` workloads' stretches, weighted by how
+    far ``cores`` lies from one core towards all of them. None when either factor is unknown."""
+    if cpu is None or parallel is None:
+        return None
+    weight = min(1.0, max(0.0, (cores - 1) / (cpus - 1))) if cpus > 1 else 0.0
+    return 1.0 / ((1 - weight) / cpu + weight / parallel)
 
 
 def _cpu_workload() -> Any:

@@ -74,6 +74,9 @@ def _module_in_own_process(name: str) -> dict[str, Any]:
 SHARED_SCALES = ("memory", "store", "parallel", "scan")  # measured in processes of their own, after the module
 
 
+TAKES = {"mixed": ("cpu", "parallel")}  # the calibrations a scale needs besides its own (``calibrate.mixed_factor``)
+
+
 Measured = list[tuple[dict[str, Any], dict[str, float]]]  # a run's rows, each with its calibrations' seconds
 
 
@@ -82,10 +85,15 @@ def _measured_run(name: str) -> tuple[Measured, int]:
     and how many runs the module asks for."""
     result = _module_in_own_process(name)
     seconds = {"cpu": result["cpu_seconds"]}
-    for scale in SHARED_SCALES:
-        if any(scale_of(r) == scale for r in result["rows"]):
-            seconds[scale] = _calibration_seconds(scale)
+    for scale in shared_calibrations(result["rows"]):
+        seconds[scale] = _calibration_seconds(scale)
     return [(r, seconds) for r in result["rows"]], int(result.get("runs", 1))
+
+
+def shared_calibrations(rows: list[dict[str, Any]]) -> list[str]:
+    """The calibrations after a module's run that its rows' scales take, in ``SHARED_SCALES`` order."""
+    taken = {s for r in rows for s in TAKES.get(scale_of(r), (scale_of(r),))}
+    return [scale for scale in SHARED_SCALES if scale in taken]
 
 
 def _calibration_seconds(scale: str) -> float:
@@ -97,13 +105,16 @@ def scale_of(row: dict[str, Any]) -> str:
     return str(row.get("scale") or calibrate.default_scale(row["unit"]))
 
 
-def annotate(row: dict[str, Any], factors: dict[str, float | None]) -> dict[str, Any]:
+def annotate(row: dict[str, Any], factors: dict[str, float | None], cpus: int = os.cpu_count() or 1) -> dict[str, Any]:
     """The row with the factor it was normalised by and its normalised value (``None`` for rows
     that need none — ratios, counts, sizes — and for rows whose factor is unknown)."""
     scale = scale_of(row)
     if scale == "none" or calibrate.kind(row["unit"]) == "other" or not isinstance(row["value"], int | float):
         return {**row, "scale": "none", "factor": None, "normalised": None}
-    f = factors.get(scale)
+    if scale == "mixed":
+        f = calibrate.mixed_factor(factors.get("cpu"), factors.get("parallel"), float(row["cores"]), cpus)
+    else:
+        f = factors.get(scale)
     if f is None:
         return {**row, "scale": scale, "factor": None, "normalised": None}
     value = calibrate.normalise(float(row["value"]), row["unit"], f)

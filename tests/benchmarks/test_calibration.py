@@ -221,3 +221,51 @@ def test_normalised_rows_keep_the_calibrations_of_the_run_each_row_comes_from() 
     # normalised 2,000 / 1,250 / 1,000 decisions/s: the median is the second run's, with its calibrations
     assert (chosen["normalised"], chosen["factor"]) == (1_250.0, 0.8)
     assert chosen["calibration"] == {"cpu": 0.2, "memory": 1.25}
+
+
+@pytest.mark.parametrize(("cores", "expected"), [
+    (1.0, 1.0),        # one core: the single-core workload's stretch, none beside one burned core
+    (1.5, 1 / 1.25),   # wants 1.5 cores, gets 2 x 1.5 / 2.5 = 1.2 of them: 1.25 times as long
+    (2.0, 1 / 1.5),    # every core: the all-cores workload's stretch
+    (0.8, 1.0),        # waiting on I/O counts as one core
+    (3.0, 1 / 1.5),    # more than the machine has counts as all of them
+])
+def test_mixed_rows_stretch_like_fair_sharing_beside_a_burned_core(cores: float, expected: float) -> None:
+    # two cores, one burned: the single-core workload keeps a core (factor 1), the all-cores one
+    # gets 2 of the 3 processes' worth of cores (factor 1 / 1.5)
+    assert calibrate.mixed_factor(1.0, 1 / 1.5, cores, cpus=2) == pytest.approx(expected)
+
+
+def test_mixed_factor_is_unknown_without_both_workloads_and_single_core_on_one_cpu() -> None:
+    assert calibrate.mixed_factor(None, 0.5, 1.5, cpus=2) is None
+    assert calibrate.mixed_factor(0.8, None, 1.5, cpus=2) is None
+    assert calibrate.mixed_factor(0.8, 0.5, 1.5, cpus=1) == pytest.approx(0.8)
+
+
+def test_mixed_rows_take_the_factor_of_their_declared_cores() -> None:
+    row = annotate({"name": "page render", "value": 1.2, "unit": "s", "scale": "mixed", "cores": 1.5},
+                   {"cpu": 1.0, "parallel": 0.5}, cpus=2)
+    # half its time stretches like the single-core workload (1x), half like all cores (2x): 1.5x
+    assert (row["scale"], row["factor"], row["normalised"]) == ("mixed", round(1 / 1.5, 3), 0.8)
+
+
+@pytest.mark.parametrize(("scales", "measured"), [
+    (["cpu"], []),
+    (["mixed"], ["parallel"]),                       # the cpu one is measured in the module's process
+    (["scan", "mixed", "store"], ["store", "parallel", "scan"]),
+    (["parallel", "mixed"], ["parallel"]),           # once, however many rows take it
+    (["none", "memory"], ["memory"]),
+])
+def test_a_module_is_followed_by_the_calibrations_its_rows_take(scales: list[str], measured: list[str]) -> None:
+    from benchmarks.run import shared_calibrations
+
+    rows = [{"name": s, "value": 1.0, "unit": "ms", "scale": s} for s in scales]
+    assert shared_calibrations(rows) == measured
+
+
+def test_every_dashboard_page_declares_the_cores_its_render_keeps_busy() -> None:
+    from benchmarks.bench_dashboards import CORES
+    from dashboards.navigation import PAGES
+
+    assert set(CORES) == {page.title for page in PAGES}
+    assert all(1.0 <= cores <= 2.0 for cores in CORES.values())
