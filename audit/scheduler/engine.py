@@ -126,18 +126,37 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     if pc.missing or not pc.claims:
         return True
     rts = request_tiers(pc.claims, model_matcher(world))
+    # A request none of whose tiers has room anywhere answers before the fallback hold (an
+    # adaptive estimate) and the quota are worked out: nothing they say can make it fit.
+    if not all(any(_tier_has_room(world, t) for t in rt.tiers) for rt in rts):
+        return False
     # The tiers ``_policy_gates`` leaves open, gated one at a time: the first that may fit answers
     # for its request, and the gates of the tiers after it are never needed.
     holding = _holding(ctx, rts, hold)
     asked: dict[tuple[str, int], QuotaCheck] = {}
     for rt in rts:
         for t in rt.tiers:
+            if not _tier_has_room(world, t):
+                continue  # no gate can make it fit: its quota need not be asked
             shut, checks = _tier_gate(ctx, rt, t, holding, asked)
             if shut is None and _tier_may_fit(ctx, t, checks):
                 break
         else:
             return False
     return True
+
+
+def _tier_has_room(world: World, t: Tier) -> bool:
+    """``_tier_may_fit`` with every gate open and no reservation: some node has enough free healthy
+    devices of the tier's models. False means the tier cannot fit whatever quota says; the world's
+    free-count index answers it without a quota check, which a pod waiting for a change (asked on
+    every release) mostly fails."""
+    if world.has_shared_slices or t.tolerates or t.all_devices:
+        return True
+    if any(world.nodes_with_free(m, t.count) for m in t.models):
+        return True
+    return len(t.models) != 1 and any(sum(world.free_healthy(n, m) for m in t.models) >= t.count
+                                      for n in world.multi_model_nodes)
 
 
 def _tier_may_fit(ctx: AttemptContext, t: Tier, checks: list[QuotaCheck]) -> bool:
