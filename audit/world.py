@@ -238,6 +238,9 @@ class World:
         # model -> k -> sorted node names with free_healthy >= k
         self.free_nodes: dict[str, dict[int, list[str]]] = {}
         self.model_totals: dict[str, int] = {}
+        # bumped whenever model_totals or the device-plugin capacity may change: what the cluster's
+        # H100-equivalent capacity is computed from (``audit.scheduler.fairshare``)
+        self.capacity_version = 0
         self.model_free: dict[str, int] = {}  # free and healthy devices per model, cluster-wide
         self.model_allocated: dict[str, int] = {}
         # device "signatures" (attributes minus identity, capacity): what selectors can tell apart
@@ -471,6 +474,7 @@ class World:
         counts = self.node_model.setdefault(dev.node, {}).setdefault(dev.model, [0, 0])
         counts[0] += 1
         self.model_totals[dev.model] = self.model_totals.get(dev.model, 0) + 1
+        self.capacity_version += 1
         if not self._bulk and self._usable(dev):
             self._shift_free(dev.node, dev.model, +1)
         if dev.id in self.allocated_by:
@@ -493,6 +497,7 @@ class World:
         counts = self.node_model[dev.node][dev.model]
         counts[0] -= 1
         self.model_totals[dev.model] -= 1
+        self.capacity_version += 1
         if self._usable(dev):
             self._shift_free(dev.node, dev.model, -1)
         if dev_id in self.allocated_by:
@@ -669,6 +674,7 @@ class World:
     # ---- nodes and pods -----------------------------------------------------------------------------
 
     def _on_node(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        self.capacity_version += 1
         if new is None:
             self.nodes.discard(key)
             self.dp_capacity.pop(key, None)

@@ -61,6 +61,9 @@ class DeviceEntry:
     multi: bool = False  # allowMultipleAllocations, honoured only with DRAConsumableCapacity
     cel_device: Any = None  # audit.dra.cel CelDevice, built on first CEL evaluation
     cel_results: dict[str, bool] = field(default_factory=dict)  # expression -> result
+    # (id of class selectors, id of request selectors) -> (those two, the allocator's selectable
+    # verdict): see ``audit.allocator.search``
+    selectable: dict[tuple[int, int], tuple[Any, Any, Any]] = field(default_factory=dict)
 
     def __hash__(self) -> int:
         return id(self)

@@ -406,12 +406,37 @@ class _Run:
         cache_key = (data.key, position)
         cached = self.selectable_cache.get(cache_key)
         if cached is None:
-            cached = self._compute_selectable(data, entry, position)
+            cached = self._kept_selectable(data, entry, position)
             self.selectable_cache[cache_key] = cached
         ok, reason, detail = cached
         if not ok and self.evidence is not None:
             self.evidence.record(data.key, position, reason, detail)
         return ok
+
+    # verdicts kept per device entry: past this many selector pairs (claim specs come and go) the
+    # entry starts over rather than hold old specs' selectors alive
+    _KEPT_PAIRS = 64
+
+    def _kept_selectable(self, data: _RequestData, entry: DeviceEntry,
+                         position: int) -> tuple[bool, str, tuple[tuple[str, str], ...]]:
+        """``_compute_selectable`` remembered on the entry across calls, for the devices whose
+        verdict reads nothing but the device and the two selector lists: the entry lives as long
+        as its inventory (so do its features and device), the selector tuples belong to parsed
+        classes and claim specs that are shared while unchanged, and a CEL error is never kept
+        (it raises). Devices under per-device node selection also read the node: not kept."""
+        if entry.slice.per_device_node_selection:
+            return self._compute_selectable(data, entry, position)
+        of_class, of_request = data.device_class.selectors, data.spec.selectors
+        key = (id(of_class), id(of_request))
+        kept = entry.selectable.get(key)
+        if kept is not None and kept[0] is of_class and kept[1] is of_request:
+            verdict: tuple[bool, str, tuple[tuple[str, str], ...]] = kept[2]
+            return verdict
+        verdict = self._compute_selectable(data, entry, position)
+        if len(entry.selectable) >= self._KEPT_PAIRS:
+            entry.selectable.clear()
+        entry.selectable[key] = (of_class, of_request, verdict)
+        return verdict
 
     def _compute_selectable(self, data: _RequestData, entry: DeviceEntry,
                             position: int) -> tuple[bool, str, tuple[tuple[str, str], ...]]:

@@ -121,7 +121,7 @@ def pod_first_choice(world: World, pod_key: str) -> Tier | None:
 def forget_pod(world: World, pod_key: str) -> None:
     """Drop the per-pod memos of a pod that left the world: they are bounded by size alone and
     would otherwise keep its objects alive long after it is gone."""
-    for name in ("first_choice", "dp_models"):
+    for name in ("first_choice", "dp_models", "pod_tiers"):
         memo = world.derived.get(name)
         if memo is not None:
             memo.pop(pod_key, None)

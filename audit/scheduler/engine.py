@@ -54,7 +54,7 @@ from audit.scheduler.attempt import (
 )
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.binding import bind, bind_check, bind_failures_before
-from audit.scheduler.claimspec import claim_key, claim_requests, result_device_id
+from audit.scheduler.claimspec import claim_key, claim_requests, pod_claim_names, result_device_id
 from audit.scheduler.deviceplugin import decide_device_plugin
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
@@ -68,7 +68,7 @@ from audit.scheduler.tiers import (
     request_tiers,
     resolve_claims,
 )
-from audit.world import World, device_plugin_gpus
+from audit.world import World, device_plugin_gpus, obj_key
 
 __all__ = ["ENGINE_VERSION", "Decision", "Proposal", "bind", "bind_check", "bind_failures_before", "brute_force_choice", "candidate_nodes",
            "candidate_order", "decide", "evaluate_node", "holding_below", "holding_for_preferred", "may_place", "may_reclaim", "queue_skip", "still_satisfiable"]
@@ -116,6 +116,13 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     a pod again that already failed, so a change that cannot help it costs no attempt. ``hold``
     False leaves an adaptive hold out (every tier open): the answer then holds whatever the wait.
     """
+    # A request none of whose tiers has room anywhere answers before the fallback hold (an
+    # adaptive estimate) and the quota are worked out: nothing they say can make it fit. A pod
+    # asked about again with its objects unchanged (a parked pod, on every release) has its tiers
+    # known already.
+    known = _known_tiers(world, pod_key)
+    if known is not None and not _some_room(world, known):
+        return False
     ctx = AttemptContext(world, pod_key, 0, time_ms, policy or world.policy)
     pc = resolve_claims(world, ctx.pod)
     if not pc.claims and not pc.missing and not pc.allocated and device_plugin_gpus(ctx.pod) > 0:
@@ -126,18 +133,78 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     if pc.missing or not pc.claims:
         return True
     rts = request_tiers(pc.claims, model_matcher(world))
+    if not pc.allocated:
+        _remember_tiers(world, pod_key, ctx.pod, pc.claims, rts)
+    if not _some_room(world, rts):
+        return False
     # The tiers ``_policy_gates`` leaves open, gated one at a time: the first that may fit answers
     # for its request, and the gates of the tiers after it are never needed.
     holding = _holding(ctx, rts, hold)
     asked: dict[tuple[str, int], QuotaCheck] = {}
     for rt in rts:
         for t in rt.tiers:
+            if not _tier_has_room(world, t):
+                continue  # no gate can make it fit: its quota need not be asked
             shut, checks = _tier_gate(ctx, rt, t, holding, asked)
             if shut is None and _tier_may_fit(ctx, t, checks):
                 break
         else:
             return False
     return True
+
+
+def _some_room(world: World, rts: list[RequestTiers]) -> bool:
+    """Every request has a tier with room on some node (``_tier_has_room``)."""
+    return all(any(_tier_has_room(world, t) for t in rt.tiers) for rt in rts)
+
+
+# world.derived key: pod key -> (pod object, (claim key, claim object) per claim, tier versions,
+# the pod's request tiers), for pods whose claims all exist unallocated
+_POD_TIERS = "pod_tiers"
+
+
+def _remember_tiers(world: World, pod_key: str, pod: dict[str, Any], claims: list[dict[str, Any]],
+                    rts: list[RequestTiers]) -> None:
+    memo = world.derived.get(_POD_TIERS)
+    if memo is None or len(memo) > 50_000:
+        memo = world.derived[_POD_TIERS] = {}
+    # the keys ``resolve_claims`` read the claims under (all found, none allocated: in order)
+    ns = pod["metadata"].get("namespace", "")
+    keys = [obj_key(ns, name) for _, name in pod_claim_names(pod)]
+    memo[pod_key] = (pod, tuple(zip(keys, claims, strict=True)),
+                     (world.signature_version, world.inventory_version), rts)
+
+
+def _known_tiers(world: World, pod_key: str) -> list[RequestTiers] | None:
+    """The tiers ``may_place`` found for this pod, if the world still holds the very same pod and
+    claim objects (objects are replaced, never changed, by events) and the tiers' inputs are
+    unchanged: ``resolve_claims`` and ``request_tiers`` would find the same again."""
+    memo = world.derived.get(_POD_TIERS)
+    hit = memo.get(pod_key) if memo is not None else None
+    if hit is None:
+        return None
+    pod, claims, versions, rts = hit
+    ns, _, name = pod_key.partition("/")
+    if world.get("Pod", ns, name) is not pod or versions != (world.signature_version, world.inventory_version):
+        return None
+    bucket = world.objects.get("ResourceClaim", {})
+    if any(bucket.get(key) is not claim for key, claim in claims):
+        return None
+    known: list[RequestTiers] = rts
+    return known
+
+
+def _tier_has_room(world: World, t: Tier) -> bool:
+    """``_tier_may_fit`` with every gate open and no reservation: some node has enough free healthy
+    devices of the tier's models. False means the tier cannot fit whatever quota says; the world's
+    free-count index answers it without a quota check, which a pod waiting for a change (asked on
+    every release) mostly fails."""
+    if world.has_shared_slices or t.tolerates or t.all_devices:
+        return True
+    if any(world.nodes_with_free(m, t.count) for m in t.models):
+        return True
+    return len(t.models) != 1 and any(sum(world.free_healthy(n, m) for m in t.models) >= t.count
+                                      for n in world.multi_model_nodes)
 
 
 def _tier_may_fit(ctx: AttemptContext, t: Tier, checks: list[QuotaCheck]) -> bool:

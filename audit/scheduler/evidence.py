@@ -50,15 +50,24 @@ def tier_request_name(t: Tier) -> str:
 def summarize(world: World, rts: list[RequestTiers], closed: Mapping[tuple[str, str, int], str],
               visits: list[Visit], multi_claim: bool) -> list[TierSummary]:
     stats = {v.node: _node_stats(world, v.node) for v in visits if v.filtered}
+    # each visited node's own devices by model, read once for all tiers
+    models = {v.node: _device_models(world, v.node) for v in visits if not v.filtered}
     out: list[TierSummary] = []
     for rt in rts:
         for t in rt.tiers:
-            out.append(_summary(world, t, closed.get((t.claim, t.request, t.index)), visits, stats, multi_claim))
+            out.append(_summary(world, t, closed.get((t.claim, t.request, t.index)), visits, stats, models, multi_claim))
     return out
 
 
+def _device_models(world: World, node: str) -> dict[str, str]:
+    """device id -> model, for the indexed devices living on ``node``."""
+    devices = world.devices
+    return {dev_id: devices[dev_id].model for dev_id in world.node_devices.get(node, ())}
+
+
 def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
-             stats: Mapping[str, Mapping[str, list[int]]], multi_claim: bool) -> TierSummary:
+             stats: Mapping[str, Mapping[str, list[int]]], models: Mapping[str, Mapping[str, str]],
+             multi_claim: bool) -> TierSummary:
     name = tier_request_name(t)
     request = f"{t.claim.split('/', 1)[1]}/{name}" if multi_claim else name
     considered = sum(world.model_totals.get(m, 0) for m in t.models)
@@ -92,7 +101,7 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
                 _add(reasons, _NODE_FILTERED, node_total)
             continue
         evaluated += 1
-        verdicts = _own_verdicts(world, t, v.node, v.evidence.get((t.claim, name)))
+        verdicts = _own_verdicts(t, models[v.node], v.evidence.get((t.claim, name)))
         # Devices the allocator judged leave the index pools. Those it did not reach (or never
         # looked at, the tier not being tried there) stay in them and are classified like
         # unvisited ones: the index knows whether they are in use or unhealthy.
@@ -118,8 +127,9 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
                        reasons=dict(sorted(reasons.items())), exemplars=exemplars, nodes_evaluated=evaluated)
 
 
-def _own_verdicts(world: World, t: Tier, node: str, verdicts: list[Any] | None) -> list[Any]:
-    """The verdicts on devices of the tier's models that live on ``node``.
+def _own_verdicts(t: Tier, on_node: Mapping[str, str], verdicts: list[Any] | None) -> list[Any]:
+    """The verdicts on devices of the tier's models that live on the node (``on_node``: its
+    devices' models, ``_device_models``).
 
     The allocator judges every device the node can reach, whatever its model; a tier's evidence
     counts only its own models' devices (each exactly once: devices of slices shared between
@@ -127,9 +137,8 @@ def _own_verdicts(world: World, t: Tier, node: str, verdicts: list[Any] | None) 
     """
     if not verdicts:
         return []
-    devices, models = world.devices, t.models
-    return [vd for vd in verdicts
-            if (dev := devices.get(vd.device)) is not None and dev.node == node and dev.model in models]
+    models = t.models
+    return [vd for vd in verdicts if on_node.get(vd.device) in models]
 
 
 def _node_stats(world: World, node: str) -> dict[str, list[int]]:

@@ -19,13 +19,14 @@ from audit.world import World
 def entitlements(world: World, policy: Policy, include: str) -> dict[str, float]:
     """H100-equivalent entitlement per active tenant (``include`` is always active).
 
-    Kept per world state (its seq), policy and set of active tenants: the queue order asks it for
-    every tenant with pending pods on every pick, and those are all active already. Callers only
-    read the answer."""
+    Kept per cluster capacity (``World.capacity_version``), policy and set of active tenants: the
+    queue order asks it for every tenant with pending pods on every pick, and the answer reads
+    nothing else, so it holds across the allocations and releases in between. Callers only read
+    the answer."""
     active = {t for t, u in world.usage.items() if u.in_use_eq > 0}
     active |= {t for t, n in world.pending_by_tenant.items() if n > 0}
     active.add(include)
-    state = (world.seq, policy.digest)
+    state = (world.capacity_version, policy.digest)
     memo = world.derived.get("entitlements")
     if memo is None or memo[0] != state:
         memo = world.derived["entitlements"] = (state, {})

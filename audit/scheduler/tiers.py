@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from audit.canonical import equality_key
 from audit.scheduler.claimspec import (
     cel_expressions,
     claim_key,
@@ -124,6 +125,15 @@ def _tier(claim: str, request: str, sub: str, index: int, spec: Mapping[str, Any
                 models=match_models(device_class, selectors))
 
 
+# A tier without its claim key: Tier's fields after ``claim``, in order.
+_TierShape = tuple[str, str, int, int, bool, str, tuple[str, ...], bool, tuple[str, ...]]
+_RequestShape = tuple[str, bool, tuple[_TierShape, ...]]
+
+
+def _tier_shape(t: Tier) -> _TierShape:
+    return (t.request, t.subrequest, t.index, t.count, t.all_devices, t.device_class, t.selectors, t.tolerates, t.models)
+
+
 class SignatureModelMatcher:
     """Models a (class, selectors) pair can match, by CEL on device signatures; cached per world state."""
 
@@ -134,6 +144,8 @@ class SignatureModelMatcher:
         self._cache: dict[tuple[Any, ...], tuple[str, ...]] = {}
         # id(claim) -> (claim, (signature version, inventory version), its tiers)
         self._tiers: dict[int, tuple[dict[str, Any], tuple[int, int], list[RequestTiers]]] = {}
+        # the tiers of each distinct claim spec under one pair of versions, without the claim key
+        self._by_spec: tuple[tuple[int, int], dict[bytes, list[_RequestShape]]] = ((-1, -1), {})
         self._env: Any = None
 
     def cached_tiers(self, claim: dict[str, Any]) -> list[RequestTiers]:
@@ -143,8 +155,31 @@ class SignatureModelMatcher:
         if hit is None or hit[0] is not claim or hit[1] != versions:
             if len(self._tiers) > 50_000:
                 self._tiers.clear()
-            hit = self._tiers[id(claim)] = (claim, versions, claim_tiers(claim, self))
+            hit = self._tiers[id(claim)] = (claim, versions, self._spec_tiers(claim, versions))
         return hit[2]
+
+    def _spec_tiers(self, claim: dict[str, Any], versions: tuple[int, int]) -> list[RequestTiers]:
+        """``claim_tiers`` once per distinct claim spec: claims made from one template and size
+        differ only in their names, and a claim's tiers read nothing else of it but its key.
+        Keyed by the spec's ``equality_key`` (equal keys are equal JSON values); a spec that is
+        not plain JSON is read every time."""
+        try:
+            key = equality_key(claim.get("spec"))
+        except (TypeError, ValueError):
+            return claim_tiers(claim, self)
+        if self._by_spec[0] != versions:
+            self._by_spec = (versions, {})
+        shapes = self._by_spec[1]
+        found = shapes.get(key)
+        if found is None:
+            tiers = claim_tiers(claim, self)
+            if len(shapes) >= 4096:
+                shapes.clear()
+            shapes[key] = [(rt.request, rt.first_available, tuple(_tier_shape(t) for t in rt.tiers)) for rt in tiers]
+            return tiers
+        ckey = claim_key(claim)
+        return [RequestTiers(ckey, request, first_available, tuple(Tier(ckey, *shape) for shape in tiers))
+                for request, first_available, tiers in found]
 
     def forget(self, claims: list[dict[str, Any]]) -> None:
         """Drop the tiers of claim objects that left the world (``nodealloc.forget_claims``)."""
