@@ -13,12 +13,18 @@ the benchmarks do:
 - ``memory``: the memory-heavy pure-Python work of the engine, replay and the simulated days —
   scattered lookups, in-place updates and allocation churn over a heap of 300,000 small records
   (about 200 MB), then a walk over all of it, in ``benchmarks.memory_workload`` — best of
-  ``MEMORY_ROUNDS`` in *CPU* time, measured in a process of its own right after a benchmark with
-  rows that take it. Those rows are rates per CPU-second of a process holding hundreds of
+  ``MEMORY_ROUNDS`` in *CPU* time, measured in each of ``MEMORY_PROCESSES`` fresh processes, one
+  after the other, right after a benchmark with rows that take it; the module gets the median of
+  those. Those rows are rates per CPU-second of a process holding hundreds of
   megabytes; waiting for a core does not change them, a slower memory system does (another
   machine on the host using the memory bus, a sibling thread sharing the caches). The ``cpu``
   workload fits in the caches and is timed on the wall clock, so it misses the first and sees the
-  time a process waits for a core, which those rows do not;
+  time a process waits for a core, which those rows do not. One process is not enough: its
+  rounds agree within a few percent, but fresh processes started one after another on the same
+  machine spread over 15–20 % against a long-lived one timed between them (the timed rounds take
+  no page faults, the heap is touched while it is built; address-space randomisation off changes
+  nothing), and a busy host moves the figure as much again within minutes, so one process could
+  put a module's factor 30 % away from the same module's in the next run;
 - ``store``: the raw insert of fixed prepared columns into a fresh embedded chDB database (what
   ``bench_store`` calls its baseline), best of ``STORE_ROUNDS``, measured in a process of its own
   right after a benchmark whose rows depend on the store;
@@ -76,6 +82,7 @@ CPU_ROUNDS = 5
 STORE_ROUNDS = 3
 STORE_ROWS = 10_000
 MEMORY_ROUNDS = 3
+MEMORY_PROCESSES = 3  # odd, so the median is one process's real figure
 PARALLEL_ROUNDS = 5
 PARALLEL_REPEAT = 4  # ~100 ms per round, long enough for the kernel to share the cores fairly
 SCAN_ROWS = 1_000_000
@@ -151,6 +158,11 @@ def memory_seconds() -> float:
     del work
     gc.collect()  # the heap goes before the benchmark that runs next in this process
     return min(samples)
+
+
+def processes(scale: str) -> int:
+    """How many fresh processes measure ``scale`` after a module; the module takes their median."""
+    return MEMORY_PROCESSES if scale == "memory" else 1
 
 
 def _parallel_worker(start: Any, results: Any) -> None:

@@ -96,9 +96,17 @@ def shared_calibrations(rows: list[dict[str, Any]]) -> list[str]:
     return [scale for scale in SHARED_SCALES if scale in taken]
 
 
-def _calibration_seconds(scale: str) -> float:
-    out = _in_own_process(["benchmarks.calibrate", scale], f"{scale} calibration")
-    return float(json.loads(out)[f"{scale}_seconds"])
+def _calibration_seconds(scale: str, processes: int = 0) -> float:
+    """The median of the figures of ``processes`` fresh processes, one after the other; by default
+    ``calibrate.processes(scale)`` of them (one for most scales)."""
+    samples = []
+    for _ in range(processes or calibrate.processes(scale)):
+        out = _in_own_process(["benchmarks.calibrate", scale], f"{scale} calibration")
+        samples.append(float(json.loads(out)[f"{scale}_seconds"]))
+    if len(samples) > 1:
+        print(f"# {scale} calibration: {', '.join(f'{s:.3f}' for s in samples)} s, median {statistics.median(samples):.3f}",
+              file=sys.stderr, flush=True)
+    return statistics.median(samples)
 
 
 def scale_of(row: dict[str, Any]) -> str:

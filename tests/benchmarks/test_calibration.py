@@ -197,6 +197,23 @@ def test_memory_is_measured_after_a_module_like_the_other_shared_scales() -> Non
     assert markdown.SCALE_NAMES["memory"] == "memory"
 
 
+def test_memory_is_the_median_of_an_odd_number_of_fresh_processes_and_the_others_one() -> None:
+    # odd, so the median is the figure one real process measured, not a mean of two
+    assert calibrate.processes("memory") == calibrate.MEMORY_PROCESSES == 3
+    assert [calibrate.processes(s) for s in ("cpu", "store", "parallel", "scan")] == [1, 1, 1, 1]
+
+
+def test_a_calibration_of_several_processes_is_the_median_of_their_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.run import _calibration_seconds
+
+    seconds = _calibration_seconds("cpu", processes=3)  # the cheapest workload, each in a real fresh process
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    figures = [float(f) for f in line.removeprefix("# cpu calibration: ").split(" s, ")[0].split(", ")]
+    assert len(figures) == 3
+    assert seconds == pytest.approx(sorted(figures)[1], abs=0.0005)  # shown to the millisecond
+    assert line.endswith(f"median {seconds:.3f}")
+
+
 @pytest.mark.parametrize(("only", "module", "picked"), [
     ("", "bench_engine", True),                   # no filter: every module
     ("engine", "bench_engine", True),
