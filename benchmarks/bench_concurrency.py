@@ -29,6 +29,8 @@ from typing import Any
 
 import httpx
 
+from benchmarks.serving import wait_ready
+
 BENCH_RUNS = 3  # short latencies and tails: make bench reports the median of three runs
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / ".claimtrail" / "bench-concurrency"
@@ -68,16 +70,8 @@ def _serve(store_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
                              "--port", str(port), "--insecure-local", "--rate-limit", "1000000", "--burst", "1000000",
                              "--max-in-flight", "1000"], cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while True:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"serve did not start: {log.read_text()[-2000:]}")
-        time.sleep(0.5)
+    wait_ready(proc, base, log, 300)
+    return proc, base
 
 
 def _sample(base: str, n: int) -> tuple[list[str], list[str]]:

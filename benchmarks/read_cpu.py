@@ -25,6 +25,8 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks.serving import wait_ready
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_STORE = REPO / ".claimtrail" / "bench-concurrency" / "store"
 TOKENS = "tokens:\n  - token: admin-token\n    admin: true\n  - token: tenant-token\n    tenant: {tenant}\n"
@@ -46,16 +48,8 @@ def _serve(store: Path, tokens: Path, code: Path) -> tuple[subprocess.Popen[byte
                             cwd=code, env={**os.environ, "PYTHONPATH": str(code)},
                             stdout=(store / "serve.log").open("wb"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 600  # a first start may apply migrations that backfill
-    while True:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"serve did not start: {(store / 'serve.log').read_text()[-2000:]}")
-        time.sleep(0.5)
+    wait_ready(proc, base, store / "serve.log", 600)  # a first start may apply migrations that backfill
+    return proc, base
 
 
 def measure(store: Path, n: int, tenant: str, code: Path = REPO) -> list[tuple[str, float, float]]:
