@@ -25,6 +25,8 @@ from typing import Any
 
 import httpx
 
+from benchmarks.serving import wait_ready
+
 BENCH_RUNS = 3  # short latencies and tails: make bench reports the median of three runs
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / ".claimtrail" / "bench-api"
@@ -242,16 +244,7 @@ def run() -> list[dict[str, Any]]:
                             stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"serve did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.5)
+        wait_ready(proc, base, log, 300)
         stats = httpx.get(f"{base}/v1/stats/fallback", params={"group_by": "cluster"}, timeout=300).json()
         decisions = sum(int(r["decisions"]) for r in stats["rows"])
         events, probe_records = _world()
