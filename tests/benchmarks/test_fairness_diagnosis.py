@@ -9,7 +9,7 @@ import yaml
 from audit.metrics import Window
 from audit.metrics.fairness import jain_contention
 from audit.metrics.lifecycle import Lifecycle, PodLife
-from audit.policy import parse_policy
+from audit.policy import Policy, parse_policy
 from audit.records import Blocker, DecisionRecord, Outcome, TierBlocker
 from benchmarks.fairness_diagnosis import (
     contended_hours,
@@ -22,7 +22,7 @@ from benchmarks.fairness_diagnosis import (
 MIN = 60_000
 HOUR = 60 * MIN
 
-POLICY = parse_policy(yaml.safe_load("""
+TWO_TEAMS = """
 apiVersion: claimtrail.io/v1alpha1
 kind: Policy
 metadata: {name: two-teams}
@@ -31,7 +31,8 @@ spec:
   tenants:
     - {name: big, namespaces: [big], weight: 2}
     - {name: small, namespaces: [small], weight: 1}
-"""))
+"""
+POLICY = parse_policy(yaml.safe_load(TWO_TEAMS))
 
 
 def _pod(name: str, ns: str, created_min: int, bound_min: int | None, held_min: int = 0, eq: float = 1.0,
@@ -145,16 +146,13 @@ def test_pending_over_share_counts_the_wait_while_the_tenant_held_its_share(held
     assert over == pytest.approx(over_h)
 
 
-QUOTA_POLICY = """
-apiVersion: claimtrail.io/v1alpha1
-kind: Policy
-metadata: {name: two-teams}
-spec:
-  version: "1"
-  tenants:
-    - {name: big, namespaces: [big], weight: 2, quotas: {H100: {nominal: 8, borrowingLimit: 0}}}
-    - {name: small, namespaces: [small], weight: 1, quotas: {H100: {nominal: 2, borrowingLimit: %s}}}
-"""
+def _quota_policy(borrowing: str) -> Policy:
+    """The two teams with H100 quotas: big 8 that it may not exceed, small 2 plus ``borrowing``."""
+    doc = yaml.safe_load(TWO_TEAMS)
+    big, small = doc["spec"]["tenants"]
+    big["quotas"] = yaml.safe_load("{H100: {nominal: 8, borrowingLimit: 0}}")
+    small["quotas"] = yaml.safe_load(f"{{H100: {{nominal: 2, borrowingLimit: {borrowing}}}}}")
+    return parse_policy(doc)
 
 
 def _held(name: str, ns: str, start_min: int, end_min: int, devices: int, model: str = "H100") -> PodLife:
@@ -175,7 +173,7 @@ def _held(name: str, ns: str, start_min: int, end_min: int, devices: int, model:
     ],
 )
 def test_p99_beside_own_takes_out_the_wait_behind_the_tenants_own_quota(borrowing, big_holds, less_quota_s):
-    policy = parse_policy(yaml.safe_load(QUOTA_POLICY % borrowing))
+    policy = _quota_policy(borrowing)
     pods = [_held("run", "small", 0, 30, 2), _held("wait", "small", 0, 40, 0), _held("best", "big", 0, 60, 1)]
     pods[1] = PodLife("c", "small", "wait", "uid-wait", "small", "dra", 0, bound_ms=40 * MIN, allocated_ms=40 * MIN,
                       released_ms=50 * MIN, preferred="H100", allocated="H100", devices=1, h100_eq=1.0)
