@@ -25,17 +25,12 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks.cores import process_cpu
 from benchmarks.serving import wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_STORE = REPO / ".claimtrail" / "bench-concurrency" / "store"
 TOKENS = "tokens:\n  - token: admin-token\n    admin: true\n  - token: tenant-token\n    tenant: {tenant}\n"
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """User + system time of ``pid`` so far (fields 14 and 15 of /proc/<pid>/stat, in clock ticks)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _serve(store: Path, tokens: Path, code: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -87,12 +82,12 @@ def measure(store: Path, n: int, tenant: str, code: Path = REPO) -> list[tuple[s
                   for j in range(n)]),
             ]
             for name, requests in reads:
-                before, started = process_cpu_seconds(proc.pid), time.perf_counter()
+                before, started = process_cpu(proc.pid), time.perf_counter()
                 for path, params, headers in requests:
                     answer = client.get(path, params=params, headers=headers)
                     if answer.status_code != 200:
                         raise RuntimeError(f"GET {path}: HTTP {answer.status_code}: {answer.text[:300]}")
-                cpu = process_cpu_seconds(proc.pid) - before
+                cpu = process_cpu(proc.pid) - before
                 out.append((name, 1000 * cpu / n, 1000 * (time.perf_counter() - started) / n))
     finally:
         stop(proc)
