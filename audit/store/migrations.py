@@ -193,9 +193,14 @@ def cluster_ddl(database: str, cluster: str, retention: Retention = schema.DEFAU
     out.extend(schema.create_table(schema.SCHEMA_MIGRATIONS, database, retention, cluster))
     for migration in MIGRATIONS:
         out.extend(migration.statements(database, retention, cluster))
-    values = ", ".join(f"({m.version}, '{m.description}')" for m in MIGRATIONS)
+    values = ", ".join(f"({m.version}, {_string_literal(m.description)})" for m in MIGRATIONS)
     out.append(f"INSERT INTO {database}.schema_migrations (version, description) VALUES {values}")
     return out
+
+
+def _string_literal(text: str) -> str:
+    """``text`` as a ClickHouse string literal: a description may hold an apostrophe or a backslash."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def single_node_ddl(database: str, retention: Retention = schema.DEFAULT_RETENTION) -> list[str]:

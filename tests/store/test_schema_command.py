@@ -125,3 +125,18 @@ def test_every_cluster_statement_is_valid_clickhouse_syntax(store: AuditStore) -
     for statement in statements:
         formatted = store.client.query("SELECT formatQuery({q:String})", parameters={"q": statement}).result_rows[0][0]
         assert formatted.split()[0] in ("CREATE", "INSERT", "ALTER", "DROP")
+
+
+@pytest.mark.parametrize("description", ["keep the pod's fold", "a backslash \\ and a quote '", "plain"])
+def test_cluster_version_row_keeps_a_description_with_quotes_or_backslashes(
+        store: AuditStore, monkeypatch: pytest.MonkeyPatch, description: str) -> None:
+    """The version record is SQL text: each description must come back from the engine unchanged."""
+    from audit.store import migrations
+
+    extra = migrations.Migration(version=99, description=description, statements=lambda *_: [])
+    monkeypatch.setattr(migrations, "MIGRATIONS", (*migrations.MIGRATIONS, extra))
+    insert = migrations.cluster_ddl("claimtrail", "prod")[-1]
+    values = insert.split(" VALUES ", 1)[1]
+    rows = store.client.query(f"SELECT * FROM values('version UInt32, description String', {values})").result_rows
+    assert rows[-1] == (99, description)
+    assert [version for version, _ in rows] == [m.version for m in migrations.MIGRATIONS]
