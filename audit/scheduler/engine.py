@@ -194,11 +194,31 @@ def _known_tiers(world: World, pod_key: str) -> list[RequestTiers] | None:
     return known
 
 
+# world.derived key: (world seq, {(models, count, tolerates, all devices): room}) — what
+# ``_tier_has_room`` found at the world's current seq
+_ROOM = "tier_room"
+
+
 def _tier_has_room(world: World, t: Tier) -> bool:
     """``_tier_may_fit`` with every gate open and no reservation: some node has enough free healthy
     devices of the tier's models. False means the tier cannot fit whatever quota says; the world's
     free-count index answers it without a quota check, which a pod waiting for a change (asked on
-    every release) mostly fails."""
+    every release) mostly fails.
+
+    Kept per world seq: a release wakes every parked group, and the groups of one pod size in
+    different tenants ask about tiers of the same shape; only a folded event changes the answer."""
+    key = (t.models, t.count, t.tolerates, t.all_devices)
+    memo = world.derived.get(_ROOM)
+    if memo is None or memo[0] != world.seq:
+        memo = world.derived[_ROOM] = (world.seq, {})
+    answers: dict[tuple[tuple[str, ...], int, bool, bool], bool] = memo[1]
+    found = answers.get(key)
+    if found is None:
+        found = answers[key] = _room_for(world, t)
+    return found
+
+
+def _room_for(world: World, t: Tier) -> bool:
     if world.has_shared_slices or t.tolerates or t.all_devices:
         return True
     if any(world.nodes_with_free(m, t.count) for m in t.models):
