@@ -54,7 +54,7 @@ from audit.scheduler.attempt import (
 )
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.binding import bind, bind_check, bind_failures_before
-from audit.scheduler.claimspec import claim_key, claim_requests, pod_claim_names, result_device_id
+from audit.scheduler.claimspec import claim_key, pod_claim_names, result_device_id
 from audit.scheduler.deviceplugin import decide_device_plugin
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
@@ -562,7 +562,7 @@ def evaluate_node(ctx: AttemptContext, node: str, claims: list[dict[str, Any]], 
     if outcome.status != Status.SUCCESS:
         return NodeTry(node, False, outcome=outcome, reject=outcome.status.value,
                        reject_detail={"code": outcome.error_code, "message": outcome.message})
-    index_of = _subrequest_indexes(claims)
+    index_of = _subrequest_indexes(rts)
     chosen: dict[str, int] = {}
     results: list[tuple[str, dict[str, Any]]] = []
     ns = ctx.namespace
@@ -590,15 +590,11 @@ def evaluate_node(ctx: AttemptContext, node: str, claims: list[dict[str, Any]], 
     return nt
 
 
-def _subrequest_indexes(claims: list[dict[str, Any]]) -> dict[tuple[str, str, str], int]:
-    out: dict[tuple[str, str, str], int] = {}
-    for c in claims:
-        ckey = claim_key(c)
-        for name, first_available, alternatives in claim_requests(c):
-            if first_available:
-                for i, (sub, _) in enumerate(alternatives):
-                    out[(ckey, name, sub)] = i
-    return out
+def _subrequest_indexes(rts: list[RequestTiers]) -> dict[tuple[str, str, str], int]:
+    """(claim key, request, subrequest) -> the subrequest's index in the request's firstAvailable
+    list: each tier of a firstAvailable request is one subrequest, at its index (read from the
+    tiers rather than the claim objects, which a visit would otherwise parse again)."""
+    return {(t.claim, t.request, t.subrequest): t.index for rt in rts if rt.first_available for t in rt.tiers}
 
 
 def brute_force_choice(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> tuple[str, int] | None:
