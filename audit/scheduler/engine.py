@@ -491,22 +491,37 @@ def candidate_nodes(world: World, t: Tier) -> list[str]:
     """Nodes that could hold tier ``t`` (a superset of those where it succeeds), sorted by name."""
     if world.has_shared_slices:
         return sorted(world.nodes)
+    if len(t.models) == 1 and not (t.tolerates or t.all_devices):
+        return [n for n in world.nodes_with_free(t.models[0], t.count) if n in world.nodes]
+    return sorted(n for n in _candidate_names(world, t) if n in world.nodes)
+
+
+def _candidate_count(world: World, t: Tier) -> int:
+    """``len(candidate_nodes(world, t))`` without putting the names in order (evidence needs the
+    count only, and a tier of several models can name most of the cluster)."""
+    if world.has_shared_slices:
+        return len(world.nodes)
+    if len(t.models) == 1 and not (t.tolerates or t.all_devices):
+        return len(world.nodes.intersection(world.nodes_with_free(t.models[0], t.count)))
+    return len(world.nodes.intersection(_candidate_names(world, t)))
+
+
+def _candidate_names(world: World, t: Tier) -> set[str]:
+    """``candidate_nodes`` before the live-node filter and the sort, for the tiers the free-count
+    index does not answer with one list."""
+    names: set[str] = set()
     if t.tolerates or t.all_devices:
-        names: set[str] = set()
         for m in t.models:
             names.update(world.nodes_with_model(m))
-        return sorted(n for n in names if n in world.nodes)
-    if len(t.models) == 1:
-        return [n for n in world.nodes_with_free(t.models[0], t.count) if n in world.nodes]
+        return names
     # Several models: nodes where one model alone has enough, plus nodes carrying several models
     # whose free devices together may be enough.
-    names = set()
     for m in t.models:
         names.update(world.nodes_with_free(m, t.count))
     for n in world.multi_model_nodes:
         if sum(world.free_healthy(n, m) for m in t.models) >= t.count:
             names.add(n)
-    return sorted(n for n in names if n in world.nodes)
+    return names
 
 
 def _iter_candidates(world: World, t: Tier) -> Iterator[str]:
@@ -673,7 +688,7 @@ def queue_skip(world: World, ctx: AttemptContext) -> TierBlocker | None:
 def _insufficient_blocker(world: World, t: Tier) -> TierBlocker:
     return TierBlocker(Blocker.INSUFFICIENT_ON_NODE.value, t.index, {
         "request": tier_request_name(t), "model": t.label, "count": t.count,
-        "nodes_with_capacity": len(candidate_nodes(world, t)),
+        "nodes_with_capacity": _candidate_count(world, t),
     })
 
 
