@@ -149,8 +149,7 @@ class Simulator(ClusterLoop):
         for pool in self.sc.pools:
             for i in range(pool.nodes):
                 self.node_pools[f"{pool.node_prefix()}-{i:03d}"] = pool
-        for job in jobs:
-            self.schedule(job.arrival_ms, "arrive", job)
+        self.schedule_in_order((job.arrival_ms, "arrive", job) for job in jobs)
         for at, doc in self.sc.policy_changes:
             self.schedule(self.start_ms + at, "policy", doc)
         self._schedule_disruptions()
