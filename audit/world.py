@@ -270,7 +270,8 @@ class World:
     # ---- reading ------------------------------------------------------------------------------
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.objects.get(kind, {}).get(obj_key(namespace, name))
+        bucket = self.objects.get(kind)  # (a ``{}`` default would be built on every call)
+        return None if bucket is None else bucket.get(obj_key(namespace, name))
 
     def items(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
         return iter(sorted(self.objects.get(kind, {}).items()))

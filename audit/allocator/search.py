@@ -72,6 +72,12 @@ class _SizeExceeded(Exception):
     """upstream errAllocationResultMaxSizeExceeded: prunes, never reaches the caller."""
 
 
+def _where(claim: ResourceClaim, request: DeviceRequest, sub: str) -> str:
+    """What an error about a request names (only built when one is raised). Upstream's name() of a
+    subrequest is the subrequest's own name, not "<request>/<sub>"."""
+    return f"claim {claim.key}, request {sub or request.name}"
+
+
 @dataclass(eq=False)
 class _RequestData:
     key: tuple[int, int, int]
@@ -261,27 +267,25 @@ class _Run:
 
     def _validate(self, ci: int, ri: int, si: int, claim: ResourceClaim, request: DeviceRequest,
                   name: str, sub: str, spec: ExactRequest) -> _RequestData:
-        # Upstream's name() of a subrequest is the subrequest's own name, not "<request>/<sub>".
-        prefix = f"claim {claim.key}, request {sub or request.name}"
         if spec.capacity_requests is not None and not self.features.consumable_capacity:
-            raise AllocationError("feature_disabled", f"{prefix}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
+            raise AllocationError("feature_disabled", f"{_where(claim, request, sub)}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
         for i, selector in enumerate(spec.selectors):
             if selector.cel is None:
-                raise AllocationError("unsupported_selector", f"{prefix}, selector #{i}: CEL expression empty (unsupported selector type?)")
+                raise AllocationError("unsupported_selector", f"{_where(claim, request, sub)}, selector #{i}: CEL expression empty (unsupported selector type?)")
         if not self.features.admin_access and spec.admin_access is not None:
-            raise AllocationError("feature_disabled", f"{prefix}: admin access is requested, but the feature is disabled")
+            raise AllocationError("feature_disabled", f"{_where(claim, request, sub)}: admin access is requested, but the feature is disabled")
         if not spec.device_class_name:
-            raise AllocationError("unsupported_request", f"{prefix}: missing device class name (unsupported request type?)")
+            raise AllocationError("unsupported_request", f"{_where(claim, request, sub)}: missing device class name (unsupported request type?)")
         device_class = self.owner.inventory.device_class(spec.device_class_name)
         if device_class is None:
-            raise AllocationError("class_not_found", f"{prefix}: could not retrieve device class {spec.device_class_name}: "
+            raise AllocationError("class_not_found", f"{_where(claim, request, sub)}: could not retrieve device class {spec.device_class_name}: "
                                   f'deviceclass.resource.k8s.io "{spec.device_class_name}" not found')
         capacity_requests = None
         if spec.capacity_requests is not None:
             try:
                 capacity_requests = {k: Quantity.parse(v) for k, v in spec.capacity_requests.items()}
             except ValueError as exc:
-                raise AllocationError("invalid_quantity", f"{prefix}: capacity requests: {exc}") from None
+                raise AllocationError("invalid_quantity", f"{_where(claim, request, sub)}: capacity requests: {exc}") from None
         data = _RequestData(key=(ci, ri, si), name=name, base=request.name, sub=sub, spec=spec, device_class=device_class,
                             has_parent=bool(sub), admin=spec.admin_access is True, capacity_requests=capacity_requests)
         self.requests[data.key] = data
@@ -294,10 +298,10 @@ class _Run:
             positions = self.view.positions
             for pool in self.view.all_pools:
                 if pool.incomplete:
-                    raise AllocationError("pool_incomplete", f"{prefix}: asks for all devices, but resource pool "
+                    raise AllocationError("pool_incomplete", f"{_where(claim, request, sub)}: asks for all devices, but resource pool "
                                           f"{pool.pool_id} is currently being updated")
                 if pool.invalid:
-                    raise AllocationError("pool_invalid", f"{prefix}: asks for all devices, but resource pool "
+                    raise AllocationError("pool_invalid", f"{_where(claim, request, sub)}: asks for all devices, but resource pool "
                                           f"{pool.pool_id} is currently invalid")
                 for entry in pool.entries:
                     position = positions[entry]
@@ -308,7 +312,7 @@ class _Run:
                     data.all_devices.append((position, entry, pool))
             data.num_devices = len(data.all_devices)
         else:
-            raise AllocationError("unsupported_mode", f"{prefix}: unsupported count mode {spec.allocation_mode}")
+            raise AllocationError("unsupported_mode", f"{_where(claim, request, sub)}: unsupported count mode {spec.allocation_mode}")
         return data
 
     # ------------------------------------------------------------------ the search (allocateOne)

@@ -14,7 +14,7 @@ claim's ``status.allocation`` (+ ``reservedFor``) and the pod's ``nodeName``.
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 from typing import Any
 
 from audit.events import EventType, WorldEvent
@@ -72,7 +72,11 @@ def bind(world: World, decision: Decision, time_ms: int, policy: Policy | None =
     ns, _, name = decision.pod_key.partition("/")
     pod = world.get("Pod", ns, name)
     if failure is None and pod is not None:
-        return dataclasses.replace(decision, events=_bind_events(world, pod, p, time_ms))
+        # (a shallow copy with its events set: ``dataclasses.replace`` reads the field list and
+        # calls the constructor on every bind)
+        bound = copy.copy(decision)
+        bound.events = _bind_events(world, pod, p, time_ms)
+        return bound
     cls, detail = failure if failure is not None else (RetryClass.TERMINAL, {"pod": decision.pod_key})
     rec = DecisionRecord.from_dict(decision.record.to_dict())
     satisfiable = pod is not None and cls != RetryClass.TERMINAL and _satisfiable_after(world, pod, decision)

@@ -54,7 +54,7 @@ from audit.scheduler.attempt import (
 )
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.binding import bind, bind_check, bind_failures_before
-from audit.scheduler.claimspec import claim_key, claim_requests, pod_claim_names, result_device_id
+from audit.scheduler.claimspec import claim_key, pod_claim_names, result_device_id
 from audit.scheduler.deviceplugin import decide_device_plugin
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
@@ -194,11 +194,31 @@ def _known_tiers(world: World, pod_key: str) -> list[RequestTiers] | None:
     return known
 
 
+# world.derived key: (world seq, {(models, count, tolerates, all devices): room}) — what
+# ``_tier_has_room`` found at the world's current seq
+_ROOM = "tier_room"
+
+
 def _tier_has_room(world: World, t: Tier) -> bool:
     """``_tier_may_fit`` with every gate open and no reservation: some node has enough free healthy
     devices of the tier's models. False means the tier cannot fit whatever quota says; the world's
     free-count index answers it without a quota check, which a pod waiting for a change (asked on
-    every release) mostly fails."""
+    every release) mostly fails.
+
+    Kept per world seq: a release wakes every parked group, and the groups of one pod size in
+    different tenants ask about tiers of the same shape; only a folded event changes the answer."""
+    key = (t.models, t.count, t.tolerates, t.all_devices)
+    memo = world.derived.get(_ROOM)
+    if memo is None or memo[0] != world.seq:
+        memo = world.derived[_ROOM] = (world.seq, {})
+    answers: dict[tuple[tuple[str, ...], int, bool, bool], bool] = memo[1]
+    found = answers.get(key)
+    if found is None:
+        found = answers[key] = _room_for(world, t)
+    return found
+
+
+def _room_for(world: World, t: Tier) -> bool:
     if world.has_shared_slices or t.tolerates or t.all_devices:
         return True
     if any(world.nodes_with_free(m, t.count) for m in t.models):
@@ -471,22 +491,37 @@ def candidate_nodes(world: World, t: Tier) -> list[str]:
     """Nodes that could hold tier ``t`` (a superset of those where it succeeds), sorted by name."""
     if world.has_shared_slices:
         return sorted(world.nodes)
+    if len(t.models) == 1 and not (t.tolerates or t.all_devices):
+        return [n for n in world.nodes_with_free(t.models[0], t.count) if n in world.nodes]
+    return sorted(n for n in _candidate_names(world, t) if n in world.nodes)
+
+
+def _candidate_count(world: World, t: Tier) -> int:
+    """``len(candidate_nodes(world, t))`` without putting the names in order (evidence needs the
+    count only, and a tier of several models can name most of the cluster)."""
+    if world.has_shared_slices:
+        return len(world.nodes)
+    if len(t.models) == 1 and not (t.tolerates or t.all_devices):
+        return len(world.nodes.intersection(world.nodes_with_free(t.models[0], t.count)))
+    return len(world.nodes.intersection(_candidate_names(world, t)))
+
+
+def _candidate_names(world: World, t: Tier) -> set[str]:
+    """``candidate_nodes`` before the live-node filter and the sort, for the tiers the free-count
+    index does not answer with one list."""
+    names: set[str] = set()
     if t.tolerates or t.all_devices:
-        names: set[str] = set()
         for m in t.models:
             names.update(world.nodes_with_model(m))
-        return sorted(n for n in names if n in world.nodes)
-    if len(t.models) == 1:
-        return [n for n in world.nodes_with_free(t.models[0], t.count) if n in world.nodes]
+        return names
     # Several models: nodes where one model alone has enough, plus nodes carrying several models
     # whose free devices together may be enough.
-    names = set()
     for m in t.models:
         names.update(world.nodes_with_free(m, t.count))
     for n in world.multi_model_nodes:
         if sum(world.free_healthy(n, m) for m in t.models) >= t.count:
             names.add(n)
-    return sorted(n for n in names if n in world.nodes)
+    return names
 
 
 def _iter_candidates(world: World, t: Tier) -> Iterator[str]:
@@ -542,7 +577,7 @@ def evaluate_node(ctx: AttemptContext, node: str, claims: list[dict[str, Any]], 
     if outcome.status != Status.SUCCESS:
         return NodeTry(node, False, outcome=outcome, reject=outcome.status.value,
                        reject_detail={"code": outcome.error_code, "message": outcome.message})
-    index_of = _subrequest_indexes(claims)
+    index_of = _subrequest_indexes(rts)
     chosen: dict[str, int] = {}
     results: list[tuple[str, dict[str, Any]]] = []
     ns = ctx.namespace
@@ -570,15 +605,11 @@ def evaluate_node(ctx: AttemptContext, node: str, claims: list[dict[str, Any]], 
     return nt
 
 
-def _subrequest_indexes(claims: list[dict[str, Any]]) -> dict[tuple[str, str, str], int]:
-    out: dict[tuple[str, str, str], int] = {}
-    for c in claims:
-        ckey = claim_key(c)
-        for name, first_available, alternatives in claim_requests(c):
-            if first_available:
-                for i, (sub, _) in enumerate(alternatives):
-                    out[(ckey, name, sub)] = i
-    return out
+def _subrequest_indexes(rts: list[RequestTiers]) -> dict[tuple[str, str, str], int]:
+    """(claim key, request, subrequest) -> the subrequest's index in the request's firstAvailable
+    list: each tier of a firstAvailable request is one subrequest, at its index (read from the
+    tiers rather than the claim objects, which a visit would otherwise parse again)."""
+    return {(t.claim, t.request, t.subrequest): t.index for rt in rts if rt.first_available for t in rt.tiers}
 
 
 def brute_force_choice(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> tuple[str, int] | None:
@@ -657,7 +688,7 @@ def queue_skip(world: World, ctx: AttemptContext) -> TierBlocker | None:
 def _insufficient_blocker(world: World, t: Tier) -> TierBlocker:
     return TierBlocker(Blocker.INSUFFICIENT_ON_NODE.value, t.index, {
         "request": tier_request_name(t), "model": t.label, "count": t.count,
-        "nodes_with_capacity": len(candidate_nodes(world, t)),
+        "nodes_with_capacity": _candidate_count(world, t),
     })
 
 

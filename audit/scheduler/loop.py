@@ -34,6 +34,8 @@ clock; any randomness belongs to the driver.
 from __future__ import annotations
 
 import heapq
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +81,9 @@ class ClusterLoop:
         self.pods: dict[str, PodState] = {}
         self.pending = PendingQueues()
         self._heap: list[tuple[int, int, str, Any]] = []  # (time, order, action, data)
+        # actions scheduled ahead in (time, order) order (``schedule_in_order``): taken from the
+        # front, merged with the heap by (time, order)
+        self._ahead: deque[tuple[int, int, str, Any]] = deque()
         self._order = 0
         self._forced: set[str] = set()  # pods to try in the next pass whatever may_place says
 
@@ -125,23 +130,52 @@ class ClusterLoop:
         self._order += 1
         self.push(at, self.own_order_base + self._order, kind, data)
 
+    def schedule_in_order(self, actions: Iterable[tuple[int, str, Any]]) -> None:
+        """``schedule`` each ``(time, kind, data)`` in turn. A workload's arrivals are known ahead
+        and come in time order: those wait in a plain queue instead of the heap, so the heap holds
+        only what the run adds (finishes, retries, wakes) and each pop walks a shallower tree.
+        Actions run in exactly the order ``schedule`` gives them, (time, order); orders are never
+        shared, so comparing two entries never reaches their kinds and data."""
+        ahead = self._ahead
+        for at, kind, data in actions:
+            self._order += 1
+            entry = (at, self.own_order_base + self._order, kind, data)
+            if ahead and at < ahead[-1][0]:
+                heapq.heappush(self._heap, entry)  # out of time order: the heap keeps it in place
+            else:
+                ahead.append(entry)
+
+    def _first(self) -> tuple[int, int, str, Any] | None:
+        """The next timed action, from the heap or the queue ahead, without taking it."""
+        heap, ahead = self._heap, self._ahead
+        if ahead and (not heap or ahead[0] < heap[0]):
+            return ahead[0]
+        return heap[0] if heap else None
+
     def due_now(self) -> tuple[str, Any] | None:
-        """The next action of the current instant, if any (taken off the heap)."""
-        if self._heap and self._heap[0][0] == self.now:
-            _, _, kind, data = heapq.heappop(self._heap)
+        """The next action of the current instant, if any (taken off the heap or the queue ahead)."""
+        heap, ahead = self._heap, self._ahead
+        if ahead and (not heap or ahead[0] < heap[0]):
+            if ahead[0][0] == self.now:
+                _, _, kind, data = ahead.popleft()
+                return kind, data
+            return None
+        if heap and heap[0][0] == self.now:
+            _, _, kind, data = heapq.heappop(heap)
             return kind, data
         return None
 
     def peek_now(self) -> tuple[str, Any] | None:
         """The next action of the current instant without taking it."""
-        if self._heap and self._heap[0][0] == self.now:
-            return self._heap[0][2], self._heap[0][3]
+        first = self._first()
+        if first is not None and first[0] == self.now:
+            return first[2], first[3]
         return None
 
     def run_until(self, end_ms: int) -> None:
         """Every instant before ``end_ms``: its actions, then a scheduling pass."""
-        while self._heap and self._heap[0][0] < end_ms:
-            self.now = self._heap[0][0]
+        while (first := self._first()) is not None and first[0] < end_ms:
+            self.now = first[0]
             while (due := self.due_now()) is not None:
                 self.act(*due)
             self.schedule_pass()

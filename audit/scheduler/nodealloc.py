@@ -10,7 +10,6 @@ the allocator then treats as in use, less those a reclaim would free.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from audit.allocator import AllocatedState, Allocator, Features, Inventory, Quirks
@@ -34,14 +33,16 @@ class _WorldCache:
         self.evaluator_version = -1
 
 
-_CACHES: weakref.WeakKeyDictionary[World, _WorldCache] = weakref.WeakKeyDictionary()
+# world.derived key of the world's _WorldCache: kept on the world (it holds nothing that refers
+# back to it), so it lives and dies with it, and finding it costs one dict lookup where a weak
+# dictionary made a weak reference on every call
+CACHE_KEY = "allocator_inputs"
 
 
 def _cache(world: World) -> _WorldCache:
-    c = _CACHES.get(world)
+    c: _WorldCache | None = world.derived.get(CACHE_KEY)
     if c is None:
-        c = _WorldCache()
-        _CACHES[world] = c
+        c = world.derived[CACHE_KEY] = _WorldCache()
     return c
 
 
@@ -71,7 +72,7 @@ def forget_claims(world: World, claims: list[dict[str, Any]]) -> None:
     The memos are bounded by size alone, so without this they keep tens of thousands of deleted
     claims alive over a simulated day, each with its parsed and augmented copies: several KB per
     claim that no later decision reads. Dropping an entry never changes an answer."""
-    c = _CACHES.get(world)
+    c: _WorldCache | None = world.derived.get(CACHE_KEY)
     if c is None:
         return
     for claim in claims:

@@ -137,3 +137,13 @@ def test_unschedulable_when_every_device_is_unhealthy_is_not_terminal():
     r = decide(sim.world, submit(sim, "job-1"), 1, sim.now).record
     assert (r.outcome, r.retry_class) == ("unschedulable", "unschedulable")
     assert r.tiers[0].reasons == {"unhealthy": 16}
+
+
+def test_a_successful_bind_returns_a_new_decision_with_the_events_and_leaves_the_proposal_unchanged():
+    sim = cluster()
+    key = submit(sim, "job-1")
+    proposed = decide(sim.world, key, 1, sim.now)
+    bound = bind(sim.world, proposed, sim.now)
+    assert bound is not proposed and proposed.events == []
+    assert [(e.object_kind, e.name) for e in bound.events] == [("ResourceClaim", "job-1-gpu"), ("Pod", "job-1")]
+    assert bound.record is proposed.record and bound.proposal is proposed.proposal

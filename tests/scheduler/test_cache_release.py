@@ -29,7 +29,7 @@ def test_caches_hold_only_claims_and_pods_still_in_the_world(variant: str) -> No
     live_claims = {id(c) for c in world.objects.get("ResourceClaim", {}).values()}
     live_pods = set(world.objects.get("Pod", {}))
     assert res.finished > 1000  # many pods were bound and left: the caches had something to drop
-    cache = nodealloc._CACHES[world]
+    cache = world.derived[nodealloc.CACHE_KEY]
     assert cache.augmented, "the run augmented claims that are still pending"
     assert all(id(claim) in live_claims for claim, _ in cache.augmented.values())
     parsed_claims = [p for p, _ in cache.parsed.values() if p.get("kind") == "ResourceClaim"]

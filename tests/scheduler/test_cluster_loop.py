@@ -11,11 +11,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from typing import Any
 
 import pytest
 
 from audit.records import to_jsonl
 from audit.replay.whatif import whatif
+from audit.scheduler.loop import ClusterLoop
 from audit.timestamps import parse_time_ms
 from audit.world import World
 from ingest.simulate.loop import SimulationResult
@@ -101,3 +103,26 @@ def test_every_decision_of_the_run_replays_to_its_digests(queueing):
     assert any("bind failure 1 of 4; retrying" in r.message for r in res.records)
     skips = [r for r in res.records if any(b.code == "queue_skip" for b in r.blockers)]
     assert skips
+
+
+class _Recorder(ClusterLoop):
+    """A loop with no pods whose own timed actions only say when they ran."""
+
+    def __init__(self) -> None:
+        super().__init__(World("t"), 0)
+        self.ran: list[tuple[int, str]] = []
+
+    def on_action(self, kind: str, data: Any) -> None:
+        self.ran.append((self.now, data))
+
+
+def test_actions_scheduled_ahead_run_merged_with_the_others_in_time_then_scheduling_order() -> None:
+    loop = _Recorder()
+    loop.schedule(5, "note", "before")
+    loop.schedule_in_order([(3, "note", "a3"), (5, "note", "a5"), (5, "note", "a5b"), (2, "note", "late2"), (9, "note", "a9")])
+    loop.schedule(4, "note", "after4")
+    loop.schedule(5, "note", "after5")
+    loop.run_until(9)
+    assert loop.ran == [(2, "late2"), (3, "a3"), (4, "after4"), (5, "before"), (5, "a5"), (5, "a5b"), (5, "after5")]
+    loop.run_until(10)
+    assert loop.ran[-1] == (9, "a9")

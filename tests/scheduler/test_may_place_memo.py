@@ -61,3 +61,27 @@ def test_may_place_reads_what_changed_since_it_last_turned_the_pod_down(size: in
     assert engine.may_place(sim.world, key, sim.now) is False  # asked again: the remembered tiers
     change(sim, key)
     assert engine.may_place(sim.world, key, sim.now) is True
+
+
+def test_room_found_for_one_tenant_answers_another_with_the_same_tiers_until_an_event() -> None:
+    """Whether some node has room for a tier is kept per world seq and tier shape: a second tenant's
+    pod of the same size gets the same answer, and a release seen by the world changes it for both."""
+    sim = cluster()
+    for node in _NODES:
+        hold(sim, node, list(range(8)), name=f"held-{node}")
+    first, second = submit(sim, "job-1", namespace="alpha"), submit(sim, "job-2", namespace="beta")
+    assert [engine.may_place(sim.world, k, sim.now) for k in (first, second)] == [False, False]
+    sim.emit("ResourceClaim", "ops", "held-h100-000", None, "delete")
+    assert [engine.may_place(sim.world, k, sim.now) for k in (first, second)] == [True, True]
+
+
+@pytest.mark.parametrize("sizes, expected", [((16, 1), [False, True]), ((1, 16), [True, False])],
+                         ids=["larger-first", "smaller-first"])
+def test_room_is_kept_per_device_count(sizes: tuple[int, int], expected: list[bool]) -> None:
+    """One free node holds a one-device pod but not a 16-device one, whichever is asked first at the
+    same seq: the kept answer for one count never stands for another."""
+    sim = cluster()
+    for node in _NODES[1:]:
+        hold(sim, node, list(range(8)), name=f"held-{node}")
+    keys = [submit(sim, f"job-{i}", size=size) for i, size in enumerate(sizes)]
+    assert [engine.may_place(sim.world, k, sim.now) for k in keys] == expected
