@@ -39,7 +39,7 @@ from audit.telemetry.attributes import (
     tier_results,
     tier_status_message,
 )
-from audit.telemetry.ids import decision_id_bytes, wait_span_id_for
+from audit.telemetry.ids import decision_id_bytes
 from audit.telemetry.record_dict import record_bytes
 from audit.telemetry.shape import (
     NOMINAL_TIER_US,
@@ -318,7 +318,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
     t = time_ns(record)
     decision_id = record.decision_id
     salt = options.id_salt
-    trace, root_id, tier_ids = decision_id_bytes(decision_id, len(tiers), salt)
+    trace, root_id, wait_id, tier_ids = decision_id_bytes(decision_id, len(tiers), salt)
     why = why_url(options.api_url, record) if options.api_url else ""
     # the retry links change state: everything that can send a decision the general way is above
     # (an attribute group not cached yet is handed to the general writer in place, further down)
@@ -383,7 +383,6 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
 
         root_start = t - wait_ms * 1_000_000
         if wait_ms:
-            wait_id = wait_span_id_for(decision_id, salt).to_bytes(8, "big")
             out_spans.append(_field(b"\x12", b"".join((
                 trace_head, wait_id, parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
                 _SPAN_ATTR, decision, _SPAN_ATTR, otlpwire._recent(s.WAIT_MS, wait_ms), _UNSET_TAIL))))
