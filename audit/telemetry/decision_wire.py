@@ -341,7 +341,8 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
     t = time_ns(record)
     decision_id = record.decision_id
     salt = options.id_salt
-    trace, root_id, wait_id, tier_ids = decision_id_bytes(decision_id, len(tiers), salt)
+    trace, span_ids = decision_id_bytes(decision_id, len(tiers), salt)  # 8 bytes each: root, wait, tiers
+    root_id = span_ids[:8]
     why = why_url(options.api_url, record) if options.api_url else ""
     # the retry links change state: everything that can send a decision the general way is above
     # (an attribute group not cached yet is handed to the general writer in place, further down)
@@ -369,6 +370,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
             result = results[position]
             start = t + position * slot
             times = _TIMES(0x39, start, 0x41, start if result == _NOT_TRIED else start + slot)
+            tier_id = span_ids[8 * position + 16:8 * position + 24]
             index, nodes, considered, request, model = (
                 tier.index, tier.nodes_evaluated, tier.considered, tier.request, tier.model)
             if index.__class__ is nodes.__class__ is considered.__class__ is int and request.__class__ is model.__class__ is str:
@@ -382,7 +384,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
                 else:
                     vb = _varint(considered)
                     size = len(vb)
-                parts = [trace_head, tier_ids[position], parent, groups[0], times, tagged, groups[1],
+                parts = [trace_head, tier_id, parent, groups[0], times, tagged, groups[1],
                          _CONSIDERED[size], vb, groups[2]]
                 reasons = tier.reasons
                 if reasons:
@@ -392,8 +394,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
                     if blocked:
                         parts.append(otlpwire.attributes(_SPAN_ATTR, blocked))
             else:  # values of other classes than the record's own: written by the general writer
-                parts = [trace_head, tier_ids[position], parent, _tier_name(tier.model or tier.request or str(tier.index)),
-                         times]
+                parts = [trace_head, tier_id, parent, _tier_name(tier.model or tier.request or str(tier.index)), times]
                 otlpwire._tier_into(parts, _SPAN_ATTR, TierAttributes(record, tier, 0, result))
             if result == _EXHAUSTED:
                 parts += (b"\x7a", _ld(_field(b"\x12", tier_status_message(record, tier).encode()) + _ERROR_CODE),
@@ -407,7 +408,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
         root_start = t - wait_ms * 1_000_000
         if wait_ms:
             out_spans.append(_field(b"\x12", b"".join((
-                trace_head, wait_id, parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
+                trace_head, span_ids[8:16], parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
                 _SPAN_ATTR, decision, _SPAN_ATTR, otlpwire._recent(s.WAIT_MS, wait_ms), _UNSET_TAIL))))
 
         parts = [trace_head, root_id, _ROOT_NAME, _TIMES(0x39, root_start, 0x41, decided)]
@@ -432,7 +433,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
                 continue
             at = _FIXED64(t + position * slot)
             # what comes before a verdict's body and after its attributes, the same for the tier's
-            lead, tail = b"\x09" + at + _LOG_HEAD, trace_tail + tier_ids[position] + b"\x59" + at + _LOG_TAIL
+            lead, tail = b"\x09" + at + _LOG_HEAD, trace_tail + span_ids[8 * position + 16:8 * position + 24] + b"\x59" + at + _LOG_TAIL
             index = tier.index
             plain_index = index.__class__ is int
             for ex in tier.exemplars:

@@ -17,6 +17,7 @@ from audit.telemetry.ids import (
     decision_id_bytes,
     decision_span_ids,
     root_span_id_for,
+    side_by_side,
     tier_span_id_for,
     trace_id_for,
     wait_span_id_for,
@@ -36,9 +37,8 @@ def test_all_ids_at_once_equal_each_roles_own_and_are_distinct_and_non_zero(deci
     assert tier_ids == [tier_span_id_for(decision_id, position, salt) for position in range(tiers)]
     spans = [root, wait, *tier_ids]
     assert 0 not in spans and len(set(spans)) == len(spans)
-    as_bytes = decision_id_bytes(decision_id, tiers, salt)
-    assert as_bytes == (trace.to_bytes(16, "big"), root.to_bytes(8, "big"), wait.to_bytes(8, "big"),
-                        [tier.to_bytes(8, "big") for tier in tier_ids])
+    assert decision_id_bytes(decision_id, tiers, salt) == (
+        trace.to_bytes(16, "big"), b"".join(span.to_bytes(8, "big") for span in spans))
     assert decision_span_ids(decision_id, tiers, salt) == (trace, root, wait, tier_ids)  # deterministic
 
 
@@ -51,19 +51,21 @@ def test_a_salt_gives_the_decision_other_ids(decision_id: str, salt: str) -> Non
 
 def test_ids_follow_the_documented_derivation() -> None:
     # docs/otlp.md: one sha256 over "claimtrail-ids\0", the decision id and the salt; the trace id
-    # is its first 16 bytes, span position j (root 0, wait 1, tier i at 2 + i) base + j * STEP
+    # is its first 16 bytes, span position j (root 0, wait 1, tier i at 2 + i) base ^ (j * STEP)
     digest = hashlib.sha256(b"claimtrail-ids\x00bench/claim-1/1\x00salt\x00run-2").digest()
     base = int.from_bytes(digest[16:24], "big")
     trace, root, wait, tier_ids = decision_span_ids("bench/claim-1/1", 2, "run-2")
     assert trace == int.from_bytes(digest[:16], "big")
-    assert (root, wait, tier_ids) == (base, (base + STEP) & MASK, [(base + 2 * STEP) & MASK, (base + 3 * STEP) & MASK])
+    assert (root, wait, tier_ids) == (base, base ^ STEP, [base ^ (2 * STEP) & MASK, base ^ (3 * STEP) & MASK])
     assert STEP % 2 == 1
 
 
 @pytest.mark.parametrize("zero_at", [0, WAIT, FIRST_TIER, FIRST_TIER + 5, FIRST_TIER + 40])
 def test_the_position_whose_id_would_be_zero_takes_an_id_no_other_span_has(zero_at: int) -> None:
-    base = (-zero_at * STEP) & MASK  # the base for which position zero_at comes out zero
-    assert (base + zero_at * STEP) & MASK == 0
+    base = (zero_at * STEP) & MASK  # the base for which position zero_at comes out zero
     ids = [_span(base, position) for position in range(FIRST_TIER + 50)]
-    assert ids[zero_at] == (base + (1 << 63)) & MASK
+    assert ids[zero_at] == base ^ (1 << 63)
     assert 0 not in ids and len(set(ids)) == len(ids)
+    # the side-by-side form the encoder takes gives the same ids for such a base
+    assert side_by_side(base, FIRST_TIER + 50) == b"".join(i.to_bytes(8, "big") for i in ids)
+
