@@ -130,10 +130,25 @@ class Track(StrEnum):
     DEVICE_PLUGIN = "device-plugin"
 
 
+class _Slotted:
+    """Base of the record dataclasses: reading ``__dict__`` gives None instead of raising.
+
+    orjson writes a dataclass by first asking the instance for its ``__dict__`` and, when the
+    class has ``__slots__``, then writes the declared fields (orjson's ``serialize/per_type/
+    dataclass.rs``). On a slotted instance that first lookup raises AttributeError, and making
+    and discarding the error (its message formatted each time) costs about as much as writing the
+    fields. A class-level None answers the lookup without an error; instances still have no dict
+    of their own and refuse attributes besides their fields.
+    """
+
+    __slots__ = ()
+    __dict__ = None  # type: ignore[assignment]
+
+
 # Records and their parts have slots: a simulated day keeps every record alive, and a per-instance
 # dict would add about 1.6 KB to each record.
 @dataclass(slots=True)
-class DeviceRef:
+class DeviceRef(_Slotted):
     """A device handed to the pod: identity ``driver/pool/device``, where and what it is."""
 
     device: str
@@ -143,7 +158,7 @@ class DeviceRef:
 
 
 @dataclass(slots=True)
-class Exemplar:
+class Exemplar(_Slotted):
     """One device verdict kept in the summary; full verdicts come back by replay."""
 
     device: str
@@ -153,7 +168,7 @@ class Exemplar:
 
 
 @dataclass(slots=True)
-class TierSummary:
+class TierSummary(_Slotted):
     """Evidence for one preference tier (a firstAvailable subrequest, or the only request)."""
 
     index: int
@@ -166,14 +181,14 @@ class TierSummary:
 
 
 @dataclass(slots=True)
-class TierBlocker:
+class TierBlocker(_Slotted):
     code: str
     tier: int
     detail: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
-class DecisionRecord:
+class DecisionRecord(_Slotted):
     decision_id: str
     cluster: str
     seq: int

@@ -39,7 +39,7 @@ from audit.telemetry.attributes import (
     tier_results,
     tier_status_message,
 )
-from audit.telemetry.ids import decision_id_bytes, wait_span_id_for
+from audit.telemetry.ids import decision_id_bytes
 from audit.telemetry.record_dict import record_bytes
 from audit.telemetry.shape import (
     NOMINAL_TIER_US,
@@ -92,8 +92,12 @@ _CLAIMS, _CLAIM_UIDS, _DEVICES, _RECORD = (_key_prefix(key) for key in (s.CLAIMS
 _stable_values = operator.attrgetter(*(name for _, name in ROOT_FIELDS[:ROOT_STABLE]))
 _varying_values = operator.attrgetter("pod", "pod_uid", "node", "input_digest", "output_digest", "message",
                                       "seq", "wait_ms", "steps", "duration_us", "claims", "claim_uids", "preference")
-# a tier's reason codes sorted, each with its count's heads, by the codes in the tier's order
-_REASON_ORDER: dict[tuple[str, ...], tuple[tuple[str, tuple[bytes, ...] | None], ...]] = {}
+# a tier's reason codes sorted, each with its attributes by count, by the codes in the tier's order
+_REASON_ORDER: dict[tuple[str, ...], tuple[tuple[str, dict[int, bytes] | None], ...]] = {}
+# a reason count's attribute by its code and count; a code's heads (see _int_heads) by the code
+_REASON_COUNTS: dict[str, dict[int, bytes]] = {}
+_REASON_HEADS: dict[str, tuple[bytes, ...]] = {}
+_COUNTS_PER_REASON = 4096
 _TIER_SPANS: dict[tuple[int, str, str, int, str], tuple[bytes, bytes, bytes]] = {}  # see _tier_groups
 _DETAILS: dict[tuple[str, str], bytes] = {}  # a verdict's detail of one text, by its key and text
 _VERDICTS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}  # see _verdict
@@ -276,28 +280,47 @@ def _tier_groups(key: tuple[int, str, str, int, str]) -> tuple[bytes, bytes, byt
 
 def _reasons_into(parts: list[bytes], reasons: Mapping[str, Any]) -> None:
     """A tier's reason counts as ``otlpwire._tier_into`` writes them: by code, sorted. The order
-    and each code's heads are kept by the codes as the tier lists them (a handful of sets)."""
+    is kept by the codes as the tier lists them (a handful of sets), and each code's attribute by
+    its count: counts repeat across decisions (a pool's size, the devices in use)."""
     codes = tuple(reasons)
     order = _REASON_ORDER.get(codes)
     if order is None:
         if len(_REASON_ORDER) >= 1024:
             _REASON_ORDER.clear()
         order = _REASON_ORDER[codes] = tuple(
-            (code, _int_heads(_SPAN_ATTR, s.TIER_REASON_PREFIX + code) if code.__class__ is str else None)
-            for code in sorted(codes))
-    for code, heads in order:
+            (code, _reason_counts(code) if code.__class__ is str else None) for code in sorted(codes))
+    for code, known in order:
         count = reasons[code]
-        if heads is None or count.__class__ is not int:
-            parts.append(otlpwire._tagged(_SPAN_ATTR, s.TIER_REASON_PREFIX + code, count))
-            continue
-        # a varint of one byte below 128, of two below 16384
-        if 0 <= count < 128:
-            parts += (heads[1], _SMALL[count])
-        elif 0 <= count < 16384:
-            parts += (heads[2], _SMALL[count])
+        # the class is checked, not only the value: True equals 1 but is written as a bool
+        if known is not None and count.__class__ is int:
+            written = known.get(count)
+            if written is None:
+                written = _reason_count(known, code, count)
+            parts.append(written)
         else:
-            vb = _varint(count)
-            parts += (heads[len(vb)], vb)
+            parts.append(otlpwire._tagged(_SPAN_ATTR, s.TIER_REASON_PREFIX + code, count))
+
+
+def _reason_counts(code: str) -> dict[int, bytes]:
+    known = _REASON_COUNTS.get(code)
+    if known is None:
+        if len(_REASON_COUNTS) >= 1024:  # reason codes are a closed vocabulary; a record may not keep to it
+            _REASON_COUNTS.clear()
+            _REASON_HEADS.clear()
+        known = _REASON_COUNTS[code] = {}
+    return known
+
+
+def _reason_count(known: dict[int, bytes], code: str, count: int) -> bytes:
+    """A reason count's attribute, kept in ``known`` (the code's attributes by count)."""
+    heads = _REASON_HEADS.get(code)
+    if heads is None:
+        heads = _REASON_HEADS[code] = _int_heads(_SPAN_ATTR, s.TIER_REASON_PREFIX + code)
+    vb = _varint(count)
+    if len(known) >= _COUNTS_PER_REASON:
+        known.clear()
+    written = known[count] = heads[len(vb)] + vb
+    return written
 
 
 def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | None,
@@ -318,7 +341,8 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
     t = time_ns(record)
     decision_id = record.decision_id
     salt = options.id_salt
-    trace, root_id, tier_ids = decision_id_bytes(decision_id, len(tiers), salt)
+    trace, span_ids = decision_id_bytes(decision_id, len(tiers), salt)  # 8 bytes each: root, wait, tiers
+    root_id = span_ids[:8]
     why = why_url(options.api_url, record) if options.api_url else ""
     # the retry links change state: everything that can send a decision the general way is above
     # (an attribute group not cached yet is handed to the general writer in place, further down)
@@ -346,6 +370,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
             result = results[position]
             start = t + position * slot
             times = _TIMES(0x39, start, 0x41, start if result == _NOT_TRIED else start + slot)
+            tier_id = span_ids[8 * position + 16:8 * position + 24]
             index, nodes, considered, request, model = (
                 tier.index, tier.nodes_evaluated, tier.considered, tier.request, tier.model)
             if index.__class__ is nodes.__class__ is considered.__class__ is int and request.__class__ is model.__class__ is str:
@@ -359,7 +384,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
                 else:
                     vb = _varint(considered)
                     size = len(vb)
-                parts = [trace_head, tier_ids[position], parent, groups[0], times, tagged, groups[1],
+                parts = [trace_head, tier_id, parent, groups[0], times, tagged, groups[1],
                          _CONSIDERED[size], vb, groups[2]]
                 reasons = tier.reasons
                 if reasons:
@@ -369,8 +394,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
                     if blocked:
                         parts.append(otlpwire.attributes(_SPAN_ATTR, blocked))
             else:  # values of other classes than the record's own: written by the general writer
-                parts = [trace_head, tier_ids[position], parent, _tier_name(tier.model or tier.request or str(tier.index)),
-                         times]
+                parts = [trace_head, tier_id, parent, _tier_name(tier.model or tier.request or str(tier.index)), times]
                 otlpwire._tier_into(parts, _SPAN_ATTR, TierAttributes(record, tier, 0, result))
             if result == _EXHAUSTED:
                 parts += (b"\x7a", _ld(_field(b"\x12", tier_status_message(record, tier).encode()) + _ERROR_CODE),
@@ -383,9 +407,8 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
 
         root_start = t - wait_ms * 1_000_000
         if wait_ms:
-            wait_id = wait_span_id_for(decision_id, salt).to_bytes(8, "big")
             out_spans.append(_field(b"\x12", b"".join((
-                trace_head, wait_id, parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
+                trace_head, span_ids[8:16], parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
                 _SPAN_ATTR, decision, _SPAN_ATTR, otlpwire._recent(s.WAIT_MS, wait_ms), _UNSET_TAIL))))
 
         parts = [trace_head, root_id, _ROOT_NAME, _TIMES(0x39, root_start, 0x41, decided)]
@@ -410,7 +433,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
                 continue
             at = _FIXED64(t + position * slot)
             # what comes before a verdict's body and after its attributes, the same for the tier's
-            lead, tail = b"\x09" + at + _LOG_HEAD, trace_tail + tier_ids[position] + b"\x59" + at + _LOG_TAIL
+            lead, tail = b"\x09" + at + _LOG_HEAD, trace_tail + span_ids[8 * position + 16:8 * position + 24] + b"\x59" + at + _LOG_TAIL
             index = tier.index
             plain_index = index.__class__ is int
             for ex in tier.exemplars:

@@ -1,79 +1,120 @@
 """Trace and span ids derived from the decision id, so re-exporting a decision gives the same trace.
 
-A decision id is already deterministic (cluster, claim uid, attempt); hashing it gives a 128-bit
-trace id and 64-bit span ids per role (root, the tier at position i). Explorers then link the same decision
-across re-sends, and tests can predict every id. Spans are built with these ids directly (see
-``audit.telemetry.spans``), so no SDK id generator is involved.
+A decision id is already deterministic (cluster, claim uid, attempt); one SHA-256 of it gives
+everything a decision's trace needs: the 128-bit trace id (the digest's first 16 bytes) and a
+64-bit base from which every span id follows by its position, root 0, wait 1, the tier at
+position i 2 + i: ``base XOR (position * STEP mod 2**64)``. STEP is odd, so distinct positions
+give distinct masks and therefore distinct span ids; the one position whose id would be zero
+(invalid in OTLP) takes the id of position 2**63 instead, ``base XOR 2**63``, which no other span
+of the trace has and which is not zero. One digest instead of one per span: each call into the
+hash costs far more than the few bytes it hashes, and XOR, unlike addition, carries nothing from
+one id into the next, so all of a decision's span ids come out of one multiplication and one
+``to_bytes``. Explorers then link the same decision across re-sends, and tests can predict every
+id. Spans are built with these ids directly (see ``audit.telemetry.spans``), so no SDK id
+generator is involved.
 """
 
 from __future__ import annotations
 
 import hashlib
 
+ROOT, WAIT, FIRST_TIER = 0, 1, 2  # span positions
+# odd, so position -> position * STEP is a bijection modulo 2**64 (2**64 / golden ratio: the
+# masks spread over the whole range)
+STEP = 0x9E3779B97F4A7C15
+_MASK = (1 << 64) - 1
+_HIGH = 1 << 63  # the mask of position 2**63: 2**63 * STEP is 2**63 modulo 2**64, STEP being odd
+_PREFIX = b"claimtrail-ids\x00"
+_ZERO16, _ONE16 = bytes(16), (1).to_bytes(16, "big")
 
-def _hash_int(*parts: str, bits: int, salt: str = "") -> int:
+
+def _mask(position: int) -> int:
+    return (position * STEP) & _MASK
+
+
+class _Spans:
+    """For ``count`` span positions: the masks, and the two big integers that lay the ids of all
+    of them side by side (8 bytes each, position 0 first) from a base in two operations:
+    ``base * repeat`` is the base in every 8-byte place, ``^ masks`` applies each place's mask."""
+
+    __slots__ = ("masks", "repeat", "side_by_side")
+
+    def __init__(self, count: int) -> None:
+        self.masks = frozenset(_mask(position) for position in range(count))
+        self.repeat = sum(1 << (64 * place) for place in range(count))
+        self.side_by_side = sum(_mask(position) << (64 * (count - 1 - position)) for position in range(count))
+
+
+_BY_COUNT: dict[int, _Spans] = {}
+
+
+def _spans(count: int) -> _Spans:
+    spans = _BY_COUNT.get(count)
+    if spans is None:
+        if len(_BY_COUNT) >= 256:
+            _BY_COUNT.clear()
+        spans = _BY_COUNT[count] = _Spans(count)
+    return spans
+
+
+def _digest(decision_id: str, salt: str) -> bytes:
     # a salt (CLAIMTRAIL_OTEL_ID_SALT) gives the same decisions new ids, for backends that drop a
     # trace id they have seen; without one the ids are exactly the unsalted ones
-    text = "\x00".join(parts) if not salt else "\x00".join((*parts, "salt", salt))
-    h = hashlib.sha256(text.encode()).digest()
-    value = int.from_bytes(h[: bits // 8], "big")
-    # all-zero ids are invalid in OTLP; the chance is negligible but the rule is absolute
-    return value or 1
+    text = _PREFIX + decision_id.encode()
+    return hashlib.sha256(text + b"\x00salt\x00" + salt.encode() if salt else text).digest()
+
+
+def _span(base: int, position: int) -> int:
+    # base ^ mask is zero for the one position whose mask equals the base
+    return base ^ _mask(position) or base ^ _HIGH
+
+
+def _trace(digest: bytes) -> bytes:
+    trace = digest[:16]
+    return _ONE16 if trace == _ZERO16 else trace  # all-zero ids are invalid in OTLP
+
+
+def _base(digest: bytes) -> int:
+    return int.from_bytes(digest[16:24], "big")
 
 
 def trace_id_for(decision_id: str, salt: str = "") -> int:
-    return _hash_int("claimtrail-trace", decision_id, bits=128, salt=salt)
+    return int.from_bytes(_trace(_digest(decision_id, salt)), "big")
 
 
 def root_span_id_for(decision_id: str, salt: str = "") -> int:
-    return _hash_int("claimtrail-span", decision_id, "root", bits=64, salt=salt)
+    return _span(_base(_digest(decision_id, salt)), ROOT)
 
 
 def tier_span_id_for(decision_id: str, position: int, salt: str = "") -> int:
     """Span id of the tier at ``position`` in ``record.tiers`` (tier indexes repeat across requests)."""
-    return _hash_int("claimtrail-span", decision_id, f"tier/{position}", bits=64, salt=salt)
+    return _span(_base(_digest(decision_id, salt)), FIRST_TIER + position)
 
 
 def wait_span_id_for(decision_id: str, salt: str = "") -> int:
-    return _hash_int("claimtrail-span", decision_id, "wait", bits=64, salt=salt)
+    return _span(_base(_digest(decision_id, salt)), WAIT)
 
 
-def decision_span_ids(decision_id: str, tiers: int, salt: str = "") -> tuple[int, int, list[int]]:
-    """The trace id, the root span id and the ids of ``tiers`` tier spans (positions 0 onwards):
-    the values of the functions above, with the id encoded once, since every exported decision
-    needs them all."""
-    trace, root, tier_ids = decision_id_bytes(decision_id, tiers, salt)
-    return (int.from_bytes(trace, "big"), int.from_bytes(root, "big"),
-            [int.from_bytes(tier, "big") for tier in tier_ids])
+def decision_span_ids(decision_id: str, tiers: int, salt: str = "") -> tuple[int, int, int, list[int]]:
+    """The trace id, the root and wait span ids and the ids of ``tiers`` tier spans (positions 0
+    onwards): the values of the functions above, from one digest."""
+    digest = _digest(decision_id, salt)
+    base = _base(digest)
+    return (int.from_bytes(_trace(digest), "big"), _span(base, ROOT), _span(base, WAIT),
+            [_span(base, FIRST_TIER + position) for position in range(tiers)])
 
 
-_ZERO8, _ONE8 = bytes(8), (1).to_bytes(8, "big")
-# what follows a tier span's hash input after the decision id, by position, per salt
-_TIER_ROLES: dict[bytes, list[bytes]] = {}
-_ZERO16, _ONE16 = bytes(16), (1).to_bytes(16, "big")
+def decision_id_bytes(decision_id: str, tiers: int, salt: str = "") -> tuple[bytes, bytes]:
+    """The trace id (16 bytes) and the span ids of the root, the wait and ``tiers`` tier spans
+    side by side, 8 big-endian bytes each in that order: the form the direct encoder writes, which
+    takes each span's id as a slice (positions as ``ROOT``, ``WAIT``, ``FIRST_TIER``)."""
+    digest = _digest(decision_id, salt)
+    return _trace(digest), side_by_side(_base(digest), FIRST_TIER + tiers)
 
 
-def decision_id_bytes(decision_id: str, tiers: int, salt: str = "") -> tuple[bytes, bytes, list[bytes]]:
-    """``decision_span_ids`` as the big-endian bytes OTLP carries (16 for the trace, 8 per span),
-    the form the direct encoder writes without a round trip through ``int`` (a fresh hash of
-    each input is cheaper than copying a shared hash state)."""
-    suffix = ("\x00salt\x00" + salt).encode() if salt else b""
-    did = decision_id.encode()
-    sha256 = hashlib.sha256
-    trace = sha256(b"claimtrail-trace\x00" + did + suffix).digest()[:16]
-    span = b"claimtrail-span\x00" + did
-    root = sha256(span + b"\x00root" + suffix).digest()[:8]
-    roles = _TIER_ROLES.get(suffix)
-    if roles is None or len(roles) < tiers:
-        if len(_TIER_ROLES) >= 64:
-            _TIER_ROLES.clear()
-        roles = _TIER_ROLES[suffix] = [b"\x00tier/%d%b" % (position, suffix) for position in range(max(tiers, 8))]
-    tier_ids = [sha256(span + roles[position]).digest()[:8] for position in range(tiers)]
-    # all-zero ids are invalid in OTLP (see _hash_int)
-    if trace == _ZERO16:
-        trace = _ONE16
-    if root == _ZERO8:
-        root = _ONE8
-    if _ZERO8 in tier_ids:
-        tier_ids = [_ONE8 if tier == _ZERO8 else tier for tier in tier_ids]
-    return trace, root, tier_ids
+def side_by_side(base: int, count: int) -> bytes:
+    """The span ids of positions 0 to ``count`` - 1 from ``base``, 8 big-endian bytes each."""
+    spans = _spans(count)
+    if base in spans.masks:  # one position's id would be zero
+        return b"".join(_span(base, position).to_bytes(8, "big") for position in range(count))
+    return (base * spans.repeat ^ spans.side_by_side).to_bytes(8 * count, "big")

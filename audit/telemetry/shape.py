@@ -34,7 +34,7 @@ from audit.telemetry.attributes import (
     verdict_body,
 )
 from audit.telemetry.errors import TelemetryError
-from audit.telemetry.ids import decision_span_ids, wait_span_id_for
+from audit.telemetry.ids import decision_span_ids
 from audit.telemetry.redaction import Redaction, Scrubber, redact
 from audit.telemetry.timefmt import time_ns
 
@@ -194,7 +194,7 @@ def decision_shape(
     salt = options.id_salt
     decision_id = record.decision_id
     tiers = sent.tiers
-    trace_id, root_id, tier_ids_in_order = decision_span_ids(decision_id, len(tiers), salt)
+    trace_id, root_id, wait_id, tier_ids_in_order = decision_span_ids(decision_id, len(tiers), salt)
 
     results = tier_results(sent)
     tried = len(results) - results.count(s.TIER_NOT_TRIED)
@@ -228,7 +228,7 @@ def decision_shape(
     root_start = t - record.wait_ms * 1_000_000
     if record.wait_ms:
         wait_attrs: dict[str, AttributeValue] = {s.DECISION_ID: sent.decision_id, s.WAIT_MS: sent.wait_ms}
-        append(SpanShape(s.WAIT_SPAN, wait_span_id_for(decision_id, salt), root_id, root_start, t, wait_attrs))
+        append(SpanShape(s.WAIT_SPAN, wait_id, root_id, root_start, t, wait_attrs))
 
     root_attrs = RootAttributes(sent, sent_labels, paths, selection, why_url(options.api_url, sent))
     if sent.outcome == _ERROR:

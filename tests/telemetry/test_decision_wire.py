@@ -56,6 +56,9 @@ WRITTEN_IN_ONE_PASS = {
                                     claim_uids=["u" * 200], seq=2**40, steps=70_000)],
     "counts-of-one-two-and-three-byte-varints": [_usual(tiers=[dataclasses.replace(
         _usual().tiers[0], considered=20_000, reasons={"in_use": 200, "not_reached": 70_000, "unhealthy": 5})])],
+    "reason-counts-kept-by-count-not-confused-across-classes": [
+        _usual(i, tiers=[dataclasses.replace(_usual().tiers[0], reasons=reasons)]) for i, reasons in enumerate((
+            {"in_use": 1, "unhealthy": -3}, {"in_use": True, "unhealthy": 2**40}, {"in_use": 1, "unhealthy": -3}))],
     "a-long-decision-id": [_usual(decision_id="d" * 300)],
     "pods-of-several-devices-the-same-and-others": [
         _usual(i, devices=[dataclasses.replace(_usual().devices[0], device=f"gpu.nvidia.com/h100-001/gpu-{n}")
