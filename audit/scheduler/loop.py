@@ -44,6 +44,7 @@ from audit.scheduler import engine, reclaim, reservations
 from audit.scheduler.adaptive import forget_pod
 from audit.scheduler.nodealloc import forget_claims
 from audit.scheduler.pending import PendingQueues, follow_up
+from audit.scheduler.sole_choice import has_no_other_choice
 from audit.timestamps import format_time_ms
 from audit.world import World
 
@@ -77,7 +78,7 @@ class ClusterLoop:
         self.world = world
         self.now = now_ms
         self.pods: dict[str, PodState] = {}
-        self.pending = PendingQueues()
+        self.pending = PendingQueues(first=self._no_other_choice)
         self._heap: list[tuple[int, int, str, Any]] = []  # (time, order, action, data)
         self._order = 0
         self._forced: set[str] = set()  # pods to try in the next pass whatever may_place says
@@ -324,6 +325,11 @@ class ClusterLoop:
             rec = self.attempt(key, tenant)
             if rec.outcome != Outcome.ALLOCATED.value and rec.retry_class in UNFIT_CLASSES and key in self.pods:
                 self.pending.unfit.add(self._shape(key))
+
+    def _no_other_choice(self, key: str) -> bool:
+        """Whether the pod goes ahead of its tenant's flexible pods (``spec.queueing.soleChoiceFirst``),
+        read when it joins its queue."""
+        return self.world.policy.sole_choice_first and has_no_other_choice(self.world, key)
 
     def _park(self, tenant: str, key: str) -> None:
         group = str(self._shape(key)[1])  # the spec digest: a wake asks once per tenant and spec
