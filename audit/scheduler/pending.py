@@ -1,9 +1,9 @@
 """Pending work between attempts: per-tenant queues, the fairness pick, and what follows an attempt.
 
 The cluster loop (``audit.scheduler.loop``) keeps its pending pods here. Queues hold
-``(created, pod key)`` in the tenant's line order: pods with no other choice first
-(``audit.scheduler.sole_choice``, when the caller says which they are), then by creation, then by
-pod key; each pick takes, among the tenants' first pods, the one first in the fairness order
+``(created, pod key)`` in the tenant's line order: by creation, then by pod key, after the pods
+with no other choice when the caller says which they are (``first``: the loop does under
+``spec.queueing.soleChoiceFirst``, ``audit.scheduler.sole_choice``); each pick takes, among the tenants' first pods, the one first in the fairness order
 (``audit.scheduler.queue``). What happens to a pod that could not be
 placed depends on the policy's ``spec.queueing.mode``, as Kueue's two queueing strategies:
 

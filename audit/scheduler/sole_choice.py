@@ -1,4 +1,4 @@
-"""Pods with no other choice: the ones a tenant's line serves first.
+"""Pods with no other choice: the ones a tenant's line can serve first.
 
 A pending pod has *no other choice* when everything it asks for can only be devices of one model:
 a device-plugin pod whose node selection admits device-plugin nodes of a single model (a pod
@@ -7,12 +7,13 @@ a single alternative (a plain request, or a ``firstAvailable`` list of one) that
 devices of that one model. Every other pod is *flexible*: it has an alternative to fall back to,
 or may use several models anyway.
 
-Within a tenant's line (``audit.scheduler.pending``) the pods with no other choice go first, then
-the flexible ones, each group in creation order, then by pod key. Capacity and quota of a model
-that both want then go to the pod that can use nothing else, while the flexible pod takes the
-alternative its policy allows instead of the only model the other can run on (the trade-off that
-Kubernetes leaves to ``firstAvailable`` order alone). The rule reads the pod, its claims and the
-inventory only, so it is deterministic and replays with the decisions.
+With ``spec.queueing.soleChoiceFirst`` (off by default) the pods with no other choice go first in
+their tenant's line (``audit.scheduler.pending``), then the flexible ones, each group in creation
+order, then by pod key; a pod's place is read when it joins its queue. Capacity and quota of a
+model that both want then go to the pod that can use nothing else, while the flexible pod takes
+the alternative its policy allows instead of the only model the other can run on. The rule reads
+the pod, its claims and the inventory only, so it is deterministic and replays with the
+decisions.
 """
 
 from __future__ import annotations
