@@ -33,6 +33,7 @@ clock; any randomness belongs to the driver.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,13 @@ from audit.scheduler.pending import PendingQueues, follow_up
 from audit.scheduler.sole_choice import has_no_other_choice
 from audit.timestamps import format_time_ms
 from audit.world import World
+
+
+def _goes_first(world: World, key: str) -> bool:
+    """Whether the pod goes ahead of its tenant's flexible pods (``spec.queueing.soleChoiceFirst``),
+    read when it joins its queue."""
+    return world.policy.sole_choice_first and has_no_other_choice(world, key)
+
 
 # The loop's own actions; any other kind is the driver's.
 OWN_ACTIONS = ("finish", "retry", "wake", "reserve")
@@ -78,7 +86,8 @@ class ClusterLoop:
         self.world = world
         self.now = now_ms
         self.pods: dict[str, PodState] = {}
-        self.pending = PendingQueues(first=self._no_other_choice)
+        # a function of the world alone: a bound method here would make the loop a reference cycle
+        self.pending = PendingQueues(first=functools.partial(_goes_first, world))
         self._heap: list[tuple[int, int, str, Any]] = []  # (time, order, action, data)
         self._order = 0
         self._forced: set[str] = set()  # pods to try in the next pass whatever may_place says
@@ -325,11 +334,6 @@ class ClusterLoop:
             rec = self.attempt(key, tenant)
             if rec.outcome != Outcome.ALLOCATED.value and rec.retry_class in UNFIT_CLASSES and key in self.pods:
                 self.pending.unfit.add(self._shape(key))
-
-    def _no_other_choice(self, key: str) -> bool:
-        """Whether the pod goes ahead of its tenant's flexible pods (``spec.queueing.soleChoiceFirst``),
-        read when it joins its queue."""
-        return self.world.policy.sole_choice_first and has_no_other_choice(self.world, key)
 
     def _park(self, tenant: str, key: str) -> None:
         group = str(self._shape(key)[1])  # the spec digest: a wake asks once per tenant and spec
