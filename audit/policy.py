@@ -119,6 +119,8 @@ class Policy:
     # queueing.reserveAfter (None: no reservations) and how many a tenant may hold at once
     reserve_after_ms: int | None = None
     max_reservations_per_tenant: int = 1
+    # queueing.soleChoiceFirst: a tenant's pods with no other choice go ahead of its flexible ones
+    sole_choice_first: bool = False
     # preemption.minRuntime: a running pod younger than this is never a reclaim victim
     preemption_min_runtime_ms: int = 600_000
     canonical: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
@@ -379,7 +381,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
     fallback = r.mapping(spec.get("fallback"), "spec.fallback")
     r.unknown(fallback, {"mode", "wait", "maxWait", "regretWindow"}, "spec.fallback")
     queueing = r.mapping(spec.get("queueing"), "spec.queueing")
-    r.unknown(queueing, {"mode", "reserveAfter", "maxReservationsPerTenant"}, "spec.queueing")
+    r.unknown(queueing, {"mode", "reserveAfter", "maxReservationsPerTenant", "soleChoiceFirst"}, "spec.queueing")
     topology = r.mapping(spec.get("topology"), "spec.topology")
     r.unknown(topology, {"matchAttributes"}, "spec.topology")
 
@@ -442,6 +444,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
                           if queueing.get("reserveAfter") is not None else None),
         max_reservations_per_tenant=r.integer(queueing, "maxReservationsPerTenant", "spec.queueing", 1,
                                               minimum=1) or 1,
+        sole_choice_first=r.boolean(queueing, "soleChoiceFirst", "spec.queueing", False),
         mixed_models=r.boolean(spec, "mixedModels", "spec", True),
         topology_match_attributes=tuple(sorted(set(r.strings(topology, "matchAttributes", "spec.topology")))),
     )
@@ -582,8 +585,10 @@ def _canonical(f: dict[str, Any]) -> dict[str, Any]:
         ],
         "fallback": {"mode": f["fallback_mode"], "waitMs": f["fallback_wait_ms"],
                      "maxWaitMs": f["fallback_max_wait_ms"], "regretWindowMs": f["regret_window_ms"]},
+        # soleChoiceFirst only when on: policies that do not use it keep the digest they had
         "queueing": {"mode": f["queueing_mode"], "reserveAfterMs": f["reserve_after_ms"],
-                     "maxReservationsPerTenant": f["max_reservations_per_tenant"]},
+                     "maxReservationsPerTenant": f["max_reservations_per_tenant"],
+                     **({"soleChoiceFirst": True} if f["sole_choice_first"] else {})},
         "mixedModels": f["mixed_models"],
         "topology": {"matchAttributes": list(f["topology_match_attributes"])},
     }
@@ -621,7 +626,8 @@ def policy_document(policy: Policy) -> dict[str, Any]:
                          "regretWindow": f"{policy.regret_window_ms}ms"},
             "queueing": {"mode": policy.queueing_mode, **({} if policy.reserve_after_ms is None else {
                 "reserveAfter": f"{policy.reserve_after_ms}ms",
-                "maxReservationsPerTenant": policy.max_reservations_per_tenant})},
+                "maxReservationsPerTenant": policy.max_reservations_per_tenant}),
+                **({"soleChoiceFirst": True} if policy.sole_choice_first else {})},
             "mixedModels": policy.mixed_models,
             "topology": {"matchAttributes": list(policy.topology_match_attributes)},
         },

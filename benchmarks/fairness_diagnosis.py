@@ -1,6 +1,6 @@
 """Where the fairness figures of a simulated day come from, for ``bench_fairness`` and by hand.
 
-Three breakdowns, each computed with the definitions of ``audit.metrics`` (nothing here is a new
+Breakdowns, each computed with the definitions of ``audit.metrics`` (nothing here is a new
 metric, and none changes a figure):
 
 * ``contended_hours``: per hour that counts in Jain under contention, the backlogged tenants,
@@ -18,6 +18,11 @@ metric, and none changes a figure):
   it first), with how many of each group were regretted. Regret asks only whether the first
   choice fit the pod within the tenant's quota, not whether the tenant's own pods ahead of it,
   which can use nothing else, would have taken that quota first.
+* ``regret_by_ask``: the same fallbacks grouped by who asked for what — the tenant, the device
+  count of the first choice, whether the estimate waited on devices or on quota, and its basis —
+  most regretted first: a group where most fallbacks are regretted points at an estimate that is
+  wrong for that tenant's holdings (e.g. one that says a quota will not reopen within ``maxWait``
+  while it does).
 * ``pending_over_share``: the share of a tenant's pending pod-time during which it already held at
   least its weighted share of the cluster's H100-equivalent capacity (capacity × its weight / the
   weights of every tenant the policy names): how much of its wait is behind its own demand, where
@@ -105,6 +110,29 @@ def regret_by_reason(records: Iterable[DecisionRecord], life: Lifecycle) -> list
     return [{"basis": k[0], "wait_on": k[1], "waited_max_wait": k[2], "behind_pinned": k[3], "fallbacks": n,
              "regretted": reg}
             for k, (n, reg) in sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))]
+
+
+def regret_by_ask(records: Iterable[DecisionRecord], life: Lifecycle) -> list[dict[str, Any]]:
+    """Fallbacks grouped by (tenant, first choice's count, wait_on, basis) from the placing
+    decision's ``fallback_estimate`` evidence, most regretted first (then most fallbacks, then the
+    key); a fallback with no estimate has count 0 and basis ``no estimate``."""
+    placed: dict[str, DecisionRecord] = {}
+    for r in records:
+        if r.outcome == Outcome.ALLOCATED.value and r.fallback:
+            placed[r.pod_uid] = r
+    groups: dict[tuple[str, int, str, str], list[int]] = {}
+    for p in life.pods:
+        r = placed.get(p.uid)
+        if r is None:
+            continue
+        said = [b.detail for b in r.blockers if b.code == Blocker.FALLBACK_ESTIMATE.value]
+        d = said[0] if said else {}
+        key = (p.tenant, int(d.get("count", 0)), str(d.get("wait_on", "")), str(d.get("basis", "no estimate")))
+        counts = groups.setdefault(key, [0, 0])
+        counts[0] += 1
+        counts[1] += bool(p.regretted)
+    return [{"tenant": k[0], "count": k[1], "wait_on": k[2], "basis": k[3], "fallbacks": n, "regretted": reg}
+            for k, (n, reg) in sorted(groups.items(), key=lambda kv: (-kv[1][1], -kv[1][0], kv[0]))]
 
 
 def pending_over_share(life: Lifecycle, window: Window, tenant: str) -> tuple[float, float]:
@@ -298,6 +326,9 @@ def main(argv: list[str]) -> None:
         print(f"{g['regretted']:5d} of {g['fallbacks']:5d} regretted: basis {g['basis']}, on {g['wait_on'] or '-'}"
               f"{', after maxWait' if g['waited_max_wait'] else ''}"
               f"{', behind pinned device-plugin pods' if g['behind_pinned'] else ''}")
+    for g in regret_by_ask(result.records, life)[:12]:
+        print(f"{g['regretted']:5d} of {g['fallbacks']:5d} regretted: {g['tenant']} asking {g['count']}, "
+              f"on {g['wait_on'] or '-'}, basis {g['basis']}")
     for tenant in sorted({p.tenant for p in life.pods}):
         total, over = pending_over_share(life, window, tenant)
         if total:

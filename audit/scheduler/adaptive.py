@@ -19,9 +19,11 @@ allocations are expected to have given back enough (``release_estimate.quota_est
 when the devices are short on every node as well, the later of that and the devices' estimate
 (each is a lower bound of the time until both hold). The evidence says which of the two the pod
 waited on (``wait_on``: ``quota`` or ``devices``) and how many devices the tenant alone would have
-to give back (``quota_short``). The tenant's pending device-plugin pods whose nodes are all of the
-first choice's models and that were created before the pod have no other choice: the quota
-reopening goes to them first, so the pod asks for its count plus theirs (``ahead`` in the evidence).
+to give back (``quota_short``). The tenant's pods ahead of it in its line that can only use the
+first choice (its device-plugin pods pinned to the model and created earlier; with
+``spec.queueing.soleChoiceFirst`` every pod with no other choice, ``audit.scheduler.sole_choice``)
+take the reopening quota first, so the pod asks for its count plus theirs (``ahead`` in the
+evidence).
 
 Every decision the estimate shaped carries a ``fallback_estimate`` blocker on tier 0 (the choice,
 the expected time and what it was read from) and says it in its message. A held pod is looked at
@@ -33,7 +35,7 @@ sooner than a twentieth of ``maxWait`` unless the wait left is shorter).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from audit.policy import Policy
@@ -42,6 +44,7 @@ from audit.scheduler.attempt import model_matcher
 from audit.scheduler.claimspec import pod_claim_names
 from audit.scheduler.filters import node_filter
 from audit.scheduler.quota import check_quota, quota_gap
+from audit.scheduler.sole_choice import sole_choice
 from audit.scheduler.tiers import RequestTiers, Tier, request_tiers, resolve_claims
 from audit.world import World, device_plugin_gpus
 
@@ -65,8 +68,10 @@ class AdaptiveHold:
     quota: ReleaseEstimate | None = None
     devices: ReleaseEstimate | None = None
     # devices of the first choice the tenant's pods ahead of it wait for with no other choice
-    # (they take the reopening quota first, see ``ahead``)
+    # (they take the reopening quota first, see ``ahead``), and whether those are every pod with
+    # no other choice (``spec.queueing.soleChoiceFirst``) rather than earlier pinned ones
     ahead: int = 0
+    sole_choice_first: bool = False
 
     @property
     def recheck_after_ms(self) -> int:
@@ -121,17 +126,20 @@ def pod_first_choice(world: World, pod_key: str) -> Tier | None:
 def forget_pod(world: World, pod_key: str) -> None:
     """Drop the per-pod memos of a pod that left the world: they are bounded by size alone and
     would otherwise keep its objects alive long after it is gone."""
-    for name in ("first_choice", "dp_models", "pod_tiers"):
+    for name in ("first_choice", "dp_models", "pod_tiers", "sole_choice"):
         memo = world.derived.get(name)
         if memo is not None:
             memo.pop(pod_key, None)
 
 
 def ahead(world: World, policy: Policy, pod_key: str, models: tuple[str, ...]) -> int:
-    """Devices of ``models`` that the tenant's device-plugin pods created before this pod (by name
-    on a tie, as the tenant's queue orders them) wait for, pinned to those models by their node
-    selection: they have no other choice and take the tenant's quota as it reopens, so the pod's
-    own share of a reopening quota comes after theirs."""
+    """Devices of ``models`` that the tenant's pods ahead of this one in its line wait for with no
+    other choice: they take the tenant's quota as it reopens, so the pod's own share of a reopening
+    quota comes after theirs. By default those are the tenant's device-plugin pods pinned to
+    ``models`` by their node selection and created before the pod (by name on a tie, as the line
+    orders them); with ``spec.queueing.soleChoiceFirst`` every pending pod of the tenant whose one
+    model is among ``models`` (``audit.scheduler.sole_choice``), as all of them are ahead of a
+    flexible pod in its line."""
     created = world.pending.get(pod_key)
     if created is None:
         return 0
@@ -143,21 +151,40 @@ def ahead(world: World, policy: Policy, pod_key: str, models: tuple[str, ...]) -
     tenant = policy.tenant_for(pod_key.partition("/")[0])
     line = lines.get((tenant, ",".join(models)))
     if line is None:
-        line = lines[(tenant, ",".join(models))] = _pinned(world, policy, tenant, models)
+        find = _no_other_choice if policy.sole_choice_first else _pinned
+        line = lines[(tenant, ",".join(models))] = find(world, policy, tenant, models)
+    if policy.sole_choice_first:
+        return sum(devices for _, k, devices in line if k != pod_key)
     me = (created, pod_key)
     return sum(gpus for c, k, gpus in line if (c, k) < me)
 
 
-def _pinned(world: World, policy: Policy, tenant: str, models: tuple[str, ...]) -> list[tuple[int, str, int]]:
-    """The tenant's pending device-plugin pods whose nodes are all of ``models``: (created, key, GPUs)."""
+def _live(world: World, policy: Policy, tenant: str) -> list[tuple[int, str, dict[str, Any]]]:
+    """The tenant's pending pods that have not failed, in creation order: (created, key, pod)."""
     out = []
     for created, key in world.pending_order.get(tenant, []):
         ns, _, name = key.partition("/")
         pod = world.get("Pod", ns, name) or {}
         if (pod.get("status") or {}).get("phase") == "Failed" or policy.tenant_for(ns) != tenant:
             continue
-        if _dp_models(world, key, pod) == models:
-            out.append((created, key, device_plugin_gpus(pod)))
+        out.append((created, key, pod))
+    return out
+
+
+def _pinned(world: World, policy: Policy, tenant: str, models: tuple[str, ...]) -> list[tuple[int, str, int]]:
+    """The tenant's pending device-plugin pods whose nodes are all of ``models``: (created, key, GPUs)."""
+    return [(created, key, device_plugin_gpus(pod)) for created, key, pod in _live(world, policy, tenant)
+            if _dp_models(world, key, pod) == models]
+
+
+def _no_other_choice(world: World, policy: Policy, tenant: str,
+                     models: tuple[str, ...]) -> list[tuple[int, str, int]]:
+    """The tenant's pending pods whose one model is among ``models``: (created, key, devices)."""
+    out = []
+    for created, key, _ in _live(world, policy, tenant):
+        model, devices = sole_choice(world, key)
+        if devices and model in models:
+            out.append((created, key, devices))
     return out
 
 
@@ -181,6 +208,14 @@ def hold_for_tier(world: World, policy: Policy, tenant: str, tier: Tier, wait_ms
                   time_ms: int, pod_key: str | None = None) -> AdaptiveHold | None:
     """``adaptive_hold`` for a first choice already found; with ``pod_key`` (a pending pod), the
     tenant's pods ahead of it that can only use the first choice take its quota first (``ahead``)."""
+    hold = _hold_for_tier(world, policy, tenant, tier, wait_ms, time_ms, pod_key)
+    if hold is not None and policy.sole_choice_first:
+        hold = replace(hold, sole_choice_first=True)
+    return hold
+
+
+def _hold_for_tier(world: World, policy: Policy, tenant: str, tier: Tier, wait_ms: int,
+                   time_ms: int, pod_key: str | None) -> AdaptiveHold | None:
     if not tier.models:
         return None
     # imported here: the estimates need numpy, which commands that never hold a pod do without
@@ -242,6 +277,8 @@ def evidence(hold: AdaptiveHold) -> TierBlocker:
         "model": hold.tier.label, "count": hold.tier.count, "history": est.history, "running": est.running,
         "wait_on": hold.wait_on, "ahead": hold.ahead,
     }
+    if hold.sole_choice_first:
+        detail["ahead_rule"] = "sole_choice_first"
     if hold.quota is not None:
         detail["quota_short"] = hold.quota_short
         detail["quota_free_ms"] = _ms(hold.quota)
@@ -278,7 +315,9 @@ def estimate_phrase(detail: Mapping[str, Any]) -> str:
     quota = "quota_free_ms" in detail
     what = f"{model} quota expected to reopen" if detail.get("wait_on") == "quota" else "expected free"
     if int(detail.get("ahead", 0)) > 0:
-        what += f" (after {detail['ahead']} for earlier device-plugin pods)"
+        who = ("pods with no other choice" if detail.get("ahead_rule") == "sole_choice_first"
+               else "earlier device-plugin pods")
+        what += f" (after {detail['ahead']} for {who})"
     if detail.get("choice") == "wait":
         extra = f" (+{duration_text(waited)} waited)" if waited >= 1000 else ""
         return f"waiting for {model}: {what} in {duration_text(expected)}{_other(detail)}{extra} < maxWait {max_wait}"

@@ -33,6 +33,7 @@ clock; any randomness belongs to the driver.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections import deque
 from collections.abc import Iterable
@@ -46,8 +47,16 @@ from audit.scheduler import engine, reclaim, reservations
 from audit.scheduler.adaptive import forget_pod
 from audit.scheduler.nodealloc import forget_claims
 from audit.scheduler.pending import PendingQueues, follow_up
+from audit.scheduler.sole_choice import has_no_other_choice
 from audit.timestamps import format_time_ms
 from audit.world import World
+
+
+def _goes_first(world: World, key: str) -> bool:
+    """Whether the pod goes ahead of its tenant's flexible pods (``spec.queueing.soleChoiceFirst``),
+    read when it joins its queue."""
+    return world.policy.sole_choice_first and has_no_other_choice(world, key)
+
 
 # The loop's own actions; any other kind is the driver's.
 OWN_ACTIONS = ("finish", "retry", "wake", "reserve")
@@ -79,7 +88,8 @@ class ClusterLoop:
         self.world = world
         self.now = now_ms
         self.pods: dict[str, PodState] = {}
-        self.pending = PendingQueues()
+        # a function of the world alone: a bound method here would make the loop a reference cycle
+        self.pending = PendingQueues(first=functools.partial(_goes_first, world))
         self._heap: list[tuple[int, int, str, Any]] = []  # (time, order, action, data)
         # actions scheduled ahead in (time, order) order (``schedule_in_order``): taken from the
         # front, merged with the heap by (time, order)

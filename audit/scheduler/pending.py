@@ -1,8 +1,10 @@
 """Pending work between attempts: per-tenant queues, the fairness pick, and what follows an attempt.
 
 The cluster loop (``audit.scheduler.loop``) keeps its pending pods here. Queues hold
-``(created, pod key)`` sorted by creation; each pick takes, among the tenants' first pods, the one
-first in the fairness order (``audit.scheduler.queue``). What happens to a pod that could not be
+``(created, pod key)`` in the tenant's line order: by creation, then by pod key, after the pods
+with no other choice when the caller says which they are (``first``: the loop does under
+``spec.queueing.soleChoiceFirst``, ``audit.scheduler.sole_choice``); each pick takes, among the tenants' first pods, the one first in the fairness order
+(``audit.scheduler.queue``). What happens to a pod that could not be
 placed depends on the policy's ``spec.queueing.mode``, as Kueue's two queueing strategies:
 
 * ``best-effort`` (the default): the pod alone is parked until the world changes (a wake), and
@@ -65,14 +67,28 @@ class PendingQueues:
     # Tenant shares for one (world seq, time, policy): a pass picks many pods between changes.
     _shares: dict[str, float] = field(default_factory=dict)
     _shares_at: tuple[int, int, str] = (-2, 0, "")
+    # whether a pod goes ahead of the flexible pods of its tenant (``sole_choice``); read when the
+    # pod joins a queue and kept while it is there, so a queue stays sorted
+    first: Callable[[str], bool] | None = None
+    _first: dict[str, bool] = field(default_factory=dict)
+
+    def line_key(self, pod: tuple[int, str]) -> tuple[bool, int, str]:
+        """A queued pod's place in its tenant's line: no other choice first, then age, then key."""
+        return (not self._first.get(pod[1], False), pod[0], pod[1])
+
+    def _joins(self, key: str) -> None:
+        if self.first is not None:
+            self._first[key] = self.first(key)
 
     def add(self, tenant: str, created: int, key: str) -> None:
-        bisect.insort(self.queues.setdefault(tenant, []), (created, key))
+        self._joins(key)
+        bisect.insort(self.queues.setdefault(tenant, []), (created, key), key=self.line_key)
 
     def put_back(self, tenant: str, created: int, key: str, strict: bool, group: str = "") -> None:
         """A pod that could not be placed waits for a change: alone (best-effort), or at the head
         of its queue holding its whole tenant (strict)."""
         if strict:
+            self._joins(key)
             self.queues[tenant].insert(0, (created, key))
             self.blocked.add(tenant)
         else:
@@ -96,7 +112,9 @@ class PendingQueues:
                 gone = set(going)
                 self.parked[(tenant, group)] = [p for p in waiting if p not in gone]
         for tenant, pods in sorted(back.items()):
-            self.queues[tenant] = sorted(self.queues.get(tenant, []) + pods)
+            for _, key in pods:
+                self._joins(key)
+            self.queues[tenant] = sorted(self.queues.get(tenant, []) + pods, key=self.line_key)
 
     def park_all(self, strict: bool, group: Callable[[str], str] | None = None) -> None:
         """Everything queued waits for a change, as after a completed pass (a window's start)."""
@@ -110,6 +128,7 @@ class PendingQueues:
 
     def discard(self, key: str) -> None:
         """The pod is gone (deleted by someone else): it waits nowhere any more."""
+        self._first.pop(key, None)
         for q in self.queues.values():
             q[:] = [p for p in q if p[1] != key]
         for group, waiting in list(self.parked.items()):
@@ -141,4 +160,5 @@ class PendingQueues:
         if best is None:
             return None
         _, key = self.queues[best[1]].pop(0)
+        self._first.pop(key, None)
         return best[1], key

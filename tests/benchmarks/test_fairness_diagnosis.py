@@ -16,6 +16,7 @@ from benchmarks.fairness_diagnosis import (
     p99_beside_own,
     p99_by_track,
     pending_over_share,
+    regret_by_ask,
     regret_by_reason,
 )
 
@@ -119,6 +120,21 @@ def test_regretted_fallbacks_are_grouped_by_what_the_estimate_said():
          "regretted": 1},
         {"basis": "no estimate", "wait_on": "", "waited_max_wait": False, "behind_pinned": False, "fallbacks": 1,
          "regretted": 0},
+    ]
+
+
+def test_regretted_fallbacks_are_grouped_by_tenant_and_ask_most_regretted_first():
+    one = {"basis": "at_least", "wait_on": "quota", "count": 1, "waited_ms": 0, "max_wait_ms": 10 * MIN}
+    four = {"basis": "estimate", "wait_on": "devices", "count": 4, "waited_ms": 10 * MIN, "max_wait_ms": 10 * MIN}
+    pods = [_pod("a", "small", 0, 1, regretted=True), _pod("b", "small", 0, 1, regretted=True),
+            _pod("c", "small", 0, 1), _pod("d", "big", 0, 10, regretted=True), _pod("e", "big", 0, 10),
+            _pod("f", "big", 0, 10), _pod("g", "big", 0, 0)]
+    records = [_record(pods[0], one), _record(pods[1], one), _record(pods[2], one), _record(pods[3], four),
+               _record(pods[4], four), _record(pods[5], four), _record(pods[6], None)]
+    assert regret_by_ask(records, _life(pods)) == [
+        {"tenant": "small", "count": 1, "wait_on": "quota", "basis": "at_least", "fallbacks": 3, "regretted": 2},
+        {"tenant": "big", "count": 4, "wait_on": "devices", "basis": "estimate", "fallbacks": 3, "regretted": 1},
+        {"tenant": "big", "count": 0, "wait_on": "", "basis": "no estimate", "fallbacks": 1, "regretted": 0},
     ]
 
 

@@ -521,7 +521,7 @@ def test_the_quota_groups_chance_of_not_yet_is_that_of_every_way_the_holdings_ca
 # ---- the tenant's pods ahead that can only use the first choice --------------------------------------------
 
 
-def _dp_h100_world():  # noqa: ANN202
+def _dp_h100_world(sole_choice_first: bool = False):  # noqa: ANN202
     """The small cluster with one H100 device-plugin node too. Alpha (H100 quota 4, no borrowing)
     holds 4 H100 one claim each: one 28 min old (every finished holding lasted 30 min, so it ends
     in 2 min), three 1 min old (29 min away)."""
@@ -539,6 +539,8 @@ def _dp_h100_world():  # noqa: ANN202
     doc["spec"].update(fallback={"mode": "adaptive", "maxWait": "10m"},
                        tenants=[{"name": "alpha", "namespaces": ["alpha"], "weight": 1,
                                  "quotas": {"H100": {"nominal": 4, "borrowingLimit": 0}}}])
+    if sole_choice_first:
+        doc["spec"]["queueing"] = {"mode": "best-effort", "soleChoiceFirst": True}
     sc.policy = doc
     sim = Simulator(sc, seed=7)
     sim.setup([])
@@ -556,32 +558,43 @@ def _dp_h100_world():  # noqa: ANN202
 
 
 @pytest.mark.parametrize(
-    ("pinned_ahead", "outcome", "choice", "basis", "ahead"),
+    ("pinned", "sole_choice_first", "outcome", "choice", "basis", "ahead", "who"),
     [
         # alone, it needs the first of alpha's releases: in 2 min
-        pytest.param(0, "deferred", "wait", "estimate", 0, id="alone-it-waits-for-the-release-near"),
+        pytest.param("", False, "deferred", "wait", "estimate", 0, "", id="alone-it-waits-for-the-release-near"),
         # behind alpha's device-plugin pod pinned to H100, the first release is that pod's; the
         # second is 29 min away
-        pytest.param(1, "allocated", "fallback", "at_least", 1,
+        pytest.param("before", False, "allocated", "fallback", "at_least", 1, "earlier device-plugin pods",
                      id="behind-a-pod-that-can-only-use-h100-it-falls-back"),
+        # by default a younger pinned pod is behind it in the line: the release near is its own
+        pytest.param("after", False, "deferred", "wait", "estimate", 0, "",
+                     id="a-younger-pinned-pod-is-behind-it-by-default"),
+        # with soleChoiceFirst a pod with no other choice is ahead however young it is
+        pytest.param("after", True, "allocated", "fallback", "at_least", 1, "pods with no other choice",
+                     id="with-sole-choice-first-a-younger-pinned-pod-is-ahead"),
     ],
 )
 def test_the_tenants_pods_ahead_that_can_only_use_the_first_choice_take_its_quota_first(
-        pinned_ahead, outcome, choice, basis, ahead):
+        pinned, sole_choice_first, outcome, choice, basis, ahead, who):
     from ingest.simulate.loop import Job
 
-    sim = _dp_h100_world()
-    for i in range(pinned_ahead):
-        sim.submit(Job(f"dp-{i}", "alpha", sim.now, 1, HOUR, "h100-first", True, node_model="H100"))
+    sim = _dp_h100_world(sole_choice_first)
+    if pinned == "before":
+        sim.submit(Job("dp-0", "alpha", sim.now, 1, HOUR, "h100-first", True, node_model="H100"))
     sim.now += 1_000
-    r = decide_and_bind(sim, submit(sim, "job-1")).record
+    key = submit(sim, "job-1")
+    if pinned == "after":
+        sim.now += 1_000
+        sim.submit(Job("dp-0", "alpha", sim.now, 1, HOUR, "h100-first", True, node_model="H100"))
+    r = decide_and_bind(sim, key).record
     assert r.outcome == outcome
     said = [b.detail for b in r.blockers if b.code == "fallback_estimate"]
     assert len(said) == 1
     assert (said[0]["choice"], said[0]["basis"], said[0]["wait_on"], said[0]["ahead"], said[0]["quota_short"]) == (
         choice, basis, "quota", ahead, 1 + ahead)
+    assert ("ahead_rule" in said[0]) == sole_choice_first
     if outcome == "deferred":
         assert said[0]["expected_free_ms"] == 2 * MIN  # 1 s short of it, on the 15 s grid that errs long
     else:
         assert (r.allocated_model, r.fallback) == ("A100", True)
-        assert "(after 1 for earlier device-plugin pods)" in r.message
+        assert f"(after 1 for {who})" in r.message
