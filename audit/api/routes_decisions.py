@@ -99,11 +99,15 @@ def get_decision(decision: str, who: Annotated[Principal, Depends(principal)], d
     return JSONResponse(_shown(who, cfg, _get(db, who, decision, cache)))
 
 
+# the models the default policy names: parsing that policy on every "why" cost more than the answer
+_DEFAULT_MODELS = frozenset(ModelTable.of(None).known_models())
+
+
 def _check_model(record: DecisionRecord, model: str | None) -> str:
     checked = params.model(model)
     if checked is None:
         raise Problem("invalid-parameter", "model: required, e.g. ?model=H100")
-    known = ModelTable.of(None).known_models() | set(record.preference) | {t.model for t in record.tiers}
+    known = _DEFAULT_MODELS | set(record.preference) | {t.model for t in record.tiers}
     known |= {record.allocated_model, record.preferred_model} - {""}
     if checked not in known:
         raise Problem("unknown-model", f"model {checked!r}: not a device model this cluster or decision knows "
