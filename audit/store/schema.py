@@ -11,7 +11,8 @@ Choices (following ClickHouse's own guidance on primary keys, ReplacingMergeTree
 materialized views in its documentation):
 - ``decisions`` and ``decision_tiers`` share the key prefix ``(tenant, hour, decision_id)``: the
   API always scopes by tenant and time, and a decision's tier rows sit next to each other.
-  Point lookups by id or pod use bloom-filter skip indexes instead of a second sort order.
+  A lookup by pod uses a bloom-filter skip index; a lookup by id reads ``decisions_by_id``, the
+  record again in id order, since walking the id's bloom filter cost more than the rest of the answer.
 - ReplacingMergeTree everywhere a row has a deterministic key, so a re-sent record that slipped
   past insert deduplication is removed at merge time; reads use ``FINAL`` or ``LIMIT 1 BY``.
 - Rollups are AggregatingMergeTree over ``uniqExact``/``groupUniqArray`` states keyed by a hash of
