@@ -375,7 +375,10 @@ class AuditStore:
         clauses, params = conditions(DecisionFilter(tenant=tenant))
         clauses.append("decision_id = {id:String}")
         params["id"] = decision_id
-        rows_ = self._query(f"SELECT record FROM decisions {where_sql(clauses)} LIMIT 1", params).result_rows
+        # decisions_by_id holds the same record in id order: the primary index finds its one short
+        # granule, where the decisions table would walk a bloom filter per granule (schema.py)
+        rows_ = self._query(f"SELECT record FROM decisions_by_id {where_sql(clauses)} LIMIT 1", params,
+                            settings=POINT_READ).result_rows
         return DecisionRecord.from_dict(json.loads(rows_[0][0])) if rows_ else None
 
     def get_decisions(self, decision_ids: Sequence[str], tenant: str | None,
@@ -418,7 +421,7 @@ class AuditStore:
         clauses, params = conditions(DecisionFilter(tenant=tenant, namespace=namespace, pod=pod))
         rows_ = self._query(
             f"SELECT record FROM decisions {where_sql(clauses)} ORDER BY time DESC, attempt DESC, decision_id DESC "
-            "LIMIT 1", params).result_rows
+            "LIMIT 1", params, settings=POINT_READ).result_rows
         return DecisionRecord.from_dict(json.loads(rows_[0][0])) if rows_ else None
 
     def list_decisions(self, f: DecisionFilter, cursor: str | None, limit: int) -> tuple[list[DecisionRecord], str | None]:
