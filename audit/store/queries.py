@@ -35,6 +35,7 @@ from audit.store.filters import (
     encode_cursor,
     where_sql,
 )
+from audit.store.generation import GENERATIONS
 from audit.store.history import HistoryGuard, Screened
 from audit.store.ingest import IngestResult, parse_jsonl
 from audit.store.ingest_worker import ParserProcess
@@ -109,6 +110,7 @@ class AuditStore:
         self._pod_keeper: PodTableKeeper | None = None  # started by the first events a writer delivers
         self._keeper_lock = threading.Lock()
         self._parser: ParserProcess | None = None  # None: bodies are parsed in this process
+        self._expire: bool | None = None  # the decisions table has a TTL; read on first need
 
     @classmethod
     def open(cls, dsn: str | None = None, retention: Retention | None = None, *, create: bool = True) -> AuditStore:
@@ -153,7 +155,8 @@ class AuditStore:
         ``keep_pods`` the events it delivers are folded into the ``pods`` table in the background."""
         target = self.target
         writer = RecordWriter(lambda: connect(target), str(self.spool_dir(name)), source=name,
-                              on_events=self._events_stored if keep_pods else None, **opts)
+                              on_events=self._events_stored if keep_pods else None,
+                              embedded_path=target.embedded_path, **opts)
         self._writers.append(writer)
         return writer
 
@@ -477,17 +480,34 @@ class AuditStore:
             "ORDER BY toStartOfHour(time) DESC, time DESC, decision_id DESC LIMIT 1 BY decision_id "
             "LIMIT {limit:UInt32}", params, settings=POINT_READ if f.tenant is not None else None).result_rows]
 
-    def decisions_version(self) -> tuple[int, ...] | None:
+    def decisions_version(self) -> tuple[Any, ...] | None:
         """A value that changes whenever the stored decisions may have changed, so an answer read
         at one version can be served again while the version stays; None when this store cannot
-        tell. Every insert adds a part with a higher block number; merges, expiry and mutations
-        change the parts' count, rows or data version. Only the embedded store answers: it alone
-        sees every part of its tables (a cluster's shards keep theirs on other nodes)."""
-        if self.target.embedded_path is None:
+        tell. Only the embedded store answers: it alone sees every part of its tables (a cluster's
+        shards keep theirs on other nodes), and only this process writes to it. Then, when its
+        decisions never expire, only this process's inserts change them (merges keep one of
+        identical copies, which every read already does), so the count of those inserts is the
+        version (``audit.store.generation``), without a query. With a TTL, expiry removes rows in
+        a background merge at a time of the engine's choosing: the version is then read from the
+        parts, where every insert adds a part with a higher block number and merges, expiry and
+        mutations change the parts' count, rows or data version."""
+        path = self.target.embedded_path
+        if path is None:
             return None
+        if not self._decisions_expire():
+            return ("inserts", *GENERATIONS.current(path))
         row = self._query("SELECT max(max_block_number), max(data_version), count(), sum(rows) FROM system.parts "
                           "WHERE database = currentDatabase() AND table = 'decisions' AND active").result_rows[0]
         return tuple(int(v) for v in row)
+
+    def _decisions_expire(self) -> bool:
+        """The decisions table has a TTL. Read once: a TTL is only set or removed by ``open``
+        (``migrations.apply_retention``), before this object exists."""
+        if self._expire is None:
+            self._expire = bool(self._query(
+                "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = 'decisions' "
+                "AND position(create_table_query, ' TTL ') > 0").result_rows[0][0])
+        return self._expire
 
     def all_decisions(self, f: DecisionFilter, page: int = MAX_LIMIT) -> list[DecisionRecord]:
         """Every decision under ``f``, newest first (``list_decisions`` page after page)."""
@@ -640,7 +660,7 @@ def open_writer(dsn: str | None = None, name: str = "writer", spool_dir: str | N
     if spool_dir is None:
         base = Path(target.embedded_path).parent if target.embedded_path else data_dir()
         spool_dir = str(base / "spool" / name)
-    return RecordWriter(connector, spool_dir, source=name, **opts)
+    return RecordWriter(connector, spool_dir, source=name, embedded_path=target.embedded_path, **opts)
 
 
 __all__ = ["AuditStore", "DecisionFilter", "IngestResult", "ReplayJob", "ReplayRun", "open_writer"]
