@@ -361,12 +361,12 @@ class AuditStore:
 
     # reading: single decisions ---------------------------------------------------------------
     def _query(self, sql: str, params: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
-               **options: Any) -> Any:
+               *, short: bool = False, **options: Any) -> Any:
         # Pass only parameters the SQL binds: clickhouse-connect falls back to client-side
         # %-formatting when none of the given names has a {name:Type} placeholder, which would
         # both break on literal '%' (formatDateTime) and bypass server-side binding.
         bound = {k: v for k, v in (params or {}).items() if "{" + k + ":" in sql}
-        with self._reads.client() as client:
+        with self._reads.client(short) as client:  # short: a granule or two, served first (pool.py)
             return client.query(sql, parameters=bound, settings=settings, **options)
 
     def insight(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -381,7 +381,7 @@ class AuditStore:
         # decisions_by_id holds the same record in id order: the primary index finds its one short
         # granule, where the decisions table would walk a bloom filter per granule (schema.py)
         rows_ = self._query(f"SELECT record FROM decisions_by_id {where_sql(clauses)} LIMIT 1", params,
-                            settings=POINT_READ).result_rows
+                            settings=POINT_READ, short=True).result_rows
         return DecisionRecord.from_dict(json.loads(rows_[0][0])) if rows_ else None
 
     def get_decisions(self, decision_ids: Sequence[str], tenant: str | None,
@@ -578,7 +578,7 @@ class AuditStore:
         # read in the table's (cluster, seq) order from the end: one granule, where max() reads the
         # whole log of the cluster (every stats answer asks this, to know whether to fold)
         rows_ = self._query("SELECT seq FROM events WHERE cluster = {c:String} ORDER BY seq DESC LIMIT 1",
-                            {"c": cluster}).result_rows
+                            {"c": cluster}, short=True).result_rows
         return int(rows_[0][0]) if rows_ else None
 
     def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict] | None:
