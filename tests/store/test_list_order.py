@@ -119,6 +119,16 @@ def test_with_expiry_the_version_is_read_from_the_parts_and_sees_changes_made_pa
         assert store.decisions_version() != first
 
 
+def test_copies_of_a_decision_filling_a_whole_page_do_not_hide_the_decisions_after_it(store: AuditStore) -> None:
+    records = [r for r in _spread() if r.tenant == "acme"]
+    newest = max(records, key=lambda r: (r.time, r.decision_id))
+    others = [r for r in records if r is not newest]
+    for n in range(4):  # the newest decision in four parts, each insert a batch of its own bytes
+        write_all(store, [newest, others[n]])
+    write_all(store, others)
+    assert _pages(store, DecisionFilter(tenant="acme"), 2) == _newest_first(records)
+
+
 @pytest.mark.parametrize("merged_tenants", [32, 1], ids=["merged-per-tenant", "one-sort"])
 def test_an_admins_pages_are_the_same_whether_merged_per_tenant_or_sorted_at_once(
         store: AuditStore, merged_tenants: int, monkeypatch: pytest.MonkeyPatch) -> None:
