@@ -12,7 +12,9 @@ turn it is: a thread that gives a client back and asks again at once does not ta
 that was already waiting (without this hand-off, a few busy threads kept the clients among
 themselves and a waiting reader's wait had no bound). A short read (one decision by id: one
 granule) is served before waiting long ones (a page of records, a scan), so that under many
-readers it waits for at most one client to come back rather than for every page queued before it.
+readers it waits for about one client to come back rather than for every page queued before it;
+but a long read is passed over by at most ``overtake`` short ones, or a steady stream of short
+reads would leave it waiting without end (pages then waited several times longer than before).
 """
 
 from __future__ import annotations
@@ -25,21 +27,24 @@ from contextlib import contextmanager
 from typing import Any
 
 DEFAULT_SIZE = 4
+DEFAULT_OVERTAKE = 2  # short reads that may go before the long read waiting longest
 
 
 class _Waiter:
-    __slots__ = ("client", "event", "slot")
+    __slots__ = ("client", "event", "passed", "slot")
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.client: Any = None
         self.slot = False  # given the right to open a client instead of an idle one
+        self.passed = 0  # short reads served before this long one while it waited first
 
 
 class ClientPool:
-    def __init__(self, connect: Callable[[], Any], size: int = DEFAULT_SIZE) -> None:
-        if size < 1:
-            raise ValueError(f"client pool size {size}: expected at least 1")
+    def __init__(self, connect: Callable[[], Any], size: int = DEFAULT_SIZE, overtake: int = DEFAULT_OVERTAKE) -> None:
+        if size < 1 or overtake < 0:
+            raise ValueError(f"client pool size {size}, overtake {overtake}: expected at least 1 and 0")
+        self.overtake = overtake
         self._connect = connect
         self._idle: list[Any] = []  # last returned first: its connection is the warmest
         self._lock = threading.Lock()
@@ -99,8 +104,11 @@ class ClientPool:
         return client
 
     def _next_waiter(self) -> _Waiter | None:
-        """The reader whose turn it is (lock held): the first short one, else the first long one."""
-        if self._short:
+        """The reader whose turn it is (lock held): the first short one, unless the first long one
+        was passed over ``overtake`` times already; else the first long one."""
+        if self._short and (not self._long or self._long[0].passed < self.overtake):
+            if self._long:
+                self._long[0].passed += 1
             return self._short.popleft()
         if self._long:
             return self._long.popleft()

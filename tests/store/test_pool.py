@@ -87,7 +87,7 @@ def test_a_returned_client_goes_to_the_waiting_reader_not_to_the_next_one_to_ask
 
 
 def test_waiting_short_reads_are_served_before_long_ones_that_waited_longer() -> None:
-    pool, order = _pool(1), []
+    pool, order = ClientPool(lambda: Handle(1), 1, overtake=5), []
     with _held(pool):
         first_long = Reader(pool, "long 1", order)
         _until(lambda: pool.waiting() == (0, 1))
@@ -99,6 +99,27 @@ def test_waiting_short_reads_are_served_before_long_ones_that_waited_longer() ->
         assert reader.holding.wait(WAIT)
         reader.release()
     assert order == ["short", "long 1", "long 2"]
+
+
+@pytest.mark.parametrize(("overtake", "expected"), [
+    (0, ["long 1", "long 2", "short 1", "short 2", "short 3"]),
+    (1, ["short 1", "long 1", "short 2", "long 2", "short 3"]),
+    (2, ["short 1", "short 2", "long 1", "short 3", "long 2"]),
+    (3, ["short 1", "short 2", "short 3", "long 1", "long 2"]),
+], ids=["in-turn", "one-short-first", "two-shorts-first", "every-short-first"])
+def test_a_long_read_is_passed_over_by_at_most_overtake_short_ones(overtake: int, expected: list[str]) -> None:
+    pool, order = ClientPool(lambda: Handle(1), 1, overtake=overtake), []
+    readers = []
+    with _held(pool):
+        for n, (name, short) in enumerate([("long 1", False), ("long 2", False), ("short 1", True),
+                                           ("short 2", True), ("short 3", True)]):
+            readers.append(Reader(pool, name, order, short=short))
+            _until(lambda n=n, short=short: sum(pool.waiting()) == n + 1)
+    for _ in readers:  # each in the pool's order: release whoever holds the client now
+        _until(lambda: len(order) > sum(r.done.is_set() for r in readers))
+        holder = next(r for r in readers if r.holding.is_set() and not r.done.is_set())
+        holder.release()
+    assert order == expected
 
 
 def test_a_client_whose_query_failed_is_closed_and_the_next_reader_gets_a_new_one() -> None:
