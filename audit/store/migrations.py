@@ -131,6 +131,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               _pod_tables),
     Migration(11, "how far the pod tables are written (pod_folds), and what device-plugin pods asked for",
               _pod_folds),
+    Migration(12, "the record of each decision in id order, for lookups by id, backfilled",
+              _filled_by_views(("decisions_by_id",), schema.BY_ID_VIEWS)),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -35,6 +35,7 @@ from audit.store.filters import (
     encode_cursor,
     where_sql,
 )
+from audit.store.generation import GENERATIONS
 from audit.store.history import HistoryGuard, Screened
 from audit.store.ingest import IngestResult, parse_jsonl
 from audit.store.ingest_worker import ParserProcess
@@ -109,6 +110,7 @@ class AuditStore:
         self._pod_keeper: PodTableKeeper | None = None  # started by the first events a writer delivers
         self._keeper_lock = threading.Lock()
         self._parser: ParserProcess | None = None  # None: bodies are parsed in this process
+        self._expire: bool | None = None  # the decisions table has a TTL; read on first need
 
     @classmethod
     def open(cls, dsn: str | None = None, retention: Retention | None = None, *, create: bool = True) -> AuditStore:
@@ -153,7 +155,8 @@ class AuditStore:
         ``keep_pods`` the events it delivers are folded into the ``pods`` table in the background."""
         target = self.target
         writer = RecordWriter(lambda: connect(target), str(self.spool_dir(name)), source=name,
-                              on_events=self._events_stored if keep_pods else None, **opts)
+                              on_events=self._events_stored if keep_pods else None,
+                              embedded_path=target.embedded_path, **opts)
         self._writers.append(writer)
         return writer
 
@@ -358,12 +361,12 @@ class AuditStore:
 
     # reading: single decisions ---------------------------------------------------------------
     def _query(self, sql: str, params: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
-               **options: Any) -> Any:
+               *, short: bool = False, **options: Any) -> Any:
         # Pass only parameters the SQL binds: clickhouse-connect falls back to client-side
         # %-formatting when none of the given names has a {name:Type} placeholder, which would
         # both break on literal '%' (formatDateTime) and bypass server-side binding.
         bound = {k: v for k, v in (params or {}).items() if "{" + k + ":" in sql}
-        with self._reads.client() as client:
+        with self._reads.client(short) as client:  # short: a granule or two, served first (pool.py)
             return client.query(sql, parameters=bound, settings=settings, **options)
 
     def insight(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -375,7 +378,10 @@ class AuditStore:
         clauses, params = conditions(DecisionFilter(tenant=tenant))
         clauses.append("decision_id = {id:String}")
         params["id"] = decision_id
-        rows_ = self._query(f"SELECT record FROM decisions {where_sql(clauses)} LIMIT 1", params).result_rows
+        # decisions_by_id holds the same record in id order: the primary index finds its one short
+        # granule, where the decisions table would walk a bloom filter per granule (schema.py)
+        rows_ = self._query(f"SELECT record FROM decisions_by_id {where_sql(clauses)} LIMIT 1", params,
+                            settings=POINT_READ, short=True).result_rows
         return DecisionRecord.from_dict(json.loads(rows_[0][0])) if rows_ else None
 
     def get_decisions(self, decision_ids: Sequence[str], tenant: str | None,
@@ -418,14 +424,20 @@ class AuditStore:
         clauses, params = conditions(DecisionFilter(tenant=tenant, namespace=namespace, pod=pod))
         rows_ = self._query(
             f"SELECT record FROM decisions {where_sql(clauses)} ORDER BY time DESC, attempt DESC, decision_id DESC "
-            "LIMIT 1", params).result_rows
+            "LIMIT 1", params, settings=POINT_READ).result_rows
         return DecisionRecord.from_dict(json.loads(rows_[0][0])) if rows_ else None
 
     def list_decisions(self, f: DecisionFilter, cursor: str | None, limit: int) -> tuple[list[DecisionRecord], str | None]:
         """Newest first; pass the returned cursor to get the next page (None: no more)."""
         if not 1 <= limit <= MAX_LIMIT:
             raise UserError(f"limit {limit}: must be between 1 and {MAX_LIMIT}")
-        keys = self._newest_keys(f, decode_cursor(cursor) if cursor else None, limit + 1)
+        after = decode_cursor(cursor) if cursor else None
+        if f.tenant is not None:
+            rows_ = self._newest_rows(f, after, limit + 1)
+            records = [DecisionRecord.from_dict(json.loads(text)) for _, _, text in rows_[:limit]]
+            more = len(rows_) > limit
+            return records, encode_cursor(rows_[limit - 1][0], rows_[limit - 1][1]) if more else None
+        keys = self._newest_keys(f, after, limit + 1)
         page = keys[:limit]
         if not page:
             return [], None
@@ -450,8 +462,8 @@ class AuditStore:
         does what one sort over the whole table would, in a few milliseconds per tenant where that
         sort takes well over a hundred on a million decisions and every core; only past
         ``MERGED_TENANTS`` tenants does one sort become the cheaper way."""
-        clauses, params = conditions(f)  # checks every field of f, whichever way the keys are read
         if f.tenant is None:
+            conditions(f)  # checks every field of f, even with no tenant to read the keys of
             tenants = [t for (t,) in self._query("SELECT DISTINCT tenant FROM decisions", settings=POINT_READ).result_rows]
             if len(tenants) <= MERGED_TENANTS:
                 newest: list[tuple[int, str]] = []
@@ -462,29 +474,80 @@ class AuditStore:
                         seen.add(key[1])
                         newest.append(key)
                 return newest[:count]
-        if after is not None:
-            ms, last_id = after
-            # the hour bound is implied by the tuple bound; said outright, it prunes by the sorting key
-            clauses.append("toStartOfHour(time) <= toStartOfHour(fromUnixTimestamp64Milli({c_ms:Int64}, 'UTC'))")
-            clauses.append("(time, decision_id) < (fromUnixTimestamp64Milli({c_ms:Int64}, 'UTC'), {c_id:String})")
-            params.update(c_ms=ms, c_id=last_id)
+        clauses, params = self._older_than(f, after)
         params["limit"] = count
         return [(int(ms), str(decision_id)) for ms, decision_id in self._query(
             f"SELECT toUnixTimestamp64Milli(time) AS ms, decision_id FROM decisions {where_sql(clauses)} "
             "ORDER BY toStartOfHour(time) DESC, time DESC, decision_id DESC LIMIT 1 BY decision_id "
             "LIMIT {limit:UInt32}", params, settings=POINT_READ if f.tenant is not None else None).result_rows]
 
-    def decisions_version(self) -> tuple[int, ...] | None:
+    @staticmethod
+    def _older_than(f: DecisionFilter, after: tuple[int, str] | None) -> tuple[list[str], dict[str, Any]]:
+        """The conditions of ``f`` (each field checked), and of keys older than the key ``after``."""
+        clauses, params = conditions(f)
+        if after is not None:
+            ms, last_id = after
+            # the hour bound is implied by the tuple bound; said outright, it prunes by the sorting key
+            clauses.append("toStartOfHour(time) <= toStartOfHour(fromUnixTimestamp64Milli({c_ms:Int64}, 'UTC'))")
+            clauses.append("(time, decision_id) < (fromUnixTimestamp64Milli({c_ms:Int64}, 'UTC'), {c_id:String})")
+            params.update(c_ms=ms, c_id=last_id)
+        return clauses, params
+
+    def _newest_rows(self, f: DecisionFilter, after: tuple[int, str] | None,
+                     count: int) -> list[tuple[int, str, str]]:
+        """(time in ms, decision id, record) of the ``count`` newest decisions of one tenant under
+        ``f`` older than the key ``after``, newest first, each decision once: ``_newest_keys`` and
+        the read of their records in one query. Sorted by the narrow key columns with a LIMIT and
+        no LIMIT BY, the engine reads the record of the rows kept only (lazy materialization), not
+        of every row of the granules it sorted: about half the engine time of the two queries.
+        Copies of a decision not merged away yet are dropped here, keeping the first, as LIMIT 1 BY
+        would; when they took places of the page, the query is asked again for more rows."""
+        clauses, params = self._older_than(f, after)
+        want = count
+        while True:
+            params["limit"] = want
+            got = self._query(
+                f"SELECT toUnixTimestamp64Milli(time) AS ms, decision_id, record FROM decisions {where_sql(clauses)} "
+                "ORDER BY toStartOfHour(time) DESC, time DESC, decision_id DESC LIMIT {limit:UInt32}", params,
+                settings=POINT_READ).result_rows
+            seen: set[str] = set()
+            rows_: list[tuple[int, str, str]] = []
+            for ms, decision_id, text in got:
+                if decision_id not in seen:
+                    seen.add(decision_id)
+                    rows_.append((int(ms), str(decision_id), text))
+            if len(rows_) >= count or len(got) < want:
+                return rows_[:count]
+            want *= 2
+
+    def decisions_version(self) -> tuple[Any, ...] | None:
         """A value that changes whenever the stored decisions may have changed, so an answer read
         at one version can be served again while the version stays; None when this store cannot
-        tell. Every insert adds a part with a higher block number; merges, expiry and mutations
-        change the parts' count, rows or data version. Only the embedded store answers: it alone
-        sees every part of its tables (a cluster's shards keep theirs on other nodes)."""
-        if self.target.embedded_path is None:
+        tell. Only the embedded store answers: it alone sees every part of its tables (a cluster's
+        shards keep theirs on other nodes), and only this process writes to it. Then, when its
+        decisions never expire, only this process's inserts change them (merges keep one of
+        identical copies, which every read already does), so the count of those inserts is the
+        version (``audit.store.generation``), without a query. With a TTL, expiry removes rows in
+        a background merge at a time of the engine's choosing: the version is then read from the
+        parts, where every insert adds a part with a higher block number and merges, expiry and
+        mutations change the parts' count, rows or data version."""
+        path = self.target.embedded_path
+        if path is None:
             return None
+        if not self._decisions_expire():
+            return ("inserts", *GENERATIONS.current(path))
         row = self._query("SELECT max(max_block_number), max(data_version), count(), sum(rows) FROM system.parts "
                           "WHERE database = currentDatabase() AND table = 'decisions' AND active").result_rows[0]
         return tuple(int(v) for v in row)
+
+    def _decisions_expire(self) -> bool:
+        """The decisions table has a TTL. Read once: a TTL is only set or removed by ``open``
+        (``migrations.apply_retention``), before this object exists."""
+        if self._expire is None:
+            self._expire = bool(self._query(
+                "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = 'decisions' "
+                "AND position(create_table_query, ' TTL ') > 0").result_rows[0][0])
+        return self._expire
 
     def all_decisions(self, f: DecisionFilter, page: int = MAX_LIMIT) -> list[DecisionRecord]:
         """Every decision under ``f``, newest first (``list_decisions`` page after page)."""
@@ -555,7 +618,7 @@ class AuditStore:
         # read in the table's (cluster, seq) order from the end: one granule, where max() reads the
         # whole log of the cluster (every stats answer asks this, to know whether to fold)
         rows_ = self._query("SELECT seq FROM events WHERE cluster = {c:String} ORDER BY seq DESC LIMIT 1",
-                            {"c": cluster}).result_rows
+                            {"c": cluster}, short=True).result_rows
         return int(rows_[0][0]) if rows_ else None
 
     def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict] | None:
@@ -637,7 +700,7 @@ def open_writer(dsn: str | None = None, name: str = "writer", spool_dir: str | N
     if spool_dir is None:
         base = Path(target.embedded_path).parent if target.embedded_path else data_dir()
         spool_dir = str(base / "spool" / name)
-    return RecordWriter(connector, spool_dir, source=name, **opts)
+    return RecordWriter(connector, spool_dir, source=name, embedded_path=target.embedded_path, **opts)
 
 
 __all__ = ["AuditStore", "DecisionFilter", "IngestResult", "ReplayJob", "ReplayRun", "open_writer"]

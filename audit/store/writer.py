@@ -45,6 +45,7 @@ from audit.events import WorldEvent
 from audit.records import DecisionRecord
 from audit.store import quarantine as q
 from audit.store import rows
+from audit.store.generation import GENERATIONS
 from audit.store.spool import Frame, Spool
 
 log = logging.getLogger(__name__)
@@ -62,8 +63,11 @@ class RecordWriter:
     def __init__(self, connector: Callable[[], Any], spool_dir: str, *, source: str = "writer",
                  batch_size: int = 10_000, max_delay: float = 1.0, max_spool_bytes: int = 1 << 30,
                  spool_block_seconds: float = 30.0, retry_interval: float = 1.0, background: bool = True,
-                 on_events: Callable[[list[str], list[str]], None] | None = None) -> None:
+                 on_events: Callable[[list[str], list[str]], None] | None = None,
+                 embedded_path: str | None = None) -> None:
         self._connector = connector
+        # the embedded store's directory, whose inserts of decisions this process counts (generation.py)
+        self._embedded_path = embedded_path
         # handed each events batch once it is stored: each event's cluster, and its JSON line
         self._on_events = on_events
         self._client: Any = None
@@ -336,8 +340,9 @@ class RecordWriter:
         payload, token = prepared.payload, batch_token(prepared.payload)
         if frame.kind == "records":
             # the spooled lines are the rows: the engine extracts columns and tier rows (schema.DECISIONS_IN_MV)
-            client.raw_insert("decisions_in", ["record"], insert_block=payload, fmt="LineAsString",
-                              settings=_dedup_settings(token, "decisions"))
+            with GENERATIONS.writing(self._embedded_path):
+                client.raw_insert("decisions_in", ["record"], insert_block=payload, fmt="LineAsString",
+                                  settings=_dedup_settings(token, "decisions"))
             n = prepared.rows
             with self._lock:
                 self._counters["written"] += n

@@ -25,6 +25,7 @@ EXPECTED_TABLES = {
     9: set(),  # drops the usage rollup, its view and the policies table
     10: {"pods", "pod_policies", "pod_capacity", "unhealthy_spans"},
     11: {"pod_folds"},  # and the pods' asked column
+    12: {"decisions_by_id", "decisions_by_id_mv"},
 }
 DROPPED = {"tenant_usage_1h", "tenant_usage_1h_mv", "policies"}
 
@@ -82,6 +83,11 @@ def test_migrating_from_an_earlier_version_keeps_data_and_backfills_rollups(tmp_
         keys = store.client.query("SELECT count(), countIf(k.sha256 = SHA256(d.record)) FROM decision_keys AS k "
                                   "INNER JOIN decisions AS d USING decision_id").result_rows
         assert keys == [(90, 90)]
+        # every decision stored before the by-id copy existed is found through it, record for record
+        by_id = store.client.query("SELECT count(), countIf(b.record = d.record AND b.tenant = d.tenant) "
+                                   "FROM decisions_by_id AS b INNER JOIN decisions AS d USING decision_id").result_rows
+        assert by_id == [(90, 90)]
+        assert [store.get_decision(r.decision_id, None) for r in records[:5]] == records[:5]
 
 
 def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
