@@ -129,11 +129,29 @@ def annotate(row: dict[str, Any], factors: dict[str, float | None], cpus: int = 
     return {**row, "scale": scale, "factor": round(f, 3), "normalised": round(value, 3 if abs(value) < 100 else 1)}
 
 
+def burner_core(available: set[int]) -> int | None:
+    """The core ``--noise`` pins its burner to: the highest this process may run on, or None (no
+    pinning) when it may run on one core only, where pinning would change nothing."""
+    return max(available) if len(available) >= 2 else None
+
+
 class Noise:
-    """A process that burns one core for as long as the run lasts (``--noise``)."""
+    """A process that burns one core for as long as the run lasts (``--noise``).
+
+    It is pinned to one core (``burner_core``). Left free, the kernel moves it from core to core
+    as it balances load, now onto the core a single-process benchmark was running on, now off it,
+    so how much of the burner a figure shares would change from one sample to the next; pinned, it
+    always takes the same core, the kernel's balancing keeps single-process work on the others,
+    and work on every core always shares that one.
+    """
 
     def __init__(self, enabled: bool) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if enabled else None
+        self.proc = None
+        self.core: int | None = None
+        if enabled:
+            self.core = burner_core(os.sched_getaffinity(0))
+            pin = f"import os; os.sched_setaffinity(0, {{{self.core}}})\n" if self.core is not None else ""
+            self.proc = subprocess.Popen([sys.executable, "-c", pin + "while True: pass"])
 
     def __enter__(self) -> Noise:
         return self

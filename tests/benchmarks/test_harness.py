@@ -1,0 +1,40 @@
+"""The ``make bench`` harness around the modules: the pinned ``--noise`` burner, the passes that
+spread a module's runs over the whole run, the spread of a row's runs, and ``compare``'s report of
+rows whose own runs disagree by more than the band."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from benchmarks.run import Noise, burner_core
+
+
+@pytest.mark.parametrize(("available", "core"), [
+    ({0, 1}, 1),          # two cores: the burner takes the second, single-process work the first
+    ({0, 1, 2, 3}, 3),
+    ({2, 5, 7}, 7),       # a restricted affinity (taskset, a container's cpuset): one of those
+    ({0}, None),          # one core: pinning would change nothing
+    ({3}, None),
+])
+def test_the_burner_is_pinned_to_the_highest_core_only_when_there_are_two(available: set[int], core: int | None) -> None:
+    assert burner_core(available) == core
+
+
+def test_the_noise_burner_runs_on_its_core_alone_and_ends_with_the_run() -> None:
+    available = os.sched_getaffinity(0)
+    with Noise(True) as noise:
+        assert noise.proc is not None
+        if len(available) < 2:
+            assert noise.core is None
+        else:
+            assert noise.core == max(available)
+            deadline = time.monotonic() + 30
+            while os.sched_getaffinity(noise.proc.pid) != {noise.core}:
+                assert noise.proc.poll() is None, "the burner exited"
+                assert time.monotonic() < deadline, "the burner never pinned itself"
+                time.sleep(0.05)
+    assert noise.proc.poll() is not None
+    assert Noise(False).proc is None
