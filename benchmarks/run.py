@@ -10,10 +10,14 @@ normalised to the reference machine (``benchmarks/reference.json``); targets are
 normalised figure. Ratios against a baseline in the same run need no normalising. A module whose
 figures are short latencies, tails of a few hundred requests or microsecond loops, sets ``BENCH_RUNS``
 (default 1): it then runs that many times, each in a fresh process with its own calibration, and
-each row reports the run whose normalised figure is the median, with every run's in its note. A
+each row reports the run whose normalised figure is the median, with every run's in its note and
+the spread of their figures (``spread_of``). A
 single run of such a figure moves by a quarter or more with where its process lands and what the
-kernel does meanwhile; the median of three does not. ``--noise``
-runs a CPU-burning process beside the whole run, to show that the normalised figures hold.
+kernel does meanwhile; the median of three does not. Those runs are spread over the whole run
+(``later_passes``): every module runs once, then the ones that ask for more run again, pass by
+pass, so a few busy minutes on the shared machine reach one run of a module, not all. ``--noise``
+runs a CPU-burning process, pinned to one core, beside the whole run, to show that the normalised
+figures hold.
 The table is printed and written as JSON with the machine, the commit and the factors.
 """
 
@@ -206,6 +210,32 @@ def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return chosen
 
 
+def later_passes(wanted: dict[str, int]) -> list[list[str]]:
+    """The modules each pass after the first runs again, in the order given: the k-th pass holds
+    every module that asks for k runs or more.
+
+    A module's runs are spread over the whole ``make bench`` this way, minutes apart, rather than
+    made one after the other: whatever else the shared machine does for a few minutes then lands
+    in one of a module's runs, which the median sets aside, not in all of them."""
+    return [[name for name, runs in wanted.items() if runs > k] for k in range(1, max(wanted.values(), default=1))]
+
+
+def _attempt(name: str, number: int, failed: list[str], of: int = 0) -> tuple[Measured, int] | None:
+    """Run ``name`` once (its ``number``-th run, of ``of`` when known); None, noted in ``failed``,
+    when it fails: the others' figures are still worth having."""
+    started = time.perf_counter()
+    which = f"run {number} of {of}" if of else f"run {number}"
+    print(f"# {name} ({which}) ...", file=sys.stderr, flush=True)
+    try:
+        got = _measured_run(name)
+    except SystemExit as exc:
+        failed.append(f"{name}: {exc}")
+        print(f"# {name} FAILED: {exc}", file=sys.stderr, flush=True)
+        return None
+    print(f"# {name} ({which}) done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+    return got
+
+
 def normalised_rows(module_runs: list[list[Measured]], reference: dict[str, Any]) -> list[dict[str, Any]]:
     """Every module's rows annotated against the reference, one row per benchmark (``median_rows``),
     each keeping every calibration its run measured, so it can be judged by another scale later."""
@@ -252,27 +282,26 @@ def main() -> int:
         return 0
     import benchmarks
 
-    module_runs: list[list[Measured]] = []  # per module, its runs
+    names = [info.name for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name)
+             if info.name.startswith("bench_") and selected(info.name, args.only)]
+    runs_of: dict[str, list[Measured]] = {}  # per module that has not failed, its runs so far
+    wanted: dict[str, int] = {}
     failed: list[str] = []
     with Awake(args.awake), Noise(args.noise):
-        for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
-            if not info.name.startswith("bench_") or not selected(info.name, args.only):
-                continue
-            started = time.perf_counter()
-            print(f"# {info.name} ...", file=sys.stderr, flush=True)
-            runs: list[Measured] = []
-            wanted = 1
-            try:
-                while len(runs) < wanted:
-                    run, wanted = _measured_run(info.name)
-                    runs.append(run)
-            except SystemExit as exc:  # the others' figures are still worth having
-                failed.append(f"{info.name}: {exc}")
-                print(f"# {info.name} FAILED: {exc}", file=sys.stderr, flush=True)
-                continue
-            module_runs.append(runs)
-            print(f"# {info.name} done in {time.perf_counter() - started:.1f}s ({len(runs)} run(s))",
-                  file=sys.stderr, flush=True)
+        for name in names:
+            got = _attempt(name, 1, failed)
+            if got is not None:
+                runs_of[name], wanted[name] = [got[0]], got[1]
+        for number, group in enumerate(later_passes(wanted), start=2):
+            for name in group:
+                if name not in runs_of:  # failed in an earlier pass
+                    continue
+                got = _attempt(name, number, failed, wanted[name])
+                if got is None:
+                    del runs_of[name]
+                else:
+                    runs_of[name].append(got[0])
+    module_runs = [runs_of[name] for name in names if name in runs_of]
     measured = [pair for runs in module_runs for run in runs for pair in run]
     calibrations = {scale: sorted({s[scale] for _, s in measured if scale in s}) for scale in ("cpu", *SHARED_SCALES)}
     if args.set_reference:

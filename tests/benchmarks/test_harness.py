@@ -38,3 +38,20 @@ def test_the_noise_burner_runs_on_its_core_alone_and_ends_with_the_run() -> None
                 time.sleep(0.05)
     assert noise.proc.poll() is not None
     assert Noise(False).proc is None
+
+
+@pytest.mark.parametrize(("wanted", "passes"), [
+    ({"bench_api": 3, "bench_engine": 1, "bench_otel": 3}, [["bench_api", "bench_otel"], ["bench_api", "bench_otel"]]),
+    ({"bench_engine": 1, "bench_replay": 1}, []),                         # no module asks for more: one pass
+    ({"bench_cel": 2, "bench_store": 3}, [["bench_cel", "bench_store"], ["bench_store"]]),
+    ({"bench_store": 3, "bench_cel": 2}, [["bench_store", "bench_cel"], ["bench_store"]]),  # in the order given
+    ({}, []),                                                             # every module failed
+])
+def test_later_passes_run_each_module_again_until_it_has_the_runs_it_asks_for(
+        wanted: dict[str, int], passes: list[list[str]]) -> None:
+    from benchmarks.run import later_passes
+
+    assert later_passes(wanted) == passes
+    # with the first pass, every module runs exactly as often as it asks
+    runs = {name: 1 + sum(name in p for p in passes) for name in wanted}
+    assert runs == wanted
