@@ -206,8 +206,20 @@ def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
         middle = numeric[(len(numeric) - 1) // 2]
         figures = ", ".join(_shown(_figure(r)) for r in candidates if r in numeric)
         note = f"{middle.get('note', '')}; " if middle.get("note") else ""
-        chosen.append({**middle, "note": f"{note}median of {len(numeric)} runs ({figures})"})
+        chosen.append({**middle, "note": f"{note}median of {len(numeric)} runs ({figures})",
+                       "spread": spread_of([float(_figure(r)) for r in numeric])})
     return chosen
+
+
+def spread_of(figures: list[float]) -> float | None:
+    """How far a row's runs in one ``make bench`` lie apart: the largest figure over the smallest
+    (1.0 when they agree; the same for times and rates), rounded to three places. None for fewer
+    than two figures or any at or below zero, which have no such ratio. A row whose runs spread
+    wider than the band two ``make bench`` runs are compared in can fail that comparison by
+    measurement alone."""
+    if len(figures) < 2 or min(figures) <= 0:
+        return None
+    return round(max(figures) / min(figures), 3)
 
 
 def later_passes(wanted: dict[str, int]) -> list[list[str]]:
@@ -318,9 +330,11 @@ def main() -> int:
                for scale, r in calibrations.items()}
     print("speed factor against the reference: " + ", ".join(f"{k} {v}" for k, v in summary.items())
           + (" (with --noise)" if args.noise else ""))
-    print(f"{'issue':<6} {'benchmark':<62} {'measured':>14} {'normalised':>14} {'unit':<10} target (normalised)")
+    print(f"{'issue':<6} {'benchmark':<62} {'measured':>14} {'normalised':>14} {'spread':>7} {'unit':<10} "
+          "target (normalised)")
     for r in rows:
-        print(f"{r['issue']:<6} {r['name']:<62} {_shown(r['value']):>14} {_shown(r['normalised']):>14} "
+        spread = f"{r['spread']:.2f}" if r.get("spread") else ""
+        print(f"{r['issue']:<6} {r['name']:<62} {_shown(r['value']):>14} {_shown(r['normalised']):>14} {spread:>7} "
               f"{r['unit']:<10} {r.get('target', '')}")
     with open(args.json, "w") as fh:
         json.dump({"machine": machine(), "commit": commit(), "noise": args.noise, "awake": args.awake, "factor": summary,

@@ -55,3 +55,35 @@ def test_later_passes_run_each_module_again_until_it_has_the_runs_it_asks_for(
     # with the first pass, every module runs exactly as often as it asks
     runs = {name: 1 + sum(name in p for p in passes) for name in wanted}
     assert runs == wanted
+
+
+@pytest.mark.parametrize(("figures", "spread"), [
+    ([10.0, 10.0, 10.0], 1.0),            # runs that agree
+    ([8.891, 11.338, 9.950], 1.275),      # three runs of a p95 in ms: the slowest over the fastest
+    ([1_531.1, 1_169.6, 1_360.7], 1.309),  # and of a rate: the same ratio, higher over lower
+    ([12.0, 15.0], 1.25),
+    ([7.0], None),                        # one run has no spread
+    ([], None),
+    ([0.0, 3.0], None),                   # no ratio to a zero
+])
+def test_spread_is_the_largest_of_a_rows_runs_over_the_smallest(figures: list[float], spread: float | None) -> None:
+    from benchmarks.run import spread_of
+
+    assert spread_of(figures) == spread
+
+
+def _row(name: str, normalised: float | None, value: float) -> dict[str, object]:
+    return {"name": name, "unit": "ms", "value": value, "normalised": normalised, "factor": 1.0, "note": ""}
+
+
+def test_the_row_of_several_runs_carries_the_spread_of_their_figures_and_a_single_run_none() -> None:
+    from benchmarks.run import median_rows
+
+    runs = [[_row("p95", 9.95, 11.4), _row("ratio", None, 0.78)],
+            [_row("p95", 8.891, 10.2), _row("ratio", None, 0.80)],
+            [_row("p95", 11.338, 13.0), _row("ratio", None, 0.79)]]
+    p95, ratio = median_rows(runs)
+    assert (p95["normalised"], p95["spread"]) == (9.95, 1.275)  # on the normalised figures
+    assert (ratio["value"], ratio["spread"]) == (0.79, 1.026)    # and on the measured ones where none is
+    (single,) = median_rows([[_row("p95", 9.95, 11.4)]])
+    assert "spread" not in single
