@@ -87,3 +87,57 @@ def test_the_row_of_several_runs_carries_the_spread_of_their_figures_and_a_singl
     assert (ratio["value"], ratio["spread"]) == (0.79, 1.026)    # and on the measured ones where none is
     (single,) = median_rows([[_row("p95", 9.95, 11.4)]])
     assert "spread" not in single
+
+
+def _result(rows: list[dict[str, object]]) -> dict[str, object]:
+    return {"factor": {"cpu": 1.0}, "rows": rows}
+
+
+def _timed(name: str, normalised: float, spread: float | None = None) -> dict[str, object]:
+    row: dict[str, object] = {"name": name, "unit": "ms", "value": normalised, "normalised": normalised}
+    if spread is not None:
+        row["spread"] = spread
+    return row
+
+
+@pytest.mark.parametrize(("old_spread", "new_spread", "widest"), [
+    (1.27, 1.18, 1.27),   # the old result's runs lay 27 % apart: wider than a 20 % band
+    (None, 1.46, 1.46),   # a result from before spreads were kept has none: the other's decides
+    (1.2, 1.2, None),     # exactly the band is within it
+    (1.05, 1.1, None),
+    (None, None, None),   # single-run rows
+])
+def test_wider_spread_is_the_wider_of_the_two_rows_own_spreads_beyond_the_band(
+        old_spread: float | None, new_spread: float | None, widest: float | None) -> None:
+    from benchmarks import compare
+
+    assert compare.wider_spread(_timed("t", 1.0, old_spread), _timed("t", 1.0, new_spread), threshold=20) == widest
+
+
+def test_compare_marks_and_lists_moves_in_rows_whose_own_runs_spread_wider_but_still_counts_them() -> None:
+    from benchmarks import compare
+
+    old = _result([_timed("why p95", 9.95, 1.27), _timed("pod sql p95", 55.6), _timed("steady", 10.0, 1.05),
+                   _timed("wide but unmoved", 20.0, 1.5)])
+    new = _result([_timed("why p95", 12.205, 1.18), _timed("pod sql p95", 38.6), _timed("steady", 10.5, 1.04),
+                   _timed("wide but unmoved", 21.0, 1.1)])
+    lines, moves = compare.compare(old, new, threshold=20, either_way=True)
+    assert moves == 2  # the wide row's move is not hidden
+    rows = {line[:70].rstrip(): line for line in lines[1:5]}
+    assert rows["why p95"].endswith("-22.7%  REGRESSION  (own runs spread 1.27)")
+    assert rows["pod sql p95"].endswith("+30.6%  IMPROVED")
+    assert rows["steady"].endswith("-5.0%")
+    assert rows["wide but unmoved"].endswith("-5.0%  (own runs spread 1.50)")
+    assert lines[5].startswith("2 row(s) whose own runs spread wider than 20 %")
+    assert [line.split(" old ")[0].strip() for line in lines[6:8]] == ["why p95", "wide but unmoved"]
+    assert lines[6].endswith("old 1.27 new 1.18")
+    assert lines[-1].startswith("2 move(s) beyond 20 % (1 of them in rows whose own runs spread wider); ")
+
+
+def test_compare_adds_nothing_when_no_row_spreads_wider_than_the_band() -> None:
+    from benchmarks import compare
+
+    lines, moves = compare.compare(_result([_timed("t", 10.0, 1.1)]), _result([_timed("t", 13.0, 1.02)]), threshold=20)
+    assert moves == 1
+    assert len(lines) == 3
+    assert lines[-1].startswith("1 regression(s) beyond 20 %; factors")
