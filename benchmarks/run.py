@@ -170,11 +170,15 @@ class Awake:
     """One spinner per core at the ``SCHED_IDLE`` policy for as long as the run lasts: it runs only
     when nothing else wants the core, so it takes no time from the benchmarks or from ``--noise``,
     but no core ever sleeps. A sleeping core wakes late, so without it short requests between two
-    processes measure faster beside a burned core than on a quiet machine."""
+    processes measure faster beside a burned core than on a quiet machine.
+
+    Each spinner is pinned to its own core. Left free, the kernel gathers them where they cost
+    least: beside ``--noise``'s burner, both sat on its core nearly all the time, so the core left
+    to the benchmarks slept whenever they waited, as it does not in a quiet run."""
 
     def __init__(self, enabled: bool) -> None:
-        code = "import os; os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\nwhile True: pass"
-        self.procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)] if enabled else []
+        self.cores = sorted(os.sched_getaffinity(0)) if enabled else []
+        self.procs = [subprocess.Popen([sys.executable, "-c", spinner(core)]) for core in self.cores]
 
     def __enter__(self) -> Awake:
         return self
@@ -183,6 +187,12 @@ class Awake:
         for proc in self.procs:
             proc.kill()
             proc.wait()
+
+
+def spinner(core: int) -> str:
+    """The program of an ``Awake`` spinner on ``core``: pinned there, at idle priority, spinning."""
+    return (f"import os; os.sched_setaffinity(0, {{{core}}}); "
+            "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\nwhile True: pass")
 
 
 def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -141,3 +141,19 @@ def test_compare_adds_nothing_when_no_row_spreads_wider_than_the_band() -> None:
     assert moves == 1
     assert len(lines) == 3
     assert lines[-1].startswith("1 regression(s) beyond 20 %; factors")
+
+
+def test_each_awake_spinner_is_pinned_to_a_core_of_its_own_and_together_they_cover_every_core() -> None:
+    from benchmarks.run import Awake
+
+    available = os.sched_getaffinity(0)
+    with Awake(True) as awake:
+        assert sorted(awake.cores) == sorted(available)
+        deadline = time.monotonic() + 30
+        pinned = []
+        while pinned != [{core} for core in awake.cores]:
+            assert time.monotonic() < deadline, f"the spinners never pinned themselves: {pinned}"
+            time.sleep(0.05)
+            pinned = [os.sched_getaffinity(p.pid) for p in awake.procs]
+            assert all(p.poll() is None for p in awake.procs), "a spinner exited"
+    assert all(p.poll() is not None for p in awake.procs)
