@@ -15,7 +15,9 @@ the spread of their figures (``spread_of``). A
 single run of such a figure moves by a quarter or more with where its process lands and what the
 kernel does meanwhile; the median of three does not. Those runs are spread over the whole run
 (``later_passes``): every module runs once, then the ones that ask for more run again, pass by
-pass, so a few busy minutes on the shared machine reach one run of a module, not all. ``--noise``
+pass, so a few busy minutes on the shared machine reach one run of a module, not all. A module
+with a time or rate whose runs still spread wider than the ±20 % two runs of one commit must agree
+in gets two more runs, widest first, as far as ``--extra-seconds`` allows (``widened``). ``--noise``
 runs a CPU-burning process, pinned to one core, beside the whole run, to show that the normalised
 figures hold.
 The table is printed and written as JSON with the machine, the commit and the factors.
@@ -242,20 +244,49 @@ def later_passes(wanted: dict[str, int]) -> list[list[str]]:
     return [[name for name, runs in wanted.items() if runs > k] for k in range(1, max(wanted.values(), default=1))]
 
 
-def _attempt(name: str, number: int, failed: list[str], of: int = 0) -> tuple[Measured, int] | None:
-    """Run ``name`` once (its ``number``-th run, of ``of`` when known); None, noted in ``failed``,
-    when it fails: the others' figures are still worth having."""
+SPREAD_BAND = 1.2  # the ±20 % within which two runs of one commit must agree, as a spread
+EXTRA_RUNS = 2  # five runs instead of three: the median then sets two disturbed runs aside, not one
+EXTRA_SECONDS = 150.0  # what those extra runs may add to a make bench, by default
+
+
+def widened(modules: dict[str, tuple[float, float]], budget: float, band: float = SPREAD_BAND,
+            extra: int = EXTRA_RUNS) -> list[str]:
+    """The modules that get ``extra`` more runs, from each module of several runs' widest row
+    spread and seconds per run: those with a time or rate whose runs lie further apart than
+    ``band``, widest first, each as long as its extra runs fit in what is left of ``budget``
+    seconds. A module stays on its own runs' count otherwise, so the run's length stays bounded."""
+    chosen = []
+    left = budget
+    for name, (spread, seconds) in sorted(modules.items(), key=lambda item: -item[1][0]):
+        if spread > band and extra * seconds <= left:
+            chosen.append(name)
+            left -= extra * seconds
+    return chosen
+
+
+def widest_spread(runs: list[Measured], reference: dict[str, Any]) -> float:
+    """The widest spread over a module's runs among its times and rates (1.0 for none)."""
+    rows = normalised_rows([runs], reference)
+    return max((float(r["spread"]) for r in rows if r.get("spread") and calibrate.kind(r["unit"]) != "other"),
+               default=1.0)
+
+
+def _attempt(name: str, number: int, failed: list[str], of: int = 0) -> tuple[Measured, int, float] | None:
+    """Run ``name`` once (its ``number``-th run, of ``of`` when known): its rows, the runs it asks
+    for and the seconds it took; None, noted in ``failed``, when it fails: the others' figures
+    are still worth having."""
     started = time.perf_counter()
     which = f"run {number} of {of}" if of else f"run {number}"
     print(f"# {name} ({which}) ...", file=sys.stderr, flush=True)
     try:
-        got = _measured_run(name)
+        run, wanted = _measured_run(name)
     except SystemExit as exc:
         failed.append(f"{name}: {exc}")
         print(f"# {name} FAILED: {exc}", file=sys.stderr, flush=True)
         return None
-    print(f"# {name} ({which}) done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
-    return got
+    took = time.perf_counter() - started
+    print(f"# {name} ({which}) done in {took:.1f}s", file=sys.stderr, flush=True)
+    return run, wanted, took
 
 
 def normalised_rows(module_runs: list[list[Measured]], reference: dict[str, Any]) -> list[dict[str, Any]]:
@@ -294,6 +325,9 @@ def main() -> int:
     parser.add_argument("--noise", action="store_true", help="burn one core in another process during the run")
     parser.add_argument("--awake", action=argparse.BooleanOptionalAction, default=True,
                         help="keep every core awake with idle-priority spinners (the default)")
+    parser.add_argument("--extra-seconds", type=float, default=EXTRA_SECONDS,
+                        help="seconds the extra runs of modules whose rows' runs spread wider than the band may add "
+                             f"(default {EXTRA_SECONDS:g}; 0 for none)")
     parser.add_argument("--set-reference", action="store_true",
                         help="make this run's calibration the reference (factor 1.0) in benchmarks/reference.json")
     parser.add_argument("--module", help=argparse.SUPPRESS)  # set for a module's own process
@@ -308,21 +342,36 @@ def main() -> int:
              if info.name.startswith("bench_") and selected(info.name, args.only)]
     runs_of: dict[str, list[Measured]] = {}  # per module that has not failed, its runs so far
     wanted: dict[str, int] = {}
+    took: dict[str, list[float]] = {}
     failed: list[str] = []
-    with Awake(args.awake), Noise(args.noise):
-        for name in names:
-            got = _attempt(name, 1, failed)
-            if got is not None:
-                runs_of[name], wanted[name] = [got[0]], got[1]
-        for number, group in enumerate(later_passes(wanted), start=2):
+
+    def again(passes: list[list[str]]) -> None:
+        for group in passes:
             for name in group:
                 if name not in runs_of:  # failed in an earlier pass
                     continue
-                got = _attempt(name, number, failed, wanted[name])
+                got = _attempt(name, len(runs_of[name]) + 1, failed, wanted[name])
                 if got is None:
                     del runs_of[name]
                 else:
                     runs_of[name].append(got[0])
+                    took[name].append(got[2])
+
+    with Awake(args.awake), Noise(args.noise):
+        for name in names:
+            got = _attempt(name, 1, failed)
+            if got is not None:
+                runs_of[name], wanted[name], took[name] = [got[0]], got[1], [got[2]]
+        again(later_passes(wanted))
+        known = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
+        spreads = {name: (widest_spread(runs, known), statistics.mean(took[name]))
+                   for name, runs in runs_of.items() if wanted[name] > 1}
+        more = widened(spreads, args.extra_seconds)
+        for name in more:
+            wanted[name] += EXTRA_RUNS
+            print(f"# {name}: a row's runs spread {spreads[name][0]:.2f}, wider than {SPREAD_BAND:g}: "
+                  f"{EXTRA_RUNS} more runs", file=sys.stderr, flush=True)
+        again([more] * EXTRA_RUNS)
     module_runs = [runs_of[name] for name in names if name in runs_of]
     measured = [pair for runs in module_runs for run in runs for pair in run]
     calibrations = {scale: sorted({s[scale] for _, s in measured if scale in s}) for scale in ("cpu", *SHARED_SCALES)}

@@ -157,3 +157,32 @@ def test_each_awake_spinner_is_pinned_to_a_core_of_its_own_and_together_they_cov
             pinned = [os.sched_getaffinity(p.pid) for p in awake.procs]
             assert all(p.poll() is None for p in awake.procs), "a spinner exited"
     assert all(p.poll() is not None for p in awake.procs)
+
+
+@pytest.mark.parametrize(("modules", "budget", "chosen"), [
+    # widest first, each while two more runs fit: api (2 x 60 s) then cel (2 x 4 s), not store (2 x 50 s)
+    ({"bench_cel": (1.3, 4.0), "bench_api": (1.35, 60.0), "bench_store": (1.31, 50.0)}, 150.0, ["bench_api", "bench_cel"]),
+    ({"bench_cel": (1.3, 4.0), "bench_api": (1.35, 60.0)}, 100.0, ["bench_cel"]),       # api no longer fits
+    ({"bench_cel": (1.2, 4.0), "bench_cli": (1.05, 30.0)}, 150.0, []),                  # within the band
+    ({"bench_cel": (1.21, 4.0)}, 0.0, []),                                             # no budget, no extra runs
+    ({}, 150.0, []),
+])
+def test_widened_gives_more_runs_to_the_widest_spread_modules_that_fit_in_the_budget(
+        modules: dict[str, tuple[float, float]], budget: float, chosen: list[str]) -> None:
+    from benchmarks.run import widened
+
+    assert widened(modules, budget) == chosen
+
+
+def test_a_modules_widest_spread_counts_its_times_and_rates_not_its_ratios() -> None:
+    from benchmarks.run import widest_spread
+
+    def run(p95: float, rps: float, ratio: float) -> list[tuple[dict[str, object], dict[str, float]]]:
+        rows = [{"name": "p95", "unit": "ms", "value": p95}, {"name": "rps", "unit": "req/s", "value": rps},
+                {"name": "p99 16 / p99 1", "unit": "ratio", "value": ratio}]
+        return [(row, {"cpu": 0.1}) for row in rows]
+
+    reference = {"cpu_seconds": 0.1}
+    # the ratio's runs lie 4x apart, the rate's 1.3x, the time's 1.1x: the rate sets the module's
+    assert widest_spread([run(10.0, 1_000.0, 2.0), run(11.0, 1_300.0, 8.0), run(10.5, 1_100.0, 3.0)], reference) == 1.3
+    assert widest_spread([run(10.0, 1_000.0, 2.0)], reference) == 1.0  # one run has no spread
