@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks import calibrate
@@ -271,7 +272,7 @@ def widest_spread(runs: list[Measured], reference: dict[str, Any]) -> float:
                default=1.0)
 
 
-def _attempt(name: str, number: int, failed: list[str], of: int = 0) -> tuple[Measured, int, float] | None:
+def _attempt(name: str, number: int, failed: list[str], of: int) -> tuple[Measured, int, float] | None:
     """Run ``name`` once (its ``number``-th run, of ``of`` when known): its rows, the runs it asks
     for and the seconds it took; None, noted in ``failed``, when it fails: the others' figures
     are still worth having."""
@@ -287,6 +288,48 @@ def _attempt(name: str, number: int, failed: list[str], of: int = 0) -> tuple[Me
     took = time.perf_counter() - started
     print(f"# {name} ({which}) done in {took:.1f}s", file=sys.stderr, flush=True)
     return run, wanted, took
+
+
+Attempt = Callable[[str, int, int], tuple[Measured, int, float] | None]  # ``_attempt`` without its failure list
+
+
+def run_modules(names: list[str], attempt: Attempt, extra_seconds: float,
+                reference: dict[str, Any]) -> dict[str, list[Measured]]:
+    """Every module's runs, by name, for the modules that did not fail: each runs once, in the
+    order given; then again, pass by pass, until it has the runs it asks for (``later_passes``);
+    then the modules ``widened`` picks run ``EXTRA_RUNS`` more times, pass by pass too.
+    ``attempt(name, number, of)`` makes a module's ``number``-th run (``of`` runs, 0 while not
+    known) and gives its rows, the runs it asks for and its seconds, or None when it failed."""
+    runs_of: dict[str, list[Measured]] = {}
+    wanted: dict[str, int] = {}
+    took: dict[str, list[float]] = {}
+
+    def again(passes: list[list[str]]) -> None:
+        for group in passes:
+            for name in group:
+                if name not in runs_of:  # failed in an earlier pass
+                    continue
+                got = attempt(name, len(runs_of[name]) + 1, wanted[name])
+                if got is None:
+                    del runs_of[name]
+                else:
+                    runs_of[name].append(got[0])
+                    took[name].append(got[2])
+
+    for name in names:
+        got = attempt(name, 1, 0)
+        if got is not None:
+            runs_of[name], wanted[name], took[name] = [got[0]], got[1], [got[2]]
+    again(later_passes(wanted))
+    spreads = {name: (widest_spread(runs, reference), statistics.mean(took[name]))
+               for name, runs in runs_of.items() if wanted[name] > 1}
+    more = widened(spreads, extra_seconds)
+    for name in more:
+        wanted[name] += EXTRA_RUNS
+        print(f"# {name}: a row's runs spread {spreads[name][0]:.2f}, wider than {SPREAD_BAND:g}: "
+              f"{EXTRA_RUNS} more runs", file=sys.stderr, flush=True)
+    again([more] * EXTRA_RUNS)
+    return runs_of
 
 
 def normalised_rows(module_runs: list[list[Measured]], reference: dict[str, Any]) -> list[dict[str, Any]]:
@@ -340,38 +383,11 @@ def main() -> int:
 
     names = [info.name for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name)
              if info.name.startswith("bench_") and selected(info.name, args.only)]
-    runs_of: dict[str, list[Measured]] = {}  # per module that has not failed, its runs so far
-    wanted: dict[str, int] = {}
-    took: dict[str, list[float]] = {}
     failed: list[str] = []
-
-    def again(passes: list[list[str]]) -> None:
-        for group in passes:
-            for name in group:
-                if name not in runs_of:  # failed in an earlier pass
-                    continue
-                got = _attempt(name, len(runs_of[name]) + 1, failed, wanted[name])
-                if got is None:
-                    del runs_of[name]
-                else:
-                    runs_of[name].append(got[0])
-                    took[name].append(got[2])
-
+    known = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
     with Awake(args.awake), Noise(args.noise):
-        for name in names:
-            got = _attempt(name, 1, failed)
-            if got is not None:
-                runs_of[name], wanted[name], took[name] = [got[0]], got[1], [got[2]]
-        again(later_passes(wanted))
-        known = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
-        spreads = {name: (widest_spread(runs, known), statistics.mean(took[name]))
-                   for name, runs in runs_of.items() if wanted[name] > 1}
-        more = widened(spreads, args.extra_seconds)
-        for name in more:
-            wanted[name] += EXTRA_RUNS
-            print(f"# {name}: a row's runs spread {spreads[name][0]:.2f}, wider than {SPREAD_BAND:g}: "
-                  f"{EXTRA_RUNS} more runs", file=sys.stderr, flush=True)
-        again([more] * EXTRA_RUNS)
+        runs_of = run_modules(names, lambda name, number, of: _attempt(name, number, failed, of), args.extra_seconds,
+                              known)
     module_runs = [runs_of[name] for name in names if name in runs_of]
     measured = [pair for runs in module_runs for run in runs for pair in run]
     calibrations = {scale: sorted({s[scale] for _, s in measured if scale in s}) for scale in ("cpu", *SHARED_SCALES)}

@@ -186,3 +186,51 @@ def test_a_modules_widest_spread_counts_its_times_and_rates_not_its_ratios() -> 
     # the ratio's runs lie 4x apart, the rate's 1.3x, the time's 1.1x: the rate sets the module's
     assert widest_spread([run(10.0, 1_000.0, 2.0), run(11.0, 1_300.0, 8.0), run(10.5, 1_100.0, 3.0)], reference) == 1.3
     assert widest_spread([run(10.0, 1_000.0, 2.0)], reference) == 1.0  # one run has no spread
+
+
+class _Modules:
+    """Stands in for the modules' own processes in ``run_modules``: each module's runs give the
+    figures listed for it, in turn, and take the seconds given; a figure of None is a failed run.
+    The calls are recorded in the order made."""
+
+    def __init__(self, modules: dict[str, tuple[int, float, list[float | None]]]) -> None:
+        self.modules = modules
+        self.calls: list[tuple[str, int, int]] = []
+
+    def __call__(self, name: str, number: int, of: int) -> tuple[list[tuple[dict[str, object], dict[str, float]]], int, float] | None:
+        self.calls.append((name, number, of))
+        runs, seconds, figures = self.modules[name]
+        figure = figures[number - 1]
+        if figure is None:
+            return None
+        return [({"name": f"{name} p95", "unit": "ms", "value": figure}, {"cpu": 0.1})], runs, seconds
+
+
+def test_modules_run_pass_by_pass_and_the_widest_spread_ones_twice_more_within_the_budget() -> None:
+    from benchmarks.run import run_modules
+
+    modules = _Modules({
+        "bench_api": (3, 60.0, [10.0, 13.0, 10.5, 10.2, 10.4]),  # spread 1.3: two more runs fit (120 s)
+        "bench_engine": (1, 300.0, [5.0]),                      # one run asked, none more
+        "bench_otel": (3, 20.0, [4.0, 5.0, 4.1]),               # spread 1.25, but the budget is spent
+        "bench_cel": (3, 2.0, [3.0, 3.1, 3.05]),                # within the band
+    })
+    runs = run_modules(list(modules.modules), modules, extra_seconds=150.0, reference={"cpu_seconds": 0.1})
+    assert modules.calls == [
+        ("bench_api", 1, 0), ("bench_engine", 1, 0), ("bench_otel", 1, 0), ("bench_cel", 1, 0),
+        ("bench_api", 2, 3), ("bench_otel", 2, 3), ("bench_cel", 2, 3),
+        ("bench_api", 3, 3), ("bench_otel", 3, 3), ("bench_cel", 3, 3),
+        ("bench_api", 4, 5), ("bench_api", 5, 5),
+    ]
+    assert {name: len(r) for name, r in runs.items()} == {"bench_api": 5, "bench_engine": 1, "bench_otel": 3, "bench_cel": 3}
+
+
+def test_a_module_that_fails_in_a_later_pass_runs_no_more_and_keeps_no_runs() -> None:
+    from benchmarks.run import run_modules
+
+    modules = _Modules({"bench_store": (3, 30.0, [10.0, None, 10.0]), "bench_cli": (3, 10.0, [1.0, 1.0, 1.0]),
+                        "bench_history": (3, 10.0, [None])})
+    runs = run_modules(list(modules.modules), modules, extra_seconds=150.0, reference={"cpu_seconds": 0.1})
+    assert modules.calls == [("bench_store", 1, 0), ("bench_cli", 1, 0), ("bench_history", 1, 0),
+                             ("bench_store", 2, 3), ("bench_cli", 2, 3), ("bench_cli", 3, 3)]
+    assert list(runs) == ["bench_cli"]
