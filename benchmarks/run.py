@@ -4,7 +4,8 @@ Each bench module exposes ``run() -> list[dict]``; a row is ``{"issue", "name", 
 "target", "note"}`` and optionally ``"scale"`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan`` or ``none``,
 see ``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
 (caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
-that process first measures the machine's CPU speed, and a module with rows that scale with the
+that process first measures the machine's CPU speed, a fresh one measures it again right after
+(the run takes the mean, ``around``), and a module with rows that scale with the
 memory system, the store or all cores is followed by a measurement of that speed. Every time and rate is reported as measured and
 normalised to the reference machine (``benchmarks/reference.json``); targets are judged on the
 normalised figure. Ratios against a baseline in the same run need no normalising. A module whose
@@ -91,10 +92,19 @@ def _measured_run(name: str) -> tuple[Measured, int]:
     """One run of a module in its own process, followed by the shared calibrations its rows take;
     and how many runs the module asks for."""
     result = _module_in_own_process(name)
-    seconds = {"cpu": result["cpu_seconds"]}
+    seconds = {"cpu": around(result["cpu_seconds"], _calibration_seconds("cpu"))}
     for scale in shared_calibrations(result["rows"]):
         seconds[scale] = _calibration_seconds(scale)
     return [(r, seconds) for r in result["rows"]], int(result.get("runs", 1))
+
+
+def around(before: float, after: float) -> float:
+    """The ``cpu`` workload's seconds for a module's run: the mean of its figure in the module's
+    process just before the run and in a fresh process just after it. A run lasts a minute or more
+    and the shared machine's speed moves within that; a figure on either side of the run follows
+    it better than one taken before the run alone, whose moment may have been busier or quieter
+    than the rest."""
+    return (before + after) / 2
 
 
 def shared_calibrations(rows: list[dict[str, Any]]) -> list[str]:

@@ -234,3 +234,15 @@ def test_a_module_that_fails_in_a_later_pass_runs_no_more_and_keeps_no_runs() ->
     assert modules.calls == [("bench_store", 1, 0), ("bench_cli", 1, 0), ("bench_history", 1, 0),
                              ("bench_store", 2, 3), ("bench_cli", 2, 3), ("bench_cli", 3, 3)]
     assert list(runs) == ["bench_cli"]
+
+
+@pytest.mark.parametrize(("before", "after", "seconds"), [
+    (0.030, 0.030, 0.030),   # a steady machine: the figure it always was
+    (0.030, 0.060, 0.045),   # busier after the run than before: half of each
+    (0.090, 0.030, 0.060),   # a busy moment just before the run counts for half, not all
+])
+def test_a_runs_cpu_figure_is_the_mean_of_the_figures_on_either_side_of_it(before: float, after: float,
+                                                                          seconds: float) -> None:
+    from benchmarks.run import around
+
+    assert around(before, after) == pytest.approx(seconds)
