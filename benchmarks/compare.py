@@ -5,9 +5,10 @@ the two normalised values (the measured value where a row needs no normalising: 
 and the change in percent, signed so that a positive change is always an improvement (a shorter
 time, a higher rate). Rows that moved the wrong way by more than ``--threshold`` percent are
 marked as regressions, and the exit code is 1 when there is any, so the comparison can gate a
-change. A row whose own runs within one of the two results (the ``spread`` ``make bench`` gives a
-row of several runs: slowest over fastest) lie further apart than the band is marked with that
-spread and listed after the rows: a move there may be measurement, not code. It still counts. ``--either-way`` marks moves beyond the threshold in both directions: two runs of one
+change. A time or rate whose own runs within one of the two results (the ``spread`` ``make bench``
+gives a row of several runs: slowest over fastest) lie further apart than the band is marked with
+that spread and listed after the rows: a move there may be measurement, not code. It still
+counts. ``--either-way`` marks moves beyond the threshold in both directions: two runs of one
 commit should agree, and a figure that got better by itself says as much about the normalising
 as one that got worse. Because both sides are normalised by the speed the machine had at the time, a regression
 shows as one whatever the machine did that hour.
@@ -72,7 +73,7 @@ def compare(old: dict[str, Any], new: dict[str, Any], threshold: float,
         elif either_way and change is not None and change > threshold:
             regressions += 1
             mark = "  IMPROVED"
-        spread = wider_spread(prior, row, threshold)
+        spread = wider_spread(prior, row, threshold) if change is not None else None
         if spread is not None:
             wide.append(f"  {row['name'][:70]:<70} old {_spread(prior)} new {_spread(row)}")
             wide_moves += bool(mark)

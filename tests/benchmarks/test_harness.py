@@ -117,20 +117,22 @@ def test_wider_spread_is_the_wider_of_the_two_rows_own_spreads_beyond_the_band(
 def test_compare_marks_and_lists_moves_in_rows_whose_own_runs_spread_wider_but_still_counts_them() -> None:
     from benchmarks import compare
 
+    ratio_old = {"name": "p99 16 / p99 1", "unit": "ratio", "value": 9.26, "normalised": None, "spread": 4.38}
     old = _result([_timed("why p95", 9.95, 1.27), _timed("pod sql p95", 55.6), _timed("steady", 10.0, 1.05),
-                   _timed("wide but unmoved", 20.0, 1.5)])
+                   _timed("wide but unmoved", 20.0, 1.5), ratio_old])
     new = _result([_timed("why p95", 12.205, 1.18), _timed("pod sql p95", 38.6), _timed("steady", 10.5, 1.04),
-                   _timed("wide but unmoved", 21.0, 1.1)])
+                   _timed("wide but unmoved", 21.0, 1.1), {**ratio_old, "value": 11.66, "spread": 3.31}])
     lines, moves = compare.compare(old, new, threshold=20, either_way=True)
     assert moves == 2  # the wide row's move is not hidden
-    rows = {line[:70].rstrip(): line for line in lines[1:5]}
+    rows = {line[:70].rstrip(): line for line in lines[1:6]}
     assert rows["why p95"].endswith("-22.7%  REGRESSION  (own runs spread 1.27)")
     assert rows["pod sql p95"].endswith("+30.6%  IMPROVED")
     assert rows["steady"].endswith("-5.0%")
     assert rows["wide but unmoved"].endswith("-5.0%  (own runs spread 1.50)")
-    assert lines[5].startswith("2 row(s) whose own runs spread wider than 20 %")
-    assert [line.split(" old ")[0].strip() for line in lines[6:8]] == ["why p95", "wide but unmoved"]
-    assert lines[6].endswith("old 1.27 new 1.18")
+    assert rows["p99 16 / p99 1"].rstrip().endswith("11.660")  # a ratio is not judged, so neither is its spread
+    assert lines[6].startswith("2 row(s) whose own runs spread wider than 20 %")
+    assert [line.split(" old ")[0].strip() for line in lines[7:9]] == ["why p95", "wide but unmoved"]
+    assert lines[7].endswith("old 1.27 new 1.18")
     assert lines[-1].startswith("2 move(s) beyond 20 % (1 of them in rows whose own runs spread wider); ")
 
 
