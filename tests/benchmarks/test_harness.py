@@ -1,6 +1,7 @@
-"""The ``make bench`` harness around the modules: the pinned ``--noise`` burner, the passes that
-spread a module's runs over the whole run, the spread of a row's runs, and ``compare``'s report of
-rows whose own runs disagree by more than the band."""
+"""The ``make bench`` harness around the modules: the pinned ``--noise`` burner and idle-priority
+spinners, the passes that spread a module's runs over the whole run, the spread of a row's runs,
+the extra runs of the modules whose runs spread widest, the CPU speed taken on either side of a
+run, and ``compare``'s report of rows whose own runs disagree by more than the band."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchmarks.run import Noise, burner_core
 
@@ -248,3 +251,38 @@ def test_a_runs_cpu_figure_is_the_mean_of_the_figures_on_either_side_of_it(befor
     from benchmarks.run import around
 
     assert around(before, after) == pytest.approx(seconds)
+
+
+_MODULES = st.dictionaries(st.sampled_from([f"bench_{n}" for n in "abcdefgh"]),
+                           st.tuples(st.floats(1.0, 5.0), st.floats(0.5, 400.0)), max_size=8)
+
+
+@given(_MODULES, st.floats(0.0, 600.0))
+def test_widened_never_exceeds_its_budget_and_picks_only_modules_beyond_the_band(
+        modules: dict[str, tuple[float, float]], budget: float) -> None:
+    from benchmarks.run import EXTRA_RUNS, SPREAD_BAND, widened
+
+    chosen = widened(modules, budget)
+    assert len(set(chosen)) == len(chosen)
+    assert sum(EXTRA_RUNS * modules[name][1] for name in chosen) <= budget
+    assert all(modules[name][0] > SPREAD_BAND for name in chosen)
+    # widest first
+    assert [modules[name][0] for name in chosen] == sorted((modules[name][0] for name in chosen), reverse=True)
+
+
+@given(st.dictionaries(st.sampled_from([f"bench_{n}" for n in "abcdefgh"]), st.integers(1, 7)))
+def test_with_the_first_pass_every_module_runs_exactly_as_often_as_it_asks(wanted: dict[str, int]) -> None:
+    from benchmarks.run import later_passes
+
+    passes = later_passes(wanted)
+    assert {name: 1 + sum(group.count(name) for group in passes) for name in wanted} == wanted
+    assert all(group for group in passes)  # no empty pass
+
+
+@given(st.lists(st.floats(0.001, 1e6), min_size=2, max_size=9))
+def test_a_spread_is_at_least_one_and_the_same_in_any_order(figures: list[float]) -> None:
+    from benchmarks.run import spread_of
+
+    spread = spread_of(figures)
+    assert spread is not None and spread >= 1.0
+    assert spread_of(list(reversed(figures))) == spread
