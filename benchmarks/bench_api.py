@@ -36,6 +36,7 @@ NODES, GPUS = 1000, 8
 PROBE_PODS = 12
 DETAIL_ROUNDS = 3
 SUMMARY_REQUESTS = 600
+SUMMARY_WARMUP = 10  # untimed first: the server's first summaries measured 47, 13, 12, 17 ms against ~6 after
 CLIENTS, REQUESTS_PER_CLIENT = 8, 300
 
 
@@ -250,8 +251,13 @@ def run() -> list[dict[str, Any]]:
         events, probe_records = _world()
         _post(base, "events", [json.dumps(e.to_dict()) + "\n" for e in events])
         _post(base, "records", [to_jsonl(probe_records)])
-        ids = _sample_ids(base, SUMMARY_REQUESTS)
+        # the warm-up's decisions follow the timed ones in the same shuffle, so the timed sample is
+        # the one it always was
+        sampled = _sample_ids(base, SUMMARY_REQUESTS + SUMMARY_WARMUP)
+        ids, warmup = sampled[:SUMMARY_REQUESTS], sampled[SUMMARY_REQUESTS:]
         with httpx.Client(base_url=base, timeout=300) as client:
+            for i in warmup:
+                _timed_get(client, f"/v1/decisions/{i}/why", {"model": "H100"})
             summary = [_timed_get(client, f"/v1/decisions/{i}/why", {"model": "H100"}) for i in ids]
             _timed_get(client, f"/v1/decisions/{probe_records[0].decision_id}/why",
                        {"model": "H100", "detail": "devices"})  # warm imports and caches of the process
@@ -266,7 +272,7 @@ def run() -> list[dict[str, Any]]:
     return [
         {"issue": "#7", "name": "why H100 skipped, summary: p95", "value": round(_p(summary, 0.95) * 1000, 2),
          "unit": "ms", "target": "<= 50 ms",  # one request in flight: one process runs at a time
-         "note": f"{len(summary)} random decisions; median "
+         "note": f"{len(summary)} random decisions after {len(warmup)} untimed; median "
                                                         f"{statistics.median(summary) * 1000:.1f} ms; {note}"},
         {"issue": "#7", "name": "why H100 skipped, detail=devices: p95", "value": round(_p(detail, 0.95) * 1000, 1),
          "unit": "ms", "target": "<= 300 ms",

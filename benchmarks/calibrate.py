@@ -9,7 +9,8 @@ the benchmarks do:
   fixed depth-first device search with alternatives and a shared-NUMA constraint, written apart
   from the project's own code in ``benchmarks.calibration_workload`` so that it does not speed
   up with the code it calibrates — best of ``CPU_ROUNDS``, measured in each benchmark's own
-  process just before it runs;
+  process just before it runs and in a fresh process just after, the run taking the mean of the
+  two (``benchmarks.run.around``);
 - ``memory``: the memory-heavy pure-Python work of the engine, replay and the simulated days —
   scattered lookups, in-place updates and allocation churn over a heap of 300,000 small records
   (about 200 MB), then a walk over all of it, in ``benchmarks.memory_workload`` — best of

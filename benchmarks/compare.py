@@ -5,7 +5,10 @@ the two normalised values (the measured value where a row needs no normalising: 
 and the change in percent, signed so that a positive change is always an improvement (a shorter
 time, a higher rate). Rows that moved the wrong way by more than ``--threshold`` percent are
 marked as regressions, and the exit code is 1 when there is any, so the comparison can gate a
-change. ``--either-way`` marks moves beyond the threshold in both directions: two runs of one
+change. A time or rate whose own runs within one of the two results (the ``spread`` ``make bench``
+gives a row of several runs: slowest over fastest) lie further apart than the band is marked with
+that spread and listed after the rows: a move there may be measurement, not code. It still
+counts. ``--either-way`` marks moves beyond the threshold in both directions: two runs of one
 commit should agree, and a figure that got better by itself says as much about the normalising
 as one that got worse. Because both sides are normalised by the speed the machine had at the time, a regression
 shows as one whatever the machine did that hour.
@@ -40,11 +43,21 @@ def improvement_percent(old: float, new: float, unit: str) -> float | None:
     return None
 
 
+def wider_spread(old: dict[str, Any], new: dict[str, Any], threshold: float) -> float | None:
+    """The wider of the two rows' own spreads when it exceeds the band of ``threshold`` percent
+    (runs 20 % apart are a spread of 1.2); None when neither does or neither has one."""
+    spreads = [float(r["spread"]) for r in (old, new) if isinstance(r.get("spread"), int | float)]
+    widest = max(spreads, default=None)
+    return widest if widest is not None and widest > 1 + threshold / 100 else None
+
+
 def compare(old: dict[str, Any], new: dict[str, Any], threshold: float,
             either_way: bool = False) -> tuple[list[str], int]:
     before = {r["name"]: r for r in old["rows"]}
     lines = [f"{'benchmark':<70} {'old':>12} {'new':>12} {'change':>8}"]
     regressions = 0
+    wide: list[str] = []  # rows whose own runs spread wider than the band
+    wide_moves = 0
     for row in new["rows"]:
         prior = before.get(row["name"])
         if prior is None:
@@ -60,12 +73,27 @@ def compare(old: dict[str, Any], new: dict[str, Any], threshold: float,
         elif either_way and change is not None and change > threshold:
             regressions += 1
             mark = "  IMPROVED"
+        spread = wider_spread(prior, row, threshold) if change is not None else None
+        if spread is not None:
+            wide.append(f"  {row['name'][:70]:<70} old {_spread(prior)} new {_spread(row)}")
+            wide_moves += bool(mark)
+            mark += f"  (own runs spread {spread:.2f})"
         shown = f"{change:+.1f}%" if change is not None else ""
         lines.append(f"{row['name'][:70]:<70} {a:>12,.3f} {b:>12,.3f} {shown:>8}{mark}")
+    if wide:
+        lines.append(f"{len(wide)} row(s) whose own runs spread wider than {threshold:g} % in either result "
+                     "(slowest run over fastest); a move there may be measurement, not code:")
+        lines += wide
     factors = f"factors old {old.get('factor')} new {new.get('factor')}"
     what = "move(s)" if either_way else "regression(s)"
-    lines.append(f"{regressions} {what} beyond {threshold:g} %; {factors}")
+    among = f" ({wide_moves} of them in rows whose own runs spread wider)" if wide_moves else ""
+    lines.append(f"{regressions} {what} beyond {threshold:g} %{among}; {factors}")
     return lines, regressions
+
+
+def _spread(row: dict[str, Any]) -> str:
+    spread = row.get("spread")
+    return f"{spread:.2f}" if isinstance(spread, int | float) else "-"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,16 +4,23 @@ Each bench module exposes ``run() -> list[dict]``; a row is ``{"issue", "name", 
 "target", "note"}`` and optionally ``"scale"`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan`` or ``none``,
 see ``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
 (caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
-that process first measures the machine's CPU speed, and a module with rows that scale with the
+that process first measures the machine's CPU speed, a fresh one measures it again right after
+(the run takes the mean, ``around``), and a module with rows that scale with the
 memory system, the store or all cores is followed by a measurement of that speed. Every time and rate is reported as measured and
 normalised to the reference machine (``benchmarks/reference.json``); targets are judged on the
 normalised figure. Ratios against a baseline in the same run need no normalising. A module whose
 figures are short latencies, tails of a few hundred requests or microsecond loops, sets ``BENCH_RUNS``
 (default 1): it then runs that many times, each in a fresh process with its own calibration, and
-each row reports the run whose normalised figure is the median, with every run's in its note. A
+each row reports the run whose normalised figure is the median, with every run's in its note and
+the spread of their figures (``spread_of``). A
 single run of such a figure moves by a quarter or more with where its process lands and what the
-kernel does meanwhile; the median of three does not. ``--noise``
-runs a CPU-burning process beside the whole run, to show that the normalised figures hold.
+kernel does meanwhile; the median of three does not. Those runs are spread over the whole run
+(``later_passes``): every module runs once, then the ones that ask for more run again, pass by
+pass, so a few busy minutes on the shared machine reach one run of a module, not all. A module
+with a time or rate whose runs still spread wider than the ±20 % two runs of one commit must agree
+in gets two more runs, widest first, as far as ``--extra-seconds`` allows (``widened``). ``--noise``
+runs a CPU-burning process, pinned to one core, beside the whole run, to show that the normalised
+figures hold.
 The table is printed and written as JSON with the machine, the commit and the factors.
 """
 
@@ -30,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks import calibrate
@@ -84,10 +92,19 @@ def _measured_run(name: str) -> tuple[Measured, int]:
     """One run of a module in its own process, followed by the shared calibrations its rows take;
     and how many runs the module asks for."""
     result = _module_in_own_process(name)
-    seconds = {"cpu": result["cpu_seconds"]}
+    seconds = {"cpu": around(result["cpu_seconds"], _calibration_seconds("cpu"))}
     for scale in shared_calibrations(result["rows"]):
         seconds[scale] = _calibration_seconds(scale)
     return [(r, seconds) for r in result["rows"]], int(result.get("runs", 1))
+
+
+def around(before: float, after: float) -> float:
+    """The ``cpu`` workload's seconds for a module's run: the mean of its figure in the module's
+    process just before the run and in a fresh process just after it. A run lasts a minute or more
+    and the shared machine's speed moves within that; a figure on either side of the run follows
+    it better than one taken before the run alone, whose moment may have been busier or quieter
+    than the rest."""
+    return (before + after) / 2
 
 
 def shared_calibrations(rows: list[dict[str, Any]]) -> list[str]:
@@ -129,11 +146,29 @@ def annotate(row: dict[str, Any], factors: dict[str, float | None], cpus: int = 
     return {**row, "scale": scale, "factor": round(f, 3), "normalised": round(value, 3 if abs(value) < 100 else 1)}
 
 
+def burner_core(available: set[int]) -> int | None:
+    """The core ``--noise`` pins its burner to: the highest this process may run on, or None (no
+    pinning) when it may run on one core only, where pinning would change nothing."""
+    return max(available) if len(available) >= 2 else None
+
+
 class Noise:
-    """A process that burns one core for as long as the run lasts (``--noise``)."""
+    """A process that burns one core for as long as the run lasts (``--noise``).
+
+    It is pinned to one core (``burner_core``). Left free, the kernel moves it from core to core
+    as it balances load, now onto the core a single-process benchmark was running on, now off it,
+    so how much of the burner a figure shares would change from one sample to the next; pinned, it
+    always takes the same core, the kernel's balancing keeps single-process work on the others,
+    and work on every core always shares that one.
+    """
 
     def __init__(self, enabled: bool) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if enabled else None
+        self.proc = None
+        self.core: int | None = None
+        if enabled:
+            self.core = burner_core(os.sched_getaffinity(0))
+            pin = f"import os; os.sched_setaffinity(0, {{{self.core}}})\n" if self.core is not None else ""
+            self.proc = subprocess.Popen([sys.executable, "-c", pin + "while True: pass"])
 
     def __enter__(self) -> Noise:
         return self
@@ -148,11 +183,15 @@ class Awake:
     """One spinner per core at the ``SCHED_IDLE`` policy for as long as the run lasts: it runs only
     when nothing else wants the core, so it takes no time from the benchmarks or from ``--noise``,
     but no core ever sleeps. A sleeping core wakes late, so without it short requests between two
-    processes measure faster beside a burned core than on a quiet machine."""
+    processes measure faster beside a burned core than on a quiet machine.
+
+    Each spinner is pinned to its own core. Left free, the kernel gathers them where they cost
+    least: beside ``--noise``'s burner, both sat on its core nearly all the time, so the core left
+    to the benchmarks slept whenever they waited, as it does not in a quiet run."""
 
     def __init__(self, enabled: bool) -> None:
-        code = "import os; os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\nwhile True: pass"
-        self.procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)] if enabled else []
+        self.cores = sorted(os.sched_getaffinity(0)) if enabled else []
+        self.procs = [subprocess.Popen([sys.executable, "-c", spinner(core)]) for core in self.cores]
 
     def __enter__(self) -> Awake:
         return self
@@ -161,6 +200,12 @@ class Awake:
         for proc in self.procs:
             proc.kill()
             proc.wait()
+
+
+def spinner(core: int) -> str:
+    """The program of an ``Awake`` spinner on ``core``: pinned there, at idle priority, spinning."""
+    return (f"import os; os.sched_setaffinity(0, {{{core}}}); "
+            "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\nwhile True: pass")
 
 
 def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -184,8 +229,117 @@ def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
         middle = numeric[(len(numeric) - 1) // 2]
         figures = ", ".join(_shown(_figure(r)) for r in candidates if r in numeric)
         note = f"{middle.get('note', '')}; " if middle.get("note") else ""
-        chosen.append({**middle, "note": f"{note}median of {len(numeric)} runs ({figures})"})
+        chosen.append({**middle, "note": f"{note}median of {len(numeric)} runs ({figures})",
+                       "spread": spread_of([float(_figure(r)) for r in numeric])})
     return chosen
+
+
+def spread_of(figures: list[float]) -> float | None:
+    """How far a row's runs in one ``make bench`` lie apart: the largest figure over the smallest
+    (1.0 when they agree; the same for times and rates), rounded to three places. None for fewer
+    than two figures or any at or below zero, which have no such ratio. A row whose runs spread
+    wider than the band two ``make bench`` runs are compared in can fail that comparison by
+    measurement alone."""
+    if len(figures) < 2 or min(figures) <= 0:
+        return None
+    return round(max(figures) / min(figures), 3)
+
+
+def later_passes(wanted: dict[str, int]) -> list[list[str]]:
+    """The modules each pass after the first runs again, in the order given: the k-th pass holds
+    every module that asks for k runs or more.
+
+    A module's runs are spread over the whole ``make bench`` this way, minutes apart, rather than
+    made one after the other: whatever else the shared machine does for a few minutes then lands
+    in one of a module's runs, which the median sets aside, not in all of them."""
+    return [[name for name, runs in wanted.items() if runs > k] for k in range(1, max(wanted.values(), default=1))]
+
+
+SPREAD_BAND = 1.2  # the ±20 % within which two runs of one commit must agree, as a spread
+EXTRA_RUNS = 2  # five runs instead of three: the median then sets two disturbed runs aside, not one
+EXTRA_SECONDS = 120.0  # what those extra runs may add to a make bench, by default (with the rest, under 3 min)
+
+
+def widened(modules: dict[str, tuple[float, float]], budget: float, band: float = SPREAD_BAND,
+            extra: int = EXTRA_RUNS) -> list[str]:
+    """The modules that get ``extra`` more runs, from each module of several runs' widest row
+    spread and seconds per run: those with a time or rate whose runs lie further apart than
+    ``band``, widest first, each as long as its extra runs fit in what is left of ``budget``
+    seconds. A module stays on its own runs' count otherwise, so the run's length stays bounded."""
+    chosen = []
+    left = budget
+    for name, (spread, seconds) in sorted(modules.items(), key=lambda item: -item[1][0]):
+        if spread > band and extra * seconds <= left:
+            chosen.append(name)
+            left -= extra * seconds
+    return chosen
+
+
+def widest_spread(runs: list[Measured], reference: dict[str, Any]) -> float:
+    """The widest spread over a module's runs among its times and rates (1.0 for none)."""
+    rows = normalised_rows([runs], reference)
+    return max((float(r["spread"]) for r in rows if r.get("spread") and calibrate.kind(r["unit"]) != "other"),
+               default=1.0)
+
+
+def _attempt(name: str, number: int, failed: list[str], of: int) -> tuple[Measured, int, float] | None:
+    """Run ``name`` once (its ``number``-th run, of ``of`` when known): its rows, the runs it asks
+    for and the seconds it took; None, noted in ``failed``, when it fails: the others' figures
+    are still worth having."""
+    started = time.perf_counter()
+    which = f"run {number} of {of}" if of else f"run {number}"
+    print(f"# {name} ({which}) ...", file=sys.stderr, flush=True)
+    try:
+        run, wanted = _measured_run(name)
+    except SystemExit as exc:
+        failed.append(f"{name}: {exc}")
+        print(f"# {name} FAILED: {exc}", file=sys.stderr, flush=True)
+        return None
+    took = time.perf_counter() - started
+    print(f"# {name} ({which}) done in {took:.1f}s", file=sys.stderr, flush=True)
+    return run, wanted, took
+
+
+Attempt = Callable[[str, int, int], tuple[Measured, int, float] | None]  # ``_attempt`` without its failure list
+
+
+def run_modules(names: list[str], attempt: Attempt, extra_seconds: float,
+                reference: dict[str, Any]) -> dict[str, list[Measured]]:
+    """Every module's runs, by name, for the modules that did not fail: each runs once, in the
+    order given; then again, pass by pass, until it has the runs it asks for (``later_passes``);
+    then the modules ``widened`` picks run ``EXTRA_RUNS`` more times, pass by pass too.
+    ``attempt(name, number, of)`` makes a module's ``number``-th run (``of`` runs, 0 while not
+    known) and gives its rows, the runs it asks for and its seconds, or None when it failed."""
+    runs_of: dict[str, list[Measured]] = {}
+    wanted: dict[str, int] = {}
+    took: dict[str, list[float]] = {}
+
+    def again(passes: list[list[str]]) -> None:
+        for group in passes:
+            for name in group:
+                if name not in runs_of:  # failed in an earlier pass
+                    continue
+                got = attempt(name, len(runs_of[name]) + 1, wanted[name])
+                if got is None:
+                    del runs_of[name]
+                else:
+                    runs_of[name].append(got[0])
+                    took[name].append(got[2])
+
+    for name in names:
+        got = attempt(name, 1, 0)
+        if got is not None:
+            runs_of[name], wanted[name], took[name] = [got[0]], got[1], [got[2]]
+    again(later_passes(wanted))
+    spreads = {name: (widest_spread(runs, reference), statistics.mean(took[name]))
+               for name, runs in runs_of.items() if wanted[name] > 1}
+    more = widened(spreads, extra_seconds)
+    for name in more:
+        wanted[name] += EXTRA_RUNS
+        print(f"# {name}: a row's runs spread {spreads[name][0]:.2f}, wider than {SPREAD_BAND:g}: "
+              f"{EXTRA_RUNS} more runs", file=sys.stderr, flush=True)
+    again([more] * EXTRA_RUNS)
+    return runs_of
 
 
 def normalised_rows(module_runs: list[list[Measured]], reference: dict[str, Any]) -> list[dict[str, Any]]:
@@ -224,6 +378,9 @@ def main() -> int:
     parser.add_argument("--noise", action="store_true", help="burn one core in another process during the run")
     parser.add_argument("--awake", action=argparse.BooleanOptionalAction, default=True,
                         help="keep every core awake with idle-priority spinners (the default)")
+    parser.add_argument("--extra-seconds", type=float, default=EXTRA_SECONDS,
+                        help="seconds the extra runs of modules whose rows' runs spread wider than the band may add "
+                             f"(default {EXTRA_SECONDS:g}; 0 for none)")
     parser.add_argument("--set-reference", action="store_true",
                         help="make this run's calibration the reference (factor 1.0) in benchmarks/reference.json")
     parser.add_argument("--module", help=argparse.SUPPRESS)  # set for a module's own process
@@ -234,27 +391,14 @@ def main() -> int:
         return 0
     import benchmarks
 
-    module_runs: list[list[Measured]] = []  # per module, its runs
+    names = [info.name for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name)
+             if info.name.startswith("bench_") and selected(info.name, args.only)]
     failed: list[str] = []
+    known = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
     with Awake(args.awake), Noise(args.noise):
-        for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
-            if not info.name.startswith("bench_") or not selected(info.name, args.only):
-                continue
-            started = time.perf_counter()
-            print(f"# {info.name} ...", file=sys.stderr, flush=True)
-            runs: list[Measured] = []
-            wanted = 1
-            try:
-                while len(runs) < wanted:
-                    run, wanted = _measured_run(info.name)
-                    runs.append(run)
-            except SystemExit as exc:  # the others' figures are still worth having
-                failed.append(f"{info.name}: {exc}")
-                print(f"# {info.name} FAILED: {exc}", file=sys.stderr, flush=True)
-                continue
-            module_runs.append(runs)
-            print(f"# {info.name} done in {time.perf_counter() - started:.1f}s ({len(runs)} run(s))",
-                  file=sys.stderr, flush=True)
+        runs_of = run_modules(names, lambda name, number, of: _attempt(name, number, failed, of), args.extra_seconds,
+                              known)
+    module_runs = [runs_of[name] for name in names if name in runs_of]
     measured = [pair for runs in module_runs for run in runs for pair in run]
     calibrations = {scale: sorted({s[scale] for _, s in measured if scale in s}) for scale in ("cpu", *SHARED_SCALES)}
     if args.set_reference:
@@ -271,9 +415,11 @@ def main() -> int:
                for scale, r in calibrations.items()}
     print("speed factor against the reference: " + ", ".join(f"{k} {v}" for k, v in summary.items())
           + (" (with --noise)" if args.noise else ""))
-    print(f"{'issue':<6} {'benchmark':<62} {'measured':>14} {'normalised':>14} {'unit':<10} target (normalised)")
+    print(f"{'issue':<6} {'benchmark':<62} {'measured':>14} {'normalised':>14} {'spread':>7} {'unit':<10} "
+          "target (normalised)")
     for r in rows:
-        print(f"{r['issue']:<6} {r['name']:<62} {_shown(r['value']):>14} {_shown(r['normalised']):>14} "
+        spread = f"{r['spread']:.2f}" if r.get("spread") else ""
+        print(f"{r['issue']:<6} {r['name']:<62} {_shown(r['value']):>14} {_shown(r['normalised']):>14} {spread:>7} "
               f"{r['unit']:<10} {r.get('target', '')}")
     with open(args.json, "w") as fh:
         json.dump({"machine": machine(), "commit": commit(), "noise": args.noise, "awake": args.awake, "factor": summary,
