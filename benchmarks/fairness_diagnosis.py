@@ -43,7 +43,7 @@ the default scenario.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from audit.metrics import Window, fold_lifecycle
@@ -86,27 +86,38 @@ def contended_hours(life: Lifecycle, window: Window) -> list[dict[str, Any]]:
     return rows
 
 
-def regret_by_reason(records: Iterable[DecisionRecord], life: Lifecycle) -> list[dict[str, Any]]:
-    """Fallbacks grouped by the evidence of the decision that placed them, most first."""
+def _fallback_estimates(records: Iterable[DecisionRecord], life: Lifecycle
+                        ) -> Iterator[tuple[Any, dict[str, Any] | None]]:
+    """Each pod placed on a fallback, with the ``fallback_estimate`` evidence of the decision that
+    placed it (None when that decision gave none), in the lifecycle's pod order."""
     placed: dict[str, DecisionRecord] = {}
     for r in records:
         if r.outcome == Outcome.ALLOCATED.value and r.fallback:
             placed[r.pod_uid] = r
-    groups: dict[tuple[str, str, bool, bool], list[int]] = {}
     for p in life.pods:
         r = placed.get(p.uid)
         if r is None:
             continue
         said = [b.detail for b in r.blockers if b.code == Blocker.FALLBACK_ESTIMATE.value]
-        if said:
-            d = said[0]
+        yield p, (said[0] if said else None)
+
+
+def _count(groups: dict[Any, list[int]], key: Any, regretted: bool) -> None:
+    counts = groups.setdefault(key, [0, 0])
+    counts[0] += 1
+    counts[1] += bool(regretted)
+
+
+def regret_by_reason(records: Iterable[DecisionRecord], life: Lifecycle) -> list[dict[str, Any]]:
+    """Fallbacks grouped by the evidence of the decision that placed them, most first."""
+    groups: dict[tuple[str, str, bool, bool], list[int]] = {}
+    for p, d in _fallback_estimates(records, life):
+        if d is not None:
             key = (str(d.get("basis")), str(d.get("wait_on")), int(d.get("waited_ms", 0)) >= int(d.get("max_wait_ms", 0)),
                    int(d.get("ahead", 0)) > 0)
         else:
             key = ("no estimate", "", False, False)
-        counts = groups.setdefault(key, [0, 0])
-        counts[0] += 1
-        counts[1] += bool(p.regretted)
+        _count(groups, key, p.regretted)
     return [{"basis": k[0], "wait_on": k[1], "waited_max_wait": k[2], "behind_pinned": k[3], "fallbacks": n,
              "regretted": reg}
             for k, (n, reg) in sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))]
@@ -116,21 +127,11 @@ def regret_by_ask(records: Iterable[DecisionRecord], life: Lifecycle) -> list[di
     """Fallbacks grouped by (tenant, first choice's count, wait_on, basis) from the placing
     decision's ``fallback_estimate`` evidence, most regretted first (then most fallbacks, then the
     key); a fallback with no estimate has count 0 and basis ``no estimate``."""
-    placed: dict[str, DecisionRecord] = {}
-    for r in records:
-        if r.outcome == Outcome.ALLOCATED.value and r.fallback:
-            placed[r.pod_uid] = r
     groups: dict[tuple[str, int, str, str], list[int]] = {}
-    for p in life.pods:
-        r = placed.get(p.uid)
-        if r is None:
-            continue
-        said = [b.detail for b in r.blockers if b.code == Blocker.FALLBACK_ESTIMATE.value]
-        d = said[0] if said else {}
+    for p, found in _fallback_estimates(records, life):
+        d = found or {}
         key = (p.tenant, int(d.get("count", 0)), str(d.get("wait_on", "")), str(d.get("basis", "no estimate")))
-        counts = groups.setdefault(key, [0, 0])
-        counts[0] += 1
-        counts[1] += bool(p.regretted)
+        _count(groups, key, p.regretted)
     return [{"tenant": k[0], "count": k[1], "wait_on": k[2], "basis": k[3], "fallbacks": n, "regretted": reg}
             for k, (n, reg) in sorted(groups.items(), key=lambda kv: (-kv[1][1], -kv[1][0], kv[0]))]
 
