@@ -184,10 +184,26 @@ def test_awake_spinners_run_one_per_core_at_idle_priority_and_end_with_the_run()
     assert Awake(False).procs == []
 
 
-def test_memory_rows_take_the_memory_factor_not_the_cpu_one() -> None:
+@pytest.mark.parametrize(("cpu", "memory", "expected"), [
+    (1.0, 1.0, 1.0),          # the reference machine
+    (1.0, 0.5, 1 / 1.5),      # memory twice as slow: half the time doubles, the row takes 1.5 times as long
+    (0.5, 1.0, 1 / 1.5),      # the same for the cache-resident half: equal shares
+    (0.8, 0.5, 1 / 1.625),    # 0.5 / 0.8 + 0.5 / 0.5
+    (2.0, 1.0, 1 / 0.75),     # 0.5 / 2 + 0.5 / 1
+    (1.0, 1.68, 1 / (0.5 + 0.5 / 1.68)),
+    (None, 0.5, None),        # either factor unknown: the row is left unnormalised
+    (0.8, None, None),
+])
+def test_memory_rows_stretch_half_like_the_cpu_workload_and_half_like_the_memory_one(
+        cpu: float | None, memory: float | None, expected: float | None) -> None:
+    assert calibrate.memory_factor(cpu, memory) == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_memory_rows_take_the_blend_of_the_cpu_and_memory_factors() -> None:
     row = annotate({"name": "engine decisions/s", "value": 1_000.0, "unit": "decisions/s", "scale": "memory"},
                    {"cpu": 0.8, "memory": 0.5})
-    assert (row["scale"], row["factor"], row["normalised"]) == ("memory", 0.5, 2_000.0)
+    # 1 / factor = 0.5 / 0.8 + 0.5 / 0.5 = 1.625: the rate it would have had on the reference is 1,625
+    assert (row["scale"], row["factor"], row["normalised"]) == ("memory", round(1 / 1.625, 3), 1_625.0)
 
 
 def test_memory_is_measured_after_a_module_like_the_other_shared_scales() -> None:
@@ -233,11 +249,12 @@ def test_normalised_rows_keep_the_calibrations_of_the_run_each_row_comes_from() 
 
     reference = {"cpu_seconds": 0.1, "memory_seconds": 1.0}
     row = {"name": "engine decisions/s", "value": 1_000.0, "unit": "decisions/s", "scale": "memory"}
-    runs = [[(row, {"cpu": 0.1, "memory": 2.0})], [(row, {"cpu": 0.2, "memory": 1.25})], [(row, {"cpu": 0.1, "memory": 1.0})]]
+    runs = [[(row, {"cpu": 0.1, "memory": 3.0})], [(row, {"cpu": 0.2, "memory": 1.0})], [(row, {"cpu": 0.1, "memory": 1.0})]]
     (chosen,) = normalised_rows([runs], reference)
-    # normalised 2,000 / 1,250 / 1,000 decisions/s: the median is the second run's, with its calibrations
-    assert (chosen["normalised"], chosen["factor"]) == (1_250.0, 0.8)
-    assert chosen["calibration"] == {"cpu": 0.2, "memory": 1.25}
+    # factors 1 / (0.5 + 1.5) = 0.5, 1 / (1 + 0.5) and 1: normalised 2,000 / 1,500 / 1,000
+    # decisions/s; the median is the second run's, with its calibrations
+    assert (chosen["normalised"], chosen["factor"]) == (1_500.0, round(1 / 1.5, 3))
+    assert chosen["calibration"] == {"cpu": 0.2, "memory": 1.0}
 
 
 @pytest.mark.parametrize(("cores", "expected"), [
@@ -271,7 +288,7 @@ def test_mixed_rows_take_the_factor_of_their_declared_cores() -> None:
     (["mixed"], ["parallel"]),                       # the cpu one is measured in the module's process
     (["scan", "mixed", "store"], ["store", "parallel", "scan"]),
     (["parallel", "mixed"], ["parallel"]),           # once, however many rows take it
-    (["none", "memory"], ["memory"]),
+    (["none", "memory"], ["memory"]),                # and the cpu one, measured around every module
 ])
 def test_a_module_is_followed_by_the_calibrations_its_rows_take(scales: list[str], measured: list[str]) -> None:
     from benchmarks.run import shared_calibrations
