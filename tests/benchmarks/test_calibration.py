@@ -206,6 +206,39 @@ def test_memory_rows_take_the_blend_of_the_cpu_and_memory_factors() -> None:
     assert (row["scale"], row["factor"], row["normalised"]) == ("memory", round(1 / 1.625, 3), 1_625.0)
 
 
+def _stored(name: str, value: float, normalised: float, scale: str, calibration: dict[str, float],
+            **extra: object) -> dict[str, object]:
+    return {"name": name, "unit": "decisions/s", "value": value, "normalised": normalised, "scale": scale,
+            "calibration": calibration, **extra}
+
+
+@pytest.mark.parametrize(("row", "expected"), [
+    # written when a memory row took the memory factor alone (0.5): 2,000; by the blend of 0.8 and 0.5: 1,625
+    (_stored("engine", 1_000.0, 2_000.0, "memory", {"cpu": 0.125, "memory": 2.0}), 1_625.0),
+    (_stored("replay", 1_000.0, 1_000.0, "cpu", {"cpu": 0.2}), 2_000.0),
+    # mixed rows weigh their cores by the results' machine (2 cores), not the comparing one
+    (_stored("stats", 1_000.0, 0.0, "mixed", {"cpu": 0.1, "parallel": 2.0}, cores=1.5), 1_000.0 * 1.5),
+    # no stored calibrations: the figure as written
+    ({"name": "old", "unit": "decisions/s", "value": 1_000.0, "normalised": 1_234.0, "scale": "memory"}, 1_234.0),
+])
+def test_compare_normalises_stored_rows_again_by_todays_rules(row: dict[str, object], expected: float) -> None:
+    results = {**_results([row]), "reference": {"cpu_seconds": 0.1, "memory_seconds": 1.0, "parallel_seconds": 1.0}}
+    (again,) = compare.renormalised(results)
+    assert again["normalised"] == pytest.approx(expected)
+
+
+def test_compare_judges_old_memory_rows_by_the_blend_not_by_the_figure_they_were_written_with() -> None:
+    reference = {"cpu_seconds": 0.1, "memory_seconds": 1.0}
+    old = {**_results([_stored("engine", 1_000.0, 2_000.0, "memory", {"cpu": 0.125, "memory": 2.0})]),
+           "reference": reference}
+    new = {**_results([_stored("engine", 1_500.0, 1_500.0, "memory", {"cpu": 0.1, "memory": 1.0})]),
+           "reference": reference}
+    lines, moves = compare.compare(old, new, threshold=20, either_way=True)
+    # as written, 2,000 -> 1,500 would be a 25 % regression; both by the blend, 1,625 -> 1,500
+    assert moves == 0
+    assert lines[1].endswith("-7.7%")
+
+
 def test_memory_is_measured_after_a_module_like_the_other_shared_scales() -> None:
     from benchmarks.run import SHARED_SCALES
 
