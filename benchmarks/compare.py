@@ -38,8 +38,8 @@ def comparable(row: dict[str, Any]) -> float | None:
 def renormalised(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The results' rows normalised again by today's rules (``benchmarks.run.annotate``) from the
     calibrations each row's run measured, against the reference stored with the results and on the
-    results' machine's cores. A row without stored calibrations, or results without a reference,
-    keep the figure they were written with."""
+    results' machine's cores. A row without stored calibrations, or without one today's rule for
+    it takes, and results without a reference, keep the figure they were written with."""
     reference = results.get("reference") or {}
     cpus = int((results.get("machine") or {}).get("cpus") or 1)
     rows = []
@@ -48,7 +48,9 @@ def renormalised(results: dict[str, Any]) -> list[dict[str, Any]]:
         if not reference or not isinstance(seconds, dict):
             rows.append(row)
             continue
-        rows.append(annotate(row, {scale: factor(reference, scale, s) for scale, s in seconds.items()}, cpus))
+        again = annotate(row, {scale: factor(reference, scale, s) for scale, s in seconds.items()}, cpus)
+        # results from before a calibration existed lack what today's rule for the row takes
+        rows.append(again if again["normalised"] is not None or row.get("normalised") is None else row)
     return rows
 
 

@@ -79,11 +79,11 @@ def _module_in_own_process(name: str) -> dict[str, Any]:
     return result
 
 
-SHARED_SCALES = ("memory", "store", "parallel", "scan")  # measured in processes of their own, after the module
+SHARED_SCALES = ("cputime", "memory", "store", "parallel", "scan")  # measured in processes of their own, after the module
 
 
 # the calibrations a blended scale takes (``calibrate.mixed_factor``, ``calibrate.memory_factor``)
-TAKES = {"mixed": ("cpu", "parallel"), "memory": ("cpu", "memory")}
+TAKES = {"mixed": ("cpu", "parallel"), "memory": ("cputime", "memory")}
 
 
 Measured = list[tuple[dict[str, Any], dict[str, float]]]  # a run's rows, each with its calibrations' seconds
@@ -140,7 +140,7 @@ def annotate(row: dict[str, Any], factors: dict[str, float | None], cpus: int = 
     if scale == "mixed":
         f = calibrate.mixed_factor(factors.get("cpu"), factors.get("parallel"), float(row["cores"]), cpus)
     elif scale == "memory":
-        f = calibrate.memory_factor(factors.get("cpu"), factors.get("memory"))
+        f = calibrate.memory_factor(factors.get("cputime"), factors.get("memory"))
     else:
         f = factors.get(scale)
     if f is None:
