@@ -13,12 +13,21 @@ cached under ``.claimtrail/bench-stats-http`` (``BUILD_MARK`` names the builder'
 A real ``claimtrail serve`` is started on it and timed from its start to the first fairness
 answer (migrations, the pod lifecycle read back from the pod tables, the first figures), then
 ``/v1/stats/fairness`` and ``/v1/stats/fallback`` are asked ``REQUESTS`` times each for the day's
-window, by an admin and by a tenant (its own row and ``(others)``), each request with a new
+window, by an admin and by a tenant (its own row and ``(others)``), after ``WARMUP`` untimed
+requests of each, each request with a new
 window so that none is answered from the figures the server keeps for a repeated question: the
 window starts one more hour before the day each time (nothing happened there, so each covers the
 same pods and decisions; p95, targets ≤ 500 ms). The repeated question is reported in the note,
 and so are the cores the server and the client kept busy and the threads they had ready to run
 during each row's requests (``benchmarks.cores``).
+
+The first request of a kind and caller reads columns and runs code paths the server's start did
+not (only the admin's fairness figures are asked then), so it is left out of the timing; and
+the p95 is a tail: of 20 requests it was the second slowest, which one busy moment on the
+shared machine sets, and a single run of the module moved it by a quarter or more between two
+``make bench`` runs (admin fallback -37 %, tenant fairness +27 %, quiet against ``--noise``).
+Of ``REQUESTS`` it is the third slowest, and the module runs ``BENCH_RUNS`` times, the median
+taken, as the other modules of tails do.
 """
 
 from __future__ import annotations
@@ -41,7 +50,10 @@ CACHE = REPO / ".claimtrail" / "bench-stats-http"
 BUILD_MARK = "claimtrail bench-stats-http v1"  # bump when the builder changes so caches are rebuilt
 SCENARIO = REPO / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
 DECISIONS = 1_000_000
-REQUESTS = 20
+REQUESTS = 40  # p95 is then the 38th of 40: three slow requests, not two, are needed to move it
+WARMUP = 1  # untimed requests of each kind and caller first, each with a window of its own
+AGAIN = 20  # the repeated question, for the note
+BENCH_RUNS = 3  # a tail of a few dozen requests: make bench reports the median of three runs
 TENANT = "team-a"  # the tenant caller: its own row and the others folded
 RENAMED = "((?:job|foreign)-[0-9]+)"  # the simulator's pod names, which its claims' names start with
 
@@ -249,16 +261,19 @@ def run() -> list[dict[str, Any]]:
                         raise RuntimeError(f"serve did not answer: {log.read_text()[-2000:]}")
                     time.sleep(0.2)
             cold = time.perf_counter() - started
-            for i in range(1, REQUESTS + 1):
+            for i in range(1, WARMUP + REQUESTS + 1):
                 # from i hours before the day (no event there) to its end: the day's pods and
                 # decisions, on whole hours as the pages ask, but a question the server has not
                 # answered yet
                 window = {**day, "since": _iso(sizes["start"] - 3_600_000 * i)}
                 for (who, kind), seconds in times.items():
+                    if i <= WARMUP:
+                        _get(client, f"/v1/stats/{kind}", window, headers[who])
+                        continue
                     with busy[who, kind].span():
                         elapsed, bodies[who, kind] = _get(client, f"/v1/stats/{kind}", window, headers[who])
                     seconds.append(elapsed)
-            again = {kind: [_get(client, f"/v1/stats/{kind}", day, headers["admin"])[0] for _ in range(REQUESTS)]
+            again = {kind: [_get(client, f"/v1/stats/{kind}", day, headers["admin"])[0] for _ in range(AGAIN)]
                      for kind in ("fairness", "fallback")}
     finally:
         stop(proc)
@@ -271,8 +286,8 @@ def run() -> list[dict[str, Any]]:
                 f"{size}; the lifecycle read back from the pod tables, nothing folded")]
     for (who, kind), seconds in times.items():
         caller = "admin" if who == "admin" else "tenant caller"
-        note = (f"{REQUESTS} requests, each a window starting one more hour before the day (computed, not "
-                f"remembered); median {_p(seconds, 0.5) * 1000:.0f} ms")
+        note = (f"{REQUESTS} requests after {WARMUP} untimed, each a window starting one more hour before the day "
+                f"(computed, not remembered); median {_p(seconds, 0.5) * 1000:.0f} ms")
         if who == "admin":
             note += (f"; the same window asked again: p95 {_p(again[kind], 0.95) * 1000:.0f} ms; {tenants} tenants, "
                      f"{pods:,} pods with a preference")

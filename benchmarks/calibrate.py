@@ -20,12 +20,28 @@ the benchmarks do:
   megabytes; waiting for a core does not change them, a slower memory system does (another
   machine on the host using the memory bus, a sibling thread sharing the caches). The ``cpu``
   workload fits in the caches and is timed on the wall clock, so it misses the first and sees the
-  time a process waits for a core, which those rows do not. One process is not enough: its
+  time a process waits for a core, which those rows do not. Nor are those rows memory-bound
+  throughout: between the lookups they do the cache-resident interpreter work the ``cpu``
+  workload stands for. Their factor is therefore neither workload's but a blend of both, taken in
+  equal shares (``MEMORY_SHARE``, ``memory_factor``): ``1 / factor = 0.5 / cputime factor + 0.5 /
+  memory factor``, the shape of the ``mixed`` scale's, where ``cputime`` is the ``cpu`` workload
+  timed in CPU time like the rows (below): blended with the wall-clock ``cpu`` factor instead, a
+  crowded machine's waits for a core (the ``cpu`` factor fell to 0.13 under a load of 10 on two
+  cores) made the engine's rate come out 2.5 times higher beside ``--noise`` than without it. The
+  memory factor alone overcorrected:
+  between two quiet runs it moved 1.39x while every row it scaled moved 1.09-1.31x, and beside
+  ``--noise`` it fell from 1.68 to 1.50 while the simulated day did not slow; over six runs the
+  engine's rate normalised by the blend stayed within 1,905-2,099 decisions/s, by the memory
+  factor alone it spread over 1,533-1,922. One process is not enough: its
   rounds agree within a few percent, but fresh processes started one after another on the same
   machine spread over 15–20 % against a long-lived one timed between them (the timed rounds take
   no page faults, the heap is touched while it is built; address-space randomisation off changes
   nothing), and a busy host moves the figure as much again within minutes, so one process could
   put a module's factor 30 % away from the same module's in the next run;
+- ``cputime``: the ``cpu`` workload timed in CPU time instead of on the wall clock, best of
+  ``CPU_ROUNDS`` in a fresh process right after a benchmark with ``memory`` rows, for their
+  cache-resident share. Its reference is the ``cpu`` workload's: on a quiet machine the two
+  timings of this single-threaded loop agree;
 - ``store``: the raw insert of fixed prepared columns into a fresh embedded chDB database (what
   ``bench_store`` calls its baseline), best of ``STORE_ROUNDS``, measured in a process of its own
   right after a benchmark whose rows depend on the store;
@@ -63,7 +79,8 @@ The speed factor of a workload is ``reference seconds / measured seconds`` (1.0 
 set the reference, 0.5 on a machine half as fast). A time is normalised by multiplying it by the
 factor, a rate by dividing it by the factor; ratios measured within one run need neither. Which
 factor a row takes is its ``scale`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan``, ``mixed`` or
-``none``), by default read from its unit.
+``none``), by default read from its unit; ``memory`` and ``mixed`` rows take a blend of two
+workloads' factors (``blended_factor``), the others their own workload's.
 """
 
 from __future__ import annotations
@@ -75,6 +92,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -115,14 +133,32 @@ def normalise(value: float, unit: str, factor: float) -> float:
     return value
 
 
+def blended_factor(first: float | None, second: float | None, weight: float) -> float | None:
+    """The factor of work whose time is a share ``1 - weight`` like the workload of factor
+    ``first`` and ``weight`` like the one of ``second``: each share's time stretches by its
+    workload's ``1 / factor``, so ``1 / factor = (1 - weight) / first + weight / second``. None
+    when either factor is unknown."""
+    if first is None or second is None:
+        return None
+    return 1.0 / ((1 - weight) / first + weight / second)
+
+
 def mixed_factor(cpu: float | None, parallel: float | None, cores: float, cpus: int) -> float | None:
     """The factor of a row that keeps ``cores`` of the machine's ``cpus`` cores busy: its time
     stretches by the mean of the ``cpu`` and ``parallel`` workloads' stretches, weighted by how
     far ``cores`` lies from one core towards all of them. None when either factor is unknown."""
-    if cpu is None or parallel is None:
-        return None
     weight = min(1.0, max(0.0, (cores - 1) / (cpus - 1))) if cpus > 1 else 0.0
-    return 1.0 / ((1 - weight) / cpu + weight / parallel)
+    return blended_factor(cpu, parallel, weight)
+
+
+MEMORY_SHARE = 0.5  # of a ``memory`` row's time, the memory-bound part (the rest is cache-resident)
+
+
+def memory_factor(cputime: float | None, memory: float | None) -> float | None:
+    """The factor of a ``memory`` row: ``MEMORY_SHARE`` of its time stretches like the ``memory``
+    workload's, the rest like the ``cpu`` workload's timed in CPU time (``cputime``). None when
+    either factor is unknown."""
+    return blended_factor(cputime, memory, MEMORY_SHARE)
 
 
 def _cpu_workload() -> Any:
@@ -132,15 +168,21 @@ def _cpu_workload() -> Any:
     return calibration_workload.make(RECORDS, SEARCHES)
 
 
-def cpu_seconds() -> float:
+def cpu_seconds(clock: Callable[[], float] = time.perf_counter) -> float:
     work = _cpu_workload()
     work()  # warm: the selectors' compiled programs and per-device answers are cached from here on
     samples = []
     for _ in range(CPU_ROUNDS):
-        started = time.perf_counter()
+        started = clock()
         work()
-        samples.append(time.perf_counter() - started)
+        samples.append(clock() - started)
     return min(samples)
+
+
+def cputime_seconds() -> float:
+    """The ``cpu`` workload's best round in CPU time: what it costs a process that is not kept
+    waiting for a core, as the ``memory`` rows' rates per CPU-second are not."""
+    return cpu_seconds(time.process_time)
 
 
 def memory_seconds() -> float:
@@ -286,5 +328,5 @@ def factor(reference: dict[str, Any], scale: str, seconds: float) -> float | Non
 
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "cpu"
-    measure = {"cpu": cpu_seconds, "memory": memory_seconds, "store": store_seconds, "parallel": parallel_seconds, "scan": scan_seconds}[which]
+    measure = {"cpu": cpu_seconds, "cputime": cputime_seconds, "memory": memory_seconds, "store": store_seconds, "parallel": parallel_seconds, "scan": scan_seconds}[which]
     print(json.dumps({f"{which}_seconds": measure()}))

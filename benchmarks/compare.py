@@ -11,7 +11,10 @@ that spread and listed after the rows: a move there may be measurement, not code
 counts. ``--either-way`` marks moves beyond the threshold in both directions: two runs of one
 commit should agree, and a figure that got better by itself says as much about the normalising
 as one that got worse. Because both sides are normalised by the speed the machine had at the time, a regression
-shows as one whatever the machine did that hour.
+shows as one whatever the machine did that hour. Each row is normalised again from the calibrations
+its run measured, kept in the results, against the reference the results were made with, by the
+rules of the code doing the comparing (``renormalised``): results written before a scale's rule
+changed then compare with ones written after it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import json
 import sys
 from typing import Any
 
-from benchmarks.calibrate import kind
+from benchmarks.calibrate import factor, kind
+from benchmarks.run import annotate
 
 
 def comparable(row: dict[str, Any]) -> float | None:
@@ -29,6 +33,25 @@ def comparable(row: dict[str, Any]) -> float | None:
     if value is None:
         value = row.get("value")
     return float(value) if isinstance(value, int | float) else None
+
+
+def renormalised(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The results' rows normalised again by today's rules (``benchmarks.run.annotate``) from the
+    calibrations each row's run measured, against the reference stored with the results and on the
+    results' machine's cores. A row without stored calibrations, or without one today's rule for
+    it takes, and results without a reference, keep the figure they were written with."""
+    reference = results.get("reference") or {}
+    cpus = int((results.get("machine") or {}).get("cpus") or 1)
+    rows = []
+    for row in results["rows"]:
+        seconds = row.get("calibration")
+        if not reference or not isinstance(seconds, dict):
+            rows.append(row)
+            continue
+        again = annotate(row, {scale: factor(reference, scale, s) for scale, s in seconds.items()}, cpus)
+        # results from before a calibration existed lack what today's rule for the row takes
+        rows.append(again if again["normalised"] is not None or row.get("normalised") is None else row)
+    return rows
 
 
 def improvement_percent(old: float, new: float, unit: str) -> float | None:
@@ -53,12 +76,12 @@ def wider_spread(old: dict[str, Any], new: dict[str, Any], threshold: float) -> 
 
 def compare(old: dict[str, Any], new: dict[str, Any], threshold: float,
             either_way: bool = False) -> tuple[list[str], int]:
-    before = {r["name"]: r for r in old["rows"]}
+    before = {r["name"]: r for r in renormalised(old)}
     lines = [f"{'benchmark':<70} {'old':>12} {'new':>12} {'change':>8}"]
     regressions = 0
     wide: list[str] = []  # rows whose own runs spread wider than the band
     wide_moves = 0
-    for row in new["rows"]:
+    for row in renormalised(new):
         prior = before.get(row["name"])
         if prior is None:
             continue

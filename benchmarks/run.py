@@ -1,8 +1,8 @@
 """``make bench``: run every ``benchmarks/bench_*.py`` and print one performance table.
 
 Each bench module exposes ``run() -> list[dict]``; a row is ``{"issue", "name", "value", "unit",
-"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan`` or ``none``,
-see ``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
+"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan``, ``mixed``
+or ``none``, see ``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
 (caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
 that process first measures the machine's CPU speed, a fresh one measures it again right after
 (the run takes the mean, ``around``), and a module with rows that scale with the
@@ -79,10 +79,11 @@ def _module_in_own_process(name: str) -> dict[str, Any]:
     return result
 
 
-SHARED_SCALES = ("memory", "store", "parallel", "scan")  # measured in processes of their own, after the module
+SHARED_SCALES = ("cputime", "memory", "store", "parallel", "scan")  # measured in processes of their own, after the module
 
 
-TAKES = {"mixed": ("cpu", "parallel")}  # the calibrations a scale needs besides its own (``calibrate.mixed_factor``)
+# the calibrations a blended scale takes (``calibrate.mixed_factor``, ``calibrate.memory_factor``)
+TAKES = {"mixed": ("cpu", "parallel"), "memory": ("cputime", "memory")}
 
 
 Measured = list[tuple[dict[str, Any], dict[str, float]]]  # a run's rows, each with its calibrations' seconds
@@ -138,6 +139,8 @@ def annotate(row: dict[str, Any], factors: dict[str, float | None], cpus: int = 
         return {**row, "scale": "none", "factor": None, "normalised": None}
     if scale == "mixed":
         f = calibrate.mixed_factor(factors.get("cpu"), factors.get("parallel"), float(row["cores"]), cpus)
+    elif scale == "memory":
+        f = calibrate.memory_factor(factors.get("cputime"), factors.get("memory"))
     else:
         f = factors.get(scale)
     if f is None:

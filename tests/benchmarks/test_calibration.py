@@ -184,10 +184,62 @@ def test_awake_spinners_run_one_per_core_at_idle_priority_and_end_with_the_run()
     assert Awake(False).procs == []
 
 
-def test_memory_rows_take_the_memory_factor_not_the_cpu_one() -> None:
+@pytest.mark.parametrize(("cputime", "memory", "expected"), [
+    (1.0, 1.0, 1.0),          # the reference machine
+    (1.0, 0.5, 1 / 1.5),      # memory twice as slow: half the time doubles, the row takes 1.5 times as long
+    (0.5, 1.0, 1 / 1.5),      # the same for the cache-resident half: equal shares
+    (0.8, 0.5, 1 / 1.625),    # 0.5 / 0.8 + 0.5 / 0.5
+    (2.0, 1.0, 1 / 0.75),     # 0.5 / 2 + 0.5 / 1
+    (1.0, 1.68, 1 / (0.5 + 0.5 / 1.68)),
+    (None, 0.5, None),        # either factor unknown: the row is left unnormalised
+    (0.8, None, None),
+])
+def test_memory_rows_stretch_half_like_the_cpu_workload_and_half_like_the_memory_one(
+        cputime: float | None, memory: float | None, expected: float | None) -> None:
+    assert calibrate.memory_factor(cputime, memory) == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_memory_rows_take_the_blend_of_the_cpu_time_and_memory_factors_not_the_wall_clock_cpu_one() -> None:
     row = annotate({"name": "engine decisions/s", "value": 1_000.0, "unit": "decisions/s", "scale": "memory"},
-                   {"cpu": 0.8, "memory": 0.5})
-    assert (row["scale"], row["factor"], row["normalised"]) == ("memory", 0.5, 2_000.0)
+                   {"cpu": 0.13, "cputime": 0.8, "memory": 0.5})
+    # 1 / factor = 0.5 / 0.8 + 0.5 / 0.5 = 1.625: the rate it would have had on the reference is 1,625
+    assert (row["scale"], row["factor"], row["normalised"]) == ("memory", round(1 / 1.625, 3), 1_625.0)
+
+
+def _stored(name: str, value: float, normalised: float, scale: str, calibration: dict[str, float],
+            **extra: object) -> dict[str, object]:
+    return {"name": name, "unit": "decisions/s", "value": value, "normalised": normalised, "scale": scale,
+            "calibration": calibration, **extra}
+
+
+@pytest.mark.parametrize(("row", "expected"), [
+    # written when a memory row took the memory factor alone (0.5): 2,000; by the blend of 0.8 and 0.5: 1,625
+    (_stored("engine", 1_000.0, 2_000.0, "memory", {"cpu": 0.125, "cputime": 0.125, "memory": 2.0}), 1_625.0),
+    # written before the cputime calibration existed: today's rule cannot apply, the figure as written
+    (_stored("engine", 1_000.0, 2_000.0, "memory", {"cpu": 0.125, "memory": 2.0}), 2_000.0),
+    (_stored("replay", 1_000.0, 1_000.0, "cpu", {"cpu": 0.2}), 2_000.0),
+    # mixed rows weigh their cores by the results' machine (2 cores), not the comparing one
+    (_stored("stats", 1_000.0, 0.0, "mixed", {"cpu": 0.1, "parallel": 2.0}, cores=1.5), 1_000.0 * 1.5),
+    # no stored calibrations: the figure as written
+    ({"name": "old", "unit": "decisions/s", "value": 1_000.0, "normalised": 1_234.0, "scale": "memory"}, 1_234.0),
+])
+def test_compare_normalises_stored_rows_again_by_todays_rules(row: dict[str, object], expected: float) -> None:
+    results = {**_results([row]), "reference": {"cpu_seconds": 0.1, "cputime_seconds": 0.1, "memory_seconds": 1.0,
+                                                "parallel_seconds": 1.0}}
+    (again,) = compare.renormalised(results)
+    assert again["normalised"] == pytest.approx(expected)
+
+
+def test_compare_judges_old_memory_rows_by_the_blend_not_by_the_figure_they_were_written_with() -> None:
+    reference = {"cpu_seconds": 0.1, "cputime_seconds": 0.1, "memory_seconds": 1.0}
+    old = {**_results([_stored("engine", 1_000.0, 2_000.0, "memory", {"cpu": 0.125, "cputime": 0.125, "memory": 2.0})]),
+           "reference": reference}
+    new = {**_results([_stored("engine", 1_500.0, 1_500.0, "memory", {"cpu": 0.1, "cputime": 0.1, "memory": 1.0})]),
+           "reference": reference}
+    lines, moves = compare.compare(old, new, threshold=20, either_way=True)
+    # as written, 2,000 -> 1,500 would be a 25 % regression; both by the blend, 1,625 -> 1,500
+    assert moves == 0
+    assert lines[1].endswith("-7.7%")
 
 
 def test_memory_is_measured_after_a_module_like_the_other_shared_scales() -> None:
@@ -200,7 +252,7 @@ def test_memory_is_measured_after_a_module_like_the_other_shared_scales() -> Non
 def test_memory_is_the_median_of_an_odd_number_of_fresh_processes_and_the_others_one() -> None:
     # odd, so the median is the figure one real process measured, not a mean of two
     assert calibrate.processes("memory") == calibrate.MEMORY_PROCESSES == 3
-    assert [calibrate.processes(s) for s in ("cpu", "store", "parallel", "scan")] == [1, 1, 1, 1]
+    assert [calibrate.processes(s) for s in ("cpu", "cputime", "store", "parallel", "scan")] == [1, 1, 1, 1, 1]
 
 
 def test_a_calibration_of_several_processes_is_the_median_of_their_figures(capsys: pytest.CaptureFixture[str]) -> None:
@@ -231,13 +283,15 @@ def test_only_picks_modules_by_any_of_its_comma_separated_substrings(only: str, 
 def test_normalised_rows_keep_the_calibrations_of_the_run_each_row_comes_from() -> None:
     from benchmarks.run import normalised_rows
 
-    reference = {"cpu_seconds": 0.1, "memory_seconds": 1.0}
+    reference = {"cpu_seconds": 0.1, "cputime_seconds": 0.1, "memory_seconds": 1.0}
     row = {"name": "engine decisions/s", "value": 1_000.0, "unit": "decisions/s", "scale": "memory"}
-    runs = [[(row, {"cpu": 0.1, "memory": 2.0})], [(row, {"cpu": 0.2, "memory": 1.25})], [(row, {"cpu": 0.1, "memory": 1.0})]]
+    runs = [[(row, {"cputime": 0.1, "memory": 3.0})], [(row, {"cputime": 0.2, "memory": 1.0})],
+            [(row, {"cputime": 0.1, "memory": 1.0})]]
     (chosen,) = normalised_rows([runs], reference)
-    # normalised 2,000 / 1,250 / 1,000 decisions/s: the median is the second run's, with its calibrations
-    assert (chosen["normalised"], chosen["factor"]) == (1_250.0, 0.8)
-    assert chosen["calibration"] == {"cpu": 0.2, "memory": 1.25}
+    # factors 1 / (0.5 + 1.5) = 0.5, 1 / (1 + 0.5) and 1: normalised 2,000 / 1,500 / 1,000
+    # decisions/s; the median is the second run's, with its calibrations
+    assert (chosen["normalised"], chosen["factor"]) == (1_500.0, round(1 / 1.5, 3))
+    assert chosen["calibration"] == {"cputime": 0.2, "memory": 1.0}
 
 
 @pytest.mark.parametrize(("cores", "expected"), [
@@ -271,7 +325,7 @@ def test_mixed_rows_take_the_factor_of_their_declared_cores() -> None:
     (["mixed"], ["parallel"]),                       # the cpu one is measured in the module's process
     (["scan", "mixed", "store"], ["store", "parallel", "scan"]),
     (["parallel", "mixed"], ["parallel"]),           # once, however many rows take it
-    (["none", "memory"], ["memory"]),
+    (["none", "memory"], ["cputime", "memory"]),     # and the cpu one, measured around every module
 ])
 def test_a_module_is_followed_by_the_calibrations_its_rows_take(scales: list[str], measured: list[str]) -> None:
     from benchmarks.run import shared_calibrations
@@ -286,3 +340,11 @@ def test_every_dashboard_page_declares_the_cores_its_render_keeps_busy() -> None
 
     assert set(CORES) == {page.title for page in PAGES}
     assert all(1.0 <= cores <= 2.0 for cores in CORES.values())
+
+
+def test_the_cpu_time_calibration_times_the_cpu_workload_on_the_process_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    ticks = iter(range(100))
+    monkeypatch.setattr(calibrate, "_cpu_workload", lambda: lambda: None)
+    monkeypatch.setattr(calibrate.time, "process_time", lambda: float(next(ticks)) * 0.01)
+    # the wall clock is never read: every round is one tick of the process clock
+    assert calibrate.cputime_seconds() == pytest.approx(0.01)
