@@ -304,7 +304,7 @@ class World:
             raise ValueError(f"WorldEvent: seq: {ev.seq} is not after {self.seq} (events must be applied in order)")
         self.chain_digest = chain(self.chain_digest, event_digest(ev) if digest is None else digest)
         self.seq = ev.seq
-        if ev.time:
+        if ev.time and ev.time != self.time:  # (most events share the instant of the one before)
             self.time = ev.time
             self.time_ms = parse_time_ms(ev.time)
         kind, key = ev.object_kind, obj_key(ev.namespace, ev.name)

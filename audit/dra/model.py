@@ -437,7 +437,42 @@ def _taints(r: _Reader, value: Any, path: str) -> tuple[DeviceTaint, ...]:
     return tuple(out)
 
 
+# The fields of the common device: a name, scalar attributes and capacities, nothing else.
+_PLAIN_DEVICE_FIELDS = frozenset({"name", "attributes", "capacity"})
+
+
+def _plain_device(r: _Reader, value: Any, path: str) -> Device | None:
+    """``_device`` for a device of the common shape, without building the error paths of the
+    fields it does not have (a slice holds several devices and a world thousands); None for
+    anything else, which ``_device`` reads or rejects. The result is the one ``_device`` makes:
+    absent fields take the defaults it gives them."""
+    if type(value) is not dict or not _PLAIN_DEVICE_FIELDS.issuperset(value):
+        return None
+    name = value.get("name")
+    attrs_raw = value.get("attributes")
+    cap_raw = value.get("capacity")
+    if (name is not None and type(name) is not str) or (attrs_raw is not None and type(attrs_raw) is not dict) \
+            or (cap_raw is not None and type(cap_raw) is not dict):
+        return None
+    attributes: dict[str, AttributeValue] = {}
+    raw_attributes: dict[str, Any] = {}
+    if attrs_raw:
+        for k, v in attrs_raw.items():
+            plain = _plain_attribute(v)
+            if plain is None:
+                return None
+            key = str(k)
+            attributes[key] = plain
+            raw_attributes[key] = {plain.kind: plain.value}  # ``to_api`` of a scalar
+    capacity = {str(k): _capacity(r, v, f"{path}.capacity.{k}") for k, v in cap_raw.items()} if cap_raw else {}
+    return Device(name=name or "", attributes=attributes, capacity=capacity, raw_attributes=raw_attributes,
+                  raw_capacity={k: {"value": v.value} for k, v in capacity.items()})
+
+
 def _device(r: _Reader, value: Any, path: str) -> Device:
+    common = _plain_device(r, value, path)
+    if common is not None:
+        return common
     m = r.mapping(value, path)
     attrs_raw = r.mapping(m.get("attributes"), f"{path}.attributes")
     attributes: dict[str, AttributeValue] = {}

@@ -9,11 +9,12 @@ record and, when a node was found, the ``Proposal`` the bind step re-checks.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from audit.allocator.outcome import ClaimAllocation
-from audit.canonical import digest
+from audit.canonical import canonical_json, digest, encode_string
 from audit.events import WorldEvent
 from audit.policy import Policy
 from audit.records import DecisionRecord, Outcome, Track, decision_id
@@ -93,12 +94,7 @@ def new_record(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Requ
     claim_uids = [str(c["metadata"].get("uid", "")) for c in claims]
     primary = rts[0].tiers if rts else ()
     preference = [t.label for t in primary]
-    input_digest = digest({
-        "world": ctx.world.chain_digest, "seq": ctx.world.seq,
-        "pod": {"key": ctx.pod_key, "uid": ctx.uid},
-        "claims": [{"name": c["metadata"]["name"], "uid": c["metadata"].get("uid", ""), "spec": c.get("spec")} for c in claims],
-        "policy": ctx.policy.digest, "attempt": ctx.attempt, "time": ctx.time,
-    })
+    input_digest = _input_digest(ctx, claims)
     return DecisionRecord(
         decision_id=decision_id(ctx.world.cluster, claim_uids[0] if claim_uids else ctx.uid, ctx.attempt),
         cluster=ctx.world.cluster, seq=ctx.world.seq, time=ctx.time, attempt=ctx.attempt, tenant=ctx.tenant,
@@ -108,6 +104,68 @@ def new_record(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Requ
         wait_ms=ctx.wait_ms, track=track.value, template_version=template_version(claims),
         engine_version=ENGINE_VERSION, input_digest=input_digest,
     )
+
+
+# world.derived key: id(claim) -> (claim, the canonical bytes of its entry in an input digest)
+_CLAIM_ENTRIES = "input_claim_entries"
+_MAX_CLAIM_ENTRIES = 50_000
+
+
+def input_document(ctx: AttemptContext, claims: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a decision's input digest is the digest of: the world it read (chain digest and seq),
+    the pod, its claims with their specs, the policy, the attempt and the time."""
+    return {
+        "world": ctx.world.chain_digest, "seq": ctx.world.seq,
+        "pod": {"key": ctx.pod_key, "uid": ctx.uid},
+        "claims": [_claim_entry(c) for c in claims],
+        "policy": ctx.policy.digest, "attempt": ctx.attempt, "time": ctx.time,
+    }
+
+
+def _claim_entry(c: dict[str, Any]) -> dict[str, Any]:
+    return {"name": c["metadata"]["name"], "uid": c["metadata"].get("uid", ""), "spec": c.get("spec")}
+
+
+def _input_digest(ctx: AttemptContext, claims: list[dict[str, Any]]) -> str:
+    """``digest(input_document(ctx, claims))``, with each claim's entry encoded once per claim
+    object rather than on every attempt: the spec is most of the document, and a pending pod's
+    claim is the same object on every retry (objects are replaced, never changed, by events).
+
+    The document's members are written in the canonical order (sorted keys: attempt, claims,
+    pod, policy, seq, time, world) with the canonical separators; anything the hand-written part
+    does not know to write as canonical JSON takes the generic path."""
+    world = ctx.world
+    attempt, seq = ctx.attempt, world.seq
+    texts = (world.chain_digest, ctx.pod_key, ctx.uid, ctx.policy.digest, ctx.time)
+    if type(attempt) is not int or type(seq) is not int or any(type(t) is not str for t in texts):
+        return digest(input_document(ctx, claims))
+    memo: dict[int, tuple[dict[str, Any], bytes]] | None = world.derived.get(_CLAIM_ENTRIES)
+    if memo is None or len(memo) > _MAX_CLAIM_ENTRIES:
+        memo = world.derived[_CLAIM_ENTRIES] = {}
+    entries = []
+    for c in claims:
+        hit = memo.get(id(c))
+        if hit is None or hit[0] is not c:
+            # the claim object itself is kept and compared: an id() of a freed claim can be reused
+            hit = memo[id(c)] = (c, canonical_json(_claim_entry(c)))
+        entries.append(hit[1])
+    head = f'{{"attempt":{attempt},"claims":['.encode()
+    tail = (f'],"pod":{{"key":{encode_string(ctx.pod_key)},"uid":{encode_string(ctx.uid)}}},'
+            f'"policy":{encode_string(ctx.policy.digest)},"seq":{seq},"time":{encode_string(ctx.time)},'
+            f'"world":{encode_string(world.chain_digest)}}}').encode()
+    return hashlib.sha256(head + b",".join(entries) + tail).hexdigest()
+
+
+def forget_claim_entries(world: World, claims: list[dict[str, Any]]) -> None:
+    """Drop the input-digest entries kept for claim objects that left the world (never changes a
+    digest: a dropped entry is encoded again if the object comes back)."""
+    memo: dict[int, tuple[dict[str, Any], bytes]] | None = world.derived.get(_CLAIM_ENTRIES)
+    if not memo:
+        return
+    for c in claims:
+        hit = memo.get(id(c))
+        if hit is not None and hit[0] is c:
+            del memo[id(c)]
 
 
 def still_satisfiable(world: World, rts: list[RequestTiers]) -> bool:

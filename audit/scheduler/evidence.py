@@ -70,7 +70,12 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
              multi_claim: bool) -> TierSummary:
     name = tier_request_name(t)
     request = f"{t.claim.split('/', 1)[1]}/{name}" if multi_claim else name
-    considered = sum(world.model_totals.get(m, 0) for m in t.models)
+    models_of_tier = t.models
+    totals = world.model_totals
+    # (loops, not sums over generators: three per tier of every decision)
+    considered = 0
+    for m in models_of_tier:
+        considered += totals.get(m, 0)
     reasons: dict[str, int] = {}
     # A tier a fallback mode kept shut is simply not reached: its devices are classified like any
     # unjudged device, so those in use or unhealthy say so.
@@ -80,8 +85,14 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
         return TierSummary(index=t.index, request=request, model=t.label, considered=considered, reasons=reasons)
     # Devices of the tier's models no verdict judged, split by the indexes.
     unvisited = considered
-    in_use = sum(max(0, world.model_allocated.get(m, 0)) for m in t.models)
-    free = sum(max(0, world.model_free.get(m, 0)) for m in t.models)
+    in_use = free = 0
+    model_allocated, model_free = world.model_allocated, world.model_free
+    for m in models_of_tier:
+        a, f = model_allocated.get(m, 0), model_free.get(m, 0)
+        if a > 0:
+            in_use += a
+        if f > 0:
+            free += f
     exemplars: list[Exemplar] = []
     seen_reasons: set[str] = set()
     evaluated = 0

@@ -45,6 +45,7 @@ from audit.events import EventType, WorldEvent
 from audit.records import DecisionRecord, Outcome, RetryClass
 from audit.scheduler import engine, reclaim, reservations
 from audit.scheduler.adaptive import forget_pod
+from audit.scheduler.attempt import forget_claim_entries
 from audit.scheduler.nodealloc import forget_claims
 from audit.scheduler.pending import PendingQueues, follow_up
 from audit.scheduler.sole_choice import has_no_other_choice
@@ -304,6 +305,7 @@ class ClusterLoop:
                 gone.append(obj)
                 self.emit("ResourceClaim", ns, claim, None, EventType.DELETE.value)
         forget_claims(self.world, gone)
+        forget_claim_entries(self.world, gone)
         forget_pod(self.world, key)
 
     def fail(self, key: str) -> None:
@@ -473,6 +475,7 @@ class ClusterLoop:
             for ev in d.events:
                 self.apply(ev)
             forget_claims(self.world, replaced)
+            forget_claim_entries(self.world, replaced)
             st.node = rec.node
             self.release(key)
             self.on_placed(key, rec)
