@@ -1,7 +1,7 @@
 """A bounded cache of listing pages, each valid while the stored decisions stay as they were.
 
 Dashboards ask for the same newest page of a tenant again and again, and most of the time nothing
-was stored in between. A page is kept with the store's version of its decisions
+was stored in between. A page (its encoded body) is kept with the store's version of its decisions
 (``AuditStore.decisions_version``) at the moment its query started, and served again only while
 the store still reports that version: any insert, merge or expiry moves it on, so a page never
 outlives what it shows. (Read before the query, the version can only be older than the data the
