@@ -24,7 +24,7 @@ from audit.api.auth import Principal
 from audit.api.deps import Settings, principal
 from audit.api.docs import install_docs
 from audit.api.limits import Admission, LimitMiddleware, header
-from audit.api.metrics import RequestMetrics, process_memory, render_gauges, render_process
+from audit.api.metrics import RequestMetrics, process_memory, render_collector, render_gauges, render_process
 from audit.api.pages import PageCache
 from audit.api.problems import Problem, install_handlers, problem_response
 from audit.api.replay_jobs import JobBoard
@@ -166,7 +166,7 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
 
     @app.get("/metrics", tags=["health"], summary="Prometheus metrics", response_class=PlainTextResponse)
     async def metrics() -> PlainTextResponse:
-        lines = requests.render() + render_process(process_memory())
+        lines = requests.render() + render_process(process_memory()) + render_collector()
         try:
             store_counters = await run_in_threadpool(storeport.counters, store)
         except Exception:  # noqa: BLE001 - a scrape must not fail because the store is down

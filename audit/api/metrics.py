@@ -94,3 +94,14 @@ def render_process(values: Mapping[str, float]) -> list[str]:
         lines += [f"# HELP process_{key} Process {key.replace('_', ' ')}.", f"# TYPE process_{key} gauge",
                   f"process_{key} {_num(value)}"]
     return lines
+
+
+def render_collector() -> list[str]:
+    """The cyclic garbage collector: collections run per generation, and the objects frozen out of
+    its walks (``claimtrail serve`` freezes what it built before serving)."""
+    import gc
+
+    lines = render_gauges("python_gc_collections", "Cyclic garbage collections run, by generation.",
+                          {str(g): s["collections"] for g, s in enumerate(gc.get_stats())}, "generation")
+    return [*lines, "# HELP python_gc_frozen_objects Objects the collector no longer walks (gc.freeze).",
+            "# TYPE python_gc_frozen_objects gauge", f"python_gc_frozen_objects {gc.get_freeze_count()}"]

@@ -133,6 +133,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               _pod_folds),
     Migration(12, "the record of each decision in id order, for lookups by id, backfilled",
               _filled_by_views(("decisions_by_id",), schema.BY_ID_VIEWS)),
+    Migration(13, "the record of each decision in time order per tenant, for the newest pages, backfilled",
+              _filled_by_views(("decisions_by_time",), schema.BY_TIME_VIEWS)),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -55,6 +55,7 @@ ID_BATCH = 5_000  # decision ids bound into one IN (...) query
 # only contend with the other readers' queries.
 POINT_READ = {"max_threads": 1}
 MERGED_TENANTS = 32  # an admin's newest page reads each tenant's newest keys and merges them, up to this many
+BY_TIME_FIELDS = {"tenant", "since", "until"}  # the filters decisions_by_time can answer: it holds no other column
 
 
 @dataclass
@@ -476,9 +477,10 @@ class AuditStore:
                 return newest[:count]
         clauses, params = self._older_than(f, after)
         params["limit"] = count
+        table, order = _newest_order(f)
         return [(int(ms), str(decision_id)) for ms, decision_id in self._query(
-            f"SELECT toUnixTimestamp64Milli(time) AS ms, decision_id FROM decisions {where_sql(clauses)} "
-            "ORDER BY toStartOfHour(time) DESC, time DESC, decision_id DESC LIMIT 1 BY decision_id "
+            f"SELECT toUnixTimestamp64Milli(time) AS ms, decision_id FROM {table} {where_sql(clauses)} "
+            f"ORDER BY {order} LIMIT 1 BY decision_id "
             "LIMIT {limit:UInt32}", params, settings=POINT_READ if f.tenant is not None else None).result_rows]
 
     @staticmethod
@@ -500,16 +502,19 @@ class AuditStore:
         the read of their records in one query. Sorted by the narrow key columns with a LIMIT and
         no LIMIT BY, the engine reads the record of the rows kept only (lazy materialization), not
         of every row of the granules it sorted: about half the engine time of the two queries.
-        Copies of a decision not merged away yet are dropped here, keeping the first, as LIMIT 1 BY
-        would; when they took places of the page, the query is asked again for more rows."""
+        A page that filters on the tenant and time alone is read from ``decisions_by_time`` (schema.py),
+        where the newest records are the last rows of the tenant's range rather than scattered over
+        its newest hour. Copies of a decision not merged away yet are dropped here, keeping the
+        first, as LIMIT 1 BY would; when they took places of the page, the query is asked again for
+        more rows."""
         clauses, params = self._older_than(f, after)
+        table, order = _newest_order(f)
         want = count
         while True:
             params["limit"] = want
             got = self._query(
-                f"SELECT toUnixTimestamp64Milli(time) AS ms, decision_id, record FROM decisions {where_sql(clauses)} "
-                "ORDER BY toStartOfHour(time) DESC, time DESC, decision_id DESC LIMIT {limit:UInt32}", params,
-                settings=POINT_READ).result_rows
+                f"SELECT toUnixTimestamp64Milli(time) AS ms, decision_id, record FROM {table} {where_sql(clauses)} "
+                f"ORDER BY {order} LIMIT {{limit:UInt32}}", params, settings=POINT_READ).result_rows
             seen: set[str] = set()
             rows_: list[tuple[int, str, str]] = []
             for ms, decision_id, text in got:
@@ -680,6 +685,15 @@ class AuditStore:
 
     def quarantine_count(self) -> int:
         return int(self._query("SELECT count() FROM quarantine FINAL").result_rows[0][0])
+
+
+def _newest_order(f: DecisionFilter) -> tuple[str, str]:
+    """The table a newest-first read of ``f`` runs on, and its ORDER BY. The decisions table's key
+    has the hour before the id, so the hour leads its order (read in key order, backwards); the copy
+    in (tenant, time, id) order serves the filters on tenant and time alone."""
+    if f.active() <= BY_TIME_FIELDS:
+        return "decisions_by_time", "time DESC, decision_id DESC"
+    return "decisions", "toStartOfHour(time) DESC, time DESC, decision_id DESC"
 
 
 def open_writer(dsn: str | None = None, name: str = "writer", spool_dir: str | None = None,

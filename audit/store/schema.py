@@ -12,7 +12,8 @@ materialized views in its documentation):
 - ``decisions`` and ``decision_tiers`` share the key prefix ``(tenant, hour, decision_id)``: the
   API always scopes by tenant and time, and a decision's tier rows sit next to each other.
   A lookup by pod uses a bloom-filter skip index; a lookup by id reads ``decisions_by_id``, the
-  record again in id order, since walking the id's bloom filter cost more than the rest of the answer.
+  record again in id order, since walking the id's bloom filter cost more than the rest of the answer;
+  a tenant's newest page reads ``decisions_by_time``, the record again in time order.
 - ReplacingMergeTree everywhere a row has a deterministic key, so a re-sent record that slipped
   past insert deduplication is removed at merge time; reads use ``FINAL`` or ``LIMIT 1 BY``.
 - Rollups are AggregatingMergeTree over ``uniqExact``/``groupUniqArray`` states keyed by a hash of
@@ -441,6 +442,25 @@ DECISIONS_BY_ID = Table(
     granularity=KEY_GRANULARITY,
 )
 
+# A tenant's newest page: in the decisions table an hour's records are in id order, so the newest
+# 50 of a tenant lie scattered over its newest hour (about 1,500 records on a million decisions, in
+# granules of 8192 rows), and the engine sorts the hour's keys and decompresses most of its records
+# to return them: about 13 ms of engine time per page. This copy in (tenant, time) order with small
+# marks returns them from the end of one or two granules read in reverse (about 4 ms), for one more
+# copy of the record on disk (about 70 B per decision); the engine fills it from the same inserts.
+DECISIONS_BY_TIME = Table(
+    name="decisions_by_time",
+    columns=("tenant LowCardinality(String)", "time DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1))",
+             "decision_id String", f"record String CODEC({RECORD_CODEC})"),
+    engine="ReplacingMergeTree",
+    order_by="(tenant, time, decision_id)",
+    partition_by="toYYYYMM(time)",
+    retention_column="toDate(time)",
+    retention_of="decisions",
+    shard_key="cityHash64(decision_id)",  # beside the decision it copies
+    granularity=KEY_GRANULARITY,
+)
+
 EVENT_KEYS = Table(
     name="event_keys",
     columns=("cluster LowCardinality(String)", "seq UInt64", "sha256 FixedString(32)",
@@ -468,6 +488,13 @@ DECISIONS_BY_ID_MV = View(
     select="SELECT decision_id, tenant, time, record FROM {src}",
 )
 
+DECISIONS_BY_TIME_MV = View(
+    name="decisions_by_time_mv",
+    target="decisions_by_time",
+    source="decisions",
+    select="SELECT tenant, time, decision_id, record FROM {src}",
+)
+
 EVENT_KEYS_MV = View(
     name="event_keys_mv",
     target="event_keys",
@@ -477,13 +504,14 @@ EVENT_KEYS_MV = View(
 
 TABLES = {t.name: t for t in (
     SCHEMA_MIGRATIONS, EVENTS, CHECKPOINTS, DECISIONS, DECISION_TIERS, POLICIES, QUARANTINE, REPLAY_RUNS, REPLAY_JOBS,
-    FALLBACK_1H, TENANT_USAGE_1H, DECISIONS_IN, DECISION_KEYS, EVENT_KEYS, DECISIONS_BY_ID,
+    FALLBACK_1H, TENANT_USAGE_1H, DECISIONS_IN, DECISION_KEYS, EVENT_KEYS, DECISIONS_BY_ID, DECISIONS_BY_TIME,
 )}
 ROLLUP_VIEWS = (FALLBACK_1H_MV, TENANT_USAGE_1H_MV)
 INGEST_VIEWS = (DECISIONS_IN_MV, DECISION_TIERS_IN_MV)
 KEY_VIEWS = (DECISION_KEYS_MV, EVENT_KEYS_MV)
 BY_ID_VIEWS = (DECISIONS_BY_ID_MV,)
-VIEWS = {v.name: v for v in (*ROLLUP_VIEWS, *INGEST_VIEWS, *KEY_VIEWS, *BY_ID_VIEWS)}
+BY_TIME_VIEWS = (DECISIONS_BY_TIME_MV,)
+VIEWS = {v.name: v for v in (*ROLLUP_VIEWS, *INGEST_VIEWS, *KEY_VIEWS, *BY_ID_VIEWS, *BY_TIME_VIEWS)}
 # Created by early migrations and dropped by a later one (nothing read the usage rollup, whose view
 # ran on every insert, and nothing but tests wrote policies): their definitions stay above so that
 # the early migrations still run as they did; what the store holds today is CURRENT_TABLES.

@@ -36,6 +36,14 @@ def test_metrics_count_requests_by_route_template_and_show_writer_counters(serve
     assert 'claimtrail_otlp_items{counter="requests"}' in text
 
 
+def test_what_the_server_built_before_serving_is_frozen_out_of_the_collectors_walks(server: Server) -> None:
+    metrics = {line.split()[0]: float(line.split()[1]) for line in server.get("/metrics", None).text.splitlines()
+               if line.startswith("python_gc_")}
+    # the modules, the app and the store's clients: tens of thousands of objects a full collection skips
+    assert metrics["python_gc_frozen_objects"] > 50_000
+    assert {'python_gc_collections{generation="0"}', 'python_gc_collections{generation="2"}'} <= set(metrics)
+
+
 def _otlp_requests(server: Server) -> int:
     line = next(x for x in server.get("/metrics", None).text.splitlines()
                 if x.startswith('claimtrail_otlp_items{counter="requests"}'))

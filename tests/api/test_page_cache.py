@@ -6,11 +6,14 @@ A real server on loopback with its embedded store; the cache's hits and misses a
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 
+from audit.api.pages import PageCache
 from audit.records import DecisionRecord, to_jsonl
 from tests.api.conftest import Server, start_server, stop
 from tests.store.factory import BASE_TIME, iso, make_record
@@ -82,3 +85,50 @@ def test_pages_are_kept_per_caller_and_redaction(srv: Server) -> None:
     assert admin["pod"] == "train-30" and tenant["pod"] != "train-30"  # the tenant's page hashes pod names
     again = srv.get("/v1/decisions", "admin", limit=1, tenant="team-a").json()["items"][0]
     assert again == admin
+
+
+
+@pytest.mark.parametrize(
+    ("versions", "fails", "reads", "answers", "counts"),
+    [
+        # four readers of one version: one reads the store, three get its page
+        ([1, 1, 1, 1], set(), [0], ["page 0"] * 4, (3, 1)),
+        # two versions: a reader of the newer one does not take the older read's page
+        ([1, 1, 2, 2], set(), [0, 2], ["page 0", "page 0", "page 2", "page 2"], (2, 2)),
+        # the first read fails: its error is its own, and the readers waiting for it read for themselves
+        ([1, 1, 1], {0}, [0, 1, 2], ["store away", "page 1", "page 2"], (0, 3)),
+    ],
+    ids=["one-version", "two-versions", "first-read-fails"],
+)
+def test_readers_missing_one_page_at_once_wait_for_one_read_of_it(
+        versions: list[int], fails: set[int], reads: list[int], answers: list[str], counts: tuple[int, int]) -> None:
+    cache = PageCache()
+    release = threading.Event()
+    called: list[int] = []
+    got: list[str] = [""] * len(versions)
+
+    def compute(i: int) -> str:
+        called.append(i)
+        release.wait()  # every read runs until all readers have asked
+        if i in fails:
+            raise RuntimeError("store away")
+        return f"page {i}"
+
+    def read(i: int) -> None:
+        try:
+            got[i] = cache.get_or_compute("page", versions[i], lambda: compute(i))
+        except RuntimeError as exc:
+            got[i] = str(exc)
+
+    threads = []
+    for i in range(len(versions)):  # one at a time: each has read or joined a read before the next asks
+        threads.append(threading.Thread(target=read, args=(i,)))
+        threads[-1].start()
+        while len(called) + cache.hits < i + 1:
+            time.sleep(0.001)
+    release.set()
+    for t in threads:
+        t.join()
+    assert got == answers
+    assert sorted(called) == reads
+    assert (cache.hits, cache.misses) == counts

@@ -37,7 +37,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuditStore]:
 
 def intact(store: AuditStore) -> None:
     assert store.client.query("SELECT count() FROM decisions FINAL WHERE cluster = 'c1'").result_rows[0][0] == 20
-    assert store.client.query("SELECT count() FROM system.tables WHERE database = 'claimtrail'").result_rows[0][0] == 24
+    assert store.client.query("SELECT count() FROM system.tables WHERE database = 'claimtrail'").result_rows[0][0] == 26
 
 
 @pytest.mark.parametrize("value", NASTY, ids=range(len(NASTY)))

@@ -138,3 +138,26 @@ def test_an_admins_pages_are_the_same_whether_merged_per_tenant_or_sorted_at_onc
     write_all(store, records[30:])
     assert len({r.tenant for r in records}) > 1  # several tenants: the merge has work to do
     assert _pages(store, DecisionFilter(fallback=False), 7) == _newest_first([r for r in records if not r.fallback])
+
+
+@pytest.mark.parametrize(
+    ("f", "table", "window"),
+    [
+        (DecisionFilter(tenant="acme"), "decisions_by_time", ("", "9")),
+        (DecisionFilter(tenant="acme", since="2026-11-01T01:00:00Z", until="2026-11-01T04:00:00Z"), "decisions_by_time",
+         ("2026-11-01T01:00:00.000Z", "2026-11-01T04:00:00.000Z")),
+        (DecisionFilter(tenant="acme", fallback=False), "decisions", ("", "9")),
+        (DecisionFilter(tenant="acme", namespace="acme-ml"), "decisions", ("", "9")),
+    ],
+    ids=["tenant", "tenant-in-a-window", "tenant-and-fallback", "tenant-and-namespace"],
+)
+def test_a_page_filtered_on_tenant_and_time_alone_is_read_from_the_copy_in_time_order(
+        store: AuditStore, f: DecisionFilter, table: str, window: tuple[str, str]) -> None:
+    records = [r for r in _spread() if r.tenant == "acme" and not r.fallback and r.namespace == "acme-ml"]
+    write_all(store, records)
+    shown = _newest_first([r for r in records if window[0] <= r.time < window[1]])
+    # which table answered shows in what a row missing from one of the two does to the page
+    store.client.command(f"ALTER TABLE {table} DELETE WHERE decision_id = {{d:String}} SETTINGS mutations_sync = 1",
+                         parameters={"d": shown[0]})
+    page, _ = store.list_decisions(f, None, 50)
+    assert [r.decision_id for r in page] == shown[1:]

@@ -26,6 +26,7 @@ EXPECTED_TABLES = {
     10: {"pods", "pod_policies", "pod_capacity", "unhealthy_spans"},
     11: {"pod_folds"},  # and the pods' asked column
     12: {"decisions_by_id", "decisions_by_id_mv"},
+    13: {"decisions_by_time", "decisions_by_time_mv"},
 }
 DROPPED = {"tenant_usage_1h", "tenant_usage_1h_mv", "policies"}
 
@@ -88,6 +89,14 @@ def test_migrating_from_an_earlier_version_keeps_data_and_backfills_rollups(tmp_
                                    "FROM decisions_by_id AS b INNER JOIN decisions AS d USING decision_id").result_rows
         assert by_id == [(90, 90)]
         assert [store.get_decision(r.decision_id, None) for r in records[:5]] == records[:5]
+        # and the newest pages, read from the copy in time order, show every decision stored before it
+        by_time = store.client.query("SELECT count(), countIf(b.record = d.record AND b.time = d.time) "
+                                     "FROM decisions_by_time AS b INNER JOIN decisions AS d USING decision_id").result_rows
+        assert by_time == [(90, 90)]
+        tenant = records[0].tenant
+        page, _ = store.list_decisions(DecisionFilter(tenant=tenant), None, 100)
+        assert page == sorted((r for r in records if r.tenant == tenant), key=lambda r: (r.time, r.decision_id),
+                              reverse=True)
 
 
 def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:

@@ -29,13 +29,17 @@ def test_single_node_ddl_has_every_table_with_dedup_window(capsys: pytest.Captur
     assert created == ["schema_migrations", "events", "checkpoints", "decisions", "decision_tiers", "policies",
                        "quarantine", "replay_runs", "fallback_1h", "tenant_usage_1h", "decisions_in", "replay_jobs",
                        "decision_keys", "event_keys", "pods", "pod_policies", "pod_capacity", "unhealthy_spans",
-                       "pod_folds", "decisions_by_id"]
+                       "pod_folds", "decisions_by_id", "decisions_by_time"]
     assert out.count("non_replicated_deduplication_window = 1000") == len(created) - 1  # decisions_in: Null
     assert "CREATE TABLE IF NOT EXISTS audit.decisions_in (\n  record String\n) ENGINE = Null" in out
-    # the history check's key tables and the decisions in id order: small marks, filled by the engine
-    assert out.count("index_granularity = 128,") == 3
+    # the history check's key tables and the decisions in id and in time order: small marks, filled by the engine
+    assert out.count("index_granularity = 128,") == 4
     assert ("TO audit.decisions_by_id\nAS SELECT decision_id, tenant, time, record FROM audit.decisions;\n\n"
             "INSERT INTO audit.decisions_by_id SELECT decision_id, tenant, time, record FROM audit.decisions FINAL") in out
+    assert ("CREATE TABLE IF NOT EXISTS audit.decisions_by_time (\n  tenant LowCardinality(String),") in out
+    assert "ORDER BY (tenant, time, decision_id)\nSETTINGS index_granularity = 128," in out
+    assert ("TO audit.decisions_by_time\nAS SELECT tenant, time, decision_id, record FROM audit.decisions;\n\n"
+            "INSERT INTO audit.decisions_by_time SELECT tenant, time, decision_id, record FROM audit.decisions FINAL") in out
     assert "TO audit.decision_keys\nAS SELECT decision_id, SHA256(record) AS sha256, time FROM audit.decisions" in out
     assert "ON CLUSTER" not in out and "Replicated" not in out
     # what nothing reads or writes any more is dropped after the early migrations created it
@@ -48,7 +52,7 @@ def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pyt
     assert code == 0
     assert "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/claimtrail/decisions_local', '{replica}')" in out
     assert "ReplicatedAggregatingMergeTree(" in out
-    for table in ("decisions", "decision_tiers", "replay_runs", "decision_keys", "decisions_by_id"):
+    for table in ("decisions", "decision_tiers", "replay_runs", "decision_keys", "decisions_by_id", "decisions_by_time"):
         assert (f"CREATE TABLE IF NOT EXISTS claimtrail.{table} ON CLUSTER prod AS claimtrail.{table}_local\n"
                 f"ENGINE = Distributed(prod, claimtrail, {table}_local, cityHash64(decision_id))") in out
     assert "TO claimtrail.fallback_1h_local\nAS SELECT" in out and "FROM claimtrail.decisions_local" in out
@@ -82,7 +86,11 @@ def test_cluster_ddl_replicates_and_shards_a_decision_with_its_tiers(capsys: pyt
     assert "(11, 'how far the pod tables are written (pod_folds), and what device-plugin pods asked for')" in out
     assert ("TO claimtrail.decisions_by_id_local\nAS SELECT decision_id, tenant, time, record "
             "FROM claimtrail.decisions_local;") in out
-    assert out.rstrip().endswith("(12, 'the record of each decision in id order, for lookups by id, backfilled');")
+    assert "(12, 'the record of each decision in id order, for lookups by id, backfilled')" in out
+    assert ("TO claimtrail.decisions_by_time_local\nAS SELECT tenant, time, decision_id, record "
+            "FROM claimtrail.decisions_local;") in out
+    assert out.rstrip().endswith("(13, 'the record of each decision in time order per tenant, for the newest pages, "
+                                 "backfilled');")
 
 
 def test_record_schema_is_the_json_schema_of_a_decision_record(capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,8 +132,9 @@ def test_every_cluster_statement_is_valid_clickhouse_syntax(store: AuditStore) -
     # runs' new columns on the local and the Distributed table and the job index (v7), the history key
     # tables' views (v8), the dropped view and the dropped tables' local and Distributed tables (v9),
     # the pod lifecycle's four tables, local and Distributed (v10), pod_folds local and Distributed and
-    # the pods' new column on both (v11), decisions_by_id local and Distributed and its view (v12), version row
-    assert len(statements) == 1 + 14 * 2 + 4 + 2 + 1 + 3 + 2 + 1 + 2 * 2 + 4 * 2 + 2 + 2 + 2 + 1 + 1
+    # the pods' new column on both (v11), decisions_by_id local and Distributed and its view (v12), the same for
+    # decisions_by_time (v13), version row
+    assert len(statements) == 1 + 14 * 2 + 4 + 2 + 1 + 3 + 2 + 1 + 2 * 2 + 4 * 2 + 2 + 2 + 2 + 1 + 2 + 1 + 1
     for statement in statements:
         formatted = store.client.query("SELECT formatQuery({q:String})", parameters={"q": statement}).result_rows[0][0]
         assert formatted.split()[0] in ("CREATE", "INSERT", "ALTER", "DROP")
