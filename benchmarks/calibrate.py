@@ -80,7 +80,9 @@ set the reference, 0.5 on a machine half as fast). A time is normalised by multi
 factor, a rate by dividing it by the factor; ratios measured within one run need neither. Which
 factor a row takes is its ``scale`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan``, ``mixed`` or
 ``none``), by default read from its unit; ``memory`` and ``mixed`` rows take a blend of two
-workloads' factors (``blended_factor``), the others their own workload's.
+workloads' factors (``blended_factor``), the others their own workload's. Every figure a
+workload measured in one ``make bench`` counts towards that run's factor, the median of them
+(``benchmarks.run.run_factors``), by which every row of the run is normalised.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ counts. ``--either-way`` marks moves beyond the threshold in both directions: tw
 commit should agree, and a figure that got better by itself says as much about the normalising
 as one that got worse. Because both sides are normalised by the speed the machine had at the time, a regression
 shows as one whatever the machine did that hour. Each row is normalised again from the calibrations
-its run measured, kept in the results, against the reference the results were made with, by the
+the run measured, kept in the results, against the reference the results were made with, by the
 rules of the code doing the comparing (``renormalised``): results written before a scale's rule
 changed then compare with ones written after it.
 """
@@ -24,8 +24,8 @@ import json
 import sys
 from typing import Any
 
-from benchmarks.calibrate import factor, kind
-from benchmarks.run import annotate
+from benchmarks.calibrate import kind
+from benchmarks.run import annotate, run_factors
 
 
 def comparable(row: dict[str, Any]) -> float | None:
@@ -37,18 +37,20 @@ def comparable(row: dict[str, Any]) -> float | None:
 
 def renormalised(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The results' rows normalised again by today's rules (``benchmarks.run.annotate``) from the
-    calibrations each row's run measured, against the reference stored with the results and on the
-    results' machine's cores. A row without stored calibrations, or without one today's rule for
-    it takes, and results without a reference, keep the figure they were written with."""
+    run's factors (``benchmarks.run.run_factors``) over the calibrations the results kept, against
+    the reference stored with them and on the results' machine's cores. Results without those
+    calibrations or a reference, and a row today's rule for it needs a calibration the run lacks,
+    keep the figure they were written with."""
     reference = results.get("reference") or {}
+    calibrations = {key.removesuffix("_seconds"): figures for key, figures in (results.get("calibration") or {}).items()
+                    if isinstance(figures, list)}
+    if not reference or not calibrations:
+        return list(results["rows"])
+    factors = run_factors(calibrations, reference)
     cpus = int((results.get("machine") or {}).get("cpus") or 1)
     rows = []
     for row in results["rows"]:
-        seconds = row.get("calibration")
-        if not reference or not isinstance(seconds, dict):
-            rows.append(row)
-            continue
-        again = annotate(row, {scale: factor(reference, scale, s) for scale, s in seconds.items()}, cpus)
+        again = annotate(row, factors, cpus)
         # results from before a calibration existed lack what today's rule for the row takes
         rows.append(again if again["normalised"] is not None or row.get("normalised") is None else row)
     return rows

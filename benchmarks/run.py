@@ -5,13 +5,15 @@ Each bench module exposes ``run() -> list[dict]``; a row is ``{"issue", "name", 
 or ``none``, see ``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
 (caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
 that process first measures the machine's CPU speed, a fresh one measures it again right after
-(the run takes the mean, ``around``), and a module with rows that scale with the
-memory system, the store or all cores is followed by a measurement of that speed. Every time and rate is reported as measured and
-normalised to the reference machine (``benchmarks/reference.json``); targets are judged on the
-normalised figure. Ratios against a baseline in the same run need no normalising. A module whose
+(the module's run takes the mean, ``around``), and a module with rows that scale with the
+memory system, the store or all cores is followed by a measurement of that speed. Every time and
+rate is reported as measured and normalised to the reference machine (``benchmarks/reference.json``)
+by the run's factor for its workload, the median of that workload's figures over the whole run
+(``run_factors`` says why not the ones beside the row's own module, which each row keeps);
+targets are judged on the normalised figure. Ratios against a baseline in the same run need no normalising. A module whose
 figures are short latencies, tails of a few hundred requests or microsecond loops, sets ``BENCH_RUNS``
-(default 1): it then runs that many times, each in a fresh process with its own calibration, and
-each row reports the run whose normalised figure is the median, with every run's in its note and
+(default 1): it then runs that many times, each in a fresh process, and
+each row reports the run whose figure is the median, with every run's in its note and
 the spread of their figures (``spread_of``). A
 single run of such a figure moves by a quarter or more with where its process lands and what the
 kernel does meanwhile; the median of three does not. Those runs are spread over the whole run
@@ -101,10 +103,8 @@ def _measured_run(name: str) -> tuple[Measured, int]:
 
 def around(before: float, after: float) -> float:
     """The ``cpu`` workload's seconds for a module's run: the mean of its figure in the module's
-    process just before the run and in a fresh process just after it. A run lasts a minute or more
-    and the shared machine's speed moves within that; a figure on either side of the run follows
-    it better than one taken before the run alone, whose moment may have been busier or quieter
-    than the rest."""
+    process just before the run and in a fresh process just after it, one of the run's figures
+    for ``run_factors`` and the one the module's rows keep to show the machine's speed around it."""
     return (before + after) / 2
 
 
@@ -278,9 +278,11 @@ def widened(modules: dict[str, tuple[float, float]], budget: float, band: float 
     return chosen
 
 
-def widest_spread(runs: list[Measured], reference: dict[str, Any]) -> float:
-    """The widest spread over a module's runs among its times and rates (1.0 for none)."""
-    rows = normalised_rows([runs], reference)
+def widest_spread(runs: list[Measured]) -> float:
+    """The widest spread over a module's runs among its times and rates (1.0 for none), on their
+    measured figures: every row of a ``make bench`` is normalised by the same factor of its
+    workload (``run_factors``), so measured and normalised figures spread alike."""
+    rows = median_rows([[row for row, _ in run] for run in runs])
     return max((float(r["spread"]) for r in rows if r.get("spread") and calibrate.kind(r["unit"]) != "other"),
                default=1.0)
 
@@ -306,8 +308,7 @@ def _attempt(name: str, number: int, failed: list[str], of: int) -> tuple[Measur
 Attempt = Callable[[str, int, int], tuple[Measured, int, float] | None]  # ``_attempt`` without its failure list
 
 
-def run_modules(names: list[str], attempt: Attempt, extra_seconds: float,
-                reference: dict[str, Any]) -> dict[str, list[Measured]]:
+def run_modules(names: list[str], attempt: Attempt, extra_seconds: float) -> dict[str, list[Measured]]:
     """Every module's runs, by name, for the modules that did not fail: each runs once, in the
     order given; then again, pass by pass, until it has the runs it asks for (``later_passes``);
     then the modules ``widened`` picks run ``EXTRA_RUNS`` more times, pass by pass too.
@@ -334,7 +335,7 @@ def run_modules(names: list[str], attempt: Attempt, extra_seconds: float,
         if got is not None:
             runs_of[name], wanted[name], took[name] = [got[0]], got[1], [got[2]]
     again(later_passes(wanted))
-    spreads = {name: (widest_spread(runs, reference), statistics.mean(took[name]))
+    spreads = {name: (widest_spread(runs), statistics.mean(took[name]))
                for name, runs in runs_of.items() if wanted[name] > 1}
     more = widened(spreads, extra_seconds)
     for name in more:
@@ -345,13 +346,40 @@ def run_modules(names: list[str], attempt: Attempt, extra_seconds: float,
     return runs_of
 
 
-def normalised_rows(module_runs: list[list[Measured]], reference: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every module's rows annotated against the reference, one row per benchmark (``median_rows``),
-    each keeping every calibration its run measured, so it can be judged by another scale later."""
+CALIBRATIONS = ("cpu", *SHARED_SCALES)
+
+
+def run_calibrations(module_runs: list[list[Measured]]) -> dict[str, list[float]]:
+    """Every figure each workload measured in the run, in seconds, sorted: one per module run that
+    took it (the rows of a module's run share their calibrations)."""
+    seconds: dict[str, list[float]] = {scale: [] for scale in CALIBRATIONS}
+    for runs in module_runs:
+        for run in runs:
+            for scale, s in (run[0][1] if run else {}).items():
+                seconds.setdefault(scale, []).append(s)
+    return {scale: sorted(figures) for scale, figures in seconds.items()}
+
+
+def run_factors(calibrations: dict[str, list[float]], reference: dict[str, Any]) -> dict[str, float | None]:
+    """The factor every row of a run is normalised by, per workload: the median of that workload's
+    figures over the whole run against the reference (None for a workload the run did not measure
+    or the reference lacks).
+
+    Not the figures measured beside the row's own module. The shared machine's speed swings on a
+    scale of seconds: within one quiet run the ``cpu`` workload took from 41 to 69 ms, and a module's
+    rows did not follow the figures taken just before and after it. Two quiet runs of one commit,
+    on two days, each row normalised by its own module's calibrations: 40 of 94 rows more than
+    20 % apart, more than their measured figures (31); by each run's medians: 23."""
+    return {scale: calibrate.factor(reference, scale, statistics.median(figures)) if figures else None
+            for scale, figures in calibrations.items()}
+
+
+def normalised_rows(module_runs: list[list[Measured]], factors: dict[str, float | None]) -> list[dict[str, Any]]:
+    """Every module's rows annotated with the run's ``factors``, one row per benchmark
+    (``median_rows``), each keeping the calibrations measured beside its own run, which show
+    what the machine did around it."""
     return [row for runs in module_runs for row in median_rows([
-        [{**annotate(row, {scale: calibrate.factor(reference, scale, s) for scale, s in seconds.items()}),
-          "calibration": seconds} for row, seconds in run]
-        for run in runs])]
+        [{**annotate(row, factors), "calibration": seconds} for row, seconds in run] for run in runs])]
 
 
 def _figure(row: dict[str, Any]) -> Any:
@@ -397,13 +425,10 @@ def main() -> int:
     names = [info.name for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name)
              if info.name.startswith("bench_") and selected(info.name, args.only)]
     failed: list[str] = []
-    known = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
     with Awake(args.awake), Noise(args.noise):
-        runs_of = run_modules(names, lambda name, number, of: _attempt(name, number, failed, of), args.extra_seconds,
-                              known)
+        runs_of = run_modules(names, lambda name, number, of: _attempt(name, number, failed, of), args.extra_seconds)
     module_runs = [runs_of[name] for name in names if name in runs_of]
-    measured = [pair for runs in module_runs for run in runs for pair in run]
-    calibrations = {scale: sorted({s[scale] for _, s in measured if scale in s}) for scale in ("cpu", *SHARED_SCALES)}
+    calibrations = run_calibrations(module_runs)
     if args.set_reference:
         earlier = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
         reference = {f"{scale}_seconds": statistics.median(r) if r else earlier.get(f"{scale}_seconds")
@@ -413,9 +438,9 @@ def main() -> int:
             json.dump(reference, fh, indent=2)
             fh.write("\n")
     reference = calibrate.load_reference() if calibrate.REFERENCE.exists() else {}
-    rows = normalised_rows(module_runs, reference)
-    summary = {scale: _rounded(calibrate.factor(reference, scale, statistics.median(r))) if r else None
-               for scale, r in calibrations.items()}
+    factors = run_factors(calibrations, reference)
+    rows = normalised_rows(module_runs, factors)
+    summary = {scale: _rounded(f) for scale, f in factors.items()}
     print("speed factor against the reference: " + ", ".join(f"{k} {v}" for k, v in summary.items())
           + (" (with --noise)" if args.noise else ""))
     print(f"{'issue':<6} {'benchmark':<62} {'measured':>14} {'normalised':>14} {'spread':>7} {'unit':<10} "

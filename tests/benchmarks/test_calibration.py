@@ -206,36 +206,38 @@ def test_memory_rows_take_the_blend_of_the_cpu_time_and_memory_factors_not_the_w
     assert (row["scale"], row["factor"], row["normalised"]) == ("memory", round(1 / 1.625, 3), 1_625.0)
 
 
-def _stored(name: str, value: float, normalised: float, scale: str, calibration: dict[str, float],
-            **extra: object) -> dict[str, object]:
-    return {"name": name, "unit": "decisions/s", "value": value, "normalised": normalised, "scale": scale,
-            "calibration": calibration, **extra}
+def _stored(name: str, value: float, normalised: float, scale: str, **extra: object) -> dict[str, object]:
+    return {"name": name, "unit": "decisions/s", "value": value, "normalised": normalised, "scale": scale, **extra}
 
 
-@pytest.mark.parametrize(("row", "expected"), [
+def _run(rows: list[dict[str, object]], **seconds: list[float]) -> dict[str, object]:
+    """Results whose run measured these calibrations (seconds per workload, one per module run)."""
+    return {**_results(rows), "calibration": {f"{scale}_seconds": figures for scale, figures in seconds.items()},
+            "reference": {"cpu_seconds": 0.1, "cputime_seconds": 0.1, "memory_seconds": 1.0, "parallel_seconds": 1.0}}
+
+
+@pytest.mark.parametrize(("results", "expected"), [
     # written when a memory row took the memory factor alone (0.5): 2,000; by the blend of 0.8 and 0.5: 1,625
-    (_stored("engine", 1_000.0, 2_000.0, "memory", {"cpu": 0.125, "cputime": 0.125, "memory": 2.0}), 1_625.0),
+    (_run([_stored("engine", 1_000.0, 2_000.0, "memory")], cpu=[0.125], cputime=[0.125], memory=[2.0]), 1_625.0),
     # written before the cputime calibration existed: today's rule cannot apply, the figure as written
-    (_stored("engine", 1_000.0, 2_000.0, "memory", {"cpu": 0.125, "memory": 2.0}), 2_000.0),
-    (_stored("replay", 1_000.0, 1_000.0, "cpu", {"cpu": 0.2}), 2_000.0),
+    (_run([_stored("engine", 1_000.0, 2_000.0, "memory")], cpu=[0.125], memory=[2.0]), 2_000.0),
+    (_run([_stored("replay", 1_000.0, 1_000.0, "cpu")], cpu=[0.2]), 2_000.0),
+    # the run's median, not the figure beside the row's own module: median 0.2 s, factor 0.5
+    (_run([_stored("replay", 1_000.0, 1_000.0, "cpu", calibration={"cpu": 0.1})], cpu=[0.1, 0.2, 0.3]), 2_000.0),
     # mixed rows weigh their cores by the results' machine (2 cores), not the comparing one
-    (_stored("stats", 1_000.0, 0.0, "mixed", {"cpu": 0.1, "parallel": 2.0}, cores=1.5), 1_000.0 * 1.5),
+    (_run([_stored("stats", 1_000.0, 0.0, "mixed", cores=1.5)], cpu=[0.1], parallel=[2.0]), 1_000.0 * 1.5),
     # no stored calibrations: the figure as written
-    ({"name": "old", "unit": "decisions/s", "value": 1_000.0, "normalised": 1_234.0, "scale": "memory"}, 1_234.0),
+    ({**_results([{"name": "old", "unit": "decisions/s", "value": 1_000.0, "normalised": 1_234.0, "scale": "memory"}]),
+      "reference": {"cpu_seconds": 0.1}}, 1_234.0),
 ])
-def test_compare_normalises_stored_rows_again_by_todays_rules(row: dict[str, object], expected: float) -> None:
-    results = {**_results([row]), "reference": {"cpu_seconds": 0.1, "cputime_seconds": 0.1, "memory_seconds": 1.0,
-                                                "parallel_seconds": 1.0}}
+def test_compare_normalises_stored_rows_again_by_todays_rules(results: dict[str, object], expected: float) -> None:
     (again,) = compare.renormalised(results)
     assert again["normalised"] == pytest.approx(expected)
 
 
 def test_compare_judges_old_memory_rows_by_the_blend_not_by_the_figure_they_were_written_with() -> None:
-    reference = {"cpu_seconds": 0.1, "cputime_seconds": 0.1, "memory_seconds": 1.0}
-    old = {**_results([_stored("engine", 1_000.0, 2_000.0, "memory", {"cpu": 0.125, "cputime": 0.125, "memory": 2.0})]),
-           "reference": reference}
-    new = {**_results([_stored("engine", 1_500.0, 1_500.0, "memory", {"cpu": 0.1, "cputime": 0.1, "memory": 1.0})]),
-           "reference": reference}
+    old = _run([_stored("engine", 1_000.0, 2_000.0, "memory")], cpu=[0.125], cputime=[0.125], memory=[2.0])
+    new = _run([_stored("engine", 1_500.0, 1_500.0, "memory")], cpu=[0.1], cputime=[0.1], memory=[1.0])
     lines, moves = compare.compare(old, new, threshold=20, either_way=True)
     # as written, 2,000 -> 1,500 would be a 25 % regression; both by the blend, 1,625 -> 1,500
     assert moves == 0
@@ -280,18 +282,33 @@ def test_only_picks_modules_by_any_of_its_comma_separated_substrings(only: str, 
     assert selected(module, only) is picked
 
 
-def test_normalised_rows_keep_the_calibrations_of_the_run_each_row_comes_from() -> None:
+def test_every_row_takes_the_runs_factor_and_keeps_the_calibrations_beside_its_own_run() -> None:
     from benchmarks.run import normalised_rows
 
-    reference = {"cpu_seconds": 0.1, "cputime_seconds": 0.1, "memory_seconds": 1.0}
     row = {"name": "engine decisions/s", "value": 1_000.0, "unit": "decisions/s", "scale": "memory"}
-    runs = [[(row, {"cputime": 0.1, "memory": 3.0})], [(row, {"cputime": 0.2, "memory": 1.0})],
-            [(row, {"cputime": 0.1, "memory": 1.0})]]
-    (chosen,) = normalised_rows([runs], reference)
-    # factors 1 / (0.5 + 1.5) = 0.5, 1 / (1 + 0.5) and 1: normalised 2,000 / 1,500 / 1,000
-    # decisions/s; the median is the second run's, with its calibrations
-    assert (chosen["normalised"], chosen["factor"]) == (1_500.0, round(1 / 1.5, 3))
+    runs = [[({**row, "value": 900.0}, {"cputime": 0.1, "memory": 3.0})], [(row, {"cputime": 0.2, "memory": 1.0})],
+            [({**row, "value": 1_200.0}, {"cputime": 0.1, "memory": 1.0})]]
+    # the run's factors: cputime 0.5, memory 0.5, so 1 / (1 + 1) = 0.5 for every run; the median
+    # run is the 1,000 decisions/s one, normalised 2,000, with the calibrations taken beside it
+    (chosen,) = normalised_rows([runs], {"cputime": 0.5, "memory": 0.5})
+    assert (chosen["normalised"], chosen["factor"]) == (2_000.0, 0.5)
     assert chosen["calibration"] == {"cputime": 0.2, "memory": 1.0}
+
+
+def test_a_runs_factor_is_the_median_of_each_workloads_figures_over_every_module_run() -> None:
+    from benchmarks.run import run_calibrations, run_factors
+
+    def run(**seconds: float) -> list[tuple[dict[str, object], dict[str, float]]]:
+        return [({"name": "a", "unit": "ms", "value": 1.0}, seconds), ({"name": "b", "unit": "ms", "value": 2.0}, seconds)]
+
+    module_runs = [[run(cpu=0.2), run(cpu=0.1)], [run(cpu=0.4, store=0.5)], [[]]]
+    # one figure per module run, however many rows it has; a run without rows adds none
+    calibrations = run_calibrations(module_runs)
+    assert calibrations["cpu"] == [0.1, 0.2, 0.4]
+    assert calibrations["store"] == [0.5]
+    assert calibrations["memory"] == []
+    factors = run_factors(calibrations, {"cpu_seconds": 0.1, "store_seconds": 0.25, "memory_seconds": 1.0})
+    assert (factors["cpu"], factors["store"], factors["memory"]) == (0.5, 0.5, None)
 
 
 @pytest.mark.parametrize(("cores", "expected"), [
