@@ -147,13 +147,38 @@ def _input_digest(ctx: AttemptContext, claims: list[dict[str, Any]]) -> str:
         hit = memo.get(id(c))
         if hit is None or hit[0] is not c:
             # the claim object itself is kept and compared: an id() of a freed claim can be reused
-            hit = memo[id(c)] = (c, canonical_json(_claim_entry(c)))
+            hit = memo[id(c)] = (c, _entry_bytes(world, c))
         entries.append(hit[1])
     head = f'{{"attempt":{attempt},"claims":['.encode()
     tail = (f'],"pod":{{"key":{encode_string(ctx.pod_key)},"uid":{encode_string(ctx.uid)}}},'
             f'"policy":{encode_string(ctx.policy.digest)},"seq":{seq},"time":{encode_string(ctx.time)},'
             f'"world":{encode_string(world.chain_digest)}}}').encode()
     return hashlib.sha256(head + b",".join(entries) + tail).hexdigest()
+
+
+# world.derived key: id(claim spec) -> (spec, its canonical bytes). Claims made from one template
+# for one size share their spec object (the simulator builds each once), so a new claim's entry
+# costs its name and uid alone; past this many specs (claims read back from a log each have their
+# own) the memo starts over.
+_SPEC_BYTES = "input_spec_bytes"
+_MAX_SPEC_BYTES = 1024
+
+
+def _entry_bytes(world: World, c: dict[str, Any]) -> bytes:
+    """``canonical_json(_claim_entry(c))``, its spec's bytes kept per spec object (the members in
+    canonical order: name, spec, uid)."""
+    meta = c["metadata"]
+    name, uid, spec = meta["name"], meta.get("uid", ""), c.get("spec")
+    if type(name) is not str or type(uid) is not str or type(spec) is not dict:
+        return canonical_json(_claim_entry(c))
+    memo: dict[int, tuple[dict[str, Any], bytes]] | None = world.derived.get(_SPEC_BYTES)
+    if memo is None or len(memo) >= _MAX_SPEC_BYTES:
+        memo = world.derived[_SPEC_BYTES] = {}
+    hit = memo.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        # the spec itself is kept and compared: an id() of a freed spec can be handed to another
+        hit = memo[id(spec)] = (spec, canonical_json(spec))
+    return f'{{"name":{encode_string(name)},"spec":'.encode() + hit[1] + f',"uid":{encode_string(uid)}}}'.encode()
 
 
 def forget_claim_entries(world: World, claims: list[dict[str, Any]]) -> None:

@@ -14,7 +14,6 @@ claim's ``status.allocation`` (+ ``reservedFor``) and the pod's ``nodeName``.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from audit.events import EventType, WorldEvent
@@ -72,9 +71,11 @@ def bind(world: World, decision: Decision, time_ms: int, policy: Policy | None =
     ns, _, name = decision.pod_key.partition("/")
     pod = world.get("Pod", ns, name)
     if failure is None and pod is not None:
-        # (a shallow copy with its events set: ``dataclasses.replace`` reads the field list and
-        # calls the constructor on every bind)
-        bound = copy.copy(decision)
+        # A shallow copy with its events set, made as ``copy.copy`` makes it (a new instance given
+        # the same attribute dict) without the trip through the pickle protocol that ``copy.copy``
+        # takes for a dataclass, nor the field list and constructor of ``dataclasses.replace``.
+        bound = Decision.__new__(Decision)
+        bound.__dict__.update(decision.__dict__)
         bound.events = _bind_events(world, pod, p, time_ms)
         return bound
     cls, detail = failure if failure is not None else (RetryClass.TERMINAL, {"pod": decision.pod_key})

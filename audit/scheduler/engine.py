@@ -701,6 +701,8 @@ def _skipped_with_free_devices(world: World, rts: list[RequestTiers],
     visited and failed it: the tier's devices left ``not_reached`` (free and healthy, or given
     back while backtracking) sit on nodes that could not hold the pod with that tier.
     """
+    if not any(best.chosen.values()):
+        return []  # every request got its first open tier: no tier was skipped
     summary_of = {(t.claim, t.request, t.index): s
                   for (t, s) in zip((t for rt in rts for t in rt.tiers), summaries, strict=True)}
     out: list[TierBlocker] = []

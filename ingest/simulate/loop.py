@@ -110,6 +110,7 @@ class Simulator(ClusterLoop):
         self.preempted = 0
         self._uid = 0
         self._n_flap = 0
+        self._specs: dict[tuple[str, int], dict[str, Any]] = {}  # (template, size) -> claim spec
 
     # ---- emitting world events ------------------------------------------------------------------
 
@@ -299,7 +300,12 @@ class Simulator(ClusterLoop):
             tmpl = self.templates[job.template]
             inner = tmpl["spec"]
             labels = dict((inner.get("metadata") or {}).get("labels") or {})
-            spec = _with_count(inner["spec"], job.size)
+            # Claims of one template and size share one spec object: a payload is never changed
+            # once it is in an event (the rule the world's caches rely on too), so building the
+            # same nested spec again for every job would only cost time and memory.
+            spec = self._specs.get((job.template, job.size))
+            if spec is None:
+                spec = self._specs[(job.template, job.size)] = _with_count(inner["spec"], job.size)
         return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                 "metadata": {"name": claim_name, "namespace": job.namespace, "uid": self._uid_next(),
                              "labels": labels,

@@ -2,8 +2,8 @@
 
 ``new_record`` writes the input document by hand around each claim's entry, which it encodes once
 per claim object. The digest must equal ``digest(input_document(...))`` for every attempt: on a
-retry with the same objects, after the claim is replaced by an event, and when the memo holds an
-entry under the claim's ``id()`` for another object (ids of freed objects are reused).
+retry with the same objects, after the claim is replaced by an event, and when a memo holds an
+entry under the claim's or its spec's ``id()`` for another object (ids of freed objects are reused).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from audit.canonical import canonical_json, digest
 from audit.records import Outcome
 from audit.scheduler.attempt import (
     _CLAIM_ENTRIES,
+    _SPEC_BYTES,
     AttemptContext,
     forget_claim_entries,
     input_document,
@@ -62,8 +63,30 @@ def _forgotten(sim: Any, key: str) -> None:
     forget_claim_entries(sim.world, _claims(sim, key))
 
 
-@pytest.mark.parametrize("change", [_same_objects, _claim_replaced, _id_reused_by_another_claim, _forgotten],
-                         ids=["retry-same-objects", "claim-replaced", "id-reused-by-another-claim", "forgotten"])
+def _spec_id_reused_by_another_spec(sim: Any, key: str) -> None:
+    """The claim's entry is gone, and the spec memo holds, under its spec's id, the bytes of a
+    different spec object."""
+    claim = _claims(sim, key)[0]
+    forget_claim_entries(sim.world, [claim])
+    other = {"devices": {"requests": []}}
+    sim.world.derived[_SPEC_BYTES][id(claim["spec"])] = (other, canonical_json(other))
+
+
+def _claim_with_a_new_spec_object(sim: Any, key: str) -> None:
+    """The claim is replaced by one with an equal spec in a new object, and that spec's id holds
+    the memo entry of the old one (as when the old object was freed and its id handed on)."""
+    ns, name = key.split("/", 1)
+    old = sim.world.get("ResourceClaim", ns, f"{name}-gpu")
+    claim = copy.deepcopy(old)
+    claim["spec"]["devices"]["requests"][0]["firstAvailable"][0]["count"] = 3
+    sim.world.derived[_SPEC_BYTES][id(claim["spec"])] = (old["spec"], canonical_json(old["spec"]))
+    sim.emit("ResourceClaim", ns, f"{name}-gpu", claim)
+
+
+@pytest.mark.parametrize("change", [_same_objects, _claim_replaced, _id_reused_by_another_claim, _forgotten,
+                                    _spec_id_reused_by_another_spec, _claim_with_a_new_spec_object],
+                         ids=["retry-same-objects", "claim-replaced", "id-reused-by-another-claim", "forgotten",
+                              "spec-id-reused-by-another-spec", "claim-with-a-new-spec-object"])
 def test_input_digest_equals_the_digest_of_the_input_document(change: Any) -> None:
     sim = cluster()
     key = submit(sim, "job-1", size=1)
