@@ -376,6 +376,11 @@ class AuditStore:
         return fn(self._query, *args, **kwargs)
 
     def get_decision(self, decision_id: str, tenant: str | None) -> DecisionRecord | None:
+        text = self.get_decision_text(decision_id, tenant)
+        return DecisionRecord.from_dict(json.loads(text)) if text is not None else None
+
+    def get_decision_text(self, decision_id: str, tenant: str | None) -> str | None:
+        """``get_decision``'s record as the canonical JSON text it is stored as, not built."""
         clauses, params = conditions(DecisionFilter(tenant=tenant))
         clauses.append("decision_id = {id:String}")
         params["id"] = decision_id
@@ -383,7 +388,7 @@ class AuditStore:
         # granule, where the decisions table would walk a bloom filter per granule (schema.py)
         rows_ = self._query(f"SELECT record FROM decisions_by_id {where_sql(clauses)} LIMIT 1", params,
                             settings=POINT_READ, short=True).result_rows
-        return DecisionRecord.from_dict(json.loads(rows_[0][0])) if rows_ else None
+        return str(rows_[0][0]) if rows_ else None
 
     def get_decisions(self, decision_ids: Sequence[str], tenant: str | None,
                       batch: int = ID_BATCH) -> dict[str, DecisionRecord]:
@@ -430,14 +435,19 @@ class AuditStore:
 
     def list_decisions(self, f: DecisionFilter, cursor: str | None, limit: int) -> tuple[list[DecisionRecord], str | None]:
         """Newest first; pass the returned cursor to get the next page (None: no more)."""
+        texts, next_cursor = self.list_decision_texts(f, cursor, limit)
+        return [DecisionRecord.from_dict(json.loads(text)) for text in texts], next_cursor
+
+    def list_decision_texts(self, f: DecisionFilter, cursor: str | None, limit: int) -> tuple[list[str], str | None]:
+        """``list_decisions``'s page with each record as the canonical JSON text it is stored as:
+        a caller that passes records on unchanged need not build them."""
         if not 1 <= limit <= MAX_LIMIT:
             raise UserError(f"limit {limit}: must be between 1 and {MAX_LIMIT}")
         after = decode_cursor(cursor) if cursor else None
         if f.tenant is not None:
             rows_ = self._newest_rows(f, after, limit + 1)
-            records = [DecisionRecord.from_dict(json.loads(text)) for _, _, text in rows_[:limit]]
             more = len(rows_) > limit
-            return records, encode_cursor(rows_[limit - 1][0], rows_[limit - 1][1]) if more else None
+            return [text for _, _, text in rows_[:limit]], encode_cursor(rows_[limit - 1][0], rows_[limit - 1][1]) if more else None
         keys = self._newest_keys(f, after, limit + 1)
         page = keys[:limit]
         if not page:
@@ -449,9 +459,8 @@ class AuditStore:
         by_key = {(ms, decision_id): text for ms, decision_id, text in self._query(
             f"SELECT toUnixTimestamp64Milli(time), decision_id, record FROM decisions {where_sql(fetch)} "
             "LIMIT 1 BY time, decision_id", fetch_params, settings=POINT_READ).result_rows}
-        records = [DecisionRecord.from_dict(json.loads(by_key[(k[0], k[1])])) for k in page]
         next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(keys) > limit else None
-        return records, next_cursor
+        return [str(by_key[(k[0], k[1])]) for k in page], next_cursor
 
     def _newest_keys(self, f: DecisionFilter, after: tuple[int, str] | None, count: int) -> list[tuple[int, str]]:
         """(time in ms, decision id) of the ``count`` newest decisions ``f`` selects older than
