@@ -3,8 +3,9 @@
 A read by id costs the embedded engine about a millisecond and a half of work before it reads
 anything (parsing, planning, a pipeline per query), more than finding the record. Under many
 concurrent readers, lookups by id queue for a client of the read pool (``audit.store.pool``); the
-lookups that arrive while one waits join it, and once it has a client, all of them are read
-by one ``IN`` query (four ids cost about a third of the engine time of four single reads). A lookup
+lookups that arrive while one waits (for a client, or for one of the reads by id allowed at once)
+join it, and once it has a client, all of them are read by one ``IN`` query (four ids cost about a
+third of the engine time of four single reads). A lookup
 that finds a client free at once runs alone, with the single-id query, and waits for nothing. Each
 caller gets only a record of its own tenant scope, as the single query's condition would give.
 If the shared read fails, each waiting caller reads its own id again, so a failure is reported to
@@ -13,6 +14,7 @@ every caller as its own.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -38,8 +40,11 @@ class _Batch:
 
 class IdLookups:
     def __init__(self, client: Callable[[], AbstractContextManager[Any]], one: OneQuery, many: ManyQuery,
-                 most: int = DEFAULT_MOST) -> None:
+                 most: int = DEFAULT_MOST, in_flight: int | None = None) -> None:
         self._client = client
+        # reads by id under way at once, one per core by default: the engine's work per read is CPU,
+        # so more at once only share the cores, while lookups that wait meanwhile join one read
+        self._in_flight = threading.BoundedSemaphore(in_flight or max(1, os.cpu_count() or 1))
         self._one = one
         self._many = many
         self._most = most
@@ -65,7 +70,7 @@ class IdLookups:
             with self._client() as client:  # the shared read failed: this caller reads (and fails) alone
                 return self._one(client, decision_id, tenant)
         try:
-            with self._client() as client:
+            with self._in_flight, self._client() as client:
                 with self._lock:  # from here on, later lookups wait for a client of their own
                     if self._open is batch:
                         self._open = None

@@ -32,9 +32,11 @@ def _expected(store: AuditStore, decision_id: str, tenant: str | None) -> str | 
         return store._decision_text(client, decision_id, tenant)
 
 
-def _concurrently(lookups: IdLookups, store: AuditStore, asks: list[tuple[str, str | None]]) -> list[Any]:
-    """Each ask in a thread of its own, started while every read client is held, so that they queue
-    (and join) before any of them can read; the clients are let go once all have asked."""
+def _concurrently(lookups: IdLookups, store: AuditStore, asks: list[tuple[str, str | None]],
+                  hold: str = "clients") -> list[Any]:
+    """Each ask in a thread of its own, started while every read client (or every read by id allowed
+    at once) is held, so that they queue (and join) before any of them can read; what was held is
+    let go once all have asked."""
     answers: list[Any] = [None] * len(asks)
 
     def ask(i: int) -> None:
@@ -44,8 +46,11 @@ def _concurrently(lookups: IdLookups, store: AuditStore, asks: list[tuple[str, s
             answers[i] = exc
 
     with ExitStack() as held:
-        for _ in range(store._reads.size):
-            held.enter_context(store._reads.client())
+        if hold == "clients":
+            for _ in range(store._reads.size):
+                held.enter_context(store._reads.client())
+        else:
+            held.enter_context(lookups._in_flight)
         threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(asks))]
         for t in threads:
             t.start()
@@ -58,13 +63,15 @@ def _concurrently(lookups: IdLookups, store: AuditStore, asks: list[tuple[str, s
     return answers
 
 
-def test_lookups_made_together_are_read_by_one_query_and_answer_each_scope(store: AuditStore) -> None:
+@pytest.mark.parametrize("hold", ["clients", "reads by id in flight"])
+def test_lookups_made_together_are_read_by_one_query_and_answer_each_scope(store: AuditStore, hold: str) -> None:
     write_all(store, RECORDS)
     asks = _asks()
     expected = [_expected(store, d, t) for d, t in asks]
     assert sum(e is not None for e in expected) == 2 * len(RECORDS)  # admin and own tenant find it; others do not
-    lookups = IdLookups(lambda: store._reads.client(short=True), store._decision_text, store._decision_texts)
-    assert _concurrently(lookups, store, asks) == expected
+    lookups = IdLookups(lambda: store._reads.client(short=True), store._decision_text, store._decision_texts,
+                        in_flight=1)
+    assert _concurrently(lookups, store, asks, hold) == expected
     assert (lookups.lookups, lookups.queries) == (len(asks), 1)
 
 
