@@ -40,17 +40,31 @@ def _query_names(dependant: Any) -> set[str]:
     return names
 
 
+# per route's dependant (by identity, which it keeps for the app's life): the query names it accepts,
+# walked once rather than on every request
+_ACCEPTED: dict[int, tuple[Any, frozenset[str]]] = {}
+
+
+def _accepted(dependant: Any) -> frozenset[str]:
+    entry = _ACCEPTED.get(id(dependant))
+    if entry is None or entry[0] is not dependant:
+        entry = _ACCEPTED[id(dependant)] = (dependant, frozenset(_query_names(dependant)))
+    return entry[1]
+
+
 async def _known_query_parameters(request: Request) -> None:
     """Refuse query parameters the route does not declare: a misspelt filter silently ignored would
     answer for everything instead of the subset asked for."""
+    if not request.scope.get("query_string"):
+        return
     dependant = getattr(request.scope.get("route"), "dependant", None)
     if dependant is None:
         return
-    accepted = sorted(_query_names(dependant))
-    unknown = sorted(set(request.query_params) - set(accepted))
+    accepted = _accepted(dependant)
+    unknown = sorted(set(request.query_params) - accepted)
     if unknown:
         raise Problem("invalid-parameter", f"{unknown[0][:80]!r}: unknown query parameter for "
-                      f"{request.url.path} (accepted: {', '.join(accepted) or 'none'})")
+                      f"{request.url.path} (accepted: {', '.join(sorted(accepted)) or 'none'})")
 
 
 async def _require_admin(who: Annotated[Principal, Depends(principal)]) -> Principal:

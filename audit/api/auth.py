@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from audit.api.stored import record_data
 from audit.api.tenant_view import tenant_explanation, tenant_view
 from audit.errors import UserError
 from audit.records import DecisionRecord, tenant_name_problem
@@ -175,7 +176,18 @@ def redact_record(record: DecisionRecord, redaction: Redaction) -> dict[str, Any
     """The record as a non-admin may see it: the tenant allow-list (``audit.api.tenant_view``),
     always, after telemetry's redaction and ``drop_labels`` clearing exemplar details (they carry
     node labels and selector values) when the tokens file asks for them."""
-    data = redact(record, {}, redaction).data if redaction.active else record_dict(record)
+    return _tenant_record(redact(record, {}, redaction).data if redaction.active else record_dict(record), redaction)
+
+
+def redact_stored(text: str, redaction: Redaction) -> dict[str, Any]:
+    """``redact_record`` of a record as the store keeps it (``audit.api.stored``), built as a
+    record only when telemetry's redaction asks for one."""
+    data = record_data(text)
+    return _tenant_record(redact(DecisionRecord.from_dict(data), {}, redaction).data if redaction.active else data,
+                          redaction)
+
+
+def _tenant_record(data: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
     if redaction.drop_labels:
         data["tiers"] = [{**t, "exemplars": [{**e, "detail": {}} for e in t.get("exemplars", [])]}
                          for t in data.get("tiers", [])]

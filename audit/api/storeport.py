@@ -68,6 +68,9 @@ def counters(store: Any) -> dict[str, float]:
     summary = store.replay_summary()
     out["replay_decisions"] = sum(r["decisions"] for r in summary)
     out["replay_mismatches"] = sum(r["mismatches"] for r in summary)
+    lookups = getattr(store, "id_lookups", None)  # decisions asked for by id, and the queries that read them
+    if lookups is not None:
+        out["id_lookups"], out["id_lookup_queries"] = lookups.lookups, lookups.queries
     return out
 
 

@@ -40,6 +40,7 @@ from audit.store.history import HistoryGuard, Screened
 from audit.store.ingest import IngestResult, parse_jsonl
 from audit.store.ingest_worker import ParserProcess
 from audit.store.lifecycle import LifecycleCache
+from audit.store.lookups import IdLookups
 from audit.store.podtable import PodTable, PodTableKeeper
 from audit.store.pool import ClientPool
 from audit.store.schema import DEFAULT_RETENTION, Retention
@@ -101,6 +102,7 @@ class AuditStore:
         self.retention = retention
         self._lock = threading.RLock()  # one statement at a time on the shared client (writes)
         self._reads = ClientPool(lambda: connect(target, create_database=False))  # reads run side by side
+        self.id_lookups = IdLookups(lambda: self._reads.client(short=True), self._decision_text, self._decision_texts)
         self._ingest_writer: RecordWriter | None = None
         self._ingest_recovered = False
         self._ingest_lock = threading.Lock()  # the first requests after a start race to create the writer
@@ -363,12 +365,8 @@ class AuditStore:
     # reading: single decisions ---------------------------------------------------------------
     def _query(self, sql: str, params: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
                *, short: bool = False, **options: Any) -> Any:
-        # Pass only parameters the SQL binds: clickhouse-connect falls back to client-side
-        # %-formatting when none of the given names has a {name:Type} placeholder, which would
-        # both break on literal '%' (formatDateTime) and bypass server-side binding.
-        bound = {k: v for k, v in (params or {}).items() if "{" + k + ":" in sql}
         with self._reads.client(short) as client:  # short: a granule or two, served first (pool.py)
-            return client.query(sql, parameters=bound, settings=settings, **options)
+            return _run(client, sql, params, settings, **options)
 
     def insight(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(query, *args)`` with this store's locked ``query(sql, parameters, settings)``: how a
@@ -376,14 +374,33 @@ class AuditStore:
         return fn(self._query, *args, **kwargs)
 
     def get_decision(self, decision_id: str, tenant: str | None) -> DecisionRecord | None:
+        text = self.get_decision_text(decision_id, tenant)
+        return DecisionRecord.from_dict(json.loads(text)) if text is not None else None
+
+    def get_decision_text(self, decision_id: str, tenant: str | None) -> str | None:
+        """``get_decision``'s record as the canonical JSON text it is stored as, not built. Lookups
+        made at the same moment are read together (``audit.store.lookups``)."""
+        conditions(DecisionFilter(tenant=tenant))  # refuses a tenant value before it waits for others
+        return self.id_lookups.get(decision_id, tenant)
+
+    @staticmethod
+    def _decision_text(client: Any, decision_id: str, tenant: str | None) -> str | None:
         clauses, params = conditions(DecisionFilter(tenant=tenant))
         clauses.append("decision_id = {id:String}")
         params["id"] = decision_id
         # decisions_by_id holds the same record in id order: the primary index finds its one short
         # granule, where the decisions table would walk a bloom filter per granule (schema.py)
-        rows_ = self._query(f"SELECT record FROM decisions_by_id {where_sql(clauses)} LIMIT 1", params,
-                            settings=POINT_READ, short=True).result_rows
-        return DecisionRecord.from_dict(json.loads(rows_[0][0])) if rows_ else None
+        rows_ = _run(client, f"SELECT record FROM decisions_by_id {where_sql(clauses)} LIMIT 1", params,
+                     POINT_READ).result_rows
+        return str(rows_[0][0]) if rows_ else None
+
+    @staticmethod
+    def _decision_texts(client: Any, decision_ids: list[str]) -> dict[str, tuple[str, str]]:
+        """(tenant, record text) by decision id, of those of ``decision_ids`` that are stored."""
+        rows_ = _run(client, "SELECT decision_id, tenant, record FROM decisions_by_id "
+                     "WHERE decision_id IN {ids:Array(String)} LIMIT 1 BY decision_id", {"ids": decision_ids},
+                     POINT_READ).result_rows
+        return {str(d): (str(t), str(text)) for d, t, text in rows_}
 
     def get_decisions(self, decision_ids: Sequence[str], tenant: str | None,
                       batch: int = ID_BATCH) -> dict[str, DecisionRecord]:
@@ -430,14 +447,19 @@ class AuditStore:
 
     def list_decisions(self, f: DecisionFilter, cursor: str | None, limit: int) -> tuple[list[DecisionRecord], str | None]:
         """Newest first; pass the returned cursor to get the next page (None: no more)."""
+        texts, next_cursor = self.list_decision_texts(f, cursor, limit)
+        return [DecisionRecord.from_dict(json.loads(text)) for text in texts], next_cursor
+
+    def list_decision_texts(self, f: DecisionFilter, cursor: str | None, limit: int) -> tuple[list[str], str | None]:
+        """``list_decisions``'s page with each record as the canonical JSON text it is stored as:
+        a caller that passes records on unchanged need not build them."""
         if not 1 <= limit <= MAX_LIMIT:
             raise UserError(f"limit {limit}: must be between 1 and {MAX_LIMIT}")
         after = decode_cursor(cursor) if cursor else None
         if f.tenant is not None:
             rows_ = self._newest_rows(f, after, limit + 1)
-            records = [DecisionRecord.from_dict(json.loads(text)) for _, _, text in rows_[:limit]]
             more = len(rows_) > limit
-            return records, encode_cursor(rows_[limit - 1][0], rows_[limit - 1][1]) if more else None
+            return [text for _, _, text in rows_[:limit]], encode_cursor(rows_[limit - 1][0], rows_[limit - 1][1]) if more else None
         keys = self._newest_keys(f, after, limit + 1)
         page = keys[:limit]
         if not page:
@@ -449,9 +471,8 @@ class AuditStore:
         by_key = {(ms, decision_id): text for ms, decision_id, text in self._query(
             f"SELECT toUnixTimestamp64Milli(time), decision_id, record FROM decisions {where_sql(fetch)} "
             "LIMIT 1 BY time, decision_id", fetch_params, settings=POINT_READ).result_rows}
-        records = [DecisionRecord.from_dict(json.loads(by_key[(k[0], k[1])])) for k in page]
         next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(keys) > limit else None
-        return records, next_cursor
+        return [str(by_key[(k[0], k[1])]) for k in page], next_cursor
 
     def _newest_keys(self, f: DecisionFilter, after: tuple[int, str] | None, count: int) -> list[tuple[int, str]]:
         """(time in ms, decision id) of the ``count`` newest decisions ``f`` selects older than
@@ -685,6 +706,15 @@ class AuditStore:
 
     def quarantine_count(self) -> int:
         return int(self._query("SELECT count() FROM quarantine FINAL").result_rows[0][0])
+
+
+def _run(client: Any, sql: str, params: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
+         **options: Any) -> Any:
+    # Pass only parameters the SQL binds: clickhouse-connect falls back to client-side
+    # %-formatting when none of the given names has a {name:Type} placeholder, which would
+    # both break on literal '%' (formatDateTime) and bypass server-side binding.
+    bound = {k: v for k, v in (params or {}).items() if "{" + k + ":" in sql}
+    return client.query(sql, parameters=bound, settings=settings, **options)
 
 
 def _newest_order(f: DecisionFilter) -> tuple[str, str]:
