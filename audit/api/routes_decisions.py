@@ -8,11 +8,11 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse as StarletteJSON
 
 from audit.api import params, storeport
 from audit.api.answers import AnswerCache
 from audit.api.auth import Principal, redact_explanation, redact_stored
+from audit.api.bodies import JSONResponse, json_bytes
 from audit.api.deps import Settings, principal, settings, store, tenant_filter
 from audit.api.pages import PageCache
 from audit.api.problems import Problem
@@ -26,25 +26,12 @@ from audit.store.ports import StoreReads
 router = APIRouter(prefix="/v1", tags=["decisions"])
 
 
-class JSONResponse(StarletteJSON):
-    """Bodies go out as plain JSON: records and explanations are plain JSON already, and FastAPI's
-    generic encoding walk over thousands of device rows would cost more than the explanation.
-    Encoded by orjson (a tenth of ``json.dumps``'s time on a page of records); a body orjson
-    refuses (an integer beyond 64 bits in a detail map) is encoded by ``json.dumps`` instead."""
-
-    def render(self, content: Any) -> bytes:
-        try:
-            return orjson.dumps(content)
-        except orjson.JSONEncodeError:
-            return super().render(content)
-
-
 MAX_LIMIT = 1000
 
 
 def _shown(who: Principal, cfg: Settings, text: str) -> bytes:
     """The JSON body of a record the store keeps as ``text``, as the caller may see it."""
-    return admin_body(text) if who.admin else JSONResponse(redact_stored(text, cfg.auth.redaction)).body
+    return admin_body(text) if who.admin else json_bytes(redact_stored(text, cfg.auth.redaction))
 
 
 @router.get("/decisions", summary="List decisions (newest first), cursor-paginated")

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from audit.api.bodies import json_bytes
 from audit.records import DecisionRecord, DeviceRef, Exemplar, TierBlocker, TierSummary
 from audit.telemetry.record_dict import record_dict
 
@@ -66,8 +67,4 @@ def admin_body(text: str) -> bytes:
     """The JSON an admin is shown for a stored record text."""
     if complete(_parsed(text)):
         return text.encode()
-    record = record_dict(DecisionRecord.from_dict(json.loads(text)))
-    try:
-        return orjson.dumps(record)
-    except orjson.JSONEncodeError:
-        return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    return json_bytes(record_dict(DecisionRecord.from_dict(json.loads(text))))
