@@ -16,7 +16,7 @@ from audit.api.bodies import JSONResponse, json_bytes
 from audit.api.deps import Settings, principal, settings, store, tenant_filter
 from audit.api.pages import PageCache
 from audit.api.problems import Problem
-from audit.api.stored import admin_body
+from audit.api.stored import admin_body, record_of
 from audit.api.worldview import collector_paused, world_at
 from audit.explain import ModelTable, explain, explain_record, would_get_now
 from audit.explain.summary import would_get_sentence
@@ -68,17 +68,24 @@ async def _answers(request: Request) -> AnswerCache:
     return cache
 
 
-def _get(db: StoreReads, who: Principal, decision: str, cache: AnswerCache | None = None) -> DecisionRecord:
-    checked = params.decision_id(decision)
+def _text(db: StoreReads, who: Principal, checked: str, cache: AnswerCache) -> str:
+    """The stored JSON text of decision ``checked`` within the caller's scope, or a 404 problem.
 
-    def lookup() -> DecisionRecord | None:
-        found: DecisionRecord | None = storeport.call(db.get_decision, checked, who.scope)
+    One cached entry per decision and scope, which the record, its "why" and its body for each
+    redaction are all made from: a decision asked about once is not read from the store again,
+    whichever route asks next."""
+    def lookup() -> str | None:
+        found: str | None = storeport.call(db.get_decision_text, checked, who.scope)
         return found
 
-    record = lookup() if cache is None else cache.get_or_compute(("decision", checked, who.scope), lookup)
-    if record is None:
-        raise Problem("not-found", f"decision {decision} not found")
-    return record
+    text = cache.get_or_compute(("decision text", checked, who.scope), lookup)
+    if text is None:
+        raise Problem("not-found", f"decision {checked} not found")
+    return text
+
+
+def _get(db: StoreReads, who: Principal, checked: str, cache: AnswerCache) -> DecisionRecord:
+    return record_of(_text(db, who, checked, cache))
 
 
 @router.get("/decisions/{decision}", summary="One decision record")
@@ -86,15 +93,11 @@ def get_decision(decision: str, who: Annotated[Principal, Depends(principal)], d
                  cfg: Annotated[Settings, Depends(settings)],
                  cache: Annotated[AnswerCache, Depends(_answers)]) -> Response:
     checked = params.decision_id(decision)
-
-    def lookup() -> bytes | None:
-        text: str | None = storeport.call(db.get_decision_text, checked, who.scope)
-        return None if text is None else _shown(who, cfg, text)
-
-    # kept as the encoded body: one object for the collector to skip, where a record is dozens
-    body = cache.get_or_compute(("decision body", checked, who.scope, who.admin, cfg.auth.redaction), lookup)
-    if body is None:
-        raise Problem("not-found", f"decision {decision} not found")
+    # kept as the encoded body too: a hit then costs no parsing, and bytes are one object for the
+    # collector to skip, where a record is dozens
+    body = cache.get_or_compute(("decision body", checked, who.scope, who.admin, cfg.auth.redaction),
+                                lambda: _shown(who, cfg, _text(db, who, checked, cache)))
+    assert body is not None  # _text answers or raises
     return Response(body, media_type="application/json")
 
 
@@ -169,7 +172,7 @@ async def why_decision(decision: str, who: Annotated[Principal, Depends(principa
     if detail:
         # rebuilt from the world each time: large, and rarely asked twice; the per-device answer,
         # which rebuilds a world anyway, also says what the pod would get now
-        record = await run_in_threadpool(_get, db, who, decision, cache)
+        record = await run_in_threadpool(_get, db, who, params.decision_id(decision), cache)
         return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail, detail == "devices"))
     return JSONResponse(await run_in_threadpool(_why_summary, db, who, cfg, decision, model, cache))
 
@@ -178,9 +181,11 @@ def _why_summary(db: StoreReads, who: Principal, cfg: Settings, decision: str, m
                  cache: AnswerCache) -> dict[str, Any]:
     """The summary answer, in one trip to the thread pool: it stays a read of the record (no world
     rebuild), so it can be kept."""
-    record = _get(db, who, decision, cache)
-    key = ("why", record.decision_id, who.scope, who.admin, model, cfg.auth.redaction)
-    body: dict[str, Any] | None = cache.get_or_compute(key, lambda: _why(db, who, cfg, record, model, None, False))
+    checked = params.decision_id(decision)
+    key = ("why", checked, who.scope, who.admin, model, cfg.auth.redaction)
+    # a kept answer needs no record: the text is parsed only to compute one
+    body: dict[str, Any] | None = cache.get_or_compute(
+        key, lambda: _why(db, who, cfg, _get(db, who, checked, cache), model, None, False))
     assert body is not None  # _why always answers (or raises)
     return body
 

@@ -54,17 +54,22 @@ def _parsed(text: str) -> Any:
         return None
 
 
+def record_of(text: str) -> DecisionRecord:
+    """The record a stored text holds, built (and checked) as the store's own reads build it."""
+    return DecisionRecord.from_dict(json.loads(text))
+
+
 def record_data(text: str) -> dict[str, Any]:
     """The record of a stored text as ``record_dict`` gives it (a new dict the caller may change)."""
     data = _parsed(text)
     if complete(data):
         found: dict[str, Any] = data
         return found
-    return record_dict(DecisionRecord.from_dict(json.loads(text)))
+    return record_dict(record_of(text))
 
 
 def admin_body(text: str) -> bytes:
     """The JSON an admin is shown for a stored record text."""
     if complete(_parsed(text)):
         return text.encode()
-    return json_bytes(record_dict(DecisionRecord.from_dict(json.loads(text))))
+    return json_bytes(record_dict(record_of(text)))

@@ -223,10 +223,35 @@ def test_a_decision_and_its_why_are_served_from_the_cache_once_found(served: tup
     assert [server.get(f"/v1/decisions/{r.decision_id}", who=who).content for who in ("admin", "team-a")] == first
     assert [server.get(f"/v1/decisions/{r.decision_id}/why", who=who, model="H100").json()
             for who in ("admin", "team-a")] == whys
-    assert metric(server, 'claimtrail_answer_cache{counter="hits"}') == hits + 6  # 2 records, 2 × (record + why)
+    assert metric(server, 'claimtrail_answer_cache{counter="hits"}') == hits + 4  # 2 bodies, 2 whys: a kept answer is found without its record
     assert json.loads(first[0])["pod"] == r.pod and json.loads(first[1])["pod"] != r.pod  # per caller: hashed
     assert whys[1]["pod"] != whys[0]["pod"]
     assert server.get(f"/v1/decisions/{r.decision_id}", who="team-b").status_code == 404  # scope is in the key
+
+
+# (ingested record, first route, second route, second route's status): the detailed "why" needs
+# the recorded world, which a store holding only records cannot rebuild, so it answers 422, after
+# finding the record all the same
+ROUTE_PAIRS = [(31, "why", "record", 200), (32, "record", "why", 200), (33, "why", "detail", 422)]
+
+
+@pytest.mark.parametrize("n, first, then, status", ROUTE_PAIRS,
+                         ids=["record-after-why", "why-after-record", "detail-after-why"])
+def test_a_decision_read_for_one_route_is_not_read_again_for_another(
+        served: tuple[Server, Path], n: int, first: str, then: str, status: int) -> None:
+    server, _ = served
+    r = record(n)
+    assert server.post("/v1/ingest/records", content=line(r)).json()["accepted"] == 1
+    paths = {"record": (f"/v1/decisions/{r.decision_id}", {}),
+             "why": (f"/v1/decisions/{r.decision_id}/why", {"model": "H100"}),
+             "detail": (f"/v1/decisions/{r.decision_id}/why", {"model": "H100", "detail": "devices"})}
+    path, query = paths[first]
+    assert server.get(path, **query).status_code == 200
+    lookups = metric(server, 'claimtrail_store{counter="id_lookups"}')
+    path, query = paths[then]
+    answer = server.get(path, **query)
+    assert answer.status_code == status, answer.text
+    assert metric(server, 'claimtrail_store{counter="id_lookups"}') == lookups
 
 
 @pytest.mark.parametrize("tenant", ["(others)", "team\x07a", "team-a\n", "\x9bteam"],
