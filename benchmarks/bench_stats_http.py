@@ -67,8 +67,12 @@ RENAMED = "((?:job|foreign)-[0-9]+)"  # the simulator's pod names, which its cla
 # all beside other programs' load). Beside a
 # burned core alone the requests' raw times did not move (98.4 vs 97.9 ms for the admin's
 # fallback figures) while the all-cores workload slowed by 1.38x: one core's work, not all cores'.
-CORES: dict[str | tuple[str, str], float] = {"serve": 1.4, ("admin", "fairness"): 1.1, ("admin", "fallback"): 1.1,
-         (TENANT, "fairness"): 1.1, (TENANT, "fallback"): 1.0}
+# Later, on a quiet machine (commit 5efb193), the fairness figures got 1.28 cores (admin) and
+# 1.32 (tenant), ready to run on 1.42, against 1.04 and 0.99 for the fallback figures; beside the
+# burner their raw p95 rose 1.26x and 1.35x, the fallback figures' 1.10x and 1.01x. A quiet
+# machine's figure is the one the declaration asks for, so the fairness rows take it.
+CORES: dict[str | tuple[str, str], float] = {"serve": 1.4, ("admin", "fairness"): 1.3, ("admin", "fallback"): 1.1,
+         (TENANT, "fairness"): 1.3, (TENANT, "fallback"): 1.0}
 
 
 def _row(name: str, value: float, unit: str, busy: Busy, cores: float, target: str = "",
