@@ -92,7 +92,8 @@ def run() -> list[dict[str, Any]]:
                                     ("new event seqs", "screen_events", fresh_events),
                                     ("stored events re-sent (seqs spread over the log)", "screen_events", stored_events)):
             best, median, outcome = _screen_ms(q, screen, items)
+            # lookups in the store, so the reads' calibration (``scan``), not the inserts' (``store``)
             rows.append({"issue": "#17", "name": f"history check, {len(items):,} {what} on 1M decisions + 1M events",
-                         "value": round(median, 1), "unit": "ms", "target": TARGET, "scale": "store",
+                         "value": round(median, 1), "unit": "ms", "target": TARGET, "scale": "scan",
                          "note": f"median of {ROUNDS}, best {best:.1f} ms; {outcome}"})
     return rows
