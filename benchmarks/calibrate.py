@@ -44,9 +44,15 @@ the benchmarks do:
   timings of this single-threaded loop agree;
 - ``store``: the raw insert of fixed prepared columns into a fresh embedded chDB database (what
   ``bench_store`` calls its baseline), best of ``STORE_ROUNDS``, measured in a process of its own
-  right after a benchmark whose rows are inserts into the store. Reads take ``scan``: in two
-  runs of one commit, one beside ``--noise``, this workload's median moved 0.499 -> 0.596 while
-  the lookups of the history check and the store's p95 reads moved 1.02-1.18x the other way;
+  right after a benchmark whose rows are inserts into the store. It is the noisiest of the
+  workloads: on a quiet machine, one process's best of three rounds ranged over 0.21-0.41 s within
+  minutes, and best of seven over 0.20-0.40 s. The store's short keyed reads (a decision by id or
+  by pod, the newest page, the hourly rollup's rate, the history check's lookups) take ``cpu``:
+  they are mostly one thread's work. In three pairs of runs of one commit, one of each beside
+  ``--noise``, their measured times moved 0.91-1.18x (leaving out one p95 whose own runs spread
+  1.34x), while the ``scan`` factor moved 0.79-0.86x and this one 0.95-1.26x; the ``cpu`` factor
+  moved by less than 2 %, so by it they stay as measured, where ``scan`` moved them by up to 26 %
+  and ``store`` by up to 41 %;
 - ``parallel``: the ``cpu`` workload run at once in one process per core, started together each
   round, best of ``PARALLEL_ROUNDS`` of the mean time per process, measured right after a
   benchmark with rows that keep several cores busy (a server and its clients, a writer and its
