@@ -92,8 +92,8 @@ def run() -> list[dict[str, Any]]:
                                     ("new event seqs", "screen_events", fresh_events),
                                     ("stored events re-sent (seqs spread over the log)", "screen_events", stored_events)):
             best, median, outcome = _screen_ms(q, screen, items)
-            # short keyed lookups, mostly one thread's work: the core's calibration (``cpu``); see
-            # ``benchmarks.calibrate`` on why neither the inserts' (``store``) nor the scans' (``scan``)
+            # short keyed lookups, mostly one thread's work: the core's calibration (``cpu``):
+            # ``benchmarks.calibrate`` says why not the inserts' (``store``) or the scans' (``scan``)
             rows.append({"issue": "#17", "name": f"history check, {len(items):,} {what} on 1M decisions + 1M events",
                          "value": round(median, 1), "unit": "ms", "target": TARGET, "scale": "cpu",
                          "note": f"median of {ROUNDS}, best {best:.1f} ms; {outcome}"})

@@ -209,8 +209,8 @@ def _latency() -> list[dict[str, Any]]:
     finally:
         store.close()
     note = f"store of {count:,} decisions, 200 lookups"
-    # short keyed reads, mostly one thread's work: the core's calibration (``cpu``); see
-    # ``benchmarks.calibrate`` on why neither the inserts' (``store``) nor the scans' (``scan``)
+    # short keyed reads, mostly one thread's work: the core's calibration (``cpu``):
+    # ``benchmarks.calibrate`` says why not the inserts' (``store``) or the scans' (``scan``)
     return [
         _row("store: decision by id p95 (tenant-scoped)", round(_p95(by_id), 2), "ms", "<= 20", note, scale="cpu"),
         _row("store: latest decision by pod p95 (tenant-scoped)", round(_p95(by_pod), 2), "ms", "<= 20", note,

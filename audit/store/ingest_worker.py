@@ -4,11 +4,12 @@ Parsing, validating and encoding a body of records is pure Python: over 0.1 ms o
 time per record (JSON parse, strict validation, the unknown-field walk, the canonical text and its
 identity digest; 0.4 ms when this was written). In the server's process, every request thread
 waits for the interpreter lock while a body is parsed, so a producer posting bodies of 1,000
-records made every concurrent read wait its turn behind a few hundred milliseconds of parsing. Here that work runs in a child process (started with
-``spawn``: the server's process holds the store engine's threads, which a fork would copy
-half-way), and what comes back is what the server still has to do with each record: its id, its
-canonical text (the spooled and inserted row) and its identity digest (what the append-only check
-compares), plus the body's quarantine rows and report, exactly as ``parse_jsonl`` makes them.
+records made every concurrent read wait its turn behind a few hundred milliseconds of parsing.
+Here that work runs in a child process (started with ``spawn``: the server's process holds the
+store engine's threads, which a fork would copy half-way), and what comes back is what the server
+still has to do with each record: its id, its canonical text (the spooled and inserted row) and its
+identity digest (what the append-only check compares), plus the body's quarantine rows and report,
+exactly as ``parse_jsonl`` makes them.
 
 A child that dies (killed, out of memory) fails the request as the store being unavailable (the
 sender retries) and is replaced for the next one.
