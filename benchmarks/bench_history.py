@@ -93,7 +93,7 @@ def run() -> list[dict[str, Any]]:
                                     ("stored events re-sent (seqs spread over the log)", "screen_events", stored_events)):
             best, median, outcome = _screen_ms(q, screen, items)
             # short keyed lookups, mostly one thread's work: the core's calibration (``cpu``):
-            # ``benchmarks.calibrate`` says why not the inserts' (``store``) or the scans' (``scan``)
+            # ``benchmarks.calibrate`` says why not the scans' (``scan``)
             rows.append({"issue": "#17", "name": f"history check, {len(items):,} {what} on 1M decisions + 1M events",
                          "value": round(median, 1), "unit": "ms", "target": TARGET, "scale": "cpu",
                          "note": f"median of {ROUNDS}, best {best:.1f} ms; {outcome}"})

@@ -437,7 +437,7 @@ def _loop_rows(f: LoopFigures) -> list[dict[str, Any]]:
     label = "direct OTLP, 4 spans + 3 verdict logs"
     return [
         {"issue": "#22", "name": f"OTel export, caller thread CPU per decision ({label})",
-         "value": round(f.thread_cpu_us, 1), "unit": "µs", "target": "",
+         "value": round(f.thread_cpu_us, 3), "unit": "µs", "target": "",
          "note": f"export() and flush() on the caller's thread (keeping each record; the sender thread encodes "
                  f"and sends); the decision has a tier blocker and is written in one pass from its record; "
                  f"{f.delivery}"},

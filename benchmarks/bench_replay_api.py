@@ -130,7 +130,7 @@ def run() -> list[dict[str, Any]]:
          "unit": "dec/s", "target": "", "note": note, "spread": spread_of(online)},
         {"issue": "#19", "name": "replay: through the API / offline rate", "value": round(api_rate / off_rate, 2),
          "unit": "ratio", "target": ">= 0.5", "note": note},
-        {"issue": "#19", "name": "replay: through the API, --sample 0.05 (wall)", "value": round(min(sampled), 1),
+        {"issue": "#19", "name": "replay: through the API, --sample 0.05 (wall)", "value": round(min(sampled), 3),
          "unit": "s", "target": "", "spread": spread_of(sampled),
          "note": f"{_verified(sample_out):,} decisions; best of {ROUNDS} runs, alternating with the others"},
     ]

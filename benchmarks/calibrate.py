@@ -42,17 +42,6 @@ the benchmarks do:
   ``CPU_ROUNDS`` in a fresh process right after a benchmark with ``memory`` rows, for their
   cache-resident share. Its reference is the ``cpu`` workload's: on a quiet machine the two
   timings of this single-threaded loop agree;
-- ``store``: the raw insert of fixed prepared columns into a fresh embedded chDB database (what
-  ``bench_store`` calls its baseline), best of ``STORE_ROUNDS``, measured in a process of its own
-  right after a benchmark whose rows are inserts into the store. It is the noisiest of the
-  workloads: on a quiet machine, one process's best of three rounds ranged over 0.21-0.41 s within
-  minutes, and best of seven over 0.20-0.40 s. The store's short keyed reads (a decision by id or
-  by pod, the newest page, the hourly rollup's rate, the history check's lookups) take ``cpu``:
-  they are mostly one thread's work. In three pairs of runs of one commit, one of each beside
-  ``--noise``, their measured times moved 0.91-1.18x (leaving out one p95 whose own runs spread
-  1.34x), while the ``scan`` factor moved 0.79-0.86x and this one 0.95-1.26x; the ``cpu`` factor
-  moved by less than 2 %, so by it they stay as measured, where ``scan`` moved them by up to 26 %
-  and ``store`` by up to 41 %;
 - ``parallel``: the ``cpu`` workload run at once in one process per core, started together each
   round, best of ``PARALLEL_ROUNDS`` of the mean time per process, measured right after a
   benchmark with rows that keep several cores busy (a server and its clients, a writer and its
@@ -66,7 +55,19 @@ the benchmarks do:
   own right after a benchmark whose rows are led by such reads. ClickHouse runs each of these on
   every core with threads of its own that take turns with the Python caller; how much a busy
   machine slows that mix is neither the single-core nor the all-processes figure, and it is
-  what the rows it scales are made of.
+  what the rows it scales are made of. The raw insert of prepared columns (``bench_store``'s
+  baseline) takes it too: it is the same engine's work, and although it keeps about one core
+  busy (its CPU time matches its wall time), a burned core beside it slows it as it slows the
+  scans, not as it leaves the single-threaded ``cpu`` workload. In three pairs of runs of one commit, one of each beside ``--noise``, the insert's
+  measured rate moved 0.85-0.89x and this factor 0.79-0.86x, within 9 % of each other. A
+  calibration of its own (the same insert of 10,000 rows in a fresh process) did worse than
+  either: on a quiet machine its best of three rounds ranged over 0.21-0.41 s within minutes, and
+  the pairs' medians of it moved 0.95-1.26x.
+  The store's short keyed reads (a decision by id or by pod, the newest page, the hourly rollup's
+  rate, the history check's lookups) do not: they are mostly one thread's work and take ``cpu``.
+  In the same three pairs their measured times moved 0.91-1.18x (leaving out one p95 whose own
+  runs spread 1.34x), and this factor would have put them up to 26 % away from that; the ``cpu``
+  factor moved by less than 2 %.
 
 - ``mixed``: no workload of its own, for rows whose work keeps more than one core but fewer than
   all of them busy (a script on one core waiting on a server's queries on several): the row
@@ -86,7 +87,7 @@ the benchmarks do:
 The speed factor of a workload is ``reference seconds / measured seconds`` (1.0 on the run that
 set the reference, 0.5 on a machine half as fast). A time is normalised by multiplying it by the
 factor, a rate by dividing it by the factor; ratios measured within one run need neither. Which
-factor a row takes is its ``scale`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan``, ``mixed`` or
+factor a row takes is its ``scale`` (``cpu``, ``memory``, ``parallel``, ``scan``, ``mixed`` or
 ``none``), by default read from its unit; ``memory`` and ``mixed`` rows take a blend of two
 workloads' factors (``blended_factor``), the others their own workload's. Every figure a
 workload measured in one ``make bench`` counts towards that run's factor, the median of them
@@ -108,8 +109,6 @@ from typing import Any
 
 REFERENCE = Path(__file__).with_name("reference.json")
 CPU_ROUNDS = 5
-STORE_ROUNDS = 3
-STORE_ROWS = 10_000
 MEMORY_ROUNDS = 3
 MEMORY_PROCESSES = 3  # odd, so the median is one process's real figure
 PARALLEL_ROUNDS = 5
@@ -253,26 +252,6 @@ def best_round(times: list[float], processes: int) -> float:
     return min(sum(r) / len(r) for r in rounds)
 
 
-def store_seconds() -> float:
-    """Best raw insert of the fixed rows, each round into a fresh database of the real schema."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from audit.store import connection, migrations
-    from benchmarks.bench_store import raw_insert_seconds
-    from tests.store.factory import make_records
-
-    records = make_records(STORE_ROWS, seconds_apart=5)
-    samples = []
-    with tempfile.TemporaryDirectory(prefix="bench-calibrate-") as work:
-        client = connection.connect(connection.resolve_dsn(f"chdb://{work}/db"))
-        for round_ in range(STORE_ROUNDS):
-            database = f"c{round_}"
-            client.command(f"CREATE DATABASE IF NOT EXISTS {database}")
-            migrations.migrate(client, database)
-            samples.append(raw_insert_seconds(client, database, records))
-        client.close()
-    return min(samples)
-
-
 # A decisions-like table: the columns and sort key of the store's ``decisions`` table that its
 # reads touch, filled from ``numbers()`` inside the engine (no Python rows, so the fill is fast and
 # the same every time).
@@ -338,5 +317,5 @@ def factor(reference: dict[str, Any], scale: str, seconds: float) -> float | Non
 
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "cpu"
-    measure = {"cpu": cpu_seconds, "cputime": cputime_seconds, "memory": memory_seconds, "store": store_seconds, "parallel": parallel_seconds, "scan": scan_seconds}[which]
+    measure = {"cpu": cpu_seconds, "cputime": cputime_seconds, "memory": memory_seconds, "parallel": parallel_seconds, "scan": scan_seconds}[which]
     print(json.dumps({f"{which}_seconds": measure()}))

@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-SCALE_NAMES = {"cpu": "CPU", "cputime": "CPU time", "store": "store", "parallel": "all cores", "scan": "store scans", "memory": "memory"}
+SCALE_NAMES = {"cpu": "CPU", "cputime": "CPU time", "parallel": "all cores", "scan": "store scans", "memory": "memory"}
 
 
 def fmt(value: Any) -> str:

@@ -1,7 +1,7 @@
 """``make bench``: run every ``benchmarks/bench_*.py`` and print one performance table.
 
 Each bench module exposes ``run() -> list[dict]``; a row is ``{"issue", "name", "value", "unit",
-"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``memory``, ``store``, ``parallel``, ``scan``, ``mixed``
+"target", "note"}`` and optionally ``"scale"`` (``cpu``, ``memory``, ``parallel``, ``scan``, ``mixed``
 or ``none``, see ``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
 (caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
 that process first measures the machine's CPU speed, a fresh one measures it again right after
@@ -81,7 +81,7 @@ def _module_in_own_process(name: str) -> dict[str, Any]:
     return result
 
 
-SHARED_SCALES = ("cputime", "memory", "store", "parallel", "scan")  # measured in processes of their own, after the module
+SHARED_SCALES = ("cputime", "memory", "parallel", "scan")  # measured in processes of their own, after the module
 
 
 # the calibrations a blended scale takes (``calibrate.mixed_factor``, ``calibrate.memory_factor``)

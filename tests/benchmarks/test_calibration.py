@@ -9,7 +9,7 @@ import pytest
 from benchmarks import calibrate, compare, markdown
 from benchmarks.run import annotate, median_rows
 
-REFERENCE = {"cpu_seconds": 0.10, "store_seconds": 1.0}
+REFERENCE = {"cpu_seconds": 0.10, "scan_seconds": 1.0}
 
 
 @pytest.mark.parametrize(("unit", "kind", "scale"), [
@@ -24,7 +24,7 @@ def test_units_decide_direction_and_default_scale(unit: str, kind: str, scale: s
 
 def test_a_machine_half_as_fast_has_factor_one_half() -> None:
     assert calibrate.factor(REFERENCE, "cpu", 0.20) == pytest.approx(0.5)
-    assert calibrate.factor(REFERENCE, "store", 0.5) == pytest.approx(2.0)
+    assert calibrate.factor(REFERENCE, "scan", 0.5) == pytest.approx(2.0)
 
 
 @pytest.mark.parametrize(("value", "unit", "factor", "expected"), [
@@ -38,12 +38,12 @@ def test_normalise_scales_times_and_rates_only(value: float, unit: str, factor: 
 
 
 def test_annotate_uses_the_rows_own_scale_and_leaves_ratios_alone() -> None:
-    factors = {"cpu": 0.5, "store": 0.25}
-    store_row = annotate({"name": "insert", "value": 20_000, "unit": "rec/s", "scale": "store"}, factors)
-    assert (store_row["factor"], store_row["normalised"]) == (0.25, 80_000.0)
+    factors = {"cpu": 0.5, "scan": 0.25}
+    insert_row = annotate({"name": "insert", "value": 20_000, "unit": "rec/s", "scale": "scan"}, factors)
+    assert (insert_row["factor"], insert_row["normalised"]) == (0.25, 80_000.0)
     cpu_row = annotate({"name": "eval", "value": 8.0, "unit": "µs"}, factors)
     assert (cpu_row["scale"], cpu_row["factor"], cpu_row["normalised"]) == ("cpu", 0.5, 4.0)
-    ratio = annotate({"name": "writer / raw", "value": 0.7, "unit": "ratio", "scale": "store"}, factors)
+    ratio = annotate({"name": "writer / raw", "value": 0.7, "unit": "ratio", "scale": "scan"}, factors)
     assert (ratio["scale"], ratio["factor"], ratio["normalised"]) == ("none", None, None)
 
 
@@ -76,7 +76,7 @@ def test_median_rows_keeps_a_row_that_only_one_run_has() -> None:
 
 def _results(rows: list[dict[str, object]]) -> dict[str, object]:
     return {"machine": {"cpus": 2, "memory_gib": 23.5, "python": "3.11.7", "platform": "Linux"},
-            "commit": "0123456789abcdef", "factor": {"cpu": 0.5, "store": None}, "rows": rows}
+            "commit": "0123456789abcdef", "factor": {"cpu": 0.5, "scan": None}, "rows": rows}
 
 
 def test_compare_signs_changes_as_improvements_and_flags_regressions() -> None:
@@ -140,8 +140,8 @@ def test_parallel_calibration_takes_the_best_round_of_mean_process_times() -> No
 
 
 def test_a_scale_the_reference_lacks_leaves_the_row_unnormalised() -> None:
-    assert calibrate.factor({"cpu_seconds": 0.1}, "store", 2.0) is None
-    row = annotate({"name": "insert", "value": 20_000, "unit": "rec/s", "scale": "store"}, {"cpu": 1.0, "store": None})
+    assert calibrate.factor({"cpu_seconds": 0.1}, "scan", 2.0) is None
+    row = annotate({"name": "insert", "value": 20_000, "unit": "rec/s", "scale": "scan"}, {"cpu": 1.0, "scan": None})
     assert (row["factor"], row["normalised"]) == (None, None)
 
 
@@ -254,7 +254,7 @@ def test_memory_is_measured_after_a_module_like_the_other_shared_scales() -> Non
 def test_memory_is_the_median_of_an_odd_number_of_fresh_processes_and_the_others_one() -> None:
     # odd, so the median is the figure one real process measured, not a mean of two
     assert calibrate.processes("memory") == calibrate.MEMORY_PROCESSES == 3
-    assert [calibrate.processes(s) for s in ("cpu", "cputime", "store", "parallel", "scan")] == [1, 1, 1, 1, 1]
+    assert [calibrate.processes(s) for s in ("cpu", "cputime", "parallel", "scan")] == [1, 1, 1, 1]
 
 
 def test_a_calibration_of_several_processes_is_the_median_of_their_figures(capsys: pytest.CaptureFixture[str]) -> None:
@@ -301,14 +301,14 @@ def test_a_runs_factor_is_the_median_of_each_workloads_figures_over_every_module
     def run(**seconds: float) -> list[tuple[dict[str, object], dict[str, float]]]:
         return [({"name": "a", "unit": "ms", "value": 1.0}, seconds), ({"name": "b", "unit": "ms", "value": 2.0}, seconds)]
 
-    module_runs = [[run(cpu=0.2), run(cpu=0.1)], [run(cpu=0.4, store=0.5)], [[]]]
+    module_runs = [[run(cpu=0.2), run(cpu=0.1)], [run(cpu=0.4, scan=0.5)], [[]]]
     # one figure per module run, however many rows it has; a run without rows adds none
     calibrations = run_calibrations(module_runs)
     assert calibrations["cpu"] == [0.1, 0.2, 0.4]
-    assert calibrations["store"] == [0.5]
+    assert calibrations["scan"] == [0.5]
     assert calibrations["memory"] == []
-    factors = run_factors(calibrations, {"cpu_seconds": 0.1, "store_seconds": 0.25, "memory_seconds": 1.0})
-    assert (factors["cpu"], factors["store"], factors["memory"]) == (0.5, 0.5, None)
+    factors = run_factors(calibrations, {"cpu_seconds": 0.1, "scan_seconds": 0.25, "memory_seconds": 1.0})
+    assert (factors["cpu"], factors["scan"], factors["memory"]) == (0.5, 0.5, None)
 
 
 @pytest.mark.parametrize(("cores", "expected"), [
@@ -340,7 +340,7 @@ def test_mixed_rows_take_the_factor_of_their_declared_cores() -> None:
 @pytest.mark.parametrize(("scales", "measured"), [
     (["cpu"], []),
     (["mixed"], ["parallel"]),                       # the cpu one is measured in the module's process
-    (["scan", "mixed", "store"], ["store", "parallel", "scan"]),
+    (["scan", "mixed", "cpu"], ["parallel", "scan"]),
     (["parallel", "mixed"], ["parallel"]),           # once, however many rows take it
     (["none", "memory"], ["cputime", "memory"]),     # and the cpu one, measured around every module
 ])
