@@ -102,6 +102,14 @@ def test_bodies_are_parsed_in_another_process(worker_store: AuditStore) -> None:
     os.kill(pid, 0)  # alive
 
 
+def test_the_parser_yields_the_cores_to_reads(worker_store: AuditStore) -> None:
+    from audit.store.ingest_worker import NICENESS
+
+    pid = worker_store._parser.pid() if worker_store._parser else None
+    assert pid is not None
+    assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
+
+
 def test_a_killed_parser_fails_that_body_as_unavailable_and_the_next_body_is_parsed(worker_store: AuditStore) -> None:
     parser = worker_store._parser
     assert parser is not None
