@@ -110,24 +110,24 @@ def start_up(case_file: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     wall, cpu = _process_times(claimtrail + allocate, env)
     rows += [
-        {"issue": "#18", "name": "allocate, 1 node x 8 GPUs: process start to exit", "value": round(wall, 3),
+        {"issue": "#18", "name": "allocate, 1 node x 8 GPUs: process start to exit", "value": round(wall, 4),
          "unit": "s", "target": "<= 0.3", "note": f"median of {PROCESS_RUNS} runs, bytecode cached"},
-        {"issue": "#18", "name": "allocate, 1 node x 8 GPUs: process CPU", "value": round(cpu, 3),
+        {"issue": "#18", "name": "allocate, 1 node x 8 GPUs: process CPU", "value": round(cpu, 4),
          "unit": "s", "target": "", "note": "median user + system of the child: the wall figure less waiting for a core"},
     ]
     if WHY_DUMP.exists():
         why = ["why", "--dump", str(WHY_DUMP), "team-a/train-1", "--model", "H100", "--devices"]
         wall, cpu = _process_times(claimtrail + why, env)
         rows += [
-            {"issue": "#18", "name": "why --dump (explain fixture): process start to exit", "value": round(wall, 3),
+            {"issue": "#18", "name": "why --dump (explain fixture): process start to exit", "value": round(wall, 4),
              "unit": "s", "target": "<= 0.5", "note": f"median of {PROCESS_RUNS} runs, bytecode cached"},
-            {"issue": "#18", "name": "why --dump (explain fixture): process CPU", "value": round(cpu, 3),
+            {"issue": "#18", "name": "why --dump (explain fixture): process CPU", "value": round(cpu, 4),
              "unit": "s", "target": "", "note": "median user + system of the child"},
         ]
     if ORACLE.exists():
         wall, _ = _process_times([str(ORACLE), *allocate], {**env, **ONE_CORE_GO})
         rows.append({"issue": "#18", "name": "upstream (Go) allocate, same file: start to exit",
-                     "value": round(wall, 3), "unit": "s", "target": "", "note": "median, for comparison; GOMAXPROCS=1"})
+                     "value": round(wall, 4), "unit": "s", "target": "", "note": "median, for comparison; GOMAXPROCS=1"})
     return rows
 
 
