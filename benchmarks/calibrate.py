@@ -58,8 +58,9 @@ the benchmarks do:
   what the rows it scales are made of. The raw insert of prepared columns (``bench_store``'s
   baseline) takes it too: it is the same engine's work, and although it keeps about one core
   busy (its CPU time matches its wall time), a burned core beside it slows it as it slows the
-  scans, not as it leaves the single-threaded ``cpu`` workload. In three pairs of runs of one commit, one of each beside ``--noise``, the insert's
-  measured rate moved 0.85-0.89x and this factor 0.79-0.86x, within 9 % of each other. A
+  scans, not as it leaves the single-threaded ``cpu`` workload. In three pairs of runs of one
+  commit, one of each beside ``--noise``, the insert's measured rate moved 0.85-0.89x and this
+  factor 0.79-0.86x, within 9 % of each other. A
   calibration of its own (the same insert of 10,000 rows in a fresh process) did worse than
   either: on a quiet machine its best of three rounds ranged over 0.21-0.41 s within minutes, and
   the pairs' medians of it moved 0.95-1.26x.

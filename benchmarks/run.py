@@ -6,7 +6,7 @@ or ``none``, see ``benchmarks.calibrate``). Each module runs in a process of its
 (caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
 that process first measures the machine's CPU speed, a fresh one measures it again right after
 (the module's run takes the mean, ``around``), and a module with rows that scale with the
-memory system, the store or all cores is followed by a measurement of that speed. Every time and
+memory system, the store's scans or all cores is followed by a measurement of that speed. Every time and
 rate is reported as measured and normalised to the reference machine (``benchmarks/reference.json``)
 by the run's factor for its workload, the median of that workload's figures over the whole run
 (``run_factors`` says why not the ones beside the row's own module, which each row keeps);
