@@ -282,26 +282,43 @@ def record_json_schema() -> dict[str, Any]:
     return TypeAdapter(DecisionRecord).json_schema()
 
 
-def validate_record(data: Any) -> DecisionRecord:
-    """Strictly parse an untrusted record; errors name the first failing field path."""
+def validate_record(data: Any, text: bytes | str | None = None) -> DecisionRecord:
+    """Strictly parse an untrusted record; errors name the first failing field path.
+
+    ``text``: the JSON text ``data`` was parsed from, when the caller has it: validated as it is
+    instead of ``data`` written out again (a third of the cost of validating a record). Only a
+    text that is plainly UTF-8 (no NUL byte, no byte-order mark) is taken, since the validator
+    reads nothing else while ``json.loads`` also decodes UTF-16 and UTF-32; any other is written
+    out again from ``data``, so the answer is the same either way."""
     from pydantic import ValidationError
 
     if not isinstance(data, dict):
         raise RecordError("", f"expected a JSON object, got {type(data).__name__}")
+    source = text if text is not None and _plain_utf8(text) else json.dumps(data)
     try:
         # strict JSON mode: objects become dataclasses, but "5" never silently becomes 5
-        rec = _adapter().validate_json(json.dumps(data), strict=True)
+        rec = _adapter().validate_json(source, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise RecordError(".".join(str(p) for p in err["loc"]), err["msg"]) from None
-    if rec.outcome not in {o.value for o in Outcome}:
+    if rec.outcome not in _OUTCOMES:
         raise RecordError("outcome", f"unknown outcome {rec.outcome!r}")
-    if rec.track not in {t.value for t in Track}:
+    if rec.track not in _TRACKS:
         raise RecordError("track", f"unknown track {rec.track!r}")
     problem = tenant_name_problem(rec.tenant)
     if problem:
         raise RecordError("tenant", problem)
     return rec
+
+
+_OUTCOMES = frozenset(o.value for o in Outcome)
+_TRACKS = frozenset(t.value for t in Track)
+
+
+def _plain_utf8(text: bytes | str) -> bool:
+    if isinstance(text, str):
+        return "\x00" not in text and not text.startswith("\ufeff")
+    return b"\x00" not in text and not text.startswith(b"\xef\xbb\xbf")
 
 
 # The name aggregates give every tenant but the caller's: a tenant of that name would be mistaken

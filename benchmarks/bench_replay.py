@@ -33,6 +33,7 @@ from audit.store.queries import AuditStore
 from benchmarks.bench_engine import _day_scenario
 from ingest.simulate.loop import SimulationResult, Simulator
 
+BENCH_RUNS = 3  # replay rates and latency tails: make bench reports the median of three runs
 SLICE_HOURS = 1.0
 CHECKPOINT_INTERVAL = 10_000
 LATENCY_SAMPLES = 40  # per checkpoint interval: a p95 of 20 hangs on two samples (361 and 287 ms in two runs of one commit)

@@ -87,7 +87,7 @@ def parse_jsonl(body: bytes, kind: Literal["records", "events"], source: str,
                                    "line; not parsed")
             data = json.loads(line)
             if kind == "records":
-                record = validate_record(data)
+                record = validate_record(data, line)
                 check_record(record)  # values must also fit their columns
                 _report_unknown(parsed.result, number, data)
                 parsed.records.append(record)
