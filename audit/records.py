@@ -282,7 +282,7 @@ def record_json_schema() -> dict[str, Any]:
     return TypeAdapter(DecisionRecord).json_schema()
 
 
-def validate_record(data: Any, text: bytes | str | None = None) -> DecisionRecord:
+def validate_record(data: Any, text: bytes | None = None) -> DecisionRecord:
     """Strictly parse an untrusted record; errors name the first failing field path.
 
     ``text``: the JSON text ``data`` was parsed from, when the caller has it: validated as it is
@@ -315,9 +315,7 @@ _OUTCOMES = frozenset(o.value for o in Outcome)
 _TRACKS = frozenset(t.value for t in Track)
 
 
-def _plain_utf8(text: bytes | str) -> bool:
-    if isinstance(text, str):
-        return "\x00" not in text and not text.startswith("\ufeff")
+def _plain_utf8(text: bytes) -> bool:
     return b"\x00" not in text and not text.startswith(b"\xef\xbb\xbf")
 
 
