@@ -65,7 +65,8 @@ the benchmarks do:
   either: on a quiet machine its best of three rounds ranged over 0.21-0.41 s within minutes, and
   the pairs' medians of it moved 0.95-1.26x.
   The store's short keyed reads (a decision by id or by pod, the newest page, the hourly rollup's
-  rate, the history check's lookups) do not: they are mostly one thread's work and take ``cpu``.
+  rate) do not: they are mostly one thread's work and take ``cpu`` (the history check's lookups,
+  since, are normalised round by round, ``benchmarks.interleaved``).
   In the same three pairs their measured times moved 0.91-1.18x (leaving out one p95 whose own
   runs spread 1.34x), and this factor would have put them up to 26 % away from that; the ``cpu``
   factor moved by less than 2 %.
@@ -88,8 +89,9 @@ the benchmarks do:
 The speed factor of a workload is ``reference seconds / measured seconds`` (1.0 on the run that
 set the reference, 0.5 on a machine half as fast). A time is normalised by multiplying it by the
 factor, a rate by dividing it by the factor; ratios measured within one run need neither. Which
-factor a row takes is its ``scale`` (``cpu``, ``memory``, ``parallel``, ``scan``, ``mixed`` or
-``none``), by default read from its unit; ``memory`` and ``mixed`` rows take a blend of two
+factor a row takes is its ``scale`` (``cpu``, ``memory``, ``parallel``, ``scan``, ``mixed``, ``inline``
+or ``none``), by default read from its unit; an ``inline`` row brings its own factor, measured
+between its rounds (``benchmarks.interleaved``); ``memory`` and ``mixed`` rows take a blend of two
 workloads' factors (``blended_factor``), the others their own workload's. Every figure a
 workload measured in one ``make bench`` counts towards that run's factor, the median of them
 (``benchmarks.run.run_factors``), by which every row of the run is normalised.
@@ -171,7 +173,7 @@ def memory_factor(cputime: float | None, memory: float | None) -> float | None:
     return blended_factor(cputime, memory, MEMORY_SHARE)
 
 
-def _cpu_workload() -> Any:
+def cpu_workload() -> Any:
     """The function that does the timed work, its fixed inputs built."""
     from benchmarks import calibration_workload
 
@@ -179,7 +181,7 @@ def _cpu_workload() -> Any:
 
 
 def cpu_seconds(clock: Callable[[], float] = time.perf_counter) -> float:
-    work = _cpu_workload()
+    work = cpu_workload()
     work()  # warm: the selectors' compiled programs and per-device answers are cached from here on
     samples = []
     for _ in range(CPU_ROUNDS):
@@ -219,7 +221,7 @@ def processes(scale: str) -> int:
 
 
 def _parallel_worker(start: Any, results: Any) -> None:
-    work = _cpu_workload()
+    work = cpu_workload()
     work()
     for _ in range(PARALLEL_ROUNDS):
         start.wait()

@@ -2,7 +2,8 @@
 
 Each bench module exposes ``run() -> list[dict]``; a row is ``{"issue", "name", "value", "unit",
 "target", "note"}`` and optionally ``"scale"`` (``cpu``, ``memory``, ``parallel``, ``scan``, ``mixed``
-or ``none``, see ``benchmarks.calibrate``). Each module runs in a process of its own, so what one leaves behind
+or ``none``, see ``benchmarks.calibrate``; ``inline`` for a row that brings its own
+``inline_factor``, measured between its rounds, ``benchmarks.interleaved``). Each module runs in a process of its own, so what one leaves behind
 (caches, a large heap for the garbage collector to walk, open stores) does not slow the next;
 that process first measures the machine's CPU speed, a fresh one measures it again right after
 (the module's run takes the mean, ``around``), and a module with rows that scale with the
@@ -141,6 +142,8 @@ def annotate(row: dict[str, Any], factors: dict[str, float | None], cpus: int = 
         f = calibrate.mixed_factor(factors.get("cpu"), factors.get("parallel"), float(row["cores"]), cpus)
     elif scale == "memory":
         f = calibrate.memory_factor(factors.get("cputime"), factors.get("memory"))
+    elif scale == "inline":  # normalised round by round in the module's own process (benchmarks.interleaved)
+        f = row.get("inline_factor")
     else:
         f = factors.get(scale)
     if f is None:

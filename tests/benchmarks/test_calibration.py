@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
 from benchmarks import calibrate, compare, markdown
+from benchmarks.interleaved import interleaved
 from benchmarks.run import annotate, median_rows
 
 REFERENCE = {"cpu_seconds": 0.10, "scan_seconds": 1.0}
@@ -361,7 +363,44 @@ def test_every_dashboard_page_declares_the_cores_its_render_keeps_busy() -> None
 
 def test_the_cpu_time_calibration_times_the_cpu_workload_on_the_process_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     ticks = iter(range(100))
-    monkeypatch.setattr(calibrate, "_cpu_workload", lambda: lambda: None)
+    monkeypatch.setattr(calibrate, "cpu_workload", lambda: lambda: None)
     monkeypatch.setattr(calibrate.time, "process_time", lambda: float(next(ticks)) * 0.01)
     # the wall clock is never read: every round is one tick of the process clock
     assert calibrate.cputime_seconds() == pytest.approx(0.01)
+
+
+def _scripted(passes: list[float]) -> tuple[Callable[[], Callable[[], None]], Callable[[], float]]:
+    """A workload whose timed passes take ``passes`` seconds in turn on the clock returned with it
+    (the untimed warm-up pass takes none)."""
+    now = [0.0]
+    left = list(passes)
+    warmed = [False]
+
+    def work() -> None:
+        if warmed[0]:
+            now[0] += left.pop(0)
+        warmed[0] = True
+
+    return (lambda: work), (lambda: now[0])
+
+
+@pytest.mark.parametrize(("unit", "values", "normalised", "factor"), [
+    # speeds 1.0, 1.0, 0.5 (reference 0.5 s over the faster pass of 1.0/0.5, 0.5/2.0, 2.0/1.0)
+    ("ms", [10.0, 20.0, 30.0], 15.0, 0.75),  # rounds 10, 20, 15: a slow round's time shrinks
+    ("decisions/s", [10.0, 20.0, 30.0], 20.0, 1.0),  # rounds 10, 20, 60: a slow round's rate grows
+])
+def test_interleaved_normalises_each_round_by_the_faster_pass_around_it(
+        unit: str, values: list[float], normalised: float, factor: float) -> None:
+    workload, clock = _scripted([1.0, 0.5, 2.0, 1.0])
+    rounds = iter(values)
+    figure = interleaved(lambda: next(rounds), 3, unit, workload=workload, reference_seconds=0.5, clock=clock)
+    assert (figure.measured, figure.normalised, figure.speed) == (20.0, normalised, 1.0)
+    assert figure.factor_of(unit) == pytest.approx(factor)
+
+
+def test_an_inline_row_is_normalised_by_its_own_factor_not_the_runs() -> None:
+    workload, clock = _scripted([1.0, 0.5, 2.0, 1.0])
+    rounds = iter([10.0, 20.0, 30.0])
+    figure = interleaved(lambda: next(rounds), 3, "ms", workload=workload, reference_seconds=0.5, clock=clock)
+    row = annotate({"name": "lookup", "target": "", **figure.row("ms", 1)}, {"cpu": 0.4, "parallel": 0.3})
+    assert (row["scale"], row["value"], row["factor"], row["normalised"]) == ("inline", 20.0, 0.75, 15.0)

@@ -1,0 +1,76 @@
+"""Short figures normalised round by round, by the ``cpu`` workload timed between their rounds.
+
+A figure of a tenth of a second or less (a microbenchmark's loop, one keyed lookup of the store)
+follows the shared machine's speed of that moment, and that speed swings on a scale of seconds:
+the ``cpu`` workload measured before and after a module, or its median over the whole run
+(``benchmarks.run.run_factors``), missed those swings, and the history check's four rows moved by
+up to 2.4x between a quiet run and a ``--noise`` one while every calibration moved by less than
+half of that. Here each round of the figure sits between two passes of the ``cpu`` workload
+(``benchmarks.calibrate``), each pass doubling as the next round's first, and the round is
+normalised by the faster of its two; the figure is the median of the normalised rounds. Timed
+that way, in one quiet process and in one beside a burned core, the history check's
+lookups of a thousand ids came out 34.4 and 33.5 ms normalised, and re-sent decisions 41.4 and
+38.0 ms, where their measured times moved 0.9-1.1x.
+
+A row made so takes the scale ``inline`` and carries its own factor (``factor_of``), which
+``benchmarks.run.annotate`` applies instead of the run's.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchmarks import calibrate
+
+
+@dataclass(frozen=True)
+class Interleaved:
+    measured: float  # the median round as measured, in the unit ``measure`` returned
+    normalised: float  # the median of the rounds each normalised by the speed around it
+    speed: float  # the median of the rounds' speed factors, shown beside the figure
+
+    def row(self, unit: str, digits: int) -> dict[str, float | str]:
+        """A bench row's value, scale and factor for this figure in ``unit``."""
+        return {"value": round(self.measured, digits), "unit": unit, "scale": "inline",
+                "inline_factor": round(self.factor_of(unit), 6)}
+
+    def factor_of(self, unit: str) -> float:
+        """The factor that normalises ``measured`` to ``normalised`` in ``unit``'s direction: what
+        ``benchmarks.run.annotate`` multiplies a time by (divides a rate by)."""
+        if calibrate.kind(unit) == "rate":
+            return self.measured / self.normalised
+        return self.normalised / self.measured
+
+
+def interleaved(measure: Callable[[], float], rounds: int, unit: str,
+                workload: Callable[[], Callable[[], None]] | None = None,
+                reference_seconds: float | None = None, clock: Callable[[], float] = time.perf_counter) -> Interleaved:
+    """Run ``measure`` (one round; it returns the round's time or rate in ``unit``) ``rounds``
+    times, with a pass of the ``cpu`` workload before the first and after each. A round's speed
+    is the reference's seconds over the faster of the passes around it: a pass slowed by a
+    moment of contention that missed the round would otherwise normalise the round as if the
+    machine had been slow throughout."""
+    if rounds < 1:
+        raise ValueError(f"rounds {rounds}: expected at least 1")
+    work = (workload or calibrate.cpu_workload)()
+    work()  # warm, as the calibration itself does
+    reference = reference_seconds or float(calibrate.load_reference()["cpu_seconds"])
+
+    def pass_seconds() -> float:
+        started = clock()
+        work()
+        return clock() - started
+
+    values: list[float] = []
+    speeds: list[float] = []
+    before = pass_seconds()
+    for _ in range(rounds):
+        values.append(measure())
+        after = pass_seconds()
+        speeds.append(reference / min(before, after))
+        before = after
+    normalised = [calibrate.normalise(v, unit, s) for v, s in zip(values, speeds, strict=True)]
+    return Interleaved(statistics.median(values), statistics.median(normalised), statistics.median(speeds))
