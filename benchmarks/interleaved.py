@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from benchmarks import calibrate
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -32,9 +35,10 @@ class Interleaved:
     normalised: float  # the median of the rounds each normalised by the speed around it
     speed: float  # the median of the rounds' speed factors, shown beside the figure
 
-    def row(self, unit: str, digits: int) -> dict[str, float | str]:
+    def row(self, unit: str, digits: int) -> dict[str, int | float | str]:
         """A bench row's value, scale and factor for this figure in ``unit``."""
-        return {"value": round(self.measured, digits), "unit": unit, "scale": "inline",
+        value = round(self.measured) if digits == 0 else round(self.measured, digits)
+        return {"value": value, "unit": unit, "scale": "inline",
                 "inline_factor": round(self.factor_of(unit), 6)}
 
     def factor_of(self, unit: str) -> float:
@@ -49,12 +53,35 @@ def interleaved(measure: Callable[[], float], rounds: int, unit: str,
                 workload: Callable[[], Callable[[], None]] | None = None,
                 reference_seconds: float | None = None, clock: Callable[[], float] = time.perf_counter) -> Interleaved:
     """Run ``measure`` (one round; it returns the round's time or rate in ``unit``) ``rounds``
-    times, with a pass of the ``cpu`` workload before the first and after each. A round's speed
-    is the reference's seconds over the faster of the passes around it: a pass slowed by a
-    moment of contention that missed the round would otherwise normalise the round as if the
-    machine had been slow throughout."""
+    times between passes of the ``cpu`` workload (``paced``), and take the median round, as
+    measured and normalised by the speed around it."""
     if rounds < 1:
         raise ValueError(f"rounds {rounds}: expected at least 1")
+    paced_rounds = paced([measure] * rounds, workload, reference_seconds, clock)
+    values = [v for v, _ in paced_rounds]
+    speeds = [s for _, s in paced_rounds]
+    normalised = [calibrate.normalise(v, unit, s) for v, s in paced_rounds]
+    return Interleaved(statistics.median(values), statistics.median(normalised), statistics.median(speeds))
+
+
+def of_samples(samples: Sequence[tuple[float, float]], unit: str) -> Interleaved:
+    """The median of many (figure, speed) samples, as measured and normalised: for a figure that is
+    itself a median over many short samples (one per node visited), each taken in a round of
+    ``paced`` and given that round's speed."""
+    if not samples:
+        raise ValueError("no samples")
+    return Interleaved(statistics.median(v for v, _ in samples),
+                       statistics.median(calibrate.normalise(v, unit, s) for v, s in samples),
+                       statistics.median(s for _, s in samples))
+
+
+def paced(rounds: Sequence[Callable[[], T]], workload: Callable[[], Callable[[], None]] | None = None,
+          reference_seconds: float | None = None, clock: Callable[[], float] = time.perf_counter) -> list[tuple[T, float]]:
+    """Each round's result with the machine's speed around it, the rounds run in order with a
+    pass of the ``cpu`` workload before the first and after each. A round's speed is the
+    reference's seconds over the faster of the passes around it: a pass slowed by a moment of
+    contention that missed the round would otherwise normalise the round as if the machine had
+    been slow throughout."""
     work = (workload or calibrate.cpu_workload)()
     work()  # warm, as the calibration itself does
     reference = reference_seconds or float(calibrate.load_reference()["cpu_seconds"])
@@ -64,13 +91,11 @@ def interleaved(measure: Callable[[], float], rounds: int, unit: str,
         work()
         return clock() - started
 
-    values: list[float] = []
-    speeds: list[float] = []
+    results: list[tuple[T, float]] = []
     before = pass_seconds()
-    for _ in range(rounds):
-        values.append(measure())
+    for measure in rounds:
+        result = measure()
         after = pass_seconds()
-        speeds.append(reference / min(before, after))
+        results.append((result, reference / min(before, after)))
         before = after
-    normalised = [calibrate.normalise(v, unit, s) for v, s in zip(values, speeds, strict=True)]
-    return Interleaved(statistics.median(values), statistics.median(normalised), statistics.median(speeds))
+    return results

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from benchmarks import calibrate, compare, markdown
-from benchmarks.interleaved import interleaved
+from benchmarks.interleaved import interleaved, of_samples, paced
 from benchmarks.run import annotate, median_rows
 
 REFERENCE = {"cpu_seconds": 0.10, "scan_seconds": 1.0}
@@ -404,3 +404,13 @@ def test_an_inline_row_is_normalised_by_its_own_factor_not_the_runs() -> None:
     figure = interleaved(lambda: next(rounds), 3, "ms", workload=workload, reference_seconds=0.5, clock=clock)
     row = annotate({"name": "lookup", "target": "", **figure.row("ms", 1)}, {"cpu": 0.4, "parallel": 0.3})
     assert (row["scale"], row["value"], row["factor"], row["normalised"]) == ("inline", 20.0, 0.75, 15.0)
+
+
+def test_each_sample_takes_the_speed_of_the_round_it_was_taken_in() -> None:
+    workload, clock = _scripted([1.0, 0.5, 2.0, 1.0])
+    rounds = paced([lambda: [10.0, 12.0], lambda: [20.0], lambda: [30.0, 40.0]], workload=workload,
+                   reference_seconds=0.5, clock=clock)
+    assert rounds == [([10.0, 12.0], 1.0), ([20.0], 1.0), ([30.0, 40.0], 0.5)]
+    figure = of_samples([(us, speed) for samples, speed in rounds for us in samples], "us")
+    # normalised samples 10, 12, 20, 15, 20: median 15 where the measured median is 20
+    assert (figure.measured, figure.normalised, figure.speed) == (20.0, 15.0, 1.0)
