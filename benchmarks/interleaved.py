@@ -4,8 +4,7 @@ A figure of a tenth of a second or less (a microbenchmark's loop, one keyed look
 follows the shared machine's speed of that moment, and that speed swings on a scale of seconds:
 the ``cpu`` workload measured before and after a module, or its median over the whole run
 (``benchmarks.run.run_factors``), missed those swings, and the history check's four rows moved by
-up to 2.4x between a quiet run and a ``--noise`` one while every calibration moved by less than
-half of that. Here each round of the figure sits between two passes of the ``cpu`` workload
+up to 2.4x between a quiet run and a ``--noise`` one while no calibration moved more than 1.43x. Here each round of the figure sits between two passes of the ``cpu`` workload
 (``benchmarks.calibrate``), each pass doubling as the next round's first, and the round is
 normalised by the faster of its two; the figure is the median of the normalised rounds. Timed
 that way, in one quiet process and in one beside a burned core, the history check's
