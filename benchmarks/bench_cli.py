@@ -31,7 +31,7 @@ import yaml
 from audit.allocator import AllocatedState, Allocator, Features, Inventory, Status
 from audit.dra.loader import load_documents
 from audit.dra.model import DeviceClass, Node, ResourceClaim, ResourceSlice, parse_object
-from benchmarks.interleaved import interleaved
+from benchmarks.interleaved import of_samples, paced
 
 BENCH_RUNS = 3  # short latencies and tails: make bench reports the median of three runs
 REPO = Path(__file__).resolve().parents[1]
@@ -43,8 +43,7 @@ ORACLE = Path(os.environ.get("CLAIMTRAIL_DRA_ORACLE") or REPO.parent / "shared" 
 WHY_DUMP = REPO / "tests" / "fixtures" / "explain" / "cluster-pending.yaml"
 DRIVER = "gpu.nvidia.com"
 PROCESS_RUNS = 15
-ROUNDS = 3
-INLINE_ROUNDS = 5
+ROUNDS = 5
 CALLS = 1000
 
 
@@ -167,22 +166,22 @@ def per_call(case_file: str) -> list[dict[str, Any]]:
     if not ORACLE.exists():
         print(f"bench_cli: {ORACLE} is missing; per-call comparison with upstream skipped", file=sys.stderr)
         return []
-    ours: list[float] = []
-    cold: list[float] = []
-    theirs: list[float] = []
-    for _ in range(ROUNDS):
-        ours.append(_claimtrail_call_us(case_file, fresh_inventory=False))
-        cold.append(_claimtrail_call_us(case_file, fresh_inventory=True))
-        theirs.append(_oracle_call_us(case_file))
-    # the figures themselves, apart from the ratios' paired rounds: normalised round by round, as
-    # a loop this short follows the machine's speed of that moment (benchmarks.interleaved)
-    ours_figure = interleaved(lambda: _claimtrail_call_us(case_file, fresh_inventory=False), INLINE_ROUNDS, "us")
-    cold_figure = interleaved(lambda: _claimtrail_call_us(case_file, fresh_inventory=True), INLINE_ROUNDS, "us")
+    # each round times ClaimTrail (inventory reused, then new) and upstream on the same file; the
+    # ratios pair the three within a round, and ClaimTrail's own figures are normalised by the
+    # speed around their round, as loops this short follow the machine's speed of that moment
+    # (benchmarks.interleaved)
+    rounds = paced([lambda: (_claimtrail_call_us(case_file, fresh_inventory=False),
+                             _claimtrail_call_us(case_file, fresh_inventory=True), _oracle_call_us(case_file))] * ROUNDS)
+    ours = [o for (o, _, _), _ in rounds]
+    cold = [c for (_, c, _), _ in rounds]
+    theirs = [t for (_, _, t), _ in rounds]
+    ours_figure = of_samples([(o, speed) for (o, _, _), speed in rounds], "us")
+    cold_figure = of_samples([(c, speed) for (_, c, _), speed in rounds], "us")
     ratio = statistics.median(t / o for t, o in zip(theirs, ours, strict=True))
     cold_ratio = statistics.median(t / o for t, o in zip(theirs, cold, strict=True))
     return [
         {"issue": "#18", "name": "allocate per call, 8 GPUs: ClaimTrail, inventory reused", **ours_figure.row("us", 1),
-         "target": "", "note": f"median of {CALLS} calls, median of {INLINE_ROUNDS} rounds each normalised by the "
+         "target": "", "note": f"median of {CALLS} calls, median of {ROUNDS} rounds each normalised by the "
                                "speed around it"},
         {"issue": "#18", "name": "allocate per call, 8 GPUs: upstream NewAllocator+Allocate", "value": round(statistics.median(theirs), 1),
          "unit": "us", "target": "", "note": "dra-oracle --bench, same file, same run, GOMAXPROCS=1"},
@@ -191,7 +190,7 @@ def per_call(case_file: str) -> list[dict[str, Any]]:
         {"issue": "#18", "name": "allocate per call, 8 GPUs: ClaimTrail, new inventory",
          **cold_figure.row("us", 1), "target": "",
          "note": "pool view and every selector evaluated again, as upstream does per Allocate; median of "
-                 f"{INLINE_ROUNDS} rounds, each normalised by the speed around it"},
+                 f"{ROUNDS} rounds, each normalised by the speed around it"},
         {"issue": "#18", "name": "allocate per call: upstream / ClaimTrail, new inventory", "value": round(cold_ratio, 2),
          "unit": "x", "target": "", "note": "context: what the inventory's caches are worth"},
     ]
