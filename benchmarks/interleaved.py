@@ -56,11 +56,7 @@ def interleaved(measure: Callable[[], float], rounds: int, unit: str,
     measured and normalised by the speed around it."""
     if rounds < 1:
         raise ValueError(f"rounds {rounds}: expected at least 1")
-    paced_rounds = paced([measure] * rounds, workload, reference_seconds, clock)
-    values = [v for v, _ in paced_rounds]
-    speeds = [s for _, s in paced_rounds]
-    normalised = [calibrate.normalise(v, unit, s) for v, s in paced_rounds]
-    return Interleaved(statistics.median(values), statistics.median(normalised), statistics.median(speeds))
+    return of_samples(paced([measure] * rounds, workload, reference_seconds, clock), unit)
 
 
 def of_samples(samples: Sequence[tuple[float, float]], unit: str) -> Interleaved:
