@@ -81,16 +81,35 @@ def paced(rounds: Sequence[Callable[[], T]], workload: Callable[[], Callable[[],
     work()  # warm, as the calibration itself does
     reference = reference_seconds or float(calibrate.load_reference()["cpu_seconds"])
 
-    def pass_seconds() -> float:
+    def speed() -> float:
         started = clock()
         work()
-        return clock() - started
+        return reference / (clock() - started)
 
+    return paced_by(rounds, speed)
+
+
+def paced_by(rounds: Sequence[Callable[[], T]], speed: Callable[[], float]) -> list[tuple[T, float]]:
+    """``paced`` with any pass: ``speed`` runs one pass of a calibration and returns the machine's
+    speed factor it measured (higher is faster); a round takes the faster pass around it."""
     results: list[tuple[T, float]] = []
-    before = pass_seconds()
+    before = speed()
     for measure in rounds:
         result = measure()
-        after = pass_seconds()
-        results.append((result, reference / min(before, after)))
+        after = speed()
+        results.append((result, max(before, after)))
         before = after
     return results
+
+
+def of_work(slices: Sequence[tuple[float, float, float]], unit: str) -> Interleaved:
+    """A rate over work done in slices, each ``(items, seconds, speed)`` from a round of
+    ``paced_by``: measured, items over seconds in all; normalised, items over the seconds each
+    slice would have taken at the reference speed (a long run, a simulated day, cut into slices
+    so that each follows the machine's speed of its own minutes)."""
+    if calibrate.kind(unit) != "rate" or not slices:
+        raise ValueError(f"of_work needs a rate and at least one slice, got {unit!r} and {len(slices)}")
+    items = sum(n for n, _, _ in slices)
+    seconds = sum(s for _, s, _ in slices)
+    reference_seconds = sum(calibrate.normalise(s, "s", speed) for _, s, speed in slices)
+    return Interleaved(items / seconds, items / reference_seconds, statistics.median(f for _, _, f in slices))
