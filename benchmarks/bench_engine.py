@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from benchmarks.memory_pacer import MemoryPacer
 from benchmarks.paced_day import paced_day
+from benchmarks.pacers import MemoryPacer
 from ingest.simulate.cluster import NodePool
 from ingest.simulate.loop import Job, Simulator
 from ingest.simulate.scenario import Disruptions, Scenario, TenantMix, load_scenario_text

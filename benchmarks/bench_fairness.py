@@ -27,8 +27,8 @@ from benchmarks.fairness_diagnosis import (
     regret_by_reason,
 )
 from benchmarks.fairness_figures import fold_day
-from benchmarks.memory_pacer import MemoryPacer
 from benchmarks.paced_day import PacedDay, paced_day
+from benchmarks.pacers import MemoryPacer
 from ingest.simulate.loop import Simulator
 from ingest.simulate.scenario import load_scenario_text
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from audit.metrics import Window, fairness_report, fold_lifecycle
 from audit.records import Blocker, Outcome
-from benchmarks.memory_pacer import MemoryPacer
 from benchmarks.paced_day import paced_day
+from benchmarks.pacers import MemoryPacer
 from ingest.simulate.loop import Simulator
 from ingest.simulate.scenario import load_scenario_text
 

@@ -33,8 +33,8 @@ from audit.store import rows
 from audit.store.queries import AuditStore
 from benchmarks.bench_engine import _day_scenario
 from benchmarks.interleaved import of_work, paced_by
-from benchmarks.memory_pacer import MemoryPacer
 from benchmarks.paced_day import SLICES
+from benchmarks.pacers import MemoryPacer
 from ingest.simulate.loop import SimulationResult, Simulator
 
 BENCH_RUNS = 3  # replay rates and latency tails: make bench reports the median of three runs
@@ -84,7 +84,7 @@ def store_history(result: SimulationResult, interval: int, directory: str) -> Au
 
 def bench_throughput(result: SimulationResult, pacer: MemoryPacer) -> dict[str, Any]:
     """The replay taken in ``SLICES`` runs of decisions, each normalised by the ``memory`` scale's
-    speed around it (``benchmarks.memory_pacer``), as the simulated days are (``paced_day``)."""
+    speed around it (``benchmarks.pacers``), as the simulated days are (``paced_day``)."""
     source = MemorySource(result.events)
     settle()
     replaying = Verifier(source).run(result.records)

@@ -24,8 +24,8 @@ from audit.metrics.waits import tenant_waits
 from audit.scheduler import reservations
 from audit.timestamps import parse_time_ms
 from audit.world import World
-from benchmarks.memory_pacer import MemoryPacer
 from benchmarks.paced_day import paced_day
+from benchmarks.pacers import MemoryPacer
 from ingest.simulate.loop import SimulationResult, Simulator
 from ingest.simulate.scenario import load_scenario_text
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle
 from audit.metrics.busy import cluster_gpus, peak_busy
-from benchmarks.memory_pacer import MemoryPacer
 from benchmarks.paced_day import paced_day
+from benchmarks.pacers import MemoryPacer
 from ingest.simulate.load import DEFAULT_LOAD
 from ingest.simulate.loop import Simulator
 from ingest.simulate.trace_files import find_trace_dir

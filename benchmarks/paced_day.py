@@ -4,7 +4,7 @@ The simulated days (the engine's 1,000 × 8 slice, the fairness, reservation and
 the trace day) run for seconds to a minute each, long enough for the shared machine's speed to
 change under them. The day is cut into ``SLICES`` equal spans of simulated time (the setup is one
 more round before them); each round's CPU time is normalised by the ``memory`` scale's factor
-measured just around it (``benchmarks.memory_pacer``, ``benchmarks.interleaved.paced_by``), and the
+measured just around it (``benchmarks.pacers``, ``benchmarks.interleaved.paced_by``), and the
 rate is the day's decisions over the sum of the normalised times. The row takes the ``inline``
 scale with that rate's own factor. Cutting the day changes nothing in it: ``run_until`` processes
 each instant whole, so the records are those of an uncut run.

@@ -9,8 +9,8 @@ import pytest
 from audit.records import to_jsonl
 from benchmarks import calibrate
 from benchmarks.interleaved import of_work
-from benchmarks.memory_pacer import MemoryPacer
 from benchmarks.paced_day import SLICES, paced_day
+from benchmarks.pacers import MemoryPacer
 from ingest.simulate.loop import Simulator
 from ingest.simulate.scenario import load_scenario_text
 from tests.simulate.runs import SCENARIO, cluster_day
