@@ -30,8 +30,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks import calibrate
-from benchmarks.interleaved import Interleaved, paced
+from benchmarks.interleaved import Interleaved, best_of, paced
 from benchmarks.run import spread_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -145,9 +144,7 @@ def run() -> list[dict[str, Any]]:
 
 
 def _best(runs: list[tuple[float, str, float]]) -> Interleaved:
-    """The run of least normalised time (the one least disturbed), as measured and normalised."""
-    seconds, _, speed = min(runs, key=lambda run: calibrate.normalise(run[0], "s", run[2]))
-    return Interleaved(seconds, calibrate.normalise(seconds, "s", speed), speed)
+    return best_of([(seconds, speed) for seconds, _, speed in runs], "s")
 
 
 def _rate(run: Interleaved, decisions: int) -> dict[str, int | float | str]:

@@ -26,6 +26,7 @@ from typing import TypeVar
 from benchmarks import calibrate
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -59,15 +60,27 @@ def interleaved(measure: Callable[[], float], rounds: int, unit: str,
     return of_samples(paced([measure] * rounds, workload, reference_seconds, clock), unit)
 
 
-def of_samples(samples: Sequence[tuple[float, float]], unit: str) -> Interleaved:
-    """The median of many (figure, speed) samples, as measured and normalised: for a figure that is
-    itself a median over many short samples (one per node visited), each taken in a round of
-    ``paced`` and given that round's speed."""
+def of_samples(samples: Sequence[tuple[float, float]], unit: str,
+               summary: Callable[[list[float]], float] = statistics.median) -> Interleaved:
+    """The median (or another ``summary``, such as a percentile) of many (figure, speed) samples,
+    as measured and normalised: for a figure that is itself a median over many short samples (one
+    per node visited), each taken in a round of ``paced`` and given that round's speed."""
     if not samples:
         raise ValueError("no samples")
-    return Interleaved(statistics.median(v for v, _ in samples),
-                       statistics.median(calibrate.normalise(v, unit, s) for v, s in samples),
+    return Interleaved(summary([v for v, _ in samples]),
+                       summary([calibrate.normalise(v, unit, s) for v, s in samples]),
                        statistics.median(s for _, s in samples))
+
+
+def best_of(samples: Sequence[tuple[float, float]], unit: str) -> Interleaved:
+    """The (figure, speed) sample whose normalised figure is best (the least time, the highest
+    rate): for a figure taken as the best of a few rounds, the round least disturbed by the
+    shared machine once each is set against the machine's speed around it."""
+    if not samples:
+        raise ValueError("no samples")
+    sign = -1.0 if calibrate.kind(unit) == "rate" else 1.0
+    value, speed = min(samples, key=lambda s: sign * calibrate.normalise(s[0], unit, s[1]))
+    return Interleaved(value, calibrate.normalise(value, unit, speed), speed)
 
 
 def paced(rounds: Sequence[Callable[[], T]], workload: Callable[[], Callable[[], None]] | None = None,
@@ -92,12 +105,23 @@ def paced(rounds: Sequence[Callable[[], T]], workload: Callable[[], Callable[[],
 def paced_by(rounds: Sequence[Callable[[], T]], speed: Callable[[], float]) -> list[tuple[T, float]]:
     """``paced`` with any pass: ``speed`` runs one pass of a calibration and returns the machine's
     speed factor it measured (higher is faster); a round takes the faster pass around it."""
-    results: list[tuple[T, float]] = []
+    return paced_with(rounds, speed, max)
+
+
+def faster_each(before: tuple[float, ...], after: tuple[float, ...]) -> tuple[float, ...]:
+    """The faster of two passes of several calibrations at once, calibration by calibration."""
+    return tuple(max(b, a) for b, a in zip(before, after, strict=True))
+
+
+def paced_with(rounds: Sequence[Callable[[], T]], speed: Callable[[], S], faster: Callable[[S, S], S]) -> list[tuple[T, S]]:
+    """``paced_by`` for passes of several calibrations at once (``speed`` returns their factors
+    together), ``faster`` choosing between the passes before and after a round."""
+    results: list[tuple[T, S]] = []
     before = speed()
     for measure in rounds:
         result = measure()
         after = speed()
-        results.append((result, max(before, after)))
+        results.append((result, faster(before, after)))
         before = after
     return results
 

@@ -19,6 +19,12 @@ itself; two calibrations cannot, and run in helper processes started once per mo
   and ``mixed`` scales): one worker per core, each with the ``cpu`` workload built, started
   together on a barrier for each pass, timed as ``calibrate.parallel_seconds`` times one round.
 
+- ``MixedPacer``, for rows of ``calibrate``'s ``mixed`` blend: the ``cpu`` workload timed in the
+  measured process, beside a ``ParallelPacer``.
+- ``ScanPacer``, for reads led by the store's scans (``calibrate``'s ``scan`` scale): the fixed
+  synthetic table built once in an embedded chDB of its own (chDB keeps one database per
+  process), each pass timing the read shapes as ``calibrate.scan_seconds`` does.
+
 The measured process waits for the answer and takes no CPU meanwhile.
 """
 
@@ -27,7 +33,9 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import tempfile
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from types import TracebackType
 from typing import Any
@@ -35,7 +43,47 @@ from typing import Any
 from benchmarks import calibrate
 
 
-def _serve(conn: Connection) -> None:
+class _Helpers:
+    """Processes running ``target(conn, *args)``, which builds its workload, sends "ready" and then
+    answers each "pass" with a pass's figures until it receives None."""
+
+    def __init__(self, target: Callable[..., None], count: int = 1, barrier: bool = False) -> None:
+        context = multiprocessing.get_context("spawn")  # a clean interpreter, as the calibrations get
+        args = (context.Barrier(count),) if barrier else ()
+        self._conns: list[Connection] = []
+        self._processes = []
+        for _ in range(count):
+            conn, child = context.Pipe()
+            process = context.Process(target=target, args=(child, *args), daemon=True)
+            process.start()
+            child.close()
+            self._conns.append(conn)
+            self._processes.append(process)
+        for conn in self._conns:
+            conn.recv()
+
+    def ask(self) -> list[Any]:
+        """One pass in every helper at once; their answers."""
+        for conn in self._conns:
+            conn.send("pass")
+        return [conn.recv() for conn in self._conns]
+
+    def close(self) -> None:
+        for conn in self._conns:
+            conn.send(None)
+        for process in self._processes:
+            process.join(timeout=60)
+        for conn in self._conns:
+            conn.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _memory_helper(conn: Connection) -> None:
     from benchmarks import memory_workload
 
     cpu = calibrate.cpu_workload()
@@ -54,42 +102,26 @@ def _serve(conn: Connection) -> None:
         conn.send((min(cpu_rounds), time.process_time() - started))
 
 
-class MemoryPacer:
+class MemoryPacer(_Helpers):
     """A helper process answering ``speed()``: the ``memory`` scale's factor of this moment."""
 
     def __init__(self, reference: dict[str, Any] | None = None) -> None:
         known = reference or calibrate.load_reference()
         self._cputime_reference = float(known["cputime_seconds"])
         self._memory_reference = float(known["memory_seconds"])
-        context = multiprocessing.get_context("spawn")  # a clean interpreter, as the calibrations get
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child,), daemon=True)
-        self._process.start()
-        child.close()
-        self._conn.recv()  # both workloads built and warmed
+        super().__init__(_memory_helper)
         self.last: tuple[float, float] = (0.0, 0.0)  # the latest pass's CPU seconds: cpu workload, memory workload
 
     def speed(self) -> float:
         """One pass of both workloads; their factors blended as a ``memory`` row's are."""
-        self._conn.send("pass")
-        cputime, memory = self.last = self._conn.recv()
+        [(cputime, memory)] = self.ask()
+        self.last = (cputime, memory)
         blended = calibrate.memory_factor(self._cputime_reference / cputime, self._memory_reference / memory)
         assert blended is not None  # both factors are known
         return blended
 
-    def close(self) -> None:
-        self._conn.send(None)
-        self._process.join(timeout=60)
-        self._conn.close()
 
-    def __enter__(self) -> MemoryPacer:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
-
-
-def _parallel_worker(start: Any, conn: Connection) -> None:
+def _parallel_helper(conn: Connection, start: Any) -> None:
     work = calibrate.cpu_workload()
     work()
     conn.send("ready")
@@ -101,43 +133,72 @@ def _parallel_worker(start: Any, conn: Connection) -> None:
         conn.send(time.perf_counter() - started)
 
 
-class ParallelPacer:
-    """Worker processes, one per core, answering ``speed()``: the ``parallel`` scale's factor of
-    this moment (the reference's seconds over the mean time of one pass per worker)."""
+class ParallelPacer(_Helpers):
+    """Helper processes, one per core, answering ``speed()``: the ``parallel`` scale's factor of
+    this moment (the reference's seconds over the mean time of one pass per helper)."""
 
     def __init__(self, reference: dict[str, Any] | None = None, workers: int = 0) -> None:
-        known = reference or calibrate.load_reference()
-        self._reference = float(known["parallel_seconds"])
-        count = workers or os.cpu_count() or 1
-        context = multiprocessing.get_context("spawn")
-        start = context.Barrier(count)
-        self._conns: list[Connection] = []
-        self._processes = []
-        for _ in range(count):
-            conn, child = context.Pipe()
-            process = context.Process(target=_parallel_worker, args=(start, child), daemon=True)
-            process.start()
-            child.close()
-            self._conns.append(conn)
-            self._processes.append(process)
-        for conn in self._conns:
-            conn.recv()
+        self._reference = float((reference or calibrate.load_reference())["parallel_seconds"])
+        super().__init__(_parallel_helper, workers or os.cpu_count() or 1, barrier=True)
 
     def speed(self) -> float:
-        for conn in self._conns:
-            conn.send("pass")
-        seconds = [conn.recv() for conn in self._conns]
+        seconds = self.ask()
         return self._reference / (sum(seconds) / len(seconds))
 
-    def close(self) -> None:
-        for conn in self._conns:
-            conn.send(None)
-        for process in self._processes:
-            process.join(timeout=60)
-        for conn in self._conns:
-            conn.close()
 
-    def __enter__(self) -> ParallelPacer:
+def _scan_helper(conn: Connection) -> None:
+    from audit.store import connection
+
+    with tempfile.TemporaryDirectory(prefix="bench-scan-pacer-") as work:
+        client = connection.connect(connection.resolve_dsn(f"chdb://{work}/db"))
+        calibrate.scan_database(client)
+        for sql in calibrate.SCAN_QUERIES:
+            client.query(sql)  # warm: marks and the first read of each column
+        conn.send("ready")
+        while conn.recv() is not None:
+            conn.send(calibrate.scan_pass(client))
+        client.close()
+
+
+class ScanPacer(_Helpers):
+    """A helper process answering ``speed()``: the ``scan`` scale's factor of this moment."""
+
+    def __init__(self, reference: dict[str, Any] | None = None) -> None:
+        self._reference = float((reference or calibrate.load_reference())["scan_seconds"])
+        super().__init__(_scan_helper)
+
+    def speed(self) -> float:
+        [seconds] = self.ask()
+        return self._reference / float(seconds)
+
+
+class MixedPacer:
+    """For ``mixed`` rows: the ``cpu`` workload timed in this process (as ``interleaved.paced``
+    does) and a ``ParallelPacer``; ``speed()`` gives both factors, ``factor`` blends them for the
+    cores a row declares (``calibrate.mixed_factor``)."""
+
+    def __init__(self, reference: dict[str, Any] | None = None) -> None:
+        known = reference or calibrate.load_reference()
+        self._cpu_reference = float(known["cpu_seconds"])
+        self._work = calibrate.cpu_workload()
+        self._work()  # warm, as the calibration does
+        self._parallel = ParallelPacer(known)
+
+    def speed(self) -> tuple[float, float]:
+        started = time.perf_counter()
+        self._work()
+        return self._cpu_reference / (time.perf_counter() - started), self._parallel.speed()
+
+    @staticmethod
+    def factor(speeds: tuple[float, float], cores: float) -> float:
+        blended = calibrate.mixed_factor(speeds[0], speeds[1], cores, os.cpu_count() or 1)
+        assert blended is not None  # both factors measured
+        return blended
+
+    def close(self) -> None:
+        self._parallel.close()
+
+    def __enter__(self) -> MixedPacer:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

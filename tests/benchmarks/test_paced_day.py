@@ -7,10 +7,8 @@ import itertools
 import pytest
 
 from audit.records import to_jsonl
-from benchmarks import calibrate
 from benchmarks.interleaved import of_work
 from benchmarks.paced_day import SLICES, paced_day
-from benchmarks.pacers import MemoryPacer
 from ingest.simulate.loop import Simulator
 from ingest.simulate.scenario import load_scenario_text
 from tests.simulate.runs import SCENARIO, cluster_day
@@ -57,12 +55,3 @@ def test_a_rate_over_slices_refuses_times_and_nothing() -> None:
         of_work([(1.0, 1.0, 1.0)], "ms")
     with pytest.raises(ValueError, match="at least one slice"):
         of_work([], "decisions/s")
-
-
-def test_the_memory_pacer_blends_its_two_workloads_as_a_memory_row_is_normalised() -> None:
-    reference = {"cputime_seconds": 0.03, "memory_seconds": 0.9}
-    with MemoryPacer(reference) as pacer:
-        speeds = [(pacer.speed(), pacer.last) for _ in range(2)]
-    for speed, (cputime, memory) in speeds:
-        assert 0 < cputime < memory  # the cpu workload's best round is far shorter than a memory round
-        assert speed == calibrate.memory_factor(0.03 / cputime, 0.9 / memory)
