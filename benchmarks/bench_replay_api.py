@@ -10,10 +10,9 @@ command following the job's progress. Both are timed wall-clock from the command
 exit, so they include starting Python, reading the history and printing the summary; each is run
 ``ROUNDS`` times alternately and the best of each is kept (the machine is shared, and the best run
 is the one least disturbed), each between two passes of the ``cpu`` workload and normalised by the
-faster of them (``benchmarks.interleaved.paced``): the ``inline`` scale, which followed the shared
-machine's speed of the moment where the run's median factor left the two rates 28-32 % apart
-between a quiet ``make bench`` and one beside ``--noise``. The figure is the API rate over the
-offline rate (target ≥ 0.5).
+faster of them (``benchmarks.interleaved.paced``, the ``inline`` scale): normalised by the run's
+median factor instead, the two rates moved 28-32 % between a quiet ``make bench`` and one beside
+``--noise``. The figure is the API rate over the offline rate (target ≥ 0.5), as measured.
 A context row times ``--sample 0.05`` through the API, in the same rounds, best of them too. Each
 row keeps the spread of its rounds (``benchmarks.run.spread_of``).
 """

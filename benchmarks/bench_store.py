@@ -103,10 +103,10 @@ def _throughput(work: Path) -> list[dict[str, Any]]:
         runs.append(functools.partial(raw_insert_seconds, client, f"r{round_}", records))
     with ParallelPacer() as parallel, ScanPacer() as scan:
         timed = paced_with(runs, lambda: (parallel.speed(), scan.speed()), faster_each)
-    writer_runs = [(N_WRITE / seconds, all_cores) for seconds, (all_cores, _) in timed[0::2]]
-    raw_runs = [(N_WRITE / seconds, scans) for seconds, (_, scans) in timed[1::2]]
-    writer_times = [N_WRITE / rate for rate, _ in writer_runs]
-    raw_times = [N_WRITE / rate for rate, _ in raw_runs]
+    writer_times = [seconds for seconds, _ in timed[0::2]]
+    raw_times = [seconds for seconds, _ in timed[1::2]]
+    writer_best = best_of([(N_WRITE / seconds, all_cores) for seconds, (all_cores, _) in timed[0::2]], "rec/s")
+    raw_best = best_of([(N_WRITE / seconds, scans) for seconds, (_, scans) in timed[1::2]], "rec/s")
 
     for table in ("decisions", "decision_tiers", "fallback_1h"):
         client.command(f"OPTIMIZE TABLE w0.{table} FINAL")
@@ -117,7 +117,6 @@ def _throughput(work: Path) -> list[dict[str, Any]]:
     client.close()
     total = sum(parts.get(t, 0) for t in ("decisions", "decision_tiers", "fallback_1h"))
     tiers = sum(len(r.tiers) for r in records)
-    writer_best, raw_best = best_of(writer_runs, "rec/s"), best_of(raw_runs, "rec/s")
     # the ratio within the run needs no normalising: the best of each as measured, as before
     writer_rate, raw_rate = N_WRITE / min(writer_times), N_WRITE / min(raw_times)
     spread = (f"the run of best normalised rate of {ROUNDS} alternating runs; writer runs "

@@ -32,7 +32,9 @@ the benchmarks do:
   between two quiet runs it moved 1.39x while every row it scaled moved 1.09-1.31x, and beside
   ``--noise`` it fell from 1.68 to 1.50 while the simulated day did not slow; over six runs the
   engine's rate normalised by the blend stayed within 1,905-2,099 decisions/s, by the memory
-  factor alone it spread over 1,533-1,922. One process is not enough: its
+  factor alone it spread over 1,533-1,922. (The rows it was made for are now normalised slice by
+  slice by the same blend measured around each slice, ``benchmarks.pacers.MemoryPacer``; what
+  follows describes the figure of the run, for a row that declares the scale.) One process is not enough: its
   rounds agree within a few percent, but fresh processes started one after another on the same
   machine spread over 15–20 % against a long-lived one timed between them (the timed rounds take
   no page faults, the heap is touched while it is built; address-space randomisation off changes

@@ -12,7 +12,10 @@ lookups of a thousand ids came out 34.4 and 33.5 ms normalised, and re-sent deci
 38.0 ms, where their measured times moved 0.9-1.1x.
 
 A row made so takes the scale ``inline`` and carries its own factor (``factor_of``), which
-``benchmarks.run.annotate`` applies instead of the run's.
+``benchmarks.run.annotate`` applies instead of the run's. Longer figures are paced the same way by
+the calibration of their own kind of work, measured by helper processes (``benchmarks.pacers``):
+``paced_by`` and ``paced_with`` take any pass, ``of_work`` makes a rate of work done in slices
+(a simulated day, ``benchmarks.paced_day``), ``best_of`` picks the least disturbed of a few rounds.
 """
 
 from __future__ import annotations
