@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import os
-import time
 from typing import Any
 
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle
@@ -28,7 +27,9 @@ from benchmarks.fairness_diagnosis import (
     regret_by_reason,
 )
 from benchmarks.fairness_figures import fold_day
-from ingest.simulate.loop import simulate
+from benchmarks.paced_day import PacedDay, paced_day
+from benchmarks.pacers import MemoryPacer
+from ingest.simulate.loop import Simulator
 from ingest.simulate.scenario import load_scenario_text
 
 BENCH_RUNS = 3  # a rate per CPU-second of one process: make bench reports the median of three runs
@@ -53,16 +54,15 @@ def _scenario(queueing: str, fallback: dict[str, Any] | None) -> Any:
     return sc
 
 
-def _day(queueing: str, fallback: dict[str, Any] | None) -> dict[str, Any]:
-    cpu = time.process_time()
-    result = simulate(_scenario(queueing, fallback), seed=SEED, hours=HOURS)
-    cpu = time.process_time() - cpu
+def _day(queueing: str, fallback: dict[str, Any] | None, pacer: MemoryPacer) -> dict[str, Any]:
+    paced = paced_day(Simulator(_scenario(queueing, fallback), seed=SEED, hours=HOURS), pacer.speed)
+    result = paced.result
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)
     day, _ = fold_day(result.events, result.end_ms)
-    return {"fairness": fairness_report(life, window), "fallback": fallback_report(life, window), "cpu": cpu,
+    return {"fairness": fairness_report(life, window), "fallback": fallback_report(life, window), "paced": paced,
             "idle": day.fit_ms / day.pending_ms if day.pending_ms else 0.0, "pending_ms": day.pending_ms,
-            "decisions": len(result.records), "jobs": result.jobs, "hours": contended_hours(life, window),
+            "hours": contended_hours(life, window),
             "regret_groups": regret_by_reason(result.records, life),
             "over_share": {t: pending_over_share(life, window, t) for t in sorted({p.tenant for p in life.pods})},
             "beside_own": p99_beside_own(life, window)}
@@ -114,6 +114,7 @@ def _beside_own(day: dict[str, Any]) -> str:
 
 def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
     fair, fb = day["fairness"], day["fallback"]
+    paced: PacedDay = day["paced"]
     p99 = _p99(day)
     worst, best = max(p99.values()), max(P99_FLOOR_S, min(p99.values()))
     name = f"fairness, cluster-day {HOURS:g} h seed {SEED}, DRF, {label}"
@@ -136,9 +137,7 @@ def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
          "note": f"{fb['regretted']:,} of {fb['fallbacks']:,} fallbacks; first choice allocatable within "
                  f"{fb['regret_window_s'] / 60:g} min" + (f"; most regretted: {_top_regret(day)}" if "adaptive" in label
                                                             else "")},
-        {"issue": "#16", "name": f"{name}: decisions/s", "value": round(day["decisions"] / day["cpu"], 1),
-         "unit": "decisions/s", "target": "", "scale": "memory",
-         "note": f"{day['decisions']:,} decisions, {day['jobs']:,} jobs, {day['cpu']:.0f} s CPU"},
+        {"issue": "#16", "name": f"{name}: decisions/s", "target": "", **paced.row(), "note": paced.note()},
     ]
 
 
@@ -154,9 +153,10 @@ def _against_immediate(adaptive: dict[str, Any], immediate: dict[str, Any]) -> d
 
 
 def run() -> list[dict[str, Any]]:
-    immediate = _day("", None)
-    strict = _day("strict", None)
-    adaptive = _day("", ADAPTIVE)
+    with MemoryPacer() as pacer:
+        immediate = _day("", None, pacer)
+        strict = _day("strict", None, pacer)
+        adaptive = _day("", ADAPTIVE, pacer)
     return (_rows("immediate fallback, best-effort queueing (default)", immediate)
             + _rows("immediate fallback, strict FIFO per tenant", strict)
             + _rows("adaptive fallback (maxWait 10m), best-effort queueing", adaptive)

@@ -12,7 +12,10 @@ lookups of a thousand ids came out 34.4 and 33.5 ms normalised, and re-sent deci
 38.0 ms, where their measured times moved 0.9-1.1x.
 
 A row made so takes the scale ``inline`` and carries its own factor (``factor_of``), which
-``benchmarks.run.annotate`` applies instead of the run's.
+``benchmarks.run.annotate`` applies instead of the run's. Longer figures are paced the same way by
+the calibration of their own kind of work, measured by helper processes (``benchmarks.pacers``):
+``paced_by`` and ``paced_with`` take any pass, ``of_work`` makes a rate of work done in slices
+(a simulated day, ``benchmarks.paced_day``), ``best_of`` picks the least disturbed of a few rounds.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import TypeVar
 from benchmarks import calibrate
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -59,15 +63,27 @@ def interleaved(measure: Callable[[], float], rounds: int, unit: str,
     return of_samples(paced([measure] * rounds, workload, reference_seconds, clock), unit)
 
 
-def of_samples(samples: Sequence[tuple[float, float]], unit: str) -> Interleaved:
-    """The median of many (figure, speed) samples, as measured and normalised: for a figure that is
-    itself a median over many short samples (one per node visited), each taken in a round of
-    ``paced`` and given that round's speed."""
+def of_samples(samples: Sequence[tuple[float, float]], unit: str,
+               summary: Callable[[list[float]], float] = statistics.median) -> Interleaved:
+    """The median (or another ``summary``, such as a percentile) of many (figure, speed) samples,
+    as measured and normalised: for a figure that is itself a median over many short samples (one
+    per node visited), each taken in a round of ``paced`` and given that round's speed."""
     if not samples:
         raise ValueError("no samples")
-    return Interleaved(statistics.median(v for v, _ in samples),
-                       statistics.median(calibrate.normalise(v, unit, s) for v, s in samples),
+    return Interleaved(summary([v for v, _ in samples]),
+                       summary([calibrate.normalise(v, unit, s) for v, s in samples]),
                        statistics.median(s for _, s in samples))
+
+
+def best_of(samples: Sequence[tuple[float, float]], unit: str) -> Interleaved:
+    """The (figure, speed) sample whose normalised figure is best (the least time, the highest
+    rate): for a figure taken as the best of a few rounds, the round least disturbed by the
+    shared machine once each is set against the machine's speed around it."""
+    if not samples:
+        raise ValueError("no samples")
+    sign = -1.0 if calibrate.kind(unit) == "rate" else 1.0
+    value, speed = min(samples, key=lambda s: sign * calibrate.normalise(s[0], unit, s[1]))
+    return Interleaved(value, calibrate.normalise(value, unit, speed), speed)
 
 
 def paced(rounds: Sequence[Callable[[], T]], workload: Callable[[], Callable[[], None]] | None = None,
@@ -81,16 +97,46 @@ def paced(rounds: Sequence[Callable[[], T]], workload: Callable[[], Callable[[],
     work()  # warm, as the calibration itself does
     reference = reference_seconds or float(calibrate.load_reference()["cpu_seconds"])
 
-    def pass_seconds() -> float:
+    def speed() -> float:
         started = clock()
         work()
-        return clock() - started
+        return reference / (clock() - started)
 
-    results: list[tuple[T, float]] = []
-    before = pass_seconds()
+    return paced_by(rounds, speed)
+
+
+def paced_by(rounds: Sequence[Callable[[], T]], speed: Callable[[], float]) -> list[tuple[T, float]]:
+    """``paced`` with any pass: ``speed`` runs one pass of a calibration and returns the machine's
+    speed factor it measured (higher is faster); a round takes the faster pass around it."""
+    return paced_with(rounds, speed, max)
+
+
+def faster_each(before: tuple[float, ...], after: tuple[float, ...]) -> tuple[float, ...]:
+    """The faster of two passes of several calibrations at once, calibration by calibration."""
+    return tuple(max(b, a) for b, a in zip(before, after, strict=True))
+
+
+def paced_with(rounds: Sequence[Callable[[], T]], speed: Callable[[], S], faster: Callable[[S, S], S]) -> list[tuple[T, S]]:
+    """``paced_by`` for passes of several calibrations at once (``speed`` returns their factors
+    together), ``faster`` choosing between the passes before and after a round."""
+    results: list[tuple[T, S]] = []
+    before = speed()
     for measure in rounds:
         result = measure()
-        after = pass_seconds()
-        results.append((result, reference / min(before, after)))
+        after = speed()
+        results.append((result, faster(before, after)))
         before = after
     return results
+
+
+def of_work(slices: Sequence[tuple[float, float, float]], unit: str) -> Interleaved:
+    """A rate over work done in slices, each ``(items, seconds, speed)`` from a round of
+    ``paced_by``: measured, items over seconds in all; normalised, items over the seconds each
+    slice would have taken at the reference speed (a long run, a simulated day, cut into slices
+    so that each follows the machine's speed of its own minutes)."""
+    if calibrate.kind(unit) != "rate" or not slices:
+        raise ValueError(f"of_work needs a rate and at least one slice, got {unit!r} and {len(slices)}")
+    items = sum(n for n, _, _ in slices)
+    seconds = sum(s for _, s, _ in slices)
+    reference_seconds = sum(calibrate.normalise(s, "s", speed) for _, s, speed in slices)
+    return Interleaved(items / seconds, items / reference_seconds, statistics.median(f for _, _, f in slices))

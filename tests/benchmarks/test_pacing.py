@@ -1,0 +1,56 @@
+"""Figures paced by calibrations measured around each round: the helpers and how samples combine."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from benchmarks import calibrate
+from benchmarks.interleaved import best_of, faster_each, of_samples, paced_with
+from benchmarks.pacers import MemoryPacer, MixedPacer, ParallelPacer, ScanPacer
+
+
+@pytest.mark.parametrize(("unit", "samples", "expected"), [
+    # times: 10 s at speed 1.0 is 10 s on the reference machine, 16 s at 0.5 only 8 s: the second
+    ("s", [(10.0, 1.0), (16.0, 0.5), (30.0, 0.4)], (16.0, 8.0)),
+    # rates: 100/s at 1.0 is 100/s, 60/s at 0.5 is 120/s: the second
+    ("rec/s", [(100.0, 1.0), (60.0, 0.5)], (60.0, 120.0)),
+])
+def test_the_best_of_rounds_is_the_best_once_normalised_not_as_measured(
+        unit: str, samples: list[tuple[float, float]], expected: tuple[float, float]) -> None:
+    figure = best_of(samples, unit)
+    assert (figure.measured, figure.normalised) == expected
+
+
+def test_a_percentile_of_samples_normalises_each_sample_before_taking_it() -> None:
+    samples = [(10.0, 1.0), (20.0, 0.25), (12.0, 1.0), (11.0, 1.0)]  # the slow 20 ms came at a quarter speed: 5
+    figure = of_samples(samples, "ms", max)
+    assert (figure.measured, figure.normalised) == (20.0, 12.0)
+
+
+def test_passes_of_several_calibrations_take_the_faster_of_each_around_a_round() -> None:
+    passes = iter([(1.0, 0.2), (0.5, 0.4), (0.8, 0.1)])
+    rounds = paced_with([lambda: "a", lambda: "b"], lambda: next(passes), faster_each)
+    assert rounds == [("a", (1.0, 0.4)), ("b", (0.8, 0.4))]
+
+
+def test_the_memory_pacer_blends_its_two_workloads_as_a_memory_row_is_normalised() -> None:
+    reference = {"cputime_seconds": 0.03, "memory_seconds": 0.9}
+    with MemoryPacer(reference) as pacer:
+        speeds = [(pacer.speed(), pacer.last) for _ in range(2)]
+    for speed, (cputime, memory) in speeds:
+        assert 0 < cputime < memory  # the cpu workload's best round is far shorter than a memory round
+        assert speed == calibrate.memory_factor(0.03 / cputime, 0.9 / memory)
+
+
+def test_the_parallel_scan_and_mixed_pacers_measure_a_speed_each_pass() -> None:
+    # a reference of a thousand seconds: any machine is far faster than that
+    reference = {"cpu_seconds": 1000.0, "parallel_seconds": 1000.0, "scan_seconds": 1000.0}
+    with ParallelPacer(reference, workers=2) as parallel, ScanPacer(reference) as scan, MixedPacer(reference) as mixed:
+        figures = [parallel.speed(), scan.speed(), *mixed.speed()]
+    assert all(f > 100 for f in figures), figures
+    # a row of one core takes the cpu factor alone, one of every core the all-cores one
+    assert MixedPacer.factor((2.0, 0.5), 1.0) == 2.0
+    cpus = os.cpu_count() or 1
+    assert MixedPacer.factor((2.0, 0.5), float(cpus)) == (0.5 if cpus > 1 else 2.0)
