@@ -185,6 +185,11 @@ def cpu_workload() -> Any:
 def cpu_seconds(clock: Callable[[], float] = time.perf_counter) -> float:
     work = cpu_workload()
     work()  # warm: the selectors' compiled programs and per-device answers are cached from here on
+    return best_round_seconds(work, clock)
+
+
+def best_round_seconds(work: Callable[[], object], clock: Callable[[], float] = time.perf_counter) -> float:
+    """The best of ``CPU_ROUNDS`` timed rounds of the ``cpu`` workload ``work``, already warmed."""
     samples = []
     for _ in range(CPU_ROUNDS):
         started = clock()
@@ -227,10 +232,15 @@ def _parallel_worker(start: Any, results: Any) -> None:
     work()
     for _ in range(PARALLEL_ROUNDS):
         start.wait()
-        started = time.perf_counter()
-        for _ in range(PARALLEL_REPEAT):
-            work()
-        results.put(time.perf_counter() - started)
+        results.put(parallel_pass_seconds(work))
+
+
+def parallel_pass_seconds(work: Callable[[], object]) -> float:
+    """One worker's share of a ``parallel`` round: ``PARALLEL_REPEAT`` runs of the ``cpu`` workload."""
+    started = time.perf_counter()
+    for _ in range(PARALLEL_REPEAT):
+        work()
+    return time.perf_counter() - started
 
 
 def parallel_seconds() -> float:

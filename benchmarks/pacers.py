@@ -18,7 +18,6 @@ itself; two calibrations cannot, and run in helper processes started once per mo
 - ``ParallelPacer``, for rows whose work keeps several cores busy (``calibrate``'s ``parallel``
   and ``mixed`` scales): one worker per core, each with the ``cpu`` workload built, started
   together on a barrier for each pass, timed as ``calibrate.parallel_seconds`` times one round.
-
 - ``MixedPacer``, for rows of ``calibrate``'s ``mixed`` blend: the ``cpu`` workload timed in the
   measured process, beside a ``ParallelPacer``.
 - ``ScanPacer``, for reads led by the store's scans (``calibrate``'s ``scan`` scale): the fixed
@@ -91,15 +90,11 @@ def _memory_helper(conn: Connection) -> None:
     memory = memory_workload.make()
     conn.send("ready")
     while conn.recv() is not None:
-        cpu_rounds = []
-        for _ in range(calibrate.CPU_ROUNDS):
-            started = time.process_time()
-            cpu()
-            cpu_rounds.append(time.process_time() - started)
+        cputime = calibrate.best_round_seconds(cpu, time.process_time)
         gc.collect()  # each round starts with the collector in the same state (calibrate.memory_seconds)
         started = time.process_time()
         memory()
-        conn.send((min(cpu_rounds), time.process_time() - started))
+        conn.send((cputime, time.process_time() - started))
 
 
 class MemoryPacer(_Helpers):
@@ -127,10 +122,7 @@ def _parallel_helper(conn: Connection, start: Any) -> None:
     conn.send("ready")
     while conn.recv() is not None:
         start.wait()
-        started = time.perf_counter()
-        for _ in range(calibrate.PARALLEL_REPEAT):
-            work()
-        conn.send(time.perf_counter() - started)
+        conn.send(calibrate.parallel_pass_seconds(work))
 
 
 class ParallelPacer(_Helpers):
