@@ -9,6 +9,10 @@ of pods in it. Measured over HTTP on loopback:
 - the same with ``detail=devices`` (world rebuilt at the decision's seq, exact per-device
   reasons over 8,000 GPUs): p95 (≤ 300 ms);
 - decision by id under concurrent clients (one process each): requests/s and p99.
+
+Every figure is timed in rounds between passes of the calibration of its kind of work
+(``benchmarks.pacers``) and normalised by the faster pass around it: the why requests by the
+``mixed`` blend for the cores they keep busy, the clients' bursts by the all-cores workload.
 """
 
 from __future__ import annotations
