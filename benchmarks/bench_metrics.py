@@ -15,6 +15,8 @@ that keeps the ``pods`` table) is measured in ``bench_podtable``.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import json
 import math
 import tempfile
@@ -27,8 +29,9 @@ from audit.metrics.breakdown import regret_breakdown, wait_breakdown
 from audit.metrics.columns import PodColumns
 from audit.metrics.lifecycle import Lifecycle
 from audit.metrics.ranks import nearest_rank
-from benchmarks.interleaved import Interleaved, interleaved, of_samples, paced_by
-from benchmarks.pacers import ScanPacer
+from benchmarks.interleaved import Interleaved, interleaved, of_samples, of_work, paced_by
+from benchmarks.paced_day import SLICES
+from benchmarks.pacers import MemoryPacer, ScanPacer
 from ingest.simulate.loop import simulate
 from ingest.simulate.scenario import load_scenario_text
 
@@ -66,8 +69,12 @@ def _scaled(life: Lifecycle, copies: int) -> Lifecycle:
     return dataclasses.replace(life, pods=pods, columns=PodColumns.of(pods).view())
 
 
-def _fold(events: list[Any], cluster: str) -> tuple[Lifecycle, float, float]:
-    """The day's lifecycle, read every READ_EVERY events; seconds in all and seconds in column upkeep."""
+def _fold(events: list[Any], cluster: str) -> tuple[Lifecycle, Interleaved, float, float]:
+    """The day's lifecycle, read every READ_EVERY events: the fold's rate in events/s, taken in
+    ``SLICES`` spans of the log, each normalised by the ``memory`` scale's speed around it
+    (``benchmarks.pacers``); normalised by the run's median ``cpu`` factor instead, the rate moved
+    30 % between a quiet ``make bench`` and one beside ``--noise``. Also the seconds in all and
+    those spent in column upkeep."""
     fold = LifecycleFold(cluster)
     cols = fold.columns
     sync, upkeep = cols.sync, [0.0]
@@ -77,14 +84,22 @@ def _fold(events: list[Any], cluster: str) -> tuple[Lifecycle, float, float]:
         sync(*args)
         upkeep[0] += time.perf_counter() - started
 
-    cols.sync = timed_sync  # type: ignore[method-assign]
-    started = time.perf_counter()
-    for i, ev in enumerate(events):
-        fold.apply(ev)
-        if i % READ_EVERY == 0:
+    def fold_span(lo: int, hi: int) -> tuple[float, float]:
+        started = time.perf_counter()
+        for i in range(lo, hi):
+            fold.apply(events[i])
+            if i % READ_EVERY == 0:
+                fold.lifecycle()
+        if hi == len(events):
             fold.lifecycle()
-    life = fold.lifecycle()
-    return life, time.perf_counter() - started, upkeep[0]
+        return float(hi - lo), time.perf_counter() - started
+
+    cols.sync = timed_sync  # type: ignore[method-assign]
+    bounds = [len(events) * k // SLICES for k in range(SLICES + 1)]
+    with MemoryPacer() as pacer:
+        spans = paced_by([functools.partial(fold_span, lo, hi) for lo, hi in itertools.pairwise(bounds)], pacer.speed)
+    rate = of_work([(n, seconds, speed) for (n, seconds), speed in spans], "events/s")
+    return fold.lifecycle(), rate, sum(seconds for (_, seconds), _ in spans), upkeep[0]
 
 
 def _store_fold(events: list[Any], cluster: str) -> tuple[float, Interleaved]:
@@ -121,7 +136,7 @@ def run() -> list[dict[str, Any]]:
     sc = load_scenario_text(SCENARIO.read_text(), SCENARIO.name)
     result = simulate(sc, seed=1)
     events, cluster = result.events, result.world.cluster
-    life, fold_s, upkeep_s = _fold(events, cluster)
+    life, fold_rate, fold_s, upkeep_s = _fold(events, cluster)
     copies = math.ceil(DECISIONS / len(result.records))
     big = _scaled(life, copies)
     window = Window(result.start_ms, result.end_ms)
@@ -148,8 +163,10 @@ def run() -> list[dict[str, Any]]:
                 f"median of {BREAKDOWN_ROUNDS} rounds, each normalised by the cpu workload around it"),
         _inline(f"rows per model (by=model) {what}: waits + regret", by_model,
                 f"median of {BREAKDOWN_ROUNDS} rounds, each normalised by the cpu workload around it"),
-        _row("pod lifecycle fold (world fold + regret judgement + columns), simulated day", round(len(events) / fold_s),
-             "events/s", "", f"{len(events):,} events in {fold_s:.2f} s, read every {READ_EVERY} events"),
+        {**_row("pod lifecycle fold (world fold + regret judgement + columns), simulated day", 0, "events/s", "",
+                f"{len(events):,} events in {fold_s:.2f} s, read every {READ_EVERY} events; {SLICES} spans, each "
+                f"normalised by the memory scale's speed around it (median {fold_rate.speed:.3f})"),
+         **fold_rate.row("events/s", 0)},
         _row("share of the fold spent keeping the pod columns current", round(100 * upkeep_s / fold_s, 1), "%", "",
              f"{upkeep_s * 1000:.0f} ms of {fold_s:.2f} s"),
         _row("first stats query after a day's events were ingested (store fold)", round(first_s, 2), "s"),
