@@ -121,13 +121,13 @@ def _throughput(work: Path) -> list[dict[str, Any]]:
     tiers = sum(len(r.tiers) for r in records)
     # the ratio within the run needs no normalising: the best of each as measured, as before
     writer_rate, raw_rate = N_WRITE / min(writer_times), N_WRITE / min(raw_times)
-    spread = (f"the run of best normalised rate of {ROUNDS} alternating runs; writer runs "
+    spread = (f"the best measured of {ROUNDS} alternating runs, normalised by the speed around it; writer runs "
               f"{', '.join(f'{N_WRITE / t:,.0f}' for t in writer_times)}")
     return [
         {**_row("store: records/s through the full writer (spool+fsync, tiers, rollups)", 0, "rec/s", ">= 50,000",
                 f"{N_WRITE} records + {tiers} tier rows, batches of {BATCH}; {spread}"), **writer_best.row("rec/s", 0)},
         {**_row("store: records/s raw client.insert of prepared columns", 0, "rec/s", "baseline",
-                "same rows and schema; JSON and columns built before timing; the run of best normalised rate; "
+                "same rows and schema; JSON and columns built before timing; the best measured run, normalised by the speed around it; "
                 "raw runs " + ", ".join(f"{N_WRITE / t:,.0f}" for t in raw_times)), **raw_best.row("rec/s", 0)},
         _row("store: writer / raw throughput", round(writer_rate / raw_rate, 3), "ratio", ">= 0.7"),
         _row("store: bytes on disk per decision after OPTIMIZE FINAL", round(total / stored, 1), "B", "<= 300",

@@ -12,12 +12,13 @@ from benchmarks.pacers import MemoryPacer, MixedPacer, ParallelPacer, ScanPacer
 
 
 @pytest.mark.parametrize(("unit", "samples", "expected"), [
-    # times: 10 s at speed 1.0 is 10 s on the reference machine, 16 s at 0.5 only 8 s: the second
-    ("s", [(10.0, 1.0), (16.0, 0.5), (30.0, 0.4)], (16.0, 8.0)),
-    # rates: 100/s at 1.0 is 100/s, 60/s at 0.5 is 120/s: the second
-    ("rec/s", [(100.0, 1.0), (60.0, 0.5)], (60.0, 120.0)),
+    # times: the 10 s round, though 16 s at speed 0.5 would be 8 s normalised: a low speed reading
+    # must not pick a round that measured worse
+    ("s", [(10.0, 1.0), (16.0, 0.5), (30.0, 0.4)], (10.0, 10.0)),
+    # rates: 100/s at speed 0.8 is 125/s; 60/s at 0.4 (150/s normalised) is not chosen
+    ("rec/s", [(60.0, 0.4), (100.0, 0.8)], (100.0, 125.0)),
 ])
-def test_the_best_of_rounds_is_the_best_once_normalised_not_as_measured(
+def test_the_best_of_rounds_is_the_best_as_measured_normalised_by_its_own_speed(
         unit: str, samples: list[tuple[float, float]], expected: tuple[float, float]) -> None:
     figure = best_of(samples, unit)
     assert (figure.measured, figure.normalised) == expected
