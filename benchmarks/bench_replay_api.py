@@ -35,6 +35,7 @@ from benchmarks.run import spread_of
 REPO = Path(__file__).resolve().parents[1]
 SEED, HOURS = 7, 24
 ROUNDS = 2
+SPEED_PASSES = 3
 
 
 def _claimtrail(*args: str) -> list[str]:
@@ -110,7 +111,10 @@ def run() -> list[dict[str, Any]]:
                         "online": _claimtrail("replay", "--quiet", "--server", url),
                         "sampled": _claimtrail("replay", "--quiet", "--server", url, "--sample", "0.05")}
             order = list(commands) * ROUNDS
-            timed = paced([lambda argv=commands[kind]: _timed(argv) for kind in order])
+            # each speed the fastest of three passes: the pass right after a command shares the cores
+            # with what the server still does for it: one pass read the sampled replay's speed as 0.55
+            # in a quiet run where the offline and API replays' read 0.84 and 0.86, moving its row 51 %
+            timed = paced([lambda argv=commands[kind]: _timed(argv) for kind in order], passes=SPEED_PASSES)
         finally:
             proc.terminate()
             try:

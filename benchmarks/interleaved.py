@@ -94,20 +94,26 @@ def best_of(samples: Sequence[tuple[float, float]], unit: str) -> Interleaved:
 
 
 def paced(rounds: Sequence[Callable[[], T]], workload: Callable[[], Callable[[], None]] | None = None,
-          reference_seconds: float | None = None, clock: Callable[[], float] = time.perf_counter) -> list[tuple[T, float]]:
+          reference_seconds: float | None = None, clock: Callable[[], float] = time.perf_counter,
+          passes: int = 1) -> list[tuple[T, float]]:
     """Each round's result with the machine's speed around it, the rounds run in order with a
     pass of the ``cpu`` workload before the first and after each. A round's speed is the
     reference's seconds over the faster of the passes around it: a pass slowed by a moment of
     contention that missed the round would otherwise normalise the round as if the machine had
-    been slow throughout."""
+    been slow throughout. With ``passes`` above 1, each reading between two rounds is the fastest
+    of that many passes in a row: for rounds of seconds whose own work lingers after them (a
+    server's background merges after a command returns), which one pass read as a slow machine."""
     work = (workload or calibrate.cpu_workload)()
     work()  # warm, as the calibration itself does
     reference = reference_seconds or float(calibrate.load_reference()["cpu_seconds"])
 
-    def speed() -> float:
+    def one_pass() -> float:
         started = clock()
         work()
-        return reference / (clock() - started)
+        return clock() - started
+
+    def speed() -> float:
+        return reference / min(one_pass() for _ in range(passes))
 
     return paced_by(rounds, speed)
 

@@ -406,6 +406,14 @@ def test_an_inline_row_is_normalised_by_its_own_factor_not_the_runs() -> None:
     assert (row["scale"], row["value"], row["factor"], row["normalised"]) == ("inline", 20.0, 0.75, 15.0)
 
 
+def test_a_reading_of_several_passes_takes_the_fastest_of_them() -> None:
+    # readings of two passes each: 2.0/0.5 -> 1.0, 4.0/1.0 -> 0.5, 4.0/2.0 -> 0.25 (reference 0.5 s);
+    # one pass each would have read 0.25, 1.0 and 0.125 from the same script, and paced both rounds at 1.0
+    workload, clock = _scripted([2.0, 0.5, 4.0, 1.0, 4.0, 2.0])
+    rounds = paced([lambda: "a", lambda: "b"], workload=workload, reference_seconds=0.5, clock=clock, passes=2)
+    assert rounds == [("a", 1.0), ("b", 0.5)]
+
+
 def test_each_sample_takes_the_speed_of_the_round_it_was_taken_in() -> None:
     workload, clock = _scripted([1.0, 0.5, 2.0, 1.0])
     rounds = paced([lambda: [10.0, 12.0], lambda: [20.0], lambda: [30.0, 40.0]], workload=workload,
