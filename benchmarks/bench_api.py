@@ -53,8 +53,8 @@ CLIENT_ROUNDS = 3  # bursts of the clients, each between two passes of the all-c
 # pairs the summary p95 as measured slowed 1.31x, 0.78x, 1.00x and 1.43x (median 1.16), the detail
 # p95 1.42x, 0.77x, 1.02x and 1.25x (median 1.14): 1.3 cores each. Set from the first pair alone
 # (1.6 and 1.8), the blend took the summary 24-33 % and the detail 12-40 % lower beside ``--noise``
-# in the next two; one core alone took the summary 42 % higher in the fourth. The rows' own runs agree within a run and
-# not between runs, so no fixed blend holds them within 20 % in every pair.
+# in the next two; one core alone took the summary 42 % higher beside it in the fourth. The rows'
+# runs agree within a run and not between runs, so no fixed blend holds them within 20 % in every pair.
 SUMMARY_CORES, DETAIL_CORES = 1.3, 1.3
 
 

@@ -62,7 +62,7 @@ def _ms(fn: Any) -> float:
 def _first_and_p95_ms(fn: Any) -> tuple[float, Interleaved]:
     """The first of ``RUNS`` runs in ms, and their p95, each run normalised by the ``cpu`` workload
     around it (``benchmarks.interleaved``): normalised by the run's factor instead, the fallback
-    figures' p95 moved 27 % between two quiet runs of one commit."""
+    figures' p95 moved 27 % between two quiet runs of the same code."""
     runs = paced([functools.partial(_ms, fn)] * RUNS)
     return runs[0][0], of_samples(runs, "ms", lambda times: nearest_rank(sorted(times), 0.95))
 
