@@ -111,9 +111,10 @@ def run() -> list[dict[str, Any]]:
                         "online": _claimtrail("replay", "--quiet", "--server", url),
                         "sampled": _claimtrail("replay", "--quiet", "--server", url, "--sample", "0.05")}
             order = list(commands) * ROUNDS
-            # each speed the fastest of three passes: the pass right after a command shares the cores
-            # with what the server still does for it: one pass read the sampled replay's speed as 0.55
-            # in a quiet run where the offline and API replays' read 0.84 and 0.86, moving its row 51 %
+            # each speed the fastest of three passes, since the pass right after a command shares the
+            # cores with what the server still does for it. One pass read the sampled replay's speed
+            # as 0.55 in a quiet run where the offline and API replays' read 0.84 and 0.86, and its
+            # row moved 51 %.
             timed = paced([lambda argv=commands[kind]: _timed(argv) for kind in order], passes=SPEED_PASSES)
         finally:
             proc.terminate()

@@ -102,7 +102,7 @@ def paced(rounds: Sequence[Callable[[], T]], workload: Callable[[], Callable[[],
     contention that missed the round would otherwise normalise the round as if the machine had
     been slow throughout. With ``passes`` above 1, each reading between two rounds is the fastest
     of that many passes in a row: for rounds of seconds whose own work lingers after them (a
-    server's background merges after a command returns), which one pass read as a slow machine."""
+    server still busy for a command that has returned), which one pass read as a slow machine."""
     work = (workload or calibrate.cpu_workload)()
     work()  # warm, as the calibration itself does
     reference = reference_seconds or float(calibrate.load_reference()["cpu_seconds"])
