@@ -12,23 +12,10 @@ from audit.store import rows
 from audit.store.id_index import IdIndex, IdIndexKeeper
 from audit.store.queries import AuditStore, open_writer
 from audit.store.schema import Retention
-from tests.store.conftest import write_all
+from tests.store.conftest import asks_by_id, engine_text, write_all
 from tests.store.factory import make_record
 
 RECORDS = [make_record(i) for i in range(12)]  # tenants rotate: acme, globex, initech, umbrella
-
-
-def _asks() -> list[tuple[str, str | None]]:
-    """Every record as the admin, its own tenant and another tenant ask for it, and an unknown id."""
-    out: list[tuple[str, str | None]] = []
-    for r in RECORDS:
-        out += [(r.decision_id, None), (r.decision_id, r.tenant), (r.decision_id, "nobody")]
-    return [*out, ("no-such-decision", None)]
-
-
-def _engine(store: AuditStore, decision_id: str, tenant: str | None) -> str | None:
-    with store._reads.client() as client:
-        return store._decision_text(client, decision_id, tenant)
 
 
 def _indexed(store: AuditStore) -> IdIndexKeeper:
@@ -41,8 +28,8 @@ def _indexed(store: AuditStore) -> IdIndexKeeper:
 def test_a_read_by_id_after_the_backfill_is_the_engines_answer_without_an_engine_query(store: AuditStore) -> None:
     write_all(store, RECORDS)  # stored before the index existed: the backfill copies them
     index = _indexed(store)
-    expected = [_engine(store, *ask) for ask in _asks()]
-    assert [store.get_decision_text(*ask) for ask in _asks()] == expected
+    expected = [engine_text(store, *ask) for ask in asks_by_id(RECORDS)]
+    assert [store.get_decision_text(*ask) for ask in asks_by_id(RECORDS)] == expected
     assert sum(text is not None for text in expected) == 24  # each record to the admin and its own tenant
     # 36 asks of stored ids answered by the index; the unknown id asked the engine
     assert (index.hits, index.misses, store.id_lookups.lookups) == (36, 1, 1)
