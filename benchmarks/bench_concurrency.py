@@ -4,7 +4,8 @@ A real ``claimtrail serve`` owns an embedded store of ≥ 1M decisions (the stor
 builder, run into this module's own cache under ``.claimtrail/bench-concurrency``, since ingest
 here adds rows). While a producer keeps posting new decisions to the ingest endpoint, three reads
 are timed over HTTP on loopback, first by one reader, then by 16 at once: a decision by id, the
-summary "why was H100 skipped?", and the newest page of 50 decisions of a tenant. Each phase asks
+summary "why was H100 skipped?", and the newest page of 50 decisions of a tenant. Reads start once
+the server's index of records by id holds the store (``audit.store.id_index``). Each phase asks
 for decisions the other phase never asked for, so neither is served by answers the other cached.
 Reported: p99 per read with 16 readers (targets 50 / 100 / 200 ms), its ratio to the one-reader
 p99 of the same run, the ingest rate meanwhile, and the server's resident memory at the end.
@@ -93,6 +94,13 @@ def _serve(store_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     base = f"http://127.0.0.1:{port}"
     wait_ready(proc, base, log, 300)
     return proc, base
+
+
+def _metric(base: str, series: str) -> float | None:
+    """The value of one series of the server's /metrics, None when it has none of that name."""
+    prefix = f"{series} "
+    text = httpx.get(f"{base}/metrics", timeout=60).text
+    return next((float(x[len(prefix):]) for x in text.splitlines() if x.startswith(prefix)), None)
 
 
 def _sample(base: str, n: int) -> tuple[list[str], list[str]]:
@@ -226,12 +234,6 @@ def _run_readers(base: str, work: list[tuple[str, str, dict[str, str]]], readers
     return out
 
 
-def _rss(base: str) -> float:
-    text = httpx.get(f"{base}/metrics", timeout=60).text
-    line = next(x for x in text.splitlines() if x.startswith("process_resident_memory_bytes "))
-    return float(line.split()[1])
-
-
 def run() -> list[dict[str, Any]]:
     sys.path.insert(0, str(REPO))
     from tests.api.conftest import stop
@@ -252,13 +254,16 @@ def run() -> list[dict[str, Any]]:
             time.sleep(2.0)  # ingest is under way before the first read
             one = _run_readers(base, _reads(ids[:single_n], tenants), 1)
             many = _run_readers(base, _reads(ids[single_n:], tenants), READERS)
-        rss = _rss(base)
+        rss = _metric(base, "process_resident_memory_bytes") or 0.0
+        hits, misses = (_metric(base, f'claimtrail_store{{counter="{name}"}}') or 0.0
+                        for name in ("id_index_hits", "id_index_misses"))
     finally:
         stop(proc)
     rate = producer.accepted / producer.seconds if producer.seconds else 0.0
     size = f"{decisions:,} decisions" if decisions else "≥ 1,000,000 decisions"
     note = (f"{size} ({how}); ingest meanwhile {rate:,.0f} rec/s in bodies of {INGEST_BODY}; loopback HTTP, "
-            "2-core machine shared with other work; each phase reads decisions the other did not")
+            "2-core machine shared with other work; each phase reads decisions the other did not; "
+            f"records by id from the index file: {hits:,.0f} hits, {misses:,.0f} misses")
     rows: list[dict[str, Any]] = []
     for kind, target in TARGETS_MS.items():
         p_many, p_one = _p(many[kind], 0.99) * 1000, _p(one[kind], 0.99) * 1000

@@ -47,6 +47,7 @@ import httpx
 from benchmarks.cores import Busy
 from benchmarks.interleaved import faster_each, of_samples, paced_with
 from benchmarks.pacers import MixedPacer
+from benchmarks.serving import wait_id_index
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / ".claimtrail" / "bench-stats-http"
@@ -269,6 +270,7 @@ def run() -> list[dict[str, Any]]:
                         raise RuntimeError(f"serve did not answer: {log.read_text()[-2000:]}")
                     time.sleep(0.2)
             cold = time.perf_counter() - started
+            wait_id_index(proc, base, log, 1800)
             def window(i: int) -> dict[str, str]:
                 # from i hours before the day (no event there) to its end: the day's pods and
                 # decisions, on whole hours as the pages ask, but a question the server has not

@@ -187,7 +187,9 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
             log.warning("store counters unavailable for /metrics")
             store_counters = {}
         lines += render_gauges("claimtrail_store", "Store writer counters (writer_received, writer_written, "
-                               "writer_quarantined, ...) and replay_decisions / replay_mismatches.",
+                               "writer_quarantined, ...), replay_decisions / replay_mismatches, reads by id "
+                               "(id_lookups: asked of the engine) and the id index's id_index_hits / misses / "
+                               "skipped / errors and id_index_backfilled (1 once it holds the store).",
                                store_counters, "counter")
         cache: AnswerCache = app.state.answers
         lines += render_gauges("claimtrail_answer_cache", "Decisions and summary explanations served from the "

@@ -71,6 +71,10 @@ def counters(store: Any) -> dict[str, float]:
     lookups = getattr(store, "id_lookups", None)  # decisions asked for by id, and the queries that read them
     if lookups is not None:
         out["id_lookups"], out["id_lookup_queries"] = lookups.lookups, lookups.queries
+    index = getattr(store, "id_index", None)  # reads by id answered by the index file, and its state
+    if index is not None:
+        out.update({"id_index_hits": index.hits, "id_index_misses": index.misses, "id_index_skipped": index.skipped,
+                    "id_index_errors": index.errors, "id_index_backfilled": float(index.after is None)})
     return out
 
 

@@ -56,6 +56,9 @@ def register(sub: Any) -> None:
                    help="requests per caller running at the same time, so no tenant holds every worker; 429 beyond")
     p.add_argument("--tokens-poll-seconds", type=float, default=2.0,
                    help="how often the tokens file is checked for changes (SIGHUP reloads it at once)")
+    p.add_argument("--no-id-index", action="store_true",
+                   help="read decisions by id from the store engine only, without the index file kept beside an "
+                        "embedded store (ids.sqlite: about 0.9 KB per decision of 1.3 KB)")
     p.add_argument("--hash-token", metavar="TOKEN", help="print the sha256 digest of TOKEN for the tokens file, then exit")
     p.set_defaults(func=run)
 
@@ -149,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _terminated)
     reloader: Any = None
     try:
+        if not args.no_id_index:  # first: what the spool delivers next is indexed as it is stored
+            store.keep_id_index()  # reads by id without an engine query, once the index has the store
         store.recover_ingest()
         store.keep_pod_tables()  # events stored while no server ran, or by another process
         store.parse_in_child_process()  # reads must not wait for the interpreter while a body is parsed

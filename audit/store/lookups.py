@@ -9,7 +9,8 @@ third of the engine time of four single reads). A lookup
 that finds a client free at once runs alone, with the single-id query, and waits for nothing. Each
 caller gets only a record of its own tenant scope, as the single query's condition would give.
 If the shared read fails, each waiting caller reads its own id again, so a failure is reported to
-every caller as its own.
+every caller as its own. A server that keeps an index of records by id (``audit.store.id_index``)
+asks here only for what its index does not hold.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from audit.store.filters import (
 )
 from audit.store.generation import GENERATIONS
 from audit.store.history import HistoryGuard, Screened
+from audit.store.id_index import IdIndex, IdIndexKeeper
 from audit.store.ingest import IngestResult, parse_jsonl
 from audit.store.ingest_worker import ParserProcess
 from audit.store.lifecycle import LifecycleCache
@@ -103,6 +104,7 @@ class AuditStore:
         self._lock = threading.RLock()  # one statement at a time on the shared client (writes)
         self._reads = ClientPool(lambda: connect(target, create_database=False))  # reads run side by side
         self.id_lookups = IdLookups(lambda: self._reads.client(short=True), self._decision_text, self._decision_texts)
+        self.id_index: IdIndexKeeper | None = None  # reads by id answered beside the engine (keep_id_index)
         self._ingest_writer: RecordWriter | None = None
         self._ingest_recovered = False
         self._ingest_lock = threading.Lock()  # the first requests after a start race to create the writer
@@ -132,6 +134,9 @@ class AuditStore:
         for writer in self._writers:
             writer.close()
         self._writers.clear()
+        if self.id_index is not None:
+            self.id_index.close(self._id_blocks())
+            self.id_index = None
         self._ingest_writer = None
         if self._pod_keeper is not None:
             self._pod_keeper.close()
@@ -159,7 +164,7 @@ class AuditStore:
         target = self.target
         writer = RecordWriter(lambda: connect(target), str(self.spool_dir(name)), source=name,
                               on_events=self._events_stored if keep_pods else None,
-                              embedded_path=target.embedded_path, **opts)
+                              on_records=self._records_stored, embedded_path=target.embedded_path, **opts)
         self._writers.append(writer)
         return writer
 
@@ -257,6 +262,42 @@ class AuditStore:
 
     def _events_stored(self, clusters: list[str], lines: list[str]) -> None:
         self._keeper().poke(clusters, lines)
+
+    def keep_id_index(self) -> bool:
+        """Answer reads by id from now on from an index file beside an embedded store
+        (``audit.store.id_index``), filled in the background with what the store holds and kept
+        current by this store's writers. Not for a store whose decisions expire (the index would
+        outlive them) or a ClickHouse server (other processes write to it). True when in use."""
+        path = self.target.embedded_path
+        if path is None or self.id_index is not None:
+            return self.id_index is not None
+        file = Path(path).parent / "ids.sqlite"
+        if self._decisions_expire():
+            # a file kept from before the TTL was set would answer for records expiry removed,
+            # should the TTL be lifted again
+            IdIndex.remove(file)
+            return False
+        uuid = self._query("SELECT toString(uuid) FROM system.tables WHERE database = currentDatabase() "
+                           "AND name = 'decisions_by_id'").result_rows[0][0]
+        self.id_index = IdIndexKeeper(IdIndex(file, str(uuid), self._id_blocks()), self._id_page)
+        return True
+
+    def _id_blocks(self) -> int:
+        """The highest insert block of ``decisions_by_id``'s parts: it only grows as records are stored."""
+        return int(self._query("SELECT max(max_block_number) FROM system.parts WHERE database = currentDatabase() "
+                               "AND table = 'decisions_by_id' AND active").result_rows[0][0])
+
+    def _records_stored(self, payload: bytes) -> None:
+        if self.id_index is not None:
+            self.id_index.stored(payload.split(b"\n"))
+
+    def _id_page(self, after: str, n: int) -> list[tuple[str, str, str]]:
+        """Up to ``n`` stored (decision id, tenant, record text) in id order, after ``after``."""
+        with self._reads.client() as client:
+            rows_ = _run(client, "SELECT decision_id, tenant, record FROM decisions_by_id WHERE decision_id > "
+                         "{after:String} ORDER BY decision_id LIMIT 1 BY decision_id LIMIT {n:UInt32}",
+                         {"after": after, "n": n}, POINT_READ).result_rows
+        return [(str(d), str(t), str(text)) for d, t, text in rows_]
 
     def keep_pod_tables(self) -> None:
         """Bring the pod tables current now in the background (events stored by another process or
@@ -381,7 +422,13 @@ class AuditStore:
         """``get_decision``'s record as the canonical JSON text it is stored as, not built. Lookups
         made at the same moment are read together (``audit.store.lookups``)."""
         conditions(DecisionFilter(tenant=tenant))  # refuses a tenant value before it waits for others
-        return self.id_lookups.get(decision_id, tenant)
+        index = self.id_index
+        if index is not None and (found := index.get(decision_id)) is not None:
+            return found[1] if tenant is None or found[0] == tenant else None
+        text = self.id_lookups.get(decision_id, tenant)
+        if index is not None and text is not None:
+            index.stored([text.encode()])  # stored before the index knew it (another process, or a lost hand-over)
+        return text
 
     @staticmethod
     def _decision_text(client: Any, decision_id: str, tenant: str | None) -> str | None:

@@ -64,12 +64,15 @@ class RecordWriter:
                  batch_size: int = 10_000, max_delay: float = 1.0, max_spool_bytes: int = 1 << 30,
                  spool_block_seconds: float = 30.0, retry_interval: float = 1.0, background: bool = True,
                  on_events: Callable[[list[str], list[str]], None] | None = None,
+                 on_records: Callable[[bytes], None] | None = None,
                  embedded_path: str | None = None) -> None:
         self._connector = connector
         # the embedded store's directory, whose inserts of decisions this process counts (generation.py)
         self._embedded_path = embedded_path
         # handed each events batch once it is stored: each event's cluster, and its JSON line
         self._on_events = on_events
+        # handed each batch of records once it is stored: their JSON lines, joined by newlines
+        self._on_records = on_records
         self._client: Any = None
         self.source = source
         self.batch_size = batch_size
@@ -347,6 +350,8 @@ class RecordWriter:
             with self._lock:
                 self._counters["written"] += n
                 self._counters["spooled"] = max(0, self._counters["spooled"] - n)
+            if self._on_records is not None:
+                self._on_records(payload)
             return
         lines = payload.decode().split("\n")
         if frame.kind == "events":

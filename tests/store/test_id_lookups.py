@@ -13,23 +13,10 @@ from clickhouse_connect.driver.exceptions import DatabaseError
 
 from audit.store.lookups import IdLookups
 from audit.store.queries import AuditStore
-from tests.store.conftest import write_all
+from tests.store.conftest import asks_by_id, engine_text, write_all
 from tests.store.factory import make_record
 
 RECORDS = [make_record(i) for i in range(12)]  # tenants rotate: acme, globex, initech, umbrella
-
-
-def _asks() -> list[tuple[str, str | None]]:
-    """Every record as the admin, its own tenant and another tenant asks for it, and an unknown id."""
-    out: list[tuple[str, str | None]] = []
-    for r in RECORDS:
-        out += [(r.decision_id, None), (r.decision_id, r.tenant), (r.decision_id, "nobody")]
-    return [*out, ("no-such-decision", None)]
-
-
-def _expected(store: AuditStore, decision_id: str, tenant: str | None) -> str | None:
-    with store._reads.client() as client:
-        return store._decision_text(client, decision_id, tenant)
 
 
 def _concurrently(lookups: IdLookups, store: AuditStore, asks: list[tuple[str, str | None]],
@@ -66,8 +53,8 @@ def _concurrently(lookups: IdLookups, store: AuditStore, asks: list[tuple[str, s
 @pytest.mark.parametrize("hold", ["clients", "reads by id in flight"])
 def test_lookups_made_together_are_read_by_one_query_and_answer_each_scope(store: AuditStore, hold: str) -> None:
     write_all(store, RECORDS)
-    asks = _asks()
-    expected = [_expected(store, d, t) for d, t in asks]
+    asks = asks_by_id(RECORDS)
+    expected = [engine_text(store, d, t) for d, t in asks]
     assert sum(e is not None for e in expected) == 2 * len(RECORDS)  # admin and own tenant find it; others do not
     lookups = IdLookups(lambda: store._reads.client(short=True), store._decision_text, store._decision_texts,
                         in_flight=1)
@@ -80,14 +67,14 @@ def test_a_batch_holds_at_most_its_limit(store: AuditStore, most: int) -> None:
     write_all(store, RECORDS)
     asks = [(r.decision_id, None) for r in RECORDS]
     lookups = IdLookups(lambda: store._reads.client(short=True), store._decision_text, store._decision_texts, most)
-    assert _concurrently(lookups, store, asks) == [_expected(store, d, t) for d, t in asks]
+    assert _concurrently(lookups, store, asks) == [engine_text(store, d, t) for d, t in asks]
     assert lookups.queries == -(-len(asks) // most)
 
 
 def test_a_lookup_that_finds_a_client_free_runs_alone(store: AuditStore) -> None:
     write_all(store, RECORDS[:2])
     for r in RECORDS[:2]:
-        assert store.get_decision_text(r.decision_id, r.tenant) == _expected(store, r.decision_id, r.tenant)
+        assert store.get_decision_text(r.decision_id, r.tenant) == engine_text(store, r.decision_id, r.tenant)
         assert store.get_decision(r.decision_id, None) == r
     assert (store.id_lookups.lookups, store.id_lookups.queries) == (4, 4)  # one query each
 
@@ -105,5 +92,5 @@ def test_when_the_shared_read_fails_each_caller_reads_its_own(store: AuditStore)
     # the caller whose read failed reports the failure; the others read their own and find it
     assert sum(isinstance(a, DatabaseError) for a in answers) == 1
     assert [a for a in answers if not isinstance(a, Exception)] == [
-        _expected(store, d, t) for (d, t), a in zip(asks, answers, strict=True) if not isinstance(a, Exception)]
+        engine_text(store, d, t) for (d, t), a in zip(asks, answers, strict=True) if not isinstance(a, Exception)]
     assert len([a for a in answers if isinstance(a, str)]) == len(asks) - 1
