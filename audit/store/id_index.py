@@ -63,7 +63,7 @@ class IdIndex:
             self._writer = self._opened(table_uuid, blocks)
         except sqlite3.DatabaseError as exc:  # a damaged file holds nothing that cannot be copied again
             log.warning("decision id index %s unreadable (%s); starting it again", path, exc)
-            self._remove_files()
+            self.remove(path)
             self._writer = self._opened(table_uuid, blocks)
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
@@ -102,7 +102,8 @@ class IdIndex:
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('blocks', ?)", (str(blocks),))
 
     def mark_blocks(self, blocks: int) -> None:
-        """Remember the table's highest insert block now (every record up to it is stored)."""
+        """Remember the table's highest insert block now: a table found later with a lower one is an
+        earlier state of it (a store put back from a backup)."""
         self._set_blocks(self._writer, blocks)
 
     def _connect(self) -> sqlite3.Connection:
@@ -111,9 +112,6 @@ class IdIndex:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=5000")
         return conn
-
-    def _remove_files(self) -> None:
-        self.remove(self.path)
 
     @staticmethod
     def remove(path: Path) -> None:
