@@ -36,7 +36,7 @@ from urllib.parse import urlencode, urlsplit
 
 import httpx
 
-from benchmarks.serving import wait_ready
+from benchmarks.serving import metric, wait_ready
 
 BENCH_RUNS = 3  # short latencies and tails: make bench reports the median of three runs
 REPO = Path(__file__).resolve().parents[1]
@@ -94,13 +94,6 @@ def _serve(store_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     base = f"http://127.0.0.1:{port}"
     wait_ready(proc, base, log, 300)
     return proc, base
-
-
-def _metric(base: str, series: str) -> float | None:
-    """The value of one series of the server's /metrics, None when it has none of that name."""
-    prefix = f"{series} "
-    text = httpx.get(f"{base}/metrics", timeout=60).text
-    return next((float(x[len(prefix):]) for x in text.splitlines() if x.startswith(prefix)), None)
 
 
 def _sample(base: str, n: int) -> tuple[list[str], list[str]]:
@@ -254,8 +247,8 @@ def run() -> list[dict[str, Any]]:
             time.sleep(2.0)  # ingest is under way before the first read
             one = _run_readers(base, _reads(ids[:single_n], tenants), 1)
             many = _run_readers(base, _reads(ids[single_n:], tenants), READERS)
-        rss = _metric(base, "process_resident_memory_bytes") or 0.0
-        hits, misses = (_metric(base, f'claimtrail_store{{counter="{name}"}}') or 0.0
+        rss = metric(base, "process_resident_memory_bytes") or 0.0
+        hits, misses = (metric(base, f'claimtrail_store{{counter="{name}"}}') or 0.0
                         for name in ("id_index_hits", "id_index_misses"))
     finally:
         stop(proc)

@@ -35,12 +35,17 @@ def wait_id_index(proc: subprocess.Popen[bytes], base: str, log: Path, timeout_s
     (``audit.store.id_index``), or has no such index. The copy is made once per store, in the
     background; a benchmark times the server as it runs afterwards, not beside the copy."""
     deadline = time.monotonic() + timeout_s
-    series = 'claimtrail_store{counter="id_index_backfilled"} '
     while True:
-        text = httpx.get(f"{base}/metrics", timeout=60).text
-        state = next((x[len(series):] for x in text.splitlines() if x.startswith(series)), None)
-        if state is None or float(state) == 1.0:
+        state = metric(base, 'claimtrail_store{counter="id_index_backfilled"}')
+        if state is None or state == 1.0:
             return
         if proc.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"serve did not fill its id index: {log.read_text()[-2000:]}")
         time.sleep(1.0)
+
+
+def metric(base: str, series: str) -> float | None:
+    """The value of one series of the server's /metrics, None when it has none of that name."""
+    prefix = f"{series} "
+    text = httpx.get(f"{base}/metrics", timeout=60).text
+    return next((float(x[len(prefix):]) for x in text.splitlines() if x.startswith(prefix)), None)

@@ -186,7 +186,7 @@ class IdIndexKeeper:
         self._read_page = read_page
         self._page = page
         self._max_pending = max_pending_bytes
-        self._due: deque[list[bytes]] = deque()
+        self._due: deque[tuple[list[bytes], int]] = deque()  # (lines, their bytes)
         self._pending_bytes = 0
         self._cond = threading.Condition()
         self._closed = False
@@ -224,7 +224,7 @@ class IdIndexKeeper:
                 with self._counts:
                     self.skipped += len(lines)  # misses later, answered by the engine
                 return
-            self._due.append(lines)
+            self._due.append((lines, size))
             self._pending_bytes += size
             self._cond.notify_all()
 
@@ -252,9 +252,10 @@ class IdIndexKeeper:
                 self._cond.wait_for(lambda: self._closed or self._due or self.after is not None)
                 if self._closed and not self._due:
                     return
-                lines = self._due.popleft() if self._due else None
-                if lines is not None:
-                    self._pending_bytes -= sum(len(line) for line in lines)
+                lines: list[bytes] | None = None
+                if self._due:
+                    lines, size = self._due.popleft()
+                    self._pending_bytes -= size
                 self._busy = True
             try:
                 if lines is not None:
