@@ -38,9 +38,12 @@ class AnswerCache:
                 return found
             self.misses += 1
         value = compute()
-        if value is not None:
-            with self._lock:
-                self._entries[key] = value
-                while len(self._entries) > self._size:
-                    self._entries.popitem(last=False)
+        return value if value is None else self.keep(key, value)
+
+    def keep(self, key: Hashable, value: T) -> T:
+        """Keep ``value`` as the answer for ``key`` (whose miss is already counted) and return it."""
+        with self._lock:
+            self._entries[key] = value
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
         return value

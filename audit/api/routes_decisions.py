@@ -68,14 +68,16 @@ async def _answers(request: Request) -> AnswerCache:
     return cache
 
 
-def _text(db: StoreReads, who: Principal, checked: str, cache: AnswerCache) -> str:
-    """The stored JSON text of decision ``checked`` within the caller's scope, or a 404 problem.
+def _text(db: StoreReads, who: Principal, checked: str, cache: AnswerCache, engine_only: bool = False) -> str:
+    """The stored JSON text of decision ``checked`` within the caller's scope, or a 404 problem;
+    ``engine_only`` for a caller that found the id index without it.
 
     One cached entry per decision and scope, which the record, its "why" and its body for each
     redaction are all made from: a decision asked about once is not read from the store again,
     whichever route asks next."""
     def lookup() -> str | None:
-        found: str | None = storeport.call(db.get_decision_text, checked, who.scope)
+        read = db.engine_decision_text if engine_only else db.get_decision_text
+        found: str | None = storeport.call(read, checked, who.scope)
         return found
 
     text = cache.get_or_compute(("decision text", checked, who.scope), lookup)
@@ -89,15 +91,26 @@ def _get(db: StoreReads, who: Principal, checked: str, cache: AnswerCache) -> De
 
 
 @router.get("/decisions/{decision}", summary="One decision record")
-def get_decision(decision: str, who: Annotated[Principal, Depends(principal)], db: Annotated[StoreReads, Depends(store)],
-                 cfg: Annotated[Settings, Depends(settings)],
-                 cache: Annotated[AnswerCache, Depends(_answers)]) -> Response:
+async def get_decision(decision: str, who: Annotated[Principal, Depends(principal)],
+                       db: Annotated[StoreReads, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
+                       cache: Annotated[AnswerCache, Depends(_answers)]) -> Response:
     checked = params.decision_id(decision)
     # kept as the encoded body too: a hit then costs no parsing, and bytes are one object for the
     # collector to skip, where a record is dozens
-    body = cache.get_or_compute(("decision body", checked, who.scope, who.admin, cfg.auth.redaction),
-                                lambda: _shown(who, cfg, _text(db, who, checked, cache)))
-    assert body is not None  # _text answers or raises
+    key = ("decision body", checked, who.scope, who.admin, cfg.auth.redaction)
+
+    def indexed() -> bytes | None:
+        answered, text = storeport.call(db.indexed_decision_text, checked, who.scope)
+        if answered and text is None:
+            raise Problem("not-found", f"decision {checked} not found")
+        return None if text is None else _shown(who, cfg, text)
+
+    # On the event loop while the answer is kept or in the id index (a read of a local file, no
+    # engine query): the hand-over to a worker thread and back cost more than that read, and under
+    # many readers each hand-over waits for the interpreter twice.
+    body = cache.get_or_compute(key, indexed)
+    if body is None:  # not kept, not in the index: the engine, from a worker thread
+        body = await run_in_threadpool(lambda: cache.keep(key, _shown(who, cfg, _text(db, who, checked, cache, engine_only=True))))
     return Response(body, media_type="application/json")
 
 

@@ -421,10 +421,22 @@ class AuditStore:
     def get_decision_text(self, decision_id: str, tenant: str | None) -> str | None:
         """``get_decision``'s record as the canonical JSON text it is stored as, not built. Lookups
         made at the same moment are read together (``audit.store.lookups``)."""
+        answered, text = self.indexed_decision_text(decision_id, tenant)
+        return text if answered else self.engine_decision_text(decision_id, tenant)
+
+    def indexed_decision_text(self, decision_id: str, tenant: str | None) -> tuple[bool, str | None]:
+        """(True, ``get_decision_text``'s answer) if the id index gives it, else (False, None): no
+        engine query, so cheap enough for a caller that must not wait."""
         conditions(DecisionFilter(tenant=tenant))  # refuses a tenant value before it waits for others
         index = self.id_index
         if index is not None and (found := index.get(decision_id)) is not None:
-            return found[1] if tenant is None or found[0] == tenant else None
+            return True, (found[1] if tenant is None or found[0] == tenant else None)
+        return False, None
+
+    def engine_decision_text(self, decision_id: str, tenant: str | None) -> str | None:
+        """``get_decision_text``'s answer read from the engine (lookups made at the same moment are
+        read together), handed to the id index if found."""
+        index = self.id_index
         text = self.id_lookups.get(decision_id, tenant)
         if index is not None and text is not None:
             index.stored([text.encode()])  # stored before the index knew it (another process, or a lost hand-over)

@@ -35,6 +35,19 @@ def test_a_read_by_id_after_the_backfill_is_the_engines_answer_without_an_engine
     assert (index.hits, index.misses, store.id_lookups.lookups) == (36, 1, 1)
 
 
+def test_the_index_alone_answers_every_ask_of_a_stored_id_and_leaves_an_unknown_one_to_the_engine(
+        store: AuditStore) -> None:
+    write_all(store, RECORDS)
+    index = _indexed(store)
+    asks = asks_by_id(RECORDS)
+    answers = [store.indexed_decision_text(*ask) for ask in asks]
+    # answered: the admin and the own tenant get the record, another tenant None (not found)
+    assert answers[:-1] == [(True, engine_text(store, *ask)) for ask in asks[:-1]]
+    assert answers[-1] == (False, None)  # the unknown id: only the engine can say
+    assert store.engine_decision_text(*asks[-1]) is None
+    assert (index.hits, index.misses, store.id_lookups.lookups) == (36, 1, 1)
+
+
 def test_records_a_writer_stores_once_the_index_runs_are_indexed_as_stored(store: AuditStore) -> None:
     index = _indexed(store)  # an empty store: nothing to copy
     write_all(store, RECORDS)
