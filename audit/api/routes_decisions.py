@@ -105,12 +105,15 @@ async def get_decision(decision: str, who: Annotated[Principal, Depends(principa
             raise Problem("not-found", f"decision {checked} not found")
         return None if text is None else _shown(who, cfg, text)
 
+    def from_engine() -> bytes:
+        return cache.keep(key, _shown(who, cfg, _text(db, who, checked, cache, engine_only=True)))
+
     # On the event loop while the answer is kept or in the id index (a read of a local file, no
     # engine query): the hand-over to a worker thread and back cost more than that read, and under
     # many readers each hand-over waits for the interpreter twice.
     body = cache.get_or_compute(key, indexed)
     if body is None:  # not kept, not in the index: the engine, from a worker thread
-        body = await run_in_threadpool(lambda: cache.keep(key, _shown(who, cfg, _text(db, who, checked, cache, engine_only=True))))
+        body = await run_in_threadpool(from_engine)
     return Response(body, media_type="application/json")
 
 
