@@ -46,7 +46,7 @@ SUMMARY_REQUESTS = 600
 SUMMARY_ROUND = 30  # summaries between two passes of the calibrations
 SUMMARY_WARMUP = 10  # untimed first: the server's first summaries measured 47, 13, 12, 17 ms against ~6 after
 CLIENTS, REQUESTS_PER_CLIENT = 8, 300
-CLIENT_ROUNDS = 3  # bursts of the clients, each between two passes of the all-cores workload
+CLIENT_ROUNDS = 3  # bursts of the clients, each between two passes of the calibrations
 # The cores a why request keeps busy, client and server process together (``calibrate``'s ``mixed``
 # blend), read off how much it slowed against the single-core speed beside a burned core, as the
 # dashboards' are (``bench_dashboards.CORES``: ``c = 2 * slowdown - 1``). Over four quiet/``--noise``
