@@ -43,7 +43,7 @@ ORACLE = Path(os.environ.get("CLAIMTRAIL_DRA_ORACLE") or REPO.parent / "shared" 
 WHY_DUMP = REPO / "tests" / "fixtures" / "explain" / "cluster-pending.yaml"
 DRIVER = "gpu.nvidia.com"
 PROCESS_RUNS = 15
-# Upstream's start is ~15 ms: at 15 runs its median moved with a single slow start. Its runtime
+# Upstream's start is ~15 ms, so 60 runs cost about a second and steady its median. Its runtime
 # starts threads of its own (the collector's, sysmon) beside the one running Go code even with
 # GOMAXPROCS=1, so the process keeps more than one core busy: beside a burned core it slowed
 # 0.96-1.20x over four quiet/--noise pairs while the single-core workload did not slow at all.
