@@ -55,3 +55,11 @@ def test_the_parallel_scan_and_mixed_pacers_measure_a_speed_each_pass() -> None:
     assert MixedPacer.factor((2.0, 0.5), 1.0) == 2.0
     cpus = os.cpu_count() or 1
     assert MixedPacer.factor((2.0, 0.5), float(cpus)) == (0.5 if cpus > 1 else 2.0)
+
+
+def test_the_parallel_pacer_takes_the_mean_helper_or_the_slowest_one() -> None:
+    with ParallelPacer({"parallel_seconds": 1000.0}, workers=2) as pacer:
+        mean = pacer.speed()
+        assert len(pacer.last) == 2 and mean == 1000.0 / (sum(pacer.last) / 2)
+        slowest = pacer.slowest_speed()
+        assert len(pacer.last) == 2 and slowest == 1000.0 / max(pacer.last)
