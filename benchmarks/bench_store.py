@@ -42,7 +42,7 @@ BATCH = 10_000
 FALLBACK_RUNS = 100
 LOOKUPS = 200
 QUERY_ROUND = 20  # queries between two passes of the cpu workload
-ROUNDS = 5  # best of five: other work on the two cores only ever slows a run down
+ROUNDS = 5  # the writer takes the best of five (other work only ever slows a run down), the raw insert the median
 N_STORE = 1_000_000
 REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(".claimtrail/bench-store")
@@ -84,8 +84,9 @@ def raw_insert_seconds(client: Any, database: str, records: list[Any]) -> float:
 
 
 def _throughput(work: Path) -> list[dict[str, Any]]:
-    """Writer and raw runs alternate, each into its own fresh database; the best of each counts, so
-    load from other processes on a shared machine disturbs the ratio as little as possible."""
+    """Writer and raw runs alternate, each into its own fresh database; the best measured run of each
+    makes their ratio, so load from other processes on a shared machine disturbs it as little as
+    possible."""
     records = make_records(N_WRITE, seconds_apart=5)
     base = connection.resolve_dsn(f"chdb://{work}/db")
     client = connection.connect(base)
