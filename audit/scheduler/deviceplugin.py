@@ -2,15 +2,19 @@
 
 The device plugin only counts GPUs per node: the first node by name with enough free
 ``nvidia.com/gpu`` that passes the node filters and the tenant's quota wins. The record is on
-the ``device-plugin`` track with no device identities (the kubelet picks them later).
+the ``device-plugin`` track with no device identities (the kubelet picks them later). When some
+node the pod admits has the GPUs free and only the tenant's quota of its model stands in the way,
+the pod is deferred on quota, as a DRA pod whose tiers the quota closes: its record says so (a
+``quota_exhausted`` blocker with the tenant's usage and limits, retry class ``quota``) and the
+cluster loop waits for quota to come back instead of for free GPUs.
 """
 
 from __future__ import annotations
 
-from audit.records import Outcome, RetryClass, TierSummary, Track, decision_id
+from audit.records import Blocker, Outcome, RetryClass, TierBlocker, TierSummary, Track, decision_id
 from audit.scheduler.attempt import AttemptContext, Decision, Proposal, new_record
 from audit.scheduler.filters import node_filter
-from audit.scheduler.quota import check_quota
+from audit.scheduler.quota import QuotaCheck, check_quota
 from audit.scheduler.sealing import seal
 from audit.world import device_plugin_gpus
 
@@ -26,6 +30,7 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
     used = sum(max(0, world.dp_used.get(n, 0)) for n in world.dp_capacity)
     reasons: dict[str, int] = {}
     quota_blocked = 0
+    closed: QuotaCheck | None = None  # the quota of the first node with room that the pod admits
     chosen = ""
     for node in sorted(world.dp_capacity):
         free = world.dp_capacity[node] - world.dp_used.get(node, 0)
@@ -34,8 +39,10 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
         if node_filter(world, node, ctx.pod) is not None:
             reasons["node_filtered"] = reasons.get("node_filtered", 0) + free
             continue
-        if not check_quota(world, ctx.policy, ctx.tenant, world.dp_model.get(node, "unknown"), gpus).fits:
+        q = check_quota(world, ctx.policy, ctx.tenant, world.dp_model.get(node, "unknown"), gpus)
+        if not q.fits:
             quota_blocked += free
+            closed = closed or q
             continue
         chosen = node
         break
@@ -50,6 +57,13 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
         reasons["not_reached"] = rest
     rec.tiers = [TierSummary(index=0, request="nvidia.com/gpu", model="any", considered=capacity,
                              reasons=dict(sorted(reasons.items())), nodes_evaluated=0)]
+    if not chosen and closed is not None:
+        rec.outcome = Outcome.DEFERRED.value
+        rec.retry_class = RetryClass.QUOTA.value
+        rec.blockers = [TierBlocker(Blocker.QUOTA_EXHAUSTED.value, 0, closed.detail())]
+        rec.message = (f"tenant {ctx.tenant} has no {closed.model} quota left for {gpus} nvidia.com/gpu "
+                       f"({closed.used} in use, limit {closed.limit}); a device-plugin node has them free")
+        return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=True)
     if not chosen:
         rec.retry_class = RetryClass.UNSCHEDULABLE.value if any(c >= gpus for c in world.dp_capacity.values()) \
             else RetryClass.TERMINAL.value

@@ -112,9 +112,10 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     False only when some request has no tier the policy leaves open (quota, fallback mode) with a
     node that has enough free healthy devices of models the tenant's quota still admits (less
     those a reservation holds there for another pod, ``audit.scheduler.reservations``); a
-    device-plugin pod when no node has enough free GPUs. True says nothing: only ``decide`` knows. The cluster loop asks this before trying
-    a pod again that already failed, so a change that cannot help it costs no attempt. ``hold``
-    False leaves an adaptive hold out (every tier open): the answer then holds whatever the wait.
+    device-plugin pod when no node it admits has enough free GPUs within the tenant's quota. True
+    says nothing: only ``decide`` knows. The cluster loop asks this before trying a pod again that
+    already failed, so a change that cannot help it costs no attempt. ``hold`` False leaves an
+    adaptive hold out (every tier open): the answer then holds whatever the wait.
     """
     # A request none of whose tiers has room anywhere answers before the fallback hold (an
     # adaptive estimate) and the quota are worked out: nothing they say can make it fit. A pod
@@ -127,8 +128,10 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     pc = resolve_claims(world, ctx.pod)
     if not pc.claims and not pc.missing and not pc.allocated and device_plugin_gpus(ctx.pod) > 0:
         gpus = device_plugin_gpus(ctx.pod)
-        # only nodes its nodeSelector and affinity admit: a pod pinned to H100 is not woken by a free L4
+        # only nodes its nodeSelector and affinity admit (a pod pinned to H100 is not woken by a free
+        # L4), and whose model the tenant's quota still admits (``deviceplugin`` defers it otherwise)
         return any(c - world.dp_used.get(n, 0) >= gpus and node_filter(world, n, ctx.pod) is None
+                   and check_quota(world, ctx.policy, ctx.tenant, world.dp_model.get(n, "unknown"), gpus).fits
                    for n, c in world.dp_capacity.items())
     if pc.missing or not pc.claims:
         return True

@@ -1,5 +1,7 @@
 """Legacy nvidia.com/gpu pods are decided by count only and recorded on the device-plugin track."""
 
+import pytest
+
 from tests.scheduler.worlds import cluster, decide_and_bind, submit
 
 
@@ -34,3 +36,49 @@ def test_a_device_plugin_pod_is_woken_only_by_room_on_nodes_it_may_use():
     assert decide(world, "team-a/pinned", 1, log.now).record.outcome == "unschedulable"
     assert may_place(world, "team-a/any", log.now)
     assert decide(world, "team-a/any", 1, log.now).record.node == "l4-dp-0"
+
+
+def _quota_world(*extra: tuple[str, str]):
+    """team-a holds 4 of its 4 H100 (nominal 4, no borrowing) on one of two device-plugin H100
+    nodes: 4 GPUs free there, 8 on the other."""
+    from audit.world import World
+    from tests.metrics.eventlog import Log, policy_doc
+
+    log = Log(policy_doc(weights={"team-a": 1, "team-b": 1}, quotas={"team-a": {"H100": 4}, "team-b": {"H100": 8}}))
+    log.dp_nodes("H100", 2, 8)
+    log.at(0).dp_pod("team-a/running", 4).bind("team-a/running", "h100-dp-0")
+    log.at(1).dp_pod("team-a/waiting", 2)
+    for verb, ref in extra:
+        getattr(log, verb)(ref)
+    world = World("c1")
+    for ev in log.events:
+        world.apply(ev)
+    return world, log.now
+
+
+def test_a_device_plugin_pod_blocked_by_quota_is_deferred_on_quota_not_called_unschedulable():
+    """GPUs are free on a node it may use: the record names the quota, as for a DRA pod."""
+    from audit.scheduler.engine import decide
+
+    world, now = _quota_world()
+    r = decide(world, "team-a/waiting", 1, now).record
+    assert (r.outcome, r.retry_class, r.track) == ("deferred", "quota", "device-plugin")
+    assert [(b.code, b.tier, b.detail) for b in r.blockers] == [
+        ("quota_exhausted", 0, {"model": "H100", "used": 4, "requested": 2, "nominal": 4, "limit": 4, "lendable": 8})]
+    assert r.message == ("tenant team-a has no H100 quota left for 2 nvidia.com/gpu (4 in use, limit 4); "
+                         "a device-plugin node has them free")
+    # both nodes have room for 2 (4 and 8 free), and the quota turns both down
+    assert r.tiers[0].reasons == {"in_use": 4, "quota_exhausted": 12}
+
+
+@pytest.mark.parametrize(("extra", "woken"), [
+    pytest.param((), False, id="quota-full-free-gpus-elsewhere"),
+    pytest.param((("finish", "team-a/running"),), True, id="own-release-reopens-quota"),
+])
+def test_a_device_plugin_pod_is_woken_only_when_its_quota_has_room(extra, woken):
+    """Free GPUs that its tenant's quota cannot take cost no attempt (each wake used to retry it)."""
+    from audit.scheduler.engine import decide, may_place
+
+    world, now = _quota_world(*extra)
+    assert may_place(world, "team-a/waiting", now) is woken
+    assert (decide(world, "team-a/waiting", 1, now).record.outcome == "allocated") is woken

@@ -69,3 +69,13 @@ def test_allocations_respect_selectors_quota_and_exclusivity():
 def test_h100_quota_is_reached_but_never_exceeded():
     result = cluster_day(5, 5.0)
     assert any(b.code == "quota_exhausted" for r in result.records for b in r.blockers)
+
+
+def test_a_device_plugin_pod_held_back_by_quota_is_recorded_as_such():
+    """GPUs free on a node it may use, quota closed: ``deferred`` on ``quota``, never "no free GPUs"."""
+    records = [r for r in cluster_day(5, 5.0).records if r.track == "device-plugin" and r.outcome != "allocated"]
+    quota = [r for r in records if r.tiers[0].reasons.get("quota_exhausted")]
+    assert quota, "the day has device-plugin pods held back by quota"
+    assert {(r.outcome, r.retry_class) for r in quota} == {("deferred", "quota")}
+    assert all(r.blockers[0].code == "quota_exhausted" for r in quota)
+    assert all(r.outcome == "unschedulable" for r in records if r not in quota)
