@@ -33,6 +33,8 @@ FAIRNESS_MODES = ("drf", "off")
 # best-effort: a tenant's pod that cannot be placed does not hold back its later pods (Kueue's
 # BestEffortFIFO); strict: it does, until capacity changes (Kueue's StrictFIFO).
 QUEUEING_MODES = ("best-effort", "strict")
+# spec.preemption.minRuntime when the policy does not say: 10m
+DEFAULT_MIN_RUNTIME_MS = 600_000
 # Classes a policy may declare retryable; the rest of audit.records.RetryClass are terminal by nature.
 RETRYABLE_CHOICES = ("binding_conflict", "stale_slice", "unhealthy", "node_lost", "unschedulable", "quota", "fair_share")
 DEFAULT_RETRYABLE = ("binding_conflict", "stale_slice", "unhealthy", "node_lost", "unschedulable", "quota", "fair_share")
@@ -122,7 +124,7 @@ class Policy:
     # queueing.soleChoiceFirst: a tenant's pods with no other choice go ahead of its flexible ones
     sole_choice_first: bool = False
     # preemption.minRuntime: a running pod younger than this is never a reclaim victim
-    preemption_min_runtime_ms: int = 600_000
+    preemption_min_runtime_ms: int = DEFAULT_MIN_RUNTIME_MS
     canonical: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
     digest: str = ""
 
@@ -610,9 +612,11 @@ def policy_document(policy: Policy) -> dict[str, Any]:
             "fairness": {"mode": policy.fairness_mode, "usageHalfLife": f"{policy.usage_half_life_ms}ms",
                          "waitAgingPerHour": policy.wait_aging_per_hour,
                          "deferAboveShare": policy.defer_above_share},
-            # minRuntime only when on, so the documents of policies without reclaim stay as they were
-            "preemption": ({"enabled": True, "minRuntime": f"{policy.preemption_min_runtime_ms}ms"}
-                           if policy.preemption else {"enabled": False}),
+            # minRuntime when on or not the default, so the documents of policies without reclaim stay
+            # as they were and every document still parses back to the policy's digest
+            "preemption": ({"enabled": policy.preemption, "minRuntime": f"{policy.preemption_min_runtime_ms}ms"}
+                           if policy.preemption or policy.preemption_min_runtime_ms != DEFAULT_MIN_RUNTIME_MS
+                           else {"enabled": False}),
             "retry": {"backoffBase": f"{policy.backoff_base_ms}ms", "backoffCap": f"{policy.backoff_cap_ms}ms",
                       "maxAttempts": policy.max_attempts, "retryable": list(policy.retryable)},
             "timeouts": {"allocation": f"{policy.allocation_timeout_ms}ms",

@@ -156,3 +156,23 @@ def test_adaptive_fallback_parses(fallback, mode, max_wait_ms):
                       "spec": {"version": "1", "fallback": fallback}})
     assert (p.fallback_mode, p.fallback_max_wait_ms) == (mode, max_wait_ms)
     assert parse_policy(policy_document(p)).digest == p.digest
+
+
+@pytest.mark.parametrize(
+    ("preemption", "document", "min_runtime_ms"),
+    [
+        pytest.param(None, {"enabled": False}, 600_000, id="absent"),
+        pytest.param({"enabled": True}, {"enabled": True, "minRuntime": "600000ms"}, 600_000, id="on-default-runtime"),
+        pytest.param({"enabled": True, "minRuntime": "20m"}, {"enabled": True, "minRuntime": "1200000ms"}, 1_200_000,
+                     id="on-own-runtime"),
+        pytest.param({"enabled": False, "minRuntime": "20m"}, {"enabled": False, "minRuntime": "1200000ms"},
+                     1_200_000, id="off-own-runtime-kept"),
+        pytest.param({"enabled": False, "minRuntime": "10m"}, {"enabled": False}, 600_000, id="off-default-runtime"),
+    ],
+)
+def test_policy_document_of_preemption_parses_back_to_the_same_digest(preemption, document, min_runtime_ms):
+    spec = {"version": "1", **({} if preemption is None else {"preemption": preemption})}
+    p = parse_policy({"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "a"}, "spec": spec})
+    assert p.preemption_min_runtime_ms == min_runtime_ms
+    assert policy_document(p)["spec"]["preemption"] == document
+    assert parse_policy(policy_document(p)).digest == p.digest
