@@ -61,8 +61,10 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
         rec.outcome = Outcome.DEFERRED.value
         rec.retry_class = RetryClass.QUOTA.value
         rec.blockers = [TierBlocker(Blocker.QUOTA_EXHAUSTED.value, 0, closed.detail())]
+        limit = "no borrowing limit" if closed.limit is None else f"limit {closed.limit}"
         rec.message = (f"tenant {ctx.tenant} has no {closed.model} quota left for {gpus} nvidia.com/gpu "
-                       f"({closed.used} in use, limit {closed.limit}); a device-plugin node has them free")
+                       f"({closed.used} in use, nominal {closed.nominal}, {limit}, {closed.lendable} lendable by "
+                       "other tenants); a device-plugin node has them free")
         return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=True)
     if not chosen:
         rec.retry_class = RetryClass.UNSCHEDULABLE.value if any(c >= gpus for c in world.dp_capacity.values()) \

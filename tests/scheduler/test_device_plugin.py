@@ -38,13 +38,16 @@ def test_a_device_plugin_pod_is_woken_only_by_room_on_nodes_it_may_use():
     assert decide(world, "team-a/any", 1, log.now).record.node == "l4-dp-0"
 
 
-def _quota_world(*extra: tuple[str, str]):
-    """team-a holds 4 of its 4 H100 (nominal 4, no borrowing) on one of two device-plugin H100
-    nodes: 4 GPUs free there, 8 on the other."""
+def _quota_world(*extra: tuple[str, str], quotas: dict | None = None):
+    """team-a holds 4 of its 4 H100 (nominal 4, no borrowing unless ``quotas`` says) on one of two
+    device-plugin H100 nodes: 4 GPUs free there, 8 on the other."""
     from audit.world import World
     from tests.metrics.eventlog import Log, policy_doc
 
-    log = Log(policy_doc(weights={"team-a": 1, "team-b": 1}, quotas={"team-a": {"H100": 4}, "team-b": {"H100": 8}}))
+    doc = policy_doc(weights={"team-a": 1, "team-b": 1}, quotas={"team-a": {"H100": 4}, "team-b": {"H100": 8}})
+    for tenant in doc["spec"]["tenants"]:
+        tenant["quotas"].update((quotas or {}).get(tenant["name"], {}))
+    log = Log(doc)
     log.dp_nodes("H100", 2, 8)
     log.at(0).dp_pod("team-a/running", 4).bind("team-a/running", "h100-dp-0")
     log.at(1).dp_pod("team-a/waiting", 2)
@@ -56,17 +59,23 @@ def _quota_world(*extra: tuple[str, str]):
     return world, log.now
 
 
-def test_a_device_plugin_pod_blocked_by_quota_is_deferred_on_quota_not_called_unschedulable():
+@pytest.mark.parametrize(("quotas", "limit", "lendable", "said"), [
+    pytest.param(None, 4, 8, "nominal 4, limit 4, 8 lendable", id="borrowing-limit-reached"),
+    pytest.param({"team-a": {"H100": {"nominal": 4, "borrowingLimit": None}}, "team-b": {"H100": {"nominal": 1}}},
+                 None, 1, "nominal 4, no borrowing limit, 1 lendable", id="unlimited-borrowing-nothing-to-lend"),
+])
+def test_a_device_plugin_pod_blocked_by_quota_is_deferred_on_quota_not_called_unschedulable(quotas, limit, lendable,
+                                                                                             said):
     """GPUs are free on a node it may use: the record names the quota, as for a DRA pod."""
     from audit.scheduler.engine import decide
 
-    world, now = _quota_world()
+    world, now = _quota_world(quotas=quotas)
     r = decide(world, "team-a/waiting", 1, now).record
     assert (r.outcome, r.retry_class, r.track) == ("deferred", "quota", "device-plugin")
-    assert [(b.code, b.tier, b.detail) for b in r.blockers] == [
-        ("quota_exhausted", 0, {"model": "H100", "used": 4, "requested": 2, "nominal": 4, "limit": 4, "lendable": 8})]
-    assert r.message == ("tenant team-a has no H100 quota left for 2 nvidia.com/gpu (4 in use, limit 4); "
-                         "a device-plugin node has them free")
+    assert [(b.code, b.tier, b.detail) for b in r.blockers] == [("quota_exhausted", 0, {
+        "model": "H100", "used": 4, "requested": 2, "nominal": 4, "limit": limit, "lendable": lendable})]
+    assert r.message == (f"tenant team-a has no H100 quota left for 2 nvidia.com/gpu (4 in use, {said} by other "
+                         "tenants); a device-plugin node has them free")
     # both nodes have room for 2 (4 and 8 free), and the quota turns both down
     assert r.tiers[0].reasons == {"in_use": 4, "quota_exhausted": 12}
 
