@@ -19,6 +19,19 @@ from audit.scheduler.sealing import seal
 from audit.world import device_plugin_gpus
 
 
+def node_blocker(ctx: AttemptContext, node: str, gpus: int) -> str | QuotaCheck | None:
+    """What keeps the pod's ``gpus`` off ``node``: ``no_room``, ``node_filtered``, the tenant's
+    failed quota check of the node's model, or None when the node takes it. The one rule both the
+    decision and ``engine.may_place`` (whether a wake is worth an attempt) read."""
+    world = ctx.world
+    if world.dp_capacity[node] - world.dp_used.get(node, 0) < gpus:
+        return "no_room"
+    if node_filter(world, node, ctx.pod) is not None:
+        return "node_filtered"
+    q = check_quota(world, ctx.policy, ctx.tenant, world.dp_model.get(node, "unknown"), gpus)
+    return None if q.fits else q
+
+
 def decide_device_plugin(ctx: AttemptContext) -> Decision:
     world = ctx.world
     gpus = device_plugin_gpus(ctx.pod)
@@ -34,18 +47,15 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
     chosen = ""
     for node in sorted(world.dp_capacity):
         free = world.dp_capacity[node] - world.dp_used.get(node, 0)
-        if free < gpus:
-            continue
-        if node_filter(world, node, ctx.pod) is not None:
+        blocked = node_blocker(ctx, node, gpus)
+        if blocked is None:
+            chosen = node
+            break
+        if blocked == "node_filtered":
             reasons["node_filtered"] = reasons.get("node_filtered", 0) + free
-            continue
-        q = check_quota(world, ctx.policy, ctx.tenant, world.dp_model.get(node, "unknown"), gpus)
-        if not q.fits:
+        elif isinstance(blocked, QuotaCheck):
             quota_blocked += free
-            closed = closed or q
-            continue
-        chosen = node
-        break
+            closed = closed or blocked
     if used:
         reasons["in_use"] = used
     if quota_blocked:

@@ -55,7 +55,7 @@ from audit.scheduler.attempt import (
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.binding import bind, bind_check, bind_failures_before
 from audit.scheduler.claimspec import claim_key, pod_claim_names, result_device_id
-from audit.scheduler.deviceplugin import decide_device_plugin
+from audit.scheduler.deviceplugin import decide_device_plugin, node_blocker
 from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
 from audit.scheduler.filters import node_filter
@@ -128,11 +128,9 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
     pc = resolve_claims(world, ctx.pod)
     if not pc.claims and not pc.missing and not pc.allocated and device_plugin_gpus(ctx.pod) > 0:
         gpus = device_plugin_gpus(ctx.pod)
-        # only nodes its nodeSelector and affinity admit (a pod pinned to H100 is not woken by a free
-        # L4), and whose model the tenant's quota still admits (``deviceplugin`` defers it otherwise)
-        return any(c - world.dp_used.get(n, 0) >= gpus and node_filter(world, n, ctx.pod) is None
-                   and check_quota(world, ctx.policy, ctx.tenant, world.dp_model.get(n, "unknown"), gpus).fits
-                   for n, c in world.dp_capacity.items())
+        # the decision's own rule: room on a node its nodeSelector and affinity admit (a pod pinned
+        # to H100 is not woken by a free L4) whose model the tenant's quota still admits
+        return any(node_blocker(ctx, n, gpus) is None for n in world.dp_capacity)
     if pc.missing or not pc.claims:
         return True
     rts = request_tiers(pc.claims, model_matcher(world))
