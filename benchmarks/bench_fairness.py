@@ -42,7 +42,8 @@ P99_FLOOR_S = 1.0
 ADAPTIVE = {"mode": "adaptive", "maxWait": "10m"}
 
 
-def _scenario(queueing: str, fallback: dict[str, Any] | None) -> Any:
+def day_scenario(queueing: str, fallback: dict[str, Any] | None) -> Any:
+    """The default scenario with its policies' queueing mode and fallback replaced where given."""
     with open(SCENARIO, encoding="utf-8") as fh:
         sc = load_scenario_text(fh.read(), "cluster-day.yaml")
     sc.policy = copy.deepcopy(sc.policy)
@@ -55,7 +56,7 @@ def _scenario(queueing: str, fallback: dict[str, Any] | None) -> Any:
 
 
 def _day(queueing: str, fallback: dict[str, Any] | None, pacer: MemoryPacer) -> dict[str, Any]:
-    paced = paced_day(Simulator(_scenario(queueing, fallback), seed=SEED, hours=HOURS), pacer.speed)
+    paced = paced_day(Simulator(day_scenario(queueing, fallback), seed=SEED, hours=HOURS), pacer.speed)
     result = paced.result
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)
@@ -68,8 +69,9 @@ def _day(queueing: str, fallback: dict[str, Any] | None, pacer: MemoryPacer) -> 
             "beside_own": p99_beside_own(life, window)}
 
 
-def _p99(day: dict[str, Any]) -> dict[str, float]:
-    return {row["tenant"]: row["wait_p99_s"] for row in day["fairness"]["tenants"] if row["pods_started"]}
+def tenant_p99(fairness: dict[str, Any]) -> dict[str, float]:
+    """Each tenant's p99 wait (s) from a ``fairness_report``, for the tenants that started a pod."""
+    return {row["tenant"]: row["wait_p99_s"] for row in fairness["tenants"] if row["pods_started"]}
 
 
 def _lowest_hours(day: dict[str, Any], n: int = 3) -> str:
@@ -115,7 +117,7 @@ def _beside_own(day: dict[str, Any]) -> str:
 def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
     fair, fb = day["fairness"], day["fallback"]
     paced: PacedDay = day["paced"]
-    p99 = _p99(day)
+    p99 = tenant_p99(day["fairness"])
     worst, best = max(p99.values()), max(P99_FLOOR_S, min(p99.values()))
     name = f"fairness, cluster-day {HOURS:g} h seed {SEED}, DRF, {label}"
     per_tenant = ", ".join(f"{t} {v:,.0f}s" for t, v in sorted(p99.items()))
@@ -141,9 +143,15 @@ def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def p99_ratios(mine: dict[str, float], base: dict[str, float]) -> dict[str, float]:
+    """Each tenant's p99 wait in ``mine`` over its p99 wait in ``base`` (both floored at
+    ``P99_FLOOR_S``; a tenant ``base`` did not start counts as served at once there)."""
+    return {t: max(P99_FLOOR_S, mine[t]) / max(P99_FLOOR_S, base.get(t, 0.0)) for t in sorted(mine)}
+
+
 def _against_immediate(adaptive: dict[str, Any], immediate: dict[str, Any]) -> dict[str, Any]:
-    mine, base = _p99(adaptive), _p99(immediate)
-    ratios = {t: max(P99_FLOOR_S, mine[t]) / max(P99_FLOOR_S, base.get(t, 0.0)) for t in sorted(mine)}
+    mine, base = tenant_p99(adaptive["fairness"]), tenant_p99(immediate["fairness"])
+    ratios = p99_ratios(mine, base)
     worst = max(ratios, key=lambda t: (ratios[t], t))
     return {"issue": "#16",
             "name": f"fairness, cluster-day {HOURS:g} h seed {SEED}, DRF: worst tenant p99 wait, adaptive / immediate",

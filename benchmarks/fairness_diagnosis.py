@@ -305,13 +305,13 @@ def p99_beside_own(life: Lifecycle, window: Window) -> dict[str, dict[str, float
 
 
 def main(argv: list[str]) -> None:
-    from benchmarks.bench_fairness import ADAPTIVE, _scenario
+    from benchmarks.bench_fairness import ADAPTIVE, day_scenario
     from ingest.simulate.loop import simulate
 
     seed = int(argv[0]) if argv else 1
     adaptive = len(argv) > 1 and argv[1] == "adaptive"
     hours_ = float(argv[2]) if len(argv) > 2 else 24.0
-    result = simulate(_scenario("", ADAPTIVE if adaptive else None), seed=seed, hours=hours_)
+    result = simulate(day_scenario("", ADAPTIVE if adaptive else None), seed=seed, hours=hours_)
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)
     rows = contended_hours(life, window)
