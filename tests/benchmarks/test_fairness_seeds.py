@@ -1,0 +1,57 @@
+"""The across-seeds rows of ``benchmarks.bench_fairness_seeds``: each target judged on its worst seed."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.bench_fairness import p99_ratios
+from benchmarks.bench_fairness_seeds import SeedFigures, rows
+
+SEED_1 = SeedFigures(1, jain=0.939, worst_best=9.7, regret_pct=11.94, adaptive_ratio=1.144, adaptive_worst="team-a")
+SEED_2 = SeedFigures(2, jain=0.953, worst_best=20.9, regret_pct=9.43, adaptive_ratio=2.266, adaptive_worst="research")
+NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adaptive_ratio=1.0, adaptive_worst="team-b")
+
+
+@pytest.mark.parametrize(
+    ("figures", "seeds", "want"),
+    [
+        pytest.param(
+            [SEED_1, SEED_2], "seeds 1-2",
+            [("Jain", 0.939, "seed 1 0.939, seed 2 0.953"),
+             ("worst/best", 20.9, "seed 1 9.7, seed 2 20.9"),
+             ("regret", 11.9, "seed 1 11.9, seed 2 9.4"),
+             ("adaptive / default", 2.27, "seed 1 1.14 (team-a), seed 2 2.27 (research)")],
+            id="each-target-takes-its-worst-seed-lowest-jain-highest-of-the-rest"),
+        pytest.param(
+            [SEED_1, NO_CONTENTION], "seeds 1, 3",
+            [("Jain", 0.939, "seed 1 0.939, seed 3 -"),
+             ("worst/best", 9.7, "seed 1 9.7, seed 3 2.0"),
+             ("regret", 11.9, "seed 1 11.9, seed 3 -"),
+             ("adaptive / default", 1.14, "seed 1 1.14 (team-a), seed 3 1.00 (team-b)")],
+            id="a-seed-without-a-value-is-named-and-left-out"),
+        pytest.param(
+            [NO_CONTENTION], "seed 3",
+            [("Jain", None, "seed 3 -"), ("worst/best", 2.0, "seed 3 2.0"), ("regret", None, "seed 3 -"),
+             ("adaptive / default", 1.0, "seed 3 1.00 (team-b)")],
+            id="no-seed-with-a-value-gives-none"),
+    ],
+)
+def test_each_target_is_judged_on_its_worst_seed_with_every_seed_in_the_note(figures, seeds, want):
+    got = rows(figures)
+    assert [(w[0] in r["name"], r["value"], r["note"]) for r, w in zip(got, want, strict=True)] == [
+        (True, value, note) for _, value, note in want]
+    assert [r["target"] for r in got] == [">= 0.95", "<= 3", "<= 10", "<= 1.2"]
+    assert all(f"fairness across {seeds}, " in r["name"] for r in got)
+
+
+@pytest.mark.parametrize(
+    ("mine", "base", "want"),
+    [
+        pytest.param({"a": 120.0, "b": 30.0}, {"a": 100.0, "b": 60.0}, {"a": 1.2, "b": 0.5}, id="each-over-its-own"),
+        # a tenant served at once has p99 0 s: both sides floor at one second
+        pytest.param({"a": 0.0, "b": 5.0}, {"a": 0.0, "b": 0.0}, {"a": 1.0, "b": 5.0}, id="zero-waits-floor-at-1s"),
+        pytest.param({"a": 30.0}, {}, {"a": 30.0}, id="a-tenant-the-base-never-started-counts-as-served-at-once"),
+    ],
+)
+def test_p99_ratios_are_each_tenants_wait_over_its_base_floored_at_a_second(mine, base, want):
+    assert p99_ratios(mine, base) == pytest.approx(want)
