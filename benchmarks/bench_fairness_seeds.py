@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle
-from benchmarks.bench_fairness import ADAPTIVE, HOURS, P99_FLOOR_S, day_scenario, p99_ratios, tenant_p99
+from benchmarks.bench_fairness import (
+    ADAPTIVE,
+    HOURS,
+    day_scenario,
+    p99_ratios,
+    tenant_p99,
+    worst_best,
+    worst_ratio,
+)
 from ingest.simulate.loop import simulate
 
 SEEDS = (1, 2, 3, 4)
@@ -63,11 +71,10 @@ def seed_figures(seed: int) -> SeedFigures:
     fair, _ = _day(seed, None)
     adaptive_fair, adaptive_fb = _day(seed, ADAPTIVE)
     p99 = tenant_p99(fair)
-    ratios = p99_ratios(tenant_p99(adaptive_fair), p99)
-    worst = max(ratios, key=lambda t: (ratios[t], t))
+    worst, ratio = worst_ratio(p99_ratios(tenant_p99(adaptive_fair), p99))
     regret = adaptive_fb["regret_rate"]
-    return SeedFigures(seed, fair["jain_contention"], max(p99.values()) / max(P99_FLOOR_S, min(p99.values())),
-                       None if regret is None else 100 * regret, ratios[worst], worst)
+    return SeedFigures(seed, fair["jain_contention"], worst_best(p99),
+                       None if regret is None else 100 * regret, ratio, worst)
 
 
 def rows(figures: list[SeedFigures]) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.bench_fairness import p99_ratios
+from benchmarks.bench_fairness import p99_ratios, worst_best, worst_ratio
 from benchmarks.bench_fairness_seeds import SeedFigures, rows
 
 SEED_1 = SeedFigures(1, jain=0.939, worst_best=9.7, regret_pct=11.94, adaptive_ratio=1.144, adaptive_worst="team-a")
@@ -55,3 +55,26 @@ def test_each_target_is_judged_on_its_worst_seed_with_every_seed_in_the_note(fig
 )
 def test_p99_ratios_are_each_tenants_wait_over_its_base_floored_at_a_second(mine, base, want):
     assert p99_ratios(mine, base) == pytest.approx(want)
+
+
+@pytest.mark.parametrize(
+    ("p99", "want"),
+    [
+        pytest.param({"a": 900.0, "b": 300.0, "c": 600.0}, 3.0, id="highest-over-lowest"),
+        pytest.param({"a": 45.0, "b": 0.0}, 45.0, id="a-tenant-served-at-once-counts-as-one-second"),
+        pytest.param({"a": 120.0}, 1.0, id="one-tenant-is-even-with-itself"),
+    ],
+)
+def test_worst_best_is_the_highest_p99_over_the_lowest_floored_at_a_second(p99, want):
+    assert worst_best(p99) == pytest.approx(want)
+
+
+@pytest.mark.parametrize(
+    ("ratios", "want"),
+    [
+        pytest.param({"a": 1.1, "b": 2.3, "c": 0.4}, ("b", 2.3), id="the-highest"),
+        pytest.param({"a": 2.0, "b": 2.0}, ("b", 2.0), id="a-tie-goes-to-the-last-name"),
+    ],
+)
+def test_worst_ratio_names_the_tenant_with_the_highest(ratios, want):
+    assert worst_ratio(ratios) == want
