@@ -143,8 +143,8 @@ def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def worst_best(p99: dict[str, float]) -> float:
-    """The highest tenant p99 wait over the lowest (floored at ``P99_FLOOR_S``)."""
-    return max(p99.values()) / max(P99_FLOOR_S, min(p99.values()))
+    """The highest tenant p99 wait over the lowest, each floored at ``P99_FLOOR_S``."""
+    return max(P99_FLOOR_S, max(p99.values())) / max(P99_FLOOR_S, min(p99.values()))
 
 
 def p99_ratios(mine: dict[str, float], base: dict[str, float]) -> dict[str, float]:

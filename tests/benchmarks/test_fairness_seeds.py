@@ -63,6 +63,7 @@ def test_p99_ratios_are_each_tenants_wait_over_its_base_floored_at_a_second(mine
         pytest.param({"a": 900.0, "b": 300.0, "c": 600.0}, 3.0, id="highest-over-lowest"),
         pytest.param({"a": 45.0, "b": 0.0}, 45.0, id="a-tenant-served-at-once-counts-as-one-second"),
         pytest.param({"a": 120.0}, 1.0, id="one-tenant-is-even-with-itself"),
+        pytest.param({"a": 0.0, "b": 0.0}, 1.0, id="every-tenant-served-at-once-is-even"),
     ],
 )
 def test_worst_best_is_the_highest_p99_over_the_lowest_floored_at_a_second(p99, want):
