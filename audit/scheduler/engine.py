@@ -418,6 +418,20 @@ def _preemption(ctx: AttemptContext, d: Decision, found: reclaim.Plan) -> Decisi
     return dataclasses.replace(d, record=seal(rec), preempts=sorted(v.pod for v in found.victims))
 
 
+def fair_share_deferred(world: World, pod_key: str, policy: Policy | None = None) -> bool:
+    """Whether ``decide`` would defer the pod for fair share now (``audit.scheduler.fairshare``,
+    which reads only the tenants' holdings and pending counts). The cluster loop leaves such a pod
+    parked: another attempt would only write the same deferral again."""
+    policy = policy or world.policy
+    ns, name = pod_key.split("/", 1)
+    if fair_share_blocker(world, policy, policy.tenant_for(ns)) is None:
+        return False
+    # the decision's own order: device-plugin pods and pods whose claims are missing are never deferred
+    pod = world.get("Pod", ns, name) or {}
+    pc = resolve_claims(world, pod)
+    return bool(pc.claims) and not pc.missing
+
+
 def may_reclaim(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> bool:
     """A cheap necessary condition for ``decide`` to preempt for the pod: reclaim is on, the pod
     has an open tier within its tenant's nominal quota, and another tenant borrows one of its

@@ -26,6 +26,11 @@ frees their devices — tells the driver (``on_preempted``, before the pod goes)
 preemptor again at once, so no other pod takes the devices reclaimed for it. With reclaim on, a
 parked pod also goes back to its queue on a wake when ``engine.may_reclaim`` allows it.
 
+Fair-share deferral (``audit.scheduler.fairshare``): a pod deferred because its tenant holds its
+share while another tenant below its own waits stays parked through wakes that leave it deferred,
+and goes back to its queue as soon as the deferral lifts — also when that comes from a placement or
+a pod leaving, which free no devices and so wake nothing else.
+
 A driver subclasses ``ClusterLoop`` and supplies ``apply`` (fold an event into the world and log
 it), ``record``, ``duration_ms`` and ``on_action`` for its own timed actions. Pure: no I/O, no
 clock; any randomness belongs to the driver.
@@ -46,6 +51,7 @@ from audit.records import DecisionRecord, Outcome, RetryClass
 from audit.scheduler import engine, reclaim, reservations
 from audit.scheduler.adaptive import forget_pod
 from audit.scheduler.attempt import forget_claim_entries
+from audit.scheduler.fairshare import fair_share_blocker
 from audit.scheduler.nodealloc import forget_claims
 from audit.scheduler.pending import PendingQueues, follow_up
 from audit.scheduler.sole_choice import has_no_other_choice
@@ -97,6 +103,8 @@ class ClusterLoop:
         self._ahead: deque[tuple[int, int, str, Any]] = deque()
         self._order = 0
         self._forced: set[str] = set()  # pods to try in the next pass whatever may_place says
+        # tenants with pods parked because ``engine.fair_share_deferred`` held them back
+        self._deferred: set[str] = set()
 
     # ---- what a driver supplies ---------------------------------------------------------------
 
@@ -307,6 +315,7 @@ class ClusterLoop:
         forget_claims(self.world, gone)
         forget_claim_entries(self.world, gone)
         forget_pod(self.world, key)
+        self._reopen()
 
     def fail(self, key: str) -> None:
         ns, name = key.split("/", 1)
@@ -419,10 +428,26 @@ class ClusterLoop:
 
     def _may_place(self, key: str) -> bool:
         """``engine.may_place``, or with reclaim on ``engine.may_reclaim``: a pod that could preempt
-        is worth a try whenever the world changed."""
+        is worth a try whenever the world changed. Never while ``engine.fair_share_deferred``
+        holds the pod back (its tenant is noted, for ``_reopen``)."""
         policy = self.world.policy
+        if policy.defer_above_share and engine.fair_share_deferred(self.world, key, policy):
+            self._deferred.add(policy.tenant_for(key.split("/", 1)[0]))
+            return False
         return (engine.may_place(self.world, key, self.now, policy)
                 or (policy.preemption and engine.may_reclaim(self.world, key, self.now, policy)))
+
+    def _reopen(self) -> None:
+        """Pods parked by a fair-share deferral go back to their queues once their tenant is no
+        longer deferred. A wake on a release asks anyway; this is for what opens the deferral
+        without freeing devices: a placement that lifts the waiting tenant to its share or leaves
+        it nothing pending, a pending pod that goes."""
+        if not self._deferred:
+            return
+        opened = {t for t in self._deferred if fair_share_blocker(self.world, self.world.policy, t) is None}
+        if opened:
+            self._deferred -= opened
+            self.pending.unpark(lambda tenant, pods: self._admit(tenant, pods) if tenant in opened else [])
 
     def _shape(self, key: str) -> tuple[object, ...]:
         """What decides whether the pod can be placed, besides the world: its tenant, pod spec and
@@ -478,6 +503,7 @@ class ClusterLoop:
             forget_claim_entries(self.world, replaced)
             st.node = rec.node
             self.release(key)
+            self._reopen()
             self.on_placed(key, rec)
             duration = self.duration_ms(key)
             if duration is not None:
@@ -491,11 +517,13 @@ class ClusterLoop:
         elif then.action == "fail":
             self.fail(key)
         else:
-            # unschedulable, quota or waiting for the preferred model: wait for a change
+            # unschedulable, quota, fair share or waiting for the preferred model: wait for a change
             if self.world.policy.queueing_mode == "strict":
                 self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=True)
             else:
                 self._park(tenant, key)
+                if rec.retry_class == RetryClass.FAIR_SHARE.value:
+                    self._deferred.add(tenant)
             if then.wake_at_ms is not None:
                 self.schedule(then.wake_at_ms, "wake", None)
         return rec

@@ -100,6 +100,11 @@ class PendingQueues:
         the others stay parked, as trying them could only fail)."""
         self.blocked.clear()
         self.unfit.clear()
+        self.unpark(admit)
+
+    def unpark(self, admit: Callable[[str, list[tuple[int, str]]], list[tuple[int, str]]] | None = None) -> None:
+        """Parked pods ``admit`` lets through go back to their queues; what the pass has found
+        unplaceable so far stays known."""
         back: dict[str, list[tuple[int, str]]] = {}
         for (tenant, group), waiting in list(self.parked.items()):
             going = waiting if admit is None else admit(tenant, waiting)

@@ -64,5 +64,7 @@ def test_deferring_tenants_above_their_share_keeps_fairness_and_says_why(shares)
         assert (b.code, b.detail["waiting_tenant"], b.detail["entitlement_eq"]) == ("fair_share_deferred", other, 16.0)
         assert b.detail["held_eq"] >= 16.0 > b.detail["waiting_held_eq"]
         assert (r.retry_class, r.tiers[0].reasons) == ("fair_share", {"fair_share_deferred": 32})
+        # a deferred pod waits parked until the deferral lifts: only a first attempt is deferred
+        assert r.attempt == 1, (r.pod, r.attempt)
     # without the option nobody is deferred
     assert not any(r.outcome == "deferred" for r in _simulate("drf")[1].records)
