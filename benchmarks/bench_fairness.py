@@ -1,16 +1,17 @@
 """Fairness, work conservation and fallback regret of the decision engine over a simulated day.
 
 The default scenario (``ingest/simulate/scenarios/cluster-day.yaml``: weighted DRF, immediate
-fallback) runs for 24 simulated hours three times in this process: with the policy's default
-best-effort queueing, with strict FIFO per tenant (the engine's earlier behaviour), and with
-best-effort queueing and adaptive fallback (``fallback: {mode: adaptive, maxWait: 10m}``), so the
-three are compared within one run. Per run: Jain's index under contention, the worst/best ratio
-of the tenants' p99 waits, fallback regret and decisions per CPU-second, all computed by
-``audit.metrics`` (``fairness_report``, ``fallback_report``: the definitions in
-``docs/metrics.md``), and the share of pending pod-minutes during which an allowed tier of the
-pod fit on free devices (idle while a pod fits), which the metrics module does not define yet
-(``benchmarks/fairness_figures.py``). The adaptive run adds each tenant's p99 wait against the
-immediate run's: the worst ratio must stay within 1.2.
+fallback) runs for 24 simulated hours four times in this process: with the policy's default
+best-effort queueing, with strict FIFO per tenant (the engine's earlier behaviour), with
+best-effort queueing and adaptive fallback (``fallback: {mode: adaptive, maxWait: 10m}``), and with
+best-effort queueing and ``fairness.deferAboveShare`` (tenants at or above their weighted share
+held back while one below it waits), so the four are compared within one run. Per run: Jain's index
+under contention, the worst/best ratio of the tenants' p99 waits, fallback regret and decisions per
+CPU-second, all computed by ``audit.metrics`` (``fairness_report``, ``fallback_report``: the
+definitions in ``docs/metrics.md``), and the share of pending pod-minutes during which an allowed
+tier of the pod fit on free devices (idle while a pod fits), which the metrics module does not
+define yet (``benchmarks/fairness_figures.py``). The adaptive run adds each tenant's p99 wait
+against the immediate run's: the worst ratio must stay within 1.2.
 """
 
 from __future__ import annotations
@@ -40,10 +41,14 @@ SCENARIO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 # A tenant served at once has a p99 wait of 0 s; ratios floor a p99 at one second.
 P99_FLOOR_S = 1.0
 ADAPTIVE = {"mode": "adaptive", "maxWait": "10m"}
+# Holding back tenants at or above their weighted share while one below it waits: the fairness it
+# buys, and the devices it leaves idle while deferred pods would fit (``audit.scheduler.fairshare``).
+DEFER = {"deferAboveShare": True}
 
 
-def day_scenario(queueing: str, fallback: dict[str, Any] | None) -> Any:
-    """The default scenario with its policies' queueing mode and fallback replaced where given."""
+def day_scenario(queueing: str, fallback: dict[str, Any] | None, fairness: dict[str, Any] | None = None) -> Any:
+    """The default scenario with its policies' queueing mode and fallback replaced where given, and
+    ``fairness`` merged into their fairness settings."""
     with open(SCENARIO, encoding="utf-8") as fh:
         sc = load_scenario_text(fh.read(), "cluster-day.yaml")
     sc.policy = copy.deepcopy(sc.policy)
@@ -52,11 +57,14 @@ def day_scenario(queueing: str, fallback: dict[str, Any] | None) -> Any:
             doc["spec"]["queueing"] = {"mode": queueing}
         if fallback:
             doc["spec"]["fallback"] = dict(fallback)
+        if fairness:
+            doc["spec"]["fairness"] = {**doc["spec"].get("fairness", {}), **fairness}
     return sc
 
 
-def _day(queueing: str, fallback: dict[str, Any] | None, pacer: MemoryPacer) -> dict[str, Any]:
-    paced = paced_day(Simulator(day_scenario(queueing, fallback), seed=SEED, hours=HOURS), pacer.speed)
+def _day(queueing: str, fallback: dict[str, Any] | None, pacer: MemoryPacer,
+         fairness: dict[str, Any] | None = None) -> dict[str, Any]:
+    paced = paced_day(Simulator(day_scenario(queueing, fallback, fairness), seed=SEED, hours=HOURS), pacer.speed)
     result = paced.result
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)
@@ -174,10 +182,12 @@ def run() -> list[dict[str, Any]]:
         immediate = _day("", None, pacer)
         strict = _day("strict", None, pacer)
         adaptive = _day("", ADAPTIVE, pacer)
+        deferring = _day("", None, pacer, DEFER)
     return (_rows("immediate fallback, best-effort queueing (default)", immediate)
             + _rows("immediate fallback, strict FIFO per tenant", strict)
             + _rows("adaptive fallback (maxWait 10m), best-effort queueing", adaptive)
-            + [_against_immediate(adaptive, immediate)])
+            + [_against_immediate(adaptive, immediate)]
+            + _rows("immediate fallback, best-effort queueing, deferAboveShare", deferring))
 
 
 if __name__ == "__main__":
