@@ -8,6 +8,7 @@ from audit.metrics import jain_index, tenant_shares, usage_intervals
 from audit.policy import parse_policy, policy_document
 from ingest.simulate.loop import simulate
 from ingest.simulate.scenario import load_scenario_text
+from tests.simulate.runs import replay_every_decision
 
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "scenarios", "fairness.yaml")
 HOUR = 3_600_000
@@ -66,5 +67,7 @@ def test_deferring_tenants_above_their_share_keeps_fairness_and_says_why(shares)
         assert (r.retry_class, r.tiers[0].reasons) == ("fair_share", {"fair_share_deferred": 32})
         # a deferred pod waits parked until the deferral lifts: only a first attempt is deferred
         assert r.attempt == 1, (r.pod, r.attempt)
+    # every decision of the day, deferrals included, replays from the event log to its digests
+    assert replay_every_decision(result) == len(result.records)
     # without the option nobody is deferred
     assert not any(r.outcome == "deferred" for r in _simulate("drf")[1].records)
