@@ -130,7 +130,7 @@ def _rows(label: str, day: dict[str, Any]) -> list[dict[str, Any]]:
     per_tenant = ", ".join(f"{t} {v:,.0f}s" for t, v in sorted(p99.items()))
     jain = fair["jain_contention"]
     return [
-        {"issue": "#16", "name": f"{name}: Jain under contention", "value": None if jain is None else round(jain, 3),
+        {"issue": "#16", "name": f"{name}: Jain under contention", "value": None if jain is None else round(jain, 4),
          "unit": "index", "target": ">= 0.95",
          "note": f"mean over {fair['contention_windows']} contended hours; lowest (H100-eq-hours per weight-hour, "
                  f"* backlog only device-plugin pods): {_lowest_hours(day)}{_capped(day)}"},

@@ -52,7 +52,7 @@ class Target:
 
 
 TARGETS = (
-    Target("Jain under contention, default policy, lowest", "index", ">= 0.95", lambda f: f.jain, min, 3),
+    Target("Jain under contention, default policy, lowest", "index", ">= 0.95", lambda f: f.jain, min, 4),
     Target("worst/best tenant p99 wait, default policy, highest", "x", "<= 3", lambda f: f.worst_best, max, 1),
     Target("fallback regret, adaptive fallback (maxWait 10m), highest", "%", "<= 10", lambda f: f.regret_pct, max, 1),
     Target("worst tenant p99 wait, adaptive / default policy, highest", "x", "<= 1.2",

@@ -65,7 +65,7 @@ def _rows(pacer: MemoryPacer, label: str, reclaim: bool) -> list[dict[str, Any]]
     per_tenant = ", ".join(f"{t} {v:,.0f}s" for t, v in p99.items())
     return [
         {"issue": "#16", "name": f"{name}: Jain under contention",
-         "value": None if report["jain_contention"] is None else round(report["jain_contention"], 3),
+         "value": None if report["jain_contention"] is None else round(report["jain_contention"], 4),
          "unit": "index", "target": ">= 0.95", "note": f"{report['contention_windows']} contended 1-hour windows"},
         {"issue": "#16", "name": f"{name}: worst/best tenant p99 wait", "value": round(worst / best, 1), "unit": "x",
          "target": "<= 3", "note": f"p99 wait per tenant: {per_tenant}"},

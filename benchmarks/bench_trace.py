@@ -49,7 +49,7 @@ def run() -> list[dict[str, Any]]:
     return [
         {"issue": "#16", "name": f"{name}: peak busy GPUs", "value": round(100 * peak.devices / gpus, 1), "unit": "%",
          "target": ">= 80", "note": f"{peak.devices:,} of {gpus:,} GPUs; {result.jobs:,} pods"},
-        {"issue": "#16", "name": f"{name}: Jain under contention", "value": None if jain is None else round(jain, 3),
+        {"issue": "#16", "name": f"{name}: Jain under contention", "value": None if jain is None else round(jain, 4),
          "unit": "index", "target": "", "note": f"over {fair['contention_windows']} contended hours; "
                                                f"whole window {fair['jain_whole']:.3f}"},
         {"issue": "#16", "name": f"{name}: fallback regret",

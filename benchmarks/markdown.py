@@ -9,9 +9,13 @@ from typing import Any
 SCALE_NAMES = {"cpu": "CPU", "cputime": "CPU time", "parallel": "all cores", "scan": "store scans", "memory": "memory"}
 
 
-def fmt(value: Any) -> str:
+def fmt(value: Any, unit: str = "") -> str:
     if value is None:
         return ""
+    if unit == "index" and isinstance(value, float):
+        # an index is judged against targets such as 0.95: three significant digits would show
+        # 0.9497 as 0.95, a pass
+        return f"{value:.4f}"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.3g}"
     return f"{value:,}" if isinstance(value, int) else str(value)
@@ -26,8 +30,9 @@ def render(results: dict[str, Any]) -> str:
              "Targets are judged on the normalised figure (what the reference machine would have measured).",
              "", "| issue | benchmark | measured | normalised | target |", "|---|---|---:|---:|---|"]
     for r in results["rows"]:
-        normalised = f"{fmt(r['normalised'])} {r['unit']}" if r.get("normalised") is not None else ""
-        lines.append(f"| {r['issue']} | {r['name']} | {fmt(r['value'])} {r['unit']} | {normalised} | {r.get('target', '')} |")
+        normalised = f"{fmt(r['normalised'], r['unit'])} {r['unit']}" if r.get("normalised") is not None else ""
+        lines.append(f"| {r['issue']} | {r['name']} | {fmt(r['value'], r['unit'])} {r['unit']} | {normalised} "
+                     f"| {r.get('target', '')} |")
     return "\n".join(lines)
 
 

@@ -129,6 +129,15 @@ def test_markdown_shows_measured_and_normalised_with_the_factor() -> None:
     assert "| #5 | ratio | 0.72 ratio |  | >= 0.7 |" in text
 
 
+def test_markdown_writes_an_index_with_four_decimals_so_a_near_miss_does_not_read_as_a_pass() -> None:
+    text = markdown.render(_results([{"issue": "#16", "name": "jain", "unit": "index", "value": 0.9497,
+                                      "normalised": None, "target": ">= 0.95"},
+                                     {"issue": "#16", "name": "jain whole", "unit": "index", "value": 1.0,
+                                      "normalised": None, "target": ""}]))
+    assert "| #16 | jain | 0.9497 index |  | >= 0.95 |" in text
+    assert "| #16 | jain whole | 1.0000 index |  |  |" in text
+
+
 def test_parallel_rows_take_the_all_cores_factor() -> None:
     factors = {"cpu": 1.0, "parallel": 0.6}
     row = annotate({"name": "p99 with 8 clients", "value": 50.0, "unit": "ms", "scale": "parallel"}, factors)

@@ -7,7 +7,7 @@ import pytest
 from benchmarks.bench_fairness import p99_ratios, worst_best, worst_ratio
 from benchmarks.bench_fairness_seeds import SeedFigures, rows
 
-SEED_1 = SeedFigures(1, jain=0.939, worst_best=9.7, regret_pct=11.94, adaptive_ratio=1.144, adaptive_worst="team-a")
+SEED_1 = SeedFigures(1, jain=0.94968, worst_best=9.7, regret_pct=11.94, adaptive_ratio=1.144, adaptive_worst="team-a")
 SEED_2 = SeedFigures(2, jain=0.953, worst_best=20.9, regret_pct=9.43, adaptive_ratio=2.266, adaptive_worst="research")
 NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adaptive_ratio=1.0, adaptive_worst="team-b")
 
@@ -17,14 +17,14 @@ NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adapt
     [
         pytest.param(
             [SEED_1, SEED_2], "seeds 1-2",
-            [("Jain", 0.939, "seed 1 0.939, seed 2 0.953"),
+            [("Jain", 0.9497, "seed 1 0.9497, seed 2 0.9530"),
              ("worst/best", 20.9, "seed 1 9.7, seed 2 20.9"),
              ("regret", 11.9, "seed 1 11.9, seed 2 9.4"),
              ("adaptive / default", 2.27, "seed 1 1.14 (team-a), seed 2 2.27 (research)")],
-            id="each-target-takes-its-worst-seed-lowest-jain-highest-of-the-rest"),
+            id="each-target-takes-its-worst-seed-lowest-jain-to-four-decimals-highest-of-the-rest"),
         pytest.param(
             [SEED_1, NO_CONTENTION], "seeds 1, 3",
-            [("Jain", 0.939, "seed 1 0.939, seed 3 -"),
+            [("Jain", 0.9497, "seed 1 0.9497, seed 3 -"),
              ("worst/best", 9.7, "seed 1 9.7, seed 3 2.0"),
              ("regret", 11.9, "seed 1 11.9, seed 3 -"),
              ("adaptive / default", 1.14, "seed 1 1.14 (team-a), seed 3 1.00 (team-b)")],
