@@ -439,14 +439,16 @@ class ClusterLoop:
 
     def _reopen(self) -> None:
         """Pods parked by a fair-share deferral go back to their queues once their tenant is no
-        longer deferred. A wake on a release asks anyway; this is for what opens the deferral
-        without freeing devices: a placement that lifts the waiting tenant to its share or leaves
-        it nothing pending, a pending pod that goes."""
+        longer deferred (with strict queueing, the tenant's head is tried again). A wake on a
+        release asks anyway; this is for what opens the deferral without freeing devices: a
+        placement that lifts the waiting tenant to its share or leaves it nothing pending, a
+        pending pod that goes."""
         if not self._deferred:
             return
         opened = {t for t in self._deferred if fair_share_blocker(self.world, self.world.policy, t) is None}
         if opened:
             self._deferred -= opened
+            self.pending.blocked -= opened
             self.pending.unpark(lambda tenant, pods: self._admit(tenant, pods) if tenant in opened else [])
 
     def _shape(self, key: str) -> tuple[object, ...]:
@@ -522,8 +524,8 @@ class ClusterLoop:
                 self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=True)
             else:
                 self._park(tenant, key)
-                if rec.retry_class == RetryClass.FAIR_SHARE.value:
-                    self._deferred.add(tenant)
+            if rec.retry_class == RetryClass.FAIR_SHARE.value:
+                self._deferred.add(tenant)
             if then.wake_at_ms is not None:
                 self.schedule(then.wake_at_ms, "wake", None)
         return rec

@@ -4,15 +4,17 @@ back to its queue as soon as the deferral lifts, whether or not devices were fre
 
 from __future__ import annotations
 
+import pytest
+
 from audit.events import EventType
 from tests.scheduler.worlds import cluster, hold, submit
 
 
-def _alpha_above_its_share_with_beta_waiting():  # noqa: ANN202
+def _alpha_above_its_share_with_beta_waiting(queueing: str = "best-effort"):  # noqa: ANN202
     """alpha holds an H100 node and both A100 nodes (16 H100-eq against an entitlement of 9.1);
     beta waits for an A100; another scheduler holds the second H100 node, one device of it
     under a claim of its own; the L40S node is free."""
-    sim = cluster(fairness={"mode": "drf", "deferAboveShare": True})
+    sim = cluster(fairness={"mode": "drf", "deferAboveShare": True}, queueing={"mode": queueing})
     hold(sim, "h100-000", list(range(8)), namespace="alpha")
     for node in ("a100-000", "a100-001"):
         hold(sim, node, list(range(8)), namespace="alpha")
@@ -44,10 +46,11 @@ def test_a_release_that_leaves_the_tenant_deferred_does_not_decide_its_pod_again
     assert sorted(sim.world.pending) == ["alpha/above", "beta/waiting"]
 
 
-def test_the_deferred_pod_is_placed_once_the_tenant_below_its_share_has_nothing_pending():
+@pytest.mark.parametrize("queueing", ["best-effort", "strict"])
+def test_the_deferred_pod_is_placed_once_the_tenant_below_its_share_has_nothing_pending(queueing):
     """beta's pod goes without freeing a device: nothing wakes the queues, yet the deferral lifts
     and alpha's pod takes a free L40S (its H100 quota is full, the A100s are held)."""
-    sim, _, waiting = _alpha_above_its_share_with_beta_waiting()
+    sim, _, waiting = _alpha_above_its_share_with_beta_waiting(queueing)
     sim.now += 1000
     sim.remove(waiting)
     sim.schedule_pass()
