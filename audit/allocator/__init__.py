@@ -14,7 +14,8 @@ allocate on any number of nodes. The outcome is ``audit.allocator.outcome.Alloca
 Where this deliberately differs from upstream: ``shareID`` is a name-based UUID from an
 injectable generator instead of a random one; the ``stable`` variant (and every release up to
 1.35) visits pools in Go map order, which cannot be replayed, so the sorted 1.36 order is used
-for every variant; the filter timeout and the CEL cost limit are not enforced; the
+for every variant; the filter timeout and the CEL cost limit are not enforced (a caller may
+bound the search by steps instead, ``Allocator.allocate``'s ``max_steps``); the
 invalid-pools error appends which pools are invalid and why; DeviceTaintRules given as input
 apply unless ``DRADeviceTaintRules=false``.
 """

@@ -12,6 +12,7 @@ verdict the search reaches is recorded without influencing the search or its ste
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +71,10 @@ class AllocationError(Exception):
 
 class _SizeExceeded(Exception):
     """upstream errAllocationResultMaxSizeExceeded: prunes, never reaches the caller."""
+
+
+class _StepBudgetSpent(Exception):
+    """The search reached the caller's ``max_steps``: the whole call gives up."""
 
 
 def _where(claim: ResourceClaim, request: DeviceRequest, sub: str) -> str:
@@ -136,9 +141,19 @@ class Allocator:
             evaluator = self.inventory.selector_evaluator = SelectorEvaluator(self.features)
         return evaluator
 
-    def allocate(self, node: Node, claims: Sequence[ResourceClaim], explain: bool = False) -> AllocationOutcome:
-        """Allocate every claim on ``node`` together, as upstream ``Allocate`` would."""
-        run = _Run(self, node, list(claims), explain)
+    def allocate(self, node: Node, claims: Sequence[ResourceClaim], explain: bool = False,
+                 max_steps: int | None = None) -> AllocationOutcome:
+        """Allocate every claim on ``node`` together, as upstream ``Allocate`` would.
+
+        The search is exhaustive and, like upstream's, exponential in the worst case (requests
+        with allocation mode All or constraints over many devices). kube-scheduler bounds it by
+        time: its DynamicResources plugin cancels ``Allocate`` after ``filterTimeout`` (10 s by
+        default, gate DRASchedulerFilterTimeout; ``pkg/scheduler/framework/plugins/
+        dynamicresources``), which no replay could reproduce. ``max_steps`` bounds it by work
+        instead, deterministically: past that many ``allocateOne`` steps the call gives up with
+        error ``step_budget``. None (the default) searches to the end, as upstream's ``Allocate``.
+        """
+        run = _Run(self, node, list(claims), explain, max_steps)
         return run.execute()
 
     def available_counters(self, pool: Pool) -> dict[tuple[str, str], Quantity]:
@@ -154,7 +169,8 @@ class Allocator:
 class _Run:
     """The state of one ``allocate`` call (upstream's per-call ``allocator`` struct)."""
 
-    def __init__(self, owner: Allocator, node: Node, claims: list[ResourceClaim], explain: bool) -> None:
+    def __init__(self, owner: Allocator, node: Node, claims: list[ResourceClaim], explain: bool,
+                 max_steps: int | None = None) -> None:
         self.owner = owner
         self.features = owner.features
         self.quirks = owner.quirks
@@ -171,6 +187,8 @@ class _Run:
         self.counters = CounterBook(owner.available_counters, self.quirks.counters_by_pool_name)
         self.selectable_cache: dict[tuple[tuple[int, int, int], int], tuple[bool, str, tuple[tuple[str, str], ...]]] = {}
         self.steps = 0
+        self.max_steps = max_steps
+        self._step_limit: float = math.inf if max_steps is None else max_steps
         # The stable variant still enumerates permutations: every slot starts at the first device.
         self.combinations = self.features.variant != "stable"
         self.invalid_pool_seen = False
@@ -202,6 +220,10 @@ class _Run:
         except InventoryError as exc:
             # Unusable inventory data met on this node (e.g. an unparsable quantity).
             return self._outcome(Status.ERROR, code="invalid_inventory", message=str(exc))
+        except _StepBudgetSpent:
+            return self._outcome(Status.ERROR, code="step_budget",
+                                 message=f"gave up trying to allocate devices after {self.max_steps} search steps "
+                                         "(the step budget)")
         except RecursionError:
             # One frame per device slot and request; only absurdly large pods get here.
             return self._outcome(Status.ERROR, code="too_deep", message="allocation search exceeds the recursion limit")
@@ -319,6 +341,8 @@ class _Run:
 
     def _one(self, ci: int, ri: int, si: int, di: int, start: int, in_sub: bool) -> bool:
         self.steps += 1
+        if self.steps > self._step_limit:
+            raise _StepBudgetSpent()
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]

@@ -70,6 +70,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--claim", dest="claims", action="append", default=[], metavar="[NS/]NAME",
                         help="claim to allocate, in order (default: every unallocated claim in file order)")
     parser.add_argument("--explain", action="store_true", help="add per-device evidence for every tier")
+    parser.add_argument("--max-steps", type=int, default=None, metavar="N",
+                        help="give up (error step_budget) after N search steps instead of searching to the end, "
+                             "as kube-scheduler gives up at its filter timeout (default: no limit)")
     parser.add_argument("-o", "--output", choices=("json", "yaml", "text"), default=None,
                         help="output format (default: text on a terminal, json otherwise)")
     parser.set_defaults(func=run)
@@ -224,6 +227,9 @@ def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
         raise _Failure("invalid_argument", "-f FILE is required (the objects to allocate against)")
     if not args.node:
         raise _Failure("invalid_argument", "--node NAME is required (the node to allocate on)")
+    max_steps = getattr(args, "max_steps", None)  # (a namespace built by a caller may not have it)
+    if max_steps is not None and max_steps < 0:
+        raise _Failure("invalid_argument", f"--max-steps: {max_steps} is negative (give 0 or more steps)")
     try:
         features, no_effect = Features.parse_gates(",".join(args.feature_gates))
     except GateError as exc:
@@ -251,7 +257,8 @@ def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
             taint_rules=[o for _, o in objects if isinstance(o, DeviceTaintRule)],
             features=features,
         )
-        outcome = Allocator(inventory, state).allocate(node, to_allocate, explain=args.explain or args.output == "text")
+        outcome = Allocator(inventory, state).allocate(node, to_allocate, explain=args.explain or args.output == "text",
+                                                       max_steps=max_steps)
     except (InventoryError, ValueError) as exc:
         raise _Failure("invalid_input", str(exc)) from None
     return outcome, [c.key for c in to_allocate]

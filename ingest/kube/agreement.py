@@ -6,6 +6,9 @@ every other claim allocated there counts as in use), our allocator must pick the
 the same requests. A slice that changed between the scheduler's cycle and our observation can
 show up as a difference; the diff names the devices so such cases are easy to tell apart. A difference is counted in the
 ``claimtrail.kube.allocation_mismatches`` counter (alert on its rate) and logged with the diff.
+A re-run that spends its step budget (``RERUN_MAX_STEPS``) gives up unchecked instead of holding
+the watcher up: the search is exponential in the worst case, and the scheduler stopped its own at
+its filter timeout.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ class AgreementMetrics:
 
 
 Result = tuple[str, str, str, str]  # (request, driver, pool, device)
+# allocateOne steps a re-run may take (``Allocator.allocate``'s ``max_steps``): about 2.5 s of one
+# core here, where allocations seen in practice take tens; a re-run past it is counted with result
+# ``gave_up``, neither agreement nor mismatch
+RERUN_MAX_STEPS = 1_000_000
 T = TypeVar("T")
 
 
@@ -104,9 +111,11 @@ class Rerunner:
     by (kind, namespace, name, resourceVersion) — an object version never changes — and the
     allocator's Inventory is rebuilt only when the set of slices, classes or taint rules did."""
 
-    def __init__(self, counters: AgreementMetrics, cache_size: int = 200_000) -> None:
+    def __init__(self, counters: AgreementMetrics, cache_size: int = 200_000,
+                 max_steps: int | None = RERUN_MAX_STEPS) -> None:
         self.counters = counters
         self.cache_size = cache_size
+        self.max_steps = max_steps
         self._parsed: OrderedDict[tuple[str, str, str, str], Any] = OrderedDict()
         self._inventory_key: Any = None
         self._inventory: Any = None
@@ -205,11 +214,16 @@ def _check(
             # the claims as they were before allocation: parsed fresh (no version of them looks like this)
             [model_claim(_unallocated(c)) for c in claims],
             explain=True,
+            max_steps=rerun.max_steps,
         )
     except Exception as exc:  # noqa: BLE001 - a malformed observed object must not stop the watcher
         counters.checks.add(1, {"result": "error"})
         log.warning("allocator re-run failed", extra={"error": str(exc)})
         return Agreement(checked=False, observed=observed, error=str(exc))
+    if outcome.error_code == "step_budget":
+        counters.checks.add(1, {"result": "gave_up"})
+        log.warning("allocator re-run gave up", extra={"max_steps": rerun.max_steps})
+        return Agreement(checked=False, observed=observed, error=outcome.message)
     expected: dict[str, list[Result]] = {name: [] for name in observed}
     if outcome.status == Status.SUCCESS:
         for alloc in outcome.allocations:

@@ -135,10 +135,10 @@ def build(objects: Iterable[dict[str, Any]], features: Features | None = None) -
 
 
 def run(objects: Iterable[dict[str, Any]], node: str = NODE_1, labels: dict[str, str] | None = None, gates: str = "",
-        quirks: Quirks | None = None, explain: bool = False) -> AllocationOutcome:
+        quirks: Quirks | None = None, explain: bool = False, max_steps: int | None = None) -> AllocationOutcome:
     inventory, pending, done = build(objects, Features.from_gates(gates))
     allocator = Allocator(inventory, AllocatedState.from_claims(done), quirks=quirks)
-    return allocator.allocate(Node(name=node, labels=labels or {}), pending, explain=explain)
+    return allocator.allocate(Node(name=node, labels=labels or {}), pending, explain=explain, max_steps=max_steps)
 
 
 def picks(outcome: AllocationOutcome) -> list[tuple[str, str, str]]:

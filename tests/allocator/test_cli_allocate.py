@@ -74,6 +74,25 @@ def test_error_document_with_upstream_text(capsys: pytest.CaptureFixture[str]) -
                              "claim team-a/train-0, request gpu: has subrequests, but the DRAPrioritizedList feature is disabled"}}
 
 
+@pytest.mark.parametrize(("max_steps", "code", "doc"), [
+    pytest.param("5", 0, None, id="enough-steps-allocates"),  # the search takes 5
+    pytest.param("4", 2, {"error": {"code": "step_budget", "message":
+                                    "gave up trying to allocate devices after 4 search steps (the step budget)"}},
+                 id="one-step-short-gives-up"),
+    pytest.param("0", 2, {"error": {"code": "step_budget", "message":
+                                    "gave up trying to allocate devices after 0 search steps (the step budget)"}},
+                 id="no-step-gives-up"),
+])
+def test_step_budget_gives_up_with_an_error_document(capsys: pytest.CaptureFixture[str], max_steps: str, code: int,
+                                                     doc: dict | None) -> None:
+    exit_code, got, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a", "--max-steps", max_steps)
+    assert exit_code == code
+    if doc is None:  # the unbounded run's document
+        assert got == allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a")[1]
+    else:
+        assert got == doc
+
+
 @pytest.mark.parametrize(("argv", "code", "needle"), [
     pytest.param(["-f", str(FIXTURES / "missing.yaml")], "invalid_input", "missing.yaml: cannot read file", id="missing-file"),
     pytest.param(["-f", str(FIXTURES / "broken.yaml")], "invalid_input", "broken.yaml: invalid YAML", id="bad-yaml"),
@@ -86,6 +105,8 @@ def test_error_document_with_upstream_text(capsys: pytest.CaptureFixture[str]) -
     pytest.param(["-f", CLUSTER, "--node-label", "novalue"], "invalid_argument", "KEY=VALUE", id="bad-node-label"),
     pytest.param(["-f", CLAIMS, "--claim", "train-0", "--claim", "team-a/train-0"], "invalid_argument",
                  "ResourceClaim team-a/train-0 is already listed", id="claim-listed-twice"),
+    pytest.param(["-f", CLUSTER, "--max-steps", "-1"], "invalid_argument", "--max-steps: -1 is negative",
+                 id="negative-step-budget"),
 ])
 def test_bad_input_is_one_json_error(capsys: pytest.CaptureFixture[str], argv: list[str], code: str, needle: str) -> None:
     exit_code, doc, _ = allocate(capsys, *argv, "--node", "node-1")

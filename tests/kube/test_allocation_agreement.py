@@ -10,17 +10,20 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from audit.records import DecisionRecord
-from ingest.kube.agreement import AgreementMetrics
+from ingest.kube.agreement import RERUN_MAX_STEPS, AgreementMetrics
 from ingest.kube.observe import DecisionObserver
 from tests.kube.apiserver import FakeApiServer
 from tests.kube.harness import FIXED_TIME, CollectingSink, make_watcher, populate, run_until_caught_up
 
 
-def _observe(changes: str) -> tuple[list[DecisionRecord], dict[str, int]]:
+def _observe(changes: str, max_steps: int | None = RERUN_MAX_STEPS) -> tuple[list[DecisionRecord], dict[str, int]]:
+    """The records and each counter's total, and each ``allocation_checks`` result's as
+    ``allocation_checks/<result>``."""
     reader = InMemoryMetricReader()
     observer = DecisionObserver(
         "test-cluster", lambda: FIXED_TIME, metrics=AgreementMetrics(MeterProvider(metric_readers=[reader]))
     )
+    observer.rerun.max_steps = max_steps
     with FakeApiServer() as server:
         populate(server, changes=changes)
         sink = CollectingSink()
@@ -31,6 +34,9 @@ def _observe(changes: str) -> tuple[list[DecisionRecord], dict[str, int]]:
         for sm in rm.scope_metrics:
             for metric in sm.metrics:
                 counts[metric.name] = sum(p.value for p in metric.data.data_points)
+                for p in metric.data.data_points:
+                    if "result" in (p.attributes or {}):
+                        counts[f"{metric.name}/{p.attributes['result']}"] = p.value
     return sink.records, counts
 
 
@@ -39,6 +45,17 @@ def test_scheduler_choice_equal_to_the_allocator_is_recorded_as_agreement() -> N
     allocated = [r for r in records if r.outcome == "allocated" and r.track == "dra"]
     assert [r.message for r in allocated] == ["allocator agrees"]
     assert counts.get("claimtrail.kube.allocation_checks") == 1
+    assert counts.get("claimtrail.kube.allocation_checks/agree") == 1
+    assert counts.get("claimtrail.kube.allocation_mismatches", 0) == 0
+
+
+def test_a_rerun_that_spends_its_step_budget_gives_up_unchecked_not_as_a_mismatch() -> None:
+    records, counts = _observe("changes.yaml", max_steps=0)
+    allocated = [r for r in records if r.outcome == "allocated" and r.track == "dra"]
+    assert [r.message for r in allocated] == [
+        "allocator not run: gave up trying to allocate devices after 0 search steps (the step budget)"]
+    assert counts.get("claimtrail.kube.allocation_checks/gave_up") == 1
+    assert counts.get("claimtrail.kube.allocation_checks/agree", 0) == 0
     assert counts.get("claimtrail.kube.allocation_mismatches", 0) == 0
 
 
