@@ -43,6 +43,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -91,27 +92,20 @@ class _Holding:
 
 def survival(finished: list[int], ages: list[int]) -> tuple[list[int], list[float]]:
     """Kaplan–Meier: (event times ascending, S just after each). Censored ages tie after events."""
-    events = sorted(finished)
-    censored = sorted(ages)
-    times: list[int] = []
-    surv: list[float] = []
-    s = 1.0
-    n = len(events) + len(censored)
-    i = j = 0
-    while i < len(events):
-        t = events[i]
-        while j < len(censored) and censored[j] < t:
-            j += 1
-            n -= 1
-        d = 0
-        while i < len(events) and events[i] == t:
-            d += 1
-            i += 1
-        s *= 1.0 - d / n
-        n -= d
-        times.append(t)
-        surv.append(s)
-    return times, surv
+    times, surv = _survival(finished, ages)
+    return times.tolist(), surv.tolist()
+
+
+def _survival(finished: list[int], ages: list[int]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """``survival`` as arrays. At each event time ``t`` the risk set is every holding less those
+    that ended before ``t`` and those censored before it (a censored age equal to ``t`` is still
+    at risk); S is the running product of ``1 - ended / at risk`` in time order, factor by factor
+    as a loop over the times would multiply them."""
+    times, ended = np.unique(np.asarray(finished, dtype=np.int64), return_counts=True)
+    censored = np.sort(np.asarray(ages, dtype=np.int64))
+    at_risk = (len(finished) + len(censored) - (np.cumsum(ended) - ended)
+               - np.searchsorted(censored, times, side="left"))
+    return times, np.cumprod(1.0 - ended / at_risk, dtype=np.float64)
 
 
 def estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, cap_ms: int) -> ReleaseEstimate:
@@ -128,9 +122,9 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
         if per and any(m in per for m in wanted):
             free[node] = sum(per[m][1] for m in sorted(wanted) if m in per)
     finished = [h for m in sorted(wanted) for h in world.finished.get(m, [])]
-    if any(f >= count for f in free.values()):
-        return ReleaseEstimate("free_now", 0, len(finished), sum(1 for _ in _claims_of(world, wanted)))
     holdings, ages = _holdings(world, wanted, now_ms)
+    if any(f >= count for f in free.values()):
+        return ReleaseEstimate("free_now", 0, len(finished), len(ages))
     running = len(ages)
     if not finished:
         return ReleaseEstimate("no_history", None, 0, running)
@@ -144,8 +138,8 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
 
 def _by_nodes(count: int, cap_ms: int, free: dict[str, int], finished: list[int], ages: list[int],
               holdings: list[_Holding], running: int) -> ReleaseEstimate:
-    times, surv = survival(finished, ages)
-    last = times[-1]
+    times, surv = _survival(finished, ages)
+    last = int(times[-1])
     # Past the longest finished holding there is no data: a holding younger than it is taken to
     # end by then (Efron's convention for the estimator's tail), an older one not to end at all.
     by_node: dict[str, list[_Holding]] = {}
@@ -190,9 +184,27 @@ def _quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models:
     wanted = set(models)
     finished = [h for m in sorted(wanted) for h in world.finished.get(m, [])]
     _, ages = _holdings(world, wanted, now_ms)
-    # per model: (the tenant's own holdings, the lenders' holdings)
+    held = _quota_holdings(world, tenant, gaps, now_ms)
+    running = sum(len(own) for own, _ in held.values())
+    if not finished:
+        return ReleaseEstimate("no_history", None, 0, running)
+    inputs = ("quota", cap_ms, tuple(gaps), tuple(finished), tuple(ages),
+              tuple((m, i, h.age_ms, h.devices) for m in sorted(held) for i in (0, 1) for h in held[m][i]))
+    return _remembered(world, "release_estimate_inputs", inputs,
+                       lambda: _by_quota_groups(gaps, cap_ms, finished, ages, held, running))
+
+
+def _quota_holdings(world: World, tenant: str, gaps: Sequence[QuotaGap],
+                    now_ms: int) -> dict[str, tuple[list[_Holding], list[_Holding]]]:
+    """Per model of ``gaps``: (the tenant's own running holdings, the lenders'), each in charge key
+    order; read once per instant for every question about the same tenant and lenders."""
+    lenders = {g.model: frozenset(g.lenders) for g in gaps}
+    asked = ("quota", tenant, tuple(sorted(lenders.items())))
+    memo = _this_instant(world, now_ms)
+    found: dict[str, tuple[list[_Holding], list[_Holding]]] | None = memo.get(asked)
+    if found is not None:
+        return found
     held: dict[str, tuple[list[_Holding], list[_Holding]]] = {g.model: ([], []) for g in gaps}
-    lenders = {g.model: set(g.lenders) for g in gaps}
     for key in sorted(world.charges):
         charge = world.charges[key]
         start = world.alloc_start.get(key)
@@ -203,19 +215,14 @@ def _quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models:
                 held[m][0].append(_Holding(m, max(0, now_ms - start), charge.models[m]))
             elif charge.tenant in lenders[m]:
                 held[m][1].append(_Holding(m, max(0, now_ms - start), charge.models[m]))
-    running = sum(len(own) for own, _ in held.values())
-    if not finished:
-        return ReleaseEstimate("no_history", None, 0, running)
-    inputs = ("quota", cap_ms, tuple(gaps), tuple(finished), tuple(ages),
-              tuple((m, i, h.age_ms, h.devices) for m in sorted(held) for i in (0, 1) for h in held[m][i]))
-    return _remembered(world, "release_estimate_inputs", inputs,
-                       lambda: _by_quota_groups(gaps, cap_ms, finished, ages, held, running))
+    memo[asked] = held
+    return held
 
 
 def _by_quota_groups(gaps: Sequence[QuotaGap], cap_ms: int, finished: list[int], ages: list[int],
                      held: dict[str, tuple[list[_Holding], list[_Holding]]], running: int) -> ReleaseEstimate:
-    times, surv = survival(finished, ages)
-    last = times[-1]
+    times, surv = _survival(finished, ages)
+    last = int(times[-1])
     groups: list[_Group] = []
     for gap in gaps:
         # the tail convention, as in ``estimate``
@@ -229,11 +236,11 @@ def _by_quota_groups(gaps: Sequence[QuotaGap], cap_ms: int, finished: list[int],
 class _Curve:
     """The survival ``times``/``surv`` as arrays, read for many holdings at many offsets at once."""
 
-    def __init__(self, times: list[int], surv: list[float]) -> None:
+    def __init__(self, times: npt.ArrayLike, surv: npt.ArrayLike) -> None:
         self.times = np.asarray(times, dtype=np.int64)
         # ``at[k]``: S just after ``times[k - 1]`` (``at[0] == 1``), so ``at[bisect_right(times, a)]`` is S(a)
         self.at = np.concatenate((np.ones(1), np.asarray(surv, dtype=np.float64)))
-        self.last = times[-1]
+        self.last = int(self.times[-1])
 
     def held(self, hs: Sequence[_Holding], offsets: npt.NDArray[np.int64]) -> tuple[
             npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -321,7 +328,7 @@ class _QuotaGroup(_Group):
 _CHUNK = 48
 
 
-def _expected(groups: Sequence[_Group], times: list[int], surv: list[float], cap_ms: int,
+def _expected(groups: Sequence[_Group], times: npt.NDArray[np.int64], surv: npt.NDArray[np.float64], cap_ms: int,
               history: int, running: int) -> ReleaseEstimate:
     """E[T] for T the first time some group is ready (groups independent; each holding's remaining
     time from the survival ``times``/``surv``, conditional on its age)."""
@@ -369,18 +376,22 @@ def _released(cap: int, devices: list[int], p_held: npt.NDArray[np.float64]) -> 
     width = p_held.shape[1]
     dist = np.zeros((cap + 1, width))
     dist[0] = 1.0
-    for d, held in zip(devices, p_held, strict=True):
-        gone = 1.0 - held
-        nxt = np.empty_like(dist)
-        np.multiply(dist[:cap], held, out=nxt[:cap])
+    p_gone = 1.0 - p_held
+    for d, held, gone in zip(devices, p_held, p_gone, strict=True):
+        # k released after this holding: k with it still held, or k - d before it ended. The top
+        # row (cap or more) adds, in this order, what reaches it from below (lowest count first),
+        # what was there with the holding still held, and what was there with it ended.
+        ended = dist * gone
+        nxt = dist * held
         if d < cap:
-            nxt[d:cap] += dist[:cap - d] * gone
-        top = np.zeros(width)
-        for k in range(max(0, cap - d), cap):
-            top += dist[k] * gone
-        top += dist[cap] * held
-        top += dist[cap] * gone
-        nxt[cap] = top
+            nxt[d:cap] += ended[:cap - d]
+        lo = max(0, cap - d)
+        if lo < cap:
+            reached = ended[lo]
+            for k in range(lo + 1, cap):
+                reached = reached + ended[k]
+            np.add(reached, nxt[cap], out=nxt[cap])
+        nxt[cap] += ended[cap]
         dist = nxt
     return dist
 
@@ -406,9 +417,29 @@ def _claims_of(world: World, wanted: set[str]) -> list[str]:
     return sorted(out)
 
 
+def _this_instant(world: World, now_ms: int) -> dict[object, Any]:
+    """A memo for what is read from the world as it is at ``now_ms`` (its seq and the time): every
+    parked pod's estimate on one wake reads the same holdings."""
+    at = (world.seq, now_ms)
+    kept = world.derived.get("release_estimate_instant")
+    if kept is None or kept[0] != at:
+        kept = world.derived["release_estimate_instant"] = (at, {})
+    memo: dict[object, Any] = kept[1]
+    return memo
+
+
 def _holdings(world: World, wanted: set[str], now_ms: int) -> tuple[list[_Holding], list[int]]:
     """Running allocations holding devices of ``wanted`` models, per node in claim key order, and
-    the age of each such claim (one censored observation each)."""
+    the age of each such claim (one censored observation each); read once per instant."""
+    memo = _this_instant(world, now_ms)
+    key = ("holdings", tuple(sorted(wanted)))
+    found: tuple[list[_Holding], list[int]] | None = memo.get(key)
+    if found is None:
+        found = memo[key] = _read_holdings(world, wanted, now_ms)
+    return found
+
+
+def _read_holdings(world: World, wanted: set[str], now_ms: int) -> tuple[list[_Holding], list[int]]:
     out: list[_Holding] = []
     ages: list[int] = []
     devices = world.devices

@@ -1,0 +1,69 @@
+"""The estimate's arithmetic is the product-limit and release recurrences taken one factor at a time.
+
+A held pod's record carries its estimate, so the record's digest depends on every bit of it: the
+vectorised survival and release distributions must give, bit for bit, what the plain loops over
+event times and holdings give (written out here independently, in the order the module's
+docstrings state).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from audit.scheduler.release_estimate import _released, survival
+
+
+def product_limit(finished: list[int], ages: list[int]) -> tuple[list[int], list[float]]:
+    """Kaplan–Meier by hand: at each event time, in ascending order, S *= 1 - ended / at risk."""
+    times = sorted(set(finished))
+    s, out = 1.0, []
+    for t in times:
+        at_risk = sum(1 for f in finished if f >= t) + sum(1 for a in ages if a >= t)
+        ended = finished.count(t)
+        s *= 1.0 - ended / at_risk
+        out.append(s)
+    return times, out
+
+
+def released_by_hand(cap: int, devices: list[int], p_held: list[list[float]]) -> list[list[float]]:
+    """P(k released) per offset, holding after holding; the top row sums what reaches it from the
+    lowest count up, then what stays there with the holding held, then with it ended."""
+    width = len(p_held[0]) if p_held else 1
+    dist = [[1.0 if k == 0 else 0.0 for _ in range(width)] for k in range(cap + 1)]
+    for d, held in zip(devices, p_held, strict=True):
+        nxt = [[0.0] * width for _ in range(cap + 1)]
+        for w in range(width):
+            h, g = held[w], 1.0 - held[w]
+            for k in range(cap):
+                nxt[k][w] = dist[k][w] * h + (dist[k - d][w] * g if d <= k else 0.0)
+            top = 0.0
+            for k in range(max(0, cap - d), cap):
+                top += dist[k][w] * g
+            top += dist[cap][w] * h
+            top += dist[cap][w] * g
+            nxt[cap][w] = top
+        dist = nxt
+    return dist
+
+
+@given(finished=st.lists(st.integers(1, 500), min_size=1, max_size=60),
+       ages=st.lists(st.integers(0, 600), max_size=60))
+def test_the_survival_is_the_product_limit_bit_for_bit(finished: list[int], ages: list[int]) -> None:
+    assert survival(finished, ages) == product_limit(finished, ages)
+
+
+probability = st.one_of(st.just(0.0), st.just(1.0), st.floats(0.0, 1.0))
+
+
+@given(cap=st.integers(0, 6), width=st.integers(1, 4),
+       holdings=st.lists(st.tuples(st.integers(0, 8), st.lists(probability, min_size=4, max_size=4)), max_size=8))
+def test_the_release_distribution_is_the_recurrence_bit_for_bit(cap: int, width: int,
+                                                                  holdings: list[tuple[int, list[float]]]) -> None:
+    devices = [d for d, _ in holdings]
+    p_held = [row[:width] for _, row in holdings]
+    got = _released(cap, devices, np.array(p_held, dtype=np.float64).reshape(len(holdings), width))
+    want = released_by_hand(cap, devices, p_held) if holdings else [[1.0 if k == 0 else 0.0] * width
+                                                                    for k in range(cap + 1)]
+    assert got.tolist() == want
