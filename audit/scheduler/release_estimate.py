@@ -309,9 +309,9 @@ class _QuotaGroup(_Group):
         p = np.zeros(len(offsets))
         if g.to_nominal <= 0:
             return p, nxt
-        mine = _released(g.to_nominal, [h.devices for h in self.own], own)  # row to_nominal: "enough"
+        mine = _released(g.to_nominal, [h.devices for h in self.own], own)
         theirs = _released(max(0, g.together), [h.devices for h in self.lent], lent)
-        below = [p]  # below[n]: P(fewer than n given back by the lenders)
+        below = [p]  # below[n]: P(fewer than n given back by the lenders), n up to together
         for row in theirs:
             below.append(below[-1] + row)
         for i in range(g.to_nominal):
@@ -370,28 +370,18 @@ def _expected(groups: Sequence[_Group], times: npt.NDArray[np.int64], surv: npt.
 
 
 def _released(cap: int, devices: list[int], p_held: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Row ``k``: P(k devices released so far) per offset, row ``cap`` meaning ``cap`` or more;
-    each holding (devices, its row of P(still held)) independent. The sums run in one fixed order
-    (holdings in turn, then ascending count), the same at every offset."""
-    width = p_held.shape[1]
-    dist = np.zeros((cap + 1, width))
-    dist[0] = 1.0
-    p_gone = 1.0 - p_held
-    for d, held, gone in zip(devices, p_held, p_gone, strict=True):
-        # k released after this holding: k with it still held, or k - d before it ended. The top
-        # row (cap or more) adds, in this order, what reaches it from below (lowest count first),
-        # what was there with the holding still held, and what was there with it ended.
-        ended = dist * gone
+    """Row ``k`` (``k < cap``): P(exactly k devices released so far) per offset; each holding
+    (devices, its row of P(still held)) independent. Every question asks whether fewer than
+    ``cap`` were released, so counts of ``cap`` or more are never told apart (nor kept). The sums
+    run in one fixed order (holdings in turn), the same at every offset."""
+    dist = np.zeros((cap, p_held.shape[1]))
+    if cap:
+        dist[0] = 1.0
+    for d, held in zip(devices, p_held, strict=True):
+        # k released after this holding: k with it still held, or k - d before it ended
         nxt = dist * held
         if d < cap:
-            nxt[d:cap] += ended[:cap - d]
-        lo = max(0, cap - d)
-        if lo < cap:
-            reached = ended[lo]
-            for k in range(lo + 1, cap):
-                reached = reached + ended[k]
-            np.add(reached, nxt[cap], out=nxt[cap])
-        nxt[cap] += ended[cap]
+            nxt[d:] += dist[:cap - d] * (1.0 - held)
         dist = nxt
     return dist
 

@@ -8,6 +8,8 @@ docstrings state).
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,25 +29,34 @@ def product_limit(finished: list[int], ages: list[int]) -> tuple[list[int], list
     return times, out
 
 
-def released_by_hand(cap: int, devices: list[int], p_held: list[list[float]]) -> list[list[float]]:
-    """P(k released) per offset, holding after holding; the top row sums what reaches it from the
-    lowest count up, then what stays there with the holding held, then with it ended."""
-    width = len(p_held[0]) if p_held else 1
-    dist = [[1.0 if k == 0 else 0.0 for _ in range(width)] for k in range(cap + 1)]
+def released_by_hand(cap: int, width: int, devices: list[int], p_held: list[list[float]]) -> list[list[float]]:
+    """P(exactly k released), k < cap, per offset, holding after holding: k with the holding still
+    held, plus k - d before it if it ended."""
+    dist = [[1.0 if k == 0 else 0.0 for _ in range(width)] for k in range(cap)]
     for d, held in zip(devices, p_held, strict=True):
-        nxt = [[0.0] * width for _ in range(cap + 1)]
+        nxt = [[0.0] * width for _ in range(cap)]
         for w in range(width):
             h, g = held[w], 1.0 - held[w]
             for k in range(cap):
                 nxt[k][w] = dist[k][w] * h + (dist[k - d][w] * g if d <= k else 0.0)
-            top = 0.0
-            for k in range(max(0, cap - d), cap):
-                top += dist[k][w] * g
-            top += dist[cap][w] * h
-            top += dist[cap][w] * g
-            nxt[cap][w] = top
         dist = nxt
     return dist
+
+
+def released_by_enumeration(cap: int, width: int, devices: list[int], p_held: list[list[float]]) -> list[list[float]]:
+    """The same from its meaning: over every way the holdings can have ended, its probability
+    where exactly k devices were given back."""
+    out = [[0.0] * width for _ in range(cap)]
+    for ended in itertools.product((False, True), repeat=len(devices)):
+        k = sum(d for d, gone in zip(devices, ended, strict=True) if gone)
+        if k >= cap:
+            continue
+        for w in range(width):
+            p = 1.0
+            for gone, held in zip(ended, p_held, strict=True):
+                p *= (1.0 - held[w]) if gone else held[w]
+            out[k][w] += p
+    return out
 
 
 @given(finished=st.lists(st.integers(1, 500), min_size=1, max_size=60),
@@ -64,6 +75,7 @@ def test_the_release_distribution_is_the_recurrence_bit_for_bit(cap: int, width:
     devices = [d for d, _ in holdings]
     p_held = [row[:width] for _, row in holdings]
     got = _released(cap, devices, np.array(p_held, dtype=np.float64).reshape(len(holdings), width))
-    want = released_by_hand(cap, devices, p_held) if holdings else [[1.0 if k == 0 else 0.0] * width
-                                                                    for k in range(cap + 1)]
-    assert got.tolist() == want
+    assert got.shape == (cap, width)
+    assert got.tolist() == released_by_hand(cap, width, devices, p_held)
+    assert np.allclose(got, np.array(released_by_enumeration(cap, width, devices, p_held)).reshape(cap, width),
+                       atol=1e-12)
