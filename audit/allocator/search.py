@@ -187,8 +187,8 @@ class _Run:
         self.counters = CounterBook(owner.available_counters, self.quirks.counters_by_pool_name)
         self.selectable_cache: dict[tuple[tuple[int, int, int], int], tuple[bool, str, tuple[tuple[str, str], ...]]] = {}
         self.steps = 0
-        self.max_steps = max_steps
-        self._step_limit: float = math.inf if max_steps is None else max_steps
+        # the caller's max_steps (an int when given: the give-up message prints it)
+        self.step_limit: float = math.inf if max_steps is None else max_steps
         # The stable variant still enumerates permutations: every slot starts at the first device.
         self.combinations = self.features.variant != "stable"
         self.invalid_pool_seen = False
@@ -222,7 +222,7 @@ class _Run:
             return self._outcome(Status.ERROR, code="invalid_inventory", message=str(exc))
         except _StepBudgetSpent:
             return self._outcome(Status.ERROR, code="step_budget",
-                                 message=f"gave up trying to allocate devices after {self.max_steps} search steps "
+                                 message=f"gave up trying to allocate devices after {self.step_limit} search steps "
                                          "(the step budget)")
         except RecursionError:
             # One frame per device slot and request; only absurdly large pods get here.
@@ -341,7 +341,7 @@ class _Run:
 
     def _one(self, ci: int, ri: int, si: int, di: int, start: int, in_sub: bool) -> bool:
         self.steps += 1
-        if self.steps > self._step_limit:
+        if self.steps > self.step_limit:
             raise _StepBudgetSpent()
         if ci >= len(self.claims):
             return True
