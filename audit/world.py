@@ -269,6 +269,16 @@ class World:
 
     # ---- reading ------------------------------------------------------------------------------
 
+    def derived_at(self, name: str, state: object) -> dict[Any, Any]:
+        """The cache kept in ``derived`` under ``name`` while ``state`` (what its answers are read
+        from besides their keys: the seq, a policy digest, a time) stays the same; a new state
+        starts it empty, so it never holds answers about an older world."""
+        kept = self.derived.get(name)
+        if kept is None or kept[0] != state:
+            kept = self.derived[name] = (state, {})
+        answers: dict[Any, Any] = kept[1]
+        return answers
+
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         bucket = self.objects.get(kind)  # (a ``{}`` default would be built on every call)
         return None if bucket is None else bucket.get(obj_key(namespace, name))

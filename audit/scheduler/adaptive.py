@@ -143,11 +143,8 @@ def ahead(world: World, policy: Policy, pod_key: str, models: tuple[str, ...]) -
     created = world.pending.get(pod_key)
     if created is None:
         return 0
-    state = (world.seq, policy.digest)
-    memo = world.derived.get("adaptive_ahead")
-    if memo is None or memo[0] != state:
-        memo = world.derived["adaptive_ahead"] = (state, {})
-    lines: dict[tuple[str, str], list[tuple[int, str, int]]] = memo[1]
+    lines: dict[tuple[str, str], list[tuple[int, str, int]]] = world.derived_at("adaptive_ahead",
+                                                                               (world.seq, policy.digest))
     tenant = policy.tenant_for(pod_key.partition("/")[0])
     line = lines.get((tenant, ",".join(models)))
     if line is None:

@@ -209,10 +209,7 @@ def _tier_has_room(world: World, t: Tier) -> bool:
     Kept per world seq: a release wakes every parked group, and the groups of one pod size in
     different tenants ask about tiers of the same shape; only a folded event changes the answer."""
     key = (t.models, t.count, t.tolerates, t.all_devices)
-    memo = world.derived.get(_ROOM)
-    if memo is None or memo[0] != world.seq:
-        memo = world.derived[_ROOM] = (world.seq, {})
-    answers: dict[tuple[tuple[str, ...], int, bool, bool], bool] = memo[1]
+    answers: dict[tuple[tuple[str, ...], int, bool, bool], bool] = world.derived_at(_ROOM, world.seq)
     found = answers.get(key)
     if found is None:
         found = answers[key] = _room_for(world, t)

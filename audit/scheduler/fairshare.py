@@ -26,11 +26,8 @@ def entitlements(world: World, policy: Policy, include: str) -> dict[str, float]
     active = {t for t, u in world.usage.items() if u.in_use_eq > 0}
     active |= {t for t, n in world.pending_by_tenant.items() if n > 0}
     active.add(include)
-    state = (world.capacity_version, policy.digest)
-    memo = world.derived.get("entitlements")
-    if memo is None or memo[0] != state:
-        memo = world.derived["entitlements"] = (state, {})
-    answers: dict[frozenset[str], dict[str, float]] = memo[1]
+    answers: dict[frozenset[str], dict[str, float]] = world.derived_at("entitlements",
+                                                                     (world.capacity_version, policy.digest))
     key = frozenset(active)
     found = answers.get(key)
     if found is None:

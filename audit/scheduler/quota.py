@@ -35,11 +35,7 @@ def check_quota(world: World, policy: Policy, tenant: str, model: str, count: in
 
     Kept per world state (its seq) and policy: one attempt asks the same question for every gate,
     candidate check and node, and the answer changes only when an event is folded."""
-    state = (world.seq, policy.digest)
-    memo = world.derived.get("quota")
-    if memo is None or memo[0] != state:
-        memo = world.derived["quota"] = (state, {})
-    answers: dict[tuple[str, str, int], QuotaCheck] = memo[1]
+    answers: dict[tuple[str, str, int], QuotaCheck] = world.derived_at("quota", (world.seq, policy.digest))
     key = (tenant, model, count)
     found = answers.get(key)
     if found is None:

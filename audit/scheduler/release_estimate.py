@@ -43,7 +43,6 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -194,13 +193,18 @@ def _quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models:
                        lambda: _by_quota_groups(gaps, cap_ms, finished, ages, held, running))
 
 
+# world.derived key: what is read from the world as it is at one time (its seq and the time):
+# every parked pod's estimate on one wake reads the same holdings
+_INSTANT = "release_estimate_instant"
+
+
 def _quota_holdings(world: World, tenant: str, gaps: Sequence[QuotaGap],
                     now_ms: int) -> dict[str, tuple[list[_Holding], list[_Holding]]]:
     """Per model of ``gaps``: (the tenant's own running holdings, the lenders'), each in charge key
     order; read once per instant for every question about the same tenant and lenders."""
     lenders = {g.model: frozenset(g.lenders) for g in gaps}
     asked = ("quota", tenant, tuple(sorted(lenders.items())))
-    memo = _this_instant(world, now_ms)
+    memo = world.derived_at(_INSTANT, (world.seq, now_ms))
     found: dict[str, tuple[list[_Holding], list[_Holding]]] | None = memo.get(asked)
     if found is not None:
         return found
@@ -407,21 +411,10 @@ def _claims_of(world: World, wanted: set[str]) -> list[str]:
     return sorted(out)
 
 
-def _this_instant(world: World, now_ms: int) -> dict[object, Any]:
-    """A memo for what is read from the world as it is at ``now_ms`` (its seq and the time): every
-    parked pod's estimate on one wake reads the same holdings."""
-    at = (world.seq, now_ms)
-    kept = world.derived.get("release_estimate_instant")
-    if kept is None or kept[0] != at:
-        kept = world.derived["release_estimate_instant"] = (at, {})
-    memo: dict[object, Any] = kept[1]
-    return memo
-
-
 def _holdings(world: World, wanted: set[str], now_ms: int) -> tuple[list[_Holding], list[int]]:
     """Running allocations holding devices of ``wanted`` models, per node in claim key order, and
     the age of each such claim (one censored observation each); read once per instant."""
-    memo = _this_instant(world, now_ms)
+    memo = world.derived_at(_INSTANT, (world.seq, now_ms))
     key = ("holdings", tuple(sorted(wanted)))
     found: tuple[list[_Holding], list[int]] | None = memo.get(key)
     if found is None:
