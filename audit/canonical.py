@@ -7,12 +7,15 @@ compared. ``audit.store.rows`` and ``audit.telemetry.record_dict`` encode record
 means; tests hold them byte-equal to this module.
 
 The bytes are those of ``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-allow_nan=False)``. orjson writes the same bytes several times faster for everything but floats
-(``1e-05`` becomes ``0.00001``) and NaN/infinity (``null`` instead of an error), so its output is
-taken only when it holds no float and no ``null`` token; otherwise, and for whatever orjson
-refuses (integers beyond 64 bits, keys that are not strings, lone surrogates, subclasses of
-``str``/``int``/``dict``/``list``, dataclasses, datetimes), the json encoder writes the value and
-raises its own errors. orjson also writes Enum members and UUIDs, which json refuses; no caller
+allow_nan=False)``. orjson writes the same bytes several times faster for everything but some
+floats and NaN/infinity (``null`` instead of an error). Both write a float's shortest round-trip
+digits; they differ only in form, and only between 1e-9 and 1e-4 (``0.00001`` and ``1e-6`` where
+json writes ``1e-05`` and ``1e-06``). So orjson's output is taken when it holds no ``null`` token
+and no number written in one of those forms, provided the orjson installed formats a probe float of
+every decade as json does or in a form that test catches (``_float_check``; else no float at all,
+else never). Otherwise, and for whatever orjson refuses (integers beyond 64 bits, keys that are not
+strings, lone surrogates, subclasses of ``str``/``int``/``dict``/``list``, dataclasses, datetimes),
+the json encoder writes the value and raises its own errors. orjson also writes Enum members and UUIDs, which json refuses; no caller
 passes them. ``tests/foundation/test_canonical_fast.py`` holds the two byte-equal.
 """
 
@@ -20,8 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -55,11 +60,46 @@ def _json_text(obj: Any) -> str:
 # Types orjson would write on its own that json refuses or writes differently go to ``_refuse``.
 _FAST_OPTIONS = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
                  | orjson.OPT_PASSTHROUGH_DATETIME)
-# orjson writes every float with a fraction, an "e+" or an "e-" exponent (lowercase) and nothing
-# after it but a delimiter. Text may match too; it then only costs json's path. (Searching from
-# each dot costs less than any whole-output pass tried: deleting digits, a class-led regex.)
+# How orjson's output may show a float json would write otherwise. A number is followed only by a
+# delimiter; text may match too, which then only costs json's path. (Searching from each "." or
+# "e-" costs less than any whole-output pass tried: deleting digits, a class-led regex.)
 _FRACTION = re.compile(rb"\.[0-9]+[,}\]]")
 _NEGATIVE_EXPONENT = re.compile(rb"e-[0-9]+[,}\]]")
+
+
+def _differing_form(out: bytes) -> bool:
+    """A number orjson writes otherwise than json where the two differ: ``0.0000…`` or ``…e-6``."""
+    return b"0.0000" in out or _NEGATIVE_EXPONENT.search(out) is not None
+
+
+def _any_float(out: bytes) -> bool:
+    """Any float at all: a fraction or an exponent."""
+    return ((b"+" in out and b"e+" in out) or _FRACTION.search(out) is not None
+            or _NEGATIVE_EXPONENT.search(out) is not None)
+
+
+def _float_probes() -> list[float]:
+    """Two floats of every decade a double reaches (one of them with 17 significant digits), and
+    a few negatives: the form of a shortest round-trip float depends only on its decade."""
+    probes = [x for e in range(-324, 309) for m in (1.0, 1.2345678901234567)
+              if 0.0 < (x := m * 10.0**e) < math.inf]
+    return probes + [-x for x in probes[::9]] + [0.0, -0.0, 5e-324, sys.float_info.max]
+
+
+def _catches_every_difference(check: Callable[[bytes], bool], probes: list[float]) -> bool:
+    """Whether ``check`` flags every probe orjson writes otherwise than json (``float.__repr__``)."""
+    written = orjson.dumps(probes)[1:-1].split(b",")
+    expected = ",".join(map(repr, probes)).encode().split(b",")
+    return all(o == e or check(b"[" + o + b"]") for o, e in zip(written, expected, strict=True))
+
+
+def _choose_float_check() -> Callable[[bytes], bool] | None:
+    probes = _float_probes()
+    return next((c for c in (_differing_form, _any_float) if _catches_every_difference(c, probes)), None)
+
+
+# None: this orjson writes floats in a form neither test catches; json writes every value.
+_float_check = _choose_float_check()
 
 
 def _refuse(obj: Any) -> Any:
@@ -74,11 +114,8 @@ def _fast(obj: Any) -> bytes | None:
         return None
     if out[-1:] not in (b"}", b"]", b'"'):
         return None  # a number, true, false or null alone: nothing to gain
-    # ("+" alone is a memchr, and rare in this text; the exponent pattern's literal "e-" lead
-    # makes its own search as fast as a separate test for "e-")
-    if (b"null" in out or (b"+" in out and b"e+" in out) or _FRACTION.search(out) is not None
-            or _NEGATIVE_EXPONENT.search(out) is not None):
-        return None  # a float (or a NaN written as null): json's own formatting decides
+    if b"null" in out or _float_check is None or _float_check(out):
+        return None  # a float json writes otherwise (or a NaN written as null): json's own formatting decides
     return out
 
 

@@ -1,8 +1,9 @@
 """The canonical encoder's orjson path writes exactly the bytes ``json.dumps`` writes, or defers.
 
-``audit.canonical`` takes orjson's output only when it holds no float and no ``null``; these
-tests hold the result byte-equal to the json encoder's on generated values and on each kind of
-value orjson writes differently or refuses (and show that each such case is real).
+``audit.canonical`` takes orjson's output only when it holds no ``null`` and no float in a form
+json writes otherwise; these tests hold the result byte-equal to the json encoder's on generated
+values, on floats of every decade, and on each kind of value orjson writes differently or refuses
+(and show that each such case is real).
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.canonical import _fast, canonical_json, canonical_text
+from audit.canonical import (
+    _any_float,
+    _catches_every_difference,
+    _differing_form,
+    _fast,
+    _float_check,
+    _float_probes,
+    canonical_json,
+    canonical_text,
+)
 
 
 def _reference(value: object) -> str:
@@ -59,6 +69,46 @@ JSON_VALUES = st.recursive(
 @given(JSON_VALUES)
 def test_any_value_encodes_as_json_dumps_does(value: object) -> None:
     _same_as_json(value)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False)
+                | st.floats(min_value=-1e-3, max_value=1e-3, allow_subnormal=False), min_size=1, max_size=4))
+def test_any_float_encodes_as_json_dumps_does(values: list[float]) -> None:
+    _same_as_json(values)
+    _same_as_json({"x": values[0], "rest": values})
+
+
+# the first and last doubles of each decade, and 17 significant digits inside it
+_DECADE_FLOATS = [float(f"{m}e{e}") for e in range(-323, 309)
+                  for m in ("1", "9.999999999999999", "4.940656458412465", "2.2250738585072014")]
+
+
+def test_floats_of_every_decade_encode_as_json_dumps_does() -> None:
+    for x in _DECADE_FLOATS:
+        for value in ([x], {"v": -x}, [x, 1]):
+            _same_as_json(value)
+
+
+def test_the_installed_orjson_writes_floats_as_the_narrow_check_expects() -> None:
+    # Otherwise every float would take json's path: the same bytes, several times slower.
+    assert _float_check is _differing_form
+
+
+@pytest.mark.parametrize("check, sound", [
+    (_differing_form, True),
+    (_any_float, True),
+    (lambda out: b"0.0000" in out, False),          # misses 1e-06 .. 1e-09, written e-6 .. e-9
+    (lambda out: False, False),
+], ids=["differing-form", "any-float", "fraction-only", "none"])
+def test_the_probe_accepts_only_checks_that_flag_every_float_written_otherwise(check: object, sound: bool) -> None:
+    assert _catches_every_difference(check, _float_probes()) is sound  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [{"share": 0.5}, [0.0001, 0.00015, 1e16, -2.5, 1e300], {"ratio": 1.7976931348623157e308}],
+                         ids=["fraction", "edges-of-the-regime", "largest"])
+def test_floats_orjson_writes_as_json_take_orjson_path(value: object) -> None:
+    assert _fast(value) == _reference(value).encode()
 
 
 @settings(max_examples=300, deadline=None)
