@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-CORE := audit/dra audit/allocator audit/scheduler audit/replay audit/explain audit/records.py audit/events.py audit/policy.py audit/world.py audit/metrics audit/migration.py audit/canonical.py audit/timestamps.py audit/errors.py
+CORE := audit/dra audit/allocator audit/scheduler audit/replay audit/explain audit/records.py audit/events.py audit/policy.py audit/world.py audit/metrics audit/migration.py audit/canonical.py audit/timestamps.py audit/errors.py audit/frozen.py
 
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 # The image deploy/ runs; set IMAGE to your registry's name for it (deploy/README.md, step 0).

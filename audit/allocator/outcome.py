@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from audit.frozen import fast_init
+
 
 class Status(StrEnum):
     SUCCESS = "success"
@@ -19,6 +21,7 @@ class Status(StrEnum):
     ERROR = "error"  # upstream: a returned error (fatal for the scheduling attempt or the node)
 
 
+@fast_init
 @dataclass(frozen=True)
 class DeviceVerdict:
     """Why one device was taken or not, with structured parameters (never parsed back from text)."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.canonical import equality_key
+from audit.frozen import fast_init
 
 ATTRIBUTE_KINDS = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
 SCALAR_KINDS = ("int", "bool", "string", "version")
@@ -147,6 +148,7 @@ def _requirements(r: _Reader, value: Any, path: str) -> tuple[NodeSelectorRequir
     return tuple(out)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Metadata:
     name: str
@@ -238,6 +240,7 @@ def _device_class(r: _Reader, raw: dict[str, Any]) -> DeviceClass:
 # --------------------------------------------------------------------------- ResourceSlice
 
 
+@fast_init
 @dataclass(frozen=True)
 class AttributeValue:
     """One typed attribute value; list kinds hold a tuple."""
@@ -267,6 +270,7 @@ class RequestPolicy:
     valid_range: ValidRange | None
 
 
+@fast_init
 @dataclass(frozen=True)
 class DeviceCapacity:
     value: str
@@ -302,6 +306,7 @@ class CounterSet:
     counters: Mapping[str, str]  # counter name -> quantity
 
 
+@fast_init
 @dataclass(frozen=True)
 class Device:
     name: str
@@ -628,6 +633,7 @@ class Allocation:
     config: tuple[Mapping[str, Any], ...]
 
 
+@fast_init
 @dataclass(frozen=True)
 class ResourceClaim:
     name: str

@@ -37,6 +37,8 @@ class _WorldCache:
 # back to it), so it lives and dies with it, and finding it costs one dict lookup where a weak
 # dictionary made a weak reference on every call
 CACHE_KEY = "allocator_inputs"
+# every upstream behaviour reproduced; frozen, so one value serves every call
+_UPSTREAM_QUIRKS = Quirks()
 
 
 def _cache(world: World) -> _WorldCache:
@@ -172,7 +174,7 @@ def allocate_on_node(world: World, node: str, claims: list[dict[str, Any]], poli
     reclaim would make of them, ``audit.scheduler.reclaim``)."""
     node_obj = typed(world, world.get("Node", "", node) or {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
     typed_claims = [typed(world, c) for c in claims]
-    allocator = Allocator(node_inventory(world, node), allocated_state(world, node, held, freed), quirks=Quirks(),
+    allocator = Allocator(node_inventory(world, node), allocated_state(world, node, held, freed), quirks=_UPSTREAM_QUIRKS,
                           health=lambda taint: policy.is_unhealthy_taint(taint.key))
     outcome: AllocationOutcome = allocator.allocate(node_obj, typed_claims, explain=explain)
     c = _cache(world)

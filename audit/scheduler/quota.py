@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from audit.frozen import fast_init
 from audit.policy import Policy
 from audit.world import World
 
 
+@fast_init
 @dataclass(frozen=True)
 class QuotaCheck:
     fits: bool

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from audit.canonical import equality_key
+from audit.frozen import fast_init
 from audit.scheduler.claimspec import (
     cel_expressions,
     claim_key,
@@ -30,6 +31,7 @@ from audit.world import IDENTITY_ATTRIBUTES, World
 TEMPLATE_VERSION_LABEL = "claimtrail.io/template-version"
 
 
+@fast_init
 @dataclass(frozen=True)
 class Tier:
     claim: str  # "<ns>/<claim name>"
@@ -52,6 +54,7 @@ class Tier:
         return f"{self.claim}/{self.request}" + (f"/{self.subrequest}" if self.subrequest else "")
 
 
+@fast_init
 @dataclass(frozen=True)
 class RequestTiers:
     claim: str
