@@ -9,14 +9,16 @@ means; tests hold them byte-equal to this module.
 The bytes are those of ``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
 allow_nan=False)``. orjson writes the same bytes several times faster for everything but some
 floats and NaN/infinity (``null`` instead of an error). Both write a float's shortest round-trip
-digits; they differ only in form, and only between 1e-9 and 1e-4 (``0.00001`` and ``1e-6`` where
-json writes ``1e-05`` and ``1e-06``). So orjson's output is taken when it holds no ``null`` token
-and no number written in one of those forms, provided the orjson installed formats a probe float of
-every decade as json does or in a form that test catches (``_float_check``; else no float at all,
-else never). Otherwise, and for whatever orjson refuses (integers beyond 64 bits, keys that are not
-strings, lone surrogates, subclasses of ``str``/``int``/``dict``/``list``, dataclasses, datetimes),
-the json encoder writes the value and raises its own errors. orjson also writes Enum members and UUIDs, which json refuses; no caller
-passes them. ``tests/foundation/test_canonical_fast.py`` holds the two byte-equal.
+digits and differ only in form, between 1e-9 and 1e-4 (``0.00001`` and ``1e-6`` where json writes
+``1e-05`` and ``1e-06``), so orjson's output is taken when it holds no ``null`` token and no number
+in one of those forms. That rests on the orjson installed: at import it must write a probe float
+of every decade either as json does or in a form the check catches (``_float_check``); one that
+does not gets a stricter check (no float at all), and one that fails that too is never used.
+Otherwise, and for whatever orjson refuses (integers beyond 64 bits, keys that are not strings,
+lone surrogates, subclasses of ``str``/``int``/``dict``/``list``, dataclasses, datetimes), the
+json encoder writes the value and raises its own errors. orjson also writes Enum members and
+UUIDs, which json refuses; no caller passes them. ``tests/foundation/test_canonical_fast.py``
+holds the two byte-equal.
 """
 
 from __future__ import annotations

@@ -112,12 +112,18 @@ class _NotInit:
     x: int = field(default=0, init=False)
 
 
+@dataclass(frozen=True)
+class _InitOnly:
+    x: int
+    scale: dataclasses.InitVar[int] = 1
+
+
 @dataclass
 class _Mutable:
     x: int
 
 
-@pytest.mark.parametrize("cls", [_WithPostInit, _Slotted, _KeywordOnly, _NotInit, _Mutable, int],
+@pytest.mark.parametrize("cls", [_WithPostInit, _Slotted, _KeywordOnly, _NotInit, _InitOnly, _Mutable, int],
                          ids=lambda c: c.__name__)
 def test_classes_it_cannot_serve_exactly_are_refused(cls: type) -> None:
     with pytest.raises(TypeError, match=f"fast_init: {cls.__name__}[ .]"):
