@@ -53,7 +53,7 @@ def fast_init(cls: type[_C]) -> type[_C]:
         else:
             args.append(name)
         body.append(f"    __fields[{name!r}] = {name}")
-    # (the instance's own name cannot clash with a field's: fields never start with "__")
+    # (no field of a class body is named "__instance" or "__fields": such names are mangled there)
     source = f"def __init__(__instance, {', '.join(args)}):\n    __fields = __instance.__dict__\n" + "\n".join(body)
     exec(source, env)  # noqa: S102 - the text is built above from the dataclass's own field names
     init = env["__init__"]

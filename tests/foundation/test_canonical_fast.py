@@ -79,7 +79,7 @@ def test_any_float_encodes_as_json_dumps_does(values: list[float]) -> None:
     _same_as_json({"x": values[0], "rest": values})
 
 
-# the first and last doubles of each decade, and 17 significant digits inside it
+# each decade's bounds (1 and 9.999999999999999 times its power of ten) and two 16-17 digit values inside it
 _DECADE_FLOATS = [float(f"{m}e{e}") for e in range(-323, 309)
                   for m in ("1", "9.999999999999999", "4.940656458412465", "2.2250738585072014")]
 
