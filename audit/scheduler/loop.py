@@ -355,9 +355,9 @@ class ClusterLoop:
         shape (tenant, pod spec, claim specs, whether it still holds out for its preferred model)
         was found unplaceable since the last change, and only if ``engine.may_place`` allows it:
         within a pass capacity only shrinks, so such a try could only fail again. Skipping writes
-        nothing and changes nothing, so the pods of an unfit shape behind a skipped one are parked
-        at once. A pod's first attempt is always made, so every pending pod has a record saying
-        why it waits.
+        nothing and changes nothing, so once a shape is found unfit the tenant's queued pods of
+        it are parked at once (``_park_skipped``). A pod's first attempt is always made, so every
+        pending pod has a record saying why it waits.
         """
         self.pending.unfit.clear()
         while (picked := self.pending.pop_next(self.world, self.world.policy, self.now)) is not None:
@@ -371,14 +371,45 @@ class ClusterLoop:
                 if shape in self.pending.unfit or not self._may_place(key):
                     self.pending.unfit.add(shape)
                     self._park(tenant, key)
-                    queue = self.pending.queues[tenant]
-                    while (queue and self.pods[queue[0][1]].attempts > 0 and queue[0][1] not in self._forced
-                           and self._shape(queue[0][1]) in self.pending.unfit):
-                        self._park(tenant, queue.pop(0)[1])
+                    self._park_skipped(tenant)
                     continue
             rec = self.attempt(key, tenant)
             if rec.outcome != Outcome.ALLOCATED.value and rec.retry_class in UNFIT_CLASSES and key in self.pods:
                 self.pending.unfit.add(self._shape(key))
+                if policy.fallback_mode != "adaptive":  # (see ``_park_skipped``)
+                    self._park_skipped(tenant)
+
+    def _park_skipped(self, tenant: str) -> None:
+        """Park now the tenant's queued pods this pass would skip when their turn came: tried
+        before, not forced, of a shape found unfit. Parking one now or when its turn comes is the
+        same: within a pass capacity only shrinks, and a wake in between (a reservation ending, a
+        preemption) asks ``_admit`` about it as its turn would have asked ``_may_place``. One walk
+        of the queue costs a shape check per pod, where parking each at the head cost two and a
+        list shift; under contention a release wakes hundreds of parked pods of a few shapes, and
+        most of them go straight back.
+
+        Only while a pod's shape cannot change within the pass: an adaptive hold is read from the
+        world as it is when the pod's turn comes, so there only the pods at the head of the queue
+        right after a skip are parked, the world unchanged since."""
+        queue = self.pending.queues.get(tenant)
+        if not queue:
+            return
+        unfit, forced, pods = self.pending.unfit, self._forced, self.pods
+        if self.world.policy.fallback_mode == "adaptive":
+            while queue and pods[queue[0][1]].attempts > 0 and queue[0][1] not in forced \
+                    and self._shape(queue[0][1]) in unfit:
+                self._park(tenant, queue.pop(0)[1])
+            return
+        kept = []
+        for item in queue:
+            key = item[1]
+            if pods[key].attempts > 0 and key not in forced and (shape := self._shape(key)) in unfit:
+                self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=False,
+                                      group=str(shape[1]))
+            else:
+                kept.append(item)
+        if len(kept) != len(queue):
+            queue[:] = kept
 
     def _park(self, tenant: str, key: str) -> None:
         group = str(self._shape(key)[1])  # the spec digest: a wake asks once per tenant and spec

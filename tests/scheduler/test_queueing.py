@@ -198,3 +198,30 @@ def test_entitlements_are_recomputed_after_every_event_and_for_a_tenant_not_yet_
     assert entitlements(sim.world, policy, "alpha") == alone
     submit(sim, "second", namespace="beta")  # an event: beta is active now
     assert entitlements(sim.world, policy, "alpha") == with_beta
+
+
+@pytest.mark.parametrize(("fallback", "queued", "parked"), [
+    pytest.param({"mode": "immediate"}, ["alpha/fresh"], ["alpha/big-1", "alpha/big-2"],
+                 id="every-tried-pod-of-an-unfit-shape-leaves-the-queue-at-once"),
+    pytest.param({"mode": "adaptive", "maxWait": "10m"}, ["alpha/fresh", "alpha/big-2"], ["alpha/big-1"],
+                 id="adaptive-parks-only-the-run-at-the-head"),
+])
+def test_pods_a_pass_would_skip_are_parked_in_line_order(fallback, queued, parked):
+    sim = cluster(queueing={"mode": "best-effort"}, fallback=fallback)
+    for node in NODES:
+        hold(sim, node, [0, 1, 2, 3, 4])
+    submit(sim, "big-1", size=4)
+    sim.now += 1000
+    submit(sim, "big-2", size=4)
+    sim.schedule_pass()
+    assert _records(sim) == [("big-1", 1, "unschedulable"), ("big-2", 1, "unschedulable")]
+    sim.now += 1000
+    submit(sim, "fresh", size=1)  # never tried: its first attempt is always made
+    # the line as a wake could leave it: the fresh pod between the two of the unfit shape
+    line = sorted((sim.world.pending[k], k) for k in ("alpha/big-1", "alpha/big-2", "alpha/fresh"))
+    sim.pending.parked.clear()
+    sim.pending.queues["alpha"] = [line[0], line[2], line[1]]
+    sim.pending.unfit = {sim._shape("alpha/big-1")}
+    sim._park_skipped("alpha")
+    assert [k for _, k in sim.pending.queues["alpha"]] == queued
+    assert [k for waiting in sim.pending.parked.values() for _, k in waiting] == parked
