@@ -156,7 +156,14 @@ def may_place(world: World, pod_key: str, time_ms: int, policy: Policy | None = 
 
 def _some_room(world: World, rts: list[RequestTiers]) -> bool:
     """Every request has a tier with room on some node (``_tier_has_room``)."""
-    return all(any(_tier_has_room(world, t) for t in rt.tiers) for rt in rts)
+    # (loops, not generators: asked for every parked group on every release)
+    for rt in rts:
+        for t in rt.tiers:
+            if _tier_has_room(world, t):
+                break
+        else:
+            return False
+    return True
 
 
 # world.derived key: pod key -> (pod object, (claim key, claim object) per claim, tier versions,
@@ -219,8 +226,9 @@ def _tier_has_room(world: World, t: Tier) -> bool:
 def _room_for(world: World, t: Tier) -> bool:
     if world.has_shared_slices or t.tolerates or t.all_devices:
         return True
-    if any(world.nodes_with_free(m, t.count) for m in t.models):
-        return True
+    for m in t.models:
+        if world.nodes_with_free(m, t.count):
+            return True
     return len(t.models) != 1 and any(sum(world.free_healthy(n, m) for m in t.models) >= t.count
                                       for n in world.multi_model_nodes)
 
