@@ -119,7 +119,10 @@ class PendingQueues:
         for tenant, pods in sorted(back.items()):
             for _, key in pods:
                 self._joins(key)
-            self.queues[tenant] = sorted(self.queues.get(tenant, []) + pods, key=self.line_key)
+            line = self.queues.get(tenant, []) + pods
+            # with no pod going first the line is the tuples' own (created, key) order, which sorts
+            # without a key function: a wake under contention brings hundreds of pods back
+            self.queues[tenant] = sorted(line, key=self.line_key) if True in self._first.values() else sorted(line)
 
     def park_all(self, strict: bool, group: Callable[[str], str] | None = None) -> None:
         """Everything queued waits for a change, as after a completed pass (a window's start)."""

@@ -121,6 +121,21 @@ def test_the_line_is_the_same_whatever_the_arrival_order_and_after_a_park_and_wa
     assert [k for _, k in forward.queues.get("a", [])] == expected
 
 
+@given(st.lists(st.tuples(st.integers(0, 5), st.booleans(), st.booleans()), min_size=1, max_size=12))
+def test_a_wake_merges_parked_pods_into_the_queued_ones_in_line_order(pods):
+    """Whether or not some pod goes first (with none, the line sorts by its own tuples)."""
+    entries = [(created, f"a/p{i}", f, parked) for i, (created, f, parked) in enumerate(pods)]
+    first = {key: f for _, key, f, _ in entries}
+    q = PendingQueues(first=first.__getitem__)
+    for created, key, _, parked in entries:
+        if parked:
+            q.put_back("a", created, key, strict=False, group=str(created % 2))
+        else:
+            q.add("a", created, key)
+    q.unpark()
+    assert [k for _, k in q.queues["a"]] == [k for _, k, _, _ in sorted(entries, key=lambda e: (not e[2], e[0], e[1]))]
+
+
 @pytest.mark.parametrize(("queueing", "expected"), [
     pytest.param({}, False, id="off-by-default"),
     pytest.param({"soleChoiceFirst": True}, True, id="on-when-asked"),
