@@ -370,7 +370,7 @@ class ClusterLoop:
                 shape = self._shape(key)
                 if shape in self.pending.unfit or not self._may_place(key):
                     self.pending.unfit.add(shape)
-                    self._park(tenant, key)
+                    self._park(tenant, key, shape)
                     self._park_skipped(tenant)
                     continue
             rec = self.attempt(key, tenant)
@@ -404,15 +404,15 @@ class ClusterLoop:
         for item in queue:
             key = item[1]
             if pods[key].attempts > 0 and key not in forced and (shape := self._shape(key)) in unfit:
-                self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=False,
-                                      group=str(shape[1]))
+                self._park(tenant, key, shape)
             else:
                 kept.append(item)
         if len(kept) != len(queue):
             queue[:] = kept
 
-    def _park(self, tenant: str, key: str) -> None:
-        group = str(self._shape(key)[1])  # the spec digest: a wake asks once per tenant and spec
+    def _park(self, tenant: str, key: str, shape: tuple[object, ...] | None = None) -> None:
+        """``shape``: the pod's ``_shape`` when the caller has just read it."""
+        group = str((shape or self._shape(key))[1])  # the spec digest: a wake asks once per tenant and spec
         self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=False, group=group)
 
     def wake(self, everything: bool = False) -> None:
