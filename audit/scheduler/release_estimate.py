@@ -250,8 +250,15 @@ class _Curve:
             npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """P(still held at each offset) per holding (rows, conditional on its age), and per offset
         the offset where one of them next changes (inf: none does)."""
+        p_held, change = self.held_rows(hs, offsets)
+        return p_held, _soonest(change, len(offsets))
+
+    def held_rows(self, hs: Sequence[_Holding], offsets: npt.NDArray[np.int64]) -> tuple[
+            npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """P(still held) and the offset where that next changes, per holding (rows) and offset:
+        element by element, so one call for the holdings of many groups gives each group's rows."""
         if not hs:
-            return np.ones((0, len(offsets))), np.full(len(offsets), np.inf)
+            return np.ones((0, len(offsets))), np.full((0, len(offsets)), np.inf)
         ages = np.fromiter((h.age_ms for h in hs), dtype=np.int64, count=len(hs))
         base = self.at[np.searchsorted(self.times, ages, side="right")]
         a = ages[:, None] + offsets[None, :]
@@ -259,7 +266,16 @@ class _Curve:
         alive = a < self.last  # past the longest finished holding, held no more (the tail convention)
         p_held = np.where(alive, self.at[idx] / base[:, None], 0.0)
         change = np.where(alive, self.times[np.minimum(idx, len(self.times) - 1)] - ages[:, None], np.inf)
-        return p_held, change.min(axis=0)
+        return p_held, change
+
+
+def _soonest(change: npt.NDArray[np.float64], width: int) -> npt.NDArray[np.float64]:
+    """Per offset, the soonest change among the rows (inf with no rows)."""
+    return change.min(axis=0) if len(change) else np.full(width, np.inf)
+
+
+# What a group asks of the release distributions: (cap, first row, end row) among its holdings.
+_Ask = tuple[int, int, int]
 
 
 class _Group:
@@ -267,10 +283,18 @@ class _Group:
 
     holdings: list[_Holding]
 
+    def asks(self) -> list[_Ask]:
+        """The release distributions ``not_ready`` reads, over which of the group's holdings."""
+        raise NotImplementedError
+
+    def not_ready(self, released: list[npt.NDArray[np.float64]], width: int) -> npt.NDArray[np.float64]:
+        """Per offset, P(not ready), from the distributions ``asks`` named (in that order)."""
+        raise NotImplementedError
+
     def table(self, curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[
             npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Per offset: P(not ready), and the offset where that next changes."""
-        raise NotImplementedError
+        return _tables([self], curve, offsets)[0]
 
 
 class _NodeGroup(_Group):
@@ -279,15 +303,13 @@ class _NodeGroup(_Group):
     def __init__(self, need: int, holdings: list[_Holding]) -> None:
         self.need, self.holdings = need, holdings
 
-    def table(self, curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[
-            npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        p_held, nxt = curve.held(self.holdings, offsets)
-        if self.need == 1:  # not ready while every holding on it still holds
-            p = np.ones(len(offsets))
-            for row in p_held:
-                p = p * row
-            return p, nxt
-        return _below(self.need, _released(self.need, [h.devices for h in self.holdings], p_held)), nxt
+    def asks(self) -> list[_Ask]:
+        return [(self.need, 0, len(self.holdings))]
+
+    def not_ready(self, released: list[npt.NDArray[np.float64]], width: int) -> npt.NDArray[np.float64]:
+        # with need 1 this is the product of P(still held) over the holdings, each giving back at
+        # least one device: row 0 of the recurrence multiplies them in turn from 1.0
+        return _below(self.need, released[0])
 
 
 class _QuotaGroup(_Group):
@@ -304,27 +326,66 @@ class _QuotaGroup(_Group):
     def reachable(self) -> bool:
         return self._ready(sum(h.devices for h in self.own), sum(h.devices for h in self.lent))
 
-    def table(self, curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[
-            npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    def _counted(self) -> int:
+        """The counts ``i`` of the tenant's own devices given back whose terms can be non-zero:
+        the gap can stay open with ``i`` only while ``i`` is below ``to_nominal`` and below
+        ``to_limit`` or ``together``; past both the lenders need give back nothing, and each such
+        term adds P(i) times 0.0."""
         g = self.gap
-        own, nxt_own = curve.held(self.own, offsets)
-        lent, nxt_lent = curve.held(self.lent, offsets)
-        nxt = np.minimum(nxt_own, nxt_lent)
-        p = np.zeros(len(offsets))
+        return max(0, min(g.to_nominal, max(g.together, g.to_limit or 0)))
+
+    def asks(self) -> list[_Ask]:
+        if self.gap.to_nominal <= 0:
+            return []
+        mine = len(self.own)
+        return [(self._counted(), 0, mine), (max(0, self.gap.together), mine, len(self.holdings))]
+
+    def not_ready(self, released: list[npt.NDArray[np.float64]], width: int) -> npt.NDArray[np.float64]:
+        g = self.gap
+        p = np.zeros(width)
         if g.to_nominal <= 0:
-            return p, nxt
-        mine = _released(g.to_nominal, [h.devices for h in self.own], own)
-        theirs = _released(max(0, g.together), [h.devices for h in self.lent], lent)
+            return p
+        mine, theirs = released
         below = [p]  # below[n]: P(fewer than n given back by the lenders), n up to together
         for row in theirs:
             below.append(below[-1] + row)
-        for i in range(g.to_nominal):
+        for i in range(self._counted()):
             if g.to_limit is not None and i < g.to_limit:
                 p = p + mine[i]  # over its borrowing limit whatever others lend
                 continue
             short = g.together - i  # what the lenders must give back with i of the tenant's own
             p = p + mine[i] * below[min(max(0, short), len(theirs))]
-        return p, nxt
+        return p
+
+
+def _tables(groups: Sequence[_Group], curve: _Curve, offsets: npt.NDArray[np.int64]) -> list[tuple[
+        npt.NDArray[np.float64], npt.NDArray[np.float64]]]:
+    """Each group's ``table``, the holdings of all of them read in one pass and their release
+    distributions run side by side (``_released_many``): bit for bit what each group alone gives."""
+    width = len(offsets)
+    p_all, change_all = curve.held_rows([h for g in groups for h in g.holdings], offsets)
+    caps: list[int] = []
+    devices: list[list[int]] = []
+    rows: list[npt.NDArray[np.float64]] = []
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for g in groups:
+        asks = g.asks()
+        spans.append((start, len(asks)))
+        for cap, lo, hi in asks:
+            caps.append(cap)
+            devices.append([h.devices for h in g.holdings[lo:hi]])
+            rows.append(p_all[start + lo:start + hi])
+        start += len(g.holdings)
+    dists = _released_many(caps, devices, rows, width)
+    out = []
+    first_ask = 0
+    for g, (first_row, n_asks) in zip(groups, spans, strict=True):
+        released = dists[first_ask:first_ask + n_asks]
+        first_ask += n_asks
+        p = g.not_ready(released, width)
+        out.append((p, _soonest(change_all[first_row:first_row + len(g.holdings)], width)))
+    return out
 
 
 # Grid points whose factors are computed together: most estimates end within the first 10 minutes
@@ -342,7 +403,8 @@ def _expected(groups: Sequence[_Group], times: npt.NDArray[np.int64], surv: npt.
     horizon = curve.last - min(h.age_ms for g in groups for h in g.holdings)  # every holding ended by then
     # Each group's factor is constant until one of its holdings passes an event time; the tables
     # say where that next happens, and the sum jumps the grid over stretches where nothing changes.
-    tables: list[tuple[list[float], list[float]]] = []
+    factors: list[float] = []  # per grid point of the chunk: P(no group ready yet)
+    changes: list[float] = []  # and the soonest offset where some group's factor changes
     lo = hi = 0
     total = 0.0
     k = 0
@@ -353,12 +415,12 @@ def _expected(groups: Sequence[_Group], times: npt.NDArray[np.int64], surv: npt.
         if k >= hi:
             lo, hi = k, min(len(GRID), k + _CHUNK)
             offsets = np.asarray(GRID[lo:hi], dtype=np.int64)
-            tables = [(f.tolist(), u.tolist()) for f, u in (g.table(curve, offsets) for g in groups)]
-        p = 1.0
-        change = float(horizon)
-        for factor, until in tables:
-            p *= factor[k - lo]
-            change = min(change, until[k - lo])
+            tables = _tables(groups, curve, offsets)
+            # the groups' factors multiplied in group order, as 1.0 * f0 * f1 * ... would be
+            factors = np.multiply.reduce([f for f, _ in tables], axis=0).tolist()
+            changes = np.minimum.reduce([u for _, u in tables], axis=0).tolist()
+        p = factors[k - lo]
+        change = min(float(horizon), changes[k - lo])
         if p * (horizon - t) < NEGLIGIBLE_MS:  # all that is left of the integral, at most
             return ReleaseEstimate("estimate", round(total), history, running)
         # the next grid point at or after the first change (or the horizon)
@@ -379,15 +441,63 @@ def _released(cap: int, devices: list[int], p_held: npt.NDArray[np.float64]) -> 
     ``cap`` were released, so counts of ``cap`` or more are never told apart (nor kept). The sums
     run in one fixed order (holdings in turn), the same at every offset."""
     dist = np.zeros((cap, p_held.shape[1]))
-    if cap:
-        dist[0] = 1.0
-    for d, held in zip(devices, p_held, strict=True):
+    if not cap:
+        return dist
+    # up to the first holding that gives back fewer than cap, nothing reaches a count below cap:
+    # row 0 is 1.0 times each P(still held) in turn, which one sequential product gives
+    first = next((i for i, d in enumerate(devices) if d < cap), len(devices))
+    dist[0] = np.multiply.reduce(p_held[:first], axis=0) if first else 1.0
+    for d, held, gone in zip(devices[first:], p_held[first:], 1.0 - p_held[first:], strict=True):
         # k released after this holding: k with it still held, or k - d before it ended
         nxt = dist * held
         if d < cap:
-            nxt[d:] += dist[:cap - d] * (1.0 - held)
+            nxt[d:] += dist[:cap - d] * gone
         dist = nxt
     return dist
+
+
+# From this many distributions on, running them side by side costs less than one after another.
+_SIDE_BY_SIDE = 3
+
+
+def _released_many(caps: list[int], devices: list[list[int]], p_held: list[npt.NDArray[np.float64]],
+                   width: int) -> list[npt.NDArray[np.float64]]:
+    """``_released`` of each distribution, bit for bit, several run side by side.
+
+    Every element goes through the same operations in the same order as alone. A distribution
+    with fewer holdings is padded with holdings certain to be still held (``x * 1.0`` and
+    ``x + x' * 0.0`` leave a probability as it is); the rows past its own cap, which the common
+    cap keeps, only ever feed rows above them and are cut off; and "k - d before it ended" reads a
+    row of zeros where k < d, adding 0.0.
+    """
+    n = len(caps)
+    top = max(caps, default=0)
+    if n < _SIDE_BY_SIDE or top == 0:
+        return [_released(c, d, p) for c, d, p in zip(caps, devices, p_held, strict=True)]
+    steps = max(len(d) for d in devices)
+    held = np.ones((n, steps, width))
+    # a padding holding adds "k - d before it ended" times 0.0 whatever its d: it takes the d of
+    # the longest distribution's holding there, so that more steps shift every row alike
+    longest = max(devices, key=len)
+    gives = np.array([d + longest[len(d):] for d in devices], dtype=np.int64).reshape(n, steps)
+    for i, rows in enumerate(p_held):
+        held[i, :len(rows)] = rows
+    gone = 1.0 - held
+    # the source row of "k - d" per distribution, step and k; row ``top`` stays zero throughout
+    source = np.arange(top)[None, None, :] - gives[:, :, None]
+    source[source < 0] = top
+    which = np.arange(n)[:, None]
+    uniform = (gives == gives[:1]).all(axis=0).tolist()  # steps where every distribution's d is the same
+    dist = np.zeros((n, top + 1, width))
+    dist[:, 0] = 1.0
+    for s in range(steps):
+        nxt = dist * held[:, s, None, :]
+        if not uniform[s]:
+            nxt[:, :top] += dist[which, source[:, s]] * gone[:, s, None, :]
+        elif (d := int(gives[0, s])) < top:
+            nxt[:, d:top] += dist[:, :top - d] * gone[:, s, None, :]
+        dist = nxt
+    return [dist[i, :c] for i, c in enumerate(caps)]
 
 
 def _below(need: int, dist: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -14,7 +14,15 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from audit.scheduler.release_estimate import _released, survival
+from audit.scheduler.quota import QuotaGap
+from audit.scheduler.release_estimate import (
+    _Curve,
+    _Holding,
+    _QuotaGroup,
+    _released,
+    _released_many,
+    survival,
+)
 
 
 def product_limit(finished: list[int], ages: list[int]) -> tuple[list[int], list[float]]:
@@ -79,3 +87,54 @@ def test_the_release_distribution_is_the_recurrence_bit_for_bit(cap: int, width:
     assert got.tolist() == released_by_hand(cap, width, devices, p_held)
     assert np.allclose(got, np.array(released_by_enumeration(cap, width, devices, p_held)).reshape(cap, width),
                        atol=1e-12)
+
+
+distribution = st.tuples(st.integers(0, 6),
+                         st.lists(st.tuples(st.integers(0, 8), st.lists(probability, min_size=4, max_size=4)),
+                                  max_size=8))
+
+
+@given(width=st.integers(1, 4), distributions=st.lists(distribution, max_size=6))
+def test_distributions_run_side_by_side_are_each_the_recurrence_bit_for_bit(
+        width: int, distributions: list[tuple[int, list[tuple[int, list[float]]]]]) -> None:
+    caps = [cap for cap, _ in distributions]
+    devices = [[d for d, _ in holdings] for _, holdings in distributions]
+    p_held = [[row[:width] for _, row in holdings] for _, holdings in distributions]
+    got = _released_many(caps, devices, [np.array(p, dtype=np.float64).reshape(len(p), width) for p in p_held], width)
+    assert [g.tolist() for g in got] == [released_by_hand(cap, width, d, p)
+                                         for cap, d, p in zip(caps, devices, p_held, strict=True)]
+
+
+@given(own=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3)), max_size=6),
+       lent=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3)), max_size=6),
+       finished=st.lists(st.integers(1, 60), min_size=1, max_size=12),
+       to_nominal=st.integers(1, 8), to_limit=st.one_of(st.none(), st.integers(-3, 8)),
+       together=st.integers(-2, 8))
+def test_the_quota_groups_chance_of_not_yet_sums_every_count_of_its_own_bit_for_bit(
+        own: list[tuple[int, int]], lent: list[tuple[int, int]], finished: list[int], to_nominal: int,
+        to_limit: int | None, together: int) -> None:
+    """Over i = 0 .. to_nominal - 1 of the tenant's own given back, P(i) times P(the lenders give
+    back too little), as the rule reads, in that order: the terms the group leaves out add 0.0."""
+    mine = [_Holding("H100", a, d) for a, d in own]
+    theirs = [_Holding("H100", a, d) for a, d in lent]
+    times, surv = survival(finished, [h.age_ms for h in mine + theirs])
+    mine = [h for h in mine if h.age_ms < times[-1]]
+    theirs = [h for h in theirs if h.age_ms < times[-1]]
+    curve = _Curve(times, surv)
+    offsets = np.array([0, 5, 17, 40], dtype=np.int64)
+    held = curve.held(mine + theirs, offsets)[0].tolist()
+    width = len(offsets)
+    p_mine = released_by_hand(to_nominal, width, [h.devices for h in mine], held[:len(mine)])
+    p_theirs = released_by_hand(max(0, together), width, [h.devices for h in theirs], held[len(mine):])
+    want = [0.0] * width
+    for w in range(width):
+        below = [0.0]
+        for row in p_theirs:
+            below.append(below[-1] + row[w])
+        for i in range(to_nominal):
+            if to_limit is not None and i < to_limit:
+                want[w] = want[w] + p_mine[i][w]
+            else:
+                want[w] = want[w] + p_mine[i][w] * below[min(max(0, together - i), len(p_theirs))]
+    group = _QuotaGroup(QuotaGap("H100", to_nominal, to_limit, together, ("beta",)), mine, theirs)
+    assert group.table(curve, offsets)[0].tolist() == want
