@@ -208,19 +208,36 @@ def _quota_holdings(world: World, tenant: str, gaps: Sequence[QuotaGap],
     found: dict[str, tuple[list[_Holding], list[_Holding]]] | None = memo.get(asked)
     if found is not None:
         return found
-    held: dict[str, tuple[list[_Holding], list[_Holding]]] = {g.model: ([], []) for g in gaps}
-    for key in sorted(world.charges):
-        charge = world.charges[key]
-        start = world.alloc_start.get(key)
-        if start is None:
-            continue
-        for m in sorted(held.keys() & charge.models.keys()):
-            if charge.tenant == tenant:
-                held[m][0].append(_Holding(m, max(0, now_ms - start), charge.models[m]))
-            elif charge.tenant in lenders[m]:
-                held[m][1].append(_Holding(m, max(0, now_ms - start), charge.models[m]))
+    by_model = _charged(world, now_ms)
+    held: dict[str, tuple[list[_Holding], list[_Holding]]] = {}
+    for m, lending in lenders.items():
+        own: list[_Holding] = []
+        lent: list[_Holding] = []
+        for holder, h in by_model.get(m, ()):
+            if holder == tenant:
+                own.append(h)
+            elif holder in lending:
+                lent.append(h)
+        held[m] = (own, lent)
     memo[asked] = held
     return held
+
+
+def _charged(world: World, now_ms: int) -> dict[str, list[tuple[str, _Holding]]]:
+    """Per model, every running allocation's tenant and holding of it, in charge key order; read
+    once per instant for every tenant's question."""
+    memo = world.derived_at(_INSTANT, (world.seq, now_ms))
+    found: dict[str, list[tuple[str, _Holding]]] | None = memo.get("charged")
+    if found is None:
+        found = memo["charged"] = {}
+        for key in sorted(world.charges):
+            start = world.alloc_start.get(key)
+            if start is None:
+                continue
+            charge = world.charges[key]
+            for m, n in charge.models.items():
+                found.setdefault(m, []).append((charge.tenant, _Holding(m, max(0, now_ms - start), n)))
+    return found
 
 
 def _by_quota_groups(gaps: Sequence[QuotaGap], cap_ms: int, finished: list[int], ages: list[int],
