@@ -263,17 +263,11 @@ class _Curve:
         self.at = np.concatenate((np.ones(1), np.asarray(surv, dtype=np.float64)))
         self.last = int(self.times[-1])
 
-    def held(self, hs: Sequence[_Holding], offsets: npt.NDArray[np.int64]) -> tuple[
-            npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """P(still held at each offset) per holding (rows, conditional on its age), and per offset
-        the offset where one of them next changes (inf: none does)."""
-        p_held, change = self.held_rows(hs, offsets)
-        return p_held, _soonest(change, len(offsets))
-
     def held_rows(self, hs: Sequence[_Holding], offsets: npt.NDArray[np.int64]) -> tuple[
             npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """P(still held) and the offset where that next changes, per holding (rows) and offset:
-        element by element, so one call for the holdings of many groups gives each group's rows."""
+        """P(still held at each offset, conditional on its age) and the offset where that next
+        changes (inf: never), per holding (rows) and offset: element by element, so one call for
+        the holdings of many groups gives each group's rows."""
         if not hs:
             return np.ones((0, len(offsets))), np.full((0, len(offsets)), np.inf)
         ages = np.fromiter((h.age_ms for h in hs), dtype=np.int64, count=len(hs))

@@ -503,7 +503,7 @@ def test_the_quota_groups_chance_of_not_yet_is_that_of_every_way_the_holdings_ca
     curve = _Curve(times, surv)
     at = np.array([offset])
     got = float(group.table(curve, at)[0][0])
-    held = [float(p) for p in curve.held(mine + theirs, at)[0][:, 0]]
+    held = [float(p) for p in curve.held_rows(mine + theirs, at)[0][:, 0]]
     want = 0.0
     for ended in itertools.product((False, True), repeat=len(held)):
         p = 1.0

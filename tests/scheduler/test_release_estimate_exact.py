@@ -122,7 +122,7 @@ def test_the_quota_groups_chance_of_not_yet_sums_every_count_of_its_own_bit_for_
     theirs = [h for h in theirs if h.age_ms < times[-1]]
     curve = _Curve(times, surv)
     offsets = np.array([0, 5, 17, 40], dtype=np.int64)
-    held = curve.held(mine + theirs, offsets)[0].tolist()
+    held = curve.held_rows(mine + theirs, offsets)[0].tolist()
     width = len(offsets)
     p_mine = released_by_hand(to_nominal, width, [h.devices for h in mine], held[:len(mine)])
     p_theirs = released_by_hand(max(0, together), width, [h.devices for h in theirs], held[len(mine):])
