@@ -35,6 +35,10 @@ FAIRNESS_MODES = ("drf", "off")
 QUEUEING_MODES = ("best-effort", "strict")
 # spec.preemption.minRuntime when the policy does not say: 10m
 DEFAULT_MIN_RUNTIME_MS = 600_000
+# What a reclaim takes back (audit.scheduler.reclaim): quota, a tenant's nominal quota lent to
+# borrowers (Kueue's reclaimWithinCohort); fairShare, its DRF entitlement from tenants holding more
+# than theirs (Kueue's fair sharing preemption).
+PREEMPTION_BASES = ("quota", "fairShare")
 # Classes a policy may declare retryable; the rest of audit.records.RetryClass are terminal by nature.
 RETRYABLE_CHOICES = ("binding_conflict", "stale_slice", "unhealthy", "node_lost", "unschedulable", "quota", "fair_share")
 DEFAULT_RETRYABLE = ("binding_conflict", "stale_slice", "unhealthy", "node_lost", "unschedulable", "quota", "fair_share")
@@ -125,6 +129,8 @@ class Policy:
     sole_choice_first: bool = False
     # preemption.minRuntime: a running pod younger than this is never a reclaim victim
     preemption_min_runtime_ms: int = DEFAULT_MIN_RUNTIME_MS
+    # preemption.basis: what a reclaim takes back (PREEMPTION_BASES)
+    preemption_basis: str = "quota"
     canonical: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
     digest: str = ""
 
@@ -373,7 +379,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
     fairness = r.mapping(spec.get("fairness"), "spec.fairness")
     r.unknown(fairness, {"mode", "usageHalfLife", "waitAgingPerHour", "deferAboveShare"}, "spec.fairness")
     preemption = r.mapping(spec.get("preemption"), "spec.preemption")
-    r.unknown(preemption, {"enabled", "minRuntime"}, "spec.preemption")
+    r.unknown(preemption, {"enabled", "minRuntime", "basis"}, "spec.preemption")
     retry = r.mapping(spec.get("retry"), "spec.retry")
     r.unknown(retry, {"backoffBase", "backoffCap", "maxAttempts", "retryable"}, "spec.retry")
     timeouts = r.mapping(spec.get("timeouts"), "spec.timeouts")
@@ -424,6 +430,7 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
         defer_above_share=r.boolean(fairness, "deferAboveShare", "spec.fairness", False),
         preemption=r.boolean(preemption, "enabled", "spec.preemption", False),
         preemption_min_runtime_ms=r.duration(preemption, "minRuntime", "spec.preemption", "10m"),
+        preemption_basis=r.string(preemption, "basis", "spec.preemption", "quota", PREEMPTION_BASES),
         backoff_base_ms=base_ms,
         backoff_cap_ms=cap_ms,
         max_attempts=max_attempts,
@@ -573,7 +580,9 @@ def _canonical(f: dict[str, Any]) -> dict[str, Any]:
         ],
         "fairness": {"mode": f["fairness_mode"], "usageHalfLifeMs": f["usage_half_life_ms"],
                      "waitAgingPerHour": f["wait_aging_per_hour"], "deferAboveShare": f["defer_above_share"]},
-        "preemption": {"enabled": f["preemption"], "minRuntimeMs": f["preemption_min_runtime_ms"]},
+        # basis only when not quota: policies that do not use it keep the digest they had
+        "preemption": {"enabled": f["preemption"], "minRuntimeMs": f["preemption_min_runtime_ms"],
+                       **({"basis": f["preemption_basis"]} if f["preemption_basis"] != "quota" else {})},
         "retry": {"backoffBaseMs": f["backoff_base_ms"], "backoffCapMs": f["backoff_cap_ms"],
                   "maxAttempts": f["max_attempts"], "retryable": list(f["retryable"])},
         "timeouts": {"allocationMs": f["allocation_timeout_ms"], "bindingConditionsMs": f["binding_timeout_ms"],
@@ -596,6 +605,15 @@ def _canonical(f: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _preemption_document(policy: Policy) -> dict[str, Any]:
+    out: dict[str, Any] = {"enabled": policy.preemption}
+    if policy.preemption or policy.preemption_min_runtime_ms != DEFAULT_MIN_RUNTIME_MS:
+        out["minRuntime"] = f"{policy.preemption_min_runtime_ms}ms"
+    if policy.preemption_basis != "quota":
+        out["basis"] = policy.preemption_basis
+    return out
+
+
 def policy_document(policy: Policy) -> dict[str, Any]:
     """A document that parses back to an equal policy (the payload of a Policy world event)."""
     c = policy.canonical
@@ -612,11 +630,10 @@ def policy_document(policy: Policy) -> dict[str, Any]:
             "fairness": {"mode": policy.fairness_mode, "usageHalfLife": f"{policy.usage_half_life_ms}ms",
                          "waitAgingPerHour": policy.wait_aging_per_hour,
                          "deferAboveShare": policy.defer_above_share},
-            # minRuntime when on or not the default, so the documents of policies without reclaim stay
-            # as they were and every document still parses back to the policy's digest
-            "preemption": ({"enabled": policy.preemption, "minRuntime": f"{policy.preemption_min_runtime_ms}ms"}
-                           if policy.preemption or policy.preemption_min_runtime_ms != DEFAULT_MIN_RUNTIME_MS
-                           else {"enabled": False}),
+            # minRuntime when on or not the default, and basis when not quota, so the documents of
+            # policies without reclaim stay as they were and every document still parses back to the
+            # policy's digest
+            "preemption": _preemption_document(policy),
             "retry": {"backoffBase": f"{policy.backoff_base_ms}ms", "backoffCap": f"{policy.backoff_cap_ms}ms",
                       "maxAttempts": policy.max_attempts, "retryable": list(policy.retryable)},
             "timeouts": {"allocation": f"{policy.allocation_timeout_ms}ms",
@@ -673,7 +690,15 @@ def contradictions(raw: Mapping[str, Any], policy: Policy) -> list[PolicyError]:
     if "minRuntime" in preemption and not policy.preemption:
         out.append(PolicyError(policy.name, "spec.preemption.minRuntime",
                                "has no effect without spec.preemption.enabled true (nothing is ever preempted)"))
-    if policy.preemption and not any(q.nominal > 0 for t in policy.tenants for q in t.quotas.values()):
+    if "basis" in preemption and not policy.preemption:
+        out.append(PolicyError(policy.name, "spec.preemption.basis",
+                               "has no effect without spec.preemption.enabled true (nothing is ever preempted)"))
+    if policy.preemption and policy.preemption_basis == "fairShare" and policy.fairness_mode != "drf":
+        out.append(PolicyError(policy.name, "spec.preemption.basis",
+                               "fairShare reclaims DRF entitlements, but spec.fairness.mode is off (no entitlement "
+                               "is computed)"))
+    if (policy.preemption and policy.preemption_basis == "quota"
+            and not any(q.nominal > 0 for t in policy.tenants for q in t.quotas.values())):
         out.append(PolicyError(policy.name, "spec.preemption.enabled",
                                "reclaim needs nominal quota, but no tenant has a nominal quota above 0 for any model "
                                "(spec.tenants[*].quotas)"))

@@ -64,8 +64,8 @@ class Blocker(StrEnum):
     RESERVATION_RELEASED = "reservation_released"
     RESERVATION_UNAVAILABLE = "reservation_unavailable"
     RESERVATION_HELD = "reservation_held"
-    # Reclaim (audit/scheduler/reclaim.py): the preemptor's quota on the tier it reclaims, and one
-    # per preempted pod (tier -1).
+    # Reclaim (audit/scheduler/reclaim.py): the preemptor's quota (or fair share) on the tier it
+    # reclaims, and one per preempted pod (tier -1).
     RECLAIM = "reclaim"
     RECLAIM_VICTIM = "reclaim_victim"
 
@@ -94,7 +94,7 @@ DETAIL_KEYS = frozenset({
     # reservations (audit/scheduler/reservations.py); the pod a reservation is for is ``pod``
     "missing", "held", "reserved_ms", "on_reserved_node", "reservations",
     # reclaim (audit/scheduler/reclaim.py); the victim pod and its tenant are ``pod`` and ``tenant``
-    "min_runtime_ms", "victims", "device_ms", "runtime_ms",
+    "min_runtime_ms", "victims", "device_ms", "runtime_ms", "requested_eq", "released_eq",
 })
 # detail keys whose value names a tenant or a namespaced object ("ns/name"): shown when it is the
 # record's own, else as "(others)"
@@ -106,8 +106,8 @@ class Outcome(StrEnum):
     UNSCHEDULABLE = "unschedulable"
     DEFERRED = "deferred"
     ERROR = "error"
-    # no node could take the pod, so it reclaimed devices by preempting borrowing pods (their
-    # eviction follows; the pod's next attempt places it)
+    # no node could take the pod, so it reclaimed devices by preempting pods of tenants holding
+    # beyond their quota or fair share (their eviction follows; the pod's next attempt places it)
     PREEMPTED = "preempted"
 
 

@@ -31,7 +31,7 @@ from audit.records import Blocker, DecisionRecord, Outcome, Reason, TierSummary
 
 def record_outcome(record: DecisionRecord) -> dict[str, Any]:
     allocated = record.outcome == Outcome.ALLOCATED.value
-    return {
+    out = {
         "result": record.outcome,
         "model": record.allocated_model if allocated else "",
         "devices": [d.device for d in record.devices],
@@ -40,6 +40,10 @@ def record_outcome(record: DecisionRecord) -> dict[str, Any]:
         "retry_class": record.retry_class,
         "fallback": record.fallback,
     }
+    if record.outcome == Outcome.PREEMPTED.value:  # what the reclaim took back (audit.scheduler.reclaim)
+        fair = any(b.code == Blocker.RECLAIM.value and b.detail.get("basis") == "fair_share" for b in record.blockers)
+        out["reclaimed"] = "fair share" if fair else "quota"
+    return out
 
 
 def model_tier(record: DecisionRecord, model: str) -> TierSummary | None:

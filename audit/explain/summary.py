@@ -65,13 +65,21 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
         pref = ", ".join(str(m) for m in blocker.get("preference") or []) or "none"
         return f"{model} is not in the pod's preference list ({pref})"
     if code == Blocker.RECLAIM.value:
+        if blocker.get("basis") == "fair_share":
+            return (f"reclaiming {blocker.get('requested_eq', '?')} H100-eq of {model} within its fair share "
+                    f"({blocker.get('held_eq', '?')} of {blocker.get('entitlement_eq', '?')} H100-eq held) on node "
+                    f"{blocker.get('node', '?')}")
         return (f"reclaiming {blocker.get('requested', '?')} {model} within nominal quota "
                 f"({blocker.get('used', '?')}/{blocker.get('nominal', '?')} used) on node {blocker.get('node', '?')}")
     if code == Blocker.RECLAIM_VICTIM.value:
+        if blocker.get("cause") == "above_fair_share":
+            owed = (f"its tenant holds {blocker.get('held_eq', '?')} H100-eq, above its fair share "
+                    f"{blocker.get('entitlement_eq', '?')}")
+        else:
+            owed = f"its tenant uses {blocker.get('used', '?')} of nominal {blocker.get('nominal', '?')}"
         return (f"preempting pod {blocker.get('pod', '?')} of tenant {blocker.get('tenant', '?')} "
                 f"({blocker.get('count', '?')} {blocker.get('model', model)}, running "
-                f"{int(blocker.get('runtime_ms') or 0) // 60_000} min; its tenant uses {blocker.get('used', '?')} "
-                f"of nominal {blocker.get('nominal', '?')})")
+                f"{int(blocker.get('runtime_ms') or 0) // 60_000} min; {owed})")
     return _reservation_phrase(model, blocker)
 
 
@@ -110,7 +118,8 @@ def _outcome_sentence(outcome: Mapping[str, Any], policy_version: str) -> str:
         return " ".join(words) + f"{under}."
     result = str(outcome.get("result") or "pending")
     if result == "preempted":
-        return f"Pod not allocated yet: preempted pods on node {outcome.get('node') or '?'} to reclaim quota{under}."
+        return (f"Pod not allocated yet: preempted pods on node {outcome.get('node') or '?'} to reclaim "
+                f"{outcome.get('reclaimed') or 'quota'}{under}.")
     retry = f", retry class {outcome['retry_class']}" if outcome.get("retry_class") else ""
     return f"Pod not allocated ({result}{retry}){under}."
 

@@ -419,7 +419,7 @@ def _preemption(ctx: AttemptContext, d: Decision, found: reclaim.Plan) -> Decisi
     rec.node = found.node
     rec.tier_index = found.tier.index
     rec.blockers = [*rec.blockers, *reclaim.evidence(ctx.world, ctx.policy, ctx.tenant, found)]
-    rec.message = reclaim.message(ctx.tenant, found)
+    rec.message = reclaim.message(ctx.policy, ctx.tenant, found)
     return dataclasses.replace(d, record=seal(rec), preempts=sorted(v.pod for v in found.victims))
 
 
@@ -439,8 +439,9 @@ def fair_share_deferred(world: World, pod_key: str, policy: Policy | None = None
 
 def may_reclaim(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> bool:
     """A cheap necessary condition for ``decide`` to preempt for the pod: reclaim is on, the pod
-    has an open tier within its tenant's nominal quota, and another tenant borrows one of its
-    models (``audit.scheduler.reclaim``). The cluster loop asks it of pods ``may_place`` turns down."""
+    has an open tier within what its tenant is owed (nominal quota, or entitlement on the fair-share
+    basis), and another tenant holds one of its models beyond what it is owed
+    (``audit.scheduler.reclaim``). The cluster loop asks it of pods ``may_place`` turns down."""
     policy = policy or world.policy
     if not policy.preemption:
         return False

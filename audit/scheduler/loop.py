@@ -332,9 +332,10 @@ class ClusterLoop:
         if pod is None or key not in self.pods:
             return
         status = dict(pod.get("status") or {})
+        owed = "fair share" if reclaim.fair_share(self.world.policy) else "nominal quota"
         status["conditions"] = [*(status.get("conditions") or []), {
             "type": reclaim.DISRUPTION_CONDITION, "status": "True", "reason": reclaim.DISRUPTION_REASON,
-            "message": f"preempted to reclaim nominal quota for pod {preemptor}",
+            "message": f"preempted to reclaim {owed} for pod {preemptor}",
             "lastTransitionTime": format_time_ms(self.now)}]
         status["phase"] = "Failed"
         self.emit("Pod", ns, name, {**pod, "status": status})

@@ -1,9 +1,11 @@
-"""Reclaim: a tenant within its nominal quota takes devices back from tenants borrowing beyond theirs.
+"""Reclaim: a tenant within what it is owed takes devices back from tenants holding beyond theirs.
 
 Under ``spec.preemption: {enabled: true, minRuntime: 10m}`` a decision that finds no node for a
-pod may preempt running pods instead. The model is Kueue's ``reclaimWithinCohort`` (Kueue docs,
-"Cluster Queue", preemption): quota a tenant lends while it does not use it comes back when it
-needs it. The contract, deterministic and read from the world at the decision's seq alone:
+pod may preempt running pods instead. What a tenant is owed is its nominal quota by default
+(``basis: quota``), modelled on Kueue's ``reclaimWithinCohort`` (Kueue docs, "Cluster Queue",
+preemption): quota a tenant lends while it does not use it comes back when it needs it. With
+``basis: fairShare`` it is its DRF entitlement instead (below). The contract, deterministic and
+read from the world at the decision's seq alone, for the quota basis:
 
 * **Who may preempt.** A pending pod of tenant T whose devices come from ResourceClaims making one
   request, for which no node has an allowed tier that fits now. Only tiers the policy leaves open
@@ -26,9 +28,24 @@ needs it. The contract, deterministic and read from the world at the decision's 
   ascending order), then the victims' ``namespace/name`` in order. Only sets of the smallest size
   that works are searched.
 
+**The fair-share basis** (``spec.preemption.basis: fairShare``, with ``spec.fairness.mode: drf``)
+puts a tenant's entitlement where the quota basis has its nominal quota: its weighted share of the
+cluster's H100-equivalent capacity among the active tenants (``audit.scheduler.fairshare``), and
+what it holds is its H100-equivalents in use (the charges of its allocations). A tier qualifies
+when the tenant's holding plus the tier's count times the largest H100-equivalent of its models
+stays within its entitlement; a victim's tenant holds more than its entitlement and the pod holds
+a device of a model of the tier; and evicting the victims leaves every victim tenant holding at
+least its entitlement. Everything else is as above. This is Kueue's fair sharing preemption
+(Kueue docs, "Fair Sharing") with its ``LessThanOrEqualToFinalShare`` rule made strict on both
+sides: the preemptor ends at or below its share, every victim tenant at or above its own, so a
+victim can never preempt back and no two tenants take turns at each other's pods. Quotas still
+gate every tier as always; reclaim on this basis needs no nominal quota.
+
 The decision is a record of its own, outcome ``preempted`` (``audit.records.Outcome``): a
-``reclaim`` blocker for the preemptor's quota and one ``reclaim_victim`` blocker per victim (its
-pod, tenant, node, devices, runtime and the victim tenant's usage against nominal). The cluster
+``reclaim`` blocker for the preemptor's quota (on the fair-share basis, ``basis: fair_share`` with
+its holding, the tier's ask and its entitlement in H100-equivalents) and one ``reclaim_victim``
+blocker per victim (its pod, tenant, node, devices, runtime and the victim tenant's usage against
+nominal, or its holding against its entitlement). The cluster
 loop then evicts the victims through the events a cluster writes (the pod gets a
 ``DisruptionTarget`` condition with reason ``PreemptionByScheduler`` and phase ``Failed``, then
 it and its claims are deleted, deallocating their devices) and tries the preemptor again at
@@ -49,6 +66,7 @@ from audit.records import Blocker, TierBlocker
 from audit.scheduler import reservations
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.claimspec import claim_requests, result_device_id
+from audit.scheduler.fairshare import entitlements
 from audit.scheduler.filters import node_filter
 from audit.scheduler.nodealloc import allocate_on_node
 from audit.scheduler.tiers import RequestTiers, Tier
@@ -60,6 +78,7 @@ DISRUPTION_CONDITION = "DisruptionTarget"
 DISRUPTION_REASON = "PreemptionByScheduler"
 # the most running pods on one node considered as victims: subsets are enumerated by size
 MAX_CANDIDATES_PER_NODE = 16
+FAIR_SHARE = "fairShare"  # spec.preemption.basis
 
 
 @dataclass(frozen=True)
@@ -72,6 +91,7 @@ class Candidate:
     devices: tuple[str, ...]
     models: tuple[tuple[str, int], ...]
     runtime_ms: int
+    eq: float = 0.0  # the H100-equivalents its allocations charged its tenant
 
     @property
     def device_ms(self) -> int:
@@ -97,8 +117,25 @@ def damage(victims: tuple[Candidate, ...]) -> tuple[int, int, tuple[int, ...], t
             tuple(sorted(v.pod for v in victims)))
 
 
+def fair_share(policy: Policy) -> bool:
+    return policy.preemption_basis == FAIR_SHARE
+
+
+def tier_eq(policy: Policy, tier: Tier) -> float:
+    """What a tier may charge: its count at the largest H100-equivalent among its models."""
+    return tier.count * max(policy.h100_equivalent(m) for m in tier.models)
+
+
+def held_eq(world: World, tenant: str) -> float:
+    return world.tenant_usage(tenant).in_use_eq
+
+
 def qualifying(world: World, policy: Policy, tenant: str, tiers: tuple[Tier, ...]) -> list[Tier]:
-    """Open tiers within the tenant's nominal quota for every model they may take."""
+    """Open tiers within the tenant's nominal quota for every model they may take (on the
+    fair-share basis: within its entitlement whatever model of the tier it gets)."""
+    if fair_share(policy):
+        held, entitled = held_eq(world, tenant), entitlements(world, policy, tenant)[tenant]
+        return [t for t in tiers if t.models and not t.all_devices and held + tier_eq(policy, t) <= entitled]
     out = []
     for t in tiers:
         if not t.models or t.all_devices:
@@ -111,7 +148,12 @@ def qualifying(world: World, policy: Policy, tenant: str, tiers: tuple[Tier, ...
 
 
 def borrowed(world: World, policy: Policy, tenant: str, model: str) -> bool:
-    """Whether a tenant other than ``tenant`` uses more than its nominal quota of ``model``."""
+    """Whether a tenant other than ``tenant`` uses more than its nominal quota of ``model`` (on the
+    fair-share basis: holds some of ``model`` and more than its entitlement)."""
+    if fair_share(policy):
+        entitled = entitlements(world, policy, tenant)
+        return any(other != tenant and world.model_in_use(other, model) > 0 and held_eq(world, other) > e
+                   for other, e in entitled.items())
     for other in policy.tenants:
         q = other.quotas.get(model)
         if other.name != tenant and q is not None and world.model_in_use(other.name, model) > q.nominal:
@@ -152,7 +194,12 @@ def running_pods(world: World, policy: Policy, node: str, time_ms: int) -> list[
         start = min(world.alloc_start.get(k, time_ms) for k in keys)
         charge = world.charges.get(sorted(keys)[0])
         tenant = charge.tenant if charge is not None else policy.tenant_for(ns)
-        out.append(Candidate(pod_key, tenant, node, devices, tuple(sorted(models.items())), max(0, time_ms - start)))
+        eq = 0.0
+        for k in sorted(keys):
+            c = world.charges.get(k)
+            eq += c.eq if c is not None else 0.0
+        out.append(Candidate(pod_key, tenant, node, devices, tuple(sorted(models.items())), max(0, time_ms - start),
+                             eq))
     return out
 
 
@@ -161,6 +208,12 @@ def victims_allowed(world: World, policy: Policy, preemptor: str, models: frozen
     """May ``c`` be preempted for a tier of ``models`` at all (before the set-wide checks)?"""
     if c.tenant == preemptor or c.runtime_ms < policy.preemption_min_runtime_ms:
         return False
+    if fair_share(policy):
+        # (implied by keeps_entitlement for a victim that holds anything; checked here to leave
+        # such tenants out before any set is formed)
+        entitled = entitlements(world, policy, preemptor).get(c.tenant)
+        return (entitled is not None and held_eq(world, c.tenant) > entitled
+                and any(m in models for m, _ in c.models))
     for m, _ in c.models:
         q = policy.quota(c.tenant, m)
         if m in models and q is not None and world.model_in_use(c.tenant, m) > q.nominal:
@@ -179,6 +232,22 @@ def keeps_nominal(world: World, policy: Policy, victims: tuple[Candidate, ...]) 
         if q is not None and world.model_in_use(tenant, m) - n < q.nominal:
             return False
     return True
+
+
+def keeps_entitlement(world: World, policy: Policy, preemptor: str, victims: tuple[Candidate, ...]) -> bool:
+    """Evicting ``victims`` leaves each victim tenant holding at least its entitlement."""
+    lost: dict[str, float] = {}
+    for v in victims:
+        lost[v.tenant] = lost.get(v.tenant, 0.0) + v.eq
+    entitled = entitlements(world, policy, preemptor)
+    return all(t in entitled and held_eq(world, t) - x >= entitled[t] for t, x in lost.items())
+
+
+def keeps_owed(world: World, policy: Policy, preemptor: str, victims: tuple[Candidate, ...]) -> bool:
+    """``keeps_entitlement`` on the fair-share basis, else ``keeps_nominal``."""
+    if fair_share(policy):
+        return keeps_entitlement(world, policy, preemptor, victims)
+    return keeps_nominal(world, policy, victims)
 
 
 def plan(world: World, policy: Policy, pod_key: str, pod: dict[str, Any], tenant: str,
@@ -207,7 +276,7 @@ def plan(world: World, policy: Policy, pod_key: str, pod: dict[str, Any], tenant
         options.clear()
         for node, cands in per_node.items():
             for combo in itertools.combinations(cands, size):
-                if _enough(world, node, tiers, combo) and keeps_nominal(world, policy, combo):
+                if _enough(world, node, tiers, combo) and keeps_owed(world, policy, tenant, combo):
                     options.append((damage(combo), node, combo))
         for _, node, combo in sorted(options):
             tier = _fits(world, policy, claims[0], rt, tiers, node, combo, pod_key)
@@ -265,6 +334,8 @@ def _subrequests(claim: dict[str, Any], request: str) -> list[tuple[str, Any]]:
 def evidence(world: World, policy: Policy, tenant: str, p: Plan) -> list[TierBlocker]:
     """The preemptor's quota (``reclaim``) and one ``reclaim_victim`` per victim, in name order."""
     model = p.tier.models[0] if len(p.tier.models) == 1 else p.tier.label
+    if fair_share(policy):
+        return _fair_share_evidence(world, policy, tenant, p, model)
     q = policy.quota(tenant, p.tier.models[0])
     out = [TierBlocker(Blocker.RECLAIM.value, p.tier.index, {
         "model": model, "node": p.node, "used": world.model_in_use(tenant, p.tier.models[0]),
@@ -281,9 +352,29 @@ def evidence(world: World, policy: Policy, tenant: str, p: Plan) -> list[TierBlo
     return out
 
 
-def message(tenant: str, p: Plan) -> str:
+def _fair_share_evidence(world: World, policy: Policy, tenant: str, p: Plan, model: str) -> list[TierBlocker]:
+    entitled = entitlements(world, policy, tenant)
+    out = [TierBlocker(Blocker.RECLAIM.value, p.tier.index, {
+        "basis": "fair_share", "model": model, "node": p.node, "held_eq": round(held_eq(world, tenant), 3),
+        "requested_eq": round(tier_eq(policy, p.tier), 3), "entitlement_eq": round(entitled[tenant], 3),
+        "min_runtime_ms": policy.preemption_min_runtime_ms, "victims": len(p.victims),
+        "device_ms": sum(v.device_ms for v in p.victims)})]
+    for v in sorted(p.victims, key=lambda v: v.pod):
+        vm = next((m for m, _ in v.models if m in p.tier.models), v.models[0][0])
+        out.append(TierBlocker(Blocker.RECLAIM_VICTIM.value, -1, {
+            "pod": v.pod, "tenant": v.tenant, "node": v.node, "model": vm, "count": len(v.devices),
+            "runtime_ms": v.runtime_ms, "device_ms": v.device_ms, "released_eq": round(v.eq, 3),
+            "held_eq": round(held_eq(world, v.tenant), 3), "entitlement_eq": round(entitled[v.tenant], 3),
+            "cause": "above_fair_share"}))
+    return out
+
+
+def message(policy: Policy, tenant: str, p: Plan) -> str:
     names = ", ".join(sorted(v.pod for v in p.victims))
     owners = ", ".join(sorted({v.tenant for v in p.victims}))
+    if fair_share(policy):
+        return (f"reclaim: tenant {tenant} is within its fair share with {p.tier.count} {p.tier.label}; preempting "
+                f"{len(p.victims)} pod(s) of tenant(s) above their fair share {owners} on node {p.node} ({names})")
     return (f"reclaim: tenant {tenant} is within its nominal {p.tier.label} quota; preempting {len(p.victims)} "
             f"pod(s) of borrowing tenant(s) {owners} on node {p.node} ({names})")
 
@@ -293,5 +384,6 @@ def victim_keys(blockers: list[TierBlocker]) -> list[str]:
     return [str(b.detail["pod"]) for b in blockers if b.code == Blocker.RECLAIM_VICTIM.value]
 
 
-__all__ = ["DISRUPTION_CONDITION", "DISRUPTION_REASON", "Candidate", "Plan", "borrowed", "damage", "evidence",
-           "keeps_nominal", "message", "plan", "qualifying", "running_pods", "victim_keys", "victims_allowed"]
+__all__ = ["DISRUPTION_CONDITION", "DISRUPTION_REASON", "FAIR_SHARE", "Candidate", "Plan", "borrowed", "damage",
+           "evidence", "fair_share", "held_eq", "keeps_entitlement", "keeps_nominal", "keeps_owed", "message", "plan",
+           "qualifying", "running_pods", "tier_eq", "victim_keys", "victims_allowed"]

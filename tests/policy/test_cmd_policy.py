@@ -96,6 +96,12 @@ _HEAD = "apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n
     pytest.param("  preemption: {enabled: false, minRuntime: 10m}\n",
                  "Policy p: spec.preemption.minRuntime: has no effect without spec.preemption.enabled true "
                  "(nothing is ever preempted)", id="min-runtime-without-reclaim"),
+    pytest.param("  preemption: {basis: fairShare}\n",
+                 "Policy p: spec.preemption.basis: has no effect without spec.preemption.enabled true "
+                 "(nothing is ever preempted)", id="basis-without-reclaim"),
+    pytest.param("  fairness: {mode: \"off\"}\n  preemption: {enabled: true, basis: fairShare}\n",
+                 "Policy p: spec.preemption.basis: fairShare reclaims DRF entitlements, but spec.fairness.mode is "
+                 "off (no entitlement is computed)", id="fair-share-reclaim-without-fairness"),
 ])
 def test_a_contradiction_is_refused_in_one_line(tmp_path, capsys, spec, message):
     f = tmp_path / "p.yaml"
@@ -112,5 +118,12 @@ def test_the_same_settings_without_contradiction_pass(tmp_path, capsys):
                  "  tenants:\n    - {name: a, quotas: {H100: {nominal: 4, borrowingLimit: 4}}}\n"
                  "    - {name: b, quotas: {H100: {nominal: 4}}}\n"
                  "  preemption: {enabled: true, minRuntime: 10m}\n")
+    assert main(["policy", "check", str(f)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_reclaim_of_fair_shares_needs_no_nominal_quota(tmp_path, capsys):
+    f = tmp_path / "p.yaml"
+    f.write_text(_HEAD + "  preemption: {enabled: true, basis: fairShare}\n")
     assert main(["policy", "check", str(f)]) == 0
     assert capsys.readouterr().err == ""

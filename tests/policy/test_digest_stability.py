@@ -72,6 +72,7 @@ def test_a_field_added_at_its_default_leaves_the_digest_unchanged() -> None:
         ("mixedModels", False),
         ("preemption", {"enabled": True}),
         ("preemption", {"enabled": True, "minRuntime": "20m"}),
+        ("preemption", {"enabled": True, "basis": "fairShare"}),
         ("topology", {"matchAttributes": ["resource.kubernetes.io/pcieRoot"]}),
         ("tenants", [{"name": "vision", "namespaces": ["team-vision"]}]),
         ("deviceModels", [{"model": "H100", "match": "^NVIDIA H100"}]),
@@ -91,12 +92,13 @@ def test_the_recorded_document_digests_back_to_the_policy() -> None:
     assert parse_policy(policy_document(policy)).digest == policy.digest
 
 
-@pytest.mark.parametrize("preemption", [{"enabled": False}, {"enabled": True}, {"enabled": True, "minRuntime": "90s"}])
+@pytest.mark.parametrize("preemption", [{"enabled": False}, {"enabled": True}, {"enabled": True, "minRuntime": "90s"},
+                                        {"enabled": True, "basis": "fairShare"}])
 def test_the_recorded_document_keeps_reclaim_settings(preemption: dict[str, Any]) -> None:
     policy = parse_policy(_minimal(preemption=preemption))
     back = parse_policy(policy_document(policy))
-    assert (back.digest, back.preemption, back.preemption_min_runtime_ms) == (
-        policy.digest, policy.preemption, policy.preemption_min_runtime_ms)
+    assert (back.digest, back.preemption, back.preemption_min_runtime_ms, back.preemption_basis) == (
+        policy.digest, policy.preemption, policy.preemption_min_runtime_ms, policy.preemption_basis)
 
 
 def test_a_policy_without_reclaim_records_the_same_document_as_before() -> None:

@@ -168,6 +168,10 @@ def test_adaptive_fallback_parses(fallback, mode, max_wait_ms):
         pytest.param({"enabled": False, "minRuntime": "20m"}, {"enabled": False, "minRuntime": "1200000ms"},
                      1_200_000, id="off-own-runtime-kept"),
         pytest.param({"enabled": False, "minRuntime": "10m"}, {"enabled": False}, 600_000, id="off-default-runtime"),
+        pytest.param({"enabled": True, "basis": "fairShare"},
+                     {"enabled": True, "minRuntime": "600000ms", "basis": "fairShare"}, 600_000, id="on-fair-share"),
+        pytest.param({"enabled": True, "basis": "quota"}, {"enabled": True, "minRuntime": "600000ms"}, 600_000,
+                     id="on-quota-basis-spelled-out"),
     ],
 )
 def test_policy_document_of_preemption_parses_back_to_the_same_digest(preemption, document, min_runtime_ms):

@@ -15,7 +15,7 @@ SCENARIO = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", 
 HOUR = 3_600_000
 
 
-@functools.lru_cache(maxsize=6)  # every variant the scheduler tests ask for, so none is simulated twice
+@functools.lru_cache(maxsize=8)  # every variant the scheduler tests ask for, so none is simulated twice
 def busy_small(queueing: tuple[tuple[str, str], ...] = (),
                fallback: tuple[tuple[str, str], ...] = (),
                preemption: tuple[tuple[str, object], ...] = ()) -> SimulationResult:
