@@ -1,11 +1,12 @@
-"""Reclaim within the cohort over a simulated day: what preempting borrowers buys and costs.
+"""Reclaim over a simulated day: what preempting borrowers, or tenants above their fair share, buys and costs.
 
 The default scenario (``ingest/simulate/scenarios/cluster-day.yaml``: weighted DRF, immediate
 fallback until its mid-day policy change, best-effort queueing) already gives every tenant a
 nominal H100 quota, and the nominal quotas add up to the H100 devices, so reclaim has something to
-take back; it runs for 24 simulated hours without reclaim and with ``spec.preemption: {enabled:
-true, minRuntime: 10m}`` on every policy of the day, in this process, so the variants are compared
-within one run. Per variant, from ``audit.metrics`` (pod lifecycle folded from the event log;
+take back; it runs for 24 simulated hours without reclaim, with ``spec.preemption: {enabled:
+true, minRuntime: 10m}`` (reclaim of nominal quota) and with ``basis: fairShare`` added (reclaim
+of DRF entitlements, whatever the model) on every policy of the day, in this process, so the
+variants are compared within one run. Per variant, from ``audit.metrics`` (pod lifecycle folded from the event log;
 waits are first bind − creation, nearest-rank percentiles): Jain's index under contention, the
 worst/best ratio of the tenants' p99 waits; and from the run: preemptions (records with outcome
 ``preempted``) and pods evicted, the device-hours the victims had run (lost: the simulator's jobs
@@ -35,18 +36,19 @@ MIN_RUNTIME = "10m"
 P99_FLOOR_S = 1.0
 
 
-def _scenario(reclaim: bool) -> Any:
+def _scenario(basis: str | None) -> Any:
+    """The default scenario with reclaim on the given basis (None: off)."""
     with open(SCENARIO, encoding="utf-8") as fh:
         sc = load_scenario_text(fh.read(), "cluster-day.yaml")
-    if reclaim:
+    if basis is not None:
         sc.policy = copy.deepcopy(sc.policy)
         for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
-            doc["spec"]["preemption"] = {"enabled": True, "minRuntime": MIN_RUNTIME}
+            doc["spec"]["preemption"] = {"enabled": True, "minRuntime": MIN_RUNTIME, "basis": basis}
     return sc
 
 
-def _rows(pacer: MemoryPacer, label: str, reclaim: bool) -> list[dict[str, Any]]:
-    paced = paced_day(Simulator(_scenario(reclaim), seed=SEED, hours=HOURS), pacer.speed)
+def _rows(pacer: MemoryPacer, label: str, basis: str | None) -> list[dict[str, Any]]:
+    paced = paced_day(Simulator(_scenario(basis), seed=SEED, hours=HOURS), pacer.speed)
     result = paced.result
     life = fold_lifecycle(result.events, result.world.cluster)
     report = fairness_report(life, Window(result.start_ms, result.end_ms))
@@ -83,7 +85,8 @@ def _rows(pacer: MemoryPacer, label: str, reclaim: bool) -> list[dict[str, Any]]
 
 def run() -> list[dict[str, Any]]:
     with MemoryPacer() as pacer:
-        return _rows(pacer, "no reclaim (default)", False) + _rows(pacer, f"reclaim, minRuntime {MIN_RUNTIME}", True)
+        return (_rows(pacer, "no reclaim (default)", None) + _rows(pacer, f"reclaim, minRuntime {MIN_RUNTIME}", "quota")
+                + _rows(pacer, f"reclaim of fair shares, minRuntime {MIN_RUNTIME}", "fairShare"))
 
 
 if __name__ == "__main__":
