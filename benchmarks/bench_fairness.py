@@ -46,9 +46,10 @@ ADAPTIVE = {"mode": "adaptive", "maxWait": "10m"}
 DEFER = {"deferAboveShare": True}
 
 
-def day_scenario(queueing: str, fallback: dict[str, Any] | None, fairness: dict[str, Any] | None = None) -> Any:
-    """The default scenario with its policies' queueing mode and fallback replaced where given, and
-    ``fairness`` merged into their fairness settings."""
+def day_scenario(queueing: str, fallback: dict[str, Any] | None, fairness: dict[str, Any] | None = None,
+                 preemption: dict[str, Any] | None = None) -> Any:
+    """The default scenario with its policies' queueing mode, fallback and preemption replaced
+    where given, and ``fairness`` merged into their fairness settings."""
     with open(SCENARIO, encoding="utf-8") as fh:
         sc = load_scenario_text(fh.read(), "cluster-day.yaml")
     sc.policy = copy.deepcopy(sc.policy)
@@ -59,6 +60,8 @@ def day_scenario(queueing: str, fallback: dict[str, Any] | None, fairness: dict[
             doc["spec"]["fallback"] = dict(fallback)
         if fairness:
             doc["spec"]["fairness"] = {**doc["spec"].get("fairness", {}), **fairness}
+        if preemption:
+            doc["spec"]["preemption"] = dict(preemption)
     return sc
 
 

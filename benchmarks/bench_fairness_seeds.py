@@ -3,8 +3,10 @@
 ``bench_fairness`` runs the default scenario on seed 1. A figure that meets its target there may
 owe it to that seed's draw of arrivals, sizes and runtimes, so this module runs the same scenario
 and policies for each seed of ``SEEDS``: the default policy (immediate fallback, best-effort
-queueing) and adaptive fallback (``bench_fairness.ADAPTIVE``). For each target of #16 that does
-not measure speed it reports the worst value over the seeds, with every seed's value in the note.
+queueing) and adaptive fallback (``bench_fairness.ADAPTIVE``), then both again with reclaim of
+fair shares (``FAIR_SHARE_RECLAIM``: a tenant below its DRF entitlement preempts pods of tenants
+above theirs, ``audit.scheduler.reclaim``). For each target of #16 that does not measure speed it
+reports the worst value over the seeds, with every seed's value in the note.
 The figures are computed by ``audit.metrics`` with the same definitions as ``bench_fairness``.
 The days are simulated without pacing, because this module measures no rate.
 """
@@ -28,6 +30,7 @@ from benchmarks.bench_fairness import (
 from ingest.simulate.loop import simulate
 
 SEEDS = (1, 2, 3, 4)
+FAIR_SHARE_RECLAIM = {"enabled": True, "minRuntime": "10m", "basis": "fairShare"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class SeedFigures:
     regret_pct: float | None  # fallback regret, adaptive fallback
     adaptive_ratio: float  # worst tenant's p99 wait, adaptive / default policy
     adaptive_worst: str  # that tenant
+    adaptive_jain: float | None = None  # Jain under contention, adaptive fallback
 
 
 @dataclass(frozen=True)
@@ -51,33 +55,52 @@ class Target:
     who: Callable[[SeedFigures], str] = lambda f: ""  # whom a seed's value is of, when one tenant's
 
 
+# ``{base}`` names the policy without adaptive fallback: the default one, or a variant of it
 TARGETS = (
-    Target("Jain under contention, default policy, lowest", "index", ">= 0.95", lambda f: f.jain, min, 4),
-    Target("worst/best tenant p99 wait, default policy, highest", "x", "<= 3", lambda f: f.worst_best, max, 1),
+    Target("Jain under contention, {base}, lowest", "index", ">= 0.95", lambda f: f.jain, min, 4),
+    Target("Jain under contention, adaptive fallback (maxWait 10m), lowest", "index", ">= 0.95",
+           lambda f: f.adaptive_jain, min, 4),
+    Target("worst/best tenant p99 wait, {base}, highest", "x", "<= 3", lambda f: f.worst_best, max, 1),
     Target("fallback regret, adaptive fallback (maxWait 10m), highest", "%", "<= 10", lambda f: f.regret_pct, max, 1),
-    Target("worst tenant p99 wait, adaptive / default policy, highest", "x", "<= 1.2",
+    Target("worst tenant p99 wait, adaptive / {base}, highest", "x", "<= 1.2",
            lambda f: f.adaptive_ratio, max, 2, lambda f: f" ({f.adaptive_worst})"),
 )
 
 
-def _day(seed: int, fallback: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    result = simulate(day_scenario("", fallback), seed=seed, hours=HOURS)
+@dataclass(frozen=True)
+class Variant:
+    """The policies a set of rows measures: ``label`` goes in the row names after the scenario,
+    ``base`` names the policy without adaptive fallback in the targets."""
+
+    label: str = "DRF"
+    base: str = "default policy"
+    preemption: dict[str, Any] | None = None
+
+
+DEFAULT = Variant()
+WITH_FAIR_SHARE_RECLAIM = Variant("DRF, reclaim of fair shares (minRuntime 10m)", "immediate fallback",
+                                  FAIR_SHARE_RECLAIM)
+
+
+def _day(seed: int, fallback: dict[str, Any] | None,
+         preemption: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    result = simulate(day_scenario("", fallback, preemption=preemption), seed=seed, hours=HOURS)
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)
     return fairness_report(life, window), fallback_report(life, window)
 
 
-def seed_figures(seed: int) -> SeedFigures:
-    fair, _ = _day(seed, None)
-    adaptive_fair, adaptive_fb = _day(seed, ADAPTIVE)
+def seed_figures(seed: int, variant: Variant = DEFAULT) -> SeedFigures:
+    fair, _ = _day(seed, None, variant.preemption)
+    adaptive_fair, adaptive_fb = _day(seed, ADAPTIVE, variant.preemption)
     p99 = tenant_p99(fair)
     worst, ratio = worst_ratio(p99_ratios(tenant_p99(adaptive_fair), p99))
     regret = adaptive_fb["regret_rate"]
     return SeedFigures(seed, fair["jain_contention"], worst_best(p99),
-                       None if regret is None else 100 * regret, ratio, worst)
+                       None if regret is None else 100 * regret, ratio, worst, adaptive_fair["jain_contention"])
 
 
-def rows(figures: list[SeedFigures]) -> list[dict[str, Any]]:
+def rows(figures: list[SeedFigures], variant: Variant = DEFAULT) -> list[dict[str, Any]]:
     """One row per target: the worst value over the seeds (a seed with no value, such as a day with
     no contended hour, is named in the note and left out), each seed's value in the note."""
     seeds = _seeds_named([f.seed for f in figures])
@@ -88,7 +111,8 @@ def rows(figures: list[SeedFigures]) -> list[dict[str, Any]]:
         per_seed = ", ".join(
             f"seed {f.seed} {'-' if v is None else f'{v:,.{t.digits}f}'}"
             + t.who(f) for f, v in values)
-        out.append({"issue": "#16", "name": f"fairness across {seeds}, cluster-day {HOURS:g} h, DRF: {t.name}",
+        name = t.name.format(base=variant.base)
+        out.append({"issue": "#16", "name": f"fairness across {seeds}, cluster-day {HOURS:g} h, {variant.label}: {name}",
                     "value": round(t.worse(known), t.digits) if known else None, "unit": t.unit,
                     "target": t.target, "note": per_seed})
     return out
@@ -104,7 +128,7 @@ def _seeds_named(seeds: list[int]) -> str:
 
 
 def run() -> list[dict[str, Any]]:
-    return rows([seed_figures(s) for s in SEEDS])
+    return [row for v in (DEFAULT, WITH_FAIR_SHARE_RECLAIM) for row in rows([seed_figures(s, v) for s in SEEDS], v)]
 
 
 if __name__ == "__main__":

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.bench_fairness import p99_ratios, worst_best, worst_ratio
-from benchmarks.bench_fairness_seeds import SeedFigures, rows
+from benchmarks.bench_fairness import HOURS, p99_ratios, worst_best, worst_ratio
+from benchmarks.bench_fairness_seeds import WITH_FAIR_SHARE_RECLAIM, SeedFigures, rows
 
-SEED_1 = SeedFigures(1, jain=0.94968, worst_best=9.7, regret_pct=11.94, adaptive_ratio=1.144, adaptive_worst="team-a")
-SEED_2 = SeedFigures(2, jain=0.953, worst_best=20.9, regret_pct=9.43, adaptive_ratio=2.266, adaptive_worst="research")
+SEED_1 = SeedFigures(1, jain=0.94968, worst_best=9.7, regret_pct=11.94, adaptive_ratio=1.144, adaptive_worst="team-a",
+                     adaptive_jain=0.96)
+SEED_2 = SeedFigures(2, jain=0.953, worst_best=20.9, regret_pct=9.43, adaptive_ratio=2.266, adaptive_worst="research",
+                     adaptive_jain=0.95831)
 NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adaptive_ratio=1.0, adaptive_worst="team-b")
 
 
@@ -18,6 +20,7 @@ NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adapt
         pytest.param(
             [SEED_1, SEED_2], "seeds 1-2",
             [("Jain", 0.9497, "seed 1 0.9497, seed 2 0.9530"),
+             ("Jain", 0.9583, "seed 1 0.9600, seed 2 0.9583"),
              ("worst/best", 20.9, "seed 1 9.7, seed 2 20.9"),
              ("regret", 11.9, "seed 1 11.9, seed 2 9.4"),
              ("adaptive / default", 2.27, "seed 1 1.14 (team-a), seed 2 2.27 (research)")],
@@ -25,13 +28,14 @@ NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adapt
         pytest.param(
             [SEED_1, NO_CONTENTION], "seeds 1, 3",
             [("Jain", 0.9497, "seed 1 0.9497, seed 3 -"),
+             ("Jain", 0.96, "seed 1 0.9600, seed 3 -"),
              ("worst/best", 9.7, "seed 1 9.7, seed 3 2.0"),
              ("regret", 11.9, "seed 1 11.9, seed 3 -"),
              ("adaptive / default", 1.14, "seed 1 1.14 (team-a), seed 3 1.00 (team-b)")],
             id="a-seed-without-a-value-is-named-and-left-out"),
         pytest.param(
             [NO_CONTENTION], "seed 3",
-            [("Jain", None, "seed 3 -"), ("worst/best", 2.0, "seed 3 2.0"), ("regret", None, "seed 3 -"),
+            [("Jain", None, "seed 3 -"), ("Jain", None, "seed 3 -"), ("worst/best", 2.0, "seed 3 2.0"), ("regret", None, "seed 3 -"),
              ("adaptive / default", 1.0, "seed 3 1.00 (team-b)")],
             id="no-seed-with-a-value-gives-none"),
     ],
@@ -40,8 +44,30 @@ def test_each_target_is_judged_on_its_worst_seed_with_every_seed_in_the_note(fig
     got = rows(figures)
     assert [(w[0] in r["name"], r["value"], r["note"]) for r, w in zip(got, want, strict=True)] == [
         (True, value, note) for _, value, note in want]
-    assert [r["target"] for r in got] == [">= 0.95", "<= 3", "<= 10", "<= 1.2"]
+    assert [r["target"] for r in got] == [">= 0.95", ">= 0.95", "<= 3", "<= 10", "<= 1.2"]
     assert all(f"fairness across {seeds}, " in r["name"] for r in got)
+
+
+def test_the_fair_share_reclaim_rows_name_their_policies():
+    got = rows([SEED_1], WITH_FAIR_SHARE_RECLAIM)
+    head = f"fairness across seed 1, cluster-day {HOURS:g} h, DRF, reclaim of fair shares (minRuntime 10m): "
+    assert [r["name"] for r in got] == [
+        head + "Jain under contention, immediate fallback, lowest",
+        head + "Jain under contention, adaptive fallback (maxWait 10m), lowest",
+        head + "worst/best tenant p99 wait, immediate fallback, highest",
+        head + "fallback regret, adaptive fallback (maxWait 10m), highest",
+        head + "worst tenant p99 wait, adaptive / immediate fallback, highest"]
+    assert [r["value"] for r in got] == [0.9497, 0.96, 9.7, 11.9, 1.14]
+
+
+def test_the_default_rows_keep_their_names():
+    head = f"fairness across seed 1, cluster-day {HOURS:g} h, DRF: "
+    assert [r["name"] for r in rows([SEED_1])] == [
+        head + "Jain under contention, default policy, lowest",
+        head + "Jain under contention, adaptive fallback (maxWait 10m), lowest",
+        head + "worst/best tenant p99 wait, default policy, highest",
+        head + "fallback regret, adaptive fallback (maxWait 10m), highest",
+        head + "worst tenant p99 wait, adaptive / default policy, highest"]
 
 
 @pytest.mark.parametrize(
