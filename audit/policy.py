@@ -701,7 +701,8 @@ def contradictions(raw: Mapping[str, Any], policy: Policy) -> list[PolicyError]:
             and not any(q.nominal > 0 for t in policy.tenants for q in t.quotas.values())):
         out.append(PolicyError(policy.name, "spec.preemption.enabled",
                                "reclaim needs nominal quota, but no tenant has a nominal quota above 0 for any model "
-                               "(spec.tenants[*].quotas)"))
+                               "(spec.tenants[*].quotas; spec.preemption.basis: fairShare reclaims fair shares "
+                               "instead)"))
     raw_tenants = spec.get("tenants") if isinstance(spec.get("tenants"), list) else []
     assert isinstance(raw_tenants, list)
     index = {str(x.get("name")): i for i, x in enumerate(raw_tenants) if isinstance(x, Mapping)}

@@ -92,7 +92,8 @@ _HEAD = "apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n
     pytest.param("  preemption: {enabled: true, minRuntime: 10m}\n"
                  "  tenants:\n    - {name: a, quotas: {H100: {nominal: 0, borrowingLimit: 0}}}\n",
                  "Policy p: spec.preemption.enabled: reclaim needs nominal quota, but no tenant has a nominal "
-                 "quota above 0 for any model (spec.tenants[*].quotas)", id="reclaim-without-nominal-quota"),
+                 "quota above 0 for any model (spec.tenants[*].quotas; spec.preemption.basis: fairShare reclaims "
+                 "fair shares instead)", id="reclaim-without-nominal-quota"),
     pytest.param("  preemption: {enabled: false, minRuntime: 10m}\n",
                  "Policy p: spec.preemption.minRuntime: has no effect without spec.preemption.enabled true "
                  "(nothing is ever preempted)", id="min-runtime-without-reclaim"),
