@@ -37,9 +37,10 @@ stays within its entitlement; a victim's tenant holds more than its entitlement 
 a device of a model of the tier; and evicting the victims leaves every victim tenant holding at
 least its entitlement. Everything else is as above. This is Kueue's fair sharing preemption
 (Kueue docs, "Fair Sharing") with its ``LessThanOrEqualToFinalShare`` rule made strict on both
-sides: the preemptor ends at or below its share, every victim tenant at or above its own, so a
-victim can never preempt back and no two tenants take turns at each other's pods. Quotas still
-gate every tier as always; reclaim on this basis needs no nominal quota.
+sides: the preemptor ends at or below its share, every victim tenant at or above its own, so no
+victim tenant can preempt back while the entitlements stay as they are (they move only when
+capacity or the set of active tenants changes). Quotas still gate every tier as always; reclaim
+on this basis needs no nominal quota.
 
 The decision is a record of its own, outcome ``preempted`` (``audit.records.Outcome``): a
 ``reclaim`` blocker for the preemptor's quota (on the fair-share basis, ``basis: fair_share`` with
