@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     thresholds = _thresholds(args.migration_thresholds) if args.migration_thresholds else _shipped_thresholds()
 
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
 
     from audit.api.app import create_app
     from audit.api.deps import Settings
@@ -136,6 +137,11 @@ def run(args: argparse.Namespace) -> int:
     # A DSN someone typed must name an existing store (a typo would otherwise serve an empty one);
     # the default location under CLAIMTRAIL_DATA_DIR is created on first start.
     explicit = bool(args.dsn or os.environ.get("CLAIMTRAIL_DSN"))
+    # From here a SIGTERM stops the server gracefully, whenever it comes (see ``ShutdownRequest``);
+    # Python's default would end the process before the store closes (its writers acknowledged,
+    # its parser child stopped, its pods tables caught up).
+    stop = ShutdownRequest()
+    signal.signal(signal.SIGTERM, stop.request)
     store = AuditStore.open(args.dsn, create=args.create or not explicit)
     salt = ""
     if args.tokens:
@@ -146,10 +152,6 @@ def run(args: argparse.Namespace) -> int:
         embedded = store.target.embedded_path  # the store's data directory keeps the key of pod hashes
         salt = stored_salt(Path(embedded).parent if embedded else data_dir())
         auth = with_default_salt(auth, salt)
-    # uvicorn answers SIGTERM with a graceful shutdown and then raises the signal again under the
-    # handler that was there before it; Python's default would end the process before the store
-    # closes (its writers acknowledged, its parser child stopped, its pods tables caught up).
-    signal.signal(signal.SIGTERM, _terminated)
     reloader: Any = None
     try:
         if not args.no_id_index:  # first: what the spool delivers next is indexed as it is stored
@@ -181,10 +183,13 @@ def run(args: argparse.Namespace) -> int:
         # the C parser and event loop (dependencies, so named here rather than left to uvicorn's
         # "auto", which would fall back to h11 and asyncio unseen): 0.15-0.35 ms less server CPU
         # per read, measured with benchmarks/read_cpu.py, where a by-id read costs about 3 ms
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
-                    loop="uvloop", http="httptools")
-    except _Terminated:
-        pass  # after uvicorn's graceful shutdown, or before it started: the store closes either way
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", access_log=False,
+                                loop="uvloop", http="httptools")
+        if stop.serve(uvicorn.Server(config)):
+            raise SystemExit(STARTUP_FAILURE)  # as uvicorn.run: the address could not be bound (logged above)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C, raised again by uvicorn after its graceful shutdown (uvicorn.run ends quietly so
+        # too) or come before it served: the store closes either way
     finally:
         if reloader is not None:
             reloader.stop()
@@ -192,12 +197,33 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Terminated(Exception):
-    """SIGTERM, raised where the main thread is so that the store closes on the way out."""
+class ShutdownRequest:
+    """SIGTERM as a request the server honours, however early it comes.
 
+    The handler only records the request, and tells the server once there is one: uvicorn then
+    shuts down gracefully (it takes SIGTERM over while it serves, and raises it again under this
+    handler when it is done). A handler that raised instead could lose the signal: Python runs it
+    wherever the main thread is, and an exception raised inside a finalizer or a weak-reference
+    callback is printed and dropped ("Exception ignored in ..."), which left a server that was
+    told to stop during its startup serving on.
+    """
 
-def _terminated(signum: int, frame: Any) -> None:
-    raise _Terminated
+    def __init__(self) -> None:
+        self.requested = False
+        self.server: Any = None
+
+    def request(self, signum: int = signal.SIGTERM, frame: Any = None) -> None:
+        self.requested = True
+        if self.server is not None:
+            self.server.should_exit = True
+
+    def serve(self, server: Any) -> bool:
+        """Run ``server`` (a ``uvicorn.Server``) unless a stop came first; True when it failed to start."""
+        self.server = server  # a request from here on reaches it, even before it starts serving
+        if self.requested:
+            return False
+        server.run()
+        return not server.started and not self.requested
 
 
 def _otlp_receiver(sink: Any, max_body_bytes: int) -> tuple[Any, Any]:
