@@ -118,8 +118,6 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
         # unvisited ones: the index knows whether they are in use or unhealthy.
         for vd in verdicts:
             reason = vd.reason
-            if reason == _NOT_REACHED:
-                continue
             unvisited -= 1
             if vd.device in allocated_by:
                 in_use -= 1
@@ -140,7 +138,8 @@ def _summary(world: World, t: Tier, closed: str | None, visits: list[Visit],
 
 def _own_verdicts(t: Tier, on_node: Mapping[str, str], verdicts: list[Any] | None) -> list[Any]:
     """The verdicts on devices of the tier's models that live on the node (``on_node``: its
-    devices' models, ``_device_models``).
+    devices' models, ``_device_models``), but for ``not_reached`` ones: those count like unjudged
+    devices and are never exemplars, and a tier not tried on the node has nothing else.
 
     The allocator judges every device the node can reach, whatever its model; a tier's evidence
     counts only its own models' devices (each exactly once: devices of slices shared between
@@ -149,7 +148,7 @@ def _own_verdicts(t: Tier, on_node: Mapping[str, str], verdicts: list[Any] | Non
     if not verdicts:
         return []
     models = t.models
-    return [vd for vd in verdicts if on_node.get(vd.device) in models]
+    return [vd for vd in verdicts if vd.reason != _NOT_REACHED and on_node.get(vd.device) in models]
 
 
 def _node_stats(world: World, node: str) -> dict[str, list[int]]:
@@ -166,7 +165,8 @@ def _node_stats(world: World, node: str) -> dict[str, list[int]]:
 
 
 def _pick_exemplars(out: list[Exemplar], seen: set[str], node: str, verdicts: list[Any]) -> None:
-    """The selected device first, then the first device of each other reason (never not_reached)."""
+    """The selected device first, then the first device of each other reason (``verdicts`` hold
+    no not_reached ones, ``_own_verdicts``)."""
     if len(out) >= MAX_EXEMPLARS:
         return
     if _SELECTED not in seen:
@@ -179,7 +179,7 @@ def _pick_exemplars(out: list[Exemplar], seen: set[str], node: str, verdicts: li
         if len(out) >= MAX_EXEMPLARS:
             return
         reason = vd.reason
-        if reason in seen or reason == _NOT_REACHED:
+        if reason in seen:
             continue
         seen.add(reason)
         out.append(Exemplar(device=vd.device, node=node, reason=reason, detail=vd.detail_dict()))
