@@ -149,6 +149,9 @@ class SignatureModelMatcher:
         self._tiers: dict[int, tuple[dict[str, Any], tuple[int, int], list[RequestTiers]]] = {}
         # the tiers of each distinct claim spec under one pair of versions, without the claim key
         self._by_spec: tuple[tuple[int, int], dict[bytes, list[_RequestShape]]] = ((-1, -1), {})
+        # id(spec) -> (spec, its equality key): claims of one template and size share their spec
+        # object (payloads are never changed once in an event), so most claims need no encoding
+        self._spec_keys: dict[int, tuple[Any, bytes]] = {}
         self._env: Any = None
 
     def cached_tiers(self, claim: dict[str, Any]) -> list[RequestTiers]:
@@ -166,10 +169,19 @@ class SignatureModelMatcher:
         differ only in their names, and a claim's tiers read nothing else of it but its key.
         Keyed by the spec's ``equality_key`` (equal keys are equal JSON values); a spec that is
         not plain JSON is read every time."""
-        try:
-            key = equality_key(claim.get("spec"))
-        except (TypeError, ValueError):
-            return claim_tiers(claim, self)
+        spec = claim.get("spec")
+        known = self._spec_keys.get(id(spec))
+        if known is not None and known[0] is spec:
+            key = known[1]
+        else:
+            try:
+                key = equality_key(spec)
+            except (TypeError, ValueError):
+                return claim_tiers(claim, self)
+            if len(self._spec_keys) >= 1024:
+                self._spec_keys.clear()
+            # the spec itself is kept and compared: an id() of a freed spec can be handed to another
+            self._spec_keys[id(spec)] = (spec, key)
         if self._by_spec[0] != versions:
             self._by_spec = (versions, {})
         shapes = self._by_spec[1]
