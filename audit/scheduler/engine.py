@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -535,25 +536,39 @@ def _candidate_names(world: World, t: Tier) -> set[str]:
         for m in t.models:
             names.update(world.nodes_with_model(m))
         return names
-    # Several models: nodes where one model alone has enough, plus nodes carrying several models
-    # whose free devices together may be enough.
-    for m in t.models:
-        names.update(world.nodes_with_free(m, t.count))
-    for n in world.multi_model_nodes:
-        if sum(world.free_healthy(n, m) for m in t.models) >= t.count:
-            names.add(n)
+    for names_of in _free_lists(world, t):
+        names.update(names_of)
     return names
 
 
+def _free_lists(world: World, t: Tier) -> list[list[str]]:
+    """Name-sorted lists whose union holds the nodes with room for a tier of several models
+    (neither tolerating nor taking all devices): nodes where one model alone has enough, plus
+    nodes carrying several models whose free devices together may be enough."""
+    lists = [world.nodes_with_free(m, t.count) for m in t.models]
+    lists.append(sorted(n for n in world.multi_model_nodes if sum(world.free_healthy(n, m) for m in t.models) >= t.count))
+    return lists
+
+
 def _iter_candidates(world: World, t: Tier) -> Iterator[str]:
-    """``candidate_nodes`` lazily for the common single-model tier (the search usually stops early)."""
-    if world.has_shared_slices or t.tolerates or t.all_devices or len(t.models) != 1:
+    """``candidate_nodes`` lazily (the search usually stops early)."""
+    if world.has_shared_slices or t.tolerates or t.all_devices:
         yield from candidate_nodes(world, t)
         return
     nodes = world.nodes
-    for n in world.nodes_with_free(t.models[0], t.count):
-        if n in nodes:
-            yield n
+    if len(t.models) == 1:
+        for n in world.nodes_with_free(t.models[0], t.count):
+            if n in nodes:
+                yield n
+        return
+    # The lists merged in name order rather than their union sorted: a tier of several models
+    # ("any compatible") can name hundreds of nodes, and the first that fits usually ends the search.
+    last = None
+    for n in heapq.merge(*_free_lists(world, t)):
+        if n != last:
+            last = n
+            if n in nodes:
+                yield n
 
 
 def candidate_order(world: World, rts: list[RequestTiers],
