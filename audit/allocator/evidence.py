@@ -18,6 +18,9 @@ from audit.allocator.outcome import DeviceVerdict, TierEvidence
 from audit.records import Reason
 
 Detail = tuple[tuple[str, str], ...]
+# reason codes as plain strings (an enum member's ``.value`` is a property call)
+_SELECTED = Reason.SELECTED.value
+_NOT_REACHED = Reason.NOT_REACHED.value
 
 
 class EvidenceLog:
@@ -48,7 +51,7 @@ class EvidenceLog:
                 if pool.incomplete:
                     base.append(self._verdict(position, Reason.POOL_INCOMPLETE.value, (("pool", pool.pool_id),)))
                 else:
-                    base.append(self._verdict(position, Reason.NOT_REACHED.value, ()))
+                    base.append(self._verdict(position, _NOT_REACHED, ()))
             self.view.baseline_verdicts = base
         return base
 
@@ -59,7 +62,7 @@ class EvidenceLog:
         for key, position in final:
             chosen.setdefault(key, set()).add(position)
         baseline = self._baseline()
-        selected = Reason.SELECTED.value
+        selected = _SELECTED
         out: list[TierEvidence] = []
         for ci, claim in enumerate(claims):
             for ri, request in enumerate(claim.spec.requests):
@@ -76,7 +79,7 @@ class EvidenceLog:
                             continue
                         if reason == selected:
                             # Taken in a branch that did not become the answer.
-                            reason, detail = Reason.NOT_REACHED.value, (("backtracked", "true"),)
+                            reason, detail = _NOT_REACHED, (("backtracked", "true"),)
                         verdicts[position] = self._verdict(position, reason, detail)
                     for position in picked:
                         verdicts[position] = self._verdict(position, selected, ())

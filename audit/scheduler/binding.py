@@ -25,6 +25,9 @@ from audit.scheduler.tiers import request_tiers, resolve_claims
 from audit.timestamps import format_time_ms
 from audit.world import World
 
+# an enum member's ``.value`` is a property call: read once, for the events of every bind
+_UPSERT = EventType.UPSERT.value
+
 
 def bind_check(world: World, proposal: Proposal) -> tuple[RetryClass, dict[str, Any]] | None:
     """What changed between filter and bind that makes the proposal invalid, if anything."""
@@ -128,9 +131,9 @@ def _bind_events(world: World, pod: dict[str, Any], p: Proposal, time_ms: int) -
         status = {**(claim.get("status") or {}), "allocation": {
             "devices": {"results": alloc.results, "config": alloc.config}, "nodeSelector": alloc.node_selector},
             "reservedFor": reserved}
-        events.append(WorldEvent(world.cluster, seq, time, EventType.UPSERT.value, "ResourceClaim", ns, alloc.claim,
+        events.append(WorldEvent(world.cluster, seq, time, _UPSERT, "ResourceClaim", ns, alloc.claim,
                                  {**claim, "status": status}))
     seq += 1
-    events.append(WorldEvent(world.cluster, seq, time, EventType.UPSERT.value, "Pod", ns, pod["metadata"]["name"],
+    events.append(WorldEvent(world.cluster, seq, time, _UPSERT, "Pod", ns, pod["metadata"]["name"],
                              {**pod, "spec": {**pod["spec"], "nodeName": p.node}}))
     return events

@@ -70,6 +70,9 @@ OWN_ACTIONS = ("finish", "retry", "wake", "reserve")
 # Failures that hold for every pod of the same shape until capacity grows (a fair-share deferral
 # does not: another tenant's placement in the same pass may lift it).
 UNFIT_CLASSES = frozenset({RetryClass.UNSCHEDULABLE.value, RetryClass.QUOTA.value})
+# enum values read once (``.value`` is a property call), for what every pass and removal writes
+_ALLOCATED = Outcome.ALLOCATED.value
+_DELETE = EventType.DELETE.value
 
 
 @dataclass
@@ -283,7 +286,7 @@ class ClusterLoop:
         ns, name = key.split("/", 1)
         if self.world.get("Reservation", ns, name) is None:
             return
-        self.emit("Reservation", ns, name, None, EventType.DELETE.value)
+        self.emit("Reservation", ns, name, None, _DELETE)
         self.wake()
         policy = self.world.policy
         if policy.reserve_after_ms is None:
@@ -305,13 +308,13 @@ class ClusterLoop:
         del self.pods[key]
         self._forced.discard(key)
         self.release(key)
-        self.emit("Pod", ns, name, None, EventType.DELETE.value)
+        self.emit("Pod", ns, name, None, _DELETE)
         gone = []
         for claim in claims:
             obj = self.world.get("ResourceClaim", ns, claim) if claim else None
             if obj is not None:
                 gone.append(obj)
-                self.emit("ResourceClaim", ns, claim, None, EventType.DELETE.value)
+                self.emit("ResourceClaim", ns, claim, None, _DELETE)
         forget_claims(self.world, gone)
         forget_claim_entries(self.world, gone)
         forget_pod(self.world, key)
@@ -375,7 +378,7 @@ class ClusterLoop:
                     self._park_skipped(tenant)
                     continue
             rec = self.attempt(key, tenant)
-            if rec.outcome != Outcome.ALLOCATED.value and rec.retry_class in UNFIT_CLASSES and key in self.pods:
+            if rec.outcome != _ALLOCATED and rec.retry_class in UNFIT_CLASSES and key in self.pods:
                 self.pending.unfit.add(self._shape(key))
                 if policy.fallback_mode != "adaptive":  # (see ``_park_skipped``)
                     self._park_skipped(tenant)
