@@ -712,12 +712,12 @@ class World:
             self.pending[key] = parse_time_ms(new["metadata"].get("creationTimestamp") or self.time or "1970-01-01T00:00:00Z")
         else:
             self.pending.pop(key, None)
-        if was_pending != (key in self.pending):
-            tenant = self.policy.tenant_for(key.split("/", 1)[0])
-            self.pending_by_tenant[tenant] = self.pending_by_tenant.get(tenant, 0) + (1 if not was_pending else -1)
         after = self.pending.get(key)
-        if before != after:
-            order = self.pending_order.setdefault(self.policy.tenant_for(key.split("/", 1)[0]), [])
+        if before != after:  # (so too when the pod joins or leaves the pending pods: times are ints)
+            tenant = self.policy.tenant_for(key.split("/", 1)[0])
+            if was_pending != (after is not None):
+                self.pending_by_tenant[tenant] = self.pending_by_tenant.get(tenant, 0) + (1 if not was_pending else -1)
+            order = self.pending_order.setdefault(tenant, [])
             if before is not None:
                 i = bisect.bisect_left(order, (before, key))
                 if i < len(order) and order[i] == (before, key):
