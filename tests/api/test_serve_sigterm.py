@@ -34,8 +34,9 @@ def test_sigterm_closes_the_store_and_exits_zero(tmp_path: Path) -> None:
 
 def test_a_sigterm_as_soon_as_the_server_says_it_listens_stops_it_every_time(tmp_path: Path) -> None:
     # The signal lands while uvicorn starts: a handler that raised could have its exception
-    # dropped in a finalizer there, and the server then served on (about one start in ten).
-    for i in range(5):
+    # dropped in a finalizer there, and the server then served on (about one start in ten; the
+    # tests below hold the mechanism itself, whatever the timing).
+    for i in range(3):
         env = {**{k: v for k, v in os.environ.items() if k not in ("CLAIMTRAIL_DSN", "CLAIMTRAIL_DATA_DIR")},
                "CLAIMTRAIL_DATA_DIR": str(tmp_path / f"store-{i}")}
         proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--insecure-local",
