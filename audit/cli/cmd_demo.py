@@ -53,6 +53,7 @@ def _free(port: int) -> int:
 def _wait_http(url: str, proc: subprocess.Popen[bytes], what: str, timeout_s: float = 90.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        _stop_if_signalled()
         if proc.poll() is not None:
             raise UserError(f"{what} exited with code {proc.returncode} before answering at {url}")
         try:
@@ -69,13 +70,28 @@ def _claimtrail(*args: str) -> list[str]:
 
 
 def _step(msg: str) -> None:
+    _stop_if_signalled()
     print(f"==> {msg}", flush=True)
+
+
+class _Signalled:
+    """The signal that asked the demo to stop, kept as well as raised: Python runs a handler
+    wherever the main thread is, and an exception raised inside a finalizer or a weak-reference
+    callback is printed and dropped, so the next step raises it again."""
+
+    name = ""
 
 
 def _stop_on(signum: int, _frame: object) -> None:
     """``kill`` (SIGTERM) and a closed terminal (SIGHUP) stop the demo as Ctrl-C does, so the
     ``finally`` below stops the API and the dashboard and the store lock is released."""
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+    _Signalled.name = signal.Signals(signum).name
+    raise KeyboardInterrupt(_Signalled.name)
+
+
+def _stop_if_signalled() -> None:
+    if _Signalled.name:
+        raise KeyboardInterrupt(_Signalled.name)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
             _step("demo check passed: API and dashboard answer")
             return 0
         print("Serving until Ctrl-C.", flush=True)
+        _stop_if_signalled()
         signal.pause()
         return 0
     finally:

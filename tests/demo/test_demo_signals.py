@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import signal
 import socket
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
+from audit.cli import cmd_demo
 from audit.store.queries import AuditStore
 from tests.demo.conftest import start_demo
 
@@ -34,3 +36,20 @@ def test_a_signal_stops_the_api_and_the_dashboard_and_frees_the_store(tmp_path: 
         demo.kill_group()
     with AuditStore.open(f"chdb://{demo.data_dir}/db", create=False) as store:  # the lock is released
         assert store.client.query("SELECT count() > 0 FROM decisions").result_rows[0][0] == 1
+
+
+def test_a_stop_signal_dropped_in_a_finalizer_stops_the_demo_at_its_next_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Python runs a signal handler wherever the main thread is; an exception raised inside a
+    # finalizer is handed to sys.unraisablehook and dropped, and the demo would go on.
+    dropped: list[BaseException | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: dropped.append(u.exc_value))
+    monkeypatch.setattr(cmd_demo._Signalled, "name", "")
+
+    class Doomed:
+        def __del__(self) -> None:
+            cmd_demo._stop_on(signal.SIGTERM, None)
+
+    Doomed()
+    assert [type(e) for e in dropped] == [KeyboardInterrupt]
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+        cmd_demo._step("simulating the next thing")
