@@ -95,4 +95,9 @@ def test_a_store_that_does_not_exist_is_refused_unless_created(tmp_path: Path, a
             assert proc.stderr.readline().startswith("claimtrail serve: listening on")
     finally:
         proc.terminate()
-        proc.communicate(timeout=60)
+        try:
+            proc.communicate(timeout=60)  # a server that ignores SIGTERM fails the test ...
+        except subprocess.TimeoutExpired:
+            proc.kill()  # ... and is not left running after it
+            proc.communicate()
+            raise
