@@ -32,8 +32,10 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy $(CORE)
 
+# One worker per core (pytest-xdist); --dist loadscope keeps each module's tests on one worker, so
+# a module-scoped fixture (a simulated day, a filled store) is built once, not once per worker.
 unit: install
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n auto --dist loadscope
 
 test: lint typecheck unit
 
