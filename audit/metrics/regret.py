@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from audit.allocator.outcome import Status
+from audit.scheduler.attempt import model_matcher
 from audit.scheduler.filters import node_filter
 from audit.scheduler.nodealloc import allocate_on_node
 from audit.scheduler.quota import check_quota
@@ -55,25 +56,32 @@ def reduced_to_first_choice(claims: list[dict[str, Any]]) -> list[dict[str, Any]
 def _candidate_nodes(world: World, c: RegretCandidate) -> list[str]:
     """Nodes with enough free healthy devices of a model each first alternative can match (a
     necessary condition; the allocator decides)."""
-    from audit.scheduler.attempt import model_matcher
-
     version = (world.signature_version, world.class_version)
     if c.needs_version != version:
         matcher = model_matcher(world)
         c.needs = tuple((rt.tiers[0].models, rt.tiers[0].count)
                         for claim in c.claims for rt in claim_tiers(claim, matcher) if rt.tiers)
         c.needs_version = version
+    if len(c.needs) == 1 and len(c.needs[0][0]) == 1:
+        # the common case, one request of one model: the world keeps that list sorted already
+        (((model,), count),) = c.needs
+        return world.nodes_with_free(model, count)
     nodes: set[str] | None = None
     for models, count in c.needs:
         here = {n for m in models for n in world.nodes_with_free(m, count)}
         nodes = here if nodes is None else nodes & here
+        if not nodes:
+            return []
     return sorted(nodes or ())
 
 
 def first_choice_allocatable(world: World, c: RegretCandidate) -> bool:
+    nodes = _candidate_nodes(world, c)
+    if not nodes:  # asked of every candidate at the end of nearly every instant: the usual answer
+        return False
     policy = world.policy
     tenant = policy.tenant_for(c.life.namespace)  # quota as the policy in force names the tenant
-    for node in _candidate_nodes(world, c):
+    for node in nodes:
         if node_filter(world, node, c.pod) is not None:
             continue
         outcome = allocate_on_node(world, node, c.claims, policy, explain=False)
