@@ -173,8 +173,8 @@ class Noise:
         self.core: int | None = None
         if enabled:
             self.core = burner_core(os.sched_getaffinity(0))
-            pin = f"import os; os.sched_setaffinity(0, {{{self.core}}})\n" if self.core is not None else ""
-            self.proc = subprocess.Popen([sys.executable, "-c", pin + "while True: pass"])
+            pin = f"os.sched_setaffinity(0, {{{self.core}}})\n" if self.core is not None else ""
+            self.proc = subprocess.Popen([sys.executable, "-c", "import os\n" + pin + while_the_run_lasts()])
 
     def __enter__(self) -> Noise:
         return self
@@ -208,10 +208,24 @@ class Awake:
             proc.wait()
 
 
+def while_the_run_lasts() -> str:
+    """The busy loop of a helper process (the ``--noise`` burner, the ``Awake`` spinners): it spins
+    while its parent is this process, the run, however the run ends. A run stopped by a signal it
+    does not handle (``kill``) never reaches the ``with`` blocks' exits that kill its helpers; once
+    it is gone the helper is some other process's child and stops within milliseconds. The run's
+    pid is written in, not read by the helper: a run killed before its helper started would
+    otherwise be missed."""
+    return f"""
+while os.getppid() == {os.getpid()}:
+    for _ in range(100_000):
+        pass
+"""
+
+
 def spinner(core: int) -> str:
     """The program of an ``Awake`` spinner on ``core``: pinned there, at idle priority, spinning."""
     return (f"import os; os.sched_setaffinity(0, {{{core}}}); "
-            "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\nwhile True: pass")
+            "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n" + while_the_run_lasts())
 
 
 def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

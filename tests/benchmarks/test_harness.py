@@ -6,7 +6,10 @@ run, and ``compare``'s report of rows whose own runs disagree by more than the b
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -41,6 +44,35 @@ def test_the_noise_burner_runs_on_its_core_alone_and_ends_with_the_run() -> None
                 time.sleep(0.05)
     assert noise.proc.poll() is not None
     assert Noise(False).proc is None
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (an exited child nobody has reaped yet is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def test_the_burner_and_the_spinners_stop_when_the_run_is_killed() -> None:
+    # SIGKILL, like a SIGTERM the run does not handle, skips the exits that would kill them
+    program = ("import time\nfrom benchmarks.run import Awake, Noise\n"
+               "with Awake(True) as awake, Noise(True) as noise:\n"
+               "    print(*(p.pid for p in [*awake.procs, noise.proc]), flush=True)\n"
+               "    time.sleep(600)\n")
+    repo = Path(__file__).resolve().parents[2]
+    run = subprocess.Popen([sys.executable, "-c", program], cwd=repo, stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(repo)})
+    assert run.stdout is not None
+    helpers = [int(pid) for pid in run.stdout.readline().split()]
+    assert len(helpers) == len(os.sched_getaffinity(0)) + 1 and all(_running(pid) for pid in helpers)
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 30
+    while any(_running(pid) for pid in helpers):
+        assert time.monotonic() < deadline, [pid for pid in helpers if _running(pid)]
+        time.sleep(0.05)
 
 
 @pytest.mark.parametrize(("wanted", "passes"), [
