@@ -32,7 +32,7 @@ import httpx
 
 from benchmarks.interleaved import Interleaved, faster_each, of_samples, of_work, paced, paced_with
 from benchmarks.pacers import MixedPacer
-from benchmarks.serving import wait_ready
+from benchmarks.serving import start_serve, wait_ready
 
 # short latencies and tails: make bench reports the median of five runs (a run takes ~30 s)
 BENCH_RUNS = 5
@@ -302,11 +302,7 @@ def run() -> list[dict[str, Any]]:
     store_dir, source = _store()
     log = store_dir / "bench-api-serve.log"
     port = free_port()
-    import subprocess
-
-    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--create", "--dsn", f"chdb://{store_dir}/db",
-                             "--port", str(port), "--insecure-local"], cwd=REPO, stdout=log.open("wb"),
-                            stderr=subprocess.STDOUT)
+    proc = start_serve(["--create", "--dsn", f"chdb://{store_dir}/db", "--port", str(port), "--insecure-local"], log)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_ready(proc, base, log, 300)

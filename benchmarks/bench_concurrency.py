@@ -36,7 +36,7 @@ from urllib.parse import urlencode, urlsplit
 
 import httpx
 
-from benchmarks.serving import metric, wait_ready
+from benchmarks.serving import metric, start_serve, wait_ready
 
 BENCH_RUNS = 3  # short latencies and tails: make bench reports the median of three runs
 REPO = Path(__file__).resolve().parents[1]
@@ -88,9 +88,8 @@ def _serve(store_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     log = store_dir / "serve.log"
     # one caller (the bench) makes every request: lift the per-caller limits out of the way
-    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--create", "--dsn", f"chdb://{store_dir}/db",
-                             "--port", str(port), "--insecure-local", "--rate-limit", "1000000", "--burst", "1000000",
-                             "--max-in-flight", "1000"], cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    proc = start_serve(["--create", "--dsn", f"chdb://{store_dir}/db", "--port", str(port), "--insecure-local",
+                        "--rate-limit", "1000000", "--burst", "1000000", "--max-in-flight", "1000"], log)
     base = f"http://127.0.0.1:{port}"
     wait_ready(proc, base, log, 300)
     return proc, base

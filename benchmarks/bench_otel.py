@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.interleaved import Interleaved, interleaved
+from benchmarks.lifetime import ending_with_this_process
 
 BENCH_RUNS = 3  # short latencies and tails: make bench reports the median of three runs
 REPO = Path(__file__).resolve().parents[1]
@@ -143,7 +144,7 @@ class _Server:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         code = f"from benchmarks.bench_otel import {entry}; {entry}({self.port})"
-        self.proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+        self.proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, preexec_fn=ending_with_this_process())
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -31,6 +31,7 @@ import httpx
 
 from benchmarks.interleaved import Interleaved, best_of, paced
 from benchmarks.run import spread_of
+from benchmarks.serving import start_serve, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 SEED, HOURS = 7, 24
@@ -61,32 +62,18 @@ def _verified(summary: str) -> int:
     return int(first.split()[1].replace(",", ""))
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(data: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    proc = subprocess.Popen(_claimtrail("serve", "--create", "--dsn", f"chdb://{data}/db", "--port", str(port),
-                                        "--insecure-local"), cwd=REPO, env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    from tests.api.conftest import free_port
+
+    port, log = free_port(), data.parent / "serve.log"
+    proc = start_serve(["--create", "--dsn", f"chdb://{data}/db", "--port", str(port), "--insecure-local"], log)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"serve exited with {proc.returncode}")
-        try:
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    proc.kill()
-    raise SystemExit("serve did not get ready")
+    try:
+        wait_ready(proc, url, log, 180)
+    except RuntimeError as e:
+        proc.kill()
+        raise SystemExit(str(e)) from None
+    return proc, url
 
 
 def _ingest(url: str, kind: str, path: Path) -> None:

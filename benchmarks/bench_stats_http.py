@@ -36,7 +36,6 @@ import dataclasses
 import functools
 import math
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,7 +46,7 @@ import httpx
 from benchmarks.cores import Busy
 from benchmarks.interleaved import faster_each, of_samples, paced_with
 from benchmarks.pacers import MixedPacer
-from benchmarks.serving import wait_id_index
+from benchmarks.serving import start_serve, wait_id_index
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / ".claimtrail" / "bench-stats-http"
@@ -246,10 +245,8 @@ def run() -> list[dict[str, Any]]:
     day = {"cluster": "demo", "since": _iso(sizes["start"]), "until": _iso(sizes["end"])}
     started = time.perf_counter()
     # one caller makes every request: lift the per-caller limits out of the way
-    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{store_dir}/db",
-                             "--host", "127.0.0.1", "--port", str(port), "--tokens", str(CACHE / "tokens.yaml"),
-                             "--rate-limit", "1000000", "--burst", "1000000"],
-                            cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    proc = start_serve(["--dsn", f"chdb://{store_dir}/db", "--host", "127.0.0.1", "--port", str(port),
+                        "--tokens", str(CACHE / "tokens.yaml"), "--rate-limit", "1000000", "--burst", "1000000"], log)
     base = f"http://127.0.0.1:{port}"
     starting = Busy(proc.pid)
     busy = {(who, kind): Busy(proc.pid) for who in headers for kind in ("fairness", "fallback")}

@@ -14,7 +14,6 @@ answer is served), one request at a time, and the server process's user + system
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import shutil
 import subprocess
@@ -26,7 +25,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks.cores import process_cpu
-from benchmarks.serving import wait_ready
+from benchmarks.serving import start_serve, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_STORE = REPO / ".claimtrail" / "bench-concurrency" / "store"
@@ -37,11 +36,9 @@ def _serve(store: Path, tokens: Path, code: Path) -> tuple[subprocess.Popen[byte
     from tests.api.conftest import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", "--dsn", f"chdb://{store}/db",
-                             "--port", str(port), "--tokens", str(tokens), "--rate-limit", "1000000",
-                             "--burst", "1000000", "--max-in-flight", "1000"],
-                            cwd=code, env={**os.environ, "PYTHONPATH": str(code)},
-                            stdout=(store / "serve.log").open("wb"), stderr=subprocess.STDOUT)
+    proc = start_serve(["--dsn", f"chdb://{store}/db", "--port", str(port), "--tokens", str(tokens),
+                        "--rate-limit", "1000000", "--burst", "1000000", "--max-in-flight", "1000"],
+                       store / "serve.log", code)
     base = f"http://127.0.0.1:{port}"
     wait_ready(proc, base, store / "serve.log", 600)  # a first start may apply migrations that backfill
     return proc, base

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks import calibrate
+from benchmarks.lifetime import ending_with_this_process
 
 
 def machine() -> dict[str, Any]:
@@ -67,7 +68,8 @@ def run_module(name: str, rows_path: str) -> None:
 
 
 def _in_own_process(args: list[str], what: str) -> str:
-    done = subprocess.run([sys.executable, "-m", *args], check=False, stdout=subprocess.PIPE, text=True)
+    done = subprocess.run([sys.executable, "-m", *args], check=False, stdout=subprocess.PIPE, text=True,
+                          preexec_fn=ending_with_this_process())
     if done.returncode != 0:
         raise SystemExit(f"{what} failed with exit code {done.returncode}")
     return done.stdout
@@ -158,6 +160,10 @@ def burner_core(available: set[int]) -> int | None:
     return max(available) if len(available) >= 2 else None
 
 
+# the busy loop of the burner and the spinners, which end with the run (``benchmarks.lifetime``)
+SPIN = "while True:\n    pass\n"
+
+
 class Noise:
     """A process that burns one core for as long as the run lasts (``--noise``).
 
@@ -174,7 +180,8 @@ class Noise:
         if enabled:
             self.core = burner_core(os.sched_getaffinity(0))
             pin = f"os.sched_setaffinity(0, {{{self.core}}})\n" if self.core is not None else ""
-            self.proc = subprocess.Popen([sys.executable, "-c", "import os\n" + pin + while_the_run_lasts()])
+            self.proc = subprocess.Popen([sys.executable, "-c", "import os\n" + pin + SPIN],
+                                         preexec_fn=ending_with_this_process())
 
     def __enter__(self) -> Noise:
         return self
@@ -197,7 +204,8 @@ class Awake:
 
     def __init__(self, enabled: bool) -> None:
         self.cores = sorted(os.sched_getaffinity(0)) if enabled else []
-        self.procs = [subprocess.Popen([sys.executable, "-c", spinner(core)]) for core in self.cores]
+        self.procs = [subprocess.Popen([sys.executable, "-c", spinner(core)],
+                                       preexec_fn=ending_with_this_process()) for core in self.cores]
 
     def __enter__(self) -> Awake:
         return self
@@ -208,24 +216,10 @@ class Awake:
             proc.wait()
 
 
-def while_the_run_lasts() -> str:
-    """The busy loop of a helper process (the ``--noise`` burner, the ``Awake`` spinners): it spins
-    while its parent is this process, the run, however the run ends. A run stopped by a signal it
-    does not handle (``kill``) never reaches the ``with`` blocks' exits that kill its helpers; once
-    it is gone the helper is some other process's child and stops within milliseconds. The run's
-    pid is written in, not read by the helper: a run killed before its helper started would
-    otherwise be missed."""
-    return f"""
-while os.getppid() == {os.getpid()}:
-    for _ in range(100_000):
-        pass
-"""
-
-
 def spinner(core: int) -> str:
     """The program of an ``Awake`` spinner on ``core``: pinned there, at idle priority, spinning."""
     return (f"import os; os.sched_setaffinity(0, {{{core}}}); "
-            "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n" + while_the_run_lasts())
+            "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n" + SPIN)
 
 
 def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -1,16 +1,33 @@
-"""Waiting for a ``claimtrail serve`` that a benchmark started: the one place that polls readiness.
+"""Starting a ``claimtrail serve`` for a benchmark and waiting for it: the one place that does both.
 
 A benchmark that starts the real server in a process of its own must not time anything before the
-server answers, and must say why when it never does: its log's tail, not a connection error.
+server answers, and must say why when it never does: its log's tail, not a connection error. The
+server ends with the benchmark's process however that ends (``benchmarks.lifetime``).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
+
+from benchmarks.lifetime import ending_with_this_process
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def start_serve(args: Sequence[str], log: Path | None, code: Path = REPO) -> subprocess.Popen[bytes]:
+    """``claimtrail serve`` with ``args``, run from the checkout ``code``, its output in ``log`` (none
+    when None). It is not ready yet: ``wait_ready`` waits for it."""
+    out = log.open("wb") if log is not None else subprocess.DEVNULL
+    return subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", *args], cwd=code,
+                            env={**os.environ, "PYTHONPATH": str(code)}, stdout=out, stderr=subprocess.STDOUT,
+                            preexec_fn=ending_with_this_process())
 
 
 def wait_ready(proc: subprocess.Popen[bytes], base: str, log: Path, timeout_s: float) -> None:

@@ -1,11 +1,13 @@
 """The ``make bench`` harness around the modules: the pinned ``--noise`` burner and idle-priority
 spinners, the passes that spread a module's runs over the whole run, the spread of a row's runs,
 the extra runs of the modules whose runs spread widest, the CPU speed taken on either side of a
-run, and ``compare``'s report of rows whose own runs disagree by more than the band."""
+run, and ``compare``'s report of rows whose own runs disagree by more than the band; and that a
+killed run leaves none of its processes behind."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -69,10 +71,41 @@ def test_the_burner_and_the_spinners_stop_when_the_run_is_killed() -> None:
     assert len(helpers) == len(os.sched_getaffinity(0)) + 1 and all(_running(pid) for pid in helpers)
     run.kill()
     run.wait()
-    deadline = time.monotonic() + 30
-    while any(_running(pid) for pid in helpers):
-        assert time.monotonic() < deadline, [pid for pid in helpers if _running(pid)]
+    _all_end_within(helpers, 30)
+
+
+def _all_end_within(pids: list[int], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while any(_running(pid) for pid in pids):
+        assert time.monotonic() < deadline, [pid for pid in pids if _running(pid)]
         time.sleep(0.05)
+
+
+def test_a_killed_run_takes_its_module_and_the_server_the_module_started_with_it(tmp_path: Path) -> None:
+    # run -> module -> claimtrail serve, as make bench starts bench_api's server; only the run is killed
+    module = ("import time\nfrom pathlib import Path\n"
+              "from benchmarks.serving import start_serve, wait_ready\nfrom tests.api.conftest import free_port\n"
+              f"store, port = Path({str(tmp_path)!r}), free_port()\n"
+              "serve = start_serve(['--create', '--dsn', f'chdb://{store}/db', '--port', str(port), '--insecure-local'],"
+              " store / 'serve.log')\n"
+              "wait_ready(serve, f'http://127.0.0.1:{port}', store / 'serve.log', 120)\n"
+              "print(serve.pid, flush=True)\ntime.sleep(600)\n")
+    program = ("import subprocess, sys, time\nfrom benchmarks.lifetime import ending_with_this_process\n"
+               f"module = subprocess.Popen([sys.executable, '-c', {module!r}], preexec_fn=ending_with_this_process())\n"
+               "print(module.pid, flush=True)\ntime.sleep(600)\n")
+    repo = Path(__file__).resolve().parents[2]
+    run = subprocess.Popen([sys.executable, "-c", program], cwd=repo, stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(repo)})
+    assert run.stdout is not None
+    started = [int(run.stdout.readline()), int(run.stdout.readline() or 0)]
+    assert all(_running(pid) for pid in started), (tmp_path / "serve.log").read_text()
+    run.kill()
+    run.wait()
+    try:
+        _all_end_within(started, 60)
+    finally:  # a failure must not leave a server behind either
+        for pid in filter(_running, started):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize(("wanted", "passes"), [
