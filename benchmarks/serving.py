@@ -24,10 +24,10 @@ REPO = Path(__file__).resolve().parents[1]
 def start_serve(args: Sequence[str], log: Path | None, code: Path = REPO) -> subprocess.Popen[bytes]:
     """``claimtrail serve`` with ``args``, run from the checkout ``code``, its output in ``log`` (none
     when None). It is not ready yet: ``wait_ready`` waits for it."""
-    out = log.open("wb") if log is not None else subprocess.DEVNULL
-    return subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", *args], cwd=code,
-                            env={**os.environ, "PYTHONPATH": str(code)}, stdout=out, stderr=subprocess.STDOUT,
-                            preexec_fn=ending_with_this_process())
+    with (log if log is not None else Path(os.devnull)).open("wb") as out:  # the child keeps its own copy
+        return subprocess.Popen([sys.executable, "-m", "audit.cli.main", "serve", *args], cwd=code,
+                                env={**os.environ, "PYTHONPATH": str(code)}, stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=ending_with_this_process())
 
 
 def wait_ready(proc: subprocess.Popen[bytes], base: str, log: Path, timeout_s: float) -> None:
