@@ -16,7 +16,6 @@ instant both have seen complete.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -297,8 +296,10 @@ class LifecycleFold:
             life.allocated_ms = t
         life.preferred = _preferred(world, claims)
         if life.fallback:
+            # the pod as it stands now, kept by reference: the world replaces an object whole on
+            # each event and never changes one in place, so this one stays as it was
             reduced = reduced_to_first_choice(claims)
-            self._candidates.append(RegretCandidate(life, copy.deepcopy(pod), reduced, t + policy.regret_window_ms))
+            self._candidates.append(RegretCandidate(life, pod, reduced, t + policy.regret_window_ms))
 
     def _asks(self, pod: dict[str, Any]) -> str:
         """The models of the device-plugin nodes the pod's nodeSelector and required node affinity

@@ -11,7 +11,6 @@ enough: eight free H100s spread over four nodes do not fit a pod asking for eigh
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,15 +39,19 @@ class RegretCandidate:
 
 
 def reduced_to_first_choice(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each claim with every ``firstAvailable`` request cut to its first subrequest, status dropped."""
+    """Each claim with every ``firstAvailable`` request cut to its first subrequest, status dropped.
+    Only the dicts on the way to a cut request are new; the rest is shared with the claim as the
+    world holds it, which is never changed in place (``World.apply`` replaces an object whole)."""
     out = []
     for claim in claims:
-        c = {k: copy.deepcopy(v) for k, v in claim.items() if k != "status"}
-        devices = (c.get("spec") or {}).get("devices") or {}
-        for r in devices.get("requests") or []:
-            subs = r.get("firstAvailable")
-            if subs:
-                r["firstAvailable"] = subs[:1]
+        c = {k: v for k, v in claim.items() if k != "status"}
+        spec = c.get("spec") or {}
+        devices = spec.get("devices") or {}
+        requests = devices.get("requests") or []
+        if any(r.get("firstAvailable") for r in requests):
+            cut = [{**r, "firstAvailable": r["firstAvailable"][:1]} if r.get("firstAvailable") else r
+                   for r in requests]
+            c["spec"] = {**spec, "devices": {**devices, "requests": cut}}
         out.append(c)
     return out
 

@@ -59,3 +59,33 @@ def test_regret_waits_for_the_instant_to_end() -> None:
     assert _regretted(log) is False
     log.tick(6)
     assert _regretted(log) is True
+
+
+def _claim(*requests: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "c", "namespace": "team-a"}, "spec": {"devices": {"requests": list(requests)}},
+            "status": {"allocation": {"devices": {"results": []}}}}
+
+
+_H100 = {"name": "h100", "deviceClassName": "gpu.nvidia.com", "count": 4}
+_A100 = {"name": "a100", "deviceClassName": "gpu.nvidia.com", "count": 4}
+
+
+@pytest.mark.parametrize(("claim", "requests"), [
+    # firstAvailable cut to its first subrequest
+    (_claim({"name": "gpu", "firstAvailable": [_H100, _A100]}), [{"name": "gpu", "firstAvailable": [_H100]}]),
+    # a request without alternatives, beside one with them, is kept as it is
+    (_claim({"name": "nic", "exactly": {"deviceClassName": "nic"}}, {"name": "gpu", "firstAvailable": [_A100, _H100]}),
+     [{"name": "nic", "exactly": {"deviceClassName": "nic"}}, {"name": "gpu", "firstAvailable": [_A100]}]),
+    (_claim({"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}),
+     [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]),
+])
+def test_the_first_choice_of_a_claim_drops_its_status_and_leaves_the_claim_as_it_was(
+        claim: dict[str, Any], requests: list[dict[str, Any]]) -> None:
+    import copy
+
+    from audit.metrics.regret import reduced_to_first_choice
+
+    before = copy.deepcopy(claim)
+    (reduced,) = reduced_to_first_choice([claim])
+    assert reduced == {"metadata": claim["metadata"], "spec": {"devices": {"requests": requests}}}
+    assert claim == before  # the world's claim is shared, never changed
