@@ -43,6 +43,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -82,8 +83,11 @@ class ReleaseEstimate:
     running: int
 
 
-@dataclass(frozen=True)
-class _Holding:
+class _Holding(NamedTuple):
+    """One running allocation as an estimate reads it. A tuple, not a frozen dataclass: every
+    instant builds one per running allocation, and a frozen dataclass's ``__init__`` costs
+    several times a tuple's."""
+
     node: str  # (the model, in a quota group)
     age_ms: int
     devices: int  # healthy devices of the tier's models it will give back
