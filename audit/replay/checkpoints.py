@@ -11,8 +11,9 @@ verifies that text by hashing its bytes — the snapshot's canonical bytes are t
 objects to check them costs more than parsing them. A text that is not in that form (an older
 writer's ASCII escapes, or damage) is checked the slow way, on its parsed content, so the verdict
 never depends on the encoding. The last two parsed snapshots are kept by content digest (with
-their devices' models and signatures) for loads whose bytes hash to that digest; every load still
-hashes its text and rebuilds its own world (see ``_ParsedSnapshots``).
+their devices' models and signatures, and the indexed devices themselves) for loads whose bytes
+hash to that digest; every load still hashes its text and rebuilds its own world (see
+``_ParsedSnapshots``).
 
 ``CheckpointWriter`` decides when a checkpoint is due — after the event whose ``seq + 1`` is a
 multiple of ``every`` — so the positions do not depend on how producers batch their events, and
@@ -77,10 +78,11 @@ class _ParsedSnapshots:
     replays cluster around the same checkpoints (a batch, an auditor stepping through a window).
     Only content that is immutable and named by its digest is kept: a snapshot is looked up
     under a digest its text was just hashed to on this load, so a damaged or different text never
-    reaches an entry. With it go its devices' models and signatures (``DeviceFacts``: pure
-    functions of that content under the snapshot's policy). Every load still rebuilds its own
-    world — devices, allocations, free counts, pending pods, usage — from the snapshot; its
-    objects are shared read-only, as event payloads already are between worlds.
+    reaches an entry. With it go its devices' models and signatures, and the ``Device`` objects
+    its pools indexed to (``DeviceFacts``: pure functions of that content under the snapshot's
+    policy and taint rules, never changed once built). Every load still rebuilds its own
+    world — device indexes, allocations, free counts, pending pods, usage — from the snapshot;
+    its objects and devices are shared read-only, as event payloads already are between worlds.
     """
 
     def __init__(self, keep: int) -> None:

@@ -166,3 +166,46 @@ def test_memory_source_keeps_checkpoints_as_the_canonical_text_the_store_keeps()
     assert source.nearest_checkpoint("busy", SEQ) == (SEQ, json.loads(text))
     assert hashlib.sha256(text.replace(f',"content_digest":"{json.loads(text)["content_digest"]}"', "").encode()
                           ).hexdigest() == json.loads(text)["content_digest"]
+
+
+def _snap() -> dict:
+    return {k: v for k, v in checkpoint_body(_folded()).items() if k != "content_digest"}
+
+
+def _a_pool(snap: dict) -> tuple[str, dict]:
+    """The name and object of the first node-local slice (one slice per pool in these runs)."""
+    return sorted((k, s) for k, s in snap["objects"]["ResourceSlice"].items() if s["spec"].get("nodeName"))[0]
+
+
+def _one_device_fewer(snap: dict) -> dict:
+    name, sl = _a_pool(snap)
+    edited = copy.deepcopy(sl)
+    edited["spec"]["devices"] = edited["spec"]["devices"][1:]
+    return {**snap, "objects": {**snap["objects"], "ResourceSlice": {**snap["objects"]["ResourceSlice"], name: edited}}}
+
+
+def _pool_drained(snap: dict) -> dict:
+    _, sl = _a_pool(snap)
+    rule = {"apiVersion": "resource.k8s.io/v1alpha3", "kind": "DeviceTaintRule", "metadata": {"name": "drain"},
+            "spec": {"deviceSelector": {"driver": sl["spec"]["driver"], "pool": sl["spec"]["pool"]["name"]},
+                     "taint": {"key": "example.com/drain", "value": "", "effect": "NoSchedule"}}}
+    rules = {**snap["objects"].get("DeviceTaintRule", {}), "drain": rule}
+    return {**snap, "objects": {**snap["objects"], "DeviceTaintRule": rules}}
+
+
+@pytest.mark.parametrize("change", [_one_device_fewer, _pool_drained], ids=["slice-edited", "taint-rule-added"])
+def test_devices_kept_from_an_earlier_load_serve_only_the_same_slices_under_the_same_rules(change):
+    snap = _snap()
+    first = World.from_snapshot(snap)
+    again = World.from_snapshot(snap, first.device_facts)
+    shared = [i for i, d in again.devices.items() if d is first.devices[i]]
+    assert len(shared) == len(first.devices)  # the same content: every device shared
+    changed = change(snap)
+    name, sl = _a_pool(changed)
+    pool = (sl["spec"]["driver"], sl["spec"]["pool"]["name"])
+    kept = World.from_snapshot(changed, first.device_facts)
+    assert _indexes(kept) == _indexes(World.from_snapshot(changed))
+    rebuilt = kept.pool_devices[pool]
+    assert rebuilt and all(kept.devices[i] is not first.devices.get(i) for i in rebuilt)
+    others = [i for i in kept.devices if i not in set(rebuilt)]
+    assert others and all(kept.devices[i] is first.devices[i] for i in others)
