@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import json
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -35,7 +34,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from audit.canonical import canonical_digest, canonical_json
-from audit.events import WorldEvent
+from audit.events import WorldEvent, loads_json
 from audit.world import DeviceFacts, World
 
 DEFAULT_INTERVAL = 10_000
@@ -187,7 +186,7 @@ def load_checkpoint_text(cluster: str, seq: int, text: str | bytes) -> World:
             if entry is not None:
                 return _rebuild(cluster, seq, *entry)
         try:
-            body = json.loads(raw)
+            body = loads_json(raw)  # json's value and errors, through orjson where they agree
         except ValueError as exc:
             raise CheckpointCorrupt(cluster, seq, f"body is not JSON: {exc}") from None
         if member is None or not matched or not isinstance(body, dict) \
