@@ -67,11 +67,15 @@ def of_samples(samples: Sequence[tuple[float, float]], unit: str,
                summary: Callable[[list[float]], float] = statistics.median) -> Interleaved:
     """The median (or another ``summary``, such as a percentile) of many (figure, speed) samples,
     as measured and normalised: for a figure that is itself a median over many short samples (one
-    per node visited), each taken in a round of ``paced`` and given that round's speed."""
+    per node visited), each taken in a round of ``paced`` and given that round's speed.
+
+    ``summary`` is given the values in ascending order, as a nearest-rank percentile
+    (``audit.metrics.percentile``) expects them: given them in the order taken, it returns
+    whichever sample sits at its rank."""
     if not samples:
         raise ValueError("no samples")
-    return Interleaved(summary([v for v, _ in samples]),
-                       summary([calibrate.normalise(v, unit, s) for v, s in samples]),
+    return Interleaved(summary(sorted(v for v, _ in samples)),
+                       summary(sorted(calibrate.normalise(v, unit, s) for v, s in samples)),
                        statistics.median(s for _, s in samples))
 
 

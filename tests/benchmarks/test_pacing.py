@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from audit.metrics import percentile
 from benchmarks import calibrate
 from benchmarks.interleaved import best_of, faster_each, of_samples, paced_with
 from benchmarks.pacers import MemoryPacer, MixedPacer, ParallelPacer, ScanPacer
@@ -28,6 +29,15 @@ def test_a_percentile_of_samples_normalises_each_sample_before_taking_it() -> No
     samples = [(10.0, 1.0), (20.0, 0.25), (12.0, 1.0), (11.0, 1.0)]  # the slow 20 ms came at a quarter speed: 5
     figure = of_samples(samples, "ms", max)
     assert (figure.measured, figure.normalised) == (20.0, 12.0)
+
+
+def test_a_nearest_rank_percentile_of_samples_is_taken_over_them_in_ascending_order() -> None:
+    # 20 samples taken in this order, each at full speed: the p95 by nearest rank is the 19th
+    # smallest (ceil(0.95 * 20) = 19), 190 ms, whatever order the replays ran in
+    times = [50.0, 190.0, 10.0, 200.0, 30.0, *(float(t) for t in range(20, 190, 10) if t != 30 and t != 50)]
+    assert len(times) == 20 and sorted(times)[18] == 190.0
+    figure = of_samples([(t, 1.0) for t in times], "ms", lambda v: percentile(v, 95))
+    assert (figure.measured, figure.normalised) == (190.0, 190.0)
 
 
 def test_passes_of_several_calibrations_take_the_faster_of_each_around_a_round() -> None:
