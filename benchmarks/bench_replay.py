@@ -13,8 +13,8 @@ each by a fresh ``Verifier(store)``: query the nearest checkpoint's text, hash i
 its content digest, rebuild the world, query and parse at most 10,000 events' texts, chain the
 sha256 of each stored text, fold, decide, compare; the p95 of their wall times is reported.
 Between replays only the last two parsed checkpoint snapshots stay kept, by content digest, with
-their devices' models, signatures and indexed ``Device`` objects (``audit.replay.checkpoints``); a context row replays with
-nothing kept, so every replay also parses its checkpoint.
+their devices' models, signatures and indexed ``Device`` objects (``audit.replay.checkpoints``);
+a context row replays with nothing kept, so every replay also parses its checkpoint.
 """
 
 from __future__ import annotations
@@ -48,9 +48,10 @@ LATENCY_ROUND = 8  # replays between two passes of the memory scale's workloads
 # Measured on this 2-core shared machine with this benchmark, before on the code as it was
 # (commit 343692f) and after, other people's work busy on the second core.
 BEFORE_AFTER = ("; kept between replays: the last 2 parsed checkpoints by content digest, with their devices' "
-                "models, signatures and indexed Device objects; not kept: every replay queries the store for its checkpoint text and its "
-                "events, hashes the checkpoint's bytes against its content digest, rebuilds the world and all its "
-                "indexes, parses every event's stored text and chains the sha256 of its bytes, folds it, "
+                "models, signatures and indexed Device objects; not kept: every replay queries the store for its "
+                "checkpoint text and its events, hashes the checkpoint's bytes against its content digest, "
+                "rebuilds the world and all its indexes, parses every event's stored text and chains the sha256 "
+                "of its bytes, folds it, "
                 "re-decides and compares. Before (each event parsed with json and encoded again for its digest; "
                 "the young collection after each load walking the whole rebuilt world): p95 {before}; after "
                 "(orjson where it reads what json reads, digests of the stored bytes, the rebuilt world aged "
