@@ -13,12 +13,11 @@ from __future__ import annotations
 import functools
 import statistics
 import time
-from collections.abc import Callable
 from typing import Any
 
 from audit.allocator import AllocatedState, Allocator, Features, Inventory, Status
 from audit.dra.model import DeviceClass, Node, ResourceClaim, ResourceSlice, parse_object
-from benchmarks.interleaved import of_samples, of_work, paced
+from benchmarks.interleaved import nearest_rank_of, of_samples, of_work, paced
 
 BENCH_RUNS = 3  # short latencies and tails: make bench reports the median of three runs
 PERF_DRIVER = "test-driver.cdi.k8s.io"
@@ -52,11 +51,6 @@ def _claim(name: str, requests: list[dict[str, Any]]) -> ResourceClaim:
                         "spec": {"devices": {"requests": requests}}})
     assert isinstance(obj, ResourceClaim)
     return obj
-
-
-def _percentile(q: float) -> Callable[[list[float]], float]:
-    """The ``q`` quantile of a list of samples, as the nearest rank below (the rows' long-standing method)."""
-    return lambda values: sorted(values)[int(len(values) * q)]
 
 
 def scheduler_perf_shape(nodes: int = 500, per_node: int = 10, pods: int = 5000) -> list[dict[str, Any]]:
@@ -94,7 +88,7 @@ def scheduler_perf_shape(nodes: int = 500, per_node: int = 10, pods: int = 5000)
          **of_samples(samples, "us").row("us", 1), "target": "<= 200",
          "note": f"{pods} one-device claims filling {nodes} nodes x {per_node} devices; {paced_note}"},
         {"issue": "#3", "name": "allocator scheduler_perf 500x10 p99 per-node allocate",
-         **of_samples(samples, "us", _percentile(0.99)).row("us", 1), "target": "",
+         **of_samples(samples, "us", nearest_rank_of(0.99)).row("us", 1), "target": "",
          "note": f"includes the first visit of each node (pool view built, CEL evaluated); {paced_note}"},
         {"issue": "#3", "name": "allocator scheduler_perf 500x10 pods/s (one node per pod)", **rate.row("pods/s", 1),
          "target": "", "note": "incl. claim parsing and state updates, each round's time normalised by the speed "
@@ -165,7 +159,7 @@ def nvidia_shape(nodes: int = 1000, per_node: int = 8) -> list[dict[str, Any]]:
                      "note": f"{note}; each node's time normalised by the speed around its round of {size} nodes"})
         if label == "cold":
             rows.append({"issue": "#3", "name": "allocator nvidia 1000x8 p90 per-node allocate, cold",
-                         **of_samples(all_samples, "us", _percentile(0.9)).row("us", 1), "target": "",
+                         **of_samples(all_samples, "us", nearest_rank_of(0.9)).row("us", 1), "target": "",
                          "note": "includes garbage-collector pauses; each node's time normalised as the median's"})
         for product, samples in per_model.items():
             rows.append({"issue": "#3", "name": f"allocator nvidia 1000x8 {label} median on {product} nodes",

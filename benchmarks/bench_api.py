@@ -30,7 +30,15 @@ from typing import Any
 
 import httpx
 
-from benchmarks.interleaved import Interleaved, faster_each, of_samples, of_work, paced, paced_with
+from benchmarks.interleaved import (
+    Interleaved,
+    faster_each,
+    nearest_rank_of,
+    of_samples,
+    of_work,
+    paced,
+    paced_with,
+)
 from benchmarks.pacers import MixedPacer
 from benchmarks.serving import start_serve, wait_ready
 
@@ -67,11 +75,6 @@ SUMMARY_CORES, DETAIL_CORES = 1.3, 1.3
 # the event loop, the all-cores workload took the rate 29 % higher beside --noise than without it,
 # where the rate as measured had slowed 1.15x: 1.3 cores (from that one pair).
 CLIENT_CORES = 1.3
-
-
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 # ---- the 1M store --------------------------------------------------------------------------
@@ -276,7 +279,7 @@ def _throughput(base: str, ids: list[str]) -> tuple[Interleaved, Interleaved]:
         factors = [((wall, latencies), pacer.factor(speeds, CLIENT_CORES)) for (wall, latencies), speeds in bursts]
     rate = of_work([(float(len(latencies)), wall, speed) for (wall, latencies), speed in factors], "req/s")
     p99 = of_samples([(seconds * 1000, speed) for (_, latencies), speed in factors for seconds in latencies], "ms",
-                     lambda v: _p(v, 0.99))
+                     nearest_rank_of(0.99))
     return rate, p99
 
 
@@ -344,13 +347,13 @@ def run() -> list[dict[str, Any]]:
     note = f"{decisions:,} decisions ({source}); loopback HTTP, 2-core machine shared with other work"
     return [
         {"issue": "#7", "name": "why H100 skipped, summary: p95",
-         **of_samples(samples, "ms", lambda v: _p(v, 0.95)).row("ms", 2), "cores": SUMMARY_CORES,
+         **of_samples(samples, "ms", nearest_rank_of(0.95)).row("ms", 2), "cores": SUMMARY_CORES,
          "target": "<= 50 ms",  # one request in flight: one process runs at a time
          "note": f"{len(summary)} random decisions after {len(warmup)} untimed, in rounds of {SUMMARY_ROUND} "
                  f"each normalised by the mixed blend for {SUMMARY_CORES:g} cores of the passes around it; "
                  f"median {statistics.median(summary) * 1000:.1f} ms measured; {note}"},
         {"issue": "#7", "name": "why H100 skipped, detail=devices: p95",
-         **of_samples(detail_samples, "ms", lambda v: _p(v, 0.95)).row("ms", 1), "cores": DETAIL_CORES,
+         **of_samples(detail_samples, "ms", nearest_rank_of(0.95)).row("ms", 1), "cores": DETAIL_CORES,
          "target": "<= 300 ms",
          "note": f"{len(detail)} requests ({DETAIL_ROUNDS} rounds over {len(probe_records) - 1} decisions, each round "
                  f"normalised by the mixed blend for {DETAIL_CORES:g} cores of the passes around it), each "

@@ -36,6 +36,7 @@ from urllib.parse import urlencode, urlsplit
 
 import httpx
 
+from audit.metrics.ranks import nearest_rank
 from benchmarks.serving import metric, start_serve, wait_ready
 
 BENCH_RUNS = 3  # short latencies and tails: make bench reports the median of three runs
@@ -61,11 +62,6 @@ TARGETS_MS = {"decision by id": 50.0, "why (summary)": 100.0, "list (newest 50)"
 # processes lose (1.28-1.43x): normalised by that workload, the p99s came out 0-28 % lower beside
 # --noise than without it, six of the fifteen more than 20 % lower.
 READ_CORES = 1.3
-
-
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def _store(rebuild: bool = False) -> tuple[Path, str]:
@@ -258,12 +254,13 @@ def run() -> list[dict[str, Any]]:
             f"records by id from the index file: {hits:,.0f} hits, {misses:,.0f} misses")
     rows: list[dict[str, Any]] = []
     for kind, target in TARGETS_MS.items():
-        p_many, p_one = _p(many[kind], 0.99) * 1000, _p(one[kind], 0.99) * 1000
+        p_many = nearest_rank(sorted(many[kind]), 0.99) * 1000
+        p_one = nearest_rank(sorted(one[kind]), 0.99) * 1000
         rows.append({"issue": "#17", "name": f"{kind}, {READERS} readers during ingest: p99",
                      "value": round(p_many, 1), "unit": "ms", "target": f"<= {target:g} ms", "scale": "mixed",
                      "cores": READ_CORES,
-                     "note": f"{len(many[kind])} requests, median {_p(many[kind], 0.5) * 1000:.1f} ms; one reader, "
-                             f"same run: p99 {p_one:.1f} ms, median {_p(one[kind], 0.5) * 1000:.1f} ms; {note}"})
+                     "note": f"{len(many[kind])} requests, median {nearest_rank(sorted(many[kind]), 0.5) * 1000:.1f} ms; one reader, "
+                             f"same run: p99 {p_one:.1f} ms, median {nearest_rank(sorted(one[kind]), 0.5) * 1000:.1f} ms; {note}"})
         rows.append({"issue": "#17", "name": f"{kind}: p99 {READERS} readers / p99 one reader",
                      "value": round(p_many / p_one, 2) if p_one else None, "unit": "ratio", "target": "",
                      "note": f"one reader: {len(one[kind])} requests, p99 {p_one:.1f} ms"})

@@ -28,8 +28,15 @@ from audit.metrics import LifecycleFold, Window, fairness_report, fallback_repor
 from audit.metrics.breakdown import regret_breakdown, wait_breakdown
 from audit.metrics.columns import PodColumns
 from audit.metrics.lifecycle import Lifecycle
-from audit.metrics.ranks import nearest_rank
-from benchmarks.interleaved import Interleaved, interleaved, of_samples, of_work, paced, paced_by
+from benchmarks.interleaved import (
+    Interleaved,
+    interleaved,
+    nearest_rank_of,
+    of_samples,
+    of_work,
+    paced,
+    paced_by,
+)
 from benchmarks.paced_day import SLICES
 from benchmarks.pacers import MemoryPacer, ScanPacer
 from ingest.simulate.loop import simulate
@@ -70,7 +77,7 @@ def _first_and_p95_ms(fn: Any) -> tuple[float, Interleaved]:
     133-150 ms between runs of one commit. Of 40 warm runs the p95 is the third slowest."""
     first = _ms(fn)
     runs = paced([functools.partial(_ms, fn)] * RUNS)
-    return first, of_samples(runs, "ms", lambda times: nearest_rank(sorted(times), 0.95))
+    return first, of_samples(runs, "ms", nearest_rank_of(0.95))
 
 
 def _scaled(life: Lifecycle, copies: int) -> Lifecycle:

@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from audit.metrics import Window, fairness_report, fallback_report
-from audit.metrics.ranks import nearest_rank
 from audit.store import metric_sql
 from audit.store.podschema import PODS
 from audit.store.queries import AuditStore
 from benchmarks.bench_metrics import _scaled
 from benchmarks.cores import Busy
-from benchmarks.interleaved import Interleaved, of_samples, paced_by
+from benchmarks.interleaved import Interleaved, nearest_rank_of, of_samples, paced_by
 from benchmarks.pacers import ParallelPacer, ScanPacer
 from ingest.simulate.loop import simulate
 from ingest.simulate.scenario import load_scenario_text
@@ -123,7 +122,7 @@ def _timed(store: AuditStore, cluster: str, window: Window, speed: Callable[[], 
 
 
 def _p95s(taken: list[tuple[Samples, Busy]]) -> list[tuple[Interleaved, Busy]]:
-    return [(of_samples(samples, "ms", lambda v: nearest_rank(sorted(v), 0.95)), busy) for samples, busy in taken]
+    return [(of_samples(samples, "ms", nearest_rank_of(0.95)), busy) for samples, busy in taken]
 
 
 def _day_store(root: str, events: list[Any]) -> AuditStore:

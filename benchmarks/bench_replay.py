@@ -34,7 +34,7 @@ from audit.replay.checkpoints import CheckpointWriter, forget_parsed_checkpoints
 from audit.store import rows
 from audit.store.queries import AuditStore
 from benchmarks.bench_engine import _day_scenario
-from benchmarks.interleaved import of_samples, of_work, paced_by
+from benchmarks.interleaved import nearest_rank_of, of_samples, of_work, paced_by
 from benchmarks.paced_day import SLICES
 from benchmarks.pacers import MemoryPacer
 from ingest.simulate.loop import SimulationResult, Simulator
@@ -162,7 +162,7 @@ def _latency(store: AuditStore, result: SimulationResult, pacer: MemoryPacer, in
                        for n, k in enumerate(starts)], pacer.speed)
     samples_ms = [(ms, speed) for times, speed in rounds for ms in times]
     times = sorted(ms for ms, _ in samples_ms)
-    figure = of_samples(samples_ms, "ms", lambda v: percentile(v, 95))
+    figure = of_samples(samples_ms, "ms", nearest_rank_of(0.95))
     main = interval == CHECKPOINT_INTERVAL and keep_parsed
     what = "replayed cold from the store" + ("" if keep_parsed else ", each parsing its checkpoint (nothing kept)")
     return {"issue": "#6", "name": f"single-decision replay latency p95 (store), checkpoint every {interval:,} events"

@@ -43,8 +43,9 @@ from typing import Any
 
 import httpx
 
+from audit.metrics.ranks import nearest_rank
 from benchmarks.cores import Busy
-from benchmarks.interleaved import faster_each, of_samples, paced_with
+from benchmarks.interleaved import faster_each, nearest_rank_of, of_samples, paced_with
 from benchmarks.pacers import MixedPacer
 from benchmarks.serving import start_serve, wait_id_index
 
@@ -83,11 +84,6 @@ def _row(name: str, value: float, unit: str, busy: Busy, cores: float, target: s
     return {"issue": "#15", "name": name, "value": value, "unit": unit, "target": target,
             "note": f"{note}; {busy.describe('server and client')}", "scale": "mixed", "cores": cores,
             **busy.fields()}
-
-
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]  # nearest rank
 
 
 def _iso(ms: int) -> str:
@@ -309,13 +305,13 @@ def run() -> list[dict[str, Any]]:
         caller = "admin" if who == "admin" else "tenant caller"
         note = (f"{REQUESTS} requests after {WARMUP} untimed, each a window starting one more hour before the day "
                 f"(computed, not remembered), each normalised by the mixed blend of the passes around its "
-                f"window's requests; median {_p([s for s, _ in samples], 0.5) * 1000:.0f} ms measured")
+                f"window's requests; median {nearest_rank(sorted([s for s, _ in samples]), 0.5) * 1000:.0f} ms measured")
         if who == "admin":
-            note += (f"; the same window asked again: p95 {_p(again[kind], 0.95) * 1000:.0f} ms; {tenants} tenants, "
+            note += (f"; the same window asked again: p95 {nearest_rank(sorted(again[kind]), 0.95) * 1000:.0f} ms; {tenants} tenants, "
                      f"{pods:,} pods with a preference")
         else:
             note += f"; {TENANT}'s own row and (others)"
-        figure = of_samples([(s * 1000, f) for s, f in samples], "ms", lambda v: _p(v, 0.95))
+        figure = of_samples([(s * 1000, f) for s, f in samples], "ms", nearest_rank_of(0.95))
         out.append({**_row(f"GET /v1/stats/{kind} over HTTP ({caller}), 24 h of {sizes['decisions']:,} decisions: p95",
                            0.0, "ms", busy[who, kind], CORES[who, kind], "<= 500 ms", f"{note}; {size}"),
                     **figure.row("ms", 1)})

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -26,7 +25,15 @@ from typing import Any
 from audit.store import connection, migrations, rows
 from audit.store.queries import AuditStore, DecisionFilter
 from audit.store.writer import RecordWriter
-from benchmarks.interleaved import Interleaved, best_of, faster_each, of_samples, paced, paced_with
+from benchmarks.interleaved import (
+    Interleaved,
+    best_of,
+    faster_each,
+    nearest_rank_of,
+    of_samples,
+    paced,
+    paced_with,
+)
 from benchmarks.pacers import ParallelPacer, ScanPacer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the factory lives with the tests
@@ -56,10 +63,6 @@ def _row(name: str, value: float, unit: str, target: str, note: str = "", scale:
     # cores busy, or by the core's where it is mostly one Python thread's
     return {"issue": ISSUE, "name": name, "value": value, "unit": unit, "target": target, "note": note,
             "scale": scale}
-
-
-def _p95(samples: list[float]) -> float:
-    return statistics.quantiles(samples, n=20, method="inclusive")[18]
 
 
 def _writer_seconds(target: connection.Target, records: list[Any], spool: Path) -> float:
@@ -229,7 +232,7 @@ def _paced_tail(queries: list[Callable[[], object]], per_round: int,
     starts = range(0, len(queries), per_round)
     warm = warm or [queries[k] for k in starts]
     rounds = paced([functools.partial(_times_ms, warm[n], queries[k:k + per_round]) for n, k in enumerate(starts)])
-    return of_samples([(ms, speed) for times, speed in rounds for ms in times], "ms", _p95)
+    return of_samples([(ms, speed) for times, speed in rounds for ms in times], "ms", nearest_rank_of(0.95))
 
 
 def _latency() -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from audit.metrics.ranks import nearest_rank
 from benchmarks import calibrate
 
 T = TypeVar("T")
@@ -77,6 +78,13 @@ def of_samples(samples: Sequence[tuple[float, float]], unit: str,
     return Interleaved(summary(sorted(v for v, _ in samples)),
                        summary(sorted(calibrate.normalise(v, unit, s) for v, s in samples)),
                        statistics.median(s for _, s in samples))
+
+
+def nearest_rank_of(q: float) -> Callable[[list[float]], float]:
+    """A ``summary`` for ``of_samples``: the ``q`` quantile (0..1) of its ascending values by
+    nearest rank (``audit.metrics.ranks``), the percentile method of every metric, so that a bench
+    row's p95 is a time some sample really took, ranked as the metrics rank theirs."""
+    return lambda ascending: nearest_rank(ascending, q)
 
 
 def best_of(samples: Sequence[tuple[float, float]], unit: str) -> Interleaved:

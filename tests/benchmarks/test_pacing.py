@@ -6,9 +6,8 @@ import os
 
 import pytest
 
-from audit.metrics import percentile
 from benchmarks import calibrate
-from benchmarks.interleaved import best_of, faster_each, of_samples, paced_with
+from benchmarks.interleaved import best_of, faster_each, nearest_rank_of, of_samples, paced_with
 from benchmarks.pacers import MemoryPacer, MixedPacer, ParallelPacer, ScanPacer
 
 
@@ -37,8 +36,22 @@ def test_a_nearest_rank_percentile_of_samples_is_taken_over_them_in_ascending_or
     times = [50.0, 190.0, 10.0, 200.0, 30.0, 20.0, 40.0, 60.0, 70.0, 80.0,
              90.0, 100.0, 110.0, 120.0, 130.0, 140.0, 150.0, 160.0, 170.0, 180.0]
     assert len(times) == 20 and sorted(times)[18] == 190.0
-    figure = of_samples([(t, 1.0) for t in times], "ms", lambda v: percentile(v, 95))
+    figure = of_samples([(t, 1.0) for t in times], "ms", nearest_rank_of(0.95))
     assert (figure.measured, figure.normalised) == (190.0, 190.0)
+
+
+@pytest.mark.parametrize(("q", "n", "rank"), [
+    (0.95, 20, 19),  # 0.95 × 20 is 19.000000000000004 in floating point, not a reason for the 20th
+    (0.95, 40, 38),  # the replay and metrics rows' 40 runs: the third slowest
+    (0.95, 1500, 1425),  # the why summary's requests
+    (0.99, 5000, 4950),
+    (0.9, 8000, 7200),  # the allocator's cold nodes
+    (0.99, 7, 7),
+])
+def test_a_bench_tail_is_the_nearest_rank_every_metric_takes(q: float, n: int, rank: int) -> None:
+    # the k-th smallest sample is k ms, given largest first and at half speed (normalised: k / 2)
+    figure = of_samples([(float(k), 0.5) for k in range(n, 0, -1)], "ms", nearest_rank_of(q))
+    assert (figure.measured, figure.normalised) == (rank, rank / 2)
 
 
 def test_passes_of_several_calibrations_take_the_faster_of_each_around_a_round() -> None:
