@@ -1,4 +1,4 @@
-"""Render ``benchmarks/results.json`` (written by ``make bench``) as the README's Markdown table."""
+"""Render ``benchmarks/results.json`` (written by ``make bench``) as the Markdown table of ``docs/performance.md``."""
 
 from __future__ import annotations
 
