@@ -225,3 +225,39 @@ def test_pods_a_pass_would_skip_are_parked_in_line_order(fallback, queued, parke
     sim._park_skipped("alpha")
     assert [k for _, k in sim.pending.queues["alpha"]] == queued
     assert [k for waiting in sim.pending.parked.values() for _, k in waiting] == parked
+
+
+@pytest.mark.parametrize(("fairness", "first"), [
+    pytest.param({"mode": "drf"}, "beta/fresh", id="drf-serves-the-tenant-below-its-share-first"),
+    pytest.param({"mode": "off"}, "alpha/old", id="fairness-off-serves-the-oldest-pod-of-any-tenant-first"),
+])
+def test_fairness_off_is_one_line_across_tenants_by_creation(fairness, first):
+    """alpha holds 8 H100 and its pod has waited a minute longer than beta's: DRF picks beta's,
+    the baseline without fair sharing picks the older one whatever its tenant holds."""
+    from tests.scheduler.worlds import decide_and_bind
+
+    sim = cluster(fairness=fairness)
+    for i in range(8):
+        decide_and_bind(sim, submit(sim, f"run-{i}", size=1))
+    old = submit(sim, "old")
+    sim.now += 60_000
+    fresh = submit(sim, "fresh", namespace="beta")
+    queues = PendingQueues()
+    for key in (fresh, old):
+        queues.add(sim.world.policy.tenant_for(key.split("/")[0]), sim.world.pending[key], key)
+    assert queues.pop_next(sim.world, sim.world.policy, sim.now)[1] == first
+
+
+def test_fifo_with_backfill_places_a_younger_pod_of_another_tenant_past_a_blocked_one():
+    """Fairness off with best-effort queueing is FIFO with backfill across tenants: the oldest pod
+    is tried first, and when it fits nowhere a younger pod of another tenant that fits is placed."""
+    sim = cluster(fairness={"mode": "off"}, queueing={"mode": "best-effort"})
+    for node in NODES:
+        hold(sim, node, [0, 1, 2, 3, 4])
+    submit(sim, "big", size=4)
+    sim.now += 1000
+    submit(sim, "small", namespace="beta", size=1)
+    sim.schedule_pass()
+    assert [(r.namespace, r.pod, r.outcome) for r in sim.records] == [
+        ("alpha", "big", "unschedulable"), ("beta", "small", "allocated")]
+    assert sorted(sim.world.pending) == ["alpha/big"]
