@@ -6,7 +6,10 @@ and policies for each seed of ``SEEDS``: the default policy (immediate fallback,
 queueing) and adaptive fallback (``bench_fairness.ADAPTIVE``), then both again with reclaim of
 fair shares (``FAIR_SHARE_RECLAIM``: a tenant below its DRF entitlement preempts pods of tenants
 above theirs, ``audit.scheduler.reclaim``). For each target of #16 that does not measure speed it
-reports the worst value over the seeds, with every seed's value in the note.
+reports the worst value over the seeds, with every seed's value in the note. The default policy is
+also judged against the baseline on every seed, FIFO with backfill (``bench_fairness.FIFO_BACKFILL``):
+by how much its Jain under contention exceeds the baseline's, and how much longer its worst-off
+tenant waits at p99 than under the baseline.
 The figures are computed by ``audit.metrics`` with the same definitions as ``bench_fairness``.
 The days are simulated without pacing, because this module measures no rate.
 """
@@ -14,12 +17,14 @@ The days are simulated without pacing, because this module measures no rate.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle
 from benchmarks.bench_fairness import (
     ADAPTIVE,
+    BASELINE,
+    FIFO_BACKFILL,
     HOURS,
     day_scenario,
     p99_ratios,
@@ -42,6 +47,16 @@ class SeedFigures:
     adaptive_ratio: float  # worst tenant's p99 wait, adaptive / default policy
     adaptive_worst: str  # that tenant
     adaptive_jain: float | None = None  # Jain under contention, adaptive fallback
+    # the default policy against FIFO with backfill: the baseline's Jain under contention, and the
+    # worst tenant's p99 wait over its p99 wait under the baseline (and who that tenant is)
+    baseline_jain: float | None = None
+    baseline_ratio: float | None = None
+    baseline_worst: str = ""
+
+    @property
+    def jain_gain(self) -> float | None:
+        """Jain under contention less the baseline's, when both days had a contended hour."""
+        return None if self.jain is None or self.baseline_jain is None else self.jain - self.baseline_jain
 
 
 @dataclass(frozen=True)
@@ -65,6 +80,14 @@ TARGETS = (
     Target("worst tenant p99 wait, adaptive / {base}, highest", "x", "<= 1.2",
            lambda f: f.adaptive_ratio, max, 2, lambda f: f" ({f.adaptive_worst})"),
 )
+# Measured for the default policy only: a fair engine should beat the baseline's Jain on every
+# seed; the tenant it makes wait longer than the baseline does is named, and carries no target.
+AGAINST_BASELINE = (
+    Target(f"Jain under contention, {{base}} less {BASELINE}, lowest", "index", "> 0", lambda f: f.jain_gain, min, 4,
+           lambda f: "" if f.jain_gain is None else f" ({f.jain:.4f} vs {f.baseline_jain:.4f})"),
+    Target(f"worst tenant p99 wait, {{base}} / {BASELINE}, highest", "x", "", lambda f: f.baseline_ratio, max, 2,
+           lambda f: f" ({f.baseline_worst})" if f.baseline_worst else ""),
+)
 
 
 @dataclass(frozen=True)
@@ -75,16 +98,17 @@ class Variant:
     label: str = "DRF"
     base: str = "default policy"
     preemption: dict[str, Any] | None = None
+    against_baseline: bool = False  # also run FIFO with backfill and add ``AGAINST_BASELINE``
 
 
-DEFAULT = Variant()
+DEFAULT = Variant(against_baseline=True)
 WITH_FAIR_SHARE_RECLAIM = Variant("DRF, reclaim of fair shares (minRuntime 10m)", "immediate fallback",
                                   FAIR_SHARE_RECLAIM)
 
 
-def _day(seed: int, fallback: dict[str, Any] | None,
-         preemption: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    result = simulate(day_scenario("", fallback, preemption=preemption), seed=seed, hours=HOURS)
+def _day(seed: int, fallback: dict[str, Any] | None, preemption: dict[str, Any] | None,
+         fairness: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    result = simulate(day_scenario("", fallback, fairness, preemption), seed=seed, hours=HOURS)
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)
     return fairness_report(life, window), fallback_report(life, window)
@@ -96,8 +120,14 @@ def seed_figures(seed: int, variant: Variant = DEFAULT) -> SeedFigures:
     p99 = tenant_p99(fair)
     worst, ratio = worst_ratio(p99_ratios(tenant_p99(adaptive_fair), p99))
     regret = adaptive_fb["regret_rate"]
-    return SeedFigures(seed, fair["jain_contention"], worst_best(p99),
-                       None if regret is None else 100 * regret, ratio, worst, adaptive_fair["jain_contention"])
+    figures = SeedFigures(seed, fair["jain_contention"], worst_best(p99),
+                          None if regret is None else 100 * regret, ratio, worst, adaptive_fair["jain_contention"])
+    if not variant.against_baseline:
+        return figures
+    baseline, _ = _day(seed, None, variant.preemption, FIFO_BACKFILL)
+    base_worst, base_ratio = worst_ratio(p99_ratios(p99, tenant_p99(baseline)))
+    return replace(figures, baseline_jain=baseline["jain_contention"], baseline_ratio=base_ratio,
+                   baseline_worst=base_worst)
 
 
 def rows(figures: list[SeedFigures], variant: Variant = DEFAULT) -> list[dict[str, Any]]:
@@ -105,7 +135,7 @@ def rows(figures: list[SeedFigures], variant: Variant = DEFAULT) -> list[dict[st
     no contended hour, is named in the note and left out), each seed's value in the note."""
     seeds = _seeds_named([f.seed for f in figures])
     out = []
-    for t in TARGETS:
+    for t in TARGETS + (AGAINST_BASELINE if variant.against_baseline else ()):
         values = [(f, t.value(f)) for f in figures]
         known = [v for _, v in values if v is not None]
         per_seed = ", ".join(

@@ -8,10 +8,11 @@ from benchmarks.bench_fairness import HOURS, p99_ratios, worst_best, worst_ratio
 from benchmarks.bench_fairness_seeds import WITH_FAIR_SHARE_RECLAIM, SeedFigures, rows
 
 SEED_1 = SeedFigures(1, jain=0.94968, worst_best=9.7, regret_pct=11.94, adaptive_ratio=1.144, adaptive_worst="team-a",
-                     adaptive_jain=0.96)
+                     adaptive_jain=0.96, baseline_jain=0.9118, baseline_ratio=1.7754, baseline_worst="team-b")
 SEED_2 = SeedFigures(2, jain=0.953, worst_best=20.9, regret_pct=9.43, adaptive_ratio=2.266, adaptive_worst="research",
-                     adaptive_jain=0.95831)
-NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adaptive_ratio=1.0, adaptive_worst="team-b")
+                     adaptive_jain=0.95831, baseline_jain=0.9015, baseline_ratio=1.7375, baseline_worst="team-b")
+NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adaptive_ratio=1.0, adaptive_worst="team-b",
+                            baseline_jain=0.9091, baseline_ratio=0.5, baseline_worst="research")
 
 
 @pytest.mark.parametrize(
@@ -23,7 +24,9 @@ NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adapt
              ("Jain", 0.9583, "seed 1 0.9600, seed 2 0.9583"),
              ("worst/best", 20.9, "seed 1 9.7, seed 2 20.9"),
              ("regret", 11.9, "seed 1 11.9, seed 2 9.4"),
-             ("adaptive / default", 2.27, "seed 1 1.14 (team-a), seed 2 2.27 (research)")],
+             ("adaptive / default", 2.27, "seed 1 1.14 (team-a), seed 2 2.27 (research)"),
+             ("less FIFO with backfill", 0.0379, "seed 1 0.0379 (0.9497 vs 0.9118), seed 2 0.0515 (0.9530 vs 0.9015)"),
+             ("/ FIFO with backfill", 1.78, "seed 1 1.78 (team-b), seed 2 1.74 (team-b)")],
             id="each-target-takes-its-worst-seed-lowest-jain-to-four-decimals-highest-of-the-rest"),
         pytest.param(
             [SEED_1, NO_CONTENTION], "seeds 1, 3",
@@ -31,12 +34,15 @@ NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adapt
              ("Jain", 0.96, "seed 1 0.9600, seed 3 -"),
              ("worst/best", 9.7, "seed 1 9.7, seed 3 2.0"),
              ("regret", 11.9, "seed 1 11.9, seed 3 -"),
-             ("adaptive / default", 1.14, "seed 1 1.14 (team-a), seed 3 1.00 (team-b)")],
+             ("adaptive / default", 1.14, "seed 1 1.14 (team-a), seed 3 1.00 (team-b)"),
+             ("less FIFO with backfill", 0.0379, "seed 1 0.0379 (0.9497 vs 0.9118), seed 3 -"),
+             ("/ FIFO with backfill", 1.78, "seed 1 1.78 (team-b), seed 3 0.50 (research)")],
             id="a-seed-without-a-value-is-named-and-left-out"),
         pytest.param(
             [NO_CONTENTION], "seed 3",
             [("Jain", None, "seed 3 -"), ("Jain", None, "seed 3 -"), ("worst/best", 2.0, "seed 3 2.0"), ("regret", None, "seed 3 -"),
-             ("adaptive / default", 1.0, "seed 3 1.00 (team-b)")],
+             ("adaptive / default", 1.0, "seed 3 1.00 (team-b)"), ("less FIFO with backfill", None, "seed 3 -"),
+             ("/ FIFO with backfill", 0.5, "seed 3 0.50 (research)")],
             id="no-seed-with-a-value-gives-none"),
     ],
 )
@@ -44,7 +50,7 @@ def test_each_target_is_judged_on_its_worst_seed_with_every_seed_in_the_note(fig
     got = rows(figures)
     assert [(w[0] in r["name"], r["value"], r["note"]) for r, w in zip(got, want, strict=True)] == [
         (True, value, note) for _, value, note in want]
-    assert [r["target"] for r in got] == [">= 0.95", ">= 0.95", "<= 3", "<= 10", "<= 1.2"]
+    assert [r["target"] for r in got] == [">= 0.95", ">= 0.95", "<= 3", "<= 10", "<= 1.2", "> 0", ""]
     assert all(f"fairness across {seeds}, " in r["name"] for r in got)
 
 
@@ -67,7 +73,9 @@ def test_the_default_rows_keep_their_names():
         head + "Jain under contention, adaptive fallback (maxWait 10m), lowest",
         head + "worst/best tenant p99 wait, default policy, highest",
         head + "fallback regret, adaptive fallback (maxWait 10m), highest",
-        head + "worst tenant p99 wait, adaptive / default policy, highest"]
+        head + "worst tenant p99 wait, adaptive / default policy, highest",
+        head + "Jain under contention, default policy less FIFO with backfill (fairness off), lowest",
+        head + "worst tenant p99 wait, default policy / FIFO with backfill (fairness off), highest"]
 
 
 @pytest.mark.parametrize(
