@@ -20,11 +20,11 @@ tenant's p99 wait against the baseline's: what DRF costs the tenant it makes wai
 
 from __future__ import annotations
 
-import copy
 import os
 from typing import Any
 
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle
+from benchmarks.cluster_day import cluster_day
 from benchmarks.fairness_diagnosis import (
     contended_hours,
     p99_beside_own,
@@ -35,13 +35,11 @@ from benchmarks.fairness_figures import fold_day
 from benchmarks.paced_day import PacedDay, paced_day
 from benchmarks.pacers import MemoryPacer
 from ingest.simulate.loop import Simulator
-from ingest.simulate.scenario import load_scenario_text
+from ingest.simulate.scenario import Scenario
 
 BENCH_RUNS = 3  # a rate per CPU-second of one process: make bench reports the median of three runs
 HOURS = float(os.environ.get("CLAIMTRAIL_BENCH_FAIRNESS_HOURS", "24"))
 SEED = 1
-SCENARIO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ingest", "simulate",
-                        "scenarios", "cluster-day.yaml")
 # A tenant served at once has a p99 wait of 0 s; ratios floor a p99 at one second.
 P99_FLOOR_S = 1.0
 ADAPTIVE = {"mode": "adaptive", "maxWait": "10m"}
@@ -56,22 +54,21 @@ DAY_NAME = f"fairness, cluster-day {HOURS:g} h seed {SEED}"  # how every row nam
 
 
 def day_scenario(queueing: str, fallback: dict[str, Any] | None, fairness: dict[str, Any] | None = None,
-                 preemption: dict[str, Any] | None = None) -> Any:
+                 preemption: dict[str, Any] | None = None) -> Scenario:
     """The default scenario with its policies' queueing mode, fallback and preemption replaced
     where given, and ``fairness`` merged into their fairness settings."""
-    with open(SCENARIO, encoding="utf-8") as fh:
-        sc = load_scenario_text(fh.read(), "cluster-day.yaml")
-    sc.policy = copy.deepcopy(sc.policy)
-    for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
+
+    def edit(spec: dict[str, Any]) -> None:
         if queueing:
-            doc["spec"]["queueing"] = {"mode": queueing}
+            spec["queueing"] = {"mode": queueing}
         if fallback:
-            doc["spec"]["fallback"] = dict(fallback)
+            spec["fallback"] = dict(fallback)
         if fairness:
-            doc["spec"]["fairness"] = {**doc["spec"].get("fairness", {}), **fairness}
+            spec["fairness"] = {**spec.get("fairness", {}), **fairness}
         if preemption:
-            doc["spec"]["preemption"] = dict(preemption)
-    return sc
+            spec["preemption"] = dict(preemption)
+
+    return cluster_day(edit)
 
 
 def _day(queueing: str, fallback: dict[str, Any] | None, pacer: MemoryPacer,

@@ -21,13 +21,13 @@ import json
 import math
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from audit.metrics import LifecycleFold, Window, fairness_report, fallback_report
 from audit.metrics.breakdown import regret_breakdown, wait_breakdown
 from audit.metrics.columns import PodColumns
 from audit.metrics.lifecycle import Lifecycle
+from benchmarks.cluster_day import cluster_day
 from benchmarks.interleaved import (
     Interleaved,
     interleaved,
@@ -40,10 +40,8 @@ from benchmarks.interleaved import (
 from benchmarks.paced_day import SLICES
 from benchmarks.pacers import MemoryPacer, ScanPacer
 from ingest.simulate.loop import simulate
-from ingest.simulate.scenario import load_scenario_text
 
 BENCH_RUNS = 3  # short latencies and tails: make bench reports the median of three runs
-SCENARIO = Path(__file__).resolve().parents[1] / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
 DECISIONS = 1_000_000
 RUNS = 40  # warm runs behind each p95 (``_first_and_p95_ms``)
 AGAIN_RUNS = 9
@@ -149,7 +147,7 @@ def _store_fold(events: list[Any], cluster: str) -> tuple[float, Interleaved]:
 
 
 def run() -> list[dict[str, Any]]:
-    sc = load_scenario_text(SCENARIO.read_text(), SCENARIO.name)
+    sc = cluster_day()
     result = simulate(sc, seed=1)
     events, cluster = result.events, result.world.cluster
     life, fold_rate, fold_s, upkeep_s = _fold(events, cluster)

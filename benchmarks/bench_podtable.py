@@ -23,7 +23,6 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from audit.metrics import Window, fairness_report, fallback_report
@@ -31,13 +30,12 @@ from audit.store import metric_sql
 from audit.store.podschema import PODS
 from audit.store.queries import AuditStore
 from benchmarks.bench_metrics import _scaled
+from benchmarks.cluster_day import cluster_day
 from benchmarks.cores import Busy
 from benchmarks.interleaved import Interleaved, nearest_rank_of, of_samples, paced_by
 from benchmarks.pacers import ParallelPacer, ScanPacer
 from ingest.simulate.loop import simulate
-from ingest.simulate.scenario import load_scenario_text
 
-SCENARIO = Path(__file__).resolve().parents[1] / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
 # the SQL p95s of one run moved by up to 40 % between runs of one commit: make bench reports the
 # median of three runs
 BENCH_RUNS = 3
@@ -168,7 +166,7 @@ def _sql_p95_ms(events: list[Any], cluster: str, window: Window,
 
 
 def run() -> list[dict[str, Any]]:
-    sc = load_scenario_text(SCENARIO.read_text(), SCENARIO.name)
+    sc = cluster_day()
     result = simulate(sc, seed=1)
     records, events = result.records, result.events
     items = len(records) + len(events)

@@ -15,36 +15,30 @@ restart from zero), and decisions per CPU-second.
 
 from __future__ import annotations
 
-import copy
 import os
 from typing import Any
 
 from audit.metrics import Window, fairness_report, fold_lifecycle
 from audit.records import Blocker, Outcome
+from benchmarks.cluster_day import cluster_day
 from benchmarks.paced_day import paced_day
 from benchmarks.pacers import MemoryPacer
 from ingest.simulate.loop import Simulator
-from ingest.simulate.scenario import load_scenario_text
+from ingest.simulate.scenario import Scenario
 
 BENCH_RUNS = 3  # a rate per CPU-second of one process: make bench reports the median of three runs
 HOURS = float(os.environ.get("CLAIMTRAIL_BENCH_RECLAIM_HOURS", "24"))
 SEED = 1
-SCENARIO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ingest", "simulate",
-                        "scenarios", "cluster-day.yaml")
 MIN_RUNTIME = "10m"
 # A tenant served at once has a p99 wait of 0 s; the ratio floors the best p99 at one second.
 P99_FLOOR_S = 1.0
 
 
-def _scenario(basis: str | None) -> Any:
+def _scenario(basis: str | None) -> Scenario:
     """The default scenario with reclaim on the given basis (None: off)."""
-    with open(SCENARIO, encoding="utf-8") as fh:
-        sc = load_scenario_text(fh.read(), "cluster-day.yaml")
-    if basis is not None:
-        sc.policy = copy.deepcopy(sc.policy)
-        for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
-            doc["spec"]["preemption"] = {"enabled": True, "minRuntime": MIN_RUNTIME, "basis": basis}
-    return sc
+    if basis is None:
+        return cluster_day()
+    return cluster_day(lambda spec: spec.update(preemption={"enabled": True, "minRuntime": MIN_RUNTIME, "basis": basis}))
 
 
 def _rows(pacer: MemoryPacer, label: str, basis: str | None) -> list[dict[str, Any]]:

@@ -15,7 +15,6 @@ decisions per CPU-second.
 
 from __future__ import annotations
 
-import copy
 import os
 from typing import Any
 
@@ -24,30 +23,26 @@ from audit.metrics.waits import tenant_waits
 from audit.scheduler import reservations
 from audit.timestamps import parse_time_ms
 from audit.world import World
+from benchmarks.cluster_day import cluster_day
 from benchmarks.paced_day import paced_day
 from benchmarks.pacers import MemoryPacer
 from ingest.simulate.loop import SimulationResult, Simulator
-from ingest.simulate.scenario import load_scenario_text
+from ingest.simulate.scenario import Scenario
 
 BENCH_RUNS = 3  # a rate per CPU-second of one process: make bench reports the median of three runs
 HOURS = float(os.environ.get("CLAIMTRAIL_BENCH_RESERVATIONS_HOURS", "24"))
 SEED = 1
-SCENARIO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ingest", "simulate",
-                        "scenarios", "cluster-day.yaml")
 TENANT = "research"
 # A tenant served at once has a p99 wait of 0 s; the ratio floors the best p99 at one second.
 P99_FLOOR_S = 1.0
 
 
-def _scenario(reserve_after: str, per_tenant: int | None) -> Any:
-    with open(SCENARIO, encoding="utf-8") as fh:
-        sc = load_scenario_text(fh.read(), "cluster-day.yaml")
-    if reserve_after:
-        sc.policy = copy.deepcopy(sc.policy)
-        limit = {} if per_tenant is None else {"maxReservationsPerTenant": per_tenant}
-        for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
-            doc["spec"]["queueing"] = {**doc["spec"].get("queueing", {}), "reserveAfter": reserve_after, **limit}
-    return sc
+def _scenario(reserve_after: str, per_tenant: int | None) -> Scenario:
+    if not reserve_after:
+        return cluster_day()
+    limit = {} if per_tenant is None else {"maxReservationsPerTenant": per_tenant}
+    return cluster_day(lambda spec: spec.update(
+        queueing={**spec.get("queueing", {}), "reserveAfter": reserve_after, **limit}))
 
 
 def _sizes(result: SimulationResult) -> dict[str, int]:

@@ -52,7 +52,6 @@ from benchmarks.serving import start_serve, wait_id_index
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / ".claimtrail" / "bench-stats-http"
 BUILD_MARK = "claimtrail bench-stats-http v1"  # bump when the builder changes so caches are rebuilt
-SCENARIO = REPO / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
 DECISIONS = 1_000_000
 REQUESTS = 40  # p95 is then the 38th of 40: three slow requests, not two, are needed to move it
 WARMUP = 1  # untimed requests of each kind and caller first, each with a window of its own
@@ -118,10 +117,10 @@ def _build(path: Path) -> tuple[int, int, int, int, int]:
     from audit.store.podschema import PODS
     from audit.store.podtable import PodTable
     from audit.store.queries import AuditStore
+    from benchmarks.cluster_day import cluster_day
     from ingest.simulate.loop import simulate
-    from ingest.simulate.scenario import load_scenario_text
 
-    day = simulate(load_scenario_text(SCENARIO.read_text(), SCENARIO.name), seed=1)
+    day = simulate(cluster_day(), seed=1)
     records, events, cluster = day.records, day.events, day.world.cluster
     copies = math.ceil(DECISIONS / len(records))
     # dense seqs: each Pod or ResourceClaim event is followed by its copies (same time)
