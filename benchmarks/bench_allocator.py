@@ -146,7 +146,7 @@ def nvidia_shape(nodes: int = 1000, per_node: int = 8) -> list[dict[str, Any]]:
         per_model: dict[str, list[tuple[float, float]]] = {p[0]: [] for p in PRODUCTS}
         steps: dict[str, list[int]] = {p[0]: [] for p in PRODUCTS}
         rounds = [node_objs[i:i + size] for i in range(0, nodes, size)]
-        for visited, speed in paced([lambda chunk=chunk: visit(chunk) for chunk in rounds]):
+        for visited, speed in paced([functools.partial(visit, chunk) for chunk in rounds]):
             for product, us, step in visited:
                 per_model[product].append((us, speed))
                 steps[product].append(step)

@@ -15,7 +15,7 @@ from benchmarks.interleaved import interleaved
 
 BENCH_RUNS = 3  # short latencies and tails: make bench reports the median of three runs
 NV = "gpu.nvidia.com"
-ATTRIBUTES = {
+ATTRIBUTES: dict[str, dict[str, Any]] = {
     "productName": {"string": "NVIDIA H100 80GB HBM3"},
     "architecture": {"string": "Hopper"},
     "brand": {"string": "Nvidia"},

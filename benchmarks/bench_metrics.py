@@ -108,7 +108,7 @@ def _fold(events: list[Any], cluster: str) -> tuple[Lifecycle, Interleaved, floa
             fold.lifecycle()
         return float(hi - lo), time.perf_counter() - started
 
-    cols.sync = timed_sync  # type: ignore[method-assign]
+    cols.sync = timed_sync  # type: ignore[method-assign,assignment]
     bounds = [len(events) * k // SLICES for k in range(SLICES + 1)]
     with MemoryPacer() as pacer:
         spans = paced_by([functools.partial(fold_span, lo, hi) for lo, hi in itertools.pairwise(bounds)], pacer.speed)

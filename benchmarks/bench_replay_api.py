@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,7 @@ def run() -> list[dict[str, Any]]:
             # cores with what the server still does for it. One pass read the sampled replay's speed
             # as 0.55 in a quiet run where the offline and API replays' read 0.84 and 0.86, and its
             # row moved 51 %.
-            timed = paced([lambda argv=commands[kind]: _timed(argv) for kind in order], passes=SPEED_PASSES)
+            timed = paced([partial(_timed, commands[kind]) for kind in order], passes=SPEED_PASSES)
         finally:
             proc.terminate()
             try:

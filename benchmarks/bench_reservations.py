@@ -97,10 +97,10 @@ def _rows(pacer: MemoryPacer, label: str, reserve_after: str, per_tenant: int | 
                      "scale": "none",  # simulated seconds: no machine makes them shorter
                      "note": f"{stats.pods_started:,} started; {stats.pending_at_end:,} still pending at the end "
                              f"(longest {stats.longest_wait_ms / 1000:,.0f} s)"})
-    per_tenant = ", ".join(f"{t} {v:,.0f}s" for t, v in p99.items())
+    waits = ", ".join(f"{t} {v:,.0f}s" for t, v in p99.items())
     rows += [
         {"issue": "#16", "name": f"{name}: worst/best tenant p99 wait", "value": round(worst / best, 1), "unit": "x",
-         "target": "<= 3", "note": f"p99 wait per tenant: {per_tenant}"},
+         "target": "<= 3", "note": f"p99 wait per tenant: {waits}"},
         {"issue": "#16", "name": f"{name}: Jain under contention",
          "value": None if report["jain_contention"] is None else round(report["jain_contention"], 4),
          "unit": "index", "target": ">= 0.95", "note": f"{report['contention_windows']} contended 1-hour windows"},

@@ -194,8 +194,8 @@ def _store() -> tuple[Path, str, dict[str, int]]:
     path = CACHE / "store"
     mark = path / "READY"
     if mark.exists() and mark.read_text().startswith(BUILD_MARK):
-        _, how, sizes = mark.read_text().split("\n", 2)
-        return path, how, {k: int(v) for k, v in (x.split("=") for x in sizes.split())}
+        _, how, size_text = mark.read_text().split("\n", 2)
+        return path, how, {k: int(v) for k, v in (x.split("=") for x in size_text.split())}
     shutil.rmtree(path, ignore_errors=True)
     started = time.perf_counter()
     decisions, events, pods, start, end = _build(path)

@@ -95,10 +95,10 @@ def _fallback_estimates(records: Iterable[DecisionRecord], life: Lifecycle
         if r.outcome == Outcome.ALLOCATED.value and r.fallback:
             placed[r.pod_uid] = r
     for p in life.pods:
-        r = placed.get(p.uid)
-        if r is None:
+        placing = placed.get(p.uid)
+        if placing is None:
             continue
-        said = [b.detail for b in r.blockers if b.code == Blocker.FALLBACK_ESTIMATE.value]
+        said = [b.detail for b in placing.blockers if b.code == Blocker.FALLBACK_ESTIMATE.value]
         yield p, (said[0] if said else None)
 
 
@@ -335,8 +335,8 @@ def main(argv: list[str]) -> None:
         if total:
             print(f"{tenant}: {total:,.1f} pending pod-hours, {100 * over / total:.1f} % of them while it held "
                   "at least its weighted share of capacity")
-    for k, v in p99_by_track(life).items():
-        print(f"p99 wait {k}: {v:,.0f} s")
+    for track, p99 in p99_by_track(life).items():
+        print(f"p99 wait {track}: {p99:,.0f} s")
     beside = p99_beside_own(life, window)
     for k, v in beside.items():
         print(f"p99 wait {k}: {v['all']:,.0f} s; less the time its quota of the first choice was closed "

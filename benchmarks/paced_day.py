@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from audit.replay.checkpoints import collector_paused
 from benchmarks.interleaved import Interleaved, of_work, paced_by
@@ -53,6 +54,6 @@ def paced_day(sim: Simulator, speed: Callable[[], float], slices: int = SLICES) 
     span = sim.end_ms - sim.start_ms
     ends = [sim.start_ms + span * (i + 1) // slices for i in range(slices)]
     with collector_paused():  # as ``Simulator.run``
-        rounds = paced_by([timed(sim.start), *(timed(lambda end=end: sim.run_until(end)) for end in ends)], speed)
+        rounds = paced_by([timed(sim.start), *(timed(partial(sim.run_until, end)) for end in ends)], speed)
     work = [(float(n), cpu, factor) for (n, cpu), factor in rounds]
     return PacedDay(sim.result(), of_work(work, "decisions/s"), sum(cpu for _, cpu, _ in work))

@@ -196,8 +196,10 @@ class MixedPacer:
         return self._cpu_reference / (time.perf_counter() - started), self._parallel.speed()
 
     @staticmethod
-    def factor(speeds: tuple[float, float], cores: float) -> float:
-        blended = calibrate.mixed_factor(speeds[0], speeds[1], cores, os.cpu_count() or 1)
+    def factor(speeds: tuple[float, ...], cores: float) -> float:
+        """``speeds`` as ``speed`` returns them, or as ``interleaved.faster_each`` keeps them."""
+        cpu, parallel = speeds
+        blended = calibrate.mixed_factor(cpu, parallel, cores, os.cpu_count() or 1)
         assert blended is not None  # both factors measured
         return blended
 

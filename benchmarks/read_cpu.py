@@ -66,7 +66,7 @@ def measure(store: Path, n: int, tenant: str, code: Path = REPO) -> list[tuple[s
             random.Random(18).shuffle(mine)
             if len(every) < 2 * n or len(mine) < 2 * n:
                 raise RuntimeError(f"found {len(every)} decisions and {len(mine)} of tenant {tenant}; need {2 * n} each")
-            reads = [
+            reads: list[tuple[str, list[tuple[str, dict[str, str], dict[str, str]]]]] = [
                 ("decision by id (admin)", [(f"/v1/decisions/{d}", {}, admin) for d in every[:n]]),
                 ("why summary (admin)", [(f"/v1/decisions/{d}/why", {"model": "H100"}, admin) for d in every[n:2 * n]]),
                 ("newest 50 of a tenant (admin)",

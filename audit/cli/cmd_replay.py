@@ -261,8 +261,8 @@ def _runs(client: Any, answer: dict[str, Any], progress: _Progress) -> list[dict
     while "runs" not in answer:
         job = answer.get("job")
         if not job or answer.get("state") not in ("running", "done"):
-            done = f" after {answer.get('done', 0):,} of {answer.get('total', 0):,} decisions" if job else ""
-            raise UserError(f"POST /v1/replay: replay job {job} ended {answer.get('state')}{done}: "
+            so_far = f" after {answer.get('done', 0):,} of {answer.get('total', 0):,} decisions" if job else ""
+            raise UserError(f"POST /v1/replay: replay job {job} ended {answer.get('state')}{so_far}: "
                             f"{answer.get('error', 'no runs returned')}")
         done = int(answer.get("done", 0))
         if done > reported:

@@ -83,8 +83,8 @@ else:
         figures.grouped_bars(hours, {c: [retries(r, c) for r in rows] for c in classes}, "Retries per hour by class", barmode="stack"),
         key="health_retries",
     )
-    top = max(zip(counts, classes, strict=True))
-    reading(f"{int(sum(counts)):,} retries; the largest class is {top[1]} ({int(top[0]):,}).")
+    largest = max(zip(counts, classes, strict=True))
+    reading(f"{int(sum(counts)):,} retries; the largest class is {largest[1]} ({int(largest[0]):,}).")
 
 st.subheader("Health verdicts by device model")
 st.caption("Tier evidence names each tier's device model, not the node of every device, so the split is per model.")

@@ -311,9 +311,10 @@ class Simulator(ClusterLoop):
             # Claims of one template and size share one spec object: a payload is never changed
             # once it is in an event (the rule the world's caches rely on too), so building the
             # same nested spec again for every job would only cost time and memory.
-            spec = self._specs.get((job.template, job.size))
-            if spec is None:
-                spec = self._specs[(job.template, job.size)] = _with_count(inner["spec"], job.size)
+            shared = self._specs.get((job.template, job.size))
+            if shared is None:
+                shared = self._specs[(job.template, job.size)] = _with_count(inner["spec"], job.size)
+            spec = shared
         return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                 "metadata": {"name": claim_name, "namespace": job.namespace, "uid": self._uid_next(),
                              "labels": labels,
