@@ -139,6 +139,7 @@ def _rows(label: str, day: dict[str, Any], policy: str = "DRF") -> list[dict[str
     name = f"{DAY_NAME}, {policy}, {label}"
     judged = policy != BASELINE
     per_tenant = ", ".join(f"{t} {v:,.0f}s" for t, v in sorted(p99.items()))
+    starving = ", ".join(f"{row['tenant']} {row['starving_pods']:,}" for row in fair["tenants"] if row["pods_started"])
     jain = fair["jain_contention"]
     return [
         {"issue": "#16", "name": f"{name}: Jain under contention", "value": None if jain is None else round(jain, 4),
@@ -147,7 +148,7 @@ def _rows(label: str, day: dict[str, Any], policy: str = "DRF") -> list[dict[str
                  f"* backlog only device-plugin pods): {_lowest_hours(day)}{_capped(day)}"},
         {"issue": "#16", "name": f"{name}: worst/best tenant p99 wait", "value": round(worst_best(p99), 1), "unit": "x",
          "target": "<= 3" if judged else "", "note": f"p99 wait per tenant: {per_tenant}; {_behind_own(day, max(p99, key=p99.__getitem__))}"
-                                  f"{_beside_own(day)}"},
+                                  f"{_beside_own(day)}; pods past the starvation timeout: {starving}"},
         {"issue": "#16", "name": f"{name}: pending pod-minutes while an allowed tier fit",
          "value": round(100 * day["idle"], 1), "unit": "%",
          "target": "<= 5" if judged else "",

@@ -20,6 +20,8 @@ def test_the_engine_rows_carry_the_targets_and_the_baseline_rows_none(monkeypatc
     assert [r["name"].split(": ")[-1] for r in baseline] == [
         "Jain under contention", "worst/best tenant p99 wait", "pending pod-minutes while an allowed tier fit",
         "fallback regret", "decisions/s"]
+    starving = ", ".join(f"{t['tenant']} {t['starving_pods']}" for t in day["fairness"]["tenants"] if t["pods_started"])
+    assert baseline[1]["note"].endswith(f"; pods past the starvation timeout: {starving}")
     assert baseline[0]["name"].startswith(
         f"{bf.DAY_NAME}, FIFO with backfill (fairness off), immediate fallback: ")
 
