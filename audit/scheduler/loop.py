@@ -424,7 +424,10 @@ class ClusterLoop:
         parked pods whose shape ``engine.may_place`` now allows go back to their queues — the
         rest could only fail again, and every change that could help them wakes again. A policy
         activation (``everything``) brings every pod back, as tenants and gates may differ."""
-        self.pending.wake(None if everything else self._admit)
+        if everything:
+            self.pending.wake()
+        else:
+            self.pending.wake(self._admit, self._alike)
 
     def _admit(self, tenant: str, pods: list[tuple[int, str]]) -> list[tuple[int, str]]:
         """Of parked pods of one tenant and spec, those ``may_place`` allows; one question per
@@ -453,6 +456,17 @@ class ClusterLoop:
             if ok:
                 out.append((created, key))
         return out
+
+    def _alike(self, tenant: str) -> bool:
+        """Whether the tenant's parked pods of one spec stay alike until their turns, so that one
+        of them in the queue may stand for the rest (``PendingQueues.unpark``): no fallback hold
+        or reservation tells them apart, no pod is forced, and their place in line does not
+        depend on when they join it (``soleChoiceFirst`` reads the inventory then). (Every pod
+        parked here was tried before: a first attempt is always made.)"""
+        policy = self.world.policy
+        return (policy.queueing_mode == "best-effort" and policy.fallback_mode not in ("wait-for-preferred", "adaptive")
+                and policy.reserve_after_ms is None and not policy.sole_choice_first
+                and not self.world.reserved_node and not self._forced)
 
     def _adaptive_holding(self, key: str) -> bool:
         """Whether the pod holds out for its first choice now (a pod that has waited maxWait holds
@@ -484,7 +498,7 @@ class ClusterLoop:
         if opened:
             self._deferred -= opened
             self.pending.blocked -= opened
-            self.pending.unpark(lambda tenant, pods: self._admit(tenant, pods) if tenant in opened else [])
+            self.pending.unpark(lambda tenant, pods: self._admit(tenant, pods) if tenant in opened else [], self._alike)
 
     def _shape(self, key: str) -> tuple[object, ...]:
         """What decides whether the pod can be placed, besides the world: its tenant, pod spec and

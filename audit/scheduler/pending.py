@@ -60,8 +60,15 @@ def follow_up(record: DecisionRecord, policy: Policy, now_ms: int) -> FollowUp:
 class PendingQueues:
     queues: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
     blocked: set[str] = field(default_factory=set)  # strict: tenants waiting for a change
-    # best-effort: pods waiting, per (tenant, group) — the group is the caller's (pods of one shape)
+    # best-effort: pods waiting, per (tenant, group) by creation — the group is the caller's (pods
+    # of one shape, so by creation is their order in line)
     parked: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+    # best-effort: pods a wake let through whose turn has not come, per (tenant, group) by
+    # creation; the group's ``_lead`` stands in the queue for them (see ``unpark``)
+    deferred: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+    _lead: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # groups holding pods ``park_all`` parked, which may never have been tried
+    _untried: set[tuple[str, str]] = field(default_factory=set)
     # Pod shapes found unplaceable since the last change (see ``ClusterLoop.schedule_pass``).
     unfit: set[tuple[object, ...]] = field(default_factory=set)
     # Tenant shares for one (world seq, time, policy): a pass picks many pods between changes.
@@ -92,30 +99,67 @@ class PendingQueues:
             self.queues[tenant].insert(0, (created, key))
             self.blocked.add(tenant)
         else:
-            self.parked.setdefault((tenant, group), []).append((created, key))
+            bisect.insort(self.parked.setdefault((tenant, group), []), (created, key))
+            led = self._lead.pop(key, None)
+            if led is not None:  # the pods it stood for wait with it, as they would have in the queue
+                self._merge_parked(led, self.deferred.pop(led, []))
 
-    def wake(self, admit: Callable[[str, list[tuple[int, str]]], list[tuple[int, str]]] | None = None) -> None:
+    def _merge_parked(self, group: tuple[str, str], pods: list[tuple[int, str]]) -> None:
+        """Add ``pods`` (by creation) to the group's parked ones, the shorter list into the longer."""
+        mine = self.parked.get(group, [])
+        longer, shorter = (pods, mine) if len(pods) >= len(mine) else (mine, pods)
+        for item in shorter:
+            bisect.insort(longer, item)
+        if longer:
+            self.parked[group] = longer
+
+    def wake(self, admit: Callable[[str, list[tuple[int, str]]], list[tuple[int, str]]] | None = None,
+             alike: Callable[[str], bool] | None = None) -> None:
         """Capacity may have grown: waiting tenants and pods may be tried again — every parked pod,
         or those ``admit(tenant, pods of one group)`` lets through (a cheap necessary condition;
         the others stay parked, as trying them could only fail)."""
         self.blocked.clear()
         self.unfit.clear()
-        self.unpark(admit)
+        self.unpark(admit, alike)
 
-    def unpark(self, admit: Callable[[str, list[tuple[int, str]]], list[tuple[int, str]]] | None = None) -> None:
+    def unpark(self, admit: Callable[[str, list[tuple[int, str]]], list[tuple[int, str]]] | None = None,
+               alike: Callable[[str], bool] | None = None) -> None:
         """Parked pods ``admit`` lets through go back to their queues; what the pass has found
-        unplaceable so far stays known."""
+        unplaceable so far stays known. With no ``admit`` every waiting pod goes back.
+
+        When ``admit`` lets a whole group through and ``alike(tenant)`` says that the tenant's
+        pods of one group stay alike until their turns (nothing but the world decides what
+        happens to them, and each was tried before), only the group's first pod in line goes to
+        the queue, as its lead; the others are deferred. When the lead leaves the queue
+        (``pop_next``, ``discard``) the next one takes its place; when it is parked
+        (``put_back``) they are parked with it, as they would have been beside it. No pod of
+        another group falls between two of a group in their tenant's line without falling behind
+        the lead too, so every pick is the one it would be with all of them queued. Under
+        contention a release wakes hundreds of pods of one shape, of which the first takes what
+        was freed and the rest would only be queued to be parked again."""
         back: dict[str, list[tuple[int, str]]] = {}
         for (tenant, group), waiting in list(self.parked.items()):
             going = waiting if admit is None else admit(tenant, waiting)
             if not going:
                 continue
-            back.setdefault(tenant, []).extend(going)
             if len(going) == len(waiting):
                 del self.parked[(tenant, group)]
+                if (alike is not None and len(going) > 1 and (tenant, group) not in self._untried
+                        and (tenant, group) not in self.deferred and alike(tenant)):
+                    lead = going[0]  # (a group's pods share their place in line but for age)
+                    self.deferred[(tenant, group)] = going[1:]
+                    self._lead[lead[1]] = (tenant, group)
+                    going = [lead]
+                self._untried.discard((tenant, group))
             else:
                 gone = set(going)
                 self.parked[(tenant, group)] = [p for p in waiting if p not in gone]
+            back.setdefault(tenant, []).extend(going)
+        if admit is None:  # every pod: the deferred ones too
+            for (tenant, _), rest in sorted(self.deferred.items()):
+                back.setdefault(tenant, []).extend(rest)
+            self.deferred.clear()
+            self._lead.clear()
         for tenant, pods in sorted(back.items()):
             for _, key in pods:
                 self._joins(key)
@@ -131,14 +175,37 @@ class PendingQueues:
             return
         for tenant, q in self.queues.items():
             for created, key in q:
-                self.put_back(tenant, created, key, strict=False, group=group(key) if group else "")
+                name = group(key) if group else ""
+                self.put_back(tenant, created, key, strict=False, group=name)
+                self._untried.add((tenant, name))
             q.clear()
+
+    def _promote(self, key: str) -> None:
+        """``key`` left its queue: the next pod it led, if any, joins the queue and leads the rest."""
+        group = self._lead.pop(key, None)
+        rest = self.deferred.get(group) if group is not None else None
+        if not rest or group is None:
+            return
+        nxt = rest.pop(0)
+        if rest:
+            self._lead[nxt[1]] = group
+        else:
+            del self.deferred[group]
+        self._joins(nxt[1])
+        bisect.insort(self.queues.setdefault(group[0], []), nxt, key=self.line_key)
 
     def discard(self, key: str) -> None:
         """The pod is gone (deleted by someone else): it waits nowhere any more."""
+        self._promote(key)
         self._first.pop(key, None)
         for q in self.queues.values():
             q[:] = [p for p in q if p[1] != key]
+        for group, rest in list(self.deferred.items()):
+            left = [p for p in rest if p[1] != key]
+            if left:
+                self.deferred[group] = left
+            else:  # the lead stays queued, leading nothing
+                del self.deferred[group]
         for group, waiting in list(self.parked.items()):
             left = [p for p in waiting if p[1] != key]
             if left:
@@ -147,7 +214,7 @@ class PendingQueues:
                 del self.parked[group]
 
     def waiting(self) -> int:
-        return sum(len(q) for q in self.queues.values()) + sum(len(q) for q in self.parked.values())
+        return sum(len(q) for q in (*self.queues.values(), *self.parked.values(), *self.deferred.values()))
 
     def pop_next(self, world: World, policy: Policy, now_ms: int) -> tuple[str, str] | None:
         """The next ``(tenant, pod key)`` in fairness order among unblocked tenants' head pods."""
@@ -169,4 +236,5 @@ class PendingQueues:
             return None
         _, key = self.queues[best[1]].pop(0)
         self._first.pop(key, None)
+        self._promote(key)
         return best[1], key
