@@ -28,7 +28,6 @@ from audit.policy import Policy
 from audit.records import Track
 from audit.scheduler.claimspec import claim_requests, pod_claim_names
 from audit.scheduler.nodefilter import node_exclusion
-from audit.scheduler.tiers import claim_tiers
 from audit.timestamps import parse_time_ms
 from audit.world import World, device_plugin_gpus
 
@@ -380,7 +379,7 @@ def _preferred(world: World, claims: list[dict[str, Any]]) -> str:
     matcher = model_matcher(world)
     first = ""
     for claim in claims:
-        for rt in claim_tiers(claim, matcher):
+        for rt in matcher.spec_tiers(claim):
             if not rt.tiers:
                 continue
             if len(rt.tiers) >= 2:

@@ -164,6 +164,12 @@ class SignatureModelMatcher:
             hit = self._tiers[id(claim)] = (claim, versions, self._spec_tiers(claim, versions))
         return hit[2]
 
+    def spec_tiers(self, claim: dict[str, Any]) -> list[RequestTiers]:
+        """``claim_tiers`` memoised per distinct claim spec while classes and device signatures
+        stay the same, keeping nothing of the claim itself: for readers that see each claim once
+        (the lifecycle fold)."""
+        return self._spec_tiers(claim, (self.world.signature_version, self.world.inventory_version))
+
     def _spec_tiers(self, claim: dict[str, Any], versions: tuple[int, int]) -> list[RequestTiers]:
         """``claim_tiers`` once per distinct claim spec: claims made from one template and size
         differ only in their names, and a claim's tiers read nothing else of it but its key.

@@ -81,3 +81,23 @@ def test_engine_and_explanation_see_the_same_tiers():
     assert engine == explained == [
         ("alpha/train-gpu", "gpu", "h100", 0, 2), ("alpha/train-gpu", "gpu", "any", 1, 4),
         ("alpha/train-gpu", "nic", "", 0, 1), ("alpha/train-gpu", "legacy", "", 0, 3)]
+
+
+def test_tiers_read_once_per_spec_are_each_claims_own():
+    """Claims of one template and size share their spec: ``spec_tiers`` reads it once, gives each
+    claim the tiers ``claim_tiers`` would (under its own key), and keeps nothing per claim."""
+    from audit.scheduler.attempt import model_matcher
+    from tests.scheduler.worlds import cluster, submit
+
+    sim = cluster()
+    for name in ("one", "two"):
+        submit(sim, name, size=2)
+    claims = sorted(sim.world.objects["ResourceClaim"].values(), key=claim_key)
+    assert len(claims) == 2 and claims[0]["spec"] is claims[1]["spec"]
+    matcher = model_matcher(sim.world)
+    kept = dict(matcher._tiers)
+    got = [matcher.spec_tiers(c) for c in claims]
+    assert got == [claim_tiers(c, matcher) for c in claims]
+    assert [rt.tiers[0].claim for rts in got for rt in rts] == [claim_key(c) for c in claims]
+    assert [t.models for t in got[0][0].tiers] == [("H100",), ("A100",), ("A100", "H100", "L40S")]
+    assert matcher._tiers == kept
