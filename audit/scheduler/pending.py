@@ -65,7 +65,7 @@ class PendingQueues:
     parked: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
     # best-effort: pods a wake let through whose turn has not come, per (tenant, group) by
     # creation; the group's ``_lead`` stands in the queue for them (see ``unpark``)
-    deferred: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+    behind: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
     _lead: dict[str, tuple[str, str]] = field(default_factory=dict)
     # groups holding pods ``park_all`` parked, which may never have been tried
     _untried: set[tuple[str, str]] = field(default_factory=set)
@@ -102,7 +102,7 @@ class PendingQueues:
             bisect.insort(self.parked.setdefault((tenant, group), []), (created, key))
             led = self._lead.pop(key, None)
             if led is not None:  # the pods it stood for wait with it, as they would have in the queue
-                self._merge_parked(led, self.deferred.pop(led, []))
+                self._merge_parked(led, self.behind.pop(led, []))
 
     def _merge_parked(self, group: tuple[str, str], pods: list[tuple[int, str]]) -> None:
         """Add ``pods`` (by creation) to the group's parked ones, the shorter list into the longer."""
@@ -130,7 +130,7 @@ class PendingQueues:
         When ``admit`` lets a whole group through and ``alike(tenant)`` says that the tenant's
         pods of one group stay alike until their turns (nothing but the world decides what
         happens to them, and each was tried before), only the group's first pod in line goes to
-        the queue, as its lead; the others are deferred. When the lead leaves the queue
+        the queue, as its lead; the others wait behind it. When the lead leaves the queue
         (``pop_next``, ``discard``) the next one takes its place; when it is parked
         (``put_back``) they are parked with it, as they would have been beside it. No pod of
         another group falls between two of a group in their tenant's line without falling behind
@@ -145,9 +145,9 @@ class PendingQueues:
             if len(going) == len(waiting):
                 del self.parked[(tenant, group)]
                 if (alike is not None and len(going) > 1 and (tenant, group) not in self._untried
-                        and (tenant, group) not in self.deferred and alike(tenant)):
+                        and (tenant, group) not in self.behind and alike(tenant)):
                     lead = going[0]  # (a group's pods share their place in line but for age)
-                    self.deferred[(tenant, group)] = going[1:]
+                    self.behind[(tenant, group)] = going[1:]
                     self._lead[lead[1]] = (tenant, group)
                     going = [lead]
                 self._untried.discard((tenant, group))
@@ -155,10 +155,10 @@ class PendingQueues:
                 gone = set(going)
                 self.parked[(tenant, group)] = [p for p in waiting if p not in gone]
             back.setdefault(tenant, []).extend(going)
-        if admit is None:  # every pod: the deferred ones too
-            for (tenant, _), rest in sorted(self.deferred.items()):
+        if admit is None:  # every pod: those behind a lead too
+            for (tenant, _), rest in sorted(self.behind.items()):
                 back.setdefault(tenant, []).extend(rest)
-            self.deferred.clear()
+            self.behind.clear()
             self._lead.clear()
         for tenant, pods in sorted(back.items()):
             for _, key in pods:
@@ -183,14 +183,14 @@ class PendingQueues:
     def _promote(self, key: str) -> None:
         """``key`` left its queue: the next pod it led, if any, joins the queue and leads the rest."""
         group = self._lead.pop(key, None)
-        rest = self.deferred.get(group) if group is not None else None
+        rest = self.behind.get(group) if group is not None else None
         if not rest or group is None:
             return
         nxt = rest.pop(0)
         if rest:
             self._lead[nxt[1]] = group
         else:
-            del self.deferred[group]
+            del self.behind[group]
         self._joins(nxt[1])
         bisect.insort(self.queues.setdefault(group[0], []), nxt, key=self.line_key)
 
@@ -200,12 +200,12 @@ class PendingQueues:
         self._first.pop(key, None)
         for q in self.queues.values():
             q[:] = [p for p in q if p[1] != key]
-        for group, rest in list(self.deferred.items()):
+        for group, rest in list(self.behind.items()):
             left = [p for p in rest if p[1] != key]
             if left:
-                self.deferred[group] = left
+                self.behind[group] = left
             else:  # the lead stays queued, leading nothing
-                del self.deferred[group]
+                del self.behind[group]
         for group, waiting in list(self.parked.items()):
             left = [p for p in waiting if p[1] != key]
             if left:
@@ -214,7 +214,7 @@ class PendingQueues:
                 del self.parked[group]
 
     def waiting(self) -> int:
-        return sum(len(q) for q in (*self.queues.values(), *self.parked.values(), *self.deferred.values()))
+        return sum(len(q) for q in (*self.queues.values(), *self.parked.values(), *self.behind.values()))
 
     def pop_next(self, world: World, policy: Policy, now_ms: int) -> tuple[str, str] | None:
         """The next ``(tenant, pod key)`` in fairness order among unblocked tenants' head pods."""

@@ -1,5 +1,5 @@
 """A wake that lets a whole group of alike parked pods through queues only the first of them, the
-lead; the rest are deferred and join the queue one at a time as each lead leaves it. Picks, parks
+lead; the rest wait behind it and join the queue one at a time as each lead leaves it. Picks, parks
 and decisions are the same as with every pod queued at once."""
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ def _parked_three() -> tuple[object, PendingQueues, list[str]]:
 
 
 def _line(queues: PendingQueues) -> tuple[list[str], list[str], list[str]]:
-    """(queued, deferred, parked) pod keys of the group's tenant."""
-    return ([k for _, k in queues.queues.get("alpha", [])], [k for _, k in queues.deferred.get(GROUP, [])],
+    """(queued, behind the lead, parked) pod keys of the group's tenant."""
+    return ([k for _, k in queues.queues.get("alpha", [])], [k for _, k in queues.behind.get(GROUP, [])],
             [k for _, k in queues.parked.get(GROUP, [])])
 
 
@@ -44,14 +44,14 @@ def test_parked_pods_of_a_group_wait_oldest_first():
     assert _line(queues) == ([], [], keys)
 
 
-@pytest.mark.parametrize(("alike", "queued", "deferred"), [
+@pytest.mark.parametrize(("alike", "queued", "behind"), [
     pytest.param(True, ["alpha/p1"], ["alpha/p2", "alpha/p3"], id="alike-the-oldest-leads-the-rest-wait-behind-it"),
     pytest.param(False, ["alpha/p1", "alpha/p2", "alpha/p3"], [], id="not-alike-every-pod-is-queued"),
 ])
-def test_a_wake_queues_one_lead_for_a_group_of_alike_pods(alike, queued, deferred):
+def test_a_wake_queues_one_lead_for_a_group_of_alike_pods(alike, queued, behind):
     _, queues, _ = _parked_three()
     queues.unpark(lambda tenant, pods: pods, lambda tenant: alike)
-    assert _line(queues) == (queued, deferred, [])
+    assert _line(queues) == (queued, behind, [])
     assert queues.waiting() == 3
 
 
@@ -63,7 +63,7 @@ def test_each_pick_of_a_lead_queues_the_next_pod_of_its_group():
         picked.append(nxt[1])
         assert _line(queues)[0] == keys[len(picked):len(picked) + 1]  # the next one and no other
     assert picked == keys
-    assert queues.deferred == {} and queues.waiting() == 0
+    assert queues.behind == {} and queues.waiting() == 0
 
 
 def test_a_lead_parked_again_takes_the_pods_it_led_with_it():
@@ -75,23 +75,23 @@ def test_a_lead_parked_again_takes_the_pods_it_led_with_it():
 
 @pytest.mark.parametrize(("gone", "after"), [
     pytest.param("alpha/p1", (["alpha/p2"], ["alpha/p3"], []), id="a-lead-deleted-hands-over-to-the-next"),
-    pytest.param("alpha/p2", (["alpha/p1"], ["alpha/p3"], []), id="a-deferred-pod-deleted-leaves-the-line"),
+    pytest.param("alpha/p2", (["alpha/p1"], ["alpha/p3"], []), id="a-pod-behind-the-lead-deleted-leaves-the-line"),
 ])
-def test_a_deleted_pod_of_a_deferred_group(gone, after):
+def test_a_deleted_pod_of_a_led_group(gone, after):
     _, queues, _ = _parked_three()
     queues.unpark(lambda tenant, pods: pods, lambda tenant: True)
     queues.discard(gone)
     assert _line(queues) == after
 
 
-def test_a_wake_of_every_pod_queues_the_deferred_ones_too():
+def test_a_wake_of_every_pod_queues_those_behind_a_lead_too():
     _, queues, keys = _parked_three()
     queues.unpark(lambda tenant, pods: pods, lambda tenant: True)
     queues.unpark()
     assert _line(queues) == (keys, [], [])
 
 
-def test_pods_parked_at_a_windows_start_are_never_deferred():
+def test_pods_parked_at_a_windows_start_are_never_led():
     """``park_all`` parks pods that may never have been tried, whose first attempt must be made."""
     sim = cluster()
     keys = [submit(sim, f"p{i}") for i in range(3)]
@@ -119,7 +119,7 @@ def test_pods_of_one_spec_are_alike_only_where_nothing_but_the_world_tells_them_
 
 def _day(policy: dict, alike: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
     """Six hours of the default scenario under ``policy`` (merged into its policies' specs): the
-    records' digest, and how many times a lead handed over to a deferred pod."""
+    records' digest, and how many times a lead handed over to the pod behind it."""
     with open(SCENARIO, encoding="utf-8") as fh:
         sc = load_scenario_text(fh.read(), "cluster-day.yaml")
     for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
@@ -128,7 +128,7 @@ def _day(policy: dict, alike: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[st
     promote = PendingQueues._promote
 
     def counted(self: PendingQueues, key: str) -> None:
-        handed["over"] += bool(self.deferred.get(self._lead.get(key)))
+        handed["over"] += bool(self.behind.get(self._lead.get(key)))
         promote(self, key)
 
     monkeypatch.setattr(PendingQueues, "_promote", counted)
@@ -146,8 +146,8 @@ def _day(policy: dict, alike: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[st
     pytest.param({"fairness": {"mode": "drf", "deferAboveShare": True}}, id="fair-share-deferral"),
     pytest.param({"preemption": {"enabled": True, "minRuntime": "10m"}}, id="reclaim-of-quota"),
 ])
-def test_deferring_alike_pods_changes_no_decision(policy, monkeypatch):
+def test_leading_alike_pods_changes_no_decision(policy, monkeypatch):
     lazy, handed = _day(policy, True, monkeypatch)
     eager, none = _day(policy, False, monkeypatch)
-    assert handed > 0 and none == 0  # the deferral was used, and only where it was allowed
+    assert handed > 0 and none == 0  # leads were used, and only where allowed
     assert lazy == eager
