@@ -23,7 +23,7 @@ from typing import Any
 
 from audit.events import WorldEvent
 from audit.metrics.columns import Columns, PodColumns
-from audit.metrics.regret import RegretCandidate, first_choice_allocatable, reduced_to_first_choice
+from audit.metrics.regret import Needs, RegretCandidate, first_choice_allocatable, reduced_to_first_choice
 from audit.policy import Policy
 from audit.records import Track
 from audit.scheduler.claimspec import claim_requests, pod_claim_names
@@ -332,12 +332,13 @@ class LifecycleFold:
         self._inventory_touched = self._policy_touched = self._freed = False
         if self._candidates:
             still: list[RegretCandidate] = []
+            no_room: set[Needs] = set()  # for this world state only
             for c in self._candidates:
                 if t > c.deadline_ms:
                     continue
                 # nothing released, no inventory or policy change: a candidate judged before
                 # cannot have become allocatable (allocations only take devices and quota)
-                if (freed or not c.judged) and first_choice_allocatable(world, c):
+                if (freed or not c.judged) and first_choice_allocatable(world, c, no_room):
                     c.life.regretted = True
                     self._dirty.add(c.life.row)
                     continue

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from audit.metrics.lifecycle import PodLife
 
 
+# (models, count) per first alternative of a candidate's claims
+Needs = tuple[tuple[tuple[str, ...], int], ...]
+
+
 @dataclass
 class RegretCandidate:
     life: PodLife
@@ -33,7 +37,7 @@ class RegretCandidate:
     claims: list[dict[str, Any]]  # the pod's claims reduced to their first alternatives, unallocated
     deadline_ms: int
     # (models, count) per first alternative, as the world's device signatures stood when read
-    needs: tuple[tuple[tuple[str, ...], int], ...] = ()
+    needs: Needs = ()
     needs_version: tuple[int, int] = (-1, -1)
     judged: bool = False  # judged at the end of some instant already
 
@@ -56,21 +60,34 @@ def reduced_to_first_choice(claims: list[dict[str, Any]]) -> list[dict[str, Any]
     return out
 
 
-def _candidate_nodes(world: World, c: RegretCandidate) -> list[str]:
+def _candidate_nodes(world: World, c: RegretCandidate,
+                     no_room: set[Needs] | None = None) -> list[str]:
     """Nodes with enough free healthy devices of a model each first alternative can match (a
-    necessary condition; the allocator decides)."""
+    necessary condition; the allocator decides). ``no_room`` holds the needs found to have no
+    such node in the world as it is now, for the caller to keep while the world stays the same."""
     version = (world.signature_version, world.class_version)
     if c.needs_version != version:
         matcher = model_matcher(world)
         c.needs = tuple((rt.tiers[0].models, rt.tiers[0].count)
                         for claim in c.claims for rt in claim_tiers(claim, matcher) if rt.tiers)
         c.needs_version = version
-    if len(c.needs) == 1 and len(c.needs[0][0]) == 1:
+    if no_room is None:
+        return _nodes_with_room(world, c.needs)
+    if c.needs in no_room:
+        return []
+    nodes = _nodes_with_room(world, c.needs)
+    if not nodes:
+        no_room.add(c.needs)
+    return nodes
+
+
+def _nodes_with_room(world: World, needs: Needs) -> list[str]:
+    if len(needs) == 1 and len(needs[0][0]) == 1:
         # the common case, one request of one model: the world keeps that list sorted already
-        (((model,), count),) = c.needs
+        (((model,), count),) = needs
         return world.nodes_with_free(model, count)
     nodes: set[str] | None = None
-    for models, count in c.needs:
+    for models, count in needs:
         here = {n for m in models for n in world.nodes_with_free(m, count)}
         nodes = here if nodes is None else nodes & here
         if not nodes:
@@ -78,8 +95,12 @@ def _candidate_nodes(world: World, c: RegretCandidate) -> list[str]:
     return sorted(nodes or ())
 
 
-def first_choice_allocatable(world: World, c: RegretCandidate) -> bool:
-    nodes = _candidate_nodes(world, c)
+def first_choice_allocatable(world: World, c: RegretCandidate,
+                             no_room: set[Needs] | None = None) -> bool:
+    """Whether the candidate's first alternatives alone are allocatable on one node within its
+    tenant's quota now. ``no_room``: as ``_candidate_nodes`` takes it — at the end of an instant
+    every candidate is judged against the same world, and most have needs no node has room for."""
+    nodes = _candidate_nodes(world, c, no_room)
     if not nodes:  # asked of every candidate at the end of nearly every instant: the usual answer
         return False
     policy = world.policy

@@ -89,3 +89,29 @@ def test_the_first_choice_of_a_claim_drops_its_status_and_leaves_the_claim_as_it
     (reduced,) = reduced_to_first_choice([claim])
     assert reduced == {"metadata": claim["metadata"], "spec": {"devices": {"requests": requests}}}
     assert claim == before  # the world's claim is shared, never changed
+
+
+def test_needs_with_no_room_are_asked_once_per_instant_and_judge_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the end of an instant every candidate is judged against the same world: needs found to
+    have no node with room are not looked up again, and every pod is regretted or not as when
+    each candidate asked for itself."""
+    from audit.metrics import regret
+    from tests.simulate.runs import cluster_day
+
+    day = cluster_day()
+    looked_up = []
+    nodes_with_room = regret._nodes_with_room
+
+    def counted(world: Any, needs: Any) -> list[str]:
+        looked_up.append(needs)
+        return nodes_with_room(world, needs)
+
+    monkeypatch.setattr(regret, "_nodes_with_room", counted)
+    shared = {p.key: p.regretted for p in fold_lifecycle(day.events, day.world.cluster).pods}
+    asked_shared = len(looked_up)
+    candidate_nodes = regret._candidate_nodes
+    monkeypatch.setattr(regret, "_candidate_nodes", lambda world, c, no_room=None: candidate_nodes(world, c))
+    looked_up.clear()
+    alone = {p.key: p.regretted for p in fold_lifecycle(day.events, day.world.cluster).pods}
+    assert shared == alone and sum(alone.values()) > 0
+    assert asked_shared < len(looked_up)  # some needs were answered by the instant's memo (a third here)
