@@ -12,10 +12,9 @@ import pytest
 from audit.records import to_jsonl
 from audit.scheduler.loop import ClusterLoop
 from audit.scheduler.pending import PendingQueues
+from benchmarks.cluster_day import cluster_day
 from ingest.simulate.loop import simulate
-from ingest.simulate.scenario import load_scenario_text
 from tests.scheduler.worlds import cluster, submit
-from tests.simulate.runs import SCENARIO
 
 GROUP = ("alpha", "g")
 
@@ -120,10 +119,7 @@ def test_pods_of_one_spec_are_alike_only_where_nothing_but_the_world_tells_them_
 def _day(policy: dict, alike: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
     """Six hours of the default scenario under ``policy`` (merged into its policies' specs): the
     records' digest, and how many times a lead handed over to the pod behind it."""
-    with open(SCENARIO, encoding="utf-8") as fh:
-        sc = load_scenario_text(fh.read(), "cluster-day.yaml")
-    for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
-        doc["spec"].update(policy)
+    sc = cluster_day(lambda spec: spec.update(policy))
     handed = Counter()
     promote = PendingQueues._promote
 
