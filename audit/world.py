@@ -327,6 +327,14 @@ class World:
     def model_in_use(self, tenant: str, model: str) -> int:
         return self.tenant_models.get(tenant, {}).get(model, 0)
 
+    def charge_of(self, kind: str, namespace: str, name: str) -> Charge | None:
+        """What the object holds against its tenant's quota: a claim's allocated devices, or a
+        pod's device-plugin GPUs; None for other kinds or when it holds nothing."""
+        key = obj_key(namespace, name)
+        if kind == "ResourceClaim":
+            return self.charges.get(key)
+        return self.charges.get(_pod_charge_key(key)) if kind == "Pod" else None
+
     # ---- folding ------------------------------------------------------------------------------
 
     def apply(self, ev: WorldEvent, digest: str | None = None) -> None:
@@ -762,12 +770,12 @@ class World:
         new_gpus = device_plugin_gpus(new) if new_node and live else 0
         if old_gpus and (old_node != new_node or not new_gpus):
             self.dp_used[old_node] = self.dp_used.get(old_node, 0) - old_gpus
-            self._uncharge(f"pod:{key}")
+            self._uncharge(_pod_charge_key(key))
         if new_gpus and (old_node != new_node or not old_gpus):
             self.dp_used[new_node] = self.dp_used.get(new_node, 0) + new_gpus
             model = self.dp_model.get(new_node, "unknown")
             namespace = (new or {}).get("metadata", {}).get("namespace", "")
-            self._charge(f"pod:{key}", Charge(self.policy.tenant_for(namespace),
+            self._charge(_pod_charge_key(key), Charge(self.policy.tenant_for(namespace),
                                               new_gpus * self.policy.h100_equivalent(model), {model: new_gpus}))
 
     def _on_reservation(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
@@ -880,6 +888,11 @@ def _allocated_ids(claim: dict[str, Any] | None) -> list[str]:
     # admin-access results do not occupy the device (upstream allocateddevices.go)
     return [f"{r.get('driver', '')}/{r.get('pool', '')}/{r.get('device', '')}"
             for r in (alloc.get("devices") or {}).get("results", []) or [] if not r.get("adminAccess")]
+
+
+def _pod_charge_key(key: str) -> str:
+    """A pod's device-plugin GPUs are charged apart from its claims, which charge under their own keys."""
+    return f"pod:{key}"
 
 
 def _terminated(pod: dict[str, Any]) -> bool:

@@ -23,7 +23,13 @@ from typing import Any
 
 from audit.events import WorldEvent
 from audit.metrics.columns import Columns, PodColumns
-from audit.metrics.regret import Needs, RegretCandidate, first_choice_allocatable, reduced_to_first_choice
+from audit.metrics.regret import (
+    Needs,
+    RegretCandidate,
+    RegretWatch,
+    first_choice_allocatable,
+    reduced_to_first_choice,
+)
 from audit.policy import Policy
 from audit.records import Track
 from audit.scheduler.claimspec import claim_requests, pod_claim_names
@@ -33,6 +39,10 @@ from audit.world import World, device_plugin_gpus
 
 # Event kinds that can change capacity, health or the policy: the instant's end re-reads them.
 _INVENTORY_KINDS = frozenset({"Node", "ResourceSlice", "DeviceTaintRule", "Policy", "DeviceClass"})
+# Kinds whose objects hold devices or quota (``World.charge_of``): their deletes give back what that says.
+_HOLDING_KINDS = frozenset({"ResourceClaim", "Pod"})
+# The model the world charges for a device outside its index: any model's candidate may want it.
+_UNINDEXED = "unknown"
 
 
 @dataclass
@@ -135,11 +145,14 @@ class LifecycleFold:
         self.capacity: list[tuple[int, float]] = []
         self.spans: list[UnhealthySpan] = []
         self._sick: dict[str, tuple[str, int]] = {}  # device id -> (model, since)
-        self._candidates: list[RegretCandidate] = []
+        self._regret = RegretWatch()
         self._instant_ms: int | None = None
         self._inventory_touched = False
         self._policy_touched = False
-        self._freed = False  # something was released this instant: a judged candidate may now fit
+        # what was given back this instant (devices, or quota held by a pod's device-plugin GPUs),
+        # by model, and whether anything else changed that a judged candidate could now fit by
+        self._freed_models: set[str] = set()
+        self._changed = False
         self._columns = PodColumns()
         self._dirty: set[int] = set()  # rows changed since the columns were last synced
         self._asks_by_selector: dict[str, str] = {}  # a pod's node constraints -> models asked (until a Node changes)
@@ -157,9 +170,10 @@ class LifecycleFold:
         if self._instant_ms is not None and t > self._instant_ms:
             self._end_instant(self._instant_ms)
         self._instant_ms = t if self._instant_ms is None else max(t, self._instant_ms)
-        old = self.world.get(ev.object_kind, ev.namespace, ev.name)
-        self.world.apply(ev)
         kind = ev.object_kind
+        old = self.world.get(kind, ev.namespace, ev.name)
+        held = self.world.charge_of(kind, ev.namespace, ev.name)
+        self.world.apply(ev)
         if kind == "Node":
             self._asks_by_selector.clear()
         if kind in _INVENTORY_KINDS:
@@ -170,9 +184,10 @@ class LifecycleFold:
             self._on_pod(ev, old, t)
         elif kind == "ResourceClaim":
             self._on_claim(ev, old, t)
-        if ev.type == "delete" or kind in _INVENTORY_KINDS or (
-                kind in ("ResourceClaim", "Pod") and old is not None and _holds(old) and not _holds(ev.payload)):
-            self._freed = True
+        if kind in _INVENTORY_KINDS or (ev.type == "delete" and kind not in _HOLDING_KINDS):
+            self._changed = True
+        elif held is not None and self.world.charge_of(kind, ev.namespace, ev.name) is not held:
+            self._freed_models.update(held.models)
 
     @property
     def columns(self) -> PodColumns:
@@ -298,7 +313,7 @@ class LifecycleFold:
             # the pod as it stands now, kept by reference: the world replaces an object whole on
             # each event and never changes one in place, so this one stays as it was
             reduced = reduced_to_first_choice(claims)
-            self._candidates.append(RegretCandidate(life, pod, reduced, t + policy.regret_window_ms))
+            self._regret.add(RegretCandidate(life, pod, reduced, t + policy.regret_window_ms))
 
     def _asks(self, pod: dict[str, Any]) -> str:
         """The models of the device-plugin nodes the pod's nodeSelector and required node affinity
@@ -328,23 +343,17 @@ class LifecycleFold:
             if not self.capacity or self.capacity[-1][1] != cap:
                 self.capacity.append((t, cap))
             self._health(t)
-        freed = self._freed
-        self._inventory_touched = self._policy_touched = self._freed = False
-        if self._candidates:
-            still: list[RegretCandidate] = []
+        changed, freed = self._changed or _UNINDEXED in self._freed_models, self._freed_models
+        self._inventory_touched = self._policy_touched = self._changed = False
+        self._freed_models = set()
+        if len(self._regret):
+            due = self._regret.due(t, changed, freed)
             no_room: set[Needs] = set()  # for this world state only
-            for c in self._candidates:
-                if t > c.deadline_ms:
-                    continue
-                # nothing released, no inventory or policy change: a candidate judged before
-                # cannot have become allocatable (allocations only take devices and quota)
-                if (freed or not c.judged) and first_choice_allocatable(world, c, no_room):
-                    c.life.regretted = True
+            for c in due:
+                if first_choice_allocatable(world, c, no_room):
+                    c.regretted = c.life.regretted = True
                     self._dirty.add(c.life.row)
-                    continue
-                c.judged = True
-                still.append(c)
-            self._candidates = still
+            self._regret.judged(t, due)
 
     def _health(self, t: int) -> None:
         sick = {d.id: d.model for d in self.world.devices.values() if d.unhealthy}
@@ -353,14 +362,6 @@ class LifecycleFold:
             self.spans.append(UnhealthySpan(dev_id, model, since, t))
         for dev_id in sorted(set(sick) - set(self._sick)):
             self._sick[dev_id] = (sick[dev_id], t)
-
-
-def _holds(obj: dict[str, Any]) -> bool:
-    """An allocated claim, or a live pod on a node (which may hold device-plugin GPUs)."""
-    if (obj.get("status") or {}).get("allocation"):
-        return True
-    return bool((obj.get("spec") or {}).get("nodeName")) and (obj.get("status") or {}).get("phase") not in (
-        "Failed", "Succeeded")
 
 
 def _sub_index(claim: dict[str, Any], request: str, sub: str) -> int:

@@ -11,6 +11,8 @@ enough: eight free H100s spread over four nodes do not fit a pod asking for eigh
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +41,78 @@ class RegretCandidate:
     # (models, count) per first alternative, as the world's device signatures stood when read
     needs: Needs = ()
     needs_version: tuple[int, int] = (-1, -1)
-    judged: bool = False  # judged at the end of some instant already
+    models: frozenset[str] = frozenset()  # every model of ``needs``
+    serial: int = -1  # its place in the order candidates appeared in (``RegretWatch.add``)
+    regretted: bool = False
+
+
+# Entries ``RegretWatch`` may keep for candidates done since, beyond four per open one, before it
+# files the open ones anew: a model nothing is given back for would otherwise keep them all.
+REINDEX_SLACK = 4096
+
+
+class RegretWatch:
+    """The fallbacks inside their regret window, and which of them to judge at an instant's end.
+
+    A candidate is judged at the end of the instant it appeared in. If its first choice did not
+    fit then, it can come to fit only through an instant that gave back devices or quota of one of
+    the models that choice asks for, or that changed the inventory or policy: allocations only take
+    devices and quota, its first alternatives select no device of another model, and quota is
+    counted per model. So after its first judgment it waits under those models and is judged again
+    only when one of them is given back (or anything changed), rather than at every instant.
+    """
+
+    def __init__(self) -> None:
+        self._open: deque[RegretCandidate] = deque()  # in the order they appeared, not yet regretted
+        self._fresh: list[RegretCandidate] = []  # not judged yet
+        self._wanting: dict[str, dict[int, RegretCandidate]] = {}  # model -> judged candidates, by serial
+        self._indexed = 0  # entries in ``_wanting``, those of candidates done since included
+        self._serial = 0
+
+    def add(self, c: RegretCandidate) -> None:
+        c.serial, self._serial = self._serial, self._serial + 1
+        self._open.append(c)
+        self._fresh.append(c)
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def due(self, t: int, changed: bool, freed: Set[str]) -> list[RegretCandidate]:
+        """Those to judge at the end of instant ``t`` (in the order they appeared), after an instant
+        that gave back devices or quota of the models ``freed``, and changed the inventory or the
+        policy if ``changed``. Pass each of them to ``judged`` afterwards."""
+        pending = self._open
+        while pending and (pending[0].regretted or t > pending[0].deadline_ms):
+            pending.popleft()
+        if changed:
+            self._wanting.clear()
+            self._indexed = 0
+            found = list(pending)
+        else:
+            by_serial = {c.serial: c for c in self._fresh}
+            for model in freed:
+                waiting = self._wanting.pop(model, {})
+                self._indexed -= len(waiting)
+                by_serial.update(waiting)
+            found = [by_serial[s] for s in sorted(by_serial)]
+        self._fresh = []
+        return [c for c in found if not c.regretted and t <= c.deadline_ms]
+
+    def judged(self, t: int, cs: list[RegretCandidate]) -> None:
+        """File the candidates ``due`` gave, once judged at the end of ``t``, under the models their
+        first choice asks for (``models``, read by the judgment), to be found when one is given back."""
+        if self._indexed > 4 * len(self._open) + REINDEX_SLACK:  # many entries of candidates done since
+            # (regretted or past their window under models nothing was given back for): file anew
+            self._wanting.clear()
+            self._indexed = 0
+            cs = [c for c in self._open if not c.regretted and t <= c.deadline_ms]
+        for c in cs:
+            if not c.regretted:
+                for model in c.models:
+                    waiting = self._wanting.setdefault(model, {})
+                    if c.serial not in waiting:
+                        waiting[c.serial] = c
+                        self._indexed += 1
 
 
 def reduced_to_first_choice(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -70,6 +143,7 @@ def _candidate_nodes(world: World, c: RegretCandidate,
         matcher = model_matcher(world)
         c.needs = tuple((rt.tiers[0].models, rt.tiers[0].count)
                         for claim in c.claims for rt in claim_tiers(claim, matcher) if rt.tiers)
+        c.models = frozenset(m for models, _ in c.needs for m in models)
         c.needs_version = version
     if no_room is None:
         return _nodes_with_room(world, c.needs)
