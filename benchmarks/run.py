@@ -415,6 +415,19 @@ def selected(module: str, only: str) -> bool:
     return any(part in module for part in only.split(","))
 
 
+def previous_results(path: str) -> str:
+    """Where a run keeps the results file it replaces: ``results.json`` -> ``results.previous.json``."""
+    root, ext = os.path.splitext(path)
+    return f"{root}.previous{ext or '.json'}"
+
+
+def keep_previous(path: str) -> None:
+    """Move the last run's results aside before a new run writes its own, so that
+    ``benchmarks.compare`` can always set the two side by side."""
+    if os.path.exists(path):
+        os.replace(path, previous_results(path))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default="benchmarks/results.json")
@@ -463,6 +476,7 @@ def main() -> int:
         spread = f"{r['spread']:.2f}" if r.get("spread") else ""
         print(f"{r['issue']:<6} {r['name']:<62} {_shown(r['value']):>14} {_shown(r['normalised']):>14} {spread:>7} "
               f"{r['unit']:<10} {r.get('target', '')}")
+    keep_previous(args.json)
     with open(args.json, "w") as fh:
         json.dump({"machine": machine(), "commit": commit(), "noise": args.noise, "awake": args.awake, "factor": summary,
                    "calibration": {f"{scale}_seconds": r for scale, r in calibrations.items()},

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmarks.run import Noise, burner_core
+from benchmarks.run import Noise, burner_core, keep_previous, previous_results
 
 
 @pytest.mark.parametrize(("available", "core"), [
@@ -358,3 +358,23 @@ def test_a_spread_is_at_least_one_and_the_same_in_any_order(figures: list[float]
     spread = spread_of(figures)
     assert spread is not None and spread >= 1.0
     assert spread_of(list(reversed(figures))) == spread
+
+
+@pytest.mark.parametrize(("path", "previous"), [
+    ("benchmarks/results.json", "benchmarks/results.previous.json"),
+    ("out/run", "out/run.previous.json"),
+])
+def test_the_previous_results_sit_beside_the_new_ones(path: str, previous: str) -> None:
+    assert previous_results(path) == previous
+
+
+def test_a_run_keeps_the_results_it_replaces_and_starts_clean_with_none(tmp_path: Path) -> None:
+    results = tmp_path / "results.json"
+    keep_previous(str(results))  # no earlier run: nothing to keep
+    assert list(tmp_path.iterdir()) == []
+    results.write_text('{"commit": "a"}')
+    keep_previous(str(results))
+    assert not results.exists() and (tmp_path / "results.previous.json").read_text() == '{"commit": "a"}'
+    results.write_text('{"commit": "b"}')
+    keep_previous(str(results))  # the one before that goes: only the last run is kept
+    assert (tmp_path / "results.previous.json").read_text() == '{"commit": "b"}'
