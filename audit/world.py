@@ -49,6 +49,9 @@ IDENTITY_ATTRIBUTES = frozenset({"uuid", "gpu.nvidia.com/uuid", "resource.kubern
                                  "resource.kubernetes.io/pcieRoot", "pciBusID", "pcieRoot"})
 
 
+# The model charged for a device outside the index (or a device-plugin node of no known model).
+UNINDEXED_MODEL = "unknown"
+
 # a taint rule's selector without a driver or pool applies to every driver or pool
 _ANY: Any = object()
 
@@ -643,7 +646,7 @@ class World:
         for dev_id in ids:
             dev = devices.get(dev_id)
             if dev is None:
-                model = "unknown"
+                model = UNINDEXED_MODEL
             else:
                 model = dev.model
                 if not dev.unhealthy and dev_id not in allocated_by:
@@ -773,7 +776,7 @@ class World:
             self._uncharge(_pod_charge_key(key))
         if new_gpus and (old_node != new_node or not old_gpus):
             self.dp_used[new_node] = self.dp_used.get(new_node, 0) + new_gpus
-            model = self.dp_model.get(new_node, "unknown")
+            model = self.dp_model.get(new_node, UNINDEXED_MODEL)
             namespace = (new or {}).get("metadata", {}).get("namespace", "")
             self._charge(_pod_charge_key(key), Charge(self.policy.tenant_for(namespace),
                                               new_gpus * self.policy.h100_equivalent(model), {model: new_gpus}))

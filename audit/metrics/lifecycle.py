@@ -35,14 +35,12 @@ from audit.records import Track
 from audit.scheduler.claimspec import claim_requests, pod_claim_names
 from audit.scheduler.nodefilter import node_exclusion
 from audit.timestamps import parse_time_ms
-from audit.world import World, device_plugin_gpus
+from audit.world import UNINDEXED_MODEL, World, device_plugin_gpus
 
 # Event kinds that can change capacity, health or the policy: the instant's end re-reads them.
 _INVENTORY_KINDS = frozenset({"Node", "ResourceSlice", "DeviceTaintRule", "Policy", "DeviceClass"})
 # Kinds whose objects hold devices or quota (``World.charge_of``): their deletes give back what that says.
 _HOLDING_KINDS = frozenset({"ResourceClaim", "Pod"})
-# The model the world charges for a device outside its index: any model's candidate may want it.
-_UNINDEXED = "unknown"
 
 
 @dataclass
@@ -343,7 +341,8 @@ class LifecycleFold:
             if not self.capacity or self.capacity[-1][1] != cap:
                 self.capacity.append((t, cap))
             self._health(t)
-        changed, freed = self._changed or _UNINDEXED in self._freed_models, self._freed_models
+        # a device outside the index given back: any candidate's first choice may select it
+        changed, freed = self._changed or UNINDEXED_MODEL in self._freed_models, self._freed_models
         self._inventory_touched = self._policy_touched = self._changed = False
         self._freed_models = set()
         if len(self._regret):
@@ -351,7 +350,7 @@ class LifecycleFold:
             no_room: set[Needs] = set()  # for this world state only
             for c in due:
                 if first_choice_allocatable(world, c, no_room):
-                    c.regretted = c.life.regretted = True
+                    c.life.regretted = True
                     self._dirty.add(c.life.row)
             self._regret.judged(t, due)
 

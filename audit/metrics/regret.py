@@ -43,7 +43,6 @@ class RegretCandidate:
     needs_version: tuple[int, int] = (-1, -1)
     models: frozenset[str] = frozenset()  # every model of ``needs``
     serial: int = -1  # its place in the order candidates appeared in (``RegretWatch.add``)
-    regretted: bool = False
 
 
 # Entries ``RegretWatch`` may keep for candidates done since, beyond four per open one, before it
@@ -82,7 +81,7 @@ class RegretWatch:
         that gave back devices or quota of the models ``freed``, and changed the inventory or the
         policy if ``changed``. Pass each of them to ``judged`` afterwards."""
         pending = self._open
-        while pending and (pending[0].regretted or t > pending[0].deadline_ms):
+        while pending and (pending[0].life.regretted or t > pending[0].deadline_ms):
             pending.popleft()
         if changed:
             self._wanting.clear()
@@ -96,7 +95,7 @@ class RegretWatch:
                 by_serial.update(waiting)
             found = [by_serial[s] for s in sorted(by_serial)]
         self._fresh = []
-        return [c for c in found if not c.regretted and t <= c.deadline_ms]
+        return [c for c in found if not c.life.regretted and t <= c.deadline_ms]
 
     def judged(self, t: int, cs: list[RegretCandidate]) -> None:
         """File the candidates ``due`` gave, once judged at the end of ``t``, under the models their
@@ -105,9 +104,9 @@ class RegretWatch:
             # (regretted or past their window under models nothing was given back for): file anew
             self._wanting.clear()
             self._indexed = 0
-            cs = [c for c in self._open if not c.regretted and t <= c.deadline_ms]
+            cs = [c for c in self._open if not c.life.regretted and t <= c.deadline_ms]
         for c in cs:
-            if not c.regretted:
+            if not c.life.regretted:
                 for model in c.models:
                     waiting = self._wanting.setdefault(model, {})
                     if c.serial not in waiting:

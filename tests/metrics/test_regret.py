@@ -214,9 +214,12 @@ def test_judging_only_candidates_something_was_given_back_for_regrets_the_same_p
 
 
 def _watched(*models: str, deadline: int = 100) -> Any:
+    from types import SimpleNamespace
+
     from audit.metrics.regret import RegretCandidate
 
-    c = RegretCandidate(life=None, pod={}, claims=[], deadline_ms=deadline)  # type: ignore[arg-type]
+    c = RegretCandidate(life=SimpleNamespace(regretted=False), pod={}, claims=[],  # type: ignore[arg-type]
+                        deadline_ms=deadline)
     c.models = frozenset(models)
     return c
 
@@ -248,6 +251,6 @@ def test_the_watch_gives_a_candidate_again_only_for_its_models_or_a_change_withi
         due = watch.due(t, changed, freed)
         assert [c.serial for c in due] == [c.serial for c in expected], t
         watch.judged(t, due)
-    h100.regretted = True
+    h100.life.regretted = True
     assert [c.serial for c in watch.due(13, True, set())] == [late.serial]
     assert watch.due(301, True, set()) == [] and len(watch) == 0
