@@ -2,7 +2,8 @@
 
 They are ``audit.metrics.report``'s finished numbers over the cluster's pod lifecycle (which the
 store keeps current from the event log), for the window the caller gives: ``since`` (default: the
-first event) to ``until`` (default: the last event). Filters on model or policy version do not
+first event) to ``until`` (default: just after the last event, so that its instant counts; a window
+excludes its end). Every answer with figures names the window they cover (``window``). Filters on model or policy version do not
 apply to them (they are figures of the whole cluster and window); a tenant filter, or a tenant
 caller, restricts them as ``audit.metrics.report`` describes. With ``by=hour`` or ``by=model`` the
 answer also lists the wait (fairness) or regret (fallback) figures per hour or per model
@@ -25,6 +26,7 @@ from audit.api.problems import Problem
 from audit.metrics import Lifecycle, Window, fairness_report, fallback_report, health_report
 from audit.metrics.breakdown import BREAKDOWNS, regret_breakdown, wait_breakdown
 from audit.store.filters import DecisionFilter
+from audit.timestamps import format_time_ms
 
 
 class SeveralClusters(Exception):
@@ -50,19 +52,25 @@ def lifecycle_window(db: Any, f: DecisionFilter) -> tuple[Lifecycle, Window] | N
         return None
     since, until = f.time_range_ms()
     start = life.policies[0][0] if since is None else since
-    end = max(start, life.end_ms) if until is None else until
+    # a window excludes its end: the default ends one millisecond past the last event, or the
+    # binds and releases of the last instant would drop out of every figure
+    end = max(start, life.end_ms + 1) if until is None else until
     if end < start:
         raise Problem("invalid-parameter", "until: before since")
     return life, Window(start, end)
 
 
 def _found(db: Any, f: DecisionFilter) -> tuple[tuple[Lifecycle, Window] | None, dict[str, Any]]:
-    """The lifecycle and window, or None with a note saying why there are no figures."""
+    """The lifecycle and window, or None with a note saying why there are no figures; with figures,
+    the note is the window they cover."""
     try:
         found = lifecycle_window(db, f)
     except SeveralClusters as exc:
         return None, {"pod_figures": f"none: pass cluster= (the store holds several clusters: {exc})"}
-    return found, ({} if found is not None else {"pod_figures": "none: no world events stored for this cluster"})
+    if found is None:
+        return None, {"pod_figures": "none: no world events stored for this cluster"}
+    window = found[1]
+    return found, {"window": {"since": format_time_ms(window.since_ms), "until": format_time_ms(window.until_ms)}}
 
 
 # Finished figures per (report, cluster, last folded seq, window, scope): the pages of one
@@ -114,7 +122,7 @@ def fairness(db: Any, f: DecisionFilter, scope: str | None, by: str | None = Non
         return {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": [],
                 **({f"by_{by}": []} if by else {}), **note}
     life, window = found
-    out = _memo("fairness", life, window, scope, lambda: fairness_report(life, window, scope=scope))
+    out = {**_memo("fairness", life, window, scope, lambda: fairness_report(life, window, scope=scope)), **note}
     if scope is None and f.tenant:
         out["tenants"] = [r for r in out["tenants"] if r["tenant"] == f.tenant]
     if by == TENANT_HOUR:
@@ -134,7 +142,7 @@ def fallback(db: Any, f: DecisionFilter, scope: str | None, by: str | None = Non
                 "regret_rate": None, "regret_window_s": None, "paths": [], **({f"by_{by}": []} if by else {}), **note}
     life, window = found
     who = scope or f.tenant
-    out = _memo("fallback", life, window, who, lambda: fallback_report(life, window, scope=who))
+    out = {**_memo("fallback", life, window, who, lambda: fallback_report(life, window, scope=who)), **note}
     if by:
         out[f"by_{by}"] = _rows_by("regret", life, window, who, by, regret_breakdown)
     return out
@@ -145,4 +153,4 @@ def health(db: Any, f: DecisionFilter) -> dict[str, Any]:
     if found is None:
         return {"unhealthy_devices": 0, "unhealthy_device_hours": 0.0, "models": [], **note}
     life, window = found
-    return _memo("health", life, window, None, lambda: health_report(life, window))
+    return {**_memo("health", life, window, None, lambda: health_report(life, window)), **note}

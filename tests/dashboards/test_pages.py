@@ -104,8 +104,9 @@ def test_fallback_page_draws_flows_and_reads_the_rate(api_env: str) -> None:
     at = open_page("2_fallback.py")
     assert len(at.get("plotly_chart")) >= 2
     assert readings(at)[0] == "0 of 0 pods with alternatives fell back."
+    # the default window is the instant of the event log (08:00:00): its hour has a row, with no pods
     assert [i.value for i in at.info] == ["No DRA pod with alternatives was bound in this window.",
-                                          "No regret per model or hour: no pod with alternatives was bound in this window."]
+                                          "No pod with alternatives was bound in this window."]
 
 
 def test_fallback_page_ranks_why_h100_was_skipped_and_reads_regret(api_env: str) -> None:
@@ -151,10 +152,21 @@ def test_health_page_splits_unhealthy_verdicts_by_model(api_env: str) -> None:
     assert readings(at)[-1] == "Most unhealthy verdicts are on H100 (12 of 26)."
 
 
-def test_fairness_page_says_there_are_no_pod_figures_without_pods_in_the_event_log(api_env: str) -> None:
+def test_fairness_page_says_there_are_no_pod_figures_for_a_window_before_the_event_log(api_env: str) -> None:
     at = open_page("3_fairness.py")
+    at.text_input(key="f_since").input(f"{factory.DAY}T00:00:00Z").run()
+    at.text_input(key="f_until").input(f"{factory.DAY}T01:00:00Z").run()
     assert not problems(at), problems(at)
     assert [i.value for i in at.info] == ["No pod figures for this window."]
+
+
+def test_fairness_page_without_a_window_shows_the_event_logs_instant(api_env: str) -> None:
+    """Every world event of the factory is at 08:00:00: the default window is that instant, where
+    the policy's tenants are entitled and no pod used anything (Jain's index of equal zeros is 1)."""
+    at = open_page("3_fairness.py")
+    assert not problems(at), problems(at)
+    assert [(m.label, m.value) for m in at.metric] == [
+        ("Jain's index, whole window", "1.000"), ("Jain's index under contention", "–"), ("Contended hours", "0")]
 
 
 def test_migration_page_compares_the_cohorts(api_env: str) -> None:

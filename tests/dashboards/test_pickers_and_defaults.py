@@ -53,6 +53,24 @@ def test_the_extent_is_the_clusters_versions_and_hours_of_the_rows() -> None:
     assert extent_of(StatsTable(rows=[], group_by=[])).since == ""
 
 
+WINDOW = {"since": "2026-11-02T00:00:00.000Z", "until": "2026-11-02T01:59:35.222Z"}
+
+
+@pytest.mark.parametrize(("hours", "since", "until"), [
+    pytest.param(["2026-11-02T00:00:00Z", "2026-11-02T01:00:00Z"], WINDOW["since"], WINDOW["until"],
+                 id="decisions-inside-the-window"),
+    pytest.param(["2026-11-02T01:00:00Z", "2026-11-02T03:00:00Z"], "2026-11-02T01:00:00Z", "2026-11-02T04:00:00Z",
+                 id="decisions-after-the-last-event"),
+])
+def test_the_extent_is_the_window_of_the_pod_figures_when_it_holds_every_decision(hours: list[str], since: str,
+                                                                                   until: str) -> None:
+    """Empty fields give the API's default window; the placeholders show exactly that window, so
+    typing them in gives the same figures, unless decisions lie outside it."""
+    rows = [{"cluster": "a", "policy_version": "v1", "hour": h} for h in hours]
+    extent = extent_of(StatsTable(rows=rows, group_by=["cluster", "policy_version", "hour"], summary={"window": WINDOW}))
+    assert (extent.clusters, extent.since, extent.until) == (("a",), since, until)
+
+
 @pytest.mark.parametrize(("side", "text"), [
     pytest.param({"outcome": "allocated", "allocated_model": "A100", "node": "a100-7", "devices": ["g0", "g1"]},
                  "A100 on a100-7 (2 devices)", id="allocated"),

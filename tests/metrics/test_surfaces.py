@@ -127,6 +127,22 @@ def test_summary_api_and_reference_agree_on_a_simulated_day(day: Day) -> None:
     _assert_summary_shows(day.summary, day.fair, day.fb)
 
 
+def test_without_since_and_until_the_figures_cover_the_first_event_through_the_last(day: Day) -> None:
+    """A window excludes its end, so the default ends a millisecond past the last event: the
+    figures are those of that window (the last instant included) and the answer names it."""
+    first, last = day.life.policies[0][0], day.life.end_ms
+    window = Window(first, last + 1)
+    named = {"since": format_time_ms(first), "until": format_time_ms(last + 1)}
+    for kind, reference in (("fairness", fairness_report), ("fallback", fallback_report), ("health", health_report)):
+        body = day.server.get(f"/v1/stats/{kind}", cluster=day.cluster).json()
+        expected = reference(day.life, window)
+        assert {k: body[k] for k in expected} == expected, kind
+        assert body["window"] == named, kind
+    given = day.params()
+    answer = day.server.get("/v1/stats/fairness", **given).json()
+    assert answer["window"] == {"since": given["since"], "until": given["until"]}
+
+
 def test_a_tenant_sees_its_own_row_and_the_others_folded(day: Day) -> None:
     api_fair = day.server.get("/v1/stats/fairness", "team-a", **day.params()).json()
     api_fb = day.server.get("/v1/stats/fallback", "team-a", **day.params()).json()
