@@ -143,6 +143,8 @@ class HttpSink:
         self._counts = {"received": 0, "events_received": 0, "sent": 0, "events_sent": 0, "quarantined": 0,
                         "delivery_errors": 0}
         self.last_error = ""
+        self.spool_dir = spool_dir
+        self.undelivered = 0  # batches left in the spool at close
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._deliver_loop, name="claimtrail-http-sink", daemon=True)
         self._thread.start()
@@ -178,11 +180,15 @@ class HttpSink:
         return self.spool.wait_empty(timeout)
 
     def close(self) -> None:
+        """Spool what is buffered, make a last attempt at delivering everything, and stop; what the
+        server did not take stays in the spool for the next sink on it (``undelivered`` counts
+        those batches, for a producer that must not end as if they had arrived)."""
         with self._lock:
             self._cut("events")
             self._cut("records")
         self._closed.set()
         self._thread.join()
+        self.undelivered = self.spool.pending_frames()
         self.spool.close()
         self._client.close()
 

@@ -208,6 +208,8 @@ def run(args: argparse.Namespace) -> int:
     print(summary_table(result))
     if report is not None:
         print("\nOpenTelemetry export:\n" + "\n".join(f"  {line}" for line in report.lines()))
+    _check_delivered(args.out, out)
+    if report is not None:
         if report.errors:
             raise UserError(f"--otel: {len(report.errors)} decisions were not exported; the first: {report.errors[0]}")
         if report.nothing_delivered:
@@ -215,6 +217,16 @@ def run(args: argparse.Namespace) -> int:
             why = failed.errors[0] if failed.errors else "no endpoint accepted them"
             raise UserError(f"--otel: none of the {report.decisions:,} decisions was delivered: {why}", exit_code=1)
     return 0
+
+
+def _check_delivered(target: str | None, out: Any) -> None:
+    """A run whose records or events the API did not take must not end as a success: they wait in
+    the sink's spool, and the next run sending there delivers them first."""
+    left = getattr(out, "undelivered", 0)
+    if left:
+        raise UserError(f"--out {target}: {left:,} batch(es) of records or events were not delivered "
+                        f"({out.last_error[:300]}); they stay in the spool {out.spool_dir} and go to the "
+                        "server with the next run that sends there", exit_code=1)
 
 
 def _telemetry(api_url: str) -> Any:

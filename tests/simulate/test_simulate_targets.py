@@ -2,14 +2,20 @@
 
 Simulating into an embedded store another process owns stops at once with one line (the spooled
 writer would otherwise keep every record in its spool for as long as the owning server runs,
-and the command would look as if it had succeeded); simulating twice into the same JSONL files
+and the command would look as if it had succeeded); simulating into an API that refuses the
+batches ends with exit 1 and says where they wait; simulating twice into the same JSONL files
 replaces them, so they still replay.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -33,6 +39,48 @@ def test_simulate_into_a_held_store_is_refused_before_simulating(tmp_path: Path)
         "claimtrail serve or demo); use that server's API URL (such as http://127.0.0.1:8080) instead of the "
         "store's directory, or stop it first\n")
     assert not (tmp_path / "spool").exists()
+
+
+class _Refusing(BaseHTTPRequestHandler):
+    """An API that takes no token: every request is a 401."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b'{"title": "unauthorized"}'
+        self.send_response(401)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+@pytest.fixture
+def refusing_api() -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    server = ThreadingHTTPServer(("127.0.0.1", port), _Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_simulating_into_an_api_that_refuses_the_batches_fails_and_keeps_them(tmp_path: Path,
+                                                                               refusing_api: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "audit.cli.main", "simulate", "--hours", "0.1", "--quiet", "--out",
+                           refusing_api], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "CLAIMTRAIL_DATA_DIR": str(tmp_path), "CLAIMTRAIL_TOKEN": "wrong"})
+    assert done.returncode == 1
+    assert "decision outcomes" in done.stdout  # the summary still tells what was simulated
+    (message,) = [line for line in done.stderr.splitlines() if line.startswith("claimtrail simulate:")]
+    assert f"--out {refusing_api}: " in message and "were not delivered" in message and "HTTP 401" in message
+    spooled = [p for p in (tmp_path / "spool").rglob("*") if p.is_file() and p.stat().st_size > 0]
+    assert spooled and f"the spool {spooled[0].parent}" in message
 
 
 @pytest.mark.parametrize("events", [True, False], ids=["with-events-file", "events-companion"])

@@ -138,6 +138,21 @@ def test_http_sink_keeps_batches_the_server_refuses(store: AuditStore, tmp_path:
     finally:
         server.stop()
     assert store.client.query("SELECT count() FROM decisions FINAL").result_rows[0][0] == 5
+    assert sink.undelivered == 0
+
+
+def test_a_sink_closed_while_the_server_refuses_counts_what_it_left_in_the_spool(store: AuditStore, tmp_path: Path,
+                                                                                port: int) -> None:
+    server = IngestServer(store, port)
+    try:
+        sink = HttpSink(f"http://127.0.0.1:{port}", token="wrong", spool_dir=str(tmp_path / "s"), batch_size=3,
+                        backoff_base=0.02, backoff_cap=0.05)
+        sink.write_records(make_records(7))
+        sink.close()
+    finally:
+        server.stop()
+    assert (sink.undelivered, sink.spool_dir) == (3, str(tmp_path / "s"))
+    assert "HTTP 401" in sink.last_error
 
 
 def test_file_sink_writes_canonical_lines_that_import_back(tmp_path: Path) -> None:
