@@ -26,7 +26,7 @@ from typing import Any
 from audit.explain.reasons import AVAILABLE, ordered_codes
 from audit.explain.result import Explanation
 from audit.explain.summary import render_summary
-from audit.records import Blocker, DecisionRecord, Outcome, Reason, TierSummary
+from audit.records import Blocker, DecisionRecord, Outcome, Reason, TierSummary, Track
 
 
 def record_outcome(record: DecisionRecord) -> dict[str, Any]:
@@ -47,16 +47,25 @@ def record_outcome(record: DecisionRecord) -> dict[str, Any]:
 
 
 def model_tier(record: DecisionRecord, model: str) -> TierSummary | None:
-    """The first preference tier asking for the model."""
-    return next((t for t in record.tiers if t.model == model), None)
+    """The first preference tier asking for the model. A device-plugin pod's one tier asks for GPUs
+    of whatever model its nodes hold (``any``): it asks for the model the record allocated, or
+    the one a blocker of it names (the tenant's quota of a node's model)."""
+    found = next((t for t in record.tiers if t.model == model), None)
+    if found is None and record.track == Track.DEVICE_PLUGIN.value and record.tiers and (
+            model == record.allocated_model or any(b.detail.get("model") == model for b in record.blockers)):
+        found = record.tiers[0]
+    return found
 
 
 def record_blockers(record: DecisionRecord, tier: TierSummary | None, model: str) -> list[dict[str, Any]]:
     if tier is None:
         return [{"code": Blocker.NOT_REQUESTED.value, "preference": list(record.preference)}]
+    # a device-plugin tier's blockers may name other models of its nodes: only the model's own
+    dp = record.track == Track.DEVICE_PLUGIN.value
     return [{"code": b.code, "tier": b.tier, **b.detail} for b in record.blockers
-            if b.tier == tier.index or (b.code in (Blocker.RESERVATION_HELD.value, Blocker.RECLAIM_VICTIM.value)
-                                        and model in str(b.detail.get("model", "")).split("|"))]
+            if (b.tier == tier.index and not (dp and b.detail.get("model", model) != model))
+            or (b.code in (Blocker.RESERVATION_HELD.value, Blocker.RECLAIM_VICTIM.value)
+                and model in str(b.detail.get("model", "")).split("|"))]
 
 
 def _taint_keys(tier: TierSummary) -> dict[str, str]:

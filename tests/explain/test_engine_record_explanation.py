@@ -85,3 +85,41 @@ def test_record_answer_agrees_with_the_full_explanation(held, taints, size):
         assert fast.reasons == full.reasons
         assert set(fast.reasons) <= {*PRIMARY_ORDER, Reason.QUOTA_EXHAUSTED.value}
 
+
+
+def _device_plugin_records() -> dict[str, Any]:
+    """A device-plugin pod deferred on its tenant's H100 quota, and one allocated on an H100 node."""
+    from audit.scheduler.engine import decide
+    from audit.world import World
+    from tests.metrics.eventlog import Log, policy_doc
+
+    log = Log(policy_doc(weights={"team-a": 1, "team-b": 1}, quotas={"team-a": {"H100": 4}, "team-b": {"H100": 8}}))
+    log.dp_nodes("H100", 2, 8)
+    log.at(0).dp_pod("team-a/running", 4).bind("team-a/running", "h100-dp-0")
+    log.at(1).dp_pod("team-a/waiting", 2).dp_pod("team-b/fits", 2)
+    world = World("c1")
+    for ev in log.events:
+        world.apply(ev)
+    return {"deferred": decide(world, "team-a/waiting", 1, log.now).record,
+            "allocated": decide(world, "team-b/fits", 1, log.now).record}
+
+
+@pytest.mark.parametrize(("which", "model", "codes", "summary"), [
+    pytest.param("deferred", "H100", ["quota_exhausted"],
+                 "H100 skipped: of 16 H100, 4 in use, 12 over the tenant's quota; tenant quota 4/4 H100 used. Pod not "
+                 "allocated (deferred, retry class quota) under policy 1.", id="quota-of-the-model-its-nodes-hold"),
+    pytest.param("allocated", "H100", [],
+                 "H100 chosen: of 16 H100, 4 in use, 12 available. Allocated H100 on node h100-dp-0 (tier 0) under "
+                 "policy 1.", id="allocated-model"),
+    pytest.param("deferred", "A100", ["not_requested"],
+                 "A100 skipped: no A100 visible to the pod's claims; A100 is not in the pod's preference list "
+                 "(nvidia.com/gpu). Pod not allocated (deferred, retry class quota) under policy 1.",
+                 id="a-model-no-blocker-names"),
+])
+def test_a_device_plugin_record_answers_for_the_model_its_nodes_hold(which: str, model: str, codes: list[str],
+                                                                     summary: str) -> None:
+    """Its one tier asks for GPUs of any model: the model it got, or whose quota turned it down, is
+    the one it asked for, and the record's blockers of that model say why."""
+    answer = explain_record(_device_plugin_records()[which], model)
+    assert [b["code"] for b in answer.blockers] == codes
+    assert answer.summary == summary
