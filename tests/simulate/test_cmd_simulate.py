@@ -32,10 +32,15 @@ def test_simulate_writes_records_and_events(tmp_path, capsys):
 
 
 def test_simulate_default_scenario_quietly(tmp_path, capsys):
-    assert main(["simulate", "--hours", "0.5", "--quiet"]) == 0
+    events = tmp_path / "events.jsonl"
+    assert main(["simulate", "--hours", "0.5", "--quiet", "--events", str(events)]) == 0
     stdout, stderr = capsys.readouterr()
     assert "simulated 0.5 h on cluster demo" in stdout
     assert stderr == ""
+    # the scenario's burst at 3 h is past this window: the jobs counted are the pods that arrived
+    pods = {(e["namespace"], e["name"]) for e in map(json.loads, events.read_text().splitlines())
+            if e["object_kind"] == "Pod"}
+    assert f"cluster demo: {len(pods):,} jobs," in stdout and len(pods) < 400
 
 
 @pytest.mark.parametrize(
