@@ -34,8 +34,10 @@ class SeveralClusters(Exception):
 
 
 def _cluster(db: Any, f: DecisionFilter) -> str | None:
+    """The cluster the figures are of; None when it has no world events (a cluster named that the
+    store does not know has no figures, not the figures of an empty cluster)."""
     if f.cluster:
-        return f.cluster
+        return f.cluster if storeport.call(db.max_seq, f.cluster) is not None else None
     clusters = storeport.call(db.event_clusters)
     if len(clusters) > 1:
         raise SeveralClusters(", ".join(clusters[:5]))

@@ -88,6 +88,17 @@ def test_fairness_rows_count_decisions_and_the_pod_figures_come_from_the_event_l
             for t in ("team-a", "team-b")] == [(1, 1, 7 * 3600.0, 1.0), (0, 0, 0.0, 1.0)]
 
 
+@pytest.mark.parametrize(("kind", "empty"), [
+    ("fairness", {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": []}),
+    ("fallback", {"pods_with_preference": 0, "first_choice_rate": None, "regret_rate": None, "regret_window_s": None}),
+    ("health", {"unhealthy_devices": 0, "unhealthy_device_hours": 0.0, "models": []}),
+])
+def test_a_cluster_the_store_does_not_know_has_no_pod_figures(server: Server, kind: str, empty: dict) -> None:
+    body = server.get(f"/v1/stats/{kind}", cluster="no-such-cluster").json()
+    assert {k: body[k] for k in empty} == empty
+    assert body["pod_figures"] == "none: no world events stored for this cluster" and "window" not in body
+
+
 def test_fairness_per_hour_and_tenant(server: Server) -> None:
     r = server.get("/v1/stats/fairness", group_by="hour,tenant", **SEEDED).json()
     assert r["group_by"] == ["hour", "tenant"]
