@@ -187,6 +187,13 @@ class LifecycleFold:
         elif held is not None and self.world.charge_of(kind, ev.namespace, ev.name) is not held:
             self._freed_models.update(held.models)
 
+    def end_instant(self) -> None:
+        """The current instant is complete (the history is known to go on past it, e.g. a window
+        ends before its next event): judge it now, as the next event's arrival would."""
+        if self._instant_ms is not None:
+            self._end_instant(self._instant_ms)
+            self._instant_ms = None
+
     @property
     def columns(self) -> PodColumns:
         return self._columns

@@ -93,3 +93,22 @@ def test_a_device_plugin_pod_asks_for_the_models_of_the_nodes_its_constraints_ad
     # it got an L4, whatever it asked for: what it asked for does not change with what it got
     log.at(1).bind("team-a/dp", "l4-dp-0")
     assert (_one(log, "team-a/dp").asked, _one(log, "team-a/dra").asked) == (asked, "")
+
+
+def test_ending_the_instant_judges_it_as_the_next_event_would() -> None:
+    """A fold cut at a window's end, its last instant ended, has the timelines of the whole log's
+    fold up to that end: a node added in the last instant counts from then."""
+    from audit.metrics import LifecycleFold
+
+    log = Log().nodes("H100", 1, 4).at(59).nodes("A100", 1, 4).at(70).pod("team-a/p", ("gpu", ["H100"], 1))
+    cut = [e for e in log.events if e.time < log.events[-1].time]
+    whole = fold_lifecycle(log.events, "c1")
+    unended = LifecycleFold("c1").apply_all(cut).lifecycle()
+    fold = LifecycleFold("c1").apply_all(cut)
+    fold.end_instant()
+    ended = fold.lifecycle()
+    assert whole.capacity == [(T0, 4.0), (T0 + 59 * MIN, 6.0)]
+    assert unended.capacity == whole.capacity[:1]  # the instant at 59 min not judged yet
+    assert ended.capacity == whole.capacity and ended.policies == whole.policies
+    fold.apply_all(log.events[len(cut):])  # folding on after it judges nothing twice
+    assert fold.lifecycle().capacity == whole.capacity
