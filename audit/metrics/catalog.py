@@ -20,20 +20,22 @@ from audit.metrics import (
     starving,
     usage,
     waits,
+    whatif,
 )
 from audit.metrics.definition import Definition
 
-FAMILIES = (waits, starving, usage, fairness, fallback, health, breakdown, busy)
+FAMILIES = (waits, starving, usage, fairness, fallback, health, breakdown, busy, whatif)
 DEFINITIONS: tuple[Definition, ...] = tuple(d for m in FAMILIES for d in m.DEFINITIONS)
 
 _HEADER = """# Metrics reference
 
 Generated from `audit/metrics/` by `python -m audit.metrics.catalog > docs/metrics.md`; do not edit
-by hand. Every figure the API (`/v1/stats/fairness`, `/v1/stats/fallback`, `/v1/stats/health`),
-the dashboards, the `simulate` summary and the `demo` log show is computed by the reference
-function named here, over the pod lifecycle (one row per pod, folded from the world event log by
-the engine's own world fold: creation, first bind or failure, the subrequest each request got, the
-devices and their models, release) and a window [since, until).
+by hand. Every figure the API (`/v1/stats/fairness`, `/v1/stats/fallback`, `/v1/stats/health`,
+the `deltas` of a counterfactual `/v1/replay`), the dashboards, the `simulate` summary, the
+`replay --policy` table and the `demo` log show is computed by the reference function named
+here, over the pod lifecycle (one row per pod, folded from the world event log by the engine's
+own world fold: creation, first bind or failure, the subrequest each request got, the devices
+and their models, release) and a window [since, until).
 
 Percentiles are nearest rank everywhere: the ⌈q·n⌉-th smallest of the n values.
 

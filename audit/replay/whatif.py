@@ -2,11 +2,15 @@
 
 ``whatif`` takes the world at the window's start (a copy, so the caller's cursor is untouched),
 the event log and records, and a policy document; it returns the recorded and the counterfactual
-side of the window as ``Side`` objects and ``deltas`` renders them next to each other per tenant
-and per (tenant, model): fallback rate, first-choice rate, wait p50/p95 (nearest rank, of
-allocated decisions), allocations, plus Jain's index over the tenants' normalised shares
-(``audit.metrics``) and quota violations — allocations that left a tenant above nominal plus
-borrowing limit, which must be 0 on both sides.
+side of the window as ``Side`` objects, each with the pod lifecycle folded from its event log
+(the history up to the window's start, then that side's events of the window). ``deltas`` puts
+the two sides' figures next to each other, every one computed by ``audit.metrics``' reference
+reports over that side's lifecycle and the window, as ``docs/metrics.md`` defines them (section
+*whatif*): Jain's index whole-window and under contention, and per tenant the pod waits, first
+choice and fallbacks, usage and entitlement; per (tenant, models got) the pods started; plus the
+what-if's own counts — decision records, quota violations (allocations that left a tenant above
+nominal plus borrowing limit, which must be 0 on both sides) and jobs without a recorded running
+time. ``delta_lines`` renders them as the command line's table.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.events import EventType, WorldEvent
-from audit.metrics import jain_index, percentile, tenant_shares, usage_intervals
-from audit.records import DecisionRecord, Outcome, Track
+from audit.metrics import Lifecycle, LifecycleFold, Window, fairness_report, fallback_report
+from audit.metrics.breakdown import wait_breakdown
+from audit.records import DecisionRecord
 from audit.replay.checkpoints import checkpoint_body, load_checkpoint
 from audit.replay.counterfactual import Counterfactual, QuotaViolation, quota_violations
 from audit.replay.history import queue_state, split_history
@@ -30,6 +35,7 @@ class Side:
     records: list[DecisionRecord]
     events: list[WorldEvent]
     violations: list[QuotaViolation] = field(default_factory=list)
+    life: Lifecycle | None = None  # the pod lifecycle of the history up to the window's start, then ``events``
 
 
 @dataclass
@@ -38,8 +44,6 @@ class WhatIf:
     counterfactual: Side
     start_ms: int
     end_ms: int
-    capacity: int
-    policy: Any
     dropped_effects: int = 0
     unknown_durations: int = 0
 
@@ -50,7 +54,9 @@ def _copy(world: World) -> World:
 
 def whatif(start: World, events: Iterable[WorldEvent], records: Iterable[DecisionRecord], policy_doc: dict[str, Any],
            since_ms: int, until_ms: int) -> WhatIf:
-    """``start`` is the world just before ``since_ms``; ``events`` and ``records`` may cover more."""
+    """``start`` is the world just before ``since_ms``; ``events`` (the cluster's log in seq order,
+    from its first event) and ``records`` may cover more."""
+    events = list(events)
     window_events = [e for e in events if e.seq > start.seq and parse_time_ms(e.time) < until_ms]
     known = [r for r in records if parse_time_ms(r.time) < until_ms]
     in_window = [r for r in known if parse_time_ms(r.time) >= since_ms]
@@ -59,9 +65,24 @@ def whatif(start: World, events: Iterable[WorldEvent], records: Iterable[Decisio
     history = split_history(window_events, known)
     recorded = Side(in_window, window_events, recorded_violations(_copy(start), window_events))
     cf = Counterfactual(_copy(start), history, policy_doc, until_ms, queues).run()
-    capacity = sum(cf.world.model_totals.values()) + sum(cf.world.dp_capacity.values())
-    return WhatIf(recorded, Side(cf.records, cf.events, cf.violations), max(since_ms, start.time_ms), until_ms,
-                  capacity, cf.world.policy, history.effects, cf.unknown_durations)
+    counterfactual = Side(cf.records, cf.events, cf.violations)
+    before = [e for e in events if e.seq <= start.seq]
+    goes_on = any(parse_time_ms(e.time) >= until_ms for e in events)
+    for side in (recorded, counterfactual):
+        side.life = side_lifecycle(start.cluster, before, side.events, goes_on)
+    return WhatIf(recorded, counterfactual, max(since_ms, start.time_ms), until_ms, history.effects,
+                  cf.unknown_durations)
+
+
+def side_lifecycle(cluster: str, before: list[WorldEvent], window_events: list[WorldEvent],
+                   goes_on: bool) -> Lifecycle:
+    """The pod lifecycle of the history ``before`` the window followed by one side's events of it.
+    ``goes_on``: the recorded history has events at or after the window's end, so the window's
+    last instant is complete and is judged as a fold of the whole history judges it."""
+    fold = LifecycleFold(cluster).apply_all(before).apply_all(window_events)
+    if goes_on:
+        fold.end_instant()
+    return fold.lifecycle()
 
 
 def recorded_violations(world: World, events: list[WorldEvent]) -> list[QuotaViolation]:
@@ -80,82 +101,87 @@ def recorded_violations(world: World, events: list[WorldEvent]) -> list[QuotaVio
 
 # ---- deltas --------------------------------------------------------------------------------------
 
-
-def _allocated(records: list[DecisionRecord]) -> list[DecisionRecord]:
-    return [r for r in records if r.outcome == Outcome.ALLOCATED.value]
-
-
-def tenant_metrics(records: list[DecisionRecord]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
-    for tenant in sorted({r.tenant for r in records}):
-        mine = [r for r in records if r.tenant == tenant]
-        alloc = _allocated(mine)
-        dra = [r for r in alloc if r.track == Track.DRA.value]
-        waits = sorted(float(r.wait_ms) for r in alloc)
-        out[tenant] = {
-            "decisions": len(mine), "allocated": len(alloc),
-            "fallback_rate": sum(r.fallback for r in dra) / len(dra) if dra else 0.0,
-            "first_choice_rate": sum(r.tier_index == 0 for r in dra) / len(dra) if dra else 0.0,
-            "wait_p50_ms": percentile(waits, 50), "wait_p95_ms": percentile(waits, 95),
-        }
-    return out
+# per tenant, in the order the table shows them: (figure, report it comes from)
+TENANT_FIGURES = (("pods_started", "fairness"), ("wait_p50_s", "fairness"), ("wait_p95_s", "fairness"),
+                  ("pending_at_end", "fairness"), ("failed", "fairness"), ("pods_with_preference", "fallback"),
+                  ("first_choice_rate", "fallback"), ("fallbacks", "fallback"), ("h100_eq_hours", "fairness"),
+                  ("entitlement_h100_eq_hours", "fairness"))
+_WAITS = ("wait_p50_s", "wait_p95_s")
 
 
-def model_allocations(records: list[DecisionRecord]) -> dict[tuple[str, str], int]:
-    """Allocations per (tenant, allocated model)."""
-    out: dict[tuple[str, str], int] = {}
-    for r in _allocated(records):
-        key = (r.tenant, r.allocated_model or "-")
-        out[key] = out.get(key, 0) + 1
-    return dict(sorted(out.items()))
+def side_figures(life: Lifecycle, window: Window) -> dict[str, Any]:
+    """One side's figures over the window, each from the ``audit.metrics`` report that defines it."""
+    fair = fairness_report(life, window)
+    tenants: dict[str, dict[str, Any]] = {}
+    models: dict[str, int] = {}
+    for row in fair["tenants"]:
+        t = row["tenant"]
+        fb = fallback_report(life, window, scope=t)
+        figures = {name: (row if source == "fairness" else fb)[name] for name, source in TENANT_FIGURES}
+        if not figures["pods_started"]:
+            figures.update(dict.fromkeys(_WAITS))  # no pod started: no wait to take a percentile of
+        tenants[t] = figures
+        for m in wait_breakdown(life, window, "model", scope=t):
+            if m["pods_started"]:
+                models[f"{t}/{m['model']}"] = m["pods_started"]
+    return {"jain_whole": fair["jain_whole"], "jain_contention": fair["jain_contention"],
+            "contention_windows": fair["contention_windows"], "tenants": tenants, "models": models}
 
 
-def jain(side: Side, w: WhatIf) -> float:
-    intervals = usage_intervals(side.records, side.events, w.end_ms)
-    tenants = sorted({r.tenant for r in side.records})
-    shares = tenant_shares(intervals, w.policy, w.capacity, (w.start_ms, w.end_ms), tenants)
-    return jain_index(s.normalized for s in shares.values())
+def _empty(name: str) -> Any:
+    """A tenant's figure on a side where it had no pod: counts are 0, ratios and percentiles null."""
+    return None if name.endswith("_rate") or name in _WAITS else 0
 
 
 def deltas(w: WhatIf) -> dict[str, Any]:
-    rec, cf = tenant_metrics(w.recorded.records), tenant_metrics(w.counterfactual.records)
-    rec_m, cf_m = model_allocations(w.recorded.records), model_allocations(w.counterfactual.records)
+    assert w.recorded.life is not None and w.counterfactual.life is not None
+    window = Window(w.start_ms, w.end_ms)
+    rec, cf = side_figures(w.recorded.life, window), side_figures(w.counterfactual.life, window)
+    names = [name for name, _ in TENANT_FIGURES]
     return {
-        "tenants": {t: {k: [rec.get(t, {}).get(k, 0.0), cf.get(t, {}).get(k, 0.0)]
-                        for k in ("decisions", "allocated", "fallback_rate", "first_choice_rate", "wait_p50_ms",
-                                  "wait_p95_ms")}
-                    for t in sorted(set(rec) | set(cf))},
-        "models": {f"{t}/{m}": [rec_m.get((t, m), 0), cf_m.get((t, m), 0)] for t, m in sorted(set(rec_m) | set(cf_m))},
-        "jain_index": [jain(w.recorded, w), jain(w.counterfactual, w)],
+        "jain_whole": [rec["jain_whole"], cf["jain_whole"]],
+        "jain_contention": [rec["jain_contention"], cf["jain_contention"]],
+        "contention_windows": [rec["contention_windows"], cf["contention_windows"]],
+        "tenants": {t: {k: [rec["tenants"].get(t, {}).get(k, _empty(k)), cf["tenants"].get(t, {}).get(k, _empty(k))]
+                        for k in names}
+                    for t in sorted(set(rec["tenants"]) | set(cf["tenants"]))},
+        "models": {tm: [rec["models"].get(tm, 0), cf["models"].get(tm, 0)]
+                   for tm in sorted(set(rec["models"]) | set(cf["models"]))},
         "quota_violations": [len(w.recorded.violations), len(w.counterfactual.violations)],
         "decisions": [len(w.recorded.records), len(w.counterfactual.records)],
         "unknown_durations": w.unknown_durations,
     }
 
 
-def _fmt(key: str, v: float) -> str:
+def _fmt(key: str, v: Any) -> str:
+    if v is None:
+        return "-"
     if key.endswith("_rate"):
         return f"{v:.1%}"
-    if key.endswith("_ms"):
-        return f"{v / 1000:.1f}s"
-    if isinstance(v, float) and not v.is_integer():
+    if key.endswith("_s"):
+        return f"{v:.1f}s"
+    if key.endswith("_hours"):
+        return f"{v:.1f}"
+    if key.startswith("jain"):
         return f"{v:.3f}"
     return f"{int(v):,}"
 
 
 def delta_lines(d: dict[str, Any]) -> list[str]:
-    lines = [f"{'':<34}{'recorded':>14}{'counterfactual':>16}"]
-    for label, key in (("decisions", "decisions"), ("quota violations", "quota_violations")):
-        a, b = d[key]
-        lines.append(f"{label:<34}{a:>14,}{b:>16,}")
-    a, b = d["jain_index"]
-    lines.append(f"{'jain index':<34}{a:>14.3f}{b:>16.3f}")
+    """The command line's table: one row per figure, named as ``docs/metrics.md`` names it."""
+    lines = [f"{'':<40}{'recorded':>14}{'counterfactual':>16}"]
+
+    def row(label: str, key: str, pair: list[Any]) -> None:
+        lines.append(f"{label:<40}{_fmt(key, pair[0]):>14}{_fmt(key, pair[1]):>16}")
+
+    for key in ("decisions", "quota_violations", "jain_whole", "jain_contention", "contention_windows"):
+        row(key, key, d[key])
     for tenant, metrics in d["tenants"].items():
-        for key, (a, b) in metrics.items():
-            lines.append(f"{tenant + ' ' + key:<34}{_fmt(key, a):>14}{_fmt(key, b):>16}")
-    for tm, (a, b) in d["models"].items():
-        lines.append(f"{tm + ' allocations':<34}{a:>14,}{b:>16,}")
+        for key, pair in metrics.items():
+            row(f"{tenant} {key}", key, pair)
+    for tm, pair in d["models"].items():
+        row(f"{tm} pods_started", "pods_started", pair)
     if d["unknown_durations"]:
-        lines.append(f"jobs run here without a recorded running time (held to the window end): "
+        lines.append(f"unknown_durations (jobs run here without a recorded running time, held to the window end): "
                      f"{d['unknown_durations']:,}")
     return lines

@@ -146,13 +146,13 @@ def test_counterfactual_with_the_recorded_policy_shows_no_delta(files, policies,
 
 def test_counterfactual_with_a_tighter_quota_prints_the_deltas(files, policies, capsys):
     code, out, _ = _run(capsys, "--records", files[0], "--events", files[1], "--policy", policies[1], *WINDOW)
-    lines = {line[:34].strip(): line[34:].split() for line in out.splitlines()[1:] if len(line) > 34}
+    lines = {line[:40].strip(): line[40:].split() for line in out.splitlines()[1:] if len(line) > 40}
     assert code == 0
-    assert lines["quota violations"] == ["0", "0"]
-    rec, cf = (int(x.replace(",", "")) for x in lines["team-b/H100 allocations"])
+    assert lines["quota_violations"] == ["0", "0"]
+    rec, cf = (int(x.replace(",", "")) for x in lines["team-b/H100 pods_started"])
     assert cf < rec
-    rec_fb, cf_fb = (float(x.rstrip("%")) for x in lines["team-b fallback_rate"])
-    assert cf_fb > rec_fb
+    rec_fc, cf_fc = (float(x.rstrip("%")) for x in lines["team-b first_choice_rate"])
+    assert cf_fc < rec_fc
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -54,8 +54,8 @@ def test_a_tighter_quota_moves_team_b_off_h100_without_violations(same, tighter)
     assert d["quota_violations"] == [0, 0]
     rec_b, cf_b = d["models"]["team-b/H100"]
     assert rec_b > 0 and cf_b < rec_b
-    before, after = d["tenants"]["team-b"]["fallback_rate"]
-    assert after > before
+    before, after = d["tenants"]["team-b"]["first_choice_rate"]
+    assert after < before
     # history diverges from the first team-b allocation that would have needed a third H100
     assert to_jsonl(tighter.counterfactual.records) != to_jsonl(same.recorded.records)
     # nothing in the counterfactual holds more than the limit: each allocation record's world

@@ -114,8 +114,8 @@ def test_a_counterfactual_through_the_api_prints_the_offline_deltas(server, file
                          *WINDOW])
     offline = capsys.readouterr().out
     assert (code, online) == (offline_code, offline)
-    lines = {line[:34].strip(): line[34:].split() for line in online.splitlines()[1:] if len(line) > 34}
-    rec, cf = (int(x.replace(",", "")) for x in lines["team-b/H100 allocations"])
+    lines = {line[:40].strip(): line[40:].split() for line in online.splitlines()[1:] if len(line) > 40}
+    rec, cf = (int(x.replace(",", "")) for x in lines["team-b/H100 pods_started"])
     assert cf < rec
 
 
