@@ -5,7 +5,7 @@ each family module (``waits``, ``starvation``, ``usage``, ``fairness``, ``fallba
 ``regret``, ``health``) states its metrics — unit of counting, unit, population, rule — as
 ``Definition`` values beside the function that computes them; ``report`` assembles the finished
 figures every surface shows; ``catalog`` renders ``docs/metrics.md`` from the definitions.
-``decisions`` keeps the record-level helpers counterfactual replay compares runs with.
+``decisions`` keeps record-level helpers no surface shows (see its docstring).
 """
 
 from audit.metrics.decisions import (

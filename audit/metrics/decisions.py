@@ -1,9 +1,8 @@
-"""Record-level comparisons for counterfactual replay: what two runs of decisions differ by.
+"""Record-level helpers: figures over decision records rather than pods.
 
-A counterfactual run (``audit.replay.whatif``) yields decision records, not a world event log,
-so the pod lifecycle the user-facing figures are defined on (``audit.metrics.lifecycle`` and the
-family modules) does not exist for it; these helpers compare a recorded and a replayed run on
-the records alone and are reported as replay deltas, never as the figures of a window. They are:
+No surface shows these: every figure users see, the what-if comparison of ``audit.replay.whatif``
+included, is a pod figure of the family modules over a pod lifecycle (``docs/metrics.md``). They
+are kept for the simulator's tests, which check runs on their records. They are:
 
 * **Usage intervals** — one per allocation: tenant, model, device count, start (the allocated
   record's time) and end (the claim's or device-plugin pod's delete event, else the window end).
