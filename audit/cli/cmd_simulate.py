@@ -135,37 +135,59 @@ class _Progress:
         print(f"\rsimulating [{bar}] {pct:3d}% {decisions:,} decisions", end=end, file=sys.stderr, flush=True)
 
 
-def _replace_earlier_files(out: str | None, events: str | None) -> None:
-    """A simulation writes a whole new history, so JSONL files of an earlier run are replaced.
-
-    The JSONL sink appends, as a long-running producer's must; running the same command twice
-    would otherwise leave every decision and seq twice, and the files would no longer replay."""
+def _earlier_files(out: str | None, events: str | None) -> list[Path]:
+    """The JSONL files a run writes, whose earlier contents it replaces."""
     paths = [Path(events)] if events else []
     if out and out.endswith(".jsonl"):
         records = Path(out)
         paths += [records] + ([] if events else [records.with_name(records.stem + ".events.jsonl")])
+    return paths
+
+
+def _replace_earlier_files(paths: list[Path]) -> None:
+    """A simulation writes a whole new history, so JSONL files of an earlier run are emptied.
+
+    The JSONL sink appends, as a long-running producer's must; running the same command twice
+    would otherwise leave every decision and seq twice, and the files would no longer replay.
+    This runs only once every output is open: opening for appending leaves a file as it was, so
+    a target that cannot be written refuses the run before an earlier file loses a line."""
     for path in paths:
         try:
-            path.unlink(missing_ok=True)
+            os.truncate(path, 0)
         except OSError as exc:
             raise UserError(f"{path}: cannot replace the file of an earlier run: {exc.strerror}") from None
 
 
-def run(args: argparse.Namespace) -> int:
-    from ingest.simulate.loop import Simulator
+def _open_outputs(out_target: str | None, events: str | None) -> tuple[Any, bool, Any]:
+    """The records sink, whether it also keeps the event log, and the event log's own file."""
     from ingest.simulate.output import OutputError, jsonl_output, open_output
 
-    sc = _load_scenario(args)
+    paths = _earlier_files(out_target, events)
+    existed = {path for path in paths if path.exists()}
     out = None
     events_to_out = False  # the sink keeps the event log too (a store, or its .events.jsonl companion)
-    _replace_earlier_files(args.out, args.events)
     try:
-        if args.out:
-            out, events_to_out = open_output(args.out, args.events)
-        own_events_file = args.events and not (events_to_out and args.out.endswith(".jsonl"))
-        events_out = jsonl_output(args.events) if own_events_file else None
+        if out_target:
+            out, events_to_out = open_output(out_target, events)
+        sink_keeps_events = events_to_out and (out_target or "").endswith(".jsonl")
+        events_out = jsonl_output(events) if events and not sink_keeps_events else None
     except OutputError as exc:
+        if out is not None:
+            out.close()
+        # a refused run leaves no empty file of its own behind either
+        for path in set(paths) - existed:
+            if path.exists():
+                path.unlink()
         raise UserError(str(exc)) from None
+    _replace_earlier_files(paths)
+    return out, events_to_out, events_out
+
+
+def run(args: argparse.Namespace) -> int:
+    from ingest.simulate.loop import Simulator
+
+    sc = _load_scenario(args)
+    out, events_to_out, events_out = _open_outputs(args.out, args.events)
     pending_records: list[DecisionRecord] = []
     pending_events: list[Any] = []
     api = args.out if args.out and args.out.startswith(("http://", "https://")) else ""

@@ -60,6 +60,37 @@ def test_bad_arguments_give_one_line(argv, message, capsys):
 
 
 @pytest.mark.parametrize(
+    ("bad", "kept"),
+    [
+        pytest.param("out", "events", id="unwritable-records-keep-the-event-log"),
+        pytest.param("events", "out", id="unwritable-event-log-keeps-the-records"),
+    ],
+)
+def test_a_refused_target_leaves_the_earlier_run_intact(tmp_path, capsys, bad, kept):
+    """Every output is opened before an earlier run's file is emptied, so a target that cannot
+    be written costs nothing of what the earlier run wrote."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    earlier = tmp_path / f"{kept}.jsonl"
+    earlier.write_text('{"earlier": "run"}\n')
+    targets = {kept: str(earlier), bad: str(blocker / f"{bad}.jsonl")}
+    assert main(["simulate", "--quiet", "--hours", "0.1", "--out", targets["out"], "--events", targets["events"]]) == 2
+    err = capsys.readouterr().err
+    assert f"{blocker / bad}.jsonl: cannot open for writing" in err and "Traceback" not in err
+    assert earlier.read_text() == '{"earlier": "run"}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([blocker.name, earlier.name])
+
+
+def test_a_second_run_replaces_the_first_runs_files(tmp_path):
+    out, events = tmp_path / "r.jsonl", tmp_path / "e.jsonl"
+    argv = ["simulate", "--quiet", "--hours", "0.2", "--out", str(out), "--events", str(events)]
+    assert main(argv) == 0
+    first = out.read_text(), events.read_text()
+    assert main(argv) == 0
+    assert (out.read_text(), events.read_text()) == first
+
+
+@pytest.mark.parametrize(
     ("spec", "message"),
     [
         pytest.param("{tenants: [{namespace: a, templates: [{name: t}], sizes: {'0': 1}}]}",
