@@ -16,6 +16,7 @@ Pure: no I/O. Loading YAML from a file is the caller's job.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -231,6 +232,8 @@ def parse_duration_ms(value: Any) -> int:
             raise ValueError("must not be negative")
         return value * 1000
     if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
         if value < 0:
             raise ValueError("must not be negative")
         return round(value * 1000)
@@ -270,6 +273,10 @@ class _Reader:
         v = obj.get(key, default)
         if isinstance(v, bool) or not isinstance(v, int | float):
             self.fail(f"{path}.{key}", f"expected a number, got {type(v).__name__}")
+            return default
+        # YAML's .nan and .inf are floats, but no weight or rate means them and the digest's JSON cannot hold them
+        if not math.isfinite(v):
+            self.fail(f"{path}.{key}", "must be a finite number")
             return default
         if v < minimum or (exclusive and v == minimum):
             self.fail(f"{path}.{key}", f"must be {'>' if exclusive else '>='} {minimum:g}")

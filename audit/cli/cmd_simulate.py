@@ -15,6 +15,7 @@ when no decision reached one.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections import Counter
@@ -68,14 +69,15 @@ def _load_value(text: str) -> float | str:
 
 
 def _load_scenario(args: argparse.Namespace) -> Any:
+    from audit.dra.loader import LoadError, read_text
     from ingest.simulate.load import DEFAULT_LOAD
     from ingest.simulate.scenario import ScenarioError, load_scenario_text
     from ingest.simulate.traces import TraceError, trace_scenario
 
     if args.trace and args.scenario:
         raise UserError("--trace and --scenario: choose one")
-    if args.hours is not None and args.hours <= 0:
-        raise UserError(f"--hours {args.hours}: must be > 0")
+    if args.hours is not None and not (math.isfinite(args.hours) and args.hours > 0):
+        raise UserError(f"--hours {args.hours}: must be a finite number > 0")
     if args.load is not None and not args.trace:
         raise UserError(f"--load {args.load}: only for trace-driven runs (--trace); a scenario sets its own arrival rates")
     try:
@@ -86,10 +88,9 @@ def _load_scenario(args: argparse.Namespace) -> Any:
         else:
             path = args.scenario or DEFAULT_SCENARIO
             try:
-                with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
-            except OSError as exc:
-                raise UserError(f"--scenario {path}: {exc.strerror}") from None
+                text = read_text(path)
+            except LoadError as exc:
+                raise UserError(f"--scenario {exc}") from None
             sc = load_scenario_text(text, os.path.basename(path))
             if args.start:
                 sc.start = _start(args.start, args.hours or sc.hours)

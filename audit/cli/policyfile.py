@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from audit.dra.loader import LoadError, read_text
 from audit.errors import UserError
 from audit.policy import Policy, PolicyError, parse_policy
 
@@ -20,10 +21,11 @@ def yaml_documents(path: str, flag: str = "") -> list[Any]:
     """Every non-empty YAML document in ``path``."""
     where = f"{flag} {path}" if flag else path
     try:
-        with open(path, encoding="utf-8") as fh:
-            return [d for d in yaml.safe_load_all(fh) if d is not None]
-    except OSError as exc:
-        raise UserError(f"{where}: {exc.strerror}") from None
+        text = read_text(path)
+    except LoadError as exc:
+        raise UserError(f"{flag} {exc}" if flag else str(exc)) from None
+    try:
+        return [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
         raise UserError(f"{where}: {_yaml_problem(exc)}") from None
 

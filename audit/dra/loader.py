@@ -93,12 +93,15 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 def load_documents(path: str) -> list[tuple[str, dict[str, Any]]]:
     """Read one file; raises LoadError when it is missing, unreadable or not Kubernetes objects."""
-    label = os.path.basename(path) or path
+    return load_text(read_text(path), os.path.basename(path) or path)
+
+
+def read_text(path: str) -> str:
+    """A file's text, for every command reading YAML or JSON a user names; LoadError names the file."""
     try:
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            return handle.read()
     except OSError as exc:
         raise LoadError(f"{path}: cannot read file: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise LoadError(f"{path}: not UTF-8 text") from None
-    return load_text(text, label)

@@ -45,7 +45,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, capsys, content, messa
 
 def test_missing_file_names_the_file(capsys):
     assert main(["policy", "check", "/nonexistent/policy.yaml"]) == 2
-    assert "/nonexistent/policy.yaml: No such file or directory" in capsys.readouterr().err
+    assert "/nonexistent/policy.yaml: cannot read file: No such file or directory" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -128,3 +128,35 @@ def test_reclaim_of_fair_shares_needs_no_nominal_quota(tmp_path, capsys):
     f.write_text(_HEAD + "  preemption: {enabled: true, basis: fairShare}\n")
     assert main(["policy", "check", str(f)]) == 0
     assert capsys.readouterr().err == ""
+
+
+_PENDING_DUMP = os.path.join(FIXTURES, "explain", "cluster-pending.yaml")
+_COMMANDS = {
+    "policy-check": lambda f: ["policy", "check", f],
+    "simulate": lambda f: ["simulate", "--quiet", "--hours", "0.1", "--policy", f],
+    "why": lambda f: ["why", "--dump", _PENDING_DUMP, "team-a/train-1", "--model", "H100", "--policy", f],
+}
+
+
+@pytest.mark.parametrize("command", sorted(_COMMANDS))
+@pytest.mark.parametrize(("content", "message"), [
+    pytest.param((_HEAD + "  tenants: [{name: a, weight: .nan}]\n").encode(),
+                 "Policy p: spec.tenants[0].weight: must be a finite number", id="nan-weight"),
+    pytest.param((_HEAD + "  tenants: [{name: a, weight: .inf}]\n").encode(),
+                 "Policy p: spec.tenants[0].weight: must be a finite number", id="infinite-weight"),
+    pytest.param((_HEAD + "  fairness: {waitAgingPerHour: .nan}\n").encode(),
+                 "Policy p: spec.fairness.waitAgingPerHour: must be a finite number", id="nan-aging"),
+    pytest.param((_HEAD + "  deviceModels: [{model: H100, prefix: NVIDIA H100, h100Equivalent: .nan}]\n").encode(),
+                 "Policy p: spec.deviceModels[0].h100Equivalent: must be a finite number", id="nan-h100-equivalent"),
+    pytest.param((_HEAD + "  retry: {backoffBase: .inf}\n").encode(),
+                 "Policy p: spec.retry.backoffBase: must be a finite number", id="infinite-duration"),
+    pytest.param(b"\xff\xfe\x00kind: Policy\n", "not UTF-8 text", id="binary-file"),
+])
+def test_a_policy_no_number_or_text_can_be_read_from_is_refused_in_one_line(tmp_path, capsys, command, content,
+                                                                              message):
+    f = tmp_path / "p.yaml"
+    f.write_bytes(content)
+    assert main(_COMMANDS[command](str(f))) == 2
+    err = capsys.readouterr().err
+    assert message in err and str(f) in err
+    assert len(err.splitlines()) == 1

@@ -46,10 +46,13 @@ def test_simulate_default_scenario_quietly(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        pytest.param(["--scenario", "/nope.yaml"], "--scenario /nope.yaml: No such file or directory", id="missing-file"),
+        pytest.param(["--scenario", "/nope.yaml"], "--scenario /nope.yaml: cannot read file: No such file or directory",
+                     id="missing-file"),
         pytest.param(["--trace", "philly"], "unknown trace 'philly'", id="unknown-trace"),
         pytest.param(["--trace", "openb-2023", "--trace-dir", "/nope"], "trace file not found", id="missing-trace-dir"),
-        pytest.param(["--hours", "-1"], "--hours -1.0: must be > 0", id="negative-hours"),
+        pytest.param(["--hours", "-1"], "--hours -1.0: must be a finite number > 0", id="negative-hours"),
+        pytest.param(["--hours", "nan"], "--hours nan: must be a finite number > 0", id="nan-hours"),
+        pytest.param(["--hours", "inf"], "--hours inf: must be a finite number > 0", id="infinite-hours"),
         pytest.param(["--out", "/tmp/x.parquet", "--hours", "0.1"], "/tmp/x.parquet", id="unsupported-out"),
     ],
 )
@@ -57,6 +60,13 @@ def test_bad_arguments_give_one_line(argv, message, capsys):
     assert main(["simulate", "--quiet", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_scenario_that_is_not_text_is_refused_in_one_line(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_bytes(b"\xff\xfe\x00kind: Workload\n")
+    assert main(["simulate", "--quiet", "--scenario", str(f)]) == 2
+    assert capsys.readouterr().err == f"claimtrail simulate: --scenario {f}: not UTF-8 text\n"
 
 
 @pytest.mark.parametrize(
