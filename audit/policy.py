@@ -309,7 +309,9 @@ class _Reader:
             self.fail(f"{path}.{key}", "required field missing")
             return ""
         if not isinstance(v, str):
-            self.fail(f"{path}.{key}", f"expected a string, got {type(v).__name__}")
+            # YAML 1.1 reads a bare off, on, yes or no as a boolean, and `mode: off` is the natural spelling
+            hint = " (YAML reads a bare off/on/yes/no as a boolean: quote it)" if isinstance(v, bool) else ""
+            self.fail(f"{path}.{key}", f"expected a string, got {type(v).__name__}{hint}")
             return default or ""
         if choices and v not in choices:
             self.fail(f"{path}.{key}", f"must be one of {', '.join(choices)} (got {v!r})")

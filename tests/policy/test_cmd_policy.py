@@ -1,6 +1,8 @@
 """``claimtrail policy check``: exit codes, field-naming errors and the over-commitment flag."""
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 
@@ -160,3 +162,35 @@ def test_a_policy_no_number_or_text_can_be_read_from_is_refused_in_one_line(tmp_
     err = capsys.readouterr().err
     assert message in err and str(f) in err
     assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    pytest.param("  fairness: {mode: off}\n", "Policy p: spec.fairness.mode: expected a string, got bool (YAML reads "
+                 "a bare off/on/yes/no as a boolean: quote it)", id="bare-off"),
+    pytest.param("  fallback: {mode: no}\n", "Policy p: spec.fallback.mode: expected a string, got bool (YAML reads "
+                 "a bare off/on/yes/no as a boolean: quote it)", id="bare-no"),
+    pytest.param("  fairness: {mode: 5}\n", "Policy p: spec.fairness.mode: expected a string, got int",
+                 id="number-gets-no-boolean-hint"),
+])
+def test_a_boolean_where_a_string_belongs_says_to_quote_it(tmp_path, capsys, spec, message):
+    f = tmp_path / "p.yaml"
+    f.write_text(_HEAD + spec)
+    assert main(["policy", "check", str(f)]) == 2
+    assert capsys.readouterr().err == f"{f}: {message}\n"
+
+
+_REPO = Path(__file__).resolve().parents[2]
+_FAIRNESS_SNIPPETS = sorted({(str(doc.relative_to(_REPO)), snippet)
+                             for doc in [_REPO / "README.md", *sorted((_REPO / "docs").rglob("*.md"))]
+                             for snippet in re.findall(r"`(fairness: \{[^`]*\})`", doc.read_text(encoding="utf-8"))})
+
+
+@pytest.mark.parametrize(("doc", "snippet"), _FAIRNESS_SNIPPETS, ids=[f"{d}:{s}" for d, s in _FAIRNESS_SNIPPETS])
+def test_the_fairness_settings_the_docs_show_can_be_copied_as_they_are(tmp_path, capsys, doc, snippet):
+    f = tmp_path / "p.yaml"
+    f.write_text(_HEAD + f"  {snippet}\n")
+    assert main(["policy", "check", str(f)]) == 0, capsys.readouterr().err
+
+
+def test_the_docs_show_fairness_settings():
+    assert {doc for doc, _ in _FAIRNESS_SNIPPETS} >= {"README.md", "docs/performance.md"}
