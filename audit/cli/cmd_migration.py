@@ -175,14 +175,26 @@ def _records_from_api(args: argparse.Namespace) -> list[DecisionRecord]:
             params["cursor"] = page["next"]
 
 
+def _since(text: str) -> Any:
+    """``--since`` as replay reads it: refused unless an RFC 3339 time, and compared as a time, not
+    as text (``…00Z`` and ``…00.000Z`` are the same instant)."""
+    from audit.replay.selection import Selection, SelectionError
+
+    try:
+        return Selection(since=text)
+    except SelectionError as exc:
+        raise UserError(str(exc)) from None
+
+
 def _load_records(args: argparse.Namespace) -> list[DecisionRecord]:
     if args.records and args.server:
         raise UserError("give either --records FILE or --server URL, not both")
+    window = _since(args.since) if args.since else None
     records = _records_from_file(args.records) if args.records else _records_from_api(args)
     if args.cluster:
         records = [r for r in records if r.cluster == args.cluster]
-    if args.since:
-        records = [r for r in records if r.time >= args.since]
+    if window is not None:
+        records = window.apply(records)
     return records
 
 

@@ -108,6 +108,7 @@ BAD = {
     "bad_record": (["--records", "@bad"], ":1: DecisionRecord: outcome"),
     "both_sources": (["--records", "x", "--server", "http://127.0.0.1:9"], "either --records FILE or --server URL"),
     "bad_candidate_flag": (["--records", "@bad", "--candidate", "gpu/v2"], "thresholds.candidate.track: unknown track 'gpu'"),
+    "since_not_a_time": (["--records", "@bad", "--since", "yesterday"], "--since 'yesterday': not an RFC 3339 time"),
 }
 
 
@@ -123,6 +124,19 @@ def test_bad_input_is_one_line_naming_the_problem(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("since", "pods"), [
+    pytest.param("2026-11-01T00:00:00Z", 3000, id="the-first-instant"),
+    pytest.param("2026-11-01T01:00:00+01:00", 3000, id="the-same-instant-in-another-offset"),
+    pytest.param("2026-11-01T12:00:00+12:00", 3000, id="the-same-instant-written-later-in-the-day"),
+])
+def test_since_is_compared_as_a_time_not_as_text(worse_file: str, capsys: pytest.CaptureFixture[str], since: str,
+                                                   pods: int) -> None:
+    assert main(["migration", "report", "--records", worse_file, "--thresholds", THRESHOLDS, "--since", since,
+                 "-o", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["baseline_pods"], out["candidate_pods"]) == (pods, pods)
 
 
 @pytest.mark.parametrize("command", [["report", "-o", "json"], ["plan", "-o", "json"]])
