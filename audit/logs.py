@@ -34,9 +34,16 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
+# The levels a process may be started at, quietest last.
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
 def setup_logging(level: str = "WARNING") -> None:
+    """Log at ``level`` (one of ``LEVELS``, any case); any other name is a ValueError, not WARNING."""
+    if level.upper() not in LEVELS:
+        raise ValueError(f"unknown log level {level!r} (expected one of {', '.join(LEVELS)})")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(getattr(logging, level.upper(), logging.WARNING))
+    root.setLevel(getattr(logging, level.upper()))

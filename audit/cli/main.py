@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from audit.errors import UserError
-from audit.logs import setup_logging
+from audit.logs import LEVELS, setup_logging
 
 
 def command_names() -> list[str]:
@@ -42,10 +42,18 @@ def chosen_command(argv: Sequence[str], commands: Sequence[str]) -> str | None:
     return None
 
 
+def log_level(text: str) -> str:
+    """``--log-level``: a name of ``LEVELS`` in any case."""
+    if text.upper() not in LEVELS:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected one of {', '.join(LEVELS)}")
+    return text.upper()
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser with every command, or with only the one ``argv`` runs."""
     parser = argparse.ArgumentParser(prog="claimtrail", description="Audit accelerator allocation in Kubernetes DRA.")
-    parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING (default) or ERROR")
+    parser.add_argument("--log-level", default="WARNING", type=log_level, metavar="LEVEL",
+                        help="DEBUG, INFO, WARNING (default) or ERROR")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands = command_names()
     chosen = chosen_command(argv, commands) if argv is not None else None
