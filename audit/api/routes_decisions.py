@@ -18,7 +18,7 @@ from audit.api.pages import PageCache
 from audit.api.problems import Problem
 from audit.api.stored import admin_body, record_of
 from audit.api.worldview import collector_paused, world_at
-from audit.explain import ModelTable, explain, explain_record, would_get_now
+from audit.explain import ModelTable, UnknownModel, check_model, explain, explain_record, would_get_now
 from audit.explain.summary import would_get_sentence
 from audit.records import DecisionRecord, Outcome
 from audit.store.ports import StoreReads
@@ -127,10 +127,10 @@ def _check_model(record: DecisionRecord, model: str | None) -> str:
         raise Problem("invalid-parameter", "model: required, e.g. ?model=H100")
     known = _DEFAULT_MODELS | set(record.preference) | {t.model for t in record.tiers}
     known |= {record.allocated_model, record.preferred_model} - {""}
-    if checked not in known:
-        raise Problem("unknown-model", f"model {checked!r}: not a device model this cluster or decision knows "
-                      f"(known: {', '.join(sorted(known))})")
-    return checked
+    try:
+        return check_model(checked, known, "model", "this cluster or decision")
+    except UnknownModel as exc:
+        raise Problem("unknown-model", str(exc)) from None
 
 
 def _would_get(db: StoreReads, record: DecisionRecord) -> dict[str, Any]:

@@ -45,7 +45,7 @@ def _offline(args: argparse.Namespace, ns: str, name: str) -> dict[str, Any]:
 
     from audit.cli.policyfile import load_policy, policy_document
     from audit.dra.loader import LoadError, load_documents
-    from audit.explain import ClusterView, ViewError, explain
+    from audit.explain import ClusterView, UnknownModel, ViewError, check_model, explain, known_models
 
     try:
         docs = load_documents(args.dump)
@@ -56,8 +56,10 @@ def _offline(args: argparse.Namespace, ns: str, name: str) -> dict[str, Any]:
     for note in view.ignored:
         print(f"claimtrail why: --dump {args.dump}: {note}", file=sys.stderr)
     try:
-        return explain(view, (ns, name), args.model, policy, detail=args.devices).to_dict()
-    except ViewError as exc:
+        # the same check the API makes of a why question, so both answer a misspelt model alike
+        model = check_model(args.model, known_models(view, policy), "--model", "this cluster dump or policy")
+        return explain(view, (ns, name), model, policy, detail=args.devices).to_dict()
+    except (ViewError, UnknownModel) as exc:
         raise UserError(str(exc)) from None
     except ValueError as exc:  # a malformed object in the dump, named by the parser
         raise UserError(f"--dump {args.dump}: {exc}") from None
@@ -110,6 +112,8 @@ def render_text(answer: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     ns, name = _split_pod(args.pod)
+    if not args.model.strip():
+        raise UserError(f"--model {args.model!r}: empty; give a device model, e.g. --model H100")
     if args.policy and not args.dump:
         raise UserError("--policy applies to --dump only (the server uses the policy each decision recorded)")
     if args.dump and (args.server or args.token):

@@ -7,11 +7,11 @@ answers from a stored decision's evidence summary alone. Both return an ``Explan
 Pure: no I/O, no clock.
 """
 
-from audit.explain.core import explain, would_get_now
-from audit.explain.models import ModelTable
+from audit.explain.core import explain, known_models, would_get_now
+from audit.explain.models import ModelTable, UnknownModel, check_model
 from audit.explain.record import explain_record
 from audit.explain.result import Explanation
 from audit.explain.view import ClusterView, ViewError
 
-__all__ = ["ClusterView", "Explanation", "ModelTable", "ViewError", "explain",
-           "explain_record", "would_get_now"]
+__all__ = ["ClusterView", "Explanation", "ModelTable", "UnknownModel", "ViewError", "check_model", "explain",
+           "explain_record", "known_models", "would_get_now"]

@@ -208,6 +208,12 @@ def _pod_inputs(view: ClusterView, pod: str | tuple[str, str], policy: Policy | 
     return pod_obj, claims, tiers, view.devices(table.model_of)
 
 
+def known_models(view: ClusterView, policy: Policy | None = None, model_table: ModelTable | None = None) -> set[str]:
+    """Every model the device-model table names or a device of the view is."""
+    table = model_table or ModelTable.of(policy)
+    return (table.known_models() | {d.model for d in view.devices(table.model_of)}) - {""}
+
+
 def would_get_now(view: ClusterView, pod: str | tuple[str, str], policy: Policy | None = None,
                   model_table: ModelTable | None = None) -> dict[str, Any]:
     """What the pod would get if it were scheduled now (its allocation, when it holds one)."""

@@ -8,7 +8,7 @@ as a model a user asked about.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,3 +43,21 @@ class ModelTable:
 
     def known_models(self) -> set[str]:
         return {rule.model for rule in self.policy.model_rules if "\\" not in rule.model}
+
+
+class UnknownModel(ValueError):
+    """A device model nothing the answer reads names; the message says which models are known."""
+
+
+def check_model(model: str, known: Iterable[str], name: str, knower: str) -> str:
+    """``model`` when ``known`` has it, else ``UnknownModel`` naming ``name`` (the parameter or flag).
+
+    Model names are matched exactly, as the device-model table produces them, so ``h100`` would
+    silently explain a model no device has; a model that differs from a known one only in case
+    or surrounding spaces is refused with that one suggested."""
+    names = set(known)
+    if model in names:
+        return model
+    meant = sorted(k for k in names if k.casefold() == model.strip().casefold())
+    hint = f"; did you mean {meant[0]}?" if meant else f" (known: {', '.join(sorted(names)) or 'none'})"
+    raise UnknownModel(f"{name} {model!r}: not a device model {knower} knows{hint}")

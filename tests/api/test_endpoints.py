@@ -186,6 +186,12 @@ def test_bad_requests_are_4xx_problems(server: Server, path: str, params: dict[s
     assert body["title"] and body["detail"]
 
 
+def test_a_model_in_the_wrong_case_is_refused_with_the_model_meant(server: Server) -> None:
+    r = server.get(f"/v1/decisions/{factory.FALLBACK.decision_id}/why", model="h100")
+    assert r.status_code == 422 and r.json()["type"] == "https://claimtrail.io/problems/unknown-model"
+    assert r.json()["detail"] == "model 'h100': not a device model this cluster or decision knows; did you mean H100?"
+
+
 def test_injection_strings_leave_the_store_intact(server: Server) -> None:
     before = server.get("/v1/decisions", limit=100).json()["items"]
     server.get("/v1/decisions", tenant="team-a'; DROP TABLE decisions; --")
