@@ -6,7 +6,8 @@ History comes from JSONL files (``--records`` and ``--events``: no store needed)
 progress bar follows the job). Select with ``--since/--until``,
 ``--decision``, ``--sample`` and ``--shard i/N``; ``--workers K`` replays contiguous runs of the
 history in K processes. A progress bar goes to stderr, the summary (verified, matched, mismatched
-by cause) and the first diffs to stdout. Exit code 1 when any decision does not match.
+by cause) and the first diffs to stdout. Exit code 1 when any decision does not match; a selection
+that matches no decision is refused (exit 2), while an empty shard of it only says so on stderr.
 ``--policy FILE`` re-runs the window under that policy instead and prints the deltas per tenant and
 model side by side with the recorded history; with ``--server`` the API does it (admin token). ``--dsn DSN --write-checkpoints N`` checkpoints a
 store's event log every N events (resuming after the latest stored checkpoint), so later replays
@@ -294,6 +295,21 @@ def _print(summary: Summary, mismatches: list[ReplayResult], args: argparse.Name
             print(f"  ... {len(m.diff) - 12} more")
 
 
+def _nothing_verified(sel: Selection, where: str) -> None:
+    """A run that verified nothing must not pass for one that verified everything: a selection
+    matching no decision is refused. A shard of it is not, since a history shorter than N
+    segments leaves some shards of an N-way sharded job (deploy/replay) empty; it is told."""
+    chosen = " ".join(f"--{k} {v}" for k, v in (("since", sel.since), ("until", sel.until),
+                                                 ("sample", sel.sample if sel.sample < 1.0 else None)) if v is not None)
+    if sel.shard is not None:
+        print(f"claimtrail replay: --shard {sel.shard.index}/{sel.shard.count}: no decision "
+              f"{'of ' + chosen + ' ' if chosen else ''}in {where} falls in this shard; nothing verified",
+              file=sys.stderr)
+        return
+    raise UserError(f"no decision matched {chosen} in {where}: nothing verified" if chosen
+                    else f"no decision in {where}: nothing verified")
+
+
 def _now() -> str:
     return format_utc(datetime.now(UTC))
 
@@ -302,6 +318,8 @@ def run(args: argparse.Namespace) -> int:
     sel = _selection(args)
     if args.workers < 1:
         raise UserError(f"--workers {args.workers}: must be >= 1")
+    if args.show < 0:
+        raise UserError(f"--show {args.show}: must be >= 0")
     if args.write_checkpoints is not None:
         return write_checkpoints(args)
     if args.policy:
@@ -313,6 +331,8 @@ def run(args: argparse.Namespace) -> int:
         if not (args.server or os.environ.get("CLAIMTRAIL_API")):
             raise UserError("no history: give --records and --events, --dsn, or --server (or set CLAIMTRAIL_API)")
         summary, shown = _server_run(args, sel)
+        if not summary.verified:
+            _nothing_verified(sel, _server(args)[0])
         _print(summary, shown, args)
         return 1 if summary.mismatches else 0
     store = None
@@ -331,6 +351,8 @@ def run(args: argparse.Namespace) -> int:
         unknown = sorted(set(sel.decision_ids) - {r.decision_id for r in records})
         if unknown:
             raise UserError(f"--decision {unknown[0]}: not found in {args.records or 'the store'}")
+        if not chosen:
+            _nothing_verified(sel, args.records or "the store")
         if store is not None and args.workers > 1:
             source = materialize(source, chosen)  # workers must not share the store's connection
         progress = _Progress(len(chosen), not args.quiet)

@@ -73,6 +73,8 @@ class Selection:
                     parse_time_ms(value)
                 except ValueError:
                     raise SelectionError(f"--{name} {value!r}: not an RFC 3339 time") from None
+        if self.since is not None and self.until is not None and parse_time_ms(self.until) < parse_time_ms(self.since):
+            raise SelectionError(f"--until {self.until}: must be after --since {self.since}")
 
     def keeps(self, r: DecisionRecord) -> bool:
         if self.decision_ids and r.decision_id not in self.decision_ids:

@@ -70,10 +70,29 @@ def test_an_edited_record_file_exits_1_and_prints_the_diff(files, capsys, tmp_pa
     (["--sample", "0"], "--sample 0.0: must be in (0, 1]"),
     (["--since", "noon"], "--since 'noon': not an RFC 3339 time"),
     (["--workers", "0"], "--workers 0: must be >= 1"),
-], ids=["shard-out-of-range", "shard-malformed", "sample-zero", "since-not-a-time", "no-workers"])
+    (["--since", "2026-11-02T02:00:00Z", "--until", "2026-11-02T01:00:00Z"],
+     "--until 2026-11-02T01:00:00Z: must be after --since 2026-11-02T02:00:00Z"),
+    (["--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T01:00:00Z"],
+     "no decision matched --since 2026-11-02T01:00:00Z --until 2026-11-02T01:00:00Z in @records: nothing verified"),
+    (["--show", "-1"], "--show -1: must be >= 0"),
+    (["--since", "2030-01-01T00:00:00Z"], "no decision matched --since 2030-01-01T00:00:00Z in @records: nothing verified"),
+    (["--since", "2030-01-01T00:00:00Z", "--until", "2030-01-02T00:00:00Z"],
+     "no decision matched --since 2030-01-01T00:00:00Z --until 2030-01-02T00:00:00Z in @records: nothing verified"),
+], ids=["shard-out-of-range", "shard-malformed", "sample-zero", "since-not-a-time", "no-workers", "until-before-since",
+        "empty-window-at-one-instant", "negative-show", "window-after-the-history", "window-matching-nothing"])
 def test_bad_options_are_one_line_errors(files, capsys, argv, message):
-    code, _, err = _run(capsys, "--records", files[0], "--events", files[1], *argv)
-    assert (code, err.strip()) == (2, f"claimtrail replay: {message}")
+    code, out, err = _run(capsys, "--records", files[0], "--events", files[1], *argv)
+    assert (code, err.strip()) == (2, f"claimtrail replay: {message.replace('@records', files[0])}")
+    assert out == ""
+
+
+def test_an_empty_shard_is_told_and_passes(files, capsys):
+    """A sharded job over a short history has empty shards; they are not failures, but say so."""
+    code, out, err = _run(capsys, "--records", files[0], "--events", files[1], "--since", "2030-01-01T00:00:00Z",
+                          "--shard", "0/2")
+    assert (code, out.splitlines()[0]) == (0, "verified 0 decisions: 0 matched, 0 mismatched")
+    assert err == (f"claimtrail replay: --shard 0/2: no decision of --since 2030-01-01T00:00:00Z in {files[0]} "
+                   "falls in this shard; nothing verified\n")
 
 
 def test_an_invalid_record_line_is_named_not_dropped(files, capsys, tmp_path):
