@@ -49,8 +49,8 @@ def _offline(args: argparse.Namespace, ns: str, name: str) -> dict[str, Any]:
 
     try:
         docs = load_documents(args.dump)
-    except (LoadError, OSError) as exc:
-        raise UserError(f"--dump {args.dump}: {exc}") from None
+    except LoadError as exc:  # already names the file
+        raise UserError(f"--dump {exc}") from None
     policy = load_policy(policy_document(args.policy), f"--policy {args.policy}") if args.policy else None
     view = ClusterView.from_objects(raw for _, raw in docs)
     for note in view.ignored:

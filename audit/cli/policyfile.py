@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from audit.dra.loader import LoadError, read_text
+from audit.dra.loader import LoadError, read_text, yaml_problem
 from audit.errors import UserError
 from audit.policy import Policy, PolicyError, parse_policy
 
@@ -27,16 +27,7 @@ def yaml_documents(path: str, flag: str = "") -> list[Any]:
     try:
         return [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise UserError(f"{where}: {_yaml_problem(exc)}") from None
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """PyYAML's error as one line with the position a user can jump to (its marks are 0-based)."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    if mark is None:
-        return f"not valid YAML: {problem}"
-    return f"line {mark.line + 1}, column {mark.column + 1}: not valid YAML: {problem}"
+        raise UserError(f"{where}: invalid YAML: {yaml_problem(exc)}") from None
 
 
 def policy_document(path: str, flag: str = "--policy") -> dict[str, Any]:

@@ -76,14 +76,15 @@ def load_text(text: str, source: str) -> list[tuple[str, dict[str, Any]]]:
         try:
             docs = _yaml_documents(text)
         except yaml.YAMLError as exc:
-            raise LoadError(f"{source}: invalid YAML: {_yaml_problem(exc)}") from None
+            raise LoadError(f"{source}: invalid YAML: {yaml_problem(exc)}") from None
     result: list[tuple[str, dict[str, Any]]] = []
     for index, doc in enumerate(docs, start=1):
         result.extend(_flatten(doc, f"{source}#{index}"))
     return result
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's error as one line, with the line and column a user can jump to (its marks are 0-based)."""
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
     if mark is not None:

@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from audit.dra.loader import yaml_problem
 from audit.policy import PolicyError, parse_duration_ms, parse_policy
 from ingest.simulate.cluster import NodePool
 
@@ -99,7 +100,7 @@ def load_scenario_text(text: str, source: str) -> Scenario:
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise ScenarioError(f"{source}: not valid YAML: {exc}") from None
+        raise ScenarioError(f"{source}: invalid YAML: {yaml_problem(exc)}") from None
     return scenario_from_documents(docs, source)
 
 

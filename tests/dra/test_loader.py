@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from audit.dra.loader import LoadError, _yaml_documents, _yaml_problem, load_documents, load_text
+from audit.dra.loader import LoadError, _yaml_documents, load_documents, load_text, yaml_problem
 
 CLAIM = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: %s}\n"
 
@@ -73,4 +73,23 @@ def test_yaml_the_fast_parser_refuses_gets_the_pure_python_message() -> None:
         load_text("kind: X\nspec: {a: 1\n  b: [\n", "f.yaml")
     with pytest.raises(yaml.YAMLError) as pure:
         list(yaml.safe_load_all("kind: X\nspec: {a: 1\n  b: [\n"))
-    assert str(caught.value) == f"f.yaml: invalid YAML: {_yaml_problem(pure.value)}"
+    assert str(caught.value) == f"f.yaml: invalid YAML: {yaml_problem(pure.value)}"
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["validate", "-f", "@"], id="validate"),
+    pytest.param(["policy", "check", "@"], id="policy-check"),
+    pytest.param(["simulate", "--quiet", "--scenario", "@"], id="simulate-scenario"),
+    pytest.param(["simulate", "--quiet", "--policy", "@"], id="simulate-policy"),
+    pytest.param(["why", "--dump", "@", "a/b", "--model", "H100"], id="why-dump"),
+])
+def test_every_command_reports_malformed_yaml_in_one_line_naming_the_file_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    from audit.cli.main import main
+
+    f = tmp_path / "malformed.yaml"
+    f.write_text("kind: Policy\nmetadata: {name: p\nspec: [\n")
+    assert main([str(f) if a == "@" else a for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("malformed.yaml: invalid YAML: expected ',' or '}', but got ':' (line 3, column 5)\n")
+    assert len(err.splitlines()) == 1 and err.count("malformed.yaml") == 1

@@ -33,7 +33,7 @@ def test_scenario_with_enough_devices_passes(capsys):
         pytest.param("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\nspec: {version: '1', "
                      "mixedModels: maybe}\n", "spec.mixedModels: expected true or false", id="bad-field"),
         pytest.param("kind: Node\nmetadata: {name: n}\n", "no kind: Policy document found", id="no-policy"),
-        pytest.param("spec: [unclosed\n", "not valid YAML", id="bad-yaml"),
+        pytest.param("spec: [unclosed\n", "invalid YAML", id="bad-yaml"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, capsys, content, message):
@@ -64,7 +64,7 @@ def test_bad_yaml_names_the_line_and_column(tmp_path, capsys, content, position)
     f.write_text(content)
     assert main(["policy", "check", str(f)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"claimtrail policy: {f}: {position}: not valid YAML: ")
+    assert err.startswith(f"claimtrail policy: {f}: invalid YAML: ") and err.endswith(f" ({position})\n")
     assert len(err.splitlines()) == 1
 
 
