@@ -74,5 +74,6 @@ def format_time_ms(ms: int) -> str:
 
 def format_utc(value: datetime, digits: int = 3) -> str:
     """``value`` in UTC as ``YYYY-MM-DDTHH:MM:SS[.f…]Z`` with 0, 3 or 6 fraction digits."""
-    text = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    # isoformat, not strftime: %Y writes year 1 as "1", which no reader takes back as a time
+    text = value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
     return (text[:-7] if digits == 0 else text[:-(6 - digits)] if digits < 6 else text) + "Z"

@@ -8,6 +8,7 @@ binds every value server-side.
 from __future__ import annotations
 
 import re
+from datetime import UTC
 
 from audit.api.problems import Problem
 from audit.records import Outcome, Track
@@ -62,6 +63,8 @@ def timestamp(value: str | None, name: str) -> str | None:
                       "2026-05-01T00:00:00Z") from None
     if parsed.tzinfo is None:
         raise Problem("invalid-parameter", f"{name} {value[:80]!r}: the time needs a zone (Z or +hh:mm)")
+    if not 1970 <= parsed.astimezone(UTC).year < 2300:  # the store keeps 1970..2299 (DateTime64)
+        raise Problem("invalid-parameter", f"{name} {value[:80]!r}: outside 1970..2299, the times the store keeps")
     return format_utc(parsed, digits=6)
 
 

@@ -54,7 +54,9 @@ def decision_filter(**values: Any) -> DecisionFilter:
     unsupported = sorted(k for k, v in values.items() if v is not None and k not in known)
     if unsupported:
         raise Problem("invalid-parameter", f"{unsupported[0]}: filter not supported by this store")
-    return DecisionFilter(**{k: v for k, v in values.items() if v is not None})
+    found = DecisionFilter(**{k: v for k, v in values.items() if v is not None})
+    call(found.time_range_ms)  # a time the store cannot keep, or a window that ends before it starts: 400
+    return found
 
 
 def ready(store: Any) -> None:

@@ -40,7 +40,9 @@ class DecisionFilter:
             since = epoch_ms(self.since, "since") if self.since else None
             until = epoch_ms(self.until, "until") if self.until else None
         except RowError as exc:
-            raise UserError(f"DecisionFilter.{exc}") from None
+            raise UserError(str(exc)) from None
+        if since is not None and until is not None and until < since:
+            raise UserError("until: before since")
         return since, until
 
     def active(self) -> set[str]:

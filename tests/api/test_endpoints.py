@@ -186,6 +186,27 @@ def test_bad_requests_are_4xx_problems(server: Server, path: str, params: dict[s
     assert body["title"] and body["detail"]
 
 
+INVERTED = {"since": "2026-05-01T02:00:00Z", "until": "2026-05-01T01:00:00Z"}
+
+
+@pytest.mark.parametrize(("method", "path", "params", "detail"), [
+    *[("GET", f"/v1/{p}", INVERTED, "until: before since")
+      for p in ("decisions", "stats/overview", "stats/fallback", "stats/fairness", "stats/health", "stats/replay",
+                "stats/migration")],
+    ("POST", "/v1/replay", INVERTED, "until: before since"),
+    ("GET", "/v1/decisions", {"since": "9999-12-31T23:59:59Z"},
+     "since '9999-12-31T23:59:59Z': outside 1970..2299, the times the store keeps"),
+    ("GET", "/v1/decisions", {"since": "0001-01-01T00:00:00Z"},
+     "since '0001-01-01T00:00:00Z': outside 1970..2299, the times the store keeps"),
+], ids=[*(f"inverted-{p}" for p in ("decisions", "overview", "fallback", "fairness", "health", "replay-stats",
+                                     "migration")), "inverted-replay-run", "year-9999", "year-1"])
+def test_a_time_window_the_store_cannot_answer_is_a_400_saying_why(server: Server, method: str, path: str,
+                                                                   params: dict[str, str], detail: str) -> None:
+    r = server.get(path, **params) if method == "GET" else server.post(path, json={"cluster": "lab", **params})
+    assert r.status_code == 400, r.text
+    assert r.json()["detail"] == detail
+
+
 def test_a_model_in_the_wrong_case_is_refused_with_the_model_meant(server: Server) -> None:
     r = server.get(f"/v1/decisions/{factory.FALLBACK.decision_id}/why", model="h100")
     assert r.status_code == 422 and r.json()["type"] == "https://claimtrail.io/problems/unknown-model"
