@@ -42,7 +42,7 @@ MAX_BODY_BYTES = 2 * 1024 * 1024  # MAX_IDS ids of ~40 bytes each, and a policy 
 class ReplayRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    decision_ids: list[str] = Field(default_factory=list, max_length=MAX_WINDOW)
+    decision_ids: list[str] = Field(default_factory=list, max_length=MAX_IDS)
     cluster: str | None = None
     since: str | None = None
     until: str | None = None

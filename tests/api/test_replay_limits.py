@@ -58,6 +58,9 @@ def test_more_ids_than_the_limit_is_413_with_a_problem_naming_the_limit(server: 
     assert body["detail"] == (f"decision_ids: {MAX_IDS + 1:,} ids, at most {MAX_IDS:,} per request; split them, "
                               "or replay a window")
     assert (body["max_ids"], body["max_bytes"]) == (MAX_IDS, MAX_BODY_BYTES)
+    # the published schema states the limit the server enforces
+    body_schema = server.get("/openapi.json", None).json()["paths"]["/v1/replay"]["post"]["requestBody"]
+    assert body_schema["content"]["application/json"]["schema"]["properties"]["decision_ids"]["maxItems"] == MAX_IDS
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
