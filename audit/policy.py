@@ -685,6 +685,9 @@ def contradictions(raw: Mapping[str, Any], policy: Policy) -> list[PolicyError]:
         if fairness.get("waitAgingPerHour") not in (None, 0, 0.0):
             out.append(PolicyError(policy.name, "spec.fairness.waitAgingPerHour",
                                    "has no effect with spec.fairness.mode off (the order is plain FIFO)"))
+        if "usageHalfLife" in fairness:
+            out.append(PolicyError(policy.name, "spec.fairness.usageHalfLife",
+                                   "has no effect with spec.fairness.mode off (no usage is weighed)"))
     queueing = said("queueing")
     if "maxReservationsPerTenant" in queueing and policy.reserve_after_ms is None:
         out.append(PolicyError(policy.name, "spec.queueing.maxReservationsPerTenant",
@@ -692,6 +695,9 @@ def contradictions(raw: Mapping[str, Any], policy: Policy) -> list[PolicyError]:
     if "wait" in fallback and policy.fallback_mode != "wait-for-preferred":
         out.append(PolicyError(policy.name, "spec.fallback.wait",
                                f"only applies to mode wait-for-preferred (mode is {policy.fallback_mode})"))
+    if "regretWindow" in fallback and policy.fallback_mode == "strict":
+        out.append(PolicyError(policy.name, "spec.fallback.regretWindow",
+                               "has no effect with mode strict (no pod falls back, so none is regretted)"))
     if "maxWait" in fallback and policy.fallback_mode != "adaptive":
         out.append(PolicyError(policy.name, "spec.fallback.maxWait",
                                f"only applies to mode adaptive (mode is {policy.fallback_mode})"))

@@ -78,6 +78,12 @@ _HEAD = "apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n
     pytest.param("  fairness: {mode: \"off\", waitAgingPerHour: 2}\n",
                  "Policy p: spec.fairness.waitAgingPerHour: has no effect with spec.fairness.mode off "
                  "(the order is plain FIFO)", id="aging-without-fairness"),
+    pytest.param("  fairness: {mode: \"off\", usageHalfLife: 2h}\n",
+                 "Policy p: spec.fairness.usageHalfLife: has no effect with spec.fairness.mode off "
+                 "(no usage is weighed)", id="half-life-without-fairness"),
+    pytest.param("  fallback: {mode: strict, regretWindow: 30m}\n",
+                 "Policy p: spec.fallback.regretWindow: has no effect with mode strict (no pod falls back, so none "
+                 "is regretted)", id="regret-window-without-fallbacks"),
     pytest.param("  fallback: {mode: immediate, wait: 5m}\n",
                  "Policy p: spec.fallback.wait: only applies to mode wait-for-preferred (mode is immediate)",
                  id="fallback-wait-without-waiting"),
