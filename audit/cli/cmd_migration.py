@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import random
+import sys
 from functools import partial
 from typing import Any
 
@@ -253,9 +254,24 @@ def render_report(rep: Report) -> str:
 VERDICT_EXIT_CODES = {Verdict.PROMOTE: 0, Verdict.HOLD: 3, Verdict.ROLLBACK: 4}
 
 
+def without_events_note(args: argparse.Namespace, rep: Report) -> str:
+    """What a report made without ``--events`` leaves out, when it leaves anything out: the model a
+    device-plugin pod asked for is read from the world events, so without them those pods match no
+    DRA pod (the API's ``/v1/stats/migration`` reads the store's events and does match them)."""
+    m = rep.matching
+    if args.events or not (m.unmatched_baseline or m.unmatched_candidate):
+        return ""
+    return (f"note: without --events the model each device-plugin pod asked for is unknown, so "
+            f"{m.unmatched_baseline + m.unmatched_candidate:,} pods match no counterpart; give the run's world "
+            "events (--events FILE) to compare them within strata")
+
+
 def run_report(args: argparse.Namespace) -> int:
     _, rep = _compute(args)
     print(json.dumps(rep.to_dict(), indent=2, allow_nan=False, default=str) if args.output == "json" else render_report(rep))
+    note = without_events_note(args, rep)
+    if note:
+        print(note, file=sys.stderr)
     return VERDICT_EXIT_CODES[rep.verdict] if args.exit_code else 0
 
 

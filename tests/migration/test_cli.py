@@ -166,3 +166,31 @@ def test_a_missing_shipped_thresholds_file_is_named(
     assert capsys.readouterr().err == (
         f"claimtrail migration: --thresholds: not given, and the shipped thresholds file {tmp_path}/thresholds.yaml "
         "is not there (installed without the repository's deploy/ folder); give --thresholds FILE\n")
+
+
+@pytest.fixture(scope="module")
+def simulated_hour(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """Half an hour of the default scenario, whose tenants run device-plugin pods beside DRA ones."""
+    tmp = tmp_path_factory.mktemp("hour")
+    records, events = str(tmp / "r.jsonl"), str(tmp / "e.jsonl")
+    assert main(["simulate", "--hours", "0.5", "--seed", "3", "--quiet", "--out", records, "--events", events]) == 0
+    return records, events
+
+
+@pytest.mark.parametrize("with_events", [False, True], ids=["records-alone", "with-events"])
+def test_a_report_without_events_says_why_device_plugin_pods_match_nothing(
+        simulated_hour: tuple[str, str], capsys: pytest.CaptureFixture[str], with_events: bool) -> None:
+    records, events = simulated_hour
+    capsys.readouterr()
+    assert main(["migration", "report", "--records", records, *(["--events", events] if with_events else [])]) == 0
+    out, err = capsys.readouterr()
+    matched = out.splitlines()[2]
+    if with_events:
+        assert err == "" and "compared within 0 strata" not in matched
+    else:
+        assert matched.startswith("compared within 0 strata")
+        unmatched = sum(int(n.rstrip(",")) for n in matched.split("unmatched baseline ")[1].replace("candidate ", "")
+                        .split())
+        assert err == (f"note: without --events the model each device-plugin pod asked for is unknown, so {unmatched:,} "
+                       "pods match no counterpart; give the run's world events (--events FILE) to compare them within "
+                       "strata\n")
