@@ -55,7 +55,8 @@ for col, label, values in [
     (cols[0], "Unhealthy verdicts (evaluations)", [num(r["unhealthy"]) for r in rows]),
     (cols[1], "Binding conflicts", [num(r["binding_conflict"]) for r in rows]),
     (cols[2], "Stale slices", [num(r["stale_slice"]) for r in rows]),
-    (cols[3], "Node losses", node_lost),
+    # binds a node's loss turned back, not nodes lost: a node that goes while no bind is on its way to it counts 0
+    (cols[3], "Binds lost with their node", node_lost),
     (cols[4], "Terminal failures", [num(r["terminal_failures"]) for r in rows]),
 ]:
     col.metric(label, f"{int(sum(values)):,}", chart_data=values, chart_type="bar", border=True)

@@ -134,6 +134,7 @@ def test_health_page_counts_verdicts_retries_and_terminal_failures(api_env: str)
     # unhealthy verdicts: 2 per skipped tier; 13 skipped tiers over the ten decisions
     assert (shown["Unhealthy verdicts (evaluations)"], shown["Binding conflicts"], shown["Terminal failures"]) == (
         "26", "0", "1")
+    assert shown["Binds lost with their node"] == "0"  # binds turned back by a node's loss, not nodes lost
     # devices are counted from the event log, where no device was unhealthy
     assert (shown["Unhealthy devices"], shown["Unhealthy device-hours"]) == ("0", "0.0")
     assert readings(at)[:2] == [
