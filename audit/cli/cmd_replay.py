@@ -133,7 +133,7 @@ def _offline(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
         raise UserError("--records and --events: give both for an offline replay")
     if args.checkpoint_every < 1:
         raise UserError(f"--checkpoint-every {args.checkpoint_every}: must be >= 1")
-    records = _import(args.records, "records").records
+    records = _one_per_decision(args.records, _import(args.records, "records").records)
     try:
         source = MemorySource(_import(args.events, "events").events)
     except ValueError as exc:
@@ -141,6 +141,18 @@ def _offline(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
     source.add_checkpoints(args.checkpoint_every)
     _settle()
     return records, source
+
+
+def _one_per_decision(path: str, records: list[DecisionRecord]) -> list[DecisionRecord]:
+    """The records with a line sent twice counted once, as the store keeps it; two different
+    records under one decision id are refused (a history holds one record per decision)."""
+    seen: dict[str, DecisionRecord] = {}
+    for r in records:
+        first = seen.setdefault(r.decision_id, r)
+        if first is not r and first.to_dict() != r.to_dict():
+            raise UserError(f"--records {path}: decision {r.decision_id} appears twice with different contents; "
+                            "a history holds one record per decision")
+    return list(seen.values())
 
 
 def _settle() -> None:

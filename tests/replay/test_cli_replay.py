@@ -105,6 +105,26 @@ def test_an_invalid_record_line_is_named_not_dropped(files, capsys, tmp_path):
     assert err.startswith(f"claimtrail replay: --records {bad}:1 at seq: ")
 
 
+def test_a_record_line_sent_twice_is_verified_once(files, capsys, tmp_path):
+    lines = Path(files[0]).read_text().splitlines()
+    doubled = tmp_path / "doubled.jsonl"
+    doubled.write_text("\n".join([*lines, lines[3]]) + "\n")
+    code, out, _ = _run(capsys, "--records", str(doubled), "--events", files[1], "--checkpoint-every", "1000")
+    n = len(lines)
+    assert (code, out.splitlines()[0]) == (0, f"verified {n:,} decisions: {n:,} matched, 0 mismatched")
+
+
+def test_two_different_records_of_one_decision_are_refused(files, capsys, tmp_path):
+    lines = Path(files[0]).read_text().splitlines()
+    other = json.loads(lines[3])
+    other["message"] += " (edited)"
+    clash = tmp_path / "clash.jsonl"
+    clash.write_text("\n".join([*lines, json.dumps(other)]) + "\n")
+    code, _, err = _run(capsys, "--records", str(clash), "--events", files[1])
+    assert (code, err.strip()) == (2, f"claimtrail replay: --records {clash}: decision {other['decision_id']} appears "
+                                      "twice with different contents; a history holds one record per decision")
+
+
 def test_an_unknown_decision_id_is_named(files, capsys):
     code, _, err = _run(capsys, "--records", files[0], "--events", files[1], "--decision", "no-such-decision")
     assert (code, err.strip()) == (2, f"claimtrail replay: --decision no-such-decision: not found in {files[0]}")
