@@ -1,8 +1,9 @@
 """``claimtrail policy check FILE``: validate a policy and flag promises the cluster cannot keep.
 
-FILE may hold the Policy alone or a whole scenario; ResourceSlices in it (and in ``--cluster``
-files) and a Workload's ``nodePools`` give the device count per model (through the policy's
-model table). Every validation error is printed with its field path, and so is every setting the
+FILE may hold the Policy alone or a whole scenario; the ResourceSlices and a Workload's
+``nodePools`` of the ``--cluster`` files, or without them of FILE itself, give the device count
+per model (through the policy's model table): a cluster given apart replaces the one FILE
+describes, and one that names no device is refused rather than left unchecked. Every validation error is printed with its field path, and so is every setting the
 document states that another makes meaningless (``audit.policy.contradictions``); Σ nominal
 quota above the devices of a model is flagged. Exit 0: valid; 1: valid but over-committed; 2:
 invalid or contradictory.
@@ -24,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check = sub.add_parser("check", help="validate a policy and check quotas against cluster capacity")
     check.add_argument("file", metavar="FILE")
     check.add_argument("--cluster", metavar="FILE", action="append", default=[],
-                       help="YAML with ResourceSlices (or a scenario) whose devices the quotas must fit")
+                       help="YAML with ResourceSlices (or a scenario) whose devices the quotas must fit, instead "
+                            "of those in FILE; repeat it for a cluster in several files")
     check.set_defaults(func=run_check)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -62,7 +64,7 @@ def run_check(args: argparse.Namespace) -> int:
     policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
     if not policies:
         raise UserError(f"{args.file}: no kind: Policy document found")
-    cluster_docs = list(docs)
+    cluster_docs = [] if args.cluster else list(docs)
     for path in args.cluster:
         cluster_docs.extend(yaml_documents(path))
     status = 0
@@ -81,6 +83,9 @@ def run_check(args: argparse.Namespace) -> int:
             status = 2
             continue
         counts = device_counts(cluster_docs, policy)
+        if not counts and args.cluster:
+            raise UserError(f"--cluster {', '.join(args.cluster)}: no ResourceSlice device or Workload nodePool to "
+                            "check the quotas against")
         if not counts:
             print(f"Policy {policy.name} version {policy.version}: valid (digest {policy.digest[:16]}); "
                   "no devices given, capacity not checked")

@@ -27,6 +27,24 @@ def test_scenario_with_enough_devices_passes(capsys):
     assert "devices: A100 16, H100 16, L40S 8" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(("cluster", "devices"), [
+    pytest.param("small-cluster.yaml", "A100 16, H100 16, L40S 8", id="the-cluster-given-alone"),
+    pytest.param("fairness.yaml", "H100 32", id="another-cluster-replaces-the-files-own"),
+])
+def test_a_cluster_given_apart_is_counted_instead_of_the_files_own(capsys, cluster, devices):
+    scenario = os.path.join(FIXTURES, "scenarios", "small-cluster.yaml")
+    assert main(["policy", "check", scenario, "--cluster", os.path.join(FIXTURES, "scenarios", cluster)]) in (0, 1)
+    assert f"devices: {devices}" in capsys.readouterr().out
+
+
+def test_a_cluster_file_with_no_device_is_refused(tmp_path, capsys):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("kind: Node\nmetadata: {name: n}\n")
+    assert main(["policy", "check", TEAM, "--cluster", str(empty)]) == 2
+    assert capsys.readouterr().err == (f"claimtrail policy: --cluster {empty}: no ResourceSlice device or Workload "
+                                       "nodePool to check the quotas against\n")
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
