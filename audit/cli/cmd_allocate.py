@@ -30,7 +30,7 @@ from audit.allocator import (
     InventoryError,
     Status,
 )
-from audit.dra.loader import LoadError, load_documents
+from audit.dra.loader import LoadError, load_documents, repeated
 from audit.dra.model import (
     DeviceClass,
     DeviceTaintRule,
@@ -163,8 +163,16 @@ def _load(files: list[str]) -> list[tuple[str, KubeObject]]:
         except LoadError as exc:
             raise _Failure("invalid_input", str(exc)) from None
     _warn_findings([(s, r) for s, r in raw_objects if supported_kind(r)])
+    superseded: set[int] = set()
+    for later, earlier, label in repeated(raw_objects):
+        # (the same file given twice repeats its labels: the message still names both places)
+        print(f"warning: {raw_objects[later][0]}: {label} is also defined in {raw_objects[earlier][0]}; "
+              "the later definition is used", file=sys.stderr)
+        superseded.add(earlier)
     parsed: list[tuple[str, KubeObject]] = []
-    for source, raw in raw_objects:
+    for i, (source, raw) in enumerate(raw_objects):
+        if i in superseded:
+            continue
         if not supported_kind(raw):
             print(f"warning: {source}: ignoring kind {raw.get('kind')!r} (not used for allocation)", file=sys.stderr)
             continue
@@ -238,13 +246,6 @@ def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
         print(f"warning: --feature-gates: {gate} does not change per-node allocation; ignored", file=sys.stderr)
     objects = _load(args.files)
     node = _node(objects, args.node, args.node_labels)
-    classes: dict[str, str] = {}
-    for source, obj in objects:
-        if isinstance(obj, DeviceClass):
-            if obj.name in classes:
-                print(f"warning: {source}: DeviceClass {obj.name} is also defined in {classes[obj.name]}; "
-                      "the later definition is used", file=sys.stderr)
-            classes[obj.name] = source
     claims = [o for _, o in objects if isinstance(o, ResourceClaim)]
     to_allocate = _select_claims(claims, args.claims)
     _check_node_named(objects, args.node, args.node_labels)

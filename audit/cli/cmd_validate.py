@@ -31,15 +31,19 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here so that `claimtrail --help` stays fast and independent of the CEL binding.
-    from audit.dra.loader import LoadError, load_documents
+    from audit.dra.loader import LoadError, load_documents, repeated
     from audit.dra.validate import VALIDATED_KINDS, is_validated, validate_object
 
-    objects: list[dict[str, Any]] = []
+    sourced: list[tuple[str, dict[str, Any]]] = []
     for path in args.files:
         try:
-            objects.extend(raw for _source, raw in load_documents(path))
+            sourced.extend(load_documents(path))
         except LoadError as exc:
             raise UserError(str(exc)) from None
+    for later, earlier, label in repeated(sourced):
+        print(f"warning: {sourced[later][0]}: {label} is also defined in {sourced[earlier][0]}; each is checked, "
+              "and a cluster read from these files keeps the later", file=sys.stderr)
+    objects = [raw for _source, raw in sourced]
     findings = [finding for obj in objects for finding in validate_object(obj)]
     if args.output == "json":
         print(json.dumps([{"object": f.obj, "path": f.path, "message": f.message} for f in findings], indent=2))

@@ -2,8 +2,8 @@
 
 Every object comes back with a source label (``cluster.yaml#3`` = the third document of the
 file, ``cluster.yaml#2.items[4]`` for an item of a List) so that later error messages can point
-at it. Objects are returned in file order and never merged, even when two share a name: deciding
-what duplicates mean is the caller's job.
+at it. Objects are returned in file order and never merged, even when two share a name;
+``repeated`` names those, and the caller decides what they mean.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import os
 from typing import Any
 
 import yaml
+
+from audit.dra.model import object_label
 
 
 class LoadError(ValueError):
@@ -106,3 +108,23 @@ def read_text(path: str) -> str:
         raise LoadError(f"{path}: cannot read file: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise LoadError(f"{path}: not UTF-8 text") from None
+
+
+def repeated(objects: list[tuple[str, dict[str, Any]]]) -> list[tuple[int, int, str]]:
+    """Objects that an earlier one of ``objects`` (source label, raw object) already defines — the
+    same kind, namespace and name: (index of the later one, index of the one it follows, its label
+    as ``Kind ns/name``). The commands that read a cluster take the later definition, as
+    ``kubectl apply`` of the files in turn would leave it, and say so."""
+    last: dict[tuple[str, str, str], int] = {}
+    out: list[tuple[int, int, str]] = []
+    for i, (_source, obj) in enumerate(objects):
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        assert isinstance(meta, dict)
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        key = (str(obj.get("kind")), str(meta.get("namespace") or ""), name)
+        if key in last:
+            out.append((i, last[key], object_label(obj)))
+        last[key] = i
+    return out

@@ -217,6 +217,17 @@ def test_a_class_defined_twice_is_reported(capsys: pytest.CaptureFixture[str], t
     assert "warning: class.yaml#1: DeviceClass gpu.nvidia.com is also defined in cluster.yaml#1" in err
 
 
+def test_a_file_given_twice_allocates_as_given_once_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    once = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", "node-a")
+    code, doc, err = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "-f", CLAIMS, "--node", "node-a")
+    assert (code, doc) == once[:2]
+    assert err.splitlines() == [
+        "warning: claims.yaml#1: ResourceClaim team-a/train-0 is also defined in claims.yaml#1; the later definition "
+        "is used",
+        "warning: claims.yaml#2: ResourceClaim team-b/serve-0 is also defined in claims.yaml#2; the later definition "
+        "is used"]
+
+
 @pytest.mark.parametrize(("node", "labels", "code"), [
     pytest.param("node-zz", [], "node_not_found", id="typo-is-refused"),
     pytest.param("node-a", [], None, id="node-object-is-known"),

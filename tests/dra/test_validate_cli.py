@@ -91,3 +91,14 @@ def test_objects_of_other_kinds_are_counted_as_not_checked(capsys: pytest.Captur
     assert code == 1 and len(out.splitlines()) == 1
     assert err == ("1 object checked, 1 finding; not checked (kinds other than DeviceClass, DeviceTaintRule, Node, "
                    "Pod, ResourceClaim, ResourceClaimTemplate, ResourceSlice): ConfigMap\n")
+
+
+def test_an_object_defined_twice_is_named_and_each_copy_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    valid = str(FIXTURES / "valid-cluster.yaml")
+    code, out, err = _run(capsys, "-f", valid, "-f", valid)
+    lines = err.splitlines()
+    assert (code, out, lines[-1]) == (0, "", "16 objects checked, 0 findings")
+    assert len(lines) == 9 and all(
+        line.startswith("warning: valid-cluster.yaml#") and "is also defined in valid-cluster.yaml#" in line
+        and line.endswith("; each is checked, and a cluster read from these files keeps the later")
+        for line in lines[:-1])
