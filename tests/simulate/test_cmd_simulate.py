@@ -69,6 +69,19 @@ def test_a_scenario_that_is_not_text_is_refused_in_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == f"claimtrail simulate: --scenario {f}: not UTF-8 text\n"
 
 
+@pytest.mark.parametrize("text", [
+    pytest.param("", id="empty-file"),
+    pytest.param("apiVersion: claimtrail.io/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {cluster: c}\n",
+                 id="workload-without-pools-or-tenants"),
+])
+def test_a_scenario_with_nothing_to_simulate_is_refused(tmp_path, capsys, text):
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    assert main(["simulate", "--quiet", "--scenario", str(f)]) == 2
+    assert capsys.readouterr().err == (f"claimtrail simulate: --scenario {f}: no Workload with nodePools and tenants: "
+                                       "nothing to simulate (see ingest/simulate/scenarios/cluster-day.yaml)\n")
+
+
 @pytest.mark.parametrize(
     ("bad", "kept"),
     [
