@@ -88,6 +88,19 @@ def test_counterfactual_pairs_every_recorded_decision_of_the_window(server: Serv
     assert body["policy_version"] == "v7" and body["cluster"] == factory.CLUSTER
 
 
+@pytest.mark.parametrize(("body", "detail"), [
+    ({"since": "2026-05-01T00:00:00Z", "until": "2026-05-02T00:00:00Z"},
+     "a counterfactual run takes a window: cluster, since and until (missing: cluster)"),
+    ({"cluster": "lab"}, "a counterfactual run takes a window: cluster, since and until (missing: since, until)"),
+    ({"all": True}, "a counterfactual run takes a window: cluster, since and until (missing: cluster, since, until)"),
+    ({"decision_ids": ["x"]}, "a counterfactual run takes a window (cluster, since, until), not decision_ids"),
+], ids=["no-cluster", "no-times", "all", "ids"])
+def test_a_counterfactual_without_its_window_says_what_is_missing(server: Server, body: dict[str, Any],
+                                                                  detail: str) -> None:
+    r = server.post("/v1/replay", json={**body, "counterfactual_policy": "v7"})
+    assert (r.status_code, r.json()["detail"]) == (400, detail)
+
+
 def test_counterfactual_runs_are_for_admins_only(server: Server) -> None:
     r = server.post("/v1/replay", "team-a", json={**WINDOW, "counterfactual_policy": "v7"})
     assert r.status_code == 403
