@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 
@@ -218,3 +219,16 @@ def test_injection_strings_leave_the_store_intact(server: Server) -> None:
     server.get("/v1/decisions", tenant="team-a'; DROP TABLE decisions; --")
     server.get("/v1/pods/team-a/x'--/why", model="H100")
     assert json.dumps(server.get("/v1/decisions", limit=100).json()["items"]) == json.dumps(before)
+
+
+def test_an_unknown_model_is_refused_listing_models_not_tier_labels() -> None:
+    from audit.api.problems import Problem
+    from audit.api.routes_decisions import _check_model
+
+    base = factory.FALLBACK
+    record = dataclasses.replace(base, tiers=[dataclasses.replace(base.tiers[0], model="A100|H100|L40S"),
+                                              dataclasses.replace(base.tiers[0], index=1, model="any")])
+    with pytest.raises(Problem) as refused:
+        _check_model(record, "Z9000")
+    known = str(refused.value.detail).split("(known: ")[1].rstrip(")").split(", ")
+    assert "L40S" in known and not any("|" in m or m == "any" for m in known)
