@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from audit.dra.loader import yaml_problem
 from audit.migration import MigrationError, Thresholds
 
 SHIPPED = os.path.normpath(
@@ -28,7 +29,7 @@ def load(path: str, overrides: Mapping[str, Any] | None = None) -> Thresholds:
     except OSError as exc:
         raise MigrationError(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise MigrationError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise MigrationError(f"{path}: invalid YAML: {yaml_problem(exc)}") from None
     if isinstance(doc, dict) and overrides:
         doc = {**doc, **overrides}
     try:

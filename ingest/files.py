@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import yaml
 
+from audit.dra.loader import yaml_problem
 from audit.events import EventError, WorldEvent, validate_event
 from audit.records import DecisionRecord, RecordError, validate_record
 from audit.store.rows import event_json, record_json
@@ -58,7 +59,7 @@ def _raw_items(path: Path) -> Iterable[tuple[str, Any, str]]:
         try:
             docs = [d for d in yaml.safe_load_all(text) if d is not None]
         except yaml.YAMLError as exc:
-            raise FileFormatError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+            raise FileFormatError(f"{path}: invalid YAML: {yaml_problem(exc)}") from None
         items = docs[0] if len(docs) == 1 and isinstance(docs[0], list) else docs
         for index, item in enumerate(items):
             yield f"{path}#{index}", item, json.dumps(item, default=str)[:65536]

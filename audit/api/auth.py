@@ -32,6 +32,7 @@ import yaml
 
 from audit.api.stored import record_data
 from audit.api.tenant_view import tenant_explanation, tenant_view
+from audit.dra.loader import yaml_problem
 from audit.errors import UserError
 from audit.records import DecisionRecord, tenant_name_problem
 from audit.telemetry.record_dict import record_dict
@@ -163,7 +164,7 @@ def load_tokens(path: str) -> AuthConfig:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise UserError(f"tokens file {path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"tokens file {path}: invalid YAML: {yaml_problem(exc)}") from None
     return parse_tokens(doc, path)
 
 

@@ -35,7 +35,7 @@ def test_bad_tokens_file_names_the_field(tmp_path: Path, capsys: pytest.CaptureF
 
 @pytest.mark.parametrize(("content", "message"), [
     (None, "cannot read"),
-    ("baseline: [", "not valid YAML"),
+    ("baseline: [", "invalid YAML: expected the node content, but found '<stream end>' (line 1, column 12)"),
     ("baseline: {track: device-plugin}\ncandidate: {track: dra}\nmetrics: {}\n", "thresholds.metrics: declare at least one metric"),
     ("baseline: {track: dra}\ncandidate: {track: dra}\nmetrics: {speed: {max_regression: 1}}\n",
      "thresholds.metrics.speed: unknown metric"),
