@@ -68,10 +68,13 @@ def _counterfactual(db: StoreReads, who: Principal, req: ReplayRequest) -> dict[
     version = params.label(req.counterfactual_policy, "counterfactual_policy")
     cluster = params.label(req.cluster, "cluster")
     since, until = params.timestamp(req.since, "since"), params.timestamp(req.until, "until")
+    if not (version or document):
+        raise Problem("invalid-parameter", "counterfactual_policy: give a stored policy version (or, as an admin, "
+                      "counterfactual_policy_document)")
     if req.decision_ids:
         raise Problem("invalid-parameter", "a counterfactual run takes a window (cluster, since, until), not decision_ids")
-    missing = [name for name, value in (("cluster", cluster), ("since", since), ("until", until)) if not value]
-    if missing or req.all:
+    if req.all or not (cluster and since and until):
+        missing = [name for name, value in (("cluster", cluster), ("since", since), ("until", until)) if not value]
         raise Problem("invalid-parameter", "a counterfactual run takes a window: cluster, since and until"
                       + (f" (missing: {', '.join(missing)})" if missing else " (not all: it re-decides one cluster's "
                                                                              "window)"))

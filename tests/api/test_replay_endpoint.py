@@ -94,10 +94,12 @@ def test_counterfactual_pairs_every_recorded_decision_of_the_window(server: Serv
     ({"cluster": "lab"}, "a counterfactual run takes a window: cluster, since and until (missing: since, until)"),
     ({"all": True}, "a counterfactual run takes a window: cluster, since and until (missing: cluster, since, until)"),
     ({"decision_ids": ["x"]}, "a counterfactual run takes a window (cluster, since, until), not decision_ids"),
-], ids=["no-cluster", "no-times", "all", "ids"])
+    ({"cluster": "lab", "counterfactual_policy": ""},
+     "counterfactual_policy: give a stored policy version (or, as an admin, counterfactual_policy_document)"),
+], ids=["no-cluster", "no-times", "all", "ids", "empty-version"])
 def test_a_counterfactual_without_its_window_says_what_is_missing(server: Server, body: dict[str, Any],
                                                                   detail: str) -> None:
-    r = server.post("/v1/replay", json={**body, "counterfactual_policy": "v7"})
+    r = server.post("/v1/replay", json={"counterfactual_policy": "v7", **body})
     assert (r.status_code, r.json()["detail"]) == (400, detail)
 
 
