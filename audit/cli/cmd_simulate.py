@@ -92,9 +92,9 @@ def _load_scenario(args: argparse.Namespace) -> Any:
             except LoadError as exc:
                 raise UserError(f"--scenario {exc}") from None
             sc = load_scenario_text(text, os.path.basename(path))
-            if not (sc.pools or sc.objects) or not (sc.tenants or sc.explicit_jobs):
-                raise UserError(f"--scenario {path}: no Workload with nodePools and tenants: nothing to simulate "
-                                "(see ingest/simulate/scenarios/cluster-day.yaml)")
+            if not (sc.pools or sc.objects or sc.tenants or sc.explicit_jobs):
+                raise UserError(f"--scenario {path}: no Workload with nodePools or tenants, no cluster objects: "
+                                "nothing to simulate (see ingest/simulate/scenarios/cluster-day.yaml)")
             if args.start:
                 sc.start = _start(args.start, args.hours or sc.hours)
     except (ScenarioError, TraceError) as exc:

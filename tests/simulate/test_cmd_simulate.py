@@ -78,8 +78,9 @@ def test_a_scenario_with_nothing_to_simulate_is_refused(tmp_path, capsys, text):
     f = tmp_path / "s.yaml"
     f.write_text(text)
     assert main(["simulate", "--quiet", "--scenario", str(f)]) == 2
-    assert capsys.readouterr().err == (f"claimtrail simulate: --scenario {f}: no Workload with nodePools and tenants: "
-                                       "nothing to simulate (see ingest/simulate/scenarios/cluster-day.yaml)\n")
+    assert capsys.readouterr().err == (f"claimtrail simulate: --scenario {f}: no Workload with nodePools or tenants, "
+                                       "no cluster objects: nothing to simulate (see "
+                                       "ingest/simulate/scenarios/cluster-day.yaml)\n")
 
 
 @pytest.mark.parametrize(
