@@ -82,7 +82,7 @@ def test_list_decisions_applies_each_filter(store: AuditStore, f: DecisionFilter
     [
         (lambda s: s.list_decisions(DecisionFilter(), "not a cursor!", 10), "cursor"),
         (lambda s: s.list_decisions(DecisionFilter(), None, 0), "limit 0"),
-        (lambda s: s.list_decisions(DecisionFilter(since="yesterday"), None, 10), "DecisionFilter.since"),
+        (lambda s: s.list_decisions(DecisionFilter(since="yesterday"), None, 10), "since: 'yesterday' is not an ISO"),
         (lambda s: s.fallback_stats(DecisionFilter(), ["color"]), "group_by 'color'"),
     ],
     ids=["bad-cursor", "bad-limit", "bad-time", "bad-group"],
