@@ -81,6 +81,7 @@ def _inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token", help="bearer token (default CLAIMTRAIL_TOKEN)")
     p.add_argument("--cluster", help="only records of this cluster")
     p.add_argument("--since", help="only records at or after this RFC 3339 time")
+    p.add_argument("--until", help="only records before this RFC 3339 time")
     p.add_argument("--events", metavar="FILE",
                    help="world events, JSON lines (allocation lifetimes, the models device-plugin pods asked for)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (when thresholds ask for it)")
@@ -153,8 +154,9 @@ def _records_from_api(args: argparse.Namespace) -> list[DecisionRecord]:
     params: dict[str, Any] = {"limit": 1000}
     if args.cluster:
         params["cluster"] = args.cluster
-    if args.since:
-        params["since"] = args.since
+    for bound in ("since", "until"):
+        if getattr(args, bound):
+            params[bound] = getattr(args, bound)
     records: list[DecisionRecord] = []
     with httpx.Client(base_url=server, headers=headers, timeout=60) as http:
         while True:
@@ -176,13 +178,13 @@ def _records_from_api(args: argparse.Namespace) -> list[DecisionRecord]:
             params["cursor"] = page["next"]
 
 
-def _since(text: str) -> Any:
-    """``--since`` as replay reads it: refused unless an RFC 3339 time, and compared as a time, not
-    as text (``…00Z`` and ``…00.000Z`` are the same instant)."""
+def _window(since: str | None, until: str | None) -> Any:
+    """``--since``/``--until`` as replay reads them: refused unless RFC 3339 times in order, and
+    compared as times, not as text (``…00Z`` and ``…00.000Z`` are the same instant)."""
     from audit.replay.selection import Selection, SelectionError
 
     try:
-        return Selection(since=text)
+        return Selection(since=since, until=until)
     except SelectionError as exc:
         raise UserError(str(exc)) from None
 
@@ -190,7 +192,7 @@ def _since(text: str) -> Any:
 def _load_records(args: argparse.Namespace) -> list[DecisionRecord]:
     if args.records and args.server:
         raise UserError("give either --records FILE or --server URL, not both")
-    window = _since(args.since) if args.since else None
+    window = _window(args.since, args.until) if args.since or args.until else None
     records = _records_from_file(args.records) if args.records else _records_from_api(args)
     if args.cluster:
         records = [r for r in records if r.cluster == args.cluster]

@@ -14,6 +14,7 @@ import pytest
 
 from audit.cli.main import main
 from audit.records import to_jsonl
+from audit.timestamps import parse_time_ms
 from tests.migration.cohorts import cohort_records
 
 THRESHOLDS = str(Path(__file__).resolve().parents[2] / "deploy" / "migration" / "thresholds.yaml")
@@ -109,6 +110,9 @@ BAD = {
     "both_sources": (["--records", "x", "--server", "http://127.0.0.1:9"], "either --records FILE or --server URL"),
     "bad_candidate_flag": (["--records", "@bad", "--candidate", "gpu/v2"], "thresholds.candidate.track: unknown track 'gpu'"),
     "since_not_a_time": (["--records", "@bad", "--since", "yesterday"], "--since 'yesterday': not an RFC 3339 time"),
+    "until_not_a_time": (["--records", "@bad", "--until", "noon"], "--until 'noon': not an RFC 3339 time"),
+    "until_before_since": (["--records", "@bad", "--since", "2026-11-01T12:00:00Z", "--until", "2026-11-01T11:00:00Z"],
+                           "--until 2026-11-01T11:00:00Z: must be after --since 2026-11-01T12:00:00Z"),
 }
 
 
@@ -137,6 +141,20 @@ def test_since_is_compared_as_a_time_not_as_text(worse_file: str, capsys: pytest
                  "-o", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["baseline_pods"], out["candidate_pods"]) == (pods, pods)
+
+
+def test_until_reports_on_the_records_before_it(worse_file: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The same report as on a file holding only the records before ``--until``."""
+    until = "2026-11-01T12:00:00Z"
+    before = tmp_path / "before.jsonl"
+    before.write_text(to_jsonl([r for r in _canary(worse=True) if parse_time_ms(r.time) < parse_time_ms(until)]))
+    answers = []
+    for argv in (["--records", worse_file, "--until", until], ["--records", str(before)]):
+        assert main(["migration", "report", "--thresholds", THRESHOLDS, *argv, "-o", "json"]) == 0
+        answers.append(json.loads(capsys.readouterr().out))
+    assert answers[0] == answers[1]
+    assert 0 < answers[0]["candidate_pods"] < 3000
 
 
 @pytest.mark.parametrize("command", [["report", "-o", "json"], ["plan", "-o", "json"]])
