@@ -117,7 +117,18 @@ def _read_thresholds(path: str, args: argparse.Namespace | None = None) -> Thres
     try:
         return thresholds_file.load(path, overrides)
     except MigrationError as exc:  # already names the file
+        if overrides and _loads(path):  # the file alone is sound: the flags made it wrong
+            flags = ", ".join(f"--{flag.replace('_', '-')}" for flag in sorted(overrides))
+            raise UserError(f"{flags} (over {path}): {str(exc).removeprefix(f'{path}: ')}") from None
         raise UserError(f"--thresholds {exc}") from None
+
+
+def _loads(path: str) -> bool:
+    try:
+        thresholds_file.load(path)
+    except MigrationError:
+        return False
+    return True
 
 
 def _jsonl(path: str) -> list[tuple[int, Any]]:
