@@ -38,6 +38,7 @@ positive is worse) and ``t`` its declared tolerance: ``low(r) > t`` → worse (r
 from __future__ import annotations
 
 import math
+import posixpath
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -893,7 +894,7 @@ def plan(verdict: Verdict, rollout: Rollout) -> list[PlanStep]:
             PlanStep("watch", "collect more decisions until every metric is conclusive", report_cmd),
         ]
     return [
-        PlanStep("enable-class", f"make sure DeviceClass {rollout.device_class} exists (cluster-scoped, idempotent)", f"kubectl apply -k {ov}/../dra"),
+        PlanStep("enable-class", f"make sure DeviceClass {rollout.device_class} exists (cluster-scoped, idempotent)", f"kubectl apply -k {posixpath.normpath(f'{ov}/../dra')}"),
         PlanStep("publish-template", f"publish ResourceClaimTemplate {tmpl} in {expand}", f"kubectl apply -k {ov}/migration-expand"),
         PlanStep(
             "switch-workloads",

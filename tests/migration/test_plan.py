@@ -23,6 +23,8 @@ def test_promote_enables_the_class_before_publishing_the_template() -> None:
     steps = plan(Verdict.PROMOTE, ROLLOUT)
     assert [s.action for s in steps] == ["enable-class", "publish-template", "switch-workloads", "watch", "expand"]
     assert "team-b, team-c" in steps[1].detail
+    # the kustomization beside the overlays, by the path a reader types
+    assert [s.command for s in steps[:2]] == ["kubectl apply -k deploy/dra", "kubectl apply -k deploy/overlays/migration-expand"]
 
 
 @pytest.mark.parametrize("verdict", list(Verdict), ids=[v.value for v in Verdict])
