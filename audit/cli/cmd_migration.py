@@ -134,7 +134,7 @@ def _loads(path: str) -> bool:
 def _jsonl(path: str) -> list[tuple[int, Any]]:
     out = []
     try:
-        with open(path) as fh:
+        with open(path, encoding="utf-8") as fh:
             for n, line in enumerate(fh, 1):
                 if line.strip():
                     try:
@@ -143,6 +143,8 @@ def _jsonl(path: str) -> list[tuple[int, Any]]:
                         raise UserError(f"{path}:{n}: not JSON: {exc.msg}") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
     return out
 
 

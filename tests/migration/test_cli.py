@@ -110,6 +110,7 @@ BAD = {
     "both_sources": (["--records", "x", "--server", "http://127.0.0.1:9"], "either --records FILE or --server URL"),
     "bad_candidate_flag": (["--records", "@bad", "--candidate", "gpu/v2"],
                            f"--candidate (over {THRESHOLDS}): thresholds.candidate.track: unknown track 'gpu'"),
+    "binary_records": (["--records", "@binary"], "binary.jsonl: not UTF-8 text"),
     "bad_confidence_flag": (["--records", "@bad", "--confidence", "0"],
                             f"--confidence (over {THRESHOLDS}): confidence: must be in (0.5, 1), got 0.0"),
     "since_not_a_time": (["--records", "@bad", "--since", "yesterday"], "--since 'yesterday': not an RFC 3339 time"),
@@ -127,7 +128,10 @@ def test_bad_input_is_one_line_naming_the_problem(
     rec = _canary(False)[0].to_dict()
     rec["outcome"] = 5
     bad.write_text(json.dumps(rec) + "\n")
-    argv = ["migration", "report", "--thresholds", THRESHOLDS] + [str(bad) if a == "@bad" else a for a in extra]
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00{}\n")
+    argv = ["migration", "report", "--thresholds", THRESHOLDS] + [
+        {"@bad": str(bad), "@binary": str(binary)}.get(a, a) for a in extra]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
