@@ -246,6 +246,11 @@ def parse_duration_ms(value: Any) -> int:
     return ((h * 60 + mi) * 60 + s) * 1000 + ms
 
 
+# YAML 1.1 reads a bare off, on, yes or no as a boolean, and `mode: off` is the natural spelling:
+# added to the message of every text field that got a boolean
+YAML_BOOLEAN_HINT = " (YAML reads a bare off/on/yes/no as a boolean: quote it)"
+
+
 class _Reader:
     """Walks a raw dict, collecting every problem with its field path."""
 
@@ -309,8 +314,7 @@ class _Reader:
             self.fail(f"{path}.{key}", "required field missing")
             return ""
         if not isinstance(v, str):
-            # YAML 1.1 reads a bare off, on, yes or no as a boolean, and `mode: off` is the natural spelling
-            hint = " (YAML reads a bare off/on/yes/no as a boolean: quote it)" if isinstance(v, bool) else ""
+            hint = YAML_BOOLEAN_HINT if isinstance(v, bool) else ""
             self.fail(f"{path}.{key}", f"expected a string, got {type(v).__name__}{hint}")
             return default or ""
         if choices and v not in choices:

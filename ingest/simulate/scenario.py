@@ -29,13 +29,14 @@ the job's size. Errors name the document and field path.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from audit.dra.loader import yaml_problem
-from audit.policy import PolicyError, parse_duration_ms, parse_policy
+from audit.policy import YAML_BOOLEAN_HINT, PolicyError, parse_duration_ms, parse_policy
 from ingest.simulate.cluster import NodePool
 
 WORKLOAD_API = "claimtrail.io/v1alpha1"
@@ -209,14 +210,14 @@ def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
     for k, v in sorted(sizes_raw.items(), key=lambda kv: int(kv[0])):
         if not str(k).isdigit() or int(k) < 1:
             raise ScenarioError(f"{label}: {path}.sizes.{k}: keys are device counts >= 1")
-        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-            raise ScenarioError(f"{label}: {path}.sizes.{k}: expected a non-negative weight")
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+            raise ScenarioError(f"{label}: {path}.sizes.{k}: expected a finite non-negative weight")
         sizes.append((int(k), float(v)))
     dur = _map(t.get("durationMinutes") or {}, label, f"{path}.durationMinutes")
     dp_models = []
     for model, w in _map(t.get("devicePluginModels") or {}, label, f"{path}.devicePluginModels").items():
-        if isinstance(w, bool) or not isinstance(w, int | float) or w < 0:
-            raise ScenarioError(f"{label}: {path}.devicePluginModels.{model}: expected a non-negative weight")
+        if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) or w < 0:
+            raise ScenarioError(f"{label}: {path}.devicePluginModels.{model}: expected a finite non-negative weight")
         dp_models.append((str(model), float(w)))
     return TenantMix(
         namespace=_str(t, "namespace", label, None, path),
@@ -265,7 +266,8 @@ def _str(m: dict[str, Any], key: str, label: str, default: str | None, path: str
     if v is None:
         raise ScenarioError(f"{label}: {path}.{key}: required field missing")
     if not isinstance(v, str):
-        raise ScenarioError(f"{label}: {path}.{key}: expected a string, got {type(v).__name__}")
+        hint = YAML_BOOLEAN_HINT if isinstance(v, bool) else ""
+        raise ScenarioError(f"{label}: {path}.{key}: expected a string, got {type(v).__name__}{hint}")
     return v
 
 
@@ -273,8 +275,8 @@ def _num(m: dict[str, Any], key: str, label: str, default: float | None, path: s
     v = m.get(key, default)
     if v is None:
         raise ScenarioError(f"{label}: {path}.{key}: required field missing")
-    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-        raise ScenarioError(f"{label}: {path}.{key}: expected a non-negative number, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+        raise ScenarioError(f"{label}: {path}.{key}: expected a finite non-negative number, got {v!r}")
     return float(v)
 
 

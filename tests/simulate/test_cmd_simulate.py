@@ -134,7 +134,15 @@ def test_a_second_run_replaces_the_first_runs_files(tmp_path):
                      "spec.tenants[0].devicePluginModels.H100: no devicePlugin node pool has this model",
                      id="pinned-model-without-a-pool"),
         pytest.param("{tenants: [{namespace: a, templates: [{name: t}], devicePluginModels: {L4: many}}]}",
-                     "spec.tenants[0].devicePluginModels.L4: expected a non-negative weight", id="bad-pin-weight"),
+                     "spec.tenants[0].devicePluginModels.L4: expected a finite non-negative weight", id="bad-pin-weight"),
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], durationMinutes: {median: .nan}}]}",
+                     "spec.tenants[0].durationMinutes.median: expected a finite non-negative number, got nan",
+                     id="nan-duration"),
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], sizes: {'1': .inf}}]}",
+                     "spec.tenants[0].sizes.1: expected a finite non-negative weight", id="infinite-size-weight"),
+        pytest.param("{tenants: [{namespace: off, templates: [{name: t}]}]}",
+                     "spec.tenants[0].namespace: expected a string, got bool (YAML reads a bare off/on/yes/no as a "
+                     "boolean: quote it)", id="bare-off-namespace"),
     ],
 )
 def test_bad_workload_fields_are_named(tmp_path, capsys, spec, message):
