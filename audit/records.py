@@ -167,17 +167,26 @@ class Exemplar(_Slotted):
     detail: dict[str, str] = field(default_factory=dict)
 
 
+# A device-plugin pod's one tier asks for GPUs of whatever model its nodes hold; a tier whose
+# selectors select no known model is labelled "none".
+ANY_MODEL, NO_MODEL = "any", "none"
+
+
 @dataclass(slots=True)
 class TierSummary(_Slotted):
     """Evidence for one preference tier (a firstAvailable subrequest, or the only request)."""
 
     index: int
     request: str
-    model: str
+    model: str  # the model, "A100|H100|L40S" for a tier of several, ANY_MODEL or NO_MODEL
     considered: int
     reasons: dict[str, int] = field(default_factory=dict)
     exemplars: list[Exemplar] = field(default_factory=list)
     nodes_evaluated: int = 0
+
+    def models(self) -> list[str]:
+        """The device models the tier's label names (none for ``ANY_MODEL`` or ``NO_MODEL``)."""
+        return [m.strip() for m in self.model.split("|") if m.strip() and m.strip() not in (ANY_MODEL, NO_MODEL)]
 
 
 @dataclass(slots=True)

@@ -22,9 +22,9 @@ def why_models(record: DecisionRecord) -> list[str]:
 
     A tier that accepts several models is labelled ``A100|H100|L40S``; the API explains one
     model at a time (a label with ``|`` is refused with 400), so such a label offers each of its
-    models instead."""
-    labels = [*record.preference, *(t.model for t in record.tiers if t.model), record.allocated_model]
-    models = [m.strip() for label in labels if label for m in label.split("|")]
+    models instead; a device-plugin tier's ``any`` offers none."""
+    tiers = [m for t in record.tiers for m in t.models()]
+    models = [m.strip() for m in (*record.preference, *tiers, record.allocated_model)]
     return list(dict.fromkeys(m for m in models if m))
 
 

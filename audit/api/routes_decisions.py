@@ -125,9 +125,7 @@ def _check_model(record: DecisionRecord, model: str | None) -> str:
     checked = params.model(model)
     if checked is None:
         raise Problem("invalid-parameter", "model: required, e.g. ?model=H100")
-    # a tier of several models is labelled A100|H100|L40S (a device-plugin tier: any): its models
-    tiers = {m for t in record.tiers for m in t.model.split("|")} - {"any"}
-    known = _DEFAULT_MODELS | set(record.preference) | tiers
+    known = _DEFAULT_MODELS | set(record.preference) | {m for t in record.tiers for m in t.models()}
     known |= {record.allocated_model, record.preferred_model} - {""}
     try:
         return check_model(checked, known, "model", "this cluster or decision")

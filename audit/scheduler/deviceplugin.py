@@ -11,7 +11,16 @@ cluster loop waits for quota to come back instead of for free GPUs.
 
 from __future__ import annotations
 
-from audit.records import Blocker, Outcome, RetryClass, TierBlocker, TierSummary, Track, decision_id
+from audit.records import (
+    ANY_MODEL,
+    Blocker,
+    Outcome,
+    RetryClass,
+    TierBlocker,
+    TierSummary,
+    Track,
+    decision_id,
+)
 from audit.scheduler.attempt import AttemptContext, Decision, Proposal, new_record
 from audit.scheduler.filters import node_filter
 from audit.scheduler.quota import QuotaCheck, check_quota
@@ -65,7 +74,7 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
     rest = capacity - sum(reasons.values())
     if rest > 0:
         reasons["not_reached"] = rest
-    rec.tiers = [TierSummary(index=0, request="nvidia.com/gpu", model="any", considered=capacity,
+    rec.tiers = [TierSummary(index=0, request="nvidia.com/gpu", model=ANY_MODEL, considered=capacity,
                              reasons=dict(sorted(reasons.items())), nodes_evaluated=0)]
     if not chosen and closed is not None:
         rec.outcome = Outcome.DEFERRED.value

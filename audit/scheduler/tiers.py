@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from audit.canonical import equality_key
 from audit.frozen import fast_init
+from audit.records import NO_MODEL
 from audit.scheduler.claimspec import (
     cel_expressions,
     claim_key,
@@ -47,7 +48,7 @@ class Tier:
 
     @property
     def label(self) -> str:
-        return "|".join(self.models) if self.models else "none"
+        return "|".join(self.models) if self.models else NO_MODEL
 
     @property
     def path(self) -> str:

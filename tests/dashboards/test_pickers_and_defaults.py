@@ -33,6 +33,8 @@ def _stored_range() -> tuple[str, str]:
     pytest.param([], ["A100|L4"], "", ["A100", "L4"], id="no-preference"),
     pytest.param(["H100"], ["H100"], "H100", ["H100"], id="one-model"),
     pytest.param(["H100"], ["", "|A100|"], "", ["H100", "A100"], id="empty-parts-dropped"),
+    pytest.param([], ["any"], "H100", ["H100"], id="device-plugin-tier-offers-its-model-not-any"),
+    pytest.param(["H100"], ["none"], "", ["H100"], id="tier-of-no-model-offers-nothing"),
 ])
 def test_the_model_picker_offers_single_models_only(preference: list[str], tiers: list[str], allocated: str,
                                                     offered: list[str]) -> None:
