@@ -172,6 +172,12 @@ class Exemplar(_Slotted):
 ANY_MODEL, NO_MODEL = "any", "none"
 
 
+def label_models(label: str) -> list[str]:
+    """The device models a tier label names (a record's ``preference`` entry or a tier's
+    ``model``): ``A100|H100|L40S`` for a tier of several, none for ``ANY_MODEL`` or ``NO_MODEL``."""
+    return [m.strip() for m in label.split("|") if m.strip() and m.strip() not in (ANY_MODEL, NO_MODEL)]
+
+
 @dataclass(slots=True)
 class TierSummary(_Slotted):
     """Evidence for one preference tier (a firstAvailable subrequest, or the only request)."""
@@ -183,10 +189,6 @@ class TierSummary(_Slotted):
     reasons: dict[str, int] = field(default_factory=dict)
     exemplars: list[Exemplar] = field(default_factory=list)
     nodes_evaluated: int = 0
-
-    def models(self) -> list[str]:
-        """The device models the tier's label names (none for ``ANY_MODEL`` or ``NO_MODEL``)."""
-        return [m.strip() for m in self.model.split("|") if m.strip() and m.strip() not in (ANY_MODEL, NO_MODEL)]
 
 
 @dataclass(slots=True)

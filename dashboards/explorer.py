@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, label_models
 from dashboards.client import ReplayReport
 
 
@@ -23,9 +23,8 @@ def why_models(record: DecisionRecord) -> list[str]:
     A tier that accepts several models is labelled ``A100|H100|L40S``; the API explains one
     model at a time (a label with ``|`` is refused with 400), so such a label offers each of its
     models instead; a device-plugin tier's ``any`` offers none."""
-    tiers = [m for t in record.tiers for m in t.models()]
-    models = [m.strip() for m in (*record.preference, *tiers, record.allocated_model)]
-    return list(dict.fromkeys(m for m in models if m))
+    labels = [*record.preference, *(t.model for t in record.tiers), record.allocated_model]
+    return list(dict.fromkeys(m for label in labels for m in label_models(label)))
 
 
 def detail_text(detail: Any) -> str:

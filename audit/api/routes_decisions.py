@@ -20,7 +20,7 @@ from audit.api.stored import admin_body, record_of
 from audit.api.worldview import collector_paused, world_at
 from audit.explain import ModelTable, UnknownModel, check_model, explain, explain_record, would_get_now
 from audit.explain.summary import would_get_sentence
-from audit.records import DecisionRecord, Outcome
+from audit.records import DecisionRecord, Outcome, label_models
 from audit.store.ports import StoreReads
 
 router = APIRouter(prefix="/v1", tags=["decisions"])
@@ -125,7 +125,8 @@ def _check_model(record: DecisionRecord, model: str | None) -> str:
     checked = params.model(model)
     if checked is None:
         raise Problem("invalid-parameter", "model: required, e.g. ?model=H100")
-    known = _DEFAULT_MODELS | set(record.preference) | {m for t in record.tiers for m in t.models()}
+    labels = [*record.preference, *(t.model for t in record.tiers)]
+    known = _DEFAULT_MODELS | {m for label in labels for m in label_models(label)}
     known |= {record.allocated_model, record.preferred_model} - {""}
     try:
         return check_model(checked, known, "model", "this cluster or decision")
