@@ -20,7 +20,7 @@ from audit.api.stored import admin_body, record_of
 from audit.api.worldview import collector_paused, world_at
 from audit.explain import ModelTable, UnknownModel, check_model, explain, explain_record, would_get_now
 from audit.explain.summary import would_get_sentence
-from audit.records import DecisionRecord, Outcome, label_models
+from audit.records import DecisionRecord, Outcome, Track, label_models
 from audit.store.ports import StoreReads
 
 router = APIRouter(prefix="/v1", tags=["decisions"])
@@ -155,6 +155,11 @@ def _why(db: StoreReads, who: Principal, cfg: Settings, record: DecisionRecord, 
     checked = _check_model(record, model)
     if detail not in (None, "", "devices"):
         raise Problem("invalid-parameter", f"detail {detail[:40]!r}: expected 'devices' or nothing")
+    if detail == "devices" and record.track == Track.DEVICE_PLUGIN.value:
+        # the rebuilt world would only find a pod without claims; say what the pod is instead
+        raise Problem("unexplainable", f"decision {record.decision_id}: pod {record.namespace}/{record.pod} asks "
+                      "for GPUs through the device plugin, which names no devices, so there are no per-device "
+                      "reasons; ask without detail=devices for the answer from the decision record")
     if detail == "devices":
         try:
             # the explanation allocates per device over the rebuilt world; a full collection in

@@ -34,6 +34,7 @@ from audit.explain.view import ClusterView, Device, ViewError, obj_name, obj_nam
 from audit.policy import Policy, default_policy
 from audit.records import Blocker, DecisionRecord, Reason
 from audit.scheduler.claimspec import claim_key, result_device_id
+from audit.world import DEVICE_PLUGIN_RESOURCE, device_plugin_gpus
 
 
 def _pod_key(pod: str | tuple[str, str]) -> tuple[str, str]:
@@ -195,6 +196,15 @@ def _would_get(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mappi
             **note}
 
 
+def _device_plugin_gpus(pod: dict[str, Any]) -> int:
+    """The pod's device-plugin GPUs; 0 for a limit that is not a plain count (the view does not
+    validate containers, and a malformed limit is not this question's error)."""
+    try:
+        return device_plugin_gpus(pod)
+    except (ValueError, TypeError, AttributeError):
+        return 0
+
+
 def _pod_inputs(view: ClusterView, pod: str | tuple[str, str], policy: Policy | None,
                 model_table: ModelTable | None) -> tuple[dict[str, Any], list[dict[str, Any]], list[Tier], list[Device]]:
     """The pod, its claims, their tiers and every device with its model; the pod must request devices."""
@@ -203,6 +213,12 @@ def _pod_inputs(view: ClusterView, pod: str | tuple[str, str], policy: Policy | 
     claims = view.pod_claims(pod_obj)
     tiers = pod_tiers(claims)
     if not tiers:
+        gpus = _device_plugin_gpus(pod_obj)
+        if gpus:
+            # its GPUs are a count the kubelet hands out: no device to judge, no preference to read
+            raise ViewError(f"Pod {ns}/{name}: spec.containers[*].resources.limits.{DEVICE_PLUGIN_RESOURCE}: the "
+                            f"pod asks for {gpus} GPU(s) through the device plugin, which names no devices; "
+                            "per-device reasons need a DRA claim (its decision record answers without them)")
         raise ViewError(f"Pod {ns}/{name}: spec.resourceClaims: the pod requests no devices")
     table = model_table or ModelTable.of(policy)
     return pod_obj, claims, tiers, view.devices(table.model_of)

@@ -27,6 +27,12 @@ TRAIN_1 = factory._record(
 GONE = factory._record(12, "team-a", "team-a", "train-9", "unschedulable", retry_class="unschedulable",
                        tiers=[factory.h100_tier({"in_use": 6})])
 
+# A device-plugin pod's decision: its GPUs are a count, so no device of it can be judged.
+LEGACY = dataclasses.replace(
+    factory._record(14, "team-a", "team-a", "legacy-1", "allocated", allocated="H100", node="h100-01",
+                    tiers=[factory.h100_tier({"selected": 1, "not_reached": 7})]),
+    track="device-plugin").seal()
+
 # A second cluster: the PCIe dump, where a NIC + GPU claim with matchAttribute pcieRoot fits nowhere.
 PCIE = Path(__file__).resolve().parents[1] / "fixtures" / "explain" / "cluster-pcie.yaml"
 PCIE_CLUSTER = "lab-pcie"
@@ -55,7 +61,7 @@ def next_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         events = "".join(json.dumps(e.to_dict()) + "\n" for e in _pcie_events()).encode()
         r = srv.post("/v1/ingest/events", content=events)
         assert r.status_code == 200, r.text
-        r = srv.post("/v1/ingest/records", content=to_jsonl([TRAIN_1, GONE, TRAIN_2]).encode())
+        r = srv.post("/v1/ingest/records", content=to_jsonl([TRAIN_1, GONE, TRAIN_2, LEGACY]).encode())
         assert r.status_code == 200, r.text
         yield srv
     finally:
@@ -120,3 +126,13 @@ def test_api_names_the_constraint_that_rules_out_every_free_h100(next_server: Se
     assert body["would_get"]["result"] == "unschedulable"
     assert [b["reasons"] for b in body["would_get"]["blockers"] if b["model"] == "H100"] == [
         {"in_use": 1, "constraint_unsatisfied": 3}]
+
+
+def test_per_device_detail_of_a_device_plugin_pod_says_why_there_is_none(next_server: Server) -> None:
+    r = next_server.get(f"/v1/decisions/{LEGACY.decision_id}/why", model="H100", detail="devices")
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"] == (
+        f"decision {LEGACY.decision_id}: pod team-a/legacy-1 asks for GPUs through the device plugin, which names "
+        "no devices, so there are no per-device reasons; ask without detail=devices for the answer from the decision "
+        "record")
+    assert next_server.get(f"/v1/decisions/{LEGACY.decision_id}/why", model="H100").json()["skipped"] is False

@@ -107,3 +107,26 @@ def test_objects_the_explanation_does_not_use_are_reported(tmp_path: Path, capsy
     captured = capsys.readouterr()
     assert json.loads(captured.out)["reasons"] == H100_REASONS
     assert "ConfigMap cm: not a kind the allocator reads" in captured.err
+
+
+def test_a_device_plugin_pod_is_named_as_one_not_as_requesting_nothing(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Its GPUs are a count with no device identities: the answer says so instead of "the pod
+    requests no devices", which a pod holding two GPUs plainly does."""
+    dump = tmp_path / "with-legacy.yaml"
+    dump.write_text(Path(PENDING).read_text() + """\
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: legacy-1, namespace: team-a}
+  spec:
+    containers:
+    - name: main
+      image: trainer
+      resources: {limits: {nvidia.com/gpu: 2}}
+""")
+    assert main(["why", "--dump", str(dump), "team-a/legacy-1", "--model", "H100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("Pod team-a/legacy-1: spec.containers[*].resources.limits.nvidia.com/gpu: the pod asks for 2 "
+                        "GPU(s) through the device plugin, which names no devices; per-device reasons need a DRA "
+                        "claim (its decision record answers without them)")
+    assert "Traceback" not in err and len(err.splitlines()) == 1
