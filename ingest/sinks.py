@@ -131,7 +131,7 @@ class HttpSink:
         self.token = token if token is not None else os.environ.get("CLAIMTRAIL_TOKEN")
         if spool_dir is None:
             spool_dir = str(data_dir() / "spool" / ("http-" + hashlib.sha256(self.url.encode()).hexdigest()[:12]))
-        self.spool = Spool(spool_dir, max_spool_bytes, spool_block_seconds)
+        self.spool = Spool(spool_dir, max_spool_bytes, spool_block_seconds, destination=self.url)
         self.batch_size = batch_size
         self.max_delay = max_delay
         self.backoff_base = backoff_base

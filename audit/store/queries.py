@@ -164,7 +164,8 @@ class AuditStore:
         target = self.target
         writer = RecordWriter(lambda: connect(target), str(self.spool_dir(name)), source=name,
                               on_events=self._events_stored if keep_pods else None,
-                              on_records=self._records_stored, embedded_path=target.embedded_path, **opts)
+                              on_records=self._records_stored, embedded_path=target.embedded_path,
+                              destination=target.display, **opts)
         self._writers.append(writer)
         return writer
 
@@ -803,7 +804,8 @@ def open_writer(dsn: str | None = None, name: str = "writer", spool_dir: str | N
     if spool_dir is None:
         base = Path(target.embedded_path).parent if target.embedded_path else data_dir()
         spool_dir = str(base / "spool" / name)
-    return RecordWriter(connector, spool_dir, source=name, embedded_path=target.embedded_path, **opts)
+    return RecordWriter(connector, spool_dir, source=name, embedded_path=target.embedded_path,
+                        destination=target.display, **opts)
 
 
 __all__ = ["AuditStore", "DecisionFilter", "IngestResult", "ReplayJob", "ReplayRun", "open_writer"]

@@ -13,6 +13,9 @@ Fully delivered segments are deleted.
 Back-pressure: an append that would push undelivered bytes past ``max_bytes`` waits up to
 ``block_seconds`` for delivery to make room, then raises ``SpoolFullError`` naming the spool
 and its limit; nothing is ever dropped silently.
+
+A spool opened for a destination (a store's DSN, an API's URL) records it in ``destination`` and
+refuses to open for another while it holds undelivered batches (``SpoolDestinationError``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ ACK_PERSIST_SECONDS = 1.0
 
 class SpoolBusyError(UserError):
     """Another process holds the spool directory."""
+
+
+class SpoolDestinationError(UserError):
+    """The spool holds batches for another store or API than the writer opening it."""
 
 
 class SpoolFullError(UserError):
@@ -75,7 +82,7 @@ def _fsync_dir(path: Path) -> None:
 
 class Spool:
     def __init__(self, directory: str | os.PathLike[str], max_bytes: int = 1 << 30,
-                 block_seconds: float = 30.0) -> None:
+                 block_seconds: float = 30.0, destination: str | None = None) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_bytes = max_bytes
@@ -91,6 +98,12 @@ class Spool:
         self._pending: deque[Frame] = deque()
         self._pending_bytes = 0
         self._load()
+        if destination is not None:
+            try:
+                self._claim(destination)
+            except BaseException:
+                self._lock_fh.close()
+                raise
         self._fh = open(self._path(self._segment), "ab")  # noqa: SIM115 - lives as long as the spool
 
     # opening ------------------------------------------------------------------------------
@@ -121,6 +134,26 @@ class Spool:
                     os.fsync(fh.fileno())
         self._segment = max(segments, default=ack_segment)
         self._first_kept = min(segments, default=ack_segment)  # segments below it are deleted
+
+    def _claim(self, destination: str) -> None:
+        """Record where this spool's batches go. A spool's location is derived from a data
+        directory, not from the store it feeds, so a writer for another store (another DSN under
+        the same ``CLAIMTRAIL_DATA_DIR``, a sibling embedded store) may open one that still holds
+        batches meant elsewhere: delivering them would write one store's history into another."""
+        path = self.directory / "destination"
+        try:
+            recorded = path.read_text().strip()
+        except FileNotFoundError:
+            recorded = ""  # a new spool, or one written before spools recorded their destination
+        if recorded == destination:
+            return
+        if recorded and self._pending:
+            raise SpoolDestinationError(
+                f"spool {self.directory} holds {len(self._pending)} undelivered batch(es) for {recorded}, not "
+                f"{destination}: start a writer for {recorded} to deliver them, or move the spool away")
+        tmp = path.with_name("destination.tmp")
+        tmp.write_text(destination + "\n")
+        os.replace(tmp, path)
 
     # producer side ------------------------------------------------------------------------
     def append(self, kind: str, payload: bytes, on_frame: Callable[[Frame], None] | None = None,
@@ -264,7 +297,12 @@ def _lock_directory(directory: Path) -> Any:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         fh.close()
-        raise SpoolBusyError(f"spool {directory} is in use by another writer (this or another process); give each writer its own spool") from None
+        try:
+            feeding = f" (feeding {(directory / 'destination').read_text().strip()})"
+        except FileNotFoundError:
+            feeding = ""
+        raise SpoolBusyError(f"spool {directory} is in use by another writer{feeding} (this or another process); "
+                             "give each writer its own spool") from None
     return fh
 
 

@@ -65,7 +65,7 @@ class RecordWriter:
                  spool_block_seconds: float = 30.0, retry_interval: float = 1.0, background: bool = True,
                  on_events: Callable[[list[str], list[str]], None] | None = None,
                  on_records: Callable[[bytes], None] | None = None,
-                 embedded_path: str | None = None) -> None:
+                 embedded_path: str | None = None, destination: str | None = None) -> None:
         self._connector = connector
         # the embedded store's directory, whose inserts of decisions this process counts (generation.py)
         self._embedded_path = embedded_path
@@ -78,7 +78,8 @@ class RecordWriter:
         self.batch_size = batch_size
         self.max_delay = max_delay
         self.retry_interval = retry_interval
-        self.spool = Spool(spool_dir, max_spool_bytes, spool_block_seconds)
+        # the store's DSN (no password): the spool refuses to hand another store's batches to this one
+        self.spool = Spool(spool_dir, max_spool_bytes, spool_block_seconds, destination=destination)
         self._lock = threading.RLock()  # buffers and counters; held only for moments
         # one batch is encoded and spooled at a time, in the order batches were cut; producers and
         # the delivery thread never wait on it for counters, so inserting overlaps encoding

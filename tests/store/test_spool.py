@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit.store import spool as spool_mod
-from audit.store.spool import Spool, SpoolBusyError, SpoolFullError
+from audit.store.spool import Spool, SpoolBusyError, SpoolDestinationError, SpoolFullError
 
 
 def payloads(s: Spool) -> list[bytes]:
@@ -111,3 +111,48 @@ def test_any_append_ack_reopen_sequence_keeps_exactly_the_unacked_batches(tmp_pa
         assert payloads(Spool(directory)) == batches[min(acked, len(batches)):]
     finally:
         spool_mod.SEGMENT_BYTES = original
+
+
+STORE_A, STORE_B = "chdb:///data/a/db", "clickhouse://ch.example:8123/audit"
+
+
+@pytest.mark.parametrize(("first", "pending", "second", "kept"), [
+    (STORE_A, 2, STORE_A, 2),  # the same store reopens its own spool
+    (STORE_A, 0, STORE_B, 0),  # an empty spool is taken over by whoever opens it
+    (None, 2, STORE_B, 2),  # a spool that named no destination is adopted with what it holds
+], ids=["same-destination", "empty-spool-taken-over", "unnamed-spool-adopted"])
+def test_a_spool_opens_for_a_destination_that_may_have_its_batches(
+        tmp_path: Path, first: str | None, pending: int, second: str, kept: int) -> None:
+    s = Spool(tmp_path, destination=first)
+    for i in range(pending):
+        s.append("records", f"batch {i}".encode())
+    s.close()
+    reopened = Spool(tmp_path, destination=second)
+    assert payloads(reopened) == [f"batch {i}".encode() for i in range(kept)]
+    reopened.close()
+    assert (tmp_path / "destination").read_text() == second + "\n"
+
+
+def test_batches_for_one_store_are_never_handed_to_another(tmp_path: Path) -> None:
+    s = Spool(tmp_path, destination=STORE_A)
+    s.append("records", b"meant for a")
+    s.append("events", b"also for a")
+    s.close()
+    with pytest.raises(SpoolDestinationError) as refused:
+        Spool(tmp_path, destination=STORE_B)
+    assert str(refused.value) == (
+        f"spool {tmp_path} holds 2 undelivered batch(es) for {STORE_A}, not {STORE_B}: start a writer for {STORE_A} "
+        "to deliver them, or move the spool away")
+    # the refusal released the spool and left it whole for its own store
+    assert payloads(Spool(tmp_path, destination=STORE_A)) == [b"meant for a", b"also for a"]
+
+
+def test_a_busy_spool_names_the_destination_its_writer_feeds(tmp_path: Path) -> None:
+    first = Spool(tmp_path, destination=STORE_A)
+    try:
+        with pytest.raises(SpoolBusyError) as busy:
+            Spool(tmp_path, destination=STORE_B)
+        assert str(busy.value) == (f"spool {tmp_path} is in use by another writer (feeding {STORE_A}) (this or another "
+                                   "process); give each writer its own spool")
+    finally:
+        first.close()
