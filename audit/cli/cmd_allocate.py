@@ -7,6 +7,8 @@ stdout — success, ``unsatisfiable`` or ``error`` — with exit code 0, 1 or 2,
 input; on a terminal the default is ``-o text``, so a person reads a sentence and a pipe still
 gets the JSON contract. API
 validation findings are warnings on stderr; allocation proceeds as upstream's allocator would.
+A ``--node`` the files never name is refused in text; in JSON and YAML it is a warning on stderr
+and the document is upstream's answer, since that document is the upstream allocator's contract.
 """
 
 from __future__ import annotations
@@ -194,8 +196,20 @@ def _node(objects: list[tuple[str, KubeObject]], name: str, labels: list[str]) -
     return node.with_labels(extra) if extra else node
 
 
-def _check_node_named(objects: list[tuple[str, KubeObject]], name: str, labels: list[str]) -> None:
-    """Refuse a node the files never name, so a typo is not reported as "no devices".
+def _refuse_or_warn(args: argparse.Namespace, code: str, message: str) -> None:
+    """A mistake that upstream's allocator answers anyway: refused in text, a warning otherwise.
+
+    The JSON document (and YAML, the same document) must give the upstream allocator's answer
+    for any input that allocator accepts (tests/allocator compares them), so there the mistake is
+    only said on stderr; text is for a person and has no such contract."""
+    if args.output == "text":
+        raise _Failure(code, message)
+    print(f"warning: {message}; answered as kube-scheduler would", file=sys.stderr)
+
+
+def _unknown_node(objects: list[tuple[str, KubeObject]], name: str, labels: list[str]) -> str | None:
+    """Why ``--node`` looks like a typo, if the files never name it: else a typo would be
+    reported as "cannot allocate" or as an empty allocation.
 
     Nodes are named by Node objects and by node-local slices or devices (``nodeName``). A node
     described only by ``--node-label`` is a hypothetical node and is allowed, as is any node
@@ -210,7 +224,8 @@ def _check_node_named(objects: list[tuple[str, KubeObject]], name: str, labels: 
             known.update(d.node_name for d in obj.devices if d.node_name)
     if known and name not in known and not labels:
         listed = ", ".join(sorted(known)[:10]) + (", …" if len(known) > 10 else "")
-        raise _Failure("node_not_found", f"--node {name}: no node {name} in the input (nodes: {listed})")
+        return f"--node {name}: no node {name} in the input (nodes: {listed})"
+    return None
 
 
 def _select_claims(claims: list[ResourceClaim], wanted: list[str]) -> list[ResourceClaim]:
@@ -248,7 +263,9 @@ def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
     node = _node(objects, args.node, args.node_labels)
     claims = [o for _, o in objects if isinstance(o, ResourceClaim)]
     to_allocate = _select_claims(claims, args.claims)
-    _check_node_named(objects, args.node, args.node_labels)
+    unknown = _unknown_node(objects, args.node, args.node_labels)
+    if unknown:
+        _refuse_or_warn(args, "node_not_found", unknown)
     allocating = {id(c) for c in to_allocate}
     try:
         state = AllocatedState.from_claims(c for c in claims if c.allocation is not None and id(c) not in allocating)

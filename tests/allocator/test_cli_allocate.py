@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from audit.cli.main import main
+from tests.allocator.upstream_cases import divergence
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "allocator"
 CLUSTER = str(FIXTURES / "cluster.yaml")
@@ -228,17 +229,38 @@ def test_a_file_given_twice_allocates_as_given_once_and_says_so(capsys: pytest.C
         "is used"]
 
 
-@pytest.mark.parametrize(("node", "labels", "code"), [
-    pytest.param("node-zz", [], "node_not_found", id="typo-is-refused"),
+UNSATISFIABLE = {"unsatisfiable": True, "message": "cannot allocate all claims"}
+NODE_TYPO = "--node node-zz: no node node-zz in the input (nodes: node-a, node-b)"
+
+
+@pytest.mark.parametrize(("node", "labels", "code", "doc", "err"), [
+    # upstream's allocator answers an unknown node (it has no devices there), so the document must too
+    pytest.param("node-zz", [], 1, UNSATISFIABLE, f"warning: {NODE_TYPO}; answered as kube-scheduler would\n",
+                 id="typo-is-answered-as-upstream-with-a-warning"),
+    pytest.param("node-a", [], 0, None, "", id="node-object-is-known"),
+    pytest.param("node-zz", ["--node-label", "zone=z"], 1, UNSATISFIABLE, "", id="labelled-hypothetical-node-is-allowed"),
+])
+def test_a_node_the_files_never_name_gets_upstreams_answer_and_a_warning(
+        capsys: pytest.CaptureFixture[str], node: str, labels: list[str], code: int, doc: dict | None, err: str) -> None:
+    exit_code, got, stderr = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", node, *labels)
+    assert (exit_code, stderr) == (code, err)
+    if doc is not None:
+        assert got == doc
+
+
+@pytest.mark.parametrize(("node", "labels", "refusal"), [
+    pytest.param("node-zz", [], NODE_TYPO, id="typo-is-refused"),
     pytest.param("node-a", [], None, id="node-object-is-known"),
     pytest.param("node-zz", ["--node-label", "zone=z"], None, id="labelled-hypothetical-node-is-allowed"),
 ])
-def test_a_node_the_files_never_name_is_refused(capsys: pytest.CaptureFixture[str], node: str, labels: list[str],
-                                                code: str | None) -> None:
-    _, doc, _ = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", node, *labels)
-    assert doc.get("error", {}).get("code") == code
-    if code:
-        assert doc["error"]["message"] == f"--node {node}: no node {node} in the input (nodes: node-a, node-b)"
+def test_a_node_the_files_never_name_is_refused_in_text(capsys: pytest.CaptureFixture[str], node: str,
+                                                        labels: list[str], refusal: str | None) -> None:
+    code = main(["allocate", "-f", CLUSTER, "-f", CLAIMS, "--node", node, *labels, "-o", "text"])
+    out, err = capsys.readouterr()
+    if refusal:
+        assert (code, out, err) == (2, "", f"claimtrail allocate: {refusal}\n")
+    else:
+        assert out.startswith(f"node {node}: ") and "Traceback" not in err
 
 
 def test_a_slice_node_name_counts_as_naming_the_node(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -255,7 +277,8 @@ def test_output_defaults_to_text_on_a_terminal_and_json_in_a_pipe(tmp_path: Path
     argv = [sys.executable, "-m", "audit.cli.main", "allocate", "-f", CLUSTER, "-f", CLAIMS, "--node", "node-zz"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     piped = subprocess.run(argv, capture_output=True, text=True, env=env)
-    assert json.loads(piped.stdout)["error"]["code"] == "node_not_found"
+    assert (piped.returncode, json.loads(piped.stdout)) == (1, UNSATISFIABLE)
+    assert piped.stderr == f"warning: {NODE_TYPO}; answered as kube-scheduler would\n"
     leader, follower = pty.openpty()
     proc = subprocess.Popen(argv, stdout=follower, stderr=subprocess.PIPE, env=env)
     os.close(follower)
@@ -273,3 +296,17 @@ def test_output_defaults_to_text_on_a_terminal_and_json_in_a_pipe(tmp_path: Path
     assert (proc.returncode, out) == (2, b"")
     assert err.decode() == ("claimtrail allocate: --node node-zz: no node node-zz in the input "
                             "(nodes: node-a, node-b)\n")
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["-f", CLUSTER, "-f", CLAIMS, "--node", "node-zz"], id="unknown-node"),
+    pytest.param(["-f", CLUSTER, "-f", CLAIMS, "--node", "node-zz", "--claim", "serve-0"], id="unknown-node-allocated-claim"),
+    pytest.param(["-f", CLAIMS, "--node", "node-zz"], id="unknown-node-no-slices-or-classes"),
+])
+def test_a_mistaken_command_line_gets_upstreams_answer(capsys: pytest.CaptureFixture[str], dra_oracle: str,
+                                                       argv: list[str]) -> None:
+    """What ClaimTrail warns about in JSON, upstream's allocator answers: the documents must agree."""
+    upstream = subprocess.run([dra_oracle, "allocate", *argv, "-o", "json"], capture_output=True, text=True, timeout=60)
+    code, ours, _ = allocate(capsys, *argv)
+    assert code == upstream.returncode
+    assert divergence(json.loads(upstream.stdout), ours) is None
