@@ -7,8 +7,9 @@ stdout — success, ``unsatisfiable`` or ``error`` — with exit code 0, 1 or 2,
 input; on a terminal the default is ``-o text``, so a person reads a sentence and a pipe still
 gets the JSON contract. API
 validation findings are warnings on stderr; allocation proceeds as upstream's allocator would.
-A ``--node`` the files never name is refused in text; in JSON and YAML it is a warning on stderr
-and the document is upstream's answer, since that document is the upstream allocator's contract.
+A ``--node`` the files never name, or files with no claim to allocate, are refused in text; in
+JSON and YAML they are a warning on stderr and the document is upstream's answer, since that
+document is the upstream allocator's contract.
 """
 
 from __future__ import annotations
@@ -228,6 +229,17 @@ def _unknown_node(objects: list[tuple[str, KubeObject]], name: str, labels: list
     return None
 
 
+def _nothing_to_allocate(files: list[str], claims: list[ResourceClaim]) -> str:
+    """Why no claim is allocated when none was named: upstream answers an empty allocation, which
+    reads as a success although the files (an empty one, the wrong one) held nothing to do."""
+    named = list(dict.fromkeys(files))
+    where = f"the file{'s' if len(named) > 1 else ''}"
+    if claims:
+        return (f"-f {', '.join(named)}: every ResourceClaim in {where} is already allocated, so nothing to "
+                "allocate (--claim NAME allocates one again)")
+    return f"-f {', '.join(named)}: no ResourceClaim in {where}, so nothing to allocate"
+
+
 def _select_claims(claims: list[ResourceClaim], wanted: list[str]) -> list[ResourceClaim]:
     if not wanted:
         return [c for c in claims if c.allocation is None]
@@ -263,6 +275,8 @@ def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
     node = _node(objects, args.node, args.node_labels)
     claims = [o for _, o in objects if isinstance(o, ResourceClaim)]
     to_allocate = _select_claims(claims, args.claims)
+    if not to_allocate:
+        _refuse_or_warn(args, "no_claims", _nothing_to_allocate(args.files, claims))
     unknown = _unknown_node(objects, args.node, args.node_labels)
     if unknown:
         _refuse_or_warn(args, "node_not_found", unknown)

@@ -298,14 +298,62 @@ def test_output_defaults_to_text_on_a_terminal_and_json_in_a_pipe(tmp_path: Path
                             "(nodes: node-a, node-b)\n")
 
 
+def _mistakes(tmp_path: Path) -> dict[str, str]:
+    """Files that hold nothing to allocate, by the name the tables below use for them."""
+    (tmp_path / "empty.yaml").write_text("")
+    (tmp_path / "separators.yaml").write_text("---\n---\n")
+    allocated = [d for d in yaml.safe_load_all(Path(CLAIMS).read_text()) if d.get("status")]
+    (tmp_path / "allocated.yaml").write_text(yaml.safe_dump_all(allocated))
+    return {"cluster": CLUSTER, "claims": CLAIMS, **{p.stem: str(p) for p in tmp_path.glob("*.yaml")}}
+
+
+NOTHING_TO_ALLOCATE = [
+    pytest.param(["empty"], "-f {empty}: no ResourceClaim in the file, so nothing to allocate", id="empty-file"),
+    pytest.param(["separators"], "-f {separators}: no ResourceClaim in the file, so nothing to allocate",
+                 id="only-document-separators"),
+    pytest.param(["empty", "empty"], "-f {empty}: no ResourceClaim in the file, so nothing to allocate",
+                 id="same-empty-file-twice"),
+    pytest.param(["cluster"], "-f {cluster}: no ResourceClaim in the file, so nothing to allocate",
+                 id="cluster-without-claims"),
+    pytest.param(["cluster", "allocated"], "-f {cluster}, {allocated}: every ResourceClaim in the files is already "
+                 "allocated, so nothing to allocate (--claim NAME allocates one again)", id="every-claim-allocated"),
+]
+
+
+@pytest.mark.parametrize(("files", "mistake"), NOTHING_TO_ALLOCATE)
+def test_files_with_nothing_to_allocate_get_upstreams_empty_answer_and_a_warning(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, files: list[str], mistake: str) -> None:
+    paths = _mistakes(tmp_path)
+    argv = [arg for name in files for arg in ("-f", paths[name])]
+    code, doc, err = allocate(capsys, *argv, "--node", "node-a")
+    assert (code, doc) == (0, {"allocations": []})
+    assert err == f"warning: {mistake.format(**paths)}; answered as kube-scheduler would\n"
+
+
+@pytest.mark.parametrize(("files", "mistake"), NOTHING_TO_ALLOCATE)
+def test_files_with_nothing_to_allocate_are_refused_in_text(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, files: list[str], mistake: str) -> None:
+    paths = _mistakes(tmp_path)
+    argv = [arg for name in files for arg in ("-f", paths[name])]
+    code = main(["allocate", *argv, "--node", "node-a", "-o", "text"])
+    assert (code, *capsys.readouterr()) == (2, "", f"claimtrail allocate: {mistake.format(**paths)}\n")
+
+
 @pytest.mark.parametrize("argv", [
-    pytest.param(["-f", CLUSTER, "-f", CLAIMS, "--node", "node-zz"], id="unknown-node"),
-    pytest.param(["-f", CLUSTER, "-f", CLAIMS, "--node", "node-zz", "--claim", "serve-0"], id="unknown-node-allocated-claim"),
-    pytest.param(["-f", CLAIMS, "--node", "node-zz"], id="unknown-node-no-slices-or-classes"),
+    pytest.param(["-f", "{cluster}", "-f", "{claims}", "--node", "node-zz"], id="unknown-node"),
+    pytest.param(["-f", "{cluster}", "-f", "{claims}", "--node", "node-zz", "--claim", "serve-0"],
+                 id="unknown-node-allocated-claim"),
+    pytest.param(["-f", "{claims}", "--node", "node-zz"], id="unknown-node-no-slices-or-classes"),
+    pytest.param(["-f", "{empty}", "--node", "node-zz"], id="empty-file"),
+    pytest.param(["-f", "{empty}"], id="empty-file-without-node"),
+    pytest.param(["-f", "{cluster}", "--node", "node-a"], id="cluster-without-claims"),
+    pytest.param(["-f", "{cluster}", "-f", "{allocated}", "--node", "node-a"], id="every-claim-allocated"),
 ])
-def test_a_mistaken_command_line_gets_upstreams_answer(capsys: pytest.CaptureFixture[str], dra_oracle: str,
-                                                       argv: list[str]) -> None:
+def test_a_mistaken_command_line_gets_upstreams_answer(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                       dra_oracle: str, argv: list[str]) -> None:
     """What ClaimTrail warns about in JSON, upstream's allocator answers: the documents must agree."""
+    paths = _mistakes(tmp_path)
+    argv = [arg.format(**paths) for arg in argv]
     upstream = subprocess.run([dra_oracle, "allocate", *argv, "-o", "json"], capture_output=True, text=True, timeout=60)
     code, ours, _ = allocate(capsys, *argv)
     assert code == upstream.returncode
