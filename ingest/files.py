@@ -125,8 +125,10 @@ class JsonlAppender:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        # a directory that is not there is likelier a typo than a place to make
+        if not self.path.parent.exists():
+            raise FileFormatError(f"{self.path}: cannot open for writing: directory {self.path.parent} does not exist")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
         except OSError as exc:
             raise FileFormatError(f"{self.path}: cannot open for writing: {exc.strerror}") from None

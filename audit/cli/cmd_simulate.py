@@ -9,7 +9,8 @@ JSONL files of an earlier run are replaced, not appended to.
 A progress bar goes to stderr and a summary table to stdout. ``--start`` moves the simulated
 window (``now`` ends it at the current time, so trace explorers' "last hours" views show it).
 With ``--otel`` the summary says what the OTLP endpoints accepted, and the command exits 1
-when no decision reached one.
+when no decision reached one. A ``--out`` or ``--events`` in a directory that does not exist is
+refused, not made: a typo would otherwise leave a new tree of folders holding the run.
 """
 
 from __future__ import annotations
@@ -162,6 +163,29 @@ def _replace_earlier_files(paths: list[Path]) -> None:
             raise UserError(f"{path}: cannot replace the file of an earlier run: {exc.strerror}") from None
 
 
+def _refuse_missing_directories(out: str | None, events: str | None) -> None:
+    """Refuse a file, or a ``chdb://`` store directory, whose directory is not there, before the
+    scenario or trace is read. The store directory itself may be new (a simulation may start a
+    store); what must exist is where it goes."""
+    from audit.store.connection import StoreError, resolve_dsn
+
+    targets: list[tuple[str, str, Path]] = []
+    if out and out.endswith(".jsonl"):
+        targets.append(("--out", out, Path(out)))
+    elif out and out.startswith("chdb://"):
+        try:
+            embedded = resolve_dsn(out).embedded_path
+        except StoreError:
+            embedded = None  # opening the output names what is wrong with the DSN
+        if embedded:
+            targets.append(("--out", out, Path(embedded)))
+    if events:
+        targets.append(("--events", events, Path(events)))
+    for option, given, path in targets:
+        if not path.parent.exists():
+            raise UserError(f"{option} {given}: directory {path.parent} does not exist")
+
+
 def _open_outputs(out_target: str | None, events: str | None) -> tuple[Any, bool, Any]:
     """The records sink, whether it also keeps the event log, and the event log's own file."""
     from ingest.simulate.output import OutputError, jsonl_output, open_output
@@ -190,6 +214,7 @@ def _open_outputs(out_target: str | None, events: str | None) -> tuple[Any, bool
 def run(args: argparse.Namespace) -> int:
     from ingest.simulate.loop import Simulator
 
+    _refuse_missing_directories(args.out, args.events)
     sc = _load_scenario(args)
     out, events_to_out, events_out = _open_outputs(args.out, args.events)
     pending_records: list[DecisionRecord] = []

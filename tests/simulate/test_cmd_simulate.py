@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -206,3 +207,23 @@ def test_pinning_models_leaves_every_other_draw_of_the_day_alone():
                      for j in plain_jobs]
     assert {j.node_model for j in pinned_jobs if j.device_plugin} == {"H100", "L4"}
     assert {j.node_model for j in plain_jobs} == {""}
+
+
+@pytest.mark.parametrize(
+    ("argv", "refused"),
+    [
+        pytest.param(["--out", "{tmp}/typo/run/records.jsonl"], "--out {tmp}/typo/run/records.jsonl: directory "
+                     "{tmp}/typo/run does not exist", id="records-file"),
+        pytest.param(["--events", "{tmp}/typo/events.jsonl"], "--events {tmp}/typo/events.jsonl: directory "
+                     "{tmp}/typo does not exist", id="event-log-alone"),
+        pytest.param(["--out", "{tmp}/records.jsonl", "--events", "{tmp}/typo/events.jsonl"],
+                     "--events {tmp}/typo/events.jsonl: directory {tmp}/typo does not exist", id="event-log-beside-records"),
+        pytest.param(["--out", "chdb://{tmp}/typo/db"], "--out chdb://{tmp}/typo/db: directory {tmp}/typo does not exist",
+                     id="store-in-a-missing-directory"),
+    ],
+)
+def test_an_output_in_a_directory_that_does_not_exist_is_refused_not_made(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], refused: str) -> None:
+    code = main(["simulate", "--quiet", "--hours", "0.1", *(arg.format(tmp=tmp_path) for arg in argv)])
+    assert (code, capsys.readouterr().err) == (2, f"claimtrail simulate: {refused.format(tmp=tmp_path)}\n")
+    assert list(tmp_path.iterdir()) == []

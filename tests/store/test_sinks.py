@@ -233,3 +233,14 @@ def test_an_answer_that_is_not_a_last_seq_is_not_taken_for_one(tmp_path: Path, p
         server.server_close()
     (warning,) = [r for r in caplog.records if r.getMessage() == "last event seq unknown"]
     assert "unexpected answer" in warning.error  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("records", "events", "missing"), [
+    pytest.param("typo/out.jsonl", None, "typo", id="records-directory"),
+    pytest.param("out.jsonl", "typo/deeper/events.jsonl", "typo/deeper", id="events-directory"),
+])
+def test_a_file_sink_in_a_directory_that_does_not_exist_is_refused_not_made(
+        tmp_path: Path, records: str, events: str | None, missing: str) -> None:
+    with pytest.raises(SinkError, match=f"directory {tmp_path / missing} does not exist$"):
+        open_sink(str(tmp_path / records), events_path=str(tmp_path / events) if events else None)
+    assert not (tmp_path / "typo").exists()
