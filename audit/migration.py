@@ -861,15 +861,18 @@ class Rollout:
     overlay_dir: str = "deploy/overlays"
 
 
-def plan(verdict: Verdict, rollout: Rollout) -> list[PlanStep]:
+REPORT_FROM_API = "claimtrail migration report --thresholds deploy/migration/thresholds.yaml --server $CLAIMTRAIL_API"
+
+
+def plan(verdict: Verdict, rollout: Rollout, report_cmd: str = REPORT_FROM_API) -> list[PlanStep]:
     """The ordered steps for a verdict. No step changes a running pod: a workload moves between
     the device plugin and a claim only when its pods are re-created, so a pod never holds a
-    claim and a device-plugin GPU at once."""
+    claim and a device-plugin GPU at once. ``report_cmd`` is what the watch and verify steps
+    run: the report that reads the decisions the way the verdict was reached."""
     canary = ", ".join(rollout.canary_namespaces) or "(canary namespaces)"
     expand = ", ".join(rollout.expand_namespaces) or "(next namespaces)"
     tmpl = f"{rollout.template}-{rollout.template_version}"
     ov = rollout.overlay_dir
-    report_cmd = "claimtrail migration report --thresholds deploy/migration/thresholds.yaml --server $CLAIMTRAIL_API"
     if verdict is Verdict.ROLLBACK:
         return [
             PlanStep("freeze", f"stop publishing ResourceClaimTemplate {tmpl}: no new namespace gets it", f"kubectl apply -k {ov}/migration-rollback"),

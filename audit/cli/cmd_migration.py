@@ -8,7 +8,8 @@ with every metric's interval. ``--events FILE`` (world events, JSON lines) adds 
 lifetimes for GPU utilisation and the model each device-plugin pod asked for (its nodeSelector
 and node affinity against the device-plugin nodes); without it those pods match no DRA pod.
 ``plan`` prints the ordered steps for a verdict, given with ``--verdict`` or computed like
-``report``.
+``report``; its watch and verify steps run ``report`` on the same input as the plan (the same
+files, or the same server) with the same thresholds and filters.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import shlex
 import sys
 from functools import partial
 from typing import Any
@@ -294,6 +296,40 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
+def report_command(args: argparse.Namespace) -> str:
+    """The ``migration report`` a plan's steps run: the decisions read as the plan read them (or,
+    with ``--verdict``, would have), judged by the same thresholds and cohorts.
+
+    ``--until`` is left out, as the steps compare again once newer decisions are in, and
+    ``--token`` too: a secret does not belong in printed text (the report reads
+    CLAIMTRAIL_TOKEN)."""
+    words = ["claimtrail", "migration", "report"]
+    if args.thresholds and not _is_shipped(args.thresholds):
+        words += ["--thresholds", shlex.quote(args.thresholds)]
+    if args.records:
+        words += ["--records", shlex.quote(args.records)]
+    elif args.server:
+        words += ["--server", shlex.quote(args.server)]
+    elif os.environ.get("CLAIMTRAIL_API"):
+        words += ["--server", "$CLAIMTRAIL_API"]
+    else:
+        words += ["--server", DEFAULT_SERVER]
+    for flag in ("events", "cluster", "since", "candidate", "baseline", "min_pods", "confidence"):
+        value = getattr(args, flag, None)
+        if value is not None and value != "":
+            words += [f"--{flag.replace('_', '-')}", shlex.quote(str(value))]
+    if args.seed:
+        words += ["--seed", str(args.seed)]
+    return " ".join(words)
+
+
+def _is_shipped(path: str) -> bool:
+    try:
+        return os.path.samefile(path, SHIPPED_THRESHOLDS)
+    except OSError:
+        return False
+
+
 def run_plan(args: argparse.Namespace) -> int:
     version = args.template_version
     if args.verdict:
@@ -310,7 +346,7 @@ def run_plan(args: argparse.Namespace) -> int:
         canary_namespaces=_split(args.canary),
         expand_namespaces=_split(args.expand),
     )
-    steps = plan(verdict, rollout)
+    steps = plan(verdict, rollout, report_command(args))
     if args.output == "json":
         print(json.dumps({"verdict": verdict.value, "steps": [s.__dict__ for s in steps]}, indent=2))
         return 0

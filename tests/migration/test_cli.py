@@ -219,3 +219,37 @@ def test_a_report_without_events_says_why_device_plugin_pods_match_nothing(
         assert err == (f"note: without --events the model each device-plugin pod asked for is unknown, so {unmatched:,} "
                        "pods match no counterpart; give the run's world events (--events FILE) to compare them within "
                        "strata\n")
+
+
+@pytest.mark.parametrize(("argv", "env", "command"), [
+    pytest.param(["--records", "{records}"], None, "claimtrail migration report --records {records}",
+                 id="from-a-records-file"),
+    pytest.param(["--records", "{records}", "--thresholds", THRESHOLDS], None,
+                 "claimtrail migration report --records {records}", id="shipped-thresholds-named"),
+    pytest.param(["--records", "{records}", "--cluster", "c1", "--since", "2026-01-01T00:00:00Z",
+                  "--until", "2027-01-01T00:00:00Z", "--seed", "7"], None,
+                 "claimtrail migration report --records {records} --cluster c1 --since 2026-01-01T00:00:00Z --seed 7",
+                 id="filters-kept-but-until"),
+    pytest.param(["--verdict", "hold", "--records", "{spaced}", "--thresholds", "{custom}"], None,
+                 "claimtrail migration report --thresholds {custom} --records '{spaced}'", id="quoted-and-own-thresholds"),
+    pytest.param(["--verdict", "hold", "--server", "http://audit.example:8080", "--token", "s3cret"], None,
+                 "claimtrail migration report --server http://audit.example:8080", id="from-a-server-without-its-token"),
+    pytest.param(["--verdict", "hold"], "http://audit.example:8080", "claimtrail migration report --server $CLAIMTRAIL_API",
+                 id="from-CLAIMTRAIL_API"),
+    pytest.param(["--verdict", "hold"], None, "claimtrail migration report --server http://127.0.0.1:8080",
+                 id="from-the-default-server"),
+])
+def test_the_plans_report_command_reads_what_the_plan_read(
+    worse_file: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    argv: list[str], env: str | None, command: str
+) -> None:
+    paths = {"records": worse_file, "spaced": str(tmp_path / "canary records.jsonl"), "custom": str(tmp_path / "t.yaml")}
+    Path(paths["custom"]).write_text(Path(THRESHOLDS).read_text())
+    if env:
+        monkeypatch.setenv("CLAIMTRAIL_API", env)
+    else:
+        monkeypatch.delenv("CLAIMTRAIL_API", raising=False)
+    assert main(["migration", "plan", *(arg.format(**paths) for arg in argv), "-o", "json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["steps"]
+    reports = {s["command"] for s in steps if s["command"].startswith("claimtrail migration report")}
+    assert reports == {command.format(**paths)}
