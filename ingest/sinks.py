@@ -145,6 +145,7 @@ class HttpSink:
         self.last_error = ""
         self.spool_dir = spool_dir
         self.undelivered = 0  # batches left in the spool at close
+        self.first_quarantined = ""  # the API's first error for a line it quarantined, as it said it
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._deliver_loop, name="claimtrail-http-sink", daemon=True)
         self._thread.start()
@@ -191,6 +192,12 @@ class HttpSink:
         self.undelivered = self.spool.pending_frames()
         self.spool.close()
         self._client.close()
+
+    @property
+    def quarantined(self) -> int:
+        """Lines the API took into its quarantine instead of history."""
+        with self._lock:
+            return self._counts["quarantined"]
 
     def stats(self) -> dict[str, int]:
         out = dict(self._counts)
@@ -261,9 +268,14 @@ class HttpSink:
         except ValueError:
             answer = {}
         lines = gzip.decompress(body).count(b"\n")
+        quarantined = int(answer.get("quarantined", 0)) if isinstance(answer, dict) else 0
         with self._lock:
             self._counts["sent" if frame.kind == "records" else "events_sent"] += lines
-            self._counts["quarantined"] += int(answer.get("quarantined", 0)) if isinstance(answer, dict) else 0
+            self._counts["quarantined"] += quarantined
+            if quarantined and not self.first_quarantined:
+                errors = answer.get("errors") or [{}]
+                first = errors[0] if isinstance(errors[0], dict) else {}
+                self.first_quarantined = f"{self.PATHS[frame.kind]} line {first.get('line', '?')}: {first.get('error', '')}"
         self.spool.ack(frame)
         return True
 

@@ -272,12 +272,22 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_delivered(target: str | None, out: Any) -> None:
     """A run whose records or events the API did not take must not end as a success: they wait in
-    the sink's spool, and the next run sending there delivers them first."""
+    the sink's spool, and the next run sending there delivers them first; or the API quarantined
+    them (most often a second run into one store under the same cluster name, whose seqs and
+    decisions conflict with the history already stored), and history does not hold them."""
     left = getattr(out, "undelivered", 0)
     if left:
         raise UserError(f"--out {target}: {left:,} batch(es) of records or events were not delivered "
                         f"({out.last_error[:300]}); they stay in the spool {out.spool_dir} and go to the "
                         "server with the next run that sends there", exit_code=1)
+    quarantined = getattr(out, "quarantined", 0)
+    if quarantined:
+        hint = (" (the store already holds this cluster's history: give each simulated run into one store a "
+                "cluster name of its own, spec.cluster of the scenario's Workload)"
+                if "conflicts with the stored one" in out.first_quarantined else "")
+        raise UserError(f"--out {target}: the API quarantined {quarantined:,} of the records and events sent, "
+                        f"so history does not hold them; the first: {out.first_quarantined[:300]}{hint}",
+                        exit_code=1)
 
 
 def _telemetry(api_url: str) -> Any:

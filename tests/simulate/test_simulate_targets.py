@@ -99,3 +99,33 @@ def test_simulating_twice_into_the_same_files_replaces_them(tmp_path: Path, even
                              "--events", str(events_file)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert replay.returncode == 0, replay.stderr
     assert replay.stdout.startswith(f"verified {sizes[0][0]:,} decision")
+
+
+def test_simulating_a_second_run_of_one_cluster_into_an_api_fails_on_what_it_quarantined(tmp_path: Path) -> None:
+    """Two seeds of one scenario share the cluster name and the seqs from 0: the second run's
+    events conflict with the first run's stored history, and the API quarantines them. The run
+    must say so and fail, not end as if its history had been stored."""
+    from tests.api.conftest import TOKENS, start_server, stop
+
+    (tmp_path / "api").mkdir()
+    server, proc = start_server(tmp_path / "api")
+    try:
+        def simulate(seed: int) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "audit.cli.main", "simulate", "--hours", "0.1", "--quiet",
+                                   "--seed", str(seed), "--start", "2026-12-01T09:00:00Z", "--out", server.base],
+                                  cwd=REPO, capture_output=True, text=True, timeout=300,
+                                  env={**os.environ, "CLAIMTRAIL_DATA_DIR": str(tmp_path / "data"),
+                                       "CLAIMTRAIL_TOKEN": TOKENS["admin"]})
+
+        first = simulate(3)
+        assert (first.returncode, first.stderr) == (0, "")
+        second = simulate(4)
+    finally:
+        stop(proc)
+    assert second.returncode == 1
+    (message,) = [line for line in second.stderr.splitlines() if line.startswith("claimtrail simulate:")]
+    assert message.startswith(f"claimtrail simulate: --out {server.base}: the API quarantined ")
+    assert "of the records and events sent, so history does not hold them; the first: /v1/ingest/events line " in message
+    assert "conflicts with the stored one" in message
+    assert message.endswith("(the store already holds this cluster's history: give each simulated run into one "
+                            "store a cluster name of its own, spec.cluster of the scenario's Workload)")
