@@ -20,7 +20,7 @@ from audit.metrics.columnar import ColumnarPods
 from audit.metrics.definition import Definition
 from audit.metrics.fairness import hours
 from audit.metrics.lifecycle import Lifecycle
-from audit.metrics.report import RowPods, end_policy_ms, pod_passes
+from audit.metrics.report import RowPods, end_policy_ms, pod_passes, wait_figures
 from audit.metrics.waits import WaitStats
 from audit.metrics.window import Window
 from audit.timestamps import format_time_ms
@@ -48,11 +48,8 @@ def _pooled(tenant: str) -> str:
 
 
 def _wait_row(pods: RowPods | ColumnarPods, window: Window, timeout_ms: int) -> dict[str, Any]:
-    w = pods.waits(window, _pooled).get(ALL, WaitStats([]))
-    return {"pods_started": w.pods_started, "wait_p50_s": w.p(0.50) / 1000, "wait_p95_s": w.p(0.95) / 1000,
-            "wait_p99_s": w.p(0.99) / 1000, "pending_at_end": w.pending_at_end, "failed": w.failed,
-            "starving_pods": pods.starving(window, timeout_ms, _pooled).get(ALL, 0),
-            "longest_wait_s": w.longest_wait_ms / 1000}
+    return wait_figures(pods.waits(window, _pooled).get(ALL, WaitStats([])),
+                        pods.starving(window, timeout_ms, _pooled).get(ALL, 0))
 
 
 def _regret_row(pods: RowPods | ColumnarPods, window: Window) -> dict[str, Any]:

@@ -98,6 +98,13 @@ def pod_passes(life: Lifecycle, window: Window) -> RowPods | ColumnarPods:
     return RowPods(life.touching(window.since_ms, window.until_ms).pods)
 
 
+def wait_figures(w: WaitStats, starving: int) -> dict[str, Any]:
+    """A row's wait figures: ``fairness_report``'s per tenant, ``wait_breakdown``'s per hour or model."""
+    return {"pods_started": w.pods_started, "wait_p50_s": w.p(0.50) / 1000, "wait_p95_s": w.p(0.95) / 1000,
+            "wait_p99_s": w.p(0.99) / 1000, "pending_at_end": w.pending_at_end, "failed": w.failed,
+            "starving_pods": starving, "longest_wait_s": w.longest_wait_ms / 1000}
+
+
 def fairness_report(life: Lifecycle, window: Window, scope: str | None = None,
                     pods: PodPasses | None = None) -> dict[str, Any]:
     """``pods``: the per-pod passes to run (default: on ``life``'s pods; the store's SQL passes
@@ -122,10 +129,7 @@ def fairness_report(life: Lifecycle, window: Window, scope: str | None = None,
         row["h100_eq_hours"] += u.h100_eq_hours
         row["entitlement_h100_eq_hours"] += entitled.get(t, 0.0)
     for name, row in rows.items():
-        w = waits.get(name, WaitStats([]))
-        row.update({"pods_started": w.pods_started, "wait_p50_s": w.p(0.50) / 1000, "wait_p95_s": w.p(0.95) / 1000,
-                    "wait_p99_s": w.p(0.99) / 1000, "pending_at_end": w.pending_at_end, "failed": w.failed,
-                    "starving_pods": starving.get(name, 0), "longest_wait_s": w.longest_wait_ms / 1000})
+        row.update(wait_figures(waits.get(name, WaitStats([])), starving.get(name, 0)))
     return {
         "jain_whole": jain_whole({t: used.get(t, Usage()).h100_eq_hours for t in tenants}, entitled),
         "jain_contention": contention,
