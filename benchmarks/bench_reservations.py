@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from audit.metrics import Window, fairness_report, fold_lifecycle
-from audit.metrics.waits import tenant_waits
+from audit.metrics.waits import WaitStats, tenant_waits
 from audit.scheduler import reservations
 from audit.timestamps import parse_time_ms
 from audit.world import World
@@ -73,6 +73,16 @@ def held_device_hours(result: SimulationResult) -> float:
     return total_ms / 3_600_000
 
 
+def p99_row(name: str, stats: WaitStats) -> dict[str, Any]:
+    """The row of one group of pods' p99 wait: null when none of them started (all still pending
+    or failed), as ``tenant_waits`` gives it, with how many are pending and for how long."""
+    p99_ms = stats.p(0.99)
+    return {"issue": "#16", "name": name, "value": None if p99_ms is None else round(p99_ms / 1000, 1), "unit": "s",
+            "target": "", "scale": "none",  # simulated seconds: no machine makes them shorter
+            "note": f"{stats.pods_started:,} started; {stats.pending_at_end:,} still pending at the end "
+                    f"(longest {stats.longest_wait_ms / 1000:,.0f} s)"}
+
+
 def _rows(pacer: MemoryPacer, label: str, reserve_after: str, per_tenant: int | None = None) -> list[dict[str, Any]]:
     paced = paced_day(Simulator(_scenario(reserve_after, per_tenant), seed=SEED, hours=HOURS), pacer.speed)
     result = paced.result
@@ -88,15 +98,8 @@ def _rows(pacer: MemoryPacer, label: str, reserve_after: str, per_tenant: int | 
     made = sum(1 for e in result.events if e.object_kind == "Reservation" and e.type == "upsert")
     kept_off = sum(1 for r in result.records if any(b.code == "reservation_held" for b in r.blockers))
     name = f"reservations, cluster-day {HOURS:g} h seed {SEED}, DRF/immediate, {label}"
-    rows = []
-    for what, stats in (("2/4/8-GPU", multi), ("8-GPU", eight)):
-        if stats is None:
-            continue
-        rows.append({"issue": "#16", "name": f"{name}: {TENANT} {what} pods p99 wait",
-                     "value": round(stats.p(0.99) / 1000, 1), "unit": "s", "target": "",
-                     "scale": "none",  # simulated seconds: no machine makes them shorter
-                     "note": f"{stats.pods_started:,} started; {stats.pending_at_end:,} still pending at the end "
-                             f"(longest {stats.longest_wait_ms / 1000:,.0f} s)"})
+    rows = [p99_row(f"{name}: {TENANT} {what} pods p99 wait", stats)
+            for what, stats in (("2/4/8-GPU", multi), ("8-GPU", eight)) if stats is not None]
     waits = ", ".join(f"{t} {v:,.0f}s" for t, v in p99.items())
     rows += [
         {"issue": "#16", "name": f"{name}: worst/best tenant p99 wait", "value": round(worst / best, 1), "unit": "x",

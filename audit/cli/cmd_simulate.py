@@ -347,8 +347,8 @@ def figure_lines(fair: dict[str, Any], fb: dict[str, Any]) -> list[str]:
     lines += ["", f"{'tenant':<14} {'started':>8} {'wait p50':>9} {'wait p95':>9} {'wait p99':>9} {'pending':>8} "
                   f"{'failed':>7} {'starving':>9} {'GPU-h':>9} {'H100eq-h':>9} {'entitled':>9}"]
     for t in fair["tenants"]:
-        lines.append(f"{t['tenant']:<14} {t['pods_started']:>8,} {_dur(t['wait_p50_s'] * 1000):>9} "
-                     f"{_dur(t['wait_p95_s'] * 1000):>9} {_dur(t['wait_p99_s'] * 1000):>9} {t['pending_at_end']:>8,} "
+        lines.append(f"{t['tenant']:<14} {t['pods_started']:>8,} {_dur(t['wait_p50_s']):>9} "
+                     f"{_dur(t['wait_p95_s']):>9} {_dur(t['wait_p99_s']):>9} {t['pending_at_end']:>8,} "
                      f"{t['failed']:>7,} {t['starving_pods']:>9,} {t['device_hours']:>9.1f} {t['h100_eq_hours']:>9.1f} "
                      f"{t['entitlement_h100_eq_hours']:>9.1f}")
     return lines
@@ -358,8 +358,9 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1%}"
 
 
-def _dur(ms: float) -> str:
-    s = ms / 1000
+def _dur(s: float | None) -> str:
+    if s is None:
+        return "-"
     if s < 120:
         return f"{s:.0f}s"
     if s < 7200:

@@ -98,10 +98,14 @@ def pod_passes(life: Lifecycle, window: Window) -> RowPods | ColumnarPods:
     return RowPods(life.touching(window.since_ms, window.until_ms).pods)
 
 
+def _seconds(ms: float | None) -> float | None:
+    return None if ms is None else ms / 1000
+
+
 def wait_figures(w: WaitStats, starving: int) -> dict[str, Any]:
     """A row's wait figures: ``fairness_report``'s per tenant, ``wait_breakdown``'s per hour or model."""
-    return {"pods_started": w.pods_started, "wait_p50_s": w.p(0.50) / 1000, "wait_p95_s": w.p(0.95) / 1000,
-            "wait_p99_s": w.p(0.99) / 1000, "pending_at_end": w.pending_at_end, "failed": w.failed,
+    return {"pods_started": w.pods_started, "wait_p50_s": _seconds(w.p(0.50)), "wait_p95_s": _seconds(w.p(0.95)),
+            "wait_p99_s": _seconds(w.p(0.99)), "pending_at_end": w.pending_at_end, "failed": w.failed,
             "starving_pods": starving, "longest_wait_s": w.longest_wait_ms / 1000}
 
 

@@ -3,7 +3,8 @@
 *wait* = first bind − pod creation, for every pod first bound inside the window (both tracks,
 whatever it got). Pods that were not bound are never mixed in: those still pending at the window
 end and those that failed (or were deleted) unbound inside it are counted apart, with the longest
-wait so far among them. Percentiles are nearest rank (``audit.metrics.ranks``).
+wait so far among them. Percentiles are nearest rank (``audit.metrics.ranks``), and null for a row
+with no pod started, as a rate over no pods is: 0 s would read as pods served at once.
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ from audit.metrics.ranks import nearest_rank
 from audit.metrics.window import Window
 
 _POP = "pods of both tracks first bound in the window"
+_SECONDS = "seconds (null when no pod started)"
 DEFINITIONS = (
     Definition("pods_started", "waits", "pod", "pods", _POP, "count of pods whose first bind falls in the window",
                "audit.metrics.waits.tenant_waits"),
-    Definition("wait_p50_s", "waits", "pod", "seconds", _POP,
+    Definition("wait_p50_s", "waits", "pod", _SECONDS, _POP,
                "nearest-rank 50th percentile (the ⌈0.5·n⌉-th smallest) of first bind − creation",
                "audit.metrics.waits.tenant_waits"),
-    Definition("wait_p95_s", "waits", "pod", "seconds", _POP, "nearest-rank 95th percentile of first bind − creation",
+    Definition("wait_p95_s", "waits", "pod", _SECONDS, _POP, "nearest-rank 95th percentile of first bind − creation",
                "audit.metrics.waits.tenant_waits"),
-    Definition("wait_p99_s", "waits", "pod", "seconds", _POP, "nearest-rank 99th percentile of first bind − creation",
+    Definition("wait_p99_s", "waits", "pod", _SECONDS, _POP, "nearest-rank 99th percentile of first bind − creation",
                "audit.metrics.waits.tenant_waits"),
     Definition("pending_at_end", "waits", "pod", "pods", "pods created before the window end, not bound and not "
                "failed by then", "count", "audit.metrics.waits.tenant_waits"),
@@ -48,8 +50,9 @@ class WaitStats:
     def pods_started(self) -> int:
         return len(self.waits_ms)
 
-    def p(self, q: float) -> float:
-        return nearest_rank(self.waits_ms, q)
+    def p(self, q: float) -> float | None:
+        """The ``q`` percentile in ms; None when no pod started."""
+        return nearest_rank(self.waits_ms, q) if self.pods_started else None
 
 
 def pending_at(life: PodLife, ms: int) -> bool:

@@ -117,10 +117,7 @@ def side_figures(life: Lifecycle, window: Window) -> dict[str, Any]:
     for row in fair["tenants"]:
         t = row["tenant"]
         fb = fallback_report(life, window, scope=t)
-        figures = {name: (row if source == "fairness" else fb)[name] for name, source in TENANT_FIGURES}
-        if not figures["pods_started"]:
-            figures.update(dict.fromkeys(_WAITS))  # no pod started: no wait to take a percentile of
-        tenants[t] = figures
+        tenants[t] = {name: (row if source == "fairness" else fb)[name] for name, source in TENANT_FIGURES}
         for m in wait_breakdown(life, window, "model", scope=t):
             if m["pods_started"]:
                 models[f"{t}/{m['model']}"] = m["pods_started"]

@@ -71,9 +71,10 @@ WHERE created_ms < {u:Int64} AND gone > {s:Int64}""".replace("{never}", NEVER)
 # started: first bound in the window; pending: created before its end, neither bound nor failed by
 # then; failed: failed in the window, never bound. Per group of tenants ({group}: the tenant, or
 # the scope tenant and "(others)"): the count started, the nearest-rank p50/p95/p99 of their
-# waits (the ⌈q·n⌉-th smallest, by integer rank), the counts pending and failed and the longest
-# wait so far among those (0 when none); STARVING_SQL: the count of those started or pending
-# whose wait (or until − created while pending) is over {t:Int64}.
+# waits (the ⌈q·n⌉-th smallest, by integer rank; NULL when none started, where indexing the empty
+# array would give 0), the counts pending and failed and the longest wait so far among those (0
+# when none); STARVING_SQL: the count of those started or pending whose wait (or until − created
+# while pending) is over {t:Int64}.
 
 _STATES = """
     SELECT {group} AS g, created_ms,
@@ -87,8 +88,9 @@ _STATES = """
 
 WAITS_SQL = """
 SELECT g, length(w) AS n,
-       w[greatest(1, intDiv(50 * n + 99, 100))] AS p50, w[greatest(1, intDiv(95 * n + 99, 100))] AS p95,
-       w[greatest(1, intDiv(99 * n + 99, 100))] AS p99, n_pending, n_failed, longest
+       if(n = 0, NULL, w[greatest(1, intDiv(50 * n + 99, 100))]) AS p50,
+       if(n = 0, NULL, w[greatest(1, intDiv(95 * n + 99, 100))]) AS p95,
+       if(n = 0, NULL, w[greatest(1, intDiv(99 * n + 99, 100))]) AS p99, n_pending, n_failed, longest
 FROM (
   SELECT g, arraySort(groupArrayIf(waited, started)) AS w, countIf(pending) AS n_pending,
          countIf(failed) AS n_failed, greatest(0, maxIf(so_far, pending OR failed)) AS longest
@@ -173,14 +175,15 @@ class RankedWaits(WaitStats):
     """``WaitStats`` whose count and percentiles SQL computed (the waits themselves stay there)."""
 
     count: int = 0
-    ranked: dict[float, int] = dataclasses.field(default_factory=dict)
+    ranked: dict[float, int | None] = dataclasses.field(default_factory=dict)  # None: SQL's NULL, none started
 
     @property
     def pods_started(self) -> int:
         return self.count
 
-    def p(self, q: float) -> float:
-        return float(self.ranked[q]) if self.count else 0.0
+    def p(self, q: float) -> float | None:
+        ms = self.ranked.get(q)
+        return None if ms is None else float(ms)
 
 
 def series(query: Query, cluster: str) -> Lifecycle:
@@ -229,8 +232,8 @@ class SqlPods:
         out: dict[str, WaitStats] = {}
         for g, n, p50, p95, p99, pending, failed, longest in self._grouped(WAITS_SQL, window):
             if n or pending or failed:
-                out[str(g)] = RankedWaits([], int(pending), int(failed), int(longest), int(n),
-                                          {0.50: int(p50), 0.95: int(p95), 0.99: int(p99)})
+                ranked = {q: None if ms is None else int(ms) for q, ms in ((0.50, p50), (0.95, p95), (0.99, p99))}
+                out[str(g)] = RankedWaits([], int(pending), int(failed), int(longest), int(n), ranked)
         return out
 
     def starving(self, window: Window, timeout_ms: int, group: Callable[[str], str] = lambda t: t) -> dict[str, int]:

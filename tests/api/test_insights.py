@@ -88,6 +88,23 @@ def test_fairness_rows_count_decisions_and_the_pod_figures_come_from_the_event_l
             for t in ("team-a", "team-b")] == [(1, 1, 7 * 3600.0, 1.0), (0, 0, 0.0, 1.0)]
 
 
+NO_WAIT = {"wait_p50_s": None, "wait_p95_s": None, "wait_p99_s": None}
+
+
+@pytest.mark.parametrize(("query", "rows"), [
+    pytest.param({}, "tenants", id="tenant-rows"),
+    pytest.param({"by": "hour"}, "by_hour", id="rows-per-hour"),
+    pytest.param({"by": "tenant_hour"}, "by_tenant_hour", id="rows-per-tenant-and-hour"),
+])
+def test_wait_percentiles_are_null_where_no_pod_started(server: Server, query: dict[str, str], rows: str) -> None:
+    """team-a/train-1 was created at 07:00 and is never bound; team-b/infer-9 was bound at 07:00,
+    before the window: neither tenant starts a pod from 08:00 to 14:00, so no row has a wait to
+    rank. The answer says null, as for a rate of no pods, not 0 s (pods served at once)."""
+    body = server.get("/v1/stats/fairness", cluster="lab", **query, **SEEDED).json()
+    assert body[rows] and all(r["pods_started"] == 0 for r in body[rows])
+    assert [{k: r[k] for k in NO_WAIT} for r in body[rows]] == [NO_WAIT] * len(body[rows])
+
+
 @pytest.mark.parametrize(("kind", "empty"), [
     ("fairness", {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": []}),
     ("fallback", {"pods_with_preference": 0, "first_choice_rate": None, "regret_rate": None, "regret_window_s": None}),

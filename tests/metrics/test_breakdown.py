@@ -84,7 +84,7 @@ def test_waits_per_hour_count_each_pod_in_the_hour_it_started_pended_or_failed(e
 @EVALUATIONS
 def test_waits_per_model_put_every_pod_in_the_row_of_what_it_got(evaluation: str) -> None:
     assert _table(wait_breakdown(_life(evaluation), WINDOW, "model"), "model", WAIT_FIELDS) == [
-        ("(none)", 0, 0.0, 0.0, 0.0, 1, 1, 1, 4800.0),  # b2 pending 80 min (starving), c1 failed
+        ("(none)", 0, None, None, None, 1, 1, 1, 4800.0),  # b2 pending 80 min (starving), c1 failed
         ("A100", 2, 3600.0, 4800.0, 4800.0, 0, 0, 1, 0.0),  # a2 60 min, b1 80 min (starving)
         ("H100", 1, 600.0, 600.0, 600.0, 0, 0, 0, 0.0),
         ("L4", 1, 0.0, 0.0, 0.0, 0, 0, 0, 0.0),
@@ -95,13 +95,24 @@ def test_waits_per_model_put_every_pod_in_the_row_of_what_it_got(evaluation: str
 @EVALUATIONS
 def test_a_tenant_sees_rows_of_its_own_pods_only(evaluation: str) -> None:
     assert _table(wait_breakdown(_life(evaluation), WINDOW, "model", scope="a"), "model", WAIT_FIELDS) == [
-        ("(none)", 0, 0.0, 0.0, 0.0, 0, 1, 0, 3000.0),  # c1 failed after 50 min
+        ("(none)", 0, None, None, None, 0, 1, 0, 3000.0),  # c1 failed after 50 min
         ("A100", 1, 3600.0, 3600.0, 3600.0, 0, 0, 0, 0.0),
         ("H100", 1, 600.0, 600.0, 600.0, 0, 0, 0, 0.0),
         ("L40S", 1, 300.0, 300.0, 300.0, 0, 0, 0, 0.0),
     ]
     assert _table(regret_breakdown(_life(evaluation), WINDOW, "hour", scope="b"), "hour", REGRET_FIELDS) == [
         (HOURS[0], 0, None, 0, 0, None), (HOURS[1], 0, None, 0, 0, None), (HOURS[2], 1, 0.0, 1, 0, 0.0)]
+
+
+@EVALUATIONS
+def test_an_hour_with_no_pod_started_has_null_wait_percentiles(evaluation: str) -> None:
+    """b's pods: d1 started at once (a wait of 0 s), none started in the second hour (no wait to
+    rank: null, not 0 s), b1 in the third."""
+    assert _table(wait_breakdown(_life(evaluation), WINDOW, "hour", scope="b"), "hour", WAIT_FIELDS) == [
+        (HOURS[0], 1, 0.0, 0.0, 0.0, 1, 0, 0, 600.0),  # pending at 60: b1 10 min
+        (HOURS[1], 0, None, None, None, 2, 0, 1, 4200.0),  # pending at 120: b1 70 min (starving), b2 20 min
+        (HOURS[2], 1, 4800.0, 4800.0, 4800.0, 1, 0, 2, 4800.0),  # b1 80 min, b2 pending 80 min: both starving
+    ]
 
 
 @EVALUATIONS

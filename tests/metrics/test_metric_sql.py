@@ -15,6 +15,7 @@ import dataclasses
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from audit.events import WorldEvent
@@ -101,6 +102,43 @@ def test_nearest_rank_percentiles_in_sql_are_observed_waits(store: AuditStore) -
     got = store.insight(metric_sql.fairness_sql, "c1", Window(T0, T0 + 60 * MIN))["tenants"][0]
     assert (got["pods_started"], got["wait_p50_s"], got["wait_p95_s"], got["wait_p99_s"]) == (11, 360.0, 660.0, 660.0)
     assert got == row
+
+
+def _fairness_by(evaluation: str, request: pytest.FixtureRequest, events: list[WorldEvent], window: Window,
+                 scope: str | None) -> dict[str, Any]:
+    """``fairness_report`` with its per-pod passes run on the ``PodLife`` rows, the columns or SQL."""
+    life = fold_lifecycle(events, "c1")
+    if evaluation == "sql":
+        store: AuditStore = request.getfixturevalue("store")
+        _ingest(store, events)
+        return store.insight(metric_sql.fairness_sql, "c1", window, scope)
+    return fairness_report(life if evaluation == "columns" else dataclasses.replace(life, columns=None), window, scope)
+
+
+@pytest.mark.parametrize(("scope", "expected"), [
+    pytest.param(None, {"team-a": (1, 900.0), "team-b": (0, None), "team-c": (0, None), "team-d": (0, None)},
+                 id="per-tenant"),
+    pytest.param("team-a", {"team-a": (1, 900.0), "(others)": (0, None)}, id="others-folded"),
+])
+@pytest.mark.parametrize("evaluation", ["rows", "columns", "sql"])
+def test_a_tenant_with_pods_but_none_started_has_null_wait_percentiles(
+        request: pytest.FixtureRequest, evaluation: str, scope: str | None,
+        expected: dict[str, tuple[int, float | None]]) -> None:
+    """Four pods created at once: team-a's is bound 15 minutes later, inside the window; team-b's
+    stays pending, team-c's fails unbound and team-d's was bound before the window opened. Those
+    three started no pod in the window: no wait to rank, so their percentiles are null (a 0 would
+    read as pods served at once)."""
+    log = Log().nodes("H100", 1, 4)
+    for t in "abcd":
+        log.at(0).pod(f"team-{t}/p", ("gpu", ["H100"], 1))
+    log.at(5).bind("team-d/p", "h100-0", {"gpu": ("h100", [0])})
+    log.at(15).bind("team-a/p", "h100-0", {"gpu": ("h100", [1])})
+    log.at(20).fail("team-c/p")
+    log.tick(70)
+    fair = _fairness_by(evaluation, request, log.events, Window(T0 + 10 * MIN, T0 + 60 * MIN), scope)
+    assert {t["tenant"]: (t["pods_started"], t["wait_p50_s"]) for t in fair["tenants"]} == expected
+    for t in fair["tenants"]:
+        assert t["wait_p50_s"] == t["wait_p95_s"] == t["wait_p99_s"]
 
 
 def test_pending_runs_merge_alike_when_many_pods_share_one_interval(store: AuditStore) -> None:

@@ -42,7 +42,11 @@ def test_reference_bookkeeping(pods: list[PodPlan]) -> None:
     if fair["jain_contention"] is not None:
         assert 0 < fair["jain_contention"] <= 1 + 1e-12 and fair["contention_windows"] >= 1
     for t in fair["tenants"]:
-        assert t["wait_p50_s"] <= t["wait_p95_s"] <= t["wait_p99_s"]
+        waits = (t["wait_p50_s"], t["wait_p95_s"], t["wait_p99_s"])
+        if t["pods_started"]:
+            assert waits[0] <= waits[1] <= waits[2]
+        else:  # no wait to rank: null, never 0 s
+            assert waits == (None, None, None)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

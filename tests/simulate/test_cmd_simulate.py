@@ -44,6 +44,49 @@ def test_simulate_default_scenario_quietly(tmp_path, capsys):
     assert f"cluster demo: {len(pods):,} jobs," in stdout and len(pods) < 400
 
 
+A100_TEMPLATE = """---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-a100, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpu
+          exactly:
+            deviceClassName: gpu.nvidia.com
+            selectors:
+              - cel: {expression: "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA A100')"}
+"""
+STUCK_TENANT = """    - namespace: stuck
+      arrivalsPerHour: 6
+      templates: [{name: one-a100}]
+      durationMinutes: {median: 30, sigma: 0.2}
+"""
+
+
+def test_a_tenant_that_started_no_pod_shows_no_wait_percentiles(tmp_path, capsys):
+    """A third tenant asks only for A100s, which the cluster (all H100) lacks: its pods are created
+    and none is ever bound. Its wait percentiles are null, printed "-" as a null rate is, not "0s"
+    (pods served at once), beside the other tenants' real waits."""
+    with open(SMALL, encoding="utf-8") as f:
+        text = f.read()
+    text = text.replace("    - {name: steady, namespaces: [steady], weight: 1}\n",
+                        "    - {name: steady, namespaces: [steady], weight: 1}\n"
+                        "    - {name: stuck, namespaces: [stuck], weight: 1}\n")
+    text = text.replace("---\napiVersion: claimtrail.io/v1alpha1\nkind: Workload", A100_TEMPLATE
+                        + "---\napiVersion: claimtrail.io/v1alpha1\nkind: Workload") + STUCK_TENANT
+    scenario = tmp_path / "stuck.yaml"
+    scenario.write_text(text)
+    assert main(["simulate", "--quiet", "--scenario", str(scenario), "--hours", "1", "--seed", "4",
+                 "--out", str(tmp_path / "r.jsonl"), "--events", str(tmp_path / "e.jsonl")]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines() if line.strip()}
+    # tenant, started, wait p50, p95, p99, pending, failed, ...
+    assert rows["stuck"][1] == "0" and int(rows["stuck"][5]) + int(rows["stuck"][6]) > 0
+    assert rows["stuck"][2:5] == ["-", "-", "-"]
+    assert int(rows["flood"][1].replace(",", "")) > 0 and "-" not in rows["flood"][2:5]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
