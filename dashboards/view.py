@@ -63,7 +63,8 @@ def pct(value: float | None) -> str:
 
 
 def maybe(row: dict[str, Any], column: str) -> float | None:
-    """A cell that may be absent: the API folds other tenants into "(others)" with counts only."""
+    """A cell that may be absent (the API folds other tenants into "(others)" with counts only) or
+    null (a figure over no pods, such as the wait percentiles of a tenant that started none)."""
     value = row.get(column)
     return None if value is None or value == "" else float(value)
 

@@ -14,7 +14,7 @@ import streamlit as st
 
 from dashboards import client, figures
 from dashboards.filters import filter_bar
-from dashboards.view import load, num, reading
+from dashboards.view import load, maybe, num, reading
 
 SOURCE = "/v1/stats/fairness"
 
@@ -33,8 +33,13 @@ if not tenants:
 names = [str(t["tenant"]) for t in tenants]
 
 
+# how a null figure reads, as a null rate does (``view.pct``): Jain's index with no contended hour,
+# a wait percentile of a tenant or hour that started no pod
+NULL = "–"
+
+
 def index(value: object) -> str:
-    return "–" if value is None else f"{num(value):.3f}"
+    return NULL if value is None else f"{num(value):.3f}"
 
 
 cols = st.columns(3)
@@ -59,8 +64,8 @@ reading(
 
 st.subheader("Waits and starvation per tenant (per pod)")
 st.plotly_chart(
-    figures.grouped_bars(names, {q: [num(t[f"wait_{q}_s"]) for t in tenants] for q in ("p50", "p95", "p99")},
-                         "Wait from creation to first bind (seconds)"),
+    figures.grouped_bars(names, {q: [maybe(t, f"wait_{q}_s") for t in tenants] for q in ("p50", "p95", "p99")},
+                         "Wait from creation to first bind (seconds; none: no pod started)"),
     key="fair_wait",
 )
 st.dataframe(
@@ -69,9 +74,9 @@ st.dataframe(
             "tenant": t["tenant"],
             "weight": num(t["weight"]),
             "pods started": int(num(t["pods_started"])),
-            "wait p50 (s)": num(t["wait_p50_s"]),
-            "wait p95 (s)": num(t["wait_p95_s"]),
-            "wait p99 (s)": num(t["wait_p99_s"]),
+            "wait p50 (s)": maybe(t, "wait_p50_s"),
+            "wait p95 (s)": maybe(t, "wait_p95_s"),
+            "wait p99 (s)": maybe(t, "wait_p99_s"),
             "pending at end": int(num(t["pending_at_end"])),
             "failed": int(num(t["failed"])),
             "starving": int(num(t["starving_pods"])),
@@ -83,12 +88,15 @@ st.dataframe(
         for t in tenants
     ],
     hide_index=True,
+    placeholder=NULL,
     key="fair_table",
 )
 starving = [f"{t['tenant']} ({int(num(t['starving_pods'])):,})" for t in tenants if num(t["starving_pods"])]
-worst = max(tenants, key=lambda t: (num(t["wait_p99_s"]), str(t["tenant"])))
+worst = max((t for t in tenants if t["wait_p99_s"] is not None),
+            key=lambda t: (num(t["wait_p99_s"]), str(t["tenant"])), default=None)
 reading(
-    f"Longest p99 wait: {worst['tenant']} ({num(worst['wait_p99_s']):,.0f} s); "
+    (f"Longest p99 wait: {worst['tenant']} ({num(worst['wait_p99_s']):,.0f} s); " if worst is not None
+     else "No pod started in this window; ")
     + (f"starving pods: {', '.join(starving)}." if starving else "no pod waited past the starvation timeout.")
 )
 
@@ -108,8 +116,8 @@ quantile = str(st.radio("Percentile", ("p50", "p95", "p99"), index=1, horizontal
 by_tenant = {name: {str(r["hour"]): r for r in hourly if r["tenant"] == name} for name in dict.fromkeys(r["tenant"] for r in hourly)}
 st.plotly_chart(
     figures.lines(hour_labels,
-                  {name: [num(rows[h][f"wait_{quantile}_s"]) if h in rows and rows[h]["pods_started"] else None
-                          for h in hour_labels] for name, rows in by_tenant.items()},
+                  {name: [maybe(rows[h], f"wait_{quantile}_s") if h in rows else None for h in hour_labels]
+                   for name, rows in by_tenant.items()},
                   f"Wait {quantile} per hour, per tenant (seconds; a gap: no pod started that hour)"),
     key="fair_hour_chart",
 )
@@ -119,9 +127,9 @@ st.dataframe(
             "hour": r["hour"],
             "tenant": r["tenant"],
             "pods started": int(num(r["pods_started"])),
-            "wait p50 (s)": num(r["wait_p50_s"]),
-            "wait p95 (s)": num(r["wait_p95_s"]),
-            "wait p99 (s)": num(r["wait_p99_s"]),
+            "wait p50 (s)": maybe(r, "wait_p50_s"),
+            "wait p95 (s)": maybe(r, "wait_p95_s"),
+            "wait p99 (s)": maybe(r, "wait_p99_s"),
             "pending at end": int(num(r["pending_at_end"])),
             "failed": int(num(r["failed"])),
             "starving": int(num(r["starving_pods"])),
@@ -130,8 +138,13 @@ st.dataframe(
         for r in sorted(hourly, key=lambda r: (str(r["hour"]), str(r["tenant"])))
     ],
     hide_index=True,
+    placeholder=NULL,
     key="fair_hour_table",
 )
-peak = max(hourly, key=lambda r: (num(r[f"wait_{quantile}_s"]), str(r["hour"]), str(r["tenant"])))
-reading(f"The longest hourly wait {quantile} is {peak['tenant']}'s at {peak['hour']} "
-        f"({num(peak[f'wait_{quantile}_s']):,.0f} s over {int(num(peak['pods_started'])):,} pods started).")
+peak = max((r for r in hourly if r[f"wait_{quantile}_s"] is not None),
+           key=lambda r: (num(r[f"wait_{quantile}_s"]), str(r["hour"]), str(r["tenant"])), default=None)
+if peak is None:
+    reading("No pod started in any hour of this window.")
+else:
+    reading(f"The longest hourly wait {quantile} is {peak['tenant']}'s at {peak['hour']} "
+            f"({num(peak[f'wait_{quantile}_s']):,.0f} s over {int(num(peak['pods_started'])):,} pods started).")

@@ -170,6 +170,26 @@ def test_fairness_page_without_a_window_shows_the_event_logs_instant(api_env: st
         ("Jain's index, whole window", "1.000"), ("Jain's index under contention", "–"), ("Contended hours", "0")]
 
 
+def test_fairness_page_shows_no_wait_for_a_tenant_that_started_no_pod(api_env: str) -> None:
+    """Every world event of the factory is at 08:00:00: from 08:30 on the tenants' pods are there,
+    but none starts. The API gives every wait percentile as null, and the page shows those cells as
+    "–", as a null rate, and names no longest wait (0 s would read as pods served at once)."""
+    at = open_page("3_fairness.py")
+    at.text_input(key="f_since").input(f"{factory.DAY}T08:30:00Z").run()
+    at.text_input(key="f_until").input(f"{factory.DAY}T09:00:00Z").run()
+    assert not problems(at), problems(at)
+    frame = next(f for f in at.dataframe if "wait p99 (s)" in f.value.columns and "weight" in f.value.columns)
+    waits = frame.value[["pods started", "wait p50 (s)", "wait p95 (s)", "wait p99 (s)"]]
+    assert len(waits) >= 2 and (waits["pods started"] == 0).all()
+    assert waits.drop(columns="pods started").isna().all().all()
+    assert frame.proto.placeholder == "–"
+    assert readings(at)[1:] == ["No pod started in this window; no pod waited past the starvation timeout.",
+                                "No pod started in any hour of this window."]
+    hourly = next(f for f in at.dataframe if "hour" in f.value.columns)
+    assert hourly.value[["wait p50 (s)", "wait p95 (s)", "wait p99 (s)"]].isna().all().all()
+    assert hourly.proto.placeholder == "–"
+
+
 def test_migration_page_compares_the_cohorts(api_env: str) -> None:
     at = open_page("7_migration.py")
     table = table_with(at, "cohort")
