@@ -87,8 +87,9 @@ def _day(queueing: str, fallback: dict[str, Any] | None, pacer: MemoryPacer,
 
 
 def tenant_p99(fairness: dict[str, Any]) -> dict[str, float]:
-    """Each tenant's p99 wait (s) from a ``fairness_report``, for the tenants that started a pod."""
-    return {row["tenant"]: row["wait_p99_s"] for row in fairness["tenants"] if row["pods_started"]}
+    """Each tenant's p99 wait (s) from a ``fairness_report``, for the tenants that started a pod (the
+    others' is null: a ratio of waits has nothing to take from them)."""
+    return {row["tenant"]: row["wait_p99_s"] for row in fairness["tenants"] if row["wait_p99_s"] is not None}
 
 
 def _lowest_hours(day: dict[str, Any], n: int = 3) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 from audit.metrics import Window, fairness_report, fold_lifecycle
 from audit.records import Blocker, Outcome
+from benchmarks.bench_fairness import tenant_p99
 from benchmarks.cluster_day import cluster_day
 from benchmarks.paced_day import paced_day
 from benchmarks.pacers import MemoryPacer
@@ -46,7 +47,7 @@ def _rows(pacer: MemoryPacer, label: str, basis: str | None) -> list[dict[str, A
     result = paced.result
     life = fold_lifecycle(result.events, result.world.cluster)
     report = fairness_report(life, Window(result.start_ms, result.end_ms))
-    p99 = {row["tenant"]: row["wait_p99_s"] for row in report["tenants"] if row["pods_started"]}
+    p99 = tenant_p99(report)
     worst, best = max(p99.values()), max(P99_FLOOR_S, min(p99.values()))
     preemptions = [r for r in result.records if r.outcome == Outcome.PREEMPTED.value]
     victims = [b.detail for r in preemptions for b in r.blockers if b.code == Blocker.RECLAIM_VICTIM.value]

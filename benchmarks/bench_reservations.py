@@ -23,6 +23,7 @@ from audit.metrics.waits import WaitStats, tenant_waits
 from audit.scheduler import reservations
 from audit.timestamps import parse_time_ms
 from audit.world import World
+from benchmarks.bench_fairness import tenant_p99
 from benchmarks.cluster_day import cluster_day
 from benchmarks.paced_day import paced_day
 from benchmarks.pacers import MemoryPacer
@@ -93,7 +94,7 @@ def _rows(pacer: MemoryPacer, label: str, reserve_after: str, per_tenant: int | 
     multi = tenant_waits([p for p in research if sizes.get(p.key, 1) >= 2], window).get(TENANT)
     eight = tenant_waits([p for p in research if sizes.get(p.key, 1) == 8], window).get(TENANT)
     report = fairness_report(life, window)
-    p99 = {row["tenant"]: row["wait_p99_s"] for row in report["tenants"] if row["pods_started"]}
+    p99 = tenant_p99(report)
     worst, best = max(p99.values()), max(P99_FLOOR_S, min(p99.values()))
     made = sum(1 for e in result.events if e.object_kind == "Reservation" and e.type == "upsert")
     kept_off = sum(1 for r in result.records if any(b.code == "reservation_held" for b in r.blockers))

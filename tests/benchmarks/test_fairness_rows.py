@@ -26,8 +26,10 @@ def test_the_engine_rows_carry_the_targets_and_the_baseline_rows_none(monkeypatc
         f"{bf.DAY_NAME}, FIFO with backfill (fairness off), immediate fallback: ")
 
 
-def _day_of(p99: dict[str, float]) -> dict[str, object]:
-    return {"fairness": {"tenants": [{"tenant": t, "wait_p99_s": v, "pods_started": 1} for t, v in p99.items()]}}
+def _day_of(p99: dict[str, float | None]) -> dict[str, object]:
+    """A day whose tenants have these p99 waits; None: the tenant started no pod."""
+    return {"fairness": {"tenants": [{"tenant": t, "wait_p99_s": v, "pods_started": int(v is not None)}
+                                     for t, v in p99.items()]}}
 
 
 @pytest.mark.parametrize(("mine", "base", "value", "note"), [
@@ -37,6 +39,8 @@ def _day_of(p99: dict[str, float]) -> dict[str, object]:
                  "a 6,230s vs 3,509s; b 645s vs 1,638s (worst: a)", id="default-day-team-b-against-the-baseline"),
     pytest.param({"a": 50.0, "b": 50.0}, {"a": 100.0, "b": 100.0}, 0.5, "a 50s vs 100s; b 50s vs 100s (worst: b)",
                  id="a-tie-names-the-last-tenant"),
+    pytest.param({"a": 120.0, "b": 30.0, "c": None}, {"a": 100.0, "b": 60.0, "c": None}, 1.2,
+                 "a 120s vs 100s; b 30s vs 60s (worst: a)", id="a-tenant-that-started-no-pod-is-left-out"),
 ])
 def test_p99_against_gives_the_worst_tenants_ratio_and_every_tenants_waits(mine, base, value, note):
     row = bf.p99_against(_day_of(mine), _day_of(base), "what", "<= 9")
