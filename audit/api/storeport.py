@@ -91,14 +91,17 @@ class OtlpSink:
         # so a re-send (or a changed version) of a spooled decision would otherwise pass as new.
         self._recovered = self._writer.drain()
 
-    def write_records(self, records: list[DecisionRecord]) -> None:
+    def write_records(self, records: list[DecisionRecord]) -> list[str]:
+        """Write what history does not hold yet; the errors of the records refused as conflicts
+        (quarantined here), which the receiver reports to the sender as rejected items."""
         if not self._recovered:
             self._recovered = self._writer.drain()
             if not self._recovered:  # the receiver answers 503 and the sender retries
                 raise StoreError(f"batches spooled before the last stop are not delivered yet: {self._writer.last_error}")
         # the same append-only check as the ingest endpoints: a re-sent span never rewrites a decision
-        self._store.append_history(self._writer, "otlp", list(records), [])
+        screened, _ = self._store.append_history(self._writer, "otlp", list(records), [])
         self._writer.flush()
+        return [str(error["error"]) for error in screened.conflict_errors]
 
     def quarantine(self, source: str, kind: str, error: str, raw: bytes) -> None:
         self._writer.write_quarantine([quarantine_row(source, kind, error, "", raw)])

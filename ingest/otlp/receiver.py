@@ -2,7 +2,9 @@
 
 HTTP (``ingest.otlp.http``) and gRPC (``ingest.otlp.grpc``) both hand decoded export requests
 here. Items that claim to be decisions but fail validation are quarantined one by one and
-reported in the OTLP ``partial_success`` of the response; the rest of the batch is kept.
+reported in the OTLP ``partial_success`` of the response; the rest of the batch is kept. So are
+decisions the sink refuses because their id is already taken by a different record (stored, or
+earlier in the same request): the sender learns that its copy was not kept.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from audit.telemetry import schema as s
 from ingest.otlp.decode import DecodeResult, records_from_logs, records_from_traces
 from ingest.otlp.sink import RecordSink
 
@@ -74,20 +77,20 @@ class OtlpReceiver:
     counters: ReceiverCounters
 
     def traces(self, request: ExportTraceServiceRequest) -> ExportTraceServiceResponse:
-        result = self._store(records_from_traces(request))
+        errors = self._store(records_from_traces(request), f"span {s.ROOT_SPAN!r}")
         response = ExportTraceServiceResponse()
-        if result.rejected:
+        if errors:
             response.partial_success.CopyFrom(
-                ExportTracePartialSuccess(rejected_spans=len(result.rejected), error_message=_summary(result))
+                ExportTracePartialSuccess(rejected_spans=len(errors), error_message=_summary(errors))
             )
         return response
 
     def logs(self, request: ExportLogsServiceRequest) -> ExportLogsServiceResponse:
-        result = self._store(records_from_logs(request))
+        errors = self._store(records_from_logs(request), "log record")
         response = ExportLogsServiceResponse()
-        if result.rejected:
+        if errors:
             response.partial_success.CopyFrom(
-                ExportLogsPartialSuccess(rejected_log_records=len(result.rejected), error_message=_summary(result))
+                ExportLogsPartialSuccess(rejected_log_records=len(errors), error_message=_summary(errors))
             )
         return response
 
@@ -96,24 +99,28 @@ class OtlpReceiver:
         self.counters.add("malformed")
         self.sink.quarantine(self.source, kind, error, raw)
 
-    def _store(self, result: DecodeResult) -> DecodeResult:
+    def _store(self, result: DecodeResult, where: str) -> list[str]:
+        """Quarantine the invalid items, write the records; the errors of every item not kept
+        (``where`` names the kind of item a refused record came in)."""
         self.counters.add("requests")
         for item in result.rejected:
             self.sink.quarantine(self.source, item.kind, item.error, item.raw)
         self.counters.add("rejected", len(result.rejected))
         self.counters.add("ignored", result.ignored)
         self.counters.add("parts", result.parts)
+        errors = [item.error for item in result.rejected]
         if result.records:
             try:
-                self.sink.write_records(result.records)
+                refused = self.sink.write_records(result.records)
             except Exception as exc:  # any store failure: the sender keeps the batch and retries
                 self.counters.add("sink_errors")
                 raise SinkUnavailable(f"decision store unavailable: {type(exc).__name__}: {exc}") from exc
-            self.counters.add("records", len(result.records))
-        return result
+            self.counters.add("records", len(result.records) - len(refused))
+            self.counters.add("rejected", len(refused))
+            errors += [f"{where}: {error}" for error in refused]
+        return errors
 
 
-def _summary(result: DecodeResult) -> str:
-    first = result.rejected[0].error
-    more = len(result.rejected) - 1
-    return first if more == 0 else f"{first} (and {more} more rejected)"
+def _summary(errors: list[str]) -> str:
+    more = len(errors) - 1
+    return errors[0] if more == 0 else f"{errors[0]} (and {more} more rejected)"

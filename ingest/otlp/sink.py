@@ -1,7 +1,9 @@
 """Where received decisions go: the small protocol the receiver writes to, and an in-memory sink.
 
-The API server passes its AuditStore, which offers these two methods; ``MemorySink`` is the same
-contract kept in lists (for tests, benchmarks and a receiver run without a store).
+The API server passes a sink over its AuditStore, which keeps history append-only: a record whose
+decision id is stored with other content is refused (and quarantined by the sink), and the
+receiver reports it to the sender as a rejected item. ``MemorySink`` is the same contract kept in
+lists, refusing nothing (for tests, benchmarks and a receiver run without a store).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from audit.records import DecisionRecord
 
 
 class RecordSink(Protocol):
-    def write_records(self, records: list[DecisionRecord]) -> None: ...
+    def write_records(self, records: list[DecisionRecord]) -> list[str]:
+        """Keep ``records``; return one message per record refused (and quarantined by the sink),
+        naming its decision id. An identical re-send of a kept record is not a refusal."""
+        ...
 
     def quarantine(self, source: str, kind: str, error: str, raw: bytes) -> None: ...
 
@@ -35,9 +40,10 @@ class MemorySink:
         self.records: list[DecisionRecord] = []
         self.quarantined: list[Quarantined] = []
 
-    def write_records(self, records: list[DecisionRecord]) -> None:
+    def write_records(self, records: list[DecisionRecord]) -> list[str]:
         with self._lock:
             self.records.extend(records)
+        return []
 
     def quarantine(self, source: str, kind: str, error: str, raw: bytes) -> None:
         with self._lock:

@@ -1,0 +1,117 @@
+"""A decision sent over OTLP whose id is already taken by a different record (in the store, or
+earlier in the same request) is not kept: the sender gets it back as a rejected span naming the
+decision and both digests, as the ingest endpoints report it, and the receiver counts it as
+rejected. An identical re-send, or the same decision measured again, is absorbed silently.
+
+Real ``claimtrail serve`` on loopback with an embedded chDB store; the requests are OTLP protobuf
+built with the ``opentelemetry-proto`` messages."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from audit.records import DecisionRecord
+from audit.store.rows import record_json as stored_json
+from audit.telemetry import schema as s
+from audit.telemetry.record_dict import record_json
+from tests.api.conftest import Server, start_server, stop
+from tests.otlp.payloads import span, traces
+from tests.telemetry.records_factory import make_record
+
+PB = {"content-type": "application/x-protobuf"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv, proc = start_server(tmp_path_factory.mktemp("otlp-history"))
+    try:
+        yield srv
+    finally:
+        stop(proc)
+
+
+def _record(name: str, **changes: object) -> DecisionRecord:
+    """A decision of its own cluster (so cases never share ids), changed and sealed again: each
+    version is valid on its own, only history tells them apart."""
+    record = dataclasses.replace(make_record(cluster=f"otlp-history-{name}"), **changes)
+    record.output_digest = record.compute_output_digest()
+    return record
+
+
+def _sha(record: DecisionRecord) -> str:
+    return hashlib.sha256(stored_json(record).encode()).hexdigest()
+
+
+def _conflict(sent: DecisionRecord, kept: DecisionRecord) -> str:
+    return (f"span 'dra.allocate': decision {sent.decision_id}: conflicts with the stored one (stored sha256 "
+            f"{_sha(kept)}, sent sha256 {_sha(sent)}); history is append-only, the stored one is kept")
+
+
+@dataclass(frozen=True)
+class Case:
+    before: list[DecisionRecord]  # sent (and kept) in an earlier request
+    sent: list[DecisionRecord]  # the request under test, in span order
+    refused: list[tuple[DecisionRecord, DecisionRecord]]  # (the copy refused, the copy kept)
+    kept: list[DecisionRecord]  # what the API serves afterwards
+
+
+A, A_CHANGED = _record("a"), _record("a", message="edited after the fact")
+B, B_CHANGED = _record("b"), _record("b", message="a second version")
+C = _record("c")
+D, D_REMEASURED = _record("d"), _record("d", duration_us=999)
+E = _record("e")
+F, F_CHANGED, G = _record("f"), _record("f", wait_ms=7), _record("g")
+
+CASES = {
+    "changed-stored-decision": Case([A], [A_CHANGED], [(A_CHANGED, A)], [A]),
+    "two-versions-in-one-request": Case([], [B, B_CHANGED], [(B_CHANGED, B)], [B]),
+    "identical-resend": Case([C], [C], [], [C]),
+    "same-decision-measured-again": Case([D], [D_REMEASURED], [], [D]),
+    "identical-twice-in-one-request": Case([], [E, E], [], [E]),
+    "conflict-beside-a-new-decision": Case([F], [F_CHANGED, G], [(F_CHANGED, F)], [F, G]),
+}
+
+
+def _export(server: Server, records: list[DecisionRecord]) -> httpx.Response:
+    request = traces(*(span(s.ROOT_SPAN, {s.RECORD: record_json(r)}, span_id=i + 1) for i, r in enumerate(records)))
+    return server.post("/v1/traces", content=request.SerializeToString(), headers=PB)
+
+
+def _counter(server: Server, family: str, name: str) -> float:
+    text = server.get("/metrics").text
+    found = re.search(rf'^{family}{{counter="{name}"}} (\S+)$', text, re.M)
+    assert found is not None, f"{family} {name} not in /metrics"
+    return float(found.group(1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_a_decision_conflicting_with_history_is_a_rejected_span(server: Server, case: Case) -> None:
+    if case.before:
+        first = _export(server, case.before)
+        assert (first.status_code, ExportTraceServiceResponse.FromString(first.content).HasField("partial_success")) \
+            == (200, False)
+    rejected = _counter(server, "claimtrail_otlp_items", "rejected")
+    quarantined = _counter(server, "claimtrail_store", "writer_quarantined")
+
+    response = _export(server, case.sent)
+
+    assert response.status_code == 200
+    partial = ExportTraceServiceResponse.FromString(response.content).partial_success
+    expected = [_conflict(sent, kept) for sent, kept in case.refused]
+    more = f" (and {len(expected) - 1} more rejected)" if len(expected) > 1 else ""
+    assert (partial.rejected_spans, partial.error_message) == (len(expected), expected[0] + more if expected else "")
+    assert _counter(server, "claimtrail_otlp_items", "rejected") - rejected == len(case.refused)
+    assert _counter(server, "claimtrail_store", "writer_quarantined") - quarantined == len(case.refused)
+    for kept in case.kept:
+        served = server.get(f"/v1/decisions/{kept.decision_id}").json()
+        assert (served["output_digest"], served["message"], served["duration_us"]) == (
+            kept.output_digest, kept.message, kept.duration_us)
