@@ -47,6 +47,7 @@ from audit.telemetry.shape import (
     LinkShape,
     ShapeOptions,
     decision_shape,
+    tier_starts,
     why_url,
 )
 from audit.telemetry.timefmt import time_ns
@@ -357,6 +358,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
     else:
         slot = NOMINAL_TIER_US * 1000
         decided = t + tried * slot
+    starts = tier_starts(t, results, slot)
     # every span and log record carries the decision id
     text = decision_id.encode()
     n = len(text)
@@ -368,7 +370,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
         blockers = record.blockers
         for position, tier in enumerate(tiers):
             result = results[position]
-            start = t + position * slot
+            start = starts[position]
             times = _TIMES(0x39, start, 0x41, start if result == _NOT_TRIED else start + slot)
             tier_id = span_ids[8 * position + 16:8 * position + 24]
             index, nodes, considered, request, model = (
@@ -431,7 +433,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
         for position, tier in enumerate(tiers):
             if not tier.exemplars:
                 continue
-            at = _FIXED64(t + position * slot)
+            at = _FIXED64(starts[position])
             # what comes before a verdict's body and after its attributes, the same for the tier's
             lead, tail = b"\x09" + at + _LOG_HEAD, trace_tail + span_ids[8 * position + 16:8 * position + 24] + b"\x59" + at + _LOG_TAIL
             index = tier.index

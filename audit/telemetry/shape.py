@@ -9,7 +9,8 @@ Times: the root span ``dra.allocate`` runs from the pod's creation (the record's
 itself lasts the engine's measured ``duration_us`` (a clock reading, outside the output digest)
 shared evenly by the tiers it tried, in preference order; a record without a measured duration
 (simulated ones) draws each tried tier as ``NOMINAL_TIER_US``, and says so by its
-``claimtrail.duration_us`` of 0. Tiers never tried are zero-length marks after the tried ones.
+``claimtrail.duration_us`` of 0. A tier never tried is a zero-length mark where the tiers tried
+before it ended, so every tier span lies within the root.
 """
 
 from __future__ import annotations
@@ -209,9 +210,9 @@ def decision_shape(
     spans: list[SpanShape] = []
     append = spans.append
     tier_ids: dict[int, int] = {}
-    tier_starts: dict[int, int] = {}
+    starts = tier_starts(t, results, slot)
     for position, (tier, result, span_id) in enumerate(zip(tiers, results, tier_ids_in_order, strict=True)):
-        start = t + position * slot  # preference order: explorers sort siblings by start
+        start = starts[position]
         attrs = TierAttributes(sent, tier, dropped.get(position, 0) if dropped else 0, result)
         if result == s.TIER_NOT_TRIED:
             append(SpanShape(_tier_name(tier.model or tier.request or str(tier.index)), span_id, root_id, start, start,
@@ -223,7 +224,6 @@ def decision_shape(
             append(SpanShape(_tier_name(tier.model or tier.request or str(tier.index)), span_id, root_id, start,
                              start + slot, attrs))
         tier_ids[position] = span_id
-        tier_starts[position] = start
 
     root_start = t - record.wait_ms * 1_000_000
     if record.wait_ms:
@@ -250,7 +250,7 @@ def decision_shape(
             # a verdict whose tier has no span (extra evidence only) still belongs to the decision
             where = verdict.position
             if where is not None and where in tier_ids:
-                verdict_span, at = tier_ids[where], tier_starts[where]
+                verdict_span, at = tier_ids[where], starts[where]
             else:
                 verdict_span, at = root_id, t
             verdict_attrs = VerdictAttributes(decision, verdict)
@@ -264,6 +264,20 @@ def decision_shape(
                 (by_id.get(span_id) or root).events = span_events
     append(root)
     return DecisionShape(trace_id, root_id, spans, logs, tier_ids, len(kept), selection.dropped, sent)
+
+
+def tier_starts(t: int, results: Sequence[str], slot: int) -> list[int]:
+    """Each tier's start: the tried tiers one after another from ``t`` in preference order (explorers
+    sort siblings by start), each ``slot`` long, and a tier not tried where the tried ones before
+    it ended. Placing by position instead would draw tiers after the last tried one past the
+    decision's end, outside their parent span."""
+    starts = []
+    at = t
+    for result in results:
+        starts.append(at)
+        if result != s.TIER_NOT_TRIED:
+            at += slot
+    return starts
 
 
 _TIER_NAMES: dict[str, str] = {}
