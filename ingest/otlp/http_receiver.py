@@ -2,7 +2,8 @@
 
 Per the OTLP/HTTP spec: protobuf or JSON bodies (the response uses the request's encoding),
 optional gzip, 413 for a body over the size limit (checked while it streams in, before it is
-held whole), 200 with ``partial_success`` when some items were rejected, 400 with a
+held whole, and again on what a gzip body inflates to), 200 with ``partial_success`` when some
+items were rejected, 400 with a
 ``google.rpc.Status`` body for a malformed payload (which is also quarantined, raw bytes as
 received), 415 for other media types, and 503 when the sink cannot write so the sender retries.
 """
@@ -23,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from ingest.otlp.payload import (
     JSON,
     MAX_BODY_BYTES,
+    BodyTooLarge,
     PayloadError,
     UnsupportedMediaType,
     decompress,
@@ -112,6 +114,8 @@ def _handle(
         return _status(415, code_pb2.INVALID_ARGUMENT, str(exc), JSON)
     try:
         request = parse(decompress(body, content_encoding, max_body), media, signal.message_type)
+    except BodyTooLarge as exc:  # not malformed, and refused unread like a body over the cap
+        return _status(413, code_pb2.INVALID_ARGUMENT, str(exc), media)
     except PayloadError as exc:
         receiver.malformed(signal.kind, str(exc), body)
         return _status(400, code_pb2.INVALID_ARGUMENT, str(exc), media)

@@ -33,6 +33,11 @@ class UnsupportedMediaType(PayloadError):
     """The content type is neither OTLP protobuf nor OTLP JSON; answered with 415."""
 
 
+class BodyTooLarge(PayloadError):
+    """The body, or what it decompresses to, exceeds the size limit; answered with 413, which the
+    OTLP/HTTP spec asks for either way (a sender must not retry it)."""
+
+
 def media_type(content_type: str) -> str:
     base = content_type.split(";", 1)[0].strip().lower()
     if base in (PROTOBUF, "application/protobuf"):
@@ -46,7 +51,7 @@ def decompress(body: bytes, content_encoding: str, limit: int = MAX_BODY_BYTES) 
     encoding = content_encoding.strip().lower()
     if encoding in ("", "identity"):
         if len(body) > limit:
-            raise PayloadError(f"body: {len(body)} bytes exceeds the {limit}-byte limit")
+            raise BodyTooLarge(f"body: {len(body)} bytes exceeds the {limit}-byte limit")
         return body
     if encoding != "gzip":
         raise PayloadError(f"Content-Encoding: {content_encoding!r} is not supported (use gzip or none)")
@@ -56,7 +61,7 @@ def decompress(body: bytes, content_encoding: str, limit: int = MAX_BODY_BYTES) 
     except zlib.error as exc:
         raise PayloadError(f"body: invalid gzip data ({exc})") from None
     if len(out) > limit:
-        raise PayloadError(f"body: decompresses to more than the {limit}-byte limit")
+        raise BodyTooLarge(f"body: decompresses to more than the {limit}-byte limit")
     if not inflater.eof:
         raise PayloadError("body: truncated gzip data")
     return out

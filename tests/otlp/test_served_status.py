@@ -1,0 +1,54 @@
+"""The OTLP endpoints of a real ``claimtrail serve`` (embedded chDB store, ``--max-body-mb 1``)
+answer a body they will not read with the status the ingest endpoints give the same body, and
+the OTLP/HTTP spec asks for: 413 for a body over the limit, compressed or once inflated."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterator
+
+import pytest
+from google.rpc import status_pb2
+
+from tests.api.conftest import Server, start_server, stop
+
+LIMIT = 1024 * 1024
+PB = {"content-type": "application/x-protobuf"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv, proc = start_server(tmp_path_factory.mktemp("otlp-status"), "--max-body-mb", "1")
+    try:
+        yield srv
+    finally:
+        stop(proc)
+
+
+def _malformed(server: Server) -> float:
+    found = re.search(r'^claimtrail_otlp_items{counter="malformed"} (\S+)$', server.get("/metrics").text, re.M)
+    assert found is not None
+    return float(found.group(1))
+
+
+REFUSED_UNREAD = {
+    "over-the-limit-as-sent": (b"\0" * (LIMIT + 1), {}, 413, f"body: exceeds the {LIMIT}-byte limit", 0),
+    "gzip-inflating-past-the-limit": (gzip.compress(b"\0" * (LIMIT + 1)), {"content-encoding": "gzip"}, 413,
+                                      f"body: decompresses to more than the {LIMIT}-byte limit", 0),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("body", "headers", "status", "message", "quarantined"), REFUSED_UNREAD.values(),
+                         ids=REFUSED_UNREAD.keys())
+def test_a_body_refused_unread_gets_the_status_the_ingest_endpoints_give(
+    server: Server, body: bytes, headers: dict[str, str], status: int, message: str, quarantined: int,
+) -> None:
+    malformed = _malformed(server)
+    otlp = server.post("/v1/traces", content=body, headers={**PB, **headers})
+    ingest = server.post("/v1/ingest/records", content=body, headers=headers)
+    assert (otlp.status_code, ingest.status_code) == (status, status)
+    assert (otlp.headers["content-type"], status_pb2.Status.FromString(otlp.content).message) == (
+        PB["content-type"], message)
+    assert _malformed(server) - malformed == quarantined
