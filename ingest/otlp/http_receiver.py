@@ -5,7 +5,8 @@ optional gzip, 413 for a body over the size limit (checked while it streams in, 
 held whole, and again on what a gzip body inflates to), 200 with ``partial_success`` when some
 items were rejected, 400 with a
 ``google.rpc.Status`` body for a malformed payload (which is also quarantined, raw bytes as
-received), 415 for other media types, and 503 when the sink cannot write so the sender retries.
+received), 415 for other media types and content codings, and 503 when the sink cannot write
+so the sender retries.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ingest.otlp.payload import (
     MAX_BODY_BYTES,
     BodyTooLarge,
     PayloadError,
+    UnsupportedEncoding,
     UnsupportedMediaType,
     decompress,
     media_type,
@@ -116,6 +118,10 @@ def _handle(
         request = parse(decompress(body, content_encoding, max_body), media, signal.message_type)
     except BodyTooLarge as exc:  # not malformed, and refused unread like a body over the cap
         return _status(413, code_pb2.INVALID_ARGUMENT, str(exc), media)
+    except UnsupportedEncoding as exc:
+        receiver.malformed(signal.kind, str(exc), body)
+        # RFC 7694: a 415 for a content coding names the codings the server does decode
+        return _status(415, code_pb2.INVALID_ARGUMENT, str(exc), media, {"Accept-Encoding": "gzip"})
     except PayloadError as exc:
         receiver.malformed(signal.kind, str(exc), body)
         return _status(400, code_pb2.INVALID_ARGUMENT, str(exc), media)
@@ -126,6 +132,6 @@ def _handle(
     return Response(serialize(response, media), status_code=200, media_type=media)
 
 
-def _status(http_status: int, code: int, message: str, media: str) -> Response:
+def _status(http_status: int, code: int, message: str, media: str, headers: dict[str, str] | None = None) -> Response:
     body = status_pb2.Status(code=code, message=message)
-    return Response(serialize(body, media), status_code=http_status, media_type=media)
+    return Response(serialize(body, media), status_code=http_status, media_type=media, headers=headers)

@@ -33,6 +33,11 @@ class UnsupportedMediaType(PayloadError):
     """The content type is neither OTLP protobuf nor OTLP JSON; answered with 415."""
 
 
+class UnsupportedEncoding(UnsupportedMediaType):
+    """The content coding is neither gzip nor none; answered with 415, which HTTP (RFC 9110,
+    15.5.16) gives a Content-Encoding the server cannot decode as well as a Content-Type."""
+
+
 class BodyTooLarge(PayloadError):
     """The body, or what it decompresses to, exceeds the size limit; answered with 413, which the
     OTLP/HTTP spec asks for either way (a sender must not retry it)."""
@@ -54,7 +59,7 @@ def decompress(body: bytes, content_encoding: str, limit: int = MAX_BODY_BYTES) 
             raise BodyTooLarge(f"body: {len(body)} bytes exceeds the {limit}-byte limit")
         return body
     if encoding != "gzip":
-        raise PayloadError(f"Content-Encoding: {content_encoding!r} is not supported (use gzip or none)")
+        raise UnsupportedEncoding(f"Content-Encoding: {content_encoding!r} is not supported (use gzip or none)")
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     try:
         out = inflater.decompress(body, limit + 1)

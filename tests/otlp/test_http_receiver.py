@@ -88,7 +88,7 @@ TRUNCATED_GZIP = gzip.compress(b"x" * 100)[:-12]
         ),
         (BAD_GZIP, {**PB, "content-encoding": "gzip"}, 400, "body: invalid gzip data"),
         (TRUNCATED_GZIP, {**PB, "content-encoding": "gzip"}, 400, "body: truncated gzip data"),
-        (b"x", {**PB, "content-encoding": "br"}, 400, "Content-Encoding: 'br' is not supported"),
+        (b"x", {**PB, "content-encoding": "br"}, 415, "Content-Encoding: 'br' is not supported"),
         (b"hello", {"content-type": "text/plain"}, 415, "Content-Type: 'text/plain' is not"),
     ],
     ids=["bad-protobuf", "bad-json", "json-not-object", "json-wrong-shape", "json-bad-hex-id", "bad-gzip", "truncated-gzip",

@@ -1,11 +1,14 @@
 """The OTLP endpoints of a real ``claimtrail serve`` (embedded chDB store, ``--max-body-mb 1``)
 answer a body they will not read with the status the ingest endpoints give the same body, and
-the OTLP/HTTP spec asks for: 413 for a body over the limit, compressed or once inflated."""
+the OTLP/HTTP spec asks for: 413 for a body over the limit, compressed or once inflated, and 415
+for a content coding other than gzip (HTTP's answer to a Content-Encoding it cannot decode,
+naming the one it can; the body is quarantined as received)."""
 
 from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from collections.abc import Iterator
 
 import pytest
@@ -36,7 +39,12 @@ REFUSED_UNREAD = {
     "over-the-limit-as-sent": (b"\0" * (LIMIT + 1), {}, 413, f"body: exceeds the {LIMIT}-byte limit", 0),
     "gzip-inflating-past-the-limit": (gzip.compress(b"\0" * (LIMIT + 1)), {"content-encoding": "gzip"}, 413,
                                       f"body: decompresses to more than the {LIMIT}-byte limit", 0),
+    "deflate": (zlib.compress(b"{}"), {"content-encoding": "deflate"}, 415,
+                "Content-Encoding: 'deflate' is not supported (use gzip or none)", 1),
+    "brotli": (b"\x0b\x00\x80{}\x03", {"content-encoding": "br"}, 415,
+               "Content-Encoding: 'br' is not supported (use gzip or none)", 1),
 }
+ACCEPTED_ENCODING = {413: None, 415: "gzip"}
 
 
 @pytest.mark.slow
@@ -51,4 +59,5 @@ def test_a_body_refused_unread_gets_the_status_the_ingest_endpoints_give(
     assert (otlp.status_code, ingest.status_code) == (status, status)
     assert (otlp.headers["content-type"], status_pb2.Status.FromString(otlp.content).message) == (
         PB["content-type"], message)
+    assert otlp.headers.get("accept-encoding") == ACCEPTED_ENCODING[status]
     assert _malformed(server) - malformed == quarantined
