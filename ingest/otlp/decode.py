@@ -6,7 +6,11 @@ present as flat attributes must agree with the record, and the record's ``output
 match its content unless the sender lists redacted paths (a redacted record keeps the digest of
 the decision as made). Tier spans, wait spans and verdict log records are recognised parts of a decision;
 everything else is ignored and counted. An item that claims to be a decision but fails these
-checks is rejected with a message naming the attribute and field.
+checks is rejected with a message naming the attribute and field; so is a decision span or a
+part whose ids OTLP calls invalid (a trace_id of other than 16 bytes, a span_id of other than 8,
+either all zero, a parent_span_id neither empty nor 8 bytes), however the request was encoded.
+A log record's ids are optional, and OTLP has receivers treat invalid ones as absent, so they are
+not checked.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from audit.records import DecisionRecord, RecordError, validate_record
 from audit.telemetry import schema as s
@@ -60,13 +65,39 @@ def records_from_traces(request: ExportTraceServiceRequest) -> DecodeResult:
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 attrs = attributes(span.attributes)
-                if span.name == s.ROOT_SPAN and _is_claimtrail(attrs):
-                    _take(result, "span", f"span {span.name!r}", attrs, span.SerializeToString)
-                elif s.DECISION_ID in attrs and (span.name.startswith(s.TIER_SPAN) or span.name == s.WAIT_SPAN):
-                    result.parts += 1
-                else:
+                decision = span.name == s.ROOT_SPAN and _is_claimtrail(attrs)
+                part = not decision and s.DECISION_ID in attrs and (
+                    span.name.startswith(s.TIER_SPAN) or span.name == s.WAIT_SPAN)
+                if not (decision or part):
                     result.ignored += 1
+                    continue
+                invalid = span_id_error(span)
+                if invalid:
+                    result.rejected.append(Rejected("span", f"span {span.name!r}: {invalid}", span.SerializeToString()))
+                elif decision:
+                    _take(result, "span", f"span {span.name!r}", attrs, span.SerializeToString)
+                else:
+                    result.parts += 1
     return result
+
+
+_ZERO_TRACE, _ZERO_SPAN = bytes(16), bytes(8)
+
+
+def span_id_error(span: Span) -> str:
+    """What makes the span's ids invalid in OTLP (naming the field), or "" when they are valid."""
+    trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+    if len(trace_id) != 16:
+        return f"trace_id: {len(trace_id)} bytes, an OTLP trace_id is 16"
+    if trace_id == _ZERO_TRACE:
+        return "trace_id: all zero, which OTLP defines as invalid"
+    if len(span_id) != 8:
+        return f"span_id: {len(span_id)} bytes, an OTLP span_id is 8"
+    if span_id == _ZERO_SPAN:
+        return "span_id: all zero, which OTLP defines as invalid"
+    if parent and len(parent) != 8:
+        return f"parent_span_id: {len(parent)} bytes, an OTLP parent_span_id is 8 (or empty for a root span)"
+    return ""
 
 
 def records_from_logs(request: ExportLogsServiceRequest) -> DecodeResult:
