@@ -4,8 +4,8 @@ Each query below sits beside the reference function it implements and computes, 
 and one window [since, until), exactly what that function computes over the fold's ``PodLife``
 rows: the same population (NULL times are "not happened", as ``None`` is), the same clipping, and
 only exact arithmetic in SQL — integer millisecond sums, counts, maxima and nearest-rank
-percentiles taken by integer rank (⌈q·n⌉ = ⌊(100q·n + 99) / 100⌋, never ClickHouse's
-interpolating ``quantile*``). What is float in the reference — milliseconds to hours, the
+percentiles taken by integer rank (⌈q·n⌉ = ⌊(100q·n + 99) / 100⌋, ``audit.store.rank_sql``, never
+ClickHouse's ``quantile*``). What is float in the reference — milliseconds to hours, the
 H100-equivalent weighting (summed per distinct weight, then ``eq_hours``), entitlement and
 Jain's index — is done in Python on those exact aggregates by the reference's own code:
 ``SqlPods`` supplies the per-pod passes ``audit.metrics.report`` runs, and the report functions
@@ -33,6 +33,7 @@ from audit.metrics.usage import HOUR_MS, Usage, eq_hours
 from audit.metrics.waits import WaitStats
 from audit.metrics.window import Window
 from audit.policy import Policy, Tenant, default_policy
+from audit.store.rank_sql import nearest_rank_sql
 
 # (sql, parameters) -> a result with ``result_rows``: what ``AuditStore.insight(fn, ...)`` hands ``fn``
 Query = Callable[..., Any]
@@ -86,15 +87,15 @@ _STATES = """
            if(pending, {u:Int64} - created_ms, ifNull(failed_ms, 0) - created_ms) AS so_far
     FROM pods FINAL WHERE cluster = {c:String}""".replace("{never}", NEVER)
 
-WAITS_SQL = """
+WAITS_SQL = f"""
 SELECT g, length(w) AS n,
-       if(n = 0, NULL, w[greatest(1, intDiv(50 * n + 99, 100))]) AS p50,
-       if(n = 0, NULL, w[greatest(1, intDiv(95 * n + 99, 100))]) AS p95,
-       if(n = 0, NULL, w[greatest(1, intDiv(99 * n + 99, 100))]) AS p99, n_pending, n_failed, longest
+       {nearest_rank_sql("w", "n", 50)} AS p50,
+       {nearest_rank_sql("w", "n", 95)} AS p95,
+       {nearest_rank_sql("w", "n", 99)} AS p99, n_pending, n_failed, longest
 FROM (
   SELECT g, arraySort(groupArrayIf(waited, started)) AS w, countIf(pending) AS n_pending,
          countIf(failed) AS n_failed, greatest(0, maxIf(so_far, pending OR failed)) AS longest
-  FROM ({states})
+  FROM ({{states}})
   GROUP BY g)""".replace("{states}", _STATES)
 
 STARVING_SQL = """
