@@ -17,6 +17,7 @@ from typing import Any
 
 from audit.errors import UserError
 from audit.store.filters import DecisionFilter, conditions, rollup_can_answer, where_sql
+from audit.store.rank_sql import nearest_rank_sql
 
 Query = Callable[[str, dict[str, Any], dict[str, Any] | None], Any]
 
@@ -134,18 +135,22 @@ def health_stats(query: Query, f: DecisionFilter) -> list[dict]:
     return [by_hour[h] for h in sorted(by_hour)]
 
 def migration_stats(query: Query, f: DecisionFilter) -> list[dict]:
-    """Per track × template_version cohort: decisions, success rate, fallback rate, wait p50/p95."""
+    """Per track × template_version cohort: decisions, success rate, fallback rate, and the
+    nearest-rank p50/p95 of the decisions' ``wait_ms``."""
     clauses, params = conditions(f)
     sql = (
-        "SELECT track, template_version, count(), countIf(outcome = 'allocated'), "
-        "countIf(outcome = 'allocated' AND fallback), quantilesExact(0.5, 0.95)(wait_ms) "
-        f"FROM decisions FINAL {where_sql(clauses)} GROUP BY track, template_version "
+        f"SELECT track, template_version, n, allocated, fallbacks, {nearest_rank_sql('w', 'length(w)', 50)}, "
+        f"{nearest_rank_sql('w', 'length(w)', 95)} "
+        "FROM (SELECT track, template_version, count() AS n, countIf(outcome = 'allocated') AS allocated, "
+        "countIf(outcome = 'allocated' AND fallback) AS fallbacks, arraySort(groupArray(wait_ms)) AS w "
+        f"FROM decisions FINAL {where_sql(clauses)} GROUP BY track, template_version) "
         "ORDER BY track, template_version"
     )
     out = []
-    for track, template, n, allocated, fallbacks, waits in query(sql, params, FINAL).result_rows:
+    for track, template, n, allocated, fallbacks, p50, p95 in query(sql, params, FINAL).result_rows:
         out.append({"track": track, "template_version": template, "decisions": int(n),
                     "allocated": int(allocated), "success_rate": allocated / n if n else 0.0,
                     "fallback_rate": fallbacks / allocated if allocated else 0.0,
-                    "wait_p50_ms": float(waits[0]), "wait_p95_ms": float(waits[1])})
+                    "wait_p50_ms": None if p50 is None else float(p50),
+                    "wait_p95_ms": None if p95 is None else float(p95)})
     return out

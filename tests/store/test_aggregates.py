@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import statistics
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from audit.records import DecisionRecord
 from audit.store.queries import AuditStore, DecisionFilter
 from audit.store.rows import epoch_ms
 from tests.store.conftest import write_all
-from tests.store.factory import make_records
+from tests.store.factory import make_record, make_records
 
 WHOLE_DAY = DecisionFilter(since="2026-11-01T00:00:00Z", until="2026-11-02T00:00:00Z")
 PART_DAY = DecisionFilter(since="2026-11-01T00:00:30Z", until="2026-11-02T00:00:00Z")
@@ -119,3 +123,53 @@ def test_migration_stats_per_track_and_template_cohort(store: AuditStore) -> Non
         assert g["fallback_rate"] == sum(r.fallback for r in allocated) / len(allocated)
     assert sum(g["decisions"] for g in got.values()) == 60
     assert set(got) == {("device-plugin", "t1"), ("device-plugin", "t2"), ("dra", "t1"), ("dra", "t2")}
+
+
+def cohort(waits: list[int], track: str = "dra", template: str = "t1", cluster: str = "c1",
+           start: int = 0) -> list[DecisionRecord]:
+    """Decisions of one cohort, one per wait, numbered from ``start``."""
+    return [dataclasses.replace(make_record(start + i, cluster=cluster), wait_ms=w, track=track, template_version=template)
+            for i, w in enumerate(waits)]
+
+
+def ceil_rank(waits: list[int], percent: int) -> float:
+    """The ⌈percent·n / 100⌉-th smallest wait, the rank in integers: nearest rank, worked out apart
+    from the code under test."""
+    ordered = sorted(waits)
+    return float(ordered[max(1, -(-percent * len(ordered) // 100)) - 1])
+
+
+@pytest.mark.parametrize(("waits", "p50", "p95"), [
+    # ClickHouse's quantilesExact takes the element at index ⌊q·n⌋ of the sorted values: 300 and 400 here
+    pytest.param([400, 100, 300, 200], 200.0, 400.0, id="four-p50-is-the-2nd-smallest"),
+    # quantilesExact: 550 and 1000; 0.95 × 20 is 19.000000000000004 in floating point, the rank 19
+    pytest.param([50 * k for k in range(20, 0, -1)], 500.0, 950.0, id="twenty-p95-is-the-19th-smallest"),
+    pytest.param([7000], 7000.0, 7000.0, id="one-decision"),
+])
+def test_migration_stats_wait_percentiles_are_nearest_rank(store: AuditStore, waits: list[int], p50: float,
+                                                           p95: float) -> None:
+    records = cohort(waits)
+    write_all(store, records)
+    write_all(store, records[: len(records) // 2])  # a redelivered half must not count twice
+    (got,) = store.migration_stats(DecisionFilter())
+    assert (got["decisions"], got["wait_p50_ms"], got["wait_p95_ms"]) == (len(waits), p50, p95)
+
+
+_examples = itertools.count()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(decisions=st.lists(st.tuples(st.sampled_from([("dra", "t1"), ("dra", "t2"), ("device-plugin", "")]),
+                                    st.integers(0, 10**7)), min_size=1, max_size=80))
+def test_migration_stats_wait_percentiles_equal_a_ceil_rank_recomputation(
+        store: AuditStore, decisions: list[tuple[tuple[str, str], int]]) -> None:
+    cluster = f"p{next(_examples)}"  # each example its own cluster of the one store
+    records = [dataclasses.replace(make_record(i, cluster=cluster), track=track, template_version=template, wait_ms=w)
+               for i, ((track, template), w) in enumerate(decisions)]
+    write_all(store, records)
+    waits: dict[tuple[str, str], list[int]] = {}
+    for (key, w) in decisions:
+        waits.setdefault(key, []).append(w)
+    got = {(g["track"], g["template_version"]): (g["decisions"], g["wait_p50_ms"], g["wait_p95_ms"])
+           for g in store.migration_stats(DecisionFilter(cluster=cluster))}
+    assert got == {key: (len(ws), ceil_rank(ws, 50), ceil_rank(ws, 95)) for key, ws in waits.items()}
