@@ -149,8 +149,9 @@ def migration_stats(query: Query, f: DecisionFilter) -> list[dict]:
     out = []
     for track, template, n, allocated, fallbacks, p50, p95 in query(sql, params, FINAL).result_rows:
         out.append({"track": track, "template_version": template, "decisions": int(n),
-                    "allocated": int(allocated), "success_rate": allocated / n if n else 0.0,
-                    "fallback_rate": fallbacks / allocated if allocated else 0.0,
+                    # a rate with no population is unknown, not 0: null, as every rate users see
+                    "allocated": int(allocated), "success_rate": allocated / n if n else None,
+                    "fallback_rate": fallbacks / allocated if allocated else None,
                     "wait_p50_ms": None if p50 is None else float(p50),
                     "wait_p95_ms": None if p95 is None else float(p95)})
     return out

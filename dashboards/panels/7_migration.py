@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboards import client, figures
 from dashboards.filters import filter_bar
-from dashboards.view import duration, empty, has_columns, load, num, pct, reading
+from dashboards.view import duration, empty, has_columns, load, maybe, none_or, num, pct, reading
 
 SOURCE = "/v1/stats/migration"
 VERDICT_STYLE = {"promote": st.success, "hold": st.warning, "rollback": st.error}
@@ -44,13 +44,13 @@ if has_columns(cohorts, SOURCE, "verdict", "reason"):
 left, right = st.columns(2)
 with left:
     st.plotly_chart(
-        figures.grouped_bars(names, {"success": [num(r["success_rate"]) for r in rows], "fallback": [num(r["fallback_rate"]) for r in rows]},
-                             "Success and fallback rate per cohort"),
+        figures.grouped_bars(names, {"success": [maybe(r, "success_rate") for r in rows], "fallback": [maybe(r, "fallback_rate") for r in rows]},
+                             "Success and fallback rate per cohort (no fallback bar: nothing allocated)"),
         key="mig_rates",
     )
 with right:
     st.plotly_chart(
-        figures.grouped_bars(names, {"p50": [num(r["wait_p50_ms"]) / 1000 for r in rows], "p95": [num(r["wait_p95_ms"]) / 1000 for r in rows]},
+        figures.grouped_bars(names, {q: [none_or(maybe(r, f"wait_{q}_ms"), 1 / 1000) for r in rows] for q in ("p50", "p95")},
                              "Scheduling latency per cohort (seconds)"),
         key="mig_latency",
     )
@@ -69,10 +69,12 @@ st.dataframe(
         {
             "cohort": n,
             "decisions": int(num(r["decisions"])),
-            "success": pct(num(r["success_rate"])),
-            "fallback": pct(num(r["fallback_rate"])),
-            "wait p50": duration(num(r["wait_p50_ms"])),
-            "wait p95": duration(num(r["wait_p95_ms"])),
+            # a null figure (the fallback rate of a cohort with nothing allocated) reads "–" as on the other
+            # pages: 0 % would say its allocations never fell back
+            "success": pct(maybe(r, "success_rate")),
+            "fallback": pct(maybe(r, "fallback_rate")),
+            "wait p50": duration(maybe(r, "wait_p50_ms")),
+            "wait p95": duration(maybe(r, "wait_p95_ms")),
             "utilisation": pct(r.get("utilisation")),
             # pods left out of the comparison: no pod of the other cohort shares their model × tenant × hour
             "matched pods": _count(r.get("matched_pods")),
@@ -84,5 +86,5 @@ st.dataframe(
     key="mig_table",
 )
 best = max(zip(names, rows, strict=True), key=lambda nr: (num(nr[1]["success_rate"]), nr[0]))
-reading(f"{len(rows)} cohorts; the highest success rate is {best[0]} ({pct(num(best[1]['success_rate']))}). "
+reading(f"{len(rows)} cohorts; the highest success rate is {best[0]} ({pct(maybe(best[1], 'success_rate'))}). "
         "The verdict compares the cohorts within strata of the model asked for × tenant × hour; unmatched pods are left out of it.")

@@ -207,6 +207,24 @@ def test_migration_page_compares_the_cohorts(api_env: str) -> None:
     assert list(table_with(at, "cohort")["decisions"]) == [1, 3, 1]
 
 
+def test_migration_page_shows_no_fallback_rate_for_a_cohort_with_nothing_allocated(api_env: str) -> None:
+    """From 09:25 to 10:50 DRA t1 has three decisions and none allocated (two unschedulable, one
+    error): the API gives its fallback rate as null, and the page shows "–", as a null rate reads
+    on every page, where 0 % would say its allocations never fell back."""
+    at = open_page("7_migration.py")
+    at.text_input(key="f_since").input("2026-03-01T09:25:00Z")
+    at.text_input(key="f_until").input("2026-03-01T10:50:00Z").run()
+    assert not at.exception
+    table = table_with(at, "cohort")
+    assert table[["cohort", "decisions", "success", "fallback", "wait p50", "wait p95"]].to_dict("records") == [
+        {"cohort": "device-plugin", "decisions": 1, "success": "100.0 %", "fallback": "0.0 %", "wait p50": "1.5 s",
+         "wait p95": "1.5 s"},
+        {"cohort": "dra t1", "decisions": 3, "success": "0.0 %", "fallback": "–", "wait p50": "8.0 s", "wait p95": "9.0 s"},
+        {"cohort": "dra t2", "decisions": 1, "success": "100.0 %", "fallback": "0.0 %", "wait p50": "0.5 s",
+         "wait p95": "0.5 s"},
+    ]
+
+
 def test_migration_page_shows_the_verdict_and_says_utilisation_is_unmeasured(api_env: str) -> None:
     at = open_page("7_migration.py")
     verdicts = [w.value for w in at.warning] + [e.value for e in at.error] + [s.value for s in at.success]

@@ -173,3 +173,18 @@ def test_migration_stats_wait_percentiles_equal_a_ceil_rank_recomputation(
     got = {(g["track"], g["template_version"]): (g["decisions"], g["wait_p50_ms"], g["wait_p95_ms"])
            for g in store.migration_stats(DecisionFilter(cluster=cluster))}
     assert got == {key: (len(ws), ceil_rank(ws, 50), ceil_rank(ws, 95)) for key, ws in waits.items()}
+
+
+@pytest.mark.parametrize(("outcomes", "success_rate", "fallback_rate"), [
+    pytest.param(["unschedulable", "unschedulable", "error"], 0.0, None, id="nothing-allocated-has-no-fallback-rate"),
+    pytest.param(["allocated", "unschedulable"], 0.5, 0.0, id="allocated-without-fallback-is-zero"),
+])
+def test_migration_stats_fallback_rate_is_null_without_an_allocation(store: AuditStore, outcomes: list[str],
+                                                                    success_rate: float,
+                                                                    fallback_rate: float | None) -> None:
+    records = [dataclasses.replace(r, outcome=o, fallback=False) for r, o in zip(cohort([1000] * len(outcomes)), outcomes,
+                                                                                   strict=True)]
+    write_all(store, records)
+    (got,) = store.migration_stats(DecisionFilter())
+    assert (got["decisions"], got["allocated"], got["success_rate"], got["fallback_rate"]) == (
+        len(outcomes), outcomes.count("allocated"), success_rate, fallback_rate)
