@@ -11,6 +11,7 @@ import sys
 from audit.metrics import (
     breakdown,
     busy,
+    cohorts,
     fairness,
     fallback,
     health,
@@ -24,7 +25,7 @@ from audit.metrics import (
 )
 from audit.metrics.definition import Definition
 
-FAMILIES = (waits, starving, usage, fairness, fallback, health, breakdown, busy, whatif)
+FAMILIES = (waits, starving, usage, fairness, fallback, health, breakdown, busy, whatif, cohorts)
 DEFINITIONS: tuple[Definition, ...] = tuple(d for m in FAMILIES for d in m.DEFINITIONS)
 
 _HEADER = """# Metrics reference
@@ -35,7 +36,9 @@ the `deltas` of a counterfactual `/v1/replay`), the dashboards, the `simulate` s
 `replay --policy` table and the `demo` log show is computed by the reference function named
 here, over the pod lifecycle (one row per pod, folded from the world event log by the engine's
 own world fold: creation, first bind or failure, the subrequest each request got, the devices
-and their models, release) and a window [since, until).
+and their models, release) and a window [since, until). The exception is the cohort rows of
+`/v1/stats/migration` (`cohorts` below), which count decision records, each attempt of a pod,
+as the store holds them.
 
 Percentiles are nearest rank everywhere: the ⌈q·n⌉-th smallest of the n values.
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from audit.metrics import cohorts
 from audit.records import DecisionRecord
 from audit.store.queries import AuditStore, DecisionFilter
 from audit.store.rows import epoch_ms
@@ -188,3 +189,10 @@ def test_migration_stats_fallback_rate_is_null_without_an_allocation(store: Audi
     (got,) = store.migration_stats(DecisionFilter())
     assert (got["decisions"], got["allocated"], got["success_rate"], got["fallback_rate"]) == (
         len(outcomes), outcomes.count("allocated"), success_rate, fallback_rate)
+
+
+def test_every_migration_cohort_figure_has_a_definition(store: AuditStore) -> None:
+    write_all(store, make_records(10))
+    figures = {k for g in store.migration_stats(DecisionFilter()) for k in g} - {"track", "template_version"}
+    assert figures == {d.name for d in cohorts.DEFINITIONS}
+    assert {d.reference for d in cohorts.DEFINITIONS} == {"audit.store.aggregates.migration_stats"}

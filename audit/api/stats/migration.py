@@ -1,7 +1,8 @@
 """``/v1/stats/migration``: device-plugin vs DRA cohorts with utilisation and the
 promote / hold / rollback verdict of ``audit.migration``.
 
-The cohort rows (decisions, success and fallback rates, waits) are the store's ``migration_stats``;
+The cohort rows (decisions, success and fallback rates, waits: figures over decision records, defined
+in docs/metrics.md under ``cohorts``) are the store's ``migration_stats``;
 the verdict compares the cohorts' pods within strata of the model asked for × tenant × hour, from per-pod outcomes
 this module's query folds in ClickHouse (so a million decisions never become a million Python
 records). The verdict's figures are under ``comparison``, as ``claimtrail migration report -o json``
