@@ -1,6 +1,7 @@
 """Migration: the device-plugin and DRA cohorts (and claim-template versions) compared, with a verdict.
 
-Cohort figures — success, fallback, scheduling latency, utilisation — and the
+Cohort figures — success, fallback and waits over decision records (every attempt of a pod, with
+the wait it had when decided: docs/metrics.md, ``cohorts``), utilisation — and the
 promote/hold/rollback verdict (``audit.migration``'s judgement of device-plugin against DRA,
 computed by the API within strata of model asked for × tenant × hour, so that pods are only
 compared with pods that asked for the same model, for the same tenant, in the same hour, whatever
@@ -51,7 +52,8 @@ with left:
 with right:
     st.plotly_chart(
         figures.grouped_bars(names, {q: [none_or(maybe(r, f"wait_{q}_ms"), 1 / 1000) for r in rows] for q in ("p50", "p95")},
-                             "Scheduling latency per cohort (seconds)"),
+                             # not the verdict's scheduling_latency_ms, a per-pod wait to bind
+                             "Wait when decided per cohort, every attempt (seconds)"),
         key="mig_latency",
     )
 if has_columns(cohorts, SOURCE, "utilisation"):
