@@ -1,4 +1,4 @@
-"""Decision counts the store answers itself: fallback, fairness, health and migration cohorts.
+"""Decision counts the store answers itself: fallback, health and migration cohorts.
 
 These are the aggregates that know the store's layout (the hourly rollup, the tier rows); a
 question only one ``/v1/stats`` kind asks is SQL in that kind's module (``audit.api.stats``),
@@ -85,25 +85,6 @@ def fallback_stats(query: Query, f: DecisionFilter, group_by: Sequence[str], sco
     for acc in result:
         acc["fallback_rate"] = acc["fallbacks"] / acc["allocated"] if acc["allocated"] else 0.0
     return result
-
-def fairness_stats(query: Query, f: DecisionFilter, scope_tenant: str | None = None) -> list[dict]:
-    """Per tenant: decisions, allocated, devices_allocated (the device-seconds proxy: records carry
-    no release time), wait p50/p95/p99 in ms, first_choice_rate among allocated decisions."""
-    clauses, params = conditions(f)
-    if scope_tenant is not None:
-        params["scope_tenant"] = scope_tenant
-    sql = (
-        f"SELECT {scoped_tenant(scope_tenant)} AS t, count(), countIf(outcome = 'allocated'), "
-        "sumIf(n_devices, outcome = 'allocated'), quantilesExact(0.5, 0.95, 0.99)(wait_ms), "
-        "countIf(outcome = 'allocated' AND tier_index = 0) "
-        f"FROM decisions FINAL {where_sql(clauses)} GROUP BY t ORDER BY t"
-    )
-    out = []
-    for t, n, allocated, devices, waits, first in query(sql, params, FINAL).result_rows:
-        out.append({"tenant": t, "decisions": int(n), "allocated": int(allocated), "devices_allocated": int(devices),
-                    "wait_p50_ms": float(waits[0]), "wait_p95_ms": float(waits[1]), "wait_p99_ms": float(waits[2]),
-                    "first_choice_rate": first / allocated if allocated else 0.0})
-    return out
 
 def health_stats(query: Query, f: DecisionFilter) -> list[dict]:
     """Per hour: decisions, retries by retry_class, terminal failures, and device verdict counts

@@ -650,10 +650,6 @@ class AuditStore:
         """Per group: decisions, allocated, fallbacks, fallback_rate (of allocated), unschedulable."""
         return aggregates.fallback_stats(self._query, f, group_by, scope_tenant)
 
-    def fairness_stats(self, f: DecisionFilter, scope_tenant: str | None = None) -> list[dict]:
-        """Per tenant: decisions, allocated, devices_allocated, wait p50/p95/p99, first_choice_rate."""
-        return aggregates.fairness_stats(self._query, f, scope_tenant)
-
     def health_stats(self, f: DecisionFilter) -> list[dict]:
         """Per hour: retries by retry_class, terminal failures, unhealthy/conflict/stale verdicts."""
         return aggregates.health_stats(self._query, f)

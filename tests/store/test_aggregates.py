@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import statistics
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from audit.api.stats.fairness import usage_by_model
 from audit.metrics import cohorts
 from audit.records import DecisionRecord
 from audit.store.queries import AuditStore, DecisionFilter
@@ -19,6 +19,7 @@ from tests.store.factory import make_record, make_records
 
 WHOLE_DAY = DecisionFilter(since="2026-11-01T00:00:00Z", until="2026-11-02T00:00:00Z")
 PART_DAY = DecisionFilter(since="2026-11-01T00:00:30Z", until="2026-11-02T00:00:00Z")
+OFF_HOUR = DecisionFilter(since="2026-10-31T23:59:30Z")  # every record, but not on an hour: raw rows
 
 
 def truth(records: list[DecisionRecord], key) -> dict:
@@ -68,31 +69,15 @@ def test_allocated_is_a_count_and_not_a_grouping(store: AuditStore) -> None:
         store.fallback_stats(WHOLE_DAY, ["allocated"])
 
 
-def test_scope_tenant_folds_other_tenants_into_others(store: AuditStore) -> None:
+@pytest.mark.parametrize("f", [WHOLE_DAY, OFF_HOUR], ids=["rollup", "raw-rows"])
+def test_scope_tenant_folds_other_tenants_into_others(store: AuditStore, f: DecisionFilter) -> None:
     records = make_records(40)
     write_all(store, records)
-    got = store.fallback_stats(WHOLE_DAY, ["tenant"], scope_tenant="acme")
+    got = store.fallback_stats(f, ["tenant"], scope_tenant="acme")
     assert [(g["tenant"], g["decisions"]) for g in got] == [("(others)", 30), ("acme", 10)]
-    fair = store.fairness_stats(DecisionFilter(), scope_tenant="acme")
-    assert [(g["tenant"], g["decisions"]) for g in fair] == [("(others)", 30), ("acme", 10)]
-
-
-def test_fairness_stats_per_tenant(store: AuditStore) -> None:
-    records = make_records(80)
-    write_all(store, records)
-    write_all(store, records[:30])  # duplicates must not count
-    got = {g["tenant"]: g for g in store.fairness_stats(DecisionFilter())}
-    for tenant in ("acme", "globex", "initech", "umbrella"):
-        mine = [r for r in records if r.tenant == tenant]
-        allocated = [r for r in mine if r.outcome == "allocated"]
-        waits = sorted(r.wait_ms for r in mine)
-        g = got[tenant]
-        assert g["decisions"] == len(mine)
-        assert g["allocated"] == len(allocated)
-        assert g["devices_allocated"] == sum(len(r.devices) for r in allocated)
-        assert g["first_choice_rate"] == sum(r.tier_index == 0 for r in allocated) / len(allocated)
-        assert g["wait_p50_ms"] == pytest.approx(statistics.quantiles(waits, n=2, method="inclusive")[0], abs=waits[-1])
-        assert waits[0] <= g["wait_p50_ms"] <= g["wait_p95_ms"] <= g["wait_p99_ms"] <= waits[-1]
+    rows = store.insight(usage_by_model, f, False, scope_tenant="acme")
+    assert {t: sum(r["decisions"] for r in rows if r["tenant"] == t) for t in ("(others)", "acme")} == {
+        "(others)": 30, "acme": 10}
 
 
 def test_health_stats_counts_retries_and_unhealthy_verdicts(store: AuditStore) -> None:
