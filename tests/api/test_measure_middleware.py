@@ -6,18 +6,16 @@ purpose can be added); the counts are read back from ``/metrics``.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 
 from audit.api.app import create_app
 from audit.api.auth import AuthConfig
 from audit.api.deps import Settings
 from audit.store.queries import AuditStore
+from tests.api.conftest import serving
 
 
 @pytest.fixture
@@ -28,20 +26,8 @@ def base(store: AuditStore) -> Iterator[str]:
     def defect() -> None:
         raise RuntimeError("a defect below the handlers")
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not (server.started and server.servers):
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with serving(app) as base:
+        yield base
 
 
 def _count(base: str, method: str, route: str, status: int) -> int:
