@@ -11,6 +11,8 @@ policy) computed from allocation and release events and their times, never from 
 ``chain_digest`` = sha256(previous chain || event digest), so one hash names the whole history a
 decision saw. ``snapshot()``/``from_snapshot()`` checkpoint the world; indexes are rebuilt from the
 objects, history-dependent state (usage, charges, holding times) travels in the snapshot.
+``fork()`` copies it in memory instead, indexes and their version counters as they are, for two
+histories that go on from one point.
 
 Holding times: when each allocated claim got its devices, and for each device model the last
 ``FINISHED_KEPT`` finished holdings (release time minus allocation time, in release order) —
@@ -796,6 +798,60 @@ class World:
             return  # not one the cluster loop wrote: it holds nothing (the object stays in the log)
         self.reservations[hold.node] = hold
         self.reserved_node[key] = hold.node
+
+    # ---- forks ---------------------------------------------------------------------------------------
+
+    def fork(self) -> World:
+        """A world equal to this one that folds on independently of it.
+
+        Every index and counter is copied as it stands, down to the containers the fold changes in
+        place, so the fork answers exactly as this world does, and as one folded from the same
+        events would (a checkpoint rebuild would renumber the versions caches are keyed on). What
+        the world never changes in place is shared: object payloads (an event replaces an object
+        whole), devices (built once per indexing pass), charges, holds and the policy. Derived
+        caches start empty: some hold references back to the world they were built for."""
+        w = World.__new__(World)
+        w.cluster, w.seq, w.time, w.time_ms = self.cluster, self.seq, self.time, self.time_ms
+        w.chain_digest = self.chain_digest
+        w.objects = {kind: dict(bucket) for kind, bucket in self.objects.items()}
+        w.policy, w.policy_key = self.policy, self.policy_key
+        w.inventory_version, w.class_version = self.inventory_version, self.class_version
+        w.node_versions = dict(self.node_versions)
+        w.multi_model_nodes = set(self.multi_model_nodes)
+        w.devices = dict(self.devices)
+        w.node_devices = {node: list(ids) for node, ids in self.node_devices.items()}
+        w.pool_devices = {pool: list(ids) for pool, ids in self.pool_devices.items()}
+        w.pool_slices = {pool: set(names) for pool, names in self.pool_slices.items()}
+        w.allocated_by = dict(self.allocated_by)
+        w.claim_devices = {key: list(ids) for key, ids in self.claim_devices.items()}
+        w.charges = dict(self.charges)
+        w.alloc_start = dict(self.alloc_start)
+        w.finished = {model: list(held) for model, held in self.finished.items()}
+        w.usage = {t: TenantUsage(u.in_use_eq, u.decayed, u.last_ms) for t, u in self.usage.items()}
+        w.tenant_models = {t: dict(models) for t, models in self.tenant_models.items()}
+        w.node_model = {node: {model: list(counts) for model, counts in per_model.items()}
+                        for node, per_model in self.node_model.items()}
+        w.free_nodes = {model: {k: list(nodes) for k, nodes in by_k.items()}
+                        for model, by_k in self.free_nodes.items()}
+        w.model_totals = dict(self.model_totals)
+        w.capacity_version = self.capacity_version
+        w.model_free = dict(self.model_free)
+        w.model_allocated = dict(self.model_allocated)
+        w.signatures = {sig: list(entry) for sig, entry in self.signatures.items()}
+        w.signature_version = self.signature_version
+        w.nodes = set(self.nodes)
+        w.has_shared_slices = self.has_shared_slices
+        w.pending = dict(self.pending)
+        w.pending_by_tenant = dict(self.pending_by_tenant)
+        w.pending_order = {t: list(order) for t, order in self.pending_order.items()}
+        w.reservations = dict(self.reservations)
+        w.reserved_node = dict(self.reserved_node)
+        w.dp_capacity, w.dp_used, w.dp_model = dict(self.dp_capacity), dict(self.dp_used), dict(self.dp_model)
+        w._bulk = self._bulk
+        w.derived = {}
+        # the facts are pure functions of device content under one policy: a memo both may share
+        w.device_facts = self.device_facts
+        return w
 
     # ---- checkpoints ---------------------------------------------------------------------------------
 

@@ -73,6 +73,18 @@ class PodColumns:
         cols.sync(pods, range(len(pods)))
         return cols
 
+    def fork(self) -> PodColumns:
+        """Columns equal to these, synced on independently. The arrays are shared and marked so on
+        both sides, as for a view handed out: a side copies them when it first writes, and a side
+        that never writes never pays for a copy."""
+        cols = PodColumns.__new__(PodColumns)
+        cols.n, cols._cap = self.n, self._cap
+        cols._arrays = dict(self._arrays)
+        cols._names, cols._code = list(self._names), dict(self._code)
+        cols._weights, cols._weight_code = list(self._weights), dict(self._weight_code)
+        cols._shared = self._shared = True
+        return cols
+
     def _grow(self, cap: int) -> None:
         dtypes = {**dict.fromkeys(_TIMES, np.int64), "devices": np.int64, "h100_eq": np.int32,
                   **dict.fromkeys(_FLAGS, np.bool_), **dict.fromkeys(_CODES, np.int32)}

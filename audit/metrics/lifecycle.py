@@ -16,6 +16,7 @@ instant both have seen complete.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -193,6 +194,28 @@ class LifecycleFold:
         if self._instant_ms is not None:
             self._end_instant(self._instant_ms)
             self._instant_ms = None
+
+    def fork(self) -> LifecycleFold:
+        """A fold equal to this one that goes on independently: folding events into either leaves
+        the other, and the lifecycles it reads, as they were; each then reads exactly what a fold
+        of its whole log from the start would. Rows are copied (the fold changes them in place),
+        and with them the world, the regret watch that points at them and the columns."""
+        f = LifecycleFold.__new__(LifecycleFold)
+        f.world, f.cluster = self.world.fork(), self.cluster
+        f.lives = [copy.copy(life) for life in self.lives]
+        f.live = {key: f.lives[life.row] for key, life in self.live.items()}
+        f.claim_owner = dict(self.claim_owner)
+        f.policies, f.capacity, f.spans = list(self.policies), list(self.capacity), list(self.spans)
+        f._sick = dict(self._sick)
+        f._regret = self._regret.fork(lambda life: f.lives[life.row])
+        f._instant_ms = self._instant_ms
+        f._inventory_touched, f._policy_touched = self._inventory_touched, self._policy_touched
+        f._freed_models, f._changed = set(self._freed_models), self._changed
+        f._columns = self._columns.fork()
+        f._dirty = set(self._dirty)
+        f._asks_by_selector = dict(self._asks_by_selector)
+        f._unwritten = set(self._unwritten)
+        return f
 
     @property
     def columns(self) -> PodColumns:

@@ -12,8 +12,8 @@ enough: eight free H100s spread over four nodes do not fit a pod asking for eigh
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Set
-from dataclasses import dataclass
+from collections.abc import Callable, Set
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from audit.allocator.outcome import Status
@@ -75,6 +75,26 @@ class RegretWatch:
 
     def __len__(self) -> int:
         return len(self._open)
+
+    def fork(self, life_of: Callable[[PodLife], PodLife]) -> RegretWatch:
+        """The same watch for a fold whose rows are copies (``life_of`` gives a row's copy): each
+        candidate copied once, wherever this watch files it, since judging one changes it (its
+        row's ``regretted``, its cached ``needs``)."""
+        copies: dict[int, RegretCandidate] = {}
+
+        def copy_of(c: RegretCandidate) -> RegretCandidate:
+            found = copies.get(c.serial)
+            if found is None:
+                found = copies[c.serial] = replace(c, life=life_of(c.life))
+            return found
+
+        w = RegretWatch.__new__(RegretWatch)
+        w._open = deque(copy_of(c) for c in self._open)
+        w._fresh = [copy_of(c) for c in self._fresh]
+        w._wanting = {model: {serial: copy_of(c) for serial, c in waiting.items()}
+                      for model, waiting in self._wanting.items()}
+        w._indexed, w._serial = self._indexed, self._serial
+        return w
 
     def due(self, t: int, changed: bool, freed: Set[str]) -> list[RegretCandidate]:
         """Those to judge at the end of instant ``t`` (in the order they appeared), after an instant
