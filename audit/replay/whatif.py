@@ -3,14 +3,15 @@
 ``whatif`` takes the world at the window's start (a copy, so the caller's cursor is untouched),
 the event log and records, and a policy document; it returns the recorded and the counterfactual
 side of the window as ``Side`` objects, each with the pod lifecycle folded from its event log
-(the history up to the window's start, then that side's events of the window). ``deltas`` puts
-the two sides' figures next to each other, every one computed by ``audit.metrics``' reference
-reports over that side's lifecycle and the window, as ``docs/metrics.md`` defines them (section
-*whatif*): Jain's index whole-window and under contention, and per tenant the pod waits, first
-choice and fallbacks, usage and entitlement; per (tenant, models got) the pods started; plus the
-what-if's own counts — decision records, quota violations (allocations that left a tenant above
-nominal plus borrowing limit, which must be 0 on both sides) and jobs without a recorded running
-time. ``delta_lines`` renders them as the command line's table.
+(the history up to the window's start, folded once and forked, then that side's events of the
+window). ``deltas`` puts the two sides' figures next to each other, every one computed by
+``audit.metrics``' reference reports over that side's lifecycle and the window, as
+``docs/metrics.md`` defines them (section *whatif*): Jain's index whole-window and under
+contention, and per tenant the pod waits, first choice and fallbacks, usage and entitlement; per
+(tenant, models got) the pods started; plus the what-if's own counts — decision records, quota
+violations (allocations that left a tenant above nominal plus borrowing limit, which must be 0 on
+both sides) and jobs without a recorded running time. ``delta_lines`` renders them as the command
+line's table.
 """
 
 from __future__ import annotations
@@ -66,20 +67,21 @@ def whatif(start: World, events: Iterable[WorldEvent], records: Iterable[Decisio
     recorded = Side(in_window, window_events, recorded_violations(_copy(start), window_events))
     cf = Counterfactual(_copy(start), history, policy_doc, until_ms, queues).run()
     counterfactual = Side(cf.records, cf.events, cf.violations)
-    before = [e for e in events if e.seq <= start.seq]
     goes_on = any(parse_time_ms(e.time) >= until_ms for e in events)
-    for side in (recorded, counterfactual):
-        side.life = side_lifecycle(start.cluster, before, side.events, goes_on)
+    # the history before the window is most of what both sides fold: fold it once, go on apart
+    before = LifecycleFold(start.cluster).apply_all(e for e in events if e.seq <= start.seq)
+    recorded.life = side_lifecycle(before.fork(), recorded.events, goes_on)
+    counterfactual.life = side_lifecycle(before, counterfactual.events, goes_on)
     return WhatIf(recorded, counterfactual, max(since_ms, start.time_ms), until_ms, history.effects,
                   cf.unknown_durations)
 
 
-def side_lifecycle(cluster: str, before: list[WorldEvent], window_events: list[WorldEvent],
-                   goes_on: bool) -> Lifecycle:
-    """The pod lifecycle of the history ``before`` the window followed by one side's events of it.
-    ``goes_on``: the recorded history has events at or after the window's end, so the window's
-    last instant is complete and is judged as a fold of the whole history judges it."""
-    fold = LifecycleFold(cluster).apply_all(before).apply_all(window_events)
+def side_lifecycle(before: LifecycleFold, window_events: list[WorldEvent], goes_on: bool) -> Lifecycle:
+    """The pod lifecycle of the history folded into ``before`` (up to the window's start; the fold
+    goes on with the window, so pass each side its own ``fork()``) followed by one side's events of
+    the window. ``goes_on``: the recorded history has events at or after the window's end, so the
+    window's last instant is complete and is judged as a fold of the whole history judges it."""
+    fold = before.apply_all(window_events)
     if goes_on:
         fold.end_instant()
     return fold.lifecycle()

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import pytest
 
-from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle
+from audit.metrics import LifecycleFold, Window, fairness_report, fallback_report, fold_lifecycle
 from audit.replay.service import counterfactual
 from audit.replay.whatif import Side, WhatIf, delta_lines, deltas, side_lifecycle
 from audit.timestamps import parse_time_ms
@@ -43,8 +43,8 @@ def _side(b_gets_h100: bool) -> Log:
 
 @pytest.fixture(scope="module")
 def by_hand() -> dict:
-    lives = [side_lifecycle("c1", [], [e for e in _side(gets).events if parse_time_ms(e.time) < T0 + HOUR], True)
-             for gets in (False, True)]
+    lives = [side_lifecycle(LifecycleFold("c1"), [e for e in _side(gets).events if parse_time_ms(e.time) < T0 + HOUR],
+                            True) for gets in (False, True)]
     w = WhatIf(Side([], [], [], lives[0]), Side([], [], [], lives[1]), T0, T0 + HOUR)
     return deltas(w)
 
