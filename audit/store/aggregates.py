@@ -44,7 +44,8 @@ def scoped_tenant(scope_tenant: str | None, column: str = "tenant") -> str:
 
 
 def fallback_stats(query: Query, f: DecisionFilter, group_by: Sequence[str], scope_tenant: str | None = None) -> list[dict]:
-    """Per group: decisions, allocated, fallbacks, fallback_rate (of allocated) and unschedulable."""
+    """Per group: decisions, allocated, fallbacks, fallback_rate (of allocated; None when nothing was
+    allocated) and unschedulable."""
     for name in group_by:
         if name not in GROUPS:
             raise UserError(f"group_by {name!r}: must be one of {', '.join(sorted(GROUPS))}")
@@ -83,7 +84,8 @@ def fallback_stats(query: Query, f: DecisionFilter, group_by: Sequence[str], sco
             acc["unschedulable"] += n
     result = [out[k] for k in sorted(out)]
     for acc in result:
-        acc["fallback_rate"] = acc["fallbacks"] / acc["allocated"] if acc["allocated"] else 0.0
+        # a group with nothing allocated has no fallback rate: 0.0 would say its allocations never fell back
+        acc["fallback_rate"] = acc["fallbacks"] / acc["allocated"] if acc["allocated"] else None
     return result
 
 def health_stats(query: Query, f: DecisionFilter) -> list[dict]:

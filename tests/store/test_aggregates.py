@@ -45,7 +45,23 @@ def test_fallback_stats_by_tenant_and_model_match_the_records(store: AuditStore,
     assert {(g["tenant"], g["model"]): {k: g[k] for k in ("decisions", "allocated", "fallbacks", "unschedulable")}
             for g in got} == expected
     for g in got:
-        assert g["fallback_rate"] == (g["fallbacks"] / g["allocated"] if g["allocated"] else 0.0)
+        assert g["fallback_rate"] == (g["fallbacks"] / g["allocated"] if g["allocated"] else None)
+
+
+@pytest.mark.parametrize("f", [WHOLE_DAY, OFF_HOUR], ids=["rollup", "raw-rows"])
+@pytest.mark.parametrize(("outcomes", "fallback_rate"), [
+    pytest.param(["unschedulable", "unschedulable", "error"], None, id="nothing-allocated-has-no-fallback-rate"),
+    pytest.param(["allocated", "unschedulable"], 0.0, id="allocated-without-fallback-is-zero"),
+])
+def test_fallback_stats_fallback_rate_is_null_without_an_allocation(store: AuditStore, f: DecisionFilter,
+                                                                   outcomes: list[str],
+                                                                   fallback_rate: float | None) -> None:
+    records = [dataclasses.replace(make_record(i), tenant="acme", outcome=o, fallback=False)
+               for i, o in enumerate(outcomes)]
+    write_all(store, records)
+    (got,) = store.fallback_stats(f, ["tenant"])
+    assert (got["decisions"], got["allocated"], got["fallback_rate"]) == (
+        len(outcomes), outcomes.count("allocated"), fallback_rate)
 
 
 def test_fallback_stats_by_hour_uses_iso_hours(store: AuditStore) -> None:
