@@ -201,7 +201,7 @@ def _summary(api: str, hours: float) -> None:
     print(f"  {'preferred':<10} {'allocated':<10} {'attempts':>9} {'allocated':>10} {'fallbacks':>10}")
     for r in rows:
         print(f"  {r['preferred'] or '-':<10} {r['model'] or '(none)':<10} {r['decisions']:>9,} "
-              f"{r['allocated']:>10,} {r['fallbacks']:>10,}")
+              f"{r['allocated']:>10,} {r['fallback_decisions']:>10,}")
 
 
 def _why_example(api: str) -> None:

@@ -44,8 +44,8 @@ def scoped_tenant(scope_tenant: str | None, column: str = "tenant") -> str:
 
 
 def fallback_stats(query: Query, f: DecisionFilter, group_by: Sequence[str], scope_tenant: str | None = None) -> list[dict]:
-    """Per group: decisions, allocated, fallbacks, fallback_rate (of allocated; None when nothing was
-    allocated) and unschedulable."""
+    """Per group: decisions, allocated, fallback_decisions, fallback_rate (of allocated; None when
+    nothing was allocated) and unschedulable, each a count of decision records, not of pods."""
     for name in group_by:
         if name not in GROUPS:
             raise UserError(f"group_by {name!r}: must be one of {', '.join(sorted(GROUPS))}")
@@ -75,17 +75,17 @@ def fallback_stats(query: Query, f: DecisionFilter, group_by: Sequence[str], sco
         key = tuple(row[: len(names)])
         outcome, fallback, n = row[len(names)], bool(row[len(names) + 1]), int(row[len(names) + 2])
         acc = out.setdefault(key, {**dict(zip(names, key, strict=True)), "decisions": 0, "allocated": 0,
-                                   "fallbacks": 0, "unschedulable": 0})
+                                   "fallback_decisions": 0, "unschedulable": 0})
         acc["decisions"] += n
         if outcome == "allocated":
             acc["allocated"] += n
-            acc["fallbacks"] += n if fallback else 0
+            acc["fallback_decisions"] += n if fallback else 0
         elif outcome == "unschedulable":
             acc["unschedulable"] += n
     result = [out[k] for k in sorted(out)]
     for acc in result:
         # a group with nothing allocated has no fallback rate: 0.0 would say its allocations never fell back
-        acc["fallback_rate"] = acc["fallbacks"] / acc["allocated"] if acc["allocated"] else None
+        acc["fallback_rate"] = acc["fallback_decisions"] / acc["allocated"] if acc["allocated"] else None
     return result
 
 def health_stats(query: Query, f: DecisionFilter) -> list[dict]:

@@ -647,8 +647,8 @@ class AuditStore:
 
     # reading: aggregates ---------------------------------------------------------------------
     def fallback_stats(self, f: DecisionFilter, group_by: Sequence[str], scope_tenant: str | None = None) -> list[dict]:
-        """Per group: decisions, allocated, fallbacks, fallback_rate (of allocated; None when nothing was
-        allocated), unschedulable."""
+        """Per group: decisions, allocated, fallback_decisions, fallback_rate (of allocated; None when
+        nothing was allocated), unschedulable: decision records, not pods."""
         return aggregates.fallback_stats(self._query, f, group_by, scope_tenant)
 
     def health_stats(self, f: DecisionFilter) -> list[dict]:

@@ -20,7 +20,7 @@ filters = filter_bar()
 
 totals = load(lambda: client.stats("overview", filters, ("tenant",)), "decision totals")
 if empty(totals, "decisions") or totals is None or not has_columns(
-    totals, SOURCE, "decisions", "allocated", "fallbacks", "unschedulable", "pending_now"
+    totals, SOURCE, "decisions", "allocated", "unschedulable", "pending_now"
 ):
     st.stop()
 

@@ -24,7 +24,7 @@ st.title("Fallback")
 filters = filter_bar()
 
 flows = load(lambda: client.stats("fallback", filters, ("hour", "preferred", "model")), "fallback flows")
-if empty(flows, "decisions") or flows is None or not has_columns(flows, SOURCE, "hour", "preferred", "model", "decisions", "allocated", "fallbacks"):
+if empty(flows, "decisions") or flows is None or not has_columns(flows, SOURCE, "hour", "preferred", "model", "decisions", "allocated", "fallback_decisions"):
     st.stop()
 
 # The fallback rate is of allocations, as the API's own ``fallback_rate`` column defines it.
@@ -32,9 +32,9 @@ allocated_by_hour: dict[str, float] = {}
 for r in flows.rows:
     allocated_by_hour[str(r["hour"])] = allocated_by_hour.get(str(r["hour"]), 0.0) + num(r["allocated"])
 fallback_rows = [
-    {"hour": str(r["hour"]), "pair": f"{r['preferred']} → {r['model']}", "rate": num(r["fallbacks"]) / allocated_by_hour[str(r["hour"])]}
+    {"hour": str(r["hour"]), "pair": f"{r['preferred']} → {r['model']}", "rate": num(r["fallback_decisions"]) / allocated_by_hour[str(r["hour"])]}
     for r in flows.rows
-    if num(r["fallbacks"]) and allocated_by_hour[str(r["hour"])]
+    if num(r["fallback_decisions"]) and allocated_by_hour[str(r["hour"])]
 ]
 
 figs = flows.summary

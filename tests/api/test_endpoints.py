@@ -131,8 +131,8 @@ def test_stats_rows_for_admin(server: Server, kind: str) -> None:
 def test_fallback_stats_numbers(server: Server) -> None:
     rows = server.get("/v1/stats/fallback", group_by="tenant").json()["rows"]
     by_tenant = {r["tenant"]: r for r in rows}
-    assert by_tenant["team-a"]["decisions"] == 3 and by_tenant["team-a"]["fallbacks"] == 1
-    assert by_tenant["team-b"]["decisions"] == 2 and by_tenant["team-b"]["fallbacks"] == 0
+    assert by_tenant["team-a"]["decisions"] == 3 and by_tenant["team-a"]["fallback_decisions"] == 1
+    assert by_tenant["team-b"]["decisions"] == 2 and by_tenant["team-b"]["fallback_decisions"] == 0
 
 
 def test_ingest_gzip_counts_accepted_and_quarantined(server: Server) -> None:

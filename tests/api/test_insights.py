@@ -70,7 +70,7 @@ def test_fallback_rows_carry_no_record_level_regret(regret_day: Server) -> None:
     """Regret is a pod-level figure (first choice allocatable on one node, from the event log) given
     beside the rows; a decision-level count would be a second, different definition."""
     body = regret_day.get("/v1/stats/fallback", group_by="preferred", **REGRET_DAY).json()
-    assert [(r["preferred"], r["fallbacks"]) for r in body["rows"]] == [("H100", 2)]
+    assert [(r["preferred"], r["fallback_decisions"]) for r in body["rows"]] == [("H100", 2)]
     assert not any("regret" in k for r in body["rows"] for k in r)
     assert {"regretted", "regret_rate", "regret_window_s"} <= set(body)
 
@@ -140,7 +140,7 @@ def test_overview_counts_pods_pending_now(server: Server, who: str, expected: di
     # decisions are counted from the records; pods pending at the window end from the event log
     # (team-a/train-1 pending, team-b/infer-9 bound)
     rows = _rows(server, "overview", who, cluster="lab", **SEEDED)
-    assert {r["tenant"]: (r["decisions"], r["allocated"], r["fallbacks"], r["pending_now"]) for r in rows} == expected
+    assert {r["tenant"]: (r["decisions"], r["allocated"], r["fallback_decisions"], r["pending_now"]) for r in rows} == expected
 
 
 @pytest.mark.parametrize(("who", "group_by", "expected"), [

@@ -25,10 +25,10 @@ OFF_HOUR = DecisionFilter(since="2026-10-31T23:59:30Z")  # every record, but not
 def truth(records: list[DecisionRecord], key) -> dict:
     out: dict = {}
     for r in records:
-        acc = out.setdefault(key(r), {"decisions": 0, "allocated": 0, "fallbacks": 0, "unschedulable": 0})
+        acc = out.setdefault(key(r), {"decisions": 0, "allocated": 0, "fallback_decisions": 0, "unschedulable": 0})
         acc["decisions"] += 1
         acc["allocated"] += r.outcome == "allocated"
-        acc["fallbacks"] += r.outcome == "allocated" and r.fallback
+        acc["fallback_decisions"] += r.outcome == "allocated" and r.fallback
         acc["unschedulable"] += r.outcome == "unschedulable"
     return out
 
@@ -42,10 +42,10 @@ def test_fallback_stats_by_tenant_and_model_match_the_records(store: AuditStore,
     selected = [r for r in records if epoch_ms(r.time) >= since and (f.namespace is None or r.namespace == f.namespace)]
     expected = truth(selected, lambda r: (r.tenant, r.allocated_model))
     got = store.fallback_stats(f, ["tenant", "model"])
-    assert {(g["tenant"], g["model"]): {k: g[k] for k in ("decisions", "allocated", "fallbacks", "unschedulable")}
+    assert {(g["tenant"], g["model"]): {k: g[k] for k in ("decisions", "allocated", "fallback_decisions", "unschedulable")}
             for g in got} == expected
     for g in got:
-        assert g["fallback_rate"] == (g["fallbacks"] / g["allocated"] if g["allocated"] else None)
+        assert g["fallback_rate"] == (g["fallback_decisions"] / g["allocated"] if g["allocated"] else None)
 
 
 @pytest.mark.parametrize("f", [WHOLE_DAY, OFF_HOUR], ids=["rollup", "raw-rows"])

@@ -23,7 +23,7 @@ def stored(store: AuditStore) -> tuple[int, int, int]:
 
 
 def rollup_totals(store: AuditStore) -> dict:
-    return {(g["tenant"], g["model"]): (g["decisions"], g["allocated"], g["fallbacks"])
+    return {(g["tenant"], g["model"]): (g["decisions"], g["allocated"], g["fallback_decisions"])
             for g in store.fallback_stats(DAY, ["tenant", "model"])}
 
 

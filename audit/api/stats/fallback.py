@@ -1,8 +1,9 @@
 """``/v1/stats/fallback``: fallback decision counts, or why the preferred model was skipped.
 
-The decision counts come from the store's rollup-aware ``fallback_stats``; the window's per-pod
-figures (first-choice rate, fallbacks, regret, paths) from ``audit.metrics`` through
-``audit.api.podstats``. ``group_by=reason[,preferred]`` counts device verdicts instead, in the
+The rows are the store's rollup-aware ``fallback_stats``: counts of decision records, every attempt
+of a pod, so a row's fell-back allocations are ``fallback_decisions``, not ``fallbacks``; the
+window's per-pod figures beside them (first-choice rate, ``fallbacks`` — pods —, regret, paths) are
+``audit.metrics``'s, through ``audit.api.podstats``. ``group_by=reason[,preferred]`` counts device verdicts instead, in the
 tiers of each decision's preferred model that were not chosen.
 """
 
@@ -67,8 +68,10 @@ def answer(ask: Ask) -> dict[str, Any]:
 
 KIND = StatsKind(
     name="fallback",
-    summary="Fallback decision counts, with the window's per-pod first-choice rate, fallbacks, regret and paths "
-            "(docs/metrics.md); group_by=reason[,preferred] gives why the preferred model was skipped",
+    summary="Rows of decision-record counts per group (decisions, allocated, fallback_decisions, fallback_rate, "
+            "unschedulable: every attempt of a pod counts), with the window's per-pod first-choice rate, fallbacks "
+            "(pods), regret and paths (docs/metrics.md); group_by=reason[,preferred] gives device verdicts for why "
+            "the preferred model was skipped",
     groupings=(DEFAULT,),
     answer=answer,
     keys=keys,

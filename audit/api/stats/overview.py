@@ -1,5 +1,6 @@
-"""``/v1/stats/overview``: per-tenant decision totals with the pods pending at the window end and
-the starving pods, both from the pod lifecycle (``audit.api.podstats``)."""
+"""``/v1/stats/overview``: per-tenant decision-record totals (the store's ``fallback_stats`` rows, as
+``/v1/stats/fallback`` gives them) with the pods pending at the window end and the starving pods,
+both from the pod lifecycle (``audit.api.podstats``)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ def answer(ask: Ask) -> dict[str, Any]:
 
 KIND = StatsKind(
     name="overview",
-    summary="Per-tenant decision totals with the pods pending at the window end (from the pod lifecycle)",
+    summary="Per-tenant decision-record totals (decisions, allocated, fallback_decisions, fallback_rate, "
+            "unschedulable: every attempt of a pod counts) with the pods pending at the window end and the starving "
+            "pods (from the pod lifecycle; docs/metrics.md)",
     groupings=(("tenant",),),
     answer=answer,
 )
