@@ -12,6 +12,7 @@ from audit.metrics import (
     breakdown,
     busy,
     cohorts,
+    decision_rows,
     fairness,
     fallback,
     health,
@@ -25,7 +26,7 @@ from audit.metrics import (
 )
 from audit.metrics.definition import Definition
 
-FAMILIES = (waits, starving, usage, fairness, fallback, health, breakdown, busy, whatif, cohorts)
+FAMILIES = (waits, starving, usage, fairness, fallback, health, breakdown, busy, whatif, cohorts, decision_rows)
 DEFINITIONS: tuple[Definition, ...] = tuple(d for m in FAMILIES for d in m.DEFINITIONS)
 
 _HEADER = """# Metrics reference
@@ -36,9 +37,10 @@ the `deltas` of a counterfactual `/v1/replay`), the dashboards, the `simulate` s
 `replay --policy` table and the `demo` log show is computed by the reference function named
 here, over the pod lifecycle (one row per pod, folded from the world event log by the engine's
 own world fold: creation, first bind or failure, the subrequest each request got, the devices
-and their models, release) and a window [since, until). The exception is the cohort rows of
-`/v1/stats/migration` (`cohorts` below), which count decision records, each attempt of a pod,
-as the store holds them.
+and their models, release) and a window [since, until). The exceptions are the cohort rows of
+`/v1/stats/migration` (`cohorts` below) and the rows of `/v1/stats/fallback`, `/v1/stats/overview`
+and `/v1/stats/fairness` (`decision_rows` below), which count decision records, each attempt of a
+pod, as the store holds them: a row's `fallback_decisions` is not the per-pod `fallbacks`.
 
 Percentiles are nearest rank everywhere: the ⌈q·n⌉-th smallest of the n values.
 

@@ -2,7 +2,7 @@
 
 No surface shows these: every figure users see is defined in a family module (``docs/metrics.md``),
 a pod figure over a pod lifecycle (the what-if comparison of ``audit.replay.whatif`` included) or
-a migration cohort's count over the stored decision records (``audit.metrics.cohorts``). They
+a count over the stored decision records (``audit.metrics.cohorts``, ``audit.metrics.decision_rows``). They
 are kept for the simulator's tests, which check runs on their records. They are:
 
 * **Usage intervals** — one per allocation: tenant, model, device count, start (the allocated

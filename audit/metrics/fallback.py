@@ -25,8 +25,9 @@ DEFINITIONS = (
     Definition("first_choice_rate", "fallback", "pod", "ratio (null when no pod)", _POP,
                "pods whose every request got its first subrequest / pods_with_preference",
                "audit.metrics.fallback.fallback_stats"),
-    Definition("fallbacks", "fallback", "pod", "pods", _POP, "count of pods where some request got a later subrequest",
-               "audit.metrics.fallback.fallback_stats"),
+    Definition("fallbacks", "fallback", "pod", "pods", _POP,
+               "count of pods where some request got a later subrequest, each pod once (the rows' "
+               "`fallback_decisions` counts decision records)", "audit.metrics.fallback.fallback_stats"),
     Definition("regretted", "fallback", "pod", "pods", "the fallbacks",
                "count of fallbacks whose first alternatives alone were allocatable on one node by the allocator, "
                "within the tenant's quota, at the end of some instant within fallback.regretWindow after the bind",

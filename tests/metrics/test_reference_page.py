@@ -27,3 +27,7 @@ def test_every_api_figure_has_one_definition() -> None:
     assert contract <= set(names)
     cohort_row = {"decisions", "allocated", "success_rate", "fallback_rate", "wait_p50_ms", "wait_p95_ms"}
     assert {d.name for d in DEFINITIONS if d.family == "cohorts"} == cohort_row
+    # the rows of /v1/stats/fallback, /overview and /fairness and the skip reasons count decision records
+    decision_row = {"decisions", "allocated", "fallback_decisions", "fallback_rate", "unschedulable",
+                    "devices_allocated", "devices"}
+    assert {d.name for d in DEFINITIONS if d.family == "decision_rows"} == decision_row

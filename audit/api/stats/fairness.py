@@ -1,7 +1,8 @@
 """``/v1/stats/fairness``: decision counts per tenant (or per hour × tenant) with the window's
 per-pod fairness figures.
 
-The rows count attempts, allocations and devices handed out; usage, entitlement, waits, pending,
+The rows count decision records (attempts, allocations and devices handed out: ``decision_rows`` in
+docs/metrics.md), not pods; usage, entitlement, waits, pending,
 failed and starving pods, and Jain's index, are per-pod figures of the window from
 ``audit.metrics`` through ``audit.api.podstats``, given beside the rows.
 """
@@ -48,7 +49,8 @@ def answer(ask: Ask) -> dict[str, Any]:
 
 KIND = StatsKind(
     name="fairness",
-    summary="Decision counts per tenant (per hour with group_by=hour,tenant), with the window's per-pod figures: "
+    summary="Decision-record counts per tenant (per hour with group_by=hour,tenant: decisions, allocated, "
+            "devices_allocated, every attempt of a pod counting), with the window's per-pod figures: "
             "Jain's index whole and under contention, per tenant usage, entitlement, waits, pending, failed, "
             "starving (docs/metrics.md); by=hour|model|tenant_hour adds wait rows per hour, model or tenant and hour",
     groupings=(("tenant",), ("hour", "tenant")),
