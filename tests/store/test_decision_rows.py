@@ -104,6 +104,7 @@ def test_skip_reason_rows_count_device_verdicts_by_hand(store: AuditStore, keys:
     pytest.param(fallback, ["tenant", "preferred", "model"], decision_rows.FALLBACK_ROW, id="fallback"),
     pytest.param(fallback, ["hour", "outcome"], decision_rows.FALLBACK_ROW, id="fallback-by-hour-and-outcome"),
     pytest.param(fallback, ["reason", "preferred"], decision_rows.REASON_ROW, id="fallback-skip-reasons"),
+    pytest.param(overview, ["tenant"], (*decision_rows.FALLBACK_ROW, "pending_now", "starving_pods"), id="overview"),
     pytest.param(fairness, ["tenant"], decision_rows.FAIRNESS_ROW, id="fairness"),
     pytest.param(fairness, ["hour", "tenant"], decision_rows.FAIRNESS_ROW, id="fairness-by-hour"),
 ])
