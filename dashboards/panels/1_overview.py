@@ -1,7 +1,7 @@
 """Overview: how many decisions, how many succeeded, how often the first choice was served.
 
-Totals and the pods pending now (their latest decision is not an allocation) come from
-``/v1/stats/overview`` per tenant; hourly trends and the policy versions in effect come from
+Totals of decision records (every attempt of a pod: ``decision_rows`` in docs/metrics.md) and the
+pods pending at the window end come from ``/v1/stats/overview`` per tenant; hourly trends and the policy versions in effect come from
 ``/v1/stats/fallback`` grouped by hour and by policy version (all counting is done by the API).
 """
 
@@ -49,8 +49,11 @@ def trend(part: str, whole: str | None = None) -> list[float]:
 
 
 cols = st.columns(6)
-cols[0].metric("Decisions", f"{int(decisions):,}", chart_data=trend("decisions"), chart_type="bar", border=True)
-cols[1].metric("Allocation success", pct(ratio(allocated, decisions)), chart_data=trend("allocated", "decisions"), border=True)
+cols[0].metric("Decisions", f"{int(decisions):,}", chart_data=trend("decisions"), chart_type="bar", border=True,
+               help="Decision records: every attempt of a pod counts.")
+# per decision, unlike the pod rates beside it: a pod's failed attempts before its allocation count against it
+cols[1].metric("Allocation success (per decision)", pct(ratio(allocated, decisions)),
+               chart_data=trend("allocated", "decisions"), border=True, help="allocated decisions / decisions")
 cols[2].metric("First-choice rate", pct(None if first_rate is None else num(first_rate)), border=True,
                help=f"of {int(with_preference):,} DRA pods whose claims offer alternatives")
 cols[3].metric("Fallback rate", pct(fallback_rate), border=True, help="pods that fell back / pods with alternatives")

@@ -3,10 +3,11 @@
 The first-choice rate, fallbacks, regret and the preference → outcome paths are the API's
 pod-level figures of ``/v1/stats/fallback`` (DRA pods whose claims offer alternatives; a fallback
 is regretted when its first choice alone became allocatable on one node, within quota, within
-the policy's regret window — docs/metrics.md). The hourly rates come from the same endpoint
-grouped by hour, preferred and allocated model (allocated decisions: one per bound pod); the
-reasons the preferred model was skipped are the API's per-reason device counts for the
-preferred tiers that were not chosen (grouped by ``reason,preferred``). The regret figures per
+the policy's regret window — docs/metrics.md). The hourly rates come from the same endpoint's rows
+grouped by hour, preferred and allocated model, which count decision records (``decision_rows`` in
+docs/metrics.md: a pod bound again after an eviction is two allocated decisions); the reasons the
+preferred model was skipped are the API's per-reason device verdicts for the preferred tiers that
+were not chosen (grouped by ``reason,preferred``). The regret figures per
 preferred model and per hour are the endpoint's ``by=model`` and ``by=hour`` rows, drawn as given.
 """
 
@@ -27,7 +28,8 @@ flows = load(lambda: client.stats("fallback", filters, ("hour", "preferred", "mo
 if empty(flows, "decisions") or flows is None or not has_columns(flows, SOURCE, "hour", "preferred", "model", "decisions", "allocated", "fallback_decisions"):
     st.stop()
 
-# The fallback rate is of allocations, as the API's own ``fallback_rate`` column defines it.
+# Of allocated decisions, as the rows' ``fallback_rate`` is; an hour with nothing allocated has no rate, so
+# no point, rather than a rate of 0.
 allocated_by_hour: dict[str, float] = {}
 for r in flows.rows:
     allocated_by_hour[str(r["hour"])] = allocated_by_hour.get(str(r["hour"]), 0.0) + num(r["allocated"])
@@ -52,11 +54,11 @@ left, right = st.columns(2)
 with left:
     if fallback_rows:
         st.plotly_chart(
-            figures.stacked_area(fallback_rows, "hour", "pair", "rate", "Fallback rate of allocations by hour, preferred → allocated"),
+            figures.stacked_area(fallback_rows, "hour", "pair", "rate", "Fallback decisions per allocated decision by hour, preferred → allocated"),
             key="fallback_area",
         )
     else:
-        st.info("No fallbacks in this window.")
+        st.info("No fallback decision in this window.")
 with right:
     if paths:
         st.plotly_chart(figures.sankey(paths, "preferred", "allocated", "pods", "Preference → outcome (pods)"),
@@ -82,7 +84,7 @@ if reasons is not None and not empty(reasons, "skipped preferred tiers") and has
     skipped_model = str(st.selectbox("Preferred model", preferred_models, key="fb_skipped"))
     ranked = sorted((r for r in reasons.rows if r["preferred"] == skipped_model), key=lambda r: (-num(r["devices"]), str(r["reason"])))
     st.plotly_chart(
-        figures.bar([str(r["reason"]) for r in ranked], [num(r["devices"]) for r in ranked], f"Top reasons {skipped_model} devices were skipped"),
+        figures.bar([str(r["reason"]) for r in ranked], [num(r["devices"]) for r in ranked], f"Top reasons {skipped_model} devices were skipped (device verdicts)"),
         key="fallback_reasons",
     )
     reading(f"The leading reason {skipped_model} was skipped is {ranked[0]['reason']} "

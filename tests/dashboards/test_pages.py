@@ -63,7 +63,7 @@ def test_overview_shows_the_seeded_totals(api_env: str) -> None:
     assert not problems(at), problems(at)
     shown = metrics(at)
     assert shown["Decisions"] == "10"
-    assert shown["Allocation success"] == "70.0 %"
+    assert shown["Allocation success (per decision)"] == "70.0 %"
     # the event log holds none of these pods: none bound with alternatives, none pending
     assert (shown["First-choice rate"], shown["Fallback rate"], shown["Pending now"]) == ("–", "–", "0")
     assert readings(at) == [
@@ -79,7 +79,7 @@ def test_overview_follows_the_tenant_filter(api_env: str) -> None:
     at.selectbox(key="f_tenant").select("alpha").run()
     assert not at.exception
     shown = metrics(at)
-    assert (shown["Decisions"], shown["Allocation success"], shown["Fallback rate"]) == ("5", "80.0 %", "–")
+    assert (shown["Decisions"], shown["Allocation success (per decision)"], shown["Fallback rate"]) == ("5", "80.0 %", "–")
 
 
 def test_overview_follows_the_time_window(api_env: str) -> None:
@@ -87,7 +87,7 @@ def test_overview_follows_the_time_window(api_env: str) -> None:
     at.text_input(key="f_since").input("2026-03-01T10:00:00Z").run()
     # 10:00–10:59: three decisions, two allocated first choice, one terminal error
     shown = metrics(at)
-    assert (shown["Decisions"], shown["Allocation success"]) == ("3", "66.7 %")
+    assert (shown["Decisions"], shown["Allocation success (per decision)"]) == ("3", "66.7 %")
 
 
 def test_a_malformed_time_window_is_named_not_sent(api_env: str) -> None:
