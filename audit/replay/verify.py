@@ -23,13 +23,12 @@ from itertools import groupby
 from typing import Any
 
 from audit.canonical import digest
-from audit.records import DecisionRecord, output_view
+from audit.records import DecisionRecord, output_view, record_dict
 from audit.replay.checkpoints import CheckpointCorrupt
 from audit.replay.diff import record_diff
 from audit.replay.result import Cause, ReplayResult
 from audit.replay.source import MissingEvents, ReplaySource, WorldCursor
 from audit.scheduler import engine
-from audit.scheduler.sealing import record_dict
 from audit.timestamps import parse_time_ms
 from audit.world import World
 

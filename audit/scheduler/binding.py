@@ -20,7 +20,6 @@ from audit.events import EventType, WorldEvent
 from audit.policy import Policy
 from audit.records import Blocker, DecisionRecord, Outcome, RetryClass, TierBlocker
 from audit.scheduler.attempt import Decision, Proposal, model_matcher, still_satisfiable
-from audit.scheduler.sealing import seal
 from audit.scheduler.tiers import request_tiers, resolve_claims
 from audit.timestamps import format_time_ms
 from audit.world import World
@@ -107,7 +106,7 @@ def bind(world: World, decision: Decision, time_ms: int, policy: Policy | None =
                budget if satisfiable else
                "no node in the cluster can satisfy the claims any more")
         rec.message = f"bind-time re-check failed ({cls.value}); terminal: {why}"
-    return Decision(decision.pod_key, decision.attempt, seal(rec), satisfiable=satisfiable)
+    return Decision(decision.pod_key, decision.attempt, rec.seal(), satisfiable=satisfiable)
 
 
 def _satisfiable_after(world: World, pod: dict[str, Any], decision: Decision) -> bool:

@@ -24,7 +24,6 @@ from audit.records import (
 from audit.scheduler.attempt import AttemptContext, Decision, Proposal, new_record
 from audit.scheduler.filters import node_filter
 from audit.scheduler.quota import QuotaCheck, check_quota
-from audit.scheduler.sealing import seal
 from audit.world import device_plugin_gpus
 
 
@@ -84,12 +83,12 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
         rec.message = (f"tenant {ctx.tenant} has no {closed.model} quota left for {gpus} nvidia.com/gpu "
                        f"({closed.used} in use, nominal {closed.nominal}, {limit}, {closed.lendable} lendable by "
                        "other tenants); a device-plugin node has them free")
-        return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=True)
+        return Decision(ctx.pod_key, ctx.attempt, rec.seal(), satisfiable=True)
     if not chosen:
         rec.retry_class = RetryClass.UNSCHEDULABLE.value if any(c >= gpus for c in world.dp_capacity.values()) \
             else RetryClass.TERMINAL.value
         rec.message = f"no device-plugin node has {gpus} free nvidia.com/gpu"
-        return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=rec.retry_class != RetryClass.TERMINAL.value)
+        return Decision(ctx.pod_key, ctx.attempt, rec.seal(), satisfiable=rec.retry_class != RetryClass.TERMINAL.value)
     model = world.dp_model.get(chosen, "unknown")
     rec.outcome = Outcome.ALLOCATED.value
     rec.node = chosen
@@ -97,4 +96,4 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
     rec.allocated_model = model
     rec.message = f"{gpus} x nvidia.com/gpu on {chosen} (device plugin: count only)"
     proposal = Proposal(chosen, [], [], [], {}, 0, dp_gpus=gpus)
-    return Decision(ctx.pod_key, ctx.attempt, seal(rec), proposal=proposal)
+    return Decision(ctx.pod_key, ctx.attempt, rec.seal(), proposal=proposal)

@@ -62,7 +62,6 @@ from audit.scheduler.fairshare import fair_share_blocker
 from audit.scheduler.filters import node_filter
 from audit.scheduler.nodealloc import allocate_on_node, augmented_claims
 from audit.scheduler.quota import QuotaCheck, check_quota
-from audit.scheduler.sealing import seal
 from audit.scheduler.tiers import (
     RequestTiers,
     Tier,
@@ -102,7 +101,7 @@ def decide(world: World, pod_key: str, attempt: int, time_ms: int, policy: Polic
         rec = new_record(ctx, pc.claims, [], Outcome.UNSCHEDULABLE if pc.missing else Outcome.ERROR)
         rec.retry_class = RetryClass.UNSCHEDULABLE.value if pc.missing else RetryClass.TERMINAL.value
         rec.message = msg
-        return Decision(pod_key, attempt, seal(rec), satisfiable=bool(pc.missing))
+        return Decision(pod_key, attempt, rec.seal(), satisfiable=bool(pc.missing))
     rts = request_tiers(pc.claims, model_matcher(world))
     return _decide_dra(ctx, pc.claims, rts)
 
@@ -383,7 +382,7 @@ def _decide_dra(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Req
         rec.message = (f"tenant {ctx.tenant} holds {deferral.detail['held_eq']} of its "
                        f"{deferral.detail['entitlement_eq']} H100-equivalents while {deferral.detail['waiting_tenant']} "
                        "is below its share and waiting")
-        return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=True)
+        return Decision(ctx.pod_key, ctx.attempt, rec.seal(), satisfiable=True)
     hold = _adaptive(ctx, rts) if ctx.policy.fallback_mode == "adaptive" else None
     if any(not tiers for tiers in allowed.values()):
         rec = new_record(ctx, claims, rts, Outcome.DEFERRED)
@@ -394,7 +393,7 @@ def _decide_dra(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Req
         if hold is not None and holding:  # held for a first choice the tenant's own releases reopen
             rec.blockers = [*blockers, evidence(hold)]
             rec.message = estimate_phrase(evidence(hold).detail)
-        return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=True)
+        return Decision(ctx.pod_key, ctx.attempt, rec.seal(), satisfiable=True)
     aug_claims = _augmented(ctx, claims, rts, allowed)
     best, visits, steps = _search(ctx, claims, aug_claims, rts, allowed)
     summaries = summarize(world, rts, closed, visits, multi_claim)
@@ -421,7 +420,7 @@ def _preemption(ctx: AttemptContext, d: Decision, found: reclaim.Plan) -> Decisi
     rec.tier_index = found.tier.index
     rec.blockers = [*rec.blockers, *reclaim.evidence(ctx.world, ctx.policy, ctx.tenant, found)]
     rec.message = reclaim.message(ctx.policy, ctx.tenant, found)
-    return dataclasses.replace(d, record=seal(rec), preempts=sorted(v.pod for v in found.victims))
+    return dataclasses.replace(d, record=rec.seal(), preempts=sorted(v.pod for v in found.victims))
 
 
 def fair_share_deferred(world: World, pod_key: str, policy: Policy | None = None) -> bool:
@@ -476,7 +475,7 @@ def _reservation_evidence(ctx: AttemptContext, rts: list[RequestTiers],
         return d
     rec.blockers = [*rec.blockers, *added]
     rec.message += f"; {reservations.message(added)}"
-    return dataclasses.replace(d, record=seal(rec), reservation=reservation)
+    return dataclasses.replace(d, record=rec.seal(), reservation=reservation)
 
 
 def max_score(rts: list[RequestTiers], allowed: dict[tuple[str, str], tuple[Tier, ...]]) -> int:
@@ -703,7 +702,7 @@ def _proposal(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reque
     assert best.outcome is not None
     proposal = Proposal(best.node, [claim_key(c) for c in claims], list(best.outcome.allocations),
                         [d.device for d in devices], generations, tier)
-    return Decision(ctx.pod_key, ctx.attempt, seal(rec), proposal=proposal)
+    return Decision(ctx.pod_key, ctx.attempt, rec.seal(), proposal=proposal)
 
 
 def queue_skip(world: World, ctx: AttemptContext) -> TierBlocker | None:
@@ -786,4 +785,4 @@ def _no_node(ctx: AttemptContext, claims: list[dict[str, Any]], rts: list[Reques
             rec.message = f"strict fallback mode: only {rts[0].tiers[0].label} is acceptable and none is free"
     else:
         rec.message = "unsatisfiable: no node in the cluster has enough matching devices for any allowed tier"
-    return Decision(ctx.pod_key, ctx.attempt, seal(rec), satisfiable=satisfiable)
+    return Decision(ctx.pod_key, ctx.attempt, rec.seal(), satisfiable=satisfiable)
