@@ -1,8 +1,9 @@
 """JSONL and YAML import and export of decision records and world events.
 
 Export writes one canonical JSON object per line (``.jsonl``) or a YAML list (``.yaml``/``.yml``).
-Import reads either form — a YAML file may hold a list or several documents — and validates
-every item strictly; an item that fails is reported with its location (``file:line`` or
+Import reads either form — a YAML file may hold a list or several documents — and admits every
+item as the API's ingest does (``audit.store.ingest.admit_record``: strictly valid, and fitting
+the store's columns); an item that fails is reported with its location (``file:line`` or
 ``file#index``) and field path, and the valid items are returned alongside: nothing is dropped
 silently, the caller decides whether to quarantine or stop.
 """
@@ -19,8 +20,9 @@ from typing import Any, Literal
 import yaml
 
 from audit.dra.loader import yaml_problem
-from audit.events import EventError, WorldEvent, validate_event
-from audit.records import DecisionRecord, RecordError, validate_record
+from audit.events import WorldEvent
+from audit.records import DecisionRecord
+from audit.store.ingest import AdmissionError, admit_event, admit_record
 from audit.store.rows import event_json, record_json
 
 Kind = Literal["records", "events"]
@@ -82,10 +84,10 @@ def import_file(path: str | os.PathLike[str], kind: Kind) -> ImportResult:
             continue
         try:
             if kind == "records":
-                result.records.append(validate_record(item))
+                result.records.append(admit_record(item))
             else:
-                result.events.append(validate_event(item))
-        except (RecordError, EventError) as exc:
+                result.events.append(admit_event(item))
+        except AdmissionError as exc:
             result.errors.append(ItemError(location, exc.path, str(exc), raw))
     return result
 

@@ -1,7 +1,8 @@
 """Parsing an ingest body (JSON lines, gzip allowed) into valid items and quarantine rows.
 
-Every line is parsed, validated strictly (``validate_record`` / ``validate_event``) and checked
-against the columns it will go into; a line failing any step becomes a quarantine row carrying
+Every line is parsed and admitted (``admit_record`` / ``admit_event``: validated strictly and
+checked against the columns it will go into; the offline import of files admits its items the
+same way, so a line is refused with the same message either way); a line failing any step becomes a quarantine row carrying
 the error, the field path and the raw line, and the first errors are returned to the caller.
 Nothing is dropped: each non-blank line is either an item or a quarantine row.
 
@@ -66,6 +67,30 @@ class ParsedBody:
     result: IngestResult = field(default_factory=IngestResult)
 
 
+# What admission raises: each names the field at fault in ``path``.
+AdmissionError = (RecordError, EventError, RowError)
+
+
+def admit_record(data: Any, text: bytes | None = None) -> DecisionRecord:
+    """The record ``data`` (parsed from ``text``) holds, once strictly valid (``validate_record``)
+    and fitting the store's columns (``check_record``); else one of ``AdmissionError``.
+
+    The API's ingest and the offline import of files (``ingest.files``: replay and migration
+    report read history from files) both take records in through here: a value the store would
+    refuse is refused offline too, by the same message, instead of surfacing later as a
+    traceback or as a replay that cannot match."""
+    record = validate_record(data, text)
+    check_record(record)
+    return record
+
+
+def admit_event(data: Any) -> WorldEvent:
+    """The event ``data`` holds, as ``admit_record`` takes a record in."""
+    event = validate_event(data)
+    check_event(event)
+    return event
+
+
 def parse_jsonl(body: bytes, kind: Literal["records", "events"], source: str,
                 compressed: bool | None = None) -> ParsedBody:
     """``compressed``: True for gzip, False for plain JSON lines, None to tell by the gzip magic."""
@@ -87,18 +112,16 @@ def parse_jsonl(body: bytes, kind: Literal["records", "events"], source: str,
                                    "line; not parsed")
             data = json.loads(line)
             if kind == "records":
-                record = validate_record(data, line)
-                check_record(record)  # values must also fit their columns
+                record = admit_record(data, line)
                 _report_unknown(parsed.result, number, data)
                 parsed.records.append(record)
                 parsed.record_lines.append(number)
             else:
-                event = validate_event(data)
-                check_event(event)
+                event = admit_event(data)
                 parsed.events.append(event)
                 parsed.event_lines.append(number)
             continue
-        except (RecordError, EventError, RowError) as exc:
+        except AdmissionError as exc:
             path, error = exc.path, str(exc)
         except _LineTooLong as exc:
             error = str(exc)

@@ -1,0 +1,81 @@
+"""A line of records or events is refused for the same reason, with the same message, by the API's
+ingest (a real ``claimtrail serve`` on an embedded store) and by the offline import of files
+(``claimtrail replay --records F --events F``): offline, the message names the file and line
+where the API names the line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit.cli.main import main
+from tests.api.conftest import Server, start_server, stop
+from tests.builders import decision
+
+CLUSTER = "admission"
+RECORD = decision(CLUSTER, "claim-1", 1, seq=5, time="2026-05-01T08:00:00.000Z", engine_version="test").to_dict()
+EVENT = {"cluster": CLUSTER, "seq": 0, "time": "2026-05-01T07:00:00.000Z", "type": "upsert", "object_kind": "Node",
+         "namespace": "", "name": "node-0",
+         "payload": {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-0"}}}
+NOT_A_TIME = "is not an ISO 8601 time like 2026-11-01T08:00:00.000Z"
+U64 = "0..18446744073709551615"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv, proc = start_server(tmp_path_factory.mktemp("admission"))
+    try:
+        yield srv
+    finally:
+        stop(proc)
+
+
+def refused_by_the_api(server: Server, kind: str, item: dict[str, Any]) -> list[dict[str, Any]]:
+    answer = server.post(f"/v1/ingest/{kind}", content=json.dumps(item).encode())
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["accepted"] == 0
+    errors: list[dict[str, Any]] = answer.json()["errors"]
+    return errors
+
+
+def refused_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str,
+                    item: dict[str, Any]) -> tuple[int, str, Path]:
+    records, events = tmp_path / "records.jsonl", tmp_path / "events.jsonl"
+    records.write_text(json.dumps(item if kind == "records" else RECORD) + "\n")
+    events.write_text(json.dumps(item if kind == "events" else EVENT) + "\n")
+    code = main(["replay", "--quiet", "--records", str(records), "--events", str(events)])
+    return code, capsys.readouterr().err.strip(), records if kind == "records" else events
+
+
+REFUSED = {
+    "record-time-not-a-time": ("records", {"time": "yesterday"}, "time", f"time: 'yesterday' {NOT_A_TIME}"),
+    "record-year-of-five-digits": ("records", {"time": "99999-12-01T09:00:00Z"}, "time",
+                                   f"time: '99999-12-01T09:00:00Z' {NOT_A_TIME}"),
+    "record-seq-beyond-64-bits": ("records", {"seq": 10**30}, "seq", f"seq: {10**30} is outside {U64}"),
+    "record-negative-seq": ("records", {"seq": -1}, "seq", f"seq: -1 is outside {U64}"),
+    "record-wait-beyond-64-bits": ("records", {"wait_ms": 2**64}, "wait_ms", f"wait_ms: {2**64} is outside {U64}"),
+    "record-attempt-beyond-16-bits": ("records", {"attempt": 2**63}, "attempt",
+                                      f"attempt: {2**63} is outside 0..65535"),
+    "record-negative-duration": ("records", {"duration_us": -5}, "duration_us",
+                                 "duration_us: -5 is outside 0..4294967295"),
+    "record-empty-decision-id": ("records", {"decision_id": ""}, "decision_id", "decision_id: must not be empty"),
+    "event-time-not-a-time": ("events", {"time": "yesterday"}, "time", f"time: 'yesterday' {NOT_A_TIME}"),
+    "event-year-of-five-digits": ("events", {"time": "99999-12-01T09:00:00Z"}, "time",
+                                  f"time: '99999-12-01T09:00:00Z' {NOT_A_TIME}"),
+    "event-seq-beyond-64-bits": ("events", {"seq": 10**30}, "seq", f"seq: {10**30} is outside {U64}"),
+}
+
+
+@pytest.mark.parametrize(("kind", "change", "path", "message"), REFUSED.values(), ids=REFUSED.keys())
+def test_a_line_the_api_refuses_is_refused_offline_with_the_same_message(
+        server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, change: dict[str, Any],
+        path: str, message: str) -> None:
+    item = {**(RECORD if kind == "records" else EVENT), **change}
+    assert refused_by_the_api(server, kind, item) == [{"line": 1, "path": path, "error": message}]
+    code, err, file = refused_offline(tmp_path, capsys, kind, item)
+    assert (code, err) == (2, f"claimtrail replay: --{kind} {file}:1 at {path}: {message} "
+                              "(1 invalid item(s); fix or remove them first)")
