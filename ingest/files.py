@@ -1,7 +1,8 @@
 """JSONL and YAML import and export of decision records and world events.
 
 Export writes one canonical JSON object per line (``.jsonl``) or a YAML list (``.yaml``/``.yml``).
-Import reads either form — a YAML file may hold a list or several documents — and admits every
+Import reads either form, gzip-compressed or not — a YAML file may hold a list or several
+documents — and admits every
 item as the API's ingest does (``audit.store.ingest.admit_record``: strictly valid, and fitting
 the store's columns); an item that fails is reported with its location (``file:line`` or
 ``file#index``) and field path, and the valid items are returned alongside: nothing is dropped
@@ -10,8 +11,10 @@ silently, the caller decides whether to quarantine or stop.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +25,7 @@ import yaml
 from audit.dra.loader import yaml_problem
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
-from audit.store.ingest import AdmissionError, admit_event, admit_record
+from audit.store.ingest import GZIP_MAGIC, AdmissionError, admit_event, admit_record
 from audit.store.rows import event_json, record_json
 
 Kind = Literal["records", "events"]
@@ -51,40 +54,68 @@ def _is_yaml(path: Path) -> bool:
     return path.suffix.lower() in (".yaml", ".yml")
 
 
-def _raw_items(path: Path) -> Iterable[tuple[str, Any, str]]:
-    """(location, parsed item or an Exception, raw text) for each item in the file."""
+def _read(path: Path) -> bytes:
+    """The file's bytes, decompressed when it is gzip (as the API reads a gzip body), once only."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FileFormatError(f"{path}: cannot read: {exc}") from None
-    if _is_yaml(path):
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FileFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if data[:2] == GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError; EOFError: cut short
+            raise FileFormatError(f"{path}: not valid gzip ({exc})") from None
+        if data[:2] == GZIP_MAGIC:
+            raise FileFormatError(f"{path}: gzip data inside gzip; compress the file once")
+    return data
+
+
+def _raw_items(path: Path) -> Iterable[tuple[str, Any, str, bytes | None]]:
+    """(location, parsed item or an Exception, raw text, the line's bytes) for each item in the file."""
+    data = _read(path)
+    if _is_yaml(path.with_suffix("") if path.suffix.lower() == ".gz" else path):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            number = data.count(b"\n", 0, exc.start) + 1
+            column = exc.start - data.rfind(b"\n", 0, exc.start)
+            raise FileFormatError(f"{path}:{number}: not UTF-8 text (byte 0x{data[exc.start]:02x} in column {column}: "
+                                  f"{exc.reason})") from None
         try:
             docs = [d for d in yaml.safe_load_all(text) if d is not None]
         except yaml.YAMLError as exc:
             raise FileFormatError(f"{path}: invalid YAML: {yaml_problem(exc)}") from None
         items = docs[0] if len(docs) == 1 and isinstance(docs[0], list) else docs
         for index, item in enumerate(items):
-            yield f"{path}#{index}", item, json.dumps(item, default=str)[:65536]
+            yield f"{path}#{index}", item, json.dumps(item, default=str)[:65536], None
         return
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
+    # line by line, as the API reads a body: a line that is not UTF-8 is named like any other
+    # line that is not JSON, and the lines around it are still read
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        location = f"{path}:{number}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield location, exc, raw.decode("utf-8", "replace"), raw
             continue
         try:
-            yield f"{path}:{number}", json.loads(line), line
+            yield location, json.loads(line), line, raw
         except ValueError as exc:
-            yield f"{path}:{number}", exc, line
+            yield location, exc, line, raw
 
 
 def import_file(path: str | os.PathLike[str], kind: Kind) -> ImportResult:
-    """Read and validate every record or event in a JSONL or YAML file."""
+    """Read and admit every record or event in a JSONL or YAML file (either may be gzip)."""
     result = ImportResult()
-    for location, item, raw in _raw_items(Path(path)):
+    for location, item, raw, text in _raw_items(Path(path)):
         if isinstance(item, Exception):
             result.errors.append(ItemError(location, "", f"invalid JSON: {item}", raw))
             continue
         try:
             if kind == "records":
-                result.records.append(admit_record(item))
+                result.records.append(admit_record(item, text))
             else:
                 result.events.append(admit_event(item))
         except AdmissionError as exc:

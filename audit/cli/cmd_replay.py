@@ -1,6 +1,7 @@
 """``claimtrail replay``: verify recorded decisions by re-executing them, or replay under another policy.
 
-History comes from JSONL files (``--records`` and ``--events``: no store needed), a store
+History comes from JSONL or YAML files, gzip-compressed or not (``--records`` and ``--events``: no
+store needed; each item is admitted as the API's ingest admits it), a store
 (``--dsn``; results are written to ``replay_runs``) or the audit API (``--server``, default
 ``CLAIMTRAIL_API``; the server selects, replays as one job in history order and records, and the
 progress bar follows the job). Select with ``--since/--until``,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -123,6 +124,40 @@ def test_two_different_records_of_one_decision_are_refused(files, capsys, tmp_pa
     code, _, err = _run(capsys, "--records", str(clash), "--events", files[1])
     assert (code, err.strip()) == (2, f"claimtrail replay: --records {clash}: decision {other['decision_id']} appears "
                                       "twice with different contents; a history holds one record per decision")
+
+
+def test_a_gzip_history_replays_as_the_plain_one(files, capsys, tmp_path):
+    zipped = []
+    for name, path in zip(("records.jsonl.gz", "events.jsonl.gz"), files, strict=True):
+        zipped.append(tmp_path / name)
+        zipped[-1].write_bytes(gzip.compress(Path(path).read_bytes()))
+    code, out, _ = _run(capsys, "--records", str(zipped[0]), "--events", str(zipped[1]), "--checkpoint-every", "1000")
+    n = len(busy(HOURS).records)
+    assert (code, out.splitlines()[0]) == (0, f"verified {n:,} decisions: {n:,} matched, 0 mismatched")
+
+
+UNREADABLE = {
+    "a-line-not-in-utf8": ("r.jsonl", lambda good: good + b"\xff\xfe{}\n",
+                           "@:2: invalid JSON: 'utf-8' codec can't decode byte 0xff in position 0: invalid start byte "
+                           "(1 invalid item(s); fix or remove them first)"),
+    "a-gzip-line-not-in-utf8": ("r.jsonl.gz", lambda good: gzip.compress(good + b"{\x8b}\n"),
+                                "@:2: invalid JSON: 'utf-8' codec can't decode byte 0x8b in position 1: invalid start "
+                                "byte (1 invalid item(s); fix or remove them first)"),
+    "yaml-not-in-utf8": ("r.yaml", lambda good: b"- seq: 1\n- seq: \xff\n", "@:2: not UTF-8 text (byte 0xff in column "
+                         "8: invalid start byte)"),
+    "gzip-cut-short": ("r.jsonl.gz", lambda good: gzip.compress(good)[:-12],
+                       "@: not valid gzip (Compressed file ended before the end-of-stream marker was reached)"),
+    "gzip-inside-gzip": ("r.jsonl", lambda good: gzip.compress(gzip.compress(good)),
+                         "@: gzip data inside gzip; compress the file once"),
+}
+
+
+@pytest.mark.parametrize(("name", "content", "message"), UNREADABLE.values(), ids=UNREADABLE.keys())
+def test_a_records_file_that_cannot_be_read_is_named_to_its_line(files, capsys, tmp_path, name, content, message):
+    bad = tmp_path / name
+    bad.write_bytes(content(Path(files[0]).read_bytes().split(b"\n")[0] + b"\n"))
+    code, _, err = _run(capsys, "--records", str(bad), "--events", files[1])
+    assert (code, err.strip()) == (2, f"claimtrail replay: --records {message.replace('@', str(bad))}")
 
 
 def test_an_unknown_decision_id_is_named(files, capsys):
