@@ -101,9 +101,12 @@ def _raw_items(path: Path) -> Iterable[tuple[str, Any, str, bytes | None]]:
             yield location, exc, raw.decode("utf-8", "replace"), raw
             continue
         try:
-            yield location, json.loads(line), line, raw
+            item = json.loads(line)
         except ValueError as exc:
-            yield location, exc, line, raw
+            item = exc
+        except RecursionError:  # nested deeper than the parser follows: a bad line, as the API says
+            item = ValueError("nested too deeply to parse")
+        yield location, item, line, raw
 
 
 def import_file(path: str | os.PathLike[str], kind: Kind) -> ImportResult:

@@ -143,6 +143,9 @@ UNREADABLE = {
     "a-gzip-line-not-in-utf8": ("r.jsonl.gz", lambda good: gzip.compress(good + b"{\x8b}\n"),
                                 "@:2: invalid JSON: 'utf-8' codec can't decode byte 0x8b in position 1: invalid start "
                                 "byte (1 invalid item(s); fix or remove them first)"),
+    "a-line-nested-too-deeply": ("r.jsonl", lambda good: good + b"[" * 100_000 + b"]" * 100_000 + b"\n",
+                                 "@:2: invalid JSON: nested too deeply to parse (1 invalid item(s); fix or remove them "
+                                 "first)"),
     "yaml-not-in-utf8": ("r.yaml", lambda good: b"- seq: 1\n- seq: \xff\n", "@:2: not UTF-8 text (byte 0xff in column "
                          "8: invalid start byte)"),
     "gzip-cut-short": ("r.jsonl.gz", lambda good: gzip.compress(good)[:-12],
