@@ -1,10 +1,10 @@
 """``claimtrail migration report|plan``: judge the device plugin → DRA canary and say what to do.
 
-``report`` reads decision records (``--records FILE`` JSON lines, or ``--server URL`` the audit
-API), groups them into cohorts by track and claim-template version, compares the candidate with
+``report`` reads decision records (``--records FILE``, JSON lines or YAML read and admitted as
+``claimtrail replay`` reads them, or ``--server URL`` the audit API), groups them into cohorts by track and claim-template version, compares the candidate with
 the baseline declared in ``--thresholds FILE`` (default: the shipped
 ``deploy/migration/thresholds.yaml``, the canary's own) and prints the verdict (promote, hold, rollback)
-with every metric's interval. ``--events FILE`` (world events, JSON lines) adds allocation
+with every metric's interval. ``--events FILE`` (world events, read the same way) adds allocation
 lifetimes for GPU utilisation and the model each device-plugin pod asked for (its nodeSelector
 and node affinity against the device-plugin nodes); without it those pods match no DRA pod.
 ``plan`` prints the ordered steps for a verdict, given with ``--verdict`` or computed like
@@ -21,11 +21,11 @@ import random
 import shlex
 import sys
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from audit import thresholds_file
 from audit.errors import UserError
-from audit.events import EventError, WorldEvent, validate_event
+from audit.events import WorldEvent
 from audit.metrics import fold_lifecycle
 from audit.migration import (
     STRATIFIED_BY,
@@ -42,6 +42,9 @@ from audit.migration import (
     report,
 )
 from audit.records import DecisionRecord, RecordError, validate_record
+
+if TYPE_CHECKING:
+    from ingest.files import ImportResult
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 # the thresholds the canary in deploy/ is judged by; the default of both report and plan
@@ -133,31 +136,19 @@ def _loads(path: str) -> bool:
     return True
 
 
-def _jsonl(path: str) -> list[tuple[int, Any]]:
-    out = []
+def _read(path: str, kind: Literal["records", "events"]) -> ImportResult:
+    """The records or events of a file, admitted as replay's offline import and the API's ingest
+    admit them; the first refused item is named with its file and line."""
+    from ingest.files import FileFormatError, import_file
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if line.strip():
-                    try:
-                        out.append((n, json.loads(line)))
-                    except json.JSONDecodeError as exc:
-                        raise UserError(f"{path}:{n}: not JSON: {exc.msg}") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
-    return out
-
-
-def _records_from_file(path: str) -> list[DecisionRecord]:
-    records = []
-    for n, data in _jsonl(path):
-        try:
-            records.append(validate_record(data))
-        except RecordError as exc:
-            raise UserError(f"{path}:{n}: {exc}") from None
-    return records
+        result = import_file(path, kind)
+    except FileFormatError as exc:
+        raise UserError(str(exc)) from None
+    if result.errors:
+        first = result.errors[0]
+        raise UserError(f"{first.location}: {first.error}")
+    return result
 
 
 def _records_from_api(args: argparse.Namespace) -> list[DecisionRecord]:
@@ -208,7 +199,7 @@ def _load_records(args: argparse.Namespace) -> list[DecisionRecord]:
     if args.records and args.server:
         raise UserError("give either --records FILE or --server URL, not both")
     window = _window(args.since, args.until) if args.since or args.until else None
-    records = _records_from_file(args.records) if args.records else _records_from_api(args)
+    records = _read(args.records, "records").records if args.records else _records_from_api(args)
     if args.cluster:
         records = [r for r in records if r.cluster == args.cluster]
     if window is not None:
@@ -216,14 +207,10 @@ def _load_records(args: argparse.Namespace) -> list[DecisionRecord]:
     return records
 
 
-def _asked(path: str, events: list[tuple[int, Any]]) -> dict[tuple[str, str, str], str]:
+def _asked(events: list[WorldEvent]) -> dict[tuple[str, str, str], str]:
     """What each device-plugin pod asked for, from the pod lifecycle of each cluster's event log."""
     by_cluster: dict[str, list[WorldEvent]] = {}
-    for n, data in events:
-        try:
-            ev = validate_event(data)
-        except EventError as exc:
-            raise UserError(f"{path}:{n}: {exc}") from None
+    for ev in events:
         by_cluster.setdefault(ev.cluster, []).append(ev)
     out: dict[tuple[str, str, str], str] = {}
     for cluster, log in sorted(by_cluster.items()):
@@ -234,9 +221,9 @@ def _asked(path: str, events: list[tuple[int, Any]]) -> dict[tuple[str, str, str
 def _compute(args: argparse.Namespace) -> tuple[Thresholds, Report]:
     thresholds = _read_thresholds(thresholds_path(args), args)
     records = _load_records(args)
-    events = _jsonl(args.events) if args.events else None
-    releases = releases_from_events(d for _, d in events) if events is not None else None
-    asked = _asked(args.events, events) if events is not None else None
+    events = _read(args.events, "events").events if args.events else None
+    releases = releases_from_events(e.to_dict() for e in events) if events is not None else None
+    asked = _asked(events) if events is not None else None
     try:
         return thresholds, report(records, thresholds, releases=releases, asked=asked, rng=random.Random(args.seed))
     except MigrationError as exc:

@@ -1,7 +1,7 @@
 """A line of records or events is refused for the same reason, with the same message, by the API's
 ingest (a real ``claimtrail serve`` on an embedded store) and by the offline import of files
-(``claimtrail replay --records F --events F``): offline, the message names the file and line
-where the API names the line."""
+(``claimtrail replay --records F --events F``, ``claimtrail migration report``): offline, the
+message names the file and line where the API names the line."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from audit.cli.main import main
-from tests.api.conftest import Server, start_server, stop
+from tests.api.conftest import THRESHOLDS, Server, start_server, stop
 from tests.builders import decision
 
 CLUSTER = "admission"
@@ -79,3 +79,15 @@ def test_a_line_the_api_refuses_is_refused_offline_with_the_same_message(
     code, err, file = refused_offline(tmp_path, capsys, kind, item)
     assert (code, err) == (2, f"claimtrail replay: --{kind} {file}:1 at {path}: {message} "
                               "(1 invalid item(s); fix or remove them first)")
+
+
+@pytest.mark.parametrize(("kind", "change", "path", "message"), REFUSED.values(), ids=REFUSED.keys())
+def test_migration_report_refuses_a_line_with_the_message_replay_gives(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, change: dict[str, Any], path: str,
+        message: str) -> None:
+    files = {"records": tmp_path / "records.jsonl", "events": tmp_path / "events.jsonl"}
+    for name, good in (("records", RECORD), ("events", EVENT)):
+        files[name].write_text(json.dumps({**good, **change} if name == kind else good) + "\n")
+    code = main(["migration", "report", "--thresholds", str(THRESHOLDS), "--records", str(files["records"]),
+                 "--events", str(files["events"])])
+    assert (code, capsys.readouterr().err.strip()) == (2, f"claimtrail migration: {files[kind]}:1: {message}")
