@@ -1,13 +1,16 @@
 """Times as the project writes and reads them: RFC 3339 text and milliseconds since the epoch.
 
 Every layer parses and formats times through here, so a time has one reading everywhere: a
-trailing ``Z`` means UTC, a time without a zone is UTC, fractions beyond milliseconds are
-truncated when a time becomes milliseconds, and formatted times are UTC with a ``Z``. Nothing here
-reads the clock: callers that need "now" pass it in.
+trailing ``Z`` means UTC, a time without a zone is UTC where one is accepted at all (window bounds
+typed on the command line), fractions beyond milliseconds are truncated when a time becomes
+milliseconds, and formatted times are UTC with a ``Z``. The times of records and events must have
+the form ``is_rfc3339`` checks, offset included. Nothing here reads the clock: callers that need
+"now" pass it in.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -22,6 +25,20 @@ def parse_rfc3339(text: str, *, naive_is_utc: bool = True) -> datetime:
         t = t[:-1] + "+00:00"
     parsed = datetime.fromisoformat(t)
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None and naive_is_utc else parsed
+
+
+# RFC 3339 date-times as records and events carry them: a "T" (or a space), at most microseconds,
+# then the offset. The store parses the same text again in SQL (parseDateTime64BestEffort), and on
+# this form both parsers agree to the millisecond. RFC 3339 has no local times: a text without its
+# offset names no instant, and reading it as UTC made replay report the recorded time as changed.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})")
+_RFC3339_ANY_ZONE = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?")
+
+
+def is_rfc3339(text: str, *, offset_required: bool = True) -> bool:
+    """Whether ``text`` has the form of an RFC 3339 date-time (its values are for ``parse_rfc3339``
+    to judge: a 13th month has the form). ``offset_required=False`` also takes a time without one."""
+    return (_RFC3339 if offset_required else _RFC3339_ANY_ZONE).fullmatch(text) is not None
 
 
 def datetime_ms(value: datetime) -> int:

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import typing
 from collections.abc import Sequence
 from typing import Any
 
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
-from audit.timestamps import datetime_ms, parse_rfc3339
+from audit.timestamps import datetime_ms, is_rfc3339, parse_rfc3339
 
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 _ENCODE_SORTED = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, sort_keys=True).encode
@@ -178,15 +177,15 @@ def event_json(event: WorldEvent) -> str:
     return text
 
 
-# RFC 3339 date-times (time zone optional, then UTC): the store parses the same text again in SQL
-# (parseDateTime64BestEffort), and on this form both parsers agree to the millisecond.
-_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?$")
 _YEAR_2300_MS = 10_413_792_000_000
 
 
-def epoch_ms(text: str, path: str = "time") -> int:
-    """Milliseconds since the epoch (truncated) of an RFC 3339 time; without a zone it is UTC."""
-    if not isinstance(text, str) or not _RFC3339.match(text):
+def epoch_ms(text: str, path: str = "time", *, naive_is_utc: bool = True) -> int:
+    """Milliseconds since the epoch (truncated) of an RFC 3339 time (``audit.timestamps.is_rfc3339``).
+    A time without its offset is UTC when ``naive_is_utc``, else refused: the times of records and
+    events must carry it (``check_record``, ``check_event``), while rows already stored or spooled
+    before that was required, and window bounds typed by hand, are still read."""
+    if not isinstance(text, str) or not is_rfc3339(text, offset_required=not naive_is_utc):
         shown = text[:40] if isinstance(text, str) else text
         raise RowError(path, f"{shown!r} is not an ISO 8601 time like 2026-11-01T08:00:00.000Z")
     try:
@@ -238,7 +237,7 @@ def check_record(record: DecisionRecord) -> int:
         for key, count in tier.reasons.items():
             if not 0 <= count < _U32:
                 raise RowError(f"tiers.{i}.reasons.{key}", f"{count} is outside 0..{_U32 - 1}")
-    return epoch_ms(record.time)
+    return epoch_ms(record.time, naive_is_utc=False)
 
 
 @dataclasses.dataclass
@@ -291,7 +290,7 @@ def _columns(names: tuple[str, ...], table: list[tuple[Any, ...]]) -> dict[str, 
 def check_event(event: WorldEvent) -> int:
     if event.seq >= 2**64:
         raise RowError("seq", f"{event.seq} is outside 0..{2**64 - 1}")
-    return epoch_ms(event.time)
+    return epoch_ms(event.time, naive_is_utc=False)
 
 
 def event_columns(events: Sequence[WorldEvent], texts: Sequence[str] | None = None) -> dict[str, list[Any]]:

@@ -91,3 +91,22 @@ def test_migration_report_refuses_a_line_with_the_message_replay_gives(
     code = main(["migration", "report", "--thresholds", str(THRESHOLDS), "--records", str(files["records"]),
                  "--events", str(files["events"])])
     assert (code, capsys.readouterr().err.strip()) == (2, f"claimtrail migration: {files[kind]}:1: {message}")
+
+
+WITHOUT_OFFSET = {
+    "record": ("records", "2026-05-01T08:00:00"),
+    "record-with-a-fraction": ("records", "2026-05-01T08:00:00.000"),
+    "event": ("events", "2026-05-01T07:00:00"),
+    "event-with-a-space-for-the-t": ("events", "2026-05-01 07:00:00.5"),
+}
+
+
+@pytest.mark.parametrize(("kind", "time"), WITHOUT_OFFSET.values(), ids=WITHOUT_OFFSET.keys())
+def test_a_time_without_its_offset_is_refused_by_the_api_and_offline(
+        server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, time: str) -> None:
+    item = {**(RECORD if kind == "records" else EVENT), "time": time}
+    message = f"time: {time!r} {NOT_A_TIME}"
+    assert refused_by_the_api(server, kind, item) == [{"line": 1, "path": "time", "error": message}]
+    code, err, file = refused_offline(tmp_path, capsys, kind, item)
+    assert (code, err) == (2, f"claimtrail replay: --{kind} {file}:1 at time: {message} "
+                              "(1 invalid item(s); fix or remove them first)")

@@ -14,7 +14,8 @@ import audit.canonical
 import audit.timestamps
 
 REPO = Path(__file__).resolve().parents[2]
-HOMES = {name: "audit.timestamps" for name in ("parse_time_ms", "format_time_ms", "parse_rfc3339", "format_utc")}
+HOMES = {name: "audit.timestamps" for name in ("parse_time_ms", "format_time_ms", "parse_rfc3339", "format_utc",
+                                                "is_rfc3339")}
 HOMES |= {name: "audit.canonical" for name in ("canonical_json", "canonical_text", "canonical_digest", "digest",
                                                  "json_lines")}
 SOURCES = sorted(p for top in ("audit", "ingest", "dashboards", "benchmarks", "tests") for p in (REPO / top).rglob("*.py"))

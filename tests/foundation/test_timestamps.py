@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from audit.timestamps import datetime_ms, format_time_ms, format_utc, parse_rfc3339, parse_time_ms
+from audit.timestamps import datetime_ms, format_time_ms, format_utc, is_rfc3339, parse_rfc3339, parse_time_ms
 
 NOV_2 = 1_793_577_600_000  # 2026-11-02T00:00:00Z, by hand: 20,759 days after 1970-01-01 × 86,400,000
 
@@ -31,6 +31,22 @@ def test_rfc3339_texts_become_epoch_milliseconds(text: str, ms: int) -> None:
 def test_what_is_not_a_time_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
         parse_time_ms(text)
+
+
+@pytest.mark.parametrize(("text", "with_offset", "any_zone"), [
+    ("2026-11-02T00:00:00Z", True, True),
+    ("2026-11-02T00:00:00.123456+05:30", True, True),
+    ("2026-11-02 00:00:00.5-08:00", True, True),
+    ("2026-11-02T00:00:00", False, True),
+    ("2026-11-02T00:00:00.000", False, True),
+    ("2026-11-02T00:00:00.1234567Z", False, False),
+    ("99999-11-02T00:00:00Z", False, False),
+    ("2026-11-02T00:00:00Z\n", False, False),
+    ("yesterday", False, False),
+])
+def test_the_form_of_a_record_time_needs_its_offset(text: str, with_offset: bool, any_zone: bool) -> None:
+    assert is_rfc3339(text) is with_offset
+    assert is_rfc3339(text, offset_required=False) is any_zone
 
 
 def test_a_zone_can_be_required() -> None:
