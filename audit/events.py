@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from audit.canonical import digest
+from audit.records import cluster_name_problem
 
 
 class EventType(StrEnum):
@@ -110,6 +111,9 @@ def validate_event(data: Any) -> WorldEvent:
         raise EventError("type", f"unknown event type {data['type']!r}")
     if data["object_kind"] not in OBJECT_KINDS:
         raise EventError("object_kind", f"unknown object kind {data['object_kind']!r}")
+    problem = cluster_name_problem(data["cluster"])
+    if problem:
+        raise EventError("cluster", problem)
     if data["seq"] < 0:
         raise EventError("seq", "must be >= 0")
     if data["object_kind"] == "Reservation" and data["type"] == EventType.UPSERT.value:

@@ -346,6 +346,9 @@ def validate_record(data: Any, text: bytes | None = None) -> DecisionRecord:
         raise RecordError("outcome", f"unknown outcome {rec.outcome!r}")
     if rec.track not in _TRACKS:
         raise RecordError("track", f"unknown track {rec.track!r}")
+    problem = cluster_name_problem(rec.cluster)
+    if problem:
+        raise RecordError("cluster", problem)
     problem = tenant_name_problem(rec.tenant)
     if problem:
         raise RecordError("tenant", problem)
@@ -370,9 +373,24 @@ def tenant_name_problem(name: str) -> str:
     characters (they would corrupt logs, metric labels and the one-line messages that name it)."""
     if name == OTHERS_TENANT:
         return f"{OTHERS_TENANT!r} is reserved for the other tenants in aggregates"
-    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name):
+    if _control_characters(name):
         return f"{name!r}: control characters are not allowed in a tenant name"
     return ""
+
+
+def cluster_name_problem(name: str) -> str:
+    """Why ``name`` cannot be a cluster's ('' when it can): empty — a producer resumes from the last
+    seq stored for its cluster, which it asks for by name, and the API cannot be asked for no
+    name — or control characters, as in a tenant name."""
+    if not name:
+        return "must not be empty"
+    if _control_characters(name):
+        return f"{name!r}: control characters are not allowed in a cluster name"
+    return ""
+
+
+def _control_characters(name: str) -> bool:
+    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name)
 
 
 _ADAPTER: Any = None

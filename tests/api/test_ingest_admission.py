@@ -110,3 +110,26 @@ def test_a_time_without_its_offset_is_refused_by_the_api_and_offline(
     code, err, file = refused_offline(tmp_path, capsys, kind, item)
     assert (code, err) == (2, f"claimtrail replay: --{kind} {file}:1 at time: {message} "
                               "(1 invalid item(s); fix or remove them first)")
+
+
+UNUSABLE_CLUSTERS = {
+    "record-empty": ("records", "", "DecisionRecord: cluster: must not be empty"),
+    "record-newline": ("records", "x\ny", "DecisionRecord: cluster: 'x\\ny': control characters are not allowed in a "
+                       "cluster name"),
+    "event-empty": ("events", "", "WorldEvent: cluster: must not be empty"),
+    "event-newline": ("events", "x\ny", "WorldEvent: cluster: 'x\\ny': control characters are not allowed in a cluster "
+                      "name"),
+    "event-c1-control": ("events", "\x9bprod", "WorldEvent: cluster: '\\x9bprod': control characters are not "
+                         "allowed in a cluster name"),
+}
+
+
+@pytest.mark.parametrize(("kind", "cluster", "message"), UNUSABLE_CLUSTERS.values(), ids=UNUSABLE_CLUSTERS.keys())
+def test_an_empty_cluster_name_or_one_with_control_characters_is_refused(
+        server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, cluster: str,
+        message: str) -> None:
+    item = {**(RECORD if kind == "records" else EVENT), "cluster": cluster}
+    assert refused_by_the_api(server, kind, item) == [{"line": 1, "path": "cluster", "error": message}]
+    code, err, file = refused_offline(tmp_path, capsys, kind, item)
+    assert (code, err) == (2, f"claimtrail replay: --{kind} {file}:1 at cluster: {message} "
+                              "(1 invalid item(s); fix or remove them first)")

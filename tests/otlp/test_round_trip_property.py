@@ -16,6 +16,8 @@ small = st.integers(min_value=0, max_value=2**31)
 # a tenant name is any text but the reserved "(others)" and control characters (validate_record)
 tenant_names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12).filter(
     lambda t: t != "(others)")
+# a cluster name is any text but the empty one and control characters (validate_record)
+cluster_names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=12)
 reasons = st.sampled_from(["in_use", "unhealthy", "not_reached", "selected", "quota_exhausted"])
 
 exemplars = st.builds(Exemplar, device=text, node=text, reason=reasons, detail=st.dictionaries(text, text, max_size=2))
@@ -35,7 +37,7 @@ tiers = st.builds(
 def records(draw: st.DrawFn) -> DecisionRecord:
     record = DecisionRecord(
         decision_id=draw(st.uuids()).hex,
-        cluster=draw(text),
+        cluster=draw(cluster_names),
         seq=draw(small),
         time="2026-01-02T03:04:05.123456+00:00",
         attempt=draw(st.integers(0, 50)),
