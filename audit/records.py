@@ -298,6 +298,18 @@ def record_dict(r: DecisionRecord) -> dict[str, Any]:
     }
 
 
+def check_output_digest(record: DecisionRecord) -> None:
+    """RecordError when ``record`` declares an ``output_digest`` its content does not hash to: it
+    was changed after it was sealed. History is append-only, so such a record, once stored, could
+    never be replaced, and every replay would only report it edited; every way records come in
+    refuses it instead. A record without a digest (not sealed) is for the caller to judge."""
+    if record.output_digest:
+        computed = record.compute_output_digest()
+        if record.output_digest != computed:
+            raise RecordError("output_digest",
+                              f"declared {record.output_digest} but the record's content digests to {computed}")
+
+
 def decision_id(cluster: str, claim_uid: str, attempt: int) -> str:
     """Deterministic id: the same attempt re-sent from anywhere lands on the same key (UUID text form)."""
     h = hashlib.sha256(f"{cluster}\x00{claim_uid}\x00{attempt}".encode()).hexdigest()[:32]

@@ -140,7 +140,7 @@ class Producer:
                     rec.decision_id = f"ingest-{self._nonce}-{n}"
                     rec.pod = f"ingest-{n % 5000}"
                     rec.time = f"2026-11-08T{(n // 3600) % 24:02d}:{(n // 60) % 60:02d}:{n % 60:02d}.000Z"
-                    batch.append(rec)
+                    batch.append(rec.seal())  # changed after the template was sealed: ingest checks the digest
                     n += 1
                 answer = client.post("/v1/ingest/records", content=to_jsonl(batch).encode())
                 answer.raise_for_status()

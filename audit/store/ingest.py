@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from audit.errors import LimitError, UserError
 from audit.events import EventError, WorldEvent, validate_event
-from audit.records import DecisionRecord, RecordError, validate_record
+from audit.records import DecisionRecord, RecordError, check_output_digest, validate_record
 from audit.store import quarantine as q
 from audit.store.rows import RowError, check_event, check_record
 
@@ -72,8 +72,10 @@ AdmissionError = (RecordError, EventError, RowError)
 
 
 def admit_record(data: Any, text: bytes | None = None) -> DecisionRecord:
-    """The record ``data`` (parsed from ``text``) holds, once strictly valid (``validate_record``)
-    and fitting the store's columns (``check_record``); else one of ``AdmissionError``.
+    """The record ``data`` (parsed from ``text``) holds, once strictly valid (``validate_record``),
+    fitting the store's columns (``check_record``) and, when sealed, still hashing to its own
+    ``output_digest`` (``check_output_digest``, as the OTLP receiver checks it; an unsealed
+    record is taken as it is); else one of ``AdmissionError``.
 
     The API's ingest and the offline import of files (``ingest.files``: replay and migration
     report read history from files) both take records in through here: a value the store would
@@ -81,6 +83,7 @@ def admit_record(data: Any, text: bytes | None = None) -> DecisionRecord:
     traceback or as a replay that cannot match."""
     record = validate_record(data, text)
     check_record(record)
+    check_output_digest(record)  # last: a value out of range is named before the digest it breaks
     return record
 
 

@@ -25,7 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from audit.records import DecisionRecord, RecordError, validate_record
+from audit.records import DecisionRecord, RecordError, check_output_digest, validate_record
 from audit.telemetry import schema as s
 
 
@@ -146,12 +146,8 @@ def record_from_attributes(attrs: dict[str, Any]) -> DecisionRecord:
                 field_name,
                 f"attribute {key}={attrs[key]!r} disagrees with the record's {getattr(record, field_name)!r}",
             )
-    computed = record.compute_output_digest()
     if not record.output_digest:
-        record.output_digest = computed
-    elif record.output_digest != computed and not attrs.get(s.REDACTED):
-        raise RecordError(
-            "output_digest",
-            f"declared {record.output_digest} but the record's content digests to {computed}",
-        )
+        record.seal()
+    elif not attrs.get(s.REDACTED):
+        check_output_digest(record)
     return record

@@ -122,8 +122,9 @@ def test_a_gzip_body_that_expands_past_the_limit_stops_at_the_limit(served: tupl
 
 def test_unknown_record_fields_are_counted_and_named_in_the_answer(served: tuple[Server, Path]) -> None:
     server, _ = served
-    data = {**record(3).to_dict(), "colour": "blue"}
-    data["tiers"] = [{"index": 0, "request": "gpu", "model": "H100", "considered": 1, "shade": 1}]
+    tiers = [{"index": 0, "request": "gpu", "model": "H100", "considered": 1}]
+    data = {**DecisionRecord.from_dict({**record(3).to_dict(), "tiers": tiers}).seal().to_dict(), "colour": "blue"}
+    data["tiers"][0]["shade"] = 1
     answer = server.post("/v1/ingest/records", content=json.dumps(data).encode()).json()
     assert (answer["accepted"], answer["unknown_fields"]) == (1, 2)
     assert [(w["line"], w["path"]) for w in answer["warnings"]] == [(1, "colour"), (1, "tiers.0.shade")]

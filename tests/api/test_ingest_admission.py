@@ -133,3 +133,41 @@ def test_an_empty_cluster_name_or_one_with_control_characters_is_refused(
     code, err, file = refused_offline(tmp_path, capsys, kind, item)
     assert (code, err) == (2, f"claimtrail replay: --{kind} {file}:1 at cluster: {message} "
                               "(1 invalid item(s); fix or remove them first)")
+
+
+def _sealed_then(n: int, change: dict[str, Any], *, sealed: bool = True) -> dict[str, Any]:
+    """A record of its own claim, sealed (or not), then changed as a sender might."""
+    record = decision(CLUSTER, f"claim-{n}", 1, sealed=sealed, seq=5, time="2026-05-01T08:00:00.000Z",
+                      message="allocated", engine_version="test").to_dict()
+    return {**record, **change}
+
+
+DIGESTS = {
+    "decision-id-changed": (_sealed_then(10, {"decision_id": "6c3f7a90-0000-4000-8000-000000000010"}), False),
+    "message-changed": (_sealed_then(11, {"message": "allocated (edited)"}), False),
+    "tier-evidence-changed": (_sealed_then(12, {"tiers": [{"index": 0, "request": "gpu", "model": "H100",
+                                                           "considered": 3}]}), False),
+    "time-moved": (_sealed_then(13, {"time": "2026-05-01T09:00:00.000Z"}), False),
+    "not-sealed": (_sealed_then(14, {}, sealed=False), True),
+    "only-the-measured-duration-changed": (_sealed_then(15, {"duration_us": 1234}), True),
+}
+
+
+@pytest.mark.parametrize(("item", "taken"), DIGESTS.values(), ids=DIGESTS.keys())
+def test_a_record_changed_after_it_was_sealed_is_refused_naming_output_digest(
+        server: Server, tmp_path: Path, item: dict[str, Any], taken: bool) -> None:
+    from audit.canonical import digest
+    from audit.records import DecisionRecord, output_view
+    from ingest.files import import_file
+
+    content = digest(output_view(DecisionRecord.from_dict(item).to_dict()))
+    message = f"DecisionRecord: output_digest: declared {item['output_digest']} but the record's content digests to {content}"
+    answer = server.post("/v1/ingest/records", content=json.dumps(item).encode()).json()
+    file = tmp_path / "records.jsonl"
+    file.write_text(json.dumps(item) + "\n")
+    offline = [(e.location, e.path, e.error) for e in import_file(file, "records").errors]
+    if taken:
+        assert (answer["accepted"], answer["errors"], offline) == (1, [], [])
+    else:
+        assert (answer["accepted"], answer["errors"]) == (0, [{"line": 1, "path": "output_digest", "error": message}])
+        assert offline == [(f"{file}:1", "output_digest", message)]

@@ -30,7 +30,7 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def _record(n: int, tenant: str = "team-a") -> DecisionRecord:
     return dataclasses.replace(make_record(n, tenant=tenant), decision_id=f"page-{tenant}-{n:03d}",
-                               time=iso(BASE_TIME + timedelta(minutes=n)))
+                               time=iso(BASE_TIME + timedelta(minutes=n))).seal()
 
 
 def _ingest(server: Server, records: list[DecisionRecord]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from audit.cli.main import main
-from audit.records import to_jsonl
+from audit.records import DecisionRecord, to_jsonl
 from audit.replay import CheckpointWriter, StoreHistory, Verifier
 from audit.store.queries import AuditStore
 from tests.replay.runs import busy
@@ -56,6 +56,7 @@ def test_an_edited_record_file_exits_1_and_prints_the_diff(files, capsys, tmp_pa
     lines = Path(files[0]).read_text().splitlines()
     i, rec = next((i, json.loads(line)) for i, line in enumerate(lines) if json.loads(line)["outcome"] == "allocated")
     rec["node"] = "nowhere"
+    rec["output_digest"] = DecisionRecord.from_dict(rec).compute_output_digest()  # as a changed engine would seal it
     lines[i] = json.dumps(rec)
     edited = tmp_path / "edited.jsonl"
     edited.write_text("\n".join(lines) + "\n")
@@ -119,6 +120,7 @@ def test_two_different_records_of_one_decision_are_refused(files, capsys, tmp_pa
     lines = Path(files[0]).read_text().splitlines()
     other = json.loads(lines[3])
     other["message"] += " (edited)"
+    other["output_digest"] = DecisionRecord.from_dict(other).compute_output_digest()
     clash = tmp_path / "clash.jsonl"
     clash.write_text("\n".join([*lines, json.dumps(other)]) + "\n")
     code, _, err = _run(capsys, "--records", str(clash), "--events", files[1])

@@ -27,7 +27,7 @@ Case = Callable[[AuditStore, str], bytes]  # stores what the case needs, returns
 
 
 def _rec(prefix: str, i: int, **changes: object) -> DecisionRecord:
-    return dataclasses.replace(make_record(i), decision_id=f"{prefix}{i:03d}", **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(make_record(i), decision_id=f"{prefix}{i:03d}", **changes).seal()  # type: ignore[arg-type]
 
 
 def _line(record: DecisionRecord) -> bytes:
