@@ -100,7 +100,8 @@ def parse_jsonl(body: bytes, kind: Literal["records", "events"], source: str,
     if kind not in ("records", "events"):
         raise UserError(f"ingest kind {kind!r}: must be 'records' or 'events'")
     text = decompress(body, compressed)
-    lines = text.count(b"\n") + 1
+    # as a JSON-lines reader counts them: a final newline ends the last line, it starts no other
+    lines = text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
     if lines > MAX_LINES:
         raise LimitError(f"ingest body: {lines} lines exceed the limit of {MAX_LINES} per request; "
                          "send them in smaller bodies")

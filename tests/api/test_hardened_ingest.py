@@ -111,6 +111,28 @@ def test_bodies_of_too_many_lines_are_refused_whole_before_any_line_is_parsed(
     assert metric(server, "process_max_resident_memory_bytes") - peak_before < 4 * MAX_BODY_MB * 2**20
 
 
+# (a record of its own, the body around it, the lines counted when that is over the limit)
+LINE_COUNTS = {
+    "as-many-lines-as-allowed-each-ended-by-a-newline": (61, lambda last: b"\n" * (MAX_LINES - 1) + last + b"\n", None),
+    "as-many-lines-as-allowed-the-last-unended": (62, lambda last: b"\n" * (MAX_LINES - 1) + last, None),
+    "one-line-more-each-ended-by-a-newline": (63, lambda last: b"\n" * MAX_LINES + last + b"\n", MAX_LINES + 1),
+    "one-line-more-the-last-unended": (64, lambda last: b"\n" * MAX_LINES + last, MAX_LINES + 1),
+    "one-line-more-the-last-blank": (65, lambda last: last + b"\n" * MAX_LINES + b" ", MAX_LINES + 1),
+}
+
+
+@pytest.mark.parametrize(("n", "body", "counted"), LINE_COUNTS.values(), ids=LINE_COUNTS.keys())
+def test_the_line_limit_counts_lines_as_a_json_lines_reader_does(served: tuple[Server, Path], n: int, body: Any,
+                                                                  counted: int | None) -> None:
+    server, _ = served
+    answer = server.post("/v1/ingest/records", content=body(line(record(n))))
+    if counted is None:
+        assert (answer.status_code, answer.json()["accepted"], answer.json()["errors"]) == (200, 1, [])
+    else:
+        assert (answer.status_code, answer.json()["detail"]) == (
+            413, f"ingest body: {counted} lines exceed the limit of {MAX_LINES} per request; send them in smaller bodies")
+
+
 def test_a_gzip_body_that_expands_past_the_limit_stops_at_the_limit(served: tuple[Server, Path]) -> None:
     server, _ = served
     peak_before = metric(server, "process_max_resident_memory_bytes")
@@ -297,7 +319,7 @@ def _busy_spool(tmp_path: Path) -> None:
 def _over_the_line_limit(tmp_path: Path) -> None:
     from audit.store.ingest import parse_jsonl
 
-    parse_jsonl(b"{}\n" * MAX_LINES, "records", "t", compressed=False)
+    parse_jsonl(b"{}\n" * (MAX_LINES + 1), "records", "t", compressed=False)
 
 
 @pytest.mark.parametrize(("fails", "status", "retry_after"), [
