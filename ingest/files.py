@@ -48,6 +48,7 @@ class ImportResult:
     records: list[DecisionRecord] = field(default_factory=list)
     events: list[WorldEvent] = field(default_factory=list)
     errors: list[ItemError] = field(default_factory=list)
+    locations: list[str] = field(default_factory=list)  # of each record or event taken, in order
 
 
 def _is_yaml(path: Path) -> bool:
@@ -121,6 +122,7 @@ def import_file(path: str | os.PathLike[str], kind: Kind) -> ImportResult:
                 result.records.append(admit_record(item, text))
             else:
                 result.events.append(admit_event(item))
+            result.locations.append(location)
         except AdmissionError as exc:
             result.errors.append(ItemError(location, exc.path, str(exc), raw))
     return result

@@ -1,7 +1,9 @@
 """``claimtrail replay``: verify recorded decisions by re-executing them, or replay under another policy.
 
 History comes from JSONL or YAML files, gzip-compressed or not (``--records`` and ``--events``: no
-store needed; each item is admitted as the API's ingest admits it), a store
+store needed; each item is admitted as the API's ingest admits it, and a record or event given
+twice is taken once, as the store absorbs a re-send, while two different ones under one decision
+id or one cluster and seq are refused), a store
 (``--dsn``; results are written to ``replay_runs``) or the audit API (``--server``, default
 ``CLAIMTRAIL_API``; the server selects, replays as one job in history order and records, and the
 progress bar follows the job). Select with ``--since/--until``,
@@ -30,6 +32,7 @@ from typing import Any
 
 from audit.cli.policyfile import policy_document
 from audit.errors import UserError
+from audit.events import WorldEvent
 from audit.records import DecisionRecord
 from audit.replay.batch import materialize
 from audit.replay.checkpoints import DEFAULT_INTERVAL
@@ -135,10 +138,8 @@ def _offline(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
     if args.checkpoint_every < 1:
         raise UserError(f"--checkpoint-every {args.checkpoint_every}: must be >= 1")
     records = _one_per_decision(args.records, _import(args.records, "records").records)
-    try:
-        source = MemorySource(_import(args.events, "events").events)
-    except ValueError as exc:
-        raise UserError(f"--events {args.events}: {exc}") from None
+    imported = _import(args.events, "events")
+    source = MemorySource(_one_per_seq(imported.events, imported.locations))
     source.add_checkpoints(args.checkpoint_every)
     _settle()
     return records, source
@@ -154,6 +155,21 @@ def _one_per_decision(path: str, records: list[DecisionRecord]) -> list[Decision
             raise UserError(f"--records {path}: decision {r.decision_id} appears twice with different contents; "
                             "a history holds one record per decision")
     return list(seen.values())
+
+
+def _one_per_seq(events: list[WorldEvent], locations: list[str]) -> list[WorldEvent]:
+    """The events with a line given twice counted once, as the store absorbs an identical re-send
+    (event logs concatenated where they overlap); two different events under one cluster and seq
+    are refused, naming both lines (a history holds one event per seq)."""
+    seen: dict[tuple[str, int], tuple[WorldEvent, str]] = {}
+    for event, where in zip(events, locations, strict=True):
+        first, first_where = seen.setdefault((event.cluster, event.seq), (event, where))
+        # by digest, as the store tells a re-send from a conflict: the canonical text, not ==
+        # (which takes 1 and true in a payload for the same value)
+        if first is not event and first.digest() != event.digest():
+            raise UserError(f"--events {first_where} and {where}: event seq {event.seq} of cluster {event.cluster} "
+                            "appears twice with different contents; a history holds one event per cluster and seq")
+    return [event for event, _ in seen.values()]
 
 
 def _settle() -> None:

@@ -165,6 +165,36 @@ def test_a_records_file_that_cannot_be_read_is_named_to_its_line(files, capsys, 
     assert (code, err.strip()) == (2, f"claimtrail replay: --records {message.replace('@', str(bad))}")
 
 
+def _edited(line):
+    return json.dumps({**json.loads(line), "resource_version": "edited"}, sort_keys=True)
+
+
+# what is done to the event log's lines, and the line that the last line clashes with, if any
+DOUBLED_EVENTS = {
+    "one-line-given-twice": (lambda lines: [*lines, lines[3]], None),
+    "two-overlapping-logs-concatenated": (lambda lines: lines[:len(lines) // 2 + 50] + lines[len(lines) // 2:], None),
+    "another-event-under-a-seq-in-use": (lambda lines: [*lines, _edited(lines[3])], 4),
+}
+
+
+@pytest.mark.parametrize(("change", "clash"), DOUBLED_EVENTS.values(), ids=DOUBLED_EVENTS.keys())
+def test_an_identical_event_line_is_taken_once_and_a_different_one_under_its_seq_is_refused(
+        files, capsys, tmp_path, change, clash):
+    lines = Path(files[1]).read_text().splitlines()
+    doubled = tmp_path / "events.jsonl"
+    changed = change(lines)
+    doubled.write_text("\n".join(changed) + "\n")
+    code, out, err = _run(capsys, "--records", files[0], "--events", str(doubled), "--checkpoint-every", "1000")
+    if clash is None:
+        n = len(busy(HOURS).records)
+        assert (code, out.splitlines()[0], err) == (0, f"verified {n:,} decisions: {n:,} matched, 0 mismatched", "")
+    else:
+        first = json.loads(lines[clash - 1])
+        assert (code, err.strip()) == (2, f"claimtrail replay: --events {doubled}:{clash} and {doubled}:{len(changed)}: "
+                                          f"event seq {first['seq']} of cluster {first['cluster']} appears twice with "
+                                          "different contents; a history holds one event per cluster and seq")
+
+
 def test_an_unknown_decision_id_is_named(files, capsys):
     code, _, err = _run(capsys, "--records", files[0], "--events", files[1], "--decision", "no-such-decision")
     assert (code, err.strip()) == (2, f"claimtrail replay: --decision no-such-decision: not found in {files[0]}")
