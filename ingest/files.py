@@ -128,6 +128,21 @@ def import_file(path: str | os.PathLike[str], kind: Kind) -> ImportResult:
     return result
 
 
+def one_event_per_seq(imported: ImportResult) -> list[WorldEvent]:
+    """The imported events with one given twice taken once, as the store absorbs an identical
+    re-send (event logs concatenated where they overlap); ValueError naming both locations for two
+    different events under one cluster and seq, since a history holds one event per seq."""
+    seen: dict[tuple[str, int], tuple[WorldEvent, str]] = {}
+    for event, where in zip(imported.events, imported.locations, strict=True):
+        first, first_where = seen.setdefault((event.cluster, event.seq), (event, where))
+        # by digest, as the store tells a re-send from a conflict: the canonical text, not ==
+        # (which takes 1 and true in a payload for the same value)
+        if first is not event and first.digest() != event.digest():
+            raise ValueError(f"{first_where} and {where}: event seq {event.seq} of cluster {event.cluster} appears "
+                             "twice with different contents; a history holds one event per cluster and seq")
+    return [event for event, _ in seen.values()]
+
+
 def _write_lines(path: Path, lines: Iterable[str]) -> int:
     count = 0
     with open(path, "w", encoding="utf-8") as fh:

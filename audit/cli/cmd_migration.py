@@ -207,6 +207,18 @@ def _load_records(args: argparse.Namespace) -> list[DecisionRecord]:
     return records
 
 
+def _events(path: str) -> list[WorldEvent]:
+    """The events of a file, one per cluster and seq as replay takes them (an identical one given
+    twice counts once): the pod lifecycle folds each seq once."""
+    from ingest.files import one_event_per_seq
+
+    imported = _read(path, "events")
+    try:
+        return one_event_per_seq(imported)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
 def _asked(events: list[WorldEvent]) -> dict[tuple[str, str, str], str]:
     """What each device-plugin pod asked for, from the pod lifecycle of each cluster's event log."""
     by_cluster: dict[str, list[WorldEvent]] = {}
@@ -221,7 +233,7 @@ def _asked(events: list[WorldEvent]) -> dict[tuple[str, str, str], str]:
 def _compute(args: argparse.Namespace) -> tuple[Thresholds, Report]:
     thresholds = _read_thresholds(thresholds_path(args), args)
     records = _load_records(args)
-    events = _read(args.events, "events").events if args.events else None
+    events = _events(args.events) if args.events else None
     releases = releases_from_events(e.to_dict() for e in events) if events is not None else None
     asked = _asked(events) if events is not None else None
     try:

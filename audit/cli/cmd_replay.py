@@ -32,7 +32,6 @@ from typing import Any
 
 from audit.cli.policyfile import policy_document
 from audit.errors import UserError
-from audit.events import WorldEvent
 from audit.records import DecisionRecord
 from audit.replay.batch import materialize
 from audit.replay.checkpoints import DEFAULT_INTERVAL
@@ -132,6 +131,7 @@ def _selection(args: argparse.Namespace) -> Selection:
 
 def _offline(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
     from audit.replay.source import MemorySource
+    from ingest.files import one_event_per_seq
 
     if not (args.records and args.events):
         raise UserError("--records and --events: give both for an offline replay")
@@ -139,7 +139,11 @@ def _offline(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
         raise UserError(f"--checkpoint-every {args.checkpoint_every}: must be >= 1")
     records = _one_per_decision(args.records, _import(args.records, "records").records)
     imported = _import(args.events, "events")
-    source = MemorySource(_one_per_seq(imported.events, imported.locations))
+    try:
+        events = one_event_per_seq(imported)
+    except ValueError as exc:
+        raise UserError(f"--events {exc}") from None
+    source = MemorySource(events)
     source.add_checkpoints(args.checkpoint_every)
     _settle()
     return records, source
@@ -155,21 +159,6 @@ def _one_per_decision(path: str, records: list[DecisionRecord]) -> list[Decision
             raise UserError(f"--records {path}: decision {r.decision_id} appears twice with different contents; "
                             "a history holds one record per decision")
     return list(seen.values())
-
-
-def _one_per_seq(events: list[WorldEvent], locations: list[str]) -> list[WorldEvent]:
-    """The events with a line given twice counted once, as the store absorbs an identical re-send
-    (event logs concatenated where they overlap); two different events under one cluster and seq
-    are refused, naming both lines (a history holds one event per seq)."""
-    seen: dict[tuple[str, int], tuple[WorldEvent, str]] = {}
-    for event, where in zip(events, locations, strict=True):
-        first, first_where = seen.setdefault((event.cluster, event.seq), (event, where))
-        # by digest, as the store tells a re-send from a conflict: the canonical text, not ==
-        # (which takes 1 and true in a payload for the same value)
-        if first is not event and first.digest() != event.digest():
-            raise UserError(f"--events {first_where} and {where}: event seq {event.seq} of cluster {event.cluster} "
-                            "appears twice with different contents; a history holds one event per cluster and seq")
-    return [event for event, _ in seen.values()]
 
 
 def _settle() -> None:

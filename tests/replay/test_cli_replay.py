@@ -195,6 +195,24 @@ def test_an_identical_event_line_is_taken_once_and_a_different_one_under_its_seq
                                           "different contents; a history holds one event per cluster and seq")
 
 
+@pytest.mark.parametrize(("change", "clash"), DOUBLED_EVENTS.values(), ids=DOUBLED_EVENTS.keys())
+def test_migration_report_takes_an_identical_event_line_once_and_refuses_a_different_one(
+        files, capsys, tmp_path, change, clash):
+    lines = Path(files[1]).read_text().splitlines()
+    doubled = tmp_path / "events.jsonl"
+    changed = change(lines)
+    doubled.write_text("\n".join(changed) + "\n")
+    code = main(["migration", "report", "--records", files[0], "--events", str(doubled), "-o", "json"])
+    out, err = capsys.readouterr()
+    if clash is None:
+        assert (code, err) == (0, "") and json.loads(out)["verdict"]
+    else:
+        first = json.loads(lines[clash - 1])
+        assert (code, err.strip()) == (2, f"claimtrail migration: {doubled}:{clash} and {doubled}:{len(changed)}: "
+                                          f"event seq {first['seq']} of cluster {first['cluster']} appears twice with "
+                                          "different contents; a history holds one event per cluster and seq")
+
+
 def test_an_unknown_decision_id_is_named(files, capsys):
     code, _, err = _run(capsys, "--records", files[0], "--events", files[1], "--decision", "no-such-decision")
     assert (code, err.strip()) == (2, f"claimtrail replay: --decision no-such-decision: not found in {files[0]}")
