@@ -10,17 +10,14 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 import yaml
 
 from audit.api.auth import hash_token
@@ -116,23 +113,19 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-@contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """``app`` served by uvicorn on a free loopback port in this process (so a test can read the
-    store it serves), as the base URL; its lifespan runs as under ``claimtrail serve``."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not (server.started and server.servers):
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+def own_server(name: str, *extra: str) -> Any:
+    """A module-scoped fixture: a server of the module's own (``extra``: more ``serve`` flags), for
+    a module whose tests count or change what the shared one holds."""
+
+    @pytest.fixture(scope="module")
+    def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+        srv, proc = start_server(tmp_path_factory.mktemp(name), *extra)
+        try:
+            yield srv
+        finally:
+            stop(proc)
+
+    return server
 
 
 def seed(server: Server) -> None:

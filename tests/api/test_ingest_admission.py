@@ -6,14 +6,13 @@ message names the file and line where the API names the line."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from audit.cli.main import main
-from tests.api.conftest import THRESHOLDS, Server, start_server, stop
+from tests.api.conftest import THRESHOLDS, Server, own_server
 from tests.builders import decision
 
 CLUSTER = "admission"
@@ -25,13 +24,7 @@ NOT_A_TIME = "is not an ISO 8601 time like 2026-11-01T08:00:00.000Z"
 U64 = "0..18446744073709551615"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv, proc = start_server(tmp_path_factory.mktemp("admission"))
-    try:
-        yield srv
-    finally:
-        stop(proc)
+server = own_server("admission")
 
 
 def refused_by_the_api(server: Server, kind: str, item: dict[str, Any]) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from audit.api.app import create_app
 from audit.api.auth import AuthConfig
 from audit.api.deps import Settings
 from audit.store.queries import AuditStore
-from tests.api.conftest import serving
+from tests.otlp.loopback import serve
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def base(store: AuditStore) -> Iterator[str]:
     def defect() -> None:
         raise RuntimeError("a defect below the handlers")
 
-    with serving(app) as base:
+    with serve(app, lifespan="on") as base:
         yield base
 
 

@@ -22,7 +22,7 @@ from audit.records import DecisionRecord, decision_id, to_jsonl
 from audit.store.filters import DecisionFilter
 from audit.store.queries import AuditStore
 from tests.api import factory
-from tests.api.conftest import serving
+from tests.otlp.loopback import serve
 
 
 def _attempt(base: DecisionRecord, pod: str, n: int, seq: int, time: str, **changes: object) -> DecisionRecord:
@@ -93,7 +93,7 @@ def test_the_servers_thresholds_decide_the_verdict(store: AuditStore, max_regres
 
 
 def test_the_apis_cohort_rows_are_the_stores_migration_stats(store: AuditStore) -> None:
-    with serving(create_app(store, Settings(auth=AuthConfig(insecure_local=True)))) as base:
+    with serve(create_app(store, Settings(auth=AuthConfig(insecure_local=True))), lifespan="on") as base:
         r = httpx.get(f"{base}/v1/stats/migration", timeout=60)
     assert r.status_code == 200, r.text
     expected = store.migration_stats(DecisionFilter())

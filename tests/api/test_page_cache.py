@@ -8,24 +8,16 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 
 from audit.api.pages import PageCache
 from audit.records import DecisionRecord, to_jsonl
-from tests.api.conftest import Server, start_server, stop
+from tests.api.conftest import Server, own_server
 from tests.store.factory import BASE_TIME, iso, make_record
 
-
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    server, proc = start_server(tmp_path_factory.mktemp("pages"))
-    try:
-        yield server
-    finally:
-        stop(proc)
+srv = own_server("pages")
 
 
 def _record(n: int, tenant: str = "team-a") -> DecisionRecord:

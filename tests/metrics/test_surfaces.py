@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from audit.events import WorldEvent
 from audit.metrics import Window, fairness_report, fallback_report, fold_lifecycle, health_report
 from audit.metrics.breakdown import regret_breakdown, wait_breakdown
 from audit.timestamps import format_time_ms, parse_time_ms
-from tests.api.conftest import TOKENS, Server, start_server, stop
+from tests.api.conftest import TOKENS, Server, own_server
 
 REPO = Path(__file__).resolve().parents[2]
 DAY_SCENARIO = REPO / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
@@ -36,13 +35,7 @@ START = parse_time_ms("2026-11-02T00:00:00Z")
 HOURS = 24
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv, proc = start_server(tmp_path_factory.mktemp("surfaces"))
-    try:
-        yield srv
-    finally:
-        stop(proc)
+server = own_server("surfaces")
 
 
 def _simulate(server: Server, tmp: Path, scenario: Path, cluster: str) -> tuple[str, list[WorldEvent]]:

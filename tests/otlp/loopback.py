@@ -83,16 +83,17 @@ def receiver_app() -> ReceiverApp:
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Run ``app`` with uvicorn on a free loopback port; yields the base URL."""
+def serve(app: Any, lifespan: str = "off") -> Iterator[str]:
+    """Run ``app`` with uvicorn on a free loopback port; yields the base URL. ``lifespan="on"``
+    runs the app's startup and shutdown as under ``claimtrail serve``."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # an app's own startup (a store to open) runs first with lifespan on
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("uvicorn did not start on loopback")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
@@ -22,20 +21,14 @@ from audit.records import DecisionRecord
 from audit.store.rows import record_json as stored_json
 from audit.telemetry import schema as s
 from audit.telemetry.record_dict import record_json
-from tests.api.conftest import Server, start_server, stop
+from tests.api.conftest import Server, own_server
 from tests.otlp.payloads import span, traces
 from tests.telemetry.records_factory import make_record
 
 PB = {"content-type": "application/x-protobuf"}
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv, proc = start_server(tmp_path_factory.mktemp("otlp-history"))
-    try:
-        yield srv
-    finally:
-        stop(proc)
+server = own_server("otlp-history")
 
 
 def _record(name: str, **changes: object) -> DecisionRecord:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -19,20 +18,14 @@ from audit.records import DecisionRecord
 from audit.telemetry import schema as s
 from audit.telemetry.record_dict import record_json
 from ingest.otlp.decode import records_from_traces
-from tests.api.conftest import Server, start_server, stop
+from tests.api.conftest import Server, own_server
 from tests.otlp.payloads import otlp_json, span, traces
 from tests.telemetry.records_factory import make_record
 
 HEADERS = {"protobuf": {"content-type": "application/x-protobuf"}, "json": {"content-type": "application/json"}}
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv, proc = start_server(tmp_path_factory.mktemp("otlp-ids"))
-    try:
-        yield srv
-    finally:
-        stop(proc)
+server = own_server("otlp-ids")
 
 
 def _counter(server: Server, name: str) -> float:
