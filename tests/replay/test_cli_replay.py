@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -177,13 +178,19 @@ DOUBLED_EVENTS = {
 }
 
 
+def _doubled(events: str, tmp_path: Path, change: Callable[[list[str]], list[str]]) -> tuple[list[str], Path, list[str]]:
+    """The event file's lines, and the file ``change`` makes of them with the lines it holds."""
+    lines = Path(events).read_text().splitlines()
+    changed = change(lines)
+    doubled = tmp_path / "events.jsonl"
+    doubled.write_text("\n".join(changed) + "\n")
+    return lines, doubled, changed
+
+
 @pytest.mark.parametrize(("change", "clash"), DOUBLED_EVENTS.values(), ids=DOUBLED_EVENTS.keys())
 def test_an_identical_event_line_is_taken_once_and_a_different_one_under_its_seq_is_refused(
         files, capsys, tmp_path, change, clash):
-    lines = Path(files[1]).read_text().splitlines()
-    doubled = tmp_path / "events.jsonl"
-    changed = change(lines)
-    doubled.write_text("\n".join(changed) + "\n")
+    lines, doubled, changed = _doubled(files[1], tmp_path, change)
     code, out, err = _run(capsys, "--records", files[0], "--events", str(doubled), "--checkpoint-every", "1000")
     if clash is None:
         n = len(busy(HOURS).records)
@@ -198,10 +205,7 @@ def test_an_identical_event_line_is_taken_once_and_a_different_one_under_its_seq
 @pytest.mark.parametrize(("change", "clash"), DOUBLED_EVENTS.values(), ids=DOUBLED_EVENTS.keys())
 def test_migration_report_takes_an_identical_event_line_once_and_refuses_a_different_one(
         files, capsys, tmp_path, change, clash):
-    lines = Path(files[1]).read_text().splitlines()
-    doubled = tmp_path / "events.jsonl"
-    changed = change(lines)
-    doubled.write_text("\n".join(changed) + "\n")
+    lines, doubled, changed = _doubled(files[1], tmp_path, change)
     code = main(["migration", "report", "--records", files[0], "--events", str(doubled), "-o", "json"])
     out, err = capsys.readouterr()
     if clash is None:
