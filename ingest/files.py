@@ -15,13 +15,14 @@ import gzip
 import json
 import os
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
+from audit.canonical import canonical_json
 from audit.dra.loader import yaml_problem
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
@@ -128,19 +129,33 @@ def import_file(path: str | os.PathLike[str], kind: Kind) -> ImportResult:
     return result
 
 
+def _one_per_key(items: list[Any], locations: list[str], key: Callable[[Any], Hashable],
+                 clash: Callable[[Any, str, str], str]) -> list[Any]:
+    """The items with one given twice taken once, as the store absorbs an identical re-send (logs
+    concatenated where they overlap); ValueError (``clash``: the item and both locations) for two
+    different items under one key, since a history holds one of each."""
+    seen: dict[Hashable, tuple[Any, str]] = {}
+    for item, where in zip(items, locations, strict=True):
+        first, first_where = seen.setdefault(key(item), (item, where))
+        # by canonical text, as the store tells a re-send from a conflict, not == (which takes 1
+        # and true in a payload for the same value)
+        if first is not item and canonical_json(first.to_dict()) != canonical_json(item.to_dict()):
+            raise ValueError(clash(item, first_where, where))
+    return [item for item, _ in seen.values()]
+
+
 def one_event_per_seq(imported: ImportResult) -> list[WorldEvent]:
-    """The imported events with one given twice taken once, as the store absorbs an identical
-    re-send (event logs concatenated where they overlap); ValueError naming both locations for two
-    different events under one cluster and seq, since a history holds one event per seq."""
-    seen: dict[tuple[str, int], tuple[WorldEvent, str]] = {}
-    for event, where in zip(imported.events, imported.locations, strict=True):
-        first, first_where = seen.setdefault((event.cluster, event.seq), (event, where))
-        # by digest, as the store tells a re-send from a conflict: the canonical text, not ==
-        # (which takes 1 and true in a payload for the same value)
-        if first is not event and first.digest() != event.digest():
-            raise ValueError(f"{first_where} and {where}: event seq {event.seq} of cluster {event.cluster} appears "
-                             "twice with different contents; a history holds one event per cluster and seq")
-    return [event for event, _ in seen.values()]
+    """The imported events, one per cluster and seq (``_one_per_key``)."""
+    return _one_per_key(imported.events, imported.locations, lambda e: (e.cluster, e.seq), lambda e, a, b: (
+        f"{a} and {b}: event seq {e.seq} of cluster {e.cluster} appears twice with different contents; a "
+        "history holds one event per cluster and seq"))
+
+
+def one_record_per_decision(imported: ImportResult) -> list[DecisionRecord]:
+    """The imported records, one per decision (``_one_per_key``)."""
+    return _one_per_key(imported.records, imported.locations, lambda r: r.decision_id, lambda r, a, b: (
+        f"{a} and {b}: decision {r.decision_id} appears twice with different contents; a history holds one "
+        "record per decision"))
 
 
 def _write_lines(path: Path, lines: Iterable[str]) -> int:

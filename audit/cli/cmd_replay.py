@@ -131,13 +131,16 @@ def _selection(args: argparse.Namespace) -> Selection:
 
 def _offline(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
     from audit.replay.source import MemorySource
-    from ingest.files import one_event_per_seq
+    from ingest.files import one_event_per_seq, one_record_per_decision
 
     if not (args.records and args.events):
         raise UserError("--records and --events: give both for an offline replay")
     if args.checkpoint_every < 1:
         raise UserError(f"--checkpoint-every {args.checkpoint_every}: must be >= 1")
-    records = _one_per_decision(args.records, _import(args.records, "records").records)
+    try:
+        records = one_record_per_decision(_import(args.records, "records"))
+    except ValueError as exc:
+        raise UserError(f"--records {exc}") from None
     imported = _import(args.events, "events")
     try:
         events = one_event_per_seq(imported)
@@ -147,18 +150,6 @@ def _offline(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
     source.add_checkpoints(args.checkpoint_every)
     _settle()
     return records, source
-
-
-def _one_per_decision(path: str, records: list[DecisionRecord]) -> list[DecisionRecord]:
-    """The records with a line sent twice counted once, as the store keeps it; two different
-    records under one decision id are refused (a history holds one record per decision)."""
-    seen: dict[str, DecisionRecord] = {}
-    for r in records:
-        first = seen.setdefault(r.decision_id, r)
-        if first is not r and first.to_dict() != r.to_dict():
-            raise UserError(f"--records {path}: decision {r.decision_id} appears twice with different contents; "
-                            "a history holds one record per decision")
-    return list(seen.values())
 
 
 def _settle() -> None:

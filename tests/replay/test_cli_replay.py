@@ -125,8 +125,9 @@ def test_two_different_records_of_one_decision_are_refused(files, capsys, tmp_pa
     clash = tmp_path / "clash.jsonl"
     clash.write_text("\n".join([*lines, json.dumps(other)]) + "\n")
     code, _, err = _run(capsys, "--records", str(clash), "--events", files[1])
-    assert (code, err.strip()) == (2, f"claimtrail replay: --records {clash}: decision {other['decision_id']} appears "
-                                      "twice with different contents; a history holds one record per decision")
+    assert (code, err.strip()) == (2, f"claimtrail replay: --records {clash}:4 and {clash}:{len(lines) + 1}: decision "
+                                      f"{other['decision_id']} appears twice with different contents; a history holds "
+                                      "one record per decision")
 
 
 def test_a_gzip_history_replays_as_the_plain_one(files, capsys, tmp_path):
