@@ -24,6 +24,7 @@ import yaml
 
 from audit.canonical import canonical_json
 from audit.dra.loader import yaml_problem
+from audit.errors import UserError
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
 from audit.store.ingest import GZIP_MAGIC, AdmissionError, admit_event, admit_record
@@ -126,6 +127,21 @@ def import_file(path: str | os.PathLike[str], kind: Kind) -> ImportResult:
             result.locations.append(location)
         except AdmissionError as exc:
             result.errors.append(ItemError(location, exc.path, str(exc), raw))
+    return result
+
+
+def admitted(path: str, kind: Kind, flag: str) -> ImportResult:
+    """``import_file`` for a command line: a file that cannot be read, or the first item refused
+    (with how many were), is a ``UserError`` naming ``flag`` (``--records``) and the item's line."""
+    try:
+        result = import_file(path, kind)
+    except FileFormatError as exc:
+        raise UserError(f"{flag} {exc}") from None
+    if result.errors:
+        first = result.errors[0]
+        where = f" at {first.path}" if first.path else ""
+        raise UserError(f"{flag} {first.location}{where}: {first.error} "
+                        f"({len(result.errors)} invalid item(s); fix or remove them first)")
     return result
 
 

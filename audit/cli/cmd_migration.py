@@ -21,7 +21,7 @@ import random
 import shlex
 import sys
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from audit import thresholds_file
 from audit.errors import UserError
@@ -42,9 +42,6 @@ from audit.migration import (
     report,
 )
 from audit.records import DecisionRecord, RecordError, validate_record
-
-if TYPE_CHECKING:
-    from ingest.files import ImportResult
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 # the thresholds the canary in deploy/ is judged by; the default of both report and plan
@@ -136,21 +133,6 @@ def _loads(path: str) -> bool:
     return True
 
 
-def _read(path: str, kind: Literal["records", "events"]) -> ImportResult:
-    """The records or events of a file, admitted as replay's offline import and the API's ingest
-    admit them; the first refused item is named with its file and line."""
-    from ingest.files import FileFormatError, import_file
-
-    try:
-        result = import_file(path, kind)
-    except FileFormatError as exc:
-        raise UserError(str(exc)) from None
-    if result.errors:
-        first = result.errors[0]
-        raise UserError(f"{first.location}: {first.error}")
-    return result
-
-
 def _records_from_api(args: argparse.Namespace) -> list[DecisionRecord]:
     import httpx
 
@@ -196,10 +178,12 @@ def _window(since: str | None, until: str | None) -> Any:
 
 
 def _load_records(args: argparse.Namespace) -> list[DecisionRecord]:
+    from ingest.files import admitted
+
     if args.records and args.server:
         raise UserError("give either --records FILE or --server URL, not both")
     window = _window(args.since, args.until) if args.since or args.until else None
-    records = _read(args.records, "records").records if args.records else _records_from_api(args)
+    records = admitted(args.records, "records", "--records").records if args.records else _records_from_api(args)
     if args.cluster:
         records = [r for r in records if r.cluster == args.cluster]
     if window is not None:
@@ -210,9 +194,9 @@ def _load_records(args: argparse.Namespace) -> list[DecisionRecord]:
 def _events(path: str) -> list[WorldEvent]:
     """The events of a file, one per cluster and seq as replay takes them (an identical one given
     twice counts once): the pod lifecycle folds each seq once."""
-    from ingest.files import one_event_per_seq
+    from ingest.files import admitted, one_event_per_seq
 
-    imported = _read(path, "events")
+    imported = admitted(path, "events", "--events")
     try:
         return one_event_per_seq(imported)
     except ValueError as exc:

@@ -106,21 +106,6 @@ class _Progress:
 # ---- loading -------------------------------------------------------------------------------------
 
 
-def _import(path: str, kind: str) -> Any:
-    from ingest.files import FileFormatError, import_file
-
-    try:
-        result = import_file(path, kind)  # type: ignore[arg-type]
-    except FileFormatError as exc:
-        raise UserError(f"--{kind} {exc}") from None
-    if result.errors:
-        first = result.errors[0]
-        where = f" at {first.path}" if first.path else ""
-        raise UserError(f"--{kind} {first.location}{where}: {first.error} "
-                        f"({len(result.errors)} invalid item(s); fix or remove them first)")
-    return result
-
-
 def _selection(args: argparse.Namespace) -> Selection:
     try:
         shard = Shard.parse(args.shard) if args.shard else None
@@ -131,17 +116,17 @@ def _selection(args: argparse.Namespace) -> Selection:
 
 def _offline(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
     from audit.replay.source import MemorySource
-    from ingest.files import one_event_per_seq, one_record_per_decision
+    from ingest.files import admitted, one_event_per_seq, one_record_per_decision
 
     if not (args.records and args.events):
         raise UserError("--records and --events: give both for an offline replay")
     if args.checkpoint_every < 1:
         raise UserError(f"--checkpoint-every {args.checkpoint_every}: must be >= 1")
     try:
-        records = one_record_per_decision(_import(args.records, "records"))
+        records = one_record_per_decision(admitted(args.records, "records", "--records"))
     except ValueError as exc:
         raise UserError(f"--records {exc}") from None
-    imported = _import(args.events, "events")
+    imported = admitted(args.events, "events", "--events")
     try:
         events = one_event_per_seq(imported)
     except ValueError as exc:

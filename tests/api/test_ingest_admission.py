@@ -83,7 +83,9 @@ def test_migration_report_refuses_a_line_with_the_message_replay_gives(
         files[name].write_text(json.dumps({**good, **change} if name == kind else good) + "\n")
     code = main(["migration", "report", "--thresholds", str(THRESHOLDS), "--records", str(files["records"]),
                  "--events", str(files["events"])])
-    assert (code, capsys.readouterr().err.strip()) == (2, f"claimtrail migration: {files[kind]}:1: {message}")
+    assert (code, capsys.readouterr().err.strip()) == (
+        2, f"claimtrail migration: --{kind} {files[kind]}:1 at {path}: {message} (1 invalid item(s); fix or remove them "
+           "first)")
 
 
 WITHOUT_OFFSET = {

@@ -106,7 +106,7 @@ def test_flags_override_the_thresholds_file(worse_file: str, capsys: pytest.Capt
 
 BAD = {
     "missing_file": (["--records", "/nonexistent.jsonl"], "/nonexistent.jsonl: cannot read"),
-    "bad_record": (["--records", "@bad"], ":1: DecisionRecord: outcome"),
+    "bad_record": (["--records", "@bad"], ":1 at outcome: DecisionRecord: outcome"),
     "both_sources": (["--records", "x", "--server", "http://127.0.0.1:9"], "either --records FILE or --server URL"),
     "bad_candidate_flag": (["--records", "@bad", "--candidate", "gpu/v2"],
                            f"--candidate (over {THRESHOLDS}): thresholds.candidate.track: unknown track 'gpu'"),
