@@ -254,10 +254,7 @@ class DecisionRecord(_Slotted):
     def compute_output_digest(self) -> str:
         # record_dict, not to_dict: asdict's generic deep copy is most of the cost, and ingest
         # digests every record it is sent to check it against its declared digest
-        view = record_dict(self)
-        for key in OUTPUT_DIGEST_EXCLUDED:
-            del view[key]
-        return digest(view)
+        return digest(output_view(record_dict(self)))
 
     def seal(self) -> DecisionRecord:
         """Fill ``output_digest`` from the record's own content; returns self for chaining."""
