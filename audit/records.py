@@ -382,9 +382,7 @@ def tenant_name_problem(name: str) -> str:
     characters (they would corrupt logs, metric labels and the one-line messages that name it)."""
     if name == OTHERS_TENANT:
         return f"{OTHERS_TENANT!r} is reserved for the other tenants in aggregates"
-    if _control_characters(name):
-        return f"{name!r}: control characters are not allowed in a tenant name"
-    return ""
+    return control_characters_problem(name, "a tenant name")
 
 
 def cluster_name_problem(name: str) -> str:
@@ -393,13 +391,14 @@ def cluster_name_problem(name: str) -> str:
     name — or control characters, as in a tenant name."""
     if not name:
         return "must not be empty"
-    if _control_characters(name):
-        return f"{name!r}: control characters are not allowed in a cluster name"
+    return control_characters_problem(name, "a cluster name")
+
+
+def control_characters_problem(name: str, what: str) -> str:
+    """Why ``name`` cannot be ``what`` for its control characters ('' when it has none)."""
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name):
+        return f"{name!r}: control characters are not allowed in {what}"
     return ""
-
-
-def _control_characters(name: str) -> bool:
-    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name)
 
 
 _ADAPTER: Any = None

@@ -1,24 +1,33 @@
 """Query-parameter checks shared by the endpoints: every bad value is a 400 naming the parameter.
 
 Values that reach the store are validated here first (ids, model names, times, enums), so
-injection strings and garbage never get further than a problem document; the store still
-binds every value server-side.
+garbage never gets further than a problem document; the store binds every value server-side.
+Names the store keeps as they were ingested (clusters, tenants, policy versions) are checked by
+the rules ingest takes them in by (``audit.records``), not by a narrower pattern: a filter must
+be able to name anything that can be stored, or a cluster stored as ``prod eu`` could never be
+resumed nor its decisions listed.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC
 
 from audit.api.problems import Problem
-from audit.records import Outcome, Track
+from audit.records import (
+    Outcome,
+    Track,
+    cluster_name_problem,
+    control_characters_problem,
+    tenant_name_problem,
+)
 from audit.timestamps import format_utc, parse_rfc3339
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 # Kubernetes names: DNS subdomains for pods and namespaces; tenants and clusters are plain labels.
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:()-]{0,127}$")
 
 
 def decision_id(value: str) -> str:
@@ -44,11 +53,27 @@ def k8s_name(value: str | None, name: str) -> str | None:
     return value
 
 
-def label(value: str | None, name: str) -> str | None:
+def cluster(value: str | None, name: str = "cluster") -> str | None:
+    """A cluster name as ingest takes one in (``cluster_name_problem``)."""
+    return _stored_name(value, name, cluster_name_problem)
+
+
+def tenant(value: str | None, name: str = "tenant") -> str | None:
+    """A tenant name as ingest takes one in (``tenant_name_problem``)."""
+    return _stored_name(value, name, tenant_name_problem)
+
+
+def policy_version(value: str | None, name: str = "policy_version") -> str | None:
+    """A policy version as records carry one: any text without control characters."""
+    return _stored_name(value, name, lambda v: control_characters_problem(v, "a policy version"))
+
+
+def _stored_name(value: str | None, name: str, problem_of: Callable[[str], str]) -> str | None:
     if value is None or value == "":
         return None
-    if not _LABEL.match(value):
-        raise Problem("invalid-parameter", f"{name} {value[:80]!r}: expected letters, digits and . _ : - ( )")
+    problem = problem_of(value)
+    if problem:
+        raise Problem("invalid-parameter", f"{name}: {problem[:200]}")
     return value
 
 

@@ -46,11 +46,11 @@ def list_decisions(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
 ) -> Response:
     f = storeport.decision_filter(
-        tenant=tenant_filter(who, params.label(tenant, "tenant")), namespace=params.k8s_name(namespace, "namespace"),
+        tenant=tenant_filter(who, params.tenant(tenant)), namespace=params.k8s_name(namespace, "namespace"),
         pod=params.k8s_name(pod, "pod"), model=params.model(model), outcome=params.outcome(outcome),
         fallback=params.boolean(fallback, "fallback"), since=params.timestamp(since, "since"),
-        until=params.timestamp(until, "until"), policy_version=params.label(policy_version, "policy_version"),
-        cluster=params.label(cluster, "cluster"), track=params.track(track), claim=params.k8s_name(claim, "claim"))
+        until=params.timestamp(until, "until"), policy_version=params.policy_version(policy_version),
+        cluster=params.cluster(cluster), track=params.track(track), claim=params.k8s_name(claim, "claim"))
 
     def page() -> bytes:
         texts, next_cursor = storeport.call(db.list_decision_texts, f, cursor or None, limit)

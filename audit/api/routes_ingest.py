@@ -96,7 +96,7 @@ async def last_event_seq(who: Annotated[Principal, Depends(principal)], db: Anno
                          cluster: Annotated[str, Query(description="the producer's cluster name")]) -> dict[str, Any]:
     if not who.admin:
         raise Problem("forbidden", "event sequence numbers are for producers, which hold an admin token")
-    name = params.label(cluster, "cluster")
+    name = params.cluster(cluster)
     if name is None:
         raise Problem("invalid-parameter", "cluster: required")
     seq = await run_in_threadpool(storeport.call, db.max_seq, name)

@@ -65,8 +65,8 @@ def _counterfactual(db: StoreReads, who: Principal, req: ReplayRequest) -> dict[
     if req.counterfactual_policy is not None and req.counterfactual_policy_document is not None:
         raise Problem("invalid-parameter", "counterfactual_policy and counterfactual_policy_document: give one")
     document = _policy_document(req.counterfactual_policy_document)
-    version = params.label(req.counterfactual_policy, "counterfactual_policy")
-    cluster = params.label(req.cluster, "cluster")
+    version = params.policy_version(req.counterfactual_policy, "counterfactual_policy")
+    cluster = params.cluster(req.cluster)
     since, until = params.timestamp(req.since, "since"), params.timestamp(req.until, "until")
     if not (version or document):
         raise Problem("invalid-parameter", "counterfactual_policy: give a stored policy version (or, as an admin, "
@@ -111,9 +111,9 @@ def _ids(db: StoreReads, who: Principal, req: ReplayRequest) -> list[str]:
     if not (req.all or req.cluster or req.since or req.until):
         raise Problem("invalid-parameter", "give decision_ids, or a window: cluster, since and/or until (or all: true)")
     f = storeport.decision_filter(
-        cluster=params.label(req.cluster, "cluster"), since=params.timestamp(req.since, "since"),
-        until=params.timestamp(req.until, "until"), tenant=tenant_filter(who, params.label(req.tenant, "tenant")),
-        model=params.model(req.model), policy_version=params.label(req.policy_version, "policy_version"))
+        cluster=params.cluster(req.cluster), since=params.timestamp(req.since, "since"),
+        until=params.timestamp(req.until, "until"), tenant=tenant_filter(who, params.tenant(req.tenant)),
+        model=params.model(req.model), policy_version=params.policy_version(req.policy_version))
     try:
         selection = Selection(sample=req.sample, shard=Shard.parse(req.shard) if req.shard else None,
                               segment=req.segment)

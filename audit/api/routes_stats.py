@@ -29,10 +29,10 @@ def _endpoint(kind: StatsKind) -> Callable[..., dict[str, Any]]:
                  policy_version: str | None = None, group_by: str | None = None,
                  by: str | None = None) -> dict[str, Any]:
         # ``tenant`` is already the caller's tenant for non-admins (see ``tenant_filter``)
-        values = {"tenant": tenant_filter(who, params.label(tenant, "tenant")),
-                  "cluster": params.label(cluster, "cluster"), "since": params.timestamp(since, "since"),
+        values = {"tenant": tenant_filter(who, params.tenant(tenant)),
+                  "cluster": params.cluster(cluster), "since": params.timestamp(since, "since"),
                   "until": params.timestamp(until, "until"), "model": params.model(model),
-                  "policy_version": params.label(policy_version, "policy_version")}
+                  "policy_version": params.policy_version(policy_version)}
         keys = kind.group_keys(group_by)
         breakdown = kind.breakdown(by, keys)
         own = storeport.decision_filter(**values)

@@ -15,9 +15,9 @@ from tests.api.conftest import TOKENS, Server, world_events
 FRESH_CLUSTER = "sink-restart-test"
 
 
-def _event(seq: int) -> WorldEvent:
+def _event(seq: int, cluster: str = FRESH_CLUSTER) -> WorldEvent:
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{seq}"}}
-    return WorldEvent(cluster=FRESH_CLUSTER, seq=seq, time="2026-05-01T08:00:00.000000Z", type="upsert",
+    return WorldEvent(cluster=cluster, seq=seq, time="2026-05-01T08:00:00.000000Z", type="upsert",
                       object_kind="Node", namespace="", name=f"n{seq}", payload=node)
 
 
@@ -28,9 +28,11 @@ def _event(seq: int) -> WorldEvent:
         ("admin", "no-such-cluster", 200, None),
         ("team-a", factory.CLUSTER, 403, None),
         (None, factory.CLUSTER, 401, None),
-        ("admin", "bad cluster;", 400, None),
+        ("admin", "no such cluster; DROP TABLE events", 200, None),
+        ("admin", "bad\ncluster", 400, None),
         ("admin", "", 400, None),
     ],
+    ids=["stored", "unknown", "tenant-token", "no-token", "injection-is-a-name", "control-character", "empty"],
 )
 def test_last_event_seq_answers_producers_only(server: Server, who: str | None, cluster: str, status: int,
                                                last_seq: int | None) -> None:
@@ -40,6 +42,19 @@ def test_last_event_seq_answers_producers_only(server: Server, who: str | None, 
         assert r.json() == {"cluster": cluster, "last_seq": last_seq}
     else:
         assert r.headers["content-type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize("cluster", ["prod eu", "lab/α (2026)", "a" * 300])
+def test_any_cluster_name_ingest_takes_can_be_resumed(server: Server, tmp_path: Path, cluster: str) -> None:
+    sink = HttpSink(server.base, token=TOKENS["admin"], spool_dir=str(tmp_path / "spool"), backoff_base=0.02)
+    try:
+        sink.write_events([_event(s, cluster) for s in (0, 1, 2)])
+        assert sink.flush(timeout=30) is True
+        assert sink.last_seq(cluster) == 2
+    finally:
+        sink.close()
+    r = server.get("/v1/ingest/events/last-seq", "admin", cluster=cluster)
+    assert r.json() == {"cluster": cluster, "last_seq": 2}
 
 
 def test_a_restarted_http_sink_counts_what_its_spool_still_held(server: Server, tmp_path: Path) -> None:

@@ -166,3 +166,22 @@ def test_a_record_changed_after_it_was_sealed_is_refused_naming_output_digest(
     else:
         assert (answer["accepted"], answer["errors"]) == (0, [{"line": 1, "path": "output_digest", "error": message}])
         assert offline == [(f"{file}:1", "output_digest", message)]
+
+
+def test_every_name_ingest_takes_can_be_filtered_on(server: Server) -> None:
+    """Filters take the names ingest takes (any text without control characters), so a stored
+    cluster, tenant or policy version can always be asked for by name."""
+    names = {"cluster": "prod eu (west)", "tenant": "team a/β", "policy_version": "2026-05 night; v2"}
+    record = decision(names["cluster"], "claim-named", 1, seq=9, time="2026-05-01T08:00:00.000Z", tenant=names["tenant"],
+                      namespace="team-a", policy_version=names["policy_version"], engine_version="test")
+    assert server.post("/v1/ingest/records", content=json.dumps(record.to_dict()).encode()).json()["accepted"] == 1
+    found = server.get("/v1/decisions", "admin", **names)
+    assert found.status_code == 200, found.text
+    assert [r["decision_id"] for r in found.json()["items"]] == [record.decision_id]
+    stats = server.get("/v1/stats/fallback", "admin", **names, group_by="tenant")
+    assert stats.status_code == 200, stats.text
+    assert [(r["tenant"], r["decisions"]) for r in stats.json()["rows"]] == [(names["tenant"], 1)]
+    for name in names:
+        refused = server.get("/v1/decisions", "admin", **{name: "bad\tname"})
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["detail"].startswith(f"{name}: 'bad\\tname': control characters are not allowed in a")
