@@ -1,10 +1,11 @@
 """Times as the project writes and reads them: RFC 3339 text and milliseconds since the epoch.
 
 Every layer parses and formats times through here, so a time has one reading everywhere: a
-trailing ``Z`` means UTC, a time without a zone is UTC where one is accepted at all (window bounds
-typed on the command line), fractions beyond milliseconds are truncated when a time becomes
-milliseconds, and formatted times are UTC with a ``Z``. The times of records and events must have
-the form ``is_rfc3339`` checks, offset included. Nothing here reads the clock: callers that need
+trailing ``Z`` means UTC, fractions beyond milliseconds are truncated when a time becomes
+milliseconds, and formatted times are UTC with a ``Z``. What a user gives (window bounds on the
+command line, a scenario's start) is read by ``parse_zoned_ms``, which refuses a time without its
+offset as the API's query parameters do; the times of records and events must have the form
+``is_rfc3339`` checks, offset included. Nothing here reads the clock: callers that need
 "now" pass it in.
 """
 
@@ -44,6 +45,23 @@ def is_rfc3339(text: str, *, offset_required: bool = True) -> bool:
 def datetime_ms(value: datetime) -> int:
     """Milliseconds since the epoch, truncated (exact: timedelta floor division, no float)."""
     return (value - EPOCH) // _ONE_MS
+
+
+NOT_A_TIME = "not an RFC 3339 time such as 2026-11-02T00:00:00Z"
+ZONE_REQUIRED = "the time needs a zone (Z or +hh:mm)"
+
+
+def parse_zoned_ms(text: str) -> int:
+    """Milliseconds since the epoch of a time a user gave, which must name its offset: RFC 3339
+    has no local times, and reading one as UTC would move a window by the user's offset without a
+    word. ValueError saying which of the two is wrong, for a message that names the input."""
+    try:
+        parsed = parse_rfc3339(text, naive_is_utc=False)
+    except ValueError:
+        raise ValueError(NOT_A_TIME) from None
+    if parsed.tzinfo is None:
+        raise ValueError(ZONE_REQUIRED)
+    return datetime_ms(parsed)
 
 
 _PARSED: dict[str, int] = {}

@@ -22,7 +22,7 @@ from audit.records import (
     control_characters_problem,
     tenant_name_problem,
 )
-from audit.timestamps import format_utc, parse_rfc3339
+from audit.timestamps import ZONE_REQUIRED, format_utc, parse_rfc3339
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
@@ -87,7 +87,7 @@ def timestamp(value: str | None, name: str) -> str | None:
         raise Problem("invalid-parameter", f"{name} {value[:80]!r}: expected an RFC 3339 time such as "
                       "2026-05-01T00:00:00Z") from None
     if parsed.tzinfo is None:
-        raise Problem("invalid-parameter", f"{name} {value[:80]!r}: the time needs a zone (Z or +hh:mm)")
+        raise Problem("invalid-parameter", f"{name} {value[:80]!r}: {ZONE_REQUIRED}")
     if not 1970 <= parsed.astimezone(UTC).year < 2300:  # the store keeps 1970..2299 (DateTime64)
         raise Problem("invalid-parameter", f"{name} {value[:80]!r}: outside 1970..2299, the times the store keeps")
     return format_utc(parsed, digits=6)

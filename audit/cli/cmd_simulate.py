@@ -109,7 +109,7 @@ def _start(value: str | None, hours: float) -> str:
     """``--start``: an RFC 3339 time as given, or for ``now`` the time that ends the run now."""
     from datetime import UTC, datetime, timedelta
 
-    from audit.timestamps import format_time_ms, format_utc, parse_time_ms
+    from audit.timestamps import format_time_ms, format_utc, parse_zoned_ms
 
     if not value:
         return ""
@@ -118,9 +118,9 @@ def _start(value: str | None, hours: float) -> str:
         start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=hours)
         return format_utc(start, digits=0)
     try:
-        return format_time_ms(parse_time_ms(value))
-    except ValueError:
-        raise UserError(f"--start {value!r}: not an RFC 3339 time (2026-11-02T00:00:00Z) or 'now'") from None
+        return format_time_ms(parse_zoned_ms(value))
+    except ValueError as exc:
+        raise UserError(f"--start {value!r}: {exc}, or 'now'") from None
 
 
 class _Progress:

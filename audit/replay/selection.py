@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from audit.records import DecisionRecord
 from audit.replay.checkpoints import DEFAULT_INTERVAL
-from audit.timestamps import parse_time_ms
+from audit.timestamps import parse_time_ms, parse_zoned_ms
 
 _SCALE = float(1 << 64)
 
@@ -70,9 +70,9 @@ class Selection:
             value = getattr(self, name)
             if value is not None:
                 try:
-                    parse_time_ms(value)
-                except ValueError:
-                    raise SelectionError(f"--{name} {value!r}: not an RFC 3339 time") from None
+                    parse_zoned_ms(value)
+                except ValueError as exc:
+                    raise SelectionError(f"--{name} {value!r}: {exc}") from None
         if self.since is not None and self.until is not None and parse_time_ms(self.until) < parse_time_ms(self.since):
             raise SelectionError(f"--until {self.until}: must be after --since {self.since}")
 

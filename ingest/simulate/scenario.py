@@ -37,6 +37,7 @@ import yaml
 
 from audit.dra.loader import yaml_problem
 from audit.policy import YAML_BOOLEAN_HINT, PolicyError, parse_duration_ms, parse_policy
+from audit.timestamps import parse_zoned_ms
 from ingest.simulate.cluster import NodePool
 
 WORKLOAD_API = "claimtrail.io/v1alpha1"
@@ -153,7 +154,7 @@ def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
     for key in sorted(set(spec) - allowed):
         raise ScenarioError(f"{label}: spec.{key}: unknown field")
     sc.cluster = _str(spec, "cluster", label, "sim")
-    sc.start = _str(spec, "start", label, sc.start)
+    sc.start = _start(spec, label, sc.start)
     sc.hours = _num(spec, "hours", label, 24.0)
     for i, p in enumerate(_list(spec, "nodePools", label)):
         path = f"spec.nodePools[{i}]"
@@ -259,6 +260,20 @@ def _list(spec: dict[str, Any], key: str, label: str) -> list[Any]:
     if not isinstance(v, list):
         raise ScenarioError(f"{label}: spec.{key}: expected a list")
     return v
+
+
+def _start(spec: dict[str, Any], label: str, default: str) -> str:
+    """``spec.start``: a quoted RFC 3339 time with its zone (YAML reads an unquoted one as a
+    datetime, whose zone it may have dropped)."""
+    if not isinstance(spec.get("start", default), str):
+        raise ScenarioError(f"{label}: spec.start: expected a quoted RFC 3339 time such as \"2026-11-02T00:00:00Z\", "
+                            f"got {type(spec['start']).__name__}")
+    start = _str(spec, "start", label, default)
+    try:
+        parse_zoned_ms(start)
+    except ValueError as exc:
+        raise ScenarioError(f"{label}: spec.start: {start!r}: {exc}") from None
+    return start
 
 
 def _str(m: dict[str, Any], key: str, label: str, default: str | None, path: str = "spec") -> str:

@@ -71,7 +71,8 @@ def test_an_edited_record_file_exits_1_and_prints_the_diff(files, capsys, tmp_pa
     (["--shard", "3/3"], "--shard '3/3': need 0 <= i < N and N >= 1"),
     (["--shard", "x"], "--shard 'x': expected i/N with whole numbers, e.g. 0/8"),
     (["--sample", "0"], "--sample 0.0: must be in (0, 1]"),
-    (["--since", "noon"], "--since 'noon': not an RFC 3339 time"),
+    (["--since", "noon"], "--since 'noon': not an RFC 3339 time such as 2026-11-02T00:00:00Z"),
+    (["--until", "2026-11-02T01:00:00"], "--until '2026-11-02T01:00:00': the time needs a zone (Z or +hh:mm)"),
     (["--workers", "0"], "--workers 0: must be >= 1"),
     (["--since", "2026-11-02T02:00:00Z", "--until", "2026-11-02T01:00:00Z"],
      "--until 2026-11-02T01:00:00Z: must be after --since 2026-11-02T02:00:00Z"),
@@ -81,7 +82,8 @@ def test_an_edited_record_file_exits_1_and_prints_the_diff(files, capsys, tmp_pa
     (["--since", "2030-01-01T00:00:00Z"], "no decision matched --since 2030-01-01T00:00:00Z in @records: nothing verified"),
     (["--since", "2030-01-01T00:00:00Z", "--until", "2030-01-02T00:00:00Z"],
      "no decision matched --since 2030-01-01T00:00:00Z --until 2030-01-02T00:00:00Z in @records: nothing verified"),
-], ids=["shard-out-of-range", "shard-malformed", "sample-zero", "since-not-a-time", "no-workers", "until-before-since",
+], ids=["shard-out-of-range", "shard-malformed", "sample-zero", "since-not-a-time", "until-without-a-zone",
+        "no-workers", "until-before-since",
         "empty-window-at-one-instant", "negative-show", "window-after-the-history", "window-matching-nothing"])
 def test_bad_options_are_one_line_errors(files, capsys, argv, message):
     code, out, err = _run(capsys, "--records", files[0], "--events", files[1], *argv)

@@ -33,7 +33,30 @@ def test_start_now_ends_the_window_at_the_current_time(tmp_path: Path) -> None:
     assert times and before - timedelta(hours=0.5) <= min(times) and max(times) <= after
 
 
-def test_a_start_that_is_no_time_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", "--hours", "0.5", "--start", "yesterday", "--quiet"]) == 2
-    assert capsys.readouterr().err == (
-        "claimtrail simulate: --start 'yesterday': not an RFC 3339 time (2026-11-02T00:00:00Z) or 'now'\n")
+@pytest.mark.parametrize(("start", "reason"), [
+    ("yesterday", "not an RFC 3339 time such as 2026-11-02T00:00:00Z"),
+    ("2027-01-05T10:00:00", "the time needs a zone (Z or +hh:mm)"),
+], ids=["not-a-time", "no-zone"])
+def test_a_start_that_names_no_instant_is_one_line(capsys: pytest.CaptureFixture[str], start: str,
+                                                   reason: str) -> None:
+    assert main(["simulate", "--hours", "0.5", "--start", start, "--quiet"]) == 2
+    assert capsys.readouterr().err == f"claimtrail simulate: --start {start!r}: {reason}, or 'now'\n"
+
+
+SCENARIO = Path(__file__).parents[2] / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    ('start: "yesterday"', "'yesterday': not an RFC 3339 time such as 2026-11-02T00:00:00Z"),
+    ('start: "2027-01-05T10:00:00"', "'2027-01-05T10:00:00': the time needs a zone (Z or +hh:mm)"),
+    ("start: 2027-01-05T10:00:00Z", 'expected a quoted RFC 3339 time such as "2026-11-02T00:00:00Z", got datetime'),
+], ids=["not-a-time", "no-zone", "unquoted"])
+def test_a_scenario_start_that_names_no_instant_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            line: str, reason: str) -> None:
+    text = SCENARIO.read_text()
+    start = next(ln for ln in text.splitlines() if ln.strip().startswith("start:"))
+    scenario = tmp_path / "day.yaml"
+    scenario.write_text(text.replace(start, start[:len(start) - len(start.lstrip())] + line))
+    assert main(["simulate", "--scenario", str(scenario), "--hours", "0.5", "--quiet"]) == 2
+    assert capsys.readouterr().err == (f"claimtrail simulate: day.yaml#3 Workload cluster-day: spec.start: "
+                                       f"{reason}\n")
