@@ -3,9 +3,10 @@
 The first-choice rate, fallbacks, regret and the preference → outcome paths are the API's
 pod-level figures of ``/v1/stats/fallback`` (DRA pods whose claims offer alternatives; a fallback
 is regretted when its first choice alone became allocatable on one node, within quota, within
-the policy's regret window — docs/metrics.md). The hourly rates come from the same endpoint's rows
-grouped by hour, preferred and allocated model, which count decision records (``decision_rows`` in
-docs/metrics.md: a pod bound again after an eviction is two allocated decisions); the reasons the
+the policy's regret window — docs/metrics.md). The hourly counts come from the same endpoint's rows
+grouped by hour, preferred and allocated model: the hourly chart stacks their ``fallback_decisions``,
+which count decision records (``decision_rows`` in docs/metrics.md: a pod bound again after an
+eviction is two allocated decisions); the reasons the
 preferred model was skipped are the API's per-reason device verdicts for the preferred tiers that
 were not chosen (grouped by ``reason,preferred``). The regret figures per
 preferred model and per hour are the endpoint's ``by=model`` and ``by=hour`` rows, drawn as given.
@@ -28,16 +29,10 @@ flows = load(lambda: client.stats("fallback", filters, ("hour", "preferred", "mo
 if empty(flows, "decisions") or flows is None or not has_columns(flows, SOURCE, "hour", "preferred", "model", "decisions", "allocated", "fallback_decisions"):
     st.stop()
 
-# Of allocated decisions, as the rows' ``fallback_rate`` is; an hour with nothing allocated has no rate, so
-# no point, rather than a rate of 0.
-allocated_by_hour: dict[str, float] = {}
-for r in flows.rows:
-    allocated_by_hour[str(r["hour"])] = allocated_by_hour.get(str(r["hour"]), 0.0) + num(r["allocated"])
-fallback_rows = [
-    {"hour": str(r["hour"]), "pair": f"{r['preferred']} → {r['model']}", "rate": num(r["fallback_decisions"]) / allocated_by_hour[str(r["hour"])]}
-    for r in flows.rows
-    if num(r["fallback_decisions"]) and allocated_by_hour[str(r["hour"])]
-]
+# Counts of decision records as the rows give them (``fallback_decisions``): a rate per pair would
+# need a denominator of its own, and the hour's allocated decisions are no row's.
+fallback_rows = [{"hour": str(r["hour"]), "pair": f"{r['preferred']} → {r['model']}", "decisions": num(r["fallback_decisions"])}
+                 for r in flows.rows if num(r["fallback_decisions"])]
 
 figs = flows.summary
 cols = st.columns(4)
@@ -54,7 +49,7 @@ left, right = st.columns(2)
 with left:
     if fallback_rows:
         st.plotly_chart(
-            figures.stacked_area(fallback_rows, "hour", "pair", "rate", "Fallback decisions per allocated decision by hour, preferred → allocated"),
+            figures.stacked_area(fallback_rows, "hour", "pair", "decisions", "Fallback decisions by hour, preferred → allocated"),
             key="fallback_area",
         )
     else:

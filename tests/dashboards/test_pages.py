@@ -109,6 +109,27 @@ def test_fallback_page_draws_flows_and_reads_the_rate(api_env: str) -> None:
                                           "No pod with alternatives was bound in this window."]
 
 
+def chart(at: AppTest, title: str) -> dict:
+    """The plotly figure on the page whose title begins with ``title``."""
+    import json
+
+    for element in at.get("plotly_chart"):
+        figure = json.loads(element.proto.spec)
+        if figure["layout"]["title"]["text"].startswith(title):
+            return figure
+    raise AssertionError(f"no chart titled {title!r}")
+
+
+def test_fallback_page_stacks_the_fallback_decisions_of_each_hour(api_env: str) -> None:
+    at = open_page("2_fallback.py")
+    figure = chart(at, "Fallback decisions by hour")
+    # factory.SPECS: alpha 08:20 H100→A100; alpha 09:10 H100→A100 and beta 09:05 H100→L40S
+    assert {t["name"]: dict(zip(t["x"], t["y"], strict=True)) for t in figure["data"]} == {
+        "H100 → A100": {"2026-03-01T08:00:00Z": 1.0, "2026-03-01T09:00:00Z": 1.0},
+        "H100 → L40S": {"2026-03-01T08:00:00Z": 0.0, "2026-03-01T09:00:00Z": 1.0},
+    }
+
+
 def test_fallback_page_ranks_why_h100_was_skipped_and_reads_regret(api_env: str) -> None:
     at = open_page("2_fallback.py")
     assert not problems(at), problems(at)
