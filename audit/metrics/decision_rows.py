@@ -4,7 +4,9 @@ The ``rows`` of ``/v1/stats/fallback`` and ``/v1/stats/overview`` (one per combi
 ``group_by`` values: tenant, allocated model, preferred model, hour, cluster, track, policy
 version, outcome), of ``/v1/stats/fairness`` (one per tenant, or per hour × tenant) and of
 ``/v1/stats/fallback?group_by=reason[,preferred]`` (one per reason code, or per preferred model ×
-reason code). Like the migration ``cohorts``, and unlike the pod families above, they count
+reason code) and of ``/v1/stats/health`` (one per hour, or per device model or hour × model: the
+device verdicts of the health reason codes in every tier of the records, and per hour the retries
+by retry class and the terminal failures). Like the migration ``cohorts``, and unlike the pod families above, they count
 decision records, not pods: a pod decided five times (four unschedulable attempts, then an
 allocation) is five decisions, four of them unschedulable, and a pod bound to its fallback, then
 evicted and bound to it again, is two fallback decisions but one pod that fell back. The per-pod
@@ -30,9 +32,21 @@ _ALLOCATED = "the group's decision records with outcome allocated"
 _FALLBACK = "audit.store.aggregates.fallback_stats"
 _FAIRNESS = "audit.api.stats.fairness.usage_by_model"
 _REASONS = "audit.api.stats.fallback.skip_reasons"
+_HOURLY_HEALTH = "audit.store.aggregates.health_stats"
+_HEALTH = f"{_HOURLY_HEALTH}, audit.api.stats.health.health_by_model"
+_VERDICT = "device verdict (one device's reason in one tier of one decision record)"
+_ALL_TIERS = "every tier of the decision records within the filter, the tier chosen included"
 FALLBACK_ROW = ("decisions", "allocated", "fallback_decisions", "fallback_rate", "unschedulable")
 FAIRNESS_ROW = ("decisions", "allocated", "devices_allocated")
 REASON_ROW = ("devices",)
+HEALTH_VERDICTS = ("unhealthy", "binding_conflict", "stale_slice")
+HEALTH_ROW = ("decisions", "retries", "terminal_failures", *HEALTH_VERDICTS)  # per hour
+HEALTH_MODEL_ROW = HEALTH_VERDICTS  # per device model, or hour × model
+VERDICT_MEANINGS = (
+    ("unhealthy", "an untolerated taint the policy marks as health was on the device"),
+    ("binding_conflict", "at bind time another claim had taken the device"),
+    ("stale_slice", "at bind time the device's slice had moved to another generation"),
+)
 DEFINITIONS = (
     Definition("decisions", "decision_rows", _COUNTS, "decisions", _POP, "count",
                f"{_FALLBACK}, {_FAIRNESS}"),
@@ -57,4 +71,14 @@ DEFINITIONS = (
                "allocated nothing)",
                "sum per reason code (selected excluded) of the devices the tier's evidence gives that reason: a "
                "device counts once per decision and tier that evaluated it", _REASONS),
+    Definition("retries", "decision_rows", _COUNTS, "decisions per retry class", _POP,
+               "count per retry class of records whose attempt is retried (a retry class other than terminal, "
+               "outcome not error): a pod that fails twice before it fits counts twice", _HOURLY_HEALTH),
+    Definition("terminal_failures", "decision_rows", _COUNTS, "decisions", _POP,
+               "count of records with retry class terminal or outcome error: the attempts after which the pod is "
+               "not tried again", _HOURLY_HEALTH),
+    *(Definition(code, "decision_rows", _VERDICT, "device verdicts", _ALL_TIERS,
+                 f"sum of the devices the tiers' evidence gives the reason {code} ({why}): a device counts once "
+                 "per decision and tier that evaluated it, so this counts evaluations, not devices", _HEALTH)
+      for code, why in VERDICT_MEANINGS),
 )

@@ -29,5 +29,6 @@ def test_every_api_figure_has_one_definition() -> None:
     assert {d.name for d in DEFINITIONS if d.family == "cohorts"} == cohort_row
     # the rows of /v1/stats/fallback, /overview and /fairness and the skip reasons count decision records
     decision_row = {"decisions", "allocated", "fallback_decisions", "fallback_rate", "unschedulable",
-                    "devices_allocated", "devices"}
+                    "devices_allocated", "devices", "retries", "terminal_failures", "unhealthy", "binding_conflict",
+                    "stale_slice"}
     assert {d.name for d in DEFINITIONS if d.family == "decision_rows"} == decision_row
