@@ -27,7 +27,7 @@ import tempfile
 import time
 from typing import Any
 
-from audit.metrics import percentile
+from audit.metrics.ranks import nearest_rank
 from audit.records import DecisionRecord
 from audit.replay import MemorySource, ReplayResult, Verifier
 from audit.replay.checkpoints import CheckpointWriter, forget_parsed_checkpoints
@@ -171,7 +171,7 @@ def _latency(store: AuditStore, result: SimulationResult, pacer: MemoryPacer, in
             "note": f"{len(picks)} decisions {what} (embedded chDB; a fresh verifier each: checkpoint text read + "
                     f"verify + rebuild, <= {max(folds):,} events read and folded, decide, compare), in rounds of "
                     f"{LATENCY_ROUND}, each normalised by the memory scale's speed around it; measured "
-                    f"p50 {percentile(times, 50):.1f} ms, max {times[-1]:.1f} ms"
+                    f"p50 {nearest_rank(times, 0.5):.1f} ms, max {times[-1]:.1f} ms"
                     + (BEFORE_AFTER.format(before=BEFORE, after=AFTER) if main else "")}
 
 
