@@ -3,8 +3,9 @@
 Settings: hash pod names (every occurrence of the pod name in any string of the record, its
 verdicts and labels becomes a keyed hash, so claim names derived from pod names do not leak it),
 drop pod labels, drop the tenant. Values from closed vocabularies (outcome, track, retry class,
-reason and blocker codes), digests and uids are left verbatim: rewriting them could only corrupt
-the record (a pod named ``a`` must not turn ``allocated`` into garbage), and they identify no pod. The redacted record keeps its original ``output_digest``: the
+reason and blocker codes), the decision's time, digests and uids are left verbatim: rewriting them
+could only corrupt the record (a pod named ``a`` must not turn ``allocated`` into garbage, nor
+one named ``0`` the time into one no store takes), and they identify no pod. The redacted record keeps its original ``output_digest``: the
 digest still names the decision the engine made, and replaying the original inputs reproduces
 it. The changed paths travel with the record (like OPA's ``masked``/``erased`` lists) so a reader
 can tell what was redacted.
@@ -156,10 +157,10 @@ def redact(record: DecisionRecord, labels: Mapping[str, str], settings: Redactio
     return RedactedDecision(DecisionRecord.from_dict(data), kept_labels, scrubber, paths, data)
 
 
-# record fields (at any depth) that hold closed-vocabulary values, digests or uids
+# record fields (at any depth) that hold closed-vocabulary values, times, digests or uids
 _VERBATIM = frozenset(
     {
-        "decision_id", "pod_uid", "claim_uids", "outcome", "track", "retry_class",
+        "decision_id", "time", "pod_uid", "claim_uids", "outcome", "track", "retry_class",
         "policy_digest", "input_digest", "output_digest", "reasons", "reason", "code",
     }
 )
