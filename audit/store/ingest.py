@@ -2,7 +2,8 @@
 
 Every line is parsed and admitted (``admit_record`` / ``admit_event``: validated strictly and
 checked against the columns it will go into; the offline import of files admits its items the
-same way, so a line is refused with the same message either way); a line failing any step becomes a quarantine row carrying
+same way, and the OTLP receiver its decisions, so an item is refused with the same message
+either way); a line failing any step becomes a quarantine row carrying
 the error, the field path and the raw line, and the first errors are returned to the caller.
 Nothing is dropped: each non-blank line is either an item or a quarantine row.
 
@@ -72,18 +73,29 @@ AdmissionError = (RecordError, EventError, RowError)
 
 
 def admit_record(data: Any, text: bytes | None = None) -> DecisionRecord:
-    """The record ``data`` (parsed from ``text``) holds, once strictly valid (``validate_record``),
-    fitting the store's columns (``check_record``) and, when sealed, still hashing to its own
-    ``output_digest`` (``check_output_digest``, as the OTLP receiver checks it; an unsealed
-    record is taken as it is); else one of ``AdmissionError``.
+    """The record ``data`` (parsed from ``text``) holds, once strictly valid (``validate_record``)
+    and admitted (``admit_valid_record``); else one of ``AdmissionError``.
 
     The API's ingest and the offline import of files (``ingest.files``: replay and migration
     report read history from files) both take records in through here: a value the store would
     refuse is refused offline too, by the same message, instead of surfacing later as a
     traceback or as a replay that cannot match."""
-    record = validate_record(data, text)
+    return admit_valid_record(validate_record(data, text))
+
+
+def admit_valid_record(record: DecisionRecord, redacted: bool = False) -> DecisionRecord:
+    """``record`` (already strictly valid) once it fits the store's columns (``check_record``)
+    and, when sealed, still hashes to its own ``output_digest`` (``check_output_digest``; an
+    unsealed record is taken as it is); else one of ``AdmissionError``.
+
+    ``admit_record`` ends here, and so does the OTLP receiver, which rebuilds a record from span
+    attributes before it can judge it: a record the store would refuse is refused to its sender
+    when it arrives, not quarantined later by the writer. ``redacted``: the sender redacted the
+    record, which keeps the digest of the decision as made (``audit.telemetry.redaction``), so
+    its content is not expected to hash to it."""
     check_record(record)
-    check_output_digest(record)  # last: a value out of range is named before the digest it breaks
+    if not redacted:
+        check_output_digest(record)  # last: a value out of range is named before the digest it breaks
     return record
 
 

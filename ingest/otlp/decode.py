@@ -2,13 +2,16 @@
 
 A decision is a ``dra.allocate`` span (or a ``claimtrail.decision`` log record) carrying
 ``claimtrail.record``: the record's JSON, validated strictly. Key attributes that are also
-present as flat attributes must agree with the record, and the record's ``output_digest`` must
-match its content unless the sender lists redacted paths (a redacted record keeps the digest of
-the decision as made). Tier spans, wait spans and verdict log records are recognised parts of a decision;
-everything else is ignored and counted. An item that claims to be a decision but fails these
-checks is rejected with a message naming the attribute and field; so is a decision span or a
-part whose ids OTLP calls invalid (a trace_id of other than 16 bytes, a span_id of other than 8,
-either all zero, a parent_span_id neither empty nor 8 bytes), however the request was encoded.
+present as flat attributes must agree with the record, and the record must pass the store's
+admission (``audit.store.ingest.admit_valid_record``, as on the ingest endpoints): its values
+fit the store's columns and its ``output_digest`` matches its content unless the sender lists
+redacted paths (a redacted record keeps the digest of the decision as made). Tier spans, wait
+spans and verdict log records are recognised parts of a decision; everything else is ignored
+and counted. An item that claims to be a decision but fails these checks is rejected with a
+message naming the attribute and field (and the decision, once its record is valid); so is a
+decision span or a part whose ids OTLP calls invalid (a trace_id of other than 16 bytes, a
+span_id of other than 8, either all zero, a parent_span_id neither empty nor 8 bytes), however
+the request was encoded.
 A log record's ids are optional, and OTLP has receivers treat invalid ones as absent, so they are
 not checked.
 """
@@ -25,7 +28,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from audit.records import DecisionRecord, RecordError, check_output_digest, validate_record
+from audit.records import DecisionRecord, RecordError, validate_record
+from audit.store.ingest import AdmissionError, admit_valid_record
 from audit.telemetry import schema as s
 
 
@@ -121,13 +125,16 @@ def _is_claimtrail(attrs: dict[str, Any]) -> bool:
 
 def _take(result: DecodeResult, kind: str, where: str, attrs: dict[str, Any], raw: Callable[[], bytes]) -> None:
     try:
-        result.records.append(record_from_attributes(attrs))
-    except RecordError as exc:
+        record = valid_record(attrs)
+        if record.decision_id:  # from here on the sender can be told which decision was refused
+            where = f"{where}: decision {record.decision_id}"
+        result.records.append(admitted(record, attrs))
+    except AdmissionError as exc:
         result.rejected.append(Rejected(kind, f"{where}: {exc}", raw()))
 
 
-def record_from_attributes(attrs: dict[str, Any]) -> DecisionRecord:
-    """Rebuild and check one record; RecordError names the attribute or record field at fault."""
+def valid_record(attrs: dict[str, Any]) -> DecisionRecord:
+    """The record ``claimtrail.record`` holds, strictly valid; RecordError names the attribute or field."""
     text = attrs.get(s.RECORD)
     if text is None:
         raise RecordError("", f"attribute {s.RECORD} is required (the record's JSON)")
@@ -139,15 +146,21 @@ def record_from_attributes(attrs: dict[str, Any]) -> DecisionRecord:
         raise RecordError("", f"attribute {s.RECORD} is not JSON ({exc})") from None
     except RecursionError:
         raise RecordError("", f"attribute {s.RECORD} nests too deeply") from None
-    record = validate_record(data)
+    return validate_record(data)
+
+
+def admitted(record: DecisionRecord, attrs: dict[str, Any]) -> DecisionRecord:
+    """``record`` once it agrees with the flat attributes and passes the store's admission, sealed
+    if the sender left the digest to the receiver; else an ``AdmissionError`` naming the field."""
     for key, field_name in s.CROSS_CHECKED.items():
         if key in attrs and attrs[key] != getattr(record, field_name):
             raise RecordError(
                 field_name,
                 f"attribute {key}={attrs[key]!r} disagrees with the record's {getattr(record, field_name)!r}",
             )
+    # the same admission as the ingest endpoints: what the store's writer would quarantine later
+    # is refused now, in partial_success, where the sender learns of it
+    admit_valid_record(record, redacted=bool(attrs.get(s.REDACTED)))
     if not record.output_digest:
         record.seal()
-    elif not attrs.get(s.REDACTED):
-        check_output_digest(record)
     return record

@@ -1,8 +1,9 @@
 """The transport-independent OTLP receiver: decode, write to the sink, quarantine, count.
 
 HTTP (``ingest.otlp.http``) and gRPC (``ingest.otlp.grpc``) both hand decoded export requests
-here. Items that claim to be decisions but fail validation are quarantined one by one and
-reported in the OTLP ``partial_success`` of the response; the rest of the batch is kept. So are
+here. Items that claim to be decisions but fail validation, or the store's admission of a
+record (``ingest.otlp.decode``), are quarantined one by one and reported in the OTLP
+``partial_success`` of the response; the rest of the batch is kept. So are
 decisions the sink refuses because their id is already taken by a different record (stored, or
 earlier in the same request): the sender learns that its copy was not kept.
 """

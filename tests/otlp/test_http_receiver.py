@@ -132,8 +132,11 @@ GOOD = make_record(0)
         ({s.RECORD: "{oops"}, "DecisionRecord: attribute claimtrail.record is not JSON"),
         ({s.RECORD: _with(GOOD, seq="5")}, "DecisionRecord: seq: Input should be a valid integer"),
         ({s.RECORD: _with(GOOD, outcome="maybe")}, "DecisionRecord: outcome: unknown outcome 'maybe'"),
-        (_decision_attrs(GOOD, **{s.OUTCOME: "error"}), "DecisionRecord: outcome: attribute claimtrail.outcome='error' disagrees"),
-        ({s.RECORD: _with(GOOD, wait_ms=99)}, f"DecisionRecord: output_digest: declared {GOOD.output_digest} but"),
+        # a record valid on its own: the message names its decision
+        (_decision_attrs(GOOD, **{s.OUTCOME: "error"}),
+         f"decision {GOOD.decision_id}: DecisionRecord: outcome: attribute claimtrail.outcome='error' disagrees"),
+        ({s.RECORD: _with(GOOD, wait_ms=99)},
+         f"decision {GOOD.decision_id}: DecisionRecord: output_digest: declared {GOOD.output_digest} but"),
     ],
     ids=["record-missing", "record-not-string", "record-not-json", "field-wrong-type", "unknown-outcome",
          "attribute-disagrees", "digest-mismatch"],
