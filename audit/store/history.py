@@ -4,8 +4,10 @@ A decision id or an event's ``(cluster, seq)``, once stored, never changes. Befo
 written, each item is compared with what is stored under its key (and with what this process
 accepted moments ago, which may still be on its way through the writer's spool): an identical
 re-send is absorbed (counted, not written again), a different one is a conflict and goes to
-quarantine with both digests, so the stored copy stays as it was. Two items with one key in the
-same batch are compared the same way, the first one winning.
+quarantine, so the stored copy stays as it was. Two items with one key in the same batch are
+compared the same way, the first one winning. A conflict's message says which copy was kept (the
+stored one, or an earlier one in the same batch) and names both by the digest a sender knows
+them by: a record's ``output_digest``, an event's sha256 (its event digest).
 
 "Identical" means the same canonical JSON, except for a record's ``duration_us``: it is measured
 from a clock, left out of the output digest for that reason, and a producer re-running the same
@@ -39,12 +41,14 @@ class Keyed(Protocol):
 
 
 class Encoded(Keyed, Protocol):
-    """A record already encoded: its id, canonical text and identity digest."""
+    """A record already encoded: its id, canonical text, identity digest and output digest."""
 
     @property
     def text(self) -> str: ...
     @property
     def identity(self) -> bytes: ...
+    @property
+    def output_digest(self) -> str: ...
 
 
 R = TypeVar("R", bound=Keyed)
@@ -52,8 +56,10 @@ E = TypeVar("E", bound=Encoded)
 Query = Callable[..., Any]
 # an identity digest, or how to compute it when it is needed (only when two texts differ)
 Identity = bytes | Callable[[], bytes]
+# the digest a conflict's message names an item by, or how to read it from the item's text
+Named = str | Callable[[], str]
 
-# keys accepted lately, with their digests (about 200 bytes each): enough to cover the largest
+# keys accepted lately, with their digests (about 260 bytes each): enough to cover the largest
 # body (audit.store.ingest.MAX_LINES) and what is still on its way through the writer
 REMEMBERED = 150_000
 LOOKUP_CHUNK = 10_000  # keys per lookup query
@@ -69,7 +75,8 @@ class Screened(Generic[T]):
     absorbed: int = 0
     conflicts: list[q.QuarantineRow] = field(default_factory=list)
     conflict_errors: list[dict[str, Any]] = field(default_factory=list)  # line, path, error
-    accepted: list[tuple[Hashable, bytes, str]] = field(default_factory=list)  # for ``remember`` once written
+    # key, identity, sha256 of the text and the digest it is named by: for ``remember`` once written
+    accepted: list[tuple[Hashable, bytes, str, str]] = field(default_factory=list)
 
 
 def record_identity(text: str | bytes) -> bytes:
@@ -89,49 +96,86 @@ def _sha(text: str | bytes) -> str:
     return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
 
 
+def _named(value: Named) -> str:
+    return value if isinstance(value, str) else value()
+
+
+def _output_digest(text: str) -> str:
+    return str(json.loads(text).get("output_digest", ""))
+
+
+def _packed(digest: str) -> bytes | str:
+    """A hex digest as its 32 bytes (half the memory of its text), any other value as it is."""
+    if len(digest) == 64:
+        try:
+            raw = bytes.fromhex(digest)
+        except ValueError:
+            return digest
+        if raw.hex() == digest:
+            return raw
+    return digest
+
+
+def _unpacked(digest: bytes | str) -> str:
+    return digest.hex() if isinstance(digest, bytes) else digest
+
+
+def _conflict_message(name: str, label: str, kept: str, sent: str, in_batch: bool) -> str:
+    """The message of an item refused for a different one under its key: which copy is kept (the
+    stored one, or one earlier in the same request) and both digests, ``label`` naming which."""
+    kept_as, where = ("earlier", "an earlier one in this request") if in_batch else ("stored", "the stored one")
+    if kept != sent:
+        digests = f"{kept_as} {label} {kept or 'none'}, sent {label} {sent or 'none'}"
+    else:  # two copies declaring one digest: both unsealed, or one redacted by its sender (which
+        # keeps the digest of the decision as made)
+        digests = f"{kept_as} and sent {label} both {kept or 'none'}, the content differs"
+    return f"{name}: conflicts with {where} ({digests}); history is append-only, the {kept_as} one is kept"
+
+
 class HistoryGuard:
     """Screens records and events against the store before they are written."""
 
     def __init__(self, query: Query, remembered: int = REMEMBERED) -> None:
         self._query = query
         self._limit = remembered
-        # key -> (identity digest, sha256 of the accepted text), most recent last; digests are kept
-        # as bytes, the hex only made for a conflict's message
-        self._recent: OrderedDict[Hashable, tuple[bytes, bytes]] = OrderedDict()
+        # key -> (identity digest, sha256 of the accepted text, the digest it is named by), most
+        # recent last; digests are kept as bytes, the hex only made for a conflict's message
+        self._recent: OrderedDict[Hashable, tuple[bytes, bytes, bytes | str]] = OrderedDict()
 
     def screen_records(self, records: Sequence[DecisionRecord], lines: Sequence[int],
                        source: str) -> Screened[DecisionRecord]:
         return self._screen_records(records, [r.decision_id for r in records], [record_json(r) for r in records],
-                                    lines, source, record_identity)
+                                    [r.output_digest for r in records], lines, source, record_identity)
 
     def screen_encoded(self, records: Sequence[E], lines: Sequence[int], source: str) -> Screened[E]:
         """As ``screen_records``, for records whose canonical text and identity are already made
         (``audit.store.ingest_worker``)."""
         identities = {r.text: r.identity for r in records}
         return self._screen_records(records, [r.decision_id for r in records], [r.text for r in records],
-                                    lines, source, identities.__getitem__)
+                                    [r.output_digest for r in records], lines, source, identities.__getitem__)
 
-    def _screen_records(self, records: Sequence[R], ids: list[str], texts: list[str], lines: Sequence[int],
-                        source: str, identity: Callable[[str], bytes]) -> Screened[R]:
+    def _screen_records(self, records: Sequence[R], ids: list[str], texts: list[str], output_digests: list[str],
+                        lines: Sequence[int], source: str, identity: Callable[[str], bytes]) -> Screened[R]:
         keys: list[Hashable] = list(ids)
         wanted = sorted({i for i in ids if i not in self._recent})
         digests = dict(self._stored_record_digests(wanted))
         # A re-send with the stored text's digest is that text, so its identity is the sent one's.
         # Only a key whose every copy here differs from the stored text needs that text read back:
         # its identity (without the clock fields) tells a re-run from a conflict.
-        stored: dict[Hashable, tuple[Identity, str]] = {}
-        for key, text in zip(keys, texts, strict=True):
+        stored: dict[Hashable, tuple[Identity, str, Named]] = {}
+        for key, text, output_digest in zip(keys, texts, output_digests, strict=True):
             if key in digests and key not in stored and _sha(text) == digests[key]:
-                stored[key] = (partial(record_identity, text), digests[key])
+                stored[key] = (partial(record_identity, text), digests[key], output_digest)
         differing = sorted(str(k) for k in digests if k not in stored)
-        stored.update({k: (record_identity(t), _sha(t)) for k, t in self._stored_records(differing)})
-        return self._split(records, lines, texts, keys, stored, source, "record",
-                           identity, lambda r: f"decision {r.decision_id}", "decision_id")
+        stored.update({k: (record_identity(t), _sha(t), partial(_output_digest, t))
+                       for k, t in self._stored_records(differing)})
+        return self._split(records, lines, texts, output_digests, keys, stored, source, "record",
+                           identity, lambda r: f"decision {r.decision_id}", "decision_id", "output_digest")
 
     def screen_events(self, events: Sequence[WorldEvent], lines: Sequence[int], source: str) -> Screened[WorldEvent]:
         texts = [event_json(e) for e in events]
         keys: list[Hashable] = [(e.cluster, e.seq) for e in events]
-        stored: dict[Hashable, tuple[Identity, str]] = {}
+        stored: dict[Hashable, tuple[Identity, str, Named]] = {}
         by_cluster: dict[str, set[int]] = {}
         for e in events:
             if (e.cluster, e.seq) not in self._recent:
@@ -139,29 +183,34 @@ class HistoryGuard:
         for cluster, seqs in by_cluster.items():
             # an event's identity is the sha256 of its text, so the stored digest is all it takes
             for seq, sha in self._stored_event_digests(cluster, sorted(seqs)):
-                stored[(cluster, seq)] = (bytes.fromhex(sha), sha)
-        return self._split(events, lines, texts, keys, stored, source, "event",
+                stored[(cluster, seq)] = (bytes.fromhex(sha), sha, sha)
+        return self._split(events, lines, texts, None, keys, stored, source, "event",
                            lambda t: hashlib.sha256(t.encode()).digest(),
-                           lambda e: f"event {e.cluster}/{e.seq}", "seq")
+                           lambda e: f"event {e.cluster}/{e.seq}", "seq", "sha256")
 
-    def remember(self, screened: Iterable[tuple[Hashable, bytes, str]]) -> None:
-        for key, identity, sha in screened:
-            self._recent[key] = (identity, bytes.fromhex(sha))
+    def remember(self, screened: Iterable[tuple[Hashable, bytes, str, str]]) -> None:
+        for key, identity, sha, named in screened:
+            raw = bytes.fromhex(sha)
+            self._recent[key] = (identity, raw, raw if named == sha else _packed(named))
             self._recent.move_to_end(key)
         while len(self._recent) > self._limit:
             self._recent.popitem(last=False)
 
-    def _split(self, items: Sequence[T], lines: Sequence[int], texts: list[str], keys: list[Hashable],
-               stored: dict[Hashable, tuple[Identity, str]], source: str, kind: str,
-               identity: Callable[[str], bytes], name: Callable[[T], str], path: str) -> Screened[T]:
+    def _split(self, items: Sequence[T], lines: Sequence[int], texts: list[str], named: list[str] | None,
+               keys: list[Hashable], stored: dict[Hashable, tuple[Identity, str, Named]], source: str, kind: str,
+               identity: Callable[[str], bytes], name: Callable[[T], str], path: str, label: str) -> Screened[T]:
+        """``named``: the digest each item is named by in a conflict's message (``label`` says
+        which); None names them by the sha256 of their text."""
         out: Screened[T] = Screened()
-        batch: dict[Hashable, tuple[Identity, str]] = {}
-        for item, line, text, key in zip(items, lines, texts, keys, strict=True):
+        batch: dict[Hashable, tuple[Identity, str, Named]] = {}
+        for i, (item, line, text, key) in enumerate(zip(items, lines, texts, keys, strict=True)):
             sha = _sha(text)
+            mine_named = sha if named is None else named[i]
+            earlier = batch.get(key)
             recent = self._recent.get(key)
-            before = batch.get(key) or (recent and (recent[0], recent[1].hex())) or stored.get(key)
+            before = earlier or (recent and (recent[0], recent[1].hex(), _unpacked(recent[2]))) or stored.get(key)
             if before is None:
-                mine = (identity(text), sha)
+                mine = (identity(text), sha, mine_named)
                 batch[key] = mine
                 out.accepted.append((key, *mine))
                 out.fresh.append(item)
@@ -169,8 +218,7 @@ class HistoryGuard:
             elif before[1] == sha or _identity(before[0]) == identity(text):
                 out.absorbed += 1  # the same text, or the same decision measured again
             else:
-                error = (f"{name(item)}: conflicts with the stored one (stored sha256 {before[1]}, sent sha256 "
-                         f"{sha}); history is append-only, the stored one is kept")
+                error = _conflict_message(name(item), label, _named(before[2]), mine_named, in_batch=earlier is not None)
                 out.conflicts.append(q.quarantine_row(source, kind, error, path, text))
                 out.conflict_errors.append({"line": line, "path": path, "error": error})
         return out

@@ -7,9 +7,10 @@ waits for the interpreter lock while a body is parsed, so a producer posting bod
 records made every concurrent read wait its turn behind a few hundred milliseconds of parsing.
 Here that work runs in a child process (started with ``spawn``: the server's process holds the
 store engine's threads, which a fork would copy half-way), and what comes back is what the server
-still has to do with each record: its id, its canonical text (the spooled and inserted row) and its
-identity digest (what the append-only check compares), plus the body's quarantine rows and report,
-exactly as ``parse_jsonl`` makes them.
+still has to do with each record: its id, its canonical text (the spooled and inserted row), its
+identity digest (what the append-only check compares) and its output digest (what a conflict's
+message names it by), plus the body's quarantine rows and report, exactly as ``parse_jsonl``
+makes them.
 
 The child runs at a lower scheduling priority (``NICENESS``): a body's parse is bulk work that
 no one waits on interactively, while a read is, so on a busy server the reads get the cores first
@@ -41,11 +42,13 @@ NICENESS = 10  # added to the server's niceness (nice(2)); 19 is the lowest prio
 
 @dataclass(frozen=True)
 class EncodedRecord:
-    """A valid record as the store needs it: its key, canonical text and identity digest."""
+    """A valid record as the store needs it: its key, canonical text, identity digest and output
+    digest (what a conflict's message names it by)."""
 
     decision_id: str
     text: str
     identity: bytes  # ``audit.store.history.record_identity`` of ``text``
+    output_digest: str
 
 
 def parse_records(body: bytes, source: str, compressed: bool | None = None) -> tuple[ParsedBody, list[EncodedRecord]]:
@@ -56,7 +59,7 @@ def parse_records(body: bytes, source: str, compressed: bool | None = None) -> t
     encoded = []
     for record in parsed.records:
         text = record_json(record)
-        encoded.append(EncodedRecord(record.decision_id, text, record_identity(text)))
+        encoded.append(EncodedRecord(record.decision_id, text, record_identity(text), record.output_digest))
     parsed.records = []
     return parsed, encoded
 

@@ -163,12 +163,26 @@ def test_an_identical_resend_is_absorbed_and_a_conflicting_one_is_quarantined_wi
     moved = record(10, hour=9)  # the same decision id, re-sent in another hour
     answer = server.post("/v1/ingest/records", content=line(moved)).json()
     assert (answer["accepted"], answer["absorbed"], answer["quarantined"]) == (0, 0, 1)
-    error = answer["errors"][0]["error"]
-    assert f"decision {original.decision_id}: conflicts with the stored one" in error
-    assert len(re.findall(r"sha256 [0-9a-f]{64}", error)) == 2
+    assert answer["errors"][0]["error"] == (
+        f"decision {original.decision_id}: conflicts with the stored one (stored output_digest "
+        f"{original.output_digest}, sent output_digest {moved.output_digest}); history is append-only, the stored "
+        "one is kept")
     assert server.get(f"/v1/decisions/{original.decision_id}").content == stored
     listed = server.get("/v1/decisions", pod=original.pod).json()["items"]
     assert [r["time"] for r in listed] == [original.time]
+
+
+def test_two_versions_of_a_new_decision_in_one_body_are_told_apart_from_a_stored_conflict(
+        served: tuple[Server, Path]) -> None:
+    server, _ = served
+    first, second = record(11, hour=8), record(11, hour=10)
+    answer = server.post("/v1/ingest/records", content=b"\n".join([line(first), line(second)])).json()
+    assert (answer["accepted"], answer["quarantined"]) == (1, 1)
+    assert answer["errors"] == [{"line": 2, "path": "decision_id", "error": (
+        f"decision {first.decision_id}: conflicts with an earlier one in this request (earlier output_digest "
+        f"{first.output_digest}, sent output_digest {second.output_digest}); history is append-only, the earlier "
+        "one is kept")}]
+    assert server.get(f"/v1/decisions/{first.decision_id}").json()["time"] == first.time
 
 
 def test_concurrent_first_ingests_after_a_start_all_succeed(tmp_path: Path) -> None:

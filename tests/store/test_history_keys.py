@@ -70,10 +70,17 @@ def test_a_re_send_after_a_restart_is_judged_against_the_stored_digest(
     assert (result.accepted, result.absorbed, result.quarantined) == (0, absorbed, quarantined)
     assert _stored_sha(reopened, kind, 1) == before  # the stored text is untouched
     if quarantined:
-        sent = record_json(make_record(CLUSTER, 1, version)) if kind == "records" \
-            else event_json(WorldEvent.from_dict(json.loads(line)))
+        # a record is named by its output_digest, an event by the sha256 of its text (its event digest)
+        if kind == "records":
+            name, label = f"decision {make_record(CLUSTER, 1, 0).decision_id}", "output_digest"
+            kept, sent = make_record(CLUSTER, 1, 0).output_digest, make_record(CLUSTER, 1, version).output_digest
+        else:
+            name, label = f"event {CLUSTER}/1", "sha256"
+            kept = before
+            sent = hashlib.sha256(event_json(WorldEvent.from_dict(json.loads(line))).encode()).hexdigest()
         (error,) = result.errors
-        assert f"stored sha256 {before}, sent sha256 {hashlib.sha256(sent.encode()).hexdigest()}" in error["error"]
+        assert error["error"] == (f"{name}: conflicts with the stored one (stored {label} {kept}, sent {label} "
+                                  f"{sent}); history is append-only, the stored one is kept")
 
 
 def test_a_decision_measured_again_differs_only_in_its_clock_and_is_absorbed(reopened: AuditStore) -> None:
