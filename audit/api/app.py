@@ -200,8 +200,9 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
                                "decisions kept their version (hits) or read from the store (misses).",
                                {"hits": pages.hits, "misses": pages.misses}, "counter")
         if otlp_counters is not None:
-            lines += render_gauges("claimtrail_otlp_items", "OTLP receiver counters.", otlp_counters.snapshot(),
-                                   "counter")
+            lines += render_gauges("claimtrail_otlp_items", "OTLP receiver counters: requests answered, records "
+                                   "kept, parts, ignored and rejected items, requests refused as malformed or "
+                                   "too_large (413), sink_errors.", otlp_counters.snapshot(), "counter")
         return PlainTextResponse("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
 
     return app

@@ -2,11 +2,10 @@
 
 Per the OTLP/HTTP spec: protobuf or JSON bodies (the response uses the request's encoding),
 optional gzip, 413 for a body over the size limit (checked while it streams in, before it is
-held whole, and again on what a gzip body inflates to), 200 with ``partial_success`` when some
-items were rejected, 400 with a
-``google.rpc.Status`` body for a malformed payload (which is also quarantined, raw bytes as
-received), 415 for other media types and content codings, and 503 when the sink cannot write
-so the sender retries.
+held whole, and again on what a gzip body inflates to; counted as ``too_large``), 200 with
+``partial_success`` when some items were rejected, 400 with a ``google.rpc.Status`` body for a
+malformed payload (which is also quarantined, raw bytes as received), 415 for other media types
+and content codings, and 503 when the sink cannot write so the sender retries.
 """
 
 from __future__ import annotations
@@ -59,6 +58,7 @@ def make_router(
     async def dispatch(signal: _Signal, request: Request) -> Response:
         body = await _read_capped(request, max_body_bytes)
         if body is None:
+            receiver.too_large()
             message = f"body: exceeds the {max_body_bytes}-byte limit"
             return _status(413, code_pb2.INVALID_ARGUMENT, message, _media_or_json(request))
         # decoding and the store write are blocking work; keep them off the event loop
@@ -117,6 +117,7 @@ def _handle(
     try:
         request = parse(decompress(body, content_encoding, max_body), media, signal.message_type)
     except BodyTooLarge as exc:  # not malformed, and refused unread like a body over the cap
+        receiver.too_large()
         return _status(413, code_pb2.INVALID_ARGUMENT, str(exc), media)
     except UnsupportedEncoding as exc:
         receiver.malformed(signal.kind, str(exc), body)

@@ -35,12 +35,14 @@ COUNTER_NAMES = (
     "ignored",
     "rejected",
     "malformed",
+    "too_large",
     "sink_errors",
 )
 
 
 class ReceiverCounters:
-    """Counts of what arrived: records kept, decision parts, ignored items, rejects, bad payloads.
+    """Counts of what arrived: requests answered, records kept, decision parts, ignored items,
+    rejects, requests refused as malformed or too large, and failed writes.
 
     Each count is a plain public attribute (``counters.records``), so metric renderers that read
     an object's attributes see them; ``snapshot()`` gives a consistent copy.
@@ -54,6 +56,7 @@ class ReceiverCounters:
         self.ignored = 0
         self.rejected = 0
         self.malformed = 0
+        self.too_large = 0  # refused with 413, unread: never quarantined, so counted only here
         self.sink_errors = 0
 
     def add(self, name: str, n: int = 1) -> None:
@@ -99,6 +102,11 @@ class OtlpReceiver:
         self.counters.add("requests")
         self.counters.add("malformed")
         self.sink.quarantine(self.source, kind, error, raw)
+
+    def too_large(self) -> None:
+        """A request refused for its size (as sent, or once inflated)."""
+        self.counters.add("requests")
+        self.counters.add("too_large")
 
     def _store(self, result: DecodeResult, where: str) -> list[str]:
         """Quarantine the invalid items, write the records; the errors of every item not kept

@@ -2,7 +2,8 @@
 answer a body they will not read with the status the ingest endpoints give the same body, and
 the OTLP/HTTP spec asks for: 413 for a body over the limit, compressed or once inflated, and 415
 for a content coding other than gzip (HTTP's answer to a Content-Encoding it cannot decode,
-naming the one it can; the body is quarantined as received)."""
+naming the one it can; the body is quarantined as received). Each refusal is counted on /metrics:
+a 413 as ``too_large``, a 415 as ``malformed``, both as a request."""
 
 from __future__ import annotations
 
@@ -29,10 +30,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         stop(proc)
 
 
-def _malformed(server: Server) -> float:
-    found = re.search(r'^claimtrail_otlp_items{counter="malformed"} (\S+)$', server.get("/metrics").text, re.M)
-    assert found is not None
-    return float(found.group(1))
+COUNTED = ("requests", "malformed", "too_large")
+
+
+def _counters(server: Server) -> dict[str, float]:
+    text = server.get("/metrics").text
+    found = {name: re.search(rf'^claimtrail_otlp_items{{counter="{name}"}} (\S+)$', text, re.M) for name in COUNTED}
+    assert all(found.values()), found
+    return {name: float(match.group(1)) for name, match in found.items() if match is not None}
 
 
 REFUSED_UNREAD = {
@@ -53,11 +58,14 @@ ACCEPTED_ENCODING = {413: None, 415: "gzip"}
 def test_a_body_refused_unread_gets_the_status_the_ingest_endpoints_give(
     server: Server, body: bytes, headers: dict[str, str], status: int, message: str, quarantined: int,
 ) -> None:
-    malformed = _malformed(server)
+    before = _counters(server)
     otlp = server.post("/v1/traces", content=body, headers={**PB, **headers})
     ingest = server.post("/v1/ingest/records", content=body, headers=headers)
     assert (otlp.status_code, ingest.status_code) == (status, status)
     assert (otlp.headers["content-type"], status_pb2.Status.FromString(otlp.content).message) == (
         PB["content-type"], message)
     assert otlp.headers.get("accept-encoding") == ACCEPTED_ENCODING[status]
-    assert _malformed(server) - malformed == quarantined
+    after = _counters(server)
+    # the ingest endpoint's request is not the receiver's: only the OTLP one is counted
+    assert {name: after[name] - before[name] for name in COUNTED} == {
+        "requests": 1, "malformed": quarantined, "too_large": 1 if status == 413 else 0}
