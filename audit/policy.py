@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.canonical import digest
+from audit.records import tenant_name_problem
 
 API_VERSION = "claimtrail.io/v1alpha1"
 KIND = "Policy"
@@ -523,6 +524,11 @@ def _tenants(r: _Reader, raw: Any) -> list[Tenant]:
         t = r.mapping(item, path)
         r.unknown(t, {"name", "namespaces", "weight", "quotas"}, path)
         name = r.string(t, "name", path)
+        # a tenant's name goes into every record of its pods, which the store refuses with a
+        # name it cannot hold: refused here, before any decision is made under it
+        problem = tenant_name_problem(name)
+        if problem:
+            r.fail(f"{path}.name", problem)
         if name in names:
             r.fail(f"{path}.name", f"duplicate tenant {name!r}")
         names.add(name)
