@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.records import DecisionRecord, label_models
+from audit.records import DecisionRecord, Track, label_models
 from dashboards.client import ReplayReport
 
 
@@ -22,8 +22,11 @@ def why_models(record: DecisionRecord) -> list[str]:
 
     A tier that accepts several models is labelled ``A100|H100|L40S``; the API explains one
     model at a time (a label with ``|`` is refused with 400), so such a label offers each of its
-    models instead; a device-plugin tier's ``any`` offers none."""
-    labels = [*record.preference, *(t.model for t in record.tiers), record.allocated_model]
+    models instead; a device-plugin tier's ``any`` offers none, and neither does a device-plugin
+    record's preference, which names the extended resource it asks for (``nvidia.com/gpu``), not a
+    model."""
+    preference = record.preference if record.track != Track.DEVICE_PLUGIN else []
+    labels = [*preference, *(t.model for t in record.tiers), record.allocated_model]
     return list(dict.fromkeys(m for label in labels for m in label_models(label)))
 
 

@@ -28,19 +28,23 @@ def _stored_range() -> tuple[str, str]:
     return times[0].strftime(HOUR), (times[-1] + timedelta(hours=1)).strftime(HOUR)
 
 
-@pytest.mark.parametrize(("preference", "tiers", "allocated", "offered"), [
-    pytest.param(["H100", "A100"], ["H100", "A100|H100|L40S"], "L40S", ["H100", "A100", "L40S"], id="tier-label-split"),
-    pytest.param([], ["A100|L4"], "", ["A100", "L4"], id="no-preference"),
-    pytest.param(["H100"], ["H100"], "H100", ["H100"], id="one-model"),
-    pytest.param(["H100"], ["", "|A100|"], "", ["H100", "A100"], id="empty-parts-dropped"),
-    pytest.param([], ["any"], "H100", ["H100"], id="device-plugin-tier-offers-its-model-not-any"),
-    pytest.param(["H100"], ["none"], "", ["H100"], id="tier-of-no-model-offers-nothing"),
+@pytest.mark.parametrize(("preference", "tiers", "allocated", "offered", "track"), [
+    pytest.param(["H100", "A100"], ["H100", "A100|H100|L40S"], "L40S", ["H100", "A100", "L40S"], "dra",
+                 id="tier-label-split"),
+    pytest.param([], ["A100|L4"], "", ["A100", "L4"], "dra", id="no-preference"),
+    pytest.param(["H100"], ["H100"], "H100", ["H100"], "dra", id="one-model"),
+    pytest.param(["H100"], ["", "|A100|"], "", ["H100", "A100"], "dra", id="empty-parts-dropped"),
+    # as the engine writes a device-plugin record: its preference is the resource it asks for
+    pytest.param(["nvidia.com/gpu"], ["any"], "H100", ["H100"], "device-plugin",
+                 id="device-plugin-offers-its-model-not-any-nor-its-resource"),
+    pytest.param(["nvidia.com/gpu"], ["any"], "", [], "device-plugin", id="device-plugin-pending-offers-nothing"),
+    pytest.param(["H100"], ["none"], "", ["H100"], "dra", id="tier-of-no-model-offers-nothing"),
 ])
 def test_the_model_picker_offers_single_models_only(preference: list[str], tiers: list[str], allocated: str,
-                                                    offered: list[str]) -> None:
+                                                    offered: list[str], track: str) -> None:
     base = factory.records()[0]
     record = dataclasses.replace(
-        base, preference=preference, allocated_model=allocated,
+        base, preference=preference, allocated_model=allocated, track=track,
         tiers=[dataclasses.replace(base.tiers[0], index=i, model=m) for i, m in enumerate(tiers)])
     assert why_models(record) == offered
 
