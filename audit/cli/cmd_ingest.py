@@ -40,7 +40,8 @@ def register(sub: Any) -> None:
                    help="watch namespaced objects only in these namespaces (default all namespaces)")
     k.add_argument("--cluster", default="", help="cluster name in events and records (default: the context or 'default')")
     k.add_argument("--lease-namespace", help="namespace of the election Lease (default: own namespace or 'claimtrail')")
-    k.add_argument("--lease-name", help="Lease name (default claimtrail-watcher-<cluster>)")
+    k.add_argument("--lease-name", help="Lease name (default claimtrail-watcher-<cluster>, made a valid name "
+                   "when the cluster's is not one)")
     k.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(), help="this replica's name")
     k.add_argument("--no-leader-election", action="store_true", help="ingest without a Lease (single replica only)")
     k.add_argument("--no-allocator-check", action="store_true", help="do not re-run observed allocations")
@@ -118,12 +119,19 @@ def _lease_namespace(args: argparse.Namespace) -> str:
 
 
 def run_kube(args: argparse.Namespace) -> int:
+    from audit.records import cluster_name_problem
     from ingest.kube.agreement import AgreementMetrics
-    from ingest.kube.lease import LeaseElector
+    from ingest.kube.lease import LeaseElector, default_lease_name, lease_name_problem
     from ingest.kube.observe import DecisionObserver
     from ingest.kube.watcher import Watcher, utc_now
 
     cluster = args.cluster or args.context or "default"
+    problem = cluster_name_problem(cluster)
+    if problem:  # every event and record would be refused by the store
+        raise UserError(f"--cluster: {problem}" if args.cluster else f"--context {problem}; name the cluster with --cluster")
+    lease_name = args.lease_name or default_lease_name(cluster)
+    if args.lease_name and lease_name_problem(args.lease_name):
+        raise UserError(f"--lease-name {lease_name_problem(args.lease_name)}")
     if args.seq_start is not None and args.seq_start < 0:
         raise UserError("--seq-start: must be >= 0")
     api = _api_client(args)
@@ -151,7 +159,7 @@ def run_kube(args: argparse.Namespace) -> int:
         if args.no_leader_election:
             lead(stop)
             return 0
-        elector = LeaseElector(api, _lease_namespace(args), args.lease_name or f"claimtrail-watcher-{cluster}", args.identity)
+        elector = LeaseElector(api, _lease_namespace(args), lease_name, args.identity)
         lost = elector.run(stop, lead)
         return 1 if lost else 0
     finally:

@@ -10,8 +10,10 @@ steps down when it could not renew within ``renew_deadline``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +24,35 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from audit.dra.validate.names import DNS_SUBDOMAIN
+
 log = logging.getLogger(__name__)
+
+LEASE_PREFIX = "claimtrail-watcher-"
+MAX_NAME = 253  # a Lease's name is a DNS subdomain (RFC 1123), as most object names
+
+
+def default_lease_name(cluster: str) -> str:
+    """``claimtrail-watcher-<cluster>`` as a Lease can be named. A cluster name defaults to the
+    kubeconfig context, which is often no DNS subdomain (EKS names contexts by their ARN,
+    ``arn:aws:eks:…:cluster/prod``; GKE ``gke_project_zone_name``): such a name is lowercased,
+    each run of other characters made one ``-``, and the first 12 hex digits of its sha256
+    appended, so two clusters whose names differ only there never share a Lease."""
+    name = LEASE_PREFIX + cluster
+    if len(name) <= MAX_NAME and DNS_SUBDOMAIN.fullmatch(name):
+        return name
+    slug = re.sub(r"[^a-z0-9]+", "-", cluster.lower()).strip("-")
+    tag = hashlib.sha256(cluster.encode()).hexdigest()[:12]
+    room = MAX_NAME - len(LEASE_PREFIX) - len(tag) - 1
+    return f"{LEASE_PREFIX}{slug[:room].rstrip('-')}-{tag}" if slug else f"{LEASE_PREFIX}{tag}"
+
+
+def lease_name_problem(name: str) -> str:
+    """Why ``name`` cannot name a Lease ('' when it can)."""
+    if len(name) > MAX_NAME or not DNS_SUBDOMAIN.fullmatch(name):
+        return (f"{name[:80]!r}: a Lease's name must be a lowercase RFC 1123 subdomain of at most {MAX_NAME} "
+                "characters (letters, digits, '-' and '.')")
+    return ""
 
 
 def _micro_time(epoch: float) -> datetime:

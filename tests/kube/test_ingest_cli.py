@@ -7,11 +7,17 @@ from pathlib import Path
 import pytest
 
 from audit.cli.main import main
+from audit.dra.validate.names import DNS_SUBDOMAIN
+from ingest.kube.lease import default_lease_name
 
 BAD = {
     "missing_kubeconfig": (["--kubeconfig", "/nonexistent/kubeconfig"], "--kubeconfig /nonexistent/kubeconfig: cannot load"),
     "unknown_context": (["--kubeconfig", "@kubeconfig", "--context", "nope"], "cannot load Kubernetes access"),
     "negative_seq": (["--kubeconfig", "@kubeconfig", "--seq-start", "-1", "--no-leader-election"], "--seq-start: must be >= 0"),
+    "cluster_with_a_newline": (["--kubeconfig", "@kubeconfig", "--cluster", "prod\neu"],
+                               "--cluster: 'prod\\neu': control characters are not allowed in a cluster name"),
+    "lease_name_not_a_name": (["--kubeconfig", "@kubeconfig", "--lease-name", "Watcher_1"],
+                              "--lease-name 'Watcher_1': a Lease's name must be a lowercase RFC 1123 subdomain"),
 }
 
 
@@ -32,3 +38,27 @@ def test_bad_ingest_options_are_reported_in_one_line(
     assert err.startswith("claimtrail ingest: ")
     if message:
         assert message in err
+
+
+@pytest.mark.parametrize(("cluster", "lease"), [
+    ("prod", "claimtrail-watcher-prod"),
+    ("lab.eu-1", "claimtrail-watcher-lab.eu-1"),
+    # a kubeconfig context as EKS and GKE name them, and a cluster name with a space
+    ("arn:aws:eks:us-east-1:123456789012:cluster/prod", "claimtrail-watcher-arn-aws-eks-us-east-1-123456789012-cluster-"
+                                                        "prod-" + "@"),
+    ("gke_my-project_europe-west4_prod", "claimtrail-watcher-gke-my-project-europe-west4-prod-@"),
+    ("Prod EU", "claimtrail-watcher-prod-eu-@"),
+    ("🙂", "claimtrail-watcher-@"),
+], ids=["plain", "subdomain", "eks-arn", "gke-context", "space-and-capitals", "no-letter-left"])
+def test_the_default_lease_name_is_a_valid_name_of_the_cluster(cluster: str, lease: str) -> None:
+    import hashlib
+
+    expected = lease.replace("@", hashlib.sha256(cluster.encode()).hexdigest()[:12])
+    assert default_lease_name(cluster) == expected
+    assert DNS_SUBDOMAIN.fullmatch(expected) and len(expected) <= 253
+
+
+def test_a_long_cluster_name_gives_a_lease_name_within_the_limit() -> None:
+    names = {default_lease_name("c" * 300 + str(i)) for i in range(3)}
+    assert len(names) == 3  # the digest keeps them apart where the cut would not
+    assert all(DNS_SUBDOMAIN.fullmatch(n) and len(n) == 253 for n in names)
