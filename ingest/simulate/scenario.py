@@ -37,6 +37,7 @@ import yaml
 
 from audit.dra.loader import yaml_problem
 from audit.policy import YAML_BOOLEAN_HINT, PolicyError, parse_duration_ms, parse_policy
+from audit.records import cluster_name_problem
 from audit.timestamps import parse_zoned_ms
 from ingest.simulate.cluster import NodePool
 
@@ -154,6 +155,9 @@ def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
     for key in sorted(set(spec) - allowed):
         raise ScenarioError(f"{label}: spec.{key}: unknown field")
     sc.cluster = _str(spec, "cluster", label, "sim")
+    problem = cluster_name_problem(sc.cluster)
+    if problem:  # every record and event of the run would be refused by the store
+        raise ScenarioError(f"{label}: spec.cluster: {problem}")
     sc.start = _start(spec, label, sc.start)
     sc.hours = _num(spec, "hours", label, 24.0)
     for i, p in enumerate(_list(spec, "nodePools", label)):

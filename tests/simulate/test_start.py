@@ -60,3 +60,17 @@ def test_a_scenario_start_that_names_no_instant_is_one_line(tmp_path: Path, caps
     assert main(["simulate", "--scenario", str(scenario), "--hours", "0.5", "--quiet"]) == 2
     assert capsys.readouterr().err == (f"claimtrail simulate: day.yaml#3 Workload cluster-day: spec.start: "
                                        f"{reason}\n")
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    ('""', "must not be empty"),
+    ('"prod\\teu"', "'prod\\teu': control characters are not allowed in a cluster name"),
+], ids=["empty", "tab"])
+def test_a_scenario_cluster_no_store_takes_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str,
+                                                      reason: str) -> None:
+    text = SCENARIO.read_text()
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("cluster:"))
+    scenario = tmp_path / "day.yaml"
+    scenario.write_text(text.replace(line, line[:len(line) - len(line.lstrip())] + f"cluster: {value}"))
+    assert main(["simulate", "--scenario", str(scenario), "--hours", "0.5", "--quiet"]) == 2
+    assert capsys.readouterr().err == f"claimtrail simulate: day.yaml#3 Workload cluster-day: spec.cluster: {reason}\n"
