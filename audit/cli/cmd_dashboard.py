@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from audit.cli.apiurl import api_url
 from audit.errors import UserError
 
 
@@ -43,8 +44,7 @@ def streamlit_argv(address: str, port: int) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise UserError(f"--port {args.port}: expected 1..65535")
-    if args.api:
-        os.environ["CLAIMTRAIL_API"] = args.api
+    os.environ["CLAIMTRAIL_API"] = api_url(args.api, "--api")
     argv = streamlit_argv(args.address, args.port)
     sys.stdout.flush()
     os.execv(argv[0], argv)

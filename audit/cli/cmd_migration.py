@@ -24,6 +24,7 @@ from functools import partial
 from typing import Any
 
 from audit import thresholds_file
+from audit.cli.apiurl import DEFAULT_API, api_url, auth_headers
 from audit.errors import UserError
 from audit.events import WorldEvent
 from audit.metrics import fold_lifecycle
@@ -43,7 +44,6 @@ from audit.migration import (
 )
 from audit.records import DecisionRecord, RecordError, validate_record
 
-DEFAULT_SERVER = "http://127.0.0.1:8080"
 # the thresholds the canary in deploy/ is judged by; the default of both report and plan
 SHIPPED_THRESHOLDS = thresholds_file.SHIPPED
 
@@ -136,9 +136,7 @@ def _loads(path: str) -> bool:
 def _records_from_api(args: argparse.Namespace) -> list[DecisionRecord]:
     import httpx
 
-    server = (args.server or os.environ.get("CLAIMTRAIL_API") or DEFAULT_SERVER).rstrip("/")
-    token = args.token or os.environ.get("CLAIMTRAIL_TOKEN", "")
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    server, headers = api_url(args.server), auth_headers(args.token)
     params: dict[str, Any] = {"limit": 1000}
     if args.cluster:
         params["cluster"] = args.cluster
@@ -296,7 +294,7 @@ def report_command(args: argparse.Namespace) -> str:
     elif os.environ.get("CLAIMTRAIL_API"):
         words += ["--server", "$CLAIMTRAIL_API"]
     else:
-        words += ["--server", DEFAULT_SERVER]
+        words += ["--server", DEFAULT_API]
     for flag in ("events", "cluster", "since", "candidate", "baseline", "min_pods", "confidence"):
         value = getattr(args, flag, None)
         if value is not None and value != "":

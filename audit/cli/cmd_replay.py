@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+from audit.cli.apiurl import api_url, auth_headers
 from audit.cli.policyfile import policy_document
 from audit.errors import UserError
 from audit.records import DecisionRecord
@@ -42,7 +43,6 @@ from audit.replay.verify import ReplayResult
 from audit.timestamps import format_utc
 
 CHUNK = 1000  # decisions per unit of work: one checkpoint load at most per chunk
-DEFAULT_SERVER = "http://127.0.0.1:8080"
 SERVER_BATCH = 20_000  # decision ids per POST /v1/replay (the API's limit per request)
 SERVER_WINDOW = 100_000  # decisions of a window the API replays in one job (a larger one takes several)
 POLL_S = 0.25  # between two looks at a server's replay job
@@ -187,11 +187,7 @@ def verify(source: Any, records: list[DecisionRecord], workers: int,
 
 
 def _server(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
-    url = (args.server or os.environ.get("CLAIMTRAIL_API") or "").rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        raise UserError(f"--server {url!r}: expected an http(s):// URL of the audit API")
-    token = args.token or os.environ.get("CLAIMTRAIL_TOKEN", "")
-    return url, ({"Authorization": f"Bearer {token}"} if token else {})
+    return api_url(args.server, default=""), auth_headers(args.token)
 
 
 def _http(call: Callable[[], Any], what: str) -> Any:

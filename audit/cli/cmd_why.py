@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 from urllib.parse import quote
 
+from audit.cli.apiurl import DEFAULT_API, api_url, auth_headers
 from audit.errors import UserError
-
-DEFAULT_SERVER = "http://127.0.0.1:8080"
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("why", help="why a pod did not get a device model (H100 skipped?)")
     p.add_argument("pod", metavar="NAMESPACE/POD")
     p.add_argument("--model", required=True, help="device model, e.g. H100")
-    p.add_argument("--server", default=None, help="audit API URL (default CLAIMTRAIL_API or " + DEFAULT_SERVER + ")")
+    p.add_argument("--server", default=None, help="audit API URL (default CLAIMTRAIL_API or " + DEFAULT_API + ")")
     p.add_argument("--token", default=None, help="bearer token (default CLAIMTRAIL_TOKEN)")
     p.add_argument("--dump", metavar="FILE", help="answer offline from a kubectl -o yaml dump of the cluster")
     p.add_argument("--policy", metavar="FILE", help="policy document for --dump (quotas, device-model table)")
@@ -68,9 +66,7 @@ def _offline(args: argparse.Namespace, ns: str, name: str) -> dict[str, Any]:
 def _online(args: argparse.Namespace, ns: str, name: str) -> dict[str, Any]:
     import httpx
 
-    server = (args.server or os.environ.get("CLAIMTRAIL_API") or DEFAULT_SERVER).rstrip("/")
-    token = args.token or os.environ.get("CLAIMTRAIL_TOKEN", "")
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    server, headers = api_url(args.server), auth_headers(args.token)
     params = {"model": args.model, **({"detail": "devices"} if args.devices else {})}
     url = f"{server}/v1/pods/{quote(ns, safe='')}/{quote(name, safe='')}/why"
     try:
