@@ -581,7 +581,12 @@ class Thresholds:
         if not isinstance(resamples, int) or resamples < 0:
             raise MigrationError("thresholds.bootstrap_resamples: expected a non-negative integer")
         z_for(confidence)
-        return cls(cohort("baseline"), cohort("candidate"), confidence, min_pods, metrics, resamples)
+        baseline, candidate = cohort("baseline"), cohort("candidate")
+        if baseline.matches(candidate) or candidate.matches(baseline):
+            # a pod in both cohorts is compared with itself: every regression reads zero
+            raise MigrationError(f"thresholds.candidate: {candidate} shares pods with the baseline {baseline}; "
+                                 "compare two cohorts no pod is in both of")
+        return cls(baseline, candidate, confidence, min_pods, metrics, resamples)
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,10 @@ def _read_thresholds(path: str, args: argparse.Namespace | None = None) -> Thres
         for flag in ("candidate", "baseline"):
             value = getattr(args, flag, None)
             if value:
-                track, _, version = value.partition("/")
+                track, slash, version = value.partition("/")
+                if slash and not version:
+                    raise UserError(f"--{flag} {value!r}: no template version after '/' (give TRACK for every "
+                                    "version, or TRACK/VERSION)")
                 overrides[flag] = {"track": track, "template_version": version}
     try:
         return thresholds_file.load(path, overrides)

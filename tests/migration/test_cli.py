@@ -97,10 +97,10 @@ def test_exit_code_gates_on_the_verdict(worse_file: str, extra: list[str], code:
 
 def test_flags_override_the_thresholds_file(worse_file: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["migration", "report", "--records", worse_file, "--thresholds", THRESHOLDS, "-o", "json",
-            "--baseline", "dra/v2", "--candidate", "dra/v2", "--min-pods", "5000"]
+            "--baseline", "dra/v2", "--candidate", "device-plugin", "--min-pods", "5000"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["baseline"], out["candidate"], out["verdict"]) == ("dra/v2", "dra/v2", "hold")
+    assert (out["baseline"], out["candidate"], out["verdict"]) == ("dra/v2", "device-plugin", "hold")
     assert "need at least 5000 matched pods per cohort (baseline 3000, candidate 3000)" in out["reasons"]
 
 
@@ -112,6 +112,14 @@ BAD = {
                            f"--candidate (over {THRESHOLDS}): thresholds.candidate.track: unknown track 'gpu'"),
     "binary_records": (["--records", "@binary"],
                        "binary.jsonl:1: invalid JSON: 'utf-8' codec can't decode byte 0xff in position 0"),
+    "same_cohort_twice": (["--records", "@bad", "--baseline", "dra/v2", "--candidate", "dra/v2"],
+                          f"--baseline, --candidate (over {THRESHOLDS}): thresholds.candidate: dra/v2 shares pods with "
+                          "the baseline dra/v2; compare two cohorts no pod is in both of"),
+    "candidate_inside_the_baseline": (["--records", "@bad", "--baseline", "dra"],
+                                      f"--baseline (over {THRESHOLDS}): thresholds.candidate: dra/v2 shares pods with "
+                                      "the baseline dra; compare two cohorts no pod is in both of"),
+    "empty_version": (["--records", "@bad", "--candidate", "dra/"],
+                      "--candidate 'dra/': no template version after '/' (give TRACK for every version, or TRACK/VERSION)"),
     "bad_confidence_flag": (["--records", "@bad", "--confidence", "0"],
                             f"--confidence (over {THRESHOLDS}): confidence: must be in (0.5, 1), got 0.0"),
     "since_not_a_time": (["--records", "@bad", "--since", "yesterday"], "--since 'yesterday': not an RFC 3339 time"),
