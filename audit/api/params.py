@@ -26,7 +26,7 @@ from audit.timestamps import ZONE_REQUIRED, format_utc, parse_rfc3339
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
-# Kubernetes names: DNS subdomains for pods and namespaces; tenants and clusters are plain labels.
+# Kubernetes names: DNS subdomains for pods and namespaces (tenants, clusters and policy versions: below).
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
 
 
