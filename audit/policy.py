@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.canonical import digest
-from audit.records import tenant_name_problem
+from audit.records import policy_version_problem, tenant_name_problem
 
 API_VERSION = "claimtrail.io/v1alpha1"
 KIND = "Policy"
@@ -388,6 +388,8 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
     if not isinstance(version, str) or not version:
         r.fail("spec.version", "required: a non-empty string")
         version = ""
+    elif policy_version_problem(version):  # every record carries it, and the store refuses it
+        r.fail("spec.version", policy_version_problem(version))
 
     tenants = _tenants(r, spec.get("tenants", []))
     fairness = r.mapping(spec.get("fairness"), "spec.fairness")

@@ -361,6 +361,9 @@ def validate_record(data: Any, text: bytes | None = None) -> DecisionRecord:
     problem = tenant_name_problem(rec.tenant)
     if problem:
         raise RecordError("tenant", problem)
+    problem = policy_version_problem(rec.policy_version)
+    if problem:
+        raise RecordError("policy_version", problem)
     return rec
 
 
@@ -392,6 +395,12 @@ def cluster_name_problem(name: str) -> str:
     if not name:
         return "must not be empty"
     return control_characters_problem(name, "a cluster name")
+
+
+def policy_version_problem(version: str) -> str:
+    """Why ``version`` cannot be a record's policy version ('' when it can): control characters,
+    as in a tenant name (a version is asked for by name, in filters and messages alike)."""
+    return control_characters_problem(version, "a policy version")
 
 
 def control_characters_problem(name: str, what: str) -> str:

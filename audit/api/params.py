@@ -19,7 +19,7 @@ from audit.records import (
     Outcome,
     Track,
     cluster_name_problem,
-    control_characters_problem,
+    policy_version_problem,
     tenant_name_problem,
 )
 from audit.timestamps import ZONE_REQUIRED, format_utc, parse_rfc3339
@@ -65,7 +65,7 @@ def tenant(value: str | None, name: str = "tenant") -> str | None:
 
 def policy_version(value: str | None, name: str = "policy_version") -> str | None:
     """A policy version as records carry one: any text without control characters."""
-    return _stored_name(value, name, lambda v: control_characters_problem(v, "a policy version"))
+    return _stored_name(value, name, policy_version_problem)
 
 
 def _stored_name(value: str | None, name: str, problem_of: Callable[[str], str]) -> str | None:

@@ -55,6 +55,9 @@ REFUSED = {
                                       f"attempt: {2**63} is outside 0..65535"),
     "record-negative-duration": ("records", {"duration_us": -5}, "duration_us",
                                  "duration_us: -5 is outside 0..4294967295"),
+    "record-policy-version-with-a-newline": ("records", {"policy_version": "v1\nv2"}, "policy_version",
+                                             "DecisionRecord: policy_version: 'v1\\nv2': control characters are not "
+                                             "allowed in a policy version"),
     "record-empty-decision-id": ("records", {"decision_id": ""}, "decision_id", "decision_id: must not be empty"),
     "event-time-not-a-time": ("events", {"time": "yesterday"}, "time", f"time: 'yesterday' {NOT_A_TIME}"),
     "event-year-of-five-digits": ("events", {"time": "99999-12-01T09:00:00Z"}, "time",

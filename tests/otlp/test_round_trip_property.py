@@ -18,6 +18,8 @@ tenant_names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "C
     lambda t: t != "(others)")
 # a cluster name is any text but the empty one and control characters (validate_record)
 cluster_names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=12)
+# a policy version is any text without control characters (validate_record)
+versions = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12)
 reasons = st.sampled_from(["in_use", "unhealthy", "not_reached", "selected", "quota_exhausted"])
 
 exemplars = st.builds(Exemplar, device=text, node=text, reason=reasons, detail=st.dictionaries(text, text, max_size=2))
@@ -48,7 +50,7 @@ def records(draw: st.DrawFn) -> DecisionRecord:
         claims=draw(st.lists(text, max_size=2)),
         claim_uids=draw(st.lists(text, max_size=2)),
         preference=draw(st.lists(text, max_size=3)),
-        policy_version=draw(text),
+        policy_version=draw(versions),
         policy_digest=draw(text),
         outcome=draw(st.sampled_from([o.value for o in Outcome])),
         node=draw(text),

@@ -92,6 +92,8 @@ def test_digest_ignores_spelling_and_order_but_not_meaning():
                      id="bad-duration"),
         pytest.param("spec.tenants[1].namespaces", ["research"], "spec.tenants[1].namespaces: namespace 'research' "
                      "already belongs to tenant 'research'", id="namespace-in-two-tenants"),
+        pytest.param("spec.version", "v2\tnight", "spec.version: 'v2\\tnight': control characters are not allowed in a "
+                     "policy version", id="version-with-a-tab"),
         pytest.param("spec.tenants[0].name", "(others)", "spec.tenants[0].name: '(others)' is reserved for the other "
                      "tenants in aggregates", id="reserved-tenant-name"),
         pytest.param("spec.tenants[0].name", "team\na", "spec.tenants[0].name: 'team\\na': control characters are not "
