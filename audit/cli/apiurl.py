@@ -19,12 +19,12 @@ DEFAULT_API = "http://127.0.0.1:8080"
 def api_url(value: str | None, flag: str = "--server", default: str = DEFAULT_API) -> str:
     """The API's base URL without a trailing slash; UserError naming ``flag`` (or the variable it
     came from) unless it is an http(s) URL with a host. ``default`` '' leaves no default."""
-    url = (value or os.environ.get("CLAIMTRAIL_API") or default).rstrip("/")
+    url = value or os.environ.get("CLAIMTRAIL_API") or default
     where = flag if value else "CLAIMTRAIL_API" if os.environ.get("CLAIMTRAIL_API") else flag
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UserError(f"{where} {url!r}: expected an http(s):// URL of the audit API, e.g. {DEFAULT_API}")
-    return url
+    return url.rstrip("/")
 
 
 def auth_headers(token: str | None) -> dict[str, str]:

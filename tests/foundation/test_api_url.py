@@ -17,7 +17,7 @@ EXPECTED = "expected an http(s):// URL of the audit API, e.g. http://127.0.0.1:8
      f"claimtrail why: CLAIMTRAIL_API '127.0.0.1:8080': {EXPECTED}"),
     (["migration", "report", "--server", "ftp://audit.example"], None,
      f"claimtrail migration: --server 'ftp://audit.example': {EXPECTED}"),
-    (["replay", "--server", "http://"], None, f"claimtrail replay: --server 'http:': {EXPECTED}"),
+    (["replay", "--server", "http://"], None, f"claimtrail replay: --server 'http://': {EXPECTED}"),
     (["dashboard", "--api", "localhost:8080"], None, f"claimtrail dashboard: --api 'localhost:8080': {EXPECTED}"),
     (["dashboard"], "audit", f"claimtrail dashboard: CLAIMTRAIL_API 'audit': {EXPECTED}"),
 ], ids=["why-flag", "why-variable", "migration-scheme", "replay-no-host", "dashboard-no-scheme", "dashboard-variable"])
