@@ -216,10 +216,18 @@ def _why_summary(db: StoreReads, who: Principal, cfg: Settings, decision: str, m
             summary="Why the pod's latest decision did (not) get a device model, and what a pending pod would get now")
 async def why_pod(namespace: str, name: str, who: Annotated[Principal, Depends(principal)],
                   db: Annotated[StoreReads, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
-                  model: str | None = None, detail: str | None = None) -> JSONResponse:
+                  model: str | None = None, detail: str | None = None, cluster: str | None = None) -> JSONResponse:
     ns = params.k8s_name(namespace, "namespace")
     pod = params.k8s_name(name, "pod")
-    record = await run_in_threadpool(storeport.call, db.latest_for_pod, ns, pod, who.scope)
+    cluster = params.cluster(cluster)
+    if cluster is None:
+        # a pod's name is unique within its cluster only: answering for the newest of two pods
+        # of one name in different clusters would explain the wrong pod without a word
+        clusters = await run_in_threadpool(storeport.call, db.pod_clusters, ns, pod, who.scope)
+        if len(clusters) > 1:
+            raise Problem("invalid-parameter", f"cluster: required: pod {namespace}/{name} has decisions in more than "
+                          f"one cluster ({', '.join(clusters)}{', ...' if len(clusters) >= 5 else ''})")
+    record = await run_in_threadpool(storeport.call, db.latest_for_pod, ns, pod, who.scope, cluster)
     if record is None:
-        raise Problem("not-found", f"no decision for pod {namespace}/{name}")
+        raise Problem("not-found", f"no decision for pod {namespace}/{name}" + (f" in cluster {cluster}" if cluster else ""))
     return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail, True))

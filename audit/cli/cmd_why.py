@@ -25,6 +25,8 @@ def register(sub: Any) -> None:
     p.add_argument("--model", required=True, help="device model, e.g. H100")
     p.add_argument("--server", default=None, help="audit API URL (default CLAIMTRAIL_API or " + DEFAULT_API + ")")
     p.add_argument("--token", default=None, help="bearer token (default CLAIMTRAIL_TOKEN)")
+    p.add_argument("--cluster", default=None, help="the pod's cluster, when the store holds pods of its name in more "
+                   "than one")
     p.add_argument("--dump", metavar="FILE", help="answer offline from a kubectl -o yaml dump of the cluster")
     p.add_argument("--policy", metavar="FILE", help="policy document for --dump (quotas, device-model table)")
     p.add_argument("--devices", action="store_true", help="list every device of the model with its reason")
@@ -67,7 +69,8 @@ def _online(args: argparse.Namespace, ns: str, name: str) -> dict[str, Any]:
     import httpx
 
     server, headers = api_url(args.server), auth_headers(args.token)
-    params = {"model": args.model, **({"detail": "devices"} if args.devices else {})}
+    params = {"model": args.model, **({"detail": "devices"} if args.devices else {}),
+              **({"cluster": args.cluster} if args.cluster else {})}
     url = f"{server}/v1/pods/{quote(ns, safe='')}/{quote(name, safe='')}/why"
     try:
         response = httpx.get(url, params=params, headers=headers, timeout=60)
@@ -112,8 +115,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--model {args.model!r}: empty; give a device model, e.g. --model H100")
     if args.policy and not args.dump:
         raise UserError("--policy applies to --dump only (the server uses the policy each decision recorded)")
-    if args.dump and (args.server or args.token):
-        raise UserError("--dump answers offline; it takes no --server or --token")
+    if args.dump and (args.server or args.token or args.cluster):
+        raise UserError("--dump answers offline, from one cluster; it takes no --server, --token or --cluster")
     answer = _offline(args, ns, name) if args.dump else _online(args, ns, name)
     if args.output == "json":
         print(json.dumps(answer, indent=2, sort_keys=True))

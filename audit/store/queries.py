@@ -498,8 +498,17 @@ class AuditStore:
                 f"SELECT DISTINCT decision_id FROM decisions {where_sql(clauses)}", params).result_rows)
         return known
 
-    def latest_for_pod(self, namespace: str, pod: str, tenant: str | None) -> DecisionRecord | None:
+    def pod_clusters(self, namespace: str, pod: str, tenant: str | None, limit: int = 5) -> list[str]:
+        """The clusters with decisions of a pod of that namespace and name, sorted, at most ``limit``:
+        the name of a pod is unique within a cluster, not across them."""
         clauses, params = conditions(DecisionFilter(tenant=tenant, namespace=namespace, pod=pod))
+        return sorted(row[0] for row in self._query(
+            f"SELECT DISTINCT cluster FROM decisions {where_sql(clauses)} ORDER BY cluster LIMIT {int(limit)}", params,
+            settings=POINT_READ).result_rows)
+
+    def latest_for_pod(self, namespace: str, pod: str, tenant: str | None,
+                       cluster: str | None = None) -> DecisionRecord | None:
+        clauses, params = conditions(DecisionFilter(tenant=tenant, namespace=namespace, pod=pod, cluster=cluster))
         rows_ = self._query(
             f"SELECT record FROM decisions {where_sql(clauses)} ORDER BY time DESC, attempt DESC, decision_id DESC "
             "LIMIT 1", params, settings=POINT_READ).result_rows

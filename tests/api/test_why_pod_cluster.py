@@ -1,0 +1,63 @@
+"""A pod is named uniquely within its cluster only: ``why`` for a pod whose namespace and name
+have decisions in two clusters asks which one, instead of explaining the newer pod unasked."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from audit.cli.main import main
+from audit.records import decision_id
+from tests.api import factory
+from tests.api.conftest import Server, own_server, world_events
+
+SECOND = "lab (eu)"
+server = own_server("why-cluster")
+
+
+@pytest.fixture(scope="module")
+def two_clusters(server: Server) -> Server:
+    """The factory's cluster stored twice: as ``lab``, and as ``lab (eu)`` an hour later."""
+    for cluster, hours in ((factory.CLUSTER, 0), (SECOND, 1)):
+        events = [dataclasses.replace(e, cluster=cluster) for e in world_events()]
+        records = []
+        for r in factory.RECORDS:
+            moved = dataclasses.replace(r, cluster=cluster, decision_id=decision_id(cluster, r.claim_uids[0], r.attempt),
+                                        time=r.time.replace(f"T{r.time[11:13]}", f"T{int(r.time[11:13]) + hours:02d}"),
+                                        output_digest="")
+            records.append(moved.seal())
+        for kind, items in (("events", [e.to_dict() for e in events]), ("records", [r.to_dict() for r in records])):
+            answer = server.post(f"/v1/ingest/{kind}", content="".join(json.dumps(i) + "\n" for i in items).encode())
+            assert answer.status_code == 200 and answer.json()["quarantined"] == 0, answer.text
+    return server
+
+
+def test_a_pod_name_in_two_clusters_needs_its_cluster(two_clusters: Server) -> None:
+    answer = two_clusters.get("/v1/pods/team-a/train-1/why", model="H100")
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["detail"] == ("cluster: required: pod team-a/train-1 has decisions in more than one cluster "
+                                       f"(lab, {SECOND})")
+
+
+@pytest.mark.parametrize("cluster", [factory.CLUSTER, SECOND])
+def test_the_cluster_given_is_the_pod_explained(two_clusters: Server, cluster: str) -> None:
+    answer = two_clusters.get("/v1/pods/team-a/train-1/why", model="H100", cluster=cluster)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["decision_id"] == decision_id(cluster, factory.FALLBACK.claim_uids[0], factory.FALLBACK.attempt)
+
+
+def test_a_cluster_without_the_pod_is_named_in_the_404(two_clusters: Server) -> None:
+    answer = two_clusters.get("/v1/pods/team-a/train-1/why", model="H100", cluster="elsewhere")
+    assert (answer.status_code, answer.json()["detail"]) == (404, "no decision for pod team-a/train-1 in cluster elsewhere")
+
+
+def test_the_why_command_passes_its_cluster(two_clusters: Server, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["why", "team-a/train-1", "--model", "H100", "--server", two_clusters.base, "--token", "admin-secret", "-o",
+            "json"]
+    assert main(argv) == 2
+    assert "cluster: required: pod team-a/train-1 has decisions in more than one cluster" in capsys.readouterr().err
+    assert main([*argv, "--cluster", SECOND]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["decision_id"] == decision_id(SECOND, factory.FALLBACK.claim_uids[0], factory.FALLBACK.attempt)
