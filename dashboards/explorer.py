@@ -12,9 +12,11 @@ from dashboards.client import ReplayReport
 
 
 def label_of(record: DecisionRecord) -> str:
-    """A unique, readable option text for one decision."""
+    """A unique, readable option text for one decision; the cluster is named, as a pod's name is
+    unique within its cluster only."""
     got = record.allocated_model or record.outcome
-    return f"{record.time} · {record.namespace}/{record.pod} · attempt {record.attempt} · {got} · {record.decision_id[:8]}"
+    return (f"{record.time} · {record.cluster}: {record.namespace}/{record.pod} · attempt {record.attempt} · {got} · "
+            f"{record.decision_id[:8]}")
 
 
 def why_models(record: DecisionRecord) -> list[str]:

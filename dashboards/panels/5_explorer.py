@@ -71,7 +71,7 @@ cols[0].metric("Outcome", record.outcome)
 cols[1].metric("Allocated", record.allocated_model or "–", help=f"preferred {record.preferred_model or '–'}")
 cols[2].metric("Node", record.node or "–")
 cols[3].metric("Policy version", record.policy_version)
-st.caption(f"decision `{record.decision_id}` · pod {record.namespace}/{record.pod} · attempt {record.attempt} · seq {record.seq} · {record.time}")
+st.caption(f"decision `{record.decision_id}` · cluster {record.cluster} · pod {record.namespace}/{record.pod} · attempt {record.attempt} · seq {record.seq} · {record.time}")
 
 st.subheader("Evidence per tier")
 if not record.tiers:

@@ -119,3 +119,12 @@ def test_verify_and_counterfactual_offer_the_stored_clusters_and_versions(api_en
     since, until = _stored_range()
     assert any(f"from {since} to {until}" in c.value for c in at.caption)
     assert not at.error and not at.warning
+
+
+def test_the_decision_picker_names_the_cluster_of_each_decision() -> None:
+    from dashboards.explorer import label_of
+
+    record = factory.records()[0]
+    other = dataclasses.replace(record, cluster="lab (eu)")
+    assert label_of(record).split(" · ")[1] == f"{record.cluster}: {record.namespace}/{record.pod}"
+    assert label_of(other).split(" · ")[1] == f"lab (eu): {record.namespace}/{record.pod}"
