@@ -84,6 +84,8 @@ def test_text_output_has_the_sentence_and_a_reason_table(capsys: pytest.CaptureF
     (["--dump", PENDING, "team-a/train-1", "--model", "H100", "--policy", PENDING], "--policy"),
     (["team-a/train-1", "--model", "H100", "--policy", PENDING], "--policy applies to --dump only"),
     (["--dump", PENDING, "team-a/train-1", "--model", "H100", "--server", "http://x"], "takes no --server"),
+    (["--dump", PENDING, "team-a/train-1", "--model", "H100", "--cluster", "lab"],
+     "--dump answers offline, from one cluster; it takes no --server, --token or --cluster"),
     (["--dump", PENDING, "team-a/train-1", "--model", ""], "--model '': empty; give a device model, e.g. --model H100"),
     (["team-a/train-1", "--model", " "], "--model ' ': empty; give a device model, e.g. --model H100"),
     (["--dump", PENDING, "team-a/train-1", "--model", "h100"],
@@ -92,7 +94,7 @@ def test_text_output_has_the_sentence_and_a_reason_table(capsys: pytest.CaptureF
      "--model 'a100 ': not a device model this cluster dump or policy knows; did you mean A100?"),
     (["--dump", PENDING, "team-a/train-1", "--model", "B200"],
      "--model 'B200': not a device model this cluster dump or policy knows (known: A100, H100, L4, L40S)"),
-], ids=["bad-pod-name", "unknown-pod", "missing-dump", "bad-policy", "policy-without-dump", "dump-and-server",
+], ids=["bad-pod-name", "unknown-pod", "missing-dump", "bad-policy", "policy-without-dump", "dump-and-server", "dump-and-cluster",
         "empty-model", "blank-model-online", "model-in-the-wrong-case", "model-with-a-space", "unknown-model"])
 def test_user_mistakes_are_one_line_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["why", *argv]) == 2
