@@ -59,7 +59,7 @@ cols[2].metric("First-choice rate", pct(None if first_rate is None else num(firs
 cols[3].metric("Fallback rate", pct(fallback_rate), border=True, help="pods that fell back / pods with alternatives")
 cols[4].metric("Unschedulable attempts", f"{int(unschedulable):,}", chart_data=trend("unschedulable"), chart_type="bar",
                border=True, help="Attempts that found no device (a pod may have several).")
-cols[5].metric("Pending now", f"{int(pending_now):,}", border=True,
+cols[5].metric("Pending at window end", f"{int(pending_now):,}", border=True,
                help="Pods created and neither bound nor failed at the end of the window.")
 
 versions = load(lambda: client.stats("fallback", filters, ("policy_version",)), "policy versions")
@@ -74,5 +74,5 @@ if versions is not None and not empty(versions, "policy versions") and has_colum
 reading(
     f"{int(decisions):,} decisions: {pct(ratio(allocated, decisions))} allocated, "
     f"{pct(None if first_rate is None else num(first_rate))} of {int(with_preference):,} pods with alternatives got "
-    f"their first choice and {pct(fallback_rate)} fell back; {int(pending_now):,} pods are pending now."
+    f"their first choice and {pct(fallback_rate)} fell back; {int(pending_now):,} pods were pending at the window's end."
 )

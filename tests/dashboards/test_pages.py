@@ -65,10 +65,10 @@ def test_overview_shows_the_seeded_totals(api_env: str) -> None:
     assert shown["Decisions"] == "10"
     assert shown["Allocation success (per decision)"] == "70.0 %"
     # the event log holds none of these pods: none bound with alternatives, none pending
-    assert (shown["First-choice rate"], shown["Fallback rate"], shown["Pending now"]) == ("–", "–", "0")
+    assert (shown["First-choice rate"], shown["Fallback rate"], shown["Pending at window end"]) == ("–", "–", "0")
     assert readings(at) == [
         "10 decisions: 70.0 % allocated, – of 0 pods with alternatives got their first choice and – fell back; "
-        "0 pods are pending now."
+        "0 pods were pending at the window's end."
     ]
     versions = table_with(at, "policy version")
     assert dict(zip(versions["policy version"], versions["decisions"], strict=True)) == {"v1": 4, "v2": 6}

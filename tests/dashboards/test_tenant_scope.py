@@ -63,7 +63,7 @@ def test_a_token_typed_in_the_sign_in_box_is_used(scoped_api: str, monkeypatch: 
     assert not any("not signed in" in e.value for e in at.error)
     shown = {m.label: m.value for m in at.metric}
     assert shown["Decisions"] == "10"  # alpha's 5 and the others' 5 as a total
-    assert shown["Pending now"] == "0"  # pods pending come from the event log, which holds none of these pods
+    assert shown["Pending at window end"] == "0"  # pods pending come from the event log, which holds none of these pods
 
 
 def test_a_tenant_finds_only_its_own_claims(scoped_api: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -243,7 +243,7 @@ def test_the_dashboard_pages_show_the_same_figures(day: Day, monkeypatch: pytest
 
     at = _page(day, "1_overview.py", monkeypatch)
     shown = {m.label: m.value for m in at.metric}
-    assert (shown["First-choice rate"], shown["Fallback rate"], shown["Pending now"]) == (
+    assert (shown["First-choice rate"], shown["Fallback rate"], shown["Pending at window end"]) == (
         _pct(fb["first_choice_rate"]), _pct(fb["fallbacks"] / fb["pods_with_preference"]),
         f"{sum(t['pending_at_end'] for t in fair['tenants']):,}")
 
