@@ -16,7 +16,7 @@ from audit.metrics.waits import pending_at
 from audit.metrics.window import Window
 
 DEFINITIONS = (
-    Definition("starving_pods", "starvation", "pod", "pods",
+    Definition("starving_pods", "starvation", "pod", "pods (null in overview rows without pod figures)",
                "pods of both tracks first bound in the window, or still pending at its end",
                "count of those whose wait (first bind − creation, or window end − creation while pending) exceeds "
                "the starvation timeout of the policy in force at the window end",

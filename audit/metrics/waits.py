@@ -32,7 +32,8 @@ DEFINITIONS = (
     Definition("pending_at_end", "waits", "pod", "pods", "pods created before the window end, not bound and not "
                "failed by then", "count", "audit.metrics.waits.tenant_waits"),
     # /v1/stats/overview gives it beside its decision rows under its dashboard's name
-    Definition("pending_now", "waits", "pod", "pods", "pods created before the window end, not bound and not "
+    Definition("pending_now", "waits", "pod", "pods (null without pod figures: several clusters and none named, or "
+               "no world events)", "pods created before the window end, not bound and not "
                "failed by then", "count: the tenant's `pending_at_end` (at the window end, not at the time asked)",
                "audit.metrics.waits.tenant_waits"),
     Definition("failed", "waits", "pod", "pods", "pods that failed or were deleted in the window without ever "

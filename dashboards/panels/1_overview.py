@@ -27,7 +27,9 @@ if empty(totals, "decisions") or totals is None or not has_columns(
 decisions = sum(num(r["decisions"]) for r in totals.rows)
 allocated = sum(num(r["allocated"]) for r in totals.rows)
 unschedulable = sum(num(r["unschedulable"]) for r in totals.rows)
-pending_now = sum(num(r["pending_now"]) for r in totals.rows)
+# null without pod figures (several clusters and none picked): unknown, not zero
+pending_known = all(r["pending_now"] is not None for r in totals.rows)
+pending_now = sum(num(r["pending_now"]) for r in totals.rows) if pending_known else None
 
 hourly = load(lambda: client.stats("fallback", filters, ("hour",)), "hourly trends")
 hours = sorted(hourly.rows, key=lambda r: str(r.get("hour"))) if hourly else []
@@ -59,8 +61,9 @@ cols[2].metric("First-choice rate", pct(None if first_rate is None else num(firs
 cols[3].metric("Fallback rate", pct(fallback_rate), border=True, help="pods that fell back / pods with alternatives")
 cols[4].metric("Unschedulable attempts", f"{int(unschedulable):,}", chart_data=trend("unschedulable"), chart_type="bar",
                border=True, help="Attempts that found no device (a pod may have several).")
-cols[5].metric("Pending at window end", f"{int(pending_now):,}", border=True,
-               help="Pods created and neither bound nor failed at the end of the window.")
+cols[5].metric("Pending at window end", "–" if pending_now is None else f"{int(pending_now):,}", border=True,
+               help="Pods created and neither bound nor failed at the end of the window."
+                    + (f" No pod figures: {totals.summary.get('pod_figures')}" if pending_now is None else ""))
 
 versions = load(lambda: client.stats("fallback", filters, ("policy_version",)), "policy versions")
 if versions is not None and not empty(versions, "policy versions") and has_columns(versions, "/v1/stats/fallback", "policy_version"):
@@ -74,5 +77,7 @@ if versions is not None and not empty(versions, "policy versions") and has_colum
 reading(
     f"{int(decisions):,} decisions: {pct(ratio(allocated, decisions))} allocated, "
     f"{pct(None if first_rate is None else num(first_rate))} of {int(with_preference):,} pods with alternatives got "
-    f"their first choice and {pct(fallback_rate)} fell back; {int(pending_now):,} pods were pending at the window's end."
+    f"their first choice and {pct(fallback_rate)} fell back; "
+    + ("pods pending at the window's end are unknown (pick a cluster)." if pending_now is None
+       else f"{int(pending_now):,} pods were pending at the window's end.")
 )

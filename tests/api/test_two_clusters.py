@@ -1,5 +1,9 @@
-"""A pod is named uniquely within its cluster only: ``why`` for a pod whose namespace and name
-have decisions in two clusters asks which one, instead of explaining the newer pod unasked."""
+"""One store, two clusters holding pods of the same names.
+
+A pod is named uniquely within its cluster only: ``why`` for a pod whose namespace and name have
+decisions in two clusters asks which one, instead of explaining the newer pod unasked. Pod figures
+are per cluster: without one named, the overview's pod counts are unknown, not zero, on the API
+and on the dashboard alike."""
 
 from __future__ import annotations
 
@@ -61,3 +65,31 @@ def test_the_why_command_passes_its_cluster(two_clusters: Server, capsys: pytest
     assert main([*argv, "--cluster", SECOND]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["decision_id"] == decision_id(SECOND, factory.FALLBACK.claim_uids[0], factory.FALLBACK.attempt)
+
+
+def test_the_overview_without_a_cluster_has_no_pod_counts_and_says_why(two_clusters: Server) -> None:
+    body = two_clusters.get("/v1/stats/overview").json()
+    assert body["pod_figures"] == f"none: pass cluster= (the store holds several clusters: lab, {SECOND})"
+    assert {(r["pending_now"], r["starving_pods"]) for r in body["rows"]} == {(None, None)}
+    one = two_clusters.get("/v1/stats/overview", cluster=SECOND).json()
+    assert "pod_figures" not in one
+    fairness = two_clusters.get("/v1/stats/fairness", cluster=SECOND).json()["tenants"]
+    pods = {t["tenant"]: (t["pending_at_end"], t["starving_pods"]) for t in fairness}
+    assert {r["tenant"]: (r["pending_now"], r["starving_pods"]) for r in one["rows"]} == {
+        r["tenant"]: pods.get(r["tenant"], (0, 0)) for r in one["rows"]}
+    assert any(r["pending_now"] for r in one["rows"])  # the world's pending pod, counted
+
+
+def test_the_overview_page_shows_unknown_not_zero(two_clusters: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from tests.api.conftest import REPO, TOKENS
+
+    monkeypatch.setenv("CLAIMTRAIL_API", two_clusters.base)
+    monkeypatch.setenv("CLAIMTRAIL_TOKEN", TOKENS["admin"])
+    at = AppTest.from_file(str(REPO / "dashboards" / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("panels/1_overview.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert {m.label: m.value for m in at.metric}["Pending at window end"] == "–"
+    assert any(c.value.endswith("pods pending at the window's end are unknown (pick a cluster).") for c in at.caption)
