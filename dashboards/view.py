@@ -62,6 +62,19 @@ def pct(value: float | None) -> str:
     return "–" if value is None else f"{100.0 * value:.1f} %"
 
 
+def count(value: Any, digits: int = 0) -> str:
+    """A count as a person reads it; null (a figure the API could not give) reads "–", not 0."""
+    return "–" if value is None or value == "" else f"{float(value):,.{digits}f}"
+
+
+def no_pod_figures(summary: dict[str, Any]) -> None:
+    """Say why an answer has no pod figures (several clusters and none picked, no world events),
+    where its counts then read "–"."""
+    note = summary.get("pod_figures")
+    if note:
+        st.info(f"No pod figures: {note}")
+
+
 def maybe(row: dict[str, Any], column: str) -> float | None:
     """A cell that may be absent (the API folds other tenants into "(others)" with counts only) or
     null (a figure over no pods, such as the wait percentiles of a tenant that started none)."""

@@ -63,8 +63,9 @@ def lifecycle_window(db: Any, f: DecisionFilter) -> tuple[Lifecycle, Window] | N
 
 
 def _found(db: Any, f: DecisionFilter) -> tuple[tuple[Lifecycle, Window] | None, dict[str, Any]]:
-    """The lifecycle and window, or None with a note saying why there are no figures; with figures,
-    the note is the window they cover."""
+    """The lifecycle and window, or None with a note saying why there are no figures (each answer
+    then gives its counts as null: unknown, not zero); with figures, the note is the window they
+    cover."""
     try:
         found = lifecycle_window(db, f)
     except SeveralClusters as exc:
@@ -121,7 +122,7 @@ def _rows_by(kind: str, life: Lifecycle, window: Window, who: str | None, by: st
 def fairness(db: Any, f: DecisionFilter, scope: str | None, by: str | None = None) -> dict[str, Any]:
     found, note = _found(db, f)
     if found is None:
-        return {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": [],
+        return {"jain_whole": None, "jain_contention": None, "contention_windows": None, "tenants": [],
                 **({f"by_{by}": []} if by else {}), **note}
     life, window = found
     out = {**_memo("fairness", life, window, scope, lambda: fairness_report(life, window, scope=scope)), **note}
@@ -140,7 +141,7 @@ def fairness(db: Any, f: DecisionFilter, scope: str | None, by: str | None = Non
 def fallback(db: Any, f: DecisionFilter, scope: str | None, by: str | None = None) -> dict[str, Any]:
     found, note = _found(db, f)
     if found is None:
-        return {"pods_with_preference": 0, "first_choice_rate": None, "fallbacks": 0, "regretted": 0,
+        return {"pods_with_preference": None, "first_choice_rate": None, "fallbacks": None, "regretted": None,
                 "regret_rate": None, "regret_window_s": None, "paths": [], **({f"by_{by}": []} if by else {}), **note}
     life, window = found
     who = scope or f.tenant
@@ -153,6 +154,6 @@ def fallback(db: Any, f: DecisionFilter, scope: str | None, by: str | None = Non
 def health(db: Any, f: DecisionFilter) -> dict[str, Any]:
     found, note = _found(db, f)
     if found is None:
-        return {"unhealthy_devices": 0, "unhealthy_device_hours": 0.0, "models": [], **note}
+        return {"unhealthy_devices": None, "unhealthy_device_hours": None, "models": [], **note}
     life, window = found
     return {**_memo("health", life, window, None, lambda: health_report(life, window)), **note}

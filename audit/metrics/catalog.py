@@ -42,6 +42,10 @@ and their models, release) and a window [since, until). The exceptions are the c
 and `/v1/stats/fairness` (`decision_rows` below), which count decision records, each attempt of a
 pod, as the store holds them: a row's `fallback_decisions` is not the per-pod `fallbacks`.
 
+The pod lifecycle is a cluster's: an API answer has pod figures only for one cluster with world
+events (named with `cluster=`, or the store's only one). Without them every per-pod count, rate
+and index of the answer is null, not 0, and its `pod_figures` says why.
+
 Percentiles are nearest rank everywhere: the ⌈q·n⌉-th smallest of the n values.
 
 In SQL: the store keeps the pod lifecycle as the table `pods` (one row per pod incarnation, the

@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboards import client
 from dashboards.filters import filter_bar
-from dashboards.view import empty, has_columns, load, num, pct, ratio, reading
+from dashboards.view import count, empty, has_columns, load, num, pct, ratio, reading
 
 SOURCE = "/v1/stats/overview"
 
@@ -57,7 +57,7 @@ cols[0].metric("Decisions", f"{int(decisions):,}", chart_data=trend("decisions")
 cols[1].metric("Allocation success (per decision)", pct(ratio(allocated, decisions)),
                chart_data=trend("allocated", "decisions"), border=True, help="allocated decisions / decisions")
 cols[2].metric("First-choice rate", pct(None if first_rate is None else num(first_rate)), border=True,
-               help=f"of {int(with_preference):,} DRA pods whose claims offer alternatives")
+               help=f"of {count(pods.get('pods_with_preference'))} DRA pods whose claims offer alternatives")
 cols[3].metric("Fallback rate", pct(fallback_rate), border=True, help="pods that fell back / pods with alternatives")
 cols[4].metric("Unschedulable attempts", f"{int(unschedulable):,}", chart_data=trend("unschedulable"), chart_type="bar",
                border=True, help="Attempts that found no device (a pod may have several).")
@@ -76,7 +76,7 @@ if versions is not None and not empty(versions, "policy versions") and has_colum
 
 reading(
     f"{int(decisions):,} decisions: {pct(ratio(allocated, decisions))} allocated, "
-    f"{pct(None if first_rate is None else num(first_rate))} of {int(with_preference):,} pods with alternatives got "
+    f"{pct(None if first_rate is None else num(first_rate))} of {count(pods.get('pods_with_preference'))} pods with alternatives got "
     f"their first choice and {pct(fallback_rate)} fell back; "
     + ("pods pending at the window's end are unknown (pick a cluster)." if pending_now is None
        else f"{int(pending_now):,} pods were pending at the window's end.")

@@ -18,7 +18,7 @@ import streamlit as st
 
 from dashboards import client, figures
 from dashboards.filters import filter_bar
-from dashboards.view import empty, has_columns, load, num, pct, reading
+from dashboards.view import count, empty, has_columns, load, no_pod_figures, num, pct, reading
 
 SOURCE = "/v1/stats/fallback"
 
@@ -35,13 +35,14 @@ fallback_rows = [{"hour": str(r["hour"]), "pair": f"{r['preferred']} → {r['mod
                  for r in flows.rows if num(r["fallback_decisions"])]
 
 figs = flows.summary
+no_pod_figures(figs)
 cols = st.columns(4)
 first_rate = figs.get("first_choice_rate")
 regret_rate = figs.get("regret_rate")
 cols[0].metric("First-choice rate", pct(None if first_rate is None else num(first_rate)), border=True,
-               help=f"of {int(num(figs.get('pods_with_preference'))):,} DRA pods whose claims offer alternatives")
-cols[1].metric("Fallbacks (pods)", f"{int(num(figs.get('fallbacks'))):,}", border=True)
-cols[2].metric("Regretted", f"{int(num(figs.get('regretted'))):,}", border=True)
+               help=f"of {count(figs.get('pods_with_preference'))} DRA pods whose claims offer alternatives")
+cols[1].metric("Fallbacks (pods)", count(figs.get("fallbacks")), border=True)
+cols[2].metric("Regretted", count(figs.get("regretted")), border=True)
 cols[3].metric("Regret rate", pct(None if regret_rate is None else num(regret_rate)), border=True)
 paths = list(figs.get("paths") or [])
 
@@ -64,7 +65,7 @@ with right:
 fell = [p for p in paths if p["preferred"] != p["allocated"]]
 top_path = max(fell, key=lambda p: (num(p["pods"]), str(p["allocated"]))) if fell else None
 reading(
-    f"{int(num(figs.get('fallbacks'))):,} of {int(num(figs.get('pods_with_preference'))):,} pods with alternatives "
+    f"{count(figs.get('fallbacks'))} of {count(figs.get('pods_with_preference'))} pods with alternatives "
     "fell back"
     + (f"; the most common path is {top_path['preferred']} → {top_path['allocated']} ({int(num(top_path['pods'])):,})."
        if top_path else ".")
@@ -90,7 +91,7 @@ window_s = figs.get("regret_window_s")
 st.caption("A fallback is regretted when, within "
            + ("the policy's regret window" if window_s is None else f"{num(window_s) / 60:g} minutes")
            + " after it, its first choice alone would have been allocatable on one node, within the tenant's quota.")
-reading(f"{pct(None if regret_rate is None else num(regret_rate))} of {int(num(figs.get('fallbacks'))):,} fallbacks "
+reading(f"{pct(None if regret_rate is None else num(regret_rate))} of {count(figs.get('fallbacks'))} fallbacks "
         "could have had their first choice soon after (target < 5 %).")
 
 

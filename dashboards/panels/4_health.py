@@ -16,7 +16,7 @@ import streamlit as st
 
 from dashboards import client, figures
 from dashboards.filters import filter_bar
-from dashboards.view import empty, has_columns, load, model_label, num, reading
+from dashboards.view import count, empty, has_columns, load, model_label, no_pod_figures, num, reading
 
 SOURCE = "/v1/stats/health"
 VERDICTS = ("unhealthy", "binding_conflict", "stale_slice")
@@ -45,10 +45,11 @@ totals = {c: int(sum(num(r[c]) for r in rows)) for c in (*VERDICTS, "terminal_fa
 totals["node_lost"] = int(sum(node_lost))
 
 figs = hourly.summary
+no_pod_figures(figs)
 top = st.columns(2)
-top[0].metric("Unhealthy devices", f"{int(num(figs.get('unhealthy_devices'))):,}", border=True,
+top[0].metric("Unhealthy devices", count(figs.get("unhealthy_devices")), border=True,
               help="distinct devices unhealthy at some moment of the window")
-top[1].metric("Unhealthy device-hours", f"{num(figs.get('unhealthy_device_hours')):,.1f}", border=True)
+top[1].metric("Unhealthy device-hours", count(figs.get("unhealthy_device_hours"), 1), border=True)
 
 cols = st.columns(5)
 for col, label, values in [
@@ -68,7 +69,7 @@ st.plotly_chart(
 )
 busiest = max((*VERDICTS, "node_lost"), key=lambda c: (totals[c], c))
 reading(
-    f"{int(num(figs.get('unhealthy_devices'))):,} devices were unhealthy for {num(figs.get('unhealthy_device_hours')):,.1f} "
+    f"{count(figs.get('unhealthy_devices'))} devices were unhealthy for {count(figs.get('unhealthy_device_hours'), 1)} "
     f"device-hours; decisions recorded {sum(totals[c] for c in (*VERDICTS, 'node_lost')):,} health and bind-time "
     f"verdicts (device evaluations, not devices); most are {busiest} "
     f"({totals[busiest]:,}); terminal failures: {totals['terminal_failures']:,}."

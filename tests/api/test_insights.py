@@ -106,9 +106,11 @@ def test_wait_percentiles_are_null_where_no_pod_started(server: Server, query: d
 
 
 @pytest.mark.parametrize(("kind", "empty"), [
-    ("fairness", {"jain_whole": None, "jain_contention": None, "contention_windows": 0, "tenants": []}),
-    ("fallback", {"pods_with_preference": 0, "first_choice_rate": None, "regret_rate": None, "regret_window_s": None}),
-    ("health", {"unhealthy_devices": 0, "unhealthy_device_hours": 0.0, "models": []}),
+    # unknown, not zero
+    ("fairness", {"jain_whole": None, "jain_contention": None, "contention_windows": None, "tenants": []}),
+    ("fallback", {"pods_with_preference": None, "first_choice_rate": None, "fallbacks": None, "regretted": None,
+                  "regret_rate": None, "regret_window_s": None}),
+    ("health", {"unhealthy_devices": None, "unhealthy_device_hours": None, "models": []}),
 ])
 def test_a_cluster_the_store_does_not_know_has_no_pod_figures(server: Server, kind: str, empty: dict) -> None:
     body = server.get(f"/v1/stats/{kind}", cluster="no-such-cluster").json()

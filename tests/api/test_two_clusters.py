@@ -80,7 +80,24 @@ def test_the_overview_without_a_cluster_has_no_pod_counts_and_says_why(two_clust
     assert any(r["pending_now"] for r in one["rows"])  # the world's pending pod, counted
 
 
-def test_the_overview_page_shows_unknown_not_zero(two_clusters: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("kind", "unknown"), [
+    ("fairness", {"jain_whole": None, "jain_contention": None, "contention_windows": None, "tenants": []}),
+    ("fallback", {"pods_with_preference": None, "fallbacks": None, "regretted": None, "first_choice_rate": None}),
+    ("health", {"unhealthy_devices": None, "unhealthy_device_hours": None}),
+])
+def test_pod_figures_without_a_cluster_are_unknown_not_zero(two_clusters: Server, kind: str, unknown: dict) -> None:
+    body = two_clusters.get(f"/v1/stats/{kind}").json()
+    assert {k: body[k] for k in unknown} == unknown
+    assert body["pod_figures"] == f"none: pass cluster= (the store holds several clusters: lab, {SECOND})"
+
+
+@pytest.mark.parametrize(("page", "metrics"), [
+    ("1_overview.py", {"Pending at window end": "–", "First-choice rate": "–", "Fallback rate": "–"}),
+    ("2_fallback.py", {"Fallbacks (pods)": "–", "Regretted": "–", "Regret rate": "–"}),
+    ("4_health.py", {"Unhealthy devices": "–", "Unhealthy device-hours": "–"}),
+])
+def test_the_pages_show_unknown_pod_figures_as_unknown(two_clusters: Server, monkeypatch: pytest.MonkeyPatch, page: str,
+                                                      metrics: dict[str, str]) -> None:
     from streamlit.testing.v1 import AppTest
 
     from tests.api.conftest import REPO, TOKENS
@@ -89,7 +106,10 @@ def test_the_overview_page_shows_unknown_not_zero(two_clusters: Server, monkeypa
     monkeypatch.setenv("CLAIMTRAIL_TOKEN", TOKENS["admin"])
     at = AppTest.from_file(str(REPO / "dashboards" / "app.py"), default_timeout=60)
     at.run()
-    at.switch_page("panels/1_overview.py").run()
+    at.switch_page(f"panels/{page}").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert {m.label: m.value for m in at.metric}["Pending at window end"] == "–"
-    assert any(c.value.endswith("pods pending at the window's end are unknown (pick a cluster).") for c in at.caption)
+    shown = {m.label: m.value for m in at.metric}
+    assert {k: shown[k] for k in metrics} == metrics
+    several = f"the store holds several clusters: lab, {SECOND}"
+    assert any(several in str(x.value) for x in [*at.info, *at.metric]) or any(
+        several in str(m.proto.help) for m in at.metric)
