@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboards import client
 from dashboards.filters import filter_bar
-from dashboards.view import count, empty, has_columns, load, num, pct, ratio, reading
+from dashboards.view import count, empty, has_columns, load, no_pod_figures, num, pct, ratio, reading
 
 SOURCE = "/v1/stats/overview"
 
@@ -30,6 +30,7 @@ unschedulable = sum(num(r["unschedulable"]) for r in totals.rows)
 # null without pod figures (several clusters and none picked): unknown, not zero
 pending_known = all(r["pending_now"] is not None for r in totals.rows)
 pending_now = sum(num(r["pending_now"]) for r in totals.rows) if pending_known else None
+no_pod_figures(totals.summary)
 
 hourly = load(lambda: client.stats("fallback", filters, ("hour",)), "hourly trends")
 hours = sorted(hourly.rows, key=lambda r: str(r.get("hour"))) if hourly else []
@@ -62,8 +63,7 @@ cols[3].metric("Fallback rate", pct(fallback_rate), border=True, help="pods that
 cols[4].metric("Unschedulable attempts", f"{int(unschedulable):,}", chart_data=trend("unschedulable"), chart_type="bar",
                border=True, help="Attempts that found no device (a pod may have several).")
 cols[5].metric("Pending at window end", "–" if pending_now is None else f"{int(pending_now):,}", border=True,
-               help="Pods created and neither bound nor failed at the end of the window."
-                    + (f" No pod figures: {totals.summary.get('pod_figures')}" if pending_now is None else ""))
+               help="Pods created and neither bound nor failed at the end of the window.")
 
 versions = load(lambda: client.stats("fallback", filters, ("policy_version",)), "policy versions")
 if versions is not None and not empty(versions, "policy versions") and has_columns(versions, "/v1/stats/fallback", "policy_version"):
@@ -78,6 +78,6 @@ reading(
     f"{int(decisions):,} decisions: {pct(ratio(allocated, decisions))} allocated, "
     f"{pct(None if first_rate is None else num(first_rate))} of {count(pods.get('pods_with_preference'))} pods with alternatives got "
     f"their first choice and {pct(fallback_rate)} fell back; "
-    + ("pods pending at the window's end are unknown (pick a cluster)." if pending_now is None
+    + ("the pods pending at the window's end are unknown (no pod figures)." if pending_now is None
        else f"{int(pending_now):,} pods were pending at the window's end.")
 )
