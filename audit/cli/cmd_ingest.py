@@ -129,9 +129,10 @@ def run_kube(args: argparse.Namespace) -> int:
     problem = cluster_name_problem(cluster)
     if problem:  # every event and record would be refused by the store
         raise UserError(f"--cluster: {problem}" if args.cluster else f"--context {problem}; name the cluster with --cluster")
+    problem = lease_name_problem(args.lease_name) if args.lease_name else ""
+    if problem:
+        raise UserError(f"--lease-name {problem}")
     lease_name = args.lease_name or default_lease_name(cluster)
-    if args.lease_name and lease_name_problem(args.lease_name):
-        raise UserError(f"--lease-name {lease_name_problem(args.lease_name)}")
     if args.seq_start is not None and args.seq_start < 0:
         raise UserError("--seq-start: must be >= 0")
     api = _api_client(args)
