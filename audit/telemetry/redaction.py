@@ -1,11 +1,14 @@
 """Redaction applied to a decision before any byte of it leaves the process.
 
-Settings: hash pod names (every occurrence of the pod name in any string of the record, its
-verdicts and labels becomes a keyed hash, so claim names derived from pod names do not leak it),
-drop pod labels, drop the tenant. Values from closed vocabularies (outcome, track, retry class,
-reason and blocker codes), the decision's time, digests and uids are left verbatim: rewriting them
-could only corrupt the record (a pod named ``a`` must not turn ``allocated`` into garbage, nor
-one named ``0`` the time into one no store takes), and they identify no pod. The redacted record keeps its original ``output_digest``: the
+Settings: hash pod names (every occurrence of the pod name in the strings that carry pod-derived
+text, the pod, its claim names, the message, free-form details and labels, becomes a keyed hash,
+so claim names derived from pod names do not leak it), drop pod labels, drop the tenant. Every
+other field is left verbatim: closed vocabularies (outcome, track, codes), the time, digests and
+uids, and the names that place the decision in the world (cluster, namespace, tenant, policy
+version, node, device, model, request). Rewriting them could only corrupt the record (a pod named
+``a`` must not turn ``allocated`` into garbage, one named ``0`` the time into one no store takes,
+nor one named ``gpu`` its device into one no slice publishes), and they identify no pod. The
+redacted record keeps its original ``output_digest``: the
 digest still names the decision the engine made, and replaying the original inputs reproduces
 it. The changed paths travel with the record (like OPA's ``masked``/``erased`` lists) so a reader
 can tell what was redacted.
@@ -95,9 +98,14 @@ class Redaction:
         return f"sha256:{h}"
 
 
+# detail keys whose values name a pod or a claim as "namespace/name"; every other detail value is
+# a code, a count, a model or a node, which ``why`` and replay read back as the engine wrote it
+_DETAIL_OBJECT_KEYS = frozenset({"pod", "holder", "claim"})
+
+
 @dataclass(frozen=True)
 class Scrubber:
-    """Rewrites strings for one decision: the pod name, wherever it appears, becomes its token."""
+    """Rewrites pod-derived text for one decision: the pod name, wherever it appears, becomes its token."""
 
     secret: str = ""
     token: str = ""
@@ -107,14 +115,14 @@ class Scrubber:
             return value.replace(self.secret, self.token)
         return value
 
-    def deep(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self.deep(v) for v in value]
-        if isinstance(value, dict):
-            return {self.text(k): self.deep(v) for k, v in value.items()}
-        return value
+    def object_key(self, key: str) -> str:
+        """A ``namespace/name`` with the name scrubbed: a namespace named like the pod stays."""
+        namespace, slash, name = key.rpartition("/")
+        return f"{namespace}{slash}{self.text(name)}"
+
+    def detail(self, detail: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: self.object_key(v) if k in _DETAIL_OBJECT_KEYS and isinstance(v, str) else v
+                for k, v in detail.items()}
 
 
 _NO_SCRUB = Scrubber()
@@ -157,37 +165,24 @@ def redact(record: DecisionRecord, labels: Mapping[str, str], settings: Redactio
     return RedactedDecision(DecisionRecord.from_dict(data), kept_labels, scrubber, paths, data)
 
 
-# record fields (at any depth) that hold closed-vocabulary values, times, digests or uids
-_VERBATIM = frozenset(
-    {
-        "decision_id", "time", "pod_uid", "claim_uids", "outcome", "track", "retry_class",
-        "policy_digest", "input_digest", "output_digest", "reasons", "reason", "code",
-    }
-)
-# free-form string maps: keys and values are tenant data
-_FREE_FORM = frozenset({"detail"})
+# nested record parts, which hold details of their own
+_PARTS = frozenset({"devices", "tiers", "exemplars", "blockers"})
 
 
 def _scrub_fields(fields: dict[str, Any], scrubber: Scrubber) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in fields.items():
-        if key in _VERBATIM:
-            out[key] = value
-        elif key in _FREE_FORM:
-            out[key] = scrubber.deep(value)
+        if key in ("pod", "message"):
+            out[key] = scrubber.text(value)
+        elif key == "claims":  # a claim is usually named after its pod
+            out[key] = [scrubber.object_key(claim) for claim in value]
+        elif key == "detail":
+            out[key] = scrubber.detail(value)
+        elif key in _PARTS:
+            out[key] = [_scrub_fields(part, scrubber) for part in value]
         else:
-            out[key] = _scrub_value(value, scrubber)
+            out[key] = value
     return out
-
-
-def _scrub_value(value: Any, scrubber: Scrubber) -> Any:
-    if isinstance(value, str):
-        return scrubber.text(value)
-    if isinstance(value, list):
-        return [_scrub_value(v, scrubber) for v in value]
-    if isinstance(value, dict):  # a nested record part (device, tier, exemplar, blocker)
-        return _scrub_fields(value, scrubber)
-    return value
 
 
 def _changed_paths(before: Any, after: Any, path: str) -> list[str]:

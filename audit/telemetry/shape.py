@@ -296,9 +296,9 @@ def _scrub_verdict(verdict: Verdict, scrubber: Scrubber) -> Verdict:
     return Verdict(
         verdict.position,
         verdict.tier_index,
-        scrubber.text(verdict.device),
-        scrubber.text(verdict.node),
+        verdict.device,
+        verdict.node,
         verdict.reason,
         verdict.source,
-        scrubber.deep(verdict.detail),
+        scrubber.detail(verdict.detail),
     )

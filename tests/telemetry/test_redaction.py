@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audit.allocator.outcome import DeviceVerdict, TierEvidence
+from audit.records import TierBlocker
 from audit.telemetry import Redaction, TelemetryConfigError
 from audit.telemetry import schema as s
 from audit.telemetry.redaction import redact
@@ -87,6 +88,37 @@ def test_a_pod_named_like_digits_of_the_time_leaves_the_time_as_it_was() -> None
     out = redact(make_record(pod="0"), {}, Redaction(hash_pod_names=True, salt="k"))
     assert (out.record.time, "/time" in out.paths) == ("2026-03-14T09:26:53.589793+00:00", False)
     assert out.record.pod == Redaction(salt="k").pod_token("0")
+
+
+# each pod is named like a name that places the decision in the world; hashing the pod must not
+# move the decision to another cluster, namespace, tenant, policy, node, device or model
+WORLD_NAMES = {
+    "cluster": "gpu-east",
+    "namespace": "team-vision",
+    "tenant": "vision",
+    "policy-version": "2026-03-01",
+    "node": "node-a7",
+    "device": "gpu",
+    "model": "A100",
+    "request": "a100",
+    "taint": "unhealthy",
+    "estimate-wait-on": "quota",
+    "estimate-choice": "wait",
+}
+ESTIMATE = TierBlocker("fallback_estimate", 0, {"model": "H100", "wait_on": "quota", "choice": "wait", "basis": "estimate"})
+
+
+@pytest.mark.parametrize("pod", list(WORLD_NAMES.values()), ids=list(WORLD_NAMES))
+def test_a_pod_named_like_a_world_name_changes_only_its_own_text(pod: str) -> None:
+    record = make_record(pod=pod, claims=[f"team-vision/{pod}-x7k2"], message=f"<{pod}>", blockers=[ESTIMATE])
+    out = redact(record, {}, Redaction(hash_pod_names=True, salt="k"))
+    token = Redaction(salt="k").pod_token(pod)
+    assert (out.record.pod, out.record.claims, out.record.message) == (
+        token, [f"team-vision/{token}-x7k2"], f"<{token}>"
+    )
+    expected = record.to_dict() | {"pod": token, "claims": out.record.claims, "message": out.record.message}
+    assert out.record.to_dict() == expected
+    assert out.paths == ["/claims/0", "/message", "/pod"]
 
 
 def test_salt_changes_the_pod_token() -> None:
