@@ -20,8 +20,9 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "validate",
         help="check DRA objects against the API server's validation rules",
-        description="Report every field of DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates, "
-                    "DeviceTaintRules, Nodes and Pods that the Kubernetes API server would refuse.",
+        description="Report every field of DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates "
+                    "and DeviceTaintRules that the Kubernetes API server would refuse, and of the DRA parts of "
+                    "Nodes (taints) and Pods (resourceClaims and the containers' claim references).",
     )
     parser.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="FILE",
                         help="YAML or JSON file with Kubernetes objects (repeatable)")
