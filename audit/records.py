@@ -96,9 +96,11 @@ DETAIL_KEYS = frozenset({
     # reclaim (audit/scheduler/reclaim.py); the victim pod and its tenant are ``pod`` and ``tenant``
     "min_runtime_ms", "victims", "device_ms", "runtime_ms", "requested_eq", "released_eq",
 })
-# detail keys whose value names a tenant or a namespaced object ("ns/name"): shown when it is the
-# record's own, else as "(others)"
-NAMING_KEYS = frozenset({"by", "holder", "claim", "pod", "tenant", "waiting_tenant", "other_tenant", "oldest"})
+# detail keys whose value is a namespaced object's "ns/name" (a pod or a claim)
+OBJECT_KEYS = frozenset({"holder", "claim", "pod", "oldest"})
+# detail keys whose value names a tenant or a namespaced object (``by`` in prose): shown when it is
+# the record's own, else as "(others)"
+NAMING_KEYS = OBJECT_KEYS | {"by", "tenant", "waiting_tenant", "other_tenant"}
 
 
 class Outcome(StrEnum):

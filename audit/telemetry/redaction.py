@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audit.records import DecisionRecord
+from audit.records import OBJECT_KEYS, DecisionRecord
 from audit.telemetry.errors import TelemetryConfigError
 from audit.telemetry.record_dict import record_dict
 
@@ -98,11 +98,6 @@ class Redaction:
         return f"sha256:{h}"
 
 
-# detail keys whose values name a pod or a claim as "namespace/name"; every other detail value is
-# a code, a count, a model or a node, which ``why`` and replay read back as the engine wrote it
-_DETAIL_OBJECT_KEYS = frozenset({"pod", "holder", "claim"})
-
-
 @dataclass(frozen=True)
 class Scrubber:
     """Rewrites pod-derived text for one decision: the pod name, wherever it appears, becomes its token."""
@@ -121,8 +116,17 @@ class Scrubber:
         return f"{namespace}{slash}{self.text(name)}"
 
     def detail(self, detail: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: self.object_key(v) if k in _DETAIL_OBJECT_KEYS and isinstance(v, str) else v
-                for k, v in detail.items()}
+        """Pods and claims named by ``OBJECT_KEYS`` and the prose of ``by`` scrubbed; every other
+        value is a code, a count, a model, a node or a tenant, which ``why`` and replay read back
+        as the engine wrote it."""
+        return {k: self._detail_value(k, v) for k, v in detail.items()}
+
+    def _detail_value(self, key: str, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if key in OBJECT_KEYS:
+            return self.object_key(value)
+        return self.text(value) if key == "by" else value
 
 
 _NO_SCRUB = Scrubber()
