@@ -292,6 +292,8 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
     would_get = None
     if record is None and current["result"] != "allocated":
         would_get = _would_get(view, pod_obj, claims, tiers, matcher, everything, own, policy, reserved)
+        # Nothing decided against a pending pod that would get the model now: it was not skipped.
+        skipped = skipped and not (would_get.get("result") == "allocated" and would_get.get("model") == model)
     summary = render_summary(model, skipped, reasons, blockers, outcome, policy_version,
                              node_causes=node_causes, taint_keys=taint_keys, would_get=would_get)
     device_rows = None

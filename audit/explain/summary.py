@@ -163,7 +163,10 @@ def render_summary(model: str, skipped: bool, reasons: Mapping[str, int], blocke
                    outcome: Mapping[str, Any], policy_version: str, node_causes: Mapping[str, int] | None = None,
                    taint_keys: Mapping[str, str] | None = None, would_get: Mapping[str, Any] | None = None) -> str:
     total = sum(reasons.values())
-    head = f"{model} skipped" if skipped else f"{model} chosen"
+    if skipped:
+        head = f"{model} skipped"
+    else:
+        head = f"{model} chosen" if outcome.get("result") == "allocated" else f"{model} not yet allocated"
     if total:
         parts = ", ".join(_reason_phrases(reasons, node_causes or {}, taint_keys or {}))
         body = f"of {total} {model}, {parts}"

@@ -35,6 +35,14 @@ def test_pending_pod_h100_reasons_and_sentence(capsys: pytest.CaptureFixture[str
     assert "devices" not in answer
 
 
+def test_pending_pod_is_not_said_to_skip_the_model_it_would_get_now(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = _json(capsys, "--dump", PENDING, "team-a/train-1", "--model", "A100")
+    assert answer["skipped"] is False and answer["outcome"]["result"] == "pending"
+    assert answer["summary"] == (
+        "A100 not yet allocated: of 2 A100, 1 in use, 1 available. Pod not allocated (pending). "
+        "If scheduled now: A100 gpu-3 on node a100-07 (tier 1).")
+
+
 def test_allocated_pod_is_explained_for_its_a100(capsys: pytest.CaptureFixture[str]) -> None:
     answer = _json(capsys, "--dump", ALLOCATED, "team-a/train-1", "--model", "H100", "--devices")
     assert answer["reasons"] == H100_REASONS
