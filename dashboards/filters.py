@@ -23,7 +23,10 @@ FACETS = ("tenant", "model")
 def parse_instant(field: str, text: str) -> str:
     """An ISO 8601 time or date as the API wants it (with a zone); raise ValueError naming the field.
 
-    The fields are labelled UTC, so a time or date without a zone is taken as UTC.
+    The fields are labelled UTC, so a time or date without a zone is taken as UTC. A fraction of
+    a second is kept as given (the API reads milliseconds): the window the API's figures name, as
+    the empty fields show it, ends one millisecond past the last event, and typed in it must give
+    the same figures as the empty field.
     """
     text = text.strip()
     if not text:
@@ -32,7 +35,8 @@ def parse_instant(field: str, text: str) -> str:
         parsed = parse_rfc3339(text)
     except ValueError:
         raise ValueError(f"filter `{field}`: {text!r} is not an ISO 8601 time such as 2026-03-01T08:00:00Z") from None
-    return format_utc(parsed, digits=0)
+    fraction = parsed.microsecond
+    return format_utc(parsed, digits=0 if fraction == 0 else 3 if fraction % 1000 == 0 else 6)
 
 
 def _facets(cluster: str) -> dict[str, list[str]]:

@@ -24,6 +24,20 @@ def test_time_filter_accepts_iso_8601(text: str, expected: str) -> None:
     assert parse_instant("since", text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the window the API's figures name ends one millisecond past the last event: typed in, its
+        # last instant must stay inside, or a pod bound or pending then drops out of every figure
+        pytest.param("2026-11-02T23:59:24.157Z", "2026-11-02T23:59:24.157Z", id="milliseconds-of-the-api-window"),
+        pytest.param("2026-11-02T23:59:24.5+01:00", "2026-11-02T22:59:24.500Z", id="tenths-converted-to-utc"),
+        pytest.param("2026-11-02T23:59:24.000250Z", "2026-11-02T23:59:24.000250Z", id="microseconds-as-the-api-reads-them"),
+    ],
+)
+def test_time_filter_keeps_the_fraction_of_a_second(text: str, expected: str) -> None:
+    assert parse_instant("until", text) == expected
+
+
 @pytest.mark.parametrize("text", ["yesterday", "2026-13-01", "08:00; DROP TABLE decisions"], ids=["word", "bad-month", "injection"])
 def test_time_filter_rejects_other_text_naming_the_field(text: str) -> None:
     with pytest.raises(ValueError, match=r"^filter `until`: .* is not an ISO 8601 time"):
