@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from audit.records import OTHERS_TENANT
 from audit.timestamps import format_utc, parse_rfc3339
 from dashboards import client
-from dashboards.client import ApiError, Filters
+from dashboards.client import ApiError, Filters, StatsTable
 from dashboards.extent import Extent, stored_extent
 
 ALL = "(all)"
@@ -39,6 +40,15 @@ def parse_instant(field: str, text: str) -> str:
     return format_utc(parsed, digits=0 if fraction == 0 else 3 if fraction % 1000 == 0 else 6)
 
 
+def facet_choices(table: StatsTable) -> dict[str, list[str]]:
+    """The tenants and allocated models of rows grouped by ``FACETS``, as the pickers offer them.
+    A tenant caller's rows fold every other tenant into ``(others)``, a name no filter can take
+    (the API refuses it): it is not offered."""
+    refused = {"tenant": {OTHERS_TENANT}}
+    return {column: sorted({str(v) for v in table.column(column) if v not in (None, "")} - refused.get(column, set()))
+            for column in FACETS}
+
+
 def _facets(cluster: str) -> dict[str, list[str]]:
     """Tenants and allocated models present in the data, from one call of the API's fallback
     statistics grouped by both (one request instead of one per choice list)."""
@@ -47,7 +57,7 @@ def _facets(cluster: str) -> dict[str, list[str]]:
     except ApiError as exc:
         st.sidebar.caption(f"tenant and model choices unavailable: {exc}")
         return {column: [] for column in FACETS}
-    return {column: sorted({str(v) for v in table.column(column) if v not in (None, "")}) for column in FACETS}
+    return facet_choices(table)
 
 
 def _extent() -> Extent:

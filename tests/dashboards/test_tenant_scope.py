@@ -103,3 +103,23 @@ def test_a_tenant_cannot_find_another_tenants_pod(scoped_api: str, monkeypatch: 
     assert [i.value for i in at.info] == ["No decision found for pod 'team-beta/train-06' with these filters."]
     at.text_input(key="ex_query").input("team-alpha/train-01").run()
     assert {m.label: m.value for m in at.metric}["Allocated"] == "A100"
+
+
+@pytest.mark.parametrize(
+    ("token", "offered"),
+    [
+        pytest.param(ADMIN_TOKEN, ["(all)", "alpha", "beta"], id="admin-every-tenant"),
+        # alpha's rows fold beta into "(others)", a name the API refuses as a filter
+        pytest.param(ALPHA_TOKEN, ["(all)", "alpha"], id="tenant-its-own-not-the-folded-others"),
+    ],
+)
+def test_the_tenant_picker_offers_only_tenants_a_filter_can_name(scoped_api: str, monkeypatch: pytest.MonkeyPatch,
+                                                                 token: str, offered: list[str]) -> None:
+    streamlit.cache_data.clear()
+    monkeypatch.setenv("CLAIMTRAIL_API", scoped_api)
+    monkeypatch.setenv("CLAIMTRAIL_TOKEN", token)
+    at = run_page("1_overview.py")
+    assert at.selectbox(key="f_tenant").options == offered
+    for choice in offered:
+        at.selectbox(key="f_tenant").select(choice).run()
+        assert not at.error, [e.value for e in at.error]
