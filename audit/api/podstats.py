@@ -2,7 +2,7 @@
 
 They are ``audit.metrics.report``'s finished numbers over the cluster's pod lifecycle (which the
 store keeps current from the event log), for the window the caller gives: ``since`` (default: the
-first event) to ``until`` (default: just after the last event, so that its instant counts; a window
+first event, or ``until`` when that is earlier: an empty window) to ``until`` (default: just after the last event, so that its instant counts; a window
 excludes its end). Every answer with figures names the window they cover (``window``). Filters on model or policy version do not
 apply to them (they are figures of the whole cluster and window); a tenant filter, or a tenant
 caller, restricts them as ``audit.metrics.report`` describes. With ``by=hour`` or ``by=model`` the
@@ -54,6 +54,9 @@ def lifecycle_window(db: Any, f: DecisionFilter) -> tuple[Lifecycle, Window] | N
         return None
     since, until = f.time_range_ms()
     start = life.policies[0][0] if since is None else since
+    if since is None and until is not None:
+        # only an end, before the first event: the window is empty, not one that ends before it starts
+        start = min(start, until)
     # a window excludes its end: the default ends one millisecond past the last event, or the
     # binds and releases of the last instant would drop out of every figure
     end = max(start, life.end_ms + 1) if until is None else until
