@@ -32,6 +32,12 @@ def why_models(record: DecisionRecord) -> list[str]:
     return list(dict.fromkeys(m for label in labels for m in label_models(label)))
 
 
+def has_device_reasons(record: DecisionRecord) -> bool:
+    """Whether the API can answer per device for the record: a device-plugin pod's GPUs are a count
+    on a node, with no device identities, and the API refuses the per-device answer for it."""
+    return record.track != Track.DEVICE_PLUGIN
+
+
 def detail_text(detail: Any) -> str:
     """A device verdict's structured detail as one table cell: ``key=value`` pairs in key order."""
     if detail is None or detail == "" or detail == {}:

@@ -4,7 +4,7 @@ Search goes through ``/v1/decisions`` (by pod, or by claim with ``claim=``, with
 ``/v1/decisions/{id}``; the why-skipped answer with its per-device table is
 ``/v1/decisions/{id}/why?model=M&detail=devices``, which also names who holds each in-use device
 (within the caller's tenant) and, for a pod the decision left without devices, says what it would
-get if scheduled now; "Replay now" posts the decision id to
+get if scheduled now (a device-plugin decision names no devices: the page says so instead of asking); "Replay now" posts the decision id to
 ``/v1/replay`` and shows whether the re-execution matched the recorded digests.
 """
 
@@ -18,6 +18,7 @@ from dashboards.client import ApiError
 from dashboards.explorer import (
     describe_replay,
     detail_text,
+    has_device_reasons,
     label_of,
     next_step_blockers,
     next_step_text,
@@ -95,7 +96,14 @@ if answer is not None:
     st.caption(f"Explained under policy {answer.policy_version or record.policy_version}.")
 
 st.markdown(f"**Every {model} device and its primary reason** (the world replayed at seq {record.seq})")
-detailed = load(lambda: client.why(record.decision_id, str(model), devices=True), f"the per-device answer for {model}")
+# A device-plugin pod asks for a count of GPUs, which names no device: the API refuses a
+# per-device answer for it (422), so the page says why there is none instead of asking.
+detailed = None
+if not has_device_reasons(record):
+    st.info(f"Pod {record.namespace}/{record.pod} asks for GPUs through the device plugin, by count: no device is "
+            "named, so there are no per-device reasons. The answer above comes from the decision record.")
+else:
+    detailed = load(lambda: client.why(record.decision_id, str(model), devices=True), f"the per-device answer for {model}")
 if detailed is not None:
     # The container carries the key into the page (``st-key-why_devices``) for links and the browser test.
     with st.container(key="why_devices"):

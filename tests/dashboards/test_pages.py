@@ -11,6 +11,7 @@ tests/metrics/test_surfaces.py reads them on a simulated day.
 from __future__ import annotations
 
 import httpx
+import pytest
 import streamlit
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -286,6 +287,26 @@ def test_explorer_replay_button_reports_the_server_answer(api_env: str) -> None:
     assert len(shown) == 1
     # the factory's input digests are made up, so re-deriving the inputs cannot agree with them
     assert shown[0].startswith("Mismatch (input_mismatch) for 35ded5c1: input_digest: recorded "), shown[0]
+
+
+@pytest.mark.parametrize(
+    ("index", "device_table", "note"),
+    [
+        pytest.param(1, True, None, id="dra-pod-lists-its-devices"),
+        # the API refuses a per-device answer for a device-plugin pod (422): the page must not ask
+        pytest.param(2, False, "Pod team-alpha/train-02 asks for GPUs through the device plugin, by count: no device "
+                     "is named, so there are no per-device reasons. The answer above comes from the decision record.",
+                     id="device-plugin-pod-says-why-there-is-no-list"),
+    ],
+)
+def test_explorer_asks_for_device_reasons_only_where_a_decision_names_devices(
+        api_env: str, index: int, device_table: bool, note: str | None) -> None:
+    at = open_page("5_explorer.py")
+    at.text_input(key="ex_query").input(f"team-alpha/{factory.pod_name(index)}").run()
+    assert not at.exception
+    assert not problems(at), problems(at)
+    assert any("device" in f.value.columns for f in at.dataframe) == device_table
+    assert [i.value for i in at.info] == ([note] if note else [])
 
 
 def test_explorer_says_when_nothing_matches(api_env: str) -> None:
