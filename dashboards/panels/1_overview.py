@@ -36,9 +36,7 @@ hourly = load(lambda: client.stats("fallback", filters, ("hour",)), "hourly tren
 hours = sorted(hourly.rows, key=lambda r: str(r.get("hour"))) if hourly else []
 # first choice and fallback are the API's pod-level figures: DRA pods whose claims offer alternatives
 pods = hourly.summary if hourly else {}
-with_preference = num(pods.get("pods_with_preference"))
 first_rate = pods.get("first_choice_rate")
-fallback_rate = ratio(num(pods.get("fallbacks")), with_preference)
 
 
 def trend(part: str, whole: str | None = None) -> list[float]:
@@ -59,7 +57,10 @@ cols[1].metric("Allocation success (per decision)", pct(ratio(allocated, decisio
                chart_data=trend("allocated", "decisions"), border=True, help="allocated decisions / decisions")
 cols[2].metric("First-choice rate", pct(None if first_rate is None else num(first_rate)), border=True,
                help=f"of {count(pods.get('pods_with_preference'))} DRA pods whose claims offer alternatives")
-cols[3].metric("Fallback rate", pct(fallback_rate), border=True, help="pods that fell back / pods with alternatives")
+# the API's per-pod count, as the Fallback page shows it: a rate of pods would be a figure of the
+# page's own, and the API's ``fallback_rate`` is another one (of allocated decision records)
+cols[3].metric("Fallbacks (pods)", count(pods.get("fallbacks")), border=True,
+               help="DRA pods with alternatives that got a later one")
 cols[4].metric("Unschedulable attempts", f"{int(unschedulable):,}", chart_data=trend("unschedulable"), chart_type="bar",
                border=True, help="Attempts that found no device (a pod may have several).")
 cols[5].metric("Pending at window end", "–" if pending_now is None else f"{int(pending_now):,}", border=True,
@@ -77,7 +78,7 @@ if versions is not None and not empty(versions, "policy versions") and has_colum
 reading(
     f"{int(decisions):,} decisions: {pct(ratio(allocated, decisions))} allocated, "
     f"{pct(None if first_rate is None else num(first_rate))} of {count(pods.get('pods_with_preference'))} pods with alternatives got "
-    f"their first choice and {pct(fallback_rate)} fell back; "
+    f"their first choice and {count(pods.get('fallbacks'))} fell back; "
     + ("the pods pending at the window's end are unknown (no pod figures)." if pending_now is None
        else f"{int(pending_now):,} pods were pending at the window's end.")
 )

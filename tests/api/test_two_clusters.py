@@ -92,7 +92,7 @@ def test_pod_figures_without_a_cluster_are_unknown_not_zero(two_clusters: Server
 
 
 @pytest.mark.parametrize(("page", "metrics"), [
-    ("1_overview.py", {"Pending at window end": "–", "First-choice rate": "–", "Fallback rate": "–"}),
+    ("1_overview.py", {"Pending at window end": "–", "First-choice rate": "–", "Fallbacks (pods)": "–"}),
     ("2_fallback.py", {"Fallbacks (pods)": "–", "Regretted": "–", "Regret rate": "–"}),
     ("4_health.py", {"Unhealthy devices": "–", "Unhealthy device-hours": "–"}),
 ])

@@ -66,9 +66,9 @@ def test_overview_shows_the_seeded_totals(api_env: str) -> None:
     assert shown["Decisions"] == "10"
     assert shown["Allocation success (per decision)"] == "70.0 %"
     # the event log holds none of these pods: none bound with alternatives, none pending
-    assert (shown["First-choice rate"], shown["Fallback rate"], shown["Pending at window end"]) == ("–", "–", "0")
+    assert (shown["First-choice rate"], shown["Fallbacks (pods)"], shown["Pending at window end"]) == ("–", "0", "0")
     assert readings(at) == [
-        "10 decisions: 70.0 % allocated, – of 0 pods with alternatives got their first choice and – fell back; "
+        "10 decisions: 70.0 % allocated, – of 0 pods with alternatives got their first choice and 0 fell back; "
         "0 pods were pending at the window's end."
     ]
     versions = table_with(at, "policy version")
@@ -80,7 +80,28 @@ def test_overview_follows_the_tenant_filter(api_env: str) -> None:
     at.selectbox(key="f_tenant").select("alpha").run()
     assert not at.exception
     shown = metrics(at)
-    assert (shown["Decisions"], shown["Allocation success (per decision)"], shown["Fallback rate"]) == ("5", "80.0 %", "–")
+    assert (shown["Decisions"], shown["Allocation success (per decision)"], shown["Fallbacks (pods)"]) == ("5", "80.0 %", "0")
+
+
+@pytest.mark.parametrize(
+    "choices",
+    [
+        pytest.param({}, id="no-filter"),
+        pytest.param({"f_tenant": "alpha"}, id="tenant"),
+        pytest.param({"f_since": "2026-03-01T10:00:00Z"}, id="window"),
+    ],
+)
+def test_overview_shows_the_apis_per_pod_fallbacks_not_a_rate_of_its_own(api_env: str, choices: dict[str, str]) -> None:
+    at = open_page("1_overview.py")
+    for key, value in choices.items():
+        (at.selectbox(key=key).select(value) if key == "f_tenant" else at.text_input(key=key).input(value)).run()
+    params = {k.removeprefix("f_"): v for k, v in choices.items()}
+    api = httpx.get(f"{api_env}/v1/stats/fallback", params={**params, "group_by": "hour"}, timeout=60).json()
+    shown = metrics(at)
+    # the API's ``fallback_rate`` is of allocated decision records: a "Fallback rate" of pods would be
+    # a second figure under its name, computed by the page
+    assert "Fallback rate" not in shown
+    assert shown["Fallbacks (pods)"] == f"{api['fallbacks']:,}"
 
 
 def test_overview_follows_the_time_window(api_env: str) -> None:
