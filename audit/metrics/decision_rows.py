@@ -62,8 +62,9 @@ DEFINITIONS = (
                "count of records with outcome unschedulable: a pod retried until it fits counts each failed attempt",
                _FALLBACK),
     Definition("devices_allocated", "decision_rows", _COUNTS, "devices", _ALLOCATED,
-               "sum of the devices each allocated record was given: a device allocated, released and allocated "
-               "again counts twice; no duration (device-hours are the per-pod `device_hours`)", _FAIRNESS),
+               "sum of the DRA devices each allocated record names: a device allocated, released and allocated "
+               "again counts twice; a device-plugin record names no device (its GPUs are a count on a node) and "
+               "adds 0; no duration (device-hours, both tracks, are the per-pod `device_hours`)", _FAIRNESS),
     Definition("devices", "decision_rows",
                "device verdict (one device's reason in one tier of one decision record)", "device verdicts",
                "the tiers of their preferred model, other than the tier chosen, of the decision records within the "

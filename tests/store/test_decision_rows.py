@@ -89,6 +89,16 @@ def test_fairness_rows_count_decisions_and_devices_allocated_by_hand(store: Audi
     assert _figures(rows, tuple(keys)) == expected
 
 
+def test_a_device_plugin_allocation_adds_no_devices_allocated(store: AuditStore) -> None:
+    # 4 GPUs on a node by count: the record names no device, so only ``allocated`` counts it
+    plugin = decision("c1", "plugin-0", 0, seq=8, time="2026-11-01T00:08:00.000Z", tenant="globex", pod="infer-0",
+                      claims=[], claim_uids=[], preference=["nvidia.com/gpu"], outcome="allocated",
+                      node="dp-node-0", track="device-plugin", message="allocated 4 nvidia.com/gpu on dp-node-0")
+    write_all(store, [*RECORDS, plugin])
+    rows = fairness.KIND.answer(_ask(store, WHOLE_DAY, ["tenant"]))["rows"]
+    assert _figures(rows, ("tenant",))[("globex",)] == {"decisions": 3, "allocated": 1, "devices_allocated": 0}
+
+
 @pytest.mark.parametrize(("keys", "f", "expected"), [
     # records 1 and 2 saw H100 busy in the tier not chosen, record 4 (globex) saw all eight in use;
     # record 0 got its preferred model, and the A100 tiers are not the preferred model's
