@@ -252,31 +252,53 @@ class HttpSink:
             pass
 
     def _post(self, frame: Frame) -> bool:
-        body = self.spool.read(frame)
+        """Deliver one spooled batch; False (the batch stays in the spool) when the server did not
+        take all of it. A batch the server finds too large (413: its ``--max-body-mb`` is below
+        what a batch of ``batch_size`` lines holds) is sent again in halves, down to single lines:
+        re-sending it whole could never succeed, and every later batch waits behind it."""
+        lines = gzip.decompress(self.spool.read(frame)).split(b"\n")
+        answers: list[Any] = []
+        if not self._send(frame.kind, [line for line in lines if line], answers):
+            return False
+        quarantined = 0
+        with self._lock:
+            self._counts["sent" if frame.kind == "records" else "events_sent"] += sum(1 for line in lines if line)
+            for answer in answers:
+                count = int(answer.get("quarantined", 0)) if isinstance(answer, dict) else 0
+                quarantined += count
+                if count and not self.first_quarantined:
+                    errors = answer.get("errors") or [{}]
+                    first = errors[0] if isinstance(errors[0], dict) else {}
+                    self.first_quarantined = (f"{self.PATHS[frame.kind]} line {first.get('line', '?')}: "
+                                              f"{first.get('error', '')}")
+            self._counts["quarantined"] += quarantined
+        self.spool.ack(frame)
+        return True
+
+    def _send(self, kind: str, lines: list[bytes], answers: list[Any]) -> bool:
+        """POST ``lines`` as one gzip body, or in halves while the server answers 413; each answer
+        that came back is appended to ``answers``. An identical re-send is absorbed by the store,
+        so halves delivered before a later one fails do no harm when the batch is retried."""
+        body = gzip.compress(b"\n".join(lines) + b"\n", compresslevel=5, mtime=0)
         headers = {"Content-Type": "application/x-ndjson", "Content-Encoding": "gzip"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         try:
-            response = self._client.post(self.url + self.PATHS[frame.kind], content=body, headers=headers)
+            response = self._client.post(self.url + self.PATHS[kind], content=body, headers=headers)
         except httpx.HTTPError as exc:
             return self._failed(f"{self.url}: {type(exc).__name__}: {exc}")
+        if response.status_code == 413 and len(lines) > 1:
+            half = len(lines) // 2
+            return self._send(kind, lines[:half], answers) and self._send(kind, lines[half:], answers)
         if not response.is_success:
-            return self._failed(f"{self.url}{self.PATHS[frame.kind]}: HTTP {response.status_code}: "
-                                f"{response.text[:300]}")
+            too_long = (f" (one line of {len(lines[0]):,} bytes, larger than the server takes in a body: raise "
+                        "its --max-body-mb)") if response.status_code == 413 else ""
+            return self._failed(f"{self.url}{self.PATHS[kind]}: HTTP {response.status_code}: "
+                                f"{response.text[:300]}{too_long}")
         try:
-            answer = response.json()
+            answers.append(response.json())
         except ValueError:
-            answer = {}
-        lines = gzip.decompress(body).count(b"\n")
-        quarantined = int(answer.get("quarantined", 0)) if isinstance(answer, dict) else 0
-        with self._lock:
-            self._counts["sent" if frame.kind == "records" else "events_sent"] += lines
-            self._counts["quarantined"] += quarantined
-            if quarantined and not self.first_quarantined:
-                errors = answer.get("errors") or [{}]
-                first = errors[0] if isinstance(errors[0], dict) else {}
-                self.first_quarantined = f"{self.PATHS[frame.kind]} line {first.get('line', '?')}: {first.get('error', '')}"
-        self.spool.ack(frame)
+            answers.append({})
         return True
 
     def _failed(self, message: str) -> bool:

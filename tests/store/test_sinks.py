@@ -30,7 +30,7 @@ def free_port() -> int:
 class IngestServer:
     """A real loopback HTTP server in front of a real store, speaking the ingest endpoints."""
 
-    def __init__(self, store: AuditStore, port: int) -> None:
+    def __init__(self, store: AuditStore, port: int, max_body: int | None = None) -> None:
         outer = self
         self.requests = 0
 
@@ -46,6 +46,9 @@ class IngestServer:
                     body = self.rfile.read(int(self.headers["Content-Length"]))
                     if self.headers.get("Content-Encoding") == "gzip":
                         body = gzip.decompress(body)
+                    if max_body is not None and len(body) > max_body:  # as `serve --max-body-mb`
+                        self._answer(413, {"detail": f"decompressed body exceeds the limit of {max_body} bytes"})
+                        return
                     self._answer(200, store.ingest_jsonl(body, kind, "http-test").to_dict())  # type: ignore[arg-type]
 
             def _answer(self, status: int, payload: dict) -> None:
@@ -139,6 +142,38 @@ def test_http_sink_keeps_batches_the_server_refuses(store: AuditStore, tmp_path:
         server.stop()
     assert store.client.query("SELECT count() FROM decisions FINAL").result_rows[0][0] == 5
     assert sink.undelivered == 0
+
+
+@pytest.mark.parametrize(("records", "lines_per_body"), [(40, 20), (40, 7), (33, 1)])
+def test_a_batch_larger_than_the_server_takes_is_delivered_in_smaller_bodies(
+        store: AuditStore, tmp_path: Path, port: int, records: int, lines_per_body: int) -> None:
+    made = make_records(records)
+    longest = max(len(line) for line in (json.dumps(r.to_dict()) for r in made))
+    server = IngestServer(store, port, max_body=lines_per_body * (longest + 200))
+    try:
+        sink = HttpSink(f"http://127.0.0.1:{port}", token=TOKEN, spool_dir=str(tmp_path / "s"), batch_size=records,
+                        backoff_base=0.02, backoff_cap=0.05)
+        sink.write_records(made)
+        delivered = sink.flush(timeout=30)
+        sink.close()
+    finally:
+        server.stop()
+    assert (delivered, sink.undelivered, sink.stats()["sent"]) == (True, 0, records), sink.last_error
+    assert store.client.query("SELECT count() FROM decisions FINAL").result_rows[0][0] == records
+
+
+def test_a_line_larger_than_the_server_takes_stays_in_the_spool_and_says_so(store: AuditStore, tmp_path: Path,
+                                                                             port: int) -> None:
+    server = IngestServer(store, port, max_body=100)
+    try:
+        sink = HttpSink(f"http://127.0.0.1:{port}", token=TOKEN, spool_dir=str(tmp_path / "s"), batch_size=4,
+                        backoff_base=0.02, backoff_cap=0.05)
+        sink.write_records(make_records(4))
+        assert sink.flush(timeout=0.5) is False
+        sink.close()
+    finally:
+        server.stop()
+    assert sink.undelivered == 1 and "HTTP 413" in sink.last_error and "raise its --max-body-mb" in sink.last_error
 
 
 def test_a_sink_closed_while_the_server_refuses_counts_what_it_left_in_the_spool(store: AuditStore, tmp_path: Path,
