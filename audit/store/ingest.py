@@ -26,9 +26,11 @@ from typing import Any, Literal
 
 from audit.errors import LimitError, UserError
 from audit.events import EventError, WorldEvent, validate_event
+from audit.policy import PolicyError, parse_policy
 from audit.records import DecisionRecord, RecordError, check_output_digest, validate_record
 from audit.store import quarantine as q
 from audit.store.rows import RowError, check_event, check_record
+from audit.timestamps import NOT_A_TIME, is_rfc3339
 
 MAX_BODY_BYTES = 256 * 2**20  # decompressed ingest body; larger bodies are refused, not truncated
 MAX_REPORTED_ERRORS = 20
@@ -100,10 +102,105 @@ def admit_valid_record(record: DecisionRecord, redacted: bool = False) -> Decisi
 
 
 def admit_event(data: Any) -> WorldEvent:
-    """The event ``data`` holds, as ``admit_record`` takes a record in."""
+    """The event ``data`` holds, as ``admit_record`` takes a record in: its payload must also
+    have the shape the world reads of its kind (``check_payload``)."""
     event = validate_event(data)
     check_event(event)
+    check_payload(event)
     return event
+
+
+# What the world (``audit.world``) reads of each kind of object, by field path ("*": each item of
+# a list, each value of a mapping), and the type it must have where present. A payload it could
+# not read would be stored and then stop every later fold of its cluster (replay, why, stats)
+# with a traceback; refused here, it is quarantined naming the field.
+_COMMON_SHAPE: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+    ("metadata", dict), ("metadata.name", str), ("metadata.namespace", str), ("metadata.labels", dict),
+    ("metadata.labels.*", str), ("metadata.creationTimestamp", str), ("spec", dict), ("status", dict),
+)
+_TAINT = ("key", "value", "effect")
+_PAYLOAD_SHAPES: dict[str, tuple[tuple[str, type | tuple[type, ...]], ...]] = {
+    "Pod": (("spec.nodeName", str), ("spec.containers", list), ("spec.containers.*", dict),
+            ("spec.containers.*.resources", dict), ("spec.containers.*.resources.limits", dict),
+            ("status.phase", str)),
+    "ResourceSlice": (("spec.nodeName", str), ("spec.driver", str), ("spec.pool", dict), ("spec.pool.name", str),
+                      ("spec.pool.generation", int), ("spec.devices", list), ("spec.devices.*", dict),
+                      ("spec.devices.*.name", str), ("spec.devices.*.attributes", dict),
+                      ("spec.devices.*.attributes.*", dict), ("spec.devices.*.capacity", dict),
+                      ("spec.devices.*.taints", list), ("spec.devices.*.taints.*", dict),
+                      *((f"spec.devices.*.taints.*.{k}", str) for k in _TAINT)),
+    "ResourceClaim": (("status.allocation", dict), ("status.allocation.devices", dict),
+                      ("status.allocation.devices.results", list), ("status.allocation.devices.results.*", dict),
+                      *((f"status.allocation.devices.results.*.{k}", str) for k in ("driver", "pool", "device"))),
+    "Node": (("status.allocatable", dict),),
+    "DeviceTaintRule": (("spec.deviceSelector", dict), ("spec.taint", dict),
+                        *((f"spec.deviceSelector.{k}", str) for k in ("driver", "pool", "device")),
+                        *((f"spec.taint.{k}", str) for k in _TAINT)),
+}
+# where a device-plugin GPU count (``nvidia.com/gpu``) is read, as a whole number
+_GPU_COUNTS = {"Pod": "spec.containers.*.resources.limits", "Node": "status.allocatable"}
+_GPU = "nvidia.com/gpu"
+# each kind's paths split once, the common ones first: admission runs for every event ingested
+_SPLIT_SHAPES = {kind: tuple((path.split("."), typ) for path, typ in (*_COMMON_SHAPE, *shape))
+                 for kind, shape in _PAYLOAD_SHAPES.items()}
+
+
+def check_payload(event: WorldEvent) -> None:
+    """EventError naming the field (``payload.spec.devices.0.taints``) when the payload of an
+    upsert has a field the world reads in a form it cannot read (``_PAYLOAD_SHAPES``), a Pod has
+    no ``metadata``, a GPU count is not a whole number, or a Policy is not a valid policy."""
+    if event.type != "upsert":
+        return
+    payload, kind = event.payload, event.object_kind
+    if kind == "Policy":
+        try:
+            parse_policy(payload)
+        except PolicyError as exc:
+            raise EventError(f"payload.{exc.path}" if exc.path else "payload", exc.message) from None
+        return
+    if kind not in _PAYLOAD_SHAPES:
+        return
+    if kind == "Pod" and payload.get("metadata") is None:
+        raise EventError("payload.metadata", "a Pod needs its metadata (the world reads its creationTimestamp)")
+    for names, typ in _SPLIT_SHAPES[kind]:
+        if names[0] not in payload:
+            continue
+        for where, value in _found(payload, names, "payload"):
+            if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+                raise EventError(where, f"expected {_TYPE_NAMES.get(typ, 'a value')}, got {_json_type(value)}")
+    created = (payload.get("metadata") or {}).get("creationTimestamp")
+    if created is not None and not is_rfc3339(created, offset_required=False):
+        raise EventError("payload.metadata.creationTimestamp", f"{created[:40]!r}: {NOT_A_TIME}")
+    if kind == "ResourceSlice" and (payload.get("spec") or {}).get("nodeName") and payload["spec"].get("pool") is None:
+        raise EventError("payload.spec.pool", "a ResourceSlice of a node needs its pool")
+    if kind in _GPU_COUNTS:
+        for where, limits in _found(payload, _GPU_COUNTS[kind].split("."), "payload"):
+            count = limits.get(_GPU)
+            if count is not None and (isinstance(count, bool) or not str(count).isdigit()):
+                raise EventError(f"{where}.{_GPU}", f"{str(count)[:40]!r} is not a whole number of GPUs")
+
+
+_TYPE_NAMES: dict[Any, str] = {dict: "an object", list: "a list", str: "a string", int: "an integer"}
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _found(value: Any, names: list[str], where: str) -> typing.Iterator[tuple[str, Any]]:
+    """(path, value) of each value at ``names`` under ``value`` (absent fields are skipped, as is a
+    step into a value of the wrong type: its own path is checked and named on its own)."""
+    if not names:
+        yield where, value
+        return
+    name, rest = names[0], names[1:]
+    if name == "*":
+        items = enumerate(value) if isinstance(value, list) else value.items() if isinstance(value, dict) else ()
+        for key, item in items:
+            yield from _found(item, rest, f"{where}.{key}")
+    elif isinstance(value, dict) and name in value and value[name] is not None:
+        yield from _found(value[name], rest, f"{where}.{name}")
 
 
 def parse_jsonl(body: bytes, kind: Literal["records", "events"], source: str,
