@@ -2,9 +2,11 @@
 
 The body is read with a hard cap (413 beyond it) and decompressed once, while it streams in, with
 the same cap, so a small gzip bomb cannot exhaust memory; gzip data where JSON lines should be
-(gzip inside gzip, or gzip without its Content-Encoding) is refused with 415. Ingest writes the store for every tenant, so it needs an admin
-token. Bad lines are quarantined by the store and counted in the answer, never dropped. A
-producer that restarts asks for the last event seq stored for its cluster and goes on from there.
+(gzip inside gzip, or gzip without its Content-Encoding) is refused with 415, and so is a form
+upload (``multipart/…``), whose boundaries and part headers would be quarantined as lines while
+its file went in. Ingest writes the store for every tenant, so it needs an admin token. Bad lines
+are quarantined by the store and counted in the answer, never dropped. A producer that restarts
+asks for the last event seq stored for its cluster and goes on from there.
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ async def read_body(request: Request, cap: int, gzip: bool = False) -> bytes:
 async def _ingest(kind: str, request: Request, who: Principal, db: Any, cfg: Settings) -> dict[str, Any]:
     if not who.admin:
         raise Problem("forbidden", "ingest writes data of every tenant and needs an admin token")
+    media = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    if media.startswith("multipart/"):  # a form upload (curl -F): its part headers and boundaries are no JSON lines
+        raise Problem("unsupported-media-type", f"Content-Type {media[:40]}: send the JSON lines themselves as the "
+                      "request body (curl --data-binary @FILE), not as a form upload")
     encoding = (request.headers.get("content-encoding") or "identity").strip().lower()
     if encoding not in ("identity", "gzip"):
         raise Problem("unsupported-media-type", f"Content-Encoding {encoding[:40]!r}: only gzip or none is accepted")

@@ -97,6 +97,19 @@ def test_gzip_where_json_lines_belong_is_refused_without_expanding_it(
     assert metric(server, "process_max_resident_memory_bytes") - peak_before < 64 * 2**20
 
 
+@pytest.mark.parametrize(("kind", "item"), [
+    ("records", line(record(7001))), ("events", event(7001, {})),
+], ids=["records", "events"])
+def test_a_form_upload_is_refused_whole_not_split_into_quarantined_lines(served: tuple[Server, Path], kind: str,
+                                                                       item: bytes) -> None:
+    server, _ = served
+    answer = server.post(f"/v1/ingest/{kind}", files={"file": ("day.jsonl", item + b"\n")})  # curl -F file=@day.jsonl
+    assert answer.status_code == 415, answer.text
+    assert "multipart/form-data" in answer.json()["detail"] and "--data-binary" in answer.json()["detail"]
+    plain = server.post(f"/v1/ingest/{kind}", content=item, headers={"Content-Type": "application/x-ndjson"})
+    assert (plain.json()["accepted"], plain.json()["quarantined"]) == (1, 0)  # nothing of the upload was kept
+
+
 @pytest.mark.parametrize(("lines", "status"), [(MAX_LINES + 1, 413), (5 * 2**20, 413)],
                          ids=["just-over-the-line-limit", "millions-of-tiny-lines"])
 def test_bodies_of_too_many_lines_are_refused_whole_before_any_line_is_parsed(
