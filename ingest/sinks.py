@@ -256,13 +256,13 @@ class HttpSink:
         take all of it. A batch the server finds too large (413: its ``--max-body-mb`` is below
         what a batch of ``batch_size`` lines holds) is sent again in halves, down to single lines:
         re-sending it whole could never succeed, and every later batch waits behind it."""
-        lines = gzip.decompress(self.spool.read(frame)).split(b"\n")
+        body = self.spool.read(frame)
         answers: list[Any] = []
-        if not self._send(frame.kind, [line for line in lines if line], answers):
+        if not self._send(frame.kind, body, answers):
             return False
         quarantined = 0
         with self._lock:
-            self._counts["sent" if frame.kind == "records" else "events_sent"] += sum(1 for line in lines if line)
+            self._counts["sent" if frame.kind == "records" else "events_sent"] += gzip.decompress(body).count(b"\n")
             for answer in answers:
                 count = int(answer.get("quarantined", 0)) if isinstance(answer, dict) else 0
                 quarantined += count
@@ -275,11 +275,11 @@ class HttpSink:
         self.spool.ack(frame)
         return True
 
-    def _send(self, kind: str, lines: list[bytes], answers: list[Any]) -> bool:
-        """POST ``lines`` as one gzip body, or in halves while the server answers 413; each answer
-        that came back is appended to ``answers``. An identical re-send is absorbed by the store,
-        so halves delivered before a later one fails do no harm when the batch is retried."""
-        body = gzip.compress(b"\n".join(lines) + b"\n", compresslevel=5, mtime=0)
+    def _send(self, kind: str, body: bytes, answers: list[Any]) -> bool:
+        """POST the gzip JSON lines ``body`` as spooled, or its lines in halves while the server
+        answers 413; each answer that came back is appended to ``answers``. An identical re-send is
+        absorbed by the store, so halves delivered before a later one fails do no harm when the
+        batch is retried."""
         headers = {"Content-Type": "application/x-ndjson", "Content-Encoding": "gzip"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -287,12 +287,14 @@ class HttpSink:
             response = self._client.post(self.url + self.PATHS[kind], content=body, headers=headers)
         except httpx.HTTPError as exc:
             return self._failed(f"{self.url}: {type(exc).__name__}: {exc}")
-        if response.status_code == 413 and len(lines) > 1:
+        lines = gzip.decompress(body).splitlines(keepends=True) if response.status_code == 413 else []
+        if len(lines) > 1:
             half = len(lines) // 2
-            return self._send(kind, lines[:half], answers) and self._send(kind, lines[half:], answers)
+            return all(self._send(kind, gzip.compress(b"".join(part), compresslevel=5, mtime=0), answers)
+                       for part in (lines[:half], lines[half:]))
         if not response.is_success:
             too_long = (f" (one line of {len(lines[0]):,} bytes, larger than the server takes in a body: raise "
-                        "its --max-body-mb)") if response.status_code == 413 else ""
+                        "its --max-body-mb)") if lines else ""
             return self._failed(f"{self.url}{self.PATHS[kind]}: HTTP {response.status_code}: "
                                 f"{response.text[:300]}{too_long}")
         try:
