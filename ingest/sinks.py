@@ -88,20 +88,51 @@ class FileSink:
 
 
 class StoreSink:
-    """The store's spooled writer, for a ``chdb://`` or ClickHouse server DSN."""
+    """The store's spooled writer, for a ``chdb://`` or ClickHouse server DSN.
+
+    History stays append-only as it does through the API (``audit.store.history``): an identical
+    re-send is absorbed, and a record or event that differs from the one stored under its key (a
+    second simulated run into a store under the same cluster name, say) is quarantined, never
+    written over it; ``quarantined`` counts them and ``first_quarantined`` names the first."""
 
     def __init__(self, dsn: str, spool_dir: str | None = None, name: str = "sink", **opts: Any) -> None:
         from audit.store.connection import refuse_if_held_elsewhere, resolve_dsn
+        from audit.store.history import HistoryGuard
         from audit.store.queries import open_writer
 
         refuse_if_held_elsewhere(resolve_dsn(dsn))
         self.writer = open_writer(dsn, name=name, spool_dir=spool_dir, **opts)
+        self._source = name
+        self._guard = HistoryGuard(self._query)
+        self._lock = threading.Lock()  # screening and writing are one step, as in the API
+        self.quarantined = 0
+        self.first_quarantined = ""
+
+    def _query(self, sql: str, parameters: dict[str, Any]) -> Any:
+        return _Rows(self.writer.query(sql, parameters))
 
     def write_records(self, records: Iterable[DecisionRecord]) -> None:
-        self.writer.write_records(records)
+        batch = list(records)
+        with self._lock:
+            screened = self._guard.screen_records(batch, range(1, len(batch) + 1), self._source)
+            self._quarantine(screened)
+            self.writer.write_records(screened.fresh)
+            self._guard.remember(screened.accepted)
 
     def write_events(self, events: Iterable[WorldEvent]) -> None:
-        self.writer.write_events(events)
+        batch = list(events)
+        with self._lock:
+            screened = self._guard.screen_events(batch, range(1, len(batch) + 1), self._source)
+            self._quarantine(screened)
+            self.writer.write_events(screened.fresh)
+            self._guard.remember(screened.accepted)
+
+    def _quarantine(self, screened: Any) -> None:
+        if screened.conflicts:
+            self.writer.write_quarantine(screened.conflicts)
+            self.quarantined += len(screened.conflicts)
+            if not self.first_quarantined:
+                self.first_quarantined = str(screened.conflict_errors[0].get("error", ""))
 
     def flush(self) -> bool:
         return self.writer.flush()
@@ -117,6 +148,13 @@ class StoreSink:
         self.writer.flush()
         rows = self.writer.query("SELECT max(seq), count() FROM events WHERE cluster = {c:String}", {"c": cluster})
         return int(rows[0][0]) if rows and rows[0][1] else None
+
+
+class _Rows:
+    """A read's rows as the store's client answers them (``result_rows``)."""
+
+    def __init__(self, rows: list[tuple]) -> None:
+        self.result_rows = rows
 
 
 class HttpSink:

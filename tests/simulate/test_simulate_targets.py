@@ -129,3 +129,41 @@ def test_simulating_a_second_run_of_one_cluster_into_an_api_fails_on_what_it_qua
     assert "conflicts with the stored one" in message
     assert message.endswith("(the store already holds this cluster's history: give each simulated run into one "
                             "store a cluster name of its own, spec.cluster of the scenario's Workload)")
+
+
+def test_simulating_a_second_run_of_one_cluster_into_a_store_keeps_the_first_runs_history(tmp_path: Path) -> None:
+    """The same two runs written to the store directly: history stays append-only there too. An
+    identical re-run is absorbed; the other seed's conflicting events are quarantined, the stored
+    ones kept, and the run fails saying so."""
+    from audit.store.queries import AuditStore
+
+    dsn = f"chdb://{tmp_path / 'db'}"
+
+    def simulate(seed: int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "audit.cli.main", "simulate", "--hours", "0.1", "--quiet",
+                               "--seed", str(seed), "--start", "2026-12-01T09:00:00Z", "--out", dsn],
+                              cwd=REPO, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "CLAIMTRAIL_DATA_DIR": str(tmp_path / "data")})
+
+    def stored() -> tuple[list[tuple], int]:
+        store = AuditStore.open(dsn)
+        try:
+            events = store._query("SELECT seq, body FROM events ORDER BY seq, body").result_rows
+            return events, len({seq for seq, _ in events})
+        finally:
+            store.close()
+
+    first = simulate(3)
+    assert (first.returncode, first.stderr) == (0, "")
+    history, seqs = stored()
+    assert len(history) == seqs > 0
+    again = simulate(3)
+    assert (again.returncode, again.stderr) == (0, "")
+    second = simulate(4)
+    assert second.returncode == 1
+    (message,) = [line for line in second.stderr.splitlines() if line.startswith("claimtrail simulate:")]
+    assert message.startswith(f"claimtrail simulate: --out {dsn}: the store quarantined ")
+    assert "conflicts with the stored one" in message and "the stored one is kept" in message
+    after, seqs_after = stored()
+    # the first run's events as they were, the second's beyond them added, no seq written twice
+    assert after[:len(history)] == history and seqs_after == len(after)
