@@ -99,7 +99,9 @@ def counterfactual(history: EventHistory, cluster: str, events: list[WorldEvent]
                    document: dict[str, Any], since_ms: int, until_ms: int) -> WhatIf:
     """The window ``[since_ms, until_ms)`` of ``cluster`` decided again under ``document``, from the
     world just before the window (rebuilt from the history's nearest checkpoint), beside the
-    recorded decisions. ``events`` are the cluster's, ``records`` may cover more than the window."""
+    recorded decisions. ``events`` are the cluster's; ``records`` may cover more than the window and
+    other clusters, whose decisions are left out (their pods may share names with this cluster's)."""
+    records = [r for r in records if r.cluster == cluster]
     before = [e.seq for e in events if parse_time_ms(e.time) < since_ms]
     start = WorldCursor(history, cluster).at(max(before)) if before else World(cluster)
     return whatif(start, events, records, document, since_ms, until_ms)

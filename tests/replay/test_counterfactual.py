@@ -8,6 +8,7 @@ import json
 import pytest
 
 from audit.records import to_jsonl
+from audit.replay.source import MemorySource
 from audit.replay.whatif import deltas, whatif
 from audit.timestamps import parse_time_ms
 from audit.world import World
@@ -93,3 +94,32 @@ def test_a_window_in_the_middle_of_history_resumes_the_queues_and_reproduces_it(
     assert len(w.recorded.records) > 1000
     assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
     assert [e.to_dict() for e in w.counterfactual.events] == [e.to_dict() for e in w.recorded.events]
+
+
+def _elsewhere(records, cluster: str, shift_ms: int):
+    """The records as another cluster of the same scenario would hold them: same pods, other cluster."""
+    import dataclasses
+
+    from audit.timestamps import format_time_ms
+
+    return [dataclasses.replace(r, cluster=cluster, time=format_time_ms(parse_time_ms(r.time) + shift_ms))
+            for r in records]
+
+
+@pytest.mark.parametrize("shift_ms", [0, -1_800_000, 1_800_000],
+                         ids=["same-times", "half-an-hour-earlier", "half-an-hour-later"])
+def test_a_whatif_counts_and_replays_only_its_own_clusters_decisions(shift_ms):
+    """Records of another cluster (a store or file holding two) neither count in the recorded
+    column nor steer the counterfactual run, even when their pods have this cluster's names."""
+    from audit.replay.service import counterfactual
+
+    result = busy(2.0)
+    cluster, doc = result.world.cluster, result.events[0].payload
+    since = parse_time_ms(result.events[0].time) + 1_800_000
+    until = since + 3_600_000
+    source = MemorySource(result.events)
+    alone = deltas(counterfactual(source, cluster, result.events, result.records, doc, since, until))
+    mixed = result.records + _elsewhere(result.records, "elsewhere", shift_ms)
+    both = deltas(counterfactual(source, cluster, result.events, mixed, doc, since, until))
+    assert both == alone
+    assert alone["decisions"][0] == alone["decisions"][1] > 0
