@@ -11,7 +11,8 @@ progress bar follows the job). Select with ``--since/--until``,
 history in K processes. A progress bar goes to stderr, the summary (verified, matched, mismatched
 by cause) and the first diffs to stdout. Exit code 1 when any decision does not match; a selection
 that matches no decision is refused (exit 2), while an empty shard of it only says so on stderr.
-``--policy FILE`` re-runs the window under that policy instead and prints the deltas per tenant and
+``--policy FILE`` re-runs the window of one cluster (``--cluster``, needed when the history holds several)
+under that policy instead and prints the deltas per tenant and
 model side by side with the recorded history; with ``--server`` the API does it (admin token). ``--dsn DSN --write-checkpoints N`` checkpoints a
 store's event log every N events (resuming after the latest stored checkpoint), so later replays
 fold at most N events each.
@@ -60,8 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s = p.add_argument_group("selection")
     s.add_argument("--since", help="decisions at or after this RFC 3339 time")
     s.add_argument("--until", help="decisions before this RFC 3339 time")
-    s.add_argument("--cluster", help="with --policy and --server: the cluster whose window to replay "
-                   "(default: the cluster of the window's decisions)")
+    s.add_argument("--cluster", help="with --policy: the cluster whose window to replay (default: the history's "
+                   "only cluster)")
     s.add_argument("--decision", nargs="+", action="extend", default=[], metavar="ID", help="decision ids")
     s.add_argument("--sample", type=float, default=1.0, metavar="P", help="replay a stable fraction P in (0, 1]")
     s.add_argument("--shard", metavar="i/N", help="replay shard i of N (segments of --segment seqs)")
@@ -408,27 +409,42 @@ def write_checkpoints(args: argparse.Namespace) -> int:
 
 
 
-def _history(args: argparse.Namespace) -> tuple[list[DecisionRecord], Any]:
-    """The records and the history of a counterfactual run: files, or a store held in memory."""
+def _whatif_cluster(args: argparse.Namespace, clusters: list[str], where: str) -> str:
+    """The cluster whose window a what-if decides again: ``--cluster``, else the history's only one."""
+    held = f" (it holds {', '.join(clusters)})" if clusters else ""
+    if args.cluster:
+        if args.cluster not in clusters:
+            raise UserError(f"--cluster {args.cluster}: no world events of this cluster in {where}{held}")
+        return str(args.cluster)
+    if not clusters:
+        raise UserError(f"--policy: no world events in {where}: nothing to replay")
+    if len(clusters) > 1:
+        raise UserError(f"--policy: {where} holds {len(clusters)} clusters ({', '.join(clusters)}); "
+                        "name the one to replay with --cluster")
+    return clusters[0]
+
+
+def _history(args: argparse.Namespace) -> tuple[str, list[DecisionRecord], Any]:
+    """The cluster, its records and the history of a counterfactual run: files, or a store held in memory."""
     from audit.replay.source import MemorySource, StoreHistory
 
     if args.records or args.events:
-        return _offline(args)
+        records, source = _offline(args)
+        return _whatif_cluster(args, source.clusters(), args.events), records, source
     if not args.dsn:
         raise UserError("--policy: give the history as --records and --events, --dsn, or --server")
+    from audit.store.filters import DecisionFilter
     from audit.store.queries import AuditStore
 
     with AuditStore.open(args.dsn, create=False) as store:
-        records = _store_records(store, Selection(until=args.until))
+        cluster = _whatif_cluster(args, store.event_clusters(), "the store")
+        records = store.all_decisions(DecisionFilter(cluster=cluster, until=args.until))
         history = StoreHistory(store)
-        events: list[Any] = []
-        for cluster in sorted({r.cluster for r in records}):
-            top = store.max_seq(cluster)
-            if top is not None:
-                events.extend(history.events(cluster, -1, top))
+        top = store.max_seq(cluster)
+        events: list[Any] = [] if top is None else list(history.events(cluster, -1, top))
     source = MemorySource(events)
     source.add_checkpoints(args.checkpoint_every)
-    return records, source
+    return cluster, records, source
 
 
 def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
@@ -446,14 +462,10 @@ def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
         raise UserError(f"--until {sel.until}: must be after --since {sel.since}")
     if not (args.records or args.events or args.dsn) and (args.server or os.environ.get("CLAIMTRAIL_API")):
         return _server_counterfactual(args, sel, doc)
-    records, source = _history(args)
-    clusters = source.clusters()
-    if len(clusters) != 1:
-        raise UserError(f"--policy: the history holds {len(clusters)} clusters ({', '.join(clusters)}); "
-                        "replay one cluster's history at a time")
+    cluster, records, source = _history(args)
     if not args.quiet:
-        print(f"replaying {sel.since} .. {sel.until} under {args.policy}", file=sys.stderr)
-    result = counterfactual(source, clusters[0], cluster_events(source, clusters[0]), records, doc, since, until)
+        print(f"replaying {sel.since} .. {sel.until} of cluster {cluster} under {args.policy}", file=sys.stderr)
+    result = counterfactual(source, cluster, cluster_events(source, cluster), records, doc, since, until)
     d = deltas(result)
     if args.json:
         print(json.dumps(d, indent=2, sort_keys=True))

@@ -330,3 +330,54 @@ def test_checkpoints_written_into_a_store_are_used_by_replay(tmp_path, capsys):
         assert all(r.match for r in results)
         cursor = verifier.cursor("busy")
         assert cursor.loads == 1 and cursor.folds < 1000 + (result.records[-1].seq - result.records[-200].seq)
+
+
+@pytest.fixture(scope="module")
+def two_clusters(tmp_path_factory, files):
+    """The history of ``files`` twice: as its own cluster and as cluster ``twin``, in one pair of
+    files and in one store."""
+    import dataclasses
+
+    result = busy(HOURS)
+    twin_events = [dataclasses.replace(e, cluster="twin") for e in result.events]
+    twin_records = [dataclasses.replace(r, cluster="twin", decision_id=f"twin-{r.decision_id}", output_digest="").seal()
+                    for r in result.records]
+    d = tmp_path_factory.mktemp("two-clusters")
+    records, events = d / "records.jsonl", d / "events.jsonl"
+    records.write_text(to_jsonl(result.records + twin_records))
+    events.write_text("".join(json.dumps(e.to_dict(), sort_keys=True) + "\n"
+                              for e in result.events + twin_events))
+    dsn = f"chdb://{d}/store"
+    with AuditStore.open(dsn) as store:
+        writer = store.writer(name="history")
+        writer.write_events(result.events + twin_events)
+        writer.write_records(result.records + twin_records)
+        writer.flush()
+    return {"files": ["--records", str(records), "--events", str(events)], "store": ["--dsn", dsn]}
+
+
+@pytest.mark.parametrize(("history", "cluster"), [("files", "busy"), ("files", "twin"), ("store", "busy"),
+                                                  ("store", "twin")])
+def test_a_whatif_of_a_history_of_two_clusters_replays_the_cluster_named(files, policies, two_clusters, capsys,
+                                                                         history, cluster):
+    code, out, err = _run(capsys, *two_clusters[history], "--cluster", cluster, "--policy", policies[1], "--json",
+                          *WINDOW)
+    assert code == 0, err
+    _, alone, _ = _run(capsys, "--records", files[0], "--events", files[1], "--policy", policies[1], "--json",
+                       *WINDOW)
+    assert json.loads(out) == json.loads(alone)
+
+
+@pytest.mark.parametrize(("history", "argv", "message"), [
+    ("files", [], "--policy: @events holds 2 clusters (busy, twin); name the one to replay with --cluster"),
+    ("store", [], "--policy: the store holds 2 clusters (busy, twin); name the one to replay with --cluster"),
+    ("files", ["--cluster", "nope"], "--cluster nope: no world events of this cluster in @events (it holds busy, twin)"),
+    ("store", ["--cluster", "nope"], "--cluster nope: no world events of this cluster in the store (it holds busy, "
+                                     "twin)"),
+], ids=["files-without-cluster", "store-without-cluster", "files-unknown-cluster", "store-unknown-cluster"])
+def test_a_whatif_of_a_history_of_two_clusters_needs_one_it_holds(policies, two_clusters, capsys, history, argv,
+                                                                   message):
+    given = two_clusters[history]
+    code, _, err = _run(capsys, *given, *argv, "--policy", policies[1], *WINDOW)
+    events = given[3] if history == "files" else ""
+    assert (code, err.strip()) == (2, f"claimtrail replay: {message.replace('@events', events)}")
