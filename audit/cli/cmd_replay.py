@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--since", help="decisions at or after this RFC 3339 time")
     s.add_argument("--until", help="decisions before this RFC 3339 time")
     s.add_argument("--cluster", help="with --policy: the cluster whose window to replay (default: the history's "
-                   "only cluster)")
+                   "only cluster; with --server, the only cluster of the window's decisions)")
     s.add_argument("--decision", nargs="+", action="extend", default=[], metavar="ID", help="decision ids")
     s.add_argument("--sample", type=float, default=1.0, metavar="P", help="replay a stable fraction P in (0, 1]")
     s.add_argument("--shard", metavar="i/N", help="replay shard i of N (segments of --segment seqs)")
@@ -474,6 +474,12 @@ def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
     return 1 if d["quota_violations"][1] else 0
 
 
+def _window_decisions(client: Any, params: dict[str, Any]) -> int:
+    """How many decisions the audit API holds under ``params`` (a window, a cluster)."""
+    overview = _http(partial(client.get, "/v1/stats/overview", params=params), "GET /v1/stats/overview")
+    return sum(int(row.get("decisions", 0)) for row in overview.get("rows", []))
+
+
 def _server_counterfactual(args: argparse.Namespace, sel: Selection, doc: dict[str, Any]) -> int:
     """The window decided again under ``doc`` by the audit API (which owns the store): the same
     deltas an offline run prints. Needs an admin token: it re-decides every tenant's pods."""
@@ -490,6 +496,10 @@ def _server_counterfactual(args: argparse.Namespace, sel: Selection, doc: dict[s
             if not page["items"]:
                 raise UserError(f"--since {sel.since} --until {sel.until}: no decisions in this window on {url}")
             cluster = page["items"][0]["cluster"]
+            window = {"since": sel.since, "until": sel.until}
+            if _window_decisions(client, window) != _window_decisions(client, {**window, "cluster": cluster}):
+                raise UserError(f"--since {sel.since} --until {sel.until}: the window holds decisions of more than "
+                                f"one cluster on {url} ({cluster} among them); name the one to replay with --cluster")
         if not args.quiet:
             print(f"replaying {sel.since} .. {sel.until} of cluster {cluster} under {args.policy} on {url}",
                   file=sys.stderr)

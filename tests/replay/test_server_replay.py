@@ -149,3 +149,44 @@ def test_a_window_larger_than_one_job_is_replayed_in_parts(server, files, capsys
     assert _posts(server) == before + 3  # 250 + 250 + 100 decisions
     _, offline, _ = _json_summary(capsys, "--quiet", "--records", files[0], "--events", files[1])
     assert online == offline and online["summary"]["verified"] == DECISIONS
+
+
+# ---- a store of two clusters -------------------------------------------------------------------
+
+LATE = ["--since", "2026-11-02T01:30:00Z", "--until", "2026-11-02T02:00:00Z"]
+
+
+@pytest.fixture(scope="module")
+def two_clusters(tmp_path_factory):
+    """The history as its own cluster and as cluster ``twin``, whose decisions start at 01:30: the
+    window ``WINDOW`` holds one cluster's decisions, ``LATE`` both clusters'."""
+    import dataclasses
+
+    root = tmp_path_factory.mktemp("replay-api-two-clusters")
+    srv, proc = start_server(root)
+    try:
+        result = busy(HOURS)
+        twin_events = [dataclasses.replace(e, cluster="twin") for e in result.events]
+        twin_records = [dataclasses.replace(r, cluster="twin", decision_id=f"twin-{r.decision_id}",
+                                            output_digest="").seal()
+                        for r in result.records if r.time >= "2026-11-02T01:30:00"]
+        events = "".join(json.dumps(e.to_dict()) + "\n" for e in result.events + twin_events).encode()
+        assert srv.post("/v1/ingest/events", content=events).status_code == 200
+        records = to_jsonl(result.records + twin_records).encode()
+        assert srv.post("/v1/ingest/records", content=records).status_code == 200
+        yield srv
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize(("argv", "code", "said"), [
+    (WINDOW, 0, "replaying 2026-11-02T00:00:00Z .. 2026-11-02T01:30:00Z of cluster busy under "),
+    ([*LATE, "--cluster", "twin"], 0, "replaying 2026-11-02T01:30:00Z .. 2026-11-02T02:00:00Z of cluster twin under "),
+    (LATE, 2, "claimtrail replay: --since 2026-11-02T01:30:00Z --until 2026-11-02T02:00:00Z: the window holds "
+              "decisions of more than one cluster on @server ("),
+], ids=["one-cluster-in-the-window", "cluster-named", "two-clusters-in-the-window"])
+def test_a_counterfactual_through_the_api_replays_the_windows_only_cluster_or_the_one_named(
+        two_clusters, policies, capsys, argv, code, said):
+    got = main(["replay", "--server", two_clusters.base, "--token", TOKENS["admin"], "--policy", policies, *argv])
+    err, said = capsys.readouterr().err, said.replace("@server", two_clusters.base)
+    assert (got, err[:len(said)]) == (code, said)
