@@ -7,7 +7,7 @@ id or one cluster and seq are refused), a store
 (``--dsn``; results are written to ``replay_runs``) or the audit API (``--server``, default
 ``CLAIMTRAIL_API``; the server selects, replays as one job in history order and records, and the
 progress bar follows the job). Select with ``--since/--until``,
-``--decision``, ``--sample`` and ``--shard i/N``; ``--workers K`` replays contiguous runs of the
+``--cluster``, ``--decision``, ``--sample`` and ``--shard i/N``; ``--workers K`` replays contiguous runs of the
 history in K processes. A progress bar goes to stderr, the summary (verified, matched, mismatched
 by cause) and the first diffs to stdout. Exit code 1 when any decision does not match; a selection
 that matches no decision is refused (exit 2), while an empty shard of it only says so on stderr.
@@ -61,8 +61,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s = p.add_argument_group("selection")
     s.add_argument("--since", help="decisions at or after this RFC 3339 time")
     s.add_argument("--until", help="decisions before this RFC 3339 time")
-    s.add_argument("--cluster", help="with --policy: the cluster whose window to replay (default: the history's "
-                   "only cluster; with --server, the only cluster of the window's decisions)")
+    s.add_argument("--cluster", help="decisions of this cluster only; with --policy: the cluster whose window to "
+                   "replay (default: the history's only cluster; with --server, the only cluster of the window's "
+                   "decisions)")
     s.add_argument("--decision", nargs="+", action="extend", default=[], metavar="ID", help="decision ids")
     s.add_argument("--sample", type=float, default=1.0, metavar="P", help="replay a stable fraction P in (0, 1]")
     s.add_argument("--shard", metavar="i/N", help="replay shard i of N (segments of --segment seqs)")
@@ -110,7 +111,8 @@ class _Progress:
 def _selection(args: argparse.Namespace) -> Selection:
     try:
         shard = Shard.parse(args.shard) if args.shard else None
-        return Selection(args.since, args.until, tuple(args.decision), args.sample, shard, args.segment)
+        return Selection(args.since, args.until, tuple(args.decision), args.sample, shard, args.segment,
+                         args.cluster or None)
     except SelectionError as exc:
         raise UserError(str(exc)) from None
 
@@ -153,7 +155,8 @@ def _store_records(store: Any, sel: Selection) -> list[DecisionRecord]:
         if missing:
             raise UserError(f"--decision {missing[0]}: not found in the store")
         return [r for r in found if r is not None]
-    records: list[DecisionRecord] = store.all_decisions(DecisionFilter(since=sel.since, until=sel.until))
+    records: list[DecisionRecord] = store.all_decisions(DecisionFilter(since=sel.since, until=sel.until,
+                                                                       cluster=sel.cluster))
     return records
 
 
@@ -217,10 +220,12 @@ def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list
         ids = list(dict.fromkeys(sel.decision_ids))
         bodies: list[dict[str, Any]] = [{"decision_ids": ids[i:i + SERVER_BATCH]}
                                         for i in range(0, len(ids), SERVER_BATCH)]
-        if sel.sample < 1.0 or sel.shard is not None:
-            raise UserError("--decision with --server: --sample and --shard select from a window, not from ids")
+        if sel.sample < 1.0 or sel.shard is not None or sel.cluster is not None:
+            raise UserError("--decision with --server: --cluster, --sample and --shard select from a window, "
+                            "not from ids")
     else:
-        window = {k: v for k, v in {"since": sel.since, "until": sel.until}.items() if v is not None}
+        window = {k: v for k, v in {"since": sel.since, "until": sel.until, "cluster": sel.cluster}.items()
+                  if v is not None}
         bodies = [{**window, "all": not window, "sample": sel.sample, "segment": sel.segment, "limit": SERVER_WINDOW,
                    **({"shard": f"{sel.shard.index}/{sel.shard.count}"} if sel.shard is not None else {})}]
     summary, shown = Summary(), []
@@ -290,7 +295,8 @@ def _nothing_verified(sel: Selection, where: str) -> None:
     """A run that verified nothing must not pass for one that verified everything: a selection
     matching no decision is refused. A shard of it is not, since a history shorter than N
     segments leaves some shards of an N-way sharded job (deploy/replay) empty; it is told."""
-    chosen = " ".join(f"--{k} {v}" for k, v in (("since", sel.since), ("until", sel.until),
+    chosen = " ".join(f"--{k} {v}" for k, v in (("cluster", sel.cluster), ("since", sel.since),
+                                                 ("until", sel.until),
                                                  ("sample", sel.sample if sel.sample < 1.0 else None)) if v is not None)
     if sel.shard is not None:
         print(f"claimtrail replay: --shard {sel.shard.index}/{sel.shard.count}: no decision "

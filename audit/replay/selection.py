@@ -1,4 +1,4 @@
-"""Which decisions a replay run verifies: window, ids, a deterministic sample, a shard.
+"""Which decisions a replay run verifies: window, cluster, ids, a deterministic sample, a shard.
 
 Sampling hashes the decision id (sha256), so ``--sample 0.01`` picks the same decisions on every
 run and on every shard — no random generator, no dependence on input order. Sharding splits the
@@ -60,6 +60,7 @@ class Selection:
     sample: float = 1.0
     shard: Shard | None = None
     segment: int = DEFAULT_INTERVAL
+    cluster: str | None = None  # only this cluster's decisions
 
     def __post_init__(self) -> None:
         if not 0.0 < self.sample <= 1.0:
@@ -78,6 +79,8 @@ class Selection:
 
     def keeps(self, r: DecisionRecord) -> bool:
         if self.decision_ids and r.decision_id not in self.decision_ids:
+            return False
+        if self.cluster is not None and r.cluster != self.cluster:
             return False
         t = parse_time_ms(r.time)
         if self.since is not None and t < parse_time_ms(self.since):

@@ -381,3 +381,26 @@ def test_a_whatif_of_a_history_of_two_clusters_needs_one_it_holds(policies, two_
     code, _, err = _run(capsys, *given, *argv, "--policy", policies[1], *WINDOW)
     events = given[3] if history == "files" else ""
     assert (code, err.strip()) == (2, f"claimtrail replay: {message.replace('@events', events)}")
+
+
+@pytest.mark.parametrize(("history", "argv"), [
+    ("files", []),
+    ("store", []),
+    ("files", ["--sample", "0.5"]),
+    ("store", WINDOW),
+], ids=["files", "store", "files-and-sample", "store-and-window"])
+def test_a_replay_with_cluster_verifies_that_clusters_decisions_only(files, two_clusters, capsys, history, argv):
+    """The history holds cluster busy and its copy twin (whose digests, made for busy, cannot match)."""
+    code, out, err = _run(capsys, *two_clusters[history], "--cluster", "busy", *argv, "--json")
+    _, alone, _ = _run(capsys, "--records", files[0], "--events", files[1], *argv, "--json")
+    summary = json.loads(out)["summary"]
+    assert (code, summary) == (0, json.loads(alone)["summary"]), err
+    assert summary["matched"] == summary["verified"] > 0
+
+
+@pytest.mark.parametrize("history", ["files", "store"])
+def test_a_replay_of_a_cluster_the_history_lacks_verifies_nothing_and_says_so(two_clusters, capsys, history):
+    code, _, err = _run(capsys, *two_clusters[history], "--cluster", "nope")
+    where = two_clusters[history][1] if history == "files" else "the store"
+    assert (code, err.strip()) == (2, f"claimtrail replay: no decision matched --cluster nope in {where}: "
+                                      "nothing verified")

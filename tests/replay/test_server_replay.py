@@ -190,3 +190,22 @@ def test_a_counterfactual_through_the_api_replays_the_windows_only_cluster_or_th
     got = main(["replay", "--server", two_clusters.base, "--token", TOKENS["admin"], "--policy", policies, *argv])
     err, said = capsys.readouterr().err, said.replace("@server", two_clusters.base)
     assert (got, err[:len(said)]) == (code, said)
+
+
+@pytest.mark.parametrize(("argv", "verified", "matched"), [
+    (["--cluster", "busy"], lambda rs: len(rs), True),
+    (["--cluster", "busy", *LATE], lambda rs: sum(r.time >= LATE[1][:19] for r in rs), True),
+    (["--cluster", "twin"], lambda rs: sum(r.time >= LATE[1][:19] for r in rs), False),  # its digests are busy's
+], ids=["one-cluster", "one-cluster-in-a-window", "the-other-cluster"])
+def test_a_server_replay_with_cluster_verifies_that_clusters_decisions_only(two_clusters, capsys, argv, verified,
+                                                                           matched):
+    code, out, err = _json_summary(capsys, "--quiet", "--server", two_clusters.base, "--token", TOKENS["admin"], *argv)
+    n = verified(busy(HOURS).records)
+    assert (code, out["summary"]["verified"], out["summary"]["matched"]) == (int(not matched), n, n if matched else 0)
+
+
+def test_a_server_replay_of_ids_refuses_a_cluster(two_clusters, capsys):
+    code = main(["replay", "--quiet", "--server", two_clusters.base, "--token", TOKENS["admin"], "--cluster", "busy",
+                 "--decision", busy(HOURS).records[0].decision_id])
+    assert (code, capsys.readouterr().err) == (2, "claimtrail replay: --decision with --server: --cluster, --sample "
+                                                  "and --shard select from a window, not from ids\n")
