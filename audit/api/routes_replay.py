@@ -1,6 +1,7 @@
 """Replay of decisions by id or by window: re-execute and compare digests (``audit.replay``).
 
-Up to ``--replay-sync-limit`` decisions (default 200) are replayed inside the request (``{"runs": [...], "summary"}``);
+A selection field the request would not use (a window's with ``decision_ids``, sample, shard, tenant … with a
+counterfactual) is refused, not ignored. Up to ``--replay-sync-limit`` decisions (default 200) are replayed inside the request (``{"runs": [...], "summary"}``);
 more start one job (202 with a job id; ``GET /v1/replay/{job}``, on any API server, reports progress
 and, when done, the runs). An id given more than once is replayed once. A tenant replays only its
 own decisions and sees only its own jobs. The body is bounded (``MAX_BODY_BYTES``, ``MAX_IDS`` ids;
@@ -39,6 +40,19 @@ MAX_SCAN = 2_000_000  # decisions of one window a selection may look at
 MAX_BODY_BYTES = 2 * 1024 * 1024  # MAX_IDS ids of ~40 bytes each, and a policy document, fit
 
 
+# what selects decisions from a window: ignored by a replay of ids or a counterfactual, so refused there
+WINDOW_SELECTION = ("tenant", "model", "policy_version", "limit", "offset", "all", "sample", "shard", "segment")
+
+
+def _refuse_unused(req: ReplayRequest, fields: tuple[str, ...], what: str) -> None:
+    """A field given a value by a request that does not use it is refused, never ignored."""
+    defaults = ReplayRequest.model_fields
+    given = [name for name in fields if name in req.model_fields_set
+             and getattr(req, name) != defaults[name].get_default(call_default_factory=True)]
+    if given:
+        raise Problem("invalid-parameter", f"{', '.join(given)}: {what}")
+
+
 class ReplayRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -73,6 +87,8 @@ def _counterfactual(db: StoreReads, who: Principal, req: ReplayRequest) -> dict[
                       "counterfactual_policy_document)")
     if req.decision_ids:
         raise Problem("invalid-parameter", "a counterfactual run takes a window (cluster, since, until), not decision_ids")
+    _refuse_unused(req, tuple(f for f in WINDOW_SELECTION if f != "all"),
+                   "a counterfactual run decides the whole window (cluster, since, until) again; give none of these")
     if req.all or not (cluster and since and until):
         missing = [name for name, value in (("cluster", cluster), ("since", since), ("until", until)) if not value]
         raise Problem("invalid-parameter", "a counterfactual run takes a window: cluster, since and until"
@@ -101,6 +117,8 @@ def _policy_document(document: dict[str, Any] | None) -> dict[str, Any] | None:
 def _ids(db: StoreReads, who: Principal, req: ReplayRequest) -> list[str]:
     """The decisions to replay, each once, every one visible to the caller (others are "not found")."""
     if req.decision_ids:
+        _refuse_unused(req, ("cluster", "since", "until", *WINDOW_SELECTION),
+                       "selects from a window; decision_ids replays exactly those decisions: give one or the other")
         given = list(dict.fromkeys(params.decision_id(i) for i in req.decision_ids))
         known = storeport.call(db.known_decision_ids, given, who.scope)
         missing = [d for d in given if d not in known]

@@ -107,3 +107,33 @@ def test_counterfactual_runs_are_for_admins_only(server: Server) -> None:
     r = server.post("/v1/replay", "team-a", json={**WINDOW, "counterfactual_policy": "v7"})
     assert r.status_code == 403
     assert r.json()["type"] == "https://claimtrail.io/problems/forbidden"
+
+
+IDS = {"decision_ids": [factory.FALLBACK.decision_id]}
+UNUSED_BY_IDS = "selects from a window; decision_ids replays exactly those decisions: give one or the other"
+UNUSED_BY_COUNTERFACTUAL = ("a counterfactual run decides the whole window (cluster, since, until) again; "
+                            "give none of these")
+
+
+@pytest.mark.parametrize(("body", "detail"), [
+    ({**IDS, "cluster": "elsewhere"}, f"cluster: {UNUSED_BY_IDS}"),
+    ({**IDS, "since": "2030-01-01T00:00:00Z"}, f"since: {UNUSED_BY_IDS}"),
+    ({**IDS, "sample": 0.01, "tenant": "team-b"}, f"tenant, sample: {UNUSED_BY_IDS}"),
+    ({**IDS, "shard": "1/2", "limit": 5}, f"limit, shard: {UNUSED_BY_IDS}"),
+    ({**WINDOW, "counterfactual_policy": "v7", "sample": 0.5}, f"sample: {UNUSED_BY_COUNTERFACTUAL}"),
+    ({**WINDOW, "counterfactual_policy": "v7", "tenant": "team-a", "model": "H100"},
+     f"tenant, model: {UNUSED_BY_COUNTERFACTUAL}"),
+    ({**WINDOW, "counterfactual_policy": "v7", "shard": "0/2", "offset": 3}, f"offset, shard: {UNUSED_BY_COUNTERFACTUAL}"),
+], ids=["ids-and-cluster", "ids-and-since", "ids-and-sample", "ids-and-shard", "counterfactual-and-sample",
+        "counterfactual-and-tenant", "counterfactual-and-shard"])
+def test_a_selection_the_request_would_not_use_is_refused_by_name(server: Server, body: dict[str, Any],
+                                                                  detail: str) -> None:
+    r = server.post("/v1/replay", json=body)
+    assert (r.status_code, r.json().get("detail")) == (400, detail), r.text
+
+
+@pytest.mark.parametrize("body", [{**IDS, "sample": 1.0, "cluster": None, "all": False},
+                                  {**WINDOW, "counterfactual_policy": "v7", "limit": 10_000, "sample": 1.0}],
+                         ids=["ids-with-defaults", "counterfactual-with-defaults"])
+def test_a_selection_field_at_its_default_is_taken(server: Server, body: dict[str, Any]) -> None:
+    assert server.post("/v1/replay", json=body).status_code == 200
