@@ -220,9 +220,9 @@ def _server_run(args: argparse.Namespace, sel: Selection) -> tuple[Summary, list
         ids = list(dict.fromkeys(sel.decision_ids))
         bodies: list[dict[str, Any]] = [{"decision_ids": ids[i:i + SERVER_BATCH]}
                                         for i in range(0, len(ids), SERVER_BATCH)]
-        if sel.sample < 1.0 or sel.shard is not None or sel.cluster is not None:
-            raise UserError("--decision with --server: --cluster, --sample and --shard select from a window, "
-                            "not from ids")
+        if sel.sample < 1.0 or sel.shard is not None or sel.cluster is not None or sel.since or sel.until:
+            raise UserError("--decision with --server: --since, --until, --cluster, --sample and --shard select "
+                            "from a window, not from ids")
     else:
         window = {k: v for k, v in {"since": sel.since, "until": sel.until, "cluster": sel.cluster}.items()
                   if v is not None}

@@ -204,8 +204,12 @@ def test_a_server_replay_with_cluster_verifies_that_clusters_decisions_only(two_
     assert (code, out["summary"]["verified"], out["summary"]["matched"]) == (int(not matched), n, n if matched else 0)
 
 
-def test_a_server_replay_of_ids_refuses_a_cluster(two_clusters, capsys):
-    code = main(["replay", "--quiet", "--server", two_clusters.base, "--token", TOKENS["admin"], "--cluster", "busy",
+@pytest.mark.parametrize("argv", [["--cluster", "busy"], ["--since", "2030-01-01T00:00:00Z"],
+                                  ["--until", "2026-11-02T00:00:00Z"], WINDOW, ["--sample", "0.5"]],
+                         ids=["cluster", "since", "until", "window", "sample"])
+def test_a_server_replay_of_ids_refuses_a_window_selection(two_clusters, capsys, argv):
+    code = main(["replay", "--quiet", "--server", two_clusters.base, "--token", TOKENS["admin"], *argv,
                  "--decision", busy(HOURS).records[0].decision_id])
-    assert (code, capsys.readouterr().err) == (2, "claimtrail replay: --decision with --server: --cluster, --sample "
-                                                  "and --shard select from a window, not from ids\n")
+    assert (code, capsys.readouterr().err) == (2, "claimtrail replay: --decision with --server: --since, --until, "
+                                                  "--cluster, --sample and --shard select from a window, not from "
+                                                  "ids\n")
