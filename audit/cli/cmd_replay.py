@@ -387,7 +387,9 @@ def write_checkpoints(args: argparse.Namespace) -> int:
         raise UserError(f"--write-checkpoints {args.write_checkpoints}: must be >= 1")
     with AuditStore.open(args.dsn, create=False) as store:
         history = StoreHistory(store)
-        clusters = sorted({r.cluster for r in _store_records(store, Selection())})
+        clusters = store.event_clusters()  # every cluster with a log, whether its decisions are stored yet or not
+        if not clusters:
+            raise UserError(f"--write-checkpoints: no world events in the store at {args.dsn}: nothing to checkpoint")
         for cluster in clusters:
             top = store.max_seq(cluster)
             if top is None:

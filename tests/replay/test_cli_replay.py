@@ -404,3 +404,22 @@ def test_a_replay_of_a_cluster_the_history_lacks_verifies_nothing_and_says_so(tw
     where = two_clusters[history][1] if history == "files" else "the store"
     assert (code, err.strip()) == (2, f"claimtrail replay: no decision matched --cluster nope in {where}: "
                                       "nothing verified")
+
+
+@pytest.mark.parametrize(("records", "expected"), [
+    (0, "busy: 1 checkpoint(s) written, every 1,000 events up to seq @top"),
+    (50, "busy: 1 checkpoint(s) written, every 1,000 events up to seq @top"),
+    (None, "claimtrail replay: --write-checkpoints: no world events in the store at @dsn: nothing to checkpoint"),
+], ids=["events-without-decisions", "events-and-decisions", "empty-store"])
+def test_checkpoints_are_written_for_every_cluster_with_events(tmp_path, capsys, records, expected):
+    result = busy(HOURS)
+    dsn = f"chdb://{tmp_path}/store"
+    with AuditStore.open(dsn) as store:
+        if records is not None:
+            writer = store.writer(name="history")
+            writer.write_events(result.events[:1500])
+            writer.write_records([r for r in result.records if r.seq < 1500][:records])
+            writer.flush()
+    code, out, err = _run(capsys, "--dsn", dsn, "--write-checkpoints", "1000")
+    said = expected.replace("@top", "1,499").replace("@dsn", dsn)
+    assert (code, (out or err).strip()) == (0 if records is not None else 2, said)
