@@ -211,10 +211,12 @@ def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
     if not templates:
         raise ScenarioError(f"{label}: {path}.templates: at least one ResourceClaimTemplate name is required")
     sizes_raw = _map(t.get("sizes") or {"1": 1.0}, label, f"{path}.sizes")
-    sizes = []
-    for k, v in sorted(sizes_raw.items(), key=lambda kv: int(kv[0])):
+    for k in sizes_raw:
+        # every key is checked before any is read as a number (sorting by one would fail first)
         if not str(k).isdigit() or int(k) < 1:
             raise ScenarioError(f"{label}: {path}.sizes.{k}: keys are device counts >= 1")
+    sizes = []
+    for k, v in sorted(sizes_raw.items(), key=lambda kv: int(kv[0])):
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
             raise ScenarioError(f"{label}: {path}.sizes.{k}: expected a finite non-negative weight")
         sizes.append((int(k), float(v)))

@@ -1,0 +1,41 @@
+"""Scenario files with the mistakes users make: each is refused in one line naming the field."""
+
+import pytest
+
+from audit.cli.main import main
+
+TEMPLATE = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: t, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpu
+          exactly: {deviceClassName: gpu.nvidia.com, count: 1}
+---
+"""
+
+
+def refused(tmp_path, capsys, spec: str, metadata: str = "{name: w}") -> str:
+    """The one line ``simulate`` prints for a scenario with ``spec`` as its Workload's spec."""
+    f = tmp_path / "s.yaml"
+    f.write_text(f"{TEMPLATE}apiVersion: claimtrail.io/v1alpha1\nkind: Workload\nmetadata: {metadata}\nspec: {spec}\n")
+    assert main(["simulate", "--quiet", "--scenario", str(f), "--hours", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("sizes", "key"),
+    [
+        pytest.param("{a: 1}", "a", id="letters"),
+        pytest.param("{'1': 0.5, 'two': 0.5}", "two", id="a-word-beside-a-count"),
+        pytest.param("{'-1': 1}", "-1", id="negative"),
+        pytest.param("{'1.5': 1}", "1.5", id="fraction"),
+    ],
+)
+def test_a_size_that_is_not_a_device_count_is_named(tmp_path, capsys, sizes, key):
+    err = refused(tmp_path, capsys, f"{{tenants: [{{namespace: a, templates: [{{name: t}}], sizes: {sizes}}}]}}")
+    assert f"Workload w: spec.tenants[0].sizes.{key}: keys are device counts >= 1" in err
