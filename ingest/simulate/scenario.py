@@ -143,7 +143,12 @@ def scenario_from_documents(docs: list[Any], source: str) -> Scenario:
 
 
 def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
-    name = (doc.get("metadata") or {}).get("name") or "?"
+    metadata = doc.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ScenarioError(f"{where} Workload: metadata: expected a mapping, got {type(metadata).__name__}")
+    name = metadata.get("name") or "?"
+    if not isinstance(name, str):
+        raise ScenarioError(f"{where} Workload: metadata.name: expected a string, got {type(name).__name__}")
     label = f"{where} Workload {name}"
     if doc.get("apiVersion") != WORKLOAD_API:
         raise ScenarioError(f"{label}: apiVersion: must be {WORKLOAD_API}")

@@ -39,3 +39,16 @@ def refused(tmp_path, capsys, spec: str, metadata: str = "{name: w}") -> str:
 def test_a_size_that_is_not_a_device_count_is_named(tmp_path, capsys, sizes, key):
     err = refused(tmp_path, capsys, f"{{tenants: [{{namespace: a, templates: [{{name: t}}], sizes: {sizes}}}]}}")
     assert f"Workload w: spec.tenants[0].sizes.{key}: keys are device counts >= 1" in err
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        pytest.param("w", "Workload: metadata: expected a mapping, got str", id="a-name-for-metadata"),
+        pytest.param("[w]", "Workload: metadata: expected a mapping, got list", id="a-list"),
+        pytest.param("{name: [w]}", "Workload: metadata.name: expected a string, got list", id="a-list-for-name"),
+    ],
+)
+def test_workload_metadata_that_is_not_a_mapping_is_named(tmp_path, capsys, metadata, message):
+    err = refused(tmp_path, capsys, "{hours: 1}", metadata)
+    assert message in err
