@@ -172,7 +172,7 @@ def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
             model=_str(p, "model", label, None, path), nodes=int(_num(p, "nodes", label, None, path)),
             gpus_per_node=int(_num(p, "gpusPerNode", label, 8, path)),
             driver_version=_str(p, "driverVersion", label, "580.105.8", path),
-            prefix=_str(p, "prefix", label, "", path), device_plugin=bool(p.get("devicePlugin", False)),
+            prefix=_str(p, "prefix", label, "", path), device_plugin=_bool(p, "devicePlugin", label, False, path),
         ))
     dp_pool_models = {p.model for p in sc.pools if p.device_plugin}
     for i, t in enumerate(_list(spec, "tenants", label)):
@@ -294,6 +294,14 @@ def _str(m: dict[str, Any], key: str, label: str, default: str | None, path: str
     if not isinstance(v, str):
         hint = YAML_BOOLEAN_HINT if isinstance(v, bool) else ""
         raise ScenarioError(f"{label}: {path}.{key}: expected a string, got {type(v).__name__}{hint}")
+    return v
+
+
+def _bool(m: dict[str, Any], key: str, label: str, default: bool, path: str = "spec") -> bool:
+    """A true or false; a quoted "false" is a string, which read as a truth value would be true."""
+    v = m.get(key, default)
+    if not isinstance(v, bool):
+        raise ScenarioError(f"{label}: {path}.{key}: expected true or false, got {type(v).__name__} {v!r}")
     return v
 
 

@@ -52,3 +52,17 @@ def test_a_size_that_is_not_a_device_count_is_named(tmp_path, capsys, sizes, key
 def test_workload_metadata_that_is_not_a_mapping_is_named(tmp_path, capsys, metadata, message):
     err = refused(tmp_path, capsys, "{hours: 1}", metadata)
     assert message in err
+
+
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [
+        pytest.param("'false'", "str 'false'", id="quoted-false"),
+        pytest.param("'no'", "str 'no'", id="quoted-no"),
+        pytest.param("0", "int 0", id="zero"),
+        pytest.param("1", "int 1", id="one"),
+    ],
+)
+def test_a_device_plugin_flag_that_is_not_a_boolean_is_named(tmp_path, capsys, value, got):
+    err = refused(tmp_path, capsys, f"{{nodePools: [{{model: H100, nodes: 1, devicePlugin: {value}}}]}}")
+    assert f"Workload w: spec.nodePools[0].devicePlugin: expected true or false, got {got}" in err
