@@ -169,8 +169,8 @@ def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
         path = f"spec.nodePools[{i}]"
         p = _map(p, label, path)
         sc.pools.append(NodePool(
-            model=_str(p, "model", label, None, path), nodes=int(_num(p, "nodes", label, None, path)),
-            gpus_per_node=int(_num(p, "gpusPerNode", label, 8, path)),
+            model=_str(p, "model", label, None, path), nodes=_int(p, "nodes", label, None, path),
+            gpus_per_node=_int(p, "gpusPerNode", label, 8, path, minimum=1),
             driver_version=_str(p, "driverVersion", label, "580.105.8", path),
             prefix=_str(p, "prefix", label, "", path), device_plugin=_bool(p, "devicePlugin", label, False, path),
         ))
@@ -206,7 +206,7 @@ def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
     for i, b in enumerate(t.get("bursts") or []):
         bp = f"{path}.bursts[{i}]"
         b = _map(b, label, bp)
-        bursts.append(Burst(_duration(b, "at", label, bp), int(_num(b, "jobs", label, None, bp)),
+        bursts.append(Burst(_duration(b, "at", label, bp), _int(b, "jobs", label, None, bp),
                             _duration(b, "over", label, bp, "10m")))
     templates = []
     for i, tp in enumerate(t.get("templates") or []):
@@ -312,6 +312,17 @@ def _num(m: dict[str, Any], key: str, label: str, default: float | None, path: s
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
         raise ScenarioError(f"{label}: {path}.{key}: expected a finite non-negative number, got {v!r}")
     return float(v)
+
+
+def _int(m: dict[str, Any], key: str, label: str, default: int | None, path: str = "spec",
+         minimum: int = 0) -> int:
+    """A count: a whole number (2.5 nodes would otherwise become 2 without a word) >= ``minimum``."""
+    v = m.get(key, default)
+    if v is None:
+        raise ScenarioError(f"{label}: {path}.{key}: required field missing")
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise ScenarioError(f"{label}: {path}.{key}: expected a whole number >= {minimum}, got {v!r}")
+    return v
 
 
 def _duration(m: dict[str, Any], key: str, label: str, path: str, default: str | None = None) -> int:

@@ -66,3 +66,24 @@ def test_workload_metadata_that_is_not_a_mapping_is_named(tmp_path, capsys, meta
 def test_a_device_plugin_flag_that_is_not_a_boolean_is_named(tmp_path, capsys, value, got):
     err = refused(tmp_path, capsys, f"{{nodePools: [{{model: H100, nodes: 1, devicePlugin: {value}}}]}}")
     assert f"Workload w: spec.nodePools[0].devicePlugin: expected true or false, got {got}" in err
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param("{nodePools: [{model: H100, nodes: 2.5}]}", "spec.nodePools[0].nodes: expected a whole number >= 0, "
+                     "got 2.5", id="half-a-node"),
+        pytest.param("{nodePools: [{model: H100, nodes: '2'}]}", "spec.nodePools[0].nodes: expected a whole number >= 0, "
+                     "got '2'", id="quoted-nodes"),
+        pytest.param("{nodePools: [{model: H100, nodes: -1}]}", "spec.nodePools[0].nodes: expected a whole number >= 0, "
+                     "got -1", id="negative-nodes"),
+        pytest.param("{nodePools: [{model: H100, nodes: 1, gpusPerNode: 7.5}]}",
+                     "spec.nodePools[0].gpusPerNode: expected a whole number >= 1, got 7.5", id="fractional-gpus"),
+        pytest.param("{nodePools: [{model: H100, nodes: 1, gpusPerNode: 0}]}",
+                     "spec.nodePools[0].gpusPerNode: expected a whole number >= 1, got 0", id="nodes-without-gpus"),
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], bursts: [{at: 1m, jobs: 2.7}]}]}",
+                     "spec.tenants[0].bursts[0].jobs: expected a whole number >= 0, got 2.7", id="fractional-jobs"),
+    ],
+)
+def test_a_count_that_is_not_a_whole_number_is_named(tmp_path, capsys, spec, message):
+    assert f"Workload w: {message}" in refused(tmp_path, capsys, spec)
