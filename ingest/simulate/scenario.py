@@ -165,6 +165,8 @@ def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
         raise ScenarioError(f"{label}: spec.cluster: {problem}")
     sc.start = _start(spec, label, sc.start)
     sc.hours = _num(spec, "hours", label, 24.0)
+    if sc.hours == 0:  # as --hours 0 is refused: a run of no time would write no decision
+        raise ScenarioError(f"{label}: spec.hours: must be > 0")
     for i, p in enumerate(_list(spec, "nodePools", label)):
         path = f"spec.nodePools[{i}]"
         p = _map(p, label, path)

@@ -87,3 +87,19 @@ def test_a_device_plugin_flag_that_is_not_a_boolean_is_named(tmp_path, capsys, v
 )
 def test_a_count_that_is_not_a_whole_number_is_named(tmp_path, capsys, spec, message):
     assert f"Workload w: {message}" in refused(tmp_path, capsys, spec)
+
+
+@pytest.mark.parametrize(
+    ("hours", "message"),
+    [
+        pytest.param("0", "spec.hours: must be > 0", id="zero"),
+        pytest.param("0.0", "spec.hours: must be > 0", id="zero-float"),
+        pytest.param("-1", "spec.hours: expected a finite non-negative number, got -1", id="negative"),
+    ],
+)
+def test_a_workload_of_no_hours_is_refused_as_the_option_is(tmp_path, capsys, hours, message):
+    f = tmp_path / "s.yaml"
+    f.write_text(f"apiVersion: claimtrail.io/v1alpha1\nkind: Workload\nmetadata: {{name: w}}\n"
+                 f"spec: {{hours: {hours}, nodePools: [{{model: H100, nodes: 1}}]}}\n")
+    assert main(["simulate", "--quiet", "--scenario", str(f)]) == 2
+    assert f"Workload w: {message}" in capsys.readouterr().err
