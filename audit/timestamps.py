@@ -47,6 +47,22 @@ def datetime_ms(value: datetime) -> int:
     return (value - EPOCH) // _ONE_MS
 
 
+# RFC 3339 writes four-digit years: every time a record or an event carries lies between these
+EARLIEST_MS = datetime_ms(datetime(1, 1, 1, tzinfo=UTC))
+LATEST_MS = datetime_ms(datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC))
+HOUR_MS = 3_600_000
+
+
+def window_problem(start_ms: float, hours: float) -> str:
+    """Why ``hours`` from ``start_ms`` is no window whose times can be written ('' when it is):
+    it must start and end within the four-digit years RFC 3339 has."""
+    if start_ms < EARLIEST_MS:
+        return f"the window would start before {format_time_ms(EARLIEST_MS)}, the first time RFC 3339 can write"
+    if start_ms + hours * HOUR_MS > LATEST_MS:
+        return f"the window would end after {format_time_ms(LATEST_MS)}, the last time RFC 3339 can write"
+    return ""
+
+
 NOT_A_TIME = "not an RFC 3339 time such as 2026-11-02T00:00:00Z"
 ZONE_REQUIRED = "the time needs a zone (Z or +hh:mm)"
 

@@ -73,6 +73,7 @@ def _load_scenario(args: argparse.Namespace) -> Any:
     from audit.dra.loader import LoadError, read_text
     from ingest.simulate.load import DEFAULT_LOAD
     from ingest.simulate.scenario import ScenarioError, load_scenario_text
+    from ingest.simulate.traces import DEFAULT_START as TRACE_START
     from ingest.simulate.traces import TraceError, trace_scenario
 
     if args.trace and args.scenario:
@@ -85,7 +86,9 @@ def _load_scenario(args: argparse.Namespace) -> Any:
         if args.trace:
             hours = args.hours or 24.0
             load = DEFAULT_LOAD if args.load is None else None if args.load == RECORDED else args.load
-            sc = trace_scenario(args.trace, args.trace_dir, args.seed, hours, _start(args.start, hours), load)
+            start = _start(args.start, hours)
+            _check_window(start or TRACE_START, hours, args)
+            sc = trace_scenario(args.trace, args.trace_dir, args.seed, hours, start, load)
         else:
             path = args.scenario or DEFAULT_SCENARIO
             try:
@@ -98,6 +101,7 @@ def _load_scenario(args: argparse.Namespace) -> Any:
                                 "nothing to simulate (see ingest/simulate/scenarios/cluster-day.yaml)")
             if args.start:
                 sc.start = _start(args.start, args.hours or sc.hours)
+            _check_window(sc.start, args.hours or sc.hours, args)
     except (ScenarioError, TraceError) as exc:
         raise UserError(str(exc)) from None
     if args.policy:
@@ -105,15 +109,29 @@ def _load_scenario(args: argparse.Namespace) -> Any:
     return sc
 
 
+def _check_window(start: str, hours: float, args: argparse.Namespace) -> None:
+    """The window ``--start`` and ``--hours`` (or the scenario's) give must have times a record can carry."""
+    from audit.timestamps import parse_time_ms, window_problem
+
+    problem = window_problem(parse_time_ms(start), hours)
+    if problem:
+        given = " ".join(([f"--start {args.start}"] if args.start else [])
+                         + ([f"--hours {args.hours:g}"] if args.hours is not None else []))
+        raise UserError(f"{given or '--scenario'}: {hours:g} h from {start}: {problem}")
+
+
 def _start(value: str | None, hours: float) -> str:
     """``--start``: an RFC 3339 time as given, or for ``now`` the time that ends the run now."""
     from datetime import UTC, datetime, timedelta
 
-    from audit.timestamps import format_time_ms, format_utc, parse_zoned_ms
+    from audit.timestamps import HOUR_MS, format_time_ms, format_utc, parse_zoned_ms, window_problem
 
     if not value:
         return ""
     if value == "now":
+        problem = window_problem(int(datetime.now(UTC).timestamp() * 1000) - hours * HOUR_MS, 0)
+        if problem:
+            raise UserError(f"--start now --hours {hours:g}: {problem}")
         # whole seconds, so that the records' times read cleanly
         start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=hours)
         return format_utc(start, digits=0)

@@ -38,7 +38,7 @@ import yaml
 from audit.dra.loader import yaml_problem
 from audit.policy import YAML_BOOLEAN_HINT, PolicyError, parse_duration_ms, parse_policy
 from audit.records import cluster_name_problem
-from audit.timestamps import parse_zoned_ms
+from audit.timestamps import parse_zoned_ms, window_problem
 from ingest.simulate.cluster import NodePool
 
 WORKLOAD_API = "claimtrail.io/v1alpha1"
@@ -167,6 +167,9 @@ def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
     sc.hours = _num(spec, "hours", label, 24.0)
     if sc.hours == 0:  # as --hours 0 is refused: a run of no time would write no decision
         raise ScenarioError(f"{label}: spec.hours: must be > 0")
+    problem = window_problem(parse_zoned_ms(sc.start), sc.hours)
+    if problem:
+        raise ScenarioError(f"{label}: spec.hours: {sc.hours:g} from spec.start {sc.start}: {problem}")
     for i, p in enumerate(_list(spec, "nodePools", label)):
         path = f"spec.nodePools[{i}]"
         p = _map(p, label, path)

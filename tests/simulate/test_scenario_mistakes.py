@@ -103,3 +103,53 @@ def test_a_workload_of_no_hours_is_refused_as_the_option_is(tmp_path, capsys, ho
                  f"spec: {{hours: {hours}, nodePools: [{{model: H100, nodes: 1}}]}}\n")
     assert main(["simulate", "--quiet", "--scenario", str(f)]) == 2
     assert f"Workload w: {message}" in capsys.readouterr().err
+
+
+TINY = "apiVersion: claimtrail.io/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {nodePools: [{model: H100, nodes: 1}]}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--hours", "1e9"], "--hours 1e+09: 1e+09 h from 2026-11-02T00:00:00Z: the window would end "
+                     "after 9999-12-31T23:59:59.999Z", id="a-million-centuries"),
+        pytest.param(["--hours", "1e300"], "--hours 1e+300: 1e+300 h from 2026-11-02T00:00:00Z: the window would end "
+                     "after 9999-12-31T23:59:59.999Z", id="beyond-any-integer"),
+        pytest.param(["--start", "9999-12-31T23:00:00Z", "--hours", "2"], "--start 9999-12-31T23:00:00Z --hours 2: "
+                     "2 h from 9999-12-31T23:00:00.000Z: the window would end after", id="starting-in-the-last-hour"),
+        pytest.param(["--start", "9999-12-31T23:30:00Z"], "--start 9999-12-31T23:30:00Z: 24 h from "
+                     "9999-12-31T23:30:00.000Z: the window would end after", id="the-scenarios-hours-past-the-end"),
+        pytest.param(["--start", "now", "--hours", "1e8"], "--start now --hours 1e+08: the window would start before",
+                     id="ending-now-after-ten-thousand-years"),
+        pytest.param(["--start", "now", "--hours", "1e12"], "--start now --hours 1e+12: the window would start before",
+                     id="ending-now-after-too-many-hours-for-a-timedelta"),
+    ],
+)
+def test_a_window_past_the_years_times_can_be_written_in_is_refused(tmp_path, capsys, argv, message):
+    f = tmp_path / "s.yaml"
+    f.write_text(TINY)
+    assert main(["simulate", "--quiet", "--scenario", str(f), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--trace", "spot-2026", "--hours", "1e9"], "--hours 1e+09: 1e+09 h from 2026-11-02T00:00:00Z",
+                     id="trace-hours"),
+        pytest.param(["--trace", "openb-2023", "--start", "9999-12-31T00:00:00Z", "--hours", "48"],
+                     "--start 9999-12-31T00:00:00Z --hours 48: 48 h from", id="trace-start"),
+    ],
+)
+def test_a_trace_window_past_the_years_times_can_be_written_in_is_refused_before_the_trace_is_read(
+        capsys, argv, message):
+    assert main(["simulate", "--quiet", "--trace-dir", "/nonexistent", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "would end after 9999-12-31T23:59:59.999Z" in err
+
+
+def test_a_workload_window_past_the_years_times_can_be_written_in_is_named(tmp_path, capsys):
+    err = refused(tmp_path, capsys, "{start: '9999-12-31T00:00:00Z', hours: 25, nodePools: [{model: H100, nodes: 1}]}")
+    assert ("Workload w: spec.hours: 25 from spec.start 9999-12-31T00:00:00Z: the window would end after "
+            "9999-12-31T23:59:59.999Z") in err
