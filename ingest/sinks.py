@@ -93,7 +93,8 @@ class StoreSink:
     History stays append-only as it does through the API (``audit.store.history``): an identical
     re-send is absorbed, and a record or event that differs from the one stored under its key (a
     second simulated run into a store under the same cluster name, say) is quarantined, never
-    written over it; ``quarantined`` counts them and ``first_quarantined`` names the first."""
+    written over it. ``quarantined`` counts them with the rows the store refuses (times outside
+    its columns' range), and ``first_quarantined`` names the first."""
 
     def __init__(self, dsn: str, spool_dir: str | None = None, name: str = "sink", **opts: Any) -> None:
         from audit.store.connection import refuse_if_held_elsewhere, resolve_dsn
@@ -105,8 +106,6 @@ class StoreSink:
         self._source = name
         self._guard = HistoryGuard(self._query)
         self._lock = threading.Lock()  # screening and writing are one step, as in the API
-        self.quarantined = 0
-        self.first_quarantined = ""
 
     def _query(self, sql: str, parameters: dict[str, Any]) -> Any:
         return _Rows(self.writer.query(sql, parameters))
@@ -128,11 +127,8 @@ class StoreSink:
             self._guard.remember(screened.accepted)
 
     def _quarantine(self, screened: Any) -> None:
-        if screened.conflicts:
+        if screened.conflicts:  # counted by the writer with every row it quarantines
             self.writer.write_quarantine(screened.conflicts)
-            self.quarantined += len(screened.conflicts)
-            if not self.first_quarantined:
-                self.first_quarantined = str(screened.conflict_errors[0].get("error", ""))
 
     def flush(self) -> bool:
         return self.writer.flush()
@@ -142,6 +138,15 @@ class StoreSink:
 
     def stats(self) -> dict[str, int]:
         return self.writer.stats()
+
+    @property
+    def quarantined(self) -> int:
+        """Records and events the store took into its quarantine instead of history."""
+        return self.writer.stats()["quarantined"]
+
+    @property
+    def first_quarantined(self) -> str:
+        return str(self.writer.first_quarantined)
 
     def last_seq(self, cluster: str) -> int | None:
         """The highest event seq stored for ``cluster`` (after delivering what is spooled)."""

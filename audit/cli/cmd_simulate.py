@@ -290,9 +290,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_delivered(target: str | None, out: Any) -> None:
     """A run whose records or events the API did not take must not end as a success: they wait in
-    the sink's spool, and the next run sending there delivers them first; or the API (or the store
-    written directly) quarantined them (most often a second run into one store under the same cluster name, whose seqs and
-    decisions conflict with the history already stored), and history does not hold them."""
+    the sink's spool, and the next run sending there delivers them first; or the API, or the store
+    written directly, quarantined them (most often a second run into one store under the same
+    cluster name, whose seqs and decisions conflict with the history already stored; or times a
+    store's columns cannot hold, outside 1970..2299), and history does not hold them."""
     left = getattr(out, "undelivered", 0)
     if left:
         raise UserError(f"--out {target}: {left:,} batch(es) of records or events were not delivered "
@@ -303,8 +304,8 @@ def _check_delivered(target: str | None, out: Any) -> None:
         hint = (" (the store already holds this cluster's history: give each simulated run into one store a "
                 "cluster name of its own, spec.cluster of the scenario's Workload)"
                 if "conflicts with the stored one" in out.first_quarantined else "")
-        who = "the API" if str(target).startswith(("http://", "https://")) else "the store"
-        raise UserError(f"--out {target}: {who} quarantined {quarantined:,} of the records and events sent, "
+        taker = "API" if (target or "").startswith(("http://", "https://")) else "store"
+        raise UserError(f"--out {target}: the {taker} quarantined {quarantined:,} of the records and events sent, "
                         f"so history does not hold them; the first: {out.first_quarantined[:300]}{hint}",
                         exit_code=1)
 

@@ -95,6 +95,7 @@ class RecordWriter:
         self._counters = {"received": 0, "written": 0, "quarantined": 0, "spooled": 0, "duplicates": 0,
                           "events_received": 0, "events_written": 0, "delivery_errors": 0}
         self.last_error = ""
+        self.first_quarantined = ""  # why the first row this writer quarantined was refused
         self._closed = threading.Event()
         self._threads: list[threading.Thread] = []
         if background:
@@ -151,6 +152,8 @@ class RecordWriter:
         self.spool.append("quarantine", payload)
         with self._lock:
             self._counters["quarantined"] += len(rows_)
+            if not self.first_quarantined:
+                self.first_quarantined = f"{rows_[0].kind}: {rows_[0].error}"
 
     def flush(self, timeout: float = 60.0) -> bool:
         """Spool everything buffered (durable from here on), then wait up to ``timeout`` seconds for

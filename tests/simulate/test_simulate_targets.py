@@ -167,3 +167,24 @@ def test_simulating_a_second_run_of_one_cluster_into_a_store_keeps_the_first_run
     after, seqs_after = stored()
     # the first run's events as they were, the second's beyond them added, no seq written twice
     assert after[:len(history)] == history and seqs_after == len(after)
+
+
+@pytest.mark.parametrize(
+    ("start", "shown"),
+    [
+        pytest.param("1960-01-01T00:00:00Z", "1960-01-01T00:", id="before-1970"),
+        pytest.param("2300-06-01T00:00:00Z", "2300-06-01T00:", id="after-2299"),
+    ],
+)
+def test_a_run_the_store_quarantines_ends_in_failure_naming_why(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 start: str, shown: str) -> None:
+    """The store keeps times of 1970..2299 only: a run outside them is quarantined whole, and a
+    command that then exits 0 would leave the user believing the store holds the run."""
+    from audit.cli.main import main
+
+    target = f"chdb://{tmp_path}/db"
+    assert main(["simulate", "--quiet", "--start", start, "--hours", "0.1", "--out", target]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"claimtrail simulate: --out {target}: the store quarantined ")
+    assert "so history does not hold them; the first: " in err and f"'{shown}" in err
+    assert "is outside 1970..2299" in err and err.count("\n") == 1
