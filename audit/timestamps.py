@@ -113,7 +113,9 @@ def format_time_ms(ms: int) -> str:
         if prefix is None:
             if len(_MINUTES) > 100_000:
                 _MINUTES.clear()
-            prefix = _MINUTES[minutes] = (EPOCH + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:")
+            at = EPOCH + timedelta(minutes=minutes)
+            # the year by hand: strftime's %Y writes year 999 as "999", which is no RFC 3339 time
+            prefix = _MINUTES[minutes] = f"{at.year:04d}-" + at.strftime("%m-%dT%H:%M:")
         text = _FORMATTED[ms] = f"{prefix}{ms // 1000 % 60:02d}.{ms % 1000:03d}Z"
         # the text is read back at once (a world folding the event it stamps): its reading is known
         if len(_PARSED) > 100_000:

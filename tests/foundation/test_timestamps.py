@@ -91,3 +91,14 @@ def test_formatted_times_are_the_datetime_text_also_within_a_known_minute(ms: in
 ])
 def test_formatted_times_at_second_and_minute_boundaries(ms: int, text: str) -> None:
     assert format_time_ms(ms) == text
+
+
+@pytest.mark.parametrize(("ms", "text"), [
+    (-62_135_596_800_000, "0001-01-01T00:00:00.000Z"),
+    (-30_610_310_400_000, "0999-12-31T00:00:00.000Z"),
+    (-30_610_224_000_001, "0999-12-31T23:59:59.999Z"),
+    (-30_610_224_000_000, "1000-01-01T00:00:00.000Z"),
+])
+def test_years_before_1000_are_written_with_four_digits(ms: int, text: str) -> None:
+    assert format_time_ms(ms) == text
+    assert is_rfc3339(text) and parse_time_ms(text) == ms
