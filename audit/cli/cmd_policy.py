@@ -33,27 +33,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 
-def device_counts(docs: list[Any], policy: Any) -> dict[str, int]:
+def device_counts(docs: list[tuple[str, Any]], policy: Any) -> dict[str, int]:
+    """Devices per model of the ResourceSlices and Workload node pools among ``docs`` (where each
+    is, the document), each read as ``validate`` and ``simulate`` read it."""
+    from audit.dra.model import ModelError, ResourceSlice, parse_object
     from ingest.simulate.cluster import product
+    from ingest.simulate.scenario import ScenarioError, parse_workload
 
     counts: dict[str, int] = {}
-    for d in docs:
+    for where, d in docs:
         if not isinstance(d, dict):
             continue
         if d.get("kind") == "ResourceSlice":
-            spec = d.get("spec") or {}
-            driver = spec.get("driver", "")
-            for dev in spec.get("devices") or []:
-                m = policy.model_of(driver, dev.get("attributes") or {})
+            try:
+                sl = parse_object(d)
+            except ModelError as exc:
+                raise UserError(f"{where}: {exc}") from None
+            assert isinstance(sl, ResourceSlice)
+            for dev in sl.devices:
+                m = policy.model_of(sl.driver, dev.raw_attributes)
                 counts[m] = counts.get(m, 0) + 1
         elif d.get("kind") == "Workload":
-            for pool in (d.get("spec") or {}).get("nodePools") or []:
-                if not isinstance(pool, dict) or pool.get("devicePlugin"):
+            try:
+                pools = parse_workload(d, where).pools
+            except ScenarioError as exc:
+                raise UserError(str(exc)) from None
+            for pool in pools:
+                if pool.device_plugin:
                     continue
-                name = product(str(pool.get("model", "")))["productName"]
+                name = product(pool.model)["productName"]
                 m = policy.model_of("gpu.nvidia.com", {"productName": {"string": name}})
-                n = int(pool.get("nodes", 0)) * int(pool.get("gpusPerNode", 8))
-                counts[m] = counts.get(m, 0) + n
+                counts[m] = counts.get(m, 0) + pool.nodes * pool.gpus_per_node
     return counts
 
 
@@ -64,9 +74,9 @@ def run_check(args: argparse.Namespace) -> int:
     policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
     if not policies:
         raise UserError(f"{args.file}: no kind: Policy document found")
-    cluster_docs = [] if args.cluster else list(docs)
+    cluster_docs = [] if args.cluster else [(f"{args.file}#{i}", d) for i, d in enumerate(docs)]
     for path in args.cluster:
-        cluster_docs.extend(yaml_documents(path))
+        cluster_docs.extend((f"--cluster {path}#{i}", d) for i, d in enumerate(yaml_documents(path, "--cluster")))
     status = 0
     for doc in policies:
         errors = policy_findings(doc)

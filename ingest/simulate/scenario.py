@@ -142,6 +142,13 @@ def scenario_from_documents(docs: list[Any], source: str) -> Scenario:
     return sc
 
 
+def parse_workload(doc: dict[str, Any], where: str) -> Scenario:
+    """One Workload document alone, checked as a scenario checks it (its templates are not looked for)."""
+    sc = Scenario(name=where)
+    _workload(sc, doc, where)
+    return sc
+
+
 def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
     metadata = doc.get("metadata") or {}
     if not isinstance(metadata, dict):

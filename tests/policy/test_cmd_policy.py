@@ -218,3 +218,36 @@ def test_the_fairness_settings_the_docs_show_can_be_copied_as_they_are(tmp_path,
 
 def test_the_docs_show_fairness_settings():
     assert {doc for doc, _ in _FAIRNESS_SNIPPETS} >= {"README.md", "docs/performance.md"}
+
+
+QUOTA_POLICY = ("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n"
+                "spec: {version: '1', tenants: [{name: a, quotas: {H100: {nominal: 4}}}]}\n")
+SLICE = "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\n"
+POOLS = "apiVersion: claimtrail.io/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {nodePools: [%s]}\n"
+
+
+@pytest.mark.parametrize(
+    ("cluster", "message"),
+    [
+        pytest.param(POOLS % "{model: H100, nodes: two}", "--cluster {f}#0 Workload w: spec.nodePools[0].nodes: "
+                     "expected a whole number >= 0, got 'two'", id="nodes-in-words"),
+        pytest.param(POOLS % "{model: H100, nodes: 1.5}", "--cluster {f}#0 Workload w: spec.nodePools[0].nodes: "
+                     "expected a whole number >= 0, got 1.5", id="half-a-node"),
+        pytest.param(POOLS % "{model: H100, nodes: 2, devicePlugin: 'false'}", "--cluster {f}#0 Workload w: "
+                     "spec.nodePools[0].devicePlugin: expected true or false, got str 'false'", id="quoted-false"),
+        pytest.param("apiVersion: claimtrail.io/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: [1]\n",
+                     "--cluster {f}#0 Workload w: spec: expected a mapping", id="workload-spec-a-list"),
+        pytest.param(SLICE + "spec: [1]\n", "--cluster {f}#0: ResourceSlice s: spec: expected an object, got list",
+                     id="slice-spec-a-list"),
+        pytest.param(SLICE + "spec: {driver: gpu.nvidia.com, devices: [{name: g, attributes: [productName]}]}\n",
+                     "--cluster {f}#0: ResourceSlice s: spec.devices[0].attributes: expected an object, got list",
+                     id="attributes-a-list"),
+    ],
+)
+def test_a_cluster_whose_devices_cannot_be_counted_is_named_in_one_line(tmp_path, capsys, cluster, message):
+    policy, f = tmp_path / "p.yaml", tmp_path / "c.yaml"
+    policy.write_text(QUOTA_POLICY)
+    f.write_text(cluster)
+    assert main(["policy", "check", str(policy), "--cluster", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"claimtrail policy: {message.format(f=f)}\n"
