@@ -542,10 +542,10 @@ def _tenants(r: _Reader, raw: Any) -> list[Tenant]:
             qpath = f"{path}.quotas.{model}"
             q = r.mapping(qraw[model], qpath)
             r.unknown(q, {"nominal", "borrowingLimit"}, qpath)
-            nominal = r.integer(q, "nominal", qpath, None)
-            if nominal is None:
+            if q.get("nominal") is None:
                 r.fail(f"{qpath}.nominal", "required field missing")
-                nominal = 0
+            # a nominal given but refused is named once, for what is wrong with it
+            nominal = r.integer(q, "nominal", qpath, 0) or 0
             borrowing = r.integer(q, "borrowingLimit", qpath, 0) if "borrowingLimit" in q else 0
             quotas[model] = Quota(nominal=nominal, borrowing_limit=borrowing)
         out.append(Tenant(name=name, namespaces=tuple(sorted(set(namespaces))), weight=weight, quotas=quotas))

@@ -251,3 +251,24 @@ def test_a_cluster_whose_devices_cannot_be_counted_is_named_in_one_line(tmp_path
     assert main(["policy", "check", str(policy), "--cluster", str(f)]) == 2
     err = capsys.readouterr().err
     assert err == f"claimtrail policy: {message.format(f=f)}\n"
+
+
+@pytest.mark.parametrize(
+    ("quota", "message"),
+    [
+        pytest.param("{nominal: -4}", "spec.tenants[0].quotas.H100.nominal: must be >= 0", id="negative"),
+        pytest.param("{nominal: four}", "spec.tenants[0].quotas.H100.nominal: expected an integer, got str",
+                     id="in-words"),
+        pytest.param("{nominal: 2.5}", "spec.tenants[0].quotas.H100.nominal: expected an integer, got float",
+                     id="fraction"),
+        pytest.param("{borrowingLimit: 2}", "spec.tenants[0].quotas.H100.nominal: required field missing",
+                     id="missing"),
+        pytest.param("{nominal: null}", "spec.tenants[0].quotas.H100.nominal: required field missing", id="null"),
+    ],
+)
+def test_a_bad_nominal_quota_is_named_once_for_what_is_wrong(tmp_path, capsys, quota, message):
+    f = tmp_path / "p.yaml"
+    f.write_text("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n"
+                 f"spec: {{version: '1', tenants: [{{name: a, quotas: {{H100: {quota}}}}}]}}\n")
+    assert main(["policy", "check", str(f)]) == 2
+    assert capsys.readouterr().err == f"{f}: Policy p: {message}\n"
