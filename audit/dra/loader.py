@@ -42,6 +42,8 @@ def _flatten(raw: Any, label: str) -> list[tuple[str, dict[str, Any]]]:
     if not isinstance(raw, dict):
         raise LoadError(f"{label}: expected a Kubernetes object (a mapping), got {type(raw).__name__}")
     kind = raw.get("kind")
+    if kind is not None and not isinstance(kind, str):  # no kind is a text of another type
+        raise LoadError(f"{label}: kind: expected a string, got {type(kind).__name__}")
     if isinstance(kind, str) and kind.endswith("List") and "items" in raw:
         items = raw.get("items")
         if items is None:

@@ -93,3 +93,24 @@ def test_every_command_reports_malformed_yaml_in_one_line_naming_the_file_once(
     err = capsys.readouterr().err
     assert err.endswith("malformed.yaml: invalid YAML: expected ',' or '}', but got ':' (line 3, column 5)\n")
     assert len(err.splitlines()) == 1 and err.count("malformed.yaml") == 1
+
+
+@pytest.mark.parametrize(("kind", "got"), [
+    pytest.param("[]", "list", id="a-list"),
+    pytest.param("{}", "dict", id="a-mapping"),
+    pytest.param("[ResourceSlice]", "list", id="a-kind-in-a-list"),
+    pytest.param("7", "int", id="a-number"),
+])
+@pytest.mark.parametrize("argv", [
+    pytest.param(["allocate", "-o", "text", "--node", "n", "-f", "@"], id="allocate"),
+    pytest.param(["validate", "-f", "@"], id="validate"),
+])
+def test_a_kind_that_is_not_a_string_is_named_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, got: str, argv: list[str]) -> None:
+    from audit.cli.main import main
+
+    f = tmp_path / "objects.yaml"
+    f.write_text(f"kind: {kind}\nmetadata: {{name: x}}\n")
+    assert main([str(f) if a == "@" else a for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"objects.yaml#1: kind: expected a string, got {got}\n") and len(err.splitlines()) == 1
