@@ -243,6 +243,10 @@ def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
         if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) or w < 0:
             raise ScenarioError(f"{label}: {path}.devicePluginModels.{model}: expected a finite non-negative weight")
         dp_models.append((str(model), float(w)))
+    # a draw among weights that sum to 0 has nothing to go by: it would take the last choice always
+    for field_, choices in (("templates", templates), ("sizes", sizes), ("devicePluginModels", dp_models)):
+        if choices and not sum(w for _, w in choices) > 0:
+            raise ScenarioError(f"{label}: {path}.{field_}: every weight is 0; give at least one a weight > 0")
     return TenantMix(
         namespace=_str(t, "namespace", label, None, path),
         arrivals_per_hour=_num(t, "arrivalsPerHour", label, 0.0, path),

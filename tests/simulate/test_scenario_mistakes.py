@@ -153,3 +153,19 @@ def test_a_workload_window_past_the_years_times_can_be_written_in_is_named(tmp_p
     err = refused(tmp_path, capsys, "{start: '9999-12-31T00:00:00Z', hours: 25, nodePools: [{model: H100, nodes: 1}]}")
     assert ("Workload w: spec.hours: 25 from spec.start 9999-12-31T00:00:00Z: the window would end after "
             "9999-12-31T23:59:59.999Z") in err
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        pytest.param("templates: [{name: t, weight: 0}]", "templates", id="the-one-template"),
+        pytest.param("templates: [{name: t, weight: 0}, {name: t, weight: 0.0}]", "templates", id="every-template"),
+        pytest.param("templates: [{name: t}], sizes: {'1': 0, '8': 0}", "sizes", id="every-size"),
+        pytest.param("templates: [{name: t}], devicePluginModels: {H100: 0}", "devicePluginModels",
+                     id="every-pinned-model"),
+    ],
+)
+def test_weights_that_are_all_zero_are_refused(tmp_path, capsys, fields, field):
+    err = refused(tmp_path, capsys, "{nodePools: [{model: H100, nodes: 1, devicePlugin: true}], "
+                                    f"tenants: [{{namespace: a, {fields}}}]}}")
+    assert f"Workload w: spec.tenants[0].{field}: every weight is 0; give at least one a weight > 0" in err
