@@ -200,7 +200,7 @@ def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
         node_losses_per_day=_num(d, "nodeLossesPerDay", label, 0.0, "spec.disruptions"),
         node_repair_ms=int(_num(d, "nodeRepairHours", label, 2, "spec.disruptions") * 3_600_000),
         driver_upgrades_per_day=_num(d, "driverUpgradesPerDay", label, 0.0, "spec.disruptions"),
-        bind_interference=_num(d, "bindInterference", label, 0.0, "spec.disruptions"),
+        bind_interference=_share(d, "bindInterference", label, "spec.disruptions"),
     )
     for i, c in enumerate(_list(spec, "policyChanges", label)):
         path = f"spec.policyChanges[{i}]"
@@ -253,7 +253,7 @@ def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
         bursts=tuple(bursts), templates=tuple(templates), sizes=tuple(sizes),
         duration_median_min=_num(dur, "median", label, 30.0, f"{path}.durationMinutes"),
         duration_sigma=_num(dur, "sigma", label, 0.8, f"{path}.durationMinutes"),
-        device_plugin_fraction=_num(t, "devicePluginFraction", label, 0.0, path),
+        device_plugin_fraction=_share(t, "devicePluginFraction", label, path),
         device_plugin_models=tuple(dp_models),
     )
 
@@ -338,6 +338,14 @@ def _int(m: dict[str, Any], key: str, label: str, default: int | None, path: str
         raise ScenarioError(f"{label}: {path}.{key}: required field missing")
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
         raise ScenarioError(f"{label}: {path}.{key}: expected a whole number >= {minimum}, got {v!r}")
+    return v
+
+
+def _share(m: dict[str, Any], key: str, label: str, path: str) -> float:
+    """A probability, 0 when not given: above 1 it would mean what 1 means without a word."""
+    v = _num(m, key, label, 0.0, path)
+    if v > 1:
+        raise ScenarioError(f"{label}: {path}.{key}: a share between 0 and 1, got {v:g}")
     return v
 
 

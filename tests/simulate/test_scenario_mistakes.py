@@ -169,3 +169,18 @@ def test_weights_that_are_all_zero_are_refused(tmp_path, capsys, fields, field):
     err = refused(tmp_path, capsys, "{nodePools: [{model: H100, nodes: 1, devicePlugin: true}], "
                                     f"tenants: [{{namespace: a, {fields}}}]}}")
     assert f"Workload w: spec.tenants[0].{field}: every weight is 0; give at least one a weight > 0" in err
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], devicePluginFraction: 10}]}",
+                     "spec.tenants[0].devicePluginFraction: a share between 0 and 1, got 10", id="percent-for-fraction"),
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], devicePluginFraction: 1.5}]}",
+                     "spec.tenants[0].devicePluginFraction: a share between 0 and 1, got 1.5", id="fraction-above-1"),
+        pytest.param("{disruptions: {bindInterference: 5}}",
+                     "spec.disruptions.bindInterference: a share between 0 and 1, got 5", id="percent-for-probability"),
+    ],
+)
+def test_a_share_above_one_is_refused(tmp_path, capsys, spec, message):
+    assert f"Workload w: {message}" in refused(tmp_path, capsys, spec)
