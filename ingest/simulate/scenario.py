@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from audit.dra.loader import yaml_problem
+from audit.dra.validate import validate_object
 from audit.policy import YAML_BOOLEAN_HINT, PolicyError, parse_duration_ms, parse_policy
 from audit.records import cluster_name_problem
 from audit.timestamps import parse_zoned_ms, window_problem
@@ -118,6 +119,11 @@ def scenario_from_documents(docs: list[Any], source: str) -> Scenario:
         if kind in K8S_KINDS:
             if not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
                 raise ScenarioError(f"{where} {kind}: metadata.name: required field missing")
+            # checked as the API server would admit it (claimtrail validate): a template without
+            # its spec would otherwise stop the run at its first pod, in a traceback
+            findings = validate_object(doc)
+            if findings:
+                raise ScenarioError(f"{where}: {findings[0]}")
             sc.objects.append(doc)
         elif kind == "Policy":
             try:

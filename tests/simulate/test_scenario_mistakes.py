@@ -184,3 +184,24 @@ def test_weights_that_are_all_zero_are_refused(tmp_path, capsys, fields, field):
 )
 def test_a_share_above_one_is_refused(tmp_path, capsys, spec, message):
     assert f"Workload w: {message}" in refused(tmp_path, capsys, spec)
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        pytest.param(TEMPLATE.replace("spec:\n  spec:", "spec:\n  spek:"), "s.yaml#0: ResourceClaimTemplate default/t: "
+                     "spec.spek: unknown field", id="typo-in-the-inner-spec"),
+        pytest.param(TEMPLATE.replace("spec:\n  spec:", "specs:\n  spec:"), "s.yaml#0: ResourceClaimTemplate default/t: "
+                     "specs: unknown field", id="typo-in-the-spec"),
+        pytest.param(TEMPLATE.replace("exactly: {deviceClassName: gpu.nvidia.com, count: 1}", "count: 1"),
+                     "s.yaml#0: ResourceClaimTemplate default/t: spec.spec.devices.requests[0]", id="request-without-exactly"),
+    ],
+)
+def test_a_template_the_api_server_would_refuse_is_named_before_the_run(tmp_path, capsys, template, message):
+    f = tmp_path / "s.yaml"
+    f.write_text(template + "apiVersion: claimtrail.io/v1alpha1\nkind: Workload\nmetadata: {name: w}\n"
+                 "spec: {nodePools: [{model: H100, nodes: 1}], tenants: [{namespace: a, arrivalsPerHour: 60, "
+                 "templates: [{name: t}]}]}\n")
+    assert main(["simulate", "--quiet", "--scenario", str(f), "--hours", "1"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.count("\n") == 1
