@@ -15,6 +15,7 @@ import ipaddress
 import logging
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,9 @@ def run(args: argparse.Namespace) -> int:
     from audit.api.limits import CallerLimits
     from audit.store.queries import AuditStore
 
+    # Bound before anything else starts, so that "listening" is only said of an address that is
+    # held, and one that is taken is told in one line before the store is opened.
+    listener = _bind(args.host, args.port)
     # A DSN someone typed must name an existing store (a typo would otherwise serve an empty one);
     # the default location under CLAIMTRAIL_DATA_DIR is created on first start.
     explicit = bool(args.dsn or os.environ.get("CLAIMTRAIL_DSN"))
@@ -142,7 +146,11 @@ def run(args: argparse.Namespace) -> int:
     # its parser child stopped, its pods tables caught up).
     stop = ShutdownRequest()
     signal.signal(signal.SIGTERM, stop.request)
-    store = AuditStore.open(args.dsn, create=args.create or not explicit)
+    try:
+        store = AuditStore.open(args.dsn, create=args.create or not explicit)
+    except BaseException:
+        listener.close()
+        raise
     salt = ""
     if args.tokens:
         from audit.api.auth import with_default_salt
@@ -178,23 +186,38 @@ def run(args: argparse.Namespace) -> int:
         # walked again and a collection visits only what requests left behind.
         gc.collect()
         gc.freeze()
-        print(f"claimtrail serve: listening on http://{args.host}:{args.port} (OpenAPI at /docs)",
+        port = listener.getsockname()[1]
+        print(f"claimtrail serve: listening on http://{args.host}:{port} (OpenAPI at /docs)",
               file=sys.stderr, flush=True)
         # the C parser and event loop (dependencies, so named here rather than left to uvicorn's
         # "auto", which would fall back to h11 and asyncio unseen): 0.15-0.35 ms less server CPU
         # per read, measured with benchmarks/read_cpu.py, where a by-id read costs about 3 ms
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", access_log=False,
                                 loop="uvloop", http="httptools")
-        if stop.serve(uvicorn.Server(config)):
-            raise SystemExit(STARTUP_FAILURE)  # as uvicorn.run: the address could not be bound (logged above)
+        if stop.serve(uvicorn.Server(config), listener):
+            raise SystemExit(STARTUP_FAILURE)  # as uvicorn.run: the server could not start (logged above)
     except KeyboardInterrupt:
         pass  # Ctrl-C, raised again by uvicorn after its graceful shutdown (uvicorn.run ends quietly so
         # too) or come before it served: the store closes either way
     finally:
         if reloader is not None:
             reloader.stop()
+        listener.close()
         store.close()
     return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (an IPv6 address when the host has a colon, as uvicorn
+    binds); an address taken or not this machine's is a UserError naming it."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a restart may reuse it at once
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UserError(f"--host {host} --port {port}: cannot listen there: {exc.strerror or exc}") from None
+    return sock
 
 
 class ShutdownRequest:
@@ -217,12 +240,13 @@ class ShutdownRequest:
         if self.server is not None:
             self.server.should_exit = True
 
-    def serve(self, server: Any) -> bool:
-        """Run ``server`` (a ``uvicorn.Server``) unless a stop came first; True when it failed to start."""
+    def serve(self, server: Any, listener: socket.socket) -> bool:
+        """Run ``server`` (a ``uvicorn.Server``) on the bound ``listener`` unless a stop came first;
+        True when it failed to start."""
         self.server = server  # a request from here on reaches it, even before it starts serving
         if self.requested:
             return False
-        server.run()
+        server.run(sockets=[listener])
         return not server.started and not self.requested
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,16 @@ def test_a_store_that_does_not_exist_is_refused_unless_created(tmp_path: Path, a
             proc.kill()  # ... and is not left running after it
             proc.communicate()
             raise
+
+
+def test_a_port_already_taken_is_told_in_one_line_and_never_said_to_be_listened_on(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "audit.cli.main", "serve", "--insecure-local", "--port", str(port),
+                               "--dsn", f"chdb://{tmp_path}/db", "--create"], cwd=REPO, capture_output=True, text=True,
+                              timeout=120)
+    assert (done.returncode, done.stderr) == (
+        2, f"claimtrail serve: --host 127.0.0.1 --port {port}: cannot listen there: Address already in use\n")
+    assert not (tmp_path / "db").exists()  # refused before the store was opened

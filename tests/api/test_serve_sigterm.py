@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import weakref
@@ -68,7 +69,8 @@ def test_a_stop_requested_where_exceptions_are_dropped_is_kept(where: str) -> No
     assert ref() is None
     assert stop.requested
     server = uvicorn.Server(uvicorn.Config(_never_called, host="127.0.0.1", port=free_port(), log_level="warning"))
-    assert stop.serve(server) is False  # not started, and not a failure to start
+    with socket.socket() as unused:
+        assert stop.serve(server, unused) is False  # not started, and not a failure to start
     assert server.started is False
     assert server.should_exit is False  # never told: it was never run
 
