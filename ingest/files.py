@@ -99,7 +99,9 @@ def _raw_items(path: Path) -> Iterable[tuple[str, Any, str, bytes | None]]:
             continue
         location = f"{path}:{number}"
         try:
-            line = raw.decode("utf-8")
+            # a byte order mark before a line (a file saved by some editors, or files joined) is
+            # skipped, as the API's JSON parser skips it in a body
+            line = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             yield location, exc, raw.decode("utf-8", "replace"), raw
             continue

@@ -188,3 +188,25 @@ def test_every_name_ingest_takes_can_be_filtered_on(server: Server) -> None:
         refused = server.get("/v1/decisions", "admin", **{name: "bad\tname"})
         assert refused.status_code == 400, refused.text
         assert refused.json()["detail"].startswith(f"{name}: 'bad\\tname': control characters are not allowed in a")
+
+
+BOM = b"\xef\xbb\xbf"
+BOM_ITEMS = {
+    "records": decision("bom", "claim-1", 1, seq=5, time="2026-05-01T08:00:00.000Z", engine_version="test").to_dict(),
+    "events": {**EVENT, "cluster": "bom", "resource_version": ""},
+}
+
+
+@pytest.mark.parametrize("kind", BOM_ITEMS)
+def test_a_byte_order_mark_before_a_line_is_skipped_by_the_api_and_offline(server: Server, tmp_path: Path,
+                                                                           kind: str) -> None:
+    from ingest.files import import_file
+
+    body = BOM + json.dumps(BOM_ITEMS[kind]).encode() + b"\n"
+    answer = server.post(f"/v1/ingest/{kind}", content=body)
+    assert (answer.status_code, answer.json()["accepted"], answer.json()["quarantined"]) == (200, 1, 0)
+    path = tmp_path / f"{kind}.jsonl"
+    path.write_bytes(body)
+    imported = import_file(path, kind)  # type: ignore[arg-type]
+    assert imported.errors == []
+    assert [i.to_dict() for i in (imported.records if kind == "records" else imported.events)] == [BOM_ITEMS[kind]]
