@@ -42,6 +42,27 @@ def is_rfc3339(text: str, *, offset_required: bool = True) -> bool:
     return (_RFC3339 if offset_required else _RFC3339_ANY_ZONE).fullmatch(text) is not None
 
 
+# a date-time close to that form: either case of T and Z, any count of fraction digits, any zone
+_NEAR_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})?")
+
+
+def rfc3339_form_problem(text: str, *, offset_required: bool = True) -> str | None:
+    """None when ``text`` has the form ``is_rfc3339`` takes; else, for a text that is nearly a
+    date-time of that form, what keeps it from being one (a generic refusal tells a user who sent
+    Go's nanoseconds or a lower-case ``z`` nothing), and for any other text ``NOT_A_TIME``."""
+    if is_rfc3339(text, offset_required=offset_required):
+        return None
+    near = _NEAR_RFC3339.fullmatch(text)
+    if near is None:
+        return NOT_A_TIME
+    fraction, zone = near.group(1), near.group(2)
+    if fraction is not None and len(fraction) > 6:
+        return f"{len(fraction)} fraction digits: at most 6 (microseconds) are taken"
+    if "t" in text[10:11] or zone == "z":
+        return "write T and Z in upper case"
+    return ZONE_REQUIRED
+
+
 def datetime_ms(value: datetime) -> int:
     """Milliseconds since the epoch, truncated (exact: timedelta floor division, no float)."""
     return (value - EPOCH) // _ONE_MS

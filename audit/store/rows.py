@@ -18,7 +18,7 @@ from typing import Any
 
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
-from audit.timestamps import datetime_ms, is_rfc3339, parse_rfc3339
+from audit.timestamps import NOT_A_TIME, datetime_ms, parse_rfc3339, rfc3339_form_problem
 
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 _ENCODE_SORTED = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, sort_keys=True).encode
@@ -185,9 +185,13 @@ def epoch_ms(text: str, path: str = "time", *, naive_is_utc: bool = True) -> int
     A time without its offset is UTC when ``naive_is_utc``, else refused: the times of records and
     events must carry it (``check_record``, ``check_event``), while rows already stored or spooled
     before that was required, and window bounds typed by hand, are still read."""
-    if not isinstance(text, str) or not is_rfc3339(text, offset_required=not naive_is_utc):
+    problem = (rfc3339_form_problem(text, offset_required=not naive_is_utc) if isinstance(text, str)
+               else NOT_A_TIME)
+    if problem is not None:
         shown = text[:40] if isinstance(text, str) else text
-        raise RowError(path, f"{shown!r} is not an ISO 8601 time like 2026-11-01T08:00:00.000Z")
+        if problem == NOT_A_TIME:
+            raise RowError(path, f"{shown!r} is not an ISO 8601 time like 2026-11-01T08:00:00.000Z")
+        raise RowError(path, f"{shown!r}: {problem}")
     try:
         ms = datetime_ms(parse_rfc3339(text))
     except ValueError as exc:

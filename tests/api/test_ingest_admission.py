@@ -91,19 +91,26 @@ def test_migration_report_refuses_a_line_with_the_message_replay_gives(
            "first)")
 
 
-WITHOUT_OFFSET = {
-    "record": ("records", "2026-05-01T08:00:00"),
-    "record-with-a-fraction": ("records", "2026-05-01T08:00:00.000"),
-    "event": ("events", "2026-05-01T07:00:00"),
-    "event-with-a-space-for-the-t": ("events", "2026-05-01 07:00:00.5"),
+ZONE = "the time needs a zone (Z or +hh:mm)"
+UPPER = "write T and Z in upper case"
+# a time nearly of the form records and events carry, and what keeps it from it
+NEAR_MISSES = {
+    "record": ("records", "2026-05-01T08:00:00", ZONE),
+    "record-with-a-fraction": ("records", "2026-05-01T08:00:00.000", ZONE),
+    "event": ("events", "2026-05-01T07:00:00", ZONE),
+    "event-with-a-space-for-the-t": ("events", "2026-05-01 07:00:00.5", ZONE),
+    "record-nanoseconds": ("records", "2026-05-01T08:00:00.123456789Z",
+                           "9 fraction digits: at most 6 (microseconds) are taken"),
+    "event-lower-case-z": ("events", "2026-05-01T07:00:00z", UPPER),
+    "record-lower-case-t": ("records", "2026-05-01t08:00:00Z", UPPER),
 }
 
 
-@pytest.mark.parametrize(("kind", "time"), WITHOUT_OFFSET.values(), ids=WITHOUT_OFFSET.keys())
-def test_a_time_without_its_offset_is_refused_by_the_api_and_offline(
-        server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, time: str) -> None:
+@pytest.mark.parametrize(("kind", "time", "problem"), NEAR_MISSES.values(), ids=NEAR_MISSES.keys())
+def test_a_time_nearly_of_the_form_is_refused_by_the_api_and_offline_saying_why(
+        server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, time: str, problem: str) -> None:
     item = {**(RECORD if kind == "records" else EVENT), "time": time}
-    message = f"time: {time!r} {NOT_A_TIME}"
+    message = f"time: {time!r}: {problem}"
     assert refused_by_the_api(server, kind, item) == [{"line": 1, "path": "time", "error": message}]
     code, err, file = refused_offline(tmp_path, capsys, kind, item)
     assert (code, err) == (2, f"claimtrail replay: --{kind} {file}:1 at time: {message} "

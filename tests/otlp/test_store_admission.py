@@ -44,7 +44,7 @@ def _counter(server: Server, family: str, name: str) -> float:
 # case: (changes to a valid record, the error after "span 'dra.allocate': decision <id>: ")
 REFUSED = {
     "time-without-offset": ({"time": "2026-03-14T09:26:53"},
-                            "time: '2026-03-14T09:26:53' is not an ISO 8601 time like 2026-11-01T08:00:00.000Z"),
+                            "time: '2026-03-14T09:26:53': the time needs a zone (Z or +hh:mm)"),
     "time-not-a-time": ({"time": "yesterday"}, "time: 'yesterday' is not an ISO 8601 time like 2026-11-01T08:00:00.000Z"),
     "seq-past-uint64": ({"seq": 2**64}, "seq: 18446744073709551616 is outside 0..18446744073709551615"),
     "seq-negative": ({"seq": -1}, "seq: -1 is outside 0..18446744073709551615"),
