@@ -40,6 +40,18 @@ class LoadError(ValueError):
     """A ``--load`` value the arithmetic cannot honour; the message names the value."""
 
 
+# More pods than a run can simulate in hours: a load far beyond any contended day (``--load 1e9``)
+# is refused before the arrivals are made, not left to fill memory.
+MAX_ARRIVALS = 2_000_000
+
+
+def check_arrivals(load: float, expected: float) -> None:
+    """LoadError when ``load`` makes about ``expected`` pods arrive, more than ``MAX_ARRIVALS``."""
+    if expected > MAX_ARRIVALS:
+        raise LoadError(f"--load {load:g}: about {expected:,.0f} pods would arrive in the window, more than the "
+                        f"{MAX_ARRIVALS:,} a run simulates; give a smaller load or fewer hours")
+
+
 def check_load(load: float) -> float:
     if not math.isfinite(load) or load <= 0:
         raise LoadError(f"--load {load:g}: must be a number > 0 (the share of GPUs kept busy, e.g. 1.0)")

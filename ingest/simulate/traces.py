@@ -35,6 +35,7 @@ from ingest.simulate.load import (
     DEFAULT_LOAD,
     LoadError,
     arrival_scale,
+    check_arrivals,
     check_load,
     compress,
     compression_factor,
@@ -175,6 +176,8 @@ def openb_scenario(trace_dir: str, seed: int, hours: float, start: str = DEFAULT
     try:
         k = compression_factor(check_load(load), sum(int(r["gpu"]) for r in nodes if r["model"]),
                                sum(j.size for j in carried), span_ms, offered_gpu_ms(busy, end_ms - start_ms))
+        # each cycle of the compressed trace brings every busy-period pod again
+        check_arrivals(load, len(busy) * ((end_ms - start_ms) * k / span_ms + 1))
     except LoadError as exc:
         raise TraceError(str(exc)) from None
     sc.explicit_jobs = compress(busy, carried, k, span_ms, start_ms, end_ms)
@@ -220,6 +223,7 @@ def spot_scenario(trace_dir: str, seed: int, hours: float, start: str = DEFAULT_
         asked = mix_gpu_ms_per_hour([(rate, sizes, median_min, sigma) for _, rate, sizes in mixes],
                                     int(hours * 3_600_000))
         scale = arrival_scale(check_load(load), gpus_total, asked)
+        check_arrivals(load, sum(rate for _, rate, _ in mixes) * scale * hours)
     except LoadError as exc:
         raise TraceError(str(exc)) from None
     for ns, rate, sizes in mixes:

@@ -147,6 +147,16 @@ def test_bad_load_gives_one_line(argv, message, trace_dir, capsys):
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(("trace", "pods"), [("openb-2023", "18,374,252,471,194"), ("spot-2026", "5,890,911,015,626")])
+def test_a_load_that_would_bring_more_pods_than_a_run_simulates_is_refused_before_they_are_made(trace, pods,
+                                                                                              trace_dir, capsys):
+    assert main(["simulate", "--quiet", "--trace", trace, "--trace-dir", trace_dir, "--hours", "1",
+                 "--load", "1e9"]) == 2
+    assert capsys.readouterr().err == (f"claimtrail simulate: --load 1e+09: about {pods} pods would arrive in the "
+                                       "window, more than the 2,000,000 a run simulates; give a smaller load or "
+                                       "fewer hours\n")
+
+
 def test_load_without_a_trace_is_refused(capsys):
     assert main(["simulate", "--quiet", "--hours", "0.1", "--load", "1.5"]) == 2
     err = capsys.readouterr().err
