@@ -18,7 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from audit.api import routes_decisions, routes_ingest, routes_replay, routes_stats, storeport
+from audit.api import routes_decisions, routes_events, routes_ingest, routes_replay, routes_stats, storeport
 from audit.api.answers import AnswerCache
 from audit.api.auth import Principal
 from audit.api.deps import Settings, principal
@@ -159,7 +159,7 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
 
     app.add_middleware(MeasureMiddleware, requests=requests)
 
-    for module in (routes_decisions, routes_stats, routes_ingest, routes_replay):
+    for module in (routes_decisions, routes_stats, routes_events, routes_ingest, routes_replay):
         app.include_router(module.router)
     otlp_counters = None
     if receiver is not None:

@@ -14,10 +14,12 @@ NASTY = st.sampled_from(["' OR 1=1 --", "'; DROP TABLE decisions; --", "{f_tenan
 VALUE = st.one_of(NASTY, st.text(max_size=60), st.integers().map(str))
 PARAMS = st.dictionaries(
     st.sampled_from(["tenant", "namespace", "pod", "model", "outcome", "fallback", "since", "until", "policy_version",
-                     "cluster", "track", "claim", "cursor", "limit", "group_by", "detail", "unknown"]), VALUE, max_size=6)
+                     "cluster", "track", "claim", "cursor", "limit", "after_seq", "group_by", "detail",
+                     "unknown"]), VALUE, max_size=6)
 PATHS = st.sampled_from(["/v1/decisions", "/v1/stats/fallback", "/v1/stats/fairness", "/v1/stats/health",
                          "/v1/stats/migration", "/v1/stats/replay", "/v1/stats/overview", f"/v1/decisions/{factory.FALLBACK.decision_id}/why",
-                         "/v1/pods/team-a/train-1/why", "/v1/ingest/events/last-seq"])
+                         "/v1/pods/team-a/train-1/why", "/v1/ingest/events/last-seq",
+                         "/v1/events"])
 
 
 def _check(r: httpx.Response) -> None:

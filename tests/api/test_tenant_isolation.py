@@ -25,6 +25,7 @@ GETS: list[tuple[str, dict[str, str]]] = [
     ("/v1/stats/replay", {}),
     ("/v1/stats/overview", {}),
     ("/v1/replay/some-job", {}),
+    ("/v1/events", {"cluster": factory.CLUSTER}),
 ]
 POSTS: list[tuple[str, dict[str, Any]]] = [
     ("/v1/ingest/records", {"content": b""}),
