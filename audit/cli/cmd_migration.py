@@ -4,9 +4,12 @@
 ``claimtrail replay`` reads them, or ``--server URL`` the audit API), groups them into cohorts by track and claim-template version, compares the candidate with
 the baseline declared in ``--thresholds FILE`` (default: the shipped
 ``deploy/migration/thresholds.yaml``, the canary's own) and prints the verdict (promote, hold, rollback)
-with every metric's interval. ``--events FILE`` (world events, read the same way) adds allocation
-lifetimes for GPU utilisation and the model each device-plugin pod asked for (its nodeSelector
-and node affinity against the device-plugin nodes); without it those pods match no DRA pod.
+with every metric's interval. World events add allocation lifetimes for GPU utilisation and the
+model each device-plugin pod asked for (its nodeSelector and node affinity against the
+device-plugin nodes): ``--events FILE`` (read the same way), else, with ``--server``, the event log
+of every cluster the records belong to, from ``GET /v1/events`` (which needs an admin token), as
+``GET /v1/stats/migration`` reads the same store's events. With ``--records`` and no ``--events``,
+device-plugin pods match no DRA pod.
 ``plan`` prints the ordered steps for a verdict, given with ``--verdict`` or computed like
 ``report``; its watch and verify steps run ``report`` on the same input as the plan (the same
 files, or the same server) with the same thresholds and filters.
@@ -26,7 +29,7 @@ from typing import Any
 from audit import thresholds_file
 from audit.cli.apiurl import DEFAULT_API, api_url, auth_headers
 from audit.errors import UserError
-from audit.events import WorldEvent
+from audit.events import EventError, WorldEvent, validate_event
 from audit.metrics import fold_lifecycle
 from audit.migration import (
     STRATIFIED_BY,
@@ -79,13 +82,15 @@ def _inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--thresholds", metavar="FILE",
                    help="verdict thresholds (YAML; default the shipped deploy/migration/thresholds.yaml)")
     p.add_argument("--records", metavar="FILE", help="decision records, JSON lines")
-    p.add_argument("--server", help="audit API URL to read records from (default CLAIMTRAIL_API)")
+    p.add_argument("--server", help="audit API URL to read records from, and, unless --events is given, the world "
+                   "events of their clusters (needs an admin token; default CLAIMTRAIL_API)")
     p.add_argument("--token", help="bearer token (default CLAIMTRAIL_TOKEN)")
     p.add_argument("--cluster", help="only records of this cluster")
     p.add_argument("--since", help="only records at or after this RFC 3339 time")
     p.add_argument("--until", help="only records before this RFC 3339 time")
     p.add_argument("--events", metavar="FILE",
-                   help="world events, JSON lines (allocation lifetimes, the models device-plugin pods asked for)")
+                   help="world events, JSON lines (allocation lifetimes, the models device-plugin pods asked for); "
+                        "taken instead of the server's with --server")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (when thresholds ask for it)")
     p.add_argument("--min-pods", type=int, help="override the thresholds' min_pods")
     p.add_argument("--confidence", type=float, help="override the thresholds' confidence, e.g. 0.9")
@@ -167,6 +172,54 @@ def _records_from_api(args: argparse.Namespace) -> list[DecisionRecord]:
             params["cursor"] = page["next"]
 
 
+EVENTS_PAGE = 10_000  # the most GET /v1/events answers at once
+
+
+def _events_from_api(args: argparse.Namespace, clusters: set[str]) -> list[WorldEvent]:
+    """The world events of ``clusters`` as the API's store holds them, page by page."""
+    import httpx
+
+    server, headers = api_url(args.server), auth_headers(args.token)
+    where = f"--server {server}: GET /v1/events"
+    events: list[WorldEvent] = []
+    with httpx.Client(base_url=server, headers=headers, timeout=60) as http:
+        for cluster in sorted(clusters):
+            after: int = -1
+            while True:
+                try:
+                    response = http.get("/v1/events", params={"cluster": cluster, "after_seq": after,
+                                                              "limit": EVENTS_PAGE})
+                except httpx.HTTPError as exc:
+                    raise UserError(f"--server {server}: cannot reach the audit API: {exc}") from None
+                if response.status_code == 403:
+                    raise UserError(f"{where} answered 403: the world events carry every tenant's pods and need an "
+                                    "admin token (--token or CLAIMTRAIL_TOKEN); or give the run's world events "
+                                    "with --events FILE")
+                if response.status_code == 404:
+                    raise UserError(f"{where} answered 404: this server does not serve the event log; give the "
+                                    "run's world events with --events FILE")
+                if response.status_code != 200:
+                    detail = " ".join(response.text[:200].split())
+                    raise UserError(f"{where} answered {response.status_code}: {detail}")
+                try:
+                    page = response.json()
+                    items, following = page["items"], page["next_after_seq"]
+                except (ValueError, KeyError, TypeError):
+                    raise UserError(f"{where} answered 200 without an event page") from None
+                for data in items:
+                    try:
+                        events.append(validate_event(data))
+                    except EventError as exc:
+                        seq = data.get("seq", "?") if isinstance(data, dict) else "?"
+                        raise UserError(f"{where}: cluster {cluster} event {seq}: {exc}") from None
+                if following is None:
+                    break
+                if not isinstance(following, int) or following <= after:
+                    raise UserError(f"{where}: next_after_seq {following!r} does not follow {after}")
+                after = following
+    return events
+
+
 def _window(since: str | None, until: str | None) -> Any:
     """``--since``/``--until`` as replay reads them: refused unless RFC 3339 times in order, and
     compared as times, not as text (``…00Z`` and ``…00.000Z`` are the same instant)."""
@@ -218,7 +271,12 @@ def _asked(events: list[WorldEvent]) -> dict[tuple[str, str, str], str]:
 def _compute(args: argparse.Namespace) -> tuple[Thresholds, Report]:
     thresholds = _read_thresholds(thresholds_path(args), args)
     records = _load_records(args)
-    events = _events(args.events) if args.events else None
+    if args.events:
+        events: list[WorldEvent] | None = _events(args.events)
+    elif not args.records:  # read from the API: the events of the same store
+        events = _events_from_api(args, {r.cluster for r in records})
+    else:
+        events = None
     releases = releases_from_events(e.to_dict() for e in events) if events is not None else None
     asked = _asked(events) if events is not None else None
     try:
@@ -256,11 +314,11 @@ VERDICT_EXIT_CODES = {Verdict.PROMOTE: 0, Verdict.HOLD: 3, Verdict.ROLLBACK: 4}
 
 
 def without_events_note(args: argparse.Namespace, rep: Report) -> str:
-    """What a report made without ``--events`` leaves out, when it leaves anything out: the model a
-    device-plugin pod asked for is read from the world events, so without them those pods match no
-    DRA pod (the API's ``/v1/stats/migration`` reads the store's events and does match them)."""
+    """What a report made from ``--records`` without ``--events`` leaves out, when it leaves anything
+    out: the model a device-plugin pod asked for is read from the world events, so without them
+    those pods match no DRA pod (read from the API, the report has the store's events)."""
     m = rep.matching
-    if args.events or not (m.unmatched_baseline or m.unmatched_candidate):
+    if args.events or not args.records or not (m.unmatched_baseline or m.unmatched_candidate):
         return ""
     return (f"note: without --events the model each device-plugin pod asked for is unknown, so "
             f"{m.unmatched_baseline + m.unmatched_candidate:,} pods match no counterpart; give the run's world "

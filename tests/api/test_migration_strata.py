@@ -3,7 +3,7 @@ a real server on a chDB store, started without ``--migration-thresholds``, and t
 ``--thresholds``, both fall back to the shipped ``deploy/migration/thresholds.yaml`` and give the
 same stratified figures, matched and unmatched pods and verdict. The device-plugin pods' records
 name no model: both read what each asked for from the same world events (the server from its
-store, the CLI from ``--events``)."""
+store, the CLI from ``--events`` or, without it, from the server's ``GET /v1/events``)."""
 
 from __future__ import annotations
 
@@ -53,15 +53,21 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: value}
 
 
-def test_cli_and_api_give_the_same_stratified_figures(default_server: tuple[Server, Path]) -> None:
+def _report(server: Server, who: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "audit.cli.main", "migration", "report", "--server", server.base,
+         "--token", TOKENS[who], *extra, "-o", "json"], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("events_file", [True, False], ids=["events-file", "server-events"])
+def test_cli_and_api_give_the_same_stratified_figures(default_server: tuple[Server, Path], events_file: bool) -> None:
     server, events = default_server
     api = server.get("/v1/stats/migration")
     assert api.status_code == 200, api.text
     body = api.json()
-    cli = subprocess.run(
-        [sys.executable, "-m", "audit.cli.main", "migration", "report", "--server", server.base,
-         "--token", TOKENS["admin"], "--events", str(events), "-o", "json"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    cli = _report(server, "admin", *(["--events", str(events)] if events_file else []))
     assert cli.returncode == 0, cli.stderr
+    assert cli.stderr == ""
     printed = json.loads(cli.stdout)
     del printed["cohorts"]  # the API gives the per-cohort figures as its rows
     expected, got = _flat(printed), _flat(body["comparison"])
@@ -81,6 +87,17 @@ def test_cli_and_api_give_the_same_stratified_figures(default_server: tuple[Serv
     rows = {(r["track"], r["template_version"]): (r["matched_pods"], r["unmatched_pods"], r["verdict"])
             for r in body["rows"]}
     assert rows == {("device-plugin", ""): (8, 1, "hold"), ("dra", "v2"): (8, 3, "hold")}
+
+
+def test_a_tenant_token_without_events_file_is_told_events_need_an_admin_token(
+        default_server: tuple[Server, Path]) -> None:
+    server, events = default_server
+    cli = _report(server, "team-a")
+    assert cli.returncode == 2 and cli.stdout == ""
+    assert cli.stderr == (f"claimtrail migration: --server {server.base}: GET /v1/events answered 403: the world events "
+                          "carry every tenant's pods and need an admin token (--token or CLAIMTRAIL_TOKEN); or give the "
+                          "run's world events with --events FILE\n")
+    assert _report(server, "team-a", "--events", str(events)).returncode == 0
 
 
 def test_the_api_default_is_the_file_the_cli_defaults_to() -> None:

@@ -49,21 +49,45 @@ def test_plan_computes_the_verdict_and_prints_rollback_steps(worse_file: str, ca
     assert "1. [freeze] stop publishing ResourceClaimTemplate gpu-h100-first-v2" in out
 
 
-class _Api(BaseHTTPRequestHandler):
-    """Serves /v1/decisions pages the way the audit API does (items + next cursor)."""
+def _node_event(seq: int, cluster: str = "canary") -> dict:
+    return {"cluster": cluster, "seq": seq, "time": "2026-11-01T00:00:00.000000Z", "type": "upsert",
+            "object_kind": "Node", "namespace": "", "name": f"n{seq}",
+            "payload": {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{seq}"}}, "resource_version": ""}
 
+
+class _Api(BaseHTTPRequestHandler):
+    """Serves /v1/decisions pages the way the audit API does (items + next cursor), and /v1/events
+    (a cluster's events after after_seq, at most EVENT_PAGE at once, + next_after_seq) answering
+    ``events_status`` with ``events_body``; keeps every GET's path and query in ``asked``."""
+
+    EVENT_PAGE = 2  # fewer than the client asks for: it must follow next_after_seq
     pages: list[list[dict]] = []
+    events: list[dict] = []
+    events_status = 200
+    events_body = ""
+    asked: list[tuple[str, dict[str, str]]] = []
 
     def log_message(self, *args: object) -> None:
         pass
 
     def do_GET(self) -> None:  # noqa: N802
         url = urlparse(self.path)
-        q = parse_qs(url.query)
-        index = int(q.get("cursor", ["0"])[0])
+        q = {k: v[0] for k, v in parse_qs(url.query).items()}
+        _Api.asked.append((url.path, q))
+        if url.path == "/v1/events":
+            after = int(q["after_seq"])
+            items = [e for e in self.events if e["cluster"] == q["cluster"] and e["seq"] > after][: self.EVENT_PAGE]
+            following = items[-1]["seq"] if len(items) == self.EVENT_PAGE else None
+            self._answer(self.events_status, self.events_body or json.dumps(
+                {"cluster": q["cluster"], "items": items, "next_after_seq": following}))
+            return
+        index = int(q.get("cursor", "0"))
         body = {"items": self.pages[index], "next": str(index + 1) if index + 1 < len(self.pages) else None}
-        data = json.dumps(body).encode()
-        self.send_response(200)
+        self._answer(200, json.dumps(body))
+
+    def _answer(self, status: int, body: str) -> None:
+        data = body.encode()
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -74,6 +98,8 @@ class _Api(BaseHTTPRequestHandler):
 def api() -> Iterator[str]:
     records = [r.to_dict() for r in _canary(worse=False)]
     _Api.pages = [records[i : i + 1000] for i in range(0, len(records), 1000)]
+    _Api.events = [_node_event(s) for s in range(5)] + [_node_event(0, "elsewhere")]
+    _Api.events_status, _Api.events_body, _Api.asked = 200, "", []
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Api)
     t = threading.Thread(target=httpd.serve_forever, daemon=True)
     t.start()
@@ -87,6 +113,49 @@ def test_report_reads_every_page_from_the_api_and_promotes_an_equal_cohort(api: 
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "verdict: promote"
     assert "baseline device-plugin (3000 pods) vs candidate dra/v2 (3000 pods)" in out
+
+
+def test_report_from_the_api_reads_the_event_log_of_its_records_clusters_page_by_page(
+        api: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migration", "report", "--server", api, "--thresholds", THRESHOLDS]) == 0
+    assert capsys.readouterr().err == ""
+    assert [q for path, q in _Api.asked if path == "/v1/events"] == [
+        {"cluster": "canary", "after_seq": after, "limit": "10000"} for after in ("-1", "1", "3")]
+
+
+def test_report_from_the_api_takes_an_events_file_instead_of_the_event_log(
+        api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(json.dumps(e) + "\n" for e in _Api.events))
+    _Api.events_status = 403  # never asked
+    assert main(["migration", "report", "--server", api, "--thresholds", THRESHOLDS, "--events", str(events)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "verdict: promote"
+    assert [path for path, _ in _Api.asked if path == "/v1/events"] == []
+
+
+EVENT_LOG_ERRORS = {
+    "tenant_token": (403, '{"type": "https://claimtrail.io/problems/forbidden"}',
+                     "GET /v1/events answered 403: the world events carry every tenant's pods and need an admin token "
+                     "(--token or CLAIMTRAIL_TOKEN); or give the run's world events with --events FILE"),
+    "server_without_the_log": (404, "{}", "GET /v1/events answered 404: this server does not serve the event log; "
+                                          "give the run's world events with --events FILE"),
+    "server_error": (503, '{"detail":\n "the store cannot answer"}',
+                     'GET /v1/events answered 503: {"detail": "the store cannot answer"}'),
+    "not_a_page": (200, "[]", "GET /v1/events answered 200 without an event page"),
+    "bad_event": (200, '{"items": [{"cluster": "canary", "seq": 4}], "next_after_seq": null}',
+                  "GET /v1/events: cluster canary event 4: WorldEvent: time: required field missing"),
+    "next_not_after": (200, '{"items": [], "next_after_seq": -1}',
+                       "GET /v1/events: next_after_seq -1 does not follow -1"),
+}
+
+
+@pytest.mark.parametrize(("status", "body", "message"), list(EVENT_LOG_ERRORS.values()), ids=list(EVENT_LOG_ERRORS))
+def test_an_event_log_the_report_cannot_read_is_one_line_naming_server_and_endpoint(
+        api: str, capsys: pytest.CaptureFixture[str], status: int, body: str, message: str) -> None:
+    _Api.events_status, _Api.events_body = status, body
+    assert main(["migration", "report", "--server", api, "--thresholds", THRESHOLDS]) == 2
+    err = capsys.readouterr().err
+    assert err == f"claimtrail migration: --server {api}: {message}\n"
 
 
 @pytest.mark.parametrize(("extra", "code"), [([], 0), (["--exit-code"], 4), (["--exit-code", "--min-pods", "9999"], 4)],
