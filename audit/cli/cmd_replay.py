@@ -8,14 +8,19 @@ id or one cluster and seq are refused), a store
 ``CLAIMTRAIL_API``; the server selects, replays as one job in history order and records, and the
 progress bar follows the job). Select with ``--since/--until``,
 ``--cluster``, ``--decision``, ``--sample`` and ``--shard i/N``; ``--workers K`` replays contiguous runs of the
-history in K processes. A progress bar goes to stderr, the summary (verified, matched, mismatched
+history in K processes (files or ``--dsn``). A progress bar goes to stderr, the summary (verified, matched, mismatched
 by cause) and the first diffs to stdout. Exit code 1 when any decision does not match; a selection
 that matches no decision is refused (exit 2), while an empty shard of it only says so on stderr.
 ``--policy FILE`` re-runs the window of one cluster (``--cluster``, needed when the history holds several)
 under that policy instead and prints the deltas per tenant and
 model side by side with the recorded history; with ``--server`` the API does it (admin token). ``--dsn DSN --write-checkpoints N`` checkpoints a
 store's event log every N events (resuming after the latest stored checkpoint), so later replays
-fold at most N events each.
+fold at most N events each. An option given where it does nothing is refused with one line naming
+it, never ignored: ``--workers`` or ``--checkpoint-every`` with ``--server``, ``--checkpoint-every``
+when verifying a store (it has its own checkpoints), ``--workers``, ``--segment`` or ``--show``
+with ``--policy``, ``--segment`` without ``--shard``, ``--token`` without ``--server``, a selection,
+``--policy``, ``--workers``, ``--checkpoint-every``, ``--show`` or ``--json`` with
+``--write-checkpoints``, and a second history there too.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ CHUNK = 1000  # decisions per unit of work: one checkpoint load at most per chun
 SERVER_BATCH = 20_000  # decision ids per POST /v1/replay (the API's limit per request)
 SERVER_WINDOW = 100_000  # decisions of a window the API replays in one job (a larger one takes several)
 POLL_S = 0.25  # between two looks at a server's replay job
+SHOW = 20  # mismatches printed with their diff unless --show says otherwise
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -65,18 +71,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "replay (default: the history's only cluster; with --server, the only cluster of the window's "
                    "decisions)")
     s.add_argument("--decision", nargs="+", action="extend", default=[], metavar="ID", help="decision ids")
-    s.add_argument("--sample", type=float, default=1.0, metavar="P", help="replay a stable fraction P in (0, 1]")
+    # options left unset are None, so one given where it does nothing is refused (``_refuse_unused``)
+    s.add_argument("--sample", type=float, metavar="P", help="replay a stable fraction P in (0, 1] (default 1)")
     s.add_argument("--shard", metavar="i/N", help="replay shard i of N (segments of --segment seqs)")
-    s.add_argument("--segment", type=int, default=DEFAULT_INTERVAL, metavar="N",
-                   help=f"sequence numbers per shard segment (default {DEFAULT_INTERVAL})")
-    p.add_argument("--checkpoint-every", type=int, default=DEFAULT_INTERVAL, metavar="N",
-                   help="offline: checkpoint the event log every N events before replaying")
+    s.add_argument("--segment", type=int, metavar="N",
+                   help=f"with --shard: sequence numbers per shard segment (default {DEFAULT_INTERVAL})")
+    p.add_argument("--checkpoint-every", type=int, metavar="N",
+                   help="with --records/--events, or --dsn and --policy: checkpoint the event log in memory every "
+                        f"N events before replaying (default {DEFAULT_INTERVAL}; a store's replay uses its stored "
+                        "checkpoints, the API its own)")
     p.add_argument("--write-checkpoints", type=int, metavar="N",
                    help="with --dsn: fold the stored event log and write a checkpoint every N events (from the "
                         "latest one already stored), then exit")
-    p.add_argument("--workers", type=int, default=1, metavar="K", help="processes (default 1)")
+    p.add_argument("--workers", type=int, metavar="K",
+                   help="verifying --records/--events or --dsn: processes (default 1)")
     p.add_argument("--policy", metavar="FILE", help="counterfactual: re-run the window under this policy")
-    p.add_argument("--show", type=int, default=20, metavar="N", help="mismatches to print with their diff")
+    p.add_argument("--show", type=int, metavar="N",
+                   help=f"verifying: mismatches to print with their diff (default {SHOW})")
     p.add_argument("--json", action="store_true", help="print the summary and mismatches as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -311,7 +322,69 @@ def _now() -> str:
     return format_utc(datetime.now(UTC))
 
 
+def _given(args: argparse.Namespace, option: str) -> bool:
+    """Whether the user gave ``option`` (the options checked default to None, [] or False)."""
+    value = getattr(args, option.removeprefix("--").replace("-", "_"))
+    return value is not None and value is not False and value != []
+
+
+def _unused(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """(option, the line refusing it) for every option this run would not use, were it given."""
+    files, store = bool(args.records or args.events), bool(args.dsn)
+    server = ("--server" if args.server else "CLAIMTRAIL_API" if os.environ.get("CLAIMTRAIL_API") else "")
+    remote = not (files or store) and bool(server)
+    if files or store:
+        yield "--token", f"--token with {'--records/--events' if files else '--dsn'}: it authenticates to --server"
+    if args.write_checkpoints is not None:
+        for option in ("--since", "--until", "--decision", "--sample", "--shard", "--segment"):
+            yield option, f"{option} with --write-checkpoints: it checkpoints whole event logs; {option} selects " \
+                          "decisions to replay"
+        yield "--policy", "--policy with --write-checkpoints: it only writes checkpoints; run the what-if on its own"
+        yield "--workers", "--workers with --write-checkpoints: it folds each event log in one process"
+        yield "--checkpoint-every", ("--checkpoint-every with --write-checkpoints: its own N is the interval of the "
+                                     "checkpoints it writes")
+        for option in ("--show", "--json"):
+            yield option, f"{option} with --write-checkpoints: it prints one line per cluster, no summary or mismatches"
+        return
+    if args.policy:
+        for option in ("--decision", "--shard", "--sample"):
+            yield option, "--policy: replays a whole window; --decision, --shard and --sample do not apply"
+        yield "--workers", "--workers with --policy: a what-if decides its window again in one process"
+        yield "--segment", "--segment with --policy: a what-if replays its whole window, not the segments of --shard"
+        yield "--show", "--show with --policy: a what-if prints deltas, not mismatches"
+    else:
+        if remote:
+            yield "--workers", f"--workers with {server}: the audit API replays the selection as one job"
+        if not args.shard:
+            yield "--segment", "--segment without --shard: it sizes the segments --shard deals out"
+        if store:
+            yield "--checkpoint-every", ("--checkpoint-every with --dsn: a store's replay starts from the checkpoints "
+                                         "stored in it (write them with --write-checkpoints)")
+    if remote:
+        yield "--checkpoint-every", f"--checkpoint-every with {server}: the audit API replays from its store's checkpoints"
+
+
+def _refuse_unused(args: argparse.Namespace) -> None:
+    """An option given where it does nothing is refused, naming it and why, never ignored."""
+    for option, line in _unused(args):
+        if _given(args, option):
+            raise UserError(line)
+
+
+def _defaults(args: argparse.Namespace) -> None:
+    """The values of the options left unset, once none was given where it does nothing."""
+    for name, value in (("sample", 1.0), ("segment", DEFAULT_INTERVAL), ("checkpoint_every", DEFAULT_INTERVAL),
+                        ("workers", 1), ("show", SHOW)):
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
 def run(args: argparse.Namespace) -> int:
+    offline = bool(args.records or args.events)
+    if sum([offline, bool(args.dsn), bool(args.server)]) > 1:
+        raise UserError("--records/--events, --dsn and --server: choose one history")
+    _refuse_unused(args)
+    _defaults(args)
     sel = _selection(args)
     if args.workers < 1:
         raise UserError(f"--workers {args.workers}: must be >= 1")
@@ -321,9 +394,6 @@ def run(args: argparse.Namespace) -> int:
         return write_checkpoints(args)
     if args.policy:
         return run_counterfactual(args, sel)
-    offline = bool(args.records or args.events)
-    if sum([offline, bool(args.dsn), bool(args.server)]) > 1:
-        raise UserError("--records/--events, --dsn and --server: choose one history")
     if not offline and not args.dsn:
         if not (args.server or os.environ.get("CLAIMTRAIL_API")):
             raise UserError("no history: give --records and --events, --dsn, or --server (or set CLAIMTRAIL_API)")
@@ -462,8 +532,6 @@ def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
 
     if not (sel.since and sel.until):
         raise UserError("--policy: give the window as --since and --until")
-    if sel.decision_ids or sel.shard is not None or sel.sample < 1.0:
-        raise UserError("--policy: replays a whole window; --decision, --shard and --sample do not apply")
     doc = policy_document(args.policy)
     since, until = parse_time_ms(sel.since), parse_time_ms(sel.until)
     if until <= since:

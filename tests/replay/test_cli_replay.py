@@ -423,3 +423,65 @@ def test_checkpoints_are_written_for_every_cluster_with_events(tmp_path, capsys,
     code, out, err = _run(capsys, "--dsn", dsn, "--write-checkpoints", "1000")
     said = expected.replace("@top", "1,499").replace("@dsn", dsn)
     assert (code, (out or err).strip()) == (0 if records is not None else 2, said)
+
+
+NOWHERE = ["--server", "http://127.0.0.1:9"]  # refused before anything is sent
+
+# the history, the options given and the line refusing the one that would do nothing
+UNUSED = {
+    "workers-with-server": ("server", ["--workers", "2"],
+                            "--workers with --server: the audit API replays the selection as one job"),
+    "workers-at-its-default-with-server": ("server", ["--workers", "1"],
+                                           "--workers with --server: the audit API replays the selection as one job"),
+    "checkpoint-every-with-server": ("server", ["--checkpoint-every", "500"],
+                                     "--checkpoint-every with --server: the audit API replays from its store's "
+                                     "checkpoints"),
+    "checkpoint-every-with-a-whatif-through-the-server": (
+        "server", ["--policy", "@same", *WINDOW, "--checkpoint-every", "500"],
+        "--checkpoint-every with --server: the audit API replays from its store's checkpoints"),
+    "checkpoint-every-with-dsn": ("store", ["--checkpoint-every", "500"],
+                                  "--checkpoint-every with --dsn: a store's replay starts from the checkpoints stored in "
+                                  "it (write them with --write-checkpoints)"),
+    "workers-with-policy": ("files", ["--policy", "@same", *WINDOW, "--workers", "2"],
+                            "--workers with --policy: a what-if decides its window again in one process"),
+    "workers-with-policy-through-the-server": ("server", ["--policy", "@same", *WINDOW, "--workers", "2"],
+                                               "--workers with --policy: a what-if decides its window again in one "
+                                               "process"),
+    "segment-with-policy": ("files", ["--policy", "@same", *WINDOW, "--segment", "500"],
+                            "--segment with --policy: a what-if replays its whole window, not the segments of --shard"),
+    "show-with-policy": ("files", ["--policy", "@same", *WINDOW, "--show", "5"],
+                         "--show with --policy: a what-if prints deltas, not mismatches"),
+    "sample-of-one-with-policy": ("store", ["--cluster", "busy", "--policy", "@same", *WINDOW, "--sample", "1"],
+                                  "--policy: replays a whole window; --decision, --shard and --sample do not apply"),
+    "segment-without-shard": ("files", ["--segment", "500"],
+                              "--segment without --shard: it sizes the segments --shard deals out"),
+    "token-with-files": ("files", ["--token", "secret"], "--token with --records/--events: it authenticates to --server"),
+    "token-with-dsn": ("store", ["--token", "secret"], "--token with --dsn: it authenticates to --server"),
+    "since-with-write-checkpoints": ("store", ["--write-checkpoints", "1000", "--since", WINDOW[1]],
+                                     "--since with --write-checkpoints: it checkpoints whole event logs; --since "
+                                     "selects decisions to replay"),
+    "policy-with-write-checkpoints": ("store", ["--write-checkpoints", "1000", "--policy", "@same"],
+                                      "--policy with --write-checkpoints: it only writes checkpoints; run the what-if "
+                                      "on its own"),
+    "workers-with-write-checkpoints": ("store", ["--write-checkpoints", "1000", "--workers", "2"],
+                                       "--workers with --write-checkpoints: it folds each event log in one process"),
+    "checkpoint-every-with-write-checkpoints": ("store", ["--write-checkpoints", "1000", "--checkpoint-every", "500"],
+                                                "--checkpoint-every with --write-checkpoints: its own N is the "
+                                                "interval of the checkpoints it writes"),
+    "json-with-write-checkpoints": ("store", ["--write-checkpoints", "1000", "--json"],
+                                    "--json with --write-checkpoints: it prints one line per cluster, no summary or "
+                                    "mismatches"),
+    "a-second-history-with-policy": ("files", ["--dsn", "chdb:///nowhere", "--cluster", "busy", "--policy", "@same",
+                                               *WINDOW],
+                                     "--records/--events, --dsn and --server: choose one history"),
+}
+
+
+@pytest.mark.parametrize(("history", "argv", "message"), UNUSED.values(), ids=UNUSED.keys())
+def test_an_option_that_does_nothing_where_it_is_given_is_refused(files, policies, two_clusters, capsys, monkeypatch,
+                                                                  history, argv, message):
+    monkeypatch.delenv("CLAIMTRAIL_API", raising=False)
+    given = {"files": ["--records", files[0], "--events", files[1]], "store": two_clusters["store"],
+             "server": NOWHERE}[history]
+    code, out, err = _run(capsys, *given, *(policies[0] if a == "@same" else a for a in argv))
+    assert (code, err.strip(), out) == (2, f"claimtrail replay: {message}", "")
