@@ -15,12 +15,13 @@ that matches no decision is refused (exit 2), while an empty shard of it only sa
 under that policy instead and prints the deltas per tenant and
 model side by side with the recorded history; with ``--server`` the API does it (admin token). ``--dsn DSN --write-checkpoints N`` checkpoints a
 store's event log every N events (resuming after the latest stored checkpoint), so later replays
-fold at most N events each. An option given where it does nothing is refused with one line naming
-it, never ignored: ``--workers`` or ``--checkpoint-every`` with ``--server``, ``--checkpoint-every``
-when verifying a store (it has its own checkpoints), ``--workers``, ``--segment`` or ``--show``
-with ``--policy``, ``--segment`` without ``--shard``, ``--token`` without ``--server``, a selection,
-``--policy``, ``--workers``, ``--checkpoint-every``, ``--show`` or ``--json`` with
-``--write-checkpoints``, and a second history there too.
+fold at most N events each: every cluster's, or with ``--cluster`` that cluster's only. An option
+given where it does nothing is refused with one line naming it, never ignored: ``--workers`` or
+``--checkpoint-every`` with ``--server``, ``--checkpoint-every`` when verifying a store (it has its
+own checkpoints), ``--workers``, ``--segment`` or ``--show`` with ``--policy``, ``--segment``
+without ``--shard``, ``--token`` without ``--server``, a selection, ``--policy``, ``--workers``,
+``--checkpoint-every``, ``--show`` or ``--json`` with ``--write-checkpoints``, and a second history
+there too.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--until", help="decisions before this RFC 3339 time")
     s.add_argument("--cluster", help="decisions of this cluster only; with --policy: the cluster whose window to "
                    "replay (default: the history's only cluster; with --server, the only cluster of the window's "
-                   "decisions)")
+                   "decisions); with --write-checkpoints: the cluster whose event log to checkpoint (default: all)")
     s.add_argument("--decision", nargs="+", action="extend", default=[], metavar="ID", help="decision ids")
     # options left unset are None, so one given where it does nothing is refused (``_refuse_unused``)
     s.add_argument("--sample", type=float, metavar="P", help="replay a stable fraction P in (0, 1] (default 1)")
@@ -81,8 +82,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         f"N events before replaying (default {DEFAULT_INTERVAL}; a store's replay uses its stored "
                         "checkpoints, the API its own)")
     p.add_argument("--write-checkpoints", type=int, metavar="N",
-                   help="with --dsn: fold the stored event log and write a checkpoint every N events (from the "
-                        "latest one already stored), then exit")
+                   help="with --dsn: fold the stored event log of every cluster (of --cluster only, if given) and "
+                        "write a checkpoint every N events (from the latest one already stored), then exit")
     p.add_argument("--workers", type=int, metavar="K",
                    help="verifying --records/--events or --dsn: processes (default 1)")
     p.add_argument("--policy", metavar="FILE", help="counterfactual: re-run the window under this policy")
@@ -445,7 +446,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_checkpoints(args: argparse.Namespace) -> int:
-    """Checkpoint a store's event log every N events, resuming after the latest stored checkpoint."""
+    """Checkpoint a store's event log every N events, resuming after the latest stored checkpoint:
+    every cluster's, or only that of ``--cluster``."""
     from audit.replay.checkpoints import CheckpointCorrupt, CheckpointWriter, load_checkpoint
     from audit.replay.source import StoreHistory
     from audit.store.queries import AuditStore
@@ -458,6 +460,8 @@ def write_checkpoints(args: argparse.Namespace) -> int:
     with AuditStore.open(args.dsn, create=False) as store:
         history = StoreHistory(store)
         clusters = store.event_clusters()  # every cluster with a log, whether its decisions are stored yet or not
+        if args.cluster:
+            clusters = [_held_cluster(args.cluster, clusters, "the store")]
         if not clusters:
             raise UserError(f"--write-checkpoints: no world events in the store at {args.dsn}: nothing to checkpoint")
         for cluster in clusters:
@@ -485,15 +489,18 @@ def write_checkpoints(args: argparse.Namespace) -> int:
 # ---- counterfactual ------------------------------------------------------------------------------
 
 
+def _held_cluster(cluster: str, clusters: list[str], where: str) -> str:
+    """``cluster`` (``--cluster``) if it is one of the ``clusters`` with events in ``where``."""
+    if cluster not in clusters:
+        held = f" (it holds {', '.join(clusters)})" if clusters else ""
+        raise UserError(f"--cluster {cluster}: no world events of this cluster in {where}{held}")
+    return cluster
 
 
 def _whatif_cluster(args: argparse.Namespace, clusters: list[str], where: str) -> str:
     """The cluster whose window a what-if decides again: ``--cluster``, else the history's only one."""
-    held = f" (it holds {', '.join(clusters)})" if clusters else ""
     if args.cluster:
-        if args.cluster not in clusters:
-            raise UserError(f"--cluster {args.cluster}: no world events of this cluster in {where}{held}")
-        return str(args.cluster)
+        return _held_cluster(str(args.cluster), clusters, where)
     if not clusters:
         raise UserError(f"--policy: no world events in {where}: nothing to replay")
     if len(clusters) > 1:

@@ -485,3 +485,28 @@ def test_an_option_that_does_nothing_where_it_is_given_is_refused(files, policie
              "server": NOWHERE}[history]
     code, out, err = _run(capsys, *given, *(policies[0] if a == "@same" else a for a in argv))
     assert (code, err.strip(), out) == (2, f"claimtrail replay: {message}", "")
+
+
+@pytest.mark.parametrize(("argv", "code", "said", "checkpointed"), [
+    ([], 0, "busy: 1 checkpoint(s) written, every 1,000 events up to seq 1,499\n"
+            "twin: 1 checkpoint(s) written, every 1,000 events up to seq 1,499", ["busy", "twin"]),
+    (["--cluster", "busy"], 0, "busy: 1 checkpoint(s) written, every 1,000 events up to seq 1,499", ["busy"]),
+    (["--cluster", "twin"], 0, "twin: 1 checkpoint(s) written, every 1,000 events up to seq 1,499", ["twin"]),
+    (["--cluster", "nope"], 2, "claimtrail replay: --cluster nope: no world events of this cluster in the store (it "
+                               "holds busy, twin)", []),
+], ids=["every-cluster", "cluster-busy", "cluster-twin", "a-cluster-the-store-lacks"])
+def test_write_checkpoints_with_cluster_checkpoints_that_cluster_only(tmp_path, capsys, argv, code, said,
+                                                                      checkpointed):
+    import dataclasses
+
+    events = busy(HOURS).events[:1500]
+    dsn = f"chdb://{tmp_path}/store"
+    with AuditStore.open(dsn) as store:
+        writer = store.writer(name="history")
+        writer.write_events(events + [dataclasses.replace(e, cluster="twin") for e in events])
+        writer.flush()
+    got, out, err = _run(capsys, "--dsn", dsn, "--write-checkpoints", "1000", *argv)
+    assert (got, (out or err).strip()) == (code, said)
+    with AuditStore.open(dsn, create=False) as store:
+        history = StoreHistory(store)
+        assert [c for c in ("busy", "twin") if history.nearest_checkpoint(c, 1499) is not None] == checkpointed
