@@ -12,16 +12,17 @@ history in K processes (files or ``--dsn``). A progress bar goes to stderr, the 
 by cause) and the first diffs to stdout. Exit code 1 when any decision does not match; a selection
 that matches no decision is refused (exit 2), while an empty shard of it only says so on stderr.
 ``--policy FILE`` re-runs the window of one cluster (``--cluster``, needed when the history holds several)
-under that policy instead and prints the deltas per tenant and
-model side by side with the recorded history; with ``--server`` the API does it (admin token). ``--dsn DSN --write-checkpoints N`` checkpoints a
-store's event log every N events (resuming after the latest stored checkpoint), so later replays
-fold at most N events each: every cluster's, or with ``--cluster`` that cluster's only. An option
-given where it does nothing is refused with one line naming it, never ignored: ``--workers`` or
-``--checkpoint-every`` with ``--server``, ``--checkpoint-every`` when verifying a store (it has its
-own checkpoints), ``--workers``, ``--segment`` or ``--show`` with ``--policy``, ``--segment``
-without ``--shard``, ``--token`` without ``--server``, a selection, ``--policy``, ``--workers``,
-``--checkpoint-every``, ``--show`` or ``--json`` with ``--write-checkpoints``, and a second history
-there too.
+under that policy instead and prints the deltas per tenant and model side by side with the
+recorded history (a window outside the cluster's event log, which holds nothing recorded, is
+refused with the log's time span); with ``--server`` the API does it (admin token).
+``--dsn DSN --write-checkpoints N`` checkpoints a store's event log every N events (resuming after
+the latest stored checkpoint), so later replays fold at most N events each: every cluster's, or with
+``--cluster`` that cluster's only. An option given where it does nothing is refused with one line
+naming it, never ignored: ``--workers`` or ``--checkpoint-every`` with ``--server``,
+``--checkpoint-every`` when verifying a store (it has its own checkpoints), ``--workers``,
+``--segment`` or ``--show`` with ``--policy``, ``--segment`` without ``--shard``, ``--token``
+without ``--server``, a selection, ``--policy``, ``--workers``, ``--checkpoint-every``, ``--show``
+or ``--json`` with ``--write-checkpoints``, and a second history there too.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "write a checkpoint every N events (from the latest one already stored), then exit")
     p.add_argument("--workers", type=int, metavar="K",
                    help="verifying --records/--events or --dsn: processes (default 1)")
-    p.add_argument("--policy", metavar="FILE", help="counterfactual: re-run the window under this policy")
+    p.add_argument("--policy", metavar="FILE", help="counterfactual: re-run the window (--since/--until, which must "
+                   "overlap the cluster's event log) under this policy")
     p.add_argument("--show", type=int, metavar="N",
                    help=f"verifying: mismatches to print with their diff (default {SHOW})")
     p.add_argument("--json", action="store_true", help="print the summary and mismatches as JSON")
@@ -533,7 +535,7 @@ def _history(args: argparse.Namespace) -> tuple[str, list[DecisionRecord], Any]:
 
 
 def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
-    from audit.replay.service import cluster_events, counterfactual
+    from audit.replay.service import WindowOutsideLog, cluster_events, counterfactual
     from audit.replay.whatif import delta_lines, deltas
     from audit.timestamps import parse_time_ms
 
@@ -548,7 +550,10 @@ def run_counterfactual(args: argparse.Namespace, sel: Selection) -> int:
     cluster, records, source = _history(args)
     if not args.quiet:
         print(f"replaying {sel.since} .. {sel.until} of cluster {cluster} under {args.policy}", file=sys.stderr)
-    result = counterfactual(source, cluster, cluster_events(source, cluster), records, doc, since, until)
+    try:
+        result = counterfactual(source, cluster, cluster_events(source, cluster), records, doc, since, until)
+    except WindowOutsideLog as exc:
+        raise UserError(f"--since {sel.since} --until {sel.until}: {exc}") from None
     d = deltas(result)
     if args.json:
         print(json.dumps(d, indent=2, sort_keys=True))

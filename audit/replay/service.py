@@ -41,6 +41,11 @@ class PolicyNotFound(LookupError):
     """No Policy event of the history has the version asked for."""
 
 
+class WindowOutsideLog(ValueError):
+    """A what-if window that no event of the cluster's log falls in: nothing recorded lies in it,
+    and its figures would only extrapolate the world as it was at one end of the log."""
+
+
 def not_found(decision_id: str) -> ReplayResult:
     return ReplayResult(decision_id, "", "", False, Cause.MISSING_EVENTS.value, [f"decision {decision_id}: not found"])
 
@@ -95,12 +100,27 @@ def cluster_events(history: EventHistory, cluster: str) -> list[WorldEvent]:
     return [] if top is None else list(history.events(cluster, -1, top))
 
 
+def within_log(cluster: str, events: Sequence[WorldEvent], since_ms: int, until_ms: int) -> None:
+    """WindowOutsideLog unless the window ``[since_ms, until_ms)`` holds a time of ``cluster``'s
+    event log: it must not start after the log's last event nor end at or before its first."""
+    if not events:
+        raise WindowOutsideLog(f"cluster {cluster} has no world events")
+    first = min(events, key=lambda e: parse_time_ms(e.time))
+    last = max(events, key=lambda e: parse_time_ms(e.time))
+    if since_ms > parse_time_ms(last.time) or until_ms <= parse_time_ms(first.time):
+        side = "after" if since_ms > parse_time_ms(last.time) else "before"
+        raise WindowOutsideLog(f"the window lies {side} the event log of cluster {cluster}, which spans {first.time} "
+                               f".. {last.time}; a what-if decides again only a window of recorded history")
+
+
 def counterfactual(history: EventHistory, cluster: str, events: list[WorldEvent], records: list[DecisionRecord],
                    document: dict[str, Any], since_ms: int, until_ms: int) -> WhatIf:
     """The window ``[since_ms, until_ms)`` of ``cluster`` decided again under ``document``, from the
     world just before the window (rebuilt from the history's nearest checkpoint), beside the
     recorded decisions. ``events`` are the cluster's; ``records`` may cover more than the window and
-    other clusters, whose decisions are left out (their pods may share names with this cluster's)."""
+    other clusters, whose decisions are left out (their pods may share names with this cluster's).
+    A window outside the cluster's event log is refused (``within_log``)."""
+    within_log(cluster, events, since_ms, until_ms)
     records = [r for r in records if r.cluster == cluster]
     before = [e.seq for e in events if parse_time_ms(e.time) < since_ms]
     start = WorldCursor(history, cluster).at(max(before)) if before else World(cluster)

@@ -510,3 +510,34 @@ def test_write_checkpoints_with_cluster_checkpoints_that_cluster_only(tmp_path, 
     with AuditStore.open(dsn, create=False) as store:
         history = StoreHistory(store)
         assert [c for c in ("busy", "twin") if history.nearest_checkpoint(c, 1499) is not None] == checkpointed
+
+
+def _span_refused(side: str) -> str:
+    events = busy(HOURS).events
+    return (f"the window lies {side} the event log of cluster busy, which spans {events[0].time} .. "
+            f"{events[-1].time}; a what-if decides again only a window of recorded history")
+
+
+# a window (since, until) and its refusal, if any: the log spans 00:00:00.000 .. 01:59:56.975 on 2026-11-02
+OUTSIDE_THE_LOG = {
+    "days-after-the-log": ("2026-11-05T00:30:00Z", "2026-11-05T01:30:00Z", _span_refused("after")),
+    "just-after-its-last-event": ("2026-11-02T01:59:56.976Z", "2026-11-02T03:00:00Z", _span_refused("after")),
+    "before-the-log": ("2026-11-01T22:00:00Z", "2026-11-01T23:00:00Z", _span_refused("before")),
+    "up-to-its-first-event": ("2026-11-01T23:00:00Z", "2026-11-02T00:00:00Z", _span_refused("before")),
+    "from-its-last-event": ("2026-11-02T01:59:56.975Z", "2026-11-02T03:00:00Z", None),  # a decision lies there
+    "across-its-end": ("2026-11-02T01:30:00Z", "2026-11-02T03:00:00Z", None),
+}
+
+
+@pytest.mark.parametrize("history", ["files", "store"])
+@pytest.mark.parametrize(("since", "until", "refused"), OUTSIDE_THE_LOG.values(), ids=OUTSIDE_THE_LOG.keys())
+def test_a_whatif_window_outside_the_event_log_is_refused_with_the_logs_span(files, policies, two_clusters, capsys,
+                                                                            history, since, until, refused):
+    given = ["--records", files[0], "--events", files[1]] if history == "files" else [*two_clusters["store"],
+                                                                                      "--cluster", "busy"]
+    code, out, err = _run(capsys, *given, "--policy", policies[0], "--since", since, "--until", until, "--json")
+    if refused is None:
+        assert (code, err) == (0, "")
+        assert json.loads(out)["decisions"][0] > 0
+    else:
+        assert (code, err.strip(), out) == (2, f"claimtrail replay: --since {since} --until {until}: {refused}", "")

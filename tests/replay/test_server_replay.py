@@ -213,3 +213,33 @@ def test_a_server_replay_of_ids_refuses_a_window_selection(two_clusters, capsys,
     assert (code, capsys.readouterr().err) == (2, "claimtrail replay: --decision with --server: --since, --until, "
                                                   "--cluster, --sample and --shard select from a window, not from "
                                                   "ids\n")
+
+
+# a window (since, until) outside the log, which spans 00:00:00.000 .. 01:59:56.975 on 2026-11-02, and its side
+OUTSIDE_THE_LOG = {
+    "days-after-the-log": ("2026-11-05T00:30:00Z", "2026-11-05T01:30:00Z", "after"),
+    "just-after-its-last-event": ("2026-11-02T01:59:56.976Z", "2026-11-02T03:00:00Z", "after"),
+    "up-to-its-first-event": ("2026-11-01T23:00:00Z", "2026-11-02T00:00:00Z", "before"),
+}
+
+
+@pytest.mark.parametrize(("since", "until", "side"), OUTSIDE_THE_LOG.values(), ids=OUTSIDE_THE_LOG.keys())
+def test_a_counterfactual_window_outside_the_event_log_is_a_400_problem(server, policies, capsys, since, until, side):
+    import httpx
+    import yaml
+
+    from audit.api.params import timestamp
+
+    events = busy(HOURS).events
+    detail = (f"since {timestamp(since, 'since')}, until {timestamp(until, 'until')}: the window lies {side} the "
+              f"event log of cluster busy, which spans {events[0].time} .. {events[-1].time}; a what-if decides "
+              "again only a window of recorded history")
+    with open(policies) as f:
+        doc = yaml.safe_load(f)
+    r = httpx.post(server.base + "/v1/replay", headers={"Authorization": f"Bearer {TOKENS['admin']}"}, json={
+        "cluster": "busy", "since": since, "until": until, "counterfactual_policy_document": doc}, timeout=60)
+    assert (r.status_code, r.json()["detail"]) == (400, detail)
+    code = main(["replay", "--quiet", "--server", server.base, "--token", TOKENS["admin"], "--cluster", "busy",
+                 "--policy", policies, "--since", since, "--until", until])
+    assert (code, capsys.readouterr().err) == (2, f"claimtrail replay: POST /v1/replay: the audit API answered 400: "
+                                                  f"{detail}\n")
