@@ -11,6 +11,7 @@ import pytest
 import audit.api.stats as stats_package
 from audit.api.problems import Problem
 from audit.api.stats import kinds
+from tests.api import factory
 from tests.api.conftest import Server
 
 DECLARED = ["fairness", "fallback", "health", "migration", "overview", "replay"]
@@ -65,7 +66,8 @@ def test_a_grouping_a_kind_does_not_declare_is_refused_by_name(name: str, group_
 ], ids=["fairness", "fallback", "health"])
 def test_an_until_alone_before_the_first_event_gives_an_empty_window(server: Server, name: str, figure: str,
                                                                      empty: int) -> None:
-    r = server.get(f"/v1/stats/{name}", until="2026-05-01T06:00:00Z")
+    # the package's server is shared: other modules add clusters to it, so the cluster is named
+    r = server.get(f"/v1/stats/{name}", cluster=factory.CLUSTER, until="2026-05-01T06:00:00Z")
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["window"] == {"since": "2026-05-01T06:00:00.000Z", "until": "2026-05-01T06:00:00.000Z"}
@@ -73,6 +75,6 @@ def test_an_until_alone_before_the_first_event_gives_an_empty_window(server: Ser
 
 
 def test_an_until_alone_before_the_first_event_gives_overview_rows_without_error(server: Server) -> None:
-    r = server.get("/v1/stats/overview", until="2026-05-01T06:00:00Z")
+    r = server.get("/v1/stats/overview", cluster=factory.CLUSTER, until="2026-05-01T06:00:00Z")
     assert r.status_code == 200, r.text
     assert r.json()["rows"] == []
