@@ -45,7 +45,9 @@ def register(sub: Any) -> None:
     k.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(), help="this replica's name")
     k.add_argument("--no-leader-election", action="store_true", help="ingest without a Lease (single replica only)")
     k.add_argument("--no-allocator-check", action="store_true", help="do not re-run observed allocations")
-    k.add_argument("--seq-start", type=int, help="first sequence number (default: see the command's help)")
+    k.add_argument("--seq-start", type=int,
+                   help="first sequence number (default: the last seq --server holds for the cluster + 1, "
+                        "else the start time in ms * 2^20)")
     k.add_argument("--page-size", type=int, default=500, help="list page size")
     k.set_defaults(func=run_kube)
     p.set_defaults(func=lambda _a: (p.print_help(), 2)[1])
