@@ -1,6 +1,6 @@
 """``claimtrail simulate``: run the seeded cluster simulator and write events and decision records.
 
-Without ``--scenario`` or ``--trace`` the built-in "cluster day" runs (64 nodes, four tenants, a
+Without ``--scenario`` or ``--trace`` the built-in "cluster day" runs (66 nodes, four tenants, a
 flood, health flaps, node loss, driver upgrades, a policy change). ``--out`` takes a ``.jsonl``
 file, an API server URL or a ``chdb://`` DSN; ``--events`` writes the world event log as JSONL.
 JSONL files of an earlier run are replaced, not appended to.
@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Simulate a GPU cluster and record every allocation decision.")
     p.add_argument("--scenario", metavar="FILE", help="scenario YAML (Kubernetes objects + Policy + Workload)")
     p.add_argument("--trace", metavar="NAME", help="trace-driven run: openb-2023 or spot-2026")
-    p.add_argument("--trace-dir", metavar="DIR", help="folder with the traces (default: CLAIMTRAIL_TRACE_DIR, .claimtrail/traces, then ../shared/traces; `make traces` downloads them)")
+    p.add_argument("--trace-dir", metavar="DIR", help="folder with the traces (default: CLAIMTRAIL_TRACE_DIR, $CLAIMTRAIL_DATA_DIR/traces (.claimtrail/traces), then ../shared/traces; `make traces` downloads them)")
     p.add_argument("--load", type=_load_value, metavar="L|recorded",
                    help="with --trace: share of the GPUs the arrivals keep busy by the window's end if all "
                         "were placed at once (default 1.2, contended); openb-2023 compresses arrival times, "
