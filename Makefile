@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 TYPED := audit ingest dashboards benchmarks
 
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
-# The image deploy/ runs; set IMAGE to your registry's name for it (deploy/README.md, step 0).
+# The image deploy/ runs; set IMAGE to your registry's name for it (deploy/README.md, step 1).
 IMAGE ?= ghcr.io/claimtrail/claimtrail:$(VERSION)
 CONTAINER ?= docker
 
