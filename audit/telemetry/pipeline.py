@@ -91,6 +91,10 @@ class TelemetrySettings:
             if max_verdicts < 0:
                 raise TelemetryConfigError(f"{ENV_MAX_VERDICTS}: must be >= 0, got {max_verdicts}")
         traces, logs, metrics = (signal_enabled(signal, environ) for signal in SIGNALS)
+        if not (traces or logs):
+            # a decision is delivered by its root span or its verdict logs: metrics alone carry none
+            raise TelemetryConfigError("OTEL_TRACES_EXPORTER and OTEL_LOGS_EXPORTER are both 'none': no signal "
+                                       "carries the decisions (set one of them to 'otlp')")
         route = environ.get(ENV_VERDICTS, "").strip()
         if route and route not in VERDICT_ROUTES:
             raise TelemetryConfigError(f"{ENV_VERDICTS}: {route!r} is not one of {', '.join(VERDICT_ROUTES)}")

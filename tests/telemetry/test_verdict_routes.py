@@ -100,8 +100,11 @@ def test_a_signal_set_to_none_sends_nothing(
          "CLAIMTRAIL_OTEL_VERDICTS: 'events' puts verdicts on spans, but OTEL_TRACES_EXPORTER is 'none'"),
         ({"OTEL_LOGS_EXPORTER": "none", "CLAIMTRAIL_OTEL_VERDICTS": "both"},
          "CLAIMTRAIL_OTEL_VERDICTS: 'both' sends verdicts as logs, but OTEL_LOGS_EXPORTER is 'none'"),
+        # no verdict route was asked for: the refusal names the two settings that were given
+        ({"OTEL_TRACES_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"},
+         "OTEL_TRACES_EXPORTER and OTEL_LOGS_EXPORTER are both 'none': no signal carries the decisions"),
     ],
-    ids=["unknown-exporter", "none-and-otlp", "events-without-traces", "both-without-logs"],
+    ids=["unknown-exporter", "none-and-otlp", "events-without-traces", "both-without-logs", "traces-and-logs-off"],
 )
 def test_contradicting_signal_settings_are_refused(env: dict[str, str], message: str) -> None:
     with pytest.raises(TelemetryConfigError, match=message):
