@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
     p.add_argument("--tokens", metavar="FILE", help="YAML file mapping token digests to tenants or admin")
     p.add_argument("--insecure-local", action="store_true",
                    help="no authentication, every caller is admin (only when binding loopback)")
-    p.add_argument("--max-body-mb", type=float, default=64.0, help="ingest body size limit (413 beyond)")
+    p.add_argument("--max-body-mb", type=float, default=64.0, help="body size limit of ingest and OTLP requests, in MiB (default 64; 413 beyond)")
     p.add_argument("--replay-sync-limit", type=int, default=200,
                    help="decisions replayed within a request; more start a background job")
     p.add_argument("--replay-job-step", type=int, default=1000,
