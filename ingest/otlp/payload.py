@@ -82,7 +82,7 @@ def parse(body: bytes, media: str, message_type: type[M]) -> M:
         return message
     try:
         data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # bad JSON or UTF-8, and a number past int's digit limit (4300)
         raise PayloadError(f"{message_type.__name__}: invalid JSON ({exc})") from None
     except RecursionError:
         raise PayloadError(f"{message_type.__name__}: JSON nests too deeply") from None

@@ -226,3 +226,24 @@ def test_counters_are_public_attributes_matching_the_snapshot(rx: ReceiverApp) -
     public = {k: v for k, v in vars(rx.counters).items() if not k.startswith("_")}
     assert public == rx.counters.snapshot()
     assert (public["requests"], public["records"], public["parts"]) == (1, 1, 3)
+
+
+HUGE_INT = "1" + "0" * 5000  # past the digits Python turns into an int by default (4300)
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (f'{{"resourceSpans": [{{"scopeSpans": [{{"spans": [{{"startTimeUnixNano": {HUGE_INT}}}]}}]}}]}}'.encode(),
+         "ExportTraceServiceRequest: invalid JSON (Exceeds the limit (4300 digits)"),
+        (f'{{"partialSuccess": {HUGE_INT}}}'.encode(), "ExportTraceServiceRequest: invalid JSON (Exceeds the limit"),
+    ],
+    ids=["span-time", "top-level-field"],
+)
+def test_json_number_too_long_to_read_is_a_400_and_quarantined(rx: ReceiverApp, body: bytes, error: str) -> None:
+    response = _post(rx, "/v1/traces", body, JS)
+    assert response.status_code == 400
+    assert response.json()["message"].startswith(error)
+    (q,) = rx.sink.quarantined
+    assert (q.kind, q.raw) == ("traces", body) and q.error.startswith(error)
+    assert rx.counters.snapshot()["malformed"] == 1
