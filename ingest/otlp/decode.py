@@ -142,7 +142,7 @@ def valid_record(attrs: dict[str, Any]) -> DecisionRecord:
         raise RecordError("", f"attribute {s.RECORD} must be a string, got {type(text).__name__}")
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # not JSON, or a number past int's digit limit (4300)
         raise RecordError("", f"attribute {s.RECORD} is not JSON ({exc})") from None
     except RecursionError:
         raise RecordError("", f"attribute {s.RECORD} nests too deeply") from None
