@@ -60,16 +60,23 @@ def decompress(body: bytes, content_encoding: str, limit: int = MAX_BODY_BYTES) 
         return body
     if encoding != "gzip":
         raise UnsupportedEncoding(f"Content-Encoding: {content_encoding!r} is not supported (use gzip or none)")
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise PayloadError(f"body: invalid gzip data ({exc})") from None
-    if len(out) > limit:
-        raise BodyTooLarge(f"body: decompresses to more than the {limit}-byte limit")
-    if not inflater.eof:
-        raise PayloadError("body: truncated gzip data")
-    return out
+    # a gzip body may hold several members one after another (RFC 1952 2.2), each read in turn;
+    # bytes after the last that are not a member make the body invalid rather than being ignored
+    out = bytearray()
+    rest = body
+    while True:
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        try:
+            out += inflater.decompress(rest, limit + 1 - len(out))
+        except zlib.error as exc:
+            raise PayloadError(f"body: invalid gzip data ({exc})") from None
+        if len(out) > limit:
+            raise BodyTooLarge(f"body: decompresses to more than the {limit}-byte limit")
+        if not inflater.eof:
+            raise PayloadError("body: truncated gzip data")
+        rest = inflater.unused_data
+        if not rest:
+            return bytes(out)
 
 
 def parse(body: bytes, media: str, message_type: type[M]) -> M:

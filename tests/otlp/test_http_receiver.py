@@ -247,3 +247,35 @@ def test_json_number_too_long_to_read_is_a_400_and_quarantined(rx: ReceiverApp, 
     (q,) = rx.sink.quarantined
     assert (q.kind, q.raw) == ("traces", body) and q.error.startswith(error)
     assert rx.counters.snapshot()["malformed"] == 1
+
+
+def _two_members(second: bytes) -> bytes:
+    first, _ = exported([make_record(0)])
+    return gzip.compress(first.SerializeToString()) + second
+
+
+SECOND, _ = exported([make_record(1)])
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "kept", "error"),
+    [
+        # OTLP protobuf concatenates: two members hold the spans of both decisions
+        (_two_members(gzip.compress(SECOND.SerializeToString())), 200, [0, 1], ""),
+        (_two_members(b"trailing bytes"), 400, [], "body: invalid gzip data"),
+        (_two_members(gzip.compress(SECOND.SerializeToString())[:-12]), 400, [], "body: truncated gzip data"),
+    ],
+    ids=["second-member", "trailing-garbage", "truncated-second-member"],
+)
+def test_every_gzip_member_of_a_body_is_read(
+    rx: ReceiverApp, body: bytes, status: int, kept: list[int], error: str
+) -> None:
+    response = _post(rx, "/v1/traces", body, {**PB, "content-encoding": "gzip"})
+    assert response.status_code == status
+    assert [r.attempt for r in rx.sink.records] == kept
+    if error:
+        assert status_pb2.Status.FromString(response.content).message.startswith(error)
+        (q,) = rx.sink.quarantined
+        assert (q.raw, q.error.startswith(error)) == (body, True)
+    else:
+        assert not ExportTraceServiceResponse.FromString(response.content).HasField("partial_success")
