@@ -5,7 +5,7 @@ optional gzip, 413 for a body over the size limit (checked while it streams in, 
 held whole, and again on what a gzip body inflates to; counted as ``too_large``), 200 with
 ``partial_success`` when some items were rejected, 400 with a ``google.rpc.Status`` body for a
 malformed payload (which is also quarantined, raw bytes as received), 415 for other media types
-and content codings, and 503 when the sink cannot write so the sender retries.
+and content codings, and 503 with Retry-After when the sink cannot write so the sender retries.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ from ingest.otlp.receiver import OtlpReceiver, ReceiverCounters, SinkUnavailable
 from ingest.otlp.sink import RecordSink
 
 SOURCE = "otlp/http"
+# A 503 tells the sender when to try again (the OTLP/HTTP spec's throttling answer, RFC 9110
+# 10.2.3), as the API's other 503s do: without it a sender cannot tell a store that is briefly
+# busy from one that is gone, and picks its own backoff.
+RETRY_AFTER_SECONDS = 1
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,7 @@ def _handle(
     try:
         response = signal.export(request)
     except SinkUnavailable as exc:
-        return _status(503, code_pb2.UNAVAILABLE, str(exc), media)
+        return _status(503, code_pb2.UNAVAILABLE, str(exc), media, {"Retry-After": str(RETRY_AFTER_SECONDS)})
     return Response(serialize(response, media), status_code=200, media_type=media)
 
 

@@ -279,3 +279,28 @@ def test_every_gzip_member_of_a_body_is_read(
         assert (q.raw, q.error.startswith(error)) == (body, True)
     else:
         assert not ExportTraceServiceResponse.FromString(response.content).HasField("partial_success")
+
+
+_SPANS, _LOGS = exported([make_record()])
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "headers"),
+    [
+        ("/v1/traces", _SPANS.SerializeToString(), PB),
+        ("/v1/traces", otlp_json(_SPANS), JS),
+        ("/v1/logs", logs(log(s.DECISION_EVENT, {s.RECORD: record_json(make_record())})).SerializeToString(), PB),
+    ],
+    ids=["traces-protobuf", "traces-json", "logs-protobuf"],
+)
+def test_store_failure_503_says_when_to_retry(path: str, body: bytes, headers: dict[str, str]) -> None:
+    from fastapi import FastAPI
+
+    from ingest.otlp import ReceiverCounters, make_router
+
+    app = FastAPI()
+    app.include_router(make_router(FailingSink(), ReceiverCounters()))
+    with serve(app) as url:
+        response = httpx.post(url + path, content=body, headers=headers, timeout=10)
+    assert (response.status_code, response.headers.get("retry-after")) == (503, "1")
+    assert response.headers["content-type"] == headers["content-type"]
