@@ -104,13 +104,27 @@ async def _read_capped(request: Request, cap: int) -> bytes | None:
 
 
 def _media_or_json(request: Request) -> str:
+    return _media_or_json_of(request.headers.get("content-type", ""))
+
+
+def _media_or_json_of(content_type: str) -> str:
     try:
-        return media_type(request.headers.get("content-type", ""))
+        return media_type(content_type)
     except UnsupportedMediaType:
         return JSON
 
 
 def _handle(
+    receiver: OtlpReceiver, signal: _Signal, max_body: int, body: bytes, content_type: str, content_encoding: str
+) -> Response:
+    try:
+        return _answer(receiver, signal, max_body, body, content_type, content_encoding)
+    except SinkUnavailable as exc:  # records or a quarantined item could not be written
+        media = _media_or_json_of(content_type)
+        return _status(503, code_pb2.UNAVAILABLE, str(exc), media, {"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+
+def _answer(
     receiver: OtlpReceiver, signal: _Signal, max_body: int, body: bytes, content_type: str, content_encoding: str
 ) -> Response:
     try:
@@ -130,11 +144,7 @@ def _handle(
     except PayloadError as exc:
         receiver.malformed(signal.kind, str(exc), body)
         return _status(400, code_pb2.INVALID_ARGUMENT, str(exc), media)
-    try:
-        response = signal.export(request)
-    except SinkUnavailable as exc:
-        return _status(503, code_pb2.UNAVAILABLE, str(exc), media, {"Retry-After": str(RETRY_AFTER_SECONDS)})
-    return Response(serialize(response, media), status_code=200, media_type=media)
+    return Response(serialize(signal.export(request), media), status_code=200, media_type=media)
 
 
 def _status(http_status: int, code: int, message: str, media: str, headers: dict[str, str] | None = None) -> Response:

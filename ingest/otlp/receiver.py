@@ -99,9 +99,11 @@ class OtlpReceiver:
         return response
 
     def malformed(self, kind: str, error: str, raw: bytes) -> None:
+        """A request refused as undecodable: its body quarantined as received (``SinkUnavailable``
+        when the store cannot take it, so the sender retries rather than losing it unseen)."""
         self.counters.add("requests")
+        self._quarantine(kind, error, raw)
         self.counters.add("malformed")
-        self.sink.quarantine(self.source, kind, error, raw)
 
     def too_large(self) -> None:
         """A request refused for its size (as sent, or once inflated)."""
@@ -113,7 +115,7 @@ class OtlpReceiver:
         (``where`` names the kind of item a refused record came in)."""
         self.counters.add("requests")
         for item in result.rejected:
-            self.sink.quarantine(self.source, item.kind, item.error, item.raw)
+            self._quarantine(item.kind, item.error, item.raw)
         self.counters.add("rejected", len(result.rejected))
         self.counters.add("ignored", result.ignored)
         self.counters.add("parts", result.parts)
@@ -122,12 +124,21 @@ class OtlpReceiver:
             try:
                 refused = self.sink.write_records(result.records)
             except Exception as exc:  # any store failure: the sender keeps the batch and retries
-                self.counters.add("sink_errors")
-                raise SinkUnavailable(f"decision store unavailable: {type(exc).__name__}: {exc}") from exc
+                raise self._unavailable(exc) from exc
             self.counters.add("records", len(result.records) - len(refused))
             self.counters.add("rejected", len(refused))
             errors += [f"{where}: {error}" for error in refused]
         return errors
+
+    def _quarantine(self, kind: str, error: str, raw: bytes) -> None:
+        try:
+            self.sink.quarantine(self.source, kind, error, raw)
+        except Exception as exc:  # the store cannot keep the item: as for records, the sender retries
+            raise self._unavailable(exc) from exc
+
+    def _unavailable(self, exc: Exception) -> SinkUnavailable:
+        self.counters.add("sink_errors")
+        return SinkUnavailable(f"decision store unavailable: {type(exc).__name__}: {exc}")
 
 
 def _summary(errors: list[str]) -> str:
