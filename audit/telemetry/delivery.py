@@ -3,13 +3,15 @@
 One ``HttpSignal`` per signal (traces, logs) reads its endpoint, headers, timeout, compression
 and certificates from the standard ``OTEL_EXPORTER_OTLP_*`` variables (the per-signal variable
 first), keeps one connection open and retries what the OTLP/HTTP specification calls retryable
-(429, 502, 503, 504 and connection failures) a few times with backoff. Every request ends in the
+(429, 502, 503, 504 and connection failures) a few times with backoff, waiting at least as long as
+an answer's ``Retry-After`` asks (up to ``MAX_RETRY_AFTER_S``). Every request ends in the
 signal's ``SignalReport``: requests and items sent and refused, with the first distinct errors,
 so an export that reached nobody can say so instead of passing for a success.
 """
 
 from __future__ import annotations
 
+import email.utils
 import gzip
 import http.client
 import ssl
@@ -30,6 +32,9 @@ PATHS = {"traces": "/v1/traces", "logs": "/v1/logs", "metrics": "/v1/metrics"}
 RETRYABLE = frozenset({429, 502, 503, 504})
 ATTEMPTS = 3
 BACKOFF_S = (0.25, 0.5)
+# The OTLP/HTTP spec has a client honour a throttled answer's Retry-After; a longer wait than this
+# would stall every later batch behind one request, so it is cut to this.
+MAX_RETRY_AFTER_S = 5.0
 # After a request failed every attempt, the endpoint counts as down for this long: later requests
 # get one try each, so a dead endpoint costs seconds, not seconds per batch.
 DOWN_FOR_S = 5.0
@@ -103,6 +108,21 @@ def parse_headers(name: str, raw: str) -> dict[str, str]:
     return headers
 
 
+def retry_after_s(value: str, now: float | None = None) -> float:
+    """The seconds a ``Retry-After`` value asks to wait (delay-seconds or an HTTP-date, RFC 9110
+    10.2.3); 0 when it is absent or unreadable."""
+    value = value.strip()
+    if not value:
+        return 0.0
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return 0.0
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
 # the response message of each signal and its partial-success count of refused items
 _RESPONSES: dict[str, tuple[type[Message], str]] = {
     "traces": (ExportTraceServiceResponse, "rejected_spans"),
@@ -159,11 +179,13 @@ class HttpSignal:
         payload = gzip.compress(body, compresslevel=6) if self.gzip else body
         attempts = 1 if time.monotonic() < self._down_until else ATTEMPTS
         error = ""
+        asked = 0.0  # the wait the last answer's Retry-After asked for
         for attempt in range(attempts):
             if attempt:
-                time.sleep(BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)])
+                time.sleep(max(BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)], asked))
+            asked = 0.0
             try:
-                status, reason, answer = self._post(payload)
+                status, reason, answer, retry_after = self._post(payload)
             except (OSError, http.client.HTTPException) as exc:
                 self._close()
                 error = f"{self.url}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
@@ -174,12 +196,13 @@ class HttpSignal:
             error = f"HTTP {status} {reason} from {self.url}"
             if status not in RETRYABLE:
                 break
+            asked = min(retry_after_s(retry_after), MAX_RETRY_AFTER_S)
         else:
             self._down_until = time.monotonic() + DOWN_FOR_S
         self.report.failed(items, error)
         return False
 
-    def _post(self, payload: bytes) -> tuple[int, str, bytes]:
+    def _post(self, payload: bytes) -> tuple[int, str, bytes, str]:
         if self._conn is None:
             if self._https:
                 self._conn = http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout_s,
@@ -191,7 +214,7 @@ class HttpSignal:
         answer = response.read()
         if response.getheader("Connection", "").lower() == "close":
             self._close()
-        return response.status, response.reason, answer
+        return response.status, response.reason, answer, response.getheader("Retry-After", "")
 
     def _partial(self, answer: bytes) -> None:
         """OTLP's partial success: the endpoint kept the request but refused some items."""

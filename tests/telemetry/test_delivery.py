@@ -172,3 +172,51 @@ def test_an_encoder_failure_of_any_kind_is_reported_and_later_decisions_still_go
     assert first.errors == (f"DecisionRecord {bad.decision_id}: cannot be encoded for OTLP: no hash for this name",)
     assert (second.decisions, second.decisions_delivered) == (3, 2)
     assert sorted(r.seq for r in rx.sink.records) == [1042 + 2, 1042 + 3]
+
+
+class ThrottlingBackend:
+    """A traces endpoint that answers its first request with ``status`` and ``Retry-After``, then
+    200, noting when each request arrived."""
+
+    def __init__(self, status: int, retry_after: Any) -> None:
+        self.status, self.retry_after = status, retry_after
+        self.arrivals: list[float] = []
+
+    async def traces(self, request: Request) -> Response:
+        await request.body()
+        self.arrivals.append(time.monotonic())
+        if len(self.arrivals) == 1:
+            return Response(status_code=self.status, headers={"Retry-After": self.retry_after()})
+        return Response(ExportTraceServiceResponse().SerializeToString(), media_type="application/x-protobuf")
+
+    def app(self) -> Any:
+        return Starlette(routes=[Route("/v1/traces", self.traces, methods=["POST"])])
+
+
+def _http_date(seconds_ahead: float) -> str:
+    from email.utils import formatdate
+
+    return formatdate(time.time() + seconds_ahead, usegmt=True)
+
+
+@pytest.mark.parametrize(
+    ("status", "retry_after", "waited_at_least"),
+    [
+        (503, lambda: "1", 0.95),
+        (429, lambda: "1", 0.95),
+        (503, lambda: _http_date(2), 0.95),  # an HTTP-date has whole seconds: 1 to 2 s from now
+    ],
+    ids=["503-seconds", "429-seconds", "503-http-date"],
+)
+def test_a_throttled_request_is_retried_no_sooner_than_retry_after_asks(
+    monkeypatch: pytest.MonkeyPatch, status: int, retry_after: Any, waited_at_least: float
+) -> None:
+    backend = ThrottlingBackend(status, retry_after)
+    with serve(backend.app()) as url:
+        set_otel_env(monkeypatch, _traces_only(url))
+        with DecisionExporter() as exporter:
+            exporter.export(make_record(0))
+            report = exporter.flush()
+    assert len(backend.arrivals) == 2
+    assert backend.arrivals[1] - backend.arrivals[0] >= waited_at_least
+    assert (report.decisions_delivered, report.traces.requests_failed) == (1, 0)
