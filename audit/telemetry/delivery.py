@@ -171,9 +171,9 @@ class HttpSignal:
             context.load_cert_chain(cert, key or None)
         return context
 
-    def send(self, body: bytes, items: int) -> bool:
-        """Send one request of ``items`` items; True when the endpoint accepted it (partial
-        rejections are counted as failed items)."""
+    def send(self, body: bytes, items: int) -> int | None:
+        """Send one request of ``items`` items; None when the endpoint refused it, else how many
+        of them it rejected in a partial success (counted as failed items)."""
         self.report.requests += 1
         self.report.items += items
         payload = gzip.compress(body, compresslevel=6) if self.gzip else body
@@ -191,8 +191,7 @@ class HttpSignal:
                 error = f"{self.url}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
                 continue
             if 200 <= status < 300:
-                self._partial(answer)
-                return True
+                return self._partial(answer)
             error = f"HTTP {status} {reason} from {self.url}"
             if status not in RETRYABLE:
                 break
@@ -200,7 +199,7 @@ class HttpSignal:
         else:
             self._down_until = time.monotonic() + DOWN_FOR_S
         self.report.failed(items, error)
-        return False
+        return None
 
     def _post(self, payload: bytes) -> tuple[int, str, bytes, str]:
         if self._conn is None:
@@ -216,21 +215,22 @@ class HttpSignal:
             self._close()
         return response.status, response.reason, answer, response.getheader("Retry-After", "")
 
-    def _partial(self, answer: bytes) -> None:
-        """OTLP's partial success: the endpoint kept the request but refused some items."""
+    def _partial(self, answer: bytes) -> int:
+        """OTLP's partial success: the endpoint kept the request but refused some items; how many."""
         if not answer:
-            return
+            return 0
         response, field = _RESPONSES[self.signal]
         message = response()
         try:
             message.ParseFromString(answer)
         except DecodeError:  # an answer that is not OTLP protobuf (a JSON body, say) says nothing more
-            return
+            return 0
         partial = message.partial_success
-        rejected = getattr(partial, field)
+        rejected: int = getattr(partial, field)
         if rejected:
             self.report.items_failed += rejected
             self.report.note(f"{self.url} refused {rejected} items: {partial.error_message}")
+        return rejected
 
     def _close(self) -> None:
         if self._conn is not None:

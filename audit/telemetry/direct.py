@@ -78,8 +78,8 @@ def _int_env(environ: Mapping[str, str], name: str, default: int) -> int:
 @dataclass(frozen=True)
 class ExportReport:
     """What an export achieved. ``decisions_delivered`` counts decisions whose spans (or, with
-    traces off, whose verdict logs) an endpoint accepted; ``errors`` name decisions that could
-    not be encoded at all."""
+    traces off, whose verdict logs) an endpoint accepted, less one for each item it refused in a
+    partial success; ``errors`` name decisions that could not be encoded at all."""
 
     decisions: int
     decisions_delivered: int
@@ -303,15 +303,17 @@ class DecisionExporter:
         if signal is None:
             return
         try:
-            accepted = signal.send(self._envelope.request(items), len(items))
+            rejected = signal.send(self._envelope.request(items), len(items))
         except Exception as exc:  # a dead sender thread would lose every later batch unseen
             with self._lock:
                 signal.report.failed(len(items), f"{signal.url}: {type(exc).__name__}: {exc}")
             return
-        # decisions are counted by their spans, or by their verdict logs when no spans are sent
-        if accepted and (kind == "traces" or "traces" not in self._signals):
+        # decisions are counted by their spans, or by their verdict logs when no spans are sent;
+        # a partial success does not say which items it refused, and any of them may be a
+        # decision's root (ClaimTrail's receiver refuses decisions so), so none is counted for it
+        if rejected is not None and (kind == "traces" or "traces" not in self._signals):
             with self._lock:
-                self._delivered += decisions
+                self._delivered += max(0, decisions - rejected)
 
     def _send_metrics(self) -> None:
         signal = self._signals.get("metrics")

@@ -220,3 +220,41 @@ def test_a_throttled_request_is_retried_no_sooner_than_retry_after_asks(
     assert len(backend.arrivals) == 2
     assert backend.arrivals[1] - backend.arrivals[0] >= waited_at_least
     assert (report.decisions_delivered, report.traces.requests_failed) == (1, 0)
+
+
+class RefusingStore:
+    """A decision store for ClaimTrail's own receiver that refuses the first ``refused`` records
+    of each request as conflicting with history."""
+
+    def __init__(self, refused: int) -> None:
+        self.refused = refused
+
+    def write_records(self, records: list[Any]) -> list[str]:
+        return [f"decision {r.decision_id}: conflicts with the stored one" for r in records[: self.refused]]
+
+    def quarantine(self, source: str, kind: str, error: str, raw: bytes) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("refused", "delivered"),
+    [(0, 3), (1, 2), (3, 0)],
+    ids=["none-refused", "one-refused", "all-refused"],
+)
+def test_decisions_a_receiver_refuses_in_a_partial_success_are_not_delivered(
+    monkeypatch: pytest.MonkeyPatch, refused: int, delivered: int
+) -> None:
+    from fastapi import FastAPI
+
+    from ingest.otlp import ReceiverCounters, make_router
+
+    app = FastAPI()
+    app.include_router(make_router(RefusingStore(refused), ReceiverCounters()))
+    with serve(app) as url:
+        set_otel_env(monkeypatch, _traces_only(url))
+        with DecisionExporter() as exporter:
+            for i in range(3):
+                exporter.export(make_record(i, cluster=f"refused-{i}"))
+            report = exporter.flush()
+    assert (report.decisions, report.decisions_delivered, report.traces.items_failed) == (3, delivered, refused)
+    assert report.nothing_delivered == (delivered == 0)
