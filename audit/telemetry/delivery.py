@@ -157,6 +157,8 @@ class HttpSignal:
             self.timeout_s = int(raw) / 1000 if raw else 10.0
         except ValueError:
             raise TelemetryConfigError(f"{name}: {raw!r} is not a number of milliseconds") from None
+        if self.timeout_s <= 0:  # a socket takes no negative timeout, and 0 would never wait for an answer
+            raise TelemetryConfigError(f"{name}: must be > 0 milliseconds, got {raw}")
         self._ssl = self._ssl_context(environ) if self._https else None
         self._conn: http.client.HTTPConnection | None = None
         self._down_until = 0.0

@@ -4,7 +4,10 @@ in its summary what the endpoints accepted, and fails when nothing was delivered
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +142,22 @@ def test_unusable_export_settings_are_one_line_naming_the_variable(
     code = main([*SIMULATE])
     assert code == 2
     assert capsys.readouterr().err == f"claimtrail simulate: --otel: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("OTEL_EXPORTER_OTLP_TIMEOUT", "-5"), ("OTEL_EXPORTER_OTLP_TIMEOUT", "0"),
+     ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "-1")],
+    ids=["negative", "zero", "per-signal-negative"],
+)
+def test_simulate_refuses_a_timeout_that_is_not_positive_in_one_line(variable: str, value: str) -> None:
+    # a child process: before the timeout was checked, a negative one killed the sender thread
+    # and the command waited for it forever
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CLAIMTRAIL_OTEL_"))}
+    env.update({variable: value, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{_closed_port()}",
+                "PYTHONPATH": str(REPO)})
+    done = subprocess.run([sys.executable, "-m", "audit.cli.main", *SIMULATE, "--hours", "0.05"],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"claimtrail simulate: --otel: {variable}: must be > 0 milliseconds, got {value}"]
