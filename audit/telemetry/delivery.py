@@ -14,6 +14,7 @@ from __future__ import annotations
 import email.utils
 import gzip
 import http.client
+import re
 import ssl
 import time
 from collections.abc import Mapping
@@ -95,8 +96,15 @@ def endpoint_url(signal: str, environ: Mapping[str, str]) -> str:
     return base.rstrip("/") + PATHS[signal]
 
 
+# RFC 9110 5.6.2: a field name is a token; a field value holds no CR, LF or NUL
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_BAD_VALUE = re.compile(r"[\r\n\x00]")
+
+
 def parse_headers(name: str, raw: str) -> dict[str, str]:
-    """``key=value`` pairs separated by commas, values URL-encoded (the W3C baggage format)."""
+    """``key=value`` pairs separated by commas, values URL-encoded (the W3C baggage format); a
+    header HTTP cannot carry (a name that is not a token, a value with CR, LF or NUL once decoded)
+    is refused here rather than failing every request."""
     headers: dict[str, str] = {}
     for part in raw.split(","):
         if not part.strip():
@@ -104,7 +112,12 @@ def parse_headers(name: str, raw: str) -> dict[str, str]:
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             raise TelemetryConfigError(f"{name}: {part.strip()!r} is not key=value")
-        headers[unquote(key.strip())] = unquote(value.strip())
+        key, value = unquote(key.strip()), unquote(value.strip())
+        if not _TOKEN.fullmatch(key):
+            raise TelemetryConfigError(f"{name}: {key!r} is not an HTTP header name")
+        if _BAD_VALUE.search(value):
+            raise TelemetryConfigError(f"{name}: the value of {key!r} holds a line break or NUL, which HTTP cannot carry")
+        headers[key] = value
     return headers
 
 

@@ -151,13 +151,35 @@ def test_unusable_export_settings_are_one_line_naming_the_variable(
     ids=["negative", "zero", "per-signal-negative"],
 )
 def test_simulate_refuses_a_timeout_that_is_not_positive_in_one_line(variable: str, value: str) -> None:
-    # a child process: before the timeout was checked, a negative one killed the sender thread
-    # and the command waited for it forever
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CLAIMTRAIL_OTEL_"))}
-    env.update({variable: value, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{_closed_port()}",
-                "PYTHONPATH": str(REPO)})
-    done = subprocess.run([sys.executable, "-m", "audit.cli.main", *SIMULATE, "--hours", "0.05"],
-                          env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    done = _simulate_child({variable: value})
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"claimtrail simulate: --otel: {variable}: must be > 0 milliseconds, got {value}"]
+
+
+def _simulate_child(variables: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``simulate --otel`` in a child process: a setting that killed the exporter's sender thread
+    left the command waiting for it forever, which the child's timeout turns into a failure."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CLAIMTRAIL_OTEL_"))}
+    env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{_closed_port()}", "PYTHONPATH": str(REPO),
+                **variables})
+    return subprocess.run([sys.executable, "-m", "audit.cli.main", *SIMULATE, "--hours", "0.05"],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
+_LINE_BREAK = "the value of 'x-token' holds a line break or NUL, which HTTP cannot carry"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "error"),
+    [
+        ("OTEL_EXPORTER_OTLP_HEADERS", "x-token=a%0Ab", _LINE_BREAK),
+        ("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "x-token=a%0Db", _LINE_BREAK),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "bad%20name=1", "'bad name' is not an HTTP header name"),
+    ],
+    ids=["line-feed-in-value", "carriage-return-in-metrics-value", "space-in-name"],
+)
+def test_simulate_refuses_a_header_http_cannot_carry_in_one_line(variable: str, value: str, error: str) -> None:
+    done = _simulate_child({variable: value})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"claimtrail simulate: --otel: {variable}: {error}"]
