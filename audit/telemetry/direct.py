@@ -320,11 +320,15 @@ class DecisionExporter:
         self._metrics_sent_at = time.monotonic()
         if signal is None or self.metrics is None:
             return
-        with self._lock:
-            if not self.metrics.points():
-                return
-            request = self.metrics.request(self.resource.attributes, self._metrics_start, time.time_ns())
-        signal.send(request.SerializeToString(), 1)
+        try:
+            with self._lock:
+                if not self.metrics.points():
+                    return
+                request = self.metrics.request(self.resource.attributes, self._metrics_start, time.time_ns())
+            signal.send(request.SerializeToString(), 1)
+        except Exception as exc:  # as for spans and logs: a dead sender thread would hang flush and close
+            with self._lock:
+                signal.report.failed(1, f"{signal.url}: {type(exc).__name__}: {exc}")
 
 
 def _copy(report: SignalReport) -> SignalReport:

@@ -258,3 +258,47 @@ def test_decisions_a_receiver_refuses_in_a_partial_success_are_not_delivered(
             report = exporter.flush()
     assert (report.decisions, report.decisions_delivered, report.traces.items_failed) == (3, delivered, refused)
     assert report.nothing_delivered == (delivered == 0)
+
+
+def _failing_metrics(kind: str) -> Any:
+    from audit.telemetry import delivery
+
+    real = delivery.HttpSignal.send
+
+    def send(self: Any, body: bytes, items: int) -> int | None:
+        if self.signal == "metrics":
+            if kind == "raises":
+                raise RuntimeError("metrics encoder broke")
+            raise ValueError("Invalid header value b'a\\nb'")
+        return real(self, body, items)
+
+    return send
+
+
+@pytest.mark.parametrize(
+    ("kind", "error"),
+    [("raises", "RuntimeError: metrics encoder broke"), ("value-error", "ValueError: Invalid header value")],
+    ids=["runtime-error", "value-error"],
+)
+def test_a_metrics_request_that_fails_unexpectedly_is_reported_and_flush_returns(
+    monkeypatch: pytest.MonkeyPatch, kind: str, error: str
+) -> None:
+    import threading
+
+    from audit.telemetry import delivery
+
+    monkeypatch.setattr(delivery.HttpSignal, "send", _failing_metrics(kind))
+    reports: list[Any] = []
+    with running_receiver() as rx:
+        set_otel_env(monkeypatch, {"OTEL_EXPORTER_OTLP_ENDPOINT": rx.url})
+        exporter = DecisionExporter()
+        exporter.export(make_record(0))
+        flushing = threading.Thread(target=lambda: reports.append(exporter.flush()), daemon=True)
+        flushing.start()
+        flushing.join(20)
+        assert not flushing.is_alive(), "flush waited for a sender thread that had died"
+        exporter.export(make_record(1))  # the sender still works after the failure
+        report = exporter.close()
+    assert reports[0].decisions_delivered == 1
+    assert (report.decisions_delivered, report.metrics.requests_failed) == (2, 2)
+    assert error in report.metrics.errors[0]
