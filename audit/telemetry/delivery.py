@@ -136,6 +136,15 @@ def retry_after_s(value: str, now: float | None = None) -> float:
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+def _reason(exc: Exception) -> str:
+    """An OS or TLS error as one short phrase ("No such file or directory", "PEM lib")."""
+    if isinstance(exc, ssl.SSLError):
+        return f"not a usable certificate or key ({exc.reason or exc})"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
+
+
 # the response message of each signal and its partial-success count of refused items
 _RESPONSES: dict[str, tuple[type[Message], str]] = {
     "traces": (ExportTraceServiceResponse, "rejected_spans"),
@@ -178,12 +187,21 @@ class HttpSignal:
         self.report = SignalReport(signal)
 
     def _ssl_context(self, environ: Mapping[str, str]) -> ssl.SSLContext:
-        _, ca = _env(environ, self.signal, "CERTIFICATE")
-        context = ssl.create_default_context(cafile=ca or None)
-        _, cert = _env(environ, self.signal, "CLIENT_CERTIFICATE")
-        _, key = _env(environ, self.signal, "CLIENT_KEY")
+        """The TLS context the certificate variables describe; a file that cannot be read or is
+        not PEM is refused naming its variable."""
+        ca_name, ca = _env(environ, self.signal, "CERTIFICATE")
+        try:
+            context = ssl.create_default_context(cafile=ca or None)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            raise TelemetryConfigError(f"{ca_name}: {ca!r}: {_reason(exc)}") from None
+        cert_name, cert = _env(environ, self.signal, "CLIENT_CERTIFICATE")
+        key_name, key = _env(environ, self.signal, "CLIENT_KEY")
         if cert:
-            context.load_cert_chain(cert, key or None)
+            try:
+                context.load_cert_chain(cert, key or None)
+            except (OSError, ValueError) as exc:
+                names = f"{cert_name}: {cert!r}" + (f" (key {key_name}: {key!r})" if key else "")
+                raise TelemetryConfigError(f"{names}: {_reason(exc)}") from None
         return context
 
     def send(self, body: bytes, items: int) -> int | None:

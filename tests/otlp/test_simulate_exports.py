@@ -183,3 +183,23 @@ def test_simulate_refuses_a_header_http_cannot_carry_in_one_line(variable: str, 
     done = _simulate_child({variable: value})
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [f"claimtrail simulate: --otel: {variable}: {error}"]
+
+
+@pytest.mark.parametrize(
+    ("variables", "error"),
+    [
+        ({"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"},
+         "OTEL_EXPORTER_OTLP_CERTIFICATE: '/nonexistent/ca.pem': No such file or directory"),
+        ({"OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": str(REPO / "README.md")},
+         f"OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: '{REPO / 'README.md'}': not a usable certificate or key"),
+        ({"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": "/nonexistent/client.pem", "OTEL_EXPORTER_OTLP_CLIENT_KEY": "/k"},
+         "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: '/nonexistent/client.pem' (key OTEL_EXPORTER_OTLP_CLIENT_KEY: '/k'): "
+         "No such file or directory"),
+    ],
+    ids=["missing-ca", "ca-not-pem", "missing-client-certificate"],
+)
+def test_simulate_refuses_an_unusable_certificate_in_one_line(variables: dict[str, str], error: str) -> None:
+    done = _simulate_child({"OTEL_EXPORTER_OTLP_ENDPOINT": f"https://127.0.0.1:{_closed_port()}", **variables})
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"claimtrail simulate: --otel: {error}")
