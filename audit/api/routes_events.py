@@ -25,13 +25,15 @@ router = APIRouter(prefix="/v1", tags=["events"])
 MAX_LIMIT = 10_000
 
 
-def _page(db: HistoryReads, cluster: str, after_seq: int, limit: int) -> list[dict[str, Any]]:
-    """Up to ``limit`` events after ``after_seq``, through the highest seq stored now."""
+def _page(db: HistoryReads, cluster: str, after_seq: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    """Up to ``limit`` events after ``after_seq``, through the highest seq stored now, and whether
+    more follow them (one row beyond the page is read to tell, so a last page is said to be last)."""
     upto = db.max_seq(cluster)
     if upto is None or upto <= after_seq:
-        return []
-    # one query of ``limit`` rows: the iterator asks for the next page only when it is read on
-    return [e.to_dict() for e in islice(db.events(cluster, after_seq, upto, limit), limit)]
+        return [], False
+    # one query of ``limit + 1`` rows: the iterator asks for the next page only when it is read on
+    events = [e.to_dict() for e in islice(db.events(cluster, after_seq, upto, limit + 1), limit + 1)]
+    return events[:limit], len(events) > limit
 
 
 @router.get("/events", summary="A cluster's world events in seq order, after a seq (admin token)",
@@ -47,6 +49,6 @@ async def list_events(
     name = params.cluster(cluster)
     if name is None:
         raise Problem("invalid-parameter", "cluster: required")
-    items = await run_in_threadpool(storeport.call, _page, db, name, after_seq, limit)
-    following = items[-1]["seq"] if len(items) == limit else None
+    items, more = await run_in_threadpool(storeport.call, _page, db, name, after_seq, limit)
+    following = items[-1]["seq"] if more else None
     return JSONResponse({"cluster": name, "items": items, "next_after_seq": following})

@@ -41,14 +41,15 @@ def log(server: Server) -> Iterator[Server]:
         ({}, SEQS, None),
         ({"limit": 2}, (0, 1), 1),
         ({"after_seq": 1, "limit": 2}, (2, 5), 5),
-        ({"after_seq": 3, "limit": 2}, (5, 7), 7),  # a full page: more may follow
+        ({"after_seq": 3, "limit": 2}, (5, 7), None),  # a full page that is the last one
         ({"after_seq": 5, "limit": 2}, (7,), None),
         ({"after_seq": 7}, (), None),
         ({"after_seq": 2**70}, (), None),
-        ({"after_seq": -1, "limit": 5}, SEQS, 7),
+        ({"after_seq": -1, "limit": 5}, SEQS, None),
+        ({"after_seq": -1, "limit": 4}, SEQS[:4], SEQS[3]),
     ],
     ids=["all", "first-page", "next-page", "full-last-page", "short-last-page", "after-the-last", "far-beyond",
-         "exactly-all"],
+         "exactly-all", "all-but-the-last"],
 )
 def test_event_log_pages_in_seq_order_as_stored(log: Server, query: dict[str, int], seqs: tuple[int, ...],
                                                 next_after_seq: int | None) -> None:
