@@ -91,7 +91,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "overlap the cluster's event log) under this policy")
     p.add_argument("--show", type=int, metavar="N",
                    help=f"verifying: mismatches to print with their diff (default {SHOW})")
-    p.add_argument("--json", action="store_true", help="print the summary and mismatches as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print the summary and mismatches as JSON (with --policy: the deltas)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
