@@ -424,11 +424,18 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
         r.fail("spec.fairness.usageHalfLife", "must be > 0")
         half_life = 3_600_000
 
+    # a quota for a model no rule yields never applies: with no rule at all, every device is
+    # unknown, so a quota is refused then too (a rule with a group reference may yield any model)
     known_models = {rule.model for rule in rules}
+    any_model = any("\\" in x.model for x in rules)
+    table_is_list = isinstance(spec.get("deviceModels", []), list)
     for ti, t in enumerate(tenants):
         for model in t.quotas:
-            if known_models and model not in known_models and not any("\\" in x.model for x in rules):
-                r.fail(f"spec.tenants[{ti}].quotas.{model}", "model is not produced by any spec.deviceModels rule")
+            if table_is_list and model not in known_models and not any_model:
+                r.fail(f"spec.tenants[{ti}].quotas.{model}",
+                       "model is not produced by any spec.deviceModels rule" if rules else
+                       f"model is not produced by any spec.deviceModels rule (the table is empty: every device is "
+                       f"model {UNKNOWN_MODEL})")
     seen_ns: dict[str, str] = {}
     for ti, t in enumerate(tenants):
         for ns in t.namespaces:

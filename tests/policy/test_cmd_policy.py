@@ -272,3 +272,34 @@ def test_a_bad_nominal_quota_is_named_once_for_what_is_wrong(tmp_path, capsys, q
                  f"spec: {{version: '1', tenants: [{{name: a, quotas: {{H100: {quota}}}}}]}}\n")
     assert main(["policy", "check", str(f)]) == 2
     assert capsys.readouterr().err == f"{f}: Policy p: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("models", "message"),
+    [
+        pytest.param("[]", "spec.tenants[0].quotas.H100: model is not produced by any spec.deviceModels rule (the "
+                     "table is empty: every device is model unknown)", id="empty-table"),
+        pytest.param("[{model: A100, prefix: NVIDIA A100}]", "spec.tenants[0].quotas.H100: model is not produced by "
+                     "any spec.deviceModels rule", id="table-of-other-models"),
+    ],
+)
+def test_a_quota_for_a_model_the_table_cannot_produce_is_refused(tmp_path, capsys, models, message):
+    f = tmp_path / "p.yaml"
+    f.write_text("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n"
+                 f"spec: {{version: '1', deviceModels: {models}, tenants: [{{name: a, quotas: {{H100: {{nominal: 4}}}}}}]}}\n")
+    assert main(["policy", "check", str(f)]) == 2
+    assert capsys.readouterr().err == f"{f}: Policy p: {message}\n"
+
+
+@pytest.mark.parametrize(
+    "models",
+    [
+        pytest.param("[{model: H100, prefix: NVIDIA H100}]", id="a-rule-for-the-model"),
+        pytest.param("[{model: '\\1', match: '^NVIDIA (\\w+)'}]", id="a-rule-that-keeps-the-attribute-text"),
+    ],
+)
+def test_a_quota_for_a_model_the_table_can_produce_passes(tmp_path, capsys, models):
+    f = tmp_path / "p.yaml"
+    f.write_text("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n"
+                 f"spec: {{version: '1', deviceModels: {models}, tenants: [{{name: a, quotas: {{H100: {{nominal: 4}}}}}}]}}\n")
+    assert main(["policy", "check", str(f)]) == 0, capsys.readouterr().err
