@@ -212,11 +212,15 @@ def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
         path = f"spec.policyChanges[{i}]"
         c = _map(c, label, path)
         at = _duration(c, "at", label, path)
+        # named here: the policy's own reader would call it a nameless Policy that is no mapping
+        if c.get("policy") is None:
+            raise ScenarioError(f"{label}: {path}.policy: required field missing")
+        policy = _map(c["policy"], label, f"{path}.policy")
         try:
-            parse_policy(c.get("policy"))
+            parse_policy(policy)
         except PolicyError as exc:
             raise ScenarioError(f"{label}: {path}.policy: {exc}") from None
-        sc.policy_changes.append((at, c["policy"]))
+        sc.policy_changes.append((at, policy))
 
 
 def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:

@@ -205,3 +205,19 @@ def test_a_template_the_api_server_would_refuse_is_named_before_the_run(tmp_path
     assert main(["simulate", "--quiet", "--scenario", str(f), "--hours", "1"]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        pytest.param("{at: 1h}", "spec.policyChanges[0].policy: required field missing", id="no-policy"),
+        pytest.param("{at: 1h, policy: null}", "spec.policyChanges[0].policy: required field missing", id="null-policy"),
+        pytest.param("{at: 1h, policy: strict.yaml}", "spec.policyChanges[0].policy: expected a mapping, got str",
+                     id="a-file-name-for-the-policy"),
+        pytest.param("{at: 1h, policy: [a]}", "spec.policyChanges[0].policy: expected a mapping, got list",
+                     id="a-list-for-the-policy"),
+    ],
+)
+def test_a_policy_change_without_a_policy_document_names_the_field(tmp_path, capsys, change, message):
+    err = refused(tmp_path, capsys, f"{{policyChanges: [{change}]}}")
+    assert f"Workload w: {message}\n" in err and "Policy ?" not in err
