@@ -15,6 +15,7 @@ Pure: no I/O. Loading YAML from a file is the caller's job.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import math
 import re
@@ -250,6 +251,21 @@ def parse_duration_ms(value: Any) -> int:
 # YAML 1.1 reads a bare off, on, yes or no as a boolean, and `mode: off` is the natural spelling:
 # added to the message of every text field that got a boolean
 YAML_BOOLEAN_HINT = " (YAML reads a bare off/on/yes/no as a boolean: quote it)"
+# ...and a bare 1.10 as the number 1.1, 010 as 8 and 2026-01-02 as a date: a name, version or model
+# written so has lost its text by the time it is read, so it is refused rather than turned back
+YAML_NUMBER_HINT = ' (YAML reads a bare number as a number, 1.10 as 1.1: quote it, as in "1.10")'
+YAML_DATE_HINT = ' (YAML reads a bare date as a date: quote it, as in "2026-01-02")'
+
+
+def yaml_text_hint(value: Any) -> str:
+    """The hint for a text field that YAML read as another type, or "" when quoting would not help."""
+    if isinstance(value, bool):
+        return YAML_BOOLEAN_HINT
+    if isinstance(value, int | float):
+        return YAML_NUMBER_HINT
+    if isinstance(value, datetime.date):
+        return YAML_DATE_HINT
+    return ""
 
 
 class _Reader:
@@ -315,7 +331,8 @@ class _Reader:
             self.fail(f"{path}.{key}", "required field missing")
             return ""
         if not isinstance(v, str):
-            hint = YAML_BOOLEAN_HINT if isinstance(v, bool) else ""
+            # a mode of 5 is no better quoted; a name or model of 5 is
+            hint = yaml_text_hint(v) if not choices or isinstance(v, bool) else ""
             self.fail(f"{path}.{key}", f"expected a string, got {type(v).__name__}{hint}")
             return default or ""
         if choices and v not in choices:
@@ -332,8 +349,13 @@ class _Reader:
 
     def strings(self, obj: dict[str, Any], key: str, path: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
         v = obj.get(key, list(default))
-        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        if not isinstance(v, list):
             self.fail(f"{path}.{key}", "expected a list of strings")
+            return default
+        for i, x in enumerate(v):
+            if not isinstance(x, str):
+                self.fail(f"{path}.{key}[{i}]", f"expected a string, got {type(x).__name__}{yaml_text_hint(x)}")
+        if not all(isinstance(x, str) for x in v):
             return default
         return tuple(v)
 
@@ -372,20 +394,24 @@ def _fields(raw: Any) -> tuple[dict[str, Any] | None, list[PolicyError]]:
     name_raw = meta.get("name")
     name: str = name_raw if isinstance(name_raw, str) and name_raw else "?"
     r = _Reader(name)
+    if name_raw is not None and not isinstance(name_raw, str):
+        r.fail("metadata.name", f"expected a string, got {type(name_raw).__name__}{yaml_text_hint(name_raw)}")
     r.unknown(raw, {"apiVersion", "kind", "metadata", "spec"}, "")
     if raw.get("apiVersion") != API_VERSION:
         r.fail("apiVersion", f"must be {API_VERSION} (got {raw.get('apiVersion')!r})")
     if raw.get("kind") != KIND:
         r.fail("kind", f"must be {KIND} (got {raw.get('kind')!r})")
-    if name == "?":
+    if name == "?" and (name_raw is None or isinstance(name_raw, str)):
         r.fail("metadata.name", "required field missing")
     spec = r.mapping(raw.get("spec"), "spec")
     r.unknown(spec, {"version", "tenants", "fairness", "preemption", "retry", "timeouts", "health", "deviceModels",
                      "fallback", "queueing", "mixedModels", "topology"}, "spec")
     version = spec.get("version")
-    if isinstance(version, int | float) and not isinstance(version, bool):
-        version = str(version)
-    if not isinstance(version, str) or not version:
+    # not turned back into text: YAML has read version: 1.10 as 1.1 already
+    if version is not None and not isinstance(version, str):
+        r.fail("spec.version", f"expected a string, got {type(version).__name__}{yaml_text_hint(version)}")
+        version = ""
+    elif not version:
         r.fail("spec.version", "required: a non-empty string")
         version = ""
     elif policy_version_problem(version):  # every record carries it, and the store refuses it
@@ -545,7 +571,9 @@ def _tenants(r: _Reader, raw: Any) -> list[Tenant]:
         weight = r.number(t, "weight", path, 1.0, minimum=0.0, exclusive=True)
         quotas: dict[str, Quota] = {}
         qraw = r.mapping(t.get("quotas"), f"{path}.quotas")
-        for model in sorted(qraw):
+        for model in [k for k in qraw if not isinstance(k, str)]:
+            r.fail(f"{path}.quotas.{model}", f"expected a string, got {type(model).__name__}{yaml_text_hint(model)}")
+        for model in sorted(k for k in qraw if isinstance(k, str)):
             qpath = f"{path}.quotas.{model}"
             q = r.mapping(qraw[model], qpath)
             r.unknown(q, {"nominal", "borrowingLimit"}, qpath)

@@ -37,7 +37,7 @@ import yaml
 
 from audit.dra.loader import yaml_problem
 from audit.dra.validate import validate_object
-from audit.policy import YAML_BOOLEAN_HINT, PolicyError, parse_duration_ms, parse_policy
+from audit.policy import PolicyError, parse_duration_ms, parse_policy, yaml_text_hint
 from audit.records import cluster_name_problem
 from audit.timestamps import parse_zoned_ms, window_problem
 from ingest.simulate.cluster import NodePool
@@ -159,9 +159,11 @@ def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
     metadata = doc.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise ScenarioError(f"{where} Workload: metadata: expected a mapping, got {type(metadata).__name__}")
-    name = metadata.get("name") or "?"
+    name = metadata.get("name")
+    name = "?" if name is None or name == "" else name  # name: 0 or false is refused, not made "?"
     if not isinstance(name, str):
-        raise ScenarioError(f"{where} Workload: metadata.name: expected a string, got {type(name).__name__}")
+        raise ScenarioError(f"{where} Workload: metadata.name: expected a string, got {type(name).__name__}"
+                            f"{yaml_text_hint(name)}")
     label = f"{where} Workload {name}"
     if doc.get("apiVersion") != WORKLOAD_API:
         raise ScenarioError(f"{label}: apiVersion: must be {WORKLOAD_API}")
@@ -250,9 +252,12 @@ def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
     dur = _map(t.get("durationMinutes") or {}, label, f"{path}.durationMinutes")
     dp_models = []
     for model, w in _map(t.get("devicePluginModels") or {}, label, f"{path}.devicePluginModels").items():
+        if not isinstance(model, str):  # str() would make a bare 1.10 the model 1.1
+            raise ScenarioError(f"{label}: {path}.devicePluginModels.{model}: expected a string, got "
+                                f"{type(model).__name__}{yaml_text_hint(model)}")
         if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) or w < 0:
             raise ScenarioError(f"{label}: {path}.devicePluginModels.{model}: expected a finite non-negative weight")
-        dp_models.append((str(model), float(w)))
+        dp_models.append((model, float(w)))
     # a draw among weights that sum to 0 has nothing to go by: it would take the last choice always
     for field_, choices in (("templates", templates), ("sizes", sizes), ("devicePluginModels", dp_models)):
         if choices and not sum(w for _, w in choices) > 0:
@@ -318,8 +323,7 @@ def _str(m: dict[str, Any], key: str, label: str, default: str | None, path: str
     if v is None:
         raise ScenarioError(f"{label}: {path}.{key}: required field missing")
     if not isinstance(v, str):
-        hint = YAML_BOOLEAN_HINT if isinstance(v, bool) else ""
-        raise ScenarioError(f"{label}: {path}.{key}: expected a string, got {type(v).__name__}{hint}")
+        raise ScenarioError(f"{label}: {path}.{key}: expected a string, got {type(v).__name__}{yaml_text_hint(v)}")
     return v
 
 

@@ -303,3 +303,46 @@ def test_a_quota_for_a_model_the_table_can_produce_passes(tmp_path, capsys, mode
     f.write_text("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n"
                  f"spec: {{version: '1', deviceModels: {models}, tenants: [{{name: a, quotas: {{H100: {{nominal: 4}}}}}}]}}\n")
     assert main(["policy", "check", str(f)]) == 0, capsys.readouterr().err
+
+
+_NUMBER_HINT = '(YAML reads a bare number as a number, 1.10 as 1.1: quote it, as in "1.10")'
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        pytest.param("metadata: {name: p}\nspec: {version: 1.10}\n",
+                     f"Policy p: spec.version: expected a string, got float {_NUMBER_HINT}", id="version-1.10"),
+        pytest.param("metadata: {name: p}\nspec: {version: 7}\n",
+                     f"Policy p: spec.version: expected a string, got int {_NUMBER_HINT}", id="version-7"),
+        pytest.param("metadata: {name: p}\nspec: {version: 2026-01-02}\n",
+                     'Policy p: spec.version: expected a string, got date (YAML reads a bare date as a date: quote it, '
+                     'as in "2026-01-02")', id="version-a-date"),
+        pytest.param("metadata: {name: 2026}\nspec: {version: '1'}\n",
+                     f"Policy ?: metadata.name: expected a string, got int {_NUMBER_HINT}", id="name-a-year"),
+        pytest.param("metadata: {name: p}\nspec: {version: '1', tenants: [{name: 1.10}]}\n",
+                     f"Policy p: spec.tenants[0].name: expected a string, got float {_NUMBER_HINT}", id="tenant-name"),
+        pytest.param("metadata: {name: p}\nspec: {version: '1', tenants: [{name: a, namespaces: [a, 2024]}]}\n",
+                     f"Policy p: spec.tenants[0].namespaces[1]: expected a string, got int {_NUMBER_HINT}",
+                     id="namespace"),
+        pytest.param("metadata: {name: p}\nspec: {version: '1', tenants: [{name: a, quotas: {H100: {nominal: 1}, "
+                     "100: {nominal: 1}}}]}\n",
+                     f"Policy p: spec.tenants[0].quotas.100: expected a string, got int {_NUMBER_HINT}",
+                     id="quota-model"),
+        pytest.param("metadata: {name: p}\nspec: {version: '1', deviceModels: [{model: 100, prefix: NVIDIA 100}]}\n",
+                     f"Policy p: spec.deviceModels[0].model: expected a string, got int {_NUMBER_HINT}",
+                     id="table-model"),
+    ],
+)
+def test_text_yaml_read_as_a_number_or_date_is_refused_with_a_hint_to_quote_it(tmp_path, capsys, document, message):
+    f = tmp_path / "p.yaml"
+    f.write_text("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\n" + document)
+    assert main(["policy", "check", str(f)]) == 2
+    assert capsys.readouterr().err == f"{f}: {message}\n"
+
+
+def test_a_quoted_version_keeps_its_text(tmp_path, capsys):
+    f = tmp_path / "p.yaml"
+    f.write_text(_HEAD.replace("'1'", "'1.10'"))
+    assert main(["policy", "check", str(f)]) == 0
+    assert "Policy p version 1.10: valid" in capsys.readouterr().out

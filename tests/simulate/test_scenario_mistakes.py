@@ -221,3 +221,33 @@ def test_a_template_the_api_server_would_refuse_is_named_before_the_run(tmp_path
 def test_a_policy_change_without_a_policy_document_names_the_field(tmp_path, capsys, change, message):
     err = refused(tmp_path, capsys, f"{{policyChanges: [{change}]}}")
     assert f"Workload w: {message}\n" in err and "Policy ?" not in err
+
+
+_NUMBER_HINT = '(YAML reads a bare number as a number, 1.10 as 1.1: quote it, as in "1.10")'
+
+
+@pytest.mark.parametrize(
+    ("spec", "metadata", "message"),
+    [
+        pytest.param("{hours: 1}", "{name: 2026}", f"Workload: metadata.name: expected a string, got int {_NUMBER_HINT}",
+                     id="workload-name"),
+        pytest.param("{hours: 1}", "{name: 0}", f"Workload: metadata.name: expected a string, got int {_NUMBER_HINT}",
+                     id="workload-name-zero"),
+        pytest.param("{cluster: 1.10}", "{name: w}", f"Workload w: spec.cluster: expected a string, got float "
+                     f"{_NUMBER_HINT}", id="cluster"),
+        pytest.param("{nodePools: [{model: 100, nodes: 1}]}", "{name: w}", "Workload w: spec.nodePools[0].model: "
+                     f"expected a string, got int {_NUMBER_HINT}", id="pool-model"),
+        pytest.param("{nodePools: [{model: H100, nodes: 1, driverVersion: 580.105}]}", "{name: w}",
+                     f"Workload w: spec.nodePools[0].driverVersion: expected a string, got float {_NUMBER_HINT}",
+                     id="driver-version"),
+        pytest.param("{tenants: [{namespace: 2024, templates: [{name: t}]}]}", "{name: w}",
+                     f"Workload w: spec.tenants[0].namespace: expected a string, got int {_NUMBER_HINT}",
+                     id="namespace"),
+        pytest.param("{nodePools: [{model: '1.10', nodes: 1, devicePlugin: true}], tenants: [{namespace: a, "
+                     "templates: [{name: t}], devicePluginModels: {1.10: 1}}]}", "{name: w}",
+                     f"Workload w: spec.tenants[0].devicePluginModels.1.1: expected a string, got float {_NUMBER_HINT}",
+                     id="pinned-model"),
+    ],
+)
+def test_text_yaml_read_as_a_number_is_refused_with_a_hint_to_quote_it(tmp_path, capsys, spec, metadata, message):
+    assert f"{message}\n" in refused(tmp_path, capsys, spec, metadata)
