@@ -195,8 +195,15 @@ def _workload(sc: Scenario, doc: dict[str, Any], where: str) -> None:
             prefix=_str(p, "prefix", label, "", path), device_plugin=_bool(p, "devicePlugin", label, False, path),
         ))
     dp_pool_models = {p.model for p in sc.pools if p.device_plugin}
+    tenant_of: dict[str, int] = {}  # namespace -> index of the tenant that has it
     for i, t in enumerate(_list(spec, "tenants", label)):
         sc.tenants.append(_tenant(_map(t, label, f"spec.tenants[{i}]"), label, f"spec.tenants[{i}]"))
+        # two mixes in one namespace would generate pods no report can tell apart
+        ns = sc.tenants[-1].namespace
+        if ns in tenant_of:
+            raise ScenarioError(f"{label}: spec.tenants[{i}].namespace: {ns!r} is already the namespace of "
+                                f"spec.tenants[{tenant_of[ns]}]; give each tenant its own")
+        tenant_of[ns] = i
         for model, _ in sc.tenants[-1].device_plugin_models:
             if model not in dp_pool_models:
                 raise ScenarioError(f"{label}: spec.tenants[{i}].devicePluginModels.{model}: no devicePlugin node "

@@ -251,3 +251,17 @@ _NUMBER_HINT = '(YAML reads a bare number as a number, 1.10 as 1.1: quote it, as
 )
 def test_text_yaml_read_as_a_number_is_refused_with_a_hint_to_quote_it(tmp_path, capsys, spec, metadata, message):
     assert f"{message}\n" in refused(tmp_path, capsys, spec, metadata)
+
+
+@pytest.mark.parametrize(
+    ("tenants", "message"),
+    [
+        pytest.param("[{namespace: a, templates: [{name: t}]}, {namespace: a, templates: [{name: t}]}]",
+                     "spec.tenants[1].namespace: 'a' is already the namespace of spec.tenants[0]", id="next-to-each-other"),
+        pytest.param("[{namespace: a, templates: [{name: t}]}, {namespace: b, templates: [{name: t}]}, "
+                     "{namespace: a, templates: [{name: t}], arrivalsPerHour: 5}]",
+                     "spec.tenants[2].namespace: 'a' is already the namespace of spec.tenants[0]", id="apart"),
+    ],
+)
+def test_two_workload_tenants_in_one_namespace_are_refused(tmp_path, capsys, tenants, message):
+    assert f"Workload w: {message}; give each tenant its own\n" in refused(tmp_path, capsys, f"{{tenants: {tenants}}}")
