@@ -243,7 +243,7 @@ def parse_duration_ms(value: Any) -> int:
         raise ValueError("expected a duration like 90s, 10m or 1h")
     m = _DURATION_RE.match(value.strip())
     if not m or not any(m.groups()):
-        raise ValueError(f"invalid duration {value!r} (expected e.g. 90s, 10m, 1h30m, 250ms)")
+        raise ValueError(f"invalid duration {value!r} (expected e.g. 90s, 10m, 1h30m, 250ms){yaml_exponent_hint(value)}")
     h, mi, s, ms = (int(g) if g else 0 for g in m.groups())
     return ((h * 60 + mi) * 60 + s) * 1000 + ms
 
@@ -266,6 +266,32 @@ def yaml_text_hint(value: Any) -> str:
     if isinstance(value, datetime.date):
         return YAML_DATE_HINT
     return ""
+
+
+# YAML 1.1 (PyYAML) reads a number in exponent notation only with a dot and a signed exponent:
+# 1e9 and even 1.0e9 are text, 1.0e+9 is the number
+_EXPONENT_RE = re.compile(r"^([-+]?)([0-9]*)(?:\.([0-9]*))?[eE]([-+]?)([0-9]+)$")
+
+
+def yaml_exponent_hint(value: Any, whole: bool = False) -> str:
+    """The hint for a number field that got text YAML did not read as a number but Python would
+    (``1e9``): how to write it so that YAML reads it; a ``whole`` number is written out in full."""
+    if not isinstance(value, str):
+        return ""
+    m = _EXPONENT_RE.match(value.strip())
+    if not m or not (m.group(2) or m.group(3)):
+        return ""
+    number = float(value)
+    if not math.isfinite(number):
+        return ""
+    if whole:
+        if not number.is_integer() or abs(number) >= 1e15:
+            return ""
+        written = str(int(number))
+    else:
+        sign, units, fraction, exp_sign, exponent = m.groups()
+        written = f"{sign}{units or '0'}.{fraction or '0'}e{exp_sign or '+'}{exponent}"
+    return f" (YAML reads {value.strip()} as text, not a number: write {written})"
 
 
 class _Reader:
@@ -294,7 +320,7 @@ class _Reader:
                exclusive: bool = False) -> float:
         v = obj.get(key, default)
         if isinstance(v, bool) or not isinstance(v, int | float):
-            self.fail(f"{path}.{key}", f"expected a number, got {type(v).__name__}")
+            self.fail(f"{path}.{key}", f"expected a number, got {type(v).__name__}{yaml_exponent_hint(v)}")
             return default
         # YAML's .nan and .inf are floats, but no weight or rate means them and the digest's JSON cannot hold them
         if not math.isfinite(v):
@@ -310,7 +336,7 @@ class _Reader:
         if v is None:
             return None
         if isinstance(v, bool) or not isinstance(v, int):
-            self.fail(f"{path}.{key}", f"expected an integer, got {type(v).__name__}")
+            self.fail(f"{path}.{key}", f"expected an integer, got {type(v).__name__}{yaml_exponent_hint(v, whole=True)}")
             return default
         if v < minimum:
             self.fail(f"{path}.{key}", f"must be >= {minimum}")

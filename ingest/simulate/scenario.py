@@ -37,7 +37,7 @@ import yaml
 
 from audit.dra.loader import yaml_problem
 from audit.dra.validate import validate_object
-from audit.policy import PolicyError, parse_duration_ms, parse_policy, yaml_text_hint
+from audit.policy import PolicyError, parse_duration_ms, parse_policy, yaml_exponent_hint, yaml_text_hint
 from audit.records import cluster_name_problem
 from audit.timestamps import parse_zoned_ms, window_problem
 from ingest.simulate.cluster import NodePool
@@ -254,7 +254,8 @@ def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
     sizes = []
     for k, v in sorted(sizes_raw.items(), key=lambda kv: int(kv[0])):
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
-            raise ScenarioError(f"{label}: {path}.sizes.{k}: expected a finite non-negative weight")
+            raise ScenarioError(f"{label}: {path}.sizes.{k}: expected a finite non-negative weight"
+                                f"{yaml_exponent_hint(v)}")
         sizes.append((int(k), float(v)))
     dur = _map(t.get("durationMinutes") or {}, label, f"{path}.durationMinutes")
     dp_models = []
@@ -263,7 +264,8 @@ def _tenant(t: dict[str, Any], label: str, path: str) -> TenantMix:
             raise ScenarioError(f"{label}: {path}.devicePluginModels.{model}: expected a string, got "
                                 f"{type(model).__name__}{yaml_text_hint(model)}")
         if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) or w < 0:
-            raise ScenarioError(f"{label}: {path}.devicePluginModels.{model}: expected a finite non-negative weight")
+            raise ScenarioError(f"{label}: {path}.devicePluginModels.{model}: expected a finite non-negative weight"
+                                f"{yaml_exponent_hint(w)}")
         dp_models.append((model, float(w)))
     # a draw among weights that sum to 0 has nothing to go by: it would take the last choice always
     for field_, choices in (("templates", templates), ("sizes", sizes), ("devicePluginModels", dp_models)):
@@ -347,7 +349,8 @@ def _num(m: dict[str, Any], key: str, label: str, default: float | None, path: s
     if v is None:
         raise ScenarioError(f"{label}: {path}.{key}: required field missing")
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
-        raise ScenarioError(f"{label}: {path}.{key}: expected a finite non-negative number, got {v!r}")
+        raise ScenarioError(f"{label}: {path}.{key}: expected a finite non-negative number, got {v!r}"
+                            f"{yaml_exponent_hint(v)}")
     return float(v)
 
 
@@ -358,7 +361,8 @@ def _int(m: dict[str, Any], key: str, label: str, default: int | None, path: str
     if v is None:
         raise ScenarioError(f"{label}: {path}.{key}: required field missing")
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise ScenarioError(f"{label}: {path}.{key}: expected a whole number >= {minimum}, got {v!r}")
+        raise ScenarioError(f"{label}: {path}.{key}: expected a whole number >= {minimum}, got {v!r}"
+                            f"{yaml_exponent_hint(v, whole=True)}")
     return v
 
 

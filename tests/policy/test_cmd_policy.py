@@ -346,3 +346,23 @@ def test_a_quoted_version_keeps_its_text(tmp_path, capsys):
     f.write_text(_HEAD.replace("'1'", "'1.10'"))
     assert main(["policy", "check", str(f)]) == 0
     assert "Policy p version 1.10: valid" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param("  tenants: [{name: a, weight: 1e2}]\n", "spec.tenants[0].weight: expected a number, got str (YAML "
+                     "reads 1e2 as text, not a number: write 1.0e+2)", id="a-weight"),
+        pytest.param("  retry: {maxAttempts: 1e1}\n", "spec.retry.maxAttempts: expected an integer, got str (YAML "
+                     "reads 1e1 as text, not a number: write 10)", id="an-integer"),
+        pytest.param("  retry: {backoffBase: 1e0}\n", "spec.retry.backoffBase: invalid duration '1e0' (expected e.g. "
+                     "90s, 10m, 1h30m, 250ms) (YAML reads 1e0 as text, not a number: write 1.0e+0)", id="a-duration"),
+        pytest.param("  tenants: [{name: a, weight: many}]\n", "spec.tenants[0].weight: expected a number, got str",
+                     id="a-word-gets-no-hint"),
+    ],
+)
+def test_a_number_in_exponent_notation_yaml_reads_as_text_says_how_to_write_it(tmp_path, capsys, spec, message):
+    f = tmp_path / "p.yaml"
+    f.write_text(_HEAD + spec)
+    assert main(["policy", "check", str(f)]) == 2
+    assert capsys.readouterr().err == f"{f}: Policy p: {message}\n"

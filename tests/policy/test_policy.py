@@ -6,7 +6,14 @@ import os
 import pytest
 import yaml
 
-from audit.policy import PolicyError, capacity_findings, parse_policy, policy_document, policy_findings
+from audit.policy import (
+    PolicyError,
+    capacity_findings,
+    parse_policy,
+    policy_document,
+    policy_findings,
+    yaml_exponent_hint,
+)
 
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "policy", "team-quotas.yaml")
 
@@ -186,3 +193,22 @@ def test_policy_document_of_preemption_parses_back_to_the_same_digest(preemption
     assert p.preemption_min_runtime_ms == min_runtime_ms
     assert policy_document(p)["spec"]["preemption"] == document
     assert parse_policy(policy_document(p)).digest == p.digest
+
+
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        pytest.param("1e9", False, id="no-dot-no-sign"),
+        pytest.param("1.0e9", False, id="dot-no-sign"),
+        pytest.param("-2.5E3", False, id="negative-upper-case"),
+        pytest.param(".5e3", False, id="no-units"),
+        pytest.param("5.e3", False, id="no-fraction"),
+        pytest.param("1e3", True, id="a-whole-number"),
+    ],
+)
+def test_the_written_number_an_exponent_hint_gives_is_read_by_yaml_as_that_number(text, whole):
+    assert isinstance(yaml.safe_load(text), str)
+    hint = yaml_exponent_hint(text, whole=whole)
+    written = hint.rsplit("write ", 1)[1].rstrip(")")
+    assert yaml.safe_load(written) == float(text)
+    assert isinstance(yaml.safe_load(written), int if whole else float)

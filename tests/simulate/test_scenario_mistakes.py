@@ -265,3 +265,30 @@ def test_text_yaml_read_as_a_number_is_refused_with_a_hint_to_quote_it(tmp_path,
 )
 def test_two_workload_tenants_in_one_namespace_are_refused(tmp_path, capsys, tenants, message):
     assert f"Workload w: {message}; give each tenant its own\n" in refused(tmp_path, capsys, f"{{tenants: {tenants}}}")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param("{hours: 1e9}", "spec.hours: expected a finite non-negative number, got '1e9' (YAML reads 1e9 as "
+                     "text, not a number: write 1.0e+9)", id="hours"),
+        pytest.param("{hours: 1.5e3}", "spec.hours: expected a finite non-negative number, got '1.5e3' (YAML reads "
+                     "1.5e3 as text, not a number: write 1.5e+3)", id="hours-with-a-dot"),
+        pytest.param("{nodePools: [{model: H100, nodes: 1e3}]}", "spec.nodePools[0].nodes: expected a whole number >= 0, "
+                     "got '1e3' (YAML reads 1e3 as text, not a number: write 1000)", id="a-count"),
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], arrivalsPerHour: 2E2}]}",
+                     "spec.tenants[0].arrivalsPerHour: expected a finite non-negative number, got '2E2' (YAML reads 2E2 "
+                     "as text, not a number: write 2.0e+2)", id="a-rate"),
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], sizes: {'1': 1e-1}}]}",
+                     "spec.tenants[0].sizes.1: expected a finite non-negative weight (YAML reads 1e-1 as text, not a "
+                     "number: write 1.0e-1)", id="a-size-weight"),
+        pytest.param("{tenants: [{namespace: a, templates: [{name: t}], bursts: [{at: 3.6e3, jobs: 1}]}]}",
+                     "spec.tenants[0].bursts[0].at: invalid duration '3.6e3' (expected e.g. 90s, 10m, 1h30m, 250ms) "
+                     "(YAML reads 3.6e3 as text, not a number: write 3.6e+3)", id="a-duration-in-seconds"),
+        pytest.param("{hours: 1e}", "spec.hours: expected a finite non-negative number, got '1e'\n", id="not-a-number"),
+        pytest.param("{hours: 1e999}", "spec.hours: expected a finite non-negative number, got '1e999'\n",
+                     id="too-large-for-a-float"),
+    ],
+)
+def test_a_number_in_exponent_notation_yaml_reads_as_text_says_how_to_write_it(tmp_path, capsys, spec, message):
+    assert f"Workload w: {message}" in refused(tmp_path, capsys, spec)
