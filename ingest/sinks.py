@@ -111,24 +111,20 @@ class StoreSink:
         return _Rows(self.writer.query(sql, parameters))
 
     def write_records(self, records: Iterable[DecisionRecord]) -> None:
-        batch = list(records)
-        with self._lock:
-            screened = self._guard.screen_records(batch, range(1, len(batch) + 1), self._source)
-            self._quarantine(screened)
-            self.writer.write_records(screened.fresh)
-            self._guard.remember(screened.accepted)
+        self._write(list(records), self._guard.screen_records, self.writer.write_records)
 
     def write_events(self, events: Iterable[WorldEvent]) -> None:
-        batch = list(events)
-        with self._lock:
-            screened = self._guard.screen_events(batch, range(1, len(batch) + 1), self._source)
-            self._quarantine(screened)
-            self.writer.write_events(screened.fresh)
-            self._guard.remember(screened.accepted)
+        self._write(list(events), self._guard.screen_events, self.writer.write_events)
 
-    def _quarantine(self, screened: Any) -> None:
-        if screened.conflicts:  # counted by the writer with every row it quarantines
-            self.writer.write_quarantine(screened.conflicts)
+    def _write(self, batch: list[Any], screen: Any, write: Any) -> None:
+        """Screen ``batch`` against history, quarantine its conflicts (the writer counts them with
+        every row it quarantines) and ``write`` the rest."""
+        with self._lock:
+            screened = screen(batch, range(1, len(batch) + 1), self._source)
+            if screened.conflicts:
+                self.writer.write_quarantine(screened.conflicts)
+            write(screened.fresh)
+            self._guard.remember(screened.accepted)
 
     def flush(self) -> bool:
         return self.writer.flush()
