@@ -188,6 +188,16 @@ def test_a_policy_no_number_or_text_can_be_read_from_is_refused_in_one_line(tmp_
     assert len(err.splitlines()) == 1
 
 
+def _refused(tmp_path, capsys, document: str) -> str:
+    """The one line ``policy check`` refuses ``document`` with, less its file's name."""
+    f = tmp_path / "p.yaml"
+    f.write_text(document)
+    assert main(["policy", "check", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{f}: ") and err.count("\n") == 1, err
+    return err.removeprefix(f"{f}: ").removesuffix("\n")
+
+
 @pytest.mark.parametrize(("spec", "message"), [
     pytest.param("  fairness: {mode: off}\n", "Policy p: spec.fairness.mode: expected a string, got bool (YAML reads "
                  "a bare off/on/yes/no as a boolean: quote it)", id="bare-off"),
@@ -197,10 +207,7 @@ def test_a_policy_no_number_or_text_can_be_read_from_is_refused_in_one_line(tmp_
                  id="number-gets-no-boolean-hint"),
 ])
 def test_a_boolean_where_a_string_belongs_says_to_quote_it(tmp_path, capsys, spec, message):
-    f = tmp_path / "p.yaml"
-    f.write_text(_HEAD + spec)
-    assert main(["policy", "check", str(f)]) == 2
-    assert capsys.readouterr().err == f"{f}: {message}\n"
+    assert _refused(tmp_path, capsys, _HEAD + spec) == message
 
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -267,11 +274,8 @@ def test_a_cluster_whose_devices_cannot_be_counted_is_named_in_one_line(tmp_path
     ],
 )
 def test_a_bad_nominal_quota_is_named_once_for_what_is_wrong(tmp_path, capsys, quota, message):
-    f = tmp_path / "p.yaml"
-    f.write_text("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n"
-                 f"spec: {{version: '1', tenants: [{{name: a, quotas: {{H100: {quota}}}}}]}}\n")
-    assert main(["policy", "check", str(f)]) == 2
-    assert capsys.readouterr().err == f"{f}: Policy p: {message}\n"
+    assert _refused(tmp_path, capsys, "apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n"
+                    f"spec: {{version: '1', tenants: [{{name: a, quotas: {{H100: {quota}}}}}]}}\n") == f"Policy p: {message}"
 
 
 @pytest.mark.parametrize(
@@ -284,11 +288,9 @@ def test_a_bad_nominal_quota_is_named_once_for_what_is_wrong(tmp_path, capsys, q
     ],
 )
 def test_a_quota_for_a_model_the_table_cannot_produce_is_refused(tmp_path, capsys, models, message):
-    f = tmp_path / "p.yaml"
-    f.write_text("apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n"
-                 f"spec: {{version: '1', deviceModels: {models}, tenants: [{{name: a, quotas: {{H100: {{nominal: 4}}}}}}]}}\n")
-    assert main(["policy", "check", str(f)]) == 2
-    assert capsys.readouterr().err == f"{f}: Policy p: {message}\n"
+    assert _refused(tmp_path, capsys, "apiVersion: claimtrail.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n"
+                    f"spec: {{version: '1', deviceModels: {models}, tenants: [{{name: a, quotas: {{H100: {{nominal: 4}}}}}}]}}\n"
+                    ) == f"Policy p: {message}"
 
 
 @pytest.mark.parametrize(
@@ -362,7 +364,4 @@ def test_a_quoted_version_keeps_its_text(tmp_path, capsys):
     ],
 )
 def test_a_number_in_exponent_notation_yaml_reads_as_text_says_how_to_write_it(tmp_path, capsys, spec, message):
-    f = tmp_path / "p.yaml"
-    f.write_text(_HEAD + spec)
-    assert main(["policy", "check", str(f)]) == 2
-    assert capsys.readouterr().err == f"{f}: Policy p: {message}\n"
+    assert _refused(tmp_path, capsys, _HEAD + spec) == f"Policy p: {message}"
