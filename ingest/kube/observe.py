@@ -111,11 +111,14 @@ class DecisionObserver:
         self.rerun = agreement.Rerunner(self.metrics, cache_size)
         self.agreements: deque[agreement.Agreement] = deque(maxlen=1000)  # the most recent, for inspection
         self._recorded: OrderedDict[str, None] = OrderedDict()  # decision ids already emitted (bounded)
-        self._failures: dict[tuple[str, str], int] = {}  # live pod -> scheduling failures seen
+        self._failures: dict[tuple[str, str], int] = {}  # live pod (namespace, uid) -> scheduling failures seen
         # Reflectors run in parallel, so a claim may be deleted before its pod's binding arrives
         # (or the pod before the claim's allocation): joins use the last state seen of each,
         # kept after deletion, in bounded most-recently-seen caches.
         self._pods = _Recent(cache_size)
+        # the same pods by (namespace, uid): a scheduler event names the pod it is about by uid,
+        # and a pod recreated under its name (Job, StatefulSet) is another pod
+        self._pods_by_uid = _Recent(cache_size)
         self._claims = _Recent(cache_size)
         self._allocated = _Recent(cache_size)
         # scheduler events that arrived before their pod or its claims
@@ -135,10 +138,11 @@ class DecisionObserver:
                 self._index_allocation(key, a.object if a.type == "upsert" else None)
             if a.type != "upsert":
                 if a.kind == "Pod":
-                    self._failures.pop(key, None)
+                    self._failures.pop((key[0], str(_meta(a.object).get("uid", ""))), None)
                 continue
             if a.kind == "Pod":
                 self._pods.put(key, a.object)
+                self._pods_by_uid.put((key[0], str(_meta(a.object).get("uid", ""))), a.object)
                 for event in self._waiting.pop(key, []):
                     out += self._event(event, world)
                 out += self._pod(a.object, world)
@@ -331,8 +335,10 @@ class DecisionObserver:
         involved = event.get("involvedObject") or {}
         if event.get("reason") != "FailedScheduling" or involved.get("kind") != "Pod":
             return []
-        ns, name = involved.get("namespace", ""), involved.get("name", "")
-        pod = self._pods.get((ns, name))
+        ns, name, uid = involved.get("namespace", ""), involved.get("name", ""), involved.get("uid", "")
+        # by uid when the event says it: events outlive their pod, and a pod recreated under the
+        # same name must not inherit its predecessor's failures
+        pod = self._pods_by_uid.get((ns, str(uid))) if uid else self._pods.get((ns, name))
         if pod is None:
             self._wait((ns, name), event)
             return []
@@ -346,10 +352,11 @@ class DecisionObserver:
             self._wait((ns, name), event)
             return []
         count = int(event.get("count") or (event.get("series") or {}).get("count") or 1)
-        seen = self._failures.get((ns, name), 0)
+        pod_key = (ns, str(_meta(pod).get("uid", "")))
+        seen = self._failures.get(pod_key, 0)
         if count <= seen:
             return []
-        self._failures[(ns, name)] = count
+        self._failures[pod_key] = count
         claims_ok = [c for c in claims if c is not None]
         uids = [str(_meta(c).get("uid", "")) for c in claims_ok]
         message = str(event.get("message", ""))
