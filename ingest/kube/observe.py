@@ -360,7 +360,10 @@ class DecisionObserver:
         claims_ok = [c for c in claims if c is not None]
         uids = [str(_meta(c).get("uid", "")) for c in claims_ok]
         message = str(event.get("message", ""))
-        when = str(event.get("lastTimestamp") or event.get("eventTime") or self.clock())
+        # the last occurrence: lastTimestamp for core/v1 events, series.lastObservedTime for the
+        # events.k8s.io/v1 events kube-scheduler writes (their eventTime is the first occurrence)
+        when = str(event.get("lastTimestamp") or (event.get("series") or {}).get("lastObservedTime")
+                   or event.get("eventTime") or self.clock())
         label_src = claims_ok[0] if claims_ok else pod
         record = DecisionRecord(
             **self._base(pod, str(_meta(pod).get("uid", "")), count, world),

@@ -72,3 +72,22 @@ SAME_NAME = {
 def test_scheduler_events_count_for_the_pod_they_name_by_uid(objects: list[dict[str, Any]], expected: list) -> None:
     got = sorted((r.pod_uid, r.attempt, r.wait_ms) for r in _observe(objects))
     assert got == sorted(expected)
+
+
+# kube-scheduler writes events.k8s.io/v1 Events: read as core/v1 they carry eventTime (the first
+# occurrence) and, from the second occurrence on, series.count and series.lastObservedTime
+SHAPES = {
+    "core_v1_count": (_event("job-0.1", NEW_UID, count=2, firstTimestamp="2026-11-29T13:00:01Z",
+                             lastTimestamp="2026-11-29T13:05:01Z"), (2, "2026-11-29T13:05:01Z", 301000)),
+    "events_v1_first": (_event("job-0.1", NEW_UID, eventTime="2026-11-29T13:00:01.000000Z"),
+                        (1, "2026-11-29T13:00:01.000000Z", 1000)),
+    "events_v1_series": (_event("job-0.1", NEW_UID, eventTime="2026-11-29T13:00:01.000000Z",
+                                series={"count": 3, "lastObservedTime": "2026-11-29T13:10:01.000000Z"}),
+                         (3, "2026-11-29T13:10:01.000000Z", 601000)),
+}
+
+
+@pytest.mark.parametrize(("event", "expected"), list(SHAPES.values()), ids=list(SHAPES))
+def test_a_repeated_scheduling_failure_is_timed_at_its_last_occurrence(event: dict[str, Any], expected: tuple) -> None:
+    (record,) = _observe([_pod(NEW_UID), event])
+    assert (record.attempt, record.time, record.wait_ms) == expected
