@@ -21,12 +21,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from audit.dra.validate.names import DNS_SUBDOMAIN
 
 log = logging.getLogger(__name__)
+
+# what a request to an API server that is down, restarting or cut off raises
+_UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
 
 LEASE_PREFIX = "claimtrail-watcher-"
 MAX_NAME = 253  # a Lease's name is a DNS subdomain (RFC 1123), as most object names
@@ -90,6 +94,14 @@ class LeaseElector:
 
     # -- one step -------------------------------------------------------------------------------
     def try_acquire_or_renew(self) -> bool:
+        try:
+            return self._try_acquire_or_renew()
+        except _UNREACHABLE as exc:
+            # the API server restarting, a network partition: a failed attempt like any other
+            # (a leader steps down once its renew deadline passes), never a crash
+            return self._lost(f"API server unreachable: {type(exc).__name__}: {exc}")
+
+    def _try_acquire_or_renew(self) -> bool:
         now_wall = _micro_time(self.wall())
         try:
             current = self._read()
@@ -135,6 +147,8 @@ class LeaseElector:
                 self.api.replace_namespaced_lease(self.name, self.namespace, body)
         except ApiException as exc:
             log.warning("could not release the lease", extra={"status": exc.status})
+        except _UNREACHABLE as exc:
+            log.warning("could not release the lease", extra={"error": f"{type(exc).__name__}: {exc}"})
         self.is_leader = False
 
     def _read(self) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from datetime import datetime
 
 import pytest
+from kubernetes import client
 
 from ingest.kube.lease import LeaseElector
 from tests.kube.apiserver import FakeApiServer
@@ -138,3 +140,46 @@ def test_leader_whose_work_dies_releases_the_lease_and_reports_failure(server: F
 
     assert elector.run(threading.Event(), ends_at_once) is True
     assert server.leases[("claimtrail", "w")]["spec"].get("holderIdentity") is None
+
+
+def _unreachable() -> client.ApiClient:
+    # a port nothing listens on: connection refused, as while the API server restarts
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{port}"
+    cfg.retries = 0
+    return client.ApiClient(cfg)
+
+
+WHEN_THE_SERVER_GOES = {
+    # (the server is gone before the first attempt, the elector's verdict, whether it led)
+    "before_acquiring": (True, False, False),  # keeps trying until stopped; never leads
+    "while_leading": (False, True, True),  # steps down once the renew deadline passes
+}
+
+
+@pytest.mark.parametrize(("gone_at_start", "lost", "led"), list(WHEN_THE_SERVER_GOES.values()),
+                         ids=list(WHEN_THE_SERVER_GOES))
+def test_an_unreachable_api_server_fails_lease_attempts_instead_of_crashing(
+    server: FakeApiServer, gone_at_start: bool, lost: bool, led: bool
+) -> None:
+    elector = LeaseElector(_unreachable() if gone_at_start else api_client(server), "claimtrail", "w", "watcher-a",
+                           lease_duration=3, renew_deadline=1, retry_period=0.05)
+    stop = threading.Event()
+    stopped = threading.Event()
+
+    def lead(stop_leading: threading.Event) -> None:
+        elector.api.api_client = _unreachable()  # from now on every renewal is refused
+        stop_leading.wait()
+        stopped.set()
+
+    if gone_at_start:
+        assert elector.try_acquire_or_renew() is False
+        threading.Timer(0.5, stop.set).start()
+    result: list[bool] = []
+    thread = threading.Thread(target=lambda: result.append(elector.run(stop, lead)), daemon=True)
+    thread.start()
+    thread.join(10)
+    assert result == [lost] and stopped.is_set() is led
