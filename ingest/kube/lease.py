@@ -10,6 +10,7 @@ steps down when it could not renew within ``renew_deadline``.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -29,6 +30,7 @@ from audit.dra.validate.names import DNS_SUBDOMAIN
 
 log = logging.getLogger(__name__)
 
+MIN_REQUEST_TIMEOUT = 0.05  # seconds; a request needs some time even past its deadline
 # what a request to an API server that is down, restarting or cut off raises
 _UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
 
@@ -59,6 +61,15 @@ def lease_name_problem(name: str) -> str:
     return ""
 
 
+def _without_retries(api_client: client.ApiClient) -> client.ApiClient:
+    """A client of the same cluster and credentials whose requests are not retried behind our
+    back: each retry would get the whole timeout again, past the renew deadline. The elector
+    retries on its own, every ``retry_period``."""
+    cfg = copy.deepcopy(api_client.configuration)
+    cfg.retries = False
+    return client.ApiClient(cfg)
+
+
 def _micro_time(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
@@ -85,15 +96,19 @@ class LeaseElector:
     ) -> None:
         if not lease_duration > renew_deadline > retry_period > 0:
             raise ValueError("lease: need lease_duration > renew_deadline > retry_period > 0")
-        self.api = client.CoordinationV1Api(api_client)
+        self.api = client.CoordinationV1Api(_without_retries(api_client))
         self.namespace, self.name, self.identity = namespace, name, identity
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
         self.monotonic, self.wall = monotonic, wall
         self._observed: _Observed | None = None
+        self._attempt_deadline = 0.0
         self.is_leader = False
 
     # -- one step -------------------------------------------------------------------------------
-    def try_acquire_or_renew(self) -> bool:
+    def try_acquire_or_renew(self, deadline: float | None = None) -> bool:
+        """One attempt; every request of it ends by ``deadline`` (our monotonic clock), by
+        ``renew_deadline`` from now without one."""
+        self._attempt_deadline = deadline if deadline is not None else self.monotonic() + self.renew_deadline
         try:
             return self._try_acquire_or_renew()
         except _UNREACHABLE as exc:
@@ -110,7 +125,7 @@ class LeaseElector:
                 return self._lost(f"read failed: HTTP {exc.status}")
             body = self._body(None, now_wall, acquire=True, transitions=0)
             try:
-                self.api.create_namespaced_lease(self.namespace, body)
+                self.api.create_namespaced_lease(self.namespace, body, _request_timeout=self._timeout())
             except ApiException as exc2:
                 return self._lost(f"create failed: HTTP {exc2.status}")
             return self._won()
@@ -127,7 +142,7 @@ class LeaseElector:
         transitions = int(spec.get("leaseTransitions") or 0) + (1 if taking_over and holder else 0)
         body = self._body(current, now_wall, acquire=taking_over, transitions=transitions)
         try:
-            self.api.replace_namespaced_lease(self.name, self.namespace, body)
+            self.api.replace_namespaced_lease(self.name, self.namespace, body, _request_timeout=self._timeout())
         except ApiException as exc:
             # 409: someone else wrote first; they won this round
             return self._lost(f"update failed: HTTP {exc.status}")
@@ -137,6 +152,7 @@ class LeaseElector:
         """Give the Lease up at shutdown so the next replica does not wait for it to expire."""
         if not self.is_leader:
             return
+        self._attempt_deadline = self.monotonic() + self.renew_deadline
         try:
             current = self._read()
             if (current.get("spec") or {}).get("holderIdentity") == self.identity:
@@ -144,7 +160,7 @@ class LeaseElector:
                 assert body.spec is not None
                 body.spec.holder_identity = None
                 body.spec.lease_duration_seconds = 1
-                self.api.replace_namespaced_lease(self.name, self.namespace, body)
+                self.api.replace_namespaced_lease(self.name, self.namespace, body, _request_timeout=self._timeout())
         except ApiException as exc:
             log.warning("could not release the lease", extra={"status": exc.status})
         except _UNREACHABLE as exc:
@@ -153,9 +169,17 @@ class LeaseElector:
 
     def _read(self) -> dict[str, Any]:
         # raw JSON: the Lease exactly as served, resourceVersion included
-        resp: Any = self.api.read_namespaced_lease(self.name, self.namespace, _preload_content=False)
+        resp: Any = self.api.read_namespaced_lease(
+            self.name, self.namespace, _preload_content=False, _request_timeout=self._timeout()
+        )
         data: dict[str, Any] = json.loads(resp.data)
         return data
+
+    def _timeout(self) -> float:
+        """What is left of this attempt: a request to an API server that accepted it and never
+        answers must not keep a leader leading past its renew deadline (another replica takes
+        the Lease over once it expires)."""
+        return max(MIN_REQUEST_TIMEOUT, self._attempt_deadline - self.monotonic())
 
     def _body(self, current: dict[str, Any] | None, now: datetime, *, acquire: bool, transitions: int | None) -> client.V1Lease:
         spec = dict((current or {}).get("spec") or {})
@@ -207,7 +231,7 @@ class LeaseElector:
                 lost = True
                 self.release()
                 break
-            if self.try_acquire_or_renew():
+            if self.try_acquire_or_renew(deadline=last_renew + self.renew_deadline):
                 last_renew = self.monotonic()
             elif self.monotonic() - last_renew > self.renew_deadline:
                 log.error("leadership lost: could not renew the lease in time", extra={"lease": self.name})

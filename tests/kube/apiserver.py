@@ -84,6 +84,7 @@ class FakeApiServer:
         self.requests: list[str] = []
         # called before a Lease update is checked: lets a test interleave a competing writer
         self.before_lease_update: Any = None
+        self.before_lease_read: Any = None  # the same for a Lease read (e.g. to hang it)
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -261,6 +262,9 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             server.requests.append(f"GET {self.path}")
             lease = re.fullmatch(r"/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases/([^/]+)", url.path)
             if lease:
+                hook, server.before_lease_read = server.before_lease_read, None
+                if hook is not None:
+                    hook()
                 obj = server.leases.get((lease.group(1), lease.group(2)))
                 if obj is None:
                     self._send_json(404, _status(404, "NotFound", f'leases.coordination.k8s.io "{lease.group(2)}" not found'))

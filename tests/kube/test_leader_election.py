@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from datetime import datetime
 
 import pytest
@@ -183,3 +184,37 @@ def test_an_unreachable_api_server_fails_lease_attempts_instead_of_crashing(
     thread.start()
     thread.join(10)
     assert result == [lost] and stopped.is_set() is led
+
+
+@pytest.mark.parametrize("hook", ["before_lease_read", "before_lease_update"], ids=["read_hangs", "update_hangs"])
+def test_leader_steps_down_by_its_renew_deadline_when_a_lease_request_hangs(server: FakeApiServer, hook: str) -> None:
+    elector = LeaseElector(api_client(server), "claimtrail", "w", "watcher-a",
+                           lease_duration=3, renew_deadline=1, retry_period=0.05)
+    release = threading.Event()
+    hung_at: list[float] = []
+    stopped_at: list[float] = []
+
+    def hang() -> None:
+        hung_at.append(time.monotonic())
+        setattr(server, hook, hang)  # every later request hangs as well
+        release.wait(15)  # an API server that accepts requests and never answers
+
+    def lead(stop_leading: threading.Event) -> None:
+        setattr(server, hook, hang)
+        stop_leading.wait()
+        stopped_at.append(time.monotonic())
+
+    stop = threading.Event()
+    thread = threading.Thread(target=elector.run, args=(stop, lead), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not stopped_at and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        release.set()
+        stop.set()
+        thread.join(10)
+    # stepped down within its renew deadline (plus scheduling slack), long before another
+    # replica could take the Lease over (lease_duration), and not only once the request ended
+    assert stopped_at and stopped_at[0] - hung_at[0] < 2.5
