@@ -77,6 +77,10 @@ CONNECT_TIMEOUT = 10.0
 LIST_TIMEOUT = 120.0
 WATCH_READ_GRACE = 30.0
 
+# backoff attempts a kind the API server does not serve starts from: asking again is only worth
+# it every few seconds (the cap)
+UNSERVED_ATTEMPTS = 6
+
 # Errors that mean "the connection or the server had a problem": reconnect with backoff.
 _TRANSIENT = (urllib3.exceptions.HTTPError, OSError, WatchStreamError, json.JSONDecodeError)
 
@@ -123,10 +127,15 @@ class Reflector:
                     continue
                 if exc.status == 404:
                     # the cluster does not serve this kind (e.g. DeviceTaintRule in an older
-                    # version): say so once and stop this reflector only
-                    log.warning("resource not served by the API server", extra={"kind": self.resource.kind})
+                    # version), or not yet on every API server (a rolling control-plane
+                    # upgrade): say so once, let the watcher go on without it, and keep asking
+                    # at the slowest reconnect pace so it is watched once it is served
+                    if self.served:
+                        log.warning("resource not served by the API server", extra={"kind": self.resource.kind})
                     self.served = False
-                    return
+                    self.backoff.attempts = max(self.backoff.attempts, UNSERVED_ATTEMPTS)
+                    self._pause(stop, "HTTP 404")
+                    continue
                 if exc.status in (401, 403):
                     # RBAC or credentials: keep retrying (they may be fixed) but say so loudly
                     log.warning("not allowed to list/watch", extra={"kind": self.resource.kind, "status": exc.status})
@@ -180,6 +189,9 @@ class Reflector:
             if not token:
                 break
         self.relists += 1
+        if not self.served:
+            log.info("resource served by the API server again", extra={"kind": self.resource.kind})
+            self.served = True
         self._emit(Snapshot(self.resource.kind, self.scope, objects, version))
         return version
 

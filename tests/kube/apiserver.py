@@ -48,6 +48,7 @@ class Collection:
     lists: int = 0
     relist_jumps_to_end: bool = False  # a relist shows the final state (the gap hides changes)
     expire_continue: int = 0  # answer this many continue tokens with 410 Expired
+    unserved: int = 0  # answer this many list/watch requests with 404 (an API server without the kind)
 
     def state_at(self, revision: int, namespace: str | None) -> list[dict[str, Any]]:
         alive: dict[tuple[str, str], dict[str, Any]] = {}
@@ -276,6 +277,11 @@ def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(404, _status(404, "NotFound", "the server could not find the requested resource"))
                 return
             col, namespace = routed
+            with server.cond:
+                unserved, col.unserved = col.unserved > 0, max(0, col.unserved - 1)
+            if unserved:
+                self._send_json(404, _status(404, "NotFound", "the server could not find the requested resource"))
+                return
             if q.get("watch") in ("true", "1"):
                 try:
                     self._watch(col, namespace, q)
