@@ -38,7 +38,8 @@ def register(sub: Any) -> None:
     k.add_argument("--context", help="kubeconfig context")
     k.add_argument("--namespace", action="extend", nargs="+", default=[], metavar="N",
                    help="watch namespaced objects only in these namespaces (default all namespaces)")
-    k.add_argument("--cluster", default="", help="cluster name in events and records (default: the context or 'default')")
+    k.add_argument("--cluster", default="", help="cluster name in events and records (default: the kubeconfig "
+                   "context, --context or the current one; 'default' in-cluster)")
     k.add_argument("--lease-namespace", help="namespace of the election Lease (default: own namespace or 'claimtrail')")
     k.add_argument("--lease-name", help="Lease name (default claimtrail-watcher-<cluster>, made a valid name "
                    "when the cluster's is not one)")
@@ -53,23 +54,25 @@ def register(sub: Any) -> None:
     p.set_defaults(func=lambda _a: (p.print_help(), 2)[1])
 
 
-def _api_client(args: argparse.Namespace) -> Any:
+def _api_client(args: argparse.Namespace) -> tuple[Any, str]:
+    """The API client, and the kubeconfig context it uses ('' in-cluster)."""
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
     cfg = client.Configuration()
     try:
-        if args.kubeconfig or args.context:
-            config.load_kube_config(config_file=args.kubeconfig, context=args.context, client_configuration=cfg)
-        else:
+        if not (args.kubeconfig or args.context):
             try:
                 config.load_incluster_config(client_configuration=cfg)
+                return client.ApiClient(cfg), ""
             except ConfigException:
-                config.load_kube_config(client_configuration=cfg)
+                pass
+        config.load_kube_config(config_file=args.kubeconfig, context=args.context, client_configuration=cfg)
+        context = args.context or config.list_kube_config_contexts(config_file=args.kubeconfig)[1].get("name", "")
     except (ConfigException, OSError) as exc:
         where = args.kubeconfig or "~/.kube/config"
         raise UserError(f"--kubeconfig {where}: cannot load Kubernetes access: {exc}") from None
-    return client.ApiClient(cfg)
+    return client.ApiClient(cfg), str(context or "")
 
 
 def _open_sink(target: str) -> Any:
@@ -127,17 +130,23 @@ def run_kube(args: argparse.Namespace) -> int:
     from ingest.kube.observe import DecisionObserver
     from ingest.kube.watcher import Watcher, utc_now
 
-    cluster = args.cluster or args.context or "default"
-    problem = cluster_name_problem(cluster)
+    problem = cluster_name_problem(args.cluster) if args.cluster else ""
     if problem:  # every event and record would be refused by the store
-        raise UserError(f"--cluster: {problem}" if args.cluster else f"--context {problem}; name the cluster with --cluster")
+        raise UserError(f"--cluster: {problem}")
     problem = lease_name_problem(args.lease_name) if args.lease_name else ""
     if problem:
         raise UserError(f"--lease-name {problem}")
-    lease_name = args.lease_name or default_lease_name(cluster)
     if args.seq_start is not None and args.seq_start < 0:
         raise UserError("--seq-start: must be >= 0")
-    api = _api_client(args)
+    api, context = _api_client(args)
+    # the kubeconfig's context names the cluster unless --cluster does: two clusters watched
+    # from one kubeconfig must not write one event log under one name
+    cluster = args.cluster or context or "default"
+    problem = cluster_name_problem(cluster)
+    if problem:
+        where = "--context" if args.context else "the kubeconfig's current context"
+        raise UserError(f"{where} {problem}; name the cluster with --cluster")
+    lease_name = args.lease_name or default_lease_name(cluster)
     sink = _open_sink(args.server)
     meters = _meter_provider()
     agreement_metrics = AgreementMetrics(meters)

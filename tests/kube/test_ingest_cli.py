@@ -62,3 +62,43 @@ def test_a_long_cluster_name_gives_a_lease_name_within_the_limit() -> None:
     names = {default_lease_name("c" * 300 + str(i)) for i in range(3)}
     assert len(names) == 3  # the digest keeps them apart where the cut would not
     assert all(DNS_SUBDOMAIN.fullmatch(n) and len(n) == 253 for n in names)
+
+
+KUBECONFIG_TWO_CONTEXTS = (
+    "apiVersion: v1\nkind: Config\ncurrent-context: lab-eu\n"
+    "clusters: [{name: lab, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+    "contexts: [{name: lab-eu, context: {cluster: lab, user: lab}}, {name: lab-us, context: {cluster: lab, user: lab}}]\n"
+    "users: [{name: lab, user: {}}]\n"
+)
+
+CLUSTER_NAMES = {
+    # two clusters watched from one kubeconfig must not share one event log under one name
+    "current_context": ([], "lab-eu"),
+    "context_flag": (["--context", "lab-us"], "lab-us"),
+    "cluster_flag": (["--cluster", "prod"], "prod"),
+    "cluster_flag_wins": (["--context", "lab-us", "--cluster", "prod"], "prod"),
+}
+
+
+@pytest.mark.parametrize(("extra", "cluster"), list(CLUSTER_NAMES.values()), ids=list(CLUSTER_NAMES))
+def test_the_cluster_is_named_after_the_kubeconfig_context_unless_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str], cluster: str
+) -> None:
+    import ingest.kube.watcher
+
+    seen: list[str] = []
+
+    class NamedOnly:
+        def __init__(self, api: object, name: str, sink: object, **kw: object) -> None:
+            seen.append(name)
+
+        def run(self, stop: object) -> None:
+            pass
+
+    monkeypatch.setattr(ingest.kube.watcher, "Watcher", NamedOnly)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG_TWO_CONTEXTS)
+    argv = ["ingest", "kube", "--server", str(tmp_path / "out.jsonl"), "--kubeconfig", str(kubeconfig),
+            "--no-leader-election", "--seq-start", "0", *extra]
+    assert main(argv) == 0
+    assert seen == [cluster]
