@@ -86,6 +86,16 @@ def pod_claim_names(pod: Mapping[str, Any]) -> list[str] | None:
     return names
 
 
+def _allocation(claim: Mapping[str, Any] | None) -> Any:
+    return ((claim or {}).get("status") or {}).get("allocation")
+
+
+def _finished(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod is done or going: the only time its claims are deallocated for good."""
+    phase = (pod.get("status") or {}).get("phase")
+    return phase in ("Succeeded", "Failed") or bool(_meta(pod).get("deletionTimestamp"))
+
+
 def _subrequests(claim: Mapping[str, Any]) -> dict[str, list[str]]:
     out = {}
     for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
@@ -174,6 +184,11 @@ class DecisionObserver:
                 return []
             claims = [self._allocated.get((ns, n)) for n in names]
             if any(c is None or not (c.get("status") or {}).get("allocation") for c in claims):
+                return []
+            if not _finished(pod) and any(not _allocation(self._claims.get((ns, n))) for n in names):
+                # a claim deallocated since while its pod still runs: the scheduler gave that
+                # allocation up (a binding cycle that failed) and a new one is coming. Only a
+                # finished pod's claims are deallocated for good (the last allocation counts)
                 return []
             return self._emit(self._dra_record(pod, [c for c in claims if c is not None], node, world))
         if node and gpu_limit(pod) > 0:
