@@ -6,8 +6,9 @@ intermediate versions during a gap. This log dedupes by ``(kind, namespace, name
 resourceVersion)`` — against the version it holds for a live object, or the deletion's version
 for a deleted one (kept for the most recent ``tombstone_limit`` deletions) —, assigns the per-cluster ``seq`` in the order changes are applied, and after
 every relist compares the snapshot with what it believes is alive: objects that vanished while
-the watch was down get a delete event (with the snapshot's resourceVersion), so the world the
-log describes always converges to the cluster's.
+the watch was down get a delete event (with the snapshot's resourceVersion), as do objects
+replaced by a namesake (another uid) before it is added, so the world the log describes always
+converges to the cluster's.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ class Applied:
 
 def _version(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _uid(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid", "") or "")
 
 
 def _older(candidate: str, current: str) -> bool:
@@ -102,6 +107,13 @@ class EventLog:
             obj = _clean(raw)
             key = object_key(snap.kind, obj)
             present.add(key)
+            current = self.alive.get(key)
+            if current is not None and _uid(current) and _uid(obj) and _uid(current) != _uid(obj):
+                # deleted and created again under its name while the watch was down: the first
+                # one gets its delete, as a watch would have said, before its successor is added
+                self.synthesized_deletes += 1
+                out += self._accept(snap.kind, current, deleted=True, version=snap.resource_version, relisted=True)
+                self._tombstones.pop(key, None)  # the tombstone is the predecessor's, not this one's
             out += self._accept(snap.kind, obj, deleted=False, version=_version(obj))
         gone = sorted(
             key

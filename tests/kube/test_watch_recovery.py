@@ -149,3 +149,37 @@ def test_namespace_scope_watches_only_those_namespaces() -> None:
     assert {e.object_kind for e in sink.events if not e.namespace} == {"DeviceClass", "Node", "ResourceSlice"}
     assert any(r.startswith("GET /api/v1/namespaces/team-a/pods?") for r in server.requests)
     assert not any(r.startswith("GET /api/v1/pods?") for r in server.requests)
+
+
+def _pod(uid: str, phase: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "worker-0", "namespace": "team-a", "uid": uid},
+            "spec": {"nodeName": "node-a"}, "status": {"phase": phase}}
+
+
+GAPS = {
+    # what happened to the pod while the watch was down -> its events, as (type, uid)
+    "deleted_and_created_again_under_its_name": (
+        [{"delete": True}, _pod("uid-2", "Pending")],
+        [("upsert", "uid-1"), ("delete", "uid-1"), ("upsert", "uid-2")]),
+    "modified": ([_pod("uid-1", "Succeeded")], [("upsert", "uid-1"), ("upsert", "uid-1")]),
+    "deleted": ([{"delete": True}], [("upsert", "uid-1"), ("delete", "uid-1")]),
+}
+
+
+@pytest.mark.parametrize(("changes", "expected"), list(GAPS.values()), ids=list(GAPS))
+def test_an_object_replaced_during_a_gap_is_logged_deleted_before_its_successor(changes: list, expected: list) -> None:
+    with FakeApiServer() as server:
+        server.add(_pod("uid-1", "Running"))
+        server.release_all()
+        for change in changes:
+            if change.get("delete"):
+                server.delete("Pod", "worker-0", "team-a")
+            else:
+                server.add(change)
+        pods = server.collections["Pod"]
+        pods.scripts = [WatchScript(gone_after=0)]
+        pods.relist_jumps_to_end = True  # the relist shows the end state; the gap hid the changes
+        sink = CollectingSink()
+        run_until_caught_up(server, make_watcher(server, sink))
+    assert [(e.type, e.payload["metadata"]["uid"]) for e in sink.events] == expected
+    assert [e.seq for e in sink.events] == list(range(len(expected)))
