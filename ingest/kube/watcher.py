@@ -61,6 +61,9 @@ class Watcher:
         self.log = EventLog(cluster, clock, next_seq=next_seq)
         self.queue: queue.Queue[Snapshot | Change] = queue.Queue()
         self.reflectors: list[Reflector] = []
+        # a namespace named twice is watched once: two reflectors of one scope would each relist
+        # it at their own resourceVersion, and one's older list delete what the other just added
+        namespaces = list(dict.fromkeys(namespaces))
         for res in resources:
             scopes: Sequence[str | None] = namespaces if (namespaces and res.namespaced) else [None]
             for ns in scopes:

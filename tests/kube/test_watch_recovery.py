@@ -183,3 +183,22 @@ def test_an_object_replaced_during_a_gap_is_logged_deleted_before_its_successor(
         run_until_caught_up(server, make_watcher(server, sink))
     assert [(e.type, e.payload["metadata"]["uid"]) for e in sink.events] == expected
     assert [e.seq for e in sink.events] == list(range(len(expected)))
+
+
+SCOPES = {
+    # --namespace as given -> the namespaces watched, once each
+    "once": (("team-a",), ["team-a"]),
+    "repeated": (("team-a", "team-a"), ["team-a"]),
+    "repeated_among_others": (("team-b", "team-a", "team-b"), ["team-a", "team-b"]),
+}
+
+
+@pytest.mark.parametrize(("namespaces", "watched"), list(SCOPES.values()), ids=list(SCOPES))
+def test_a_namespace_named_twice_is_watched_once(namespaces: tuple, watched: list) -> None:
+    with FakeApiServer() as server:
+        populate(server)
+        sink = CollectingSink()
+        watcher = make_watcher(server, sink, namespaces=namespaces)
+        run_until_caught_up(server, watcher)
+    assert sorted(r.scope for r in watcher.reflectors if r.resource.kind == "Pod") == watched
+    assert len({(e.key, e.resource_version, e.type) for e in sink.events}) == len(sink.events)
