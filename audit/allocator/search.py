@@ -191,7 +191,6 @@ class _Run:
         self.step_limit: float = math.inf if max_steps is None else max_steps
         # The stable variant still enumerates permutations: every slot starts at the first device.
         self.combinations = self.features.variant != "stable"
-        self.invalid_pool_seen = False
         self.explain = explain
         self.evidence: EvidenceLog | None = None
 
@@ -208,7 +207,9 @@ class _Run:
             except _SizeExceeded:
                 done = False
             if not done:
-                if self.invalid_pool_seen:
+                # allocator_incubating.go (Allocate): a failed search is an error when any pool
+                # gathered for the node is invalid, whether or not the search reached its devices.
+                if any(pool.invalid for pool in self.view.all_pools):
                     return self._outcome(Status.ERROR, code="invalid_pools", message=self._invalid_pools_message())
                 return self._outcome(Status.UNSATISFIABLE, message="cannot allocate all claims")
             try:
@@ -232,7 +233,7 @@ class _Run:
     def _invalid_pools_message(self) -> str:
         # The first sentence is upstream's text; the pool problems name what to fix.
         # "pool X is invalid: reason" is the per-pool text older releases returned directly.
-        problems = [f"pool {p.name} is invalid: {p.invalid_reason}" for p in self.view.pools if p.invalid]
+        problems = [f"pool {p.name} is invalid: {p.invalid_reason}" for p in self.view.all_pools if p.invalid]
         return "invalid resource pools were encountered: " + "; ".join(problems)
 
     def _outcome(self, status: Status, code: str = "", message: str = "",
@@ -402,7 +403,6 @@ class _Run:
                 continue
             if pool.invalid:
                 # Never allocate from an invalid pool; it only matters if nothing else fits.
-                self.invalid_pool_seen = True
                 if ev is not None:
                     ev.record(data.key, position, Reason.POOL_INVALID, (("pool", pool.pool_id), ("problem", pool.invalid_reason)))
                 continue

@@ -39,7 +39,8 @@ def test_every_divergence_class_has_a_case() -> None:
         "subrequest-named-alone-in-class-error", "subrequest-named-alone-in-constraint-error",
         "all-mode-cel-error-in-earlier-pool-wins", "incomplete-pool-sorts-by-name-only",
         "invalid-pool-sorts-by-name-only", "empty-counters-unknown-set-invalidates-pool",
-        "empty-counters-unknown-set-fails-on-node",
+        "empty-counters-unknown-set-fails-on-node", "invalid-pool-unreached-fails-on-node",
+        "counter-only-invalid-pool-fails-on-node",
     }
 
 
