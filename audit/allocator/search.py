@@ -390,6 +390,13 @@ class _Run:
             entry, pool = candidates[position]
             if pool.incomplete:
                 continue
+            if pool.invalid:
+                # Never allocate from an invalid pool; it only matters if nothing else fits. As in
+                # allocator_incubating.go (allocateOne), the pool is passed over before its devices
+                # are looked at, so a selector failing on one of them is never evaluated.
+                if ev is not None:
+                    ev.record(data.key, position, Reason.POOL_INVALID, (("pool", pool.pool_id), ("problem", pool.invalid_reason)))
+                continue
             if data.admin:
                 if ci in self.allocating.get(entry.id, ()):
                     if ev is not None:
@@ -400,11 +407,6 @@ class _Run:
                     ev.record(data.key, position, Reason.IN_USE, self._holder(entry.id))
                 continue
             if not self._selectable(data, entry, position):
-                continue
-            if pool.invalid:
-                # Never allocate from an invalid pool; it only matters if nothing else fits.
-                if ev is not None:
-                    ev.record(data.key, position, Reason.POOL_INVALID, (("pool", pool.pool_id), ("problem", pool.invalid_reason)))
                 continue
             if self.features.consumable_capacity and not self._capacity_fits(data, entry, position):
                 continue

@@ -40,7 +40,7 @@ def test_every_divergence_class_has_a_case() -> None:
         "all-mode-cel-error-in-earlier-pool-wins", "incomplete-pool-sorts-by-name-only",
         "invalid-pool-sorts-by-name-only", "empty-counters-unknown-set-invalidates-pool",
         "empty-counters-unknown-set-fails-on-node", "invalid-pool-unreached-fails-on-node",
-        "counter-only-invalid-pool-fails-on-node",
+        "counter-only-invalid-pool-fails-on-node", "invalid-pool-skipped-before-selectors",
     }
 
 
