@@ -280,7 +280,10 @@ class _Run:
             for i, c in enumerate(claim.spec.constraints):
                 if c.match_attribute is not None:
                     constraints.append(MatchAttribute(c.requests, c.match_attribute, self.features.list_type_attributes))
-                elif c.distinct_attribute is not None and self.features.consumable_capacity:
+                elif c.distinct_attribute is not None and self.features.variant != "stable":
+                    # allocator_incubating.go and allocator_experimental.go know distinctAttribute
+                    # whatever DRAConsumableCapacity says; only allocator_stable.go, picked when no
+                    # gate needs more, treats it as an empty constraint.
                     constraints.append(DistinctAttribute(c.requests, c.distinct_attribute, self.features.list_type_attributes,
                                                          self.quirks.distinct_by_base_request))
                 else:

@@ -84,7 +84,9 @@ def test_fatal_error_text(requests: list, gates: str, code: str, message: str | 
 
 @pytest.mark.parametrize(("constraint", "gates"), [
     pytest.param({}, "", id="empty-constraint"),
-    pytest.param({"distinctAttribute": "driver-a/model"}, "DRAConsumableCapacity=false", id="distinct-attribute-needs-consumable-capacity"),
+    # Only the stable allocator lacks distinctAttribute: no consumable capacity and no binding conditions.
+    pytest.param({"distinctAttribute": "driver-a/model"}, "DRAConsumableCapacity=false,DRADeviceBindingConditions=false",
+                 id="distinct-attribute-unknown-to-stable-allocator"),
 ])
 def test_unknown_constraint_is_fatal(constraint: dict, gates: str) -> None:
     outcome = run([CLASS_A, SLICE, claim("claim-0", request("req-0", "class-a"), constraints=[constraint])], gates=gates)
