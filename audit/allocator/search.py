@@ -293,7 +293,9 @@ class _Run:
 
     def _validate(self, ci: int, ri: int, si: int, claim: ResourceClaim, request: DeviceRequest,
                   name: str, sub: str, spec: ExactRequest) -> _RequestData:
-        if spec.capacity_requests is not None and not self.features.consumable_capacity:
+        # allocator_incubating.go and allocator_experimental.go refuse capacity requests with the
+        # feature off; allocator_stable.go, picked when no gate needs more, never reads them.
+        if spec.capacity_requests is not None and not self.features.consumable_capacity and self.features.variant != "stable":
             raise AllocationError("feature_disabled", f"{_where(claim, request, sub)}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
         for i, selector in enumerate(spec.selectors):
             if selector.cel is None:
@@ -307,7 +309,7 @@ class _Run:
             raise AllocationError("class_not_found", f"{_where(claim, request, sub)}: could not retrieve device class {spec.device_class_name}: "
                                   f'deviceclass.resource.k8s.io "{spec.device_class_name}" not found')
         capacity_requests = None
-        if spec.capacity_requests is not None:
+        if spec.capacity_requests is not None and self.features.consumable_capacity:
             try:
                 capacity_requests = {k: Quantity.parse(v) for k, v in spec.capacity_requests.items()}
             except ValueError as exc:

@@ -41,7 +41,7 @@ def test_every_divergence_class_has_a_case() -> None:
         "invalid-pool-sorts-by-name-only", "empty-counters-unknown-set-invalidates-pool",
         "empty-counters-unknown-set-fails-on-node", "invalid-pool-unreached-fails-on-node",
         "counter-only-invalid-pool-fails-on-node", "invalid-pool-skipped-before-selectors",
-        "distinct-attribute-without-consumable-capacity",
+        "distinct-attribute-without-consumable-capacity", "stable-allocator-ignores-capacity-requests",
     }
 
 
