@@ -541,7 +541,11 @@ class _Run:
                 if ev is not None:
                     ev.record(data.key, position, Reason.COUNTERS_EXHAUSTED, (("problem", "DRAPartitionableDevices is disabled"),))
                 return None
-            shared_in_use = entry.multi and (self.state.is_shared_in_use(entry.id) or entry.id in self.allocating_capacity)
+            # A multi-allocatable device consumes its counters once, but in 1.36 an earlier share
+            # only counts when it has an AggregatedCapacity entry (allocator_incubating.go): a
+            # shareID result without consumedCapacity still uses up the counters of the pool (see
+            # available_counters) and the device must then find them again.
+            shared_in_use = entry.multi and (self.state.has_consumed_capacity(entry.id) or entry.id in self.allocating_capacity)
             if not shared_in_use:
                 counters_undo, exceeded = self.counters.reserve(entry, pool)
                 if exceeded is not None:

@@ -19,13 +19,15 @@ from audit.dra.quantity import Quantity
 class AllocatedState:
     """Exclusively allocated device ids, shared ids and aggregated consumed capacity."""
 
-    __slots__ = ("allocated_devices", "shared_ids", "aggregated_capacity", "_share_counts")
+    __slots__ = ("allocated_devices", "shared_ids", "aggregated_capacity", "_share_counts", "_capacity_shares")
 
     def __init__(self) -> None:
         self.allocated_devices: set[str] = set()  # "driver/pool/device"
         self.shared_ids: set[str] = set()  # "driver/pool/device/shareID"
         self.aggregated_capacity: dict[str, dict[str, Quantity]] = {}  # device id -> name -> sum
         self._share_counts: dict[str, int] = {}  # device id -> number of live shares
+        # device id -> number of live shares whose result carries consumedCapacity (even empty)
+        self._capacity_shares: dict[str, int] = {}
 
     @classmethod
     def from_claims(cls, claims: Iterable[ResourceClaim]) -> AllocatedState:
@@ -47,6 +49,7 @@ class AllocatedState:
         other.shared_ids = set(self.shared_ids)
         other.aggregated_capacity = {k: dict(v) for k, v in self.aggregated_capacity.items()}
         other._share_counts = dict(self._share_counts)
+        other._capacity_shares = dict(self._capacity_shares)
         return other
 
     def with_results(self, results: Iterable[Mapping[str, Any]]) -> AllocatedState:
@@ -83,6 +86,10 @@ class AllocatedState:
         self._share_counts[device_id] = self._share_counts.get(device_id, 0) + sign
         if self._share_counts[device_id] <= 0:
             del self._share_counts[device_id]
+        if result.get("consumedCapacity") is not None:
+            self._capacity_shares[device_id] = self._capacity_shares.get(device_id, 0) + sign
+            if self._capacity_shares[device_id] <= 0:
+                del self._capacity_shares[device_id]
         consumed = result.get("consumedCapacity") or {}
         aggregate = self.aggregated_capacity.setdefault(device_id, {})
         for name, value in consumed.items():
@@ -102,6 +109,13 @@ class AllocatedState:
     def is_shared_in_use(self, device_id: str) -> bool:
         """Whether some share of this multi-allocatable device is already allocated."""
         return device_id in self._share_counts or device_id in self.aggregated_capacity
+
+    def has_consumed_capacity(self, device_id: str) -> bool:
+        """Whether a share of this device carries ``consumedCapacity``, even an empty one: upstream's
+        ``AggregatedCapacity`` then has an entry for it (``allocateddevices.go`` inserts one per
+        non-nil ``ConsumedCapacity``), and only such a device counts as shared when its counters
+        are checked again."""
+        return device_id in self._capacity_shares
 
     def in_use_ids(self) -> set[str]:
         """Every device that is occupied exclusively or by at least one share."""

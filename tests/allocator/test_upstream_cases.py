@@ -42,6 +42,7 @@ def test_every_divergence_class_has_a_case() -> None:
         "empty-counters-unknown-set-fails-on-node", "invalid-pool-unreached-fails-on-node",
         "counter-only-invalid-pool-fails-on-node", "invalid-pool-skipped-before-selectors",
         "distinct-attribute-without-consumable-capacity", "stable-allocator-ignores-capacity-requests",
+        "share-without-consumed-capacity-consumes-counters-again",
     }
 
 
