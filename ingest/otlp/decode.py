@@ -149,6 +149,18 @@ def valid_record(attrs: dict[str, Any]) -> DecisionRecord:
     return validate_record(data)
 
 
+def _redacted(paths: Any) -> bool:
+    """Whether the sender redacted the record: ``claimtrail.redacted`` lists the JSON pointers it
+    changed. It lifts the output_digest check, so anything but such a list is refused by name
+    rather than read as a truth value."""
+    if paths is None:
+        return False
+    if not (isinstance(paths, list) and paths and all(isinstance(p, str) and p.startswith("/") for p in paths)):
+        raise RecordError("", f"attribute {s.REDACTED} must list the JSON pointers redaction changed, got "
+                              f"{str(paths)[:80]!r}")
+    return True
+
+
 def admitted(record: DecisionRecord, attrs: dict[str, Any]) -> DecisionRecord:
     """``record`` once it agrees with the flat attributes and passes the store's admission, sealed
     if the sender left the digest to the receiver; else an ``AdmissionError`` naming the field."""
@@ -160,7 +172,7 @@ def admitted(record: DecisionRecord, attrs: dict[str, Any]) -> DecisionRecord:
             )
     # the same admission as the ingest endpoints: what the store's writer would quarantine later
     # is refused now, in partial_success, where the sender learns of it
-    admit_valid_record(record, redacted=bool(attrs.get(s.REDACTED)))
+    admit_valid_record(record, redacted=_redacted(attrs.get(s.REDACTED)))
     if not record.output_digest:
         record.seal()
     return record
