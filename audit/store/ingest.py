@@ -180,12 +180,13 @@ def check_payload(event: WorldEvent) -> None:
                 raise EventError(f"{where}.{_GPU}", f"{str(count)[:40]!r} is not a whole number of GPUs")
 
 
-_TYPE_NAMES: dict[Any, str] = {dict: "an object", list: "a list", str: "a string", int: "an integer"}
+# JSON's names for the Python types a payload decodes to
+_TYPE_NAMES: dict[Any, str] = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+                               int: "an integer", float: "a number", type(None): "null"}
 
 
 def _json_type(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
-            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
 def _found(value: Any, names: list[str], where: str) -> typing.Iterator[tuple[str, Any]]:
