@@ -43,10 +43,11 @@ test: lint typecheck unit
 demo: install
 	$(VENV)/bin/claimtrail demo $(if $(DEMO_CHECK),--check,)
 
-# The public Alibaba GPU traces for `simulate --trace`, verified by sha256 (TRACE_DIR=… to choose).
-TRACE_DIR ?= .claimtrail/traces
+# The public Alibaba GPU traces for `simulate --trace`, verified by sha256, into the folder the
+# command chooses itself, as the simulator looks for them (CLAIMTRAIL_TRACE_DIR, else
+# $CLAIMTRAIL_DATA_DIR/traces, else .claimtrail/traces); TRACE_DIR=… to choose another.
 traces: install
-	$(VENV)/bin/claimtrail traces fetch --dir $(TRACE_DIR)
+	$(VENV)/bin/claimtrail traces fetch$(if $(TRACE_DIR), --dir $(TRACE_DIR))
 
 bench: install
 	$(PY) -m benchmarks.run --json benchmarks/results.json $(BENCH_ARGS)

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import http.server
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -157,14 +158,46 @@ def test_pinned_digests_match_the_upstream_files(trace_dir, tmp_path):
                             "7a6c496e4f4b6ce6150be8f881cb051bf2abff42/")
 
 
-def test_make_traces_runs_the_fetch_into_the_chosen_folder():
-    out = subprocess.run(["make", "-n", "traces", "VENV=/opt/v", "TRACE_DIR=/data/t"], cwd=REPO,
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert "/opt/v/bin/claimtrail traces fetch --dir /data/t" in out.stdout.splitlines()
-    default = subprocess.run(["make", "-n", "traces", "VENV=/opt/v"], cwd=REPO, capture_output=True, text=True,
-                             timeout=60)
-    assert "/opt/v/bin/claimtrail traces fetch --dir .claimtrail/traces" in default.stdout.splitlines()
+SETTINGS = ("CLAIMTRAIL_TRACE_DIR", "CLAIMTRAIL_DATA_DIR", "TRACE_DIR")
+
+
+@pytest.mark.parametrize(("make_vars", "settings", "lands_in", "where"), [
+    pytest.param({}, {}, ".claimtrail/traces", "-> .claimtrail/traces  (the data directory, found)", id="default"),
+    pytest.param({}, {"CLAIMTRAIL_DATA_DIR": "{tmp}/data"}, "{tmp}/data/traces",
+                 "-> {tmp}/data/traces  (the data directory, found)", id="data-directory-setting"),
+    pytest.param({}, {"CLAIMTRAIL_TRACE_DIR": "{tmp}/env", "CLAIMTRAIL_DATA_DIR": "{tmp}/data"}, "{tmp}/env",
+                 "-> {tmp}/env  (CLAIMTRAIL_TRACE_DIR, found)", id="trace-dir-setting"),
+    pytest.param({"TRACE_DIR": "{tmp}/chosen"}, {"CLAIMTRAIL_TRACE_DIR": "{tmp}/env"}, "{tmp}/chosen", None,
+                 id="make-variable-chooses-another"),
+])
+def test_make_traces_fetches_where_the_command_and_the_simulator_look(mirror, tmp_path, make_vars, settings,
+                                                                     lands_in, where):
+    """``make traces`` runs the fetch as printed by ``make -n``; its files land where ``claimtrail
+    traces fetch`` and ``simulate --trace`` look under the same settings, unless TRACE_DIR says otherwise."""
+    import os
+
+    _, url = mirror
+    settings = {k: v.format(tmp=tmp_path) for k, v in settings.items()}
+    env = {**{k: v for k, v in os.environ.items() if k not in SETTINGS}, **settings}
+    make = subprocess.run(["make", "-n", "traces", "VENV=/opt/v", *(f"{k}={v.format(tmp=tmp_path)}"
+                                                                    for k, v in make_vars.items())],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert make.returncode == 0, make.stderr
+    (line,) = [line for line in make.stdout.splitlines() if "traces fetch" in line]
+    program, *args = shlex.split(line)
+    assert program == "/opt/v/bin/claimtrail"
+    env["PYTHONPATH"] = str(REPO)
+    fetch = subprocess.run([sys.executable, "-m", "audit.cli.main", *args, "--base-url", url,
+                            "--manifest", str(FIXTURES / "manifest.json")],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert fetch.returncode == 0, fetch.stderr
+    landed = tmp_path / lands_in.format(tmp=tmp_path)
+    assert sorted(str(p.relative_to(landed)) for p in landed.rglob("*.csv")) == sorted(
+        item["path"] for item in json.loads((FIXTURES / "manifest.json").read_text()))
+    if where is not None:
+        found = subprocess.run([sys.executable, "-m", "audit.cli.main", "traces", "where"], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=120)
+        assert found.stdout.splitlines()[0] == where.format(tmp=tmp_path)
 
 
 def test_simulate_and_where_find_the_traces_through_the_setting(mirror, tmp_path):
