@@ -208,13 +208,18 @@ def _refuse_or_warn(args: argparse.Namespace, code: str, message: str) -> None:
     print(f"warning: {message}; answered as kube-scheduler would", file=sys.stderr)
 
 
-def _unknown_node(objects: list[tuple[str, KubeObject]], name: str, labels: list[str]) -> str | None:
+def _unknown_node(objects: list[tuple[str, KubeObject]], name: str, labels: list[str], placing: bool) -> str | None:
     """Why ``--node`` looks like a typo, if the files never name it: else a typo would be
-    reported as "cannot allocate" or as an empty allocation.
+    reported as "cannot allocate", as an empty allocation, or as the first object the search
+    misses (a DeviceClass of files that hold only claims).
 
     Nodes are named by Node objects and by node-local slices or devices (``nodeName``). A node
     described only by ``--node-label`` is a hypothetical node and is allowed, as is any node
-    when the files name none (every slice is then ``allNodes`` or selector-based)."""
+    when the files' slices name none (every slice is then ``allNodes`` or selector-based).
+    Files with no Node and no slice describe no node at all; when they hold no claim to place
+    either (``placing`` false), that is the one mistake ``_nothing_to_allocate`` names."""
+    if labels:
+        return None
     known: set[str] = set()
     for _, obj in objects:
         if isinstance(obj, Node):
@@ -223,9 +228,13 @@ def _unknown_node(objects: list[tuple[str, KubeObject]], name: str, labels: list
             if obj.node_name:
                 known.add(obj.node_name)
             known.update(d.node_name for d in obj.devices if d.node_name)
-    if known and name not in known and not labels:
+    if name in known:
+        return None
+    if known:
         listed = ", ".join(sorted(known)[:10]) + (", …" if len(known) > 10 else "")
         return f"--node {name}: no node {name} in the input (nodes: {listed})"
+    if placing and not any(isinstance(obj, ResourceSlice) for _, obj in objects):
+        return f"--node {name}: no node {name} in the input (the files hold no Node and no ResourceSlice)"
     return None
 
 
@@ -277,7 +286,7 @@ def _allocate(args: argparse.Namespace) -> tuple[AllocationOutcome, list[str]]:
     to_allocate = _select_claims(claims, args.claims)
     if not to_allocate:
         _refuse_or_warn(args, "no_claims", _nothing_to_allocate(args.files, claims))
-    unknown = _unknown_node(objects, args.node, args.node_labels)
+    unknown = _unknown_node(objects, args.node, args.node_labels, placing=bool(to_allocate))
     if unknown:
         _refuse_or_warn(args, "node_not_found", unknown)
     allocating = {id(c) for c in to_allocate}

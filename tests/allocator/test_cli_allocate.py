@@ -231,36 +231,63 @@ def test_a_file_given_twice_allocates_as_given_once_and_says_so(capsys: pytest.C
 
 UNSATISFIABLE = {"unsatisfiable": True, "message": "cannot allocate all claims"}
 NODE_TYPO = "--node node-zz: no node node-zz in the input (nodes: node-a, node-b)"
+NO_NODES = "--node node-zz: no node node-zz in the input (the files hold no Node and no ResourceSlice)"
+NO_CLASS = {"error": {"code": "class_not_found", "message": 'claim team-a/train-0, request h100: could not retrieve '
+                      'device class gpu.nvidia.com: deviceclass.resource.k8s.io "gpu.nvidia.com" not found'}}
 
 
-@pytest.mark.parametrize(("node", "labels", "code", "doc", "err"), [
+def _every_node_slices(tmp_path: Path) -> str:
+    """cluster.yaml without its Nodes and with each slice serving every node (``allNodes``)."""
+    docs = [d for d in yaml.safe_load_all(Path(CLUSTER).read_text()) if d["kind"] != "Node"]
+    for doc in docs:
+        if doc["kind"] == "ResourceSlice":
+            del doc["spec"]["nodeName"]
+            doc["spec"]["allNodes"] = True
+    path = tmp_path / "every-node.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return str(path)
+
+
+# (files, --node, extra arguments, the JSON document's exit code and document, the text refusal)
+UNKNOWN_NODES = [
     # upstream's allocator answers an unknown node (it has no devices there), so the document must too
-    pytest.param("node-zz", [], 1, UNSATISFIABLE, f"warning: {NODE_TYPO}; answered as kube-scheduler would\n",
-                 id="typo-is-answered-as-upstream-with-a-warning"),
-    pytest.param("node-a", [], 0, None, "", id="node-object-is-known"),
-    pytest.param("node-zz", ["--node-label", "zone=z"], 1, UNSATISFIABLE, "", id="labelled-hypothetical-node-is-allowed"),
-])
+    pytest.param(["{cluster}", "{claims}"], "node-zz", [], 1, UNSATISFIABLE, NODE_TYPO,
+                 id="typo-among-the-nodes-of-the-files"),
+    pytest.param(["{claims}"], "node-zz", [], 2, NO_CLASS, NO_NODES, id="files-that-describe-no-node"),
+    pytest.param(["{cluster}", "{claims}"], "node-a", [], 0, None, None, id="node-object-is-known"),
+    pytest.param(["{cluster}", "{claims}"], "node-zz", ["--node-label", "zone=z"], 1, UNSATISFIABLE, None,
+                 id="labelled-hypothetical-node-is-allowed"),
+    pytest.param(["{claims}"], "node-zz", ["--node-label", "zone=z"], 2, NO_CLASS, None,
+                 id="labelled-hypothetical-node-without-slices-is-allowed"),
+    pytest.param(["{every_node}", "{claims}"], "node-zz", [], 0, None, None, id="slices-for-every-node"),
+]
+
+
+def _files(tmp_path: Path, files: list[str]) -> list[str]:
+    paths = {"cluster": CLUSTER, "claims": CLAIMS, "every_node": _every_node_slices(tmp_path)}
+    return [arg for name in files for arg in ("-f", name.format(**paths))]
+
+
+@pytest.mark.parametrize(("files", "node", "extra", "code", "doc", "refusal"), UNKNOWN_NODES)
 def test_a_node_the_files_never_name_gets_upstreams_answer_and_a_warning(
-        capsys: pytest.CaptureFixture[str], node: str, labels: list[str], code: int, doc: dict | None, err: str) -> None:
-    exit_code, got, stderr = allocate(capsys, "-f", CLUSTER, "-f", CLAIMS, "--node", node, *labels)
-    assert (exit_code, stderr) == (code, err)
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, files: list[str], node: str, extra: list[str], code: int,
+        doc: dict | None, refusal: str | None) -> None:
+    exit_code, got, stderr = allocate(capsys, *_files(tmp_path, files), "--node", node, *extra)
+    assert (exit_code, stderr) == (code, f"warning: {refusal}; answered as kube-scheduler would\n" if refusal else "")
     if doc is not None:
         assert got == doc
 
 
-@pytest.mark.parametrize(("node", "labels", "refusal"), [
-    pytest.param("node-zz", [], NODE_TYPO, id="typo-is-refused"),
-    pytest.param("node-a", [], None, id="node-object-is-known"),
-    pytest.param("node-zz", ["--node-label", "zone=z"], None, id="labelled-hypothetical-node-is-allowed"),
-])
-def test_a_node_the_files_never_name_is_refused_in_text(capsys: pytest.CaptureFixture[str], node: str,
-                                                        labels: list[str], refusal: str | None) -> None:
-    code = main(["allocate", "-f", CLUSTER, "-f", CLAIMS, "--node", node, *labels, "-o", "text"])
+@pytest.mark.parametrize(("files", "node", "extra", "code", "doc", "refusal"), UNKNOWN_NODES)
+def test_a_node_the_files_never_name_is_refused_in_text(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, files: list[str], node: str, extra: list[str], code: int,
+        doc: dict | None, refusal: str | None) -> None:
+    exit_code = main(["allocate", *_files(tmp_path, files), "--node", node, *extra, "-o", "text"])
     out, err = capsys.readouterr()
     if refusal:
-        assert (code, out, err) == (2, "", f"claimtrail allocate: {refusal}\n")
+        assert (exit_code, out, err) == (2, "", f"claimtrail allocate: {refusal}\n")
     else:
-        assert out.startswith(f"node {node}: ") and "Traceback" not in err
+        assert (exit_code, out.startswith(f"node {node}: "), "Traceback" in err) == (code, True, False)
 
 
 def test_a_slice_node_name_counts_as_naming_the_node(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
