@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 
 from audit.errors import UserError
+from audit.store.connection import ID_INDEX_FILE, SPOOL_DIR, locked_by_another_process
 
 DEMO_SEED = 7
 
@@ -31,7 +32,7 @@ DEMO_SEED = 7
 def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="simulate a cluster day, serve the API and dashboards")
     p.add_argument("--check", action="store_true", help="check that everything answers, then exit")
-    p.add_argument("--data-dir", default=".claimtrail/demo", help="embedded store directory (recreated)")
+    p.add_argument("--data-dir", default=".claimtrail/demo", help="directory of the embedded store and the day's files, recreated (new, empty, or an earlier demo's)")
     p.add_argument("--api-port", type=int, default=8080)
     p.add_argument("--dashboard-port", type=int, default=8501)
     p.add_argument("--hours", type=float, default=24.0, help="simulated hours")
@@ -98,8 +99,7 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _stop_on)
     data_dir = Path(args.data_dir)
-    shutil.rmtree(data_dir, ignore_errors=True)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    _recreate(data_dir)
     api_port, dash_port = _free(args.api_port), _free(args.dashboard_port)
     api = f"http://127.0.0.1:{api_port}"
     procs: list[subprocess.Popen[bytes]] = []
@@ -154,6 +154,30 @@ def run(args: argparse.Namespace) -> int:
                 p.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+# everything a demo writes into its data directory: the store (with what it keeps beside its
+# engine's directory) and the simulated day's files
+DEMO_FILES = frozenset({"db", SPOOL_DIR, ID_INDEX_FILE, "records.jsonl", "events.jsonl"})
+
+
+def _recreate(data_dir: Path) -> None:
+    """Empty ``data_dir`` for a fresh day, refusing what a demo must not delete: a directory
+    holding anything a demo does not write (``--data-dir ~`` is a typo, not a request to wipe a
+    home), and a store another process runs on (a demo already serving from it)."""
+    if data_dir.exists() and not data_dir.is_dir():
+        raise UserError(f"--data-dir {data_dir}: is not a directory")
+    if data_dir.is_dir():
+        foreign = sorted(p.name for p in data_dir.iterdir() if p.name not in DEMO_FILES)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", …" if len(foreign) > 5 else "")
+            raise UserError(f"--data-dir {data_dir}: holds {shown}, which a demo does not write; the demo "
+                            "deletes its data directory's contents, so name a new or empty directory")
+        if locked_by_another_process(data_dir / "db"):
+            raise UserError(f"--data-dir {data_dir}: its store is in use by another process (a demo or "
+                            "claimtrail serve running on it); stop that first or name another directory")
+        shutil.rmtree(data_dir)
+    data_dir.mkdir(parents=True)
 
 
 def _post_jsonl(api: str, kind: str, path: Path) -> None:

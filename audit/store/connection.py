@@ -21,6 +21,9 @@ from audit.errors import UserError
 DEFAULT_DATABASE = "claimtrail"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _OPENED_HERE: set[str] = set()  # embedded directories whose engine runs in this process
+# what a store keeps beside an embedded engine's directory: writers' spools and the id index
+SPOOL_DIR = "spool"
+ID_INDEX_FILE = "ids.sqlite"
 
 
 class StoreError(UserError):
@@ -87,7 +90,7 @@ def connect(target: Target, create_database: bool = True, create_store: bool = T
                                     "(claimtrail serve --create starts an empty one)")
         # flock conflicts between two descriptors of one process too, so only probe a directory
         # this process has not opened itself (chDB shares one engine between its clients).
-        if target.embedded_path not in _OPENED_HERE and _locked_by_another_process(target.embedded_path):
+        if target.embedded_path not in _OPENED_HERE and locked_by_another_process(target.embedded_path):
             raise _locked(target)
     # Imported here, on first connection, so that commands that only resolve a DSN or print
     # DDL (``claimtrail schema``) start without loading the client library.
@@ -111,7 +114,7 @@ def connect(target: Target, create_database: bool = True, create_store: bool = T
         raise StoreError(f"store {target.display}: cannot connect: {exc}") from None
 
 
-def _locked_by_another_process(directory: str) -> bool:
+def locked_by_another_process(directory: str | Path) -> bool:
     """ClickHouse flocks ``<dir>/status`` while an engine runs there; probe it the same way."""
     try:
         with open(Path(directory) / "status", "rb") as fh:
@@ -131,7 +134,7 @@ def refuse_if_held_elsewhere(target: Target) -> None:
     Producers call this before they start: their spooled writer would otherwise keep every
     record in its spool for as long as that server runs, which looks like success."""
     if (target.embedded_path is not None and target.embedded_path not in _OPENED_HERE
-            and _locked_by_another_process(target.embedded_path)):
+            and locked_by_another_process(target.embedded_path)):
         raise _locked(target)
 
 
@@ -146,7 +149,7 @@ def _locked(target: Target) -> StoreLockedError:
 def _explain(target: Target, exc: Exception) -> StoreError:
     text = str(exc)
     if target.embedded_path is not None and (
-        "Cannot lock file" in text or _locked_by_another_process(target.embedded_path)
+        "Cannot lock file" in text or locked_by_another_process(target.embedded_path)
     ):
         return _locked(target)
     first_line = text.strip().splitlines()[0] if text.strip() else type(exc).__name__

@@ -27,7 +27,15 @@ from audit.metrics.lifecycle import Lifecycle
 from audit.records import DecisionRecord
 from audit.replay.result import ReplayResult
 from audit.store import aggregates, migrations
-from audit.store.connection import StoreError, Target, connect, data_dir, resolve_dsn
+from audit.store.connection import (
+    ID_INDEX_FILE,
+    SPOOL_DIR,
+    StoreError,
+    Target,
+    connect,
+    data_dir,
+    resolve_dsn,
+)
 from audit.store.filters import (
     DecisionFilter,
     conditions,
@@ -156,7 +164,7 @@ class AuditStore:
     # writing ---------------------------------------------------------------------------------
     def spool_dir(self, name: str) -> Path:
         base = Path(self.target.embedded_path).parent if self.target.embedded_path else data_dir()
-        return base / "spool" / name
+        return base / SPOOL_DIR / name
 
     def writer(self, *, name: str = "writer", keep_pods: bool = True, **opts: Any) -> RecordWriter:
         """A new spooled writer into this store (its own client; closed with the store). With
@@ -272,7 +280,7 @@ class AuditStore:
         path = self.target.embedded_path
         if path is None or self.id_index is not None:
             return self.id_index is not None
-        file = Path(path).parent / "ids.sqlite"
+        file = Path(path).parent / ID_INDEX_FILE
         if self._decisions_expire():
             # a file kept from before the TTL was set would answer for records expiry removed,
             # should the TTL be lifted again
@@ -809,7 +817,7 @@ def open_writer(dsn: str | None = None, name: str = "writer", spool_dir: str | N
 
     if spool_dir is None:
         base = Path(target.embedded_path).parent if target.embedded_path else data_dir()
-        spool_dir = str(base / "spool" / name)
+        spool_dir = str(base / SPOOL_DIR / name)
     return RecordWriter(connector, spool_dir, source=name, embedded_path=target.embedded_path,
                         destination=target.display, **opts)
 
