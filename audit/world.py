@@ -73,6 +73,26 @@ def obj_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
+Objects = dict[str, dict[str, dict[str, Any]]]  # kind -> obj_key -> payload
+
+
+def fold_object(objects: Objects, ev: WorldEvent) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """Fold one event into ``objects``, the objects alive (an upsert replaces its object, a delete
+    removes it), and return the object's (old, new) payloads. The one fold of the log's objects:
+    ``World.apply`` indexes on top of it, and readers that need the objects alone (a decision's
+    cluster view, a watcher resuming from its sink) call it without building a ``World``."""
+    bucket = objects.get(ev.object_kind)
+    if bucket is None:  # (setdefault would build a spare dict on every fold)
+        bucket = objects[ev.object_kind] = {}
+    key = obj_key(ev.namespace, ev.name)
+    old = bucket.get(key)
+    if ev.type == _DELETE:
+        bucket.pop(key, None)
+        return old, None
+    bucket[key] = ev.payload
+    return old, ev.payload
+
+
 @dataclass
 class Device:
     """One indexed device: identity ``driver/pool/device``, its node, model and health."""
@@ -241,7 +261,7 @@ class World:
         self.time = ""
         self.time_ms = 0
         self.chain_digest = GENESIS
-        self.objects: dict[str, dict[str, dict[str, Any]]] = {}
+        self.objects: Objects = {}
         self.policy: Policy = default_policy()
         self.policy_key = ""
         # versions: bump when the allocator's inventory inputs change (slices, classes, taint rules)
@@ -352,20 +372,10 @@ class World:
         if ev.time and ev.time != self.time:  # (most events share the instant of the one before)
             self.time = ev.time
             self.time_ms = parse_time_ms(ev.time)
-        kind, key = ev.object_kind, obj_key(ev.namespace, ev.name)
-        bucket = self.objects.get(kind)
-        if bucket is None:  # (setdefault would build a spare dict on every fold)
-            bucket = self.objects[kind] = {}
-        old = bucket.get(key)
-        if ev.type == _DELETE:
-            bucket.pop(key, None)
-            new = None
-        else:
-            bucket[key] = ev.payload
-            new = ev.payload
-        handler = _HANDLERS.get(kind)
+        old, new = fold_object(self.objects, ev)
+        handler = _HANDLERS.get(ev.object_kind)
         if handler is not None:
-            handler(self, key, old, new)
+            handler(self, obj_key(ev.namespace, ev.name), old, new)
 
     # ---- policy ---------------------------------------------------------------------------------
 

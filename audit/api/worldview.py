@@ -3,10 +3,9 @@
 A decision at ``seq`` sees exactly the events with a smaller or equal ``seq`` (audit/events.py).
 The objects are restored from the nearest checkpoint at or before ``seq`` (``World.snapshot``
 keeps them under ``objects``, keyed like ``audit.world.obj_key``) and folded forward with the
-events after it: an upsert replaces the object, a delete removes it. Only objects are needed
-here, so this does not build ``audit.world.World``, whose engine indexes cost far more than
-the fold. The active policy follows the world's rule: the newest Policy upsert, until it is
-deleted (then the default policy).
+events after it (``audit.world.fold_object``). Only objects are needed here, so this does not
+build ``audit.world.World``, whose engine indexes cost far more than the fold. The active policy
+follows the world's rule: the newest Policy upsert, until it is deleted (then the default policy).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from audit.events import EventType
 from audit.explain import ClusterView
 from audit.policy import Policy, default_policy, parse_policy
 from audit.replay import StoreHistory
-from audit.world import obj_key
+from audit.world import fold_object, obj_key
 
 
 @contextmanager
@@ -56,16 +55,13 @@ def _world_at(store: Any, cluster: str, seq: int) -> tuple[ClusterView, Policy]:
         objects = {kind: dict(by_key) for kind, by_key in (snapshot.get("objects") or {}).items()}
         active_policy = str(snapshot.get("policy") or "")
     for event in history.events(cluster, checkpoint[0] if checkpoint else -1, seq):
-        key = obj_key(event.namespace, event.name)
-        by_key = objects.setdefault(event.object_kind, {})
-        if event.type == EventType.DELETE.value:
-            by_key.pop(key, None)
-            if event.object_kind == "Policy" and key == active_policy:
-                active_policy = ""
-        else:
-            by_key[key] = event.payload
-            if event.object_kind == "Policy":
+        fold_object(objects, event)
+        if event.object_kind == "Policy":
+            key = obj_key(event.namespace, event.name)
+            if event.type != EventType.DELETE.value:
                 active_policy = key
+            elif key == active_policy:
+                active_policy = ""
     policy_doc = objects.get("Policy", {}).get(active_policy) if active_policy else None
     policy = parse_policy({**policy_doc, "kind": "Policy"}) if policy_doc else default_policy()
     view = ClusterView.from_objects({**payload, "kind": kind} for kind, by_key in sorted(objects.items())
