@@ -6,24 +6,31 @@ the same cap, so a small gzip bomb cannot exhaust memory; gzip data where JSON l
 upload (``multipart/…``), whose boundaries and part headers would be quarantined as lines while
 its file went in. Ingest writes the store for every tenant, so it needs an admin token. Bad lines
 are quarantined by the store and counted in the answer, never dropped. A producer that restarts
-asks for the last event seq stored for its cluster and goes on from there.
+asks for the last event seq stored for its cluster and goes on from there, and a watcher that
+resumes the cluster's world (read from ``GET /v1/events``) asks which decisions are stored about
+the pods it still sees, so it does not derive them again.
 """
 
 from __future__ import annotations
 
 import zlib
+from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
 
 from audit.api import params, storeport
 from audit.api.auth import Principal
 from audit.api.deps import Settings, principal, settings, store
 from audit.api.problems import Problem
 from audit.store.ingest import GZIP_MAGIC
+from audit.store.ports import DecisionReads
 
 router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
+
+MAX_POD_UIDS = 20_000  # pod uids asked about in one request (about 800 KB of JSON)
 
 
 async def read_body(request: Request, cap: int, gzip: bool = False) -> bytes:
@@ -107,3 +114,22 @@ async def last_event_seq(who: Annotated[Principal, Depends(principal)], db: Anno
         raise Problem("invalid-parameter", "cluster: required")
     seq = await run_in_threadpool(storeport.call, db.max_seq, name)
     return {"cluster": name, "last_seq": seq}
+
+
+class PodDecisionsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cluster: str
+    pod_uids: list[str] = Field(max_length=MAX_POD_UIDS)
+
+
+@router.post("/pod-decisions", summary="The decisions stored about these pods of a cluster (admin token)")
+async def pod_decisions(body: PodDecisionsRequest, who: Annotated[Principal, Depends(principal)],
+                        db: Annotated[DecisionReads, Depends(store)]) -> dict[str, Any]:
+    if not who.admin:
+        raise Problem("forbidden", "decisions about every tenant's pods are for producers, which hold an admin token")
+    name = params.cluster(body.cluster)
+    if name is None:
+        raise Problem("invalid-parameter", "cluster: required")
+    found = await run_in_threadpool(storeport.call, db.pod_decisions, name, body.pod_uids)
+    return {"cluster": name, "items": [asdict(d) for d in found]}

@@ -11,6 +11,7 @@ cannot answer) or ``UserError`` (a value it refuses), which the API maps to prob
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from audit.events import WorldEvent
@@ -19,6 +20,17 @@ from audit.records import DecisionRecord
 from audit.store.filters import DecisionFilter
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PodDecision:
+    """What a resuming producer needs of a stored decision about a pod it still sees."""
+
+    decision_id: str
+    namespace: str
+    pod_uid: str
+    attempt: int
+    outcome: str
 
 
 class DecisionReads(Protocol):
@@ -40,6 +52,8 @@ class DecisionReads(Protocol):
                        cluster: str | None = None) -> DecisionRecord | None: ...
 
     def known_decision_ids(self, decision_ids: Sequence[str], tenant: str | None) -> set[str]: ...
+
+    def pod_decisions(self, cluster: str, pod_uids: Sequence[str]) -> list[PodDecision]: ...
 
     def decision_keys(self, f: DecisionFilter, limit: int) -> list[tuple[str, str, str, int]]: ...
 

@@ -52,6 +52,7 @@ from audit.store.lifecycle import LifecycleCache
 from audit.store.lookups import IdLookups
 from audit.store.podtable import PodTable, PodTableKeeper
 from audit.store.pool import ClientPool
+from audit.store.ports import PodDecision
 from audit.store.schema import DEFAULT_RETENTION, Retention
 from audit.store.writer import RecordWriter
 
@@ -506,6 +507,10 @@ class AuditStore:
                 f"SELECT DISTINCT decision_id FROM decisions {where_sql(clauses)}", params).result_rows)
         return known
 
+    def pod_decisions(self, cluster: str, pod_uids: Sequence[str]) -> list[PodDecision]:
+        """The cluster's stored decisions about the pods of these uids (``pod_decisions``)."""
+        return pod_decisions(lambda sql, p: self._query(sql, p).result_rows, cluster, pod_uids)
+
     def pod_clusters(self, namespace: str, pod: str, tenant: str | None, limit: int = 5) -> list[str]:
         """The clusters with decisions of a pod of that namespace and name, sorted, at most ``limit``:
         the name of a pod is unique within a cluster, not across them."""
@@ -694,17 +699,8 @@ class AuditStore:
 
         The body is read as bytes: it is hashed as stored, and decoding it to text first would
         only be undone by the parser."""
-        last = after_seq
-        sql = ("SELECT seq, body FROM events WHERE cluster = {c:String} AND seq > {a:Int64} AND seq <= {u:Int64} "
-               "ORDER BY seq LIMIT 1 BY seq LIMIT {n:UInt32}")
-        while True:
-            rows_ = self._query(sql, {"c": cluster, "a": last, "u": upto_seq, "n": page},
-                                column_formats={"body": "bytes"}).result_rows
-            yield from rows_
-            if rows_:
-                last = rows_[-1][0]
-            if len(rows_) < page:
-                return
+        return event_pages(lambda sql, p: self._query(sql, p, column_formats={"body": "bytes"}).result_rows,
+                           cluster, after_seq, upto_seq, page)
 
     def event_clusters(self) -> list[str]:
         return [str(r[0]) for r in self._query("SELECT DISTINCT cluster FROM events ORDER BY cluster").result_rows]
@@ -800,6 +796,39 @@ def _newest_order(f: DecisionFilter) -> tuple[str, str]:
     return "decisions", "toStartOfHour(time) DESC, time DESC, decision_id DESC"
 
 
+# (sql, parameters) -> rows: a store's read, or its writer's (``RecordWriter.query``) for a
+# producer that holds no store
+Read = Callable[[str, dict[str, Any]], Sequence[tuple[Any, ...]]]
+
+
+def event_pages(read: Read, cluster: str, after_seq: int, upto_seq: int,
+                page: int = 10_000) -> Iterator[tuple[int, Any]]:
+    """(seq, stored body) with ``after_seq < seq <= upto_seq`` in seq order, each seq once, read
+    ``page`` events per query in the table's (cluster, seq) order."""
+    last = after_seq
+    sql = ("SELECT seq, body FROM events WHERE cluster = {c:String} AND seq > {a:Int64} AND seq <= {u:Int64} "
+           "ORDER BY seq LIMIT 1 BY seq LIMIT {n:UInt32}")
+    while True:
+        rows_ = read(sql, {"c": cluster, "a": last, "u": upto_seq, "n": page})
+        yield from rows_
+        if rows_:
+            last = rows_[-1][0]
+        if len(rows_) < page:
+            return
+
+
+def pod_decisions(read: Read, cluster: str, pod_uids: Sequence[str], batch: int = ID_BATCH) -> list[PodDecision]:
+    """The decisions of ``cluster`` about the pods of these uids, each once, by decision id."""
+    out: list[PodDecision] = []
+    wanted = sorted(set(pod_uids))
+    for i in range(0, len(wanted), batch):
+        rows_ = read("SELECT decision_id, namespace, pod_uid, attempt, outcome FROM decisions "
+                     "WHERE cluster = {c:String} AND pod_uid IN {u:Array(String)} "
+                     "ORDER BY decision_id LIMIT 1 BY decision_id", {"c": cluster, "u": wanted[i:i + batch]})
+        out += [PodDecision(str(d), str(ns), str(uid), int(a), str(o)) for d, ns, uid, a, o in rows_]
+    return sorted(out, key=lambda d: d.decision_id)
+
+
 def open_writer(dsn: str | None = None, name: str = "writer", spool_dir: str | None = None,
                 **opts: Any) -> RecordWriter:
     """A spooled writer that needs no live store to start: it connects (and migrates) on first
@@ -822,4 +851,5 @@ def open_writer(dsn: str | None = None, name: str = "writer", spool_dir: str | N
                         destination=target.display, **opts)
 
 
-__all__ = ["AuditStore", "DecisionFilter", "IngestResult", "ReplayJob", "ReplayRun", "open_writer"]
+__all__ = ["AuditStore", "DecisionFilter", "IngestResult", "PodDecision", "ReplayJob", "ReplayRun", "event_pages",
+           "open_writer", "pod_decisions"]

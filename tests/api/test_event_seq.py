@@ -1,4 +1,5 @@
-"""A producer that restarts goes on from the last event seq the server holds for its cluster."""
+"""A producer that restarts goes on from the last event seq the server holds for its cluster, and
+asks which decisions it stores about the pods it still sees."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from audit.events import WorldEvent
+from audit.records import DecisionRecord
 from ingest.sinks import HttpSink
 from tests.api import factory
 from tests.api.conftest import TOKENS, Server, world_events
@@ -81,3 +83,34 @@ def test_a_sink_that_cannot_ask_says_it_does_not_know_and_why(server: Server, tm
         sink.close()
     (warning,) = [r for r in caplog.records if r.getMessage() == "last event seq unknown"]
     assert "HTTP 403" in warning.error  # type: ignore[attr-defined]
+
+
+def _pod_decisions(r: DecisionRecord) -> dict:
+    return {"decision_id": r.decision_id, "namespace": r.namespace, "pod_uid": r.pod_uid, "attempt": r.attempt,
+            "outcome": r.outcome}
+
+
+@pytest.mark.parametrize(
+    ("who", "body", "status", "items"),
+    [
+        ("admin", {"cluster": factory.CLUSTER, "pod_uids": ["pod-uid-3", "pod-uid-1", "pod-uid-404"]}, 200,
+         sorted([_pod_decisions(factory.FALLBACK), _pod_decisions(factory.PENDING)], key=lambda d: d["decision_id"])),
+        ("admin", {"cluster": "no-such-cluster", "pod_uids": ["pod-uid-1"]}, 200, []),
+        ("admin", {"cluster": factory.CLUSTER, "pod_uids": []}, 200, []),
+        ("team-a", {"cluster": factory.CLUSTER, "pod_uids": ["pod-uid-1"]}, 403, None),
+        (None, {"cluster": factory.CLUSTER, "pod_uids": ["pod-uid-1"]}, 401, None),
+        ("admin", {"cluster": "bad\ncluster", "pod_uids": ["pod-uid-1"]}, 400, None),
+        ("admin", {"cluster": factory.CLUSTER, "pod_uids": ["u"] * 20_001}, 400, None),
+        ("admin", {"cluster": factory.CLUSTER, "pod_uids": ["pod-uid-1"], "tenant": "team-a"}, 400, None),
+    ],
+    ids=["stored", "unknown-cluster", "no-pods", "tenant-token", "no-token", "control-character", "too-many-uids",
+         "unknown-field"],
+)
+def test_pod_decisions_answer_producers_with_the_decisions_about_those_pods(
+        server: Server, who: str | None, body: dict, status: int, items: list | None) -> None:
+    r = server.post("/v1/ingest/pod-decisions", who, json=body)
+    assert r.status_code == status, r.text
+    if status == 200:
+        assert r.json() == {"cluster": body["cluster"], "items": items}
+    else:
+        assert r.headers["content-type"] == "application/problem+json"
