@@ -9,6 +9,11 @@
   backoff and drains the spool in order once the server answers. This is how every process but
   the owner reaches an embedded store (chDB locks its directory to one process);
 - ``chdb://dir`` or ``clickhouse://user:pass@host:8123/db``: the store's spooled writer directly.
+
+Every sink also reads back what it holds of a cluster (``stored_world``): the objects alive at the
+end of the cluster's event log, folded with ``audit.world.fold_object``, and the decisions stored
+about the pods among them, so a restarted Kubernetes watcher goes on from that world instead of
+an empty one.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,11 +35,15 @@ from audit.errors import UserError
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
 from audit.store.connection import data_dir
+from audit.store.ports import PodDecision
 from audit.store.rows import event_json, record_json
 from audit.store.spool import Frame, Spool
-from ingest.files import FileFormatError, JsonlAppender
+from audit.world import Objects, fold_object
+from ingest.files import FileFormatError, ImportResult, JsonlAppender, import_file
 
 log = logging.getLogger(__name__)
+
+LAST_SEQ = 2**63 - 1  # the highest seq a read of the events can bind (its bounds are Int64)
 
 
 class SinkError(UserError, ValueError):
@@ -46,14 +56,45 @@ class Sink(Protocol):
     def flush(self) -> bool: ...
     def close(self) -> None: ...
     def stats(self) -> dict[str, int]: ...
+    def stored_world(self, cluster: str) -> StoredWorld | None: ...
+
+
+@dataclass
+class StoredWorld:
+    """What a sink holds of one cluster: the objects alive at the end of its event log (kind ->
+    ``audit.world.obj_key`` -> payload), the log's last seq (None: no events), how many events
+    were folded, and the decisions stored about the pods among those objects."""
+
+    last_seq: int | None = None
+    objects: Objects = field(default_factory=dict)
+    events: int = 0
+    decisions: list[PodDecision] = field(default_factory=list)
+
+
+def fold_stored(events: Iterable[WorldEvent],
+                decisions_of: Callable[[list[str]], list[PodDecision]]) -> StoredWorld:
+    """Fold one cluster's ``events`` (in seq order) into its world, then ask ``decisions_of`` for
+    the decisions stored about the pods alive at its end (by uid)."""
+    world = StoredWorld()
+    for event in events:
+        fold_object(world.objects, event)
+        world.last_seq = event.seq
+        world.events += 1
+    uids = sorted({str((pod.get("metadata") or {}).get("uid") or "") for pod in world.objects.get("Pod", {}).values()}
+                  - {""})
+    world.decisions = decisions_of(uids) if uids else []
+    return world
 
 
 class FileSink:
-    """Records and events as canonical JSON lines in two files (fsync'ed on flush)."""
+    """Records and events as canonical JSON lines in two files (fsync'ed on flush). The files are
+    appended to, never truncated: what an earlier run wrote stays, and is what ``stored_world``
+    and ``last_seq`` read back."""
 
     def __init__(self, path: str, events_path: str | None = None) -> None:
         records = Path(path)
         events = Path(events_path) if events_path else records.with_name(records.stem + ".events.jsonl")
+        self._paths = {"records": records, "events": events}
         try:
             self._records = JsonlAppender(records)
             self._events = JsonlAppender(events)
@@ -84,7 +125,37 @@ class FileSink:
         return dict(self._counts)
 
     def last_seq(self, cluster: str) -> int | None:
-        return None
+        """The highest event seq the events file holds for ``cluster``."""
+        return max((e.seq for e in self._read("events").events if e.cluster == cluster), default=None)
+
+    def stored_world(self, cluster: str) -> StoredWorld:
+        """The cluster's world as the events file leaves it, with the records file's decisions
+        about its pods. A line these files hold that ingest would refuse is a ``SinkError``."""
+        events = sorted((e for e in self._read("events").events if e.cluster == cluster), key=lambda e: e.seq)
+
+        def decisions_of(uids: list[str]) -> list[PodDecision]:
+            wanted = set(uids)
+            found = {r.decision_id: PodDecision(r.decision_id, r.namespace, r.pod_uid, r.attempt, r.outcome)
+                     for r in self._read("records").records if r.cluster == cluster and r.pod_uid in wanted}
+            return [found[d] for d in sorted(found)]
+
+        return fold_stored(events, decisions_of)
+
+    def _read(self, kind: str) -> ImportResult:
+        path = self._paths[kind]
+        self.flush()
+        if path.stat().st_size == 0:
+            return ImportResult()
+        try:
+            result = import_file(path, kind)  # type: ignore[arg-type]
+        except FileFormatError as exc:
+            raise SinkError(str(exc)) from None
+        if result.errors:
+            first = result.errors[0]
+            where = f" at {first.path}" if first.path else ""
+            raise SinkError(f"{first.location}{where}: {first.error} ({len(result.errors)} invalid line(s): a "
+                            "restarted producer reads back what this file holds; fix or remove them first)")
+        return result
 
 
 class StoreSink:
@@ -150,12 +221,30 @@ class StoreSink:
         rows = self.writer.query("SELECT max(seq), count() FROM events WHERE cluster = {c:String}", {"c": cluster})
         return int(rows[0][0]) if rows and rows[0][1] else None
 
+    def stored_world(self, cluster: str) -> StoredWorld:
+        """The cluster's world as the store's event log leaves it (after delivering what is
+        spooled), read a page of events at a time, with the decisions stored about its pods."""
+        from audit.events import loads_json
+        from audit.store.queries import event_pages, pod_decisions
+
+        self.writer.flush()
+        events = (WorldEvent.from_dict(loads_json(body.encode() if isinstance(body, str) else body))
+                  for _, body in event_pages(self.writer.query, cluster, -1, LAST_SEQ))
+        return fold_stored(events, lambda uids: pod_decisions(self.writer.query, cluster, uids))
+
 
 class _Rows:
     """A read's rows as the store's client answers them (``result_rows``)."""
 
     def __init__(self, rows: list[tuple]) -> None:
         self.result_rows = rows
+
+
+class _Unanswered(Exception):
+    """The server could not be asked, or did not answer as it should (already logged)."""
+
+
+POD_UIDS_PER_REQUEST = 10_000  # within the API's limit of 20,000 per request
 
 
 class HttpSink:
@@ -249,26 +338,74 @@ class HttpSink:
         sink's spool still holds from an earlier run (so those seqs are counted). None when the
         cluster has no events, or when the server cannot be asked: the reason is logged, and the
         caller picks a start of its own."""
-        if not self.flush(timeout):
-            log.warning("last event seq unknown: the spool did not drain", extra={"error": self.last_error[:300]})
+        what = "last event seq"
+        if not self._delivered(what, timeout):
             return None
+        try:
+            found = self._ask(what, "GET", "/v1/ingest/events/last-seq", params={"cluster": cluster})["last_seq"]
+            return None if found is None else int(found)
+        except _Unanswered:
+            return None
+        except (KeyError, TypeError, ValueError) as exc:
+            self._unknown(what, f"{self.url}: unexpected answer ({exc})")
+            return None
+
+    def stored_world(self, cluster: str, timeout: float = 15.0, page: int = 10_000) -> StoredWorld | None:
+        """The cluster's world as the server's event log leaves it (``GET /v1/events``, a page of
+        ``page`` events at a time, after delivering what the spool holds), with the decisions the
+        server stores about its pods (``POST /v1/ingest/pod-decisions``). None when the server
+        cannot be asked (the reason is logged): the caller then starts from an empty world."""
+        what = "stored world"
+        if not self._delivered(what, timeout):
+            return None
+        try:
+            return fold_stored(self._stored_events(cluster, page), lambda uids: [
+                PodDecision(**item) for start in range(0, len(uids), POD_UIDS_PER_REQUEST)
+                for item in self._ask(what, "POST", "/v1/ingest/pod-decisions", json={
+                    "cluster": cluster, "pod_uids": uids[start:start + POD_UIDS_PER_REQUEST]})["items"]])
+        except _Unanswered:
+            return None
+        except (KeyError, TypeError, ValueError) as exc:
+            self._unknown(what, f"{self.url}: unexpected answer ({exc})")
+            return None
+
+    def _stored_events(self, cluster: str, page: int) -> Iterator[WorldEvent]:
+        after: int | None = -1
+        while after is not None:
+            answer = self._ask("stored world", "GET", "/v1/events",
+                               params={"cluster": cluster, "after_seq": after, "limit": page})
+            yield from (WorldEvent.from_dict(item) for item in answer["items"])
+            after = answer["next_after_seq"]
+
+    def _delivered(self, what: str, timeout: float) -> bool:
+        """Whether the spool drained within ``timeout`` s: what an earlier run left is part of the
+        answer a restarted producer asks for."""
+        if self.flush(timeout):
+            return True
+        self._unknown(what, f"the spool did not drain: {self.last_error[:300]}")
+        return False
+
+    def _ask(self, what: str, method: str, path: str, **kwargs: Any) -> Any:
+        """The JSON answer of the server to one request; ``_Unanswered`` (logged as ``what``
+        unknown) when it cannot be asked or does not answer with JSON."""
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         try:
-            response = self._client.get(self.url + "/v1/ingest/events/last-seq", params={"cluster": cluster},
-                                        headers=headers)
+            response = self._client.request(method, self.url + path, headers=headers, **kwargs)
         except httpx.HTTPError as exc:
-            log.warning("last event seq unknown", extra={"error": f"{self.url}: {type(exc).__name__}: {exc}"})
-            return None
+            self._unknown(what, f"{self.url}: {type(exc).__name__}: {exc}")
+            raise _Unanswered from None
         if not response.is_success:
-            log.warning("last event seq unknown", extra={
-                "error": f"{self.url}/v1/ingest/events/last-seq: HTTP {response.status_code}: {response.text[:300]}"})
-            return None
+            self._unknown(what, f"{self.url}{path}: HTTP {response.status_code}: {response.text[:300]}")
+            raise _Unanswered
         try:
-            found = response.json()["last_seq"]
-            return None if found is None else int(found)
-        except (ValueError, KeyError, TypeError) as exc:
-            log.warning("last event seq unknown", extra={"error": f"{self.url}: unexpected answer {response.text[:200]!r} ({exc})"})
-            return None
+            return response.json()
+        except ValueError:
+            self._unknown(what, f"{self.url}{path}: unexpected answer {response.text[:200]!r}")
+            raise _Unanswered from None
+
+    @staticmethod
+    def _unknown(what: str, error: str) -> None:
+        log.warning("%s unknown", what, extra={"error": error[:500]})
 
     def _deliver_loop(self) -> None:
         failures = 0

@@ -6,9 +6,15 @@ else the default kubeconfig. Unless ``--no-leader-election``, replicas elect one
 a Lease (``--lease-namespace``/``--lease-name``); the others wait. A leader that loses its Lease
 exits with status 1 so its Deployment restarts it clean.
 
-Sequence numbers: the sink's last ``seq`` for the cluster + 1 when the sink can tell, otherwise
-``start-time-in-ms × 2^20`` so a restarted watcher never reuses a number an earlier run wrote
-(1 048 576 events per millisecond of uptime would be needed to collide).
+A watcher that becomes leader first reads back what the sink holds of the cluster (its world at
+the end of the stored event log, and the decisions stored about the pods in it) and goes on from
+there: objects unchanged since then log nothing, objects deleted meanwhile get their delete, and
+decisions already stored are not derived again. A sink that cannot be asked (an API that does not
+answer) is logged, and the watcher starts from an empty world, logging every object as new.
+
+Sequence numbers: the stored log's last ``seq`` for the cluster + 1 when the sink can tell,
+otherwise ``start-time-in-ms × 2^20`` so a restarted watcher never reuses a number an earlier run
+wrote (1 048 576 events per millisecond of uptime would be needed to collide).
 """
 
 from __future__ import annotations
@@ -86,15 +92,25 @@ def _open_sink(target: str) -> Any:
         raise UserError(f"--server {target}: {exc}") from None
 
 
-def _first_seq(sink: Any, cluster: str, given: int | None) -> int:
+def _first_seq(stored: Any, given: int | None) -> int:
     if given is not None:
         return given
-    last = getattr(sink, "last_seq", None)
-    if callable(last):
-        found = last(cluster)
-        if found is not None:
-            return int(found) + 1
+    if stored is not None and stored.last_seq is not None:
+        return int(stored.last_seq) + 1
     return int(time.time() * 1000) << 20
+
+
+def _stored_world(sink: Any, cluster: str) -> Any:
+    """What the sink holds of ``cluster`` (None when it cannot be asked), with how long reading it took."""
+    started = time.monotonic()
+    stored = sink.stored_world(cluster)
+    if stored is not None:
+        log.info("read the stored world", extra={
+            "events": stored.events, "objects": sum(len(v) for v in stored.objects.values()),
+            "decisions": len(stored.decisions), "seconds": round(time.monotonic() - started, 3)})
+    else:
+        log.warning("starting from an empty world: every object is logged as new")
+    return stored
 
 
 def _meter_provider() -> Any:
@@ -156,15 +172,18 @@ def run_kube(args: argparse.Namespace) -> int:
             signal.signal(sig, lambda *_: stop.set())
 
     def lead(stop_leading: threading.Event) -> None:
+        stored = _stored_world(sink, cluster)
         watcher = Watcher(
             api, cluster, sink,
             namespaces=args.namespace,
             observer=DecisionObserver(
                 cluster, utc_now, check_allocations=not args.no_allocator_check, metrics=agreement_metrics
             ),
-            next_seq=_first_seq(sink, cluster, args.seq_start),
+            next_seq=_first_seq(stored, args.seq_start),
             page_size=args.page_size,
         )
+        if stored is not None:
+            watcher.resume(stored)
         watcher.run(stop_leading)
 
     try:

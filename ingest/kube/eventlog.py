@@ -9,13 +9,17 @@ every relist compares the snapshot with what it believes is alive: objects that 
 the watch was down get a delete event (with the snapshot's resourceVersion), as do objects
 replaced by a namesake (another uid) before it is added, so the world the log describes always
 converges to the cluster's.
+
+A restarted watcher ``restore``s the world its sink already holds before the first list, so that
+list is a diff against it like any relist: unchanged objects (the same resourceVersion) log
+nothing, and objects deleted while no watcher ran get their delete.
 """
 
 from __future__ import annotations
 
 import copy
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +81,19 @@ class EventLog:
         self.duplicates = 0
         self.synthesized_deletes = 0
         self.stale = 0
+
+    def restore(self, objects: Iterable[tuple[str, dict[str, Any]]]) -> int:
+        """Hold ``objects`` ((kind, object) pairs: the world a sink already holds) as alive,
+        logging nothing: what was logged before needs no event again. Returns how many."""
+        count = 0
+        for kind, obj in objects:
+            key = object_key(kind, obj)
+            self.alive[key] = obj
+            self._by_kind.setdefault(kind, {})[key] = obj
+            self._sorted.pop(kind, None)
+            self.generations[kind] = self.generations.get(kind, 0) + 1
+            count += 1
+        return count
 
     def objects(self, kind: str) -> list[dict[str, Any]]:
         """Alive objects of one kind, sorted by (namespace, name) so callers never see dict order.

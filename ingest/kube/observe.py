@@ -11,14 +11,20 @@ Ids never depend on arrival order (reflectors run in parallel, events may come l
 an allocation is ``decision_id(cluster, first claim uid, 0)``, a device-plugin binding
 ``decision_id(cluster, pod uid, 0)``, and the n-th scheduling failure of a pod
 ``decision_id(cluster, pod uid, n)`` with n ≥ 1 from the event's count. Re-observing the same
-state (a relist, a restarted watcher) yields the same ids, and the store dedupes them.
+state (a relist) yields the same ids, and the observer emits each id once.
+
+A restarted watcher ``restore``s the observer before its first list: the claims and pods of the
+world the sink holds (what later changes are joined with, without deciding anything again), and
+the decisions the sink already stores about those pods, which are not emitted again — a decision
+derived anew carries the world position it was seen at, so the store would hold it a conflict
+with the recorded one and quarantine it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from audit.canonical import digest
@@ -32,6 +38,7 @@ from audit.records import (
     Track,
     decision_id,
 )
+from audit.store.ports import PodDecision
 from audit.timestamps import parse_time_ms
 from ingest.kube import agreement
 from ingest.kube.eventlog import Applied, EventLog
@@ -140,6 +147,26 @@ class DecisionObserver:
         self._models: dict[tuple[str, str, str], str] = {}
         self._models_generation = -1
 
+    def restore(self, world: EventLog, decisions: Iterable[PodDecision]) -> None:
+        """Take in the claims and pods ``world`` holds (restored from a sink) as if observed, and
+        ``decisions``, those the sink stores about its pods, as emitted; emits and checks nothing."""
+        for claim in world.objects("ResourceClaim"):
+            key = (str(_meta(claim).get("namespace", "")), str(_meta(claim).get("name", "")))
+            self._index_allocation(key, claim)
+            self._claims.put(key, claim)
+            if _allocation(claim):
+                self._allocated.put(key, claim)
+        for pod in world.objects("Pod"):
+            ns = str(_meta(pod).get("namespace", ""))
+            self._pods.put((ns, str(_meta(pod).get("name", ""))), pod)
+            self._pods_by_uid.put((ns, str(_meta(pod).get("uid", ""))), pod)
+        for d in decisions:
+            self._remember(d.decision_id)
+            if d.outcome == Outcome.UNSCHEDULABLE.value and d.attempt > 0:
+                # the n-th failure is recorded: an event of count <= n adds nothing
+                key = (d.namespace, d.pod_uid)
+                self._failures[key] = max(self._failures.get(key, 0), d.attempt)
+
     def observe(self, applied: list[Applied], world: EventLog) -> list[DecisionRecord]:
         out: list[DecisionRecord] = []
         for a in applied:
@@ -198,10 +225,13 @@ class DecisionObserver:
     def _emit(self, record: DecisionRecord | None) -> list[DecisionRecord]:
         if record is None or record.decision_id in self._recorded:
             return []
-        self._recorded[record.decision_id] = None
+        self._remember(record.decision_id)
+        return [record.seal()]
+
+    def _remember(self, decision: str) -> None:
+        self._recorded[decision] = None
         while len(self._recorded) > self.cache_size:
             self._recorded.popitem(last=False)  # the store dedupes by id beyond this window
-        return [record.seal()]
 
     def _wait(self, pod_key: tuple[str, str], event: Mapping[str, Any]) -> None:
         self._waiting.setdefault(pod_key, []).append(event)

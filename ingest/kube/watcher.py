@@ -3,6 +3,10 @@
 Reflector threads only read from the API server; a single consumer applies what they saw to the
 event log (so ``seq`` is assigned in one place), derives observed decisions, and writes events
 and records to the sink, retrying the sink with backoff so nothing accepted is lost.
+
+``resume`` seeds the event log and the observer, before ``run``, with the world the sink already
+holds of the cluster: the first lists are then a diff against what was logged before, as every
+relist is.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -18,10 +22,12 @@ from kubernetes import client
 
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
+from audit.store.ports import PodDecision
 from audit.timestamps import format_utc
 from ingest.kube.eventlog import Applied, EventLog
 from ingest.kube.reflector import Backoff, Change, Reflector, Snapshot
 from ingest.kube.resources import WATCHED, WatchedResource
+from ingest.sinks import StoredWorld
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +40,7 @@ class Sink(Protocol):
 
 class Observer(Protocol):
     def observe(self, applied: list[Applied], world: EventLog) -> list[DecisionRecord]: ...
+    def restore(self, world: EventLog, decisions: Iterable[PodDecision]) -> None: ...
 
 
 def utc_now() -> str:
@@ -58,12 +65,13 @@ class Watcher:
     ) -> None:
         self.sink = sink
         self.observer = observer
+        self.resources = tuple(resources)
         self.log = EventLog(cluster, clock, next_seq=next_seq)
         self.queue: queue.Queue[Snapshot | Change] = queue.Queue()
         self.reflectors: list[Reflector] = []
         # a namespace named twice is watched once: two reflectors of one scope would each relist
         # it at their own resourceVersion, and one's older list delete what the other just added
-        namespaces = list(dict.fromkeys(namespaces))
+        namespaces = self.namespaces = list(dict.fromkeys(namespaces))
         for res in resources:
             scopes: Sequence[str | None] = namespaces if (namespaces and res.namespaced) else [None]
             for ns in scopes:
@@ -81,6 +89,21 @@ class Watcher:
         self._held: list[Snapshot | Change] = []
         self._busy = threading.Event()
         self._sink_backoff = backoff()
+
+    def resume(self, stored: StoredWorld) -> int:
+        """Hold the objects of ``stored`` that this watcher watches (its kinds, in its namespaces)
+        as already logged, and give the observer them and the decisions stored about their pods.
+        Call before ``run``. Returns how many objects were restored."""
+        watched = {r.kind: r for r in self.resources if r.world}
+        restored = self.log.restore(
+            (kind, obj) for kind, by_key in sorted(stored.objects.items()) if kind in watched
+            for _, obj in sorted(by_key.items())
+            if not (self.namespaces and watched[kind].namespaced
+                    and (obj.get("metadata") or {}).get("namespace") not in self.namespaces)
+        )
+        if self.observer is not None:
+            self.observer.restore(self.log, stored.decisions)
+        return restored
 
     def run(self, stop: threading.Event) -> None:
         threads = [

@@ -92,6 +92,9 @@ def test_the_cluster_is_named_after_the_kubeconfig_context_unless_named(
         def __init__(self, api: object, name: str, sink: object, **kw: object) -> None:
             seen.append(name)
 
+        def resume(self, stored: object) -> int:
+            return 0
+
         def run(self, stop: object) -> None:
             pass
 

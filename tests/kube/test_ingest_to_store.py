@@ -1,5 +1,5 @@
 """``claimtrail ingest kube --server chdb:///dir``: the watcher writes straight into the embedded
-store, and a restarted watcher continues the cluster's sequence where the store left it."""
+store, and a restarted watcher goes on from the world and the sequence the store holds."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import clickhouse_connect
 import pytest
 
 from tests.kube.apiserver import FakeApiServer
-from tests.kube.harness import populate
+from tests.kube.harness import load_docs
 from tests.kube.test_ingest_command import ROOT, _kubeconfig
+from tests.kube.test_resume import RUNNING
 
 
 def _run_once(server: FakeApiServer, kubeconfig: Path, dsn: str, *extra: str) -> None:
@@ -42,20 +43,27 @@ def _run_once(server: FakeApiServer, kubeconfig: Path, dsn: str, *extra: str) ->
 
 
 @pytest.mark.slow
-def test_watcher_writes_to_the_store_and_a_restart_continues_the_sequence(tmp_path: Path) -> None:
+def test_a_restarted_watcher_goes_on_from_the_stored_world(tmp_path: Path) -> None:
     store = tmp_path / "store"
     dsn = f"chdb://{store}"
     with FakeApiServer() as server:
-        populate(server)
+        for obj in load_docs("cluster.yaml"):
+            server.add(obj)
+        server.release_all()
+        for obj in RUNNING:  # two pods still running when the watcher restarts
+            server.add(obj)
         _kubeconfig(tmp_path / "kubeconfig", server.url)
         _run_once(server, tmp_path / "kubeconfig", dsn, "--seq-start", "0")
+        server.delete("Pod", "legacy-0", "team-b")  # while no watcher runs
         _run_once(server, tmp_path / "kubeconfig", dsn)
     client = clickhouse_connect.get_client(dsn=dsn)
     try:
-        seqs = [r[0] for r in client.query("SELECT seq FROM claimtrail.events FINAL WHERE cluster = 'lab' ORDER BY seq").result_rows]
+        events = client.query("SELECT seq, type, name FROM claimtrail.events FINAL WHERE cluster = 'lab' ORDER BY seq")
         decisions = client.query("SELECT count() FROM claimtrail.decisions FINAL WHERE cluster = 'lab'").result_rows[0][0]
+        quarantined = client.query("SELECT count() FROM claimtrail.quarantine").result_rows[0][0]
     finally:
         client.close()
-    # run 1: 15 events; run 2 relists the 5 objects still alive and numbers them after the stored ones
-    assert seqs == list(range(20))
-    assert decisions == 3  # the same observed decisions again, deduplicated by id
+    # run 1: 11 events; run 2 logs only what changed while it was down, right after them
+    assert [r[0] for r in events.result_rows] == list(range(12))
+    assert events.result_rows[-1] == (11, "delete", "legacy-0")
+    assert (decisions, quarantined) == (3, 0)  # the decisions of run 1, none derived again
