@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import operator
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +20,36 @@ from audit.telemetry.record_dict import record_text
 AttributeValue = str | bool | int | float | list[str]
 
 DEFAULT_MAX_VERDICTS = 64
+
+# OTLP's AnyValue holds signed 64-bit integers only (int_value), while the store keeps seq and
+# wait_ms as UInt64. The OpenTelemetry specification's attribute type mapping ("Integer values",
+# specification/common/attribute-type-mapping.md) sends an integer outside int64 as string_value
+# in decimal: exact, where a double would round anything past 2^53.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def otlp_int(value: int) -> int | str:
+    """``value`` as an OTLP attribute carries it: itself within int64, else its decimal text."""
+    return value if INT64_MIN <= value <= INT64_MAX else str(value)
+
+
+def int_from_otlp(value: object) -> int:
+    """The integer an attribute written by ``otlp_int`` holds; ValueError saying why for any other
+    value: not an integer, or a text that is not the plain decimal of one outside int64 (a sender
+    that writes ``"5"`` for 5 is refused, as the record's JSON is read strictly)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"is a {type(value).__name__}, not an integer")
+    if isinstance(value, int):
+        return value
+    if not _DECIMAL.fullmatch(value):
+        raise ValueError("is not an integer (an integer outside int64 travels as its decimal text)")
+    number = int(value)
+    if INT64_MIN <= number <= INT64_MAX:
+        raise ValueError("is text, but an integer within int64 travels as int_value")
+    return number
+
+
+_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]{0,39})")  # digits enough for any 128-bit integer, no more
 
 
 @dataclass(slots=True)
@@ -101,7 +132,7 @@ def root_attributes(
     # empty strings and lists say nothing in an explorer; the record attribute keeps them
     for (key, _), value in zip(ROOT_FIELDS, root_field_values(record), strict=True):
         if value != "" and value != []:
-            attrs[key] = list(value) if isinstance(value, list) else value
+            attrs[key] = list(value) if isinstance(value, list) else _int(value)
     for key, value in root_extras(record, selection, why_url):
         if value != "" and value != []:
             attrs[key] = value
@@ -184,22 +215,27 @@ class RootAttributes(_Lazy):
         return root_attributes(self.record, self.labels, self.paths, self.selection, self.why_url)
 
 
+def _int(value: AttributeValue) -> AttributeValue:
+    """``otlp_int`` of an int, any other value (of a record not built by the engine) as it is."""
+    return otlp_int(value) if value.__class__ is int else value
+
+
 def tier_attributes(
     record: DecisionRecord, tier: TierSummary, dropped: int, result: str = ""
 ) -> dict[str, AttributeValue]:
     attrs: dict[str, AttributeValue] = {
         s.DECISION_ID: record.decision_id,
-        s.TIER_INDEX: tier.index,
+        s.TIER_INDEX: _int(tier.index),
         s.TIER_REQUEST: tier.request,
         s.TIER_MODEL: tier.model,
-        s.TIER_CONSIDERED: tier.considered,
-        s.TIER_NODES_EVALUATED: tier.nodes_evaluated,
+        s.TIER_CONSIDERED: _int(tier.considered),
+        s.TIER_NODES_EVALUATED: _int(tier.nodes_evaluated),
         s.TIER_VERDICTS_DROPPED: dropped,
     }
     if result:
         attrs[s.TIER_RESULT] = result
     for code in sorted(tier.reasons):
-        attrs[s.TIER_REASON_PREFIX + code] = tier.reasons[code]
+        attrs[s.TIER_REASON_PREFIX + code] = _int(tier.reasons[code])
     if record.blockers:
         attrs.update(tier_blocker_attributes(record, tier.index))
     return attrs
@@ -221,8 +257,10 @@ def tier_blocker_attributes(record: DecisionRecord, tier_index: int) -> dict[str
 def _scalar(value: object) -> AttributeValue:
     """A blocker parameter as an attribute value: numbers and booleans as they are, anything
     else as its text (parameters are flat in practice; a nested one still arrives readable)."""
-    if isinstance(value, bool | int | float | str):
+    if isinstance(value, bool | float | str):
         return value
+    if isinstance(value, int):
+        return otlp_int(value)
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
@@ -259,7 +297,7 @@ def tier_status_message(record: DecisionRecord, tier: TierSummary) -> str:
 def verdict_attributes(decision_id: str, verdict: Verdict) -> dict[str, AttributeValue]:
     attrs: dict[str, AttributeValue] = {
         s.DECISION_ID: decision_id,
-        s.TIER_INDEX: verdict.tier_index,
+        s.TIER_INDEX: _int(verdict.tier_index),
         s.VERDICT_DEVICE: verdict.device,
         s.VERDICT_NODE: verdict.node,
         s.VERDICT_REASON: verdict.reason,

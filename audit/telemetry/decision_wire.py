@@ -47,6 +47,8 @@ from audit.telemetry.shape import (
     LinkShape,
     ShapeOptions,
     decision_shape,
+    drawn_us,
+    pod_created_ns,
     tier_starts,
     why_url,
 )
@@ -183,6 +185,8 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
             is message.__class__ is str and seq.__class__ is wait.__class__ is steps.__class__ is duration.__class__
             is int and claims.__class__ is uids.__class__ is preference.__class__ is list):
         return False
+    if (seq | wait | steps | duration) >> 63:  # one is negative, or past int64 (written as text)
+        return False
     listed = otlpwire._LISTS.get((s.PREFERENCE, tuple(preference))) if preference else b""
     if listed is None:
         return False
@@ -314,6 +318,8 @@ def _reason_counts(code: str) -> dict[int, bytes]:
 
 def _reason_count(known: dict[int, bytes], code: str, count: int) -> bytes:
     """A reason count's attribute, kept in ``known`` (the code's attributes by count)."""
+    if count >> 63:  # negative or past int64: the general writer knows how each is sent
+        return otlpwire._tagged(_SPAN_ATTR, s.TIER_REASON_PREFIX + code, count)
     heads = _REASON_HEADS.get(code)
     if heads is None:
         heads = _REASON_HEADS[code] = _int_heads(_SPAN_ATTR, s.TIER_REASON_PREFIX + code)
@@ -353,8 +359,9 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
     results = tier_results(record)
     tried = len(results) - results.count(_NOT_TRIED)
     if duration_us:
-        slot = duration_us * 1000 // max(tried, 1)
-        decided = t + duration_us * 1000
+        drawn = drawn_us(t, duration_us)
+        slot = drawn * 1000 // max(tried, 1)
+        decided = t + drawn * 1000
     else:
         slot = NOMINAL_TIER_US * 1000
         decided = t + tried * slot
@@ -375,7 +382,8 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
             tier_id = span_ids[8 * position + 16:8 * position + 24]
             index, nodes, considered, request, model = (
                 tier.index, tier.nodes_evaluated, tier.considered, tier.request, tier.model)
-            if index.__class__ is nodes.__class__ is considered.__class__ is int and request.__class__ is model.__class__ is str:
+            if (index.__class__ is nodes.__class__ is considered.__class__ is int and request.__class__ is model.__class__
+                    is str and not considered >> 63):
                 key = (index, request, model, nodes, result)
                 groups = _TIER_SPANS.get(key)
                 if groups is None:
@@ -395,7 +403,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
                     blocked = tier_blocker_attributes(record, index)
                     if blocked:
                         parts.append(otlpwire.attributes(_SPAN_ATTR, blocked))
-            else:  # values of other classes than the record's own: written by the general writer
+            else:  # values of other classes than the record's own, or a count past int64: the general writer's
                 parts = [trace_head, tier_id, parent, _tier_name(tier.model or tier.request or str(tier.index)), times]
                 otlpwire._tier_into(parts, _SPAN_ATTR, TierAttributes(record, tier, 0, result))
             if result == _EXHAUSTED:
@@ -407,7 +415,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
             n = len(body)
             out_spans.append(b"\x12" + _SMALL[n] + body if n < 16384 else _field(b"\x12", body))
 
-        root_start = t - wait_ms * 1_000_000
+        root_start = pod_created_ns(t, wait_ms)
         if wait_ms:
             out_spans.append(_field(b"\x12", b"".join((
                 trace_head, span_ids[8:16], parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),

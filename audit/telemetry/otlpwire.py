@@ -24,6 +24,8 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from audit.telemetry import schema as s
 from audit.telemetry.attributes import (
+    INT64_MAX,
+    INT64_MIN,
     ROOT_FIELDS,
     ROOT_STABLE,
     RootAttributes,
@@ -44,6 +46,8 @@ _SMALL = tuple(bytes([n]) if n < 0x80 else bytes([(n & 0x7F) | 0x80, n >> 7]) fo
 def varint(n: int) -> bytes:
     if 0 <= n < 16384:
         return _SMALL[n]
+    if not INT64_MIN <= n <= INT64_MAX:  # masked, it would arrive as another number
+        raise ValueError(f"{n} does not fit a 64-bit protobuf integer")
     n &= 0xFFFFFFFFFFFFFFFF  # negative int64 values are written as their 64-bit two's complement
     out = bytearray()
     while n > 0x7F:
@@ -86,7 +90,9 @@ def any_value(value: Any) -> bytes:
     if cls is bool:
         return b"\x10\x01" if value else b"\x10\x00"
     if cls is int:
-        return _ANY_INT + varint(value)
+        if INT64_MIN <= value <= INT64_MAX:
+            return _ANY_INT + varint(value)
+        return _ANY_STRING + _ld(str(value).encode())  # as otlp_int sends it
     if cls is float:
         return _ANY_DOUBLE + _DOUBLE(value)
     if isinstance(value, str):
@@ -94,7 +100,7 @@ def any_value(value: Any) -> bytes:
     if isinstance(value, bool):
         return b"\x10\x01" if value else b"\x10\x00"
     if isinstance(value, int):
-        return _ANY_INT + varint(int(value))
+        return any_value(int(value))
     if isinstance(value, float):
         return _ANY_DOUBLE + _DOUBLE(float(value))
     if isinstance(value, list | tuple):
@@ -148,9 +154,15 @@ def _int_head(value: int) -> bytes:
 _INT_HEAD = tuple(_int_head(v) for v in range(_HEADS))
 
 
-def _int_field(tag: bytes, prefix: bytes, value: int) -> tuple[bytes, bytes, bytes, bytes]:
-    """An attribute holding an int (of class int, not bool) as pieces for a ``join``."""
-    head = _INT_HEAD[value] if 0 <= value < _HEADS else _int_head(value)
+def _int_field(tag: bytes, prefix: bytes, value: int) -> tuple[bytes, ...]:
+    """An attribute holding an int (of class int, not bool) as pieces for a ``join``; one outside
+    int64 holds its decimal text, as ``otlp_int`` sends it."""
+    if 0 <= value < _HEADS:
+        head = _INT_HEAD[value]
+    elif INT64_MIN <= value <= INT64_MAX:
+        head = _int_head(value)
+    else:
+        return _str_field(tag, prefix, str(value).encode())
     return tag, _SMALL[len(prefix) + len(head)], prefix, head
 
 

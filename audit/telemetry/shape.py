@@ -29,6 +29,7 @@ from audit.telemetry.attributes import (
     TierAttributes,
     Verdict,
     VerdictAttributes,
+    otlp_int,
     select_verdicts,
     tier_results,
     tier_status_message,
@@ -200,8 +201,9 @@ def decision_shape(
     results = tier_results(sent)
     tried = len(results) - results.count(s.TIER_NOT_TRIED)
     if record.duration_us:
-        slot = record.duration_us * 1000 // max(tried, 1)
-        decided = t + record.duration_us * 1000
+        drawn = drawn_us(t, record.duration_us)
+        slot = drawn * 1000 // max(tried, 1)
+        decided = t + drawn * 1000
     else:
         slot = NOMINAL_TIER_US * 1000
         decided = t + tried * slot
@@ -225,9 +227,9 @@ def decision_shape(
                              start + slot, attrs))
         tier_ids[position] = span_id
 
-    root_start = t - record.wait_ms * 1_000_000
+    root_start = pod_created_ns(t, record.wait_ms)
     if record.wait_ms:
-        wait_attrs: dict[str, AttributeValue] = {s.DECISION_ID: sent.decision_id, s.WAIT_MS: sent.wait_ms}
+        wait_attrs: dict[str, AttributeValue] = {s.DECISION_ID: sent.decision_id, s.WAIT_MS: otlp_int(sent.wait_ms)}
         append(SpanShape(s.WAIT_SPAN, wait_id, root_id, root_start, t, wait_attrs))
 
     root_attrs = RootAttributes(sent, sent_labels, paths, selection, why_url(options.api_url, sent))
@@ -239,7 +241,7 @@ def decision_shape(
     previous = links.previous(record, trace_id, root_id) if links is not None else None
     if previous is not None:
         root.links = [LinkShape(previous.trace_id, previous.span_id,
-                                {s.LINK_KIND: s.PREVIOUS_ATTEMPT, s.LINK_ATTEMPT: previous.attempt})]
+                                {s.LINK_KIND: s.PREVIOUS_ATTEMPT, s.LINK_ATTEMPT: otlp_int(previous.attempt)})]
 
     logs: list[LogShape] = []
     if kept:
@@ -264,6 +266,24 @@ def decision_shape(
                 (by_id.get(span_id) or root).events = span_events
     append(root)
     return DecisionShape(trace_id, root_id, spans, logs, tier_ids, len(kept), selection.dropped, sent)
+
+
+# OTLP times are unsigned 64-bit nanoseconds since 1970 (fixed64): from 1970 to 2554. The store
+# keeps a wait_ms up to 2^64 - 1, which reaches back past 1970; a span is drawn within those
+# bounds, and the attributes (claimtrail.wait_ms, claimtrail.duration_us) keep the exact values.
+# The earliest start is 1970's first nanosecond, not 0: a time of 0 is protobuf's default, which
+# encoders leave out and readers take for a time never set.
+_FIRST_NS, _LAST_NS = 1, 2**64 - 1
+
+
+def pod_created_ns(t: int, wait_ms: int) -> int:
+    """Where the root span starts: the decision's time ``t`` (ns) less the wait, or 1970 at the earliest."""
+    return max(t - wait_ms * 1_000_000, _FIRST_NS)
+
+
+def drawn_us(t: int, duration_us: int) -> int:
+    """How long a decision at ``t`` (ns) is drawn: its measured duration, up to OTLP's last instant."""
+    return min(duration_us, (_LAST_NS - t) // 1000)
 
 
 def tier_starts(t: int, results: Sequence[str], slot: int) -> list[int]:

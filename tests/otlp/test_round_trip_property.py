@@ -13,6 +13,8 @@ from tests.otlp.payloads import exported
 
 text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
 small = st.integers(min_value=0, max_value=2**31)
+# the store's UInt64 columns (seq, wait_ms), past what OTLP's int_value holds, and its UInt32 duration_us
+uint64 = st.integers(min_value=0, max_value=2**64 - 1)
 # a tenant name is any text but the reserved "(others)" and control characters (validate_record)
 tenant_names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12).filter(
     lambda t: t != "(others)")
@@ -40,7 +42,7 @@ def records(draw: st.DrawFn) -> DecisionRecord:
     record = DecisionRecord(
         decision_id=draw(st.uuids()).hex,
         cluster=draw(cluster_names),
-        seq=draw(small),
+        seq=draw(uint64),
         time="2026-01-02T03:04:05.123456+00:00",
         attempt=draw(st.integers(0, 50)),
         tenant=draw(tenant_names),
@@ -59,8 +61,8 @@ def records(draw: st.DrawFn) -> DecisionRecord:
         fallback=draw(st.booleans()),
         tiers=draw(st.lists(tiers, max_size=3, unique_by=lambda t: t.index)),
         blockers=draw(st.lists(st.builds(TierBlocker, code=text, tier=st.integers(0, 7), detail=st.dictionaries(text, small, max_size=2)), max_size=2)),
-        wait_ms=draw(small),
-        duration_us=draw(st.integers(0, 10**7)),
+        wait_ms=draw(uint64),
+        duration_us=draw(st.integers(0, 2**32 - 1)),
         message=draw(text),
     )
     return record.seal()

@@ -60,6 +60,10 @@ WRITTEN_IN_ONE_PASS = {
         _usual(i, tiers=[dataclasses.replace(_usual().tiers[0], reasons=reasons)]) for i, reasons in enumerate((
             {"in_use": 1, "unhealthy": -3}, {"in_use": True, "unhealthy": 2**40}, {"in_use": 1, "unhealthy": -3}))],
     "a-long-decision-id": [_usual(decision_id="d" * 300)],
+    "integers-past-int64-as-their-text": [
+        _usual(0, seq=2**64 - 1, wait_ms=2**63, duration_us=2**63),
+        _usual(1, seq=2**63 - 1, wait_ms=2**53 + 1, steps=2**64 - 1),
+        _usual(2, tiers=[dataclasses.replace(_usual().tiers[0], considered=2**64, reasons={"in_use": 2**63})])],
     "pods-of-several-devices-the-same-and-others": [
         _usual(i, devices=[dataclasses.replace(_usual().devices[0], device=f"gpu.nvidia.com/h100-001/gpu-{n}")
                            for n in range(count)]) for i, count in enumerate((8, 8, 2, 0, 8))],
