@@ -211,7 +211,8 @@ TIER_COLUMNS = ("time", "tenant", "decision_id", "tier", "request", "model", "co
 EVENT_COLUMNS = ("cluster", "seq", "time", "type", "object_kind", "namespace", "name", "resource_version", "body")
 
 _U16, _U32, _U64 = 2**16, 2**32, 2**64
-_UINT_LIMITS = {"attempt": 2**16, "seq": 2**64, "backoff_ms": 2**32, "wait_ms": 2**64, "steps": 2**32,
+# the record's unsigned columns: each value must lie in 0..limit - 1
+UINT_LIMITS = {"attempt": 2**16, "seq": 2**64, "backoff_ms": 2**32, "wait_ms": 2**64, "steps": 2**32,
                 "duration_us": 2**32, "schema_version": 2**16}
 
 
@@ -223,7 +224,7 @@ def check_record(record: DecisionRecord) -> int:
     r = record
     if not (0 <= r.attempt < _U16 and 0 <= r.seq < _U64 and 0 <= r.backoff_ms < _U32 and 0 <= r.wait_ms < _U64
             and 0 <= r.steps < _U32 and 0 <= r.duration_us < _U32 and 0 <= r.schema_version < _U16):
-        for name, limit in _UINT_LIMITS.items():
+        for name, limit in UINT_LIMITS.items():
             value = getattr(r, name)
             if not 0 <= value < limit:
                 raise RowError(name, f"{value} is outside 0..{limit - 1}")

@@ -102,3 +102,14 @@ CROSS_CHECKED = {
     OUTPUT_DIGEST: "output_digest",
     INPUT_DIGEST: "input_digest",
 }
+# Root attributes of the record's unsigned columns, which a receiver reads as they are sent (an
+# int, or the decimal text of one past int64) and checks against the column's range and the record.
+UINT_CHECKED = {
+    SCHEMA_VERSION: "schema_version",
+    SEQ: "seq",
+    ATTEMPT: "attempt",
+    BACKOFF_MS: "backoff_ms",
+    WAIT_MS: "wait_ms",
+    STEPS: "steps",
+    DURATION_US: "duration_us",
+}

@@ -2,16 +2,17 @@
 
 A decision is a ``dra.allocate`` span (or a ``claimtrail.decision`` log record) carrying
 ``claimtrail.record``: the record's JSON, validated strictly. Key attributes that are also
-present as flat attributes must agree with the record, and the record must pass the store's
-admission (``audit.store.ingest.admit_valid_record``, as on the ingest endpoints): its values
-fit the store's columns and its ``output_digest`` matches its content unless the sender lists
-redacted paths (a redacted record keeps the digest of the decision as made). Tier spans, wait
-spans and verdict log records are recognised parts of a decision; everything else is ignored
-and counted. An item that claims to be a decision but fails these checks is rejected with a
-message naming the attribute and field (and the decision, once its record is valid); so is a
-decision span or a part whose ids OTLP calls invalid (a trace_id of other than 16 bytes, a
-span_id of other than 8, either all zero, a parent_span_id neither empty nor 8 bytes), however
-the request was encoded.
+present as flat attributes must agree with the record (the unsigned fields' read as the exporter
+writes them, ``audit.telemetry.attributes.otlp_int``, and within their columns), and the record
+must pass the store's admission (``audit.store.ingest.admit_valid_record``, as on the ingest
+endpoints): its values fit the store's columns and its ``output_digest`` matches its content
+unless the sender lists redacted paths (a redacted record keeps the digest of the decision as
+made). Tier spans, wait spans and verdict log records are recognised parts of a decision;
+everything else is ignored and counted. An item that claims to be a decision but fails these
+checks is rejected with a message naming the attribute and field (and the decision, once its
+record is valid); so is a decision span or a part whose ids OTLP calls invalid (a trace_id of
+other than 16 bytes, a span_id of other than 8, either all zero, a parent_span_id neither empty
+nor 8 bytes), however the request was encoded.
 A log record's ids are optional, and OTLP has receivers treat invalid ones as absent, so they are
 not checked.
 """
@@ -30,7 +31,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from audit.records import DecisionRecord, RecordError, validate_record
 from audit.store.ingest import AdmissionError, admit_valid_record
+from audit.store.rows import UINT_LIMITS
 from audit.telemetry import schema as s
+from audit.telemetry.attributes import int_from_otlp
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,20 @@ def _redacted(paths: Any) -> bool:
     return True
 
 
+def _check_uint(key: str, field_name: str, sent: Any, recorded: int) -> None:
+    """An unsigned column's attribute, read as the exporter writes it (``otlp_int``: past int64 as
+    decimal text), must fit the column and agree with the record; else a RecordError naming both."""
+    try:
+        number = int_from_otlp(sent)
+    except ValueError as exc:
+        raise RecordError(field_name, f"attribute {key}={sent!r} {exc}") from None
+    limit = UINT_LIMITS[field_name]
+    if not 0 <= number < limit:
+        raise RecordError(field_name, f"attribute {key}={sent!r} is outside 0..{limit - 1}")
+    if number != recorded:
+        raise RecordError(field_name, f"attribute {key}={sent!r} disagrees with the record's {recorded!r}")
+
+
 def admitted(record: DecisionRecord, attrs: dict[str, Any]) -> DecisionRecord:
     """``record`` once it agrees with the flat attributes and passes the store's admission, sealed
     if the sender left the digest to the receiver; else an ``AdmissionError`` naming the field."""
@@ -170,6 +187,9 @@ def admitted(record: DecisionRecord, attrs: dict[str, Any]) -> DecisionRecord:
                 field_name,
                 f"attribute {key}={attrs[key]!r} disagrees with the record's {getattr(record, field_name)!r}",
             )
+    for key, field_name in s.UINT_CHECKED.items():
+        if key in attrs:
+            _check_uint(key, field_name, attrs[key], getattr(record, field_name))
     # the same admission as the ingest endpoints: what the store's writer would quarantine later
     # is refused now, in partial_success, where the sender learns of it
     admit_valid_record(record, redacted=_redacted(attrs.get(s.REDACTED)))

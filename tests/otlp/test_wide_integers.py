@@ -1,6 +1,7 @@
 """Integers the store keeps past OTLP's int64 (seq and wait_ms are UInt64 columns, up to
 2^64 - 1) leave both exporters as their decimal text, as OpenTelemetry's attribute type mapping
-says, and come back from the receiver exactly, through real OTLP protobuf over HTTP."""
+says, and come back from the receiver exactly, through real OTLP protobuf over HTTP; a flat
+attribute outside its column, or not an integer as the exporter writes one, is refused naming it."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from audit.records import DecisionRecord
 from audit.telemetry import DecisionExporter
 from audit.telemetry import schema as s
+from audit.telemetry.record_dict import record_json
 from audit.telemetry.timefmt import time_ns
 from tests.otlp.loopback import ReceiverApp, running_receiver, set_otel_env
-from tests.otlp.payloads import exported
+from tests.otlp.payloads import exported, span, traces
 from tests.telemetry.records_factory import make_record
 
 INT64_MAX, UINT32_MAX, UINT64_MAX = 2**63 - 1, 2**32 - 1, 2**64 - 1
@@ -114,6 +116,46 @@ def test_values_past_the_stores_column_leave_exactly_and_are_refused_naming_the_
     record = _record(field, value)
     root, errors = _direct(rx, record, monkeypatch)
     assert _attr(root, s.PREFIX + field) == _wire(value)
+    sent = _wire(value)[1]
     assert errors == [f"{rx.url}/v1/traces refused 1 items: span 'dra.allocate': decision {record.decision_id}: "
-                      f"{field}: {value} is outside 0..{UINT32_MAX}"]
+                      f"DecisionRecord: {field}: attribute claimtrail.{field}={sent!r} is outside 0..{UINT32_MAX}"]
     assert [r for r in rx.sink.records if r.decision_id == record.decision_id] == []
+
+
+GOOD = make_record(0)  # seq 1042, wait_ms 1500, duration_us 420
+REFUSED_ATTRIBUTES: dict[str, tuple[dict[str, Any], str]] = {
+    "seq-2^64-as-text": ({s.SEQ: str(2**64)},
+                         f"seq: attribute claimtrail.seq='{2**64}' is outside 0..{UINT64_MAX}"),
+    "seq-negative": ({s.SEQ: -1}, f"seq: attribute claimtrail.seq=-1 is outside 0..{UINT64_MAX}"),
+    "wait_ms-2^64-as-text": ({s.WAIT_MS: str(2**64)},
+                             f"wait_ms: attribute claimtrail.wait_ms='{2**64}' is outside 0..{UINT64_MAX}"),
+    "duration_us-past-uint32": ({s.DURATION_US: 2**32},
+                                f"duration_us: attribute claimtrail.duration_us={2**32} is outside 0..{UINT32_MAX}"),
+    "seq-within-int64-as-text": ({s.SEQ: "1042"}, "seq: attribute claimtrail.seq='1042' is text, but an integer "
+                                                  "within int64 travels as int_value"),
+    "seq-not-decimal": ({s.SEQ: "9.3e18"}, "seq: attribute claimtrail.seq='9.3e18' is not an integer (an integer "
+                                           "outside int64 travels as its decimal text)"),
+    "seq-a-bool": ({s.SEQ: True}, "seq: attribute claimtrail.seq=True is a bool, not an integer"),
+    "seq-past-int64-disagreeing": ({s.SEQ: str(2**63)},
+                                   f"seq: attribute claimtrail.seq='{2**63}' disagrees with the record's 1042"),
+    "wait_ms-disagreeing": ({s.WAIT_MS: 1501}, "wait_ms: attribute claimtrail.wait_ms=1501 disagrees with the "
+                                               "record's 1500"),
+}
+
+
+@pytest.mark.parametrize(("attributes", "error"), REFUSED_ATTRIBUTES.values(), ids=REFUSED_ATTRIBUTES)
+def test_an_unsigned_attribute_outside_its_column_or_not_as_written_is_refused_naming_it(
+    rx: ReceiverApp, attributes: dict[str, Any], error: str
+) -> None:
+    sent = span(s.ROOT_SPAN, {s.RECORD: record_json(GOOD), **attributes}, span_id=9)
+    response = _post(rx, traces(sent))
+    expected = f"span 'dra.allocate': decision {GOOD.decision_id}: DecisionRecord: {error}"
+    assert (response.partial_success.rejected_spans, response.partial_success.error_message) == (1, expected)
+    assert rx.sink.quarantined[-1].error == expected
+
+
+def test_a_record_past_the_column_is_refused_as_the_store_refuses_it(rx: ReceiverApp) -> None:
+    text = record_json(GOOD).replace('"seq":1042', f'"seq":{2**64}')
+    response = _post(rx, traces(span(s.ROOT_SPAN, {s.RECORD: text}, span_id=9)))
+    assert response.partial_success.error_message == (
+        f"span 'dra.allocate': decision {GOOD.decision_id}: seq: {2**64} is outside 0..{UINT64_MAX}")
