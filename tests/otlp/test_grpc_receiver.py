@@ -1,4 +1,5 @@
-"""OTLP/gRPC receiver on loopback: partial success for rejected items, UNAVAILABLE when the store fails."""
+"""OTLP/gRPC receiver on loopback: partial success for rejected items, UNAVAILABLE when the store fails,
+RESOURCE_EXHAUSTED for a message over its size limit."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import grpc
 import pytest
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from audit.records import DecisionRecord
 from audit.telemetry import schema as s
@@ -70,3 +72,39 @@ def test_grpc_store_failure_is_unavailable() -> None:
         server.stop(grace=None)
     assert err.value.code() == grpc.StatusCode.UNAVAILABLE
     assert err.value.details() == "decision store unavailable: OSError: disk full"
+
+
+LIMIT = 64 * 1024
+
+
+def _sized(size: int) -> ExportTraceServiceRequest:
+    """A decision and a span outside the schema, padded so the request is exactly ``size`` bytes."""
+    request, _ = exported([make_record(0)])
+    request.resource_spans[0].scope_spans[0].spans.append(span("padding", {"pad": ""}, span_id=9))
+    pad = request.resource_spans[0].scope_spans[0].spans[-1].attributes[0].value
+    for _ in range(3):  # the first step lengthens the length prefixes around the text; the next ones settle
+        pad.string_value = "x" * (len(pad.string_value) + size - request.ByteSize())
+    assert request.ByteSize() == size
+    return request
+
+
+@pytest.mark.parametrize(("size", "kept"), [(LIMIT, 1), (LIMIT + 1, 0)], ids=["at-the-limit", "one-byte-over"])
+def test_grpc_refuses_a_message_over_its_limit_with_resource_exhausted_uncounted(size: int, kept: int) -> None:
+    sink, counters = MemorySink(), ReceiverCounters()
+    server, port = start_server(sink, counters=counters, max_message_bytes=LIMIT)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            try:
+                trace_service_pb2_grpc.TraceServiceStub(channel).Export(_sized(size), timeout=10)
+                status = (grpc.StatusCode.OK, "")
+            except grpc.RpcError as err:
+                status = (err.code(), err.details())
+    finally:
+        server.stop(grace=None)
+    if kept:
+        assert status == (grpc.StatusCode.OK, "")
+    else:
+        assert status == (grpc.StatusCode.RESOURCE_EXHAUSTED, f"SERVER: Received message larger than max ({size} vs. {LIMIT})")
+    assert len(sink.records) == kept
+    # grpcio refuses the message in its core, telling the receiver nothing: counted nowhere (docs/otlp.md)
+    assert (counters.requests, counters.ignored, counters.too_large) == (kept, kept, 0)
