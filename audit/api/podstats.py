@@ -2,8 +2,10 @@
 
 They are ``audit.metrics.report``'s finished numbers over the cluster's pod lifecycle (which the
 store keeps current from the event log), for the window the caller gives: ``since`` (default: the
-first event, or ``until`` when that is earlier: an empty window) to ``until`` (default: just after the last event, so that its instant counts; a window
-excludes its end). Every answer with figures names the window they cover (``window``). Filters on model or policy version do not
+first event) to ``until`` (default: just after the last event, so that its instant counts; a window
+excludes its end). A window that holds no time of the log (it starts after its last event or ends
+at or before its first) is a 400 naming the log's span, as a what-if over it is
+(``audit.replay.service.outside_log``). Every answer with figures names the window they cover (``window``). Filters on model or policy version do not
 apply to them (they are figures of the whole cluster and window); a tenant filter, or a tenant
 caller, restricts them as ``audit.metrics.report`` describes. With ``by=hour`` or ``by=model`` the
 answer also lists the wait (fairness) or regret (fallback) figures per hour or per model
@@ -25,6 +27,7 @@ from audit.api import storeport
 from audit.api.problems import Problem
 from audit.metrics import Lifecycle, Window, fairness_report, fallback_report, health_report
 from audit.metrics.breakdown import BREAKDOWNS, regret_breakdown, wait_breakdown
+from audit.replay.service import outside_log
 from audit.store.filters import DecisionFilter
 from audit.timestamps import format_time_ms
 
@@ -53,16 +56,17 @@ def lifecycle_window(db: Any, f: DecisionFilter) -> tuple[Lifecycle, Window] | N
     if not life.policies:
         return None
     since, until = f.time_range_ms()
-    start = life.policies[0][0] if since is None else since
-    if since is None and until is not None:
-        # only an end, before the first event: the window is empty, not one that ends before it starts
-        start = min(start, until)
+    # the policy timeline starts at the log's first instant, and the fold's time is its last event's
+    first, last = life.policies[0][0], life.end_ms
+    # a window the log does not reach is refused as the what-if refuses it, not answered with the
+    # world of the log's end (or start) stretched over it
+    outside = outside_log(cluster, first, last, first if since is None else since, last + 1 if until is None else until)
+    if outside is not None:
+        asked = ", ".join(f"{k} {format_time_ms(v)}" for k, v in (("since", since), ("until", until)) if v is not None)
+        raise Problem("invalid-parameter", f"{asked}: {outside}; pod figures cover only the time the log records")
     # a window excludes its end: the default ends one millisecond past the last event, or the
     # binds and releases of the last instant would drop out of every figure
-    end = max(start, life.end_ms + 1) if until is None else until
-    if end < start:
-        raise Problem("invalid-parameter", "until: before since")
-    return life, Window(start, end)
+    return life, Window(first if since is None else since, last + 1 if until is None else until)
 
 
 def _found(db: Any, f: DecisionFilter) -> tuple[tuple[Lifecycle, Window] | None, dict[str, Any]]:

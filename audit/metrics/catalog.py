@@ -44,7 +44,12 @@ pod, as the store holds them: a row's `fallback_decisions` is not the per-pod `f
 
 The pod lifecycle is a cluster's: an API answer has pod figures only for one cluster with world
 events (named with `cluster=`, or the store's only one). Without them every per-pod count, rate
-and index of the answer is null, not 0, and its `pod_figures` says why.
+and index of the answer is null, not 0, and its `pod_figures` says why. A window that holds no
+time of the cluster's event log (it starts after its last event, or ends at or before its first)
+has no figures either: `/v1/stats/overview`, `fallback`, `fairness` and `health` refuse it with a
+400 naming the window and the log's span, as a what-if over it is refused, rather than stretch the
+world of the log's end over it. A window the log reaches, even one running past its end, is
+answered.
 
 Percentiles are nearest rank everywhere: the ⌈q·n⌉-th smallest of the n values.
 

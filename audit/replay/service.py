@@ -19,7 +19,7 @@ from audit.replay.result import Cause, ReplayResult
 from audit.replay.source import ReplaySource, WorldCursor
 from audit.replay.verify import Verifier
 from audit.replay.whatif import WhatIf, whatif
-from audit.timestamps import parse_time_ms
+from audit.timestamps import format_time_ms, parse_time_ms
 from audit.world import World
 
 FEW = 32  # up to this many decisions, one query each for their events costs less than a pass over the history
@@ -100,17 +100,28 @@ def cluster_events(history: EventHistory, cluster: str) -> list[WorldEvent]:
     return [] if top is None else list(history.events(cluster, -1, top))
 
 
+def outside_log(cluster: str, first_ms: int, last_ms: int, since_ms: int, until_ms: int) -> str | None:
+    """Why the window ``[since_ms, until_ms)`` holds no time of ``cluster``'s event log, whose first
+    and last events are at ``first_ms`` and ``last_ms``: it starts after the last or ends at or
+    before the first. None when it holds one. Figures over such a window would only extrapolate
+    the world as it was at one end of the log (a pod pending at the last event "waiting" on for
+    months), so the what-if and the per-pod statistics refuse it alike."""
+    if since_ms <= last_ms and until_ms > first_ms:
+        return None
+    side = "after" if since_ms > last_ms else "before"
+    return (f"the window lies {side} the event log of cluster {cluster}, which spans {format_time_ms(first_ms)} "
+            f".. {format_time_ms(last_ms)}")
+
+
 def within_log(cluster: str, events: Sequence[WorldEvent], since_ms: int, until_ms: int) -> None:
     """WindowOutsideLog unless the window ``[since_ms, until_ms)`` holds a time of ``cluster``'s
-    event log: it must not start after the log's last event nor end at or before its first."""
+    event log (``outside_log``)."""
     if not events:
         raise WindowOutsideLog(f"cluster {cluster} has no world events")
-    first = min(events, key=lambda e: parse_time_ms(e.time))
-    last = max(events, key=lambda e: parse_time_ms(e.time))
-    if since_ms > parse_time_ms(last.time) or until_ms <= parse_time_ms(first.time):
-        side = "after" if since_ms > parse_time_ms(last.time) else "before"
-        raise WindowOutsideLog(f"the window lies {side} the event log of cluster {cluster}, which spans {first.time} "
-                               f".. {last.time}; a what-if decides again only a window of recorded history")
+    times = [parse_time_ms(e.time) for e in events]
+    why = outside_log(cluster, min(times), max(times), since_ms, until_ms)
+    if why is not None:
+        raise WindowOutsideLog(f"{why}; a what-if decides again only a window of recorded history")
 
 
 def counterfactual(history: EventHistory, cluster: str, events: list[WorldEvent], records: list[DecisionRecord],

@@ -17,8 +17,10 @@ from audit.records import DecisionRecord, decision_id, to_jsonl
 from tests.api import factory
 from tests.api.conftest import Server
 
-SEEDED = {"since": "2026-05-01T08:00:00Z", "until": "2026-05-01T14:00:00Z"}
-REGRET_DAY = {"since": "2026-05-02T00:00:00Z", "until": "2026-05-03T00:00:00Z"}
+# the seeded hours, from the event log's one instant (07:00): a window of pod figures must reach the log
+SEEDED = {"since": "2026-05-01T07:00:00Z", "until": "2026-05-01T14:00:00Z"}
+# the regret records' day (2026-05-02), from the event log's instant for the same reason
+REGRET_DAYS = {"since": "2026-05-01T07:00:00Z", "until": "2026-05-03T00:00:00Z"}
 PROBLEM = "https://claimtrail.io/problems/"
 
 
@@ -69,7 +71,7 @@ def test_skip_reasons_count_device_verdicts_of_preferred_tiers_not_chosen(server
 def test_fallback_rows_carry_no_record_level_regret(regret_day: Server) -> None:
     """Regret is a pod-level figure (first choice allocatable on one node, from the event log) given
     beside the rows; a decision-level count would be a second, different definition."""
-    body = regret_day.get("/v1/stats/fallback", group_by="preferred", **REGRET_DAY).json()
+    body = regret_day.get("/v1/stats/fallback", group_by="preferred", tenant="team-c", **REGRET_DAYS).json()
     assert [(r["preferred"], r["fallback_decisions"]) for r in body["rows"]] == [("H100", 2)]
     assert not any("regret" in k for r in body["rows"] for k in r)
     assert {"regretted", "regret_rate", "regret_window_s"} <= set(body)
@@ -97,10 +99,10 @@ NO_WAIT = {"wait_p50_s": None, "wait_p95_s": None, "wait_p99_s": None}
     pytest.param({"by": "tenant_hour"}, "by_tenant_hour", id="rows-per-tenant-and-hour"),
 ])
 def test_wait_percentiles_are_null_where_no_pod_started(server: Server, query: dict[str, str], rows: str) -> None:
-    """team-a/train-1 was created at 07:00 and is never bound; team-b/infer-9 was bound at 07:00,
-    before the window: neither tenant starts a pod from 08:00 to 14:00, so no row has a wait to
-    rank. The answer says null, as for a rate of no pods, not 0 s (pods served at once)."""
-    body = server.get("/v1/stats/fairness", cluster="lab", **query, **SEEDED).json()
+    """team-a/train-1 was created at 07:00 and is never bound: team-a starts no pod from 07:00 to
+    14:00, so none of its rows has a wait to rank. The answer says null, as for a rate of no pods,
+    not 0 s (pods served at once)."""
+    body = server.get("/v1/stats/fairness", cluster="lab", tenant="team-a", **query, **SEEDED).json()
     assert body[rows] and all(r["pods_started"] == 0 for r in body[rows])
     assert [{k: r[k] for k in NO_WAIT} for r in body[rows]] == [NO_WAIT] * len(body[rows])
 

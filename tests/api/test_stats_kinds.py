@@ -11,7 +11,6 @@ import pytest
 import audit.api.stats as stats_package
 from audit.api.problems import Problem
 from audit.api.stats import kinds
-from tests.api import factory
 from tests.api.conftest import Server
 
 DECLARED = ["fairness", "fallback", "health", "migration", "overview", "replay"]
@@ -56,25 +55,3 @@ def test_a_grouping_a_kind_does_not_declare_is_refused_by_name(name: str, group_
     with pytest.raises(Problem) as caught:
         kind.group_keys(group_by)
     assert (caught.value.kind, caught.value.detail) == ("invalid-parameter", message)
-
-
-# the seeded world events are all at 2026-05-01T07:00Z
-@pytest.mark.parametrize(("name", "figure", "empty"), [
-    ("fairness", "contention_windows", 0),
-    ("fallback", "pods_with_preference", 0),
-    ("health", "unhealthy_devices", 0),
-], ids=["fairness", "fallback", "health"])
-def test_an_until_alone_before_the_first_event_gives_an_empty_window(server: Server, name: str, figure: str,
-                                                                     empty: int) -> None:
-    # the package's server is shared: other modules add clusters to it, so the cluster is named
-    r = server.get(f"/v1/stats/{name}", cluster=factory.CLUSTER, until="2026-05-01T06:00:00Z")
-    assert r.status_code == 200, r.text
-    body = r.json()
-    assert body["window"] == {"since": "2026-05-01T06:00:00.000Z", "until": "2026-05-01T06:00:00.000Z"}
-    assert body[figure] == empty
-
-
-def test_an_until_alone_before_the_first_event_gives_overview_rows_without_error(server: Server) -> None:
-    r = server.get("/v1/stats/overview", cluster=factory.CLUSTER, until="2026-05-01T06:00:00Z")
-    assert r.status_code == 200, r.text
-    assert r.json()["rows"] == []

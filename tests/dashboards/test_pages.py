@@ -88,7 +88,7 @@ def test_overview_follows_the_tenant_filter(api_env: str) -> None:
     [
         pytest.param({}, id="no-filter"),
         pytest.param({"f_tenant": "alpha"}, id="tenant"),
-        pytest.param({"f_since": "2026-03-01T10:00:00Z"}, id="window"),
+        pytest.param({"f_until": "2026-03-01T09:45:00Z"}, id="window"),
     ],
 )
 def test_overview_shows_the_apis_per_pod_fallbacks_not_a_rate_of_its_own(api_env: str, choices: dict[str, str]) -> None:
@@ -106,10 +106,10 @@ def test_overview_shows_the_apis_per_pod_fallbacks_not_a_rate_of_its_own(api_env
 
 def test_overview_follows_the_time_window(api_env: str) -> None:
     at = open_page("1_overview.py")
-    at.text_input(key="f_since").input("2026-03-01T10:00:00Z").run()
-    # 10:00–10:59: three decisions, two allocated first choice, one terminal error
+    at.text_input(key="f_until").input("2026-03-01T09:45:00Z").run()
+    # from the event log's instant (08:00) to 09:45: seven decisions, five allocated, two unschedulable
     shown = metrics(at)
-    assert (shown["Decisions"], shown["Allocation success (per decision)"]) == ("3", "66.7 %")
+    assert (shown["Decisions"], shown["Allocation success (per decision)"]) == ("7", "71.4 %")
 
 
 def test_a_malformed_time_window_is_named_not_sent(api_env: str) -> None:
@@ -196,12 +196,35 @@ def test_health_page_splits_unhealthy_verdicts_by_model(api_env: str) -> None:
     assert readings(at)[-1] == "Most unhealthy verdicts are on H100 (12 of 26)."
 
 
-def test_fairness_page_says_there_are_no_pod_figures_for_a_window_before_the_event_log(api_env: str) -> None:
-    at = open_page("3_fairness.py")
-    at.text_input(key="f_since").input(f"{factory.DAY}T00:00:00Z").run()
-    at.text_input(key="f_until").input(f"{factory.DAY}T01:00:00Z").run()
-    assert not problems(at), problems(at)
-    assert [i.value for i in at.info] == ["No pod figures for this window."]
+# every world event of the factory is at 08:00:00 on DAY: a window that ends before it or starts after it
+OUTSIDE_THE_LOG = {
+    "before": (f"{factory.DAY}T00:00:00Z", f"{factory.DAY}T01:00:00Z"),
+    "after": (f"{factory.DAY}T08:30:00Z", f"{factory.DAY}T09:00:00Z"),
+}
+
+
+@pytest.mark.parametrize(("page", "what"), [
+    ("1_overview.py", "decision totals"), ("2_fallback.py", "fallback flows"), ("3_fairness.py", "tenant fairness"),
+    ("4_health.py", "health counts"),
+])
+@pytest.mark.parametrize("side", OUTSIDE_THE_LOG)
+def test_a_page_of_pod_figures_shows_the_apis_refusal_of_a_window_outside_the_event_log(api_env: str, page: str,
+                                                                                       what: str, side: str) -> None:
+    since, until = OUTSIDE_THE_LOG[side]
+    at = open_page(page)
+    at.text_input(key="f_since").input(since)
+    at.text_input(key="f_until").input(until).run()
+    assert not at.exception, [e.value for e in at.exception]
+    kind = {"1_overview.py": "overview", "2_fallback.py": "fallback", "3_fairness.py": "fairness",
+            "4_health.py": "health"}[page]
+    api = httpx.get(f"{api_env}/v1/stats/{kind}", params={"since": since, "until": until}, timeout=60)
+    assert api.status_code == 400
+    detail = api.json()["detail"]
+    assert detail == (f"since {since[:-1]}.000Z, until {until[:-1]}.000Z: the window lies {side} the event log of "
+                      f"cluster {factory.CLUSTER}, which spans {factory.DAY}T08:00:00.000Z .. {factory.DAY}T08:00:00.000Z; "
+                      "pod figures cover only the time the log records")
+    assert [e.value for e in at.error] == [f"Could not load {what}: GET /v1/stats/{kind}: HTTP 400 — {detail}"]
+    assert not at.metric
 
 
 def test_fairness_page_without_a_window_shows_the_event_logs_instant(api_env: str) -> None:
@@ -213,23 +236,21 @@ def test_fairness_page_without_a_window_shows_the_event_logs_instant(api_env: st
         ("Jain's index, whole window", "1.000"), ("Jain's index under contention", "–"), ("Contended hours", "0")]
 
 
-def test_fairness_page_shows_no_wait_for_a_tenant_that_started_no_pod(api_env: str) -> None:
-    """Every world event of the factory is at 08:00:00: from 08:30 on the tenants' pods are there,
-    but none starts. The API gives every wait percentile as null, and the page shows those cells as
-    "–", as a null rate, and names no longest wait (0 s would read as pods served at once)."""
+def test_fairness_page_shows_no_wait_for_an_hour_that_started_no_pod(api_env: str) -> None:
+    """Every world event of the factory is at 08:00:00, where both tenants' pods start as they
+    appear (0 s waits); in the hour from 09:00 none starts. The API gives that hour's wait
+    percentiles as null, and the page shows those cells as "–", as a null rate (0 s would read as
+    pods served at once)."""
     at = open_page("3_fairness.py")
-    at.text_input(key="f_since").input(f"{factory.DAY}T08:30:00Z").run()
-    at.text_input(key="f_until").input(f"{factory.DAY}T09:00:00Z").run()
+    at.text_input(key="f_since").input(f"{factory.DAY}T08:00:00Z").run()
+    at.text_input(key="f_until").input(f"{factory.DAY}T10:00:00Z").run()
     assert not problems(at), problems(at)
-    frame = next(f for f in at.dataframe if "wait p99 (s)" in f.value.columns and "weight" in f.value.columns)
-    waits = frame.value[["pods started", "wait p50 (s)", "wait p95 (s)", "wait p99 (s)"]]
-    assert len(waits) >= 2 and (waits["pods started"] == 0).all()
-    assert waits.drop(columns="pods started").isna().all().all()
-    assert frame.proto.placeholder == "–"
-    assert readings(at)[1:] == ["No pod started in this window; no pod waited past the starvation timeout.",
-                                "No pod started in any hour of this window."]
     hourly = next(f for f in at.dataframe if "hour" in f.value.columns)
-    assert hourly.value[["wait p50 (s)", "wait p95 (s)", "wait p99 (s)"]].isna().all().all()
+    waits = ["wait p50 (s)", "wait p95 (s)", "wait p99 (s)"]
+    by_hour = {h[11:13]: rows for h, rows in hourly.value.groupby("hour")}
+    assert list(by_hour["09"]["tenant"]) == ["team-alpha", "team-beta"] and (by_hour["09"]["pods started"] == 0).all()
+    assert by_hour["09"][waits].isna().all().all()
+    assert (by_hour["08"]["pods started"] > 0).all() and (by_hour["08"][waits] == 0.0).all().all()
     assert hourly.proto.placeholder == "–"
 
 
