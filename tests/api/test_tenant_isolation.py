@@ -117,6 +117,16 @@ def test_tenant_aggregates_fold_other_tenants_into_one_total(server: Server) -> 
     assert {r["tenant"] for r in fairness} == {"team-b", "(others)"}
 
 
+@pytest.mark.parametrize("group_by", ["hour", "policy_version", "preferred,model", "track"])
+def test_tenant_fallback_rows_without_a_tenant_column_count_only_its_own_decisions(server: Server,
+                                                                                   group_by: str) -> None:
+    """Rows that are not per tenant cannot fold the others apart: a tenant caller's count its own
+    decisions, the population of its pod figures beside them, as the admin's rows for that tenant do."""
+    rows = server.get("/v1/stats/fallback", "team-b", group_by=group_by).json()["rows"]
+    admin = server.get("/v1/stats/fallback", group_by=group_by, tenant="team-b").json()["rows"]
+    assert rows == admin and sum(r["decisions"] for r in rows) == 2
+
+
 def test_tenant_health_and_migration_cover_only_its_own_decisions(server: Server) -> None:
     health = server.get("/v1/stats/health", "team-b").json()["rows"]
     assert sum(r["decisions"] for r in health) == 2

@@ -61,7 +61,10 @@ def answer(ask: Ask) -> dict[str, Any]:
     if "reason" in ask.keys:
         # skip reasons come from tier rows, which have no folded form: a tenant sees its own only
         return {"rows": storeport.call(ask.db.insight, skip_reasons, ask.own, "preferred" in ask.keys)}
-    rows = storeport.call(ask.db.fallback_stats, ask.folded, ask.keys, scope_tenant=ask.scope)
+    # only rows per tenant can fold the other tenants apart into "(others)"; without a tenant
+    # column a tenant caller's rows count its own decisions, as its pod figures beside them do
+    rows = storeport.call(ask.db.fallback_stats, ask.folded if "tenant" in ask.keys else ask.own, ask.keys,
+                          scope_tenant=ask.scope)
     # regret is a per-pod figure of the window (``audit.metrics.regret``), given beside the rows
     return {"rows": rows, **podstats.fallback(ask.db, ask.own, ask.scope, ask.by)}
 
