@@ -3,12 +3,15 @@
 Totals of decision records (every attempt of a pod: ``decision_rows`` in docs/metrics.md) and the
 pods pending at the window end come from ``/v1/stats/overview`` per tenant; hourly trends and the policy versions in effect come from
 ``/v1/stats/fallback`` grouped by hour and by policy version (all counting is done by the API).
+A tenant caller's headline is its own decisions and pods, the population of the API's first-choice
+and fallback figures for it; the other tenants, folded by the API into ``(others)``, are named apart.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from audit.records import OTHERS_TENANT
 from dashboards import client
 from dashboards.filters import filter_bar
 from dashboards.view import count, empty, has_columns, load, no_pod_figures, num, pct, ratio, reading
@@ -24,12 +27,17 @@ if empty(totals, "decisions") or totals is None or not has_columns(
 ):
     st.stop()
 
-decisions = sum(num(r["decisions"]) for r in totals.rows)
-allocated = sum(num(r["allocated"]) for r in totals.rows)
-unschedulable = sum(num(r["unschedulable"]) for r in totals.rows)
+# A tenant caller's rows are its own and every other tenant folded into "(others)"; the headline is
+# one population, the one the API's pod figures beside it (first choice, fallbacks) are of: the
+# caller's own. The folded row is named apart below.
+own = [r for r in totals.rows if r["tenant"] != OTHERS_TENANT]
+others = [r for r in totals.rows if r["tenant"] == OTHERS_TENANT]
+decisions = sum(num(r["decisions"]) for r in own)
+allocated = sum(num(r["allocated"]) for r in own)
+unschedulable = sum(num(r["unschedulable"]) for r in own)
 # null without pod figures (several clusters and none picked): unknown, not zero
-pending_known = all(r["pending_now"] is not None for r in totals.rows)
-pending_now = sum(num(r["pending_now"]) for r in totals.rows) if pending_known else None
+pending_known = all(r["pending_now"] is not None for r in own)
+pending_now = sum(num(r["pending_now"]) for r in own) if pending_known else None
 no_pod_figures(totals.summary)
 
 hourly = load(lambda: client.stats("fallback", filters, ("hour",)), "hourly trends")
@@ -65,6 +73,12 @@ cols[4].metric("Unschedulable attempts", f"{int(unschedulable):,}", chart_data=t
                border=True, help="Attempts that found no device (a pod may have several).")
 cols[5].metric("Pending at window end", "–" if pending_now is None else f"{int(pending_now):,}", border=True,
                help="Pods created and neither bound nor failed at the end of the window.")
+
+for r in others:
+    st.caption(f"Other tenants, folded as {OTHERS_TENANT} and not counted above: {int(num(r['decisions'])):,} "
+               f"decisions, {int(num(r['allocated'])):,} allocated; "
+               + ("pods pending at the window's end unknown." if r["pending_now"] is None
+                  else f"{int(num(r['pending_now'])):,} pods pending at the window's end."))
 
 versions = load(lambda: client.stats("fallback", filters, ("policy_version",)), "policy versions")
 if versions is not None and not empty(versions, "policy versions") and has_columns(versions, "/v1/stats/fallback", "policy_version"):

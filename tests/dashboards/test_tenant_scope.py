@@ -62,8 +62,26 @@ def test_a_token_typed_in_the_sign_in_box_is_used(scoped_api: str, monkeypatch: 
     at.text_input(key="login_token").input(ALPHA_TOKEN).run()
     assert not any("not signed in" in e.value for e in at.error)
     shown = {m.label: m.value for m in at.metric}
-    assert shown["Decisions"] == "10"  # alpha's 5 and the others' 5 as a total
+    assert shown["Decisions"] == "5"  # alpha's own; the others' are named apart
     assert shown["Pending at window end"] == "0"  # pods pending come from the event log, which holds none of these pods
+
+
+def test_a_tenants_overview_headline_is_its_own_population(scoped_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """alpha's 5 decisions (4 allocated, 1 unschedulable) and its own pod figures make the headline,
+    hour by hour too; beta's 5 (3 allocated), folded by the API into (others), are named apart."""
+    streamlit.cache_data.clear()
+    monkeypatch.setenv("CLAIMTRAIL_API", scoped_api)
+    monkeypatch.setenv("CLAIMTRAIL_TOKEN", ALPHA_TOKEN)
+    at = run_page("1_overview.py")
+    assert not at.error, [e.value for e in at.error]
+    shown = {m.label: m.value for m in at.metric}
+    assert shown == {"Decisions": "5", "Allocation success (per decision)": "80.0 %", "First-choice rate": "–",
+                     "Fallbacks (pods)": "0", "Unschedulable attempts": "1", "Pending at window end": "0"}
+    assert "Other tenants, folded as (others) and not counted above: 5 decisions, 3 allocated; 0 pods pending at " \
+           "the window's end." in [c.value for c in at.caption]
+    assert [c.value for c in at.caption if c.value.startswith("Reading: ")] == [
+        "Reading: 5 decisions: 80.0 % allocated, – of 0 pods with alternatives got their first choice and 0 fell "
+        "back; 0 pods were pending at the window's end."]
 
 
 def test_a_tenant_finds_only_its_own_claims(scoped_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
