@@ -25,7 +25,7 @@ from audit.store import metric_sql
 from audit.store.podschema import PODS
 from audit.store.podtable import POD_COLUMNS, pod_rows
 from audit.store.queries import AuditStore
-from tests.metrics.eventlog import MIN, T0, Log
+from tests.metrics.eventlog import MIN, T0, Log, policy_doc
 from tests.metrics.histories import PodPlan, TaintPlan, history, plans, taint_plans
 from tests.metrics.test_columnar import scopes, windows
 
@@ -116,8 +116,8 @@ def _fairness_by(evaluation: str, request: pytest.FixtureRequest, events: list[W
 
 
 @pytest.mark.parametrize(("scope", "expected"), [
-    pytest.param(None, {"team-a": (1, 900.0), "team-b": (0, None), "team-c": (0, None), "team-d": (0, None)},
-                 id="per-tenant"),
+    pytest.param(None, {"team-a": (1, 900.0), "team-b": (0, None), "team-c": (0, None), "team-d": (0, None),
+                        "team-e": (0, None)}, id="per-tenant"),
     pytest.param("team-a", {"team-a": (1, 900.0), "(others)": (0, None)}, id="others-folded"),
 ])
 @pytest.mark.parametrize("evaluation", ["rows", "columns", "sql"])
@@ -126,9 +126,9 @@ def test_a_tenant_with_pods_but_none_started_has_null_wait_percentiles(
         expected: dict[str, tuple[int, float | None]]) -> None:
     """Four pods created at once: team-a's is bound 15 minutes later, inside the window; team-b's
     stays pending, team-c's fails unbound and team-d's was bound before the window opened. Those
-    three started no pod in the window: no wait to rank, so their percentiles are null (a 0 would
-    read as pods served at once)."""
-    log = Log().nodes("H100", 1, 4)
+    three started no pod in the window, and team-e, which the policy names, has no pod at all: no
+    wait to rank, so their percentiles are null (a 0 would read as pods served at once)."""
+    log = Log(policy_doc(weights={"team-e": 1.0})).nodes("H100", 1, 4)
     for t in "abcd":
         log.at(0).pod(f"team-{t}/p", ("gpu", ["H100"], 1))
     log.at(5).bind("team-d/p", "h100-0", {"gpu": ("h100", [0])})
