@@ -43,6 +43,8 @@ def test_every_divergence_class_has_a_case() -> None:
         "counter-only-invalid-pool-fails-on-node", "invalid-pool-skipped-before-selectors",
         "distinct-attribute-without-consumable-capacity", "stable-allocator-ignores-capacity-requests",
         "share-without-consumed-capacity-consumes-counters-again",
+        "cel-sign-is-not-a-quantity-method", "cel-mixed-list-literal-does-not-compile",
+        "cel-includes-without-list-type-attributes",
     }
 
 

@@ -68,11 +68,11 @@ TRUE_OR_FALSE = [
     ("quantity-inequality", 'device.capacity["gpu.nvidia.com"].memory != quantity("80G")', True),
     ("quantity-add-quantity", 'quantity("1Gi").add(quantity("1Gi")) == quantity("2Gi")', True),
     ("quantity-add-int", 'quantity("1k").add(24) == quantity("1024")', True),
-    ("quantity-sub-quantity", 'quantity("1").sub(quantity("1500m")).sign() == -1', True),
+    ("quantity-sub-quantity", 'sign(quantity("1").sub(quantity("1500m"))) == -1', True),
     ("quantity-sub-int", 'quantity("10").sub(3).asInteger() == 7', True),
     ("quantity-asInteger", 'device.capacity["gpu.nvidia.com"].memory.asInteger() == 85899345920', True),
     ("quantity-asApproximateFloat", 'quantity("1.5").asApproximateFloat() == 1.5', True),
-    ("quantity-sign", 'quantity("-2").sign() == -1 && quantity("0").sign() == 0', True),
+    ("quantity-sign-is-a-global-function", 'sign(quantity("-2")) == -1 && sign(quantity("0")) == 0', True),
     ("quantity-isInteger", 'quantity("2").isInteger() && !quantity("1.5").isInteger()', True),
     ("isQuantity-true", 'isQuantity("1.5Gi")', True),
     ("isQuantity-false", 'isQuantity("1.5GiB")', False),
@@ -91,6 +91,7 @@ TRUE_OR_FALSE = [
     ("strings-lowerAscii", 'device.attributes["gpu.nvidia.com"].productName.lowerAscii().contains("h100")', True),
     ("strings-split", '"a,b".split(",").size() == 2', True),
     ("sets-contains", "sets.contains([1, 2, 3], [2])", True),
+    ("includes-without-list-gate", 'device.attributes["gpu.nvidia.com"].index.includes(3)', True),
 ]
 
 
@@ -110,9 +111,9 @@ RUNTIME_ERRORS = [
      "CEL result of type kubernetes.Quantity could not be converted to bool"),
     ("semver-result", 'device.attributes["gpu.nvidia.com"].driverVersion',
      "CEL result of type kubernetes.Semver could not be converted to bool"),
-    ("bad-quantity-literal", 'quantity("1.5GB").sign() == 1',
+    ("bad-quantity-literal", 'sign(quantity("1.5GB")) == 1',
      "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
-    ("bad-quantity-suffix", 'quantity("1K").sign() == 1', "unable to parse quantity's suffix"),
+    ("bad-quantity-suffix", 'sign(quantity("1K")) == 1', "unable to parse quantity's suffix"),
     ("bad-semver-literal", 'semver("1.2").major() == 1', "No Major.Minor.Patch elements found"),
     ("asInteger-fraction", 'quantity("1.5").asInteger() == 1', "cannot convert value to integer"),
     ("division-by-zero", "1 / 0 == 1", "division by zero"),
@@ -141,11 +142,11 @@ TYPING = [
      "no matching overload for 'add' applied to '(kubernetes.Quantity, string)'"),
     ("add-bool", 'quantity("1").add(true) == quantity("2")',
      "no matching overload for 'add' applied to '(kubernetes.Quantity, bool)'"),
-    ("sign-on-int", "(5).sign() == 1", "no matching overload for 'sign' applied to '(int)'"),
+    ("sign-of-int", "sign(5) == 1", "no matching overload for 'sign' applied to '(int)'"),
     ("major-on-quantity", 'quantity("1").major() == 1', "no matching overload for 'major' applied to '(kubernetes.Quantity)'"),
     ("major-on-string-attribute", 'device.attributes["gpu.nvidia.com"].architecture.major() == 1',
      "no matching overload for 'major' applied to '(string)'"),
-    ("quantity-of-int", "quantity(5).sign() == 1", "no matching overload for 'quantity' applied to '(int)'"),
+    ("quantity-of-int", "quantity(5).isInteger()", "no matching overload for 'quantity' applied to '(int)'"),
     ("string-function-on-quantity", 'quantity("1").lowerAscii() == "1"',
      "no matching overload for 'lowerAscii' applied to '(kubernetes.Quantity)'"),
 ]
@@ -163,17 +164,42 @@ COMPILE_ERRORS = [
     ("syntax", "device.driver ==", "ERROR: <input>:1:17: Syntax error"),
     ("undeclared-variable", 'gpu.driver == "x"', "ERROR: <input>:1:1: undeclared reference to 'gpu' (in container '')"),
     ("undeclared-on-second-line", 'device.driver == "x" &&\n  foo', "ERROR: <input>:2:3: undeclared reference to 'foo'"),
-    ("unknown-function", 'device.driver.startWith("x")', "ERROR: <input>:1:15: undeclared reference to 'startWith'"),
+    ("unknown-function-at-its-parenthesis", 'device.driver.startWith("x")',
+     "ERROR: <input>:1:24: undeclared reference to 'startWith'"),
     ("undefined-device-field", "device.name == 'x'", "ERROR: <input>:1:7: undefined field 'name'"),
     ("size-of-capacity", 'device.capacity["gpu.nvidia.com"].memory.size() > 0',
      "found no matching overload for 'size' applied to 'kubernetes.Quantity.()'"),
     ("size-of-quantity-global", 'size(quantity("1")) == 1', "found no matching overload for 'size' applied to '(kubernetes.Quantity)'"),
     ("size-of-semver", 'semver("1.0.0").size() == 1', "applied to 'kubernetes.Semver.()'"),
-    ("includes-without-list-gate", 'device.attributes["gpu.nvidia.com"].index.includes(3)', "undeclared reference to 'includes'"),
     ("unsupported-bind", "cel.bind(x, 1, x == 1)", "function 'cel.bind' is not supported"),
     ("unsupported-two-variable-comprehension", "[1].all(i, v, v > 0)", "two-variable comprehensions are not supported"),
     ("unsupported-optional-syntax", 'device.attributes["gpu.nvidia.com"][?"x"].hasValue()', "unsupported syntax '[?'"),
+    ("sign-is-not-a-method", 'quantity("1").sign() == 1',
+     "ERROR: <input>:1:19: found no matching overload for 'sign' applied to 'kubernetes.Quantity.()'"),
+    ("sign-of-attribute-is-not-a-method", 'device.attributes["gpu.nvidia.com"].index.sign() == 1',
+     "ERROR: <input>:1:47: found no matching overload for 'sign' applied to 'any.()'"),
+    ("extension-function-called-globally", 'charAt("abc", 1) == "b"',
+     "ERROR: <input>:1:7: found no matching overload for 'charAt' applied to '(string, int)'"),
+    ("list-function-called-globally", "min([1, 2]) == 1",
+     "ERROR: <input>:1:4: found no matching overload for 'min' applied to '(list(int))'"),
+    ("global-function-called-as-method", '"1".isQuantity()',
+     "ERROR: <input>:1:15: found no matching overload for 'isQuantity' applied to 'string.()'"),
+    ("mixed-list-literal", 'device.driver in [1, "a"]', "ERROR: <input>:1:22: expected type 'int' but found 'string'"),
+    ("attribute-in-int-list-literal", '[1, device.attributes["gpu.nvidia.com"].index].size() == 2',
+     "ERROR: <input>:1:40: expected type 'int' but found 'any'"),
+    ("mixed-map-literal-values", '{"a": 1, "b": "x"}.size() == 2', "ERROR: <input>:1:15: expected type 'int' but found 'string'"),
 ]
+
+
+def test_every_compile_error_is_reported_in_position_order(env: CelEnvironment) -> None:
+    with pytest.raises(CelCompileError) as err:
+        env.compile("math.greatest(1, 2) == 2")
+    assert str(err.value) == (
+        "compilation failed: ERROR: <input>:1:1: undeclared reference to 'math' (in container '')\n"
+        " | math.greatest(1, 2) == 2\n | ^\n"
+        "ERROR: <input>:1:14: undeclared reference to 'greatest' (in container '')\n"
+        " | math.greatest(1, 2) == 2\n | .............^"
+    )
 
 
 @pytest.mark.parametrize(("expression", "fragment"), [c[1:] for c in COMPILE_ERRORS], ids=[c[0] for c in COMPILE_ERRORS])
@@ -192,6 +218,7 @@ STATIC_RESULT_TYPES = [
     ("semver-call", 'semver("1.0.0")', "kubernetes.Semver"),
     ("compareTo", 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("1"))', "int"),
     ("parenthesised", "(device.driver)", "string"),
+    ("dyn", "dyn(true)", "dyn"),
 ]
 
 

@@ -60,7 +60,7 @@ def test_hand_written_claim_reports_every_mistake_in_field_order() -> None:
         f'{obj}: {r}[3].firstAvailable[1].name: Duplicate value: "h100"',
         f'{obj}: {r}[3].firstAvailable[1].selectors[0].cel.expression: Invalid value: '
         '"device.attributes[\\"gpu.nvidia.com\\"].productName.startswith(\\"NVIDIA H100\\")": compilation failed: '
-        "ERROR: <input>:1:49: undeclared reference to 'startswith' (in container '')",
+        "ERROR: <input>:1:59: undeclared reference to 'startswith' (in container '')",
         f"{obj}: {r}[3].firstAvailable[1].tolerations[0].value: Invalid value: \"79\": value must be empty when "
         "`operator` is 'Exists'",
         f'{obj}: {r}[3].firstAvailable[1].tolerations[0].effect: Unsupported value: "NoSchedul": supported values: '

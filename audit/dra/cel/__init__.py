@@ -19,9 +19,11 @@ How it maps onto ``cel``, which cannot hold Python objects and does not type-che
   Where the type is only known at run time (attributes are dynamic) ``size()`` of a version
   attribute answers 1 instead of failing.
 * Static checks Kubernetes makes when compiling — undeclared variables, unknown functions,
-  undefined fields of ``device``, a result type that is evidently not bool (``device.driver``) —
-  are made here on the token stream, with cel-go's ``ERROR: <input>:line:col:`` layout. Type
-  errors a type checker would find deeper inside an expression surface at run time instead.
+  undefined fields of ``device``, functions called as methods that are globals or the reverse,
+  list and map literals mixing types, a result type that is evidently not bool
+  (``device.driver``) — are made here on the token stream, with cel-go's
+  ``ERROR: <input>:line:col:`` layout, every error of an expression in one report. Type errors
+  a type checker would find deeper inside an expression surface at run time instead.
 * Results are cached per (selector, device object); devices are held weakly. A selector that
   reads only named values of ``device`` (its footprint: ``device.driver``,
   ``device.attributes["d"].id``, ...) is evaluated once per distinct combination of those

@@ -1,18 +1,20 @@
 """The static checks the Kubernetes CEL compiler makes and the ``cel`` binding does not.
 
 Undeclared variables and functions, undefined fields of ``device`` (``allowMultipleAllocations``
-only with consumable capacity), ``size()`` of a quantity or semver, selectors whose static type is
-not bool, and features this evaluator does not have — each refused with cel-go's text and, where
-cel-go gives one, a position.
+only with consumable capacity), functions called in the wrong form (``charAt("abc", 1)``: the
+extension functions exist only as methods, ``quantity`` and ``sign`` only as globals: quantity.go
+declares ``sign(q)``, not ``q.sign()``), ``size()`` of a quantity or semver,
+selectors whose static type is not bool, and features this evaluator does not have — each refused
+with cel-go's text and position (a call's is its opening parenthesis), every error of an
+expression in one report, ordered by position, as cel-go gives them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Collection
 
 from audit.dra.cel.contract import CelCompileError
-from audit.dra.cel.syntax import Token, closing, error_at, opening, tokenize
+from audit.dra.cel.syntax import Token, closing, errors_at, opening, tokenize
 
 # Implemented natively by the cel package (functions and macros).
 _NATIVE = frozenset({
@@ -33,14 +35,28 @@ _UNSUPPORTED = frozenset({
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _KEYWORDS = frozenset({"true", "false", "null", "in"})
 _TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"})
+# Declared only as methods (receiver.f(...)) in cel-go and the Kubernetes libraries ...
+_METHODS_ONLY = frozenset({
+    "compareTo", "isGreaterThan", "isLessThan", "add", "sub", "asInteger", "asApproximateFloat", "isInteger",
+    "major", "minor", "patch", "charAt", "indexOf", "lastIndexOf", "lowerAscii", "upperAscii", "replace", "split",
+    "substring", "trim", "join", "reverse", "isSorted", "sum", "min", "max", "distinct", "first", "last", "slice",
+    "flatten", "sort", "unwrapOpt", "hasValue", "value", "orValue", "or", "startsWith", "endsWith", "contains",
+    "includes", "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek", "getHours",
+    "getMinutes", "getSeconds", "getMilliseconds",
+})
+# ... and only as global functions.
+_GLOBALS_ONLY = frozenset({"quantity", "isQuantity", "semver", "isSemver"})
+# Declared as global functions only (quantity.go's ``sign(q)``), so never callable as methods.
+_NOT_METHODS = frozenset({"sign"})
 
 
-def analyse(source: str, consumable_capacity: bool, functions: Mapping[str, Any]) -> None:
+def analyse(source: str, consumable_capacity: bool, functions: Collection[str]) -> None:
     """Static checks of a parsed expression; raises CelCompileError like the Kubernetes compiler."""
     tokens = tokenize(source)
     device_fields = {"driver", "attributes", "capacity"}
     if consumable_capacity:
         device_fields.add("allowMultipleAllocations")
+    problems: list[tuple[int, str]] = []
 
     def ident(i: int) -> Token | None:
         t = tokens[i] if 0 <= i < len(tokens) else None
@@ -48,6 +64,10 @@ def analyse(source: str, consumable_capacity: bool, functions: Mapping[str, Any]
 
     def punct(i: int, text: str) -> bool:
         return 0 <= i < len(tokens) and tokens[i].kind == "punct" and tokens[i].text == text
+
+    def selected(i: int) -> bool:
+        """Whether the identifier at ``i`` names a field or method: after ``.`` or ``.?``."""
+        return punct(i - 1, ".") or (punct(i - 1, "?") and punct(i - 2, "."))
 
     # Comprehension variables are bound for the whole expression (an over-approximation that
     # only matters for a name used both inside and outside a macro).
@@ -57,7 +77,7 @@ def analyse(source: str, consumable_capacity: bool, functions: Mapping[str, Any]
             first = ident(i + 2)
             if first is not None and punct(i + 3, ","):
                 if ident(i + 4) is not None and punct(i + 5, ","):
-                    raise error_at(source, t.offset, "two-variable comprehensions are not supported by this evaluator")
+                    raise errors_at(source, [(t.offset, "two-variable comprehensions are not supported by this evaluator")])
                 bound.add(first.text)
 
     namespace_heads: set[int] = set()
@@ -65,25 +85,33 @@ def analyse(source: str, consumable_capacity: bool, functions: Mapping[str, Any]
         if t.kind != "ident" or not punct(i + 1, "("):
             continue
         head = ident(i - 2)
-        if punct(i - 1, ".") and head is not None and not punct(i - 3, "."):
+        member = selected(i)
+        if punct(i - 1, ".") and head is not None and not selected(i - 2):
             qualified = f"{head.text}.{t.text}"
-            if qualified in functions or qualified in _UNSUPPORTED:
+            if qualified in functions or qualified in _NATIVE or qualified in _UNSUPPORTED:
                 namespace_heads.add(i - 2)
-                _check_function(source, qualified, t.offset, functions)
+                problem = _function_problem(qualified, functions)
+                if problem:
+                    problems.append((tokens[i + 1].offset, problem))
                 continue
-        _check_function(source, t.text, t.offset, functions)
+        problem = _function_problem(t.text, functions)
+        if problem is None and ((t.text in _METHODS_ONLY and not member)
+                                or ((t.text in _GLOBALS_ONLY or t.text in _NOT_METHODS) and member)):
+            problem = f"found no matching overload for '{t.text}' applied to '{_signature(tokens, i, member)}'"
+        if problem:
+            problems.append((tokens[i + 1].offset, problem))
 
     for i, t in enumerate(tokens):
-        if t.kind != "ident" or punct(i - 1, ".") or punct(i + 1, "(") or i in namespace_heads:
+        if t.kind != "ident" or selected(i) or punct(i + 1, "(") or i in namespace_heads:
             continue
         if t.text == "device":
             field = ident(i + 2)
             if punct(i + 1, ".") and field is not None and field.text not in device_fields:
-                raise error_at(source, tokens[i + 1].offset, f"undefined field '{field.text}'")
+                problems.append((tokens[i + 1].offset, f"undefined field '{field.text}'"))
             continue
         if t.text in bound or t.text in _KEYWORDS or t.text in _TYPE_NAMES:
             continue
-        raise error_at(source, t.offset, f"undeclared reference to '{t.text}' (in container '')")
+        problems.append((t.offset, f"undeclared reference to '{t.text}' (in container '')"))
 
     for i, t in enumerate(tokens):
         if t.kind == "ident" and t.text == "size" and punct(i + 1, "("):
@@ -96,19 +124,183 @@ def analyse(source: str, consumable_capacity: bool, functions: Mapping[str, Any]
                 opaque = opaque if opaque is not None and opaque[1] == i + 2 else None
                 applied = f"({opaque[0]})" if opaque else ""
             if opaque is not None:
-                raise error_at(source, t.offset, f"found no matching overload for 'size' applied to '{applied}'")
+                problems.append((tokens[i + 1].offset, f"found no matching overload for 'size' applied to '{applied}'"))
 
+    problems.extend(_mixed_literals(tokens))
+    if problems:
+        raise errors_at(source, problems)
     result = _static_type(tokens)
     if result is not None and result != "bool":
         # Kubernetes refuses selectors whose static type is neither bool nor dyn when compiling.
         raise CelCompileError(f"compilation failed: must evaluate to bool or the unknown type, not {result}")
 
 
+def _mixed_literals(tokens: list[Token]) -> list[tuple[int, str]]:
+    """List and map literals whose entries differ in type: the Kubernetes environment validates
+    homogeneous aggregate literals (cel-go's ValidateHomogeneousAggregateLiterals), a list
+    reporting its first differing element, a map every differing key and value. Only entries
+    whose type is evident are compared."""
+    problems: list[tuple[int, str]] = []
+    for i, t in enumerate(tokens):
+        if t.kind != "punct" or t.text not in "[{" or (t.text == "[" and _indexes(tokens, i)):
+            continue
+        if closing(tokens, i) >= len(tokens):
+            continue
+        if t.text == "[":
+            first: str | None = None
+            for start, end in _arguments(tokens, i):
+                start += 1 if tokens[start].text == "?" else 0
+                found = _element_type(tokens, start, end)
+                if first is None:
+                    first = found
+                    if first is None:
+                        break
+                elif found is not None and found != first:
+                    problems.append((_position(tokens, start, end), f"expected type '{first}' but found '{found}'"))
+                    break
+            continue
+        firsts: list[str | None] | None = None
+        for start, end in _arguments(tokens, i):
+            start += 1 if tokens[start].text == "?" else 0
+            colon = next((j for j in range(start, end) if tokens[j].text == ":"), None)
+            if colon is None:
+                break
+            spans = [(start, colon), (colon + 1, end)]
+            types = [_element_type(tokens, a, b) for a, b in spans]
+            if firsts is None:
+                firsts = types
+                continue
+            for expected, found, (a, b) in zip(firsts, types, spans, strict=True):
+                if expected is not None and found is not None and found != expected:
+                    problems.append((_position(tokens, a, b), f"expected type '{expected}' but found '{found}'"))
+    return problems
+
+
+def _indexes(tokens: list[Token], i: int) -> bool:
+    """Whether the ``[`` at ``i`` indexes the value before it (else it opens a list literal)."""
+    before = tokens[i - 1] if i > 0 else None
+    if before is None or (before.kind == "ident" and before.text == "in"):
+        return False
+    return before.kind in ("ident", "string", "number") or before.text in (")", "]", "}")
+
+
+def _element_type(tokens: list[Token], start: int, end: int) -> str | None:
+    """The type of a literal's entry as the homogeneity check names it, when evident."""
+    span = tokens[start:end]
+    if len(span) == 2 and span[0].text == "-" and span[1].kind == "number":
+        span = span[1:]  # a negative number is one literal
+    if not span:
+        return None
+    if len(span) == 1 and span[0].text == "null":
+        return "null"
+    if span[0].text == "[" and closing(tokens, start) == end - 1:
+        inner = [_element_type(tokens, a, b) for a, b in _arguments(tokens, start)]
+        if not inner:
+            return None
+        return f"list({inner[0]})" if inner[0] is not None and all(x == inner[0] for x in inner) else "list(dyn)"
+    known = _static_type(span)
+    if known is not None:
+        return known
+    texts = [x.text for x in span[:3]]
+    return "any" if texts == ["device", ".", "attributes"] and _opaque_path_end(tokens, start, end) else None
+
+
+def _opaque_path_end(tokens: list[Token], start: int, end: int) -> bool:
+    """Whether tokens [start, end) are exactly ``device.attributes[d].id`` (or ``[d][id]``)."""
+    j = start + 3
+    if j >= end or tokens[j].text != "[":
+        return False
+    j = closing(tokens, j) + 1
+    if j + 2 == end and tokens[j].text == "." and tokens[j + 1].kind == "ident":
+        return True
+    return j < end and tokens[j].text == "[" and closing(tokens, j) == end - 1
+
+
+def _position(tokens: list[Token], start: int, end: int) -> int:
+    """Where cel-go places an expression: a call at its ``(``, a field selection at its ``.``, an
+    index at its ``[``, anything else at its first token."""
+    last = tokens[end - 1]
+    if end - start > 1 and last.kind == "punct" and last.text in (")", "]"):
+        open_index = opening(tokens, end - 1)
+        if open_index > start:
+            return tokens[open_index].offset
+    if end - start > 2 and last.kind == "ident" and tokens[end - 2].text == ".":
+        return tokens[end - 2].offset
+    return tokens[start].offset
+
+
+def _arguments(tokens: list[Token], open_index: int) -> list[tuple[int, int]]:
+    """Token ranges [start, end) of the arguments of the call whose ``(`` is at ``open_index``."""
+    close = closing(tokens, open_index)
+    ranges: list[tuple[int, int]] = []
+    start, depth = open_index + 1, 0
+    for j in range(open_index + 1, min(close, len(tokens))):
+        t = tokens[j]
+        if t.kind == "punct" and t.text in "([{":
+            depth += 1
+        elif t.kind == "punct" and t.text in ")]}":
+            depth -= 1
+        elif depth == 0 and t.kind == "punct" and t.text == ",":
+            ranges.append((start, j))
+            start = j + 1
+    if start < close:
+        ranges.append((start, close))
+    return ranges
+
+
+def _type_of(tokens: list[Token]) -> str:
+    """The static type of an argument as cel-go prints it; ``any`` for attribute values and
+    ``dyn`` where only a type checker would know."""
+    known = _element_type(tokens, 0, len(tokens)) if tokens else None
+    if known is None:
+        return "dyn"
+    return "null_type" if known == "null" else known
+
+
+def _receiver_type(tokens: list[Token], name_index: int) -> str:
+    """The static type of the receiver of the method whose name is at ``name_index``."""
+    j = name_index - 2  # the last token before the dot
+    while j >= 0:
+        t = tokens[j]
+        if t.kind == "punct" and t.text in ")]}":
+            start = opening(tokens, j)
+            before = tokens[start - 1] if start > 0 else None
+            if t.text != "}" and before is not None and (before.kind == "ident" or before.text in (")", "]")):
+                j = start - 1  # a call or an index: what it applies to belongs to the receiver
+                continue
+            j = start
+            break
+        if t.kind not in ("ident", "string", "number"):
+            j += 1
+            break
+        if j >= 1 and tokens[j - 1].text == ".":
+            j -= 2
+        elif j >= 2 and tokens[j - 1].text == "?" and tokens[j - 2].text == ".":
+            j -= 3
+        else:
+            break
+    return _type_of(tokens[max(j, 0):name_index - 1])
+
+
+def _signature(tokens: list[Token], name_index: int, member: bool) -> str:
+    """The argument types of a call as cel-go's overload errors print them: ``recv.(args)`` or ``(args)``."""
+    args = ", ".join(_type_of(tokens[a:b]) for a, b in _arguments(tokens, name_index + 1))
+    return f"{_receiver_type(tokens, name_index)}.({args})" if member else f"({args})"
+
+
+def _function_problem(name: str, functions: Collection[str]) -> str | None:
+    if name in functions or name in _NATIVE:
+        return None
+    if name in _UNSUPPORTED:
+        return f"function '{name}' is not supported by this evaluator"
+    return f"undeclared reference to '{name}' (in container '')"
+
+
 # Result types of functions whose return type does not depend on their receiver.
 _RESULT_TYPES = {
     "compareTo": "int", "asInteger": "int", "sign": "int", "major": "int", "minor": "int", "patch": "int",
     "size": "int", "int": "int", "indexOf": "int", "lastIndexOf": "int", "asApproximateFloat": "double",
-    "double": "double", "quantity": "kubernetes.Quantity", "add": "kubernetes.Quantity",
+    "double": "double", "dyn": "dyn", "quantity": "kubernetes.Quantity", "add": "kubernetes.Quantity",
     "sub": "kubernetes.Quantity", "semver": "kubernetes.Semver", "string": "string", "lowerAscii": "string",
     "upperAscii": "string", "trim": "string", "replace": "string", "substring": "string", "charAt": "string",
     "join": "string", "strings.quote": "string",
@@ -198,11 +390,3 @@ def _opaque_before(tokens: list[Token], end: int) -> tuple[str, int] | None:
     if head == ["device", ".", "capacity"]:
         return "kubernetes.Quantity", domain_start - 3
     return None
-
-
-def _check_function(source: str, name: str, offset: int, functions: Mapping[str, Any]) -> None:
-    if name in functions or name in _NATIVE:
-        return
-    if name in _UNSUPPORTED:
-        raise error_at(source, offset, f"function '{name}' is not supported by this evaluator")
-    raise error_at(source, offset, f"undeclared reference to '{name}' (in container '')")

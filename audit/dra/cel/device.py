@@ -98,7 +98,7 @@ class CelDevice:
     """
 
     __slots__ = ("driver", "_attributes", "_capacity", "_allow_multiple", "_options", "_checked", "_error",
-                 "_base", "_functions", "_with_includes", "_context", "__weakref__")
+                 "_base", "_context", "__weakref__")
 
     def __init__(self, driver: str, attributes: Mapping[str, Any], capacity: Mapping[str, Any],
                  allow_multiple_allocations: bool, options: CelOptions) -> None:
@@ -110,9 +110,6 @@ class CelDevice:
         self._checked = False
         self._error: str | None = None
         self._base: dict[str, Any] | None = None
-        self._functions = functions_for(options.list_type_attributes)
-        # Part of every footprint key: whether ``includes`` exists changes what a selector does.
-        self._with_includes = "includes" in self._functions
         self._context: cel.Context | None = None
 
     @property
@@ -128,13 +125,13 @@ class CelDevice:
         """The evaluation context of the whole device, built on first use (the ``cel`` binding
         converts every value, ~70 µs for a typical GPU)."""
         if self._context is None:
-            self._context = cel.Context(variables={"device": self._whole()}, functions=self._functions)
+            self._context = cel.Context(variables={"device": self._whole()}, functions=functions_for())
         return self._context
 
     def values_at(self, paths: tuple[Path, ...]) -> tuple[Any, ...]:
         """What the device holds at each path, as a hashable key (see ``footprint``). Only for a
         device without ``error``."""
-        out: list[Any] = [self._with_includes]
+        out: list[Any] = []
         for path in paths:
             value = self._value_at(path)
             out.append(_ABSENT if value is _ABSENT else _hashable(value))
@@ -152,7 +149,7 @@ class CelDevice:
                 value = self._value_at(path)
                 if value is not _ABSENT:
                     narrow[path[0]].setdefault(path[1], {})[path[2]] = value
-        return cel.Context(variables={"device": narrow}, functions=self._functions)
+        return cel.Context(variables={"device": narrow}, functions=functions_for())
 
     def _value_at(self, path: Path) -> Any:
         if len(path) == 1:

@@ -11,7 +11,7 @@ from audit.dra.cel.checks import analyse
 from audit.dra.cel.contract import MAX_EXPRESSION_LENGTH, CelCompileError, CelOptions, CelRuntimeError
 from audit.dra.cel.device import CelDevice
 from audit.dra.cel.footprint import Path, footprint
-from audit.dra.cel.library import clear_failure, functions_for, last_failure
+from audit.dra.cel.library import PUBLIC_FUNCTIONS, clear_failure, last_failure
 from audit.dra.cel.syntax import with_empty_domains
 from audit.dra.cel.values import type_name
 
@@ -100,7 +100,6 @@ class CelEnvironment:
 
     def __init__(self, options: CelOptions = CelOptions()) -> None:
         self.options = options
-        self._functions = functions_for(options.list_type_attributes)
         self._compiled: dict[str, CompiledSelector | CelCompileError] = {}
 
     def compile(self, expression: str) -> CompiledSelector:
@@ -126,7 +125,7 @@ class CelEnvironment:
             detail = (message[start:] if start >= 0 else message).replace("\n| ", "\n | ")
             return CelCompileError(f"compilation failed: {detail}")
         try:
-            analyse(expression, self.options.consumable_capacity, self._functions)
+            analyse(expression, self.options.consumable_capacity, PUBLIC_FUNCTIONS)
         except CelCompileError as exc:
             return exc
         rewritten = with_empty_domains(expression)

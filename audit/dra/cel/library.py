@@ -210,6 +210,7 @@ _QUANTITY_AND_SEMVER: dict[str, Callable[..., Any]] = {
     "sub": _sub,
     "asInteger": _as_integer,
     "asApproximateFloat": _as_approximate_float,
+    # Declared by quantity.go as a global function only: ``sign(q)``, while ``q.sign()`` finds no overload.
     "sign": _sign,
     "isInteger": _is_integer,
     "major": _semver_part("major"),
@@ -241,22 +242,16 @@ _STDLIB: dict[str, Callable[..., Any]] = {
 _LIBRARY = {name: _guarded(name, fn) for name, fn in _STDLIB.items()}
 
 
-def _functions(list_type_attributes: bool) -> dict[str, Callable[..., Any]]:
-    functions = dict(_LIBRARY)
-    functions.update(_QUANTITY_AND_SEMVER)
-    if list_type_attributes:
-        functions["includes"] = _includes
-    return functions
+# Built once: every device context registers the same functions. ``includes`` is declared whether
+# or not DRAListTypeAttributes is on (the gate decides only whether list attributes exist).
+_FUNCTIONS: dict[str, Callable[..., Any]] = {**_LIBRARY, **_QUANTITY_AND_SEMVER, "includes": _includes}
+PUBLIC_FUNCTIONS = frozenset(_FUNCTIONS)
 
 
-# Built once: every device context of an environment registers the same functions.
-_FUNCTIONS = {flag: _functions(flag) for flag in (False, True)}
-
-
-def functions_for(list_type_attributes: bool) -> dict[str, Callable[..., Any]]:
-    """The functions of an environment; ``includes`` exists only with DRAListTypeAttributes.
-    The map is shared by every caller and must not be changed."""
-    return _FUNCTIONS[bool(list_type_attributes)]
+def functions_for() -> dict[str, Callable[..., Any]]:
+    """The functions a device context registers. The map is shared by every caller and must not
+    be changed."""
+    return _FUNCTIONS
 
 
 def clear_failure() -> None:

@@ -80,14 +80,22 @@ def tokenize(source: str) -> list[Token]:
 
 def error_at(source: str, offset: int, message: str) -> CelCompileError:
     """A compile error in cel-go's layout: position, the source line and a caret under it."""
+    return errors_at(source, [(offset, message)])
+
+
+def errors_at(source: str, problems: list[tuple[int, str]]) -> CelCompileError:
+    """Several compile errors in one report, ordered by position as cel-go orders them."""
+    return CelCompileError("compilation failed: " + "\n".join(
+        _located(source, offset, message) for offset, message in sorted(problems, key=lambda p: p[0])))
+
+
+def _located(source: str, offset: int, message: str) -> str:
     line = source.count("\n", 0, offset) + 1
     line_start = source.rfind("\n", 0, offset) + 1
     column = offset - line_start + 1
     lines = source.splitlines() or [""]
     text = lines[min(line, len(lines)) - 1]
-    return CelCompileError(
-        f"compilation failed: ERROR: <input>:{line}:{column}: {message}\n | {text}\n | {'.' * (column - 1)}^"
-    )
+    return f"ERROR: <input>:{line}:{column}: {message}\n | {text}\n | {'.' * (column - 1)}^"
 
 
 def closing(tokens: list[Token], open_index: int) -> int:
