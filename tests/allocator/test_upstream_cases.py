@@ -44,7 +44,7 @@ def test_every_divergence_class_has_a_case() -> None:
         "distinct-attribute-without-consumable-capacity", "stable-allocator-ignores-capacity-requests",
         "share-without-consumed-capacity-consumes-counters-again",
         "cel-sign-is-not-a-quantity-method", "cel-mixed-list-literal-does-not-compile",
-        "cel-includes-without-list-type-attributes",
+        "cel-includes-without-list-type-attributes", "cel-modulus-by-zero-error-text", "cel-integer-overflow-error-text",
     }
 
 

@@ -32,6 +32,9 @@ How it maps onto ``cel``, which cannot hold Python objects and does not type-che
 * A domain the device lacks reads as an empty map: every ``device.attributes[K]`` and
   ``device.capacity[K]`` is compiled as ``(K in device.attributes ? device.attributes[K] : {})``,
   so ``in``, ``size()`` and macros over ``device.attributes`` still see only real domains.
+* The binding's run-time errors are reported in cel-go's words (``integer overflow``,
+  ``modulus by zero``, ``type conversion error from 'string' to 'int'``, and a non-bool result
+  with the reason ConvertToNative gives).
 * ``cel`` tracks no evaluation cost, so the 1,000,000 cost limit is not enforced; the 10 KiB
   expression limit is. Two-variable comprehensions, ``cel.bind``, optional syntax and the URL,
   IP/CIDR, regex-find and format libraries are refused at compile time as unsupported.

@@ -16,6 +16,32 @@ from audit.dra.cel.syntax import with_empty_domains
 from audit.dra.cel.values import type_name
 
 _PYTHON_FAILURE = "Python function call failed"
+# The binding's conversion failures, and the type names cel-go's "type conversion error" gives.
+_CONVERSION = re.compile(r"Function '(int|uint|double|duration|timestamp)' error: (?:string parse error|Parsing Error|"
+                         r"premature end|input contains invalid|invalid|trailing input)")
+_CONVERSION_TYPES = {"int": "int", "uint": "uint", "double": "double", "duration": "google.protobuf.Duration",
+                     "timestamp": "google.protobuf.Timestamp"}
+# cel-go's texts of run-time errors the binding words its own way.
+_BINDING_TEXTS = (
+    (re.compile(r"Function 'int' error: integer overflow"), "integer overflow"),
+    (re.compile(r"Function 'uint' error: unsigned integer overflow"), "unsigned integer overflow"),
+)
+
+
+def _overflow(message: str) -> str:
+    """``integer overflow`` or ``unsigned integer overflow``: the binding names the operation and
+    its operands but not their type. A negative operand is an int and one past int64 a uint; of
+    two that fit both, subtracting overflows only as uints, adding and multiplying are taken as
+    ints (two such uints cannot overflow when added; products are ambiguous, and ints usual)."""
+    found = re.match(r"Arithmetic overflow in '(\w+)' on (-?\d+) and (-?\d+)", message)
+    if found is None:
+        return "integer overflow"
+    operation, left, right = found.group(1), int(found.group(2)), int(found.group(3))
+    if left < 0 or right < 0:
+        return "integer overflow"
+    if left >= 2**63 or right >= 2**63 or operation == "sub":
+        return "unsigned integer overflow"
+    return "integer overflow"
 
 
 def _runtime_error(exc: Exception) -> CelRuntimeError:
@@ -28,7 +54,15 @@ def _runtime_error(exc: Exception) -> CelRuntimeError:
     if recorded is not None and _PYTHON_FAILURE in message:
         return CelRuntimeError(recorded)
     if isinstance(exc, ZeroDivisionError):
-        return CelRuntimeError("division by zero")
+        return CelRuntimeError("modulus by zero" if message.startswith("modulo") else "division by zero")
+    if message.startswith("Arithmetic overflow"):
+        return CelRuntimeError(_overflow(message))
+    conversion = _CONVERSION.match(message)
+    if conversion:
+        return CelRuntimeError(f"type conversion error from 'string' to '{_CONVERSION_TYPES[conversion.group(1)]}'")
+    for pattern, text in _BINDING_TEXTS:
+        if pattern.search(message):
+            return CelRuntimeError(text)
     undefined = re.match(r"Undefined variable or function: '([^']*)'", message)
     if undefined:
         return CelRuntimeError(f"no such overload: {undefined.group(1)}")
@@ -37,6 +71,29 @@ def _runtime_error(exc: Exception) -> CelRuntimeError:
         # own text would name the tagged representation ("map") instead of the Kubernetes type.
         return CelRuntimeError("no such overload")
     return CelRuntimeError(message)
+
+
+# Why cel-go's ConvertToNative refuses a value of each type as a bool, as the allocator's message
+# ends ("CEL result of type int could not be converted to bool: ...").
+_NOT_BOOL = {
+    "string": "unsupported native conversion from string to 'bool'",
+    "int": "unsupported type conversion from 'int' to bool",
+    "uint": "unsupported type conversion from 'uint' to bool",
+    "double": "type conversion error from Double to 'bool'",
+    "bytes": "type conversion error from Bytes to 'bool'",
+    "null_type": "type conversion error from 'null_type' to 'bool'",
+    "list": "type conversion error from list to 'bool'",
+    "map": "type conversion error from map to 'bool'",
+    "kubernetes.Quantity": "type conversion error from 'Quantity' to 'bool'",
+    "kubernetes.Semver": "type conversion error from 'Semver' to 'bool'",
+    "google.protobuf.Duration": "type conversion error from 'Duration' to 'bool'",
+    "google.protobuf.Timestamp": "type conversion error from 'Timestamp' to 'bool'",
+}
+
+
+def _not_bool(result: object) -> str:
+    name = type_name(result)
+    return _NOT_BOOL.get(name, f"type conversion error from '{name}' to 'bool'")
 
 
 # Results kept per footprint value of one selector; past this many distinct values (a selector
@@ -92,7 +149,8 @@ class CompiledSelector:
             return _runtime_error(exc)
         if isinstance(result, bool):
             return result
-        return CelRuntimeError(f"CEL result of type {type_name(result)} could not be converted to bool")
+        return CelRuntimeError(f"CEL result of type {type_name(result)} could not be converted to bool: "
+                               f"{_not_bool(result)}")
 
 
 class CelEnvironment:

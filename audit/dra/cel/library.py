@@ -39,7 +39,8 @@ def _fail(message: str) -> NoReturn:
 
 
 def _no_overload(name: str, *args: Any) -> NoReturn:
-    _fail(f"no matching overload for '{name}' applied to '({', '.join(type_name(a) for a in args)})'")
+    # cel-go's run-time dispatch error (a statically typed call is refused when compiling instead).
+    _fail(f"no such overload: {name}({', '.join(type_name(a) for a in args)})")
 
 
 # Quantity and semver functions as in k8s.io/apiserver/pkg/cel/library (quantity.go, semverlib.go).
@@ -218,6 +219,13 @@ _QUANTITY_AND_SEMVER: dict[str, Callable[..., Any]] = {
     "patch": _semver_part("patch"),
 }
 
+def _bool(value: Any) -> bool:
+    try:
+        return cel_stdlib.bool_(value)
+    except ValueError:
+        _fail(f"type conversion error from '{type_name(value)}' to 'bool'")
+
+
 # Kubernetes' ext strings (v2), sets and list aggregates, as far as the cel package provides them.
 _STDLIB: dict[str, Callable[..., Any]] = {
     "charAt": cel_stdlib.char_at,
@@ -237,9 +245,9 @@ _STDLIB: dict[str, Callable[..., Any]] = {
     "min": cel_stdlib.min_,
     "max": cel_stdlib.max_,
     "sum": cel_stdlib.sum_,
-    "bool": cel_stdlib.bool_,
 }
 _LIBRARY = {name: _guarded(name, fn) for name, fn in _STDLIB.items()}
+_LIBRARY["bool"] = _bool
 
 
 # Built once: every device context registers the same functions. ``includes`` is declared whether
