@@ -92,6 +92,10 @@ TRUE_OR_FALSE = [
     ("strings-split", '"a,b".split(",").size() == 2', True),
     ("sets-contains", "sets.contains([1, 2, 3], [2])", True),
     ("includes-without-list-gate", 'device.attributes["gpu.nvidia.com"].index.includes(3)', True),
+    ("string-indexOf-offset-past-end-finds-nothing", '"abcd".indexOf("d", 4) == -1 && "abcd".lastIndexOf("b", 5) == -1',
+     True),
+    ("string-indexOf-empty-needle-at-any-offset", '"abcd".indexOf("", 9) == 9', True),
+    ("string-charAt-end-is-empty", '"abc".charAt(3) == ""', True),
 ]
 
 
@@ -129,6 +133,11 @@ RUNTIME_ERRORS = [
      "type conversion error from 'string' to 'int'"),
     ("bool-of-non-bool-string", 'bool(device.attributes["gpu.nvidia.com"].architecture)',
      "type conversion error from 'string' to 'bool'"),
+    ("charAt-past-end", '"abc".charAt(device.attributes["gpu.nvidia.com"].index + 1) == ""', "index out of range: 4"),
+    ("substring-reversed", '"abcd".substring(device.attributes["gpu.nvidia.com"].index, 1) == ""',
+     "invalid substring range. start: 3, end: 1"),
+    ("indexOf-negative-offset", '"abcd".indexOf("b", device.attributes["gpu.nvidia.com"].index - 4) == 1',
+     "index out of range: -1"),
 ]
 
 

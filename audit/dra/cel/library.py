@@ -1,7 +1,8 @@
 """The functions of the selector environment: Kubernetes' quantity and semver libraries, ``includes``
 and the string, set and list helpers the ``cel`` package provides.
 
-Each function refuses arguments of the wrong type with cel-go's ``no matching overload`` text. The
+Each function refuses arguments of the wrong type with cel-go's ``no matching overload`` text and
+fails with cel-go's own error texts (``index out of range: 5``). The
 binding wraps exceptions raised in callbacks in its own message, so the upstream text is kept in a
 per-thread slot (evaluation is synchronous) for ``environment`` to report.
 """
@@ -219,6 +220,54 @@ _QUANTITY_AND_SEMVER: dict[str, Callable[..., Any]] = {
     "patch": _semver_part("patch"),
 }
 
+# Strings (cel-go ext.Strings v2): the functions whose range checks the ``cel`` package words or
+# decides differently (an offset past the end finds nothing; an empty needle is found at any offset).
+
+
+def _out_of_range(index: int) -> NoReturn:
+    _fail(f"index out of range: {index}")
+
+
+def _char_at(text: str, index: int) -> str:
+    if index < 0 or index > len(text):
+        _out_of_range(index)
+    return text[index:index + 1]
+
+
+def _index_of(text: str, needle: str, offset: int | None = None) -> int:
+    start = 0 if offset is None else offset
+    if needle == "":
+        return start
+    if start < 0:
+        _out_of_range(start)
+    if start >= len(text):
+        return -1
+    return text.find(needle, start)
+
+
+def _last_index_of(text: str, needle: str, offset: int | None = None) -> int:
+    if offset is None:
+        return text.rfind(needle)
+    if needle == "":
+        return offset
+    if offset < 0:
+        _out_of_range(offset)
+    if offset >= len(text):
+        return -1
+    return text.rfind(needle, 0, offset + len(needle))
+
+
+def _substring(text: str, start: int, end: int | None = None) -> str:
+    stop = len(text) if end is None else end
+    if start < 0 or start > len(text):
+        _out_of_range(start)
+    if start > stop:
+        _fail(f"invalid substring range. start: {start}, end: {stop}")
+    if stop > len(text):
+        _out_of_range(stop)
+    return text[start:stop]
+
+
 def _bool(value: Any) -> bool:
     try:
         return cel_stdlib.bool_(value)
@@ -228,14 +277,14 @@ def _bool(value: Any) -> bool:
 
 # Kubernetes' ext strings (v2), sets and list aggregates, as far as the cel package provides them.
 _STDLIB: dict[str, Callable[..., Any]] = {
-    "charAt": cel_stdlib.char_at,
-    "indexOf": cel_stdlib.index_of,
-    "lastIndexOf": cel_stdlib.last_index_of,
+    "charAt": _char_at,
+    "indexOf": _index_of,
+    "lastIndexOf": _last_index_of,
     "lowerAscii": cel_stdlib.lower_ascii,
     "upperAscii": cel_stdlib.upper_ascii,
     "replace": cel_stdlib.replace,
     "split": cel_stdlib.split,
-    "substring": cel_stdlib.substring,
+    "substring": _substring,
     "trim": cel_stdlib.trim,
     "join": cel_stdlib.join,
     "strings.quote": cel_stdlib.quote,
