@@ -96,6 +96,13 @@ TRUE_OR_FALSE = [
      True),
     ("string-indexOf-empty-needle-at-any-offset", '"abcd".indexOf("", 9) == 9', True),
     ("string-charAt-end-is-empty", '"abc".charAt(3) == ""', True),
+    # cel-go's list extension and Kubernetes' list library
+    ("list-indexOf", "[1, 2, 1].indexOf(1) == 0 && [1, 2, 1].lastIndexOf(1) == 2 && [1].indexOf(5) == -1", True),
+    ("list-min-max", "[3, 1, 2].min() == 1 && [3, 1, 2].max() == 3", True),
+    ("list-isSorted", "[1, 2].isSorted() && ![2, 1].isSorted()", True),
+    ("list-distinct-sort-reverse", "[3, 1, 1].distinct().sort().reverse() == [3, 1]", True),
+    ("list-flatten-slice-range", "[[1], [2, 3]].flatten().slice(1, 3) == [2, 3] && lists.range(2) == [0, 1]", True),
+    ("distinct-quantities-by-value", 'size([quantity("1"), quantity("1000m")].distinct()) == 1', True),
 ]
 
 
@@ -138,6 +145,9 @@ RUNTIME_ERRORS = [
      "invalid substring range. start: 3, end: 1"),
     ("indexOf-negative-offset", '"abcd".indexOf("b", device.attributes["gpu.nvidia.com"].index - 4) == 1',
      "index out of range: -1"),
+    ("slice-past-end", '[1, 2].slice(0, device.attributes["gpu.nvidia.com"].index) == []',
+     "cannot slice(0, 3), list is length 2"),
+    ("min-of-empty-list", "[].min() == 1", "min called on empty list"),
 ]
 
 
@@ -208,6 +218,8 @@ COMPILE_ERRORS = [
     ("mixed-list-literal", 'device.driver in [1, "a"]', "ERROR: <input>:1:22: expected type 'int' but found 'string'"),
     ("attribute-in-int-list-literal", '[1, device.attributes["gpu.nvidia.com"].index].size() == 2',
      "ERROR: <input>:1:40: expected type 'int' but found 'any'"),
+    ("reverse-of-string", '"abc".reverse() == "cba"',
+     "ERROR: <input>:1:14: found no matching overload for 'reverse' applied to 'string.()'"),
     ("mixed-map-literal-values", '{"a": 1, "b": "x"}.size() == 2', "ERROR: <input>:1:15: expected type 'int' but found 'string'"),
 ]
 

@@ -28,7 +28,7 @@ _UNSUPPORTED = frozenset({
     "cel.bind", "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath",
     "getQuery", "ip", "isIP", "cidr", "isCIDR", "containsIP", "containsCIDR", "prefixLength",
     "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
-    "isGlobalUnicast", "masked", "find", "findAll", "isSorted", "format", "reverse", "transformList",
+    "isGlobalUnicast", "masked", "find", "findAll", "format", "transformList",
     "transformMap", "transformMapEntry", "existsOne", "optional.of", "optional.none",
     "optional.ofNonZeroValue", "hasValue", "value", "orValue", "or", "authorizer", "image",
 })
@@ -98,6 +98,8 @@ def analyse(source: str, consumable_capacity: bool, functions: Collection[str]) 
         if problem is None and ((t.text in _METHODS_ONLY and not member)
                                 or ((t.text in _GLOBALS_ONLY or t.text in _NOT_METHODS) and member)):
             problem = f"found no matching overload for '{t.text}' applied to '{_signature(tokens, i, member)}'"
+        if problem is None and t.text == "reverse" and member and _receiver_type(tokens, i) == "string":
+            problem = "found no matching overload for 'reverse' applied to 'string.()'"
         if problem:
             problems.append((tokens[i + 1].offset, problem))
 

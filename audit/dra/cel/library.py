@@ -1,8 +1,8 @@
-"""The functions of the selector environment: Kubernetes' quantity and semver libraries, ``includes``
-and the string, set and list helpers the ``cel`` package provides.
+"""The functions of the selector environment: Kubernetes' quantity and semver libraries, ``includes``,
+and cel-go's string, list and set extensions.
 
 Each function refuses arguments of the wrong type with cel-go's ``no matching overload`` text and
-fails with cel-go's own error texts (``index out of range: 5``). The
+fails with cel-go's own error texts (``index out of range: 5``, ``cannot slice(2, 1), ...``). The
 binding wraps exceptions raised in callbacks in its own message, so the upstream text is kept in a
 per-thread slot (evaluation is synchronous) for ``environment`` to report.
 """
@@ -275,29 +275,133 @@ def _bool(value: Any) -> bool:
         _fail(f"type conversion error from '{type_name(value)}' to 'bool'")
 
 
-# Kubernetes' ext strings (v2), sets and list aggregates, as far as the cel package provides them.
+# Lists: Kubernetes' list library (k8s.io/apiserver/pkg/cel/library/lists.go) and cel-go's
+# ext.Lists; indexOf and lastIndexOf serve both strings and lists.
+
+
+def _list_arg(name: str, value: Any, *others: Any) -> list[Any]:
+    if not isinstance(value, list):
+        _no_overload(name, value, *others)
+    return value
+
+
+def _position(name: str, receiver: Any, item: Any, offset: int | None, last: bool) -> int:
+    if isinstance(receiver, str):
+        if not isinstance(item, str) or not (offset is None or isinstance(offset, int)):
+            _no_overload(name, receiver, item)
+        return _last_index_of(receiver, item, offset) if last else _index_of(receiver, item, offset)
+    items = _list_arg(name, receiver, item)
+    order = range(len(items) - 1, -1, -1) if last else range(len(items))
+    return next((i for i in order if _same(items[i], item)), -1)
+
+
+def _list_index_of(receiver: Any, item: Any, offset: Any = None) -> int:
+    return _position("indexOf", receiver, item, offset, last=False)
+
+
+def _list_last_index_of(receiver: Any, item: Any, offset: Any = None) -> int:
+    return _position("lastIndexOf", receiver, item, offset, last=True)
+
+
+def _extreme(name: str, pick: Callable[..., Any]) -> Callable[[Any], Any]:
+    def extreme(receiver: Any) -> Any:
+        items = _list_arg(name, receiver)
+        if not items:
+            _fail(f"{name} called on empty list")
+        try:
+            return pick(items)
+        except TypeError:
+            _no_overload(name, receiver)
+
+    return extreme
+
+
+def _is_sorted(receiver: Any) -> bool:
+    items = _list_arg("isSorted", receiver)
+    try:
+        return all(not items[i + 1] < items[i] for i in range(len(items) - 1))
+    except TypeError:
+        _no_overload("isSorted", receiver)
+
+
+def _sort(receiver: Any) -> list[Any]:
+    try:
+        return sorted(_list_arg("sort", receiver))
+    except TypeError:
+        _fail("list elements must be comparable")
+
+
+def _distinct(receiver: Any) -> list[Any]:
+    kept: list[Any] = []
+    for item in _list_arg("distinct", receiver):
+        if not any(_same(item, seen) for seen in kept):
+            kept.append(item)
+    return kept
+
+
+def _flatten(receiver: Any, depth: Any = 1) -> list[Any]:
+    items = _list_arg("flatten", receiver, depth)
+    if not isinstance(depth, int) or isinstance(depth, bool):
+        _no_overload("flatten", receiver, depth)
+    if depth < 0:
+        _fail("level must be non-negative")
+    out: list[Any] = []
+    for item in items:
+        out.extend(_flatten(item, depth - 1) if isinstance(item, list) and depth > 0 else [item])
+    return out
+
+
+def _slice(receiver: Any, start: Any, end: Any) -> list[Any]:
+    items = _list_arg("slice", receiver, start, end)
+    if start < 0 or end < 0:
+        _fail(f"cannot slice({start}, {end}), negative indexes not supported")
+    if start > end:
+        _fail(f"cannot slice({start}, {end}), start index must be less than or equal to end index")
+    if len(items) < end:
+        _fail(f"cannot slice({start}, {end}), list is length {len(items)}")
+    return items[start:end]
+
+
+def _reverse(receiver: Any) -> list[Any]:
+    return list(reversed(_list_arg("reverse", receiver)))
+
+
+def _range(count: Any) -> list[int]:
+    if not isinstance(count, int) or isinstance(count, bool):
+        _no_overload("lists.range", count)
+    return list(range(count))
+
+
+# The rest of Kubernetes' ext strings (v2) and sets, as the cel package provides them.
 _STDLIB: dict[str, Callable[..., Any]] = {
-    "charAt": _char_at,
-    "indexOf": _index_of,
-    "lastIndexOf": _last_index_of,
     "lowerAscii": cel_stdlib.lower_ascii,
     "upperAscii": cel_stdlib.upper_ascii,
     "replace": cel_stdlib.replace,
     "split": cel_stdlib.split,
-    "substring": _substring,
     "trim": cel_stdlib.trim,
     "join": cel_stdlib.join,
     "strings.quote": cel_stdlib.quote,
     "sets.contains": cel_stdlib.sets_contains,
     "sets.equivalent": cel_stdlib.sets_equivalent,
     "sets.intersects": cel_stdlib.sets_intersects,
-    "min": cel_stdlib.min_,
-    "max": cel_stdlib.max_,
     "sum": cel_stdlib.sum_,
 }
 _LIBRARY = {name: _guarded(name, fn) for name, fn in _STDLIB.items()}
-_LIBRARY["bool"] = _bool
-
+_CHECKED: dict[str, Callable[..., Any]] = {"charAt": _char_at, "substring": _substring, "slice": _slice}
+_LIBRARY.update({name: _guarded(name, fn) for name, fn in _CHECKED.items()})
+_LIBRARY.update({
+    "bool": _bool,
+    "indexOf": _list_index_of,
+    "lastIndexOf": _list_last_index_of,
+    "min": _extreme("min", min),
+    "max": _extreme("max", max),
+    "isSorted": _is_sorted,
+    "sort": _sort,
+    "distinct": _distinct,
+    "flatten": _flatten,
+    "reverse": _reverse,
+    "lists.range": _range,
+})
 
 # Built once: every device context registers the same functions. ``includes`` is declared whether
 # or not DRAListTypeAttributes is on (the gate decides only whether list attributes exist).
