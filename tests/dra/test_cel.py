@@ -101,8 +101,38 @@ TRUE_OR_FALSE = [
     ("list-min-max", "[3, 1, 2].min() == 1 && [3, 1, 2].max() == 3", True),
     ("list-isSorted", "[1, 2].isSorted() && ![2, 1].isSorted()", True),
     ("list-distinct-sort-reverse", "[3, 1, 1].distinct().sort().reverse() == [3, 1]", True),
+    ("list-sortBy", '["bb", "a"].sortBy(s, size(s)) == ["a", "bb"]', True),
     ("list-flatten-slice-range", "[[1], [2, 3]].flatten().slice(1, 3) == [2, 3] && lists.range(2) == [0, 1]", True),
+    ("list-first-last", "[1, 2].first().value() == 1 && [1, 2].last().value() == 2", True),
     ("distinct-quantities-by-value", 'size([quantity("1"), quantity("1000m")].distinct()) == 1', True),
+    # optional types
+    ("optional-field-present", 'device.attributes["gpu.nvidia.com"].?architecture.orValue("") == "Hopper"', True),
+    ("optional-field-absent", 'device.attributes["gpu.nvidia.com"].?memory.orValue(0) == 0', True),
+    ("optional-index", 'device.attributes["gpu.nvidia.com"][?"index"].value() == 3', True),
+    ("optional-chain-through-absent", 'device.attributes["gpu.nvidia.com"].?nosuch.?x.hasValue()', False),
+    ("optional-field-of-a-string-is-none", 'device.attributes["gpu.nvidia.com"].?architecture.?x.hasValue()', False),
+    ("optional-unknown-domain-is-empty-map",
+     'device.attributes.?other.hasValue() && !device.attributes[?"other"].?x.hasValue()', True),
+    ("optional-capacity",
+     'device.capacity["gpu.nvidia.com"].?memory.orValue(quantity("0")).isGreaterThan(quantity("40Gi"))', True),
+    ("optional-list-index-out-of-range", "[1, 2][?5].orValue(0) == 0 && [1, 2][?1].orValue(0) == 2", True),
+    ("optional-literal-entries",
+     '[1, ?optional.none(), ?optional.of(2)] == [1, 2] && {?"a": optional.none(), "b": 1}.size() == 1', True),
+    ("optional-optMap", "optional.of(1).optMap(x, x + 1).value() == 2", True),
+    ("optional-optFlatMap", "optional.of(1).optFlatMap(x, optional.of(x + 1)).value() == 2", True),
+    ("optional-or", "optional.none().or(optional.of(1)).value() == 1", True),
+    ("optional-unwrap", "optional.unwrap([optional.of(1), optional.none()]) == [1]", True),
+    # cel.bind and two-variable comprehensions
+    ("cel-bind", 'cel.bind(i, device.attributes["gpu.nvidia.com"].index, i * i == 9)', True),
+    ("cel-bind-nested", "cel.bind(a, 1, cel.bind(b, a + 1, b == 2))", True),
+    ("two-variable-all-over-list", "[1, 2].all(i, v, i < v)", True),
+    ("two-variable-exists-over-domains",
+     'device.attributes.exists(domain, ids, domain == "resource.kubernetes.io" && "pcieRoot" in ids)', True),
+    ("two-variable-inner-macro-rebinds-name", "[1, 2].all(i, v, [5].all(v, v > i))", True),
+    ("two-variable-existsOne", "[1, 2].existsOne(i, v, v > 1)", True),
+    ("transformList-with-filter", "[1, 2, 3].transformList(i, v, i > 0, v * 10) == [20, 30]", True),
+    ("transformMap", '{"a": 1}.transformMap(k, v, v + 1) == {"a": 2}', True),
+    ("transformMapEntry", '{"a": 1}.transformMapEntry(k, v, {v: k}) == {1: "a"}', True),
 ]
 
 
@@ -119,10 +149,12 @@ RUNTIME_ERRORS = [
      "CEL result of type string could not be converted to bool: unsupported native conversion from string to 'bool'"),
     ("int-result", 'device.attributes["gpu.nvidia.com"].index',
      "CEL result of type int could not be converted to bool: unsupported type conversion from 'int' to bool"),
-    ("quantity-result", '[device.capacity["gpu.nvidia.com"].memory][0]',
+    ("quantity-result", 'device.attributes["gpu.nvidia.com"].?nosuch.orValue(quantity("1"))',
      "CEL result of type kubernetes.Quantity could not be converted to bool: type conversion error from 'Quantity' to 'bool'"),
     ("semver-result", 'device.attributes["gpu.nvidia.com"].driverVersion',
      "CEL result of type kubernetes.Semver could not be converted to bool: type conversion error from 'Semver' to 'bool'"),
+    ("double-result", 'device.attributes["gpu.nvidia.com"].?nosuch.orValue(1.5)',
+     "CEL result of type double could not be converted to bool: type conversion error from Double to 'bool'"),
     ("bad-quantity-literal", 'sign(quantity("1.5GB")) == 1',
      "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
     ("bad-quantity-suffix", 'sign(quantity("1K")) == 1', "unable to parse quantity's suffix"),
@@ -143,11 +175,12 @@ RUNTIME_ERRORS = [
     ("charAt-past-end", '"abc".charAt(device.attributes["gpu.nvidia.com"].index + 1) == ""', "index out of range: 4"),
     ("substring-reversed", '"abcd".substring(device.attributes["gpu.nvidia.com"].index, 1) == ""',
      "invalid substring range. start: 3, end: 1"),
-    ("indexOf-negative-offset", '"abcd".indexOf("b", device.attributes["gpu.nvidia.com"].index - 4) == 1',
-     "index out of range: -1"),
     ("slice-past-end", '[1, 2].slice(0, device.attributes["gpu.nvidia.com"].index) == []',
      "cannot slice(0, 3), list is length 2"),
     ("min-of-empty-list", "[].min() == 1", "min called on empty list"),
+    ("optional-none-value", 'device.attributes["gpu.nvidia.com"].?nosuch.value() == 1', "optional.none() dereference"),
+    ("transformMapEntry-duplicate-key", '[1, 2].transformMapEntry(k, v, {"x": k}) == {"x": 1}',
+     "insert failed: key x already exists"),
 ]
 
 
@@ -202,9 +235,6 @@ COMPILE_ERRORS = [
      "found no matching overload for 'size' applied to 'kubernetes.Quantity.()'"),
     ("size-of-quantity-global", 'size(quantity("1")) == 1', "found no matching overload for 'size' applied to '(kubernetes.Quantity)'"),
     ("size-of-semver", 'semver("1.0.0").size() == 1', "applied to 'kubernetes.Semver.()'"),
-    ("unsupported-bind", "cel.bind(x, 1, x == 1)", "function 'cel.bind' is not supported"),
-    ("unsupported-two-variable-comprehension", "[1].all(i, v, v > 0)", "two-variable comprehensions are not supported"),
-    ("unsupported-optional-syntax", 'device.attributes["gpu.nvidia.com"][?"x"].hasValue()', "unsupported syntax '[?'"),
     ("sign-is-not-a-method", 'quantity("1").sign() == 1',
      "ERROR: <input>:1:19: found no matching overload for 'sign' applied to 'kubernetes.Quantity.()'"),
     ("sign-of-attribute-is-not-a-method", 'device.attributes["gpu.nvidia.com"].index.sign() == 1',
@@ -215,13 +245,38 @@ COMPILE_ERRORS = [
      "ERROR: <input>:1:4: found no matching overload for 'min' applied to '(list(int))'"),
     ("global-function-called-as-method", '"1".isQuantity()',
      "ERROR: <input>:1:15: found no matching overload for 'isQuantity' applied to 'string.()'"),
+    ("reverse-of-string", '"abc".reverse() == "cba"',
+     "ERROR: <input>:1:14: found no matching overload for 'reverse' applied to 'string.()'"),
     ("mixed-list-literal", 'device.driver in [1, "a"]', "ERROR: <input>:1:22: expected type 'int' but found 'string'"),
     ("attribute-in-int-list-literal", '[1, device.attributes["gpu.nvidia.com"].index].size() == 2',
      "ERROR: <input>:1:40: expected type 'int' but found 'any'"),
-    ("reverse-of-string", '"abc".reverse() == "cba"',
-     "ERROR: <input>:1:14: found no matching overload for 'reverse' applied to 'string.()'"),
     ("mixed-map-literal-values", '{"a": 1, "b": "x"}.size() == 2', "ERROR: <input>:1:15: expected type 'int' but found 'string'"),
+    ("existsOne-has-only-a-two-variable-form", "[1, 2].existsOne(x, x > 1)",
+     "ERROR: <input>:1:17: undeclared reference to 'existsOne'"),
+    ("unsupported-format", '"%d".format([1]) == "1"', "function 'format' is not supported by this evaluator"),
+    ("unsupported-ip", 'isIP("1.2.3.4")', "function 'isIP' is not supported by this evaluator"),
 ]
+
+
+OPTIONAL_SYNTAX_ERRORS = [
+    ("syntax-error-beside-optional-selection", 'device.attributes["gpu.example.com"].?x.hasValue() &&',
+     "ERROR: <input>:1:54: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', "
+     "'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n"
+     ' | device.attributes["gpu.example.com"].?x.hasValue() &&\n'
+     " | .....................................................^"),
+    ("optional-selection-in-has", 'has(device.attributes["gpu.example.com"].?model)',
+     "ERROR: <input>:1:41: invalid argument to has() macro\n"
+     ' | has(device.attributes["gpu.example.com"].?model)\n'
+     " | ........................................^"),
+]
+
+
+@pytest.mark.parametrize(("expression", "message"), [c[1:] for c in OPTIONAL_SYNTAX_ERRORS],
+                         ids=[c[0] for c in OPTIONAL_SYNTAX_ERRORS])
+def test_parse_error_beside_optional_syntax_is_reported_alone(env: CelEnvironment, expression: str, message: str) -> None:
+    with pytest.raises(CelCompileError) as err:
+        env.compile(expression)
+    assert str(err.value) == f"compilation failed: {message}"
 
 
 def test_every_compile_error_is_reported_in_position_order(env: CelEnvironment) -> None:

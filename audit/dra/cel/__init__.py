@@ -32,12 +32,21 @@ How it maps onto ``cel``, which cannot hold Python objects and does not type-che
 * A domain the device lacks reads as an empty map: every ``device.attributes[K]`` and
   ``device.capacity[K]`` is compiled as ``(K in device.attributes ? device.attributes[K] : {})``,
   so ``in``, ``size()`` and macros over ``device.attributes`` still see only real domains.
+* Syntax the ``cel`` parser lacks — optional selection (``m.?f``, ``m[?k]``), optional entries of
+  literals, ``optMap``/``optFlatMap``, ``cel.bind``, two-variable comprehensions
+  (``all(k, v, p)``, ``transformList``, ...) and ``sortBy`` — is rewritten into plain CEL over
+  helper functions before it runs (``desugar``); cel-go's list and string extensions and the
+  optional library are functions of ``library`` with cel-go's semantics and error texts.
 * The binding's run-time errors are reported in cel-go's words (``integer overflow``,
   ``modulus by zero``, ``type conversion error from 'string' to 'int'``, and a non-bool result
   with the reason ConvertToNative gives).
 * ``cel`` tracks no evaluation cost, so the 1,000,000 cost limit is not enforced; the 10 KiB
-  expression limit is. Two-variable comprehensions, ``cel.bind``, optional syntax and the URL,
-  IP/CIDR, regex-find and format libraries are refused at compile time as unsupported.
+  expression limit is. The URL, IP/CIDR, regex-find and format libraries are refused at compile
+  time as unsupported. Type errors that only a type checker finds (``"a" + 1``,
+  ``quantity("1") < quantity("2")``) fail when evaluated rather than when compiled, with a
+  different text; an integer negation that overflows (``-(-9223372036854775807 - 1)``) wraps
+  instead of failing; and ``isInteger``/``asInteger`` decide by the value, where Go also refuses
+  values it holds as a decimal or at a fractional scale (``1000m``, ``1.5Gi``, 19 digits).
 """
 
 from audit.dra.cel.binding import preload

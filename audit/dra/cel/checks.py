@@ -16,25 +16,29 @@ from collections.abc import Collection
 from audit.dra.cel.contract import CelCompileError
 from audit.dra.cel.syntax import Token, closing, errors_at, opening, tokenize
 
-# Implemented natively by the cel package (functions and macros).
+# Implemented natively by the cel package (functions and macros), or by ``desugar``.
 _NATIVE = frozenset({
     "size", "contains", "startsWith", "endsWith", "matches", "int", "uint", "double", "string",
     "bytes", "dyn", "type", "duration", "timestamp", "has", "all", "exists", "exists_one", "map",
     "filter", "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek",
     "getHours", "getMinutes", "getSeconds", "getMilliseconds",
+    "optional.of", "optional.none", "optional.ofNonZeroValue", "hasValue", "value", "orValue", "or",
+    "optMap", "optFlatMap", "cel.bind", "sortBy", "existsOne", "transformList", "transformMap", "transformMapEntry",
 })
 # Present in the Kubernetes environment but not available on this evaluator.
 _UNSUPPORTED = frozenset({
-    "cel.bind", "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath",
+    "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath",
     "getQuery", "ip", "isIP", "cidr", "isCIDR", "containsIP", "containsCIDR", "prefixLength",
     "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
-    "isGlobalUnicast", "masked", "find", "findAll", "format", "transformList",
-    "transformMap", "transformMapEntry", "existsOne", "optional.of", "optional.none",
-    "optional.ofNonZeroValue", "hasValue", "value", "orValue", "or", "authorizer", "image",
+    "isGlobalUnicast", "masked", "find", "findAll", "format", "authorizer", "image",
 })
-_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+# Macros binding a variable in their first argument; those with two variables bind the first two.
+_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap", "sortBy"})
+_TWO_VARIABLE_MACROS = frozenset({"all", "exists", "exists_one", "existsOne", "transformList", "transformMap",
+                                  "transformMapEntry"})
 _KEYWORDS = frozenset({"true", "false", "null", "in"})
-_TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"})
+_TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type",
+                         "optional_type"})
 # Declared only as methods (receiver.f(...)) in cel-go and the Kubernetes libraries ...
 _METHODS_ONLY = frozenset({
     "compareTo", "isGreaterThan", "isLessThan", "add", "sub", "asInteger", "asApproximateFloat", "isInteger",
@@ -73,12 +77,18 @@ def analyse(source: str, consumable_capacity: bool, functions: Collection[str]) 
     # only matters for a name used both inside and outside a macro).
     bound: set[str] = set()
     for i, t in enumerate(tokens):
-        if t.kind == "ident" and t.text in _MACROS and punct(i - 1, ".") and punct(i + 1, "("):
-            first = ident(i + 2)
-            if first is not None and punct(i + 3, ","):
-                if ident(i + 4) is not None and punct(i + 5, ","):
-                    raise errors_at(source, [(t.offset, "two-variable comprehensions are not supported by this evaluator")])
-                bound.add(first.text)
+        if t.kind != "ident" or not punct(i + 1, "("):
+            continue
+        first, second = ident(i + 2), ident(i + 4)
+        if first is None or not punct(i + 3, ","):
+            continue
+        two = second is not None and punct(i + 5, ",")
+        if punct(i - 1, ".") and (t.text in _MACROS or (two and t.text in _TWO_VARIABLE_MACROS)):
+            bound.add(first.text)
+            if two and t.text in _TWO_VARIABLE_MACROS and second is not None:
+                bound.add(second.text)
+        elif t.text == "bind" and punct(i - 1, ".") and tokens[i - 2].text == "cel":
+            bound.add(first.text)
 
     namespace_heads: set[int] = set()
     for i, t in enumerate(tokens):
@@ -95,6 +105,8 @@ def analyse(source: str, consumable_capacity: bool, functions: Collection[str]) 
                     problems.append((tokens[i + 1].offset, problem))
                 continue
         problem = _function_problem(t.text, functions)
+        if problem is None and t.text == "existsOne" and len(_arguments(tokens, i + 1)) != 3:
+            problem = "undeclared reference to 'existsOne' (in container '')"  # only the two-variable form exists
         if problem is None and ((t.text in _METHODS_ONLY and not member)
                                 or ((t.text in _GLOBALS_ONLY or t.text in _NOT_METHODS) and member)):
             problem = f"found no matching overload for '{t.text}' applied to '{_signature(tokens, i, member)}'"

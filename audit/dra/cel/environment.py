@@ -9,6 +9,7 @@ import cel
 
 from audit.dra.cel.checks import analyse
 from audit.dra.cel.contract import MAX_EXPRESSION_LENGTH, CelCompileError, CelOptions, CelRuntimeError
+from audit.dra.cel.desugar import desugar
 from audit.dra.cel.device import CelDevice
 from audit.dra.cel.footprint import Path, footprint
 from audit.dra.cel.library import PUBLIC_FUNCTIONS, clear_failure, last_failure
@@ -25,6 +26,7 @@ _CONVERSION_TYPES = {"int": "int", "uint": "uint", "double": "double", "duration
 _BINDING_TEXTS = (
     (re.compile(r"Function 'int' error: integer overflow"), "integer overflow"),
     (re.compile(r"Function 'uint' error: unsigned integer overflow"), "unsigned integer overflow"),
+    (re.compile(r"optional\.none\(\) dereference"), "optional.none() dereference"),
 )
 
 
@@ -92,6 +94,9 @@ _NOT_BOOL = {
 
 
 def _not_bool(result: object) -> str:
+    if isinstance(result, cel.OptionalValue):
+        # An optional converts as the value it holds.
+        return _not_bool(result.value()) if result.has_value() else _NOT_BOOL["null_type"]
     name = type_name(result)
     return _NOT_BOOL.get(name, f"type conversion error from '{name}' to 'bool'")
 
@@ -176,20 +181,33 @@ class CelEnvironment:
             return CelCompileError(
                 f"compilation failed: expression too long ({size} bytes, must be at most {MAX_EXPRESSION_LENGTH})")
         try:
-            program = cel.compile(expression)
+            cel.compile(expression)
         except Exception as exc:  # the binding reports syntax errors as ValueError with a position
-            message = str(exc)
-            start = message.find("ERROR: <input>")
-            detail = (message[start:] if start >= 0 else message).replace("\n| ", "\n | ")
-            return CelCompileError(f"compilation failed: {detail}")
+            detail = _syntax_errors(str(exc))
+            if detail:
+                return CelCompileError(f"compilation failed: {detail}")
         try:
             analyse(expression, self.options.consumable_capacity, PUBLIC_FUNCTIONS)
         except CelCompileError as exc:
             return exc
-        rewritten = with_empty_domains(expression)
-        if rewritten != expression:
-            try:
-                program = cel.compile(rewritten)
-            except Exception as exc:  # only an unforeseen shape of domain access can get here
-                return CelCompileError(f"compilation failed: cannot make unknown domains empty maps: {exc}")
+        try:
+            program = cel.compile(with_empty_domains(desugar(expression)))
+        except Exception as exc:  # only an unforeseen shape of a rewrite can get here
+            return CelCompileError(f"compilation failed: this evaluator cannot run the expression: {exc}")
         return CompiledSelector(expression, program, footprint(expression))
+
+
+# The binding's parser refuses optional syntax, which ``desugar`` rewrites: those errors are not
+# the expression's.
+_DESUGARED_SYNTAX = ("unsupported syntax '.?'", "unsupported syntax '[?'", "unsupported syntax '?'")
+
+
+def _syntax_errors(message: str) -> str:
+    """cel-go's report of the parse errors in a message of the binding, without those of syntax
+    ``desugar`` rewrites ('' when no other remains)."""
+    start = message.find("ERROR: <input>")
+    if start < 0:
+        return message
+    blocks = re.split(r"\n(?=ERROR: <input>)", message[start:])
+    kept = [b for b in blocks if not any(syntax in b.split("\n", 1)[0] for syntax in _DESUGARED_SYNTAX)]
+    return "\n".join(kept).replace("\n| ", "\n | ")

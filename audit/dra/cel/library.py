@@ -1,10 +1,12 @@
 """The functions of the selector environment: Kubernetes' quantity and semver libraries, ``includes``,
-and cel-go's string, list and set extensions.
+cel-go's string, list, set and optional extensions, and the helpers ``desugar`` rewrites syntax into.
 
 Each function refuses arguments of the wrong type with cel-go's ``no matching overload`` text and
 fails with cel-go's own error texts (``index out of range: 5``, ``cannot slice(2, 1), ...``). The
 binding wraps exceptions raised in callbacks in its own message, so the upstream text is kept in a
-per-thread slot (evaluation is synchronous) for ``environment`` to report.
+per-thread slot (evaluation is synchronous) for ``environment`` to report. The helpers are named
+with the ``_ct_`` prefix; selectors cannot call them, because the static checks only know
+``PUBLIC_FUNCTIONS``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from cel import OptionalValue
 from cel import stdlib as cel_stdlib
 
 from audit.dra.cel.contract import MAX_INCLUDES_ITEMS
@@ -372,6 +375,135 @@ def _range(count: Any) -> list[int]:
     return list(range(count))
 
 
+def _first(receiver: Any) -> OptionalValue:
+    items = _list_arg("first", receiver)
+    return OptionalValue.of(items[0]) if items else OptionalValue.none()
+
+
+def _last(receiver: Any) -> OptionalValue:
+    items = _list_arg("last", receiver)
+    return OptionalValue.of(items[-1]) if items else OptionalValue.none()
+
+
+# Optional values (cel-go's OptionalTypes): the library functions, and the helpers that optional
+# selection, optional literal entries, ``optMap``/``optFlatMap`` and ``sortBy`` are rewritten into.
+
+
+def _unwrap_optionals(receiver: Any) -> list[Any]:
+    items = _list_arg("optional.unwrap", receiver)
+    if not all(isinstance(item, OptionalValue) for item in items):
+        _no_overload("optional.unwrap", receiver)
+    return [item.value() for item in items if item.has_value()]
+
+
+def _present(value: Any) -> tuple[bool, Any]:
+    """(has a value, the value) of the receiver of an optional selection: a plain value or an optional."""
+    if isinstance(value, OptionalValue):
+        return (True, value.value()) if value.has_value() else (False, None)
+    return True, value
+
+
+def _opt_field(receiver: Any, name: str) -> OptionalValue:
+    present, value = _present(receiver)
+    if not present:
+        return OptionalValue.none()
+    if not isinstance(value, dict) or unwrap(value) is not None:
+        return OptionalValue.none()  # as cel-go answers for a value without fields
+    return OptionalValue.of(value[name]) if name in value else OptionalValue.none()
+
+
+def _opt_index(receiver: Any, key: Any) -> OptionalValue:
+    present, value = _present(receiver)
+    if not present:
+        return OptionalValue.none()
+    if isinstance(value, list):
+        if not isinstance(key, int) or isinstance(key, bool):
+            _fail("unsupported index type")
+        return OptionalValue.of(value[key]) if 0 <= key < len(value) else OptionalValue.none()
+    if not isinstance(value, dict) or unwrap(value) is not None:
+        _no_overload("_[?_]", value, key)
+    return OptionalValue.of(value[key]) if key in value else OptionalValue.none()
+
+
+def _opt_domain(domains: Any, name: Any) -> OptionalValue:
+    """``device.attributes.?d`` / ``[?d]``: Kubernetes' domain maps answer every domain, an unknown
+    one with an empty map (k8s.io/dynamic-resource-allocation/cel/compile.go)."""
+    return OptionalValue.of(domains.get(name, {}))
+
+
+def _opt_as_list(receiver: Any) -> list[Any]:
+    if not isinstance(receiver, OptionalValue):
+        _no_overload("optMap", receiver)
+    return [receiver.value()] if receiver.has_value() else []
+
+
+def _opt_from_list(values: list[Any]) -> OptionalValue:
+    return OptionalValue.of(values[0]) if values else OptionalValue.none()
+
+
+def _opt_flat_from_list(values: list[Any]) -> OptionalValue:
+    if not values:
+        return OptionalValue.none()
+    # The binding's map() hands an optional with a value back as the bare value (but keeps
+    # optional.none()); optFlatMap's body is an optional, so a bare value was optional.of(it).
+    result = values[0]
+    return result if isinstance(result, OptionalValue) else OptionalValue.of(result)
+
+
+def _opt_list_literal(items: list[Any]) -> list[Any]:
+    out = []
+    for item in items:
+        if not isinstance(item, OptionalValue):
+            _no_overload("optional list entry", item)
+        if item.has_value():
+            out.append(item.value())
+    return out
+
+
+def _opt_map_literal(entries: list[Any]) -> dict[Any, Any]:
+    out = {}
+    for key, item in entries:
+        if not isinstance(item, OptionalValue):
+            _no_overload("optional map entry", item)
+        if item.has_value():
+            out[key] = item.value()
+    return out
+
+
+# Two-variable comprehensions and sortBy run as one-variable macros over [key or index, value] pairs.
+
+
+def _pairs(receiver: Any) -> list[list[Any]]:
+    if isinstance(receiver, dict) and unwrap(receiver) is None:
+        return [[key, value] for key, value in receiver.items()]
+    if isinstance(receiver, list):
+        return [[index, value] for index, value in enumerate(receiver)]
+    _no_overload("comprehension", receiver)
+
+
+def _pairs_to_map(pairs: list[list[Any]]) -> dict[Any, Any]:
+    return {key: value for key, value in pairs}
+
+
+def _merge_entries(entries: list[Any]) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or unwrap(entry) is not None:
+            _no_overload("transformMapEntry", entry)
+        for key, value in entry.items():
+            if key in out:
+                _fail(f"insert failed: key {key} already exists")
+            out[key] = value
+    return out
+
+
+def _sort_by_keys(pairs: list[list[Any]]) -> list[Any]:
+    try:
+        return [value for _, value in sorted(pairs, key=lambda pair: pair[0])]
+    except TypeError:
+        _fail("list elements must be comparable")
+
+
 # The rest of Kubernetes' ext strings (v2) and sets, as the cel package provides them.
 _STDLIB: dict[str, Callable[..., Any]] = {
     "lowerAscii": cel_stdlib.lower_ascii,
@@ -401,17 +533,39 @@ _LIBRARY.update({
     "flatten": _flatten,
     "reverse": _reverse,
     "lists.range": _range,
+    "first": _first,
+    "last": _last,
+    "optional.unwrap": _unwrap_optionals,
+    "unwrapOpt": _unwrap_optionals,
 })
+
+# What ``desugar`` rewrites syntax into; never callable from a selector's own text.
+HELPERS: dict[str, Callable[..., Any]] = {
+    "_ct_opt_field": _opt_field,
+    "_ct_opt_index": _opt_index,
+    "_ct_opt_domain": _opt_domain,
+    "_ct_opt_as_list": _opt_as_list,
+    "_ct_opt_from_list": _opt_from_list,
+    "_ct_opt_flat_from_list": _opt_flat_from_list,
+    "_ct_opt_list_literal": _opt_list_literal,
+    "_ct_opt_map_literal": _opt_map_literal,
+    "_ct_pairs": _pairs,
+    "_ct_pairs_to_map": _pairs_to_map,
+    "_ct_merge_entries": _merge_entries,
+    "_ct_sort_by_keys": _sort_by_keys,
+}
+
 
 # Built once: every device context registers the same functions. ``includes`` is declared whether
 # or not DRAListTypeAttributes is on (the gate decides only whether list attributes exist).
-_FUNCTIONS: dict[str, Callable[..., Any]] = {**_LIBRARY, **_QUANTITY_AND_SEMVER, "includes": _includes}
-PUBLIC_FUNCTIONS = frozenset(_FUNCTIONS)
+_PUBLIC: dict[str, Callable[..., Any]] = {**_LIBRARY, **_QUANTITY_AND_SEMVER, "includes": _includes}
+_FUNCTIONS = {**_PUBLIC, **HELPERS}
+PUBLIC_FUNCTIONS = frozenset(_PUBLIC)
 
 
 def functions_for() -> dict[str, Callable[..., Any]]:
-    """The functions a device context registers. The map is shared by every caller and must not
-    be changed."""
+    """The functions a device context registers: the public ones and the rewrite helpers.
+    The map is shared by every caller and must not be changed."""
     return _FUNCTIONS
 
 

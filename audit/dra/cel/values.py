@@ -12,6 +12,8 @@ import datetime
 import functools
 from typing import Any
 
+from cel import OptionalValue
+
 from audit.dra.quantity import Quantity
 from audit.dra.semver import Semver
 
@@ -71,6 +73,8 @@ def type_name(value: Any) -> str:
         return "list"
     if isinstance(value, dict):
         return "map"
+    if isinstance(value, OptionalValue):
+        return "optional_type"
     if isinstance(value, datetime.timedelta):
         return "google.protobuf.Duration"
     if isinstance(value, datetime.datetime):
