@@ -315,7 +315,7 @@ STATIC_RESULT_TYPES = [
 def test_statically_non_bool_selector_fails_to_compile(env: CelEnvironment, expression: str, type_name: str) -> None:
     with pytest.raises(CelCompileError) as err:
         env.compile(expression)
-    assert str(err.value) == f"compilation failed: must evaluate to bool or the unknown type, not {type_name}"
+    assert str(err.value) == f"must evaluate to bool or the unknown type, not {type_name}"
 
 
 def test_compile_error_shows_line_and_caret(env: CelEnvironment) -> None:

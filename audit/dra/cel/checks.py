@@ -145,8 +145,9 @@ def analyse(source: str, consumable_capacity: bool, functions: Collection[str]) 
         raise errors_at(source, problems)
     result = _static_type(tokens)
     if result is not None and result != "bool":
-        # Kubernetes refuses selectors whose static type is neither bool nor dyn when compiling.
-        raise CelCompileError(f"compilation failed: must evaluate to bool or the unknown type, not {result}")
+        # Kubernetes refuses selectors whose static type is neither bool nor the unknown type when
+        # compiling, in a message of its own (compile.go), without cel-go's "compilation failed".
+        raise CelCompileError(f"must evaluate to bool or the unknown type, not {result}")
 
 
 def _mixed_literals(tokens: list[Token]) -> list[tuple[int, str]]:

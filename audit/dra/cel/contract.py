@@ -11,7 +11,8 @@ MAX_INCLUDES_ITEMS = 48
 
 
 class CelCompileError(ValueError):
-    """The expression is not a valid selector; the message starts with ``compilation failed:``."""
+    """The expression is not a valid selector: ``compilation failed: <cel-go's errors>``, or why its
+    result type cannot be a selector's."""
 
 
 class CelRuntimeError(RuntimeError):
