@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import copy
 import threading
-import time
 from typing import Any
 
 import pytest
 
 from audit.records import DecisionRecord
 from ingest.kube.observe import DecisionObserver
-from ingest.kube.watcher import Watcher
 from tests.kube.apiserver import FakeApiServer
-from tests.kube.harness import FIXED_TIME, CollectingSink, load_docs, make_watcher
+from tests.kube.harness import FIXED_TIME, CollectingSink, load_docs, make_watcher, wait_caught_up
 
 CHANGES = load_docs("changes.yaml")
 CLAIM, POD = CHANGES[0], CHANGES[1]  # unallocated, pending
@@ -35,16 +33,6 @@ def bound(node: str, phase: str = "Running") -> dict[str, Any]:
     return pod
 
 
-def _caught_up(server: FakeApiServer, watcher: Watcher) -> None:
-    target = str(server.revision)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if all(r.resource_version == target for r in watcher.reflectors if r.served) and watcher.idle():
-            return
-        time.sleep(0.02)
-    raise AssertionError("watcher did not catch up")
-
-
 def _observe(steps: list[dict[str, Any]]) -> list[DecisionRecord]:
     """Each step is applied once the watcher has seen the one before: the order is the cluster's."""
     with FakeApiServer() as server:
@@ -59,9 +47,9 @@ def _observe(steps: list[dict[str, Any]]) -> list[DecisionRecord]:
         thread.start()
         try:
             for obj in steps:
-                _caught_up(server, watcher)
+                wait_caught_up(server, watcher)
                 server.add(obj)
-            _caught_up(server, watcher)
+            wait_caught_up(server, watcher)
         finally:
             stop.set()
             thread.join(5)

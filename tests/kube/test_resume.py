@@ -8,21 +8,18 @@ changed; nothing is quarantined."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from audit.events import WorldEvent
-from audit.records import DecisionRecord, decision_id
-from ingest.kube.observe import DecisionObserver
-from ingest.kube.watcher import Watcher
+from audit.records import decision_id
 from ingest.sinks import FileSink, HttpSink, StoreSink
 from tests.api.conftest import TOKENS, start_server, stop
 from tests.kube.apiserver import FakeApiServer
-from tests.kube.harness import FIXED_TIME, api_client, fast_backoff, load_docs, run_until_caught_up
+from tests.kube.harness import FIXED_TIME, Target, apply_changes, load_docs, watch_once
 
 TRAIN_POD = "5a0e6f41-0001-4a8d-8f1e-6b2b7c9d0001"
 TRAIN_CLAIM = "7d1c2b9e-0001-4c55-9a51-1f0e5d3a0001"
@@ -35,37 +32,6 @@ FIRST_DELETE = next(i for i, d in enumerate(CHANGES) if "delete" in d)
 RUNNING = CHANGES[:FIRST_DELETE]
 # up to the scheduler's FailedScheduling event: train-0 pending, its claim not allocated yet
 PENDING = CHANGES[:3]
-
-
-@dataclass
-class Written:
-    """What one watcher run handed its sink, and what the sink's target quarantined."""
-
-    events: list[WorldEvent] = field(default_factory=list)
-    records: list[DecisionRecord] = field(default_factory=list)
-    quarantined: int = 0
-
-
-class Recording:
-    """The sink under test, keeping what the watcher wrote through it."""
-
-    def __init__(self, sink: Any) -> None:
-        self.sink = sink
-        self.written = Written()
-
-    def write_events(self, events: list[WorldEvent]) -> None:
-        self.written.events += events
-        self.sink.write_events(events)
-
-    def write_records(self, records: list[DecisionRecord]) -> None:
-        self.written.records += records
-        self.sink.write_records(records)
-
-    def close(self) -> None:
-        pass
-
-
-Target = Callable[[], Any]  # a new sink on the same target, as a restarted process opens it
 
 
 @pytest.fixture(scope="module")
@@ -95,50 +61,22 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
     return lambda: FileSink(str(tmp_path / "out.jsonl"))
 
 
-def _change(server: FakeApiServer, docs: Iterable[dict[str, Any]]) -> None:
-    for doc in docs:
-        if "delete" in doc:
-            d = doc["delete"]
-            server.delete(d["kind"], d["name"], d.get("namespace", ""))
-        else:
-            server.add(doc)
-
-
-def _watch(server: FakeApiServer, target: Target, cluster: str) -> Written:
-    """One watcher process: read back what the sink holds, resume, catch up, stop, flush."""
-    sink = target()
-    try:
-        stored = sink.stored_world(cluster)
-        assert stored is not None
-        recording = Recording(sink)
-        watcher = Watcher(api_client(server), cluster, recording, clock=lambda: FIXED_TIME, backoff=fast_backoff,
-                          next_seq=0 if stored.last_seq is None else stored.last_seq + 1,
-                          observer=DecisionObserver(cluster, lambda: FIXED_TIME, check_allocations=False))
-        watcher.resume(stored)
-        run_until_caught_up(server, watcher)
-        assert sink.flush() is True
-        recording.written.quarantined = getattr(sink, "quarantined", 0)
-        return recording.written
-    finally:
-        sink.close()
-
-
 def _cluster(request: pytest.FixtureRequest) -> str:
     return f"{request.node.originalname.removeprefix('test_')}-{request.node.callspec.id}"
 
 
 def _started(server: FakeApiServer, changes: list[dict[str, Any]]) -> None:
-    _change(server, load_docs("cluster.yaml"))
+    apply_changes(server, load_docs("cluster.yaml"))
     server.release_all()
-    _change(server, changes)
+    apply_changes(server, changes)
 
 
 def test_a_restart_on_an_unchanged_cluster_writes_nothing(request: pytest.FixtureRequest, target: Target) -> None:
     cluster = _cluster(request)
     with FakeApiServer() as server:
         _started(server, RUNNING)
-        first = _watch(server, target, cluster)
-        second = _watch(server, target, cluster)
+        first = watch_once(server, target, cluster)
+        second = watch_once(server, target, cluster)
     assert (len(first.events), sorted((r.pod, r.outcome) for r in first.records), first.quarantined) == (
         11, [("legacy-0", "allocated"), ("train-0", "allocated"), ("train-0", "unschedulable")], 0)
     assert (second.events, second.records, second.quarantined) == ([], [], 0)
@@ -149,9 +87,9 @@ def test_an_object_deleted_while_no_watcher_ran_is_logged_deleted(request: pytes
     cluster = _cluster(request)
     with FakeApiServer() as server:
         _started(server, RUNNING)
-        first = _watch(server, target, cluster)
+        first = watch_once(server, target, cluster)
         server.delete("Pod", "legacy-0", "team-b")
-        second = _watch(server, target, cluster)
+        second = watch_once(server, target, cluster)
     assert [(e.seq, e.type, e.object_kind, e.namespace, e.name) for e in second.events] == [
         (len(first.events), "delete", "Pod", "team-b", "legacy-0")]
     assert (second.records, second.quarantined) == ([], 0)
@@ -162,10 +100,10 @@ def test_a_pod_allocated_while_no_watcher_ran_gets_its_decision_once(request: py
     cluster = _cluster(request)
     with FakeApiServer() as server:
         _started(server, PENDING)
-        first = _watch(server, target, cluster)
-        _change(server, CHANGES[len(PENDING):len(PENDING) + 2])  # the claim allocated, the pod bound
-        second = _watch(server, target, cluster)
-        third = _watch(server, target, cluster)
+        first = watch_once(server, target, cluster)
+        apply_changes(server, CHANGES[len(PENDING):len(PENDING) + 2])  # the claim allocated, the pod bound
+        second = watch_once(server, target, cluster)
+        third = watch_once(server, target, cluster)
     assert [(r.pod, r.outcome, r.attempt) for r in first.records] == [("train-0", "unschedulable", 1)]
     assert sorted((e.type, e.object_kind, e.name) for e in second.events) == [
         ("upsert", "Pod", "train-0"), ("upsert", "ResourceClaim", "train-0-gpu-5x8q2")]
@@ -190,7 +128,7 @@ def test_another_clusters_history_in_the_sink_is_not_mixed_in(request: pytest.Fi
         sink.close()
     with FakeApiServer() as server:
         _started(server, RUNNING)
-        first = _watch(server, target, cluster)
-        second = _watch(server, target, cluster)
+        first = watch_once(server, target, cluster)
+        second = watch_once(server, target, cluster)
     assert [e.seq for e in first.events] == list(range(11))  # ours start at 0, whatever the other holds
     assert (second.events, second.records, second.quarantined) == ([], [], 0)
