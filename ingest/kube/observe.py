@@ -8,16 +8,35 @@
   ``unschedulable`` record on the pod's track, one per event count.
 
 Ids never depend on arrival order (reflectors run in parallel, events may come late or expire):
-an allocation is ``decision_id(cluster, first claim uid, 0)``, a device-plugin binding
-``decision_id(cluster, pod uid, 0)``, and the n-th scheduling failure of a pod
-``decision_id(cluster, pod uid, n)`` with n ≥ 1 from the event's count. Re-observing the same
-state (a relist) yields the same ids, and the observer emits each id once.
+a device-plugin binding is ``decision_id(cluster, pod uid, 0)`` and the n-th scheduling failure
+of a pod ``decision_id(cluster, pod uid, n)`` with n ≥ 1 from the event's count. An allocation is
+keyed on the pod's first claim: ``decision_id(cluster, claim uid, 0)`` when the resourceclaim
+controller made that claim from a ResourceClaimTemplate for the pod (it serves that pod only, so
+its uid names one allocation), ``decision_id(cluster, "<claim uid>/<pod uid>", 0)`` when it is a
+standalone claim, which pods reuse one after another. Each allocation of a standalone claim is one
+decision however many pods share it, recorded for the pod it was made for: the first pod of
+``status.reservedFor`` that has the claim first (kube-scheduler's bindClaim writes the allocation
+and appends its pod to ``reservedFor`` in one status update; pods that join later are appended
+behind it and add no decision). An allocation lasts until the claim is seen deallocated, or seen
+allocated for pods none of which it was reserved for before (the claim controller deallocates a
+claim when its last reservation goes, so the log missed a deallocation). A pod is bound once, and
+an allocation the scheduler gave up before binding is not its decision, so the pod's uid tells a
+claim's allocations apart. Re-observing the same state (a relist) yields the same ids, and the
+observer emits each id once.
 
 A restarted watcher ``restore``s the observer before its first list: the claims and pods of the
 world the sink holds (what later changes are joined with, without deciding anything again), and
 the decisions the sink already stores about those pods, which are not emitted again — a decision
 derived anew carries the world position it was seen at, so the store would hold it a conflict
-with the recorded one and quarantine it.
+with the recorded one and quarantine it. A standalone claim's allocation in that world counts as
+recorded when the pod in line for it is bound there: the watcher that logged that world recorded
+it then, perhaps for a pod deleted since. That holds for a watcher of the former scheme too, which
+keyed every allocation of a standalone claim on the claim's uid alone (a later allocation of the
+claim was dropped, or quarantined after a restart): after the upgrade, an allocation it recorded
+gets no second record under the new id, and the claim's later allocations get theirs. One
+allocation can still be recorded twice: when the pod it was recorded for goes while the next pod
+in line is reserved but not bound yet, and the watcher restarts in that moment, that pod's binding
+is recorded too.
 """
 
 from __future__ import annotations
@@ -46,6 +65,9 @@ from ingest.kube.eventlog import Applied, EventLog
 log = logging.getLogger(__name__)
 
 TEMPLATE_VERSION_LABEL = "claimtrail.io/template-version"
+# what the resourceclaim controller (kube-controller-manager, pkg/controller/resourceclaim:
+# podResourceClaimAnnotation) annotates a claim it made from a template with
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by NVIDIA GPU feature discovery
 ENGINE = "kube-scheduler (observed)"
@@ -97,6 +119,37 @@ def _allocation(claim: Mapping[str, Any] | None) -> Any:
     return ((claim or {}).get("status") or {}).get("allocation")
 
 
+def generated_for_pod(claim: Mapping[str, Any]) -> bool:
+    """Whether the claim was made from a ResourceClaimTemplate for one pod. The resourceclaim
+    controller annotates such a claim with the pod's claim name and makes the pod its controlling
+    owner (claims made before Kubernetes 1.28 have only the owner); a standalone claim, created
+    directly, has neither, and may serve one pod after another."""
+    meta = _meta(claim)
+    if POD_CLAIM_ANNOTATION in (meta.get("annotations") or {}):
+        return True
+    return any(ref.get("kind") == "Pod" and ref.get("controller") for ref in meta.get("ownerReferences") or [])
+
+
+def reserved_pods(claim: Mapping[str, Any] | None) -> list[str]:
+    """The uids of the pods ``status.reservedFor`` names, in its order."""
+    refs = ((claim or {}).get("status") or {}).get("reservedFor") or []
+    return [str(r.get("uid", "")) for r in refs if r.get("resource") == "pods" and not r.get("apiGroup")]
+
+
+def same_allocation(previous: Mapping[str, Any] | None, claim: Mapping[str, Any]) -> bool:
+    """Whether ``claim`` still holds the allocation ``previous``, its state logged before, held.
+    ``status.allocation`` cannot change once set, only be cleared; and the claim controller
+    deallocates a claim when its last reserved pod goes, so an allocation that reserves none of
+    the pods it reserved before was given up and made again where the log did not look."""
+    if previous is None or _meta(previous).get("uid") != _meta(claim).get("uid"):
+        return False
+    before, now = _allocation(previous), _allocation(claim)
+    if not before or not now or before != now:
+        return False
+    held = set(reserved_pods(previous))
+    return not held or bool(held & set(reserved_pods(claim)))
+
+
 def _finished(pod: Mapping[str, Any]) -> bool:
     """Whether the pod is done or going: the only time its claims are deallocated for good."""
     phase = (pod.get("status") or {}).get("phase")
@@ -128,6 +181,8 @@ class DecisionObserver:
         self.rerun = agreement.Rerunner(self.metrics, cache_size)
         self.agreements: deque[agreement.Agreement] = deque(maxlen=1000)  # the most recent, for inspection
         self._recorded: OrderedDict[str, None] = OrderedDict()  # decision ids already emitted (bounded)
+        # standalone claims (by uid) whose current allocation has its record (bounded)
+        self._decided: OrderedDict[str, None] = OrderedDict()
         self._failures: dict[tuple[str, str], int] = {}  # live pod (namespace, uid) -> scheduling failures seen
         # Reflectors run in parallel, so a claim may be deleted before its pod's binding arrives
         # (or the pod before the claim's allocation): joins use the last state seen of each,
@@ -160,6 +215,11 @@ class DecisionObserver:
             ns = str(_meta(pod).get("namespace", ""))
             self._pods.put((ns, str(_meta(pod).get("name", ""))), pod)
             self._pods_by_uid.put((ns, str(_meta(pod).get("uid", ""))), pod)
+        for claim in world.objects("ResourceClaim"):
+            if _allocation(claim) and not generated_for_pod(claim) and self._in_line_bound(claim):
+                # the watcher that logged this world recorded the allocation then (maybe for a
+                # pod deleted since, whose decisions are not among those restored)
+                self._decide(str(_meta(claim).get("uid", "")))
         for d in decisions:
             self._remember(d.decision_id)
             if d.outcome == Outcome.UNSCHEDULABLE.value and d.attempt > 0:
@@ -173,6 +233,8 @@ class DecisionObserver:
             key = (str(_meta(a.object).get("namespace", "")), str(_meta(a.object).get("name", "")))
             if a.kind == "ResourceClaim":
                 self._index_allocation(key, a.object if a.type == "upsert" else None)
+                if a.type == "upsert" and not same_allocation(a.previous, a.object):
+                    self._decided.pop(str(_meta(a.object).get("uid", "")), None)  # the next one is new
             if a.type != "upsert":
                 if a.kind == "Pod":
                     self._failures.pop((key[0], str(_meta(a.object).get("uid", ""))), None)
@@ -202,25 +264,64 @@ class DecisionObserver:
     # -- successes ------------------------------------------------------------------------------
     def _pod(self, pod: Mapping[str, Any], world: EventLog) -> list[DecisionRecord]:
         node = (pod.get("spec") or {}).get("nodeName") or ""
-        ns = _meta(pod).get("namespace", "")
         if (pod.get("spec") or {}).get("resourceClaims"):
-            names = pod_claim_names(pod)
-            if not node:
-                return []  # the decision is complete when the pod is bound, not before
-            if names is None:
+            claims = self._bound_claims(pod)
+            if claims is None:
                 return []
-            claims = [self._allocated.get((ns, n)) for n in names]
-            if any(c is None or not (c.get("status") or {}).get("allocation") for c in claims):
-                return []
-            if not _finished(pod) and any(not _allocation(self._claims.get((ns, n))) for n in names):
-                # a claim deallocated since while its pod still runs: the scheduler gave that
-                # allocation up (a binding cycle that failed) and a new one is coming. Only a
-                # finished pod's claims are deallocated for good (the last allocation counts)
-                return []
-            return self._emit(self._dra_record(pod, [c for c in claims if c is not None], node, world))
+            first = claims[0]
+            uid = str(_meta(first).get("uid", ""))
+            if generated_for_pod(first):
+                return self._emit(self._dra_record(pod, claims, node, uid, world))
+            pod_uid = str(_meta(pod).get("uid", ""))
+            if uid in self._decided or self._in_line(first) != pod_uid:
+                return []  # the allocation has its record, or will have it for the pod it was made for
+            self._decide(uid)
+            return self._emit(self._dra_record(pod, claims, node, f"{uid}/{pod_uid}", world))
         if node and gpu_limit(pod) > 0:
             return self._emit(self._device_plugin_record(pod, node, world))
         return []
+
+    def _bound_claims(self, pod: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+        """A DRA pod's claims, in ``spec.resourceClaims`` order, each as last seen allocated,
+        once its decision is complete; None before."""
+        ns = _meta(pod).get("namespace", "")
+        names = pod_claim_names(pod)
+        if not (pod.get("spec") or {}).get("nodeName") or not names:
+            return None  # the decision is complete when the pod is bound, not before
+        claims = [self._allocated.get((ns, n)) for n in names]
+        if any(c is None or not _allocation(c) for c in claims):
+            return None
+        if not _finished(pod) and any(not _allocation(self._claims.get((ns, n))) for n in names):
+            # a claim deallocated since while its pod still runs: the scheduler gave that
+            # allocation up (a binding cycle that failed) and a new one is coming. Only a
+            # finished pod's claims are deallocated for good (the last allocation counts)
+            return None
+        return [c for c in claims if c is not None]
+
+    def _in_line(self, claim: Mapping[str, Any]) -> str:
+        """The uid of the pod a standalone claim's allocation is recorded for: the first pod of
+        ``reservedFor`` that has the claim first. kube-scheduler's bindClaim (plugin
+        dynamicresources) writes the allocation and appends its pod to ``reservedFor`` in one
+        status update, and later pods only join behind it: while that pod holds the allocation it
+        is first. A pod not seen yet may be the one, so it keeps its place ("" when none is)."""
+        ns, name = _meta(claim).get("namespace", ""), _meta(claim).get("name", "")
+        for uid in reserved_pods(claim):
+            pod = self._pods_by_uid.get((str(ns), uid))
+            names = pod_claim_names(pod) if pod is not None else None
+            if names is None or names[:1] == [name]:
+                return uid
+        return ""
+
+    def _in_line_bound(self, claim: Mapping[str, Any]) -> bool:
+        """Whether the pod a standalone claim's allocation is recorded for is bound with it."""
+        pod = self._pods_by_uid.get((str(_meta(claim).get("namespace", "")), self._in_line(claim)))
+        return pod is not None and self._bound_claims(pod) is not None
+
+    def _decide(self, claim_uid: str) -> None:
+        self._decided[claim_uid] = None
+        self._decided.move_to_end(claim_uid)
+        while len(self._decided) > self.cache_size:
+            self._decided.popitem(last=False)
 
     def _emit(self, record: DecisionRecord | None) -> list[DecisionRecord]:
         if record is None or record.decision_id in self._recorded:
@@ -260,8 +361,8 @@ class DecisionObserver:
         }
 
     def _dra_record(
-        self, pod: Mapping[str, Any], claims: list[dict[str, Any]], node: str, world: EventLog
-    ) -> DecisionRecord | None:
+        self, pod: Mapping[str, Any], claims: list[dict[str, Any]], node: str, key: str, world: EventLog
+    ) -> DecisionRecord:
         attempt = 0
         uids = [str(_meta(c).get("uid", "")) for c in claims]
         devices: list[DeviceRef] = []
@@ -305,7 +406,7 @@ class DecisionObserver:
         created = str(_meta(pod).get("creationTimestamp", ""))
         label = (_meta(claims[0]).get("labels") or {}).get(TEMPLATE_VERSION_LABEL, "")
         return DecisionRecord(
-            **self._base(pod, uids[0] if uids else str(_meta(pod).get("uid", "")), attempt, world),
+            **self._base(pod, key, attempt, world),
             time=bound or self.clock(),
             claims=[str(_meta(c).get("name", "")) for c in claims],
             claim_uids=uids,
