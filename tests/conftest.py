@@ -1,9 +1,11 @@
 """Fixtures every test package may use: a fresh embedded chDB store per test, in its tmp directory, and
 the data and tools outside the repository (``trace_dir``, ``dra_oracle``), which skip when absent;
-and the Hypothesis settings every property test runs under (no wall-clock deadline)."""
+and the Hypothesis settings every property test runs under (no wall-clock deadline, the same
+examples every run unless ``HYPOTHESIS_PROFILE=explore``)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +19,12 @@ from tests import external
 # Hypothesis fails an example that runs past a wall-clock deadline (200 ms by default): a timed
 # assertion, which a shared, loaded machine trips with no fault in the code. Speed is measured by
 # ``make bench``; property tests check properties only.
-settings.register_profile("claimtrail", deadline=None)
-settings.load_profile("claimtrail")
+# The suite draws the same examples on every run (derandomize): a red run then names a defect of
+# the change under test, not one a random draw happened upon in code nobody touched.
+# HYPOTHESIS_PROFILE=explore draws new examples, ten times as many, to look for those.
+settings.register_profile("claimtrail", deadline=None, derandomize=True)
+settings.register_profile("explore", deadline=None, max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "claimtrail"))
 
 
 @pytest.fixture(scope="session")

@@ -72,6 +72,9 @@ ALTERNATES = [
     ("307200Ki", "300Mi"), ("1025024Mi", "1001Gi"), ("1024Gi", "1Ti"), ("5000m", "5"), ("1000M", "1G"),
     ("0.001T", "1G"), ("1000u", "1m"), ("1.08", "1080m"), ("1080000000n", "1080m"), (".001e12", "1e9"),
     ("0.001e0", "1e-3"), ("1000e-12", "1e-9"), ("3e8", "300e6"), ("00", "0"),
+    # CanonicalizeBytes keeps BinarySI for an exact integer and divides it by 1024 only while that
+    # stays exact: 14,400,000 is 14062.5Ki, so it prints without a suffix (and then reads as DecimalSI)
+    ("14062.5Ki", "14400000"), ("14400000", "14400k"),
 ]
 
 
@@ -204,7 +207,9 @@ def test_canonical_text_parses_back_to_the_same_value(digits: int, decimals: int
     q = Quantity.parse(text)
     again = Quantity.parse(str(q))
     assert again == q
-    assert str(again) == str(q)
+    # printing may change the format once (a BinarySI value no power of 1024 divides prints as a
+    # plain integer, which parses back as DecimalSI: "14062.5Ki" -> "14400000" -> "14400k"), never twice
+    assert str(Quantity.parse(str(again))) == str(again)
 
 
 @settings(max_examples=100, deadline=None)
