@@ -4,8 +4,11 @@ They are ``audit.metrics.report``'s finished numbers over the cluster's pod life
 store keeps current from the event log), for the window the caller gives: ``since`` (default: the
 first event) to ``until`` (default: just after the last event, so that its instant counts; a window
 excludes its end). A window that holds no time of the log (it starts after its last event or ends
-at or before its first) is a 400 naming the log's span, as a what-if over it is
-(``audit.replay.service.outside_log``). Every answer with figures names the window they cover (``window``). Filters on model or policy version do not
+at or before its first) has no pod figures, by the rule that refuses a what-if over it
+(``audit.replay.service.outside_log``): they would stretch the world of one end of the log over it.
+The answer gives them as null and ``pod_figures`` names the log's span, while the decision records
+in the window are counted as ever (a watcher records scheduling failures while no object of the
+cluster changes). Every answer with figures names the window they cover (``window``). Filters on model or policy version do not
 apply to them (they are figures of the whole cluster and window); a tenant filter, or a tenant
 caller, restricts them as ``audit.metrics.report`` describes. With ``by=hour`` or ``by=model`` the
 answer also lists the wait (fairness) or regret (fallback) figures per hour or per model
@@ -36,6 +39,10 @@ class SeveralClusters(Exception):
     """Pod-level figures are per cluster: with several in the store the caller must name one."""
 
 
+class OutsideLog(Exception):
+    """The window holds no time of the cluster's event log; the message names both."""
+
+
 def _cluster(db: Any, f: DecisionFilter) -> str | None:
     """The cluster the figures are of; None when it has no world events (a cluster named that the
     store does not know has no figures, not the figures of an empty cluster)."""
@@ -58,12 +65,12 @@ def lifecycle_window(db: Any, f: DecisionFilter) -> tuple[Lifecycle, Window] | N
     since, until = f.time_range_ms()
     # the policy timeline starts at the log's first instant, and the fold's time is its last event's
     first, last = life.policies[0][0], life.end_ms
-    # a window the log does not reach is refused as the what-if refuses it, not answered with the
-    # world of the log's end (or start) stretched over it
+    # a window the log does not reach has no pod figures (the what-if refuses it likewise), rather
+    # than the world of the log's end (or start) stretched over it
     outside = outside_log(cluster, first, last, first if since is None else since, last + 1 if until is None else until)
     if outside is not None:
         asked = ", ".join(f"{k} {format_time_ms(v)}" for k, v in (("since", since), ("until", until)) if v is not None)
-        raise Problem("invalid-parameter", f"{asked}: {outside}; pod figures cover only the time the log records")
+        raise OutsideLog(f"{asked}: {outside}")
     # a window excludes its end: the default ends one millisecond past the last event, or the
     # binds and releases of the last instant would drop out of every figure
     return life, Window(first if since is None else since, last + 1 if until is None else until)
@@ -77,6 +84,8 @@ def _found(db: Any, f: DecisionFilter) -> tuple[tuple[Lifecycle, Window] | None,
         found = lifecycle_window(db, f)
     except SeveralClusters as exc:
         return None, {"pod_figures": f"none: pass cluster= (the store holds several clusters: {exc})"}
+    except OutsideLog as exc:
+        return None, {"pod_figures": f"none: {exc}; pod figures cover only the time the log records"}
     if found is None:
         return None, {"pod_figures": "none: no world events stored for this cluster"}
     window = found[1]

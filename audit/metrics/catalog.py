@@ -46,10 +46,11 @@ The pod lifecycle is a cluster's: an API answer has pod figures only for one clu
 events (named with `cluster=`, or the store's only one). Without them every per-pod count, rate
 and index of the answer is null, not 0, and its `pod_figures` says why. A window that holds no
 time of the cluster's event log (it starts after its last event, or ends at or before its first)
-has no figures either: `/v1/stats/overview`, `fallback`, `fairness` and `health` refuse it with a
-400 naming the window and the log's span, as a what-if over it is refused, rather than stretch the
-world of the log's end over it. A window the log reaches, even one running past its end, is
-answered.
+has no pod figures either, rather than the world of the log's end stretched over it:
+`/v1/stats/overview`, `fallback`, `fairness` and `health` give them as null with `pod_figures`
+naming the window and the log's span (a what-if over such a window is refused), and count the
+decision records in it as in any window. A window the log reaches, even one running past its end,
+has its figures.
 
 Percentiles are nearest rank everywhere: the ⌈q·n⌉-th smallest of the n values.
 

@@ -1,13 +1,15 @@
-"""A window of ``/v1/stats`` that the cluster's event log does not reach is refused, as a what-if's is.
+"""A window of ``/v1/stats`` that the cluster's event log does not reach has no pod figures.
 
 A short log (one H100 node; team-a's pod bound at 00:05, team-a's and team-b's pods created at
 00:10 and still pending at its last event, 01:00 on 2026-11-02) is stored under a cluster of its
-own. A window after that log would stretch the world of 01:00 over it (the two pending pods
-"waiting" until the window's end, months later); one before it would count a cluster the log
-does not show yet. Every kind whose figures come from the pod lifecycle answers 400 naming the
-window and the log's span; a window the log reaches, even past its end, is answered, as a
-what-if over it is. The kinds that count decision records only (migration, replay) have no pod
-figure to extrapolate and answer as before.
+own, with two scheduling failures of team-b's pod recorded after it (a watcher records those
+while no object of the cluster changes). Pod figures over a window after that log would stretch
+the world of 01:00 over it (the two pending pods "waiting" until the window's end, months later);
+over one before it, they would count a cluster the log does not show yet. Every kind with pod
+figures gives them as null there, and ``pod_figures`` names the window and the log's span, by the
+rule that refuses a what-if over the window; the decision records in the window are counted as
+in any other. A window the log reaches, even past its end, has its figures, as a what-if over it
+is decided.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import json
 
 import pytest
 
+from audit.records import to_jsonl
 from tests.api.conftest import Server
+from tests.builders import decision
 from tests.metrics.eventlog import Log
 
 CLUSTER = "short"
@@ -25,7 +29,7 @@ SPAN = "2026-11-02T00:00:00.000Z .. 2026-11-02T01:00:00.000Z"
 
 
 def _refusal(asked: str, side: str) -> str:
-    return (f"{asked}: the window lies {side} the event log of cluster {CLUSTER}, which spans {SPAN}; "
+    return (f"none: {asked}: the window lies {side} the event log of cluster {CLUSTER}, which spans {SPAN}; "
             "pod figures cover only the time the log records")
 
 
@@ -39,6 +43,10 @@ def short_log(server: Server) -> Server:
     body = "".join(json.dumps(e.to_dict()) + "\n" for e in log.events).encode()
     r = server.post("/v1/ingest/events", content=body)
     assert r.status_code == 200, r.text
+    failures = [decision(CLUSTER, "claim-p2", n, seq=log.events[-1].seq, time=at, tenant="team-b", pod="p2")
+                for n, at in ((1, "2027-01-01T05:00:00Z"), (2, "2027-01-01T06:00:00Z"))]
+    r = server.post("/v1/ingest/records", content=to_jsonl(failures).encode())
+    assert (r.status_code, r.json()["quarantined"]) == (200, 0), r.text
     return server
 
 
@@ -54,21 +62,37 @@ REFUSED = {
 }
 
 
+# the pod figures each kind gives as null (unknown, not zero) when it has none
+NO_POD_FIGURES = {
+    "overview": {},  # its rows' pending_now and starving_pods: below
+    "fairness": {"jain_whole": None, "jain_contention": None, "contention_windows": None, "tenants": []},
+    "fallback": {"pods_with_preference": None, "first_choice_rate": None, "fallbacks": None, "regretted": None},
+    "health": {"unhealthy_devices": None, "unhealthy_device_hours": None},
+}
+
+
 @pytest.mark.parametrize("kind", POD_KINDS)
-@pytest.mark.parametrize(("window", "detail"), REFUSED.values(), ids=REFUSED.keys())
-def test_a_window_the_event_log_does_not_reach_is_refused_with_the_logs_span(short_log: Server, kind: str,
-                                                                            window: dict[str, str],
-                                                                            detail: str) -> None:
-    r = short_log.get(f"/v1/stats/{kind}", cluster=CLUSTER, **window)
-    assert (r.status_code, r.json()["type"].rsplit("/", 1)[-1], r.json()["detail"]) == (400, "invalid-parameter",
-                                                                                       detail)
+@pytest.mark.parametrize(("window", "note"), REFUSED.values(), ids=REFUSED.keys())
+def test_a_window_the_event_log_does_not_reach_has_no_pod_figures_and_names_the_logs_span(
+        short_log: Server, kind: str, window: dict[str, str], note: str) -> None:
+    body = short_log.get(f"/v1/stats/{kind}", cluster=CLUSTER, **window).json()
+    assert {k: body[k] for k in NO_POD_FIGURES[kind]} == NO_POD_FIGURES[kind]
+    assert body["pod_figures"] == note and "window" not in body
+
+
+def test_the_decisions_recorded_in_a_window_after_the_event_log_are_counted(short_log: Server) -> None:
+    body = short_log.get("/v1/stats/overview", cluster=CLUSTER, group_by="tenant",
+                         **REFUSED["months-after-the-log"][0]).json()
+    assert [(r["tenant"], r["decisions"], r["unschedulable"], r["pending_now"], r["starving_pods"])
+            for r in body["rows"]] == [("team-b", 2, 2, None, None)]
+    assert body["pod_figures"] == REFUSED["months-after-the-log"][1]
 
 
 @pytest.mark.parametrize("kind", ["migration", "replay"])
 def test_kinds_that_count_decision_records_only_answer_a_window_after_the_log(short_log: Server, kind: str) -> None:
-    window = REFUSED["months-after-the-log"][0]
+    window = REFUSED["since-alone-just-after-its-last-event"][0]
     r = short_log.get(f"/v1/stats/{kind}", cluster=CLUSTER, **window)
-    assert (r.status_code, r.json()["rows"]) == (200, [])
+    assert (r.status_code, "pod_figures" in r.json()) == (200, False)
 
 
 # windows the log reaches: the pending pods at the window's end, per tenant
