@@ -1,10 +1,9 @@
 """The seeded simulator: a discrete-event loop that writes the world event log and decisions.
 
-Everything random comes from one ``random.Random(seed)``; simulated time only. The loop turns a
-``Scenario`` into world events (policy activation, classes, nodes, slices, claims, pods), then
-processes timed actions — arrivals (Poisson plus bursts), finishes, health flaps (a
-``DeviceTaintRule`` with ``gpu.nvidia.com/unhealthy`` added, later removed), node loss and
-repair, driver upgrades (a new slice generation), policy changes — and after each instant runs a
+Simulated time only; every random draw comes from a ``random.Random`` seeded by the seed and a
+fixed string naming its purpose (``stream``). The loop turns a ``Scenario`` into world events
+(policy activation, classes, nodes, slices, claims, pods), then — arrivals (Poisson plus bursts), finishes, health flaps (a ``DeviceTaintRule`` with
+``gpu.nvidia.com/unhealthy`` added, later removed), node loss and repair, driver upgrades (a new slice generation), policy changes — and after each instant runs a
 scheduling pass: pending pods are attempted in the fairness order (``audit.scheduler.queue``),
 each attempt is ``decide`` then ``bind``; with probability ``bindInterference`` an event that
 invalidates the proposal (taint, slice generation bump, a foreign claim on the device, node loss)
@@ -17,6 +16,24 @@ queue): when a tenant's head pod cannot be placed the tenant waits until capacit
 (release, recovery, repair, policy change), so an unschedulable pod costs one record per change,
 not one per instant. Failed binds back off (policy base/cap) and retry; terminal failures end
 the pod (phase Failed).
+
+A shorter window is the start of a longer one: the same scenario, seed and start with ``--hours 1``
+give exactly the events and decision records that ``--hours 2`` gives before the first hour's end.
+That is why each purpose draws from a stream of its own (``stream``) rather than all from one:
+with one generator every draw depends on how many were made before it, so drawing a tenant's
+arrivals up to the window's end would shift every later draw (the next tenant's arrivals, every
+job's size, the node uuids, the disruptions, the pod uids) with the window's length. A tenant's
+arrivals, its jobs' properties and the models its device-plugin pods pin come from streams named
+after its namespace (so one tenant's mix never moves another's draws either); the node uuids, each
+kind of disruption (its times, nodes and devices), the uids of the pods and claims made as the run
+goes, and bind interference from one stream each. Every stream is read in simulated-time order,
+and the actions of one instant run in the order they were scheduled, which a longer window keeps,
+so what the first hour draws and does is the same whatever comes after it. Generated jobs are
+numbered in order of arrival across the tenants (ties in the scenario's order of tenants), so
+``job-000042`` is the 42nd job to arrive in any window that reaches it. The window's end changes
+only where the run stops: nothing at or after it is scheduled, decided or written (a burst or a
+disruption past it, a pod's finish or retry), and the run's summary (``SimulationResult``: jobs
+arrived, finished, failed) counts the window it was given.
 """
 
 from __future__ import annotations
@@ -45,7 +62,7 @@ from ingest.simulate.cluster import (
     slice_object,
     slice_uuids,
 )
-from ingest.simulate.scenario import Scenario
+from ingest.simulate.scenario import Scenario, TenantMix
 
 HOUR = 3_600_000
 UNHEALTHY_TAINT = "gpu.nvidia.com/unhealthy"
@@ -81,16 +98,23 @@ class SimulationResult:
     preempted: int = 0  # running pods evicted by reclaim (each re-created by its job)
 
 
+def stream(seed: int, purpose: str) -> random.Random:
+    """The random stream of one purpose. A string seed is hashed whole (SHA-512, Python's
+    ``random.seed`` version 2, unaffected by ``PYTHONHASHSEED``), so every purpose gets a stream
+    of its own, the same on every run."""
+    return random.Random(f"{seed}/{purpose}")
+
+
 class Simulator(ClusterLoop):
     def __init__(self, scenario: Scenario, seed: int = 1, hours: float | None = None,
                  keep_events: bool = True, on_events: Callable[[list[WorldEvent]], None] | None = None,
                  on_record: Callable[[DecisionRecord], None] | None = None,
                  progress: Callable[[float, int], None] | None = None) -> None:
         self.sc = scenario
-        self.rng = random.Random(seed)
-        # the models device-plugin pods pin come from their own stream, so a scenario that names
-        # none draws exactly the same jobs as before they existed
-        self.dp_rng = random.Random(f"{seed}/device-plugin models")
+        self.seed = seed
+        # drawn as the run goes, each in the order its instants come (see the module's docstring)
+        self.uid_rng = stream(seed, "uids")
+        self.interference_rng = stream(seed, "bind interference")
         self.hours = scenario.hours if hours is None else hours
         self.start_ms = parse_time_ms(scenario.start)
         super().__init__(World(scenario.cluster), self.start_ms)
@@ -129,7 +153,7 @@ class Simulator(ClusterLoop):
     def _uid_next(self) -> str:
         self._uid += 1
         # the 128 bits as 32 hex digits, grouped 8-4-4-4-12 (one conversion instead of five)
-        h = f"{self.rng.getrandbits(128):032x}"
+        h = f"{self.uid_rng.getrandbits(128):032x}"
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     # ---- setup --------------------------------------------------------------------------------------
@@ -144,7 +168,7 @@ class Simulator(ClusterLoop):
             if kind == "ResourceClaimTemplate":
                 continue  # templates are instantiated by the claim controller, not seen by the allocator
             self.emit(kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"], obj)
-        for node, sl in build_nodes(self.sc.pools, self.rng):
+        for node, sl in build_nodes(self.sc.pools, stream(self.seed, "node uuids")):
             name = node["metadata"]["name"]
             self.emit("Node", "", name, node)
             if sl is not None:
@@ -166,42 +190,64 @@ class Simulator(ClusterLoop):
                            (d.driver_upgrades_per_day / 24, "upgrade")):
             if rate <= 0:
                 continue
+            rng = stream(self.seed, f"disruptions/{kind}")
             t = self.start_ms
             while True:
-                t += int(self.rng.expovariate(rate / HOUR))
+                t += int(rng.expovariate(rate / HOUR))
                 if t >= self.end_ms:
                     break
-                self.schedule(t, kind, self.rng.choice(dra_nodes))
+                node = rng.choice(dra_nodes)
+                # a flap's device is drawn with its time and node, not when it happens: whether it
+                # happens (its node may be lost then) must not move the draws after it
+                if kind == "flap":
+                    self.schedule(t, kind, (node, f"gpu-{rng.randrange(self.node_pools[node].gpus_per_node)}"))
+                else:
+                    self.schedule(t, kind, node)
 
     # ---- generating jobs ----------------------------------------------------------------------------
 
     def generate_jobs(self) -> list[Job]:
+        """The scenario's explicit jobs and the tenants' jobs arriving within the window, numbered
+        in order of arrival across the tenants (ties in the scenario's order of tenants)."""
         jobs: list[Job] = list(self.sc.explicit_jobs)
-        n = 0
         has_dp = any(p.device_plugin for p in self.sc.pools)
-        for t in self.sc.tenants:
-            arrivals: list[int] = []
-            if t.arrivals_per_hour > 0:
-                at = self.start_ms
-                while True:
-                    at += int(self.rng.expovariate(t.arrivals_per_hour / HOUR))
-                    if at >= self.end_ms:
-                        break
-                    arrivals.append(at)
-            for b in t.bursts:
-                for i in range(b.jobs):
-                    arrivals.append(self.start_ms + b.at_ms + (b.over_ms * i) // max(1, b.jobs))
-            for at in sorted(arrivals):
-                n += 1
-                size = _weighted(self.rng, t.sizes)
-                dur = t.duration_median_min * 60_000 * math.exp(t.duration_sigma * self.rng.gauss(0.0, 1.0))
-                template = _weighted(self.rng, t.templates)
-                dp = has_dp and self.rng.random() < t.device_plugin_fraction
-                pinned = _weighted(self.dp_rng, t.device_plugin_models) if dp and t.device_plugin_models else ""
-                jobs.append(Job(f"job-{n:06d}", t.namespace, at, size, max(60_000, int(dur)), template, dp,
-                                node_model=pinned))
+        tenants = self.sc.tenants
+        arrivals = sorted((at, i) for i, t in enumerate(tenants) for at in self._arrivals(t))
+        # a tenant's jobs draw their properties in the tenant's order of arrival; the models its
+        # device-plugin pods pin come from a stream of their own, so a tenant that names none
+        # draws exactly the same jobs as one that does
+        draws = [(stream(self.seed, f"jobs/{t.namespace}"), stream(self.seed, f"device-plugin models/{t.namespace}"))
+                 for t in tenants]
+        for n, (at, i) in enumerate(arrivals, 1):
+            t = tenants[i]
+            rng, models = draws[i]
+            size = _weighted(rng, t.sizes)
+            dur = t.duration_median_min * 60_000 * math.exp(t.duration_sigma * rng.gauss(0.0, 1.0))
+            template = _weighted(rng, t.templates)
+            dp = has_dp and rng.random() < t.device_plugin_fraction
+            pinned = _weighted(models, t.device_plugin_models) if dp and t.device_plugin_models else ""
+            jobs.append(Job(f"job-{n:06d}", t.namespace, at, size, max(60_000, int(dur)), template, dp,
+                            node_model=pinned))
         jobs.sort(key=lambda j: (j.arrival_ms, j.namespace, j.name))
         return jobs
+
+    def _arrivals(self, t: TenantMix) -> list[int]:
+        """The tenant's arrival times within the window, Poisson then bursts (unsorted)."""
+        out: list[int] = []
+        if t.arrivals_per_hour > 0:
+            rng = stream(self.seed, f"arrivals/{t.namespace}")
+            at = self.start_ms
+            while True:
+                at += int(rng.expovariate(t.arrivals_per_hour / HOUR))
+                if at >= self.end_ms:
+                    break
+                out.append(at)
+        for b in t.bursts:
+            for k in range(b.jobs):
+                at = self.start_ms + b.at_ms + (b.over_ms * k) // max(1, b.jobs)
+                if at < self.end_ms:
+                    out.append(at)
+        return out
 
     # ---- the loop -----------------------------------------------------------------------------------
 
@@ -222,8 +268,7 @@ class Simulator(ClusterLoop):
         ``run_until`` then goes on in as many steps as a caller likes (each instant is processed
         whole, so the day is the same however it is cut) and ``result`` sums it up."""
         jobs = self.generate_jobs()
-        # a burst set past the window is drawn all the same (so the draws after it, and the rest of
-        # the day, do not depend on the window's length) but never arrives: it is not counted
+        # an explicit job past the window never arrives: it is not counted
         self.job_count = sum(1 for j in jobs if j.arrival_ms < self.end_ms)
         self.setup(jobs)
         self._last_progress = 0
@@ -241,7 +286,8 @@ class Simulator(ClusterLoop):
         getattr(self, f"_on_{kind}")(data)
 
     def before_bind(self, key: str, attempt: int, decision: Decision) -> None:
-        if self.sc.disruptions.bind_interference > 0 and self.rng.random() < self.sc.disruptions.bind_interference:
+        chance = self.sc.disruptions.bind_interference
+        if chance > 0 and self.interference_rng.random() < chance:
             self._interfere(decision)
 
     def duration_ms(self, key: str) -> int | None:
@@ -328,11 +374,10 @@ class Simulator(ClusterLoop):
         self.emit("Policy", "", doc["metadata"]["name"], doc)
         self.wake(everything=True)
 
-    def _on_flap(self, node: str) -> None:
+    def _on_flap(self, data: tuple[str, str]) -> None:
+        node, dev = data
         if node in self.lost:
             return
-        pool = self.node_pools[node]
-        dev = f"gpu-{self.rng.randrange(pool.gpus_per_node)}"
         self._n_flap += 1
         name = f"flap-{node}-{dev}-{self._n_flap}"
         self.taint_device(name, node, dev, "xid-79")
@@ -375,7 +420,7 @@ class Simulator(ClusterLoop):
         self.emit("Node", "", node, node_object(node, pool))
         if old is not None:
             gen = int(old["spec"]["pool"]["generation"]) + 1
-            sl = slice_object(node, pool, self.rng, gen, _driver_version(old), slice_uuids(old))
+            sl = slice_object(node, pool, self.uid_rng, gen, _driver_version(old), slice_uuids(old))
             self.emit("ResourceSlice", "", sl["metadata"]["name"], sl)
         self.wake()
 
@@ -394,7 +439,8 @@ class Simulator(ClusterLoop):
             major, minor, patch = (int(x) for x in version.split("."))
             version = f"{major}.{minor + 1}.{patch}"
         gen = int(old["spec"]["pool"]["generation"]) + 1
-        sl = slice_object(node, pool, self.rng, gen, version, slice_uuids(old))
+        # the devices keep their uuids: nothing is drawn
+        sl = slice_object(node, pool, self.uid_rng, gen, version, slice_uuids(old))
         self.emit("ResourceSlice", "", sl_name, sl)
         self.wake()
 
@@ -404,7 +450,7 @@ class Simulator(ClusterLoop):
         assert p is not None
         if p.dp_gpus:
             return
-        kind = self.rng.choice(("unhealthy", "stale_slice", "binding_conflict", "node_lost"))
+        kind = self.interference_rng.choice(("unhealthy", "stale_slice", "binding_conflict", "node_lost"))
         device = p.device_ids[0]
         driver, pool, dev = device.split("/", 2)
         if kind == "unhealthy":

@@ -28,11 +28,11 @@ from ingest.simulate.scenario import load_scenario_text
 REPO = Path(__file__).resolve().parents[2]
 RECORDING = REPO / "tests" / "fixtures" / "otlp" / "decision-traces.json"
 SCENARIO = REPO / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
-# `claimtrail simulate --seed 2 --hours 1 --start 2026-12-01T09:00:00Z`, API on localhost
+# `claimtrail simulate --seed 9 --hours 1 --start 2026-12-01T09:00:00Z`, API on localhost
 START = "2026-12-01T09:00:00Z"
 API = "http://127.0.0.1:8000"
 # a retry after a lost node (attempt 2 links to attempt 1), and an H100 -> A100 fallback
-PODS = ("job-000042", "job-000063")
+PODS = ("job-000018", "job-000102")
 _IDS = ("traceId", "spanId", "parentSpanId")
 
 
@@ -41,7 +41,7 @@ def recorded_request() -> ExportTraceServiceRequest:
     text = SCENARIO.read_text()
     scenario = load_scenario_text(text, SCENARIO.name)
     scenario.start = START
-    result = simulate(scenario, seed=2, hours=1.0)
+    result = simulate(scenario, seed=9, hours=1.0)
     options = TelemetrySettings(verdicts="both", api_url=API).shape_options()
     links = AttemptLinks()
     spans: list[bytes] = []

@@ -36,7 +36,7 @@ def test_todays_exporter_writes_the_recording() -> None:
 
 
 def test_tier_spans_are_named_by_model_in_preference_order_with_their_result() -> None:
-    spans = _trace("job-000063", 1)
+    spans = _trace("job-000102", 1)
     tiers = sorted((sp for name, sp in spans.items() if name.startswith(s.TIER_SPAN)),
                    key=lambda sp: sp.start_time_unix_nano)  # type: ignore[union-attr]
     assert [(sp.name, attributes(sp.attributes)[s.TIER_RESULT]) for sp in tiers] == [  # type: ignore[union-attr]
@@ -51,7 +51,7 @@ def test_tier_spans_are_named_by_model_in_preference_order_with_their_result() -
 
 
 def test_a_retry_shows_its_wait_and_links_to_the_attempt_before() -> None:
-    first, second = _trace("job-000042", 1), _trace("job-000042", 2)
+    first, second = _trace("job-000018", 1), _trace("job-000018", 2)
     root, wait = second[s.ROOT_SPAN], second[s.WAIT_SPAN]
     assert (wait.start_time_unix_nano, wait.end_time_unix_nano - wait.start_time_unix_nano) == (  # type: ignore[union-attr]
         root.start_time_unix_nano, 2_000_000_000)  # type: ignore[union-attr]

@@ -82,7 +82,7 @@ def test_a_backend_refusing_logs_and_metrics_is_counted_in_the_summary(
         code = main([*SIMULATE, "--out", str(out)])
     decisions, spans, verdicts = _expected(out)
     assert code == 0  # the traces arrived
-    assert len(app.sink.records) == decisions == 110
+    assert len(app.sink.records) == decisions == 124
     assert refusing.refused == 2  # one log request, one metrics request: refused requests are not retried
     summary = capsys.readouterr().out.split("OpenTelemetry export:\n")[1].splitlines()
     assert summary == [

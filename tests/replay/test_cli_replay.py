@@ -518,13 +518,13 @@ def _span_refused(side: str) -> str:
             f"{events[-1].time}; a what-if decides again only a window of recorded history")
 
 
-# a window (since, until) and its refusal, if any: the log spans 00:00:00.000 .. 01:59:56.975 on 2026-11-02
+# a window (since, until) and its refusal, if any: the log spans 00:00:00.000 .. 01:59:55.084 on 2026-11-02
 OUTSIDE_THE_LOG = {
     "days-after-the-log": ("2026-11-05T00:30:00Z", "2026-11-05T01:30:00Z", _span_refused("after")),
-    "just-after-its-last-event": ("2026-11-02T01:59:56.976Z", "2026-11-02T03:00:00Z", _span_refused("after")),
+    "just-after-its-last-event": ("2026-11-02T01:59:55.085Z", "2026-11-02T03:00:00Z", _span_refused("after")),
     "before-the-log": ("2026-11-01T22:00:00Z", "2026-11-01T23:00:00Z", _span_refused("before")),
     "up-to-its-first-event": ("2026-11-01T23:00:00Z", "2026-11-02T00:00:00Z", _span_refused("before")),
-    "from-its-last-event": ("2026-11-02T01:59:56.975Z", "2026-11-02T03:00:00Z", None),  # a decision lies there
+    "from-its-last-event": ("2026-11-02T01:59:55.084Z", "2026-11-02T03:00:00Z", None),  # a decision lies there
     "across-its-end": ("2026-11-02T01:30:00Z", "2026-11-02T03:00:00Z", None),
 }
 

@@ -30,17 +30,17 @@ HOURS = 3.0
 WINDOW_H = 2.5  # from the first event, before the recorded policy change at 3h
 
 # canonical digests of the results, pinned before the replay use cases were given one home
-SIMULATED_DAY = "05ccfdfaebe4da699f1285f8b79a952ff2d29ea51471506a5e59d5b55a256d78"
-VERIFIED = "0a4425a28a39d746ae1b3c2c7315ad20799cf97eb87037b9008b6ee9fbbf9df5"
-VERIFIED_FROM_STORE = "0a4425a28a39d746ae1b3c2c7315ad20799cf97eb87037b9008b6ee9fbbf9df5"
-CLI_VERIFY = "ea7818ee00f56475343e1a8f3df1dc42ae471eeedf96d2aed806a0456c812874"
-COUNTERFACTUAL_RECORDS = "a0fe262bacb6b5da5708db7870a0efb26e1c257e369c591327df3db7b843529e"
+SIMULATED_DAY = "2b493c7864bd232f0b01430d405c15256b50019060761a7d49b47e92c708ae28"
+VERIFIED = "83af68dd61bf78c273f9082c733c542da97489afe607e8c56704e518822c48d3"
+VERIFIED_FROM_STORE = "83af68dd61bf78c273f9082c733c542da97489afe607e8c56704e518822c48d3"
+CLI_VERIFY = "3af7191331e7300b35ab7daa17b0121f6c215e6386559b59094d4d6e2761491f"
+COUNTERFACTUAL_RECORDS = "c4f9e2bb3ff0912f79eed3d21ff40226bdee4567835b09d2a38ae1dac443cf1d"
 # The deltas moved when they became audit.metrics' pod figures over each side's lifecycle; being
 # folded from the event log, not summed over records, they no longer depend on the order a store
 # returns the records in, so the files and the store give the same bytes.
-COUNTERFACTUAL_DELTAS = "b9502d3502085f8962f417fedd584b94991e6a7da0e1dfcede3155d9c38651b1"
+COUNTERFACTUAL_DELTAS = "fda6765132087a5a7598594e43b41c9e5e00983c7a5d330a4ba22d7991958e93"
 STORE_COUNTERFACTUAL_DELTAS = COUNTERFACTUAL_DELTAS
-API_COUNTERFACTUAL = "72b9d2b684b8d2f40fb8ecd3ee73541e24f1668e4ebadb5fc7a4b09ee9f3a34b"
+API_COUNTERFACTUAL = "7f26d44e5d7e0ef0d3095ba3dea2a0bff93b46a8d39dc4667ef2a9864d2b36af"
 
 
 def _day():

@@ -18,9 +18,10 @@ HOUR = 3_600_000
 @functools.lru_cache(maxsize=8)  # every variant the scheduler tests ask for, so none is simulated twice
 def busy_small(queueing: tuple[tuple[str, str], ...] = (),
                fallback: tuple[tuple[str, str], ...] = (),
-               preemption: tuple[tuple[str, object], ...] = ()) -> SimulationResult:
-    """Four hours of busy-small, seed 3, with ``queueing`` as every policy's ``spec.queueing``,
-    ``fallback`` as its ``spec.fallback`` and ``preemption`` as its ``spec.preemption``."""
+               preemption: tuple[tuple[str, object], ...] = (), seed: int = 3) -> SimulationResult:
+    """Four hours of busy-small, seed 3 unless given, with ``queueing`` as every policy's
+    ``spec.queueing``, ``fallback`` as its ``spec.fallback`` and ``preemption`` as its
+    ``spec.preemption``."""
     with open(SCENARIO, encoding="utf-8") as fh:
         sc = load_scenario_text(fh.read(), "busy-small.yaml")
     for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
@@ -30,7 +31,7 @@ def busy_small(queueing: tuple[tuple[str, str], ...] = (),
             doc["spec"]["fallback"] = dict(fallback)
         if preemption:
             doc["spec"]["preemption"] = dict(preemption)
-    return simulate(sc, seed=3, hours=4.0)
+    return simulate(sc, seed=seed, hours=4.0)
 
 
 def window_start(res: SimulationResult) -> tuple[World, int, int]:

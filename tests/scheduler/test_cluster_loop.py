@@ -23,8 +23,8 @@ from audit.world import World
 from ingest.simulate.loop import SimulationResult
 from tests.scheduler.busysmall import HOUR, busy_small, window_start
 
-SIMULATED_DIGEST = "01dd09312fd4c058de1acbb7c13523aee3bf7b3e6b6fc482fd5c7c8350999c61"
-COUNTERFACTUAL_DIGEST = "2e19aafaf1681f3f348c0b8a9719dd413ff5e0682ec97cd810fc1170567d3fd9"
+SIMULATED_DIGEST = "dad94ef54b727b7b8ba76f72ae824f2d8905a0ccb7281293456ad6879b2ac258"
+COUNTERFACTUAL_DIGEST = "d38432568a0b66d5afbb413bf799369d6335809b9787330a8addf1161d141add"
 
 
 def _run(queueing: str = "") -> SimulationResult:

@@ -22,12 +22,15 @@ BASES = ["quota", "fairShare"]
 # the two sides of "never below what it is owed" are sums of H100-equivalents taken in another
 # order than the engine's: equal up to the last bits of a float
 EQ_SLACK = 1e-9
+# a day on which reclaim of quota is busy: 28 preemptions, 13 of them in the replayed window (on
+# seed 3's day, 17 and 3; over seeds 1-7 from 11 to 34, and 0 to 13 in the window)
+SEED = 6
 
 
 @functools.cache
 def _run(basis: str = "quota") -> SimulationResult:
     return busy_small(preemption=(("enabled", True), ("minRuntime", "5m"),
-                                  *((("basis", basis),) if basis != "quota" else ())))
+                                  *((("basis", basis),) if basis != "quota" else ())), seed=SEED)
 
 
 @pytest.mark.parametrize("basis", BASES)

@@ -161,7 +161,8 @@ def test_a_bad_option_value_is_named():
 
 def _cluster_day(sole_choice_first: bool):  # noqa: ANN202
     """Five hours of the cluster day (pinned device-plugin pods of team-a and inference beside
-    flexible DRA pods; team-b's flood at 3 h contends for capacity), seed 1."""
+    flexible DRA pods; team-b's flood at 3 h contends for capacity), seed 5: of seeds 1 to 8, the
+    one whose five hours hold a pass where the option changes what a pod gets (at 03:25)."""
     import copy
     import os
 
@@ -175,7 +176,7 @@ def _cluster_day(sole_choice_first: bool):  # noqa: ANN202
     sc.policy = copy.deepcopy(sc.policy)
     if sole_choice_first:
         sc.policy["spec"]["queueing"] = {"soleChoiceFirst": True}
-    return simulate(sc, seed=1, hours=5.0)
+    return simulate(sc, seed=5, hours=5.0)
 
 
 def test_the_option_changes_decisions_and_replay_reproduces_them():
