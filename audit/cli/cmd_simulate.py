@@ -44,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "were placed at once (default 1.2, contended); openb-2023 compresses arrival times, "
                         "spot-2026 scales arrival rates; 'recorded' replays openb-2023's own arrival times")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    p.add_argument("--hours", type=float, help="simulated hours (default: the scenario's)")
+    p.add_argument("--hours", type=float, help="simulated hours (default: the scenario's); a shorter run is the "
+                   "first part of a longer one with the same seed and start")
     p.add_argument("--start", metavar="now|TIME",
                    help="when the simulated window starts (RFC 3339); 'now' ends it at the current time")
     p.add_argument("--policy", metavar="FILE", help="replace the scenario's initial policy")

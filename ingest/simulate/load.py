@@ -5,7 +5,9 @@ simulated window if every pod were placed the moment it arrived. For arrivals at
 into an empty cluster, the GPUs busy at time t are rate × E[gpus × min(duration, t)] (each pod that
 arrived s before t still runs when its duration exceeds s), so L is also the uncontended peak of
 the window; above about 0.8 pods queue behind each other and the scheduler's choices matter.
-Durations are never changed: a trace's runtimes are what it is about.
+Durations are never changed: a trace's runtimes are what it is about. Because the load is defined
+at the window's end, the same load over a longer window is another workload, not a continuation:
+unlike a scenario's run (``loop.py``), a shorter window is not the first part of a longer one.
 
 The two traces get there differently, because their workloads differ:
 
