@@ -753,8 +753,7 @@ class World:
         gpus = alloc.get(DEVICE_PLUGIN_RESOURCE)
         if gpus is not None:
             self.dp_capacity[key] = int(str(gpus))
-            product = (new.get("metadata", {}).get("labels", {}) or {}).get(GPU_PRODUCT_LABEL, "")
-            self.dp_model[key] = self.policy.model_of("gpu.nvidia.com", {"productName": {"string": product.replace("-", " ")}})
+            self.dp_model[key] = device_plugin_model(self.policy, new)
         else:
             self.dp_capacity.pop(key, None)
             self.dp_model.pop(key, None)
@@ -957,6 +956,13 @@ def _allocated_ids(claim: dict[str, Any] | None) -> list[str]:
     # admin-access results do not occupy the device (upstream allocateddevices.go)
     return [f"{r.get('driver', '')}/{r.get('pool', '')}/{r.get('device', '')}"
             for r in (alloc.get("devices") or {}).get("results", []) or [] if not r.get("adminAccess")]
+
+
+def device_plugin_model(policy: Policy, node: dict[str, Any]) -> str:
+    """The model of a device-plugin node's GPUs: its GPU product label read as the policy's
+    device-model table reads a DRA device's ``productName``."""
+    product = str(((node.get("metadata") or {}).get("labels") or {}).get(GPU_PRODUCT_LABEL, ""))
+    return policy.model_of("gpu.nvidia.com", {"productName": {"string": product.replace("-", " ")}})
 
 
 def _pod_charge_key(key: str) -> str:

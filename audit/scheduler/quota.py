@@ -9,6 +9,7 @@ Quota is counted in devices of the model, from the world's allocation index.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from audit.frozen import fast_init
@@ -46,8 +47,14 @@ def check_quota(world: World, policy: Policy, tenant: str, model: str, count: in
 
 
 def _check(world: World, policy: Policy, tenant: str, model: str, count: int) -> QuotaCheck:
+    return quota_rule(policy, tenant, model, count, lambda name: world.model_in_use(name, model))
+
+
+def quota_rule(policy: Policy, tenant: str, model: str, count: int, in_use: Callable[[str], int]) -> QuotaCheck:
+    """The quota rule itself, over ``in_use`` (a tenant's name -> its devices of ``model`` in use):
+    the engine reads the world's allocation index, ``why`` the objects of a cluster view."""
     q = policy.quota(tenant, model)
-    used = world.model_in_use(tenant, model)
+    used = in_use(tenant)
     if q is None:
         return QuotaCheck(True, model, used, count)
     want = used + count
@@ -59,10 +66,10 @@ def _check(world: World, policy: Policy, tenant: str, model: str, count: int) ->
             continue
         oq = other.quotas.get(model)
         if oq is not None:
-            lendable += max(0, oq.nominal - world.model_in_use(other.name, model))
+            lendable += max(0, oq.nominal - in_use(other.name))
     borrow = want - q.nominal
     borrowed_by_others = sum(
-        max(0, world.model_in_use(o.name, model) - o.quotas[model].nominal)
+        max(0, in_use(o.name) - o.quotas[model].nominal)
         for o in policy.tenants if o.name != tenant and model in o.quotas)
     room = lendable - borrowed_by_others
     fits = borrow <= room and (q.limit is None or want <= q.limit)
