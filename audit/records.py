@@ -83,6 +83,8 @@ DETAIL_KEYS = frozenset({
     "code", "tier", "tenant_share", "other_share", "best_node", "best", "preference",
     # per-device verdicts of an explanation: why a node or a claim constraint ruled a device out
     "cause", "aborted_by", "requests",
+    # ... and, beneath a tier the policy closed, what the device's own checks found
+    "verdict",
     # the retry budget and queue skips of the decision engine (audit/scheduler)
     "bind_failure", "max_bind_failures", "older_pending", "oldest_wait_ms",
     # the adaptive fallback's estimate: the choice, the expected wait and how much history it read

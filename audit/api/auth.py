@@ -221,7 +221,8 @@ _HOLDER_KEYS = ("by", "claim", "pod")
 
 def _device_detail(row: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
     detail = dict(row.get("detail") or {})
-    if row.get("reason") != "in_use":
+    # in use, or in use beneath a tier the policy closed (its own ``verdict``, audit.explain.verdicts)
+    if detail.get("verdict", row.get("reason")) != "in_use":
         return {} if redaction.drop_labels else detail
     if redaction.drop_labels:
         detail = {k: v for k, v in detail.items() if k in _HOLDER_KEYS}

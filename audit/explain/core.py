@@ -30,11 +30,13 @@ from audit.explain.reserved import mark_reserved, reserved_for_others
 from audit.explain.result import DeviceReason, Explanation
 from audit.explain.summary import render_summary
 from audit.explain.tiers import Tier, TierMatcher, pod_tiers
+from audit.explain.verdicts import close_tier, closing_code, mark_selected
 from audit.explain.view import ClusterView, Device, ViewError, obj_name, obj_namespace
 from audit.policy import Policy, default_policy
 from audit.records import Blocker, DecisionRecord, Reason
 from audit.scheduler.claimspec import claim_key, result_device_id
-from audit.world import DEVICE_PLUGIN_RESOURCE, device_plugin_gpus
+from audit.scheduler.quota import quota_rule
+from audit.world import DEVICE_PLUGIN_RESOURCE, device_plugin_gpus, device_plugin_model
 
 
 def _pod_key(pod: str | tuple[str, str]) -> tuple[str, str]:
@@ -105,27 +107,42 @@ def _insufficient(tier: Tier, judged: Mapping[str, tuple[str, Verdict]], devices
             "best": best, "best_node": best_node}
 
 
+def _in_use(view: ClusterView, policy: Policy, model: str, by_id: Mapping[str, Device],
+            own: Sequence[tuple[str, str]]) -> Counter[str]:
+    """Tenant -> devices of ``model`` it holds in the view, as the world charges them: allocated
+    claims (admin access occupies nothing) and the GPUs of bound device-plugin pods, the pod's own
+    claims left out (a decision is taken before they are allocated)."""
+    used: Counter[str] = Counter()
+    for claim in view.allocated_claims(own):
+        for res in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
+            dev = by_id.get(result_device_id(res))
+            if dev is not None and dev.model == model and not res.get("adminAccess"):
+                used[policy.tenant_for(obj_namespace(claim))] += 1
+    for (ns, _), pod in view.pods.items():
+        node = view.nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
+        if node is None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        gpus = _device_plugin_gpus(pod)
+        if gpus and device_plugin_model(policy, node) == model:
+            used[policy.tenant_for(ns)] += gpus
+    return used
+
+
 def _quota_blocker(view: ClusterView, policy: Policy | None, namespace: str, model: str, tier: Tier,
                    by_id: Mapping[str, Device], own: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
-    """The tenant's quota for the model cannot take this tier's devices (nominal + borrowing limit)."""
+    """The tenant's quota for the model cannot take this tier's devices: the decision engine's
+    rule (``audit.scheduler.quota``: nominal, borrowing limit, what other tenants leave to lend)."""
     if policy is None:
         return None
     tenant = policy.tenant_for(namespace)
-    quota = policy.quota(tenant, model)
-    if quota is None or quota.limit is None:
+    if policy.quota(tenant, model) is None:
         return None
-    usage = 0
-    for claim in view.allocated_claims(own):
-        if policy.tenant_for(obj_namespace(claim)) != tenant:
-            continue
-        for res in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
-            dev = by_id.get(result_device_id(res))
-            usage += 1 if dev is not None and dev.model == model and not res.get("adminAccess") else 0
-    if usage + tier.count <= quota.limit:
+    used = _in_use(view, policy, model, by_id, own)
+    check = quota_rule(policy, tenant, model, tier.count, lambda name: used[name])
+    if check.fits:
         return None
-    # Same detail keys as the decision engine's quota blocker (audit.scheduler.quota).
-    return {"code": Blocker.QUOTA_EXHAUSTED.value, "tier": tier.index, "tenant": tenant, "model": model,
-            "used": usage, "requested": tier.count, "nominal": quota.nominal, "limit": quota.limit}
+    # The same detail keys as the decision engine's quota blocker, and the tenant.
+    return {"code": Blocker.QUOTA_EXHAUSTED.value, "tier": tier.index, "tenant": tenant, **check.detail()}
 
 
 def _tally(judged: Mapping[str, tuple[str, Verdict]]) -> tuple[dict[str, int], Counter[str], dict[str, str]]:
@@ -267,7 +284,6 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
     reserved = reserved_for_others(view, policy, (ns, name), everything, judged)
     mark_reserved(judged, reserved, AVAILABLE)
 
-    reasons, node_causes, taint_keys = _tally(judged)
     if record is not None:
         outcome = record_outcome(record)
         rec_tier = model_tier(record, model)
@@ -279,6 +295,8 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
         blockers = []
         policy_version = policy.version if policy is not None else ""
         decision_id = ""
+    mark_selected(judged, outcome)
+    reasons, node_causes, taint_keys = _tally(judged)
     if target is None and not any(b["code"] == Blocker.NOT_REQUESTED.value for b in blockers):
         # A tier whose selectors match no device in the cluster is named by its request instead.
         preference = [matcher.preferred_model(t) for t in tiers]
@@ -294,8 +312,13 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
         would_get = _would_get(view, pod_obj, claims, tiers, matcher, everything, own, policy, reserved)
         # Nothing decided against a pending pod that would get the model now: it was not skipped.
         skipped = skipped and not (would_get.get("result") == "allocated" and would_get.get("model") == model)
+    closing = closing_code(record, model, blockers, target.index if target is not None and skipped else None)
+    verdicts: dict[str, int] = {}
+    if closing:
+        verdicts, reasons = reasons, close_tier(judged, closing)
     summary = render_summary(model, skipped, reasons, blockers, outcome, policy_version,
-                             node_causes=node_causes, taint_keys=taint_keys, would_get=would_get)
+                             node_causes=node_causes, taint_keys=taint_keys, would_get=would_get,
+                             verdicts=verdicts)
     device_rows = None
     if detail:
         holders = device_holders(view, own)
@@ -303,7 +326,7 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
         device_rows = []
         for d in devices:
             node, (reason, found) = judged[d.id]
-            if reason == Reason.IN_USE.value and d.id in holders:
+            if found.get("verdict", reason) == Reason.IN_USE.value and d.id in holders:
                 found = {**found, **holder_detail(holders[d.id], viewer, tenant_of)}
             device_rows.append(DeviceReason(device=d.id, node=node, reason=reason,
                                             detail={k: str(v) for k, v in sorted(found.items())}))

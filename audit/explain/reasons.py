@@ -53,7 +53,7 @@ REASON_TEXT: dict[str, str] = {
     Reason.POOL_INVALID.value: "in invalid pools",
     Reason.NODE_FILTERED.value: "on nodes the pod cannot use",
     AVAILABLE: "available",
-    Reason.SELECTED.value: "selected",
+    Reason.SELECTED.value: "allocated to this pod",
     Reason.NOT_REACHED.value: "not reached by the search",
     Reason.QUOTA_EXHAUSTED.value: "over the tenant's quota",
     Reason.FAIR_SHARE_DEFERRED.value: "deferred for fair share",
@@ -65,6 +65,7 @@ BLOCKER_CODES = tuple(b.value for b in Blocker)
 
 
 def ordered_codes(codes: set[str]) -> list[str]:
-    """Known codes in primary then record order; anything else after, by name."""
-    known = [c for c in (*PRIMARY_ORDER, *RECORD_ONLY_ORDER) if c in codes]
+    """The pod's own devices (``selected``) first, then known codes in primary then record order;
+    anything else after, by name."""
+    known = [c for c in dict.fromkeys((Reason.SELECTED.value, *PRIMARY_ORDER, *RECORD_ONLY_ORDER)) if c in codes]
     return known + sorted(codes - set(known))

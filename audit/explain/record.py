@@ -5,14 +5,18 @@ counts for the model (so they add up to the devices of the model that tier consi
 are the record's tier blockers, and the outcome is the record's. Per-device detail needs the world
 and goes through ``explain``.
 
-Two codes of the record are the search's, not a device's, and read as ``available`` here, the
-code a device gets when no check fails: ``selected`` (the decision took the device, every check
-passed; ``explain`` likewise judges a pod's own allocation available) and ``not_reached`` (free
-and healthy when decided, and no check the decision ran failed for it: the search ended before
-it, or its node never had enough free devices for the tier). Why a skipped tier's available
+Two codes of the record are the search's, not a device's: ``selected`` (the decision took the
+device) stays when the pod got it, as ``explain`` marks the pod's own devices
+(``audit.explain.verdicts``; after a failed binding it reads ``available``), and
+``not_reached`` (free and healthy when decided, and no check the decision ran failed for it: the
+search ended before it, or its node never had enough free devices for the tier) reads as
+``available``, the code a device gets when no check fails. Why a skipped tier's available
 devices went unused is its ``insufficient_on_node`` blocker, recorded by the engine. A tier the
 policy closed before any device was looked at keeps its closing code for all its devices
-(``quota_exhausted``, ``fair_share_deferred``), next to the blocker that gives the numbers.
+(``quota_exhausted``, ``fair_share_deferred``), next to the blocker that gives the numbers; the
+per-device answer gives the same code, with what each device's checks found as evidence.
+A model that only a tier of several models asks for (``A100|H100|L40S``) is answered from that
+tier, whose counts cover all its models: the sentence says so.
 Devices a reservation held for another pod count as ``in_use`` (the allocator saw them so); the
 record's ``reservation_held`` blockers for the model say which node and pod held them. A
 reclaim's ``reclaim_victim`` blockers go with the model they free.
@@ -26,7 +30,7 @@ from typing import Any
 from audit.explain.reasons import AVAILABLE, ordered_codes
 from audit.explain.result import Explanation
 from audit.explain.summary import render_summary
-from audit.records import Blocker, DecisionRecord, Outcome, Reason, TierSummary, Track
+from audit.records import Blocker, DecisionRecord, Outcome, Reason, TierSummary, Track, label_models
 
 
 def record_outcome(record: DecisionRecord) -> dict[str, Any]:
@@ -50,7 +54,7 @@ def model_tier(record: DecisionRecord, model: str) -> TierSummary | None:
     """The first preference tier asking for the model. A device-plugin pod's one tier asks for GPUs
     of whatever model its nodes hold (``any``): it asks for the model the record allocated, or
     the one a blocker of it names (the tenant's quota of a node's model)."""
-    found = next((t for t in record.tiers if t.model == model), None)
+    found = next((t for t in record.tiers if model in label_models(t.model)), None)
     if found is None and record.track == Track.DEVICE_PLUGIN.value and record.tiers and (
             model == record.allocated_model or any(b.detail.get("model") == model for b in record.blockers)):
         found = record.tiers[0]
@@ -77,28 +81,29 @@ def _taint_keys(tier: TierSummary) -> dict[str, str]:
     return {code: c.most_common(1)[0][0] for code, c in keys.items()}
 
 
-# Search outcomes that mean "no check failed for this device".
-_READ_AS_AVAILABLE = frozenset({Reason.SELECTED.value, Reason.NOT_REACHED.value})
-
-
-def device_reason_counts(tier: TierSummary) -> dict[str, int]:
-    """The tier's reason counts with search outcomes read as ``available``; the total is unchanged."""
+def device_reason_counts(tier: TierSummary, allocated: bool) -> dict[str, int]:
+    """The tier's reason counts with ``not_reached`` read as ``available``, and ``selected`` too
+    unless the pod got the devices (``allocated``: a decision that failed at binding holds none);
+    the total is unchanged."""
+    available = {Reason.NOT_REACHED.value} if allocated else {Reason.NOT_REACHED.value, Reason.SELECTED.value}
     counts: Counter[str] = Counter()
     for code, n in tier.reasons.items():
         if n:
-            counts[AVAILABLE if code in _READ_AS_AVAILABLE else code] += n
+            counts[AVAILABLE if code in available else code] += n
     return dict(counts)
 
 
 def explain_record(record: DecisionRecord, model: str) -> Explanation:
     tier = model_tier(record, model)
-    counts = device_reason_counts(tier) if tier else {}
+    counts = device_reason_counts(tier, record.outcome == Outcome.ALLOCATED.value) if tier else {}
     reasons = {code: counts[code] for code in ordered_codes(set(counts))}
     blockers = record_blockers(record, tier, model)
     outcome = record_outcome(record)
     skipped = not (record.outcome == Outcome.ALLOCATED.value and record.allocated_model == model)
+    # a tier of several models counts them together (a device-plugin tier is read as the model's)
+    several = tier is not None and tier.model != model and record.track != Track.DEVICE_PLUGIN.value
     summary = render_summary(model, skipped, reasons, blockers, outcome, record.policy_version,
-                             taint_keys=_taint_keys(tier) if tier else {})
+                             taint_keys=_taint_keys(tier) if tier else {}, counted=tier.model if tier and several else "")
     return Explanation(pod=f"{record.namespace}/{record.pod}", decision_id=record.decision_id, model=model,
                        skipped=skipped, outcome=outcome, reasons=reasons, blockers=blockers, summary=summary,
                        policy_version=record.policy_version)

@@ -44,9 +44,14 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
         nominal = blocker.get("nominal", "?")
         text = f"tenant quota {blocker.get('used', '?')}/{nominal} {model} used"
         limit = blocker.get("limit")
-        if limit is not None and limit != nominal:
-            text += f" (borrowing up to {limit})"
-        return text
+        beyond = [f"borrowing up to {limit}"] if limit is not None and limit != nominal else []
+        # within its borrowing limit, what closed it is what other tenants leave to lend
+        # (audit.scheduler.quota)
+        lendable, used, requested = blocker.get("lendable"), blocker.get("used"), blocker.get("requested")
+        if lendable is not None and not (isinstance(limit, int) and isinstance(used, int) and isinstance(requested, int)
+                                         and used + requested > limit):
+            beyond.append(f"{lendable} lendable by other tenants")
+        return text + (f" ({', '.join(beyond)})" if beyond else "")
     if code == Blocker.FAIR_SHARE_DEFERRED.value:
         text = f"deferred for fair share (tenant share {blocker.get('tenant_share', '?')}"
         if blocker.get("other_tenant"):
@@ -161,15 +166,22 @@ def would_get_sentence(would_get: Mapping[str, Any]) -> str:
 
 def render_summary(model: str, skipped: bool, reasons: Mapping[str, int], blockers: Sequence[Mapping[str, Any]],
                    outcome: Mapping[str, Any], policy_version: str, node_causes: Mapping[str, int] | None = None,
-                   taint_keys: Mapping[str, str] | None = None, would_get: Mapping[str, Any] | None = None) -> str:
+                   taint_keys: Mapping[str, str] | None = None, would_get: Mapping[str, Any] | None = None,
+                   verdicts: Mapping[str, int] | None = None, counted: str = "") -> str:
+    """``verdicts``: for a tier the policy closed (``reasons`` is its closing code alone), what the
+    devices' own checks found, said after it. ``counted``: the devices ``reasons`` counts when
+    they are not the model's alone (a tier of several models, ``A100|H100|L40S``)."""
     total = sum(reasons.values())
     if skipped:
         head = f"{model} skipped"
     else:
         head = f"{model} chosen" if outcome.get("result") == "allocated" else f"{model} not yet allocated"
     if total:
-        parts = ", ".join(_reason_phrases(reasons, node_causes or {}, taint_keys or {}))
-        body = f"of {total} {model}, {parts}"
+        phrases = _reason_phrases(reasons, node_causes or {}, taint_keys or {})
+        if verdicts:
+            phrases = [f"{phrases[0]} ({', '.join(_reason_phrases(verdicts, node_causes or {}, taint_keys or {}))})",
+                       *phrases[1:]]
+        body = f"of {total} {counted or model}, {', '.join(phrases)}"
     else:
         body = f"no {model} visible to the pod's claims"
     blocker_text = "; ".join(_blocker_phrase(model, b) for b in blockers)

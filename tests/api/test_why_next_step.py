@@ -136,3 +136,19 @@ def test_per_device_detail_of_a_device_plugin_pod_says_why_there_is_none(next_se
         "no devices, so there are no per-device reasons; ask without detail=devices for the answer from the decision "
         "record")
     assert next_server.get(f"/v1/decisions/{LEGACY.decision_id}/why", model="H100").json()["skipped"] is False
+
+
+def test_why_devices_of_a_device_plugin_pod_is_one_line_on_the_command_line(
+        next_server: Server, capsys: pytest.CaptureFixture[str]) -> None:
+    from audit.cli.main import main
+    from tests.api.conftest import TOKENS
+
+    argv = ["why", "team-a/legacy-1", "--model", "H100", "--server", next_server.base, "--token", TOKENS["admin"]]
+    assert main([*argv, "--devices"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [
+        f"claimtrail why: {next_server.base}: HTTP 422: decision {LEGACY.decision_id}: pod team-a/legacy-1 asks for GPUs "
+        "through the device plugin, which names no devices, so there are no per-device reasons; ask without "
+        "detail=devices for the answer from the decision record"]
+    assert main(argv) == 0  # the record's answer, as the explorer shows it
+    assert capsys.readouterr().out.startswith("H100 chosen: of 8 H100, 1 allocated to this pod, 7 available.")

@@ -138,10 +138,12 @@ def test_tenant_quota_used_up_is_quota_exhausted() -> None:
                        claim("older", "team-a", allocated=[("n1", "gpu-0")]))
     answer = _explain(objects, policy=policy)
     assert answer.blockers == [{"code": "quota_exhausted", "tier": 0, "tenant": "team-a", "model": "H100", "used": 1,
-                                "requested": 1, "nominal": 1, "limit": 1}]
-    assert answer.summary == ("H100 skipped: of 2 H100, 1 in use, 1 available; tenant quota 1/1 H100 used. "
-                              "Pod not allocated (pending) under policy v7. If scheduled now: nothing fits "
-                              "(tier 0 H100: tenant quota 1/1 H100 used; tier 1 gpu/a100: no device it asks for).")
+                                "requested": 1, "nominal": 1, "limit": 1, "lendable": 0}]
+    # the quota closes the tier: every device says so, what its own checks found beside it
+    assert answer.reasons == {"quota_exhausted": 2}
+    assert answer.summary == ("H100 skipped: of 2 H100, 2 over the tenant's quota (1 in use, 1 available); tenant "
+                              "quota 1/1 H100 used. Pod not allocated (pending) under policy v7. If scheduled now: nothing "
+                              "fits (tier 0 H100: tenant quota 1/1 H100 used; tier 1 gpu/a100: no device it asks for).")
 
 
 def test_allocated_pod_is_explained_for_the_allocation_it_got() -> None:
@@ -155,7 +157,7 @@ def test_allocated_pod_is_explained_for_the_allocation_it_got() -> None:
     assert answer.outcome["result"] == "allocated" and answer.outcome["tier"] == 1
     assert answer.summary.endswith("Allocated A100 gpu-0 on node n2 (tier 1).")
     chosen = _explain(objects, "A100")
-    assert chosen.skipped is False and chosen.reasons == {"available": 1}
+    assert chosen.skipped is False and chosen.reasons == {"selected": 1}  # the pod's own device
 
 
 def test_pod_missing_from_the_view_is_a_clear_error() -> None:
@@ -206,3 +208,20 @@ def test_admin_access_may_use_devices_others_hold_but_not_tainted_ones() -> None
     assert {d.device: d.reason for d in answer.devices} == {
         "gpu.nvidia.com/n1/gpu-0": "available", "gpu.nvidia.com/n1/gpu-1": "unhealthy",
         "gpu.nvidia.com/n1/gpu-2": "available"}
+
+
+def test_borrowing_beyond_what_other_tenants_lend_is_quota_exhausted() -> None:
+    """Within its borrowing limit, a tenant borrows only what other tenants leave unused, as the
+    decision engine's quota rule says (here: nobody lends)."""
+    policy = parse_policy({"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "p"},
+                           "spec": {"version": "v7", "tenants": [
+                               {"name": "team-a", "namespaces": ["team-a"],
+                                "quotas": {"H100": {"nominal": 1, "borrowingLimit": 4}}}]}})
+    objects = scenario(node("n1"), slice_("n1", [gpu("gpu-0"), gpu("gpu-1")]),
+                       claim("older", "team-a", allocated=[("n1", "gpu-0")]))
+    answer = _explain(objects, policy=policy)
+    assert answer.blockers == [{"code": "quota_exhausted", "tier": 0, "tenant": "team-a", "model": "H100", "used": 1,
+                                "requested": 1, "nominal": 1, "limit": 5, "lendable": 0}]
+    assert answer.reasons == {"quota_exhausted": 2}
+    assert answer.summary.startswith("H100 skipped: of 2 H100, 2 over the tenant's quota (1 in use, 1 available); "
+                                     "tenant quota 1/1 H100 used (borrowing up to 5, 0 lendable by other tenants).")

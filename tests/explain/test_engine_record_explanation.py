@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -36,8 +37,8 @@ def _decided(held: dict[str, list[int]], size: int = 1, taints: Any = (), **poli
                      "Allocated A100 gpu-0, gpu-1, gpu-2, gpu-3 on node a100-000 (tier 1) under policy 1.",
                      id="free-h100-too-thin-names-insufficient-on-node"),
         pytest.param({"h100-000": ALL}, 1, "H100",
-                     "H100 chosen: of 16 H100, 8 in use, 8 available. Allocated H100 gpu-0 on node h100-001 "
-                     "(tier 0) under policy 1.", id="chosen-model-reads-available"),
+                     "H100 chosen: of 16 H100, 1 allocated to this pod, 8 in use, 7 available. Allocated H100 gpu-0 "
+                     "on node h100-001 (tier 0) under policy 1.", id="chosen-model-names-the-pods-own-device"),
     ],
 )
 def test_why_sentence_from_an_engine_record(held, size, model, summary):
@@ -46,20 +47,22 @@ def test_why_sentence_from_an_engine_record(held, size, model, summary):
 
 
 @pytest.mark.parametrize(
-    ("recorded", "answered"),
+    ("outcome", "recorded", "answered"),
     [
-        pytest.param({"selected": 1, "not_reached": 3, "in_use": 2}, {"in_use": 2, "available": 4},
-                     id="search-outcomes-read-available"),
-        pytest.param({"unhealthy": 2, "node_filtered": 5}, {"node_filtered": 5, "unhealthy": 2},
+        pytest.param("allocated", {"selected": 1, "not_reached": 3, "in_use": 2},
+                     {"selected": 1, "in_use": 2, "available": 3}, id="selected-stays-not-reached-reads-available"),
+        pytest.param("error", {"selected": 1, "not_reached": 3, "in_use": 2}, {"in_use": 2, "available": 4},
+                     id="selected-of-a-failed-binding-reads-available"),
+        pytest.param("unschedulable", {"unhealthy": 2, "node_filtered": 5}, {"node_filtered": 5, "unhealthy": 2},
                      id="device-reasons-kept"),
-        pytest.param({"quota_exhausted": 16}, {"quota_exhausted": 16}, id="closed-tier-keeps-its-reason"),
+        pytest.param("deferred", {"quota_exhausted": 16}, {"quota_exhausted": 16}, id="closed-tier-keeps-its-reason"),
     ],
 )
-def test_record_codes_as_why_reasons(recorded, answered):
-    record = factory._record(9, "team-a", "team-a", "p", "unschedulable", tiers=[factory.h100_tier(recorded)])
+def test_record_codes_as_why_reasons(outcome, recorded, answered):
+    record = factory._record(9, "team-a", "team-a", "p", outcome, tiers=[factory.h100_tier(recorded)])
     answer = explain_record(record, "H100")
     assert answer.reasons == answered
-    assert list(answer.reasons) == list(answered)  # primary order
+    assert list(answer.reasons) == list(answered)  # the pod's own first, then primary order
 
 
 @pytest.mark.parametrize("mode", ["strict", "wait-for-preferred"])
@@ -83,7 +86,7 @@ def test_record_answer_agrees_with_the_full_explanation(held, taints, size):
         full = explain(world_view(world), key, model, world.policy, record=record)
         assert fast.visible == sum(d.model == model for d in world.devices.values())
         assert fast.reasons == full.reasons
-        assert set(fast.reasons) <= {*PRIMARY_ORDER, Reason.QUOTA_EXHAUSTED.value}
+        assert set(fast.reasons) <= {*PRIMARY_ORDER, Reason.SELECTED.value, Reason.QUOTA_EXHAUSTED.value}
 
 
 
@@ -109,8 +112,8 @@ def _device_plugin_records() -> dict[str, Any]:
                  "H100 skipped: of 16 H100, 4 in use, 12 over the tenant's quota; tenant quota 4/4 H100 used. Pod not "
                  "allocated (deferred, retry class quota) under policy 1.", id="quota-of-the-model-its-nodes-hold"),
     pytest.param("allocated", "H100", [],
-                 "H100 chosen: of 16 H100, 4 in use, 12 available. Allocated H100 on node h100-dp-0 (tier 0) under "
-                 "policy 1.", id="allocated-model"),
+                 "H100 chosen: of 16 H100, 2 allocated to this pod, 4 in use, 10 available. Allocated H100 on node "
+                 "h100-dp-0 (tier 0) under policy 1.", id="allocated-model"),
     pytest.param("deferred", "A100", ["not_requested"],
                  "A100 skipped: no A100 visible to the pod's claims; A100 is not in the pod's preference list "
                  "(nvidia.com/gpu). Pod not allocated (deferred, retry class quota) under policy 1.",
@@ -123,3 +126,31 @@ def test_a_device_plugin_record_answers_for_the_model_its_nodes_hold(which: str,
     answer = explain_record(_device_plugin_records()[which], model)
     assert [b["code"] for b in answer.blockers] == codes
     assert answer.summary == summary
+
+
+H100_CLOSED = [{"name": "alpha", "namespaces": ["alpha"], "weight": 1,
+                "quotas": {"H100": {"nominal": 0, "borrowingLimit": 0}}}]
+
+
+def test_a_tier_the_quota_closed_reads_alike_from_the_record_and_device_by_device():
+    """The quota, not the devices, kept the pod off H100: both views say ``quota_exhausted`` for
+    every H100; the per-device answer adds what each device's own checks found."""
+    world, key, record = _decided({"h100-000": ALL[:5]}, tenants=H100_CLOSED)
+    fast = explain_record(record, "H100")
+    full = explain(world_view(world), key, "H100", world.policy, record=record, detail=True)
+    assert fast.reasons == full.reasons == {"quota_exhausted": 16}
+    assert fast.blockers == full.blockers
+    assert Counter((d.reason, d.detail["verdict"]) for d in full.devices or []) == {
+        ("quota_exhausted", "in_use"): 5, ("quota_exhausted", "available"): 11}
+    assert fast.summary == ("H100 skipped: of 16 H100, 16 over the tenant's quota; tenant quota 0/0 H100 used. "
+                            "Allocated A100 gpu-0 on node a100-000 (tier 1) under policy 1.")
+    assert full.summary == ("H100 skipped: of 16 H100, 16 over the tenant's quota (5 in use, 11 available); tenant "
+                            "quota 0/0 H100 used. Allocated A100 gpu-0 on node a100-000 (tier 1) under policy 1.")
+
+
+def test_the_pods_own_device_reads_selected_in_both_views():
+    world, key, record = _decided({"h100-000": ALL})
+    fast = explain_record(record, "H100")
+    full = explain(world_view(world), key, "H100", world.policy, record=record, detail=True)
+    assert fast.reasons == full.reasons == {"selected": 1, "in_use": 8, "available": 7}
+    assert [d.device for d in full.devices or [] if d.reason == "selected"] == [d.device for d in record.devices]

@@ -28,8 +28,8 @@ def test_fallback_sentence_names_counts_quota_and_the_allocation() -> None:
 def test_allocated_model_is_not_skipped() -> None:
     answer = explain_record(factory.GOT_H100, "H100")
     assert answer.skipped is False
-    assert answer.reasons == {"in_use": 10, "available": 54}
-    assert answer.summary.startswith("H100 chosen: of 64 H100, 10 in use, 54 available.")
+    assert answer.reasons == {"selected": 1, "in_use": 10, "available": 53}
+    assert answer.summary.startswith("H100 chosen: of 64 H100, 1 allocated to this pod, 10 in use, 53 available.")
     assert answer.summary.endswith("Allocated H100 gpu-0 on node h100-02 (tier 0) under policy v7.")
 
 
@@ -71,3 +71,18 @@ def test_explanation_json_has_the_documented_keys(model: str) -> None:
     assert set(body) == {"pod", "decision_id", "model", "skipped", "outcome", "reasons", "blockers", "summary",
                          "policy_version"}
     assert body["pod"] == "team-a/train-1" and body["decision_id"] == factory.FALLBACK.decision_id
+
+
+def test_a_model_only_a_tier_of_several_models_asks_for_is_answered_from_that_tier() -> None:
+    """The preference list names L40S in its last tier: the answer comes from that tier, whose
+    counts cover all its models, and says so."""
+    from audit.records import TierSummary
+
+    anyone = TierSummary(index=2, request="gpu/compatible", model="A100|H100|L40S", considered=424,
+                         reasons={"in_use": 409, "not_reached": 15})
+    record = factory._record(15, "team-a", "team-a", "p", "unschedulable", retry_class="unschedulable",
+                             tiers=[factory.h100_tier({"in_use": 112}), factory.a100_tier({"in_use": 192}), anyone])
+    answer = explain_record(record, "L40S")
+    assert answer.reasons == {"in_use": 409, "available": 15}
+    assert answer.summary == ("L40S skipped: of 424 A100|H100|L40S, 409 in use, 15 available. Pod not allocated "
+                              "(unschedulable, retry class unschedulable) under policy v7.")

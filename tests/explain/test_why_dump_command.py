@@ -54,7 +54,7 @@ def test_allocated_pod_is_explained_for_its_a100(capsys: pytest.CaptureFixture[s
     assert devices["gpu.nvidia.com/h100-01/gpu-0"]["reason"] == "in_use"
     assert devices["gpu.nvidia.com/h100-03/gpu-0"]["detail"]["cause"] == "taint"
     a100 = _json(capsys, "--dump", ALLOCATED, "team-a/train-1", "--model", "A100")
-    assert a100["skipped"] is False and a100["reasons"] == {"in_use": 1, "available": 1}
+    assert a100["skipped"] is False and a100["reasons"] == {"selected": 1, "in_use": 1}
 
 
 def test_policy_file_supplies_version_and_quota(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,7 +75,7 @@ spec:
     answer = _json(capsys, "--dump", PENDING, "team-a/train-1", "--model", "A100", "--policy", str(policy))
     assert answer["policy_version"] == "v7"
     assert answer["blockers"] == [{"code": "quota_exhausted", "tier": 1, "tenant": "team-a", "model": "A100",
-                                   "used": 0, "requested": 1, "nominal": 0, "limit": 0}]
+                                   "used": 0, "requested": 1, "nominal": 0, "limit": 0, "lendable": 0}]
 
 
 def test_text_output_has_the_sentence_and_a_reason_table(capsys: pytest.CaptureFixture[str]) -> None:
