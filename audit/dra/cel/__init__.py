@@ -10,12 +10,13 @@ converted makes every evaluation on that device fail.
 
 How it maps onto ``cel``, which cannot hold Python objects and does not type-check:
 
-* Quantities and semvers travel as one-key maps whose key is a private tag and whose value is
-  their canonical value. Every custom function refuses untagged arguments, built-in operators
-  refuse maps (``memory + "x"``, ``memory < x`` fail as in Kubernetes), ``size()`` on an
-  expression that is statically a quantity or semver is refused at compile time, and ``==``
-  compares the canonical value — which is what Kubernetes' ``Equal`` does
-  (``quantity("1Gi") == quantity("1024Mi")`` is true; build metadata of versions is ignored).
+* Quantities, semvers, IP addresses, CIDRs and URLs travel as one-key maps whose key is a private
+  tag and whose value is their canonical text. Every custom function refuses untagged
+  arguments, built-in operators refuse maps (``memory + "x"``, ``memory < x`` fail as in
+  Kubernetes), ``size()`` on an expression that is statically of one of these types is refused
+  at compile time, and ``==`` compares the canonical value — which is what Kubernetes' ``Equal``
+  does (``quantity("1Gi") == quantity("1024Mi")`` is true; build metadata of versions is
+  ignored; ``ip("::0:1") == ip("::1")``, while a CIDR keeps its host bits until ``masked()``).
   Where the type is only known at run time (attributes are dynamic) ``size()`` of a version
   attribute answers 1 instead of failing.
 * Static checks Kubernetes makes when compiling — undeclared variables, unknown functions,
@@ -37,16 +38,21 @@ How it maps onto ``cel``, which cannot hold Python objects and does not type-che
   (``all(k, v, p)``, ``transformList``, ...) and ``sortBy`` — is rewritten into plain CEL over
   helper functions before it runs (``desugar``); cel-go's list and string extensions and the
   optional library are functions of ``library`` with cel-go's semantics and error texts.
+* Kubernetes' IP, CIDR and URL libraries parse with ports of Go's ``net/netip`` and ``net/url``
+  (Python's ``ipaddress`` and ``urllib.parse`` accept and split differently), refusing zones and
+  IPv4-mapped IPv6 addresses as upstream does.
 * The binding's run-time errors are reported in cel-go's words (``integer overflow``,
   ``modulus by zero``, ``type conversion error from 'string' to 'int'``, and a non-bool result
   with the reason ConvertToNative gives).
 * ``cel`` tracks no evaluation cost, so the 1,000,000 cost limit is not enforced; the 10 KiB
-  expression limit is. The URL, IP/CIDR, regex-find and format libraries are refused at compile
-  time as unsupported. Type errors that only a type checker finds (``"a" + 1``,
-  ``quantity("1") < quantity("2")``) fail when evaluated rather than when compiled, with a
-  different text; an integer negation that overflows (``-(-9223372036854775807 - 1)``) wraps
-  instead of failing; and ``isInteger``/``asInteger`` decide by the value, where Go also refuses
-  values it holds as a decimal or at a fractional scale (``1000m``, ``1.5Gi``, 19 digits).
+  expression limit is. The regex-find, format, authorizer and image libraries are refused at
+  compile time as unsupported. Type errors that only a type checker finds (``"a" + 1``,
+  ``quantity("1") < quantity("2")``, ``ip(1)``, ``ip("::1").ip()``) fail when evaluated rather
+  than when compiled, with a different text; the type names ``net.IP``/``net.CIDR`` are not
+  declared; an integer negation that overflows (``-(-9223372036854775807 - 1)``) wraps instead
+  of failing; and ``isInteger``/``asInteger`` decide by the value, where Go also refuses values
+  it holds as a decimal or at a fractional scale (``1000m``, ``1.5Gi``, 19 digits): the
+  canonical value is what ``==`` compares, so it cannot also say how Go stores the quantity.
 """
 
 from audit.dra.cel.binding import preload

@@ -26,12 +26,7 @@ _NATIVE = frozenset({
     "optMap", "optFlatMap", "cel.bind", "sortBy", "existsOne", "transformList", "transformMap", "transformMapEntry",
 })
 # Present in the Kubernetes environment but not available on this evaluator.
-_UNSUPPORTED = frozenset({
-    "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath",
-    "getQuery", "ip", "isIP", "cidr", "isCIDR", "containsIP", "containsCIDR", "prefixLength",
-    "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
-    "isGlobalUnicast", "masked", "find", "findAll", "format", "authorizer", "image",
-})
+_UNSUPPORTED = frozenset({"find", "findAll", "format", "authorizer", "image"})
 # Macros binding a variable in their first argument; those with two variables bind the first two.
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap", "sortBy"})
 _TWO_VARIABLE_MACROS = frozenset({"all", "exists", "exists_one", "existsOne", "transformList", "transformMap",
@@ -46,10 +41,12 @@ _METHODS_ONLY = frozenset({
     "substring", "trim", "join", "reverse", "isSorted", "sum", "min", "max", "distinct", "first", "last", "slice",
     "flatten", "sort", "unwrapOpt", "hasValue", "value", "orValue", "or", "startsWith", "endsWith", "contains",
     "includes", "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek", "getHours",
-    "getMinutes", "getSeconds", "getMilliseconds",
+    "getMinutes", "getSeconds", "getMilliseconds", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast",
+    "isLinkLocalUnicast", "isGlobalUnicast", "containsIP", "containsCIDR", "masked", "prefixLength", "getScheme",
+    "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery",
 })
-# ... and only as global functions.
-_GLOBALS_ONLY = frozenset({"quantity", "isQuantity", "semver", "isSemver"})
+# ... and only as global functions (``ip`` is both: ``ip(string)`` and ``<CIDR>.ip()``).
+_GLOBALS_ONLY = frozenset({"quantity", "isQuantity", "semver", "isSemver", "isIP", "cidr", "isCIDR", "url", "isURL"})
 # Declared as global functions only (quantity.go's ``sign(q)``), so never callable as methods.
 _NOT_METHODS = frozenset({"sign"})
 
@@ -318,7 +315,13 @@ _RESULT_TYPES = {
     "double": "double", "dyn": "dyn", "quantity": "kubernetes.Quantity", "add": "kubernetes.Quantity",
     "sub": "kubernetes.Quantity", "semver": "kubernetes.Semver", "string": "string", "lowerAscii": "string",
     "upperAscii": "string", "trim": "string", "replace": "string", "substring": "string", "charAt": "string",
-    "join": "string", "strings.quote": "string",
+    "join": "string", "strings.quote": "string", "ip": "net.IP", "cidr": "net.CIDR", "masked": "net.CIDR",
+    "url": "kubernetes.URL", "family": "int", "prefixLength": "int", "getScheme": "string", "getHost": "string",
+    "getHostname": "string", "getPort": "string", "getEscapedPath": "string",
+    "getQuery": "map(string, list(string))", "isIP": "bool", "isCIDR": "bool",
+    "isURL": "bool", "ip.isCanonical": "bool", "isUnspecified": "bool", "isLoopback": "bool",
+    "isLinkLocalMulticast": "bool", "isLinkLocalUnicast": "bool", "isGlobalUnicast": "bool", "containsIP": "bool",
+    "containsCIDR": "bool",
     "isGreaterThan": "bool", "isLessThan": "bool", "isInteger": "bool", "isQuantity": "bool", "isSemver": "bool",
     "startsWith": "bool", "endsWith": "bool", "contains": "bool", "matches": "bool", "has": "bool", "all": "bool",
     "exists": "bool", "exists_one": "bool", "includes": "bool", "bool": "bool",
@@ -364,7 +367,7 @@ def _static_type(tokens: list[Token]) -> str | None:
         if name is None or name.kind != "ident":
             return None
         qualified = name.text
-        if start >= 3 and tokens[start - 2].text == "." and tokens[start - 3].text in ("sets", "strings"):
+        if start >= 3 and tokens[start - 2].text == "." and tokens[start - 3].text in ("sets", "strings", "ip"):
             qualified = f"{tokens[start - 3].text}.{name.text}"
         return _RESULT_TYPES.get(qualified)
     opaque = _opaque_before(tokens, len(tokens) - 1)
@@ -373,23 +376,23 @@ def _static_type(tokens: list[Token]) -> str | None:
     return None
 
 
-_QUANTITY_RESULTS = frozenset({"quantity", "add", "sub"})
+# Calls whose result is one of Kubernetes' opaque types, which size() does not take.
+_OPAQUE_RESULTS = {"quantity": "kubernetes.Quantity", "add": "kubernetes.Quantity", "sub": "kubernetes.Quantity",
+                   "semver": "kubernetes.Semver", "ip": "net.IP", "cidr": "net.CIDR", "masked": "net.CIDR",
+                   "url": "kubernetes.URL"}
 
 
 def _opaque_before(tokens: list[Token], end: int) -> tuple[str, int] | None:
-    """(type name, start index) when the expression ending at ``end`` is statically a quantity or
-    semver: ``quantity(..)``/``semver(..)``/``x.add(..)`` calls and ``device.capacity[..].id``."""
+    """(type name, start index) when the expression ending at ``end`` is statically of an opaque
+    type: ``quantity(..)``/``semver(..)``/``ip(..)``/``x.add(..)`` calls and ``device.capacity[..].id``."""
     if end < 0:
         return None
     t = tokens[end]
     if t.kind == "punct" and t.text == ")":
         start = opening(tokens, end)
         name = tokens[start - 1] if start > 0 else None
-        if name is not None and name.kind == "ident":
-            if name.text in _QUANTITY_RESULTS:
-                return "kubernetes.Quantity", start - 1
-            if name.text == "semver":
-                return "kubernetes.Semver", start - 1
+        if name is not None and name.kind == "ident" and name.text in _OPAQUE_RESULTS:
+            return _OPAQUE_RESULTS[name.text], start - 1
         return None
     # device.capacity["domain"].id  or  device.capacity["domain"]["id"]
     if t.kind == "ident" and end >= 1 and tokens[end - 1].text == ".":

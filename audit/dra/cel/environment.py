@@ -11,8 +11,9 @@ from audit.dra.cel.checks import analyse
 from audit.dra.cel.contract import MAX_EXPRESSION_LENGTH, CelCompileError, CelOptions, CelRuntimeError
 from audit.dra.cel.desugar import desugar
 from audit.dra.cel.device import CelDevice
+from audit.dra.cel.failures import clear_failure, last_failure
 from audit.dra.cel.footprint import Path, footprint
-from audit.dra.cel.library import PUBLIC_FUNCTIONS, clear_failure, last_failure
+from audit.dra.cel.library import PUBLIC_FUNCTIONS
 from audit.dra.cel.syntax import with_empty_domains
 from audit.dra.cel.values import type_name
 

@@ -1,10 +1,10 @@
 """The functions of the selector environment: Kubernetes' quantity and semver libraries, ``includes``,
-cel-go's string, list, set and optional extensions, and the helpers ``desugar`` rewrites syntax into.
+cel-go's string, list, set and optional extensions, those of ``extensions`` (IP, CIDR, URL),
+and the helpers ``desugar`` rewrites syntax into.
 
 Each function refuses arguments of the wrong type with cel-go's ``no matching overload`` text and
-fails with cel-go's own error texts (``index out of range: 5``, ``cannot slice(2, 1), ...``). The
-binding wraps exceptions raised in callbacks in its own message, so the upstream text is kept in a
-per-thread slot (evaluation is synchronous) for ``environment`` to report. The helpers are named
+fails with cel-go's own error texts (``index out of range: 5``, ``cannot slice(2, 1), ...``), kept
+for ``environment`` by ``failures``. The helpers are named
 with the ``_ct_`` prefix; selectors cannot call them, because the static checks only know
 ``PUBLIC_FUNCTIONS``.
 """
@@ -13,38 +13,23 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any, NoReturn
 
 from cel import OptionalValue
 from cel import stdlib as cel_stdlib
 
+from audit.dra.cel import extensions
 from audit.dra.cel.contract import MAX_INCLUDES_ITEMS
-from audit.dra.cel.values import parse_semver, type_name, unwrap, wrap_quantity, wrap_semver
+from audit.dra.cel.failures import fail as _fail
+from audit.dra.cel.failures import no_overload as _no_overload
+from audit.dra.cel.values import parse_semver, tag_of, type_name, unwrap, wrap_quantity, wrap_semver
 from audit.dra.quantity import Quantity
 from audit.dra.semver import Semver, normalize_semver
 
 # Failing selectors are reported through CelRuntimeError; the binding would also log each failed
 # callback as a warning, which would duplicate every expected error on stderr.
 logging.getLogger("cel").setLevel(logging.ERROR)
-
-
-_FAILURE = threading.local()
-
-
-class _FunctionFailed(Exception):
-    pass
-
-
-def _fail(message: str) -> NoReturn:
-    _FAILURE.message = message
-    raise _FunctionFailed(message)
-
-
-def _no_overload(name: str, *args: Any) -> NoReturn:
-    # cel-go's run-time dispatch error (a statically typed call is refused when compiling instead).
-    _fail(f"no such overload: {name}({', '.join(type_name(a) for a in args)})")
 
 
 # Quantity and semver functions as in k8s.io/apiserver/pkg/cel/library (quantity.go, semverlib.go).
@@ -172,10 +157,9 @@ def _semver_part(name: str) -> Callable[[Any], int]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """CEL equality for includes(): tagged values by value, bool never equal to int."""
-    ua, ub = unwrap(a), unwrap(b)
-    if ua is not None or ub is not None:
-        return type(ua) is type(ub) and ua == ub
+    """CEL equality for includes(): tagged values by their canonical value, bool never equal to int."""
+    if tag_of(a) is not None or tag_of(b) is not None:
+        return bool(tag_of(a) == tag_of(b) and a == b)
     if isinstance(a, bool) != isinstance(b, bool):
         return False
     return bool(a == b)
@@ -193,7 +177,7 @@ def _guarded(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     """A library function whose Python errors become CEL run-time errors with their own text."""
 
     def call(*args: Any) -> Any:
-        if any(unwrap(a) is not None for a in args):
+        if any(tag_of(a) is not None for a in args):
             _no_overload(name, *args)
         try:
             return function(*args)
@@ -407,7 +391,7 @@ def _opt_field(receiver: Any, name: str) -> OptionalValue:
     present, value = _present(receiver)
     if not present:
         return OptionalValue.none()
-    if not isinstance(value, dict) or unwrap(value) is not None:
+    if not isinstance(value, dict) or tag_of(value) is not None:
         return OptionalValue.none()  # as cel-go answers for a value without fields
     return OptionalValue.of(value[name]) if name in value else OptionalValue.none()
 
@@ -420,7 +404,7 @@ def _opt_index(receiver: Any, key: Any) -> OptionalValue:
         if not isinstance(key, int) or isinstance(key, bool):
             _fail("unsupported index type")
         return OptionalValue.of(value[key]) if 0 <= key < len(value) else OptionalValue.none()
-    if not isinstance(value, dict) or unwrap(value) is not None:
+    if not isinstance(value, dict) or tag_of(value) is not None:
         _no_overload("_[?_]", value, key)
     return OptionalValue.of(value[key]) if key in value else OptionalValue.none()
 
@@ -474,7 +458,7 @@ def _opt_map_literal(entries: list[Any]) -> dict[Any, Any]:
 
 
 def _pairs(receiver: Any) -> list[list[Any]]:
-    if isinstance(receiver, dict) and unwrap(receiver) is None:
+    if isinstance(receiver, dict) and tag_of(receiver) is None:
         return [[key, value] for key, value in receiver.items()]
     if isinstance(receiver, list):
         return [[index, value] for index, value in enumerate(receiver)]
@@ -488,7 +472,7 @@ def _pairs_to_map(pairs: list[list[Any]]) -> dict[Any, Any]:
 def _merge_entries(entries: list[Any]) -> dict[Any, Any]:
     out: dict[Any, Any] = {}
     for entry in entries:
-        if not isinstance(entry, dict) or unwrap(entry) is not None:
+        if not isinstance(entry, dict) or tag_of(entry) is not None:
             _no_overload("transformMapEntry", entry)
         for key, value in entry.items():
             if key in out:
@@ -558,7 +542,8 @@ HELPERS: dict[str, Callable[..., Any]] = {
 
 # Built once: every device context registers the same functions. ``includes`` is declared whether
 # or not DRAListTypeAttributes is on (the gate decides only whether list attributes exist).
-_PUBLIC: dict[str, Callable[..., Any]] = {**_LIBRARY, **_QUANTITY_AND_SEMVER, "includes": _includes}
+_PUBLIC: dict[str, Callable[..., Any]] = {**_LIBRARY, **_QUANTITY_AND_SEMVER, **extensions.FUNCTIONS,
+                                          "includes": _includes}
 _FUNCTIONS = {**_PUBLIC, **HELPERS}
 PUBLIC_FUNCTIONS = frozenset(_PUBLIC)
 
@@ -567,13 +552,3 @@ def functions_for() -> dict[str, Callable[..., Any]]:
     """The functions a device context registers: the public ones and the rewrite helpers.
     The map is shared by every caller and must not be changed."""
     return _FUNCTIONS
-
-
-def clear_failure() -> None:
-    _FAILURE.message = None
-
-
-def last_failure() -> str | None:
-    """The upstream text of the last function that failed in this thread, if any."""
-    message: str | None = getattr(_FAILURE, "message", None)
-    return message

@@ -1,0 +1,201 @@
+"""The IP, CIDR and URL functions of the selector environment.
+
+Kubernetes' base CEL environment (k8s.io/apiserver/pkg/cel/environment/base.go) has the URL
+library from the start and the IP and CIDR libraries since 1.30, so DRA selectors may call them.
+These are the CEL-facing functions over ``network`` and ``urls``: each refuses
+arguments of the wrong type with cel-go's ``no such overload`` and fails with the upstream text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from audit.dra.cel.failures import fail, no_overload
+from audit.dra.cel.network import Address, AddressError, Prefix, parse_cidr, parse_ip
+from audit.dra.cel.urls import URL, is_url, parse_url
+from audit.dra.cel.values import CIDR_TAG, IP_TAG, URL_TAG, tag_of, unwrap, wrap_cidr, wrap_ip, wrap_url
+
+
+def _string(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        no_overload(name, value)
+    return value
+
+
+def _address(name: str, value: Any) -> Address:
+    if tag_of(value) != IP_TAG:
+        no_overload(name, value)
+    inner = unwrap(value)
+    assert isinstance(inner, Address)
+    return inner
+
+
+def _prefix(name: str, value: Any, *others: Any) -> Prefix:
+    if tag_of(value) != CIDR_TAG:
+        no_overload(name, value, *others)
+    inner = unwrap(value)
+    assert isinstance(inner, Prefix)
+    return inner
+
+
+def _url(name: str, value: Any) -> URL:
+    if tag_of(value) != URL_TAG:
+        no_overload(name, value)
+    inner = unwrap(value)
+    assert isinstance(inner, URL)
+    return inner
+
+
+def _parsed_ip(text: str) -> Address:
+    try:
+        return parse_ip(text)
+    except AddressError as exc:
+        fail(str(exc))
+
+
+def _parsed_cidr(text: str) -> Prefix:
+    try:
+        return parse_cidr(text)
+    except AddressError as exc:
+        fail(str(exc))
+
+
+# ip.go
+
+
+def _ip(value: Any) -> dict[str, str]:
+    """``ip(string)``, and cidr.go's ``<CIDR>.ip()``: the prefix's address as written."""
+    if tag_of(value) == CIDR_TAG:
+        return wrap_ip(_prefix("ip", value).address)
+    return wrap_ip(_parsed_ip(_string("ip", value)))
+
+
+def _is_ip(value: Any) -> bool:
+    try:
+        parse_ip(_string("isIP", value))
+    except AddressError:
+        return False
+    return True
+
+
+def _is_canonical(value: Any) -> bool:
+    text = _string("ip.isCanonical", value)
+    return str(_parsed_ip(text)) == text
+
+
+def _family(value: Any) -> int:
+    return 4 if _address("family", value).is4 else 6
+
+
+def _predicate(name: str, test: Callable[[Address], bool]) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        return test(_address(name, value))
+
+    return check
+
+
+# cidr.go
+
+
+def _cidr(value: Any) -> dict[str, str]:
+    return wrap_cidr(_parsed_cidr(_string("cidr", value)))
+
+
+def _is_cidr(value: Any) -> bool:
+    try:
+        parse_cidr(_string("isCIDR", value))
+    except AddressError:
+        return False
+    return True
+
+
+def _contains_ip(receiver: Any, other: Any) -> bool:
+    prefix = _prefix("containsIP", receiver, other)
+    if isinstance(other, str):
+        try:
+            address = parse_ip(other)
+        except AddressError:
+            # cidrContainsIPString hands the parse error to cidrContainsIP as its argument, and
+            # the type check there answers with a bare no-such-overload error.
+            fail("no such overload")
+        return prefix.contains_ip(address)
+    return prefix.contains_ip(_address("containsIP", other))
+
+
+def _contains_cidr(receiver: Any, other: Any) -> bool:
+    prefix = _prefix("containsCIDR", receiver, other)
+    if isinstance(other, str):
+        return prefix.contains_cidr(_parsed_cidr(other))
+    if tag_of(other) != CIDR_TAG:
+        no_overload("containsCIDR", receiver, other)
+    return prefix.contains_cidr(_prefix("containsCIDR", other))
+
+
+def _masked(value: Any) -> dict[str, str]:
+    return wrap_cidr(_prefix("masked", value).masked())
+
+
+def _prefix_length(value: Any) -> int:
+    return _prefix("prefixLength", value).bits
+
+
+def _to_string(value: Any) -> str:
+    """``string(<IP>)`` and ``string(<CIDR>)``; the binding converts every other type itself and
+    calls this only for values it has no conversion for."""
+    if tag_of(value) == IP_TAG:
+        return str(_address("string", value))
+    if tag_of(value) == CIDR_TAG:
+        return str(_prefix("string", value))
+    no_overload("string", value)
+
+
+# urls.go
+
+
+def _url_of(value: Any) -> dict[str, str]:
+    text = _string("url", value)
+    try:
+        parse_url(text)
+    except ValueError as exc:
+        fail(str(exc))
+    return wrap_url(text)
+
+
+def _is_url(value: Any) -> bool:
+    return is_url(_string("isURL", value))
+
+
+def _getter(name: str, read: Callable[[URL], Any]) -> Callable[[Any], Any]:
+    def get(value: Any) -> Any:
+        return read(_url(name, value))
+
+    return get
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "ip": _ip,
+    "isIP": _is_ip,
+    "ip.isCanonical": _is_canonical,
+    "family": _family,
+    "isUnspecified": _predicate("isUnspecified", Address.is_unspecified),
+    "isLoopback": _predicate("isLoopback", Address.is_loopback),
+    "isLinkLocalMulticast": _predicate("isLinkLocalMulticast", Address.is_link_local_multicast),
+    "isLinkLocalUnicast": _predicate("isLinkLocalUnicast", Address.is_link_local_unicast),
+    "isGlobalUnicast": _predicate("isGlobalUnicast", Address.is_global_unicast),
+    "cidr": _cidr,
+    "isCIDR": _is_cidr,
+    "containsIP": _contains_ip,
+    "containsCIDR": _contains_cidr,
+    "masked": _masked,
+    "string": _to_string,
+    "prefixLength": _prefix_length,
+    "url": _url_of,
+    "isURL": _is_url,
+    "getScheme": _getter("getScheme", lambda u: u.scheme),
+    "getHost": _getter("getHost", lambda u: u.host),
+    "getHostname": _getter("getHostname", URL.hostname),
+    "getPort": _getter("getPort", URL.port),
+    "getEscapedPath": _getter("getEscapedPath", URL.escaped_path),
+    "getQuery": _getter("getQuery", URL.query),
+}
