@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from audit.dra.cel.contract import CelCompileError
+from audit.dra.cel.regex import RegexError, UnsupportedRegex, compile_go
 from audit.dra.cel.syntax import Token, closing, errors_at, opening, tokenize
 
 # Implemented natively by the cel package (functions and macros), or by ``desugar``.
@@ -26,7 +27,7 @@ _NATIVE = frozenset({
     "optMap", "optFlatMap", "cel.bind", "sortBy", "existsOne", "transformList", "transformMap", "transformMapEntry",
 })
 # Present in the Kubernetes environment but not available on this evaluator.
-_UNSUPPORTED = frozenset({"find", "findAll", "format", "authorizer", "image"})
+_UNSUPPORTED = frozenset({"format", "authorizer", "image"})
 # Macros binding a variable in their first argument; those with two variables bind the first two.
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap", "sortBy"})
 _TWO_VARIABLE_MACROS = frozenset({"all", "exists", "exists_one", "existsOne", "transformList", "transformMap",
@@ -43,7 +44,7 @@ _METHODS_ONLY = frozenset({
     "includes", "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek", "getHours",
     "getMinutes", "getSeconds", "getMilliseconds", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast",
     "isLinkLocalUnicast", "isGlobalUnicast", "containsIP", "containsCIDR", "masked", "prefixLength", "getScheme",
-    "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery",
+    "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery", "find", "findAll",
 })
 # ... and only as global functions (``ip`` is both: ``ip(string)`` and ``<CIDR>.ip()``).
 _GLOBALS_ONLY = frozenset({"quantity", "isQuantity", "semver", "isSemver", "isIP", "cidr", "isCIDR", "url", "isURL"})
@@ -145,6 +146,55 @@ def analyse(source: str, consumable_capacity: bool, functions: Collection[str]) 
         # Kubernetes refuses selectors whose static type is neither bool nor the unknown type when
         # compiling, in a message of its own (compile.go), without cel-go's "compilation failed".
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {result}")
+
+
+def validate_literals(source: str) -> None:
+    """The checks of literal arguments Kubernetes' environment makes once the expression is typed.
+
+    Constant patterns of ``matches``, ``find`` and ``findAll`` are compiled: cel-go's
+    ValidateRegexLiterals refuses a bad pattern of the method ``matches`` as a compile error at
+    the literal; the regex optimizations of cel-go (``matches``) and of regex.go (``find``,
+    ``findAll``) refuse the others when the program is planned, in Go's words."""
+    tokens = tokenize(source)
+    invalid: list[tuple[int, str]] = []
+    planned: str | None = None
+    for i, t in enumerate(tokens):
+        if t.kind != "ident" or i + 1 >= len(tokens) or tokens[i + 1].text != "(":
+            continue
+        member = i > 0 and tokens[i - 1].kind == "punct" and tokens[i - 1].text == "."
+        if t.text == "matches":
+            index = 0 if member else 1
+        elif t.text in ("find", "findAll") and member:
+            index = 0
+        else:
+            continue
+        arguments = _arguments(tokens, i + 1)
+        if len(arguments) <= index:
+            continue
+        start, end = arguments[index]
+        literal = tokens[start]
+        if end - start != 1 or literal.kind != "string" or not _is_string_literal(source, literal):
+            continue
+        try:
+            compile_go(literal.text)
+        except UnsupportedRegex as exc:
+            invalid.append((literal.offset, str(exc)))
+        except RegexError as exc:
+            if t.text == "matches" and member:
+                invalid.append((literal.offset, "invalid matches argument"))
+            elif planned is None:
+                planned = f"program instantiation failed: {exc}"
+    if invalid:
+        raise errors_at(source, invalid)
+    if planned is not None:
+        raise CelCompileError(planned)
+
+
+def _is_string_literal(source: str, token: Token) -> bool:
+    """Whether a string token is a string literal rather than a bytes literal (``b"..."``)."""
+    written = source[token.offset:token.end]
+    quote = min(i for i in (written.find('"'), written.find("'")) if i >= 0)
+    return "b" not in written[:quote].lower()
 
 
 def _mixed_literals(tokens: list[Token]) -> list[tuple[int, str]]:
@@ -317,8 +367,8 @@ _RESULT_TYPES = {
     "upperAscii": "string", "trim": "string", "replace": "string", "substring": "string", "charAt": "string",
     "join": "string", "strings.quote": "string", "ip": "net.IP", "cidr": "net.CIDR", "masked": "net.CIDR",
     "url": "kubernetes.URL", "family": "int", "prefixLength": "int", "getScheme": "string", "getHost": "string",
-    "getHostname": "string", "getPort": "string", "getEscapedPath": "string",
-    "getQuery": "map(string, list(string))", "isIP": "bool", "isCIDR": "bool",
+    "getHostname": "string", "getPort": "string", "getEscapedPath": "string", "find": "string",
+    "findAll": "list(string)", "getQuery": "map(string, list(string))", "isIP": "bool", "isCIDR": "bool",
     "isURL": "bool", "ip.isCanonical": "bool", "isUnspecified": "bool", "isLoopback": "bool",
     "isLinkLocalMulticast": "bool", "isLinkLocalUnicast": "bool", "isGlobalUnicast": "bool", "containsIP": "bool",
     "containsCIDR": "bool",

@@ -7,14 +7,14 @@ import weakref
 
 import cel
 
-from audit.dra.cel.checks import analyse
+from audit.dra.cel.checks import analyse, validate_literals
 from audit.dra.cel.contract import MAX_EXPRESSION_LENGTH, CelCompileError, CelOptions, CelRuntimeError
 from audit.dra.cel.desugar import desugar
 from audit.dra.cel.device import CelDevice
 from audit.dra.cel.failures import clear_failure, last_failure
 from audit.dra.cel.footprint import Path, footprint
 from audit.dra.cel.library import PUBLIC_FUNCTIONS
-from audit.dra.cel.syntax import with_empty_domains
+from audit.dra.cel.syntax import with_empty_domains, with_own_methods
 from audit.dra.cel.values import type_name
 
 _PYTHON_FAILURE = "Python function call failed"
@@ -189,14 +189,18 @@ class CelEnvironment:
                 return CelCompileError(f"compilation failed: {detail}")
         try:
             analyse(expression, self.options.consumable_capacity, PUBLIC_FUNCTIONS)
+            validate_literals(expression)
         except CelCompileError as exc:
             return exc
         try:
-            program = cel.compile(with_empty_domains(desugar(expression)))
+            program = cel.compile(with_own_methods(with_empty_domains(desugar(expression)), _OWN_METHODS))
         except Exception as exc:  # only an unforeseen shape of a rewrite can get here
             return CelCompileError(f"compilation failed: this evaluator cannot run the expression: {exc}")
         return CompiledSelector(expression, program, footprint(expression))
 
+
+# cel-go's matches reads RE2 syntax with ASCII classes; the binding's runs Rust's regex crate.
+_OWN_METHODS = {"matches": "_ct_matches"}
 
 # The binding's parser refuses optional syntax, which ``desugar`` rewrites: those errors are not
 # the expression's.

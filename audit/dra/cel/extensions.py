@@ -1,8 +1,8 @@
-"""The IP, CIDR and URL functions of the selector environment.
+"""The IP, CIDR, URL and regex functions of the selector environment.
 
-Kubernetes' base CEL environment (k8s.io/apiserver/pkg/cel/environment/base.go) has the URL
-library from the start and the IP and CIDR libraries since 1.30, so DRA selectors may call them.
-These are the CEL-facing functions over ``network`` and ``urls``: each refuses
+Kubernetes' base CEL environment (k8s.io/apiserver/pkg/cel/environment/base.go) has the URL and
+regex libraries from the start and the IP and CIDR libraries since 1.30, so DRA selectors may call
+them. These are the CEL-facing functions over ``network``, ``urls`` and ``regex``: each refuses
 arguments of the wrong type with cel-go's ``no such overload`` and fails with the upstream text.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from audit.dra.cel import regex
 from audit.dra.cel.failures import fail, no_overload
 from audit.dra.cel.network import Address, AddressError, Prefix, parse_cidr, parse_ip
 from audit.dra.cel.urls import URL, is_url, parse_url
@@ -173,6 +174,38 @@ def _getter(name: str, read: Callable[[URL], Any]) -> Callable[[Any], Any]:
     return get
 
 
+# regex.go (find, findAll) and cel-go's matches
+
+
+def _compiled(pattern: str, invalid: str) -> None:
+    """Compile ``pattern`` before use, failing with ``invalid`` + Go's error text."""
+    try:
+        regex.compile_go(pattern)
+    except regex.RegexError as exc:
+        fail(f"{invalid}{exc}")
+    except regex.UnsupportedRegex as exc:
+        fail(str(exc))
+
+
+def _find(text: Any, pattern: Any) -> str:
+    _compiled(_string("find", pattern), "Illegal regex: ")
+    return regex.find(_string("find", text), pattern)
+
+
+def _find_all(text: Any, pattern: Any, limit: Any = -1) -> list[str]:
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        no_overload("findAll", text, pattern, limit)
+    _compiled(_string("findAll", pattern), "Illegal regex: ")
+    return regex.find_all(_string("findAll", text), pattern, limit)
+
+
+def _matches(text: Any, pattern: Any) -> bool:
+    if not isinstance(text, str) or not isinstance(pattern, str):
+        no_overload("matches", text, pattern)
+    _compiled(pattern, "")
+    return regex.matches(text, pattern)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "ip": _ip,
     "isIP": _is_ip,
@@ -198,4 +231,10 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "getPort": _getter("getPort", URL.port),
     "getEscapedPath": _getter("getEscapedPath", URL.escaped_path),
     "getQuery": _getter("getQuery", URL.query),
+    "find": _find,
+    "findAll": _find_all,
+    # The global form; the method form is rewritten to ``_ct_matches`` (the binding's own
+    # ``matches`` reads patterns with Rust's regex crate, whose classes are Unicode-aware).
+    "matches": _matches,
 }
+HELPERS: dict[str, Callable[..., Any]] = {"_ct_matches": _matches}

@@ -1,5 +1,5 @@
 """The functions of the selector environment: Kubernetes' quantity and semver libraries, ``includes``,
-cel-go's string, list, set and optional extensions, those of ``extensions`` (IP, CIDR, URL),
+cel-go's string, list, set and optional extensions, those of ``extensions`` (IP, CIDR, URL, regex),
 and the helpers ``desugar`` rewrites syntax into.
 
 Each function refuses arguments of the wrong type with cel-go's ``no matching overload`` text and
@@ -537,6 +537,7 @@ HELPERS: dict[str, Callable[..., Any]] = {
     "_ct_pairs_to_map": _pairs_to_map,
     "_ct_merge_entries": _merge_entries,
     "_ct_sort_by_keys": _sort_by_keys,
+    **extensions.HELPERS,
 }
 
 

@@ -38,7 +38,7 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "a"
 
 
 def _decode(literal: str) -> str:
-    """The value of a string literal (common escapes only: enough to read domain names)."""
+    """The value of a string literal, with CEL's escapes (simple, ``\\x``, ``\\u``, ``\\U``, octal)."""
     start = 0
     while literal[start] not in "\"'":
         start += 1
@@ -51,9 +51,17 @@ def _decode(literal: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(body):
-        if body[i] == "\\" and i + 1 < len(body) and body[i + 1] in _ESCAPES:
-            out.append(_ESCAPES[body[i + 1]])
+        c = body[i + 1] if body[i] == "\\" and i + 1 < len(body) else ""
+        width = {"x": 2, "u": 4, "U": 8}.get(c, 0)
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
             i += 2
+        elif width and re.fullmatch(r"[0-9a-fA-F]+", body[i + 2:i + 2 + width] or "-") and len(body[i + 2:i + 2 + width]) == width:
+            out.append(chr(min(int(body[i + 2:i + 2 + width], 16), 0x10FFFF)))
+            i += 2 + width
+        elif c and c in "0123" and re.fullmatch(r"[0-7]{3}", body[i + 1:i + 4]):
+            out.append(chr(int(body[i + 1:i + 4], 8)))
+            i += 4
         else:
             out.append(body[i])
             i += 1
@@ -170,5 +178,22 @@ def with_empty_domains(source: str) -> str:
         out.append(f"(({key}) in device.{field} ? device.{field}[{key}] : {{}})")
         copied = tokens[last].end
         i = last + 1
+    out.append(source[copied:])
+    return "".join(out)
+
+
+def with_own_methods(source: str, renamed: dict[str, str]) -> str:
+    """Rename method calls ``x.name(`` to ``x.<renamed[name]>(``: for functions the binding
+    implements natively with other semantics than cel-go's, and whose method form cannot be
+    replaced by registering a function of the same name."""
+    tokens = tokenize(source)
+    out: list[str] = []
+    copied = 0
+    for i, t in enumerate(tokens):
+        if (t.kind == "ident" and t.text in renamed and 0 < i < len(tokens) - 1
+                and tokens[i - 1].text == "." and tokens[i + 1].text == "("):
+            out.append(source[copied:t.offset])
+            out.append(renamed[t.text])
+            copied = t.end
     out.append(source[copied:])
     return "".join(out)
