@@ -47,7 +47,7 @@ def test_every_divergence_class_has_a_case() -> None:
         "cel-includes-without-list-type-attributes", "cel-modulus-by-zero-error-text", "cel-integer-overflow-error-text",
         "cel-list-extension-functions", "cel-index-of-past-the-end-finds-nothing", "cel-optional-field-selection",
         "cel-two-variable-comprehension", "cel-non-bool-selector-error-text", "cel-ip-cidr-library", "cel-url-library",
-        "cel-regex-find", "cel-regex-literal-refused-when-planned",
+        "cel-regex-find", "cel-regex-literal-refused-when-planned", "cel-format-string",
     }
 
 

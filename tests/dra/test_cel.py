@@ -177,6 +177,17 @@ TRUE_OR_FALSE = [
     ("regex-ungreedy-flag-and-quoting", '"aaa".find("(?U)a+") == "a" && "a.b".find("\\\\Q.\\\\E") == "."', True),
     ("regex-posix-and-unicode-classes", '"ab1".find("[[:alpha:]]+") == "ab" && "\\u0391\\u03b3".find("\\\\p{Lu}") == "\\u0391"',
      True),
+    # cel-go's string format
+    ("format-integers", '"%d|%x|%X|%o|%b".format([-12, 255, 255, 8, true]) == "-12|ff|FF|10|1"', True),
+    ("format-fixed-groups-thousands", '"%f|%.2f".format([1234567.891, -1234.5]) == "1,234,567.891000|-1,234.50"', True),
+    ("format-scientific-ignores-precision", '"%.3e".format([0.000123]) == "1.230000\u00d710\u207b\u2070\u2074"',
+     True),
+    ("format-string-of-lists-and-maps", '"%s".format([[1, "a", 2.5, null]]) == "[1, \\"a\\", 2.500000, null]" && '
+     '"%s".format([{"b": 1, "a": [true]}]) == "{\\"a\\":[true], \\"b\\":1}"', True),
+    ("format-double-as-string", '"%s|%s".format([1234567.0, 0.1]) == "1.234567e+06|0.1"', True),
+    ("format-attribute-through-dyn", '"%s-%d".format([dyn(device.attributes["gpu.nvidia.com"].architecture), '
+     'dyn(device.attributes["gpu.nvidia.com"].index)]) == "Hopper-3"', True),
+    ("format-list-literal-may-mix-types", '"%s %d".format(["a", 1]) == "a 1"', True),
 ]
 
 
@@ -245,6 +256,11 @@ RUNTIME_ERRORS = [
      'URL parse error during conversion from string: parse "https://[1.2.3.4]/": invalid IP-literal'),
     ("find-computed-pattern-illegal", '"abc".find(device.attributes["gpu.nvidia.com"].architecture + "(") == ""',
      "Illegal regex: error parsing regexp: missing closing ): `Hopper(`"),
+    ("format-runtime-type-error", '"%d".format([dyn(1.5)]) == ""',
+     "error during formatting: decimal clause can only be used on integers, was given double"),
+    ("format-runtime-missing-argument", '"%s %s".format(dyn(["a"])) == ""', "index 1 out of range"),
+    ("format-quantity-in-list", '"%s".format(dyn([[quantity("1")]])) == ""',
+     "error during formatting: no formatting function for kubernetes.Quantity"),
 ]
 
 
@@ -317,11 +333,19 @@ COMPILE_ERRORS = [
     ("mixed-map-literal-values", '{"a": 1, "b": "x"}.size() == 2', "ERROR: <input>:1:15: expected type 'int' but found 'string'"),
     ("existsOne-has-only-a-two-variable-form", "[1, 2].existsOne(x, x > 1)",
      "ERROR: <input>:1:17: undeclared reference to 'existsOne'"),
-    ("unsupported-format", '"%d".format([1]) == "1"', "function 'format' is not supported by this evaluator"),
     ("cidr-is-not-a-method", '"10.0.0.0/8".cidr().prefixLength() == 8',
      "ERROR: <input>:1:18: found no matching overload for 'cidr' applied to 'string.()'"),
     ("size-of-ip", 'size(ip("1.2.3.4")) == 1', "ERROR: <input>:1:5: found no matching overload for 'size' applied to '(net.IP)'"),
     ("matches-literal-pattern", '"abc".matches("(")', "ERROR: <input>:1:15: invalid matches argument"),
+    ("format-literal-type", '"%d".format([1.5]) == "1"',
+     "ERROR: <input>:1:14: error during formatting: decimal clause can only be used on integers, was given double"),
+    ("format-attribute-is-any", '"%s".format([device.attributes["gpu.nvidia.com"].architecture]) == "Hopper"',
+     "ERROR: <input>:1:49: error during formatting: string clause can only be used on strings, bools, bytes, ints, "
+     "doubles, maps, lists, types, durations, and timestamps, was given google.protobuf.Any"),
+    ("format-too-many-arguments", '"%s".format(["a", "b"]) == "a"',
+     "ERROR: <input>:1:12: too many arguments supplied to string.format (expected 1, got 2)"),
+    ("format-bad-clause", '"%z".format([1]) == ""',
+     "ERROR: <input>:1:12: could not parse formatting clause: unrecognized formatting clause \"z\""),
 ]
 
 
@@ -403,6 +427,7 @@ STATIC_RESULT_TYPES = [
     ("ip", 'ip("1.2.3.4")', "net.IP"),
     ("cidr-masked", 'cidr("10.0.0.0/8").masked()', "net.CIDR"),
     ("url", 'url("https://a.example.com")', "kubernetes.URL"),
+    ("format", '"%s".format(["a"])', "string"),
 ]
 
 

@@ -43,18 +43,21 @@ How it maps onto ``cel``, which cannot hold Python objects and does not type-che
   IPv4-mapped IPv6 addresses as upstream does. ``matches`` (both forms), ``find`` and
   ``findAll`` read patterns in Go's RE2 syntax: ``regex`` translates them for Python's ``re``
   and refuses what Go refuses; constant patterns are checked when compiling, as the Kubernetes
-  environment's regex validator and optimizations do.
+  environment's regex validator and optimizations do. ``format`` is cel-go's version-2 format
+  with the en_US printer's output (``1,234.50``, ``1.234500×10⁰³``) and its compile-time
+  validator (an attribute value in a literal argument list is ``google.protobuf.Any`` there).
 * The binding's run-time errors are reported in cel-go's words (``integer overflow``,
   ``modulus by zero``, ``type conversion error from 'string' to 'int'``, and a non-bool result
   with the reason ConvertToNative gives).
 * ``cel`` tracks no evaluation cost, so the 1,000,000 cost limit is not enforced; the 10 KiB
-  expression limit is. The format, authorizer and image libraries are refused at compile time
-  as unsupported, and so is a regex naming a Unicode script (``\\p{Greek}``: Python has no
-  script tables; general categories such as ``\\pL`` work, by Python's Unicode version). Type
-  errors that only a type checker finds (``"a" + 1``, ``quantity("1") < quantity("2")``,
-  ``ip(1)``, ``ip("::1").ip()``) fail when evaluated rather than when compiled, with a different
-  text; the type names ``net.IP``/``net.CIDR`` are not declared; an integer negation that
-  overflows (``-(-9223372036854775807 - 1)``) wraps instead of failing; and
+  expression limit is. The authorizer and image libraries are refused at compile time as
+  unsupported, and so is a regex naming a Unicode script (``\\p{Greek}``: Python has no script
+  tables; general categories such as ``\\pL`` work, by Python's Unicode version). Type errors
+  that only a type checker finds (``"a" + 1``, ``quantity("1") < quantity("2")``, ``ip(1)``,
+  ``ip("::1").ip()``) fail when evaluated rather than when compiled, with a different text; the
+  type names ``net.IP``/``net.CIDR`` are not declared; a map with double keys in ``format``
+  fails; type values reach ``format`` as their names (quoted inside a list); an integer negation
+  that overflows (``-(-9223372036854775807 - 1)``) wraps instead of failing; and
   ``isInteger``/``asInteger`` decide by the value, where Go also refuses values it holds as a
   decimal or at a fractional scale (``1000m``, ``1.5Gi``, 19 digits): the canonical value is what
   ``==`` compares, so it cannot also say how Go stores the quantity.

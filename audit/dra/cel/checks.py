@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from audit.dra.cel.contract import CelCompileError
+from audit.dra.cel.formatting import CLAUSE_TYPES, FormatError, is_formattable, parse_clause
 from audit.dra.cel.regex import RegexError, UnsupportedRegex, compile_go
 from audit.dra.cel.syntax import Token, closing, errors_at, opening, tokenize
 
@@ -27,7 +28,7 @@ _NATIVE = frozenset({
     "optMap", "optFlatMap", "cel.bind", "sortBy", "existsOne", "transformList", "transformMap", "transformMapEntry",
 })
 # Present in the Kubernetes environment but not available on this evaluator.
-_UNSUPPORTED = frozenset({"format", "authorizer", "image"})
+_UNSUPPORTED = frozenset({"authorizer", "image"})
 # Macros binding a variable in their first argument; those with two variables bind the first two.
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap", "sortBy"})
 _TWO_VARIABLE_MACROS = frozenset({"all", "exists", "exists_one", "existsOne", "transformList", "transformMap",
@@ -44,7 +45,7 @@ _METHODS_ONLY = frozenset({
     "includes", "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek", "getHours",
     "getMinutes", "getSeconds", "getMilliseconds", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast",
     "isLinkLocalUnicast", "isGlobalUnicast", "containsIP", "containsCIDR", "masked", "prefixLength", "getScheme",
-    "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery", "find", "findAll",
+    "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery", "find", "findAll", "format",
 })
 # ... and only as global functions (``ip`` is both: ``ip(string)`` and ``<CIDR>.ip()``).
 _GLOBALS_ONLY = frozenset({"quantity", "isQuantity", "semver", "isSemver", "isIP", "cidr", "isCIDR", "url", "isURL"})
@@ -154,12 +155,18 @@ def validate_literals(source: str) -> None:
     Constant patterns of ``matches``, ``find`` and ``findAll`` are compiled: cel-go's
     ValidateRegexLiterals refuses a bad pattern of the method ``matches`` as a compile error at
     the literal; the regex optimizations of cel-go (``matches``) and of regex.go (``find``,
-    ``findAll``) refuse the others when the program is planned, in Go's words."""
+    ``findAll``) refuse the others when the program is planned, in Go's words. A literal format
+    string applied to a list literal is checked by cel-go's string format validator."""
     tokens = tokenize(source)
     invalid: list[tuple[int, str]] = []
     planned: str | None = None
     for i, t in enumerate(tokens):
         if t.kind != "ident" or i + 1 >= len(tokens) or tokens[i + 1].text != "(":
+            continue
+        if t.text == "format":
+            problem = _format_problem(source, tokens, i)
+            if problem is not None:
+                invalid.append(problem)
             continue
         member = i > 0 and tokens[i - 1].kind == "punct" and tokens[i - 1].text == "."
         if t.text == "matches":
@@ -190,11 +197,78 @@ def validate_literals(source: str) -> None:
         raise CelCompileError(planned)
 
 
+def _format_problem(source: str, tokens: list[Token], name: int) -> tuple[int, str] | None:
+    """cel-go's stringFormatValidator on ``"literal".format([...])``: the first problem of the
+    call, at the call or, for an argument of a type its clause does not take, at the argument.
+    Arguments whose static type is not evident count as dyn, which every clause takes."""
+    target, call = name - 2, tokens[name + 1].offset
+    if target < 0 or tokens[target].kind != "string" or not _is_string_literal(source, tokens[target]):
+        return None
+    if tokens[name - 1].text != ".":
+        return None
+    arguments = _arguments(tokens, name + 1)
+    if len(arguments) != 1:
+        return None
+    start, end = arguments[0]
+    if tokens[start].text != "[" or closing(tokens, start) != end - 1:
+        return None
+    elements = _arguments(tokens, start)
+    text = tokens[target].text
+    requested, i = 0, 0
+    while i < len(text):
+        if text[i] != "%":
+            i += 1
+            continue
+        if text[i + 1:i + 2] == "%":
+            i += 2
+            continue
+        requested += 1
+        if i + 1 >= len(text):
+            return call, "unexpected end of string"
+        if requested > len(elements):
+            return call, f"index {requested - 1} out of range"
+        try:
+            i, verb, _ = parse_clause(text, i)
+        except FormatError as exc:
+            return call, str(exc)
+        a, b = elements[requested - 1]
+        bad = _unformattable(source, tokens, verb, a, b)
+        if bad is not None:
+            return bad
+    if len(elements) > requested:
+        return call, f"too many arguments supplied to string.format (expected {requested}, got {len(elements)})"
+    return None
+
+
 def _is_string_literal(source: str, token: Token) -> bool:
     """Whether a string token is a string literal rather than a bytes literal (``b"..."``)."""
     written = source[token.offset:token.end]
     quote = min(i for i in (written.find('"'), written.find("'")) if i >= 0)
     return "b" not in written[:quote].lower()
+
+
+def _unformattable(source: str, tokens: list[Token], verb: str, start: int, end: int) -> tuple[int, str] | None:
+    """(position, error) when the expression tokens[start:end] has a static type ``verb`` does
+    not take; ``%s`` looks into list and map literals as well."""
+    span = tokens[start:end]
+    kind = _element_type(tokens, start, end)
+    if len(span) == 1 and span[0].kind == "string" and not _is_string_literal(source, span[0]):
+        kind = "bytes"
+    if kind is not None and kind != "dyn":
+        name = {"null": "null_type", "any": "google.protobuf.Any"}.get(kind, kind.split("(", 1)[0])
+        if not is_formattable(verb, name):
+            return _position(tokens, start, end), f"error during formatting: {CLAUSE_TYPES[verb][1].format(name)}"
+    if verb == "s" and span[0].text in ("[", "{") and closing(tokens, start) == end - 1:
+        for a, b in _arguments(tokens, start):
+            parts = [a, b]
+            colon = next((j for j in range(a, b) if tokens[j].text == ":"), None) if span[0].text == "{" else None
+            if colon is not None:
+                parts = [a, colon, colon + 1, b]
+            for x, y in zip(parts[::2], parts[1::2], strict=True):
+                bad = _unformattable(source, tokens, "s", x, y)
+                if bad is not None:
+                    return bad
+    return None
 
 
 def _mixed_literals(tokens: list[Token]) -> list[tuple[int, str]]:
@@ -203,8 +277,14 @@ def _mixed_literals(tokens: list[Token]) -> list[tuple[int, str]]:
     reporting its first differing element, a map every differing key and value. Only entries
     whose type is evident are compared."""
     problems: list[tuple[int, str]] = []
+    # Literals inside the arguments of ``format`` are exempt (strings.go declares format's
+    # arguments list(dyn) and exempts it with HomogeneousAggregateLiteralExemptFunctions).
+    exempt = [(k + 1, closing(tokens, k + 1)) for k, t in enumerate(tokens[:-1])
+              if t.kind == "ident" and t.text == "format" and tokens[k + 1].text == "("]
     for i, t in enumerate(tokens):
         if t.kind != "punct" or t.text not in "[{" or (t.text == "[" and _indexes(tokens, i)):
+            continue
+        if any(open_at < i < close_at for open_at, close_at in exempt):
             continue
         if closing(tokens, i) >= len(tokens):
             continue
@@ -365,7 +445,7 @@ _RESULT_TYPES = {
     "double": "double", "dyn": "dyn", "quantity": "kubernetes.Quantity", "add": "kubernetes.Quantity",
     "sub": "kubernetes.Quantity", "semver": "kubernetes.Semver", "string": "string", "lowerAscii": "string",
     "upperAscii": "string", "trim": "string", "replace": "string", "substring": "string", "charAt": "string",
-    "join": "string", "strings.quote": "string", "ip": "net.IP", "cidr": "net.CIDR", "masked": "net.CIDR",
+    "join": "string", "strings.quote": "string", "format": "string", "ip": "net.IP", "cidr": "net.CIDR", "masked": "net.CIDR",
     "url": "kubernetes.URL", "family": "int", "prefixLength": "int", "getScheme": "string", "getHost": "string",
     "getHostname": "string", "getPort": "string", "getEscapedPath": "string", "find": "string",
     "findAll": "list(string)", "getQuery": "map(string, list(string))", "isIP": "bool", "isCIDR": "bool",

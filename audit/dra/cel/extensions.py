@@ -1,8 +1,9 @@
-"""The IP, CIDR, URL and regex functions of the selector environment.
+"""The IP, CIDR, URL, regex and format functions of the selector environment.
 
 Kubernetes' base CEL environment (k8s.io/apiserver/pkg/cel/environment/base.go) has the URL and
 regex libraries from the start and the IP and CIDR libraries since 1.30, so DRA selectors may call
-them. These are the CEL-facing functions over ``network``, ``urls`` and ``regex``: each refuses
+them, and cel-go's string extension has ``format``. These are the CEL-facing functions over
+``network``, ``urls``, ``regex`` and ``formatting``: each refuses
 arguments of the wrong type with cel-go's ``no such overload`` and fails with the upstream text.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from audit.dra.cel import regex
 from audit.dra.cel.failures import fail, no_overload
+from audit.dra.cel.formatting import FormatError, format_string
 from audit.dra.cel.network import Address, AddressError, Prefix, parse_cidr, parse_ip
 from audit.dra.cel.urls import URL, is_url, parse_url
 from audit.dra.cel.values import CIDR_TAG, IP_TAG, URL_TAG, tag_of, unwrap, wrap_cidr, wrap_ip, wrap_url
@@ -206,7 +208,17 @@ def _matches(text: Any, pattern: Any) -> bool:
     return regex.matches(text, pattern)
 
 
+def _format(text: Any, args: Any) -> str:
+    if not isinstance(text, str) or not isinstance(args, list):
+        no_overload("format", text, args)
+    try:
+        return format_string(text, args)
+    except FormatError as exc:
+        fail(str(exc))
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "format": _format,
     "ip": _ip,
     "isIP": _is_ip,
     "ip.isCanonical": _is_canonical,
