@@ -177,6 +177,11 @@ TRUE_OR_FALSE = [
     ("regex-ungreedy-flag-and-quoting", '"aaa".find("(?U)a+") == "a" && "a.b".find("\\\\Q.\\\\E") == "."', True),
     ("regex-posix-and-unicode-classes", '"ab1".find("[[:alpha:]]+") == "ab" && "\\u0391\\u03b3".find("\\\\p{Lu}") == "\\u0391"',
      True),
+    ("regex-unicode-script-classes", '"a\\u03b3".find("\\\\p{Greek}") == "\\u03b3" && '
+     '"\\u0391\\u03b3".find("\\\\p{^Greek}|\\\\P{Lu}") == "\\u03b3"', True),
+    ("regex-case-folding-is-unicode", '"\\u212a".matches("(?i)k") && "\\u017f".matches("(?i)s")', True),
+    ("regex-findAll-caret-only-at-line-starts", '"ab".findAll("^a|b") == ["a", "b"] && "a\\nb".findAll("(?m)^.") == ["a", "b"]',
+     True),
     # cel-go's string format
     ("format-integers", '"%d|%x|%X|%o|%b".format([-12, 255, 255, 8, true]) == "-12|ff|FF|10|1"', True),
     ("format-fixed-groups-thousands", '"%f|%.2f".format([1234567.891, -1234.5]) == "1,234,567.891000|-1,234.50"', True),
@@ -349,13 +354,24 @@ COMPILE_ERRORS = [
 ]
 
 
-def test_unicode_script_class_is_refused_as_unsupported(env: CelEnvironment) -> None:
-    # Go's regexp knows Unicode scripts; Python's unicodedata has no script property, so a
-    # pattern naming one is refused rather than matched differently (upstream compiles it).
+def test_unicode_16_script_class_is_refused_as_unsupported(env: CelEnvironment) -> None:
+    # Go's unicode tables know the scripts Unicode 16 added; RE2's do not yet, so a pattern naming
+    # one is refused rather than matched differently (upstream compiles it).
     with pytest.raises(CelCompileError) as err:
-        env.compile('"a".find("\\\\p{Greek}") == ""')
-    assert str(err.value) == ("compilation failed: ERROR: <input>:1:10: the Unicode class \\p{Greek} is not "
-                              'supported by this evaluator\n | "a".find("\\\\p{Greek}") == ""\n | .........^')
+        env.compile('"a".find("\\\\p{Garay}") == ""')
+    assert str(err.value) == ("compilation failed: ERROR: <input>:1:10: the Unicode class \\p{Garay} is not "
+                              'supported by this evaluator\n | "a".find("\\\\p{Garay}") == ""\n | .........^')
+
+
+def test_nested_quantifier_on_longest_string_attribute_evaluates(env: CelEnvironment) -> None:
+    """``^(a+)+$`` on a 64-character string attribute (the DRA limit) that almost matches: Go's
+    regexp and RE2 answer in linear time, a backtracking matcher (Python's ``re``, which this
+    evaluator used before) never finishes."""
+    device = device_context(NV, {"model": {"string": "a" * 63 + "b"}}, {}, False)
+    model = 'device.attributes["gpu.nvidia.com"].model'
+    selector = env.compile(f'{model}.matches("^(a+)+$") || {model}.find("^(a+)+$") != "" || '
+                           f'{model}.findAll("^(a+)+$").size() > 0')
+    assert selector.evaluate(device) is False
 
 
 PLANNING_ERRORS = [
@@ -365,6 +381,7 @@ PLANNING_ERRORS = [
     ("backreference", '"aa".find("(a)\\\\1") == ""', "invalid escape sequence: `\\1`"),
     ("end-of-text-z-upper", '"ab".find("b\\\\Z") == ""', "invalid escape sequence: `\\Z`"),
     ("repeat-count-over-1000", '"ab".find("a{2,1001}") == ""', "invalid repeat count: `{2,1001}`"),
+    ("nested-repeat-counts-over-1000", '"ab".find("(a{2}){501}") == ""', "invalid repeat count: `{501}`"),
 ]
 
 

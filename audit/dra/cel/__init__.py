@@ -41,18 +41,19 @@ How it maps onto ``cel``, which cannot hold Python objects and does not type-che
 * Kubernetes' IP, CIDR and URL libraries parse with ports of Go's ``net/netip`` and ``net/url``
   (Python's ``ipaddress`` and ``urllib.parse`` accept and split differently), refusing zones and
   IPv4-mapped IPv6 addresses as upstream does. ``matches`` (both forms), ``find`` and
-  ``findAll`` read patterns in Go's RE2 syntax: ``regex`` translates them for Python's ``re``
-  and refuses what Go refuses; constant patterns are checked when compiling, as the Kubernetes
-  environment's regex validator and optimizations do. ``format`` is cel-go's version-2 format
-  with the en_US printer's output (``1,234.50``, ``1.234500×10⁰³``) and its compile-time
-  validator (an attribute value in a literal argument list is ``google.protobuf.Any`` there).
+  ``findAll`` run on RE2 (linear time, as Go's ``regexp``): ``regex`` refuses what Go refuses
+  with Go's text and runs the pattern unchanged; constant patterns are checked when compiling,
+  as the Kubernetes environment's regex validator and optimizations do. ``format`` is cel-go's
+  version-2 format with the en_US printer's output (``1,234.50``, ``1.234500×10⁰³``) and its
+  compile-time validator (an attribute value in a literal argument list is ``google.protobuf.Any`` there).
 * The binding's run-time errors are reported in cel-go's words (``integer overflow``,
   ``modulus by zero``, ``type conversion error from 'string' to 'int'``, and a non-bool result
   with the reason ConvertToNative gives).
 * ``cel`` tracks no evaluation cost, so the 1,000,000 cost limit is not enforced; the 10 KiB
   expression limit is. The authorizer and image libraries are refused at compile time as
-  unsupported, and so is a regex naming a Unicode script (``\\p{Greek}``: Python has no script
-  tables; general categories such as ``\\pL`` work, by Python's Unicode version). Type errors
+  unsupported, and so is a regex naming a script Unicode 16 added (``\\p{Garay}``: Go's tables
+  have them, RE2's not yet); other classes (``\\pL``, ``\\p{Greek}``) match by RE2's tables, and a
+  pattern too large for RE2's memory budget is refused as unsupported. Type errors
   that only a type checker finds (``"a" + 1``, ``quantity("1") < quantity("2")``, ``ip(1)``,
   ``ip("::1").ip()``) fail when evaluated rather than when compiled, with a different text; the
   type names ``net.IP``/``net.CIDR`` are not declared; a map with double keys in ``format``

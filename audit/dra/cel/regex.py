@@ -1,37 +1,40 @@
 """Go's regular expressions (``regexp``, RE2 syntax) for ``matches``, ``find`` and ``findAll``.
 
 cel-go's ``matches`` and Kubernetes' ``find``/``findAll`` (k8s.io/apiserver/pkg/cel/library/regex.go)
-compile with Go's ``regexp``. Python's ``re`` reads the same text differently: it accepts
-lookarounds, backreferences, possessive quantifiers and ``\\Z``, which Go refuses; its ``$``
-also matches before a final newline, its ``\\d``, ``\\w``, ``\\s`` and ``\\b`` are Unicode-aware
-where Go's are ASCII, ``{,n}`` is a repetition where Go reads literal text, and it knows neither
-``\\z``, ``\\Q...\\E``, POSIX classes nor the ``U`` flag. ``translate`` therefore parses the
-pattern with Go's grammar (regexp/syntax/parse.go), refuses what Go refuses with Go's text
-(``error parsing regexp: invalid or unsupported Perl syntax: `(?=```), and writes an equivalent
-``re`` pattern: ASCII classes spelled out, ``^``/``$``/``.`` according to the ``m`` and ``s``
-flags, ``i`` as a scoped flag per atom, ``U`` by swapping greediness. Unicode classes (``\\pL``)
-have no ``re`` equivalent and are refused as unsupported by this evaluator. Matching is
-leftmost-first in both; ``find_all`` skips an empty match right after a match, as Go's
-``FindAllString`` does.
+compile with Go's ``regexp``, whose syntax is RE2's and which runs in time linear in the text.
+Patterns run unchanged on RE2 itself (``google-re2``), compiled as Go compiles them: UTF-8,
+leftmost-first (Go's non-POSIX ``regexp``), ASCII ``\\d``, ``\\w``, ``\\s`` and ``\\b``, ``$``
+the end of the text without ``m``, ``{,n}`` literal text, Unicode classes and scripts
+(``\\pL``, ``\\p{Greek}``) by RE2's Unicode tables, which lack the scripts Unicode 16 added
+(refused as unsupported, as is a pattern over RE2's memory budget). RE2 also accepts a few
+things Go refuses (``\\C``, repetitions nested past 1000 in Go's way of counting):
+``_Validator`` parses each pattern with Go's grammar first (regexp/syntax/parse.go) and refuses
+what Go refuses with Go's text (``error parsing regexp: invalid or unsupported Perl syntax:
+`(?=```). ``find_all`` skips an empty match right after a match, as Go's ``FindAllString`` does.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-import sys
-import unicodedata
-from dataclasses import dataclass, replace
+
+import re2
 
 _MAX_REPEAT = 1000
-_PERL = {"d": "0-9", "s": "\\t\\n\\f\\r ", "w": "0-9A-Za-z_"}
-_POSIX = {
-    "alnum": "0-9A-Za-z", "alpha": "A-Za-z", "ascii": "\\x00-\\x7f", "blank": "\\t ", "cntrl": "\\x00-\\x1f\\x7f",
-    "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~", "punct": "!-/:-@\\[-`{-~",
-    "space": "\\t\\n\\v\\f\\r ", "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f",
-}
+_PERL_CLASSES = "dsw"
+_POSIX_CLASSES = frozenset({
+    "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space", "upper",
+    "word", "xdigit",
+})
 _CONTROL = {"a": "\a", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
-_WORD = "[0-9A-Za-z_]"
+_REPEAT = re.compile(r"\{(\d+)(,(\d*))?\}")
+# RE2's default budget (8 MiB) refuses a Unicode class repeated 1000 times (``\pL{1000}``), which
+# Go compiles; RE2 allocates its DFA cache lazily, so a larger bound costs only the patterns that use it.
+_MAX_MEM = 64 << 20
+# Scripts of Unicode 16, which Go's unicode tables have and RE2's do not yet.
+_SCRIPTS_RE2_LACKS = frozenset({
+    "Garay", "Gurung_Khema", "Kirat_Rai", "Ol_Onal", "Sunuwar", "Todhri", "Tulu_Tigalari",
+})
 
 
 class RegexError(ValueError):
@@ -46,23 +49,14 @@ def _error(code: str, text: str) -> RegexError:
     return RegexError(f"error parsing regexp: {code}: `{text}`")
 
 
-@dataclass(frozen=True)
-class _Flags:
-    fold: bool = False  # i
-    multiline: bool = False  # m
-    dot_nl: bool = False  # s
-    ungreedy: bool = False  # U
+# Each parsed atom carries the chains of ``{n,m}`` counts nested in it, outermost first, for
+# Go's check of nested repetition sizes (parse.go's repeatIsValid).
+_Chains = list[tuple[int, ...]]
 
 
-def _char(c: str) -> str:
-    return re.escape(c) if c.isascii() else c
+class _Validator:
+    """Go's parser (regexp/syntax/parse.go) reduced to what it refuses."""
 
-
-def _class_char(c: str) -> str:
-    return f"\\U{ord(c):08x}"
-
-
-class _Translator:
     def __init__(self, pattern: str) -> None:
         self.s = pattern
         self.i = 0
@@ -70,16 +64,16 @@ class _Translator:
     def peek(self, n: int = 1) -> str:
         return self.s[self.i:self.i + n]
 
-    def translate(self) -> str:
-        out, _ = self.sequence(_Flags(), depth=0)
+    def validate(self) -> None:
+        self.sequence(depth=0)
         if self.i < len(self.s):  # a ``)`` with no group open
             raise _error("unexpected )", self.s)
-        return out
 
-    def sequence(self, flags: _Flags, depth: int) -> tuple[str, _Flags]:
-        """Alternatives up to the ``)`` closing the current group (not consumed) or the end."""
-        parts: list[str] = []
-        last_atom: str | None = None  # what a repetition operator would apply to
+    def sequence(self, depth: int) -> _Chains:
+        """Alternatives up to the ``)`` closing the current group (not consumed) or the end; the
+        repetition chains inside them."""
+        chains: _Chains = []
+        last_atom: _Chains | None = None  # what a repetition operator would apply to
         last_repeat = ""
         while self.i < len(self.s):
             c = self.s[self.i]
@@ -89,63 +83,54 @@ class _Translator:
                 break
             if c == "|":
                 self.i += 1
-                parts.append("|")
                 last_atom, last_repeat = None, ""
                 continue
-            if c in "*+?" or (c == "{" and self.repeat_at(self.i) is not None):
+            if c in "*+?" or (c == "{" and _REPEAT.match(self.s, self.i) is not None):
                 start = self.i
-                quantifier = self.repetition()
+                counted = self.repetition()
                 op_text = self.s[start:self.i]
                 if last_repeat:
                     raise _error("invalid nested repetition operator", last_repeat + op_text)
                 if last_atom is None:
                     raise _error("missing argument to repetition operator", op_text)
-                lazy = self.peek() == "?"
-                if lazy:
+                if counted is not None:
+                    _check_nested_repeats(counted, last_atom, op_text)
+                    chains.extend((counted[1],) + chain for chain in last_atom)
+                    chains.append((counted[1],))
+                if self.peek() == "?":
                     self.i += 1
                     op_text += "?"
-                if lazy != flags.ungreedy:
-                    quantifier += "?"
-                parts.append(quantifier)
                 last_repeat = op_text
                 last_atom = None
                 continue
             last_repeat = ""
             if c == "(":
-                atom, flags, is_atom = self.group(flags)
-                parts.append(atom)
-                last_atom = atom if is_atom else None
+                inner, is_atom = self.group()
+                chains.extend(inner)
+                last_atom = inner if is_atom else None
                 continue
-            atom = self.atom(flags)
-            parts.append(atom)
-            last_atom = atom
-        return "".join(parts), flags
+            self.atom()
+            last_atom = []
+        return chains
 
-    def repeat_at(self, start: int) -> tuple[int, int | None, int] | None:
-        """``{n}``, ``{n,}`` or ``{n,m}`` at ``start``: (min, max or None, end); None if it is literal text."""
-        found = re.compile(r"\{(\d+)(,(\d*))?\}").match(self.s, start)
-        if found is None:
-            return None
-        low = int(found.group(1))
-        high = low if found.group(2) is None else (int(found.group(3)) if found.group(3) else None)
-        return low, high, found.end()
-
-    def repetition(self) -> str:
-        c = self.s[self.i]
-        if c != "{":
+    def repetition(self) -> tuple[int, int] | None:
+        """Consumes a repetition operator; for ``{n}``, ``{n,}`` or ``{n,m}``, (the larger of its
+        counts, the count Go's repeatIsValid weighs it by)."""
+        if self.s[self.i] != "{":
             self.i += 1
-            return c
+            return None
         start = self.i
-        parsed = self.repeat_at(start)
-        assert parsed is not None
-        low, high, end = parsed
-        self.i = end
-        if low > _MAX_REPEAT or (high is not None and (high > _MAX_REPEAT or high < low)):
-            raise _error("invalid repeat count", self.s[start:end])
-        return f"{{{low},{'' if high is None else high}}}"
+        found = _REPEAT.match(self.s, start)
+        assert found is not None
+        low = int(found.group(1))
+        high = low if found.group(2) is None else (int(found.group(3)) if found.group(3) else -1)
+        self.i = found.end()
+        if low > _MAX_REPEAT or high > _MAX_REPEAT or (high >= 0 and high < low):
+            raise _error("invalid repeat count", self.s[start:self.i])
+        return max(low, high), (low if high < 0 else high)
 
-    def group(self, flags: _Flags) -> tuple[str, _Flags, bool]:
-        """A group at ``(``: (its translation, the flags after it, whether it can be repeated)."""
+    def group(self) -> tuple[_Chains, bool]:
+        """A group at ``(``: (the repetition chains inside it, whether it can be repeated)."""
         start = self.i
         self.i += 1
         if self.peek(2) == "?P" and self.s[self.i + 2:self.i + 3] == "<" or self.peek(2) == "?<":
@@ -155,10 +140,9 @@ class _Translator:
                 raise _error("invalid named capture", self.s[start:])
             if not re.fullmatch(r"[0-9A-Za-z_]+", self.s[self.i:end]):
                 raise _error("invalid named capture", self.s[start:end + 1])
-            self.i = end + 1  # names are not needed (and Go allows one name twice)
+            self.i = end + 1  # Go allows one name twice
         elif self.peek() == "?":
             self.i += 1
-            inner = replace(flags)
             negated, seen = False, False
             while True:
                 if self.i >= len(self.s):
@@ -167,101 +151,67 @@ class _Translator:
                 self.i += 1
                 if c in "imsU":
                     seen = True
-                    field = {"i": "fold", "m": "multiline", "s": "dot_nl", "U": "ungreedy"}[c]
-                    inner = replace(inner, **{field: not negated})
                 elif c == "-" and not negated:
                     negated, seen = True, False
                 elif c == ")" and not (negated and not seen):
-                    return "", inner, False  # flags for the rest of the enclosing group
+                    return [], False  # flags for the rest of the enclosing group
                 elif c == ":" and not (negated and not seen):
-                    body, _ = self.sequence(inner, depth=1)
-                    self.close(start)
-                    return f"(?:{body})", flags, True
+                    break
                 else:
                     raise _error("invalid or unsupported Perl syntax", self.s[start:self.i])
-        body, _ = self.sequence(flags, depth=1)
-        self.close(start)
-        return f"({body})", flags, True
-
-    def close(self, start: int) -> None:
+        chains = self.sequence(depth=1)
         if self.i >= len(self.s):
             raise _error("missing closing )", self.s)
         self.i += 1
+        return chains, True
 
-    def atom(self, flags: _Flags) -> str:
+    def atom(self) -> None:
         c = self.s[self.i]
         if c == "[":
-            return self.fold(self.char_class(), flags)
+            self.char_class()
+            return
         self.i += 1
-        if c == ".":
-            return "(?s:.)" if flags.dot_nl else "[^\\n]"
-        if c == "^":
-            return "(?m:^)" if flags.multiline else "\\A"
-        if c == "$":
-            return "(?m:$)" if flags.multiline else "\\Z"
-        if c != "\\":
-            return self.fold(_char(c), flags)
-        return self.escape(flags)
+        if c == "\\":
+            self.escape()
 
-    @staticmethod
-    def fold(text: str, flags: _Flags) -> str:
-        return f"(?i:{text})" if flags.fold else text
-
-    def escape(self, flags: _Flags) -> str:
+    def escape(self) -> None:
         """The escape after a ``\\`` outside a class."""
         if self.i >= len(self.s):
             raise _error("trailing backslash at end of expression", "")
         c = self.s[self.i]
-        if c == "A":
+        if c in "AzbB":
             self.i += 1
-            return "\\A"
-        if c == "z":
-            self.i += 1
-            return "\\Z"
-        if c in "bB":
-            self.i += 1
-            edge = f"(?:(?<={_WORD})(?!{_WORD})|(?<!{_WORD})(?={_WORD}))"
-            return edge if c == "b" else f"(?!{edge})"
-        if c == "Q":
+        elif c == "Q":
             end = self.s.find("\\E", self.i + 1)
-            literal = self.s[self.i + 1:] if end < 0 else self.s[self.i + 1:end]
             self.i = len(self.s) if end < 0 else end + 2
-            return "".join(self.fold(_char(x), flags) for x in literal)
-        perl = self.perl_class()
-        if perl is not None:
-            return f"[{perl}]"
-        return self.fold(_char(self.escaped_char()), flags)
+        elif not self.perl_class():
+            self.escaped_char()
 
-    def perl_class(self) -> str | None:
-        """``\\d`` and the like at the current escape, as the inside of a class; refuses ``\\pL``."""
+    def perl_class(self) -> bool:
+        """Consumes ``\\d``, ``\\pL`` and the like at the current escape; False if it is none."""
         c = self.s[self.i]
-        if c.lower() in _PERL:
+        if c.lower() in _PERL_CLASSES:
             self.i += 1
-            inside = _PERL[c.lower()]
-            return inside if c.islower() else f"^{inside}"
-        if c in "pP":
-            start = self.i - 1
+            return True
+        if c not in "pP":
+            return False
+        start = self.i - 1
+        self.i += 1
+        if self.peek() == "{":
+            end = self.s.find("}", self.i)
+            if end < 0:
+                raise _error("invalid character class range", self.s[start:])
+            self.i = end + 1
+        else:
             self.i += 1
-            if self.peek() == "{":
-                end = self.s.find("}", self.i)
-                if end < 0:
-                    raise _error("invalid character class range", self.s[start:])
-                name, self.i = self.s[self.i + 1:end], end + 1
-            else:
-                name, self.i = self.s[self.i:self.i + 1], self.i + 1
-            negated = (c == "P") != name.startswith("^")
-            name = name.lstrip("^")
-            if name == "Any":
-                inside = "\\x00-\\U0010ffff"
-            elif re.fullmatch(r"[A-Z][a-z]?", name) and _category(name):
-                inside = _category(name)
-            elif re.fullmatch(r"[A-Z][A-Za-z_]*", name):
-                # Go knows scripts (\p{Greek}) as well; unicodedata does not.
-                raise UnsupportedRegex(f"the Unicode class {self.s[start:self.i]} is not supported by this evaluator")
-            else:
-                raise _error("invalid character class range", self.s[start:self.i])
-            return f"^{inside}" if negated else inside
-        return None
+        escape = self.s[start:self.i]
+        if escape.lstrip("\\pP{^").rstrip("}") in _SCRIPTS_RE2_LACKS:
+            raise UnsupportedRegex(f"the Unicode class {escape} is not supported by this evaluator")
+        # Otherwise Go's tables (unicode.Categories, unicode.Scripts) and RE2's name the same
+        # classes: RE2 says whether it knows the name.
+        if not _knows_unicode_class(escape):
+            raise _error("invalid character class range", escape)
+        return True
 
     def escaped_char(self) -> str:
         """The character of a single-character escape (regexp/syntax's parseEscape)."""
@@ -298,14 +248,12 @@ class _Translator:
             return _CONTROL[c]
         raise _error("invalid escape sequence", self.s[start:self.i])
 
-    def char_class(self) -> str:
-        """A ``[...]`` class as an ``re`` class whose members are all escaped."""
+    def char_class(self) -> None:
+        """A ``[...]`` class: its POSIX names, escapes and the order of its ranges."""
         start = self.i
         self.i += 1
-        negate = self.peek() == "^"
-        if negate:
+        if self.peek() == "^":
             self.i += 1
-        items: list[str] = []
         first = True
         while True:
             if self.i >= len(self.s):
@@ -313,46 +261,26 @@ class _Translator:
             c = self.s[self.i]
             if c == "]" and not first:
                 self.i += 1
-                break
+                return
             first = False
             if c == "[" and self.peek(2) == "[:":
                 end = self.s.find(":]", self.i + 2)
                 if end >= 0:
-                    name = self.s[self.i + 2:end]
-                    negated_posix = name.startswith("^")
-                    key = name[1:] if negated_posix else name
-                    if key not in _POSIX:
+                    if self.s[self.i + 2:end].removeprefix("^") not in _POSIX_CLASSES:
                         raise _error("invalid character class range", self.s[self.i:end + 2])
                     self.i = end + 2
-                    inside = _POSIX[key]
-                    items.append(f"[^{inside}]" if negated_posix else inside)
                     continue
-            if c == "\\" and self.i + 1 < len(self.s) and (self.s[self.i + 1].lower() in _PERL
+            if c == "\\" and self.i + 1 < len(self.s) and (self.s[self.i + 1].lower() in _PERL_CLASSES
                                                             or self.s[self.i + 1] in "pP"):
                 self.i += 1
-                perl = self.perl_class()
-                assert perl is not None
-                items.append(f"[{perl}]" if perl.startswith("^") else perl)
+                self.perl_class()
                 continue
             range_start = self.i
             low = self.class_char()
             if self.peek() == "-" and self.s[self.i + 1:self.i + 2] not in ("]", ""):
                 self.i += 1
-                high = self.class_char()
-                if high < low:
+                if self.class_char() < low:
                     raise _error("invalid character class range", self.s[range_start:self.i])
-                items.append(f"{_class_char(low)}-{_class_char(high)}")
-            else:
-                items.append(_class_char(low))
-        # A negated Perl or POSIX class inside a class is a set difference ``re`` cannot write in
-        # one class; it is a separate alternative instead.
-        plain = "".join(x for x in items if not x.startswith("["))
-        nested = [x for x in items if x.startswith("[")]
-        if not nested:
-            return f"[{'^' if negate else ''}{plain}]"
-        alternatives = ([f"[{plain}]"] if plain else []) + nested
-        union = "(?:" + "|".join(alternatives) + ")"
-        return f"(?!{union})(?s:.)" if negate else union
 
     def class_char(self) -> str:
         if self.i >= len(self.s):
@@ -366,64 +294,93 @@ class _Translator:
         return self.escaped_char()
 
 
-@functools.lru_cache(maxsize=64)
-def _category(name: str) -> str:
-    """The inside of a class matching Unicode general category ``name`` (``L`` or ``Lu``), as
-    ranges of escaped code points; '' for an unknown category. Python's Unicode tables are
-    those of its version, Go's of its own."""
-    ranges: list[str] = []
-    first = last = -2
-    for code in range(sys.maxunicode + 1):
-        if unicodedata.category(chr(code)).startswith(name):
-            if code != last + 1:
-                if first >= 0:
-                    ranges.append(_class_range(first, last))
-                first = code
-            last = code
-    if first >= 0:
-        ranges.append(_class_range(first, last))
-    return "".join(ranges)
+def _check_nested_repeats(counted: tuple[int, int], inner: _Chains, op_text: str) -> None:
+    """Go's repeatIsValid(re, 1000) for a ``{n,m}`` over an atom: along every chain of counted
+    repetitions inside it, each count must fit in 1000 divided by the counts around it."""
+    largest, weight = counted
+    if largest < 2:
+        return
+    for chain in inner:
+        budget = _MAX_REPEAT
+        for count in (weight,) + chain:
+            if count == 0:
+                break
+            if count > budget:
+                raise _error("invalid repeat count", op_text)
+            budget //= count
 
 
-def _class_range(first: int, last: int) -> str:
-    return f"\\U{first:08x}" if first == last else f"\\U{first:08x}-\\U{last:08x}"
+@functools.lru_cache(maxsize=256)
+def _knows_unicode_class(escape: str) -> bool:
+    try:
+        re2.compile(escape, _options())
+    except re2.error:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def _options() -> re2.Options:
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.UTF8
+    options.longest_match = False  # leftmost-first, as Go's regexp (not its POSIX variant)
+    options.never_capture = True  # only whole matches are read
+    options.log_errors = False
+    options.max_mem = _MAX_MEM
+    return options
 
 
 @functools.lru_cache(maxsize=1024)
-def compile_go(pattern: str) -> re.Pattern[str]:
-    """The ``re`` pattern that matches as Go's regexp compiled from ``pattern`` would; raises
-    RegexError with Go's text, or UnsupportedRegex."""
-    return re.compile(_Translator(pattern).translate())
+def compile_go(pattern: str) -> re2._Regexp:
+    """The RE2 program of ``pattern`` once Go's regexp has accepted it; raises RegexError with
+    Go's text, or UnsupportedRegex when RE2 cannot compile what Go accepts."""
+    _Validator(pattern).validate()
+    try:
+        return re2.compile(pattern, _options())
+    except re2.error as exc:
+        raise UnsupportedRegex(f"the pattern `{pattern}` cannot be run by this evaluator: {exc}") from None
+
+
+# The programs search UTF-8 bytes: google-re2 converts every offset of a ``str`` search between
+# characters and bytes in Python, which costs more than the search itself.
 
 
 def find(text: str, pattern: str) -> str:
     """Go's ``FindString``: the leftmost match, or ''."""
-    found = compile_go(pattern).search(text)
-    return found.group(0) if found else ""
+    found = compile_go(pattern).search(text.encode())
+    return found.group(0).decode() if found else ""
 
 
 def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     """Go's ``FindAllString(text, limit)``: successive matches, an empty match right after the
-    previous match skipped; at most ``limit`` when it is not negative."""
+    previous match skipped; at most ``limit`` when it is not negative. A search from ``pos`` sees
+    the whole text, so ``^`` and ``\\b`` read what precedes ``pos`` as Go's do."""
     compiled = compile_go(pattern)
+    data = text.encode()
     out: list[str] = []
     pos, previous_end = 0, -1
-    while (limit < 0 or len(out) < limit) and pos <= len(text):
-        found = compiled.search(text, pos)
+    while (limit < 0 or len(out) < limit) and pos <= len(data):
+        found = compiled.search(data, pos)
         if found is None:
             break
         accept = True
         if found.end() == pos:
             accept = found.start() != previous_end
-            pos += 1
+            pos += _char_width(data, pos)
         else:
             pos = found.end()
         previous_end = found.end()
         if accept:
-            out.append(found.group(0))
+            out.append(found.group(0).decode())
     return out
+
+
+def _char_width(data: bytes, pos: int) -> int:
+    """The length of the UTF-8 character at ``pos`` (1 at the end, to step past it as Go does)."""
+    lead = data[pos] if pos < len(data) else 0
+    return 1 if lead < 0xC0 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 
 
 def matches(text: str, pattern: str) -> bool:
     """Go's ``MatchString``: whether the pattern matches anywhere in ``text``."""
-    return compile_go(pattern).search(text) is not None
+    return compile_go(pattern).search(text.encode()) is not None
