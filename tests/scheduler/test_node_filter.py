@@ -117,7 +117,8 @@ def test_engine_and_explanation_exclude_the_same_node(pod_spec, node_taints, fil
     assert (record.outcome, record.node) == ("allocated", "h100-001")
     assert record.tiers[0].reasons == {"node_filtered": 8, "not_reached": 7, "selected": 1}
     full = explain(world_view(sim.world), key, "H100", sim.world.policy, record=record, detail=True)
-    assert full.reasons == {"node_filtered": 8, "available": 8}
+    # the device the record names reads as the pod's own, as the record's verdicts say
+    assert full.reasons == {"node_filtered": 8, "selected": 1, "available": 7}
     assert cause_text in full.summary
     causes = {(row.node, row.detail["cause"]) for row in full.devices or [] if row.reason == "node_filtered"}
     assert causes == {("h100-000", filtered["filter"])}
