@@ -16,7 +16,7 @@ from collections.abc import Collection
 from audit.dra.cel.contract import CelCompileError
 from audit.dra.cel.formatting import CLAUSE_TYPES, FormatError, is_formattable, parse_clause
 from audit.dra.cel.regex import RegexError, UnsupportedRegex, compile_go
-from audit.dra.cel.syntax import Token, closing, errors_at, opening, tokenize
+from audit.dra.cel.syntax import Token, closing, errors_at, opening, split_arguments, tokenize
 
 # Implemented natively by the cel package (functions and macros), or by ``desugar``.
 _NATIVE = frozenset({
@@ -104,7 +104,7 @@ def analyse(source: str, consumable_capacity: bool, functions: Collection[str]) 
                     problems.append((tokens[i + 1].offset, problem))
                 continue
         problem = _function_problem(t.text, functions)
-        if problem is None and t.text == "existsOne" and len(_arguments(tokens, i + 1)) != 3:
+        if problem is None and t.text == "existsOne" and len(split_arguments(tokens, i + 1)) != 3:
             problem = "undeclared reference to 'existsOne' (in container '')"  # only the two-variable form exists
         if problem is None and ((t.text in _METHODS_ONLY and not member)
                                 or ((t.text in _GLOBALS_ONLY or t.text in _NOT_METHODS) and member)):
@@ -175,7 +175,7 @@ def validate_literals(source: str) -> None:
             index = 0
         else:
             continue
-        arguments = _arguments(tokens, i + 1)
+        arguments = split_arguments(tokens, i + 1)
         if len(arguments) <= index:
             continue
         start, end = arguments[index]
@@ -206,13 +206,13 @@ def _format_problem(source: str, tokens: list[Token], name: int) -> tuple[int, s
         return None
     if tokens[name - 1].text != ".":
         return None
-    arguments = _arguments(tokens, name + 1)
+    arguments = split_arguments(tokens, name + 1)
     if len(arguments) != 1:
         return None
     start, end = arguments[0]
     if tokens[start].text != "[" or closing(tokens, start) != end - 1:
         return None
-    elements = _arguments(tokens, start)
+    elements = split_arguments(tokens, start)
     text = tokens[target].text
     requested, i = 0, 0
     while i < len(text):
@@ -259,7 +259,7 @@ def _unformattable(source: str, tokens: list[Token], verb: str, start: int, end:
         if not is_formattable(verb, name):
             return _position(tokens, start, end), f"error during formatting: {CLAUSE_TYPES[verb][1].format(name)}"
     if verb == "s" and span[0].text in ("[", "{") and closing(tokens, start) == end - 1:
-        for a, b in _arguments(tokens, start):
+        for a, b in split_arguments(tokens, start):
             parts = [a, b]
             colon = next((j for j in range(a, b) if tokens[j].text == ":"), None) if span[0].text == "{" else None
             if colon is not None:
@@ -290,7 +290,7 @@ def _mixed_literals(tokens: list[Token]) -> list[tuple[int, str]]:
             continue
         if t.text == "[":
             first: str | None = None
-            for start, end in _arguments(tokens, i):
+            for start, end in split_arguments(tokens, i):
                 start += 1 if tokens[start].text == "?" else 0
                 found = _element_type(tokens, start, end)
                 if first is None:
@@ -302,7 +302,7 @@ def _mixed_literals(tokens: list[Token]) -> list[tuple[int, str]]:
                     break
             continue
         firsts: list[str | None] | None = None
-        for start, end in _arguments(tokens, i):
+        for start, end in split_arguments(tokens, i):
             start += 1 if tokens[start].text == "?" else 0
             colon = next((j for j in range(start, end) if tokens[j].text == ":"), None)
             if colon is None:
@@ -336,7 +336,7 @@ def _element_type(tokens: list[Token], start: int, end: int) -> str | None:
     if len(span) == 1 and span[0].text == "null":
         return "null"
     if span[0].text == "[" and closing(tokens, start) == end - 1:
-        inner = [_element_type(tokens, a, b) for a, b in _arguments(tokens, start)]
+        inner = [_element_type(tokens, a, b) for a, b in split_arguments(tokens, start)]
         if not inner:
             return None
         return f"list({inner[0]})" if inner[0] is not None and all(x == inner[0] for x in inner) else "list(dyn)"
@@ -369,25 +369,6 @@ def _position(tokens: list[Token], start: int, end: int) -> int:
     if end - start > 2 and last.kind == "ident" and tokens[end - 2].text == ".":
         return tokens[end - 2].offset
     return tokens[start].offset
-
-
-def _arguments(tokens: list[Token], open_index: int) -> list[tuple[int, int]]:
-    """Token ranges [start, end) of the arguments of the call whose ``(`` is at ``open_index``."""
-    close = closing(tokens, open_index)
-    ranges: list[tuple[int, int]] = []
-    start, depth = open_index + 1, 0
-    for j in range(open_index + 1, min(close, len(tokens))):
-        t = tokens[j]
-        if t.kind == "punct" and t.text in "([{":
-            depth += 1
-        elif t.kind == "punct" and t.text in ")]}":
-            depth -= 1
-        elif depth == 0 and t.kind == "punct" and t.text == ",":
-            ranges.append((start, j))
-            start = j + 1
-    if start < close:
-        ranges.append((start, close))
-    return ranges
 
 
 def _type_of(tokens: list[Token]) -> str:
@@ -426,7 +407,7 @@ def _receiver_type(tokens: list[Token], name_index: int) -> str:
 
 def _signature(tokens: list[Token], name_index: int, member: bool) -> str:
     """The argument types of a call as cel-go's overload errors print them: ``recv.(args)`` or ``(args)``."""
-    args = ", ".join(_type_of(tokens[a:b]) for a, b in _arguments(tokens, name_index + 1))
+    args = ", ".join(_type_of(tokens[a:b]) for a, b in split_arguments(tokens, name_index + 1))
     return f"{_receiver_type(tokens, name_index)}.({args})" if member else f"({args})"
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from audit.dra.cel.syntax import Token, closing, tokenize
+from audit.dra.cel.syntax import Token, closing, split_arguments, tokenize
 
 # Rewrites the source of a token range [start, end) of the expression being rewritten.
 _Text = Callable[[int, int], str]
@@ -58,25 +58,6 @@ def _indexes(tokens: list[Token], i: int) -> bool:
     if before is None or (before.kind == "ident" and before.text == "in"):
         return False
     return before.kind in ("ident", "string", "number") or before.text in _VALUE_END
-
-
-def _arguments(tokens: list[Token], open_index: int, close_index: int) -> list[tuple[int, int]]:
-    """Token ranges [start, end) of the comma-separated arguments between two brackets."""
-    ranges: list[tuple[int, int]] = []
-    start = open_index + 1
-    depth = 0
-    for j in range(open_index + 1, close_index):
-        t = tokens[j]
-        if t.kind == "punct" and t.text in "([{":
-            depth += 1
-        elif t.kind == "punct" and t.text in ")]}":
-            depth -= 1
-        elif depth == 0 and t.kind == "punct" and t.text == ",":
-            ranges.append((start, j))
-            start = j + 1
-    if start < close_index:
-        ranges.append((start, close_index))
-    return ranges
 
 
 def _entry_colon(tokens: list[Token], start: int, end: int) -> int | None:
@@ -143,11 +124,11 @@ class _Rewriter:
                     last = close
             elif _is(tokens, i, "[") and not _indexes(tokens, i):
                 close = closing(tokens, i)
-                if close < len(tokens) and any(_is(tokens, a, "?") for a, _ in _arguments(tokens, i, close)):
+                if close < len(tokens) and any(_is(tokens, a, "?") for a, _ in split_arguments(tokens, i, close)):
                     replacement, last = self._list_literal(tokens, i, close, text), close
             elif _is(tokens, i, "{"):
                 close = closing(tokens, i)
-                if close < len(tokens) and any(_is(tokens, a, "?") for a, _ in _arguments(tokens, i, close)):
+                if close < len(tokens) and any(_is(tokens, a, "?") for a, _ in split_arguments(tokens, i, close)):
                     replacement, last = self._map_literal(tokens, i, close, text), close
             elif t.kind == "ident" and _is(tokens, i - 1, ".") and _is(tokens, i + 1, "("):
                 close = closing(tokens, i + 1)
@@ -158,7 +139,7 @@ class _Rewriter:
             elif (t.kind == "ident" and t.text == "cel" and not _is(tokens, i - 1, ".") and _is(tokens, i + 1, ".")
                   and i + 2 < len(tokens) and tokens[i + 2].text == "bind" and _is(tokens, i + 3, "(")):
                 close = closing(tokens, i + 3)
-                args = _arguments(tokens, i + 3, close) if close < len(tokens) else []
+                args = split_arguments(tokens, i + 3, close) if close < len(tokens) else []
                 if len(args) == 3 and args[0][1] - args[0][0] == 1 and tokens[args[0][0]].kind == "ident":
                     name = tokens[args[0][0]].text
                     replacement = f"([{text(*args[1])}].map({name}, {text(*args[2])})[0])"
@@ -175,13 +156,13 @@ class _Rewriter:
 
     def _list_literal(self, tokens: list[Token], open_index: int, close: int, text: _Text) -> str:
         entries = []
-        for start, end in _arguments(tokens, open_index, close):
+        for start, end in split_arguments(tokens, open_index, close):
             entries.append(text(start + 1, end) if _is(tokens, start, "?") else f"optional.of({text(start, end)})")
         return f"_ct_opt_list_literal([{', '.join(entries)}])"
 
     def _map_literal(self, tokens: list[Token], open_index: int, close: int, text: _Text) -> str:
         entries = []
-        for start, end in _arguments(tokens, open_index, close):
+        for start, end in split_arguments(tokens, open_index, close):
             optional = _is(tokens, start, "?")
             key_start = start + 1 if optional else start
             colon = _entry_colon(tokens, key_start, end)
@@ -194,7 +175,7 @@ class _Rewriter:
     def _macro(self, source: str, tokens: list[Token], name_index: int, close: int, text: _Text) -> str | None:
         """The rewrite of the method call ``.name(...)`` at ``name_index``, or None to keep it."""
         name = tokens[name_index].text
-        args = _arguments(tokens, name_index + 1, close)
+        args = split_arguments(tokens, name_index + 1, close)
 
         def variable(k: int) -> str | None:
             start, end = args[k]
@@ -241,7 +222,7 @@ def _substitute(source: str, tokens: list[Token], start: int, end: int, names: d
         after_dot = _is(tokens, j - 1, ".") or (_is(tokens, j - 1, "?") and _is(tokens, j - 2, "."))
         if t.kind == "ident" and after_dot and t.text in _BINDING and _is(tokens, j + 1, "("):
             close = closing(tokens, j + 1)
-            args = _arguments(tokens, j + 1, close) if close < end else []
+            args = split_arguments(tokens, j + 1, close) if close < end else []
             binders = {tokens[a].text for a, b in args[:2] if b - a == 1 and tokens[a].kind == "ident"}
             if binders & names.keys():
                 inner = {k: v for k, v in names.items() if k not in binders}

@@ -10,7 +10,7 @@ arguments of the wrong type with cel-go's ``no such overload`` and fails with th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from audit.dra.cel import regex
 from audit.dra.cel.failures import fail, no_overload
@@ -26,28 +26,28 @@ def _string(name: str, value: Any) -> str:
     return value
 
 
-def _address(name: str, value: Any) -> Address:
-    if tag_of(value) != IP_TAG:
-        no_overload(name, value)
+_T = TypeVar("_T")
+
+
+def _unwrapped(name: str, value: Any, tag: str, kind: type[_T], *others: Any) -> _T:
+    """The ``kind`` inside a value of type ``tag``; any other value finds no overload of ``name``."""
+    if tag_of(value) != tag:
+        no_overload(name, value, *others)
     inner = unwrap(value)
-    assert isinstance(inner, Address)
+    assert isinstance(inner, kind)
     return inner
+
+
+def _address(name: str, value: Any) -> Address:
+    return _unwrapped(name, value, IP_TAG, Address)
 
 
 def _prefix(name: str, value: Any, *others: Any) -> Prefix:
-    if tag_of(value) != CIDR_TAG:
-        no_overload(name, value, *others)
-    inner = unwrap(value)
-    assert isinstance(inner, Prefix)
-    return inner
+    return _unwrapped(name, value, CIDR_TAG, Prefix, *others)
 
 
 def _url(name: str, value: Any) -> URL:
-    if tag_of(value) != URL_TAG:
-        no_overload(name, value)
-    inner = unwrap(value)
-    assert isinstance(inner, URL)
-    return inner
+    return _unwrapped(name, value, URL_TAG, URL)
 
 
 def _parsed_ip(text: str) -> Address:

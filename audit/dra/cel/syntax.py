@@ -123,6 +123,25 @@ def closing(tokens: list[Token], open_index: int) -> int:
     return len(tokens)
 
 
+def split_arguments(tokens: list[Token], open_index: int, close_index: int | None = None) -> list[tuple[int, int]]:
+    """Token ranges [start, end) of the comma-separated arguments between the bracket at
+    ``open_index`` and the one closing it (``close_index``, found when not given)."""
+    close = min(closing(tokens, open_index) if close_index is None else close_index, len(tokens))
+    ranges: list[tuple[int, int]] = []
+    start, depth = open_index + 1, 0
+    for j in range(open_index + 1, close):
+        t = tokens[j]
+        if t.kind == "punct" and t.text in "([{":
+            depth += 1
+        elif t.kind == "punct" and t.text in ")]}":
+            depth -= 1
+        elif depth == 0 and t.kind == "punct" and t.text == ",":
+            ranges.append((start, j))
+            start = j + 1
+    if start < close:
+        ranges.append((start, close))
+    return ranges
+
 def opening(tokens: list[Token], close_index: int) -> int:
     """Index of the bracket opened for the one at ``close_index`` (-1 when unbalanced)."""
     pairs = {")": "(", "]": "[", "}": "{"}
