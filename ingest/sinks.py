@@ -89,7 +89,7 @@ def fold_stored(events: Iterable[WorldEvent],
 class FileSink:
     """Records and events as canonical JSON lines in two files (fsync'ed on flush). The files are
     appended to, never truncated: what an earlier run wrote stays, and is what ``stored_world``
-    and ``last_seq`` read back."""
+    reads back."""
 
     def __init__(self, path: str, events_path: str | None = None) -> None:
         records = Path(path)
@@ -123,10 +123,6 @@ class FileSink:
 
     def stats(self) -> dict[str, int]:
         return dict(self._counts)
-
-    def last_seq(self, cluster: str) -> int | None:
-        """The highest event seq the events file holds for ``cluster``."""
-        return max((e.seq for e in self._read("events").events if e.cluster == cluster), default=None)
 
     def stored_world(self, cluster: str) -> StoredWorld:
         """The cluster's world as the events file leaves it, with the records file's decisions
@@ -214,12 +210,6 @@ class StoreSink:
     @property
     def first_quarantined(self) -> str:
         return str(self.writer.first_quarantined)
-
-    def last_seq(self, cluster: str) -> int | None:
-        """The highest event seq stored for ``cluster`` (after delivering what is spooled)."""
-        self.writer.flush()
-        rows = self.writer.query("SELECT max(seq), count() FROM events WHERE cluster = {c:String}", {"c": cluster})
-        return int(rows[0][0]) if rows and rows[0][1] else None
 
     def stored_world(self, cluster: str) -> StoredWorld:
         """The cluster's world as the store's event log leaves it (after delivering what is
@@ -332,23 +322,6 @@ class HttpSink:
         out["spool_bytes"] = self.spool.pending_bytes()
         out["spool_batches"] = self.spool.pending_frames()
         return out
-
-    def last_seq(self, cluster: str, timeout: float = 15.0) -> int | None:
-        """The highest event seq the server holds for ``cluster``, after delivering what this
-        sink's spool still holds from an earlier run (so those seqs are counted). None when the
-        cluster has no events, or when the server cannot be asked: the reason is logged, and the
-        caller picks a start of its own."""
-        what = "last event seq"
-        if not self._delivered(what, timeout):
-            return None
-        try:
-            found = self._ask(what, "GET", "/v1/ingest/events/last-seq", params={"cluster": cluster})["last_seq"]
-            return None if found is None else int(found)
-        except _Unanswered:
-            return None
-        except (KeyError, TypeError, ValueError) as exc:
-            self._unknown(what, f"{self.url}: unexpected answer ({exc})")
-            return None
 
     def stored_world(self, cluster: str, timeout: float = 15.0, page: int = 10_000) -> StoredWorld | None:
         """The cluster's world as the server's event log leaves it (``GET /v1/events``, a page of

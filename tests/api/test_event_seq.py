@@ -1,5 +1,6 @@
-"""A producer that restarts goes on from the last event seq the server holds for its cluster, and
-asks which decisions it stores about the pods it still sees."""
+"""A producer that restarts goes on from the last event seq the server holds for its cluster (the
+route, and a watcher's HTTP sink reading the stored world back), and asks which decisions it
+stores about the pods it still sees."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def test_any_cluster_name_ingest_takes_can_be_resumed(server: Server, tmp_path: 
     try:
         sink.write_events([_event(s, cluster) for s in (0, 1, 2)])
         assert sink.flush(timeout=30) is True
-        assert sink.last_seq(cluster) == 2
+        stored = sink.stored_world(cluster)
+        assert stored is not None and (stored.last_seq, stored.events) == (2, 3)
     finally:
         sink.close()
     r = server.get("/v1/ingest/events/last-seq", "admin", cluster=cluster)
@@ -67,8 +69,9 @@ def test_a_restarted_http_sink_counts_what_its_spool_still_held(server: Server, 
     first.close()
     second = HttpSink(server.base, token=TOKENS["admin"], spool_dir=spool, backoff_base=0.02)
     try:
-        assert second.last_seq(FRESH_CLUSTER) == 5  # delivered first, then asked
-        assert second.last_seq("no-such-cluster") is None
+        fresh, unknown = second.stored_world(FRESH_CLUSTER), second.stored_world("no-such-cluster")
+        assert fresh is not None and fresh.last_seq == 5  # delivered first, then asked
+        assert unknown is not None and (unknown.last_seq, unknown.events) == (None, 0)
     finally:
         second.close()
 
@@ -78,10 +81,10 @@ def test_a_sink_that_cannot_ask_says_it_does_not_know_and_why(server: Server, tm
     sink = HttpSink(server.base, token=TOKENS["team-a"], spool_dir=str(tmp_path / "spool"))
     try:
         with caplog.at_level(logging.WARNING, logger="ingest.sinks"):
-            assert sink.last_seq(factory.CLUSTER) is None
+            assert sink.stored_world(factory.CLUSTER) is None
     finally:
         sink.close()
-    (warning,) = [r for r in caplog.records if r.getMessage() == "last event seq unknown"]
+    (warning,) = [r for r in caplog.records if r.getMessage() == "stored world unknown"]
     assert "HTTP 403" in warning.error  # type: ignore[attr-defined]
 
 

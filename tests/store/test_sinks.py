@@ -230,7 +230,8 @@ def test_store_sink_writes_through_the_spooled_writer(tmp_path: Path) -> None:
     sink.write_events([make_event(s) for s in range(5, 9)])
     sink.write_records(make_records(30))
     assert sink.flush() is True
-    assert sink.last_seq("c1") == 8 and sink.last_seq("elsewhere") is None
+    c1, elsewhere = sink.stored_world("c1"), sink.stored_world("elsewhere")
+    assert (c1.last_seq, c1.events, elsewhere.last_seq, elsewhere.events) == (8, 4, None, 0)
     assert sink.stats()["written"] == 30
     sink.close()
     with AuditStore.open(f"chdb://{tmp_path}/db") as store:
@@ -244,7 +245,7 @@ def test_unknown_targets_are_refused_with_a_message(target: str) -> None:
 
 
 @pytest.mark.parametrize("answer", [b"<html>maintenance</html>", b'{"seq": 7}', b'["last_seq"]', b'{"last_seq": "x"}'])
-def test_an_answer_that_is_not_a_last_seq_is_not_taken_for_one(tmp_path: Path, port: int, answer: bytes,
+def test_an_answer_that_is_not_a_page_of_events_is_not_taken_for_one(tmp_path: Path, port: int, answer: bytes,
                                                                caplog: pytest.LogCaptureFixture) -> None:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server naming
@@ -261,12 +262,12 @@ def test_an_answer_that_is_not_a_last_seq_is_not_taken_for_one(tmp_path: Path, p
     sink = HttpSink(f"http://127.0.0.1:{port}", token=TOKEN, spool_dir=str(tmp_path / "s"))
     try:
         with caplog.at_level("WARNING", logger="ingest.sinks"):
-            assert sink.last_seq("c1") is None
+            assert sink.stored_world("c1") is None
     finally:
         sink.close()
         server.shutdown()
         server.server_close()
-    (warning,) = [r for r in caplog.records if r.getMessage() == "last event seq unknown"]
+    (warning,) = [r for r in caplog.records if r.getMessage() == "stored world unknown"]
     assert "unexpected answer" in warning.error  # type: ignore[attr-defined]
 
 
