@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from audit.dra.cel.contract import CelCompileError
@@ -106,21 +107,31 @@ def _located(source: str, offset: int, message: str) -> str:
     return f"ERROR: <input>:{line}:{column}: {message}\n | {text}\n | {'.' * (column - 1)}^"
 
 
+_OPEN_TO_CLOSE = {"(": ")", "[": "]", "{": "}"}
+
+
+def _matching(tokens: list[Token], index: int, step: int, opens: Mapping[str, str]) -> int:
+    """Index of the bracket matching the one at ``index``, walking by ``step`` (1: forward, -1:
+    back), ``opens`` mapping each bracket that deepens the walk to the one that ends it; past the
+    end of ``tokens`` when unbalanced."""
+    depth = 0
+    j = index
+    while 0 <= j < len(tokens):
+        t = tokens[j]
+        if t.kind == "punct":
+            if t.text in opens:
+                depth += 1
+            elif t.text in opens.values():
+                depth -= 1
+                if depth == 0:
+                    return j
+        j += step
+    return j
+
+
 def closing(tokens: list[Token], open_index: int) -> int:
     """Index of the bracket closing the one at ``open_index`` (len(tokens) when unbalanced)."""
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    depth = 0
-    for j in range(open_index, len(tokens)):
-        t = tokens[j]
-        if t.kind != "punct":
-            continue
-        if t.text in pairs:
-            depth += 1
-        elif t.text in pairs.values():
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(tokens)
+    return _matching(tokens, open_index, 1, _OPEN_TO_CLOSE)
 
 
 def split_arguments(tokens: list[Token], open_index: int, close_index: int | None = None) -> list[tuple[int, int]]:
@@ -144,19 +155,7 @@ def split_arguments(tokens: list[Token], open_index: int, close_index: int | Non
 
 def opening(tokens: list[Token], close_index: int) -> int:
     """Index of the bracket opened for the one at ``close_index`` (-1 when unbalanced)."""
-    pairs = {")": "(", "]": "[", "}": "{"}
-    depth = 0
-    for j in range(close_index, -1, -1):
-        t = tokens[j]
-        if t.kind != "punct":
-            continue
-        if t.text in pairs:
-            depth += 1
-        elif t.text in pairs.values():
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
+    return _matching(tokens, close_index, -1, {c: o for o, c in _OPEN_TO_CLOSE.items()})
 
 
 def with_empty_domains(source: str) -> str:
