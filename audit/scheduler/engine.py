@@ -61,7 +61,7 @@ from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
 from audit.scheduler.filters import node_filter
 from audit.scheduler.nodealloc import allocate_on_node, augmented_claims
-from audit.scheduler.quota import QuotaCheck, check_quota
+from audit.scheduler.quota import QuotaCheck, check_quota, placement_quota, tier_quota
 from audit.scheduler.tiers import (
     RequestTiers,
     Tier,
@@ -297,15 +297,15 @@ def _tier_gate(ctx: AttemptContext, rt: RequestTiers, t: Tier, holding: bool,
     models (a last "any compatible" tier names the first ones again)."""
     if rt.first_available and t.index > 0 and holding:
         return "not_reached", []
-    checks = []
-    for m in t.models:
-        q = asked.get((m, t.count))
+
+    def ask(model: str, count: int) -> QuotaCheck:
+        q = asked.get((model, count))
         if q is None:
-            q = asked[(m, t.count)] = check_quota(ctx.world, ctx.policy, ctx.tenant, m, t.count)
-        checks.append(q)
-    if checks and not any(c.fits for c in checks):
-        return "quota_exhausted", checks
-    return None, checks
+            q = asked[(model, count)] = check_quota(ctx.world, ctx.policy, ctx.tenant, model, count)
+        return q
+
+    shut, checks = tier_quota(t.models, t.count, ask)
+    return ("quota_exhausted" if shut else None), checks
 
 
 def _adaptive(ctx: AttemptContext, rts: list[RequestTiers]) -> AdaptiveHold | None:
@@ -630,11 +630,10 @@ def evaluate_node(ctx: AttemptContext, node: str, claims: list[dict[str, Any]], 
         dev = ctx.world.devices.get(result_device_id(r))
         m = dev.model if dev is not None else "unknown"
         models[m] = models.get(m, 0) + 1
-    for m, n in sorted(models.items()):
-        q = check_quota(ctx.world, ctx.policy, ctx.tenant, m, n)
-        if not q.fits:
-            nt.ok, nt.reject, nt.reject_detail = False, "quota_exhausted", q.detail()
-            return nt
+    q = placement_quota(models, lambda m, n: check_quota(ctx.world, ctx.policy, ctx.tenant, m, n))
+    if q is not None:
+        nt.ok, nt.reject, nt.reject_detail = False, "quota_exhausted", q.detail()
+        return nt
     if not ctx.policy.mixed_models and len(models) > 1:
         nt.ok, nt.reject, nt.reject_detail = False, "mixed_models", {"models": ",".join(sorted(models))}
     return nt

@@ -9,7 +9,7 @@ Quota is counted in devices of the model, from the world's allocation index.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from audit.frozen import fast_init
@@ -74,6 +74,31 @@ def quota_rule(policy: Policy, tenant: str, model: str, count: int, in_use: Call
     room = lendable - borrowed_by_others
     fits = borrow <= room and (q.limit is None or want <= q.limit)
     return QuotaCheck(fits, model, used, count, q.nominal, q.limit, max(0, room))
+
+
+# (model, count) -> whether the tenant's quota takes ``count`` more devices of the model: the
+# engine asks ``check_quota`` on its world, ``why`` ``quota_rule`` over a cluster view.
+QuotaAsk = Callable[[str, int], QuotaCheck]
+
+
+def tier_quota(models: Sequence[str], count: int, ask: QuotaAsk) -> tuple[bool, list[QuotaCheck]]:
+    """Whether the tenant's quota closes a tier of ``count`` devices of any of ``models``, with the
+    check of each model for the whole count. A tier of several models (``A100|H100|L40S``) is
+    closed only when none of them fits: one that does may take the whole tier, and what a node
+    gives the tier is then checked model by model (``placement_quota``). A tier asking for no
+    model (a NIC) is never closed."""
+    checks = [ask(m, count) for m in models]
+    return bool(checks) and not any(c.fits for c in checks), checks
+
+
+def placement_quota(counts: Mapping[str, int], ask: QuotaAsk) -> QuotaCheck | None:
+    """The check of the first model (by name) of a node's placement (``counts``: devices per
+    model) that the tenant's quota cannot take, or None when it takes them all."""
+    for model, n in sorted(counts.items()):
+        q = ask(model, n)
+        if not q.fits:
+            return q
+    return None
 
 
 @dataclass(frozen=True)
