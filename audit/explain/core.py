@@ -35,7 +35,7 @@ from audit.explain.view import ClusterView, Device, ViewError, obj_name, obj_nam
 from audit.policy import Policy, default_policy
 from audit.records import Blocker, DecisionRecord, Reason
 from audit.scheduler.claimspec import claim_key, result_device_id
-from audit.scheduler.quota import quota_rule
+from audit.scheduler.quota import QuotaAsk, QuotaCheck, quota_rule, tier_quota
 from audit.world import DEVICE_PLUGIN_RESOURCE, device_plugin_gpus, device_plugin_model
 
 
@@ -128,21 +128,41 @@ def _in_use(view: ClusterView, policy: Policy, model: str, by_id: Mapping[str, D
     return used
 
 
-def _quota_blocker(view: ClusterView, policy: Policy | None, namespace: str, model: str, tier: Tier,
-                   by_id: Mapping[str, Device], own: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
-    """The tenant's quota for the model cannot take this tier's devices: the decision engine's
-    rule (``audit.scheduler.quota``: nominal, borrowing limit, what other tenants leave to lend)."""
+def _tenant_quota(view: ClusterView, policy: Policy | None, namespace: str, by_id: Mapping[str, Device],
+                  own: Sequence[tuple[str, str]]) -> tuple[str, QuotaAsk | None]:
+    """The namespace's tenant and its quota as the decision engine asks it
+    (``audit.scheduler.quota``: nominal, borrowing limit, what other tenants leave to lend), over
+    what the view holds in use, each model's use counted once; no quota without a policy."""
     if policy is None:
-        return None
+        return "", None
     tenant = policy.tenant_for(namespace)
-    if policy.quota(tenant, model) is None:
+    used: dict[str, Counter[str]] = {}
+
+    def ask(model: str, count: int) -> QuotaCheck:
+        if model not in used:
+            used[model] = _in_use(view, policy, model, by_id, own)
+        return quota_rule(policy, tenant, model, count, used[model].__getitem__)
+
+    return tenant, ask
+
+
+def _quota_blocker(tenant: str, tier: Tier, checks: Sequence[QuotaCheck]) -> dict[str, Any]:
+    """A tier the tenant's quota closes: the decision engine's quota blocker (the detail of the
+    check of the tier's first model) with the tenant, and for a tier of several models ``models``,
+    the devices the closing counts (``A100|H100|L40S``, none of which fits)."""
+    several = {"models": "|".join(c.model for c in checks)} if len(checks) > 1 else {}
+    return {"code": Blocker.QUOTA_EXHAUSTED.value, "tier": tier.index, "tenant": tenant, **checks[0].detail(),
+            **several}
+
+
+def _model_quota_blocker(ask: QuotaAsk | None, tenant: str, model: str, tier: Tier) -> dict[str, Any] | None:
+    """The tenant's quota cannot take the tier's count of ``model``: no node would give the tier
+    that model (the engine checks what a node gives model by model), whether or not another
+    model keeps the tier open."""
+    if ask is None:
         return None
-    used = _in_use(view, policy, model, by_id, own)
-    check = quota_rule(policy, tenant, model, tier.count, lambda name: used[name])
-    if check.fits:
-        return None
-    # The same detail keys as the decision engine's quota blocker, and the tenant.
-    return {"code": Blocker.QUOTA_EXHAUSTED.value, "tier": tier.index, "tenant": tenant, **check.detail()}
+    check = ask(model, tier.count)
+    return None if check.fits else _quota_blocker(tenant, tier, [check])
 
 
 def _tally(judged: Mapping[str, tuple[str, Verdict]]) -> tuple[dict[str, int], Counter[str], dict[str, str]]:
@@ -167,47 +187,65 @@ def _tally(judged: Mapping[str, tuple[str, Verdict]]) -> tuple[dict[str, int], C
 
 
 def _tier_blocker(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]], tier: Tier,
-                  model: str, everything: Sequence[Device], own: Sequence[tuple[str, str]],
-                  policy: Policy | None, matcher: TierMatcher) -> dict[str, Any]:
+                  models: Sequence[str], everything: Sequence[Device], own: Sequence[tuple[str, str]],
+                  policy: Policy | None, matcher: TierMatcher, ask: QuotaAsk | None) -> dict[str, Any]:
     """Why a tier cannot be allocated now: the devices it asks for, judged as ``explain`` judges them.
 
     A tier asking for no device model (a NIC, say) is judged on the devices without a model that
-    its selectors select. ``best`` is the most usable devices on one node.
+    its selectors select; a tier of several models on the devices of all of them, those of a
+    model the tenant's quota cannot take the tier's count of reading ``quota_exhausted`` rather
+    than available (the engine passes over a node giving them). ``best`` is the most usable
+    devices on one node.
     """
     claim = next(c for c in claims if claim_key(c) == tier.claim)
-    devices = [d for d in everything if d.model == model and (model or matcher.asks_for(tier, d))]
+    devices = [d for d in everything if (d.model in models if models else not d.model and matcher.asks_for(tier, d))]
     judged = _judge(view, pod, claim, tier, devices, own, True, policy)
+    if ask is not None:
+        over = {m for m in models if not ask(m, tier.count).fits}
+        for d in devices:
+            node, (reason, detail) = judged[d.id]
+            if d.model in over and reason == AVAILABLE:
+                judged[d.id] = (node, (Reason.QUOTA_EXHAUSTED.value, {"verdict": reason, **detail}))
     reasons, node_causes, _ = _tally(judged)
     per_node = Counter(node for node, (reason, _) in judged.values() if reason == AVAILABLE)
     best_node, best = sorted(per_node.items(), key=lambda kv: (-kv[1], kv[0]))[0] if per_node else ("", 0)
-    return {"code": Blocker.INSUFFICIENT_ON_NODE.value, "tier": tier.index, "request": tier.label, "model": model,
-            "count": tier.count, "best": best, "best_node": best_node, "reasons": reasons,
+    return {"code": Blocker.INSUFFICIENT_ON_NODE.value, "tier": tier.index, "request": tier.label,
+            "model": "|".join(models), "count": tier.count, "best": best, "best_node": best_node, "reasons": reasons,
             **({"node_causes": dict(sorted(node_causes.items()))} if node_causes else {})}
 
 
 def _would_get(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]], tiers: Sequence[Tier],
                matcher: TierMatcher, everything: Sequence[Device], own: Sequence[tuple[str, str]],
-               policy: Policy | None, reserved: Mapping[str, str]) -> dict[str, Any]:
+               policy: Policy | None, reserved: Mapping[str, str], tenant: str,
+               ask: QuotaAsk | None) -> dict[str, Any]:
     """The allocation the scheduler would make now, or ``unschedulable`` with every tier's blocker;
-    ``reserved``: devices held for other pods, which the scheduler would not give this one."""
+    ``reserved``: devices held for other pods, which the scheduler would not give this one;
+    ``ask``: the pod's tenant's quota (``_tenant_quota``).
+
+    The tenant's quota is the engine's, by the engine's rules (``audit.scheduler.quota``): a tier
+    is closed when no model it asks for fits its count, and a node is passed over when the
+    devices it would give do not fit, model by model."""
     by_id = {d.id: d for d in everything}
     closed: dict[int, dict[str, Any]] = {}
-    models = {t.index: next((m for m in matcher.models() if matcher.selects(t, m)), "") for t in tiers}
+    models = {t.index: [m for m in matcher.models() if matcher.selects(t, m)] for t in tiers}
     mode = policy.fallback_mode if policy is not None else "immediate"
     for t in tiers:
         if mode == "strict" and t.sub_index > 0:
             closed[t.index] = {"code": Blocker.INSUFFICIENT_ON_NODE.value, "tier": t.index, "request": t.label,
-                               "model": models[t.index], "count": t.count, "fallback_mode": mode}
+                               "model": "|".join(models[t.index]), "count": t.count, "fallback_mode": mode}
             continue
-        quota = _quota_blocker(view, policy, obj_namespace(pod), models[t.index], t, by_id, own)
-        if quota is not None:
-            closed[t.index] = {**quota, "request": t.label}
+        if ask is not None:
+            shut, checks = tier_quota(models[t.index], t.count, ask)
+            if shut:
+                closed[t.index] = {**_quota_blocker(tenant, t, checks), "request": t.label}
     # Fallbacks that open after a wait are taken as open: the pod's wait is not known here.
     note = {"fallback_mode": mode} if mode in ("wait-for-preferred", "adaptive") else {}
-    found = best_allocation(view, pod, claims, tiers, closed, own, policy, held=sorted(reserved))
+    found = best_allocation(view, pod, claims, tiers, closed, own, policy, held=sorted(reserved), by_id=by_id,
+                            quota=ask)
     if found is not None:
         return {**allocation_summary(found[1], tiers, by_id, found[0]), **note}
-    blockers = [closed.get(t.index) or _tier_blocker(view, pod, claims, t, models[t.index], everything, own, policy, matcher)
+    blockers = [closed.get(t.index) or _tier_blocker(view, pod, claims, t, models[t.index], everything, own, policy,
+                                                     matcher, ask)
                 for t in tiers]
     return {"result": "unschedulable", "model": "", "devices": [], "node": "", "tier": -1, "blockers": blockers,
             **note}
@@ -256,7 +294,9 @@ def would_get_now(view: ClusterView, pod: str | tuple[str, str], policy: Policy 
         return current
     own = [(obj_namespace(c), obj_name(c)) for c in claims]
     reserved = reserved_for_others(view, policy, _pod_key(pod), everything, {})
-    return _would_get(view, pod_obj, claims, tiers, TierMatcher(view, everything), everything, own, policy, reserved)
+    tenant, ask = _tenant_quota(view, policy, obj_namespace(pod_obj), {d.id: d for d in everything}, own)
+    return _would_get(view, pod_obj, claims, tiers, TierMatcher(view, everything), everything, own, policy, reserved,
+                      tenant, ask)
 
 
 def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: Policy | None = None,
@@ -302,14 +342,15 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
         preference = [matcher.preferred_model(t) for t in tiers]
         blockers.insert(0, {"code": Blocker.NOT_REQUESTED.value, "preference": preference})
     skipped = not (outcome["result"] == "allocated" and outcome["model"] == model)
+    tenant, ask = _tenant_quota(view, policy, ns, by_id, own)
     if target is not None and skipped:
-        for found in (_quota_blocker(view, policy, ns, model, target, by_id, own),
+        for found in (_model_quota_blocker(ask, tenant, model, target),
                       _insufficient(target, judged, devices, model)):
             if found and not any(b["code"] == found["code"] for b in blockers):
                 blockers.append(found)
     would_get = None
     if record is None and current["result"] != "allocated":
-        would_get = _would_get(view, pod_obj, claims, tiers, matcher, everything, own, policy, reserved)
+        would_get = _would_get(view, pod_obj, claims, tiers, matcher, everything, own, policy, reserved, tenant, ask)
         # Nothing decided against a pending pod that would get the model now: it was not skipped.
         skipped = skipped and not (would_get.get("result") == "allocated" and would_get.get("model") == model)
     closing = closing_code(record, model, blockers, target.index if target is not None and skipped else None)

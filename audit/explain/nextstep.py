@@ -6,8 +6,11 @@ to other pods; subrequests of tiers the policy closes (a tenant quota the tier c
 fallback the ``strict`` fallback mode forbids) are taken out of the claims first, so the
 allocator falls through to the next alternative as the decision engine's tiers do, and the
 policy's topology and mixed-model constraints are added as the engine adds them
-(``audit.scheduler.augment``). How long the pod has waited is not known here, so under
-``wait-for-preferred`` and ``adaptive`` fallbacks are open, and the answer says so. Among the nodes where every claim fits, the scheduler's
+(``audit.scheduler.augment``). A node whose allocation the tenant's quota cannot take, model by
+model, is passed over as the engine passes it over (``audit.scheduler.quota.placement_quota``):
+a tier of several models stays open while one of them fits, and the allocator may pick another.
+How long the pod has waited is not known here, so under ``wait-for-preferred`` and ``adaptive``
+fallbacks are open, and the answer says so. Among the nodes where every claim fits, the scheduler's
 tie-break picks one (as ``audit.scheduler.engine`` orders nodes: score Σ over firstAvailable requests of 8 − chosen subrequest
 index, highest first, then node name). The answer describes the devices as a held allocation
 does (``allocation_summary``); when no node fits, the caller names the blocker of every tier.
@@ -16,6 +19,7 @@ does (``allocation_summary``); when no node fits, the caller names the blocker o
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -30,6 +34,7 @@ from audit.policy import Policy
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.claimspec import claim_key, result_device_id
 from audit.scheduler.engine import MAX_SUBREQUESTS
+from audit.scheduler.quota import QuotaAsk, placement_quota
 
 
 def allocation_summary(results: Sequence[tuple[str, Mapping[str, Any]]], tiers: Sequence[Tier],
@@ -84,9 +89,11 @@ def _open_claim(claim: Mapping[str, Any], tiers: Sequence[Tier], closed: Collect
 
 def best_allocation(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
                     tiers: Sequence[Tier], closed: Collection[int], own: Sequence[tuple[str, str]],
-                    policy: Policy | None, held: Sequence[str] = ()) -> tuple[str, list[tuple[str, Mapping[str, Any]]]] | None:
+                    policy: Policy | None, held: Sequence[str] = (), by_id: Mapping[str, Device] | None = None,
+                    quota: QuotaAsk | None = None) -> tuple[str, list[tuple[str, Mapping[str, Any]]]] | None:
     """(node, (claim key, result) pairs) of the allocation the scheduler would make now, or None;
-    ``held``: device ids the pod may not use though free (reserved for another pod)."""
+    ``held``: device ids the pod may not use though free (reserved for another pod); ``quota``:
+    the tenant's quota, asked of the devices per model (``by_id``) each node would give."""
     opened = [_open_claim(c, tiers, closed) for c in claims]
     if any(c is None for c, _ in opened):
         return None
@@ -111,13 +118,21 @@ def best_allocation(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[
         outcome = allocator.allocate(parse_as(view.nodes[name], Node), parsed)
         if outcome.status is not Status.SUCCESS:
             continue
+        results: list[tuple[str, Mapping[str, Any]]] = [
+            (claim_key(c), r) for c, a in zip(claims, outcome.allocations, strict=True) for r in a.results]
+        if quota is not None and placement_quota(_models(results, by_id or {}), quota) is not None:
+            continue
         score = 0
         for chosen, index in outcome.chosen_subrequests.items():
             ckey, _, request = chosen.rpartition("/")
             score += MAX_SUBREQUESTS - kept[ckey][request][index]
         rank = (-score, name)
         if best is None or rank < best[0]:
-            results: list[tuple[str, Mapping[str, Any]]] = [
-                (claim_key(c), r) for c, a in zip(claims, outcome.allocations, strict=True) for r in a.results]
             best = (rank, name, results)
     return (best[1], best[2]) if best is not None else None
+
+
+def _models(results: Sequence[tuple[str, Mapping[str, Any]]], by_id: Mapping[str, Device]) -> Counter[str]:
+    """Devices per model of an allocation, as the engine counts them for the quota."""
+    found = (by_id.get(result_device_id(r)) for _, r in results)
+    return Counter(dev.model if dev is not None else "unknown" for dev in found)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from audit.cli.main import main
 from audit.explain import ClusterView, explain, would_get_now
@@ -158,3 +159,67 @@ def test_the_policy_fallback_mode_decides_whether_the_fallback_is_taken(mode: st
     assert answer.would_get is not None
     assert (answer.would_get["result"], answer.would_get["devices"]) == (result, devices)
     assert answer.summary.endswith(sentence)
+
+
+QUOTA_TIER = FIXTURES / "cluster-quota-tier.yaml"
+# Events in the order a watcher logs a cluster: what the devices are before what holds them.
+KIND_ORDER = ("Policy", "DeviceClass", "Node", "ResourceSlice", "ResourceClaim", "Pod")
+
+# policy, pod, the would_get answer, the sentence it ends the summary with. Each pod's second
+# alternative selects A100 and H100; team-a's H100 quota is used up, and the only H100s free are
+# on gpu-node-1, which sorts first.
+SEVERAL_MODELS: dict[str, tuple[str, str, dict[str, Any], str]] = {
+    "the_model_within_quota_on_a_later_node": (
+        "policy-h100-quota.yaml", "team-a/train-1",
+        {"result": "allocated", "model": "A100", "node": "gpu-node-2", "tier": 1, "retry_class": "",
+         "devices": ["gpu.nvidia.com/gpu-node-2/gpu-1"]},
+        "under policy v4. If scheduled now: A100 gpu-1 on node gpu-node-2 (tier 1)."),
+    "nothing_when_only_the_model_over_quota_is_free": (
+        "policy-h100-quota.yaml", "team-a/train-2",
+        {"result": "unschedulable", "model": "", "node": "", "tier": -1, "devices": [], "blockers": [
+            {"code": "quota_exhausted", "tier": 0, "tenant": "team-a", "model": "H100", "used": 1, "requested": 2,
+             "nominal": 1, "limit": 1, "lendable": 0, "request": "gpu/h100"},
+            {"code": "insufficient_on_node", "tier": 1, "request": "gpu/any", "model": "A100|H100", "count": 2,
+             "best": 1, "best_node": "gpu-node-2", "reasons": {"in_use": 2, "available": 1, "quota_exhausted": 2}}]},
+        "under policy v4. If scheduled now: nothing fits (tier 0 H100: tenant quota 1/1 H100 used; tier 1 A100|H100: "
+        "2 in use, 1 available, 2 over the tenant's quota; at most 1 on node gpu-node-2, 2 needed)."),
+    # no model of the tier fits: the tier is closed, and its blocker names them all
+    "closed_when_no_model_of_the_tier_fits": (
+        "policy-gpu-quotas.yaml", "team-a/train-1",
+        {"result": "unschedulable", "model": "", "node": "", "tier": -1, "devices": [], "blockers": [
+            {"code": "quota_exhausted", "tier": 0, "tenant": "team-a", "model": "H100", "used": 1, "requested": 1,
+             "nominal": 1, "limit": 1, "lendable": 0, "request": "gpu/h100"},
+            {"code": "quota_exhausted", "tier": 1, "tenant": "team-a", "model": "A100", "used": 0, "requested": 1,
+             "nominal": 0, "limit": 0, "lendable": 0, "models": "A100|H100", "request": "gpu/any"}]},
+        "under policy v5. If scheduled now: nothing fits (tier 0 H100: tenant quota 1/1 H100 used; tier 1 A100|H100: "
+        "tenant quota 0/0 A100 used; no other model of the tier fits the tenant's quota either)."),
+}
+
+
+def _engine_decision(policy: str, pod_key: str) -> Any:
+    """The decision engine's decision for the pod on the same dump and policy."""
+    from audit.events import WorldEvent
+    from audit.scheduler.engine import decide
+    from audit.world import World
+
+    objects = [yaml.safe_load((FIXTURES / policy).read_text()), *yaml.safe_load(QUOTA_TIER.read_text())["items"]]
+    world = World("lab")
+    for seq, o in enumerate(sorted(objects, key=lambda o: KIND_ORDER.index(o["kind"]))):
+        world.apply(WorldEvent(cluster="lab", seq=seq, time="2026-05-01T07:00:00.000000Z", type="upsert",
+                               object_kind=o["kind"], namespace=o["metadata"].get("namespace", ""),
+                               name=o["metadata"]["name"], payload=o))
+    return decide(world, pod_key, 1, world.time_ms).record
+
+
+@pytest.mark.parametrize("case", sorted(SEVERAL_MODELS))
+def test_a_tier_of_several_models_never_offers_one_over_quota(case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    policy, pod_key, expected, sentence = SEVERAL_MODELS[case]
+    assert main(["why", "--dump", str(QUOTA_TIER), pod_key, "--model", "H100", "--policy", str(FIXTURES / policy),
+                 "-o", "json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["would_get"] == expected
+    assert answer["summary"].endswith("Pod not allocated (pending) " + sentence)
+    # The decision engine, on the same objects and policy, places the pod alike (or not at all).
+    record = _engine_decision(policy, pod_key)
+    assert (record.outcome == "allocated", [d.device for d in record.devices]) == \
+        (expected["result"] == "allocated", expected["devices"])
