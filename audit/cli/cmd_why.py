@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from audit.cli.apiurl import DEFAULT_API, api_url, auth_headers
 from audit.errors import UserError
+from audit.records import Blocker
 
 
 def register(sub: Any) -> None:
@@ -101,8 +102,13 @@ def render_text(answer: dict[str, Any]) -> str:
         lines.append(f"blocker: {b.get('code')}" + (f" ({extra})" if extra else ""))
     would_get = answer.get("would_get") or {}
     for b in would_get.get("blockers") or []:
-        counts = ", ".join(f"{k}={v}" for k, v in (b.get("reasons") or {}).items()) or "no device it asks for"
-        lines.append(f"now: tier {b.get('tier')} {b.get('request', '')}: {b.get('code')} ({counts})")
+        if b.get("reasons"):
+            said = ", ".join(f"{k}={v}" for k, v in b["reasons"].items())
+        elif b.get("code") == Blocker.INSUFFICIENT_ON_NODE.value and not b.get("fallback_mode"):
+            said = "no device it asks for"
+        else:  # a tier the policy closed (quota, fallback mode): what closed it
+            said = ", ".join(f"{k}={v}" for k, v in b.items() if k not in ("code", "tier", "request"))
+        lines.append(f"now: tier {b.get('tier')} {b.get('request', '')}: {b.get('code')} ({said})")
     for d in answer.get("devices") or []:
         detail = ", ".join(f"{k}={v}" for k, v in (d.get("detail") or {}).items())
         lines.append(f"  {d['device']:<48} {d.get('node', ''):<20} {d['reason']}" + (f"  {detail}" if detail else ""))

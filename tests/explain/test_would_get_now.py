@@ -223,3 +223,25 @@ def test_a_tier_of_several_models_never_offers_one_over_quota(case: str, capsys:
     record = _engine_decision(policy, pod_key)
     assert (record.outcome == "allocated", [d.device for d in record.devices]) == \
         (expected["result"] == "allocated", expected["devices"])
+
+
+# policy, pod, the "now:" lines of the text output
+NOW_LINES: dict[str, tuple[str, str, list[str]]] = {
+    "a_tier_of_several_models_closed_by_quota_says_what_closed_it": ("policy-gpu-quotas.yaml", "team-a/train-1", [
+        "now: tier 0 gpu/h100: quota_exhausted (tenant=team-a, model=H100, used=1, requested=1, nominal=1, limit=1, "
+        "lendable=0)",
+        "now: tier 1 gpu/any: quota_exhausted (tenant=team-a, model=A100, used=0, requested=1, nominal=0, limit=0, "
+        "lendable=0, models=A100|H100)"]),
+    "a_tier_with_no_room_says_what_its_devices_are": ("policy-h100-quota.yaml", "team-a/train-2", [
+        "now: tier 0 gpu/h100: quota_exhausted (tenant=team-a, model=H100, used=1, requested=2, nominal=1, limit=1, "
+        "lendable=0)",
+        "now: tier 1 gpu/any: insufficient_on_node (in_use=2, available=1, quota_exhausted=2)"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOW_LINES))
+def test_text_output_says_what_closed_each_tier(case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    policy, pod_key, expected = NOW_LINES[case]
+    assert main(["why", "--dump", str(QUOTA_TIER), pod_key, "--model", "H100", "--policy",
+                 str(FIXTURES / policy)]) == 0
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("now: ")] == expected
