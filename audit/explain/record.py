@@ -7,7 +7,9 @@ and goes through ``explain``.
 
 Two codes of the record are the search's, not a device's: ``selected`` (the decision took the
 device) stays when the pod got it, as ``explain`` marks the pod's own devices
-(``audit.explain.verdicts``; after a failed binding it reads ``available``), and
+(``audit.explain.verdicts``; after a failed binding it reads ``available``, and so do devices
+the search picked on a node the engine then passed over, the tenant's quota not taking that
+node's models: the pod does not hold them), and
 ``not_reached`` (free and healthy when decided, and no check the decision ran failed for it: the
 search ended before it, or its node never had enough free devices for the tier) reads as
 ``available``, the code a device gets when no check fails. Why a skipped tier's available
@@ -81,21 +83,46 @@ def _taint_keys(tier: TierSummary) -> dict[str, str]:
     return {code: c.most_common(1)[0][0] for code, c in keys.items()}
 
 
-def device_reason_counts(tier: TierSummary, allocated: bool) -> dict[str, int]:
+def own_devices(record: DecisionRecord, tier: TierSummary) -> int | None:
+    """How many of the devices the pod holds the tier gave it, or None when the record cannot say:
+    a device-plugin pod's GPUs have no identities (its tier's ``selected`` is its count), and a
+    record none of whose held devices names a request of its tiers (another producer's naming)
+    is taken as recorded. A tier's request is ``request/subrequest``, led by the claim's name when
+    the pod has several claims; a held device names the allocator's request, without the claim."""
+    if record.track == Track.DEVICE_PLUGIN.value:
+        return None
+
+    def gave(t: TierSummary) -> int:
+        return sum(1 for d in record.devices if t.request == d.request or t.request.endswith("/" + d.request))
+
+    return gave(tier) if any(gave(t) for t in record.tiers) else None
+
+
+def device_reason_counts(tier: TierSummary, allocated: bool, own: int | None = None) -> dict[str, int]:
     """The tier's reason counts with ``not_reached`` read as ``available``, and ``selected`` too
     unless the pod got the devices (``allocated``: a decision that failed at binding holds none);
-    the total is unchanged."""
+    the total is unchanged. ``own``: the devices the pod got through the tier (``own_devices``);
+    what the search selected beyond them reads ``available``: the allocator picked them on a node
+    the engine then passed over (the tenant's quota could not take that node's models), so no
+    check failed for them and the pod does not hold them."""
     available = {Reason.NOT_REACHED.value} if allocated else {Reason.NOT_REACHED.value, Reason.SELECTED.value}
     counts: Counter[str] = Counter()
     for code, n in tier.reasons.items():
-        if n:
-            counts[AVAILABLE if code in available else code] += n
+        if not n:
+            continue
+        if code == Reason.SELECTED.value and allocated and own is not None and n > own:
+            counts[AVAILABLE] += n - own
+            n = own
+            if not n:
+                continue
+        counts[AVAILABLE if code in available else code] += n
     return dict(counts)
 
 
 def explain_record(record: DecisionRecord, model: str) -> Explanation:
     tier = model_tier(record, model)
-    counts = device_reason_counts(tier, record.outcome == Outcome.ALLOCATED.value) if tier else {}
+    counts = (device_reason_counts(tier, record.outcome == Outcome.ALLOCATED.value, own_devices(record, tier))
+              if tier else {})
     reasons = {code: counts[code] for code in ordered_codes(set(counts))}
     blockers = record_blockers(record, tier, model)
     outcome = record_outcome(record)

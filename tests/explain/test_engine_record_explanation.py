@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from audit.explain import explain, explain_record
 from audit.explain.reasons import PRIMARY_ORDER
-from audit.records import Reason
+from audit.records import DeviceRef, Reason, TierSummary
 from audit.scheduler.engine import decide
 from tests.api import factory
 from tests.scheduler.worlds import occupied, submit, world_view
@@ -154,3 +154,32 @@ def test_the_pods_own_device_reads_selected_in_both_views():
     full = explain(world_view(world), key, "H100", world.policy, record=record, detail=True)
     assert fast.reasons == full.reasons == {"selected": 1, "in_use": 8, "available": 7}
     assert [d.device for d in full.devices or [] if d.reason == "selected"] == [d.device for d in record.devices]
+
+
+@pytest.mark.parametrize(
+    ("track", "devices", "recorded", "answered"),
+    [
+        pytest.param("dra", 1, {"selected": 7, "in_use": 2}, {"selected": 1, "in_use": 2, "available": 6},
+                     id="selected-on-nodes-passed-over-reads-available"),
+        pytest.param("dra", 2, {"selected": 2, "not_reached": 3}, {"selected": 2, "available": 3},
+                     id="the-pods-own-devices-stay-selected"),
+        pytest.param("device-plugin", 0, {"selected": 2, "not_reached": 3}, {"selected": 2, "available": 3},
+                     id="device-plugin-gpus-have-no-identities-and-stay-as-recorded"),
+    ],
+)
+def test_selected_counts_only_the_devices_the_pod_holds(track, devices, recorded, answered):
+    tier = TierSummary(index=0, request="gpu", model="H100", considered=sum(recorded.values()), reasons=recorded)
+    record = factory._record(9, "team-a", "team-a", "p", "allocated", allocated="H100", node="h100-01",
+                             device="gpu.nvidia.com/h100-01/gpu-0", tier_index=0, tiers=[tier])
+    record.track = track
+    record.devices = [DeviceRef(device=f"gpu.nvidia.com/h100-01/gpu-{i}", node="h100-01", model="H100",
+                                request="gpu") for i in range(devices)]
+    assert explain_record(record, "H100").reasons == answered
+
+
+def test_a_record_whose_devices_name_no_tier_request_keeps_its_counts():
+    # another producer's naming: nothing says which tier gave which device, so nothing is moved
+    tier = TierSummary(index=0, request="gpu/h100", model="H100", considered=9, reasons={"selected": 7, "in_use": 2})
+    record = factory._record(9, "team-a", "team-a", "p", "allocated", allocated="H100", node="h100-01",
+                             device="gpu.nvidia.com/h100-01/gpu-0", tier_index=0, tiers=[tier])
+    assert explain_record(record, "H100").reasons == {"selected": 7, "in_use": 2}

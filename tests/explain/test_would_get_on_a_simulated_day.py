@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from audit.explain import would_get_now
+from audit.explain import explain_record, would_get_now
+from audit.explain.record import device_reason_counts, own_devices
 from audit.records import DecisionRecord
 from audit.world import World
 from tests.scheduler.worlds import world_view
@@ -85,3 +86,22 @@ def test_why_now_agrees_with_every_engine_decision_on_tiers_of_several_models() 
         if (now["result"], now["devices"]) != _engine_answer(record):
             disagree.append((record.seq, record.pod, now["result"], now["devices"]))
     assert disagree == []
+
+
+def test_the_record_summary_counts_only_the_device_the_pod_got() -> None:
+    # the engine's record counts 7 devices selected in tier 2: the allocator picked one on each
+    # of seven nodes, and the engine passed over six of them (their H100 over team-b's quota)
+    record = next(r for r in cluster_day(seed=1, hours=24.0).records
+                  if (r.namespace, r.pod, r.seq) == ("team-b", "job-000381", 1999))
+    assert record.tiers[2].reasons == {"in_use": 314, "not_reached": 126, "selected": 7, "unhealthy": 1}
+    assert explain_record(record, "L40S").summary == (
+        "L40S chosen: of 448 A100|H100|L40S, 1 allocated to this pod, 314 in use, 1 unhealthy, 132 available. "
+        "Allocated L40S gpu-4 on node l40s-000 (tier 2) under policy 2026-11-01.1.")
+
+
+def test_every_dra_record_reads_as_many_selected_as_devices_held() -> None:
+    records = [r for r in cluster_day(seed=1, hours=24.0).records if r.track == "dra" and r.outcome == "allocated"]
+    wrong = [(r.seq, r.pod) for r in records
+             if sum(device_reason_counts(t, True, own_devices(r, t)).get("selected", 0) for t in r.tiers)
+             != len(r.devices)]
+    assert len(records) == 2861 and wrong == []
