@@ -6,9 +6,10 @@ to other pods; subrequests of tiers the policy closes (a tenant quota the tier c
 fallback the ``strict`` fallback mode forbids) are taken out of the claims first, so the
 allocator falls through to the next alternative as the decision engine's tiers do, and the
 policy's topology and mixed-model constraints are added as the engine adds them
-(``audit.scheduler.augment``). A node whose allocation the tenant's quota cannot take, model by
-model, is passed over as the engine passes it over (``audit.scheduler.quota.placement_quota``):
-a tier of several models stays open while one of them fits, and the allocator may pick another.
+(``audit.scheduler.augment``). A node whose allocation the policy refuses as a whole (the
+tenant's quota, model by model; several models where the policy forbids mixing them) is passed
+over as the engine passes it over (``audit.scheduler.placement``): a tier of several models stays
+open while one of them fits, and the allocator may pick another.
 How long the pod has waited is not known here, so under ``wait-for-preferred`` and ``adaptive``
 fallbacks are open, and the answer says so. Among the nodes where every claim fits, the scheduler's
 tie-break picks one (as ``audit.scheduler.engine`` orders nodes: score Σ over firstAvailable requests of 8 − chosen subrequest
@@ -34,7 +35,8 @@ from audit.policy import Policy
 from audit.scheduler.augment import augment_claim
 from audit.scheduler.claimspec import claim_key, result_device_id
 from audit.scheduler.engine import MAX_SUBREQUESTS
-from audit.scheduler.quota import QuotaAsk, placement_quota
+from audit.scheduler.placement import placement_refusal
+from audit.scheduler.quota import QuotaAsk
 
 
 def allocation_summary(results: Sequence[tuple[str, Mapping[str, Any]]], tiers: Sequence[Tier],
@@ -120,7 +122,8 @@ def best_allocation(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[
             continue
         results: list[tuple[str, Mapping[str, Any]]] = [
             (claim_key(c), r) for c, a in zip(claims, outcome.allocations, strict=True) for r in a.results]
-        if quota is not None and placement_quota(_models(results, by_id or {}), quota) is not None:
+        if policy is not None and quota is not None and placement_refusal(
+                policy, _models(results, by_id or {}), quota) is not None:
             continue
         score = 0
         for chosen, index in outcome.chosen_subrequests.items():

@@ -61,7 +61,8 @@ from audit.scheduler.evidence import Visit, summarize, tier_request_name
 from audit.scheduler.fairshare import fair_share_blocker
 from audit.scheduler.filters import node_filter
 from audit.scheduler.nodealloc import allocate_on_node, augmented_claims
-from audit.scheduler.quota import QuotaCheck, check_quota, placement_quota, tier_quota
+from audit.scheduler.placement import placement_refusal
+from audit.scheduler.quota import QuotaCheck, check_quota, tier_quota
 from audit.scheduler.tiers import (
     RequestTiers,
     Tier,
@@ -630,12 +631,10 @@ def evaluate_node(ctx: AttemptContext, node: str, claims: list[dict[str, Any]], 
         dev = ctx.world.devices.get(result_device_id(r))
         m = dev.model if dev is not None else "unknown"
         models[m] = models.get(m, 0) + 1
-    q = placement_quota(models, lambda m, n: check_quota(ctx.world, ctx.policy, ctx.tenant, m, n))
-    if q is not None:
-        nt.ok, nt.reject, nt.reject_detail = False, "quota_exhausted", q.detail()
-        return nt
-    if not ctx.policy.mixed_models and len(models) > 1:
-        nt.ok, nt.reject, nt.reject_detail = False, "mixed_models", {"models": ",".join(sorted(models))}
+    refused = placement_refusal(ctx.policy, models, lambda m, n: check_quota(ctx.world, ctx.policy, ctx.tenant, m, n))
+    if refused is not None:
+        nt.ok = False
+        nt.reject, nt.reject_detail = refused
     return nt
 
 

@@ -196,13 +196,13 @@ SEVERAL_MODELS: dict[str, tuple[str, str, dict[str, Any], str]] = {
 }
 
 
-def _engine_decision(policy: str, pod_key: str) -> Any:
+def _engine_decision(policy: str, pod_key: str, dump: Path = QUOTA_TIER) -> Any:
     """The decision engine's decision for the pod on the same dump and policy."""
     from audit.events import WorldEvent
     from audit.scheduler.engine import decide
     from audit.world import World
 
-    objects = [yaml.safe_load((FIXTURES / policy).read_text()), *yaml.safe_load(QUOTA_TIER.read_text())["items"]]
+    objects = [yaml.safe_load((FIXTURES / policy).read_text()), *yaml.safe_load(dump.read_text())["items"]]
     world = World("lab")
     for seq, o in enumerate(sorted(objects, key=lambda o: KIND_ORDER.index(o["kind"]))):
         world.apply(WorldEvent(cluster="lab", seq=seq, time="2026-05-01T07:00:00.000000Z", type="upsert",
@@ -245,3 +245,14 @@ def test_text_output_says_what_closed_each_tier(case: str, capsys: pytest.Captur
     assert main(["why", "--dump", str(QUOTA_TIER), pod_key, "--model", "H100", "--policy",
                  str(FIXTURES / policy)]) == 0
     assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("now: ")] == expected
+
+
+def test_a_placement_of_two_models_is_passed_over_where_the_policy_forbids_mixing() -> None:
+    # one claim per GPU: the per-claim constraint cannot see across claims, the engine's check can
+    dump, policy = FIXTURES / "cluster-mixed-models.yaml", "policy-no-mixed-models.yaml"
+    view = ClusterView.from_objects(yaml.safe_load(dump.read_text())["items"])
+    now = would_get_now(view, "team-a/pair-1", parse_policy(yaml.safe_load((FIXTURES / policy).read_text())))
+    assert (now["node"], now["devices"]) == (
+        "gpu-node-2", ["gpu.nvidia.com/gpu-node-2/gpu-0", "gpu.nvidia.com/gpu-node-2/gpu-1"])
+    record = _engine_decision(policy, "team-a/pair-1", dump)
+    assert (record.node, [d.device for d in record.devices]) == (now["node"], now["devices"])
