@@ -3,7 +3,9 @@
 ``explain`` answers against a cluster view (an offline dump or the world rebuilt at a
 decision's ``seq``) with exact per-device verdicts from the allocator; ``explain_record``
 answers from a stored decision's evidence summary alone. Both return an ``Explanation``.
-``would_get_now`` says what a pod holding no allocation would get if scheduled now.
+``would_get_now`` says what a pod holding no allocation would get if scheduled now. A pending
+device-plugin pod, whose GPUs have no identities, is answered by the decision the engine would
+take for it now (``audit.explain.deviceplugin``).
 Pure: no I/O, no clock.
 """
 

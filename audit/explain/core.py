@@ -19,6 +19,7 @@ from typing import Any
 
 from audit.dra.model import ResourceClaim
 from audit.explain.claimfit import has_other_requests
+from audit.explain.deviceplugin import device_plugin_would_get, explain_pending_device_plugin
 from audit.explain.holders import device_holders, holder_detail
 from audit.explain.models import ModelTable
 from audit.explain.nextstep import allocation_summary, best_allocation
@@ -285,9 +286,23 @@ def known_models(view: ClusterView, policy: Policy | None = None, model_table: M
     return (table.known_models() | {d.model for d in view.devices(table.model_of)}) - {""}
 
 
+def _device_plugin_pod(view: ClusterView, pod: str | tuple[str, str]) -> tuple[dict[str, Any], int] | None:
+    """The pod and its device-plugin GPUs when it asks for GPUs through the device plugin only."""
+    ns, name = _pod_key(pod)
+    pod_obj = view.pod(ns, name)
+    if pod_tiers(view.pod_claims(pod_obj)):
+        return None
+    gpus = _device_plugin_gpus(pod_obj)
+    return (pod_obj, gpus) if gpus else None
+
+
 def would_get_now(view: ClusterView, pod: str | tuple[str, str], policy: Policy | None = None,
                   model_table: ModelTable | None = None) -> dict[str, Any]:
-    """What the pod would get if it were scheduled now (its allocation, when it holds one)."""
+    """What the pod would get if it were scheduled now (its allocation, when it holds one); a
+    device-plugin pod's is the decision engine's device-plugin decision (``audit.explain.deviceplugin``)."""
+    dp = _device_plugin_pod(view, pod)
+    if dp is not None:
+        return device_plugin_would_get(view, _pod_key(pod), dp[0], policy, dp[1])
     pod_obj, claims, tiers, everything = _pod_inputs(view, pod, policy, model_table)
     current = _current_outcome(pod_obj, claims, tiers, {d.id: d for d in everything})
     if current["result"] == "allocated":
@@ -309,6 +324,9 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
     tenants are not named (None: every holder is named).
     """
     ns, name = _pod_key(pod)
+    dp = _device_plugin_pod(view, pod) if record is None and not detail else None
+    if dp is not None and not (dp[0].get("spec") or {}).get("nodeName"):
+        return explain_pending_device_plugin(view, (ns, name), model, policy, dp[1])
     pod_obj, claims, tiers, everything = _pod_inputs(view, pod, policy, model_table)
     by_id = {d.id: d for d in everything}
     matcher = TierMatcher(view, everything)

@@ -18,7 +18,9 @@ policy closed before any device was looked at keeps its closing code for all its
 (``quota_exhausted``, ``fair_share_deferred``), next to the blocker that gives the numbers; the
 per-device answer gives the same code, with what each device's checks found as evidence.
 A model that only a tier of several models asks for (``A100|H100|L40S``) is answered from that
-tier, whose counts cover all its models: the sentence says so.
+tier, whose counts cover all its models: the sentence says so. A device-plugin pod's one tier
+counts every device-plugin GPU, of whatever model its node holds, and the sentence says
+``nvidia.com/gpu``.
 Devices a reservation held for another pod count as ``in_use`` (the allocator saw them so); the
 record's ``reservation_held`` blockers for the model say which node and pod held them. A
 reclaim's ``reclaim_victim`` blockers go with the model they free.
@@ -33,6 +35,7 @@ from audit.explain.reasons import AVAILABLE, ordered_codes
 from audit.explain.result import Explanation
 from audit.explain.summary import render_summary
 from audit.records import Blocker, DecisionRecord, Outcome, Reason, TierSummary, Track, label_models
+from audit.world import DEVICE_PLUGIN_RESOURCE
 
 
 def record_outcome(record: DecisionRecord) -> dict[str, Any]:
@@ -119,6 +122,17 @@ def device_reason_counts(tier: TierSummary, allocated: bool, own: int | None = N
     return dict(counts)
 
 
+def counted_as(record: DecisionRecord, tier: TierSummary | None, model: str) -> str:
+    """What the tier's counts count when it is not the model's devices alone: a tier of several
+    models counts them together (``A100|H100|L40S``), and a device-plugin pod's one tier every
+    device-plugin GPU, whatever the model of its node (``nvidia.com/gpu``)."""
+    if tier is None:
+        return ""
+    if record.track == Track.DEVICE_PLUGIN.value:
+        return DEVICE_PLUGIN_RESOURCE
+    return tier.model if tier.model != model else ""
+
+
 def explain_record(record: DecisionRecord, model: str) -> Explanation:
     tier = model_tier(record, model)
     counts = (device_reason_counts(tier, record.outcome == Outcome.ALLOCATED.value, own_devices(record, tier))
@@ -127,10 +141,8 @@ def explain_record(record: DecisionRecord, model: str) -> Explanation:
     blockers = record_blockers(record, tier, model)
     outcome = record_outcome(record)
     skipped = not (record.outcome == Outcome.ALLOCATED.value and record.allocated_model == model)
-    # a tier of several models counts them together (a device-plugin tier is read as the model's)
-    several = tier is not None and tier.model != model and record.track != Track.DEVICE_PLUGIN.value
     summary = render_summary(model, skipped, reasons, blockers, outcome, record.policy_version,
-                             taint_keys=_taint_keys(tier) if tier else {}, counted=tier.model if tier and several else "")
+                             taint_keys=_taint_keys(tier) if tier else {}, counted=counted_as(record, tier, model))
     return Explanation(pod=f"{record.namespace}/{record.pod}", decision_id=record.decision_id, model=model,
                        skipped=skipped, outcome=outcome, reasons=reasons, blockers=blockers, summary=summary,
                        policy_version=record.policy_version)

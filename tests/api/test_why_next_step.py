@@ -151,4 +151,4 @@ def test_why_devices_of_a_device_plugin_pod_is_one_line_on_the_command_line(
         "through the device plugin, which names no devices, so there are no per-device reasons; ask without "
         "detail=devices for the answer from the decision record"]
     assert main(argv) == 0  # the record's answer, as the explorer shows it
-    assert capsys.readouterr().out.startswith("H100 chosen: of 8 H100, 1 allocated to this pod, 7 available.")
+    assert capsys.readouterr().out.startswith("H100 chosen: of 8 nvidia.com/gpu, 1 allocated to this pod, 7 available.")

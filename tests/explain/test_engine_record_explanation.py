@@ -109,10 +109,10 @@ def _device_plugin_records() -> dict[str, Any]:
 
 @pytest.mark.parametrize(("which", "model", "codes", "summary"), [
     pytest.param("deferred", "H100", ["quota_exhausted"],
-                 "H100 skipped: of 16 H100, 4 in use, 12 over the tenant's quota; tenant quota 4/4 H100 used. Pod not "
+                 "H100 skipped: of 16 nvidia.com/gpu, 4 in use, 12 over the tenant's quota; tenant quota 4/4 H100 used. Pod not "
                  "allocated (deferred, retry class quota) under policy 1.", id="quota-of-the-model-its-nodes-hold"),
     pytest.param("allocated", "H100", [],
-                 "H100 chosen: of 16 H100, 2 allocated to this pod, 4 in use, 10 available. Allocated H100 on node "
+                 "H100 chosen: of 16 nvidia.com/gpu, 2 allocated to this pod, 4 in use, 10 available. Allocated H100 on node "
                  "h100-dp-0 (tier 0) under policy 1.", id="allocated-model"),
     pytest.param("deferred", "A100", ["not_requested"],
                  "A100 skipped: no A100 visible to the pod's claims; A100 is not in the pod's preference list "

@@ -119,24 +119,22 @@ def test_objects_the_explanation_does_not_use_are_reported(tmp_path: Path, capsy
     assert "ConfigMap cm: not a kind the allocator reads" in captured.err
 
 
-def test_a_device_plugin_pod_is_named_as_one_not_as_requesting_nothing(tmp_path: Path,
+DEVICE_PLUGIN = str(Path(PENDING).parent / "cluster-device-plugin.yaml")
+
+
+@pytest.mark.parametrize(("pod", "flags"), [
+    pytest.param("team-a/train-4", ["--devices"], id="pending-per-device"),
+    pytest.param("team-a/serve-1", [], id="bound"),
+])
+def test_a_device_plugin_pod_is_named_as_one_not_as_requesting_nothing(pod: str, flags: list[str],
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """Its GPUs are a count with no device identities: the answer says so instead of "the pod
-    requests no devices", which a pod holding two GPUs plainly does."""
-    dump = tmp_path / "with-legacy.yaml"
-    dump.write_text(Path(PENDING).read_text() + """\
-- apiVersion: v1
-  kind: Pod
-  metadata: {name: legacy-1, namespace: team-a}
-  spec:
-    containers:
-    - name: main
-      image: trainer
-      resources: {limits: {nvidia.com/gpu: 2}}
-""")
-    assert main(["why", "--dump", str(dump), "team-a/legacy-1", "--model", "H100"]) == 2
+    """Its GPUs are a count with no device identities: per-device reasons and a bound pod's are
+    refused saying so, instead of "the pod requests no devices", which a pod holding GPUs plainly
+    does (a pending one is answered by the decision it would get now)."""
+    assert main(["why", "--dump", DEVICE_PLUGIN, pod, "--model", "H100", *flags]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith("Pod team-a/legacy-1: spec.containers[*].resources.limits.nvidia.com/gpu: the pod asks for 2 "
+    gpus = pod.rsplit("-", 1)[1] if pod.startswith("team-a/train") else "6"
+    assert err.endswith(f"Pod {pod}: spec.containers[*].resources.limits.nvidia.com/gpu: the pod asks for {gpus} "
                         "GPU(s) through the device plugin, which names no devices; per-device reasons need a DRA "
                         "claim (its decision record answers without them)")
     assert "Traceback" not in err and len(err.splitlines()) == 1

@@ -256,3 +256,46 @@ def test_a_placement_of_two_models_is_passed_over_where_the_policy_forbids_mixin
         "gpu-node-2", ["gpu.nvidia.com/gpu-node-2/gpu-0", "gpu.nvidia.com/gpu-node-2/gpu-1"])
     record = _engine_decision(policy, "team-a/pair-1", dump)
     assert (record.node, [d.device for d in record.devices]) == (now["node"], now["devices"])
+
+
+DEVICE_PLUGIN = FIXTURES / "cluster-device-plugin.yaml"
+
+# policy (None: the default), pod, would_get, the summary's sentence for --model A100
+DEVICE_PLUGIN_NOW: dict[str, tuple[str | None, str, dict[str, Any], str]] = {
+    "the_first_node_with_room": (None, "team-a/train-4", {
+        "result": "allocated", "model": "A100", "devices": [], "node": "gpu-node-2", "tier": 0, "retry_class": ""},
+        "A100 not yet allocated: of 16 nvidia.com/gpu, 10 in use, 6 available. Pod not allocated (pending). "
+        "If scheduled now: A100 on node gpu-node-2 (tier 0)."),
+    "no_node_has_room": (None, "team-a/train-6", {
+        "result": "unschedulable", "model": "", "devices": [], "node": "", "tier": -1, "retry_class": "unschedulable",
+        "blockers": [{"code": "insufficient_on_node", "tier": 0, "request": "nvidia.com/gpu", "model": "", "count": 6,
+                      "best": 4, "best_node": "gpu-node-2", "reasons": {"in_use": 10, "available": 6}}]},
+        "A100 skipped: no A100 visible to the pod's claims; A100 is not in the pod's preference list (nvidia.com/gpu). "
+        "Pod not allocated (pending). If scheduled now: nothing fits (tier 0 nvidia.com/gpu: 10 in use, 6 available; "
+        "at most 4 on node gpu-node-2, 6 needed)."),
+    "the_room_is_over_quota": ("policy-a100-quota.yaml", "team-a/train-4", {
+        "result": "unschedulable", "model": "", "devices": [], "node": "", "tier": -1, "retry_class": "quota",
+        "blockers": [{"code": "quota_exhausted", "tier": 0, "request": "nvidia.com/gpu", "model": "A100", "used": 4,
+                      "requested": 4, "nominal": 4, "limit": 4, "lendable": 0}]},
+        "A100 skipped: of 16 nvidia.com/gpu, 10 in use, 2 available, 4 over the tenant's quota; tenant quota 4/4 "
+        "A100 used. Pod not allocated (pending) under policy v7. If scheduled now: nothing fits (tier 0 A100: tenant "
+        "quota 4/4 A100 used)."),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEVICE_PLUGIN_NOW))
+def test_a_pending_device_plugin_pod_gets_the_engines_device_plugin_decision(
+        case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    policy, pod_key, expected, summary = DEVICE_PLUGIN_NOW[case]
+    flags = ["--policy", str(FIXTURES / policy)] if policy else []
+    assert main(["why", "--dump", str(DEVICE_PLUGIN), pod_key, "--model", "A100", *flags, "-o", "json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["outcome"]["result"] == "pending"
+    assert answer["would_get"] == expected
+    assert answer["summary"] == summary
+
+
+def test_a_bound_device_plugin_pod_holds_its_nodes_model() -> None:
+    view = ClusterView.from_objects(yaml.safe_load(DEVICE_PLUGIN.read_text())["items"])
+    assert would_get_now(view, "team-a/serve-1") == {
+        "result": "allocated", "model": "H100", "devices": [], "node": "gpu-node-1", "tier": 0, "retry_class": ""}
