@@ -264,20 +264,22 @@ class DecisionObserver:
     # -- successes ------------------------------------------------------------------------------
     def _pod(self, pod: Mapping[str, Any], world: EventLog) -> list[DecisionRecord]:
         node = (pod.get("spec") or {}).get("nodeName") or ""
+        pod_uid = str(_meta(pod).get("uid", ""))
         if (pod.get("spec") or {}).get("resourceClaims"):
             claims = self._bound_claims(pod)
             if claims is None:
                 return []
             first = claims[0]
             uid = str(_meta(first).get("uid", ""))
-            if generated_for_pod(first):
-                return self._emit(self._dra_record(pod, claims, node, uid, world))
-            pod_uid = str(_meta(pod).get("uid", ""))
-            if uid in self._decided or self._in_line(first) != pod_uid:
-                return []  # the allocation has its record, or will have it for the pod it was made for
-            self._decide(uid)
-            return self._emit(self._dra_record(pod, claims, node, f"{uid}/{pod_uid}", world))
-        if node and gpu_limit(pod) > 0:
+            if not generated_for_pod(first):
+                if uid in self._decided or self._in_line(first) != pod_uid:
+                    return []  # the allocation has its record, or will have it for the pod it was made for
+                self._decide(uid)
+                uid = f"{uid}/{pod_uid}"
+            if not self._new(uid):
+                return []
+            return self._emit(self._dra_record(pod, claims, node, uid, world))
+        if node and gpu_limit(pod) > 0 and self._new(pod_uid):
             return self._emit(self._device_plugin_record(pod, node, world))
         return []
 
@@ -322,6 +324,11 @@ class DecisionObserver:
         self._decided.move_to_end(claim_uid)
         while len(self._decided) > self.cache_size:
             self._decided.popitem(last=False)
+
+    def _new(self, key: str) -> bool:
+        """Whether the decision keyed ``key`` (attempt 0) is still to emit: asked before its record
+        is built, which re-runs the allocator (and counts the re-run) for an allocation."""
+        return decision_id(self.cluster, key, 0) not in self._recorded
 
     def _emit(self, record: DecisionRecord | None) -> list[DecisionRecord]:
         if record is None or record.decision_id in self._recorded:

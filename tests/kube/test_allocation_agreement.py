@@ -3,7 +3,9 @@ flagged with the diff, counted in the alert metric and logged."""
 
 from __future__ import annotations
 
+import copy
 import logging
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -13,12 +15,22 @@ from audit.records import DecisionRecord
 from ingest.kube.agreement import RERUN_MAX_STEPS, AgreementMetrics
 from ingest.kube.observe import DecisionObserver
 from tests.kube.apiserver import FakeApiServer
-from tests.kube.harness import FIXED_TIME, CollectingSink, make_watcher, populate, run_until_caught_up
+from tests.kube.harness import (
+    FIXED_TIME,
+    CollectingSink,
+    apply_changes,
+    make_watcher,
+    populate,
+    run_until_caught_up,
+)
+from tests.kube.test_resume import RUNNING
 
 
-def _observe(changes: str, max_steps: int | None = RERUN_MAX_STEPS) -> tuple[list[DecisionRecord], dict[str, int]]:
+def _observe(changes: str | None, max_steps: int | None = RERUN_MAX_STEPS,
+             then: list[dict[str, Any]] | None = None) -> tuple[list[DecisionRecord], dict[str, int]]:
     """The records and each counter's total, and each ``allocation_checks`` result's as
-    ``allocation_checks/<result>``."""
+    ``allocation_checks/<result>``, after the changes of the file ``changes`` (if any) and then
+    those of ``then``."""
     reader = InMemoryMetricReader()
     observer = DecisionObserver(
         "test-cluster", lambda: FIXED_TIME, metrics=AgreementMetrics(MeterProvider(metric_readers=[reader]))
@@ -26,6 +38,7 @@ def _observe(changes: str, max_steps: int | None = RERUN_MAX_STEPS) -> tuple[lis
     observer.rerun.max_steps = max_steps
     with FakeApiServer() as server:
         populate(server, changes=changes)
+        apply_changes(server, then or [])
         sink = CollectingSink()
         run_until_caught_up(server, make_watcher(server, sink, observer=observer))
     counts: dict[str, int] = {}
@@ -84,3 +97,27 @@ def test_different_device_than_the_allocator_is_flagged_with_the_diff(caplog: py
     (logged,) = [r for r in caplog.records if r.getMessage() == "observed allocation differs from the allocator"]
     assert logged.node == "node-a" and logged.differences == 1  # type: ignore[attr-defined]
     assert "gpu.nvidia.com/node-a/gpu-0" in logged.tenant_data["diff"][0]  # type: ignore[attr-defined]
+
+
+def _train_0(phase: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """train-0 as changes.yaml binds it on node-a, in ``phase``, with ``labels``."""
+    pod = copy.deepcopy(next(d for d in RUNNING if d.get("kind") == "Pod" and d["metadata"]["name"] == "train-0"
+                             and d["spec"].get("nodeName")))
+    pod["status"]["phase"] = phase
+    pod["metadata"]["labels"] = labels or {}
+    return pod
+
+
+SEEN_AGAIN = {
+    # the pod's updates after its allocation was recorded -> re-runs counted
+    "not_updated": ([], 1),
+    "relabelled_then_succeeded": ([_train_0("Running", {"team": "vision"}), _train_0("Succeeded")], 1),
+}
+
+
+@pytest.mark.parametrize(("updates", "checks"), list(SEEN_AGAIN.values()), ids=list(SEEN_AGAIN))
+def test_an_allocation_is_checked_once_however_often_its_pod_is_seen_again(updates: list[dict[str, Any]],
+                                                                          checks: int) -> None:
+    records, counts = _observe(None, then=RUNNING + updates)
+    allocated = [(r.pod, r.message) for r in records if r.outcome == "allocated" and r.track == "dra"]
+    assert (allocated, counts.get("claimtrail.kube.allocation_checks")) == ([("train-0", "allocator agrees")], checks)
