@@ -12,8 +12,8 @@
 
 Every sink also reads back what it holds of a cluster (``stored_world``): the objects alive at the
 end of the cluster's event log, folded with ``audit.world.fold_object``, and the decisions stored
-about the pods among them, so a restarted Kubernetes watcher goes on from that world instead of
-an empty one.
+about the pods among them and the pods the alive claims' allocations served, so a restarted
+Kubernetes watcher goes on from that world instead of an empty one.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from audit.store.ports import PodDecision
 from audit.store.rows import event_json, record_json
 from audit.store.spool import Frame, Spool
 from audit.world import Objects, fold_object
+from ingest.claims import follow_reservations
 from ingest.files import FileFormatError, ImportResult, JsonlAppender, import_file
 
 log = logging.getLogger(__name__)
@@ -63,25 +64,31 @@ class Sink(Protocol):
 class StoredWorld:
     """What a sink holds of one cluster: the objects alive at the end of its event log (kind ->
     ``audit.world.obj_key`` -> payload), the log's last seq (None: no events), how many events
-    were folded, and the decisions stored about the pods among those objects."""
+    were folded, for each claim allocated at the end the pods its allocation has been reserved for
+    (``ingest.claims.follow_reservations``: claim uid -> pod uids, gone pods included), and the
+    decisions stored about the pods among those objects and those reserved pods."""
 
     last_seq: int | None = None
     objects: Objects = field(default_factory=dict)
     events: int = 0
+    reservations: dict[str, list[str]] = field(default_factory=dict)
     decisions: list[PodDecision] = field(default_factory=list)
 
 
 def fold_stored(events: Iterable[WorldEvent],
                 decisions_of: Callable[[list[str]], list[PodDecision]]) -> StoredWorld:
     """Fold one cluster's ``events`` (in seq order) into its world, then ask ``decisions_of`` for
-    the decisions stored about the pods alive at its end (by uid)."""
+    the decisions stored about the pods alive at its end and the pods its claims' allocations
+    served (by uid): a standalone claim's allocation may be recorded for a pod deleted since."""
     world = StoredWorld()
     for event in events:
-        fold_object(world.objects, event)
+        old, new = fold_object(world.objects, event)
+        if event.object_kind == "ResourceClaim":
+            follow_reservations(world.reservations, old, new)
         world.last_seq = event.seq
         world.events += 1
-    uids = sorted({str((pod.get("metadata") or {}).get("uid") or "") for pod in world.objects.get("Pod", {}).values()}
-                  - {""})
+    uids = sorted(({str((pod.get("metadata") or {}).get("uid") or "") for pod in world.objects.get("Pod", {}).values()}
+                   | {pod for pods in world.reservations.values() for pod in pods}) - {""})
     world.decisions = decisions_of(uids) if uids else []
     return world
 

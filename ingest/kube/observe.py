@@ -26,24 +26,21 @@ observer emits each id once.
 
 A restarted watcher ``restore``s the observer before its first list: the claims and pods of the
 world the sink holds (what later changes are joined with, without deciding anything again), and
-the decisions the sink already stores about those pods, which are not emitted again — a decision
-derived anew carries the world position it was seen at, so the store would hold it a conflict
-with the recorded one and quarantine it. A standalone claim's allocation in that world counts as
-recorded when the pod in line for it is bound there: the watcher that logged that world recorded
-it then, perhaps for a pod deleted since. That holds for a watcher of the former scheme too, which
-keyed every allocation of a standalone claim on the claim's uid alone (a later allocation of the
-claim was dropped, or quarantined after a restart): after the upgrade, an allocation it recorded
-gets no second record under the new id, and the claim's later allocations get theirs. One
-allocation can still be recorded twice: when the pod it was recorded for goes while the next pod
-in line is reserved but not bound yet, and the watcher restarts in that moment, that pod's binding
-is recorded too.
+the decisions the sink already stores about those pods and about the pods the alive claims'
+allocations have served (gone ones included), which are not emitted again — a decision derived
+anew carries the world position it was seen at, so the store would hold it a conflict with the
+recorded one and quarantine it. A standalone claim's allocation counts as recorded when one of
+the pods it served has its decision under the allocation's id, or under the claim's uid alone
+(the former scheme, which keyed every allocation of a standalone claim on it: after the upgrade,
+an allocation recorded so gets no second record under the new id, and the claim's later
+allocations get theirs).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from audit.canonical import digest
@@ -59,6 +56,7 @@ from audit.records import (
 )
 from audit.store.ports import PodDecision
 from audit.timestamps import parse_time_ms
+from ingest.claims import allocation, reserved_pods, same_allocation
 from ingest.kube import agreement
 from ingest.kube.eventlog import Applied, EventLog
 
@@ -115,10 +113,6 @@ def pod_claim_names(pod: Mapping[str, Any]) -> list[str] | None:
     return names
 
 
-def _allocation(claim: Mapping[str, Any] | None) -> Any:
-    return ((claim or {}).get("status") or {}).get("allocation")
-
-
 def generated_for_pod(claim: Mapping[str, Any]) -> bool:
     """Whether the claim was made from a ResourceClaimTemplate for one pod. The resourceclaim
     controller annotates such a claim with the pod's claim name and makes the pod its controlling
@@ -128,26 +122,6 @@ def generated_for_pod(claim: Mapping[str, Any]) -> bool:
     if POD_CLAIM_ANNOTATION in (meta.get("annotations") or {}):
         return True
     return any(ref.get("kind") == "Pod" and ref.get("controller") for ref in meta.get("ownerReferences") or [])
-
-
-def reserved_pods(claim: Mapping[str, Any] | None) -> list[str]:
-    """The uids of the pods ``status.reservedFor`` names, in its order."""
-    refs = ((claim or {}).get("status") or {}).get("reservedFor") or []
-    return [str(r.get("uid", "")) for r in refs if r.get("resource") == "pods" and not r.get("apiGroup")]
-
-
-def same_allocation(previous: Mapping[str, Any] | None, claim: Mapping[str, Any]) -> bool:
-    """Whether ``claim`` still holds the allocation ``previous``, its state logged before, held.
-    ``status.allocation`` cannot change once set, only be cleared; and the claim controller
-    deallocates a claim when its last reserved pod goes, so an allocation that reserves none of
-    the pods it reserved before was given up and made again where the log did not look."""
-    if previous is None or _meta(previous).get("uid") != _meta(claim).get("uid"):
-        return False
-    before, now = _allocation(previous), _allocation(claim)
-    if not before or not now or before != now:
-        return False
-    held = set(reserved_pods(previous))
-    return not held or bool(held & set(reserved_pods(claim)))
 
 
 def _finished(pod: Mapping[str, Any]) -> bool:
@@ -202,30 +176,36 @@ class DecisionObserver:
         self._models: dict[tuple[str, str, str], str] = {}
         self._models_generation = -1
 
-    def restore(self, world: EventLog, decisions: Iterable[PodDecision]) -> None:
+    def restore(self, world: EventLog, decisions: Iterable[PodDecision],
+                reservations: Mapping[str, Sequence[str]]) -> None:
         """Take in the claims and pods ``world`` holds (restored from a sink) as if observed, and
-        ``decisions``, those the sink stores about its pods, as emitted; emits and checks nothing."""
+        ``decisions``, those the sink stores about its pods and about the pods its claims'
+        allocations have been reserved for (``reservations``: claim uid -> pod uids), as emitted;
+        emits and checks nothing."""
         for claim in world.objects("ResourceClaim"):
             key = (str(_meta(claim).get("namespace", "")), str(_meta(claim).get("name", "")))
             self._index_allocation(key, claim)
             self._claims.put(key, claim)
-            if _allocation(claim):
+            if allocation(claim):
                 self._allocated.put(key, claim)
         for pod in world.objects("Pod"):
             ns = str(_meta(pod).get("namespace", ""))
             self._pods.put((ns, str(_meta(pod).get("name", ""))), pod)
             self._pods_by_uid.put((ns, str(_meta(pod).get("uid", ""))), pod)
-        for claim in world.objects("ResourceClaim"):
-            if _allocation(claim) and not generated_for_pod(claim) and self._in_line_bound(claim):
-                # the watcher that logged this world recorded the allocation then (maybe for a
-                # pod deleted since, whose decisions are not among those restored)
-                self._decide(str(_meta(claim).get("uid", "")))
+        held: dict[str, set[str]] = {}  # pod uid -> ids of the decisions stored about it
         for d in decisions:
             self._remember(d.decision_id)
+            held.setdefault(d.pod_uid, set()).add(d.decision_id)
             if d.outcome == Outcome.UNSCHEDULABLE.value and d.attempt > 0:
                 # the n-th failure is recorded: an event of count <= n adds nothing
                 key = (d.namespace, d.pod_uid)
                 self._failures[key] = max(self._failures.get(key, 0), d.attempt)
+        for claim in world.objects("ResourceClaim"):
+            uid = str(_meta(claim).get("uid", ""))
+            served = [*reservations.get(uid, ()), *reserved_pods(claim)]
+            if allocation(claim) and not generated_for_pod(claim) and any(
+                    self._recorded_for(uid, pod, held.get(pod, set())) for pod in served):
+                self._decide(uid)
 
     def observe(self, applied: list[Applied], world: EventLog) -> list[DecisionRecord]:
         out: list[DecisionRecord] = []
@@ -291,9 +271,9 @@ class DecisionObserver:
         if not (pod.get("spec") or {}).get("nodeName") or not names:
             return None  # the decision is complete when the pod is bound, not before
         claims = [self._allocated.get((ns, n)) for n in names]
-        if any(c is None or not _allocation(c) for c in claims):
+        if any(c is None or not allocation(c) for c in claims):
             return None
-        if not _finished(pod) and any(not _allocation(self._claims.get((ns, n))) for n in names):
+        if not _finished(pod) and any(not allocation(self._claims.get((ns, n))) for n in names):
             # a claim deallocated since while its pod still runs: the scheduler gave that
             # allocation up (a binding cycle that failed) and a new one is coming. Only a
             # finished pod's claims are deallocated for good (the last allocation counts)
@@ -314,10 +294,12 @@ class DecisionObserver:
                 return uid
         return ""
 
-    def _in_line_bound(self, claim: Mapping[str, Any]) -> bool:
-        """Whether the pod a standalone claim's allocation is recorded for is bound with it."""
-        pod = self._pods_by_uid.get((str(_meta(claim).get("namespace", "")), self._in_line(claim)))
-        return pod is not None and self._bound_claims(pod) is not None
+    def _recorded_for(self, claim_uid: str, pod_uid: str, stored: set[str]) -> bool:
+        """Whether ``stored``, the ids of the decisions stored about one pod a standalone claim's
+        allocation served (perhaps a pod deleted since), holds that allocation's decision: under
+        its id, or under the claim's uid alone as a watcher of the former scheme recorded it."""
+        return bool(stored & {decision_id(self.cluster, f"{claim_uid}/{pod_uid}", 0),
+                              decision_id(self.cluster, claim_uid, 0)})
 
     def _decide(self, claim_uid: str) -> None:
         self._decided[claim_uid] = None
@@ -461,10 +443,10 @@ class DecisionObserver:
         old = self._claim_node.pop(key, None)
         if old is not None:
             self._allocated_on.get(old, {}).pop(key, None)
-        allocation = (claim.get("status") or {}).get("allocation") if claim else None
-        if claim is None or not allocation:
+        allocated = allocation(claim)
+        if claim is None or not allocated:
             return
-        node = pinned_node(allocation.get("nodeSelector"))
+        node = pinned_node(allocated.get("nodeSelector"))
         self._allocated_on.setdefault(node, {})[key] = claim
         self._claim_node[key] = node
 

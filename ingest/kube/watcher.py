@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -40,7 +40,8 @@ class Sink(Protocol):
 
 class Observer(Protocol):
     def observe(self, applied: list[Applied], world: EventLog) -> list[DecisionRecord]: ...
-    def restore(self, world: EventLog, decisions: Iterable[PodDecision]) -> None: ...
+    def restore(self, world: EventLog, decisions: Iterable[PodDecision],
+                reservations: Mapping[str, Sequence[str]]) -> None: ...
 
 
 def utc_now() -> str:
@@ -102,7 +103,7 @@ class Watcher:
                     and (obj.get("metadata") or {}).get("namespace") not in self.namespaces)
         )
         if self.observer is not None:
-            self.observer.restore(self.log, stored.decisions)
+            self.observer.restore(self.log, stored.decisions, stored.reservations)
         return restored
 
     def run(self, stop: threading.Event) -> None:

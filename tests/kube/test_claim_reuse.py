@@ -78,6 +78,9 @@ B_RUNS = [pod("b"), claim("b"), pod("b", "Running")]
 A_AND_B_RUN = [claim(), pod("a"), pod("b"), claim("a"), pod("a", "Running"), claim("a", "b"), pod("b", "Running")]
 A_LEAVES = [pod("a", "Succeeded"), claim("b"), gone("a")]
 C_JOINS = [pod("c"), claim("b", "c"), pod("c", "Running")]
+# b joins a's allocation and is not bound yet when a leaves
+A_RUNS_B_WAITS = [claim(), pod("a"), pod("b"), claim("a"), pod("a", "Running"), claim("a", "b")]
+B_BINDS = [pod("b", "Running")]
 # the scheduler gives a's first allocation up before binding and allocates again for a
 A_REALLOCATED = [claim(), pod("a"), claim("a"), claim(), claim("a", device="gpu-1"), pod("a", "Running")]
 
@@ -90,6 +93,9 @@ CASES = {
     "reused_by_b_while_no_watcher_ran": ([A_RUNS, A_ENDS + B_RUNS], True, [("a", "a", "gpu-0"), ("b", "b", "gpu-0")]),
     "shared_by_a_and_b_then_c_joins_in_one_run": ([A_AND_B_RUN, A_LEAVES, C_JOINS], False, [("a", "a", "gpu-0")]),
     "shared_by_a_and_b_then_c_joins_restarting_between": ([A_AND_B_RUN, A_LEAVES, C_JOINS], True, [("a", "a", "gpu-0")]),
+    # the restarted watcher finds the allocation recorded for a, which it no longer sees
+    "shared_by_a_and_b_leaving_before_b_binds_restarting_between": ([A_RUNS_B_WAITS, A_LEAVES, B_BINDS], True,
+                                                                    [("a", "a", "gpu-0")]),
     "reallocated_for_the_same_pod_before_binding": ([A_REALLOCATED], False, [("a", "a", "gpu-1")]),
 }
 
