@@ -25,22 +25,29 @@ claim's allocations apart. Re-observing the same state (a relist) yields the sam
 observer emits each id once.
 
 A restarted watcher ``restore``s the observer before its first list: the claims and pods of the
-world the sink holds (what later changes are joined with, without deciding anything again), and
-the decisions the sink already stores about those pods and about the pods the alive claims'
-allocations have served (gone ones included), which are not emitted again — a decision derived
-anew carries the world position it was seen at, so the store would hold it a conflict with the
-recorded one and quarantine it. A standalone claim's allocation counts as recorded when one of
-the pods it served has its decision under the allocation's id, or under the claim's uid alone
-(the former scheme, which keyed every allocation of a standalone claim on it: after the upgrade,
-an allocation recorded so gets no second record under the new id, and the claim's later
-allocations get theirs).
+world the sink holds (what later changes are joined with), and the decisions the sink already
+stores about those pods and about the pods the alive claims' allocations have served (gone ones
+included), which are not emitted again — a decision derived anew carries the world position it
+was seen at, so the store would hold it a conflict with the recorded one and quarantine it. A
+standalone claim's allocation counts as recorded when one of the pods it served has its decision
+under the allocation's id, or under the claim's uid alone (the former scheme, which keyed every
+allocation of a standalone claim on it: after the upgrade, an allocation recorded so gets no second
+record under the new id, and the claim's later allocations get theirs). ``restore`` then derives
+the decisions that world completes which the sink does not hold, as ``observe`` would have: a
+watcher that stopped after its sink took the events that complete a decision (a claim's
+allocation and its pod's binding, a device-plugin pod's binding) but before it took the record
+left the restarted one a world in which nothing changes, so only this recovers the record. A
+scheduling failure is not part of the world: its record is recovered when the restarted watcher
+lists the FailedScheduling event again, which the API server keeps for its --event-ttl (1 h by
+default); a decision whose pod is gone, or whose claims were deallocated, by the end of the log
+is not derived.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from audit.canonical import digest
@@ -177,11 +184,13 @@ class DecisionObserver:
         self._models_generation = -1
 
     def restore(self, world: EventLog, decisions: Iterable[PodDecision],
-                reservations: Mapping[str, Sequence[str]]) -> None:
+                reservations: Mapping[str, Sequence[str]]) -> list[DecisionRecord]:
         """Take in the claims and pods ``world`` holds (restored from a sink) as if observed, and
         ``decisions``, those the sink stores about its pods and about the pods its claims'
-        allocations have been reserved for (``reservations``: claim uid -> pod uids), as emitted;
-        emits and checks nothing."""
+        allocations have been reserved for (``reservations``: claim uid -> pod uids), as emitted.
+        Returns the decisions this observer would have emitted for that world that the sink does
+        not hold: those of a watcher that stopped after its sink took the events that complete a
+        decision and before it took the record (a crash, a kill, a lost leadership)."""
         for claim in world.objects("ResourceClaim"):
             key = (str(_meta(claim).get("namespace", "")), str(_meta(claim).get("name", "")))
             self._index_allocation(key, claim)
@@ -206,6 +215,22 @@ class DecisionObserver:
             if allocation(claim) and not generated_for_pod(claim) and any(
                     self._recorded_for(uid, pod, held.get(pod, set())) for pod in served):
                 self._decide(uid)
+        stored = {i for ids in held.values() for i in ids}  # not the bounded window: all of them
+        # What is derived here is what the first observation derived, as far as the world at the
+        # end of the log tells it: ``seq`` is that end, not where the decision was first seen;
+        # ``time`` is the pod's PodScheduled time as then (the clock's now where the pod has
+        # none); a DRA record's device models and the allocator's re-run (``message``,
+        # ``tiers``) read the slices and the claims in use at that end, which may differ from
+        # those of the moment it was made.
+        out: list[DecisionRecord] = []
+        for pod in world.objects("Pod"):
+            try:
+                out += self._pod(pod, world, stored)
+            except Exception:  # noqa: BLE001 - one pod that cannot be read must not cost the others theirs
+                meta = _meta(pod)
+                log.exception("could not derive a decision from the stored world",
+                              extra={"tenant_data": {"pod": f"{meta.get('namespace', '')}/{meta.get('name', '')}"}})
+        return out
 
     def observe(self, applied: list[Applied], world: EventLog) -> list[DecisionRecord]:
         out: list[DecisionRecord] = []
@@ -242,7 +267,9 @@ class DecisionObserver:
         return out
 
     # -- successes ------------------------------------------------------------------------------
-    def _pod(self, pod: Mapping[str, Any], world: EventLog) -> list[DecisionRecord]:
+    def _pod(self, pod: Mapping[str, Any], world: EventLog,
+             stored: Container[str] = ()) -> list[DecisionRecord]:
+        """The decision ``pod`` completes, unless it is emitted already or among ``stored``."""
         node = (pod.get("spec") or {}).get("nodeName") or ""
         pod_uid = str(_meta(pod).get("uid", ""))
         if (pod.get("spec") or {}).get("resourceClaims"):
@@ -256,10 +283,10 @@ class DecisionObserver:
                     return []  # the allocation has its record, or will have it for the pod it was made for
                 self._decide(uid)
                 uid = f"{uid}/{pod_uid}"
-            if not self._new(uid):
+            if not self._new(uid, stored):
                 return []
             return self._emit(self._dra_record(pod, claims, node, uid, world))
-        if node and gpu_limit(pod) > 0 and self._new(pod_uid):
+        if node and gpu_limit(pod) > 0 and self._new(pod_uid, stored):
             return self._emit(self._device_plugin_record(pod, node, world))
         return []
 
@@ -307,10 +334,12 @@ class DecisionObserver:
         while len(self._decided) > self.cache_size:
             self._decided.popitem(last=False)
 
-    def _new(self, key: str) -> bool:
-        """Whether the decision keyed ``key`` (attempt 0) is still to emit: asked before its record
-        is built, which re-runs the allocator (and counts the re-run) for an allocation."""
-        return decision_id(self.cluster, key, 0) not in self._recorded
+    def _new(self, key: str, stored: Container[str] = ()) -> bool:
+        """Whether the decision keyed ``key`` (attempt 0) is still to emit (and not among
+        ``stored``): asked before its record is built, which re-runs the allocator (and counts the
+        re-run) for an allocation."""
+        decision = decision_id(self.cluster, key, 0)
+        return decision not in self._recorded and decision not in stored
 
     def _emit(self, record: DecisionRecord | None) -> list[DecisionRecord]:
         if record is None or record.decision_id in self._recorded:

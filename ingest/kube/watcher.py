@@ -6,7 +6,8 @@ and records to the sink, retrying the sink with backoff so nothing accepted is l
 
 ``resume`` seeds the event log and the observer, before ``run``, with the world the sink already
 holds of the cluster: the first lists are then a diff against what was logged before, as every
-relist is.
+relist is. The decisions that world implies and the sink does not hold (their events were
+written, their records not, when the last watcher stopped) are written first thing in ``run``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class Sink(Protocol):
 class Observer(Protocol):
     def observe(self, applied: list[Applied], world: EventLog) -> list[DecisionRecord]: ...
     def restore(self, world: EventLog, decisions: Iterable[PodDecision],
-                reservations: Mapping[str, Sequence[str]]) -> None: ...
+                reservations: Mapping[str, Sequence[str]]) -> list[DecisionRecord]: ...
 
 
 def utc_now() -> str:
@@ -90,11 +91,13 @@ class Watcher:
         self._held: list[Snapshot | Change] = []
         self._busy = threading.Event()
         self._sink_backoff = backoff()
+        self._resumed: list[DecisionRecord] = []  # derived by ``resume``, written by ``run``
 
     def resume(self, stored: StoredWorld) -> int:
         """Hold the objects of ``stored`` that this watcher watches (its kinds, in its namespaces)
-        as already logged, and give the observer them and the decisions stored about their pods.
-        Call before ``run``. Returns how many objects were restored."""
+        as already logged, and give the observer them and the decisions stored about their pods;
+        the decisions it derives from them that the sink does not hold are written when ``run``
+        starts. Call before ``run``. Returns how many objects were restored."""
         watched = {r.kind: r for r in self.resources if r.world}
         restored = self.log.restore(
             (kind, obj) for kind, by_key in sorted(stored.objects.items()) if kind in watched
@@ -103,10 +106,19 @@ class Watcher:
                     and (obj.get("metadata") or {}).get("namespace") not in self.namespaces)
         )
         if self.observer is not None:
-            self.observer.restore(self.log, stored.decisions, stored.reservations)
+            try:
+                self._resumed = self.observer.restore(self.log, stored.decisions, stored.reservations)
+            except Exception:  # noqa: BLE001 - as in observe: one bad object must not stop the event log
+                self.observer_errors += 1
+                log.exception("could not derive decisions from the stored world")
+            if self._resumed:
+                log.info("recording decisions the sink's world implies and it does not hold",
+                         extra={"decisions": len(self._resumed)})
         return restored
 
     def run(self, stop: threading.Event) -> None:
+        resumed, self._resumed = self._resumed, []
+        self._write(lambda: self.sink.write_records(resumed) if resumed else None, stop)
         threads = [
             threading.Thread(target=r.run, args=(stop,), name=f"watch-{r.resource.kind}-{r.scope}", daemon=True)
             for r in self.reflectors

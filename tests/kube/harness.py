@@ -136,6 +136,21 @@ class Recording:
         pass
 
 
+class RecordsLost:
+    """A sink that takes the events it is given and never the records: what a watcher leaves that
+    stops (is killed, crashes) after its sink took a batch's events and before it took the
+    records those events imply."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sink, name)
+
+    def write_records(self, records: list[DecisionRecord]) -> None:
+        pass
+
+
 Target = Callable[[], Any]  # a new sink on the same target, as a restarted process opens it
 
 

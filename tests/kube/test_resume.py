@@ -4,10 +4,13 @@ the API of a real ``serve`` on loopback, and JSON lines files.
 Each case runs a watcher against the local API server until it has caught up, stops it, changes
 the cluster (or not) as happened while no watcher ran, and runs a new watcher on a new sink of the
 same target, as a restarted process would. What the second run writes is exactly what the gap
-changed; nothing is quarantined."""
+changed, and the records of decisions whose events the sink took from a watcher that lost the
+records; nothing is quarantined."""
 
 from __future__ import annotations
 
+import copy
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,11 +18,13 @@ from typing import Any
 import pytest
 
 from audit.events import WorldEvent
-from audit.records import decision_id
+from audit.records import DecisionRecord, decision_id
+from ingest.kube.eventlog import EventLog
+from ingest.kube.observe import DecisionObserver
 from ingest.sinks import FileSink, HttpSink, StoreSink
 from tests.api.conftest import TOKENS, start_server, stop
 from tests.kube.apiserver import FakeApiServer
-from tests.kube.harness import FIXED_TIME, Target, apply_changes, load_docs, watch_once
+from tests.kube.harness import FIXED_TIME, RecordsLost, Target, apply_changes, load_docs, watch_once
 
 TRAIN_POD = "5a0e6f41-0001-4a8d-8f1e-6b2b7c9d0001"
 TRAIN_CLAIM = "7d1c2b9e-0001-4c55-9a51-1f0e5d3a0001"
@@ -32,6 +37,19 @@ FIRST_DELETE = next(i for i, d in enumerate(CHANGES) if "delete" in d)
 RUNNING = CHANGES[:FIRST_DELETE]
 # up to the scheduler's FailedScheduling event: train-0 pending, its claim not allocated yet
 PENDING = CHANGES[:3]
+ALLOCATED = CHANGES[3:5]  # train-0's claim allocated on node-a, train-0 bound there
+LEGACY_BOUND = CHANGES[5:6]  # legacy-0 bound to node-b with a device-plugin GPU
+
+
+def _standalone(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``docs`` with train-0's claim created directly (standalone) instead of from its template."""
+    out = copy.deepcopy(docs)
+    for doc in out:
+        if doc.get("kind") == "ResourceClaim":
+            doc["metadata"].pop("annotations")
+        elif doc.get("kind") == "Pod" and doc["metadata"]["name"] == "train-0":
+            doc["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "train-0-gpu-5x8q2"}]
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +150,60 @@ def test_another_clusters_history_in_the_sink_is_not_mixed_in(request: pytest.Fi
         second = watch_once(server, target, cluster)
     assert [e.seq for e in first.events] == list(range(11))  # ours start at 0, whatever the other holds
     assert (second.events, second.records, second.quarantined) == ([], [], 0)
+
+
+LOST = {
+    # what a watcher wrote whole, what a watcher then saw while its records were lost (events
+    # written) -> the records the restarted watcher writes: pod, what the id is keyed on, outcome,
+    # attempt, node, time, wait_ms
+    "a_template_claims_allocation": (PENDING, ALLOCATED, [
+        ("train-0", TRAIN_CLAIM, "allocated", 0, "node-a", "2026-11-29T10:00:04Z", 4000)]),
+    "a_standalone_claims_allocation": (_standalone(PENDING), _standalone(ALLOCATED), [
+        ("train-0", f"{TRAIN_CLAIM}/{TRAIN_POD}", "allocated", 0, "node-a", "2026-11-29T10:00:04Z", 4000)]),
+    "a_device_plugin_pods_binding": (RUNNING[:5], LEGACY_BOUND, [
+        ("legacy-0", LEGACY_POD, "allocated", 0, "node-b", "2026-11-29T10:01:02Z", 2000)]),
+    # not part of the world: recovered from the cluster, which lists the event again
+    "a_scheduling_failure_whose_event_is_still_listed": (PENDING[:2], PENDING[2:], [
+        ("train-0", TRAIN_POD, "unschedulable", 1, "", "2026-11-29T10:00:01Z", 1000)]),
+}
+
+
+@pytest.mark.parametrize(("before", "lost", "expected"), list(LOST.values()), ids=list(LOST))
+def test_a_decision_whose_record_was_lost_after_its_events_is_recorded_on_restart(
+        request: pytest.FixtureRequest, target: Target, before: list[dict[str, Any]], lost: list[dict[str, Any]],
+        expected: list[tuple[str, str, str, int, str, str, int]]) -> None:
+    cluster = _cluster(request)
+    with FakeApiServer() as server:
+        _started(server, before)
+        first = watch_once(server, target, cluster)
+        crashed = watch_once(server, lambda: RecordsLost(target()), cluster, while_running=lost)
+        resumed = watch_once(server, target, cluster)
+        again = watch_once(server, target, cluster)
+
+    def fields(records: list[DecisionRecord]) -> list[tuple[str, str, str, int, str, str, int]]:
+        return [(r.pod, r.decision_id, r.outcome, r.attempt, r.node, r.time, r.wait_ms) for r in records]
+
+    def apart_from_position(r: DecisionRecord) -> dict[str, Any]:
+        return {k: v for k, v in r.to_dict().items() if k not in ("seq", "output_digest")}
+
+    wanted = [(pod, decision_id(cluster, key, attempt), outcome, attempt, node, time, wait)
+              for pod, key, outcome, attempt, node, time, wait in expected]
+    assert (fields(crashed.records), fields(resumed.records), resumed.events) == (wanted, wanted, [])
+    # as first derived, but for the world position: the end of the log it was derived from
+    assert [apart_from_position(r) for r in resumed.records] == [apart_from_position(r) for r in crashed.records]
+    assert [r.seq for r in resumed.records] == [len(first.events) + len(crashed.events) - 1] * len(wanted)
+    assert ([first.quarantined, crashed.quarantined, resumed.quarantined], again.events, again.records,
+            again.quarantined) == ([0, 0, 0], [], [], 0)
+
+
+def test_a_pod_whose_decision_cannot_be_derived_costs_the_others_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    claim, train, legacy = copy.deepcopy([*ALLOCATED, *LEGACY_BOUND])
+    claim["status"]["allocation"]["devices"]["results"] = "not a list"  # what no API server would hold
+    world = EventLog("c", lambda: FIXED_TIME)
+    world.restore((d["kind"], d) for d in [*load_docs("cluster.yaml"), claim, train, legacy])
+    with caplog.at_level(logging.ERROR, logger="ingest.kube.observe"):
+        derived = DecisionObserver("c", lambda: FIXED_TIME, check_allocations=False).restore(world, [], {})
+    assert [(r.pod, r.decision_id) for r in derived] == [("legacy-0", decision_id("c", LEGACY_POD, 0))]
+    assert [(r.getMessage(), r.tenant_data) for r in caplog.records] == [  # type: ignore[attr-defined]
+        ("could not derive a decision from the stored world", {"pod": "team-a/train-0"})]
+
