@@ -2,7 +2,8 @@
 
 Reflector threads only read from the API server; a single consumer applies what they saw to the
 event log (so ``seq`` is assigned in one place), derives observed decisions, and writes events
-and records to the sink, retrying the sink with backoff so nothing accepted is lost.
+and records to the sink, retrying the sink with backoff so nothing accepted is lost; ``run``
+returns once the sink has delivered it all (or given up waiting, leaving it in its spool).
 
 ``resume`` seeds the event log and the observer, before ``run``, with the world the sink already
 holds of the cluster: the first lists are then a diff against what was logged before, as every
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 class Sink(Protocol):
     def write_events(self, events: list[WorldEvent]) -> Any: ...
     def write_records(self, records: list[DecisionRecord]) -> Any: ...
+    def flush(self) -> Any: ...
     def close(self) -> Any: ...
 
 
@@ -145,6 +147,11 @@ class Watcher:
             for t in threads:
                 t.join(timeout=2)
             self._drain(stop)
+            # A leader hands its Lease on when this returns, and the next one starts from what the
+            # sink's target holds: what the sink still buffers would reach it too late (its events
+            # logged a second time, its records derived again, either quarantined as conflicts)
+            if not self.sink.flush():
+                log.warning("stopping before the sink delivered everything: the rest waits in its spool")
 
     def _drain(self, stop: threading.Event) -> None:
         """Apply and write what reflectors already delivered, so a clean shutdown loses nothing."""

@@ -38,6 +38,9 @@ class CollectingSink:
     def write_records(self, records: list[DecisionRecord]) -> None:
         self.records.extend(records)
 
+    def flush(self) -> bool:
+        return True
+
     def close(self) -> None:
         pass
 
@@ -131,6 +134,9 @@ class Recording:
     def write_records(self, records: list[DecisionRecord]) -> None:
         self.written.records += records
         self.sink.write_records(records)
+
+    def flush(self) -> Any:
+        return self.sink.flush()
 
     def close(self) -> None:
         pass

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +22,23 @@ import pytest
 from audit.events import WorldEvent
 from audit.records import DecisionRecord, decision_id
 from ingest.kube.eventlog import EventLog
+from ingest.kube.lease import LeaseElector
 from ingest.kube.observe import DecisionObserver
-from ingest.sinks import FileSink, HttpSink, StoreSink
+from ingest.kube.watcher import Watcher
+from ingest.sinks import FileSink, HttpSink, StoredWorld, StoreSink
 from tests.api.conftest import TOKENS, start_server, stop
 from tests.kube.apiserver import FakeApiServer
-from tests.kube.harness import FIXED_TIME, RecordsLost, Target, apply_changes, load_docs, watch_once
+from tests.kube.harness import (
+    FIXED_TIME,
+    Recording,
+    RecordsLost,
+    Target,
+    api_client,
+    apply_changes,
+    fast_backoff,
+    load_docs,
+    watch_once,
+)
 
 TRAIN_POD = "5a0e6f41-0001-4a8d-8f1e-6b2b7c9d0001"
 TRAIN_CLAIM = "7d1c2b9e-0001-4c55-9a51-1f0e5d3a0001"
@@ -207,3 +221,54 @@ def test_a_pod_whose_decision_cannot_be_derived_costs_the_others_nothing(caplog:
     assert [(r.getMessage(), r.tenant_data) for r in caplog.records] == [  # type: ignore[attr-defined]
         ("could not derive a decision from the stored world", {"pod": "team-a/train-0"})]
 
+
+def test_a_leader_hands_its_lease_on_once_the_api_holds_what_it_wrote(api_base: str, tmp_path: Path) -> None:
+    cluster = "handover"
+
+    def replica(name: str) -> HttpSink:
+        # batches wait for a flush: what a leader leaves buffered is not delivered by the clock
+        return HttpSink(api_base, token=TOKENS["admin"], spool_dir=str(tmp_path / name), max_delay=60)
+
+    leader = Recording(replica("leader"))
+    seen_at_handover: list[StoredWorld | None] = []
+    done = threading.Event()
+
+    def at_lease_update() -> None:
+        if not done.is_set():  # a renewal: wait for the update that hands the Lease on
+            server.before_lease_update = at_lease_update
+            return
+        follower = replica("follower")  # what the next leader reads before it lists
+        try:
+            seen_at_handover.append(follower.stored_world(cluster))
+        finally:
+            follower.close()
+
+    def lead(stop_leading: threading.Event) -> None:
+        try:
+            watcher.run(stop_leading)
+        finally:
+            done.set()
+
+    with FakeApiServer() as server:
+        _started(server, RUNNING)
+        watcher = Watcher(api_client(server), cluster, leader, clock=lambda: FIXED_TIME, backoff=fast_backoff,
+                          next_seq=0, observer=DecisionObserver(cluster, lambda: FIXED_TIME, check_allocations=False))
+        elector = LeaseElector(api_client(server), "claimtrail", "w", "watcher-a", lease_duration=3, renew_deadline=2,
+                               retry_period=0.05)
+        server.before_lease_update = at_lease_update
+        stop_all = threading.Event()
+        thread = threading.Thread(target=elector.run, args=(stop_all, lead), daemon=True)
+        thread.start()
+        try:  # (renewals move the server's revision on, so catching up is judged by what was written)
+            deadline = time.monotonic() + 30
+            while (len(leader.written.events), len(leader.written.records)) != (11, 3) or not watcher.idle():
+                assert time.monotonic() < deadline, "the leader did not catch up"
+                time.sleep(0.02)
+        finally:
+            stop_all.set()
+            thread.join(30)
+        leader.sink.close()
+    (held,) = seen_at_handover
+    assert held is not None
+    assert (held.events, sorted(d.decision_id for d in held.decisions)) == (
+        11, sorted(r.decision_id for r in leader.written.records))
