@@ -173,7 +173,7 @@ def record_json(record: DecisionRecord) -> str:
 
 
 def event_json(event: WorldEvent) -> str:
-    text: str = _ENCODE_SORTED(dataclasses.asdict(event))
+    text: str = _ENCODE_SORTED(event.to_dict())
     return text
 
 
