@@ -206,8 +206,64 @@ def _write_yaml(path: Path, items: Iterable[dict[str, Any]]) -> int:
     return len(data)
 
 
+TORN_SUFFIX = ".torn"
+
+
+def _end_last_line(path: Path) -> str:
+    """Make ``path`` end with a newline before lines are appended to it, and say what was done.
+
+    A producer killed while writing a line leaves it without its newline; the next line appended
+    would run on from it and both would be lost. A last line that is a whole JSON object (a file
+    written by hand without a final newline) only gets its newline. Anything else is a torn write:
+    it is moved, as it was, to ``<path>.torn`` (appended to, never overwritten) and cut from the
+    file, so that what the file holds reads back whole. "" when the file needed nothing."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return ""
+    if size == 0:
+        return ""
+    with open(path, "rb+") as fh:
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return ""
+        start = size
+        while start > 0:  # back to the last newline, a block at a time
+            step = min(65536, start)
+            fh.seek(start - step)
+            block = fh.read(step)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                start = start - step + cut + 1
+                break
+            start -= step
+        fh.seek(start)
+        tail = fh.read()
+        try:
+            whole = isinstance(json.loads(tail), dict)
+        except ValueError:
+            whole = False
+        if whole:
+            fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+            return ""
+        torn = path.with_name(path.name + TORN_SUFFIX)
+        with open(torn, "ab") as out:
+            out.write(tail + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
+        fh.truncate(start)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return (f"{path}: its last line ({len(tail)} bytes from byte {start}) was cut short by a write that did not "
+            f"finish; moved to {torn}")
+
+
 class JsonlAppender:
-    """Appends canonical JSON lines to a file; ``flush`` makes them durable (fsync)."""
+    """Appends canonical JSON lines to a file; ``flush`` makes them durable (fsync). A last line
+    an earlier writer left unfinished is moved aside first (``_end_last_line``; ``repaired`` says
+    so)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -215,6 +271,7 @@ class JsonlAppender:
         if not self.path.parent.exists():
             raise FileFormatError(f"{self.path}: cannot open for writing: directory {self.path.parent} does not exist")
         try:
+            self.repaired = _end_last_line(self.path)
             self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
         except OSError as exc:
             raise FileFormatError(f"{self.path}: cannot open for writing: {exc.strerror}") from None

@@ -107,6 +107,9 @@ class FileSink:
             self._events = JsonlAppender(events)
         except FileFormatError as exc:
             raise SinkError(str(exc)) from None
+        for appender in (self._records, self._events):
+            if appender.repaired:  # a run killed mid-line: what it lost, the next one derives again
+                log.warning(appender.repaired)
         self._counts = {"received": 0, "written": 0, "events_received": 0, "events_written": 0}
 
     def write_records(self, records: Iterable[DecisionRecord]) -> None:

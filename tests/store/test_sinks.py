@@ -206,6 +206,40 @@ def test_file_sink_writes_canonical_lines_that_import_back(tmp_path: Path) -> No
         e.to_dict() for e in events]
 
 
+@pytest.mark.parametrize(("tail", "kept", "torn"), [
+    pytest.param(b'{"decision_id": "d-9", "clus', 2, b'{"decision_id": "d-9", "clus\n', id="torn-write-moved-aside"),
+    pytest.param(b"", 2, None, id="whole-file-untouched"),
+])
+def test_a_line_an_earlier_run_left_unfinished_is_moved_aside_before_appending(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, tail: bytes, kept: int, torn: bytes | None) -> None:
+    """A producer killed mid-line leaves the line without its newline: appending to it would run
+    the next line on from it, and reading the file back (a restarted watcher's resume) would
+    refuse the file."""
+    first = make_records(2)
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b"".join(canonical_json(r.to_dict()) + b"\n" for r in first) + tail)
+    sink = FileSink(str(path))
+    later = make_records(1, start=2)
+    sink.write_records(later)
+    sink.close()
+    back = import_file(path, "records")
+    assert back.errors == [] and [r.decision_id for r in back.records] == [r.decision_id for r in first[:kept] + later]
+    torn_path = tmp_path / "out.jsonl.torn"
+    assert (torn_path.read_bytes() if torn_path.exists() else None) == torn
+    assert ("cut short by a write that did not finish" in caplog.text) == (torn is not None)
+
+
+def test_a_last_line_written_whole_without_its_newline_is_kept(tmp_path: Path) -> None:
+    first = make_records(2)
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b"\n".join(canonical_json(r.to_dict()) for r in first))  # no final newline
+    sink = FileSink(str(path))
+    sink.write_records(make_records(1, start=2))
+    sink.close()
+    back = import_file(path, "records")
+    assert back.errors == [] and len(back.records) == 3 and not (tmp_path / "out.jsonl.torn").exists()
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".yaml"])
 def test_export_then_import_round_trips_records_and_events(tmp_path: Path, suffix: str) -> None:
     records = make_records(5)
