@@ -1,7 +1,7 @@
 """Replay through the audit API against an offline replay of the same history, in the same run.
 
 The history is the demo's day (``claimtrail simulate --seed 7 --hours 24``: 64 nodes, four
-tenants, ~6,700 decisions over ~17,500 world events), written as JSON lines. (a) Offline:
+tenants, ~4,000 decisions over ~17,400 world events), written as JSON lines. (a) Offline:
 ``claimtrail replay --records --events`` reads the files and verifies every decision in one
 process. (b) Through the API: a real ``claimtrail serve`` owns an embedded store holding the same
 history (ingested over HTTP first, not timed), and ``claimtrail replay --server`` verifies every
