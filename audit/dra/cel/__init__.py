@@ -46,6 +46,10 @@ How it maps onto ``cel``, which cannot hold Python objects and does not type-che
   as the Kubernetes environment's regex validator and optimizations do. ``format`` is cel-go's
   version-2 format with the en_US printer's output (``1,234.50``, ``1.234500×10⁰³``) and its
   compile-time validator (an attribute value in a literal argument list is ``google.protobuf.Any`` there).
+* A macro over a map iterates its keys in one fixed order (booleans, numbers, strings, each by
+  value), where cel-go and the binding iterate it in a random order: ``map``, ``filter`` and
+  ``transformList`` over a map give one list, one of those upstream can give, at every
+  evaluation, so a decision replays alike.
 * The binding's run-time errors are reported in cel-go's words (``integer overflow``,
   ``modulus by zero``, ``type conversion error from 'string' to 'int'``, and a non-bool result
   with the reason ConvertToNative gives).

@@ -16,7 +16,11 @@ refuses optional selection (``m.?f``, ``m[?k]``) and optional entries of list an
 * ``X.all(k, v, p)`` and the other two-variable macros (``exists``, ``exists_one``,
   ``existsOne``, ``transformList``, ``transformMap``, ``transformMapEntry``) into the one-variable
   macros over ``[key or index, value]`` pairs, the two names replaced by ``p[0]`` and ``p[1]``;
-* ``X.sortBy(v, key)`` into ``X.map(v, [key, v])`` sorted by the first element.
+* ``X.sortBy(v, key)`` into ``X.map(v, [key, v])`` sorted by the first element;
+* the receiver of every one-variable macro (``all``, ``exists``, ``exists_one``, ``map``,
+  ``filter``) into ``X._ct_in_order()``, which gives a map's keys in one fixed order (the
+  binding, like cel-go, iterates a map in a random order), and the pairs of a two-variable macro
+  over a map likewise.
 
 Method-call form keeps each rewrite exactly where the postfix operator was, so precedence does
 not change. The static checks run on the source as written; only the program runs the rewrite.
@@ -36,7 +40,9 @@ _TWO_VARIABLE = frozenset({"all", "exists", "exists_one", "existsOne", "transfor
                            "transformMapEntry"})
 # Macros that bind names of their own (in their first one or two arguments).
 _BINDING = _TWO_VARIABLE | {"map", "filter", "optMap", "optFlatMap", "sortBy"}
-_MAY_NEED = re.compile(r"\?|\bbind\b|\boptMap\b|\boptFlatMap\b|\bsortBy\b|\btransform|\bexists|\ball\b")
+_ONE_VARIABLE = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_MAY_NEED = re.compile(r"\?|\bbind\b|\boptMap\b|\boptFlatMap\b|\bsortBy\b|\btransform|\bexists|\ball\b|\bmap\b"
+                       r"|\bfilter\b")
 # Tokens after which ``[`` indexes the value before it rather than opening a list literal.
 _VALUE_END = frozenset({")", "]", "}"})
 
@@ -187,6 +193,8 @@ class _Rewriter:
         if name == "sortBy" and len(args) == 2 and variable(0):
             var = variable(0)
             return f".map({var}, [{text(*args[1])}, {var}])._ct_sort_by_keys()"
+        if name in _ONE_VARIABLE and variable(0) and (len(args) == 2 or (len(args) == 3 and name == "map")):
+            return f"._ct_in_order().{name}({', '.join(text(*a) for a in args)})"
         if name not in _TWO_VARIABLE or len(args) not in (3, 4) or not variable(0) or not variable(1):
             return None
         if len(args) == 4 and not name.startswith("transform"):

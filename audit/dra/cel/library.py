@@ -457,9 +457,29 @@ def _opt_map_literal(entries: list[Any]) -> dict[Any, Any]:
 # Two-variable comprehensions and sortBy run as one-variable macros over [key or index, value] pairs.
 
 
+def _key_order(key: Any) -> tuple[int, Any]:
+    """A map key's place in the one order ClaimTrail iterates maps in: bools, then numbers, then
+    strings (the kinds a CEL map key can be), each by value."""
+    if isinstance(key, bool):
+        return (0, key)
+    return (1, key) if isinstance(key, int) else (2, str(key))
+
+
+def _in_order(receiver: Any) -> Any:
+    """A macro's receiver as it is iterated: a list as it is, a map as its keys in ``_key_order``,
+    anything else unchanged (the macro refuses it in its own words). cel-go iterates a map in Go's
+    map order and the ``cel`` binding in its hash map's, both random: a ``map`` or ``filter`` over
+    a map would give its list in another order at each evaluation (18 orders in 20 evaluations of
+    one five-key literal), so a decision and its replay could differ. The fixed order is one of
+    those upstream can take."""
+    if isinstance(receiver, dict) and tag_of(receiver) is None:
+        return sorted(receiver, key=_key_order)
+    return receiver
+
+
 def _pairs(receiver: Any) -> list[list[Any]]:
     if isinstance(receiver, dict) and tag_of(receiver) is None:
-        return [[key, value] for key, value in receiver.items()]
+        return [[key, receiver[key]] for key in _in_order(receiver)]
     if isinstance(receiver, list):
         return [[index, value] for index, value in enumerate(receiver)]
     _no_overload("comprehension", receiver)
@@ -537,6 +557,7 @@ HELPERS: dict[str, Callable[..., Any]] = {
     "_ct_pairs_to_map": _pairs_to_map,
     "_ct_merge_entries": _merge_entries,
     "_ct_sort_by_keys": _sort_by_keys,
+    "_ct_in_order": _in_order,
     **extensions.HELPERS,
 }
 
