@@ -105,3 +105,18 @@ def test_every_dra_record_reads_as_many_selected_as_devices_held() -> None:
              if sum(device_reason_counts(t, True, own_devices(r, t)).get("selected", 0) for t in r.tiers)
              != len(r.devices)]
     assert len(records) == 2861 and wrong == []
+
+
+def test_why_now_is_the_engines_decision_for_every_device_plugin_pod() -> None:
+    """A device-plugin pod's "if scheduled now" is the engine's device-plugin decision on the world
+    folded from the view: the node it was given, or nothing (deferred on quota, or no room)."""
+    records = [r for r in cluster_day(seed=1, hours=24.0).records
+               if r.track == "device-plugin" and r.time < "2026-11-02T06:00"]
+    assert Counter(r.outcome for r in records) == {"allocated": 66, "deferred": 12, "unschedulable": 1}
+    disagree = []
+    for record, world in _at_decisions(records):
+        now = would_get_now(world_view(world), f"{record.namespace}/{record.pod}", world.policy)
+        engine = ("allocated", record.node) if record.outcome == "allocated" else ("unschedulable", "")
+        if (now["result"], now["node"]) != engine:
+            disagree.append((record.seq, record.pod, now["result"], now["node"]))
+    assert disagree == []
