@@ -22,7 +22,7 @@ from audit.explain.claimfit import has_other_requests
 from audit.explain.deviceplugin import device_plugin_would_get, explain_pending_device_plugin
 from audit.explain.holders import device_holders, holder_detail
 from audit.explain.models import ModelTable
-from audit.explain.nextstep import allocation_summary, best_allocation
+from audit.explain.nextstep import allocation_summary, best_allocation, pending_outcome
 from audit.explain.nodes import node_exclusion
 from audit.explain.probe import NodeProber, Verdict, parse_as, probe_claim
 from audit.explain.reasons import AVAILABLE, RANK, ordered_codes
@@ -54,7 +54,7 @@ def _current_outcome(pod: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
     """The allocation the pod holds now (all claims allocated), or pending."""
     allocations = [(c, (c.get("status") or {}).get("allocation")) for c in claims]
     if not claims or not all(a for _, a in allocations):
-        return {"result": "pending", "model": "", "devices": [], "node": "", "tier": -1, "retry_class": ""}
+        return pending_outcome()
     results = [(claim_key(c), res) for c, a in allocations for res in ((a or {}).get("devices") or {}).get("results") or []]
     return allocation_summary(results, tiers, by_id, str((pod.get("spec") or {}).get("nodeName") or ""))
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from audit.events import WorldEvent
+from audit.explain.nextstep import pending_outcome
 from audit.explain.record import counted_as, device_reason_counts, model_tier, record_blockers
 from audit.explain.result import Explanation
 from audit.explain.summary import render_summary
@@ -29,7 +30,6 @@ from audit.world import DEVICE_PLUGIN_RESOURCE, World, device_plugin_model
 # Kinds in the order a world takes them: what a pod refers to before the pod.
 _KINDS = (("DeviceClass", "classes"), ("DeviceTaintRule", "taint_rules"), ("Node", "nodes"),
           ("ResourceSlice", "slices"), ("ResourceClaim", "claims"), ("Pod", "pods"))
-PENDING: dict[str, Any] = {"result": "pending", "model": "", "devices": [], "node": "", "tier": -1, "retry_class": ""}
 
 
 def _latest_creation_ms(view: ClusterView) -> int:
@@ -84,7 +84,7 @@ def _next_step(world: World, record: DecisionRecord, pod_key: str, gpus: int) ->
     if record.outcome == Outcome.ALLOCATED.value:
         return {"result": "allocated", "model": record.allocated_model, "devices": [], "node": record.node,
                 "tier": 0, "retry_class": ""}
-    return {**PENDING, "result": "unschedulable", "retry_class": record.retry_class,
+    return {**pending_outcome(), "result": "unschedulable", "retry_class": record.retry_class,
             "blockers": _blockers(world, record, pod_key, gpus)}
 
 
@@ -116,8 +116,9 @@ def explain_pending_device_plugin(view: ClusterView, pod: tuple[str, str], model
     blockers = record_blockers(record, tier, model)
     skipped = not (would_get["result"] == "allocated" and would_get["model"] == model)
     version = policy.version if policy is not None else ""
-    summary = render_summary(model, skipped, reasons, blockers, PENDING, version, would_get=would_get,
+    pending = pending_outcome()
+    summary = render_summary(model, skipped, reasons, blockers, pending, version, would_get=would_get,
                              counted=counted_as(record, tier, model))
-    return Explanation(pod=f"{pod[0]}/{pod[1]}", decision_id="", model=model, skipped=skipped, outcome=dict(PENDING),
+    return Explanation(pod=f"{pod[0]}/{pod[1]}", decision_id="", model=model, skipped=skipped, outcome=pending,
                        reasons=reasons, blockers=blockers, summary=summary, policy_version=version,
                        would_get=would_get)

@@ -39,6 +39,11 @@ from audit.scheduler.placement import placement_refusal
 from audit.scheduler.quota import QuotaAsk
 
 
+def pending_outcome() -> dict[str, Any]:
+    """The outcome of a pod that holds no allocation (a fresh dict: callers add to it)."""
+    return {"result": "pending", "model": "", "devices": [], "node": "", "tier": -1, "retry_class": ""}
+
+
 def allocation_summary(results: Sequence[tuple[str, Mapping[str, Any]]], tiers: Sequence[Tier],
                        by_id: Mapping[str, Device], node: str) -> dict[str, Any]:
     """``{"result": "allocated", model, devices, node, tier, retry_class}`` for (claim key, result) pairs.
