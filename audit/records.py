@@ -52,6 +52,10 @@ class Blocker(StrEnum):
     FAIR_SHARE_DEFERRED = "fair_share_deferred"
     INSUFFICIENT_ON_NODE = "insufficient_on_node"
     NOT_REQUESTED = "not_requested"
+    # Explanations only: a device-plugin pod asked about a model it neither got nor was turned down
+    # for. It names no model (its GPUs are a count of nvidia.com/gpu on a node), so no preference
+    # list leaves the model out.
+    NO_MODEL_CHOICE = "no_model_choice"
     # Not a tier's: the placement went ahead of older pending pods of its tenant (tier -1).
     QUEUE_SKIP = "queue_skip"
     # Adaptive fallback: the expected time until the first choice fits, and the wait-or-fall-back
@@ -80,7 +84,7 @@ DETAIL_KEYS = frozenset({
     "model", "used", "requested", "nominal", "limit", "lendable", "request", "count", "nodes_with_capacity",
     "fallback_mode", "fallback_after_ms", "held_eq", "entitlement_eq", "waiting_held_eq", "waiting_entitlement_eq",
     # explanation blockers (audit/explain) carry these next to code and tier
-    "code", "tier", "tenant_share", "other_share", "best_node", "best", "preference",
+    "code", "tier", "tenant_share", "other_share", "best_node", "best", "preference", "model_nodes",
     # per-device verdicts of an explanation: why a node or a claim constraint ruled a device out
     "cause", "aborted_by", "requests",
     # ... and, beneath a tier the policy closed, what the device's own checks found

@@ -20,7 +20,10 @@ per-device answer gives the same code, with what each device's checks found as e
 A model that only a tier of several models asks for (``A100|H100|L40S``) is answered from that
 tier, whose counts cover all its models: the sentence says so. A device-plugin pod's one tier
 counts every device-plugin GPU, of whatever model its node holds, and the sentence says
-``nvidia.com/gpu``.
+``nvidia.com/gpu``. Such a pod names no model, so a model it neither got nor was turned down for
+is not "outside its preference list": the record does not know which of its nodes hold that
+model, so the answer gives the record's counts of its nodes and a ``no_model_choice`` blocker
+saying so (with a world, ``audit.explain.deviceplugin`` counts the model's own GPUs instead).
 Devices a reservation held for another pod count as ``in_use`` (the allocator saw them so); the
 record's ``reservation_held`` blockers for the model say which node and pod held them. A
 reclaim's ``reclaim_victim`` blockers go with the model they free.
@@ -64,6 +67,21 @@ def model_tier(record: DecisionRecord, model: str) -> TierSummary | None:
             model == record.allocated_model or any(b.detail.get("model") == model for b in record.blockers)):
         found = record.tiers[0]
     return found
+
+
+def names_model(record: DecisionRecord, model: str) -> bool:
+    """Whether the record answers for ``model``: a tier asks for it, or, for a device-plugin pod,
+    it is the model the pod got or one a blocker names (``model_tier``). What the GPUs of a model
+    a device-plugin record does not name were doing only a world can say."""
+    return (record.track != Track.DEVICE_PLUGIN.value or model_tier(record, model) is not None
+            or (record.outcome == Outcome.ALLOCATED.value and model == record.allocated_model))
+
+
+def no_model_choice(model_nodes: int | None = None) -> dict[str, Any]:
+    """The blocker of a device-plugin pod asked about a model it names nowhere: it chooses no
+    model. ``model_nodes``: how many device-plugin nodes hold the model, when a world says it."""
+    return {"code": Blocker.NO_MODEL_CHOICE.value, "tier": 0, "request": DEVICE_PLUGIN_RESOURCE,
+            **({"model_nodes": model_nodes} if model_nodes is not None else {})}
 
 
 def record_blockers(record: DecisionRecord, tier: TierSummary | None, model: str) -> list[dict[str, Any]]:
@@ -134,15 +152,23 @@ def counted_as(record: DecisionRecord, tier: TierSummary | None, model: str) -> 
 
 
 def explain_record(record: DecisionRecord, model: str) -> Explanation:
-    tier = model_tier(record, model)
+    dp = record.track == Track.DEVICE_PLUGIN.value
+    unnamed = not names_model(record, model)
+    # a device-plugin pod's one tier counts all its nodes' GPUs, the model's among them
+    tier = record.tiers[0] if unnamed and record.tiers else model_tier(record, model)
     counts = (device_reason_counts(tier, record.outcome == Outcome.ALLOCATED.value, own_devices(record, tier))
               if tier else {})
     reasons = {code: counts[code] for code in ordered_codes(set(counts))}
-    blockers = record_blockers(record, tier, model)
+    # a device-plugin record without tiers (the watcher's: it sees a binding, not a search) counts nothing
+    blockers = [] if dp and tier is None else record_blockers(record, tier, model)
+    if unnamed:
+        blockers.append(no_model_choice())
     outcome = record_outcome(record)
     skipped = not (record.outcome == Outcome.ALLOCATED.value and record.allocated_model == model)
+    absent = None if not dp else "" if unnamed else f"its record does not count its nodes' {DEVICE_PLUGIN_RESOURCE}"
     summary = render_summary(model, skipped, reasons, blockers, outcome, record.policy_version,
-                             taint_keys=_taint_keys(tier) if tier else {}, counted=counted_as(record, tier, model))
+                             taint_keys=_taint_keys(tier) if tier else {}, counted=counted_as(record, tier, model),
+                             absent=absent)
     return Explanation(pod=f"{record.namespace}/{record.pod}", decision_id=record.decision_id, model=model,
                        skipped=skipped, outcome=outcome, reasons=reasons, blockers=blockers, summary=summary,
                        policy_version=record.policy_version)

@@ -69,6 +69,11 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
     if code == Blocker.NOT_REQUESTED.value:
         pref = ", ".join(str(m) for m in blocker.get("preference") or []) or "none"
         return f"{model} is not in the pod's preference list ({pref})"
+    if code == Blocker.NO_MODEL_CHOICE.value:
+        text = f"a device-plugin pod does not choose a model (it is counted as {blocker.get('request', '?')})"
+        if "model_nodes" not in blocker:  # from the record alone, which does not know its nodes' models
+            return f"{text}, and its record does not say which nodes hold {model}"
+        return f"no device-plugin node holds {model}, and {text}" if blocker["model_nodes"] == 0 else text
     if code == Blocker.RECLAIM.value:
         if blocker.get("basis") == "fair_share":
             return (f"reclaiming {blocker.get('requested_eq', '?')} H100-eq of {model} within its fair share "
@@ -170,10 +175,12 @@ def would_get_sentence(would_get: Mapping[str, Any]) -> str:
 def render_summary(model: str, skipped: bool, reasons: Mapping[str, int], blockers: Sequence[Mapping[str, Any]],
                    outcome: Mapping[str, Any], policy_version: str, node_causes: Mapping[str, int] | None = None,
                    taint_keys: Mapping[str, str] | None = None, would_get: Mapping[str, Any] | None = None,
-                   verdicts: Mapping[str, int] | None = None, counted: str = "") -> str:
+                   verdicts: Mapping[str, int] | None = None, counted: str = "", absent: str | None = None) -> str:
     """``verdicts``: for a tier the policy closed (``reasons`` is its closing code alone), what the
     devices' own checks found, said after it. ``counted``: the devices ``reasons`` counts when
-    they are not the model's alone (a tier of several models, ``A100|H100|L40S``)."""
+    they are not the model's alone (a tier of several models, ``A100|H100|L40S``). ``absent``:
+    what to say when nothing is counted instead of "no M visible to the pod's claims" (a
+    device-plugin pod has no claims; empty: nothing, its blockers say it)."""
     total = sum(reasons.values())
     if skipped:
         head = f"{model} skipped"
@@ -186,8 +193,8 @@ def render_summary(model: str, skipped: bool, reasons: Mapping[str, int], blocke
                        *phrases[1:]]
         body = f"of {total} {counted or model}, {', '.join(phrases)}"
     else:
-        body = f"no {model} visible to the pod's claims"
+        body = f"no {model} visible to the pod's claims" if absent is None else absent
     blocker_text = "; ".join(_blocker_phrase(model, b) for b in blockers)
-    first = f"{head}: {body}" + (f"; {blocker_text}" if blocker_text else "") + "."
+    first = f"{head}: " + "; ".join(part for part in (body, blocker_text) if part) + "."
     text = f"{first} {_outcome_sentence(outcome, policy_version)}"
     return f"{text} {would_get_sentence(would_get)}" if would_get else text

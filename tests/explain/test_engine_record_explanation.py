@@ -91,9 +91,11 @@ def test_record_answer_agrees_with_the_full_explanation(held, taints, size):
 
 
 def _device_plugin_records() -> dict[str, Any]:
-    """A device-plugin pod deferred on its tenant's H100 quota, and one allocated on an H100 node."""
+    """A device-plugin pod deferred on its tenant's H100 quota, one allocated on an H100 node, and
+    the watcher's record of a device-plugin binding (``ingest.kube.observe``: no tiers)."""
     from audit.scheduler.engine import decide
     from audit.world import World
+    from tests.builders import decision
     from tests.metrics.eventlog import Log, policy_doc
 
     log = Log(policy_doc(weights={"team-a": 1, "team-b": 1}, quotas={"team-a": {"H100": 4}, "team-b": {"H100": 8}}))
@@ -103,8 +105,10 @@ def _device_plugin_records() -> dict[str, Any]:
     world = World("c1")
     for ev in log.events:
         world.apply(ev)
+    observed = decision(pod="legacy-1", preference=[], outcome="allocated", node="h100-dp-1", allocated_model="H100",
+                        track="device-plugin", policy_version="1", tiers=[])
     return {"deferred": decide(world, "team-a/waiting", 1, log.now).record,
-            "allocated": decide(world, "team-b/fits", 1, log.now).record}
+            "allocated": decide(world, "team-b/fits", 1, log.now).record, "observed": observed}
 
 
 @pytest.mark.parametrize(("which", "model", "codes", "summary"), [
@@ -114,15 +118,28 @@ def _device_plugin_records() -> dict[str, Any]:
     pytest.param("allocated", "H100", [],
                  "H100 chosen: of 16 nvidia.com/gpu, 2 allocated to this pod, 4 in use, 10 available. Allocated H100 on node "
                  "h100-dp-0 (tier 0) under policy 1.", id="allocated-model"),
-    pytest.param("deferred", "A100", ["not_requested"],
-                 "A100 skipped: no A100 visible to the pod's claims; A100 is not in the pod's preference list "
-                 "(nvidia.com/gpu). Pod not allocated (deferred, retry class quota) under policy 1.",
-                 id="a-model-no-blocker-names"),
+    pytest.param("deferred", "A100", ["no_model_choice"],
+                 "A100 skipped: of 16 nvidia.com/gpu, 4 in use, 12 over the tenant's quota; a device-plugin pod does not "
+                 "choose a model (it is counted as nvidia.com/gpu), and its record does not say which nodes hold A100. "
+                 "Pod not allocated (deferred, retry class quota) under policy 1.", id="a-model-no-blocker-names"),
+    pytest.param("allocated", "L4", ["no_model_choice"],
+                 "L4 skipped: of 16 nvidia.com/gpu, 2 allocated to this pod, 4 in use, 10 available; a device-plugin pod "
+                 "does not choose a model (it is counted as nvidia.com/gpu), and its record does not say which nodes "
+                 "hold L4. Allocated H100 on node h100-dp-0 (tier 0) under policy 1.", id="a-model-it-did-not-get"),
+    pytest.param("observed", "A100", ["no_model_choice"],
+                 "A100 skipped: a device-plugin pod does not choose a model (it is counted as nvidia.com/gpu), and its "
+                 "record does not say which nodes hold A100. Allocated H100 on node h100-dp-1 under policy 1.",
+                 id="a-record-without-counts"),
+    pytest.param("observed", "H100", [],
+                 "H100 chosen: its record does not count its nodes' nvidia.com/gpu. Allocated H100 on node h100-dp-1 "
+                 "under policy 1.", id="the-model-of-a-record-without-counts"),
 ])
 def test_a_device_plugin_record_answers_for_the_model_its_nodes_hold(which: str, model: str, codes: list[str],
                                                                      summary: str) -> None:
     """Its one tier asks for GPUs of any model: the model it got, or whose quota turned it down, is
-    the one it asked for, and the record's blockers of that model say why."""
+    the one it asked for, and the record's blockers of that model say why. Of any other model the
+    record knows only its counts of every device-plugin GPU: the pod chose no model, not one
+    outside a preference list."""
     answer = explain_record(_device_plugin_records()[which], model)
     assert [b["code"] for b in answer.blockers] == codes
     assert answer.summary == summary
