@@ -5,7 +5,9 @@ decision's ``seq``) with exact per-device verdicts from the allocator; ``explain
 answers from a stored decision's evidence summary alone. Both return an ``Explanation``.
 ``would_get_now`` says what a pod holding no allocation would get if scheduled now. A pending
 device-plugin pod, whose GPUs have no identities, is answered by the decision the engine would
-take for it now (``audit.explain.deviceplugin``).
+take for it now (``audit.explain.deviceplugin``); it chooses no model, so a model its decision
+does not name is answered from that model's GPUs on the device-plugin nodes of a world, or, from
+the record alone, by saying so.
 Pure: no I/O, no clock.
 """
 

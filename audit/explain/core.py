@@ -19,7 +19,11 @@ from typing import Any
 
 from audit.dra.model import ResourceClaim
 from audit.explain.claimfit import has_other_requests
-from audit.explain.deviceplugin import device_plugin_would_get, explain_pending_device_plugin
+from audit.explain.deviceplugin import (
+    device_plugin_would_get,
+    explain_pending_device_plugin,
+    explain_recorded_device_plugin,
+)
 from audit.explain.holders import device_holders, holder_detail
 from audit.explain.models import ModelTable
 from audit.explain.nextstep import allocation_summary, best_allocation, pending_outcome
@@ -34,7 +38,7 @@ from audit.explain.tiers import Tier, TierMatcher, pod_tiers
 from audit.explain.verdicts import close_tier, closing_code, mark_selected
 from audit.explain.view import ClusterView, Device, ViewError, obj_name, obj_namespace
 from audit.policy import Policy, default_policy
-from audit.records import Blocker, DecisionRecord, Reason
+from audit.records import Blocker, DecisionRecord, Reason, Track
 from audit.scheduler.claimspec import claim_key, result_device_id
 from audit.scheduler.quota import QuotaAsk, QuotaCheck, quota_rule, tier_quota
 from audit.world import DEVICE_PLUGIN_RESOURCE, device_plugin_gpus, device_plugin_model
@@ -321,10 +325,16 @@ def explain(view: ClusterView, pod: str | tuple[str, str], model: str, policy: P
 
     Without a record, a pod that holds no allocation also gets ``would_get``: what it would get
     if it were scheduled now. ``viewer`` is the asker's tenant: holders of in-use devices in other
-    tenants are not named (None: every holder is named).
+    tenants are not named (None: every holder is named). A device-plugin pod (without ``detail``)
+    is answered by ``audit.explain.deviceplugin``: pending, by the decision it would get now; with
+    its record (``view`` the world the decision saw), by the record, or for a model the record
+    does not name, by that model's GPUs on the view.
     """
     ns, name = _pod_key(pod)
-    dp = _device_plugin_pod(view, pod) if record is None and not detail else None
+    dp = (_device_plugin_pod(view, pod) if not detail and (record is None or record.track == Track.DEVICE_PLUGIN.value)
+          else None)
+    if dp is not None and record is not None:
+        return explain_recorded_device_plugin(view, (ns, name), model, policy, record, dp[1])
     if dp is not None and not (dp[0].get("spec") or {}).get("nodeName"):
         return explain_pending_device_plugin(view, (ns, name), model, policy, dp[1])
     pod_obj, claims, tiers, everything = _pod_inputs(view, pod, policy, model_table)

@@ -270,9 +270,9 @@ DEVICE_PLUGIN_NOW: dict[str, tuple[str | None, str, dict[str, Any], str]] = {
         "result": "unschedulable", "model": "", "devices": [], "node": "", "tier": -1, "retry_class": "unschedulable",
         "blockers": [{"code": "insufficient_on_node", "tier": 0, "request": "nvidia.com/gpu", "model": "", "count": 6,
                       "best": 4, "best_node": "gpu-node-2", "reasons": {"in_use": 10, "available": 6}}]},
-        "A100 skipped: no A100 visible to the pod's claims; A100 is not in the pod's preference list (nvidia.com/gpu). "
-        "Pod not allocated (pending). If scheduled now: nothing fits (tier 0 nvidia.com/gpu: 10 in use, 6 available; "
-        "at most 4 on node gpu-node-2, 6 needed)."),
+        "A100 skipped: of 8 A100, 4 in use, 4 available; no node had 6 usable A100 together (at most 4 on node "
+        "gpu-node-2). Pod not allocated (pending). If scheduled now: nothing fits (tier 0 nvidia.com/gpu: 10 in use, "
+        "6 available; at most 4 on node gpu-node-2, 6 needed)."),
     "the_room_is_over_quota": ("policy-a100-quota.yaml", "team-a/train-4", {
         "result": "unschedulable", "model": "", "devices": [], "node": "", "tier": -1, "retry_class": "quota",
         "blockers": [{"code": "quota_exhausted", "tier": 0, "request": "nvidia.com/gpu", "model": "A100", "used": 4,

@@ -1,0 +1,104 @@
+"""``why`` of a device-plugin pod about a model it neither got nor was turned down for.
+
+Such a pod names no model: it takes GPUs of whatever model a device-plugin node it may use
+holds. So the answer is never "not in the pod's preference list": from a dump it says what that
+model's GPUs on the device-plugin nodes were doing for the pod (in use, too few on one node, on
+nodes its taints or nodeSelector exclude, over its tenant's quota), or that no device-plugin node
+holds the model, or, when they were free for it, that the pod chose no model.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit.cli.main import main
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "explain"
+DUMP = FIXTURES / "cluster-device-plugin-models.yaml"
+
+# policy (None: the default), pod, model, reasons, blockers, the summary's first sentence
+CASES: dict[str, tuple[str | None, str, str, dict[str, int], list[dict[str, Any]], str]] = {
+    "all_in_use": (None, "team-a/train-6", "H100", {"in_use": 8}, [], "H100 skipped: of 8 H100, 8 in use."),
+    "not_enough_on_one_node": (None, "team-a/train-6", "A100", {"in_use": 4, "available": 4}, [
+        {"code": "insufficient_on_node", "tier": 0, "request": "nvidia.com/gpu", "model": "A100", "count": 6,
+         "best": 4, "best_node": "a100-dp-1"}],
+        "A100 skipped: of 8 A100, 4 in use, 4 available; no node had 6 usable A100 together (at most 4 on node "
+        "a100-dp-1)."),
+    "nodes_its_taints_and_selector_exclude": (None, "team-a/train-6", "L4", {"node_filtered": 16}, [],
+        "L4 skipped: of 16 L4, 8 on nodes excluded by the pod's nodeSelector, 8 on nodes with taints the pod does not "
+        "tolerate."),
+    "no_device_plugin_node_holds_it": (None, "team-a/train-6", "L40S", {}, [
+        {"code": "no_model_choice", "tier": 0, "request": "nvidia.com/gpu", "model_nodes": 0}],
+        "L40S skipped: no device-plugin node holds L40S, and a device-plugin pod does not choose a model (it is "
+        "counted as nvidia.com/gpu)."),
+    "free_but_another_node_came_first": (None, "team-a/train-2", "L4", {"node_filtered": 8, "available": 8}, [
+        {"code": "no_model_choice", "tier": 0, "request": "nvidia.com/gpu", "model_nodes": 2}],
+        "L4 skipped: of 16 L4, 8 on nodes with taints the pod does not tolerate, 8 available; a device-plugin pod "
+        "does not choose a model (it is counted as nvidia.com/gpu)."),
+    "over_the_tenants_quota": ("policy-a100-quota.yaml", "team-a/train-2", "A100", {"quota_exhausted": 8}, [
+        {"code": "quota_exhausted", "tier": 0, "request": "nvidia.com/gpu", "tenant": "team-a", "model": "A100",
+         "used": 4, "requested": 2, "nominal": 4, "limit": 4, "lendable": 0}],
+        "A100 skipped: of 8 A100, 8 over the tenant's quota (4 in use, 4 available); tenant quota 4/4 A100 used."),
+    "over_the_tenants_quota_and_too_few_on_one_node": ("policy-a100-quota.yaml", "team-a/train-6", "A100",
+        {"quota_exhausted": 8}, [
+        {"code": "quota_exhausted", "tier": 0, "request": "nvidia.com/gpu", "tenant": "team-a", "model": "A100",
+         "used": 4, "requested": 6, "nominal": 4, "limit": 4, "lendable": 0},
+        {"code": "insufficient_on_node", "tier": 0, "request": "nvidia.com/gpu", "model": "A100", "count": 6,
+         "best": 4, "best_node": "a100-dp-1"}],
+        "A100 skipped: of 8 A100, 8 over the tenant's quota (4 in use, 4 available); tenant quota 4/4 A100 used; no "
+        "node had 6 usable A100 together (at most 4 on node a100-dp-1)."),
+}
+
+
+def _why(capsys: pytest.CaptureFixture[str], policy: str | None, pod: str, model: str, output: str) -> str:
+    flags = ["--policy", str(FIXTURES / policy)] if policy else []
+    assert main(["why", "--dump", str(DUMP), pod, "--model", model, *flags, "-o", output]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_model_the_pod_did_not_name_is_answered_from_its_gpus_on_the_device_plugin_nodes(
+        case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    policy, pod, model, reasons, blockers, sentence = CASES[case]
+    answer = json.loads(_why(capsys, policy, pod, model, "json"))
+    assert (answer["skipped"], answer["reasons"], answer["blockers"]) == (True, reasons, blockers)
+    assert answer["summary"].startswith(sentence + " Pod not allocated (pending)")
+    assert "preference list" not in answer["summary"]
+
+
+# the pending pod, what it would get now (the engine's decision on the dump), as the sentence ends
+WOULD_GET = {
+    "team-a/train-6": "If scheduled now: nothing fits (tier 0 nvidia.com/gpu: 16 on nodes the pod cannot use, "
+                      "12 in use, 4 available; at most 4 on node a100-dp-1, 6 needed).",
+    "team-a/train-2": "If scheduled now: A100 on node a100-dp-1 (tier 0).",
+}
+
+
+@pytest.mark.parametrize("pod", sorted(WOULD_GET))
+def test_the_answer_still_says_what_the_pod_would_get_now(pod: str, capsys: pytest.CaptureFixture[str]) -> None:
+    answer = json.loads(_why(capsys, None, pod, "L4", "json"))
+    assert answer["summary"].endswith(" Pod not allocated (pending). " + WOULD_GET[pod])
+
+
+def test_the_text_output_lists_the_models_gpus_and_blockers(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _why(capsys, None, "team-a/train-6", "A100", "text").splitlines()[1:] == [
+        "",
+        "reason                        devices",
+        "in_use                              4",
+        "available                           4",
+        "blocker: insufficient_on_node (tier=0, request=nvidia.com/gpu, model=A100, count=6, best=4, "
+        "best_node=a100-dp-1)",
+        "now: tier 0 nvidia.com/gpu: insufficient_on_node (in_use=12, node_filtered=16, available=4)",
+    ]
+
+
+def test_the_model_it_would_get_is_answered_from_the_decision(capsys: pytest.CaptureFixture[str]) -> None:
+    """The decision counts every device-plugin GPU, as the pod's record does (unchanged; a model
+    whose quota turned it down likewise, in ``test_would_get_now``)."""
+    assert json.loads(_why(capsys, None, "team-a/train-2", "A100", "json"))["summary"] == (
+        "A100 not yet allocated: of 32 nvidia.com/gpu, 12 in use, 20 available. Pod not allocated (pending). If "
+        "scheduled now: A100 on node a100-dp-1 (tier 0).")
