@@ -18,7 +18,16 @@ from audit.api.pages import PageCache
 from audit.api.problems import Problem
 from audit.api.stored import admin_body, record_of
 from audit.api.worldview import collector_paused, world_at
-from audit.explain import ModelTable, UnknownModel, check_model, explain, explain_record, would_get_now
+from audit.explain import (
+    Explanation,
+    ModelTable,
+    UnknownModel,
+    check_model,
+    explain,
+    explain_record,
+    would_get_now,
+)
+from audit.explain.record import names_model
 from audit.explain.summary import would_get_sentence
 from audit.records import DecisionRecord, Outcome, Track, label_models
 from audit.store.ports import StoreReads
@@ -148,10 +157,39 @@ def _would_get(db: StoreReads, record: DecisionRecord) -> dict[str, Any]:
     return {**answer, "seq": seq}
 
 
+def _summary(db: StoreReads, record: DecisionRecord, model: str) -> tuple[Explanation, bool]:
+    """The answer without per-device detail, and whether it stays the answer (so may be kept).
+
+    It is the record's, except for a device-plugin record asked about a model it does not name
+    (neither the one the pod got nor one a blocker names): the world the decision saw (at its
+    ``seq``) says what that model's GPUs were doing. While the store holds no world through that
+    ``seq`` (records can arrive before their events), or the pod is not in it, the record answers
+    for now."""
+    if names_model(record, model):
+        return explain_record(record, model), True
+    try:
+        latest = storeport.call(db.max_seq, record.cluster)
+        if latest is not None and latest >= record.seq:
+            with collector_paused():
+                view, policy = world_at(db, record.cluster, record.seq)
+                return explain(view, (record.namespace, record.pod), model, policy, record=record), True
+    except storeport.STORE_ERRORS as exc:
+        raise storeport.unavailable(exc) from None
+    except ValueError:  # the pod is not in that world, or an object of it is invalid
+        pass
+    return explain_record(record, model), False
+
+
 def _why(db: StoreReads, who: Principal, cfg: Settings, record: DecisionRecord, model: str | None,
          detail: str | None, next_step: bool) -> dict[str, Any]:
     """The answer for the record; ``next_step`` adds, for a pod the record left without devices,
     what it would get if scheduled now (``would_get``, apart from the recorded ``outcome``)."""
+    return _answer(db, who, cfg, record, model, detail, next_step)[0]
+
+
+def _answer(db: StoreReads, who: Principal, cfg: Settings, record: DecisionRecord, model: str | None,
+            detail: str | None, next_step: bool) -> tuple[dict[str, Any], bool]:
+    """``_why``'s answer, and whether a summary answer may be kept (``_summary``)."""
     checked = _check_model(record, model)
     if detail not in (None, "", "devices"):
         raise Problem("invalid-parameter", f"detail {detail[:40]!r}: expected 'devices' or nothing")
@@ -160,6 +198,7 @@ def _why(db: StoreReads, who: Principal, cfg: Settings, record: DecisionRecord, 
         raise Problem("unexplainable", f"decision {record.decision_id}: pod {record.namespace}/{record.pod} asks "
                       "for GPUs through the device plugin, which names no devices, so there are no per-device "
                       "reasons; ask without detail=devices for the answer from the decision record")
+    final = True
     if detail == "devices":
         try:
             # the explanation allocates per device over the rebuilt world; a full collection in
@@ -174,7 +213,7 @@ def _why(db: StoreReads, who: Principal, cfg: Settings, record: DecisionRecord, 
             raise Problem("unexplainable", f"decision {record.decision_id}: the world at seq {record.seq} "
                           f"cannot answer: {exc}") from None
     else:
-        result = explain_record(record, checked)
+        result, final = _summary(db, record, checked)
     body = result.to_dict()
     if next_step and record.outcome != Outcome.ALLOCATED.value:
         try:
@@ -183,7 +222,7 @@ def _why(db: StoreReads, who: Principal, cfg: Settings, record: DecisionRecord, 
             raise storeport.unavailable(exc) from None
         if body["would_get"]["result"] != "unknown":
             body["summary"] = f"{body['summary']} {would_get_sentence(body['would_get'])}"
-    return body if who.admin else redact_explanation(body, record.pod, cfg.auth.redaction, record)
+    return body if who.admin else redact_explanation(body, record.pod, cfg.auth.redaction, record), final
 
 
 @router.get("/decisions/{decision}/why", summary="Why a decision did (not) get a device model")
@@ -201,15 +240,23 @@ async def why_decision(decision: str, who: Annotated[Principal, Depends(principa
 
 def _why_summary(db: StoreReads, who: Principal, cfg: Settings, decision: str, model: str | None,
                  cache: AnswerCache) -> dict[str, Any]:
-    """The summary answer, in one trip to the thread pool: it stays a read of the record (no world
-    rebuild), so it can be kept."""
+    """The summary answer, in one trip to the thread pool. It reads the record, or the world the
+    decision saw (``_summary``), neither of which changes once stored, so it is kept unless it
+    waits for that world."""
     checked = params.decision_id(decision)
     key = ("why", checked, who.scope, who.admin, model, cfg.auth.redaction)
-    # a kept answer needs no record: the text is parsed only to compute one
-    body: dict[str, Any] | None = cache.get_or_compute(
-        key, lambda: _why(db, who, cfg, _get(db, who, checked, cache), model, None, False))
-    assert body is not None  # _why always answers (or raises)
-    return body
+    provisional: list[dict[str, Any]] = []
+
+    def compute() -> dict[str, Any] | None:
+        # a kept answer needs no record: the text is parsed only to compute one
+        body, final = _answer(db, who, cfg, _get(db, who, checked, cache), model, None, False)
+        if final:
+            return body
+        provisional.append(body)
+        return None
+
+    body = cache.get_or_compute(key, compute)
+    return body if body is not None else provisional[0]
 
 
 @router.get("/pods/{namespace}/{name}/why",

@@ -1,0 +1,169 @@
+"""The API's why for a device-plugin decision asked about a model the record does not name.
+
+The record counts every device-plugin GPU and knows no node's model, so the API reads the world
+the decision saw (at its seq) for that model's GPUs; until the store holds that world the record
+answers, saying the pod chose no model, and that answer is not kept. A server of its own, with
+the device-plugin dump (``cluster-device-plugin-models.yaml``) under team-a's A100 quota as
+cluster ``lab-dp``, and the engine's decisions for its two pending pods on it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from audit.events import WorldEvent
+from audit.records import DecisionRecord, to_jsonl
+from tests.api.conftest import TOKENS, Server, start_server, stop
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "explain"
+CLUSTER = "lab-dp"
+
+
+def _events(cluster: str) -> list[WorldEvent]:
+    objects = [yaml.safe_load((FIXTURES / "policy-a100-quota.yaml").read_text()),
+               *yaml.safe_load((FIXTURES / "cluster-device-plugin-models.yaml").read_text())["items"]]
+    return [WorldEvent(cluster=cluster, seq=seq, time="2026-05-01T07:10:00.000000Z", type="upsert",
+                       object_kind=o["kind"], namespace=o["metadata"].get("namespace", ""), name=o["metadata"]["name"],
+                       payload=o) for seq, o in enumerate(objects)]
+
+
+def _decisions(cluster: str) -> dict[str, DecisionRecord]:
+    """The engine's decisions for the pending pods on the world of ``_events``."""
+    from audit.scheduler.engine import decide
+    from audit.world import World
+
+    world = World(cluster)
+    for event in _events(cluster):
+        world.apply(event)
+    return {pod: decide(world, f"team-a/{pod}", 1, world.time_ms).record for pod in ("train-6", "train-2")}
+
+
+def _post(srv: Server, path: str, lines: str) -> None:
+    r = srv.post(path, content=lines.encode())
+    assert r.status_code == 200, r.text
+
+
+def _events_jsonl(cluster: str) -> str:
+    return "".join(json.dumps(e.to_dict()) + "\n" for e in _events(cluster))
+
+
+DECIDED = _decisions(CLUSTER)
+# the same decisions in a cluster whose world arrives after them
+LATE = _decisions("lab-dp-late")
+
+
+@pytest.fixture(scope="module")
+def dp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    pytest.importorskip("audit.store.queries", reason="the store is not in this tree yet")
+    srv, proc = start_server(tmp_path_factory.mktemp("api-dp-models"))
+    try:
+        _post(srv, "/v1/ingest/events", _events_jsonl(CLUSTER))
+        _post(srv, "/v1/ingest/records", to_jsonl([*DECIDED.values(), *LATE.values()]))
+        yield srv
+    finally:
+        stop(proc)
+
+
+def test_the_decisions_are_what_the_dump_says() -> None:
+    assert [(r.outcome, r.node, r.allocated_model) for r in DECIDED.values()] == [
+        ("unschedulable", "", ""), ("allocated", "l4-dp-2", "L4")]
+
+
+UNSCHEDULABLE = "Pod not allocated (unschedulable, retry class unschedulable) under policy v7."
+ALLOCATED = "Allocated L4 on node l4-dp-2 (tier 0) under policy v7."
+
+# pod, model, reasons, blocker codes, summary
+WORLD_ANSWERS: dict[str, tuple[str, str, dict[str, int], list[str], str]] = {
+    "all_in_use": ("train-6", "H100", {"in_use": 8}, [], f"H100 skipped: of 8 H100, 8 in use. {UNSCHEDULABLE}"),
+    "nodes_its_taints_and_selector_exclude": ("train-6", "L4", {"node_filtered": 16}, [],
+        "L4 skipped: of 16 L4, 8 on nodes excluded by the pod's nodeSelector, 8 on nodes with taints the pod does not "
+        f"tolerate. {UNSCHEDULABLE}"),
+    "no_device_plugin_node_holds_it": ("train-6", "L40S", {}, ["no_model_choice"],
+        "L40S skipped: no device-plugin node holds L40S, and a device-plugin pod does not choose a model (it is "
+        f"counted as nvidia.com/gpu). {UNSCHEDULABLE}"),
+    "over_quota_and_too_few_on_one_node": ("train-6", "A100", {"quota_exhausted": 8},
+        ["quota_exhausted", "insufficient_on_node"],
+        "A100 skipped: of 8 A100, 8 over the tenant's quota (4 in use, 4 available); tenant quota 4/4 A100 used; no "
+        f"node had 6 usable A100 together (at most 4 on node a100-dp-1). {UNSCHEDULABLE}"),
+    "over_quota_where_it_got_another_model": ("train-2", "A100", {"quota_exhausted": 8}, ["quota_exhausted"],
+        "A100 skipped: of 8 A100, 8 over the tenant's quota (4 in use, 4 available); tenant quota 4/4 A100 used. "
+        f"{ALLOCATED}"),
+    "all_in_use_where_it_got_another_model": ("train-2", "H100", {"in_use": 8}, [],
+        f"H100 skipped: of 8 H100, 8 in use. {ALLOCATED}"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WORLD_ANSWERS))
+def test_a_model_the_record_does_not_name_is_answered_from_the_world_it_was_decided_on(
+        dp_server: Server, case: str) -> None:
+    pod, model, reasons, codes, summary = WORLD_ANSWERS[case]
+    body = dp_server.get(f"/v1/decisions/{DECIDED[pod].decision_id}/why", model=model).json()
+    assert (body["reasons"], [b["code"] for b in body["blockers"]], body["summary"]) == (reasons, codes, summary)
+
+
+def test_the_pod_route_answers_alike_and_adds_what_it_would_get_now(dp_server: Server) -> None:
+    body = dp_server.get("/v1/pods/team-a/train-6/why", model="L4", cluster=CLUSTER).json()
+    assert body["reasons"] == {"node_filtered": 16}
+    assert body["summary"] == (
+        "L4 skipped: of 16 L4, 8 on nodes excluded by the pod's nodeSelector, 8 on nodes with taints the pod does not "
+        f"tolerate. {UNSCHEDULABLE} If scheduled now: nothing fits (tier 0 nvidia.com/gpu: 16 on nodes the pod cannot "
+        "use, 12 in use, 4 available; at most 4 on node a100-dp-1, 6 needed).")
+
+
+def test_the_model_the_record_names_is_still_the_records_answer(dp_server: Server) -> None:
+    body = dp_server.get(f"/v1/decisions/{DECIDED['train-2'].decision_id}/why", model="L4").json()
+    assert body["summary"] == (
+        "L4 chosen: of 32 nvidia.com/gpu, 2 allocated to this pod, 8 on nodes the pod cannot use, 12 in use, "
+        f"6 available, 4 over the tenant's quota. {ALLOCATED}")
+
+
+def test_a_tenant_sees_how_many_nodes_hold_the_model(dp_server: Server) -> None:
+    body = dp_server.get(f"/v1/decisions/{DECIDED['train-2'].decision_id}/why", who="team-a", model="L40S").json()
+    assert body["blockers"] == [{"code": "no_model_choice", "tier": 0, "request": "nvidia.com/gpu", "model_nodes": 0}]
+
+
+RECORD_ONLY = ("L4 skipped: of 32 nvidia.com/gpu, 16 on nodes the pod cannot use, 12 in use, 4 available; a "
+               "device-plugin pod does not choose a model (it is counted as nvidia.com/gpu), and its record does not "
+               f"say which nodes hold L4. {UNSCHEDULABLE}")
+
+
+def test_before_its_world_arrives_the_record_answers_and_is_not_kept(dp_server: Server) -> None:
+    path = f"/v1/decisions/{LATE['train-6'].decision_id}/why"
+    before = dp_server.get(path, model="L4").json()
+    assert ([b["code"] for b in before["blockers"]], before["summary"]) == (["no_model_choice"], RECORD_ONLY)
+    _post(dp_server, "/v1/ingest/events", _events_jsonl("lab-dp-late"))
+    assert dp_server.get(path, model="L4").json()["summary"] == WORLD_ANSWERS["nodes_its_taints_and_selector_exclude"][4]
+
+
+def _cli(dp_server: Server, capsys: pytest.CaptureFixture[str], *flags: str) -> str:
+    from audit.cli.main import main
+
+    assert main(["why", "team-a/train-6", "--model", "A100", "--server", dp_server.base, "--token", TOKENS["admin"],
+                 "--cluster", CLUSTER, *flags]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_command_line_prints_the_answer_as_text(dp_server: Server, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = _cli(dp_server, capsys).splitlines()
+    assert lines[0].startswith(WORLD_ANSWERS["over_quota_and_too_few_on_one_node"][4] + " If scheduled now:")
+    assert lines[1:5] == [
+        "",
+        "reason                        devices",
+        "quota_exhausted                     8",
+        "blocker: quota_exhausted (tier=0, request=nvidia.com/gpu, tenant=team-a, model=A100, used=4, requested=6, "
+        "nominal=4, limit=4, lendable=0)",
+    ]
+
+
+def test_the_command_line_prints_the_answer_as_json(dp_server: Server, capsys: pytest.CaptureFixture[str]) -> None:
+    answer: dict[str, Any] = json.loads(_cli(dp_server, capsys, "-o", "json"))
+    assert (answer["decision_id"], answer["skipped"], answer["reasons"]) == (
+        DECIDED["train-6"].decision_id, True, {"quota_exhausted": 8})
+    assert answer["blockers"][1] == {"code": "insufficient_on_node", "tier": 0, "request": "nvidia.com/gpu",
+                                     "model": "A100", "count": 6, "best": 4, "best_node": "a100-dp-1"}
