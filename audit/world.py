@@ -380,10 +380,11 @@ class World:
     # ---- policy ---------------------------------------------------------------------------------
 
     def _on_policy(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        if new is None and key != self.policy_key:
+        in_force = policy_in_force(self.policy_key, key, deleted=new is None)
+        if new is None and in_force == self.policy_key:
             return
         policy = parse_policy(new) if new is not None else default_policy()
-        self.policy_key = key if new is not None else ""
+        self.policy_key = in_force
         rules_changed = policy.canonical.get("deviceModels") != self.policy.canonical.get("deviceModels")
         self.policy = policy
         self._count_pending_by_tenant()
@@ -945,6 +946,17 @@ class World:
         w.seq, w.time, w.chain_digest = snap["seq"], snap["time"], snap["chain"]
         w.time_ms = parse_time_ms(snap["time"]) if snap["time"] else 0
         return w
+
+
+def policy_in_force(current: str, key: str, *, deleted: bool) -> str:
+    """The key of the Policy object in force after an event about the Policy object ``key``, when
+    ``current``'s was in force before ("": the default policy): an upserted Policy takes over, and
+    deleting the one in force brings the default back (deleting another changes nothing). The one
+    rule for which policy a cluster's event log puts in force, for ``World`` and for readers that
+    fold the log's objects alone (a watcher resuming from its sink)."""
+    if not deleted:
+        return key
+    return "" if key == current else current
 
 
 def _allocated_ids(claim: dict[str, Any] | None) -> list[str]:

@@ -19,7 +19,7 @@ from audit.events import EventType
 from audit.explain import ClusterView
 from audit.policy import Policy, default_policy, parse_policy
 from audit.replay import StoreHistory
-from audit.world import fold_object, obj_key
+from audit.world import fold_object, obj_key, policy_in_force
 
 
 @contextmanager
@@ -57,11 +57,8 @@ def _world_at(store: Any, cluster: str, seq: int) -> tuple[ClusterView, Policy]:
     for event in history.events(cluster, checkpoint[0] if checkpoint else -1, seq):
         fold_object(objects, event)
         if event.object_kind == "Policy":
-            key = obj_key(event.namespace, event.name)
-            if event.type != EventType.DELETE.value:
-                active_policy = key
-            elif key == active_policy:
-                active_policy = ""
+            active_policy = policy_in_force(active_policy, obj_key(event.namespace, event.name),
+                                            deleted=event.type == EventType.DELETE.value)
     policy_doc = objects.get("Policy", {}).get(active_policy) if active_policy else None
     policy = parse_policy({**policy_doc, "kind": "Policy"}) if policy_doc else default_policy()
     view = ClusterView.from_objects({**payload, "kind": kind} for kind, by_key in sorted(objects.items())
