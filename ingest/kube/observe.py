@@ -7,6 +7,10 @@
 - A ``FailedScheduling`` event for a GPU pod (e.g. "cannot allocate all claims") becomes an
   ``unschedulable`` record on the pod's track, one per event count.
 
+Models are named as the engine's records name them (``ingest.kube.naming``): the preference is
+the tier labels of the first claim's first request, a device's model and a device-plugin node's
+the policy's; the subrequest a device came from stays in its ``request``.
+
 Ids never depend on arrival order (reflectors run in parallel, events may come late or expire):
 a device-plugin binding is ``decision_id(cluster, pod uid, 0)`` and the n-th scheduling failure
 of a pod ``decision_id(cluster, pod uid, n)`` with n ≥ 1 from the event's count. An allocation is
@@ -52,6 +56,7 @@ from typing import Any
 
 from audit.canonical import digest
 from audit.records import (
+    NO_MODEL,
     DecisionRecord,
     DeviceRef,
     Exemplar,
@@ -61,11 +66,13 @@ from audit.records import (
     Track,
     decision_id,
 )
+from audit.scheduler.claimspec import claim_key
 from audit.store.ports import PodDecision
 from audit.timestamps import parse_time_ms
 from ingest.claims import allocation, reserved_pods, same_allocation
 from ingest.kube import agreement
 from ingest.kube.eventlog import Applied, EventLog
+from ingest.kube.naming import ModelNames
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +81,6 @@ TEMPLATE_VERSION_LABEL = "claimtrail.io/template-version"
 # podResourceClaimAnnotation) annotates a claim it made from a template with
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 GPU_RESOURCE = "nvidia.com/gpu"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by NVIDIA GPU feature discovery
 ENGINE = "kube-scheduler (observed)"
 
 
@@ -137,13 +143,6 @@ def _finished(pod: Mapping[str, Any]) -> bool:
     return phase in ("Succeeded", "Failed") or bool(_meta(pod).get("deletionTimestamp"))
 
 
-def _subrequests(claim: Mapping[str, Any]) -> dict[str, list[str]]:
-    out = {}
-    for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
-        out[req.get("name", "")] = [s.get("name", "") for s in req.get("firstAvailable") or []]
-    return out
-
-
 class DecisionObserver:
     def __init__(
         self,
@@ -179,9 +178,7 @@ class DecisionObserver:
         # allocated claims by the single node their allocation is pinned to ("" = not pinned)
         self._allocated_on: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
         self._claim_node: dict[tuple[str, str], str] = {}
-        # device -> productName, rebuilt when slices change
-        self._models: dict[tuple[str, str, str], str] = {}
-        self._models_generation = -1
+        self.names = ModelNames(cluster)  # the engine's model names, from the logged inventory
 
     def restore(self, world: EventLog, decisions: Iterable[PodDecision],
                 reservations: Mapping[str, Sequence[str]]) -> list[DecisionRecord]:
@@ -216,6 +213,7 @@ class DecisionObserver:
                     self._recorded_for(uid, pod, held.get(pod, set())) for pod in served):
                 self._decide(uid)
         stored = {i for ids in held.values() for i in ids}  # not the bounded window: all of them
+        self.names.follow(world)
         # What is derived here is what the first observation derived, as far as the world at the
         # end of the log tells it: ``seq`` is that end, not where the decision was first seen;
         # ``time`` is the pod's PodScheduled time as then (the clock's now where the pod has
@@ -233,6 +231,7 @@ class DecisionObserver:
         return out
 
     def observe(self, applied: list[Applied], world: EventLog) -> list[DecisionRecord]:
+        self.names.follow(world, applied)
         out: list[DecisionRecord] = []
         for a in applied:
             key = (str(_meta(a.object).get("namespace", "")), str(_meta(a.object).get("name", "")))
@@ -383,23 +382,33 @@ class DecisionObserver:
     ) -> DecisionRecord:
         attempt = 0
         uids = [str(_meta(c).get("uid", "")) for c in claims]
+        names = self.names
+        names.follow(world)
+        # as the engine's record (audit.scheduler.attempt.new_record, engine._proposal): the
+        # preference is the tier labels of the first claim's first request, the tier the index
+        # that request got, a fallback any request's later subrequest
+        rts = [rt for c in claims for rt in names.claim_tiers(c)]
+        index = {(t.claim, t.request, t.subrequest): t.index for rt in rts for t in rt.tiers}
+        primary = rts[0] if rts else None
+        preference = [t.label for t in primary.tiers] if primary else []
         devices: list[DeviceRef] = []
-        tier_index, preference = -1, list[str]()
+        tier_index, fallback = -1, False
         for claim in claims:
-            subs = _subrequests(claim)
+            ckey = claim_key(claim)
             for res in claim["status"]["allocation"].get("devices", {}).get("results") or []:
                 request, _, sub = str(res.get("request", "")).partition("/")
                 devices.append(
                     DeviceRef(
                         device=f"{res.get('driver')}/{res.get('pool')}/{res.get('device')}",
                         node=node,
-                        model=self._device_model(world, res),
+                        model=names.device_model(res),
                         request=str(res.get("request", "")),
                     )
                 )
-                if sub and not preference:
-                    preference = subs.get(request, [])
-                    tier_index = preference.index(sub) if sub in preference else -1
+                got = index.get((ckey, request, sub), -1)
+                fallback = fallback or got > 0
+                if primary is not None and tier_index < 0 and (ckey, request) == (primary.claim, primary.request):
+                    tier_index = got
         # devices in use that this node can reach: claims allocated on it, plus claims whose
         # allocation is not pinned to one node (network-attached or multi-node pools)
         mine = set(uids)
@@ -417,7 +426,8 @@ class DecisionObserver:
             )
             self.agreements.append(agreed)
             message = agreed.summary()
-            tiers = tier_summaries(agreed.evidence, node, multi_claim=len(claims) > 1)
+            labels = {t.path: t.label for rt in rts for t in rt.tiers}
+            tiers = tier_summaries(agreed.evidence, node, labels, multi_claim=len(claims) > 1)
         else:
             message = "allocator not run: node not observed" if self.check_allocations else ""
         bound = scheduled_at(pod)
@@ -434,8 +444,8 @@ class DecisionObserver:
             devices=devices,
             tier_index=tier_index,
             preferred_model=preference[0] if preference else "",
-            allocated_model=devices[0].model if devices else "",
-            fallback=tier_index > 0,
+            allocated_model="|".join(sorted({d.model for d in devices})),
+            fallback=fallback,
             tiers=tiers,
             wait_ms=_ms_between(created, bound) if bound else 0,
             track=Track.DRA.value,
@@ -446,8 +456,8 @@ class DecisionObserver:
 
     def _device_plugin_record(self, pod: Mapping[str, Any], node: str, world: EventLog) -> DecisionRecord:
         attempt = 0
-        node_obj = world.get("Node", "", node) or {}
-        model = str((_meta(node_obj).get("labels") or {}).get(GPU_PRODUCT_LABEL, ""))
+        self.names.follow(world)
+        model = self.names.device_plugin_model(world.get("Node", "", node))
         count = gpu_limit(pod)
         bound = scheduled_at(pod)
         created = str(_meta(pod).get("creationTimestamp", ""))
@@ -478,21 +488,6 @@ class DecisionObserver:
         node = pinned_node(allocated.get("nodeSelector"))
         self._allocated_on.setdefault(node, {})[key] = claim
         self._claim_node[key] = node
-
-    def _device_model(self, world: EventLog, result: Mapping[str, Any]) -> str:
-        """The device's productName from its slice (index rebuilt when slices change)."""
-        gen = world.generation("ResourceSlice")
-        if self._models_generation != gen:
-            index: dict[tuple[str, str, str], str] = {}
-            for s in world.objects("ResourceSlice"):
-                spec = s.get("spec") or {}
-                driver, pool = str(spec.get("driver", "")), str((spec.get("pool") or {}).get("name", ""))
-                for d in spec.get("devices") or []:
-                    attrs = d.get("attributes") or {}
-                    product = attrs.get("productName") or attrs.get(f"{driver}/productName") or {}
-                    index[(driver, pool, str(d.get("name", "")))] = str(product.get("string", ""))
-            self._models, self._models_generation = index, gen
-        return self._models.get((str(result.get("driver")), str(result.get("pool")), str(result.get("device"))), "")
 
     # -- failures -------------------------------------------------------------------------------
     def _event(self, event: Mapping[str, Any], world: EventLog) -> list[DecisionRecord]:
@@ -529,12 +524,16 @@ class DecisionObserver:
         when = str(event.get("lastTimestamp") or (event.get("series") or {}).get("lastObservedTime")
                    or event.get("eventTime") or self.clock())
         label_src = claims_ok[0] if claims_ok else pod
+        self.names.follow(world)
+        first = self.names.claim_tiers(claims_ok[0]) if claims_ok else []
+        preference = [t.label for t in first[0].tiers] if first else []
         record = DecisionRecord(
             **self._base(pod, str(_meta(pod).get("uid", "")), count, world),
             time=when,
             claims=[str(_meta(c).get("name", "")) for c in claims_ok],
             claim_uids=uids,
-            preference=next(iter(_subrequests(claims_ok[0]).values()), []) if claims_ok else [],
+            preference=preference,
+            preferred_model=preference[0] if preference else "",
             outcome=Outcome.UNSCHEDULABLE.value,
             retry_class=RetryClass.UNSCHEDULABLE.value,
             wait_ms=_ms_between(str(_meta(pod).get("creationTimestamp", "")), when),
@@ -553,9 +552,12 @@ class DecisionObserver:
 MAX_EXEMPLARS = 3
 
 
-def tier_summaries(evidence: list[Any], node: str, *, multi_claim: bool) -> list[TierSummary]:
+def tier_summaries(evidence: list[Any], node: str, labels: Mapping[str, str], *,
+                   multi_claim: bool) -> list[TierSummary]:
     """Per request/subrequest: the re-run's verdicts on the bound node as counts per reason and
-    a few exemplars (the selected device first, then the first device of each other reason)."""
+    a few exemplars (the selected device first, then the first device of each other reason),
+    with the tier's models as the engine labels them (``labels``: by ``Tier.path``, the claim's
+    ``<namespace>/<name>`` and the evidence's request)."""
     out: list[TierSummary] = []
     for ev in evidence:
         request = f"{ev.claim.rsplit('/', 1)[-1]}/{ev.request}" if multi_claim else ev.request
@@ -573,7 +575,7 @@ def tier_summaries(evidence: list[Any], node: str, *, multi_claim: bool) -> list
             TierSummary(
                 index=ev.subrequest_index,
                 request=request,
-                model=ev.request.rpartition("/")[2],
+                model=labels.get(f"{ev.claim}/{ev.request}", NO_MODEL),
                 considered=len(ev.verdicts),
                 reasons=dict(sorted(reasons.items())),
                 exemplars=exemplars,

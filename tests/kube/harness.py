@@ -161,10 +161,11 @@ Target = Callable[[], Any]  # a new sink on the same target, as a restarted proc
 
 
 def watch_once(server: FakeApiServer, target: Target, cluster: str,
-               while_running: Iterable[dict[str, Any]] = ()) -> Written:
+               while_running: Iterable[dict[str, Any]] = (), *, check_allocations: bool = False) -> Written:
     """One watcher process: read back what the sink holds, resume, catch up, make each change of
     ``while_running`` once it has seen the one before (the cluster's order, whatever order its
-    reflectors deliver in), stop, flush."""
+    reflectors deliver in), stop, flush. ``check_allocations``: the observer re-runs each
+    allocation through the allocator (its records then carry the re-run's tiers)."""
     sink = target()
     try:
         stored = sink.stored_world(cluster)
@@ -172,7 +173,8 @@ def watch_once(server: FakeApiServer, target: Target, cluster: str,
         recording = Recording(sink)
         watcher = Watcher(api_client(server), cluster, recording, clock=lambda: FIXED_TIME, backoff=fast_backoff,
                           next_seq=0 if stored.last_seq is None else stored.last_seq + 1,
-                          observer=DecisionObserver(cluster, lambda: FIXED_TIME, check_allocations=False))
+                          observer=DecisionObserver(cluster, lambda: FIXED_TIME,
+                                                    check_allocations=check_allocations))
         watcher.resume(stored)
         stop = threading.Event()
         thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)

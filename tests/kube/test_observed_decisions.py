@@ -47,24 +47,29 @@ def test_cannot_allocate_all_claims_becomes_an_unschedulable_dra_record(records:
     assert (r.outcome, r.track, r.template_version, r.attempt, r.retry_class) == ("unschedulable", "dra", "v2", 1, "unschedulable")
     assert "cannot allocate all claims" in r.message
     assert r.wait_ms == 1000  # created 10:00:00, event at 10:00:01
+    # the engine's names: the tiers' models under the policy's device-model table, not the subrequests'
+    assert (r.preference, r.preferred_model) == (["H100", "A100"], "H100")
 
 
 def test_claim_allocation_with_binding_becomes_an_allocated_dra_record(records: dict[str, DecisionRecord]) -> None:
     r = records[decision_id("test-cluster", TRAIN_CLAIM, 0)]
     assert (r.outcome, r.track, r.node, r.template_version) == ("allocated", "dra", "node-a", "v2")
+    # the device's model is the policy's name for its productName; its request keeps the subrequest
     assert [(d.device, d.model, d.request) for d in r.devices] == [
-        ("gpu.nvidia.com/node-a/gpu-0", "NVIDIA H100 80GB HBM3", "gpu/h100")
+        ("gpu.nvidia.com/node-a/gpu-0", "H100", "gpu/h100")
     ]
-    assert (r.preference, r.tier_index, r.fallback) == (["h100", "a100"], 0, False)
+    assert (r.preference, r.tier_index, r.fallback) == (["H100", "A100"], 0, False)
+    assert (r.preferred_model, r.allocated_model) == ("H100", "H100")
     assert r.wait_ms == 4000  # creation 10:00:00 -> PodScheduled 10:00:04
     assert r.claims == ["train-0-gpu-5x8q2"] and r.output_digest == r.compute_output_digest()
 
 
 def test_gpu_limit_pod_becomes_a_device_plugin_record(records: dict[str, DecisionRecord]) -> None:
     r = records[decision_id("test-cluster", LEGACY_POD, 0)]
+    # the model of its node's GPU product label (NVIDIA-A100-SXM4-80GB) under the policy's table
     assert (r.outcome, r.track, r.node, r.allocated_model, r.template_version) == (
-        "allocated", "device-plugin", "node-b", "NVIDIA-A100-SXM4-80GB", "device-plugin")
-    assert [d.device for d in r.devices] == ["nvidia.com/gpu/node-b/0"]
+        "allocated", "device-plugin", "node-b", "A100", "device-plugin")
+    assert [(d.device, d.model) for d in r.devices] == [("nvidia.com/gpu/node-b/0", "A100")]
     assert r.wait_ms == 2000
 
 
