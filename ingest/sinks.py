@@ -38,7 +38,7 @@ from audit.store.connection import data_dir
 from audit.store.ports import PodDecision
 from audit.store.rows import event_json, record_json
 from audit.store.spool import Frame, Spool
-from audit.world import Objects, fold_object
+from audit.world import Objects, fold_object, obj_key, policy_in_force
 from ingest.claims import follow_reservations
 from ingest.files import FileFormatError, ImportResult, JsonlAppender, import_file
 
@@ -66,13 +66,17 @@ class StoredWorld:
     ``audit.world.obj_key`` -> payload), the log's last seq (None: no events), how many events
     were folded, for each claim allocated at the end the pods its allocation has been reserved for
     (``ingest.claims.follow_reservations``: claim uid -> pod uids, gone pods included), and the
-    decisions stored about the pods among those objects and those reserved pods."""
+    decisions stored about the pods among those objects and those reserved pods, and the Policy
+    object in force."""
 
     last_seq: int | None = None
     objects: Objects = field(default_factory=dict)
     events: int = 0
     reservations: dict[str, list[str]] = field(default_factory=dict)
     decisions: list[PodDecision] = field(default_factory=list)
+    # the ``obj_key`` of the Policy object in force at the end of the log ("": the default policy),
+    # as ``audit.world.World`` reads the log: the policy that names the models of what it implies
+    policy: str = ""
 
 
 def fold_stored(events: Iterable[WorldEvent],
@@ -85,6 +89,9 @@ def fold_stored(events: Iterable[WorldEvent],
         old, new = fold_object(world.objects, event)
         if event.object_kind == "ResourceClaim":
             follow_reservations(world.reservations, old, new)
+        elif event.object_kind == "Policy":
+            world.policy = policy_in_force(world.policy, obj_key(event.namespace, event.name),
+                                           deleted=new is None)
         world.last_seq = event.seq
         world.events += 1
     uids = sorted(({str((pod.get("metadata") or {}).get("uid") or "") for pod in world.objects.get("Pod", {}).values()}

@@ -97,16 +97,20 @@ class Watcher:
 
     def resume(self, stored: StoredWorld) -> int:
         """Hold the objects of ``stored`` that this watcher watches (its kinds, in its namespaces)
-        as already logged, and give the observer them and the decisions stored about their pods;
+        as already logged, and the Policy object in force there, which no API server lists (its
+        device-model table names the models of observed decisions, as the store's fold of the log
+        names them), and give the observer them and the decisions stored about their pods;
         the decisions it derives from them that the sink does not hold are written when ``run``
         starts. Call before ``run``. Returns how many objects were restored."""
         watched = {r.kind: r for r in self.resources if r.world}
-        restored = self.log.restore(
-            (kind, obj) for kind, by_key in sorted(stored.objects.items()) if kind in watched
-            for _, obj in sorted(by_key.items())
-            if not (self.namespaces and watched[kind].namespaced
-                    and (obj.get("metadata") or {}).get("namespace") not in self.namespaces)
-        )
+        policy = stored.objects.get("Policy", {}).get(stored.policy) if stored.policy else None
+        restored = self.log.restore([
+            *((kind, obj) for kind, by_key in sorted(stored.objects.items()) if kind in watched
+              for _, obj in sorted(by_key.items())
+              if not (self.namespaces and watched[kind].namespaced
+                      and (obj.get("metadata") or {}).get("namespace") not in self.namespaces)),
+            *([("Policy", policy)] if policy is not None else []),
+        ])
         if self.observer is not None:
             try:
                 self._resumed = self.observer.restore(self.log, stored.decisions, stored.reservations)

@@ -210,6 +210,47 @@ def test_a_decision_whose_record_was_lost_after_its_events_is_recorded_on_restar
             again.quarantined) == ([0, 0, 0], [], [], 0)
 
 
+NAMED_BY_POLICY = {"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "sxm-names"},
+                   "spec": {"version": "7", "deviceModels": [
+                       {"model": "H100-80G", "driver": "gpu.nvidia.com", "attribute": "productName",
+                        "match": "^NVIDIA H100"},
+                       {"model": "A100-80G", "driver": "gpu.nvidia.com", "attribute": "productName",
+                        "match": "^NVIDIA A100"}]}}
+STORED_POLICY = {
+    # the Policy events the stored log holds before the watcher's -> the records it writes: pod,
+    # outcome, preference, allocated model, its devices' models
+    "a_policy_in_force": (["upsert"], [
+        ("legacy-0", "allocated", [], "A100-80G", ["A100-80G"]),
+        ("train-0", "allocated", ["H100-80G", "A100-80G"], "H100-80G", ["H100-80G"]),
+        ("train-0", "unschedulable", ["H100-80G", "A100-80G"], "", [])]),
+    "a_policy_deleted_since": (["upsert", "delete"], [
+        ("legacy-0", "allocated", [], "A100", ["A100"]),
+        ("train-0", "allocated", ["H100", "A100"], "H100", ["H100"]),
+        ("train-0", "unschedulable", ["H100", "A100"], "", [])]),
+}
+
+
+@pytest.mark.parametrize(("policy_events", "expected"), list(STORED_POLICY.values()), ids=list(STORED_POLICY))
+def test_a_watcher_names_models_by_the_policy_its_stored_log_holds(
+        request: pytest.FixtureRequest, target: Target, policy_events: list[str],
+        expected: list[tuple[str, str, list[str], str, list[str]]]) -> None:
+    cluster = _cluster(request)
+    sink = target()
+    try:  # as the store's fold of the log reads it: the Policy object in force names the models
+        sink.write_events([WorldEvent(cluster=cluster, seq=s, time=FIXED_TIME, type=t, object_kind="Policy",
+                                      namespace="", name="sxm-names", payload=NAMED_BY_POLICY)
+                           for s, t in enumerate(policy_events)])
+        assert sink.flush() is True
+    finally:
+        sink.close()
+    with FakeApiServer() as server:
+        _started(server, RUNNING)
+        written = watch_once(server, target, cluster)
+    assert sorted((r.pod, r.outcome, r.preference, r.allocated_model, [d.model for d in r.devices])
+                  for r in written.records) == expected
+    assert written.quarantined == 0
+
+
 def test_a_pod_whose_decision_cannot_be_derived_costs_the_others_nothing(caplog: pytest.LogCaptureFixture) -> None:
     claim, train, legacy = copy.deepcopy([*ALLOCATED, *LEGACY_BOUND])
     claim["status"]["allocation"]["devices"]["results"] = "not a list"  # what no API server would hold
