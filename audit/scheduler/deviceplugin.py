@@ -24,7 +24,7 @@ from audit.records import (
 from audit.scheduler.attempt import AttemptContext, Decision, Proposal, new_record
 from audit.scheduler.filters import node_filter
 from audit.scheduler.quota import QuotaCheck, check_quota
-from audit.world import device_plugin_gpus
+from audit.world import DEVICE_PLUGIN_RESOURCE, device_plugin_gpus
 
 
 def node_blocker(ctx: AttemptContext, node: str, gpus: int) -> str | QuotaCheck | None:
@@ -45,7 +45,7 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
     gpus = device_plugin_gpus(ctx.pod)
     rec = new_record(ctx, [], [], Outcome.UNSCHEDULABLE, Track.DEVICE_PLUGIN)
     rec.decision_id = decision_id(world.cluster, ctx.uid, ctx.attempt)
-    rec.preference = ["nvidia.com/gpu"]
+    rec.preference = [DEVICE_PLUGIN_RESOURCE]
     rec.preferred_model = ""
     capacity = sum(world.dp_capacity.values())
     used = sum(max(0, world.dp_used.get(n, 0)) for n in world.dp_capacity)

@@ -69,6 +69,7 @@ from audit.records import (
 from audit.scheduler.claimspec import claim_key
 from audit.store.ports import PodDecision
 from audit.timestamps import parse_time_ms
+from audit.world import DEVICE_PLUGIN_RESOURCE
 from ingest.claims import allocation, reserved_pods, same_allocation
 from ingest.kube import agreement
 from ingest.kube.eventlog import Applied, EventLog
@@ -80,7 +81,7 @@ TEMPLATE_VERSION_LABEL = "claimtrail.io/template-version"
 # what the resourceclaim controller (kube-controller-manager, pkg/controller/resourceclaim:
 # podResourceClaimAnnotation) annotates a claim it made from a template with
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
-GPU_RESOURCE = "nvidia.com/gpu"
+GPU_RESOURCE = DEVICE_PLUGIN_RESOURCE
 ENGINE = "kube-scheduler (observed)"
 
 
@@ -466,7 +467,8 @@ class DecisionObserver:
             time=bound or self.clock(),
             claims=[],
             claim_uids=[],
-            preference=[],
+            # as the engine's device-plugin records: one "tier", the resource, naming no model
+            preference=[GPU_RESOURCE],
             outcome=Outcome.ALLOCATED.value,
             node=node,
             # the device plugin does not say which GPUs it handed out, only how many on which node
@@ -526,14 +528,15 @@ class DecisionObserver:
         label_src = claims_ok[0] if claims_ok else pod
         self.names.follow(world)
         first = self.names.claim_tiers(claims_ok[0]) if claims_ok else []
-        preference = [t.label for t in first[0].tiers] if first else []
+        preference = [t.label for t in first[0].tiers] if first else ([] if is_dra else [GPU_RESOURCE])
         record = DecisionRecord(
             **self._base(pod, str(_meta(pod).get("uid", "")), count, world),
             time=when,
             claims=[str(_meta(c).get("name", "")) for c in claims_ok],
             claim_uids=uids,
             preference=preference,
-            preferred_model=preference[0] if preference else "",
+            # a device-plugin pod prefers no model (what it asked for is read from the world)
+            preferred_model=preference[0] if is_dra and preference else "",
             outcome=Outcome.UNSCHEDULABLE.value,
             retry_class=RetryClass.UNSCHEDULABLE.value,
             wait_ms=_ms_between(str(_meta(pod).get("creationTimestamp", "")), when),

@@ -94,9 +94,10 @@ def test_each_failed_attempt_of_a_device_plugin_pod_is_a_record_and_cpu_pods_are
         sink = CollectingSink()
         observer = DecisionObserver("test-cluster", lambda: FIXED_TIME, check_allocations=False)
         run_until_caught_up(server, make_watcher(server, sink, observer=observer))
-    got = sorted((r.pod, r.attempt, r.track, r.outcome, r.wait_ms) for r in sink.records)
+    got = sorted((r.pod, r.attempt, r.track, r.outcome, r.wait_ms, r.preference, r.preferred_model)
+                 for r in sink.records)
     assert got == [
-        ("legacy-big", 1, "device-plugin", "unschedulable", 2000),
-        ("legacy-big", 2, "device-plugin", "unschedulable", 302000),
+        ("legacy-big", 1, "device-plugin", "unschedulable", 2000, ["nvidia.com/gpu"], ""),
+        ("legacy-big", 2, "device-plugin", "unschedulable", 302000, ["nvidia.com/gpu"], ""),
     ]
     assert all("Insufficient nvidia.com/gpu" in r.message for r in sink.records)

@@ -47,8 +47,9 @@ NAMED = {
     # pod -> track, preference, preferred model, allocated model, its devices' models
     "train-1": ("dra", ["H100", "A100"], "H100", "H100", ["H100"]),
     "infer-1": ("dra", ["A100"], "A100", "A100", ["A100"]),  # a plain request: its one tier
-    "legacy-h100": ("device-plugin", [], "", "H100", ["H100"]),
-    "legacy-a100": ("device-plugin", [], "", "A100", ["A100"]),
+    # as the engine's device-plugin records: the resource is the one "tier", naming no model
+    "legacy-h100": ("device-plugin", ["nvidia.com/gpu"], "", "H100", ["H100"]),
+    "legacy-a100": ("device-plugin", ["nvidia.com/gpu"], "", "A100", ["A100"]),
 }
 
 

@@ -220,11 +220,11 @@ STORED_POLICY = {
     # the Policy events the stored log holds before the watcher's -> the records it writes: pod,
     # outcome, preference, allocated model, its devices' models
     "a_policy_in_force": (["upsert"], [
-        ("legacy-0", "allocated", [], "A100-80G", ["A100-80G"]),
+        ("legacy-0", "allocated", ["nvidia.com/gpu"], "A100-80G", ["A100-80G"]),
         ("train-0", "allocated", ["H100-80G", "A100-80G"], "H100-80G", ["H100-80G"]),
         ("train-0", "unschedulable", ["H100-80G", "A100-80G"], "", [])]),
     "a_policy_deleted_since": (["upsert", "delete"], [
-        ("legacy-0", "allocated", [], "A100", ["A100"]),
+        ("legacy-0", "allocated", ["nvidia.com/gpu"], "A100", ["A100"]),
         ("train-0", "allocated", ["H100", "A100"], "H100", ["H100"]),
         ("train-0", "unschedulable", ["H100", "A100"], "", [])]),
 }
