@@ -29,13 +29,17 @@ Every decision the estimate shaped carries a ``fallback_estimate`` blocker on ti
 the expected time and what it was read from) and says it in its message. A held pod is looked at
 again when a release wakes its queue, and at the latest after ``recheck_after_ms``: when the
 expected release would be due, or when its wait reaches ``maxWait``, whichever comes first (never
-sooner than a twentieth of ``maxWait`` unless the wait left is shorter).
+sooner than a twentieth of ``maxWait`` unless the wait left is shorter). A wake asks this of every
+parked pod: what the world says of a first choice is read once per instant (the world's seq, the
+time, the policy) for each tenant, size and count ahead, and the count ahead from the tenant's line
+read once per seq.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from audit.policy import Policy
@@ -46,7 +50,7 @@ from audit.scheduler.filters import node_filter
 from audit.scheduler.quota import check_quota, quota_gap
 from audit.scheduler.sole_choice import sole_choice
 from audit.scheduler.tiers import RequestTiers, Tier, request_tiers, resolve_claims
-from audit.world import World, device_plugin_gpus
+from audit.world import World, device_plugin_gpus, obj_key
 
 if TYPE_CHECKING:
     from audit.scheduler.release_estimate import ReleaseEstimate
@@ -101,26 +105,29 @@ def adaptive_hold(world: World, policy: Policy, tenant: str, rts: list[RequestTi
 def pod_first_choice(world: World, pod_key: str) -> Tier | None:
     """The pending pod's first choice (``first_choice`` of its claims' tiers), kept while the pod
     object, its claims' objects and what tiers are read from (classes, device signatures) stay the
-    same: the loop asks this often."""
+    same: the loop asks this of every parked pod on every wake."""
     ns, _, name = pod_key.partition("/")
     pod = world.get("Pod", ns, name)
     if pod is None:
         return None
     memo: dict[str, Any] = world.derived.setdefault("first_choice", {})
-    claims = tuple(world.get("ResourceClaim", ns, c) for _, c in pod_claim_names(pod) if c)
-    key = (world.signature_version, world.inventory_version)
+    versions = (world.signature_version, world.inventory_version)
     hit = memo.get(pod_key)
-    # the objects themselves are kept and compared by identity: an id() of a freed claim can be
-    # handed to a new one
-    if (hit is None or hit[0] is not pod or hit[1] != key or len(hit[2]) != len(claims)
-            or any(a is not b for a, b in zip(hit[2], claims, strict=True))):
-        pc = resolve_claims(world, pod)
-        tier = first_choice(request_tiers(pc.claims, model_matcher(world))) if pc.claims else None
-        if len(memo) > 50_000:
-            memo.clear()
-        hit = memo[pod_key] = (pod, key, claims, tier)
-    found: Tier | None = hit[3]
-    return found
+    # the objects themselves are kept and compared by identity (an id() of a freed claim can be
+    # handed to a new one); the same pod object names the same claims
+    if hit is not None and hit[0] is pod and hit[1] == versions:
+        bucket = world.objects.get("ResourceClaim") or {}
+        if all(bucket.get(key) is claim for key, claim in hit[2]):
+            found: Tier | None = hit[3]
+            return found
+    claims = tuple((key, world.objects.get("ResourceClaim", {}).get(key))
+                   for key in (obj_key(ns, c) for _, c in pod_claim_names(pod) if c))
+    pc = resolve_claims(world, pod)
+    tier = first_choice(request_tiers(pc.claims, model_matcher(world))) if pc.claims else None
+    if len(memo) > 50_000:
+        memo.clear()
+    memo[pod_key] = (pod, versions, claims, tier)
+    return tier
 
 
 def forget_pod(world: World, pod_key: str) -> None:
@@ -143,17 +150,32 @@ def ahead(world: World, policy: Policy, pod_key: str, models: tuple[str, ...]) -
     created = world.pending.get(pod_key)
     if created is None:
         return 0
-    lines: dict[tuple[str, str], list[tuple[int, str, int]]] = world.derived_at("adaptive_ahead",
-                                                                               (world.seq, policy.digest))
+    lines: dict[tuple[str, tuple[str, ...]], _Line] = world.derived_at("adaptive_ahead", (world.seq, policy.digest))
     tenant = policy.tenant_for(pod_key.partition("/")[0])
-    line = lines.get((tenant, ",".join(models)))
+    line = lines.get((tenant, models))
     if line is None:
         find = _no_other_choice if policy.sole_choice_first else _pinned
-        line = lines[(tenant, ",".join(models))] = find(world, policy, tenant, models)
+        line = lines[(tenant, models)] = _Line(find(world, policy, tenant, models))
     if policy.sole_choice_first:
-        return sum(devices for _, k, devices in line if k != pod_key)
-    me = (created, pod_key)
-    return sum(gpus for c, k, gpus in line if (c, k) < me)
+        return line.total - line.devices.get(pod_key, 0)
+    return line.before((created, pod_key))
+
+
+class _Line:
+    """A tenant's pods with no other choice, (created, key, devices) in line order, read for every
+    pod asking how many devices go to those ahead of it."""
+
+    def __init__(self, pods: list[tuple[int, str, int]]) -> None:
+        self.order = [(created, key) for created, key, _ in pods]
+        self.devices = {key: n for _, key, n in pods}
+        self.upto = [0]  # upto[i]: the devices of the first i pods
+        for _, _, n in pods:
+            self.upto.append(self.upto[-1] + n)
+        self.total = self.upto[-1]
+
+    def before(self, me: tuple[int, str]) -> int:
+        """The devices of the pods ahead of ``me`` (created, key) in line."""
+        return self.upto[bisect.bisect_left(self.order, me)]
 
 
 def _live(world: World, policy: Policy, tenant: str) -> list[tuple[int, str, dict[str, Any]]]:
@@ -205,64 +227,79 @@ def hold_for_tier(world: World, policy: Policy, tenant: str, tier: Tier, wait_ms
                   time_ms: int, pod_key: str | None = None) -> AdaptiveHold | None:
     """``adaptive_hold`` for a first choice already found; with ``pod_key`` (a pending pod), the
     tenant's pods ahead of it that can only use the first choice take its quota first (``ahead``)."""
-    hold = _hold_for_tier(world, policy, tenant, tier, wait_ms, time_ms, pod_key)
-    if hold is not None and policy.sole_choice_first:
-        hold = replace(hold, sole_choice_first=True)
-    return hold
-
-
-def _hold_for_tier(world: World, policy: Policy, tenant: str, tier: Tier, wait_ms: int,
-                   time_ms: int, pod_key: str | None) -> AdaptiveHold | None:
     if not tier.models:
         return None
+    before = ahead(world, policy, pod_key, tier.models) if pod_key is not None else 0
+    est, wait_on, least, quota, devices = _reading(world, policy, tenant, tier.models, tier.count, before, time_ms)
+    return AdaptiveHold(_holds(est, wait_ms, policy.fallback_max_wait_ms), tier, est, wait_ms,
+                        policy.fallback_max_wait_ms, wait_on, least, quota, devices, before, policy.sole_choice_first)
+
+
+# What the world says of a first choice at one instant: the estimate the hold reads, what it is
+# the time until ("devices" or "quota"), the fewest devices the tenant alone must give back, and
+# the quota's and the devices' own estimates when the quota closes the tier.
+_Reading = tuple["ReleaseEstimate", str, int, "ReleaseEstimate | None", "ReleaseEstimate | None"]
+
+# world.derived key: readings at one (seq, time, policy), per (tenant, models, count, ahead). On a
+# wake every parked pod of a group asks, and pods of one shape ask the same question.
+_READINGS = "adaptive_readings"
+
+
+def _reading(world: World, policy: Policy, tenant: str, models: tuple[str, ...], count: int, before: int,
+             time_ms: int) -> _Reading:
+    memo: dict[tuple[str, tuple[str, ...], int, int], _Reading] = world.derived_at(
+        _READINGS, (world.seq, time_ms, policy.digest))
+    key = (tenant, models, count, before)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _read(world, policy, tenant, models, count, before, time_ms)
+    return found
+
+
+def _read(world: World, policy: Policy, tenant: str, models: tuple[str, ...], count: int, before: int,
+          time_ms: int) -> _Reading:
     # imported here: the estimates need numpy, which commands that never hold a pod do without
     from audit.scheduler.release_estimate import estimate, quota_estimate
 
     max_wait = policy.fallback_max_wait_ms
-    before = ahead(world, policy, pod_key, tier.models) if pod_key is not None else 0
-    asked = tier.count + before  # what the tenant's quota must hold for it and the pods ahead
-    if any(check_quota(world, policy, tenant, m, asked).fits for m in tier.models):
-        return _hold(tier, estimate(world, tier.models, tier.count, time_ms, max_wait), wait_ms, max_wait,
-                     ahead=before)
-    gaps = [g for g in (quota_gap(world, policy, tenant, m, asked) for m in tier.models) if g is not None]
-    quota = quota_estimate(world, tenant, gaps, tier.models, time_ms, max_wait)
+    asked = count + before  # what the tenant's quota must hold for it and the pods ahead
+    if any(check_quota(world, policy, tenant, m, asked).fits for m in models):
+        return estimate(world, models, count, time_ms, max_wait), "devices", 0, None, None
+    gaps = [g for g in (quota_gap(world, policy, tenant, m, asked) for m in models) if g is not None]
+    quota = quota_estimate(world, tenant, gaps, models, time_ms, max_wait)
     least = min(g.own_alone for g in gaps)
     if quota.basis != "estimate":  # no wait on the devices can reopen the quota
-        return _hold(tier, quota, wait_ms, max_wait, "quota", least, quota, ahead=before)
-    devices = estimate(world, tier.models, tier.count, time_ms, max_wait)
+        return quota, "quota", least, quota, None
+    devices = estimate(world, models, count, time_ms, max_wait)
     if devices.basis == "free_now":
-        return _hold(tier, quota, wait_ms, max_wait, "quota", least, quota, devices, before)
+        return quota, "quota", least, quota, devices
     if devices.basis != "estimate":
-        return _hold(tier, devices, wait_ms, max_wait, "devices", least, quota, devices, before)
+        return devices, "devices", least, quota, devices
     # both short: the later of the two (ties read as quota, the tenant's own to settle)
-    later = "quota" if (quota.expected_ms or 0) >= (devices.expected_ms or 0) else "devices"
-    return _hold(tier, quota if later == "quota" else devices, wait_ms, max_wait, later, least, quota, devices,
-                 before)
+    if (quota.expected_ms or 0) >= (devices.expected_ms or 0):
+        return quota, "quota", least, quota, devices
+    return devices, "devices", least, quota, devices
+
+
+def _holds(est: ReleaseEstimate, wait_ms: int, max_wait_ms: int) -> bool:
+    # Holds while the first choice is expected within maxWait from now and the pod has waited less
+    # than maxWait; the wait so far is not added to the estimate: a pod that gives up before
+    # maxWait because its release was "expected" after it gives up just when that release is
+    # near, so its fallback is the likeliest to be regretted.
+    expected = est.expected_ms
+    return est.basis == "estimate" and expected is not None and 0 < expected < max_wait_ms and wait_ms < max_wait_ms
 
 
 def hold_threshold(world: World, policy: Policy, pod_key: str, time_ms: int) -> int:
     """The wait below which the pending pod holds out for its first choice now (0: it does not):
     ``maxWait`` while its first choice is expected within ``maxWait``."""
     tier = pod_first_choice(world, pod_key)
-    if tier is None:
+    if tier is None or not tier.models:
         return 0
-    hold = hold_for_tier(world, policy, policy.tenant_for(pod_key.partition("/")[0]), tier, 0, time_ms, pod_key)
-    if hold is None or not hold.holding:
-        return 0
-    return policy.fallback_max_wait_ms
-
-
-def _hold(tier: Tier, est: ReleaseEstimate, wait_ms: int, max_wait_ms: int, wait_on: str = "devices",
-          quota_short: int = 0, quota: ReleaseEstimate | None = None,
-          devices: ReleaseEstimate | None = None, ahead: int = 0) -> AdaptiveHold:
-    # Holds while the first choice is expected within maxWait from now and the pod has waited less
-    # than maxWait; the wait so far is not added to the estimate: a pod that gives up before
-    # maxWait because its release was "expected" after it gives up just when that release is
-    # near, so its fallback is the likeliest to be regretted.
-    expected = est.expected_ms
-    holding = (est.basis == "estimate" and expected is not None and 0 < expected < max_wait_ms
-               and wait_ms < max_wait_ms)
-    return AdaptiveHold(holding, tier, est, wait_ms, max_wait_ms, wait_on, quota_short, quota, devices, ahead)
+    tenant = policy.tenant_for(pod_key.partition("/")[0])
+    before = ahead(world, policy, pod_key, tier.models)
+    est = _reading(world, policy, tenant, tier.models, tier.count, before, time_ms)[0]
+    return policy.fallback_max_wait_ms if _holds(est, 0, policy.fallback_max_wait_ms) else 0
 
 
 def evidence(hold: AdaptiveHold) -> TierBlocker:

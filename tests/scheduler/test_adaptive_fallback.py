@@ -598,3 +598,21 @@ def test_the_tenants_pods_ahead_that_can_only_use_the_first_choice_take_its_quot
     else:
         assert (r.allocated_model, r.fallback) == ("A100", True)
         assert f"(after 1 for {who})" in r.message
+
+
+@pytest.mark.parametrize(
+    ("me", "devices_ahead"),
+    [
+        pytest.param((0, "ns/a"), 0, id="older-than-every-pod-in-line"),
+        pytest.param((5, "ns/a"), 2, id="created-with-a-pod-and-before-it-by-name"),
+        pytest.param((5, "ns/b"), 2, id="a-pod-in-line-is-not-ahead-of-itself"),
+        pytest.param((5, "ns/c"), 6, id="created-with-a-pod-and-after-it-by-name"),
+        pytest.param((9, "ns/z"), 7, id="younger-than-every-pod-in-line"),
+    ],
+)
+def test_the_devices_ahead_of_a_pod_are_those_of_the_pods_before_it_in_line(me, devices_ahead):
+    from audit.scheduler.adaptive import _Line
+
+    line = _Line([(1, "ns/x", 2), (5, "ns/b", 4), (7, "ns/y", 1)])
+    assert line.before(me) == devices_ahead
+    assert (line.total, line.devices.get(me[1], 0)) == (7, 4 if me[1] == "ns/b" else 0)
