@@ -35,7 +35,10 @@ present (``World.alloc_start``: when each running allocation got its devices), n
 Rules with no estimate to make: enough devices already free on one node -> ``free_now`` (0 ms);
 no finished holding of the tier's models yet -> ``no_history`` (no basis to expect a release; the
 engine then falls back at once rather than wait on a guess). Deterministic: the same world, time
-and tier give the same answer (no clock, no randomness; sums run in a fixed order).
+and tier give the same answer (no clock, no randomness; sums run in a fixed order). Questions
+asked at one instant (the world's seq and the time) share what they read alike — the survival of
+the models, the running allocations, and for one tenant's quota the holdings' rows and release
+distributions, whatever gap each of its pods asks with — which changes no bit of any answer.
 """
 
 from __future__ import annotations
@@ -118,14 +121,7 @@ def estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, cap
 
 
 def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, cap_ms: int) -> ReleaseEstimate:
-    wanted = set(models)
-    free: dict[str, int] = {}
-    for node in sorted(world.nodes):
-        per = world.node_model.get(node)
-        if per and any(m in per for m in wanted):
-            free[node] = sum(per[m][1] for m in sorted(wanted) if m in per)
-    finished = [h for m in sorted(wanted) for h in world.finished.get(m, [])]
-    holdings, ages = _holdings(world, wanted, now_ms)
+    free, finished, holdings, ages, inputs = _devices_seen(world, models, now_ms)
     if any(f >= count for f in free.values()):
         return ReleaseEstimate("free_now", 0, len(finished), len(ages))
     running = len(ages)
@@ -133,10 +129,32 @@ def _estimate(world: World, models: tuple[str, ...], count: int, now_ms: int, ca
         return ReleaseEstimate("no_history", None, 0, running)
     # Everything the answer is read from: many instants and attempts (every parked pod of one
     # shape, every event between them) see the same, and the integral is then not done again.
-    inputs = ("devices", count, cap_ms, tuple(sorted(free.items())), tuple(finished), tuple(ages),
-              tuple((h.node, h.age_ms, h.devices) for h in holdings))
-    return _remembered(world, "release_estimate_inputs", inputs,
+    return _remembered(world, "release_estimate_inputs", ("devices", count, cap_ms, inputs),
                        lambda: _by_nodes(count, cap_ms, free, finished, ages, holdings, running))
+
+
+_Seen = tuple[dict[str, int], list[int], list[_Holding], list[int], tuple[object, ...]]
+
+
+def _devices_seen(world: World, models: tuple[str, ...], now_ms: int) -> _Seen:
+    """What ``estimate`` reads of ``models`` at one instant, whatever the count: the free healthy
+    devices per node carrying them, the finished holdings, the running ones with their ages, and
+    all of it as one key (read once per instant for every pod size)."""
+    memo = world.derived_at(_INSTANT, (world.seq, now_ms))
+    found: _Seen | None = memo.get(("devices", models))
+    if found is None:
+        wanted = set(models)
+        free: dict[str, int] = {}
+        for node in sorted(world.nodes):
+            per = world.node_model.get(node)
+            if per and any(m in per for m in wanted):
+                free[node] = sum(per[m][1] for m in sorted(wanted) if m in per)
+        finished = [h for m in sorted(wanted) for h in world.finished.get(m, [])]
+        holdings, ages = _holdings(world, wanted, now_ms)
+        inputs = (tuple(sorted(free.items())), tuple(finished), tuple(ages),
+                  tuple((h.node, h.age_ms, h.devices) for h in holdings))
+        found = memo[("devices", models)] = (free, finished, holdings, ages, inputs)
+    return found
 
 
 def _by_nodes(count: int, cap_ms: int, free: dict[str, int], finished: list[int], ages: list[int],
@@ -151,7 +169,7 @@ def _by_nodes(count: int, cap_ms: int, free: dict[str, int], finished: list[int]
             by_node.setdefault(h.node, []).append(h)
     nodes = [_NodeGroup(count - free[node], by_node[node]) for node in sorted(by_node)
              if free[node] + sum(h.devices for h in by_node[node]) >= count]
-    return _expected(nodes, times, surv, cap_ms, len(finished), running)
+    return _expected(nodes, _Curve(times, surv), cap_ms, len(finished), running)
 
 
 def _remembered(world: World, name: str, key: tuple[object, ...],
@@ -184,17 +202,22 @@ def quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models: 
 
 def _quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models: tuple[str, ...], now_ms: int,
                     cap_ms: int) -> ReleaseEstimate:
-    wanted = set(models)
-    finished = [h for m in sorted(wanted) for h in world.finished.get(m, [])]
-    _, ages = _holdings(world, wanted, now_ms)
-    held = _quota_holdings(world, tenant, gaps, now_ms)
-    running = sum(len(own) for own, _ in held.values())
-    if not finished:
+    running = sum(len(_quota_held(world, now_ms, tenant, gap, None)[0]) for gap in _one_per_model(gaps))
+    basis = _basis(world, models, now_ms)
+    if basis is None:
         return ReleaseEstimate("no_history", None, 0, running)
-    inputs = ("quota", cap_ms, tuple(gaps), tuple(finished), tuple(ages),
-              tuple((m, i, h.age_ms, h.devices) for m in sorted(held) for i in (0, 1) for h in held[m][i]))
-    return _remembered(world, "release_estimate_inputs", inputs,
-                       lambda: _by_quota_groups(gaps, cap_ms, finished, ages, held, running))
+    curve, history = basis
+    groups: list[_Group] = []
+    for gap in gaps:
+        own, lent, shared = _quota_held(world, now_ms, tenant, gap, (models, curve))
+        group = _QuotaGroup(gap, own, lent, shared)
+        if group.reachable():
+            groups.append(group)
+    return _expected(groups, curve, cap_ms, history, running)
+
+
+def _one_per_model(gaps: Sequence[QuotaGap]) -> list[QuotaGap]:
+    return list({g.model: g for g in gaps}.values())
 
 
 # world.derived key: what is read from the world as it is at one time (its seq and the time):
@@ -202,60 +225,64 @@ def _quota_estimate(world: World, tenant: str, gaps: Sequence[QuotaGap], models:
 _INSTANT = "release_estimate_instant"
 
 
-def _quota_holdings(world: World, tenant: str, gaps: Sequence[QuotaGap],
-                    now_ms: int) -> dict[str, tuple[list[_Holding], list[_Holding]]]:
-    """Per model of ``gaps``: (the tenant's own running holdings, the lenders'), each in charge key
-    order; read once per instant for every question about the same tenant and lenders."""
-    lenders = {g.model: frozenset(g.lenders) for g in gaps}
-    asked = ("quota", tenant, tuple(sorted(lenders.items())))
+def _basis(world: World, models: tuple[str, ...], now_ms: int) -> tuple[_Curve, int] | None:
+    """The survival of holdings of ``models`` at one instant, with the number of finished holdings
+    it was read from (None when there is none yet); read once per instant for every question."""
     memo = world.derived_at(_INSTANT, (world.seq, now_ms))
-    found: dict[str, tuple[list[_Holding], list[_Holding]]] | None = memo.get(asked)
-    if found is not None:
-        return found
-    by_model = _charged(world, now_ms)
-    held: dict[str, tuple[list[_Holding], list[_Holding]]] = {}
-    for m, lending in lenders.items():
-        own: list[_Holding] = []
-        lent: list[_Holding] = []
-        for holder, h in by_model.get(m, ()):
-            if holder == tenant:
-                own.append(h)
-            elif holder in lending:
-                lent.append(h)
-        held[m] = (own, lent)
-    memo[asked] = held
-    return held
-
-
-def _charged(world: World, now_ms: int) -> dict[str, list[tuple[str, _Holding]]]:
-    """Per model, every running allocation's tenant and holding of it, in charge key order; read
-    once per instant for every tenant's question."""
-    memo = world.derived_at(_INSTANT, (world.seq, now_ms))
-    found: dict[str, list[tuple[str, _Holding]]] | None = memo.get("charged")
-    if found is None:
-        found = memo["charged"] = {}
-        for key in sorted(world.charges):
-            start = world.alloc_start.get(key)
-            if start is None:
-                continue
-            charge = world.charges[key]
-            for m, n in charge.models.items():
-                found.setdefault(m, []).append((charge.tenant, _Holding(m, max(0, now_ms - start), n)))
+    key = ("basis", models)
+    if key not in memo:
+        wanted = set(models)
+        finished = [h for m in sorted(wanted) for h in world.finished.get(m, [])]
+        memo[key] = (_Curve(*_survival(finished, _holdings(world, wanted, now_ms)[1])), len(finished)) \
+            if finished else None
+    found: tuple[_Curve, int] | None = memo[key]
     return found
 
 
-def _by_quota_groups(gaps: Sequence[QuotaGap], cap_ms: int, finished: list[int], ages: list[int],
-                     held: dict[str, tuple[list[_Holding], list[_Holding]]], running: int) -> ReleaseEstimate:
-    times, surv = _survival(finished, ages)
-    last = int(times[-1])
-    groups: list[_Group] = []
-    for gap in gaps:
-        # the tail convention, as in ``estimate``
-        own, lent = ([h for h in hs if h.age_ms < last] for hs in held[gap.model])
-        group = _QuotaGroup(gap, own, lent)
-        if group.reachable():
-            groups.append(group)
-    return _expected(groups, times, surv, cap_ms, len(finished), running)
+# What the quota questions about the same holdings at one instant share, per chunk of offsets (its
+# first offset and width): the holdings' rows, their soonest change, and the release distributions
+# worked out so far (by ask, see ``_QuotaGroup``).
+_Shared = dict[tuple[int, int], tuple[npt.NDArray[np.float64], npt.NDArray[np.float64],
+                                      dict[int, npt.NDArray[np.float64]]]]
+
+
+def _quota_held(world: World, now_ms: int, tenant: str, gap: QuotaGap,
+                seen: tuple[tuple[str, ...], _Curve] | None) -> tuple[list[_Holding], list[_Holding], _Shared]:
+    """The tenant's own running holdings of the gap's model and those of the tenants that lend it
+    (``gap.lenders``), in charge key order. With ``seen`` (the tier's models and their survival),
+    only those the survival can see end (the tail convention, as in ``estimate``), and the tables
+    every question about them at this instant shares (``_QuotaGroup``): the tenant's pods of
+    several sizes, and those with pods ahead of them, ask with gaps of their own."""
+    memo = world.derived_at(_INSTANT, (world.seq, now_ms))
+    key = ("quota", tenant, gap.model, gap.lenders, seen[0] if seen else None)
+    found: tuple[list[_Holding], list[_Holding], _Shared] | None = memo.get(key)
+    if found is None:
+        last = seen[1].last if seen else None
+        lending = frozenset(gap.lenders)
+        own: list[_Holding] = []
+        lent: list[_Holding] = []
+        for holder, h in _charged(world, now_ms, gap.model):
+            if last is None or h.age_ms < last:
+                if holder == tenant:
+                    own.append(h)
+                elif holder in lending:
+                    lent.append(h)
+        found = memo[key] = (own, lent, {})
+    return found
+
+
+def _charged(world: World, now_ms: int, model: str) -> list[tuple[str, _Holding]]:
+    """Every running allocation's tenant and holding of ``model``, in charge key order; read once
+    per instant for every tenant's question."""
+    memo = world.derived_at(_INSTANT, (world.seq, now_ms))
+    found: list[tuple[str, _Holding]] | None = memo.get(("charged", model))
+    if found is None:
+        started = world.alloc_start
+        charged = sorted((key, charge.tenant, n, started[key]) for key, charge in world.charges.items()
+                         if (n := charge.models.get(model)) is not None and key in started)
+        found = memo[("charged", model)] = [(tenant, _Holding(model, max(0, now_ms - start), n))
+                                             for _, tenant, n, start in charged]
+    return found
 
 
 class _Curve:
@@ -329,10 +356,18 @@ class _NodeGroup(_Group):
 
 class _QuotaGroup(_Group):
     """A model's quota: ready once the tenant's own (``own``) and the lenders' (``lent``) holdings
-    have given back what the ``QuotaGap`` asks."""
+    have given back what the ``QuotaGap`` asks.
 
-    def __init__(self, gap: QuotaGap, own: list[_Holding], lent: list[_Holding]) -> None:
+    ``shared`` (from ``_within_curve``) keeps, per chunk of offsets, what every gap asked of the
+    same holdings at one instant reads alike: their rows, the soonest change, and the release
+    distributions to the largest count asked so far. Row ``k`` of a distribution reads only rows up
+    to ``k`` (``_released``), so the first rows of one to a larger count are, bit for bit, the
+    distribution to a smaller one."""
+
+    def __init__(self, gap: QuotaGap, own: list[_Holding], lent: list[_Holding],
+                 shared: _Shared | None = None) -> None:
         self.gap, self.own, self.lent, self.holdings = gap, own, lent, own + lent
+        self.shared = shared
 
     def _ready(self, i: int, j: int) -> bool:
         g = self.gap
@@ -372,11 +407,38 @@ class _QuotaGroup(_Group):
             p = p + mine[i] * below[min(max(0, short), len(theirs))]
         return p
 
+    def table(self, curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[
+            npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        if self.shared is None:
+            return super().table(curve, offsets)
+        width = len(offsets)
+        chunk = (int(offsets[0]), width)
+        kept = self.shared.get(chunk)
+        if kept is None:
+            p_held, change = curve.held_rows(self.holdings, offsets)
+            kept = (p_held, _soonest(change, width), {})
+            self.shared[chunk] = kept
+        p_held, soonest, dists = kept
+        released = []
+        for which, (cap, lo, hi) in enumerate(self.asks()):
+            dist = dists.get(which)
+            if dist is None or len(dist) < cap:
+                devices = [h.devices for h in self.holdings[lo:hi]]
+                # room for the larger gaps the tenant's next pods tend to ask with, but none past
+                # the count of every device given back: the rows after it are zero
+                rows = max(cap, min(2 * cap, sum(devices) + 1))
+                dist = dists[which] = _released(rows, devices, p_held[lo:hi])
+            released.append(dist[:cap])
+        return self.not_ready(released, width), soonest
+
 
 def _tables(groups: Sequence[_Group], curve: _Curve, offsets: npt.NDArray[np.int64]) -> list[tuple[
         npt.NDArray[np.float64], npt.NDArray[np.float64]]]:
     """Each group's ``table``, the holdings of all of them read in one pass and their release
-    distributions run side by side (``_released_many``): bit for bit what each group alone gives."""
+    distributions run side by side (``_released_many``): bit for bit what each group alone gives.
+    Quota groups sharing their tables with other questions (``_QuotaGroup.shared``) read them there."""
+    if any(isinstance(g, _QuotaGroup) and g.shared is not None for g in groups):
+        return [g.table(curve, offsets) for g in groups]
     width = len(offsets)
     p_all, change_all = curve.held_rows([h for g in groups for h in g.holdings], offsets)
     caps: list[int] = []
@@ -409,13 +471,11 @@ def _tables(groups: Sequence[_Group], curve: _Curve, offsets: npt.NDArray[np.int
 _CHUNK = 96
 
 
-def _expected(groups: Sequence[_Group], times: npt.NDArray[np.int64], surv: npt.NDArray[np.float64], cap_ms: int,
-              history: int, running: int) -> ReleaseEstimate:
+def _expected(groups: Sequence[_Group], curve: _Curve, cap_ms: int, history: int, running: int) -> ReleaseEstimate:
     """E[T] for T the first time some group is ready (groups independent; each holding's remaining
-    time from the survival ``times``/``surv``, conditional on its age)."""
+    time from the survival ``curve``, conditional on its age)."""
     if not groups:
         return ReleaseEstimate("never", None, history, running)
-    curve = _Curve(times, surv)
     horizon = curve.last - min(h.age_ms for g in groups for h in g.holdings)  # every holding ended by then
     # Each group's factor is constant until one of its holdings passes an event time; the tables
     # say where that next happens, and the sum jumps the grid over stretches where nothing changes.
@@ -524,19 +584,6 @@ def _below(need: int, dist: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return out
 
 
-def _claims_of(world: World, wanted: set[str]) -> list[str]:
-    """Allocated claims holding a device of ``wanted`` models, in key order."""
-    devices = world.devices
-    out = []
-    for key, ids in world.claim_devices.items():
-        for dev_id in ids:
-            dev = devices.get(dev_id)
-            if dev is not None and dev.model in wanted:
-                out.append(key)
-                break
-    return sorted(out)
-
-
 def _holdings(world: World, wanted: set[str], now_ms: int) -> tuple[list[_Holding], list[int]]:
     """Running allocations holding devices of ``wanted`` models, per node in claim key order, and
     the age of each such claim (one censored observation each); read once per instant."""
@@ -548,18 +595,49 @@ def _holdings(world: World, wanted: set[str], now_ms: int) -> tuple[list[_Holdin
     return found
 
 
+# world.derived key: per allocated claim, its device list (by identity: an allocation sets a new
+# one) with the models of its devices and its healthy devices per model and node, while the
+# devices stay the same (``World.capacity_version``): every instant reads every running allocation,
+# and between two instants few of them change.
+_CLAIM_DEVICES = "release_estimate_claims"
+
+
 def _read_holdings(world: World, wanted: set[str], now_ms: int) -> tuple[list[_Holding], list[int]]:
+    facts: dict[str, tuple[list[str], frozenset[str], dict[str, dict[str, int]]]] = world.derived_at(
+        _CLAIM_DEVICES, world.capacity_version)
+    if len(facts) > 2 * len(world.claim_devices) + 1024:  # (claims released long ago)
+        facts.clear()
+    held: list[tuple[str, dict[str, dict[str, int]]]] = []  # claims holding a device of ``wanted``
+    for key, ids in world.claim_devices.items():
+        hit = facts.get(key)
+        if hit is None or hit[0] is not ids:
+            hit = facts[key] = (ids, *_devices_of(world, ids))
+        if not hit[1].isdisjoint(wanted):
+            held.append((key, hit[2]))
     out: list[_Holding] = []
     ages: list[int] = []
-    devices = world.devices
-    for key in _claims_of(world, wanted):
+    for key, healthy in sorted(held, key=lambda kh: kh[0]):
         per_node: dict[str, int] = {}
-        for dev_id in world.claim_devices[key]:
-            dev = devices.get(dev_id)
-            if dev is not None and dev.model in wanted and not dev.unhealthy:
-                per_node[dev.node] = per_node.get(dev.node, 0) + 1
+        for m in wanted:
+            for node, n in healthy.get(m, {}).items():
+                per_node[node] = per_node.get(node, 0) + n
         age = max(0, now_ms - world.alloc_start.get(key, now_ms))
         ages.append(age)
         for node, n in sorted(per_node.items()):
             out.append(_Holding(node, age, n))
     return out, ages
+
+
+def _devices_of(world: World, ids: list[str]) -> tuple[frozenset[str], dict[str, dict[str, int]]]:
+    """The models of an allocation's devices, and its healthy devices per model and node."""
+    models: set[str] = set()
+    healthy: dict[str, dict[str, int]] = {}
+    for dev_id in ids:
+        dev = world.devices.get(dev_id)
+        if dev is None:
+            continue
+        models.add(dev.model)
+        if not dev.unhealthy:
+            per_node = healthy.setdefault(dev.model, {})
+            per_node[dev.node] = per_node.get(dev.node, 0) + 1
+    return frozenset(models), healthy

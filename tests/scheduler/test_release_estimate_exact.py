@@ -21,6 +21,7 @@ from audit.scheduler.release_estimate import (
     _QuotaGroup,
     _released,
     _released_many,
+    _Shared,
     survival,
 )
 
@@ -138,3 +139,31 @@ def test_the_quota_groups_chance_of_not_yet_sums_every_count_of_its_own_bit_for_
                 want[w] = want[w] + p_mine[i][w] * below[min(max(0, together - i), len(p_theirs))]
     group = _QuotaGroup(QuotaGap("H100", to_nominal, to_limit, together, ("beta",)), mine, theirs)
     assert group.table(curve, offsets)[0].tolist() == want
+
+
+gap = st.tuples(st.integers(1, 8), st.one_of(st.none(), st.integers(-3, 8)), st.integers(-2, 8))
+
+
+@given(own=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3)), max_size=6),
+       lent=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3)), max_size=6),
+       finished=st.lists(st.integers(1, 60), min_size=1, max_size=12),
+       gaps=st.lists(gap, min_size=1, max_size=5))
+def test_quota_groups_sharing_their_holdings_tables_give_each_gap_its_own_table_bit_for_bit(
+        own: list[tuple[int, int]], lent: list[tuple[int, int]], finished: list[int],
+        gaps: list[tuple[int, int | None, int]]) -> None:
+    """The tenant's pods of several sizes ask about the same holdings with gaps of their own, in
+    any order: each reads the rows and release distributions the first worked out (to a larger
+    count when a later gap needs more), and gets what a group alone would."""
+    mine = [_Holding("H100", a, d) for a, d in own]
+    theirs = [_Holding("H100", a, d) for a, d in lent]
+    times, surv = survival(finished, [h.age_ms for h in mine + theirs])
+    mine = [h for h in mine if h.age_ms < times[-1]]
+    theirs = [h for h in theirs if h.age_ms < times[-1]]
+    curve = _Curve(times, surv)
+    offsets = np.array([0, 5, 17, 40], dtype=np.int64)
+    shared: _Shared = {}
+    for to_nominal, to_limit, together in gaps:
+        g = QuotaGap("H100", to_nominal, to_limit, together, ("beta",))
+        alone = _QuotaGroup(g, mine, theirs).table(curve, offsets)
+        sharing = _QuotaGroup(g, mine, theirs, shared).table(curve, offsets)
+        assert [a.tobytes() for a in sharing] == [a.tobytes() for a in alone]
