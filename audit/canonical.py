@@ -108,10 +108,16 @@ def _refuse(obj: Any) -> Any:
     raise TypeError
 
 
-def _fast(obj: Any) -> bytes | None:
-    """orjson's encoding when it is certainly the canonical one, else None."""
+def fast_canonical_json(obj: Any, opened: Callable[[Any], Any] = _refuse) -> bytes | None:
+    """orjson's encoding when it is certainly the canonical one, else None (json must write it).
+
+    ``opened`` is handed each object orjson does not write itself (dataclasses, subclasses of the
+    plain types, anything it cannot write): it returns the plain value the object stands for, or
+    raises TypeError to leave the whole value to json. ``audit.store.rows`` hands records over
+    this way instead of building their plain form first: orjson walks their lists and dicts in C
+    and calls back only for each dataclass."""
     try:
-        out = orjson.dumps(obj, default=_refuse, option=_FAST_OPTIONS)
+        out = orjson.dumps(obj, default=opened, option=_FAST_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError
         return None
     if out[-1:] not in (b"}", b"]", b'"'):
@@ -138,13 +144,13 @@ def equality_key(obj: Any) -> bytes:
 
 def canonical_text(obj: Any) -> str:
     """The canonical encoding as text."""
-    out = _fast(obj)
+    out = fast_canonical_json(obj)
     return _json_text(obj) if out is None else out.decode()
 
 
 def canonical_json(obj: Any) -> bytes:
     """The canonical encoding as UTF-8 bytes: what digests are taken over."""
-    out = _fast(obj)
+    out = fast_canonical_json(obj)
     return _json_text(obj).encode() if out is None else out
 
 

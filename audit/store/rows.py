@@ -2,10 +2,13 @@
 
 The stored JSON of a record is its canonical JSON (``audit.records.canonical_json`` of
 ``to_dict()``): the same bytes a digest is taken over, and what ``get_decision`` parses back.
-Encoding it is most of what ingest costs in Python, so the text is written directly by functions
-generated from the record dataclasses (no ``dataclasses.asdict`` deep copy, no intermediate
-dict, the same C string escaping ``json.dumps`` uses); values that are not of their declared
-type take the generic encoder, so the bytes never differ from the definition.
+Encoding it is most of what ingest costs in Python, so orjson writes it from the record itself
+under the canonical encoder's conditions (``audit.canonical.fast_canonical_json``), calling back
+into a function generated from the record dataclasses only to open each dataclass into its
+fields (no ``dataclasses.asdict`` deep copy, no intermediate tree); a record holding what that
+path does not write as json would (a value not of its declared type, a null, a float in one of
+the forms the two write differently) takes the generic encoder, so the bytes never differ from
+the definition.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from audit.canonical import fast_canonical_json
 from audit.events import WorldEvent
 from audit.records import DecisionRecord
 from audit.timestamps import NOT_A_TIME, datetime_ms, parse_rfc3339, rfc3339_form_problem
@@ -62,87 +66,24 @@ def plain(value: Any) -> Any:
     return value
 
 
-_STR = json.encoder.encode_basestring  # the escaping json.dumps(ensure_ascii=False) applies (C-accelerated)
-
-
 def _generic(value: Any) -> str:
     text: str = _ENCODE(plain(value))
     return text
 
 
-def _strings(value: Any) -> str:
-    """A list of strings (claims, preference): the common shape, without the generic encoder."""
-    if type(value) is list:
-        try:
-            return "[" + ",".join(map(_STR, value)) + "]"
-        except TypeError:  # an item that is not a string: let json decide what it becomes
-            pass
-    return _generic(value)
+def _opener_source(classes: list[type], names: dict[type, str]) -> str:
+    """Source of the function that gives orjson, for an instance of one of ``classes`` (exactly
+    that class, not a subclass), the dict ``dataclasses.asdict`` would make of it one level deep;
+    nested dataclasses come back to it as orjson reaches them. Anything else raises TypeError."""
+    lines = ["def _opened(o):", "    t = type(o)"]
+    for cls in classes:
+        body = ", ".join(f"{name!r}: o.{name}" for name in _sorted_fields(cls))
+        lines.append(f"    if t is {names[cls]}:\n        return {{{body}}}")
+    lines.append("    raise TypeError(f'{t.__name__} is not a record class')")
+    return "\n".join(lines) + "\n"
 
 
-def _counts(value: Any) -> str:
-    """A dict of names to counts (tier reasons), keys sorted."""
-    if type(value) is dict:
-        try:
-            return "{" + ",".join([f"{_STR(k)}:{v if type(v) is int else _generic(v)}"
-                                   for k, v in sorted(value.items())]) + "}"
-        except TypeError:  # a key that is not a string: let json decide what it becomes
-            pass
-    return _generic(value)
-
-
-def _labels(value: Any) -> str:
-    """A dict of names to strings (exemplar details), keys sorted."""
-    if type(value) is dict:
-        try:
-            return "{" + ",".join([f"{_STR(k)}:{_STR(v) if type(v) is str else _generic(v)}"
-                                   for k, v in sorted(value.items())]) + "}"
-        except TypeError:
-            pass
-    return _generic(value)
-
-
-def _field_expr(var: str, hint: Any, names: dict[type, str]) -> str:
-    """Code rendering one field's value as JSON text; anything not of the declared type (or not a
-    simple one) goes through the generic encoder, so odd values still come out as json.dumps would."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is str:
-        return f"_STR({var}) if type({var}) is str else _generic({var})"
-    if hint is int:  # an exact int formats in the f-string as json renders it
-        return f"{var} if type({var}) is int else _generic({var})"
-    if hint is bool:
-        return f"('true' if {var} else 'false') if type({var}) is bool else _generic({var})"
-    if origin is list and args and dataclasses.is_dataclass(args[0]):
-        inner = names[typing.cast(type, args[0])]
-        return (f"'[' + ','.join([{inner}(x) if type(x) is {inner}_cls else _generic(x) for x in {var}]) + ']' "
-                f"if type({var}) is list else _generic({var})")
-    if origin is list and args == (str,):
-        return f"_strings({var})"
-    if origin is dict and args == (str, int):
-        return f"_counts({var})"
-    if origin is dict and args == (str, str):
-        return f"_labels({var})"
-    if dataclasses.is_dataclass(hint):
-        inner = names[typing.cast(type, hint)]
-        return f"{inner}({var}) if type({var}) is {inner}_cls else _generic({var})"
-    return f"_generic({var})"
-
-
-def _encoder_source(cls: type, names: dict[type, str]) -> str:
-    """Source of a function rendering one ``cls`` instance as canonical JSON text, keys sorted.
-
-    Generated from the dataclass's type hints so it follows the record contract as fields are
-    added. Writing the text directly skips the intermediate dict and the generic encoder's walk,
-    which were most of the per-record cost of ingest."""
-    hints = typing.get_type_hints(cls)
-    body, parts = [], []
-    for i, name in enumerate(_sorted_fields(cls)):
-        body.append(f"    v{i} = o.{name}\n    t{i} = {_field_expr(f'v{i}', hints[name], names)}\n")
-        parts.append(f'{_STR(name)}:{{t{i}}}')
-    return f"def {names[cls]}(o):\n{''.join(body)}    return f'{{{{{','.join(parts)}}}}}'\n"
-
-
-def _build_encoder(root: type) -> Any:
+def _build_opener(root: type) -> Callable[[Any], dict[str, Any]]:
     classes: list[type] = []
 
     def visit(cls: type) -> None:
@@ -155,21 +96,31 @@ def _build_encoder(root: type) -> Any:
                     visit(candidate)
 
     visit(root)
-    names = {cls: f"_enc_{cls.__name__}" for cls in classes}
-    namespace: dict[str, Any] = {"_STR": _STR, "_generic": _generic, "_strings": _strings,
-                                 "_counts": _counts, "_labels": _labels}
-    namespace.update({f"{name}_cls": cls for cls, name in names.items()})
-    exec("".join(_encoder_source(cls, names) for cls in classes), namespace)  # noqa: S102 - our own source
-    return namespace[names[root]]
+    names = {cls: f"_{cls.__name__}" for cls in classes}
+    namespace: dict[str, Any] = {name: cls for cls, name in names.items()}
+    exec(_opener_source(classes, names), namespace)  # noqa: S102 - our own source
+    opened: Callable[[Any], dict[str, Any]] = namespace["_opened"]
+    return opened
 
 
-_RECORD_TEXT = _build_encoder(DecisionRecord)
+_OPENED = _build_opener(DecisionRecord)
+
+
+def record_bytes(record: DecisionRecord) -> bytes:
+    """The record's canonical JSON as UTF-8 (byte-identical to ``canonical_json(record.to_dict())``).
+
+    orjson writes the record with each dataclass opened into its fields (``_OPENED``), under the
+    canonical encoder's own conditions (``audit.canonical.fast_canonical_json``); a record it
+    cannot write so (a value of another type than declared, a null, a float json writes
+    otherwise) is written by json from its plain form."""
+    out = fast_canonical_json(record, _OPENED)
+    return out if out is not None else _generic(record).encode()
 
 
 def record_json(record: DecisionRecord) -> str:
-    """The record's canonical JSON (byte-identical to ``canonical_json(record.to_dict())``)."""
-    text: str = _RECORD_TEXT(record)
-    return text
+    """``record_bytes`` as text."""
+    out = fast_canonical_json(record, _OPENED)
+    return out.decode() if out is not None else _generic(record)
 
 
 def event_json(event: WorldEvent) -> str:

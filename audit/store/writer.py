@@ -120,7 +120,8 @@ class RecordWriter:
             self._counters["received"] += len(texts)
         for start in range(0, len(texts), self.batch_size):
             with self._cut_lock:
-                self._spool_texts(ids[start:start + self.batch_size], texts[start:start + self.batch_size])
+                batch = texts[start:start + self.batch_size]
+                self._spool_lines(ids[start:start + self.batch_size], "\n".join(batch).encode(), len(batch))
 
     def write_events(self, events: Iterable[WorldEvent]) -> None:
         self._take(events, "_events", "events_received")
@@ -230,7 +231,7 @@ class RecordWriter:
 
     def _spool_records(self, batch: list[DecisionRecord]) -> None:
         if batch:
-            texts: list[str] = []
+            lines: list[bytes] = []
             ids: list[str] = []
             bad: list[q.QuarantineRow] = []
             # one pass: each record is checked and encoded while its objects are in the CPU's cache
@@ -240,17 +241,17 @@ class RecordWriter:
                 except rows.RowError as exc:
                     bad.append(q.quarantine_row(self.source, "record", str(exc), exc.path, rows.record_json(record)))
                     continue
-                texts.append(rows.record_json(record))
+                lines.append(rows.record_bytes(record))
                 ids.append(record.decision_id)
             self.write_quarantine(bad)
-            self._spool_texts(ids, texts)
+            self._spool_lines(ids, b"\n".join(lines), len(lines))
 
-    def _spool_texts(self, ids: list[str], texts: list[str]) -> None:
-        if texts:
+    def _spool_lines(self, ids: list[str], payload: bytes, n: int) -> None:
+        """Spool ``n`` records' JSON lines, joined by newlines into ``payload``."""
+        if n:
             self._count_duplicates(ids)
-            payload = "\n".join(texts).encode()
             # kept in memory with its row count, so delivery need not read it back from disk
-            prepared = Prepared(payload, len(texts))
+            prepared = Prepared(payload, n)
 
             def keep(frame: Frame) -> None:  # before delivery can see the frame
                 if len(self._ready) < MAX_READY_BATCHES:
@@ -258,7 +259,7 @@ class RecordWriter:
 
             self.spool.append("records", payload, keep, sync=False)  # delivery or flush() syncs it
             with self._lock:
-                self._counters["spooled"] += len(texts)
+                self._counters["spooled"] += n
 
     def _spool_events(self, batch_e: list[WorldEvent]) -> None:
         if batch_e:
