@@ -114,7 +114,7 @@ class Device:
 
 class DeviceFacts:
     """A device's model and signature — the two pure functions of its content (under one policy)
-    the index needs — memoised for an indexing pass, or for as long as its owner keeps it.
+    the index needs — memoised for an indexing pass.
 
     The model depends only on the text of the attributes the policy's model rules read for the
     device's driver, so devices agreeing on those texts share one rule evaluation. A signature
@@ -123,12 +123,7 @@ class DeviceFacts:
     takes that one's signature without encoding (equal text-only JSON values encode alike; with
     numbers or booleans ``==`` is not enough — ``1 == True`` — so those are always encoded).
     Facts are also remembered per device object (holding it, so the entry can never name another
-    object): a loader that keeps parsed, immutable checkpoint content can keep its facts with it.
-
-    For such a loader the facts also keep, per pool, the ``Device`` objects a checkpoint load
-    indexed (``indexed_pool``): they are a pure function of the pool's slice objects, the taint
-    rules that select the pool and the policy, and never change once built, so the next load of the
-    same content shares them instead of building them again (most of a 1,000-node load's cost).
+    object).
     """
 
     _REPRESENTATIVES = 8  # per driver and model: beyond that every device is encoded
@@ -139,23 +134,6 @@ class DeviceFacts:
         self._models: dict[tuple[str, tuple[str | None, ...]], str] = {}
         self._by_device: dict[int, tuple[dict[str, Any], str, str]] = {}
         self._signed: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any], str]]] = {}
-        self._pools: dict[tuple[str, str], tuple[list[tuple[str, dict[str, Any]]], list[Any], list[Device]]] = {}
-
-    def indexed_pool(self, driver: str, pool: str, slices: list[tuple[str, dict[str, Any]]],
-                     rule_taints: list[Any]) -> list[Device] | None:
-        """The devices kept for this pool if they were built from these very slice objects (by
-        identity: the entry holds them, so an id is never another object's) and these rules."""
-        kept = self._pools.get((driver, pool))
-        if kept is None or kept[1] != rule_taints or len(kept[0]) != len(slices):
-            return None
-        for (kept_name, kept_slice), (name, slice_) in zip(kept[0], slices, strict=True):
-            if kept_slice is not slice_ or kept_name != name:
-                return None
-        return kept[2]
-
-    def keep_pool(self, driver: str, pool: str, slices: list[tuple[str, dict[str, Any]]],
-                  rule_taints: list[Any], devices: list[Device]) -> None:
-        self._pools[(driver, pool)] = (slices, rule_taints, devices)
 
     def of(self, driver: str, device: dict[str, Any], attributes: dict[str, Any],
            capacity: dict[str, Any]) -> tuple[str, str]:
@@ -311,8 +289,6 @@ class World:
         self._bulk = False
         # caches other modules derive from this world; they live and die with it (never snapshotted)
         self.derived: dict[str, Any] = {}
-        # the device facts the last whole reindex found (a loader may keep them with its snapshot)
-        self.device_facts: DeviceFacts | None = None
 
     # ---- reading ------------------------------------------------------------------------------
 
@@ -441,15 +417,13 @@ class World:
         self.inventory_version += 1
         self.class_version += 1
 
-    def _reindex_devices(self, facts: DeviceFacts | None = None) -> None:
+    def _reindex_devices(self) -> None:
         pools = sorted({(d.driver, d.pool) for d in self.devices.values()} | set(self.pool_devices))
         for s in self.objects.get("ResourceSlice", {}).values():
             spec = s.get("spec", {})
             if spec.get("nodeName"):
                 pools.append((spec.get("driver", ""), spec.get("pool", {}).get("name", "")))
-        if facts is None or facts.policy.digest != self.policy.digest:
-            facts = DeviceFacts(self.policy)
-        self.device_facts = facts
+        facts = DeviceFacts(self.policy)
         rules = self._taint_rules()
         for driver, pool in sorted(set(pools)):
             self._reindex_pool(driver, pool, facts, rules)
@@ -481,16 +455,8 @@ class World:
             return
         rule_taints = [(device, taint) for rule_driver, rule_pool, device, taint in rules
                        if (rule_driver is _ANY or rule_driver == driver) and (rule_pool is _ANY or rule_pool == pool)]
-        if self._bulk:  # a checkpoint load: the same content may have been indexed by an earlier load
-            kept = facts.indexed_pool(driver, pool, slices, rule_taints)
-            if kept is not None:
-                for dev in kept:
-                    self._add_device(dev)
-                self.pool_devices[(driver, pool)] = [dev.id for dev in kept]
-                return
         top = max(int(s["spec"]["pool"].get("generation", 0)) for _, s in slices)
         ids: list[str] = []
-        built: list[Device] = []
         for name, s in slices:
             spec = s["spec"]
             if int(spec["pool"].get("generation", 0)) != top:
@@ -518,10 +484,7 @@ class World:
                                         for k, _, e in taints)
                 self._add_device(dev)
                 ids.append(dev_id)
-                built.append(dev)
         self.pool_devices[(driver, pool)] = ids
-        if self._bulk:
-            facts.keep_pool(driver, pool, slices, rule_taints, built)
 
     def _taint_rules(self) -> list[tuple[Any, Any, str, tuple[str, str, str]]]:
         """Every DeviceTaintRule by name: (selector driver, pool — ``_ANY`` when absent —, device, taint)."""
@@ -859,8 +822,6 @@ class World:
         w.dp_capacity, w.dp_used, w.dp_model = dict(self.dp_capacity), dict(self.dp_used), dict(self.dp_model)
         w._bulk = self._bulk
         w.derived = {}
-        # the facts are pure functions of device content under one policy: a memo both may share
-        w.device_facts = self.device_facts
         return w
 
     # ---- checkpoints ---------------------------------------------------------------------------------
@@ -883,10 +844,8 @@ class World:
         }
 
     @classmethod
-    def from_snapshot(cls, snap: dict[str, Any], facts: DeviceFacts | None = None) -> World:
-        """The world a snapshot holds; ``facts`` may carry the models and signatures of this same
-        snapshot's devices, and the devices its pools indexed to, from an earlier rebuild (used only
-        under the policy they were found with)."""
+    def from_snapshot(cls, snap: dict[str, Any]) -> World:
+        """The world a snapshot holds."""
         w = cls(snap["cluster"])
         policy_objs = snap["objects"].get("Policy", {})
         if snap.get("policy") in policy_objs:
@@ -908,7 +867,7 @@ class World:
                 w.has_shared_slices = True
         # every device is indexed and every allocation taken before free counts and lists are built
         w._bulk = True
-        w._reindex_devices(facts)
+        w._reindex_devices()
         devices, allocated_by, model_allocated = w.devices, w.allocated_by, w.model_allocated
         for key, claim in w.objects["ResourceClaim"].items():
             ids = _allocated_ids(claim)

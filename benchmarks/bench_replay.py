@@ -10,11 +10,12 @@ embedded chDB store as the writer stores it — event rows with the canonical JS
 (``rows.event_columns``) and a checkpoint every 10,000 events (``CheckpointWriter`` into
 ``AuditStore.write_checkpoint``) — and single decisions sampled across it are replayed cold,
 each by a fresh ``Verifier(store)``: query the nearest checkpoint's text, hash its bytes against
-its content digest, rebuild the world, query and parse at most 10,000 events' texts, chain the
-sha256 of each stored text, fold, decide, compare; the p95 of their wall times is reported.
-Between replays only the last two parsed checkpoint snapshots stay kept, by content digest, with
-their devices' models, signatures and indexed ``Device`` objects (``audit.replay.checkpoints``);
-a context row replays with nothing kept, so every replay also parses its checkpoint.
+its content digest, take a world of its own, query and parse at most 10,000 events' texts, chain
+the sha256 of each stored text, fold, decide, compare; the p95 of their wall times is reported.
+Between replays only the worlds rebuilt from the last two checkpoints stay kept, by content
+digest, and a replay whose checkpoint text hashes to one takes a ``World.fork()`` of it
+(``audit.replay.checkpoints``); a context row replays with nothing kept, so every replay also
+parses its checkpoint and rebuilds its world.
 """
 
 from __future__ import annotations
@@ -47,18 +48,17 @@ FIRST_LOAD_SAMPLES = 10
 LATENCY_ROUND = 8  # replays between two passes of the memory scale's workloads
 # Measured on this 2-core shared machine with this benchmark, before on the code as it was
 # (commit 343692f) and after, other people's work busy on the second core.
-BEFORE_AFTER = ("; kept between replays: the last 2 parsed checkpoints by content digest, with their devices' "
-                "models, signatures and indexed Device objects; not kept: every replay queries the store for its "
-                "checkpoint text and its events, hashes the checkpoint's bytes against its content digest, "
-                "rebuilds the world and all its indexes, parses every event's stored text and chains the sha256 "
-                "of its bytes, folds it, "
+BEFORE_AFTER = ("; kept between replays: the worlds rebuilt from the last 2 checkpoints, by content digest; not "
+                "kept: every replay queries the store for its checkpoint text and its events, hashes the "
+                "checkpoint's bytes against its content digest, takes a fork of the kept world (indexes and "
+                "counters copied), parses every event's stored text and chains the sha256 of its bytes, folds it, "
                 "re-decides and compares. Before (each event parsed with json and encoded again for its digest; "
                 "the young collection after each load walking the whole rebuilt world): p95 {before}; after "
                 "(orjson where it reads what json reads, digests of the stored bytes, the rebuilt world aged "
                 "past the young generations): p95 {after}. What remains at ~10,000 folds: parsing and hashing "
-                "the events' texts ~60 ms (~6 us each, orjson ~3 of it), folding them ~50 ms, rebuilding the "
-                "world ~33 ms, the two store queries ~20-30 ms; a first load adds parsing the checkpoint and "
-                "its devices' facts (the row with nothing kept)")
+                "the events' texts ~60 ms (~6 us each, orjson ~3 of it), folding them ~50 ms, forking the kept "
+                "world ~2 ms (rebuilding it, before it was kept, ~20 ms), the two store queries ~20-30 ms; a first "
+                "load adds parsing the checkpoint and rebuilding its world (the row with nothing kept)")
 BEFORE = "280 ms, p50 177 ms (nothing kept: 423 ms)"
 AFTER = "161-175 ms over six runs, p50 106-113 ms (nothing kept: 238-277 ms)"
 

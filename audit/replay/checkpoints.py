@@ -10,10 +10,9 @@ verifies that text by hashing its bytes — the snapshot's canonical bytes are t
 ``"content_digest"`` member cut out — before parsing it once; re-encoding megabytes of parsed
 objects to check them costs more than parsing them. A text that is not in that form (an older
 writer's ASCII escapes, or damage) is checked the slow way, on its parsed content, so the verdict
-never depends on the encoding. The last two parsed snapshots are kept by content digest (with
-their devices' models and signatures, and the indexed devices themselves) for loads whose bytes
-hash to that digest; every load still hashes its text and rebuilds its own world (see
-``_ParsedSnapshots``).
+never depends on the encoding. The worlds rebuilt from the last two checkpoints loaded are kept
+by content digest for loads whose bytes hash to that digest; every load still hashes its text,
+and gets a world of its own, a copy of the kept one (see ``_KeptWorlds``).
 
 ``CheckpointWriter`` decides when a checkpoint is due — after the event whose ``seq + 1`` is a
 multiple of ``every`` — so the positions do not depend on how producers batch their events, and
@@ -35,7 +34,7 @@ from typing import Any
 
 from audit.canonical import canonical_digest, canonical_json
 from audit.events import WorldEvent, loads_json
-from audit.world import DeviceFacts, World
+from audit.world import World
 
 DEFAULT_INTERVAL = 10_000
 DIGEST_KEY = "content_digest"
@@ -70,48 +69,47 @@ def checkpoint_body(world: World) -> dict[str, Any]:
     return {**snap, DIGEST_KEY: canonical_digest(snap, _STREAM_DEPTH)}
 
 
-class _ParsedSnapshots:
-    """The last few parsed snapshots, by content digest, each with its devices' facts.
+class _KeptWorlds:
+    """The worlds rebuilt from the last few checkpoints loaded, by content digest.
 
-    Parsing a 1,000-node checkpoint costs about as much as folding thousands of events, and
-    replays cluster around the same checkpoints (a batch, an auditor stepping through a window).
-    Only content that is immutable and named by its digest is kept: a snapshot is looked up
-    under a digest its text was just hashed to on this load, so a damaged or different text never
-    reaches an entry. With it go its devices' models and signatures, and the ``Device`` objects
-    its pools indexed to (``DeviceFacts``: pure functions of that content under the snapshot's
-    policy and taint rules, never changed once built). Every load still rebuilds its own
-    world — device indexes, allocations, free counts, pending pods, usage — from the snapshot;
-    its objects and devices are shared read-only, as event payloads already are between worlds.
+    Parsing a 1,000-node checkpoint and rebuilding its world costs about as much as folding
+    thousands of events, and replays cluster around the same checkpoints (a batch, an auditor
+    stepping through a window). The world is a pure function of the snapshot, so the one rebuilt
+    from it is kept, never handed out: every load of the same content gets a ``World.fork()`` of
+    it, whose indexes and counters are containers of its own, equal to those a rebuild makes. Only
+    content that is immutable and named by its digest is kept: a world is looked up under a digest
+    its text was just hashed to on this load, so a damaged or different text never reaches an
+    entry. Its objects and devices are shared read-only by the forks, as event payloads already
+    are between worlds.
     """
 
     def __init__(self, keep: int) -> None:
         self.keep = keep
-        self._entries: OrderedDict[str, tuple[dict[str, Any], list[DeviceFacts]]] = OrderedDict()
+        self._entries: OrderedDict[str, World] = OrderedDict()
 
-    def get(self, content_digest: str) -> tuple[dict[str, Any], list[DeviceFacts]] | None:
-        entry = self._entries.get(content_digest)
-        if entry is not None:
+    def get(self, content_digest: str) -> World | None:
+        world = self._entries.get(content_digest)
+        if world is not None:
             self._entries.move_to_end(content_digest)
-        return entry
+        return world
 
-    def put(self, content_digest: str, snap: dict[str, Any]) -> tuple[dict[str, Any], list[DeviceFacts]]:
-        entry = self._entries[content_digest] = (snap, [])
+    def put(self, content_digest: str, world: World) -> None:
+        self._entries[content_digest] = world
         self._entries.move_to_end(content_digest)
         while len(self._entries) > self.keep:
             self._entries.popitem(last=False)
-        return entry
 
     def clear(self) -> None:
         self._entries.clear()
 
 
 # two: the checkpoint a replay starts from and the one before it (a window that crosses one)
-_PARSED = _ParsedSnapshots(keep=2)
+_KEPT = _KeptWorlds(keep=2)
 
 
 def forget_parsed_checkpoints() -> None:
-    """Drop the parsed snapshots kept between loads (for measuring a first load, or to free memory)."""
-    _PARSED.clear()
+    """Drop the checkpoints' worlds kept between loads (for measuring a first load, or to free memory)."""
+    _KEPT.clear()
 
 
 def checkpoint_text(body: dict[str, Any]) -> str:
@@ -182,9 +180,10 @@ def load_checkpoint_text(cluster: str, seq: int, text: str | bytes) -> World:
         matched = h.hexdigest() == member.group(1).decode()
     with collector_paused():
         if member is not None and matched:
-            entry = _PARSED.get(member.group(1).decode())
-            if entry is not None:
-                return _rebuild(cluster, seq, *entry)
+            kept = _KEPT.get(member.group(1).decode())
+            if kept is not None:
+                _check_position(cluster, seq, kept.cluster, kept.seq)
+                return kept.fork()
         try:
             body = loads_json(raw)  # json's value and errors, through orjson where they agree
         except ValueError as exc:
@@ -192,10 +191,9 @@ def load_checkpoint_text(cluster: str, seq: int, text: str | bytes) -> World:
         if member is None or not matched or not isinstance(body, dict) \
                 or body.get(DIGEST_KEY) != member.group(1).decode():
             return load_checkpoint(cluster, seq, body)  # the parsed content decides
-        snap = {k: v for k, v in body.items() if k != DIGEST_KEY}
-        if snap.get("seq") != seq or snap.get("cluster") != cluster:
-            return _rebuild(cluster, seq, snap)  # refused: never kept
-        return _rebuild(cluster, seq, *_PARSED.put(body[DIGEST_KEY], snap))
+        world = _rebuild(cluster, seq, {k: v for k, v in body.items() if k != DIGEST_KEY})
+        _KEPT.put(body[DIGEST_KEY], world.fork())
+        return world
 
 
 def load_checkpoint(cluster: str, seq: int, body: Any) -> World:
@@ -213,17 +211,17 @@ def load_checkpoint(cluster: str, seq: int, body: Any) -> World:
         return _rebuild(cluster, seq, snap)
 
 
-def _rebuild(cluster: str, seq: int, snap: dict[str, Any], kept_facts: list[DeviceFacts] | None = None) -> World:
-    """Rebuild the world; ``kept_facts`` (kept with a parsed snapshot) receives the facts found."""
-    if snap.get("seq") != seq or snap.get("cluster") != cluster:
-        raise CheckpointCorrupt(cluster, seq, f"body is for {snap.get('cluster')}@{snap.get('seq')}")
+def _check_position(cluster: str, seq: int, body_cluster: Any, body_seq: Any) -> None:
+    if body_seq != seq or body_cluster != cluster:
+        raise CheckpointCorrupt(cluster, seq, f"body is for {body_cluster}@{body_seq}")
+
+
+def _rebuild(cluster: str, seq: int, snap: dict[str, Any]) -> World:
+    _check_position(cluster, seq, snap.get("cluster"), snap.get("seq"))
     try:
-        world = World.from_snapshot(snap, kept_facts[0] if kept_facts else None)
+        return World.from_snapshot(snap)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CheckpointCorrupt(cluster, seq, f"cannot rebuild the world: {exc!r}") from None
-    if kept_facts is not None and not kept_facts and world.device_facts is not None:
-        kept_facts.append(world.device_facts)
-    return world
 
 
 class CheckpointWriter:

@@ -18,7 +18,7 @@ from audit.metrics.columns import PodColumns
 from audit.metrics.regret import RegretWatch
 from audit.world import World
 
-_NOT_STATE = {World: {"derived", "device_facts"}, PodColumns: {"_shared"}}
+_NOT_STATE = {World: {"derived"}, PodColumns: {"_shared"}}
 _HOLDERS = (LifecycleFold, World, RegretWatch, PodColumns)
 
 

@@ -10,10 +10,10 @@ import json
 import pytest
 
 from audit.canonical import digest
-from audit.policy import parse_policy
 from audit.replay import CheckpointCorrupt, MemorySource, checkpoint_body, load_checkpoint
 from audit.replay.checkpoints import checkpoint_text, forget_parsed_checkpoints, load_checkpoint_text
-from audit.world import DeviceFacts, World
+from audit.world import World
+from tests.metrics.foldstate import fold_state
 from tests.replay.runs import busy
 
 HOURS = 2.0
@@ -22,8 +22,12 @@ SEQ = 1499  # the checkpoint position these tests load (after the first 1,500 ev
 
 @functools.lru_cache(maxsize=1)
 def _folded() -> World:
+    return _folded_to(SEQ)
+
+
+def _folded_to(seq: int) -> World:
     world = World("busy")
-    for ev in busy(HOURS).events[: SEQ + 1]:
+    for ev in busy(HOURS).events[: seq + 1]:
         world.apply(ev)
     return world
 
@@ -138,26 +142,6 @@ def test_worlds_rebuilt_from_one_kept_parse_are_independent():
     assert _indexes(load_checkpoint_text("busy", SEQ, text)) == _indexes(_folded())
 
 
-def test_device_facts_found_under_another_policy_are_not_reused():
-    snap = {k: v for k, v in checkpoint_body(_folded()).items() if k != "content_digest"}
-    own = World.from_snapshot(snap)
-    doc = copy.deepcopy(snap["objects"]["Policy"][snap["policy"]])
-    # the same model names, swapped: facts found under it would call every H100 an A100
-    doc["spec"]["deviceModels"] = [
-        {"model": "H100", "driver": "gpu.nvidia.com", "attribute": "productName", "match": "^NVIDIA A100"},
-        {"model": "A100", "driver": "gpu.nvidia.com", "attribute": "productName", "match": "^NVIDIA H100"}]
-    other = DeviceFacts(parse_policy(doc))
-    for sl in snap["objects"]["ResourceSlice"].values():
-        for d in sl["spec"].get("devices", []):
-            other.of(sl["spec"]["driver"], d, d.get("attributes", {}), d.get("capacity", {}))
-    swapped = World.from_snapshot({**snap, "objects": {**snap["objects"], "Policy": {snap["policy"]: doc}}})
-    assert {i: d.model for i, d in swapped.devices.items()} != {i: d.model for i, d in own.devices.items()}
-    rebuilt = World.from_snapshot(snap, other)
-    assert _indexes(rebuilt) == _indexes(own)
-    same = World.from_snapshot(snap, own.device_facts)
-    assert _indexes(same) == _indexes(own)
-
-
 def test_memory_source_keeps_checkpoints_as_the_canonical_text_the_store_keeps():
     source = MemorySource(busy(HOURS).events[: SEQ + 1])
     assert source.add_checkpoints(500) == 3
@@ -168,44 +152,17 @@ def test_memory_source_keeps_checkpoints_as_the_canonical_text_the_store_keeps()
                           ).hexdigest() == json.loads(text)["content_digest"]
 
 
-def _snap() -> dict:
-    return {k: v for k, v in checkpoint_body(_folded()).items() if k != "content_digest"}
-
-
-def _a_pool(snap: dict) -> tuple[str, dict]:
-    """The name and object of the first node-local slice (one slice per pool in these runs)."""
-    return sorted((k, s) for k, s in snap["objects"]["ResourceSlice"].items() if s["spec"].get("nodeName"))[0]
-
-
-def _one_device_fewer(snap: dict) -> dict:
-    name, sl = _a_pool(snap)
-    edited = copy.deepcopy(sl)
-    edited["spec"]["devices"] = edited["spec"]["devices"][1:]
-    return {**snap, "objects": {**snap["objects"], "ResourceSlice": {**snap["objects"]["ResourceSlice"], name: edited}}}
-
-
-def _pool_drained(snap: dict) -> dict:
-    _, sl = _a_pool(snap)
-    rule = {"apiVersion": "resource.k8s.io/v1alpha3", "kind": "DeviceTaintRule", "metadata": {"name": "drain"},
-            "spec": {"deviceSelector": {"driver": sl["spec"]["driver"], "pool": sl["spec"]["pool"]["name"]},
-                     "taint": {"key": "example.com/drain", "value": "", "effect": "NoSchedule"}}}
-    rules = {**snap["objects"].get("DeviceTaintRule", {}), "drain": rule}
-    return {**snap, "objects": {**snap["objects"], "DeviceTaintRule": rules}}
-
-
-@pytest.mark.parametrize("change", [_one_device_fewer, _pool_drained], ids=["slice-edited", "taint-rule-added"])
-def test_devices_kept_from_an_earlier_load_serve_only_the_same_slices_under_the_same_rules(change):
-    snap = _snap()
-    first = World.from_snapshot(snap)
-    again = World.from_snapshot(snap, first.device_facts)
-    shared = [i for i, d in again.devices.items() if d is first.devices[i]]
-    assert len(shared) == len(first.devices)  # the same content: every device shared
-    changed = change(snap)
-    name, sl = _a_pool(changed)
-    pool = (sl["spec"]["driver"], sl["spec"]["pool"]["name"])
-    kept = World.from_snapshot(changed, first.device_facts)
-    assert _indexes(kept) == _indexes(World.from_snapshot(changed))
-    rebuilt = kept.pool_devices[pool]
-    assert rebuilt and all(kept.devices[i] is not first.devices.get(i) for i in rebuilt)
-    others = [i for i in kept.devices if i not in set(rebuilt)]
-    assert others and all(kept.devices[i] is first.devices[i] for i in others)
+def test_a_load_of_kept_content_is_a_world_of_its_own_equal_to_a_rebuild():
+    forget_parsed_checkpoints()
+    text = _text()
+    first = load_checkpoint_text("busy", SEQ, text)
+    again = load_checkpoint_text("busy", SEQ, text)
+    rebuilt = load_checkpoint("busy", SEQ, json.loads(text))
+    assert fold_state(again) == fold_state(first) == fold_state(rebuilt)
+    for name in ("objects", "devices", "node_devices", "node_model", "free_nodes", "allocated_by", "claim_devices",
+                 "usage", "pending", "pending_order", "signatures", "node_versions"):
+        assert getattr(again, name) is not getattr(first, name), name
+    for ev in busy(HOURS).events[SEQ + 1: SEQ + 400]:  # allocations, releases, a slice and a taint rule changed
+        again.apply(ev)
+    assert _indexes(again) == _indexes(_folded_to(SEQ + 399))
+    assert fold_state(load_checkpoint_text("busy", SEQ, text)) == fold_state(rebuilt)
