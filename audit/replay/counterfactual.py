@@ -92,6 +92,7 @@ class Counterfactual(ClusterLoop):
             name = str(self.policy_doc.get("metadata", {}).get("name", "counterfactual"))
             self.apply(WorldEvent(self.world.cluster, self.world.seq + 1, self.world.time, EventType.UPSERT.value,
                                   "Policy", "", name, self.policy_doc))
+        running = []
         for key, pod in sorted(self.world.objects.get("Pod", {}).items()):
             if key not in self.history.managed_pods:
                 continue
@@ -106,11 +107,15 @@ class Counterfactual(ClusterLoop):
             if key in self.world.pending:
                 self.arm(key, self.world.pending[key])
             elif st.node:
-                at = self.history.finished_at.get(key)
-                if at is None:
-                    self.unknown_durations += 1
+                if key in self.history.finished_at:
+                    running.append(key)
                 else:
-                    self.schedule(at, "finish", key)
+                    self.unknown_durations += 1
+        # in the order the recorded run ended them (``finished_at`` keeps the log's order): pods
+        # that end at one instant end in the order they were placed, whatever their names
+        ended = {key: i for i, key in enumerate(self.history.finished_at)}
+        for key in sorted(running, key=ended.__getitem__):
+            self.schedule(self.history.finished_at[key], "finish", key)
         self.pending.park_all(strict=self.world.policy.queueing_mode == "strict",
                               group=lambda key: str(self._shape(key)[1]))
         for at in start.wakes:

@@ -123,3 +123,31 @@ def test_a_whatif_counts_and_replays_only_its_own_clusters_decisions(shift_ms):
     both = deltas(counterfactual(source, cluster, result.events, mixed, doc, since, until))
     assert both == alone
     assert alone["decisions"][0] == alone["decisions"][1] > 0
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    pytest.param("b", "a", id="placed-first-named-last"),
+    pytest.param("a", "b", id="placed-first-named-first"),
+])
+def test_pods_running_at_the_window_start_that_finish_together_finish_in_the_recorded_order(first, second):
+    """Two pods running when the window starts end at the same instant: the counterfactual ends
+    them in the order the recorded run did (the order they were placed), not by name, so the
+    window's events keep their seqs."""
+    from ingest.simulate.loop import Job, Simulator
+    from tests.scheduler.worlds import scenario
+
+    sc = scenario()
+    t0 = parse_time_ms(sc.start)
+    minute = 60_000
+    sc.explicit_jobs = [Job(first, "alpha", t0 + minute, 1, 10 * minute, "h100-first"),
+                        Job(second, "alpha", t0 + 2 * minute, 1, 9 * minute, "h100-first")]
+    result = Simulator(sc, seed=7, hours=0.5).run()
+    ends = [(e.name, e.time) for e in result.events if e.object_kind == "Pod" and e.type == "delete"]
+    assert ends == [(first, "2026-11-02T00:11:00.000Z"), (second, "2026-11-02T00:11:00.000Z")]
+    since = t0 + 5 * minute
+    start = World(result.world.cluster)
+    for e in result.events:
+        if parse_time_ms(e.time) < since:
+            start.apply(e)
+    w = whatif(start, result.events, result.records, result.events[0].payload, since, t0 + 30 * minute)
+    assert [e.to_dict() for e in w.counterfactual.events] == [e.to_dict() for e in w.recorded.events]
