@@ -118,8 +118,8 @@ class Counterfactual(ClusterLoop):
             self.schedule(self.history.finished_at[key], "finish", key)
         self.pending.park_all(strict=self.world.policy.queueing_mode == "strict",
                               group=lambda key: str(self._shape(key)[1]))
-        for at in start.wakes:
-            self.schedule(at, "wake", None)
+        for at, key, attempt in start.wakes:
+            self.schedule(at, "wake", (key, attempt))
         for ev in self.history.external:
             self.push(parse_time_ms(ev.time), ev.seq, "world", ev)
         for (key, _attempt), evs in sorted(self._interference.items()):

@@ -23,9 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from audit.events import EventType, WorldEvent
+from audit.policy import Policy
 from audit.records import DecisionRecord, Outcome
 from audit.replay.verify import bind_seq
-from audit.scheduler.adaptive import hold_wake_after_ms
+from audit.scheduler.pending import follow_up
 from audit.timestamps import parse_time_ms
 
 
@@ -115,11 +116,14 @@ class QueueState:
     attempts: dict[str, int] = field(default_factory=dict)  # pod key -> attempts made
     bind_failures: dict[str, int] = field(default_factory=dict)  # pod key -> bind failures so far
     retries: dict[str, int] = field(default_factory=dict)  # pod key -> ms of its pending retry
-    wakes: list[int] = field(default_factory=list)  # ms of pending wake-ups (waiting for the preferred model)
+    # pending wake-ups a decision asked for (``follow_up``: waiting for the preferred model), as
+    # (ms, pod key, the decision's attempt)
+    wakes: list[tuple[int, str, int]] = field(default_factory=list)
 
 
-def queue_state(prior: list[DecisionRecord], since_ms: int, fallback_wait_ms: int) -> QueueState:
-    """``prior``: records before the window, in the order they were made."""
+def queue_state(prior: list[DecisionRecord], since_ms: int, policy: Policy) -> QueueState:
+    """``prior``: records before the window, in the order they were made; ``policy``: the one in
+    force at the window's start."""
     state = QueueState()
     last_of_pod: dict[str, DecisionRecord] = {}
     for r in sorted(prior, key=lambda r: r.seq):  # stable: same-seq records keep their order
@@ -128,12 +132,11 @@ def queue_state(prior: list[DecisionRecord], since_ms: int, fallback_wait_ms: in
         if bind_seq(r) is not None:
             state.bind_failures[key] = state.bind_failures.get(key, 0) + 1
         last_of_pod[key] = r
-        if r.outcome == Outcome.DEFERRED.value and r.retry_class == "unschedulable":
-            at = parse_time_ms(r.time) + hold_wake_after_ms(r, fallback_wait_ms)
-            if at >= since_ms:
-                state.wakes.append(at)
+        at = follow_up(r, policy, parse_time_ms(r.time)).wake_at_ms
+        if at is not None and at >= since_ms:
+            state.wakes.append((at, key, r.attempt))
     for key, r in last_of_pod.items():
         if r.retry_class in BIND_RETRY and r.backoff_ms > 0 and parse_time_ms(r.time) + r.backoff_ms >= since_ms:
             state.retries[key] = parse_time_ms(r.time) + r.backoff_ms
-    state.wakes.sort()
+    state.wakes.sort(key=lambda w: w[0])  # stable: wakes of one instant in the order they were asked for
     return state

@@ -62,7 +62,7 @@ def whatif(start: World, events: Iterable[WorldEvent], records: Iterable[Decisio
     known = [r for r in records if parse_time_ms(r.time) < until_ms]
     in_window = [r for r in known if parse_time_ms(r.time) >= since_ms]
     prior = [r for r in known if parse_time_ms(r.time) < since_ms]
-    queues = queue_state(prior, since_ms, start.policy.fallback_wait_ms)
+    queues = queue_state(prior, since_ms, start.policy)
     history = split_history(window_events, known)
     recorded = Side(in_window, window_events, recorded_violations(_copy(start), window_events))
     cf = Counterfactual(_copy(start), history, policy_doc, until_ms, queues).run()

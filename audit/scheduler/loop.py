@@ -9,7 +9,11 @@ pods in the queue order (``audit.scheduler.pending``). An attempt is ``decide``,
 chance to change the world between filter and bind (``before_bind``, where real clusters race),
 then ``bind``. A placed pod runs for the driver's ``duration_ms``; a failed bind backs off and
 retries; a terminal failure fails the pod (phase ``Failed``, then deleted with its claims); node
-loss fails the pods running there. What is left unplaced waits in its queue for a change.
+loss fails the pods running there. What is left unplaced waits in its queue for a change that
+may help it (``engine.may_place``), in either queueing mode: a decision nothing could change is not
+made again. A held head of a strict queue is also decided again when its hold for its preferred
+model is due (an adaptive ``recheck_after_ms``, the end of a ``wait-for-preferred`` wait) or its
+tenant may now make it a reservation, as its tenant's whole line waits on it.
 
 Reservations (``audit.scheduler.reservations``): a decision that reserves devices for a pod
 returns the Reservation object, which the loop writes as a world event right after the record;
@@ -214,6 +218,8 @@ class ClusterLoop:
             if data in self.pods:
                 self.enqueue(data, self.world.pending.get(data, self.now))
         elif kind == "wake":
+            if data is not None:
+                self._recheck(*data)
             self.wake()
         elif kind == "reserve":
             self.try_to_reserve(data)
@@ -267,9 +273,7 @@ class ClusterLoop:
         if reservations.tenant_cause(world, policy, tenant, self.now):
             return
         if policy.queueing_mode == "strict":
-            queue = self.pending.queues.get(tenant) or []
-            if queue and queue[0][1] == key:
-                self.pending.blocked.discard(tenant)
+            self._force_head(tenant, key)
             return
         queued = any(k == key for _, k in self.pending.queues.get(tenant) or [])
         if not queued:
@@ -279,6 +283,38 @@ class ClusterLoop:
             self.pending.discard(key)
             self.enqueue(key, created)
         self._forced.add(key)
+
+    def _may_reserve(self, tenant: str, key: str) -> bool:
+        """Strict queueing: whether the head, pending ``reserveAfter`` and holding no reservation,
+        may make one now (``reservations.tenant_cause``). Its tenant's share moves with placements
+        and releases anywhere and with time, none of which need wake it, so the head is decided
+        again at the first wake at which its tenant may reserve. (A best-effort pod is tried for a
+        reservation by its ``reserve`` action and when a reservation ends, ``release``.)"""
+        world, policy = self.world, self.world.policy
+        created = world.pending.get(key)
+        return (created is not None and key not in world.reserved_node
+                and reservations.eligible(policy, self.now - created)
+                and not reservations.tenant_cause(world, policy, tenant, self.now))
+
+    def _force_head(self, tenant: str, key: str) -> None:
+        """Strict queueing: try the pod in the next pass if it is its tenant's head (only the head
+        may be tried), whatever ``may_place`` says."""
+        queue = self.pending.queues.get(tenant) or []
+        if queue and queue[0][1] == key:
+            self.pending.blocked.discard(tenant)
+            self._forced.add(key)
+
+    def _recheck(self, key: str, attempts: int) -> None:
+        """A wake the pod's decision asked for (``FollowUp.wake_at_ms``: its adaptive hold's
+        ``recheck_after_ms``, its wait-for-preferred wait running out). With strict queueing the
+        head is decided again then if that decision is still its last: the tenant's whole line
+        waits on the hold, which must end when it is due, not at the next release that lets
+        ``may_place`` through. (A best-effort pod waits alone: the wake asks ``may_place`` of it
+        as of every parked pod.)"""
+        st = self.pods.get(key)
+        if (self.world.policy.queueing_mode == "strict" and st is not None and not st.node
+                and st.attempts == attempts and key in self.world.pending):
+            self._force_head(self.world.policy.tenant_for(key.split("/", 1)[0]), key)
 
     def release(self, key: str) -> None:
         """The pod's reservation, if any, ends: its object goes, held devices are free again, and
@@ -355,22 +391,32 @@ class ClusterLoop:
     def schedule_pass(self) -> None:
         """Attempt pending pods in the queue order until every one left waits for a change.
 
-        With best-effort queueing a pod that already failed is tried again only if nothing of its
+        A pod that already failed is tried again only if ``engine.may_place`` allows it (or it is
+        forced: a reservation to make, a strict head's hold due; or, a strict head, it may make a
+        reservation now, ``_may_reserve``), whatever the queueing mode: a decision it cannot
+        change would only be written again. With best-effort queueing, also only if nothing of its
         shape (tenant, pod spec, claim specs, whether it still holds out for its preferred model)
-        was found unplaceable since the last change, and only if ``engine.may_place`` allows it:
-        within a pass capacity only shrinks, so such a try could only fail again. Skipping writes
-        nothing and changes nothing, so once a shape is found unfit the tenant's queued pods of
-        it are parked at once (``_park_skipped``). A pod's first attempt is always made, so every
-        pending pod has a record saying why it waits.
+        was found unplaceable since the last change: within a pass capacity only shrinks, so such
+        a try could only fail again. Skipping writes nothing and changes nothing, so once a shape
+        is found unfit the tenant's queued pods of it are parked at once (``_park_skipped``). With
+        strict queueing a skipped head goes back to the head of its queue and holds its tenant, as
+        a failed attempt would have left it, so the tenant's younger pods still wait behind it
+        (Kueue's StrictFIFO) and a held head writes one record per change that could help it, not
+        one per wake. A pod's first attempt is always made, so every pending pod that has reached
+        its turn has a record saying why it waits.
         """
         self.pending.unfit.clear()
         while (picked := self.pending.pop_next(self.world, self.world.policy, self.now)) is not None:
             tenant, key = picked
             policy = self.world.policy
+            tried = self.pods[key].attempts > 0 and key not in self._forced
             if policy.queueing_mode == "strict":
-                self.attempt(key, tenant)
+                if tried and not self._may_place(key) and not self._may_reserve(tenant, key):
+                    self._wait(tenant, key)
+                else:
+                    self.attempt(key, tenant)
                 continue
-            if self.pods[key].attempts > 0 and key not in self._forced:
+            if tried:
                 shape = self._shape(key)
                 if shape in self.pending.unfit or not self._may_place(key):
                     self.pending.unfit.add(shape)
@@ -414,6 +460,14 @@ class ClusterLoop:
         if len(kept) != len(queue):
             queue[:] = kept
 
+    def _wait(self, tenant: str, key: str) -> None:
+        """The unplaced pod waits for a change: at the head of its queue, holding its tenant
+        (strict), or parked alone (best-effort)."""
+        if self.world.policy.queueing_mode == "strict":
+            self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=True)
+        else:
+            self._park(tenant, key)
+
     def _park(self, tenant: str, key: str, shape: tuple[object, ...] | None = None) -> None:
         """``shape``: the pod's ``_shape`` when the caller has just read it."""
         group = str((shape or self._shape(key))[1])  # the spec digest: a wake asks once per tenant and spec
@@ -422,8 +476,10 @@ class ClusterLoop:
     def wake(self, everything: bool = False) -> None:
         """Capacity may have grown (a release, a repair, a taint removed, a deadline reached):
         parked pods whose shape ``engine.may_place`` now allows go back to their queues — the
-        rest could only fail again, and every change that could help them wakes again. A policy
-        activation (``everything``) brings every pod back, as tenants and gates may differ."""
+        rest could only fail again, and every change that could help them wakes again — and
+        waiting tenants of strict queues may be picked again (their heads are asked the same when
+        their turn comes, ``schedule_pass``). A policy activation (``everything``) brings every
+        pod back, as tenants and gates may differ."""
         if everything:
             self.pending.wake()
         else:
@@ -529,10 +585,7 @@ class ClusterLoop:
             if not reclaimed:
                 return self.attempt(key, tenant, reclaimed=True)
             # a second reclaim in a row: wait for a change like any other unplaced pod
-            if self.world.policy.queueing_mode == "strict":
-                self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=True)
-            else:
-                self._park(tenant, key)
+            self._wait(tenant, key)
             return d.record
         if d.proposal is not None:
             self.before_bind(key, st.attempts, d)
@@ -569,12 +622,9 @@ class ClusterLoop:
             self.fail(key)
         else:
             # unschedulable, quota, fair share or waiting for the preferred model: wait for a change
-            if self.world.policy.queueing_mode == "strict":
-                self.pending.put_back(tenant, self.world.pending.get(key, self.now), key, strict=True)
-            else:
-                self._park(tenant, key)
+            self._wait(tenant, key)
             if rec.retry_class == RetryClass.FAIR_SHARE.value:
                 self._deferred.add(tenant)
             if then.wake_at_ms is not None:
-                self.schedule(then.wake_at_ms, "wake", None)
+                self.schedule(then.wake_at_ms, "wake", (key, st.attempts))
         return rec

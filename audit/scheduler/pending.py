@@ -11,7 +11,9 @@ placed depends on the policy's ``spec.queueing.mode``, as Kueue's two queueing s
   the tenant's later pods are still tried — a blocked head does not stop smaller pods that fit;
 * ``strict``: the pod goes back to the head of its queue and the whole tenant waits for a wake.
 
-Either way a pass never spins on the same pod: it is tried again only after a change.
+Either way a pass never spins on the same pod: it is tried again only after a change that may
+help it (the cluster loop asks ``engine.may_place``), or, held at the head of a strict queue for
+its preferred model, when its hold is due.
 """
 
 from __future__ import annotations

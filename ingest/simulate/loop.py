@@ -13,8 +13,9 @@ one counterfactual replay runs too; this module adds the workload and the disrup
 
 Queueing is per tenant and first-in-first-out inside a tenant (like Kueue's StrictFIFO per
 queue): when a tenant's head pod cannot be placed the tenant waits until capacity changes
-(release, recovery, repair, policy change), so an unschedulable pod costs one record per change,
-not one per instant. Failed binds back off (policy base/cap) and retry; terminal failures end
+(release, recovery, repair, policy change), and the head is decided again only when such a change
+may help it or its hold for its preferred model is due (``audit.scheduler.loop``), so an
+unschedulable pod costs one record per change that could place it, not one per instant or wake. Failed binds back off (policy base/cap) and retry; terminal failures end
 the pod (phase Failed).
 
 A shorter window is the start of a longer one: the same scenario, seed and start with ``--hours 1``

@@ -27,11 +27,18 @@ from audit.timestamps import parse_time_ms
 from audit.world import World
 from ingest.simulate.loop import SimulationResult, simulate
 from ingest.simulate.scenario import load_scenario_text
-from tests.scheduler.worlds import ALL_DEVICES, cluster, decide_and_bind, hold, submit
+from tests.scheduler.worlds import (
+    ALL_DEVICES,
+    H100_NODES,
+    cluster,
+    decide_and_bind,
+    h100_history,
+    hold,
+    submit,
+)
 
 MIN = 60_000
 HOUR = 60 * MIN
-H100_NODES = ("h100-000", "h100-001")
 
 
 def _release(sim, name: str) -> None:  # noqa: ANN001
@@ -39,22 +46,7 @@ def _release(sim, name: str) -> None:  # noqa: ANN001
 
 
 def _world(history_min: list[int], running_age_min: float | None, max_wait: str = "10m", **spec):  # noqa: ANN001, ANN003
-    """Finished H100 holdings of the given lengths (one device each), then every H100 held again
-    for ``running_age_min`` minutes by one claim per device (None: the H100 are left free)."""
-    sim = cluster(fallback={"mode": "adaptive", "maxWait": max_wait}, **spec)
-    for i, length in enumerate(sorted(history_min)):
-        node, dev = H100_NODES[i % 2], (i // 2) % 8
-        name = hold(sim, node, [dev], name=f"past-{i}")
-        sim.now += length * MIN
-        _release(sim, name)
-        sim.now -= length * MIN
-    sim.now += max(history_min, default=0) * MIN
-    if running_age_min is not None:
-        for node in H100_NODES:
-            for dev in ALL_DEVICES:
-                hold(sim, node, [dev], name=f"run-{node}-{dev}")
-        sim.now += round(running_age_min * MIN)
-    return sim
+    return h100_history(history_min, running_age_min, {"mode": "adaptive", "maxWait": max_wait}, **spec)
 
 
 @pytest.mark.parametrize(
@@ -396,21 +388,23 @@ def test_durations_read_as_a_person_reads_them():
 SCENARIO = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "replay", "busy-small.yaml")
 
 
-@functools.lru_cache(maxsize=1)
-def _adaptive_run() -> SimulationResult:
+@functools.lru_cache(maxsize=2)
+def _adaptive_run(queueing: str = "best-effort") -> SimulationResult:
     with open(SCENARIO, encoding="utf-8") as fh:
         sc = load_scenario_text(fh.read(), "busy-small.yaml")
     for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
         doc["spec"]["fallback"] = {"mode": "adaptive", "maxWait": "10m"}
+        doc["spec"]["queueing"] = {"mode": queueing}
     return simulate(sc, seed=3, hours=3.0)
 
 
-def test_every_decision_of_an_adaptive_run_replays_to_its_digests():
+@pytest.mark.parametrize("queueing", ["best-effort", "strict"])
+def test_every_decision_of_an_adaptive_run_replays_to_its_digests(queueing):
     from audit.replay import MemorySource, Verifier
 
-    res = _adaptive_run()
+    res = _adaptive_run(queueing)
     results = list(Verifier(MemorySource(res.events)).run(res.records))
-    assert len(results) == len(res.records) > 1500
+    assert len(results) == len(res.records) > 1200
     assert [r.decision_id for r in results if not r.match] == []
     # the run exercised both choices, from an estimate and from no history
     said = [(r.outcome, b.detail["choice"], b.detail["basis"]) for r in res.records for b in r.blockers
@@ -420,10 +414,14 @@ def test_every_decision_of_an_adaptive_run_replays_to_its_digests():
     assert ("allocated", "fallback", "no_history") in said
 
 
-def test_a_counterfactual_window_under_the_recorded_adaptive_policy_reproduces_it():
-    res = _adaptive_run()
+@pytest.mark.parametrize(("queueing", "from_h"), [
+    pytest.param("best-effort", 1.5, id="best-effort"),
+    pytest.param("strict", 0.25, id="strict"),  # (heads held in the first half hour: a window starts among them)
+])
+def test_a_counterfactual_window_under_the_recorded_adaptive_policy_reproduces_it(queueing, from_h):
+    res = _adaptive_run(queueing)
     t0 = parse_time_ms(res.events[0].time)
-    since, until = t0 + int(1.5 * HOUR) + 777, t0 + int(2.5 * HOUR)
+    since, until = t0 + int(from_h * HOUR) + 777, t0 + int((from_h + 1) * HOUR)
     active = [e for e in res.events if e.object_kind == "Policy" and parse_time_ms(e.time) < since][-1]
     start = World(res.world.cluster)
     for e in res.events:

@@ -82,14 +82,16 @@ class _RacingSimulator(Simulator):
             _taint(self, node, device)
 
 
-def test_seven_queued_passes_and_one_bind_failure_leave_the_budget_almost_whole():
-    # strict queueing tries the waiting pod on every wake (best-effort would skip the passes
-    # where nothing it could use was freed)
-    sim = _RacingSimulator(scenario(queueing={"mode": "strict"}), seed=7)
+@pytest.mark.parametrize("queueing", ["best-effort", "strict"])
+def test_seven_queued_passes_and_one_bind_failure_leave_the_budget_almost_whole(queueing):
+    sim = _RacingSimulator(scenario(queueing={"mode": queueing}), seed=7)
     sim.setup([])
-    nodes = ("h100-000", "h100-001", "a100-000", "a100-001", "l40s-000")
-    for node in nodes:
+    for node in ("h100-000", "h100-001", "a100-000", "a100-001"):
         hold(sim, node, ALL_DEVICES)
+    # the L40S node is cordoned with its GPUs free: ``may_place`` (which reads no node filter)
+    # lets every wake try the waiting pod, and every try finds no node
+    l40s = sim.world.get("Node", "", "l40s-000")
+    sim.emit("Node", "", "l40s-000", {**l40s, "spec": {**(l40s.get("spec") or {}), "unschedulable": True}})
     key = submit(sim, "job-1")
     for _ in range(7):
         sim.pending.wake()

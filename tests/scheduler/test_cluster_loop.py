@@ -67,7 +67,7 @@ def test_the_recorded_policy_reproduces_the_window(queueing):
     active = [e for e in res.events if e.object_kind == "Policy" and parse_time_ms(e.time) < t0 + 2 * HOUR][-1]
     assert active.payload["spec"].get("queueing", {}).get("mode", "") == queueing
     w = _window(active.payload, queueing)
-    assert len(w.recorded.records) > 500
+    assert len(w.recorded.records) > 400
     assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
     assert [e.to_dict() for e in w.counterfactual.events] == [e.to_dict() for e in w.recorded.events]
 
@@ -97,7 +97,7 @@ def test_every_decision_of_the_run_replays_to_its_digests(queueing):
 
     res = _run(queueing)
     results = list(Verifier(MemorySource(res.events)).run(res.records))
-    assert len(results) == len(res.records) > 2500
+    assert len(results) == len(res.records) > 1500
     assert [r.decision_id for r in results if not r.match] == []
     # the run exercised what changed: bind failures retried, and placements past a waiting head
     assert any("bind failure 1 of 4; retrying" in r.message for r in res.records)

@@ -7,7 +7,7 @@ import pytest
 
 from audit.policy import PolicyError, parse_policy
 from audit.scheduler.pending import PendingQueues
-from tests.scheduler.worlds import cluster, hold, submit
+from tests.scheduler.worlds import ALL_DEVICES, MINUTE, cluster, h100_history, hold, submit
 
 NODES = ("h100-000", "h100-001", "a100-000", "a100-001", "l40s-000")
 
@@ -79,15 +79,78 @@ def test_a_change_that_cannot_help_a_failed_pod_costs_no_attempt():
     assert _records(sim)[2:] == [("big", 2, "allocated"), ("big-twin", 2, "allocated")]
 
 
-def test_strict_mode_tries_only_the_head_after_a_change():
+def test_strict_mode_tries_only_the_head_after_a_change_that_may_help_it():
     sim = _three_free_per_node("strict")
     submit(sim, "big", size=4)
     sim.now += 1000
     submit(sim, "small", size=1)
     sim.schedule_pass()
-    sim.pending.wake()
+    sim.emit("ResourceClaim", "ops", "held-h100-000-0-1-2-3-4", None, "delete")
+    hold(sim, "h100-000", [0, 1, 2, 3, 4, 5])  # 2 free there now: still no node with 4
+    sim.wake()
     sim.schedule_pass()
-    assert _records(sim) == [("big", 1, "unschedulable"), ("big", 2, "unschedulable")]
+    assert _records(sim) == [("big", 1, "unschedulable")]
+    sim.emit("ResourceClaim", "ops", "held-a100-000-0-1-2-3-4", None, "delete")
+    sim.wake()
+    sim.schedule_pass()
+    assert _records(sim) == [("big", 1, "unschedulable"), ("big", 2, "allocated"), ("small", 1, "allocated")]
+
+
+ADAPTIVE = {"mode": "adaptive", "maxWait": "10m"}
+WAIT_FOR_PREFERRED = {"mode": "wait-for-preferred", "wait": "10m"}
+HELD = ("head", 1, "deferred")  # waiting for H100 (adaptive: expected free in 2 min)
+
+
+@pytest.mark.parametrize(("queueing", "fallback", "after_unrelated", "after_h100"), [
+    pytest.param("strict", ADAPTIVE, [HELD], [("head", 2, "allocated", "H100"), ("behind", 1, "allocated", "A100")],
+                 id="strict-adaptive"),
+    pytest.param("strict", WAIT_FOR_PREFERRED, [HELD],
+                 [("head", 2, "allocated", "H100"), ("behind", 1, "allocated", "A100")], id="strict-wait-for-preferred"),
+    pytest.param("strict", {"mode": "strict"}, [("head", 1, "unschedulable")],
+                 [("head", 2, "allocated", "H100"), ("behind", 1, "allocated", "A100")], id="strict-strict-fallback"),
+    pytest.param("best-effort", ADAPTIVE, [HELD, ("behind", 1, "allocated")], [("head", 2, "allocated", "H100")],
+                 id="best-effort-adaptive"),
+    pytest.param("best-effort", {"mode": "strict"}, [("head", 1, "unschedulable"), ("behind", 1, "allocated")],
+                 [("head", 2, "allocated", "H100")], id="best-effort-strict-fallback"),
+])
+def test_a_held_head_writes_no_record_for_releases_it_cannot_use(queueing, fallback, after_unrelated, after_h100):
+    """A head holding out for H100 while L40S devices are released one at a time (each a wake, as
+    a release is in a run) is not decided again until an H100 is released; with strict queueing
+    the tenant's younger pod, which an A100 would take at once, waits behind it until then."""
+    sim = h100_history([30] * 16, 28, fallback, queueing={"mode": queueing})
+    for i in ALL_DEVICES:
+        hold(sim, "l40s-000", [i], name=f"l40s-{i}")
+    submit(sim, "head")
+    sim.now += 1000
+    submit(sim, "behind", template="a100-only")
+    sim.schedule_pass()
+    for i in range(4):
+        sim.now += 10_000
+        sim.emit("ResourceClaim", "ops", f"l40s-{i}", None, "delete")
+        sim.wake()
+        sim.schedule_pass()
+    assert _records(sim) == after_unrelated
+    sim.now += 10_000
+    sim.emit("ResourceClaim", "ops", "run-h100-001-3", None, "delete")
+    sim.wake()
+    sim.schedule_pass()
+    assert [(r.pod, r.attempt, r.outcome, r.allocated_model) for r in sim.records[len(after_unrelated):]] == after_h100
+
+
+def test_a_held_head_is_decided_again_when_its_hold_is_due():
+    """With strict queueing the tenant's line waits on its head's hold, so the head is decided
+    again at the hold's ``recheck_after_ms`` with no release: a new estimate at 2 min, and at
+    6 min (the running H100 older than every finished one) the fallback to a free A100."""
+    sim = h100_history([30] * 8 + [34] * 8, 28, ADAPTIVE, queueing={"mode": "strict"})
+    submit(sim, "head")
+    sim.schedule_pass()
+    sim.run_until(sim.now + 12 * MINUTE)
+    assert [(r.time, r.attempt, r.outcome, r.allocated_model, r.message) for r in sim.records] == [
+        ("2026-11-02T01:02:00.000Z", 1, "deferred", "", "waiting for H100: expected free in 2m < maxWait 10m"),
+        ("2026-11-02T01:04:00.000Z", 2, "deferred", "", "waiting for H100: expected free in 4m (+2m waited) < maxWait 10m"),
+        ("2026-11-02T01:08:00.000Z", 3, "allocated", "A100", "allocated 1 device(s) on a100-000 from tier 1 (A100); "
+                                                              "fell back from H100: no release expected to free 1 on one node"),
+    ]
 
 
 def _doc(**spec):  # noqa: ANN003, ANN202

@@ -443,3 +443,33 @@ def test_a_tenant_at_its_fair_share_makes_no_reservation():
     assert [r.attempt for r in sim.records if f"{r.namespace}/{r.pod}" == alpha] == [1]
     assert _codes(decide(sim.world, alpha, 2, sim.now).record) == [
         ("reservation_unavailable", {"cause": "at_fair_share", "reservations": 0, "limit": 1})]
+
+
+def test_a_held_head_reserves_at_the_first_wake_at_which_its_tenant_may():
+    """With strict queueing and fallback, alpha's 4-H100 head is past ``reserveAfter`` while alpha
+    holds more than its share (every A100 and L40S): no reservation, and releases of alpha's
+    L40S and then of an A100 node help no placement. The first still leaves alpha above its
+    share and writes nothing; at the second alpha is below it, and the head reserves."""
+    from audit.scheduler.queue import tenant_share
+
+    sim = cluster(queueing={"mode": "strict", "reserveAfter": "5m"}, fallback={"mode": "strict"},
+                  fairness={"mode": "drf", "usageHalfLife": "1ms"})
+    for node in NODES[:2]:
+        hold(sim, node, [0, 1, 2, 3, 4])
+    for node in NODES[2:]:
+        hold(sim, node, list(range(8)), name=f"alpha-{node}", namespace="alpha")
+    alpha, beta = submit(sim, "big", "alpha", size=4), submit(sim, "big", "beta", size=4)
+    sim.schedule_pass()
+    sim.run_until(sim.now + 5 * MINUTE + 1)
+    assert sim.world.reserved_node == {beta: "h100-000"}
+    shares = []
+    for claim in ("alpha-l40s-000", "alpha-a100-001"):
+        sim.now += 10_000
+        sim.emit("ResourceClaim", "alpha", claim, None, "delete")
+        sim.wake()
+        sim.schedule_pass()
+        shares.append(round(tenant_share(sim.world, sim.world.policy, "alpha", sim.now), 4))
+    assert shares == [1.0337, 0.6598]
+    assert [(r.attempt, r.time, [c for c, _ in _codes(r)]) for r in sim.records if f"{r.namespace}/{r.pod}" == alpha] == [
+        (1, "2026-11-02T00:00:00.000Z", []), (2, "2026-11-02T00:05:20.000Z", ["reservation_made"])]
+    assert sim.world.reserved_node == {beta: "h100-000", alpha: "h100-001"}

@@ -10,6 +10,8 @@ from ingest.simulate.loop import Job, Simulator
 from ingest.simulate.scenario import load_scenario_text
 
 ALL_DEVICES = list(range(8))
+H100_NODES = ("h100-000", "h100-001")
+MINUTE = 60_000
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "scenarios")
 
 
@@ -48,6 +50,28 @@ def hold(sim: Simulator, node: str, devices: list[int], name: str = "", namespac
                  "config": []}, "nodeSelector": None}}}
     sim.emit("ResourceClaim", namespace, name, claim)
     return name
+
+
+def h100_history(history_min: list[int], running_age_min: float | None, fallback: dict[str, Any] | None = None,
+                 **policy_spec: Any) -> Simulator:
+    """The small cluster after finished H100 holdings of the given lengths in minutes (one device
+    each, by claims of another scheduler), then every H100 held again for ``running_age_min``
+    minutes by one claim per device, ``run-<node>-<i>`` (None: the H100 are left free): what an
+    adaptive hold estimates a release from."""
+    sim = cluster(**({"fallback": fallback} if fallback else {}), **policy_spec)
+    for i, length in enumerate(sorted(history_min)):
+        node, dev = H100_NODES[i % 2], (i // 2) % 8
+        name = hold(sim, node, [dev], name=f"past-{i}")
+        sim.now += length * MINUTE
+        sim.emit("ResourceClaim", "ops", name, None, "delete")
+        sim.now -= length * MINUTE
+    sim.now += max(history_min, default=0) * MINUTE
+    if running_age_min is not None:
+        for node in H100_NODES:
+            for dev in ALL_DEVICES:
+                hold(sim, node, [dev], name=f"run-{node}-{dev}")
+        sim.now += round(running_age_min * MINUTE)
+    return sim
 
 
 def decide_and_bind(sim: Simulator, key: str, attempt: int = 1) -> Any:
