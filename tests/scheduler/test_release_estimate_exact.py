@@ -106,6 +106,18 @@ def test_distributions_run_side_by_side_are_each_the_recurrence_bit_for_bit(
                                          for cap, d, p in zip(caps, devices, p_held, strict=True)]
 
 
+def _holdings(own: list[tuple[int, int]], lent: list[tuple[int, int]], finished: list[int]
+              ) -> tuple[list[_Holding], list[_Holding], _Curve, np.ndarray]:
+    """The tenant's own and lent H100 holdings (age, devices) still on the survival curve of
+    ``finished``, that curve, and the offsets the tables are read at."""
+    mine = [_Holding("H100", a, d) for a, d in own]
+    theirs = [_Holding("H100", a, d) for a, d in lent]
+    times, surv = survival(finished, [h.age_ms for h in mine + theirs])
+    mine = [h for h in mine if h.age_ms < times[-1]]
+    theirs = [h for h in theirs if h.age_ms < times[-1]]
+    return mine, theirs, _Curve(times, surv), np.array([0, 5, 17, 40], dtype=np.int64)
+
+
 @given(own=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3)), max_size=6),
        lent=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3)), max_size=6),
        finished=st.lists(st.integers(1, 60), min_size=1, max_size=12),
@@ -116,13 +128,7 @@ def test_the_quota_groups_chance_of_not_yet_sums_every_count_of_its_own_bit_for_
         to_limit: int | None, together: int) -> None:
     """Over i = 0 .. to_nominal - 1 of the tenant's own given back, P(i) times P(the lenders give
     back too little), as the rule reads, in that order: the terms the group leaves out add 0.0."""
-    mine = [_Holding("H100", a, d) for a, d in own]
-    theirs = [_Holding("H100", a, d) for a, d in lent]
-    times, surv = survival(finished, [h.age_ms for h in mine + theirs])
-    mine = [h for h in mine if h.age_ms < times[-1]]
-    theirs = [h for h in theirs if h.age_ms < times[-1]]
-    curve = _Curve(times, surv)
-    offsets = np.array([0, 5, 17, 40], dtype=np.int64)
+    mine, theirs, curve, offsets = _holdings(own, lent, finished)
     held = curve.held_rows(mine + theirs, offsets)[0].tolist()
     width = len(offsets)
     p_mine = released_by_hand(to_nominal, width, [h.devices for h in mine], held[:len(mine)])
@@ -154,13 +160,7 @@ def test_quota_groups_sharing_their_holdings_tables_give_each_gap_its_own_table_
     """The tenant's pods of several sizes ask about the same holdings with gaps of their own, in
     any order: each reads the rows and release distributions the first worked out (to a larger
     count when a later gap needs more), and gets what a group alone would."""
-    mine = [_Holding("H100", a, d) for a, d in own]
-    theirs = [_Holding("H100", a, d) for a, d in lent]
-    times, surv = survival(finished, [h.age_ms for h in mine + theirs])
-    mine = [h for h in mine if h.age_ms < times[-1]]
-    theirs = [h for h in theirs if h.age_ms < times[-1]]
-    curve = _Curve(times, surv)
-    offsets = np.array([0, 5, 17, 40], dtype=np.int64)
+    mine, theirs, curve, offsets = _holdings(own, lent, finished)
     shared: _Shared = {}
     for to_nominal, to_limit, together in gaps:
         g = QuotaGap("H100", to_nominal, to_limit, together, ("beta",))
