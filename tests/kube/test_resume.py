@@ -97,6 +97,16 @@ def _cluster(request: pytest.FixtureRequest) -> str:
     return f"{request.node.originalname.removeprefix('test_')}-{request.node.callspec.id}"
 
 
+def _stored(target: Target, events: list[WorldEvent]) -> None:
+    """Events a sink of ``target``'s kind holds before a watcher starts."""
+    sink = target()
+    try:
+        sink.write_events(events)
+        assert sink.flush() is True
+    finally:
+        sink.close()
+
+
 def _started(server: FakeApiServer, changes: list[dict[str, Any]]) -> None:
     apply_changes(server, load_docs("cluster.yaml"))
     server.release_all()
@@ -150,14 +160,10 @@ def test_another_clusters_history_in_the_sink_is_not_mixed_in(request: pytest.Fi
     other = cluster + "-other"
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a", "uid": "another", "resourceVersion": "9"}}
     gone = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-z", "uid": "z", "resourceVersion": "3"}}
-    sink = target()
-    try:  # the other cluster's log: a node-a of its own, a node-z ours never had, a decision about train-0
-        sink.write_events([WorldEvent(cluster=other, seq=s, time=FIXED_TIME, type="upsert", object_kind="Node",
-                                      namespace="", name=o["metadata"]["name"], payload=o, resource_version=rv)
-                           for s, (o, rv) in enumerate([(node, "9"), (gone, "3")])])
-        assert sink.flush() is True
-    finally:
-        sink.close()
+    # the other cluster's log: a node-a of its own, a node-z ours never had
+    _stored(target, [WorldEvent(cluster=other, seq=s, time=FIXED_TIME, type="upsert", object_kind="Node",
+                                namespace="", name=o["metadata"]["name"], payload=o, resource_version=rv)
+                     for s, (o, rv) in enumerate([(node, "9"), (gone, "3")])])
     with FakeApiServer() as server:
         _started(server, RUNNING)
         first = watch_once(server, target, cluster)
@@ -235,14 +241,10 @@ def test_a_watcher_names_models_by_the_policy_its_stored_log_holds(
         request: pytest.FixtureRequest, target: Target, policy_events: list[str],
         expected: list[tuple[str, str, list[str], str, list[str]]]) -> None:
     cluster = _cluster(request)
-    sink = target()
-    try:  # as the store's fold of the log reads it: the Policy object in force names the models
-        sink.write_events([WorldEvent(cluster=cluster, seq=s, time=FIXED_TIME, type=t, object_kind="Policy",
-                                      namespace="", name="sxm-names", payload=NAMED_BY_POLICY)
-                           for s, t in enumerate(policy_events)])
-        assert sink.flush() is True
-    finally:
-        sink.close()
+    # as the store's fold of the log reads it: the Policy object in force names the models
+    _stored(target, [WorldEvent(cluster=cluster, seq=s, time=FIXED_TIME, type=t, object_kind="Policy",
+                                namespace="", name="sxm-names", payload=NAMED_BY_POLICY)
+                     for s, t in enumerate(policy_events)])
     with FakeApiServer() as server:
         _started(server, RUNNING)
         written = watch_once(server, target, cluster)
