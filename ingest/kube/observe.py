@@ -81,7 +81,6 @@ TEMPLATE_VERSION_LABEL = "claimtrail.io/template-version"
 # what the resourceclaim controller (kube-controller-manager, pkg/controller/resourceclaim:
 # podResourceClaimAnnotation) annotates a claim it made from a template with
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
-GPU_RESOURCE = DEVICE_PLUGIN_RESOURCE
 ENGINE = "kube-scheduler (observed)"
 
 
@@ -99,7 +98,7 @@ def _ms_between(start: str, end: str) -> int:
 def gpu_limit(pod: Mapping[str, Any]) -> int:
     total = 0
     for c in (pod.get("spec") or {}).get("containers") or []:
-        value = ((c.get("resources") or {}).get("limits") or {}).get(GPU_RESOURCE)
+        value = ((c.get("resources") or {}).get("limits") or {}).get(DEVICE_PLUGIN_RESOURCE)
         if value is not None:
             try:
                 total += int(str(value))
@@ -468,11 +467,11 @@ class DecisionObserver:
             claims=[],
             claim_uids=[],
             # as the engine's device-plugin records: one "tier", the resource, naming no model
-            preference=[GPU_RESOURCE],
+            preference=[DEVICE_PLUGIN_RESOURCE],
             outcome=Outcome.ALLOCATED.value,
             node=node,
             # the device plugin does not say which GPUs it handed out, only how many on which node
-            devices=[DeviceRef(device=f"{GPU_RESOURCE}/{node}/{i}", node=node, model=model, request=GPU_RESOURCE) for i in range(count)],
+            devices=[DeviceRef(device=f"{DEVICE_PLUGIN_RESOURCE}/{node}/{i}", node=node, model=model, request=DEVICE_PLUGIN_RESOURCE) for i in range(count)],
             allocated_model=model,
             wait_ms=_ms_between(created, bound) if bound else 0,
             track=Track.DEVICE_PLUGIN.value,
@@ -528,7 +527,7 @@ class DecisionObserver:
         label_src = claims_ok[0] if claims_ok else pod
         self.names.follow(world)
         first = self.names.claim_tiers(claims_ok[0]) if claims_ok else []
-        preference = [t.label for t in first[0].tiers] if first else ([] if is_dra else [GPU_RESOURCE])
+        preference = [t.label for t in first[0].tiers] if first else ([] if is_dra else [DEVICE_PLUGIN_RESOURCE])
         record = DecisionRecord(
             **self._base(pod, str(_meta(pod).get("uid", "")), count, world),
             time=when,
