@@ -15,8 +15,8 @@ Queueing is per tenant and first-in-first-out inside a tenant (like Kueue's Stri
 queue): when a tenant's head pod cannot be placed the tenant waits until capacity changes
 (release, recovery, repair, policy change), and the head is decided again only when such a change
 may help it or its hold for its preferred model is due (``audit.scheduler.loop``), so an
-unschedulable pod costs one record per change that could place it, not one per instant or wake. Failed binds back off (policy base/cap) and retry; terminal failures end
-the pod (phase Failed).
+unschedulable pod costs one record per change that could place it, not one per instant or wake.
+Failed binds back off (policy base/cap) and retry; terminal failures end the pod (phase Failed).
 
 A shorter window is the start of a longer one: the same scenario, seed and start with ``--hours 1``
 give exactly the events and decision records that ``--hours 2`` gives before the first hour's end.
