@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import astuple
 from typing import Annotated, Any
 
@@ -17,7 +18,7 @@ from audit.api.deps import Settings, principal, settings, store, tenant_filter
 from audit.api.pages import PageCache
 from audit.api.problems import Problem
 from audit.api.stored import admin_body, record_of
-from audit.api.worldview import collector_paused, world_at
+from audit.api.worldview import collector_paused, policy_at, world_at
 from audit.explain import (
     Explanation,
     ModelTable,
@@ -29,6 +30,7 @@ from audit.explain import (
 )
 from audit.explain.record import names_model
 from audit.explain.summary import would_get_sentence
+from audit.policy import Policy, PolicyError
 from audit.records import DecisionRecord, Outcome, Track, label_models
 from audit.store.ports import StoreReads
 
@@ -126,19 +128,59 @@ async def get_decision(decision: str, who: Annotated[Principal, Depends(principa
     return Response(body, media_type="application/json")
 
 
-# the models the default policy names: parsing that policy on every "why" cost more than the answer
+def _policy_models(db: StoreReads, cache: AnswerCache, record: DecisionRecord) -> frozenset[str]:
+    """The models the device-model table of the policy in force at the record's ``seq`` names, in
+    its cluster's stored world (``worldview.policy_at``; the default policy's while the store holds
+    none of that world).
+
+    Parsing a policy on every "why" cost more than the answer, so the models are kept once the
+    store holds the world through that ``seq``, which no later event changes: under the record's
+    policy digest when the policy found has it (every decision under that policy shares them),
+    else under the record's ``seq`` (a record without a digest, or one the stored world does not
+    agree with, keeps its own)."""
+    key = ("policy models", record.cluster, record.policy_digest or record.seq)
+
+    def read() -> tuple[int | None, Policy | None]:
+        latest = db.max_seq(record.cluster)
+        if latest is None:
+            return None, None
+        try:
+            return latest, policy_at(db, record.cluster, min(record.seq, latest))
+        except PolicyError:  # a stored policy that does not parse names no models of its own
+            return latest, None
+
+    def compute() -> frozenset[str] | None:
+        latest, policy = storeport.call(read)
+        models = _DEFAULT_MODELS if policy is None else frozenset(ModelTable.of(policy).known_models())
+        if policy is None or latest is None or latest < record.seq or (
+                record.policy_digest and policy.digest != record.policy_digest):
+            provisional.append(models)  # the world through the record's seq may still arrive
+            return None
+        return models
+
+    provisional: list[frozenset[str]] = []
+    found = cache.get_or_compute(key, compute)
+    return found if found is not None else provisional[0]
+
+
+# the models the default policy names, in force where a cluster's store holds no policy yet
 _DEFAULT_MODELS = frozenset(ModelTable.of(None).known_models())
 
 
-def _check_model(record: DecisionRecord, model: str | None) -> str:
+def _check_model(record: DecisionRecord, model: str | None, policy_models: Callable[[], frozenset[str]]) -> str:
+    """``model`` when the record or the device-model table of the policy in force for it names it,
+    else the ``unknown-model`` problem; ``policy_models`` (``_policy_models``) is asked only for a
+    model the record does not name."""
     checked = params.model(model)
     if checked is None:
         raise Problem("invalid-parameter", "model: required, e.g. ?model=H100")
     labels = [*record.preference, *(t.model for t in record.tiers)]
-    known = _DEFAULT_MODELS | {m for label in labels for m in label_models(label)}
-    known |= {record.allocated_model, record.preferred_model} - {""}
+    named = {m for label in labels for m in label_models(label)} | ({record.allocated_model, record.preferred_model}
+                                                                     - {""})
+    if checked in named:
+        return checked
     try:
-        return check_model(checked, known, "model", "this cluster or decision")
+        return check_model(checked, named | policy_models(), "model", "this cluster or decision")
     except UnknownModel as exc:
         raise Problem("unknown-model", str(exc)) from None
 
@@ -180,17 +222,17 @@ def _summary(db: StoreReads, record: DecisionRecord, model: str) -> tuple[Explan
     return explain_record(record, model), False
 
 
-def _why(db: StoreReads, who: Principal, cfg: Settings, record: DecisionRecord, model: str | None,
-         detail: str | None, next_step: bool) -> dict[str, Any]:
+def _why(db: StoreReads, who: Principal, cfg: Settings, cache: AnswerCache, record: DecisionRecord,
+         model: str | None, detail: str | None, next_step: bool) -> dict[str, Any]:
     """The answer for the record; ``next_step`` adds, for a pod the record left without devices,
     what it would get if scheduled now (``would_get``, apart from the recorded ``outcome``)."""
-    return _answer(db, who, cfg, record, model, detail, next_step)[0]
+    return _answer(db, who, cfg, cache, record, model, detail, next_step)[0]
 
 
-def _answer(db: StoreReads, who: Principal, cfg: Settings, record: DecisionRecord, model: str | None,
-            detail: str | None, next_step: bool) -> tuple[dict[str, Any], bool]:
+def _answer(db: StoreReads, who: Principal, cfg: Settings, cache: AnswerCache, record: DecisionRecord,
+            model: str | None, detail: str | None, next_step: bool) -> tuple[dict[str, Any], bool]:
     """``_why``'s answer, and whether a summary answer may be kept (``_summary``)."""
-    checked = _check_model(record, model)
+    checked = _check_model(record, model, lambda: _policy_models(db, cache, record))
     if detail not in (None, "", "devices"):
         raise Problem("invalid-parameter", f"detail {detail[:40]!r}: expected 'devices' or nothing")
     if detail == "devices" and record.track == Track.DEVICE_PLUGIN.value:
@@ -234,7 +276,8 @@ async def why_decision(decision: str, who: Annotated[Principal, Depends(principa
         # rebuilt from the world each time: large, and rarely asked twice; the per-device answer,
         # which rebuilds a world anyway, also says what the pod would get now
         record = await run_in_threadpool(_get, db, who, params.decision_id(decision), cache)
-        return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail, detail == "devices"))
+        return JSONResponse(await run_in_threadpool(_why, db, who, cfg, cache, record, model, detail,
+                                                    detail == "devices"))
     return JSONResponse(await run_in_threadpool(_why_summary, db, who, cfg, decision, model, cache))
 
 
@@ -249,7 +292,7 @@ def _why_summary(db: StoreReads, who: Principal, cfg: Settings, decision: str, m
 
     def compute() -> dict[str, Any] | None:
         # a kept answer needs no record: the text is parsed only to compute one
-        body, final = _answer(db, who, cfg, _get(db, who, checked, cache), model, None, False)
+        body, final = _answer(db, who, cfg, cache, _get(db, who, checked, cache), model, None, False)
         if final:
             return body
         provisional.append(body)
@@ -263,7 +306,8 @@ def _why_summary(db: StoreReads, who: Principal, cfg: Settings, decision: str, m
             summary="Why the pod's latest decision did (not) get a device model, and what a pending pod would get now")
 async def why_pod(namespace: str, name: str, who: Annotated[Principal, Depends(principal)],
                   db: Annotated[StoreReads, Depends(store)], cfg: Annotated[Settings, Depends(settings)],
-                  model: str | None = None, detail: str | None = None, cluster: str | None = None) -> JSONResponse:
+                  cache: Annotated[AnswerCache, Depends(_answers)], model: str | None = None, detail: str | None = None,
+                  cluster: str | None = None) -> JSONResponse:
     ns = params.k8s_name(namespace, "namespace")
     pod = params.k8s_name(name, "pod")
     cluster = params.cluster(cluster)
@@ -277,4 +321,4 @@ async def why_pod(namespace: str, name: str, who: Annotated[Principal, Depends(p
     record = await run_in_threadpool(storeport.call, db.latest_for_pod, ns, pod, who.scope, cluster)
     if record is None:
         raise Problem("not-found", f"no decision for pod {namespace}/{name}" + (f" in cluster {cluster}" if cluster else ""))
-    return JSONResponse(await run_in_threadpool(_why, db, who, cfg, record, model, detail, True))
+    return JSONResponse(await run_in_threadpool(_why, db, who, cfg, cache, record, model, detail, True))

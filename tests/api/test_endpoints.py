@@ -223,12 +223,12 @@ def test_injection_strings_leave_the_store_intact(server: Server) -> None:
 
 def test_an_unknown_model_is_refused_listing_models_not_tier_labels() -> None:
     from audit.api.problems import Problem
-    from audit.api.routes_decisions import _check_model
+    from audit.api.routes_decisions import _DEFAULT_MODELS, _check_model
 
     base = factory.FALLBACK
     record = dataclasses.replace(base, tiers=[dataclasses.replace(base.tiers[0], model="A100|H100|L40S"),
                                               dataclasses.replace(base.tiers[0], index=1, model="any")])
     with pytest.raises(Problem) as refused:
-        _check_model(record, "Z9000")
+        _check_model(record, "Z9000", lambda: _DEFAULT_MODELS)  # a store without the record's world
     known = str(refused.value.detail).split("(known: ")[1].rstrip(")").split(", ")
     assert "L40S" in known and not any("|" in m or m == "any" for m in known)

@@ -4,7 +4,10 @@ The record counts every device-plugin GPU and knows no node's model, so the API 
 the decision saw (at its seq) for that model's GPUs; until the store holds that world the record
 answers, saying the pod chose no model, and that answer is not kept. A server of its own, with
 the device-plugin dump (``cluster-device-plugin-models.yaml``) under team-a's A100 quota as
-cluster ``lab-dp``, and the engine's decisions for its two pending pods on it.
+cluster ``lab-dp``, and the engine's decisions for its two pending pods on it; and as cluster
+``lab-dp-gh``, the dump ``cluster-device-plugin-quota.yaml`` under a policy whose device-model
+table names GH200, which the default table does not, with the decision deferring team-c/train-4
+on team-c's H100 quota.
 """
 
 from __future__ import annotations
@@ -25,23 +28,33 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "explain"
 CLUSTER = "lab-dp"
 
 
-def _events(cluster: str) -> list[WorldEvent]:
-    objects = [yaml.safe_load((FIXTURES / "policy-a100-quota.yaml").read_text()),
-               *yaml.safe_load((FIXTURES / "cluster-device-plugin-models.yaml").read_text())["items"]]
+def _events(cluster: str, policy: str = "policy-a100-quota.yaml",
+            dump: str = "cluster-device-plugin-models.yaml") -> list[WorldEvent]:
+    objects = [yaml.safe_load((FIXTURES / policy).read_text()), *yaml.safe_load((FIXTURES / dump).read_text())["items"]]
     return [WorldEvent(cluster=cluster, seq=seq, time="2026-05-01T07:10:00.000000Z", type="upsert",
                        object_kind=o["kind"], namespace=o["metadata"].get("namespace", ""), name=o["metadata"]["name"],
                        payload=o) for seq, o in enumerate(objects)]
 
 
-def _decisions(cluster: str) -> dict[str, DecisionRecord]:
-    """The engine's decisions for the pending pods on the world of ``_events``."""
+def _decide(events: list[WorldEvent], pods: tuple[str, ...]) -> dict[str, DecisionRecord]:
+    """The engine's decisions for ``pods`` (NAMESPACE/NAME) on the world of ``events``, by name."""
     from audit.scheduler.engine import decide
     from audit.world import World
 
-    world = World(cluster)
-    for event in _events(cluster):
+    world = World(events[0].cluster)
+    for event in events:
         world.apply(event)
-    return {pod: decide(world, f"team-a/{pod}", 1, world.time_ms).record for pod in ("train-6", "train-2")}
+    return {pod.partition("/")[2]: decide(world, pod, 1, world.time_ms).record for pod in pods}
+
+
+def _decisions(cluster: str) -> dict[str, DecisionRecord]:
+    """The engine's decisions for the pending pods on the world of ``_events``."""
+    return _decide(_events(cluster), ("team-a/train-6", "team-a/train-2"))
+
+
+GH_CLUSTER = "lab-dp-gh"
+GH_WORLD = ("policy-h100-quota-gh200.yaml", "cluster-device-plugin-quota.yaml")
+GH_DEFERRED = _decide(_events(GH_CLUSTER, *GH_WORLD), ("team-c/train-4",))["train-4"]
 
 
 def _post(srv: Server, path: str, lines: str) -> None:
@@ -49,8 +62,8 @@ def _post(srv: Server, path: str, lines: str) -> None:
     assert r.status_code == 200, r.text
 
 
-def _events_jsonl(cluster: str) -> str:
-    return "".join(json.dumps(e.to_dict()) + "\n" for e in _events(cluster))
+def _events_jsonl(cluster: str, *world: str) -> str:
+    return "".join(json.dumps(e.to_dict()) + "\n" for e in _events(cluster, *world))
 
 
 DECIDED = _decisions(CLUSTER)
@@ -64,7 +77,8 @@ def dp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv, proc = start_server(tmp_path_factory.mktemp("api-dp-models"))
     try:
         _post(srv, "/v1/ingest/events", _events_jsonl(CLUSTER))
-        _post(srv, "/v1/ingest/records", to_jsonl([*DECIDED.values(), *LATE.values()]))
+        _post(srv, "/v1/ingest/events", _events_jsonl(GH_CLUSTER, *GH_WORLD))
+        _post(srv, "/v1/ingest/records", to_jsonl([*DECIDED.values(), *LATE.values(), GH_DEFERRED]))
         yield srv
     finally:
         stop(proc)
@@ -167,3 +181,63 @@ def test_the_command_line_prints_the_answer_as_json(dp_server: Server, capsys: p
         DECIDED["train-6"].decision_id, True, {"quota_exhausted": 8})
     assert answer["blockers"][1] == {"code": "insufficient_on_node", "tier": 0, "request": "nvidia.com/gpu",
                                      "model": "A100", "count": 6, "best": 4, "best_node": "a100-dp-1"}
+
+
+def test_the_deferred_decision_is_what_the_quota_dump_says() -> None:
+    assert (GH_DEFERRED.outcome, GH_DEFERRED.retry_class, GH_DEFERRED.tiers[0].reasons,
+            [(b.code, b.detail["model"]) for b in GH_DEFERRED.blockers]) == (
+        "deferred", "quota", {"in_use": 16, "quota_exhausted": 12}, [("quota_exhausted", "H100")])
+
+
+DEFERRED = "Pod not allocated (deferred, retry class quota) under policy v9."
+UNKNOWN = ("model 'B200': not a device model this cluster or decision knows (known: A100, GH200, H100, L4, L40S, "
+           "nvidia.com/gpu)")
+
+# route, model, status, the answer's summary (200) or the problem's detail
+POLICY_MODELS: dict[str, tuple[str, str, int, str]] = {
+    "a_model_only_the_clusters_policy_names": (
+        f"/v1/decisions/{GH_DEFERRED.decision_id}/why", "GH200", 200, f"GH200 skipped: of 4 GH200, 4 in use. {DEFERRED}"),
+    "the_same_by_the_pod_route": (
+        "/v1/pods/team-c/train-4/why", "GH200", 200, f"GH200 skipped: of 4 GH200, 4 in use. {DEFERRED} If scheduled "
+        "now: nothing fits (tier 0 H100: tenant quota 4/4 H100 used)."),
+    "a_model_no_table_names": (f"/v1/decisions/{GH_DEFERRED.decision_id}/why", "B200", 422, UNKNOWN),
+    "a_model_miscased": (f"/v1/decisions/{GH_DEFERRED.decision_id}/why", "gh200", 422,
+                         "model 'gh200': not a device model this cluster or decision knows; did you mean GH200?"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POLICY_MODELS))
+def test_the_model_check_takes_the_models_of_the_policy_in_force_for_the_records_cluster(
+        dp_server: Server, case: str) -> None:
+    route, model, status, said = POLICY_MODELS[case]
+    r = dp_server.get(route, model=model, **({"cluster": GH_CLUSTER} if route.startswith("/v1/pods/") else {}))
+    assert (r.status_code, r.json()["summary" if status == 200 else "detail"]) == (status, said)
+    if status != 200:
+        assert r.json()["type"].endswith("/unknown-model")
+
+
+def test_the_policys_models_are_kept_not_read_again_for_each_question(dp_server: Server) -> None:
+    """The pod route keeps no answer, so a second question finds only the policy's models kept."""
+    from tests.api.test_hardened_ingest import metric
+
+    def counters() -> tuple[float, float]:
+        return (metric(dp_server, 'claimtrail_answer_cache{counter="hits"}'),
+                metric(dp_server, 'claimtrail_answer_cache{counter="misses"}'))
+
+    assert dp_server.get("/v1/pods/team-c/train-4/why", model="GH200", cluster=GH_CLUSTER).status_code == 200
+    hits, misses = counters()
+    assert dp_server.get("/v1/pods/team-c/train-4/why", model="GH200", cluster=GH_CLUSTER).status_code == 200
+    assert counters() == (hits + 1, misses)
+
+
+GH_LATE = _decide(_events("lab-dp-gh-late", *GH_WORLD), ("team-c/train-4",))["train-4"]
+
+
+def test_before_its_world_arrives_the_default_policys_models_are_taken_and_not_kept(dp_server: Server) -> None:
+    _post(dp_server, "/v1/ingest/records", to_jsonl([GH_LATE]))
+    path = f"/v1/decisions/{GH_LATE.decision_id}/why"
+    before = dp_server.get(path, model="GH200")
+    assert (before.status_code, before.json()["detail"]) == (422, "model 'GH200': not a device model this cluster or "
+                                                             "decision knows (known: A100, H100, L4, L40S, nvidia.com/gpu)")
+    _post(dp_server, "/v1/ingest/events", _events_jsonl("lab-dp-gh-late", *GH_WORLD))
+    assert dp_server.get(path, model="GH200").json()["summary"] == f"GH200 skipped: of 4 GH200, 4 in use. {DEFERRED}"
