@@ -206,7 +206,7 @@ def _summary(db: StoreReads, record: DecisionRecord, model: str) -> tuple[Explan
     (neither the one the pod got nor one a blocker names): the world the decision saw (at its
     ``seq``) says what that model's GPUs were doing. While the store holds no world through that
     ``seq`` (records can arrive before their events), or the pod is not in it, the record answers
-    for now."""
+    for now: that it does not say (``explain_record``)."""
     if names_model(record, model):
         return explain_record(record, model), True
     try:

@@ -7,7 +7,7 @@ answers from a stored decision's evidence summary alone. Both return an ``Explan
 device-plugin pod, whose GPUs have no identities, is answered by the decision the engine would
 take for it now (``audit.explain.deviceplugin``); it chooses no model, so a model its decision
 does not name is answered from that model's GPUs on the device-plugin nodes of a world, or, from
-the record alone, by saying so.
+the record alone, by saying that the record does not say, with no figure of another model.
 Pure: no I/O, no clock.
 """
 

@@ -22,8 +22,10 @@ tier, whose counts cover all its models: the sentence says so. A device-plugin p
 counts every device-plugin GPU, of whatever model its node holds, and the sentence says
 ``nvidia.com/gpu``. Such a pod names no model, so a model it neither got nor was turned down for
 is not "outside its preference list": the record does not know which of its nodes hold that
-model, so the answer gives the record's counts of its nodes and a ``no_model_choice`` blocker
-saying so (with a world, ``audit.explain.deviceplugin`` counts the model's own GPUs instead).
+model, and its counts and blockers are of other models (a quota it was deferred on is the one
+its blocker names), so the answer counts nothing and gives a ``no_model_choice`` blocker saying
+that the record does not say (with a world, ``audit.explain.deviceplugin`` counts the model's own
+GPUs instead).
 Devices a reservation held for another pod count as ``in_use`` (the allocator saw them so); the
 record's ``reservation_held`` blockers for the model say which node and pod held them. A
 reclaim's ``reclaim_victim`` blockers go with the model they free.
@@ -154,15 +156,15 @@ def counted_as(record: DecisionRecord, tier: TierSummary | None, model: str) -> 
 def explain_record(record: DecisionRecord, model: str) -> Explanation:
     dp = record.track == Track.DEVICE_PLUGIN.value
     unnamed = not names_model(record, model)
-    # a device-plugin pod's one tier counts all its nodes' GPUs, the model's among them
-    tier = record.tiers[0] if unnamed and record.tiers else model_tier(record, model)
+    # Of a model a device-plugin record does not name it says nothing: its one tier counts the
+    # GPUs of every model its nodes hold, and a quota it closed on is another model's (its blocker
+    # names which), so no figure of it is this model's.
+    tier = None if unnamed else model_tier(record, model)
     counts = (device_reason_counts(tier, record.outcome == Outcome.ALLOCATED.value, own_devices(record, tier))
               if tier else {})
     reasons = {code: counts[code] for code in ordered_codes(set(counts))}
     # a device-plugin record without tiers (the watcher's: it sees a binding, not a search) counts nothing
-    blockers = [] if dp and tier is None else record_blockers(record, tier, model)
-    if unnamed:
-        blockers.append(no_model_choice())
+    blockers = [no_model_choice()] if unnamed else [] if dp and tier is None else record_blockers(record, tier, model)
     outcome = record_outcome(record)
     skipped = not (record.outcome == Outcome.ALLOCATED.value and record.allocated_model == model)
     absent = None if not dp else "" if unnamed else f"its record does not count its nodes' {DEVICE_PLUGIN_RESOURCE}"

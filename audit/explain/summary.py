@@ -72,7 +72,7 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
     if code == Blocker.NO_MODEL_CHOICE.value:
         text = f"a device-plugin pod does not choose a model (it is counted as {blocker.get('request', '?')})"
         if "model_nodes" not in blocker:  # from the record alone, which does not know its nodes' models
-            return f"{text}, and its record does not say which nodes hold {model}"
+            return f"{text}, and its record does not say which nodes hold {model} or what their GPUs were doing"
         return f"no device-plugin node holds {model}, and {text}" if blocker["model_nodes"] == 0 else text
     if code == Blocker.RECLAIM.value:
         if blocker.get("basis") == "fair_share":

@@ -142,9 +142,8 @@ def test_a_tenant_sees_how_many_nodes_hold_the_model(dp_server: Server) -> None:
     assert body["blockers"] == [{"code": "no_model_choice", "tier": 0, "request": "nvidia.com/gpu", "model_nodes": 0}]
 
 
-RECORD_ONLY = ("L4 skipped: of 32 nvidia.com/gpu, 16 on nodes the pod cannot use, 12 in use, 4 available; a "
-               "device-plugin pod does not choose a model (it is counted as nvidia.com/gpu), and its record does not "
-               f"say which nodes hold L4. {UNSCHEDULABLE}")
+RECORD_ONLY = ("L4 skipped: a device-plugin pod does not choose a model (it is counted as nvidia.com/gpu), and its "
+               f"record does not say which nodes hold L4 or what their GPUs were doing. {UNSCHEDULABLE}")
 
 
 def test_before_its_world_arrives_the_record_answers_and_is_not_kept(dp_server: Server) -> None:
@@ -234,10 +233,17 @@ GH_LATE = _decide(_events("lab-dp-gh-late", *GH_WORLD), ("team-c/train-4",))["tr
 
 
 def test_before_its_world_arrives_the_default_policys_models_are_taken_and_not_kept(dp_server: Server) -> None:
+    """Until then the record answers a model of the default table, stating no figure of another
+    model: the quota it was deferred on is H100's."""
     _post(dp_server, "/v1/ingest/records", to_jsonl([GH_LATE]))
     path = f"/v1/decisions/{GH_LATE.decision_id}/why"
     before = dp_server.get(path, model="GH200")
     assert (before.status_code, before.json()["detail"]) == (422, "model 'GH200': not a device model this cluster or "
                                                              "decision knows (known: A100, H100, L4, L40S, nvidia.com/gpu)")
+    record_only = dp_server.get(path, model="A100").json()
+    assert (record_only["reasons"], record_only["summary"]) == ({}, (
+        "A100 skipped: a device-plugin pod does not choose a model (it is counted as nvidia.com/gpu), and its record "
+        f"does not say which nodes hold A100 or what their GPUs were doing. {DEFERRED}"))
     _post(dp_server, "/v1/ingest/events", _events_jsonl("lab-dp-gh-late", *GH_WORLD))
-    assert dp_server.get(path, model="GH200").json()["summary"] == f"GH200 skipped: of 4 GH200, 4 in use. {DEFERRED}"
+    assert [dp_server.get(path, model=model).json()["summary"] for model in ("GH200", "A100")] == [
+        f"GH200 skipped: of 4 GH200, 4 in use. {DEFERRED}", f"A100 skipped: of 8 A100, 8 in use. {DEFERRED}"]

@@ -102,3 +102,60 @@ def test_the_model_it_would_get_is_answered_from_the_decision(capsys: pytest.Cap
     assert json.loads(_why(capsys, None, "team-a/train-2", "A100", "json"))["summary"] == (
         "A100 not yet allocated: of 32 nvidia.com/gpu, 12 in use, 20 available. Pod not allocated (pending). If "
         "scheduled now: A100 on node a100-dp-1 (tier 0).")
+
+
+QUOTA_DUMP = FIXTURES / "cluster-device-plugin-quota.yaml"
+QUOTA_POLICY = FIXTURES / "policy-h100-quota-gh200.yaml"
+
+
+def _deferred_on_h100_quota() -> tuple[Any, Any, Any]:
+    """The dump's world under its policy, the policy, and the engine's record deferring
+    team-c/train-4 on team-c's H100 quota."""
+    import yaml
+
+    from audit.events import WorldEvent
+    from audit.explain import ClusterView
+    from audit.policy import parse_policy
+    from audit.scheduler.engine import decide
+    from audit.world import World
+
+    doc = yaml.safe_load(QUOTA_POLICY.read_text())
+    items = yaml.safe_load(QUOTA_DUMP.read_text())["items"]
+    world = World("lab")
+    for seq, o in enumerate([doc, *items]):
+        world.apply(WorldEvent("lab", seq, "2026-05-01T07:10:00.000Z", "upsert", o["kind"],
+                               o["metadata"].get("namespace", ""), o["metadata"]["name"], o))
+    return ClusterView.from_objects(items), parse_policy(doc), decide(world, "team-c/train-4", 1, world.time_ms).record
+
+
+DEFERRED = "Pod not allocated (deferred, retry class quota) under policy v9."
+H100_ANSWER = (
+    {"in_use": 16, "quota_exhausted": 12},
+    [{"code": "quota_exhausted", "tier": 0, "model": "H100", "used": 4, "requested": 4, "nominal": 4, "limit": 4,
+      "lendable": 0}],
+    f"H100 skipped: of 28 nvidia.com/gpu, 16 in use, 12 over the tenant's quota; tenant quota 4/4 H100 used. {DEFERRED}")
+
+# answered from (the record alone, or the world it was decided on), model: reasons, blockers, summary
+DEFERRED_ANSWERS: dict[tuple[str, str], tuple[dict[str, int], list[dict[str, Any]], str]] = {
+    ("record", "H100"): H100_ANSWER,
+    ("record", "A100"): ({}, [{"code": "no_model_choice", "tier": 0, "request": "nvidia.com/gpu"}], (
+        "A100 skipped: a device-plugin pod does not choose a model (it is counted as nvidia.com/gpu), and its record "
+        f"does not say which nodes hold A100 or what their GPUs were doing. {DEFERRED}")),
+    ("world", "H100"): H100_ANSWER,
+    ("world", "A100"): ({"in_use": 8}, [], f"A100 skipped: of 8 A100, 8 in use. {DEFERRED}"),
+    ("world", "GH200"): ({"in_use": 4}, [], f"GH200 skipped: of 4 GH200, 4 in use. {DEFERRED}"),
+}
+
+
+@pytest.mark.parametrize(("source", "model"), sorted(DEFERRED_ANSWERS))
+def test_a_pod_deferred_on_one_models_quota_is_not_answered_with_its_figures_for_another(
+        source: str, model: str) -> None:
+    """The record's counts are of every device-plugin GPU and its quota blocker is H100's: it
+    answers for H100 with them, and of A100 says that it does not say; the world says what A100's
+    (and GH200's) GPUs were doing."""
+    from audit.explain import explain, explain_record
+
+    view, policy, record = _deferred_on_h100_quota()
+    answer = (explain_record(record, model) if source == "record"
+              else explain(view, ("team-c", "train-4"), model, policy, record=record))
+    assert (answer.skipped, answer.reasons, answer.blockers, answer.summary) == (True, *DEFERRED_ANSWERS[source, model])

@@ -119,17 +119,17 @@ def _device_plugin_records() -> dict[str, Any]:
                  "H100 chosen: of 16 nvidia.com/gpu, 2 allocated to this pod, 4 in use, 10 available. Allocated H100 on node "
                  "h100-dp-0 (tier 0) under policy 1.", id="allocated-model"),
     pytest.param("deferred", "A100", ["no_model_choice"],
-                 "A100 skipped: of 16 nvidia.com/gpu, 4 in use, 12 over the tenant's quota; a device-plugin pod does not "
-                 "choose a model (it is counted as nvidia.com/gpu), and its record does not say which nodes hold A100. "
-                 "Pod not allocated (deferred, retry class quota) under policy 1.", id="a-model-no-blocker-names"),
+                 "A100 skipped: a device-plugin pod does not choose a model (it is counted as nvidia.com/gpu), and its "
+                 "record does not say which nodes hold A100 or what their GPUs were doing. Pod not allocated (deferred, "
+                 "retry class quota) under policy 1.", id="a-model-no-blocker-names"),
     pytest.param("allocated", "L4", ["no_model_choice"],
-                 "L4 skipped: of 16 nvidia.com/gpu, 2 allocated to this pod, 4 in use, 10 available; a device-plugin pod "
-                 "does not choose a model (it is counted as nvidia.com/gpu), and its record does not say which nodes "
-                 "hold L4. Allocated H100 on node h100-dp-0 (tier 0) under policy 1.", id="a-model-it-did-not-get"),
+                 "L4 skipped: a device-plugin pod does not choose a model (it is counted as nvidia.com/gpu), and its "
+                 "record does not say which nodes hold L4 or what their GPUs were doing. Allocated H100 on node "
+                 "h100-dp-0 (tier 0) under policy 1.", id="a-model-it-did-not-get"),
     pytest.param("observed", "A100", ["no_model_choice"],
                  "A100 skipped: a device-plugin pod does not choose a model (it is counted as nvidia.com/gpu), and its "
-                 "record does not say which nodes hold A100. Allocated H100 on node h100-dp-1 under policy 1.",
-                 id="a-record-without-counts"),
+                 "record does not say which nodes hold A100 or what their GPUs were doing. Allocated H100 on node "
+                 "h100-dp-1 under policy 1.", id="a-record-without-counts"),
     pytest.param("observed", "H100", [],
                  "H100 chosen: its record does not count its nodes' nvidia.com/gpu. Allocated H100 on node h100-dp-1 "
                  "under policy 1.", id="the-model-of-a-record-without-counts"),
@@ -138,8 +138,8 @@ def test_a_device_plugin_record_answers_for_the_model_its_nodes_hold(which: str,
                                                                      summary: str) -> None:
     """Its one tier asks for GPUs of any model: the model it got, or whose quota turned it down, is
     the one it asked for, and the record's blockers of that model say why. Of any other model the
-    record knows only its counts of every device-plugin GPU: the pod chose no model, not one
-    outside a preference list."""
+    record says nothing (its counts are of every device-plugin GPU, its quota blocker another
+    model's): the pod chose no model, not one outside a preference list."""
     answer = explain_record(_device_plugin_records()[which], model)
     assert [b["code"] for b in answer.blockers] == codes
     assert answer.summary == summary
