@@ -132,9 +132,9 @@ def queue_state(prior: list[DecisionRecord], since_ms: int, policy: Policy) -> Q
         if bind_seq(r) is not None:
             state.bind_failures[key] = state.bind_failures.get(key, 0) + 1
         last_of_pod[key] = r
-        at = follow_up(r, policy, parse_time_ms(r.time)).wake_at_ms
-        if at is not None and at >= since_ms:
-            state.wakes.append((at, key, r.attempt))
+        for at in follow_up(r, policy, parse_time_ms(r.time)).wakes_at_ms:
+            if at >= since_ms:
+                state.wakes.append((at, key, r.attempt))
     for key, r in last_of_pod.items():
         if r.retry_class in BIND_RETRY and r.backoff_ms > 0 and parse_time_ms(r.time) + r.backoff_ms >= since_ms:
             state.retries[key] = parse_time_ms(r.time) + r.backoff_ms

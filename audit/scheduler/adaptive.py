@@ -27,12 +27,14 @@ evidence).
 
 Every decision the estimate shaped carries a ``fallback_estimate`` blocker on tier 0 (the choice,
 the expected time and what it was read from) and says it in its message. A held pod is looked at
-again when a release wakes its queue, and at the latest after ``recheck_after_ms``: when the
-expected release would be due, or when its wait reaches ``maxWait``, whichever comes first (never
-sooner than a twentieth of ``maxWait`` unless the wait left is shorter). A wake asks this of every
-parked pod: what the world says of a first choice is read once per instant (the world's seq, the
-time, the policy) for each tenant, size and count ahead, and the count ahead from the tenant's line
-read once per seq.
+again when a release wakes its queue, after ``recheck_after_ms`` (when the expected release would
+be due, or when its wait reaches ``maxWait``, whichever comes first; never sooner than a twentieth
+of ``maxWait`` unless the wait left is shorter) and, if that came first, when its wait reaches
+``maxWait``: for a pod still holding at its recheck (a best-effort pod is not decided again then;
+a held head of a strict queue is) the later tiers open at ``maxWait`` whether or not a release
+comes. A wake asks this of every parked pod: what the world says of a first choice is read once
+per instant (the world's seq, the time, the policy) for each tenant, size and count ahead, and the
+count ahead from the tenant's line read once per seq.
 """
 
 from __future__ import annotations
@@ -388,10 +390,15 @@ def has_recheck(record: DecisionRecord) -> bool:
     return any(b.code == Blocker.FALLBACK_ESTIMATE.value and "recheck_after_ms" in b.detail for b in record.blockers)
 
 
-def hold_wake_after_ms(record: DecisionRecord, fallback_wait_ms: int) -> int:
-    """When a pod deferred for its preferred model is looked at again without a release: after its
-    adaptive recheck, or when its ``wait-for-preferred`` wait runs out."""
+def hold_wakes_after_ms(record: DecisionRecord, fallback_wait_ms: int) -> tuple[int, ...]:
+    """When a pod deferred for its preferred model is looked at again without a release, from the
+    decision's time: after its adaptive recheck and, if later, when its wait reaches ``maxWait``
+    (a wake asks every parked pod's hold anew, and no hold outlasts ``maxWait``, so the pod falls
+    back then at the latest, release or not; both are read from the record, so a window's replay
+    restores them); or when its ``wait-for-preferred`` wait runs out."""
     for b in record.blockers:
         if b.code == Blocker.FALLBACK_ESTIMATE.value and "recheck_after_ms" in b.detail:
-            return max(1, int(b.detail["recheck_after_ms"]))
-    return max(1, fallback_wait_ms - record.wait_ms)
+            recheck = max(1, int(b.detail["recheck_after_ms"]))
+            left = int(b.detail["max_wait_ms"]) - int(b.detail["waited_ms"])
+            return (recheck, left) if left > recheck else (recheck,)
+    return (max(1, fallback_wait_ms - record.wait_ms),)

@@ -305,8 +305,8 @@ class ClusterLoop:
             self._forced.add(key)
 
     def _recheck(self, key: str, attempts: int) -> None:
-        """A wake the pod's decision asked for (``FollowUp.wake_at_ms``: its adaptive hold's
-        ``recheck_after_ms``, its wait-for-preferred wait running out). With strict queueing the
+        """A wake the pod's decision asked for (``FollowUp.wakes_at_ms``: its adaptive hold's
+        ``recheck_after_ms`` or ``maxWait``, its wait-for-preferred wait running out). With strict queueing the
         head is decided again then if that decision is still its last: the tenant's whole line
         waits on the hold, which must end when it is due, not at the next release that lets
         ``may_place`` through. (A best-effort pod waits alone: the wake asks ``may_place`` of it
@@ -625,6 +625,6 @@ class ClusterLoop:
             self._wait(tenant, key)
             if rec.retry_class == RetryClass.FAIR_SHARE.value:
                 self._deferred.add(tenant)
-            if then.wake_at_ms is not None:
-                self.schedule(then.wake_at_ms, "wake", (key, st.attempts))
+            for at in then.wakes_at_ms:
+                self.schedule(at, "wake", (key, st.attempts))
         return rec

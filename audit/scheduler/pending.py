@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from audit.policy import Policy
 from audit.records import DecisionRecord, Outcome, RetryClass
-from audit.scheduler.adaptive import has_recheck, hold_wake_after_ms
+from audit.scheduler.adaptive import has_recheck, hold_wakes_after_ms
 from audit.scheduler.queue import order_key, tenant_share
 from audit.world import World
 
@@ -38,13 +38,13 @@ class FollowUp:
     """What happens to a pod after an attempt that placed nothing.
 
     ``retry`` at ``retry_at_ms``; ``fail`` for good; or ``wait`` in its queue until the world
-    changes, with ``wake_at_ms`` set when a wait-for-preferred deadline (or an adaptive recheck)
-    wakes the queues by itself.
+    changes, with ``wakes_at_ms`` when the end of a wait for the preferred model (an adaptive
+    recheck, its ``maxWait``, a ``wait-for-preferred`` wait running out) wakes the queues by itself.
     """
 
     action: str
     retry_at_ms: int = 0
-    wake_at_ms: int | None = None
+    wakes_at_ms: tuple[int, ...] = ()
 
 
 def follow_up(record: DecisionRecord, policy: Policy, now_ms: int) -> FollowUp:
@@ -54,7 +54,8 @@ def follow_up(record: DecisionRecord, policy: Policy, now_ms: int) -> FollowUp:
         return FollowUp("fail")
     if record.outcome == Outcome.DEFERRED.value and (record.retry_class == RetryClass.UNSCHEDULABLE.value
                                                      or has_recheck(record)):
-        return FollowUp("wait", wake_at_ms=now_ms + hold_wake_after_ms(record, policy.fallback_wait_ms))
+        return FollowUp("wait", wakes_at_ms=tuple(now_ms + after for after in
+                                                  hold_wakes_after_ms(record, policy.fallback_wait_ms)))
     return FollowUp("wait")
 
 

@@ -19,7 +19,7 @@ from audit.events import EventType
 from audit.explain import explain_record
 from audit.records import DecisionRecord, to_jsonl
 from audit.replay.whatif import whatif
-from audit.scheduler.adaptive import duration_text, hold_wake_after_ms
+from audit.scheduler.adaptive import duration_text, hold_wakes_after_ms
 from audit.scheduler.engine import decide, holding_for_preferred, may_place
 from audit.scheduler.pending import follow_up
 from audit.scheduler.release_estimate import estimate, survival
@@ -95,10 +95,11 @@ def test_the_held_pods_record_says_the_wait_and_is_rechecked_when_it_was_due():
     r = decide_and_bind(sim, submit(sim, "job-1")).record
     assert r.message == "waiting for H100: expected free in 2m < maxWait 10m"
     said = r.blockers[-1].detail
-    # the release is due in 2 min, and 8 min of slack are left: look again in 2 min
+    # the release is due in 2 min, and 8 min of slack are left: look again in 2 min, and when the
+    # wait reaches maxWait
     assert said["recheck_after_ms"] == 120_000
-    assert follow_up(r, sim.world.policy, sim.now).wake_at_ms == sim.now + 120_000
-    assert hold_wake_after_ms(r, sim.world.policy.fallback_wait_ms) == 120_000
+    assert follow_up(r, sim.world.policy, sim.now).wakes_at_ms == (sim.now + 120_000, sim.now + 600_000)
+    assert hold_wakes_after_ms(r, sim.world.policy.fallback_wait_ms) == (120_000, 600_000)
 
 
 def test_a_fallback_record_says_why_it_did_not_wait():
@@ -215,8 +216,8 @@ def test_a_first_choice_closed_by_the_tenants_own_quota(own, own_age, others, ot
     assert ("quota_exhausted", 0) in [(b.code, b.tier) for b in r.blockers]
     if outcome == "deferred":
         assert r.retry_class == "quota"
-        # looked at again when the estimate is due, without a release
-        assert follow_up(r, sim.world.policy, sim.now).wake_at_ms == sim.now + expected
+        # looked at again when the estimate is due and when the wait reaches maxWait, without a release
+        assert follow_up(r, sim.world.policy, sim.now).wakes_at_ms == (sim.now + expected, sim.now + 600_000)
         assert not may_place(sim.world, f"alpha/{r.pod}", sim.now)
     else:
         assert (r.allocated_model, r.fallback) == ("A100", True)

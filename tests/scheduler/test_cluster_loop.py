@@ -72,6 +72,23 @@ def test_the_recorded_policy_reproduces_the_window(queueing):
     assert [e.to_dict() for e in w.counterfactual.events] == [e.to_dict() for e in w.recorded.events]
 
 
+@pytest.mark.parametrize("fallback", [
+    pytest.param((("mode", "adaptive"), ("maxWait", "10m")), id="adaptive"),
+])
+def test_the_recorded_policy_reproduces_a_window_with_pods_holding_for_their_first_choice(fallback):
+    """The wakes that end a wait for the preferred model (an adaptive recheck, ``maxWait``, a
+    ``wait-for-preferred`` wait) are read from the pods' last records, so a window restores the
+    pending ones and its decisions are the run's."""
+    res = busy_small(fallback=fallback)
+    start, since, until = window_start(res)
+    active = [e for e in res.events if e.object_kind == "Policy" and parse_time_ms(e.time) < since][-1]
+    assert active.payload["spec"]["fallback"]["mode"] == dict(fallback)["mode"]
+    w = whatif(start, res.events, res.records, active.payload, since, until)
+    assert sum(r.outcome == "deferred" for r in w.recorded.records) > 20
+    assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
+    assert [e.to_dict() for e in w.counterfactual.events] == [e.to_dict() for e in w.recorded.events]
+
+
 def test_the_world_keeps_each_tenants_pending_pods_in_queue_order():
     """``World.pending_order`` (what queue-skip evidence reads) is the sorted pending pods per
     tenant at every point of a run, and a world rebuilt from a snapshot has the same."""

@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 
 from audit.policy import PolicyError, parse_policy
+from audit.records import to_jsonl
+from audit.replay.whatif import whatif
 from audit.scheduler.pending import PendingQueues
+from audit.timestamps import parse_time_ms
+from audit.world import World
 from tests.scheduler.worlds import ALL_DEVICES, MINUTE, cluster, h100_history, hold, submit
 
 NODES = ("h100-000", "h100-001", "a100-000", "a100-001", "l40s-000")
@@ -151,6 +155,49 @@ def test_a_held_head_is_decided_again_when_its_hold_is_due():
         ("2026-11-02T01:08:00.000Z", 3, "allocated", "A100", "allocated 1 device(s) on a100-000 from tier 1 (A100); "
                                                               "fell back from H100: no release expected to free 1 on one node"),
     ]
+
+
+def _held_then_rechecked(queueing: str):  # noqa: ANN202
+    """The strict test's world, each queueing mode: no release comes in 12 minutes."""
+    sim = h100_history([30] * 8 + [34] * 8, 28, ADAPTIVE, queueing={"mode": queueing})
+    submit(sim, "head")
+    sim.schedule_pass()
+    sim.run_until(sim.now + 12 * MINUTE)
+    return [(r.time, r.attempt, r.outcome, r.allocated_model) for r in sim.records]
+
+
+@pytest.mark.parametrize(("queueing", "expected"), [
+    # at its recheck (2 min) the pod alone still holds (the release is now expected in 4 min):
+    # nothing is decided; the wait reaching maxWait wakes it with no release, and it falls back
+    pytest.param("best-effort", [("2026-11-02T01:02:00.000Z", 1, "deferred", ""),
+                                 ("2026-11-02T01:12:00.000Z", 2, "allocated", "A100")],
+                 id="best-effort-falls-back-at-max-wait"),
+    pytest.param("strict", [("2026-11-02T01:02:00.000Z", 1, "deferred", ""),
+                            ("2026-11-02T01:04:00.000Z", 2, "deferred", ""),
+                            ("2026-11-02T01:08:00.000Z", 3, "allocated", "A100")],
+                 id="strict-head-decided-at-each-recheck"),
+])
+def test_an_adaptive_hold_ends_by_max_wait_with_no_release(queueing, expected):
+    assert _held_then_rechecked(queueing) == expected
+
+
+def test_a_window_starting_between_the_recheck_and_max_wait_restores_the_max_wait_wake():
+    """The best-effort pod above, replayed from 5 min after it was submitted (its recheck at 2 min
+    is past): the window still ends its hold at maxWait and falls back at 01:12, as the run did."""
+    sim = h100_history([30] * 8 + [34] * 8, 28, ADAPTIVE, queueing={"mode": "best-effort"})
+    submit(sim, "head")
+    submitted = sim.now
+    sim.schedule_pass()
+    sim.run_until(submitted + 13 * MINUTE)
+    since = submitted + 5 * MINUTE
+    start = World(sim.world.cluster)
+    for e in sim.events:
+        if parse_time_ms(e.time) < since:
+            start.apply(e)
+    policy = [e for e in sim.events if e.object_kind == "Policy"][-1].payload
+    w = whatif(start, sim.events, sim.records, policy, since, submitted + 13 * MINUTE)
+    assert [(r.time, r.outcome) for r in w.counterfactual.records] == [("2026-11-02T01:12:00.000Z", "allocated")]
+    assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
 
 
 def _doc(**spec):  # noqa: ANN003, ANN202
