@@ -53,10 +53,17 @@ def follow_up(record: DecisionRecord, policy: Policy, now_ms: int) -> FollowUp:
     if record.retry_class == RetryClass.TERMINAL.value:
         return FollowUp("fail")
     if record.outcome == Outcome.DEFERRED.value and (record.retry_class == RetryClass.UNSCHEDULABLE.value
-                                                     or has_recheck(record)):
+                                                     or has_recheck(record) or _quota_while_waiting(record, policy)):
         return FollowUp("wait", wakes_at_ms=tuple(now_ms + after for after in
                                                   hold_wakes_after_ms(record, policy.fallback_wait_ms)))
     return FollowUp("wait")
+
+
+def _quota_while_waiting(record: DecisionRecord, policy: Policy) -> bool:
+    """A pod deferred on quota while ``wait-for-preferred`` keeps its later tiers shut: they open
+    when its wait runs out, which no release need coincide with."""
+    return (record.retry_class == RetryClass.QUOTA.value and policy.fallback_mode == "wait-for-preferred"
+            and record.wait_ms < policy.fallback_wait_ms and any(t.index > 0 for t in record.tiers))
 
 
 @dataclass

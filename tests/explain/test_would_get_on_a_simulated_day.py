@@ -104,7 +104,7 @@ def test_every_dra_record_reads_as_many_selected_as_devices_held() -> None:
     wrong = [(r.seq, r.pod) for r in records
              if sum(device_reason_counts(t, True, own_devices(r, t)).get("selected", 0) for t in r.tiers)
              != len(r.devices)]
-    assert len(records) == 2861 and wrong == []
+    assert len(records) == 2863 and wrong == []
 
 
 def test_why_now_is_the_engines_decision_for_every_device_plugin_pod() -> None:

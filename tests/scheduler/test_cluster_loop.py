@@ -74,6 +74,7 @@ def test_the_recorded_policy_reproduces_the_window(queueing):
 
 @pytest.mark.parametrize("fallback", [
     pytest.param((("mode", "adaptive"), ("maxWait", "10m")), id="adaptive"),
+    pytest.param((("mode", "wait-for-preferred"), ("wait", "5m")), id="wait-for-preferred"),
 ])
 def test_the_recorded_policy_reproduces_a_window_with_pods_holding_for_their_first_choice(fallback):
     """The wakes that end a wait for the preferred model (an adaptive recheck, ``maxWait``, a

@@ -200,6 +200,27 @@ def test_a_window_starting_between_the_recheck_and_max_wait_restores_the_max_wai
     assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
 
 
+def _quota_full_while_waiting(queueing: str):  # noqa: ANN202
+    """Tenant alpha's H100 quota (1) is held by its own pod, which runs for an hour; A100 are
+    free. Under ``wait-for-preferred`` with a 5 min wait, a pod preferring H100 is deferred on
+    quota, and no release comes."""
+    alpha = {"name": "alpha", "namespaces": ["alpha"], "weight": 1,
+             "quotas": {"H100": {"nominal": 1, "borrowingLimit": 0}}}
+    sim = cluster(fallback={"mode": "wait-for-preferred", "wait": "5m"}, queueing={"mode": queueing},
+                  tenants=[alpha])
+    hold(sim, "h100-000", [0], name="own", namespace="alpha")
+    submit(sim, "job")
+    sim.schedule_pass()
+    sim.run_until(sim.now + 7 * MINUTE)
+    return [(r.attempt, r.outcome, r.retry_class, r.allocated_model, r.wait_ms) for r in sim.records]
+
+
+@pytest.mark.parametrize("queueing", ["best-effort", "strict"])
+def test_a_pod_deferred_on_quota_falls_back_when_its_wait_for_preferred_runs_out(queueing):
+    assert _quota_full_while_waiting(queueing) == [(1, "deferred", "quota", "", 0),
+                                                   (2, "allocated", "", "A100", 300_000)]
+
+
 def _doc(**spec):  # noqa: ANN003, ANN202
     return {"apiVersion": "claimtrail.io/v1alpha1", "kind": "Policy", "metadata": {"name": "p"},
             "spec": {"version": "1", **spec}}
