@@ -20,10 +20,11 @@ bind failures, retries due and wake-ups due.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from audit.events import EventType, WorldEvent
-from audit.policy import Policy
+from audit.policy import Policy, default_policy, parse_policy
 from audit.records import DecisionRecord, Outcome
 from audit.replay.verify import bind_seq
 from audit.scheduler.pending import follow_up
@@ -121,9 +122,25 @@ class QueueState:
     wakes: list[tuple[int, str, int]] = field(default_factory=list)
 
 
-def queue_state(prior: list[DecisionRecord], since_ms: int, policy: Policy) -> QueueState:
+def recorded_policies(events: Iterable[WorldEvent]) -> dict[str, Policy]:
+    """The policies a log activates, by digest, with the default policy (in force before any):
+    what a record's ``policy_digest`` names."""
+    default = default_policy()
+    out = {default.digest: default}
+    for ev in events:
+        if ev.object_kind == "Policy" and ev.type == EventType.UPSERT.value:
+            policy = parse_policy(ev.payload)
+            out.setdefault(policy.digest, policy)
+    return out
+
+
+def queue_state(prior: list[DecisionRecord], since_ms: int, policy: Policy,
+                policies: Mapping[str, Policy] | None = None) -> QueueState:
     """``prior``: records before the window, in the order they were made; ``policy``: the one in
-    force at the window's start."""
+    force at the window's start; ``policies`` (``recorded_policies``): those the records were made
+    under. A wake-up is read from a record under the policy it was made under, as the cluster loop
+    armed it then (a later policy does not re-arm it); a record whose policy is not among
+    ``policies`` is read under ``policy``."""
     state = QueueState()
     last_of_pod: dict[str, DecisionRecord] = {}
     for r in sorted(prior, key=lambda r: r.seq):  # stable: same-seq records keep their order
@@ -132,7 +149,8 @@ def queue_state(prior: list[DecisionRecord], since_ms: int, policy: Policy) -> Q
         if bind_seq(r) is not None:
             state.bind_failures[key] = state.bind_failures.get(key, 0) + 1
         last_of_pod[key] = r
-        for at in follow_up(r, policy, parse_time_ms(r.time)).wakes_at_ms:
+        own = policies.get(r.policy_digest, policy) if policies else policy
+        for at in follow_up(r, own, parse_time_ms(r.time)).wakes_at_ms:
             if at >= since_ms:
                 state.wakes.append((at, key, r.attempt))
     for key, r in last_of_pod.items():
