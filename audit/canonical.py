@@ -3,8 +3,8 @@
 Sorted keys, ``,``/``:`` separators and no spaces, UTF-8 with non-ASCII text kept as it is, and no
 NaN or infinity (JSON has none). Records, world events, checkpoints, policies and the JSON lines
 the command line writes all use it, so a value has one byte form wherever it is hashed, stored or
-compared. ``audit.store.rows`` and ``audit.telemetry.record_dict`` encode records faster by other
-means; tests hold them byte-equal to this module.
+compared. ``audit.records.record_bytes`` writes a decision record's encoding from the record
+itself, faster; tests hold it byte-equal to this module.
 
 The bytes are those of ``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
 allow_nan=False)``. orjson writes the same bytes several times faster for everything but some
@@ -113,7 +113,7 @@ def fast_canonical_json(obj: Any, opened: Callable[[Any], Any] = _refuse) -> byt
 
     ``opened`` is handed each object orjson does not write itself (dataclasses, subclasses of the
     plain types, anything it cannot write): it returns the plain value the object stands for, or
-    raises TypeError to leave the whole value to json. ``audit.store.rows`` hands records over
+    raises TypeError to leave the whole value to json. ``audit.records.record_bytes`` hands records over
     this way instead of building their plain form first: orjson walks their lists and dicts in C
     and calls back only for each dataclass."""
     try:

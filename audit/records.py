@@ -12,11 +12,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from audit.canonical import digest, json_lines
+import orjson
+
+from audit.canonical import digest, fast_canonical_json
 
 SCHEMA_VERSION = 1
 
@@ -322,7 +326,7 @@ def decision_id(cluster: str, claim_uid: str, attempt: int) -> str:
 
 
 def to_jsonl(records: list[DecisionRecord]) -> str:
-    return json_lines(r.to_dict() for r in records)
+    return "".join(record_text(r) + "\n" for r in records)
 
 
 class RecordError(ValueError):
@@ -331,6 +335,95 @@ class RecordError(ValueError):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"DecisionRecord: {path}: {message}" if path else f"DecisionRecord: {message}")
         self.path = path
+
+
+# The canonical text of a record -------------------------------------------------------------
+#
+# By definition ``canonical_json(record.to_dict())``: what the store keeps and the output digest
+# is taken over (less two fields); an exported decision carries the same value in declared field
+# order (``record_value_bytes``). Encoding it is most of what ingest costs in Python, so orjson
+# writes it from the record itself under the canonical encoder's conditions
+# (``audit.canonical.fast_canonical_json``), calling back into a function generated from the
+# record dataclasses only to open each dataclass into its fields (no ``dataclasses.asdict`` deep
+# copy, no intermediate tree). A record holding what that path does not write as json would (a
+# value not of its declared type, a null, a float in one of the forms the two write differently)
+# is written by json, so the bytes never differ from the definition.
+# ``tests/store/test_record_text.py`` holds them equal.
+
+
+def _opener_source(classes: list[type], names: dict[type, str]) -> str:
+    """Source of the function that gives orjson, for an instance of one of ``classes`` (exactly
+    that class, not a subclass), the dict ``dataclasses.asdict`` would make of it one level deep;
+    nested dataclasses come back to it as orjson reaches them. Anything else raises TypeError."""
+    lines = ["def _opened(o):", "    t = type(o)"]
+    for cls in classes:
+        body = ", ".join(f"{name!r}: o.{name}" for name in sorted(f.name for f in dataclasses.fields(cls)))
+        lines.append(f"    if t is {names[cls]}:\n        return {{{body}}}")
+    lines.append("    raise TypeError(f'{t.__name__} is not a record class')")
+    return "\n".join(lines) + "\n"
+
+
+def _build_opener(root: type) -> Callable[[Any], dict[str, Any]]:
+    classes: list[type] = []
+
+    def visit(cls: type) -> None:
+        if cls in classes:
+            return
+        classes.append(cls)
+        for hint in typing.get_type_hints(cls).values():
+            for candidate in (hint, *typing.get_args(hint)):
+                if dataclasses.is_dataclass(candidate) and isinstance(candidate, type):
+                    visit(candidate)
+
+    visit(root)
+    names = {cls: f"_{cls.__name__}" for cls in classes}
+    namespace: dict[str, Any] = {name: cls for cls, name in names.items()}
+    exec(_opener_source(classes, names), namespace)  # noqa: S102 - our own source
+    opened: Callable[[Any], dict[str, Any]] = namespace["_opened"]
+    return opened
+
+
+_OPENED = _build_opener(DecisionRecord)
+
+
+def _fields_dict(value: Any) -> dict[str, Any]:
+    """json's hook for the dataclasses in a record: their fields, one level deep."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+# the settings of audit.canonical, with the record's dataclasses opened by the hook above
+_JSON_TEXT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                              default=_fields_dict).encode
+
+
+def record_bytes(record: DecisionRecord) -> bytes:
+    """The record's canonical JSON as UTF-8: byte for byte ``canonical_json(record.to_dict())``."""
+    out = fast_canonical_json(record, _OPENED)
+    return out if out is not None else _JSON_TEXT(record).encode()
+
+
+def record_text(record: DecisionRecord) -> str:
+    """``record_bytes`` as text."""
+    out = fast_canonical_json(record, _OPENED)
+    if out is not None:
+        return out.decode()
+    text: str = _JSON_TEXT(record)
+    return text
+
+
+def record_value_bytes(record: DecisionRecord) -> bytes:
+    """The record as JSON with its fields in declared order (nested maps sorted): the same JSON
+    value as ``record_bytes``, not the same bytes, for a receiver that parses it (the
+    ``claimtrail.record`` attribute of an exported decision). orjson writes the dataclasses
+    natively, with no check of its output, at about half the cost of the canonical text, which an
+    exporter pays for every decision; what it does not write natively (an integer past 64 bits, a
+    key that is not a string, a text UTF-8 cannot hold) is written, or refused, as ``record_bytes``."""
+    try:
+        return orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return record_bytes(record)
 
 
 def record_json_schema() -> dict[str, Any]:

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from audit.records import record_text
 from audit.store import connection, migrations, rows
 from audit.store.queries import AuditStore, DecisionFilter
 from audit.store.writer import RecordWriter
@@ -76,7 +77,7 @@ def _writer_seconds(target: connection.Target, records: list[Any], spool: Path) 
 
 
 def raw_insert_seconds(client: Any, database: str, records: list[Any]) -> float:
-    texts = [rows.record_json(r) for r in records]
+    texts = [record_text(r) for r in records]
     batches = [rows.decision_batch(records[i:i + BATCH], texts[i:i + BATCH]) for i in range(0, len(records), BATCH)]
     started = time.perf_counter()
     for batch in batches:
@@ -149,7 +150,7 @@ def _throughput(work: Path) -> list[dict[str, Any]]:
 def _build_large_store(path: Path) -> None:
     """1M decisions from one real record template, varied per row by SQL (ids, pods, tenants, times)."""
     template = make_record(1)  # an A100 fallback record with two tiers
-    text = rows.record_json(template)
+    text = record_text(template)
     for field in ("decision_id", "pod", "tenant", "namespace", "time", "pod_uid"):
         text = text.replace(f'"{field}":"{getattr(template, field)}"', f'"{field}":"@{field}@"')
     store = AuditStore.open(f"chdb://{path}/db")

@@ -26,9 +26,9 @@ from audit.canonical import canonical_json
 from audit.dra.loader import yaml_problem
 from audit.errors import UserError
 from audit.events import WorldEvent
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, record_text
 from audit.store.ingest import GZIP_MAGIC, AdmissionError, admit_event, admit_record
-from audit.store.rows import event_json, record_json
+from audit.store.rows import event_json
 
 Kind = Literal["records", "events"]
 
@@ -188,8 +188,8 @@ def _write_lines(path: Path, lines: Iterable[str]) -> int:
 def export_records(records: Iterable[DecisionRecord], path: str | os.PathLike[str]) -> int:
     target = Path(path)
     if _is_yaml(target):
-        return _write_yaml(target, (json.loads(record_json(r)) for r in records))
-    return _write_lines(target, (record_json(r) for r in records))
+        return _write_yaml(target, (json.loads(record_text(r)) for r in records))
+    return _write_lines(target, (record_text(r) for r in records))
 
 
 def export_events(events: Iterable[WorldEvent], path: str | os.PathLike[str]) -> int:

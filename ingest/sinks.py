@@ -33,10 +33,10 @@ import httpx
 
 from audit.errors import UserError
 from audit.events import WorldEvent, loads_json
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, record_text
 from audit.store.connection import data_dir
 from audit.store.ports import PodDecision
-from audit.store.rows import event_json, record_json
+from audit.store.rows import event_json
 from audit.store.spool import Frame, Spool
 from audit.world import Objects, fold_object, obj_key, policy_in_force
 from ingest.claims import follow_reservations
@@ -120,7 +120,7 @@ class FileSink:
         self._counts = {"received": 0, "written": 0, "events_received": 0, "events_written": 0}
 
     def write_records(self, records: Iterable[DecisionRecord]) -> None:
-        n = self._records.write_lines(record_json(r) for r in records)
+        n = self._records.write_lines(record_text(r) for r in records)
         self._counts["received"] += n
         self._counts["written"] += n
 
@@ -285,7 +285,7 @@ class HttpSink:
         self._thread.start()
 
     def write_records(self, records: Iterable[DecisionRecord]) -> None:
-        self._add("records", (record_json(r) for r in records))
+        self._add("records", (record_text(r) for r in records))
 
     def write_events(self, events: Iterable[WorldEvent]) -> None:
         self._add("events", (event_json(e) for e in events))

@@ -1,6 +1,6 @@
 """A stored record's answer straight from the JSON text the store keeps, without building the record.
 
-The store keeps each decision as its canonical JSON (``audit.store.rows.record_json``: every field
+The store keeps each decision as its canonical JSON (``audit.records.record_text``: every field
 of the record dataclasses, keys sorted, nothing else). What the API shows an admin is
 ``record_dict(DecisionRecord.from_dict(...))`` of that text, which is the same JSON value, unless the
 text lacks fields (a record written before they existed, which ``from_dict`` fills with their

@@ -28,9 +28,9 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from audit.canonical import canonical_json
 from audit.events import WorldEvent
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, record_text
 from audit.store import quarantine as q
-from audit.store.rows import event_json, record_json
+from audit.store.rows import event_json
 
 T = TypeVar("T")
 
@@ -144,7 +144,7 @@ class HistoryGuard:
 
     def screen_records(self, records: Sequence[DecisionRecord], lines: Sequence[int],
                        source: str) -> Screened[DecisionRecord]:
-        return self._screen_records(records, [r.decision_id for r in records], [record_json(r) for r in records],
+        return self._screen_records(records, [r.decision_id for r in records], [record_text(r) for r in records],
                                     [r.output_digest for r in records], lines, source, record_identity)
 
     def screen_encoded(self, records: Sequence[E], lines: Sequence[int], source: str) -> Screened[E]:

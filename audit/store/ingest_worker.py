@@ -32,10 +32,10 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing import get_context
 
+from audit.records import record_text
 from audit.store.connection import StoreError
 from audit.store.history import record_identity
 from audit.store.ingest import ParsedBody, parse_jsonl
-from audit.store.rows import record_json
 
 NICENESS = 10  # added to the server's niceness (nice(2)); 19 is the lowest priority
 
@@ -58,7 +58,7 @@ def parse_records(body: bytes, source: str, compressed: bool | None = None) -> t
     parsed = parse_jsonl(body, "records", source, compressed)
     encoded = []
     for record in parsed.records:
-        text = record_json(record)
+        text = record_text(record)
         encoded.append(EncodedRecord(record.decision_id, text, record_identity(text), record.output_digest))
     parsed.records = []
     return parsed, encoded

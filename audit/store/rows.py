@@ -1,30 +1,21 @@
 """Turning records and events into the exact JSON text and the column values ClickHouse stores.
 
-The stored JSON of a record is its canonical JSON (``audit.records.canonical_json`` of
-``to_dict()``): the same bytes a digest is taken over, and what ``get_decision`` parses back.
-Encoding it is most of what ingest costs in Python, so orjson writes it from the record itself
-under the canonical encoder's conditions (``audit.canonical.fast_canonical_json``), calling back
-into a function generated from the record dataclasses only to open each dataclass into its
-fields (no ``dataclasses.asdict`` deep copy, no intermediate tree); a record holding what that
-path does not write as json would (a value not of its declared type, a null, a float in one of
-the forms the two write differently) takes the generic encoder, so the bytes never differ from
-the definition.
+The stored JSON of a record is its canonical JSON (``audit.records.record_text``): the same bytes
+a digest is taken over, and what ``get_decision`` parses back. Events are stored as their sorted
+JSON (``event_json``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from audit.canonical import fast_canonical_json
 from audit.events import WorldEvent
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, record_text
 from audit.timestamps import NOT_A_TIME, datetime_ms, parse_rfc3339, rfc3339_form_problem
 
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 _ENCODE_SORTED = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, sort_keys=True).encode
 
 
@@ -34,93 +25,6 @@ class RowError(ValueError):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"{path}: {message}")
         self.path = path
-
-
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _sorted_fields(cls: type) -> tuple[str, ...]:
-    if cls not in _FIELDS:
-        _FIELDS[cls] = tuple(sorted(f.name for f in dataclasses.fields(cls)))
-    return _FIELDS[cls]
-
-
-_SCALARS = (str, int, bool, float, type(None))
-
-
-def plain(value: Any) -> Any:
-    """``dataclasses.asdict`` without the deep copy, keys in sorted order."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is list or kind is tuple:
-        return [v if type(v) in _SCALARS else plain(v) for v in value]
-    if kind is dict:
-        return {k: (value[k] if type(value[k]) in _SCALARS else plain(value[k])) for k in sorted(value)}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {}
-        for name in _sorted_fields(kind):
-            v = getattr(value, name)
-            out[name] = v if type(v) in _SCALARS else plain(v)
-        return out
-    return value
-
-
-def _generic(value: Any) -> str:
-    text: str = _ENCODE(plain(value))
-    return text
-
-
-def _opener_source(classes: list[type], names: dict[type, str]) -> str:
-    """Source of the function that gives orjson, for an instance of one of ``classes`` (exactly
-    that class, not a subclass), the dict ``dataclasses.asdict`` would make of it one level deep;
-    nested dataclasses come back to it as orjson reaches them. Anything else raises TypeError."""
-    lines = ["def _opened(o):", "    t = type(o)"]
-    for cls in classes:
-        body = ", ".join(f"{name!r}: o.{name}" for name in _sorted_fields(cls))
-        lines.append(f"    if t is {names[cls]}:\n        return {{{body}}}")
-    lines.append("    raise TypeError(f'{t.__name__} is not a record class')")
-    return "\n".join(lines) + "\n"
-
-
-def _build_opener(root: type) -> Callable[[Any], dict[str, Any]]:
-    classes: list[type] = []
-
-    def visit(cls: type) -> None:
-        if cls in classes:
-            return
-        classes.append(cls)
-        for hint in typing.get_type_hints(cls).values():
-            for candidate in (hint, *typing.get_args(hint)):
-                if dataclasses.is_dataclass(candidate) and isinstance(candidate, type):
-                    visit(candidate)
-
-    visit(root)
-    names = {cls: f"_{cls.__name__}" for cls in classes}
-    namespace: dict[str, Any] = {name: cls for cls, name in names.items()}
-    exec(_opener_source(classes, names), namespace)  # noqa: S102 - our own source
-    opened: Callable[[Any], dict[str, Any]] = namespace["_opened"]
-    return opened
-
-
-_OPENED = _build_opener(DecisionRecord)
-
-
-def record_bytes(record: DecisionRecord) -> bytes:
-    """The record's canonical JSON as UTF-8 (byte-identical to ``canonical_json(record.to_dict())``).
-
-    orjson writes the record with each dataclass opened into its fields (``_OPENED``), under the
-    canonical encoder's own conditions (``audit.canonical.fast_canonical_json``); a record it
-    cannot write so (a value of another type than declared, a null, a float json writes
-    otherwise) is written by json from its plain form."""
-    out = fast_canonical_json(record, _OPENED)
-    return out if out is not None else _generic(record).encode()
-
-
-def record_json(record: DecisionRecord) -> str:
-    """``record_bytes`` as text."""
-    out = fast_canonical_json(record, _OPENED)
-    return out.decode() if out is not None else _generic(record)
 
 
 def event_json(event: WorldEvent) -> str:
@@ -219,7 +123,7 @@ def decision_batch(records: Sequence[DecisionRecord], texts: Sequence[str] | Non
     Rows are built as tuples and transposed with ``zip``: in CPython that is about twice as fast
     as appending to thirty column lists one value at a time."""
     if texts is None:
-        texts = [record_json(r) for r in records]
+        texts = [record_text(r) for r in records]
     if times is None:
         times = [epoch_ms(r.time) for r in records]
     decision_rows = []

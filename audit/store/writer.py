@@ -42,7 +42,7 @@ from itertools import islice
 from typing import Any
 
 from audit.events import WorldEvent
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, record_bytes, record_text
 from audit.store import quarantine as q
 from audit.store import rows
 from audit.store.generation import GENERATIONS
@@ -110,7 +110,7 @@ class RecordWriter:
         self._take(records, "_records", "received")
 
     def write_record_texts(self, ids: list[str], texts: list[str]) -> None:
-        """Spool records given as their canonical JSON texts (``rows.record_json``), already checked
+        """Spool records given as their canonical JSON texts (``audit.records.record_text``), already checked
         against their columns (``rows.check_record``), in batches of their own of at most
         ``batch_size``: the caller made the texts elsewhere (``audit.store.ingest_worker``) and
         flushes soon after."""
@@ -239,9 +239,9 @@ class RecordWriter:
                 try:
                     rows.check_record(record)
                 except rows.RowError as exc:
-                    bad.append(q.quarantine_row(self.source, "record", str(exc), exc.path, rows.record_json(record)))
+                    bad.append(q.quarantine_row(self.source, "record", str(exc), exc.path, record_text(record)))
                     continue
-                lines.append(rows.record_bytes(record))
+                lines.append(record_bytes(record))
                 ids.append(record.decision_id)
             self.write_quarantine(bad)
             self._spool_lines(ids, b"\n".join(lines), len(lines))

@@ -13,9 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from audit.allocator.outcome import TierEvidence
-from audit.records import DecisionRecord, TierSummary
+from audit.records import DecisionRecord, TierSummary, record_value_bytes
 from audit.telemetry import schema as s
-from audit.telemetry.record_dict import record_text
 
 AttributeValue = str | bool | int | float | list[str]
 
@@ -153,7 +152,7 @@ def root_extras(
         (s.VERDICTS_EXPORTED, len(selection.kept)),
         (s.VERDICTS_DROPPED, selection.dropped),
         (s.WHY_URL, why_url),
-        (s.RECORD, record_text(record)),
+        (s.RECORD, record_value_bytes(record).decode()),
     )
 
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit.allocator.outcome import TierEvidence
-from audit.records import DecisionRecord, Outcome
+from audit.records import DecisionRecord, Outcome, record_value_bytes
 from audit.telemetry import otlpwire
 from audit.telemetry import schema as s
 from audit.telemetry.attributes import (
@@ -40,7 +40,6 @@ from audit.telemetry.attributes import (
     tier_status_message,
 )
 from audit.telemetry.ids import decision_id_bytes
-from audit.telemetry.record_dict import record_bytes
 from audit.telemetry.shape import (
     NOMINAL_TIER_US,
     AttemptLinks,
@@ -242,7 +241,7 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
         text = why.encode()
         n = len(text)
         parts += (_WHY[n] if n < _SHORT else _long_head(s.WHY_URL, text), text)
-    parts += otlpwire._str_field(_SPAN_ATTR, _RECORD, record_bytes(record))
+    parts += otlpwire._str_field(_SPAN_ATTR, _RECORD, record_value_bytes(record))
     return True
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
+from audit.records import record_value_bytes
 from audit.telemetry import schema as s
 from audit.telemetry.attributes import (
     INT64_MAX,
@@ -34,7 +35,6 @@ from audit.telemetry.attributes import (
     root_field_values,
     tier_blocker_attributes,
 )
-from audit.telemetry.record_dict import record_bytes
 from audit.telemetry.shape import DecisionShape, EventShape, LinkShape, LogShape, SpanShape
 
 _FIXED64 = struct.Struct("<Q").pack
@@ -312,7 +312,7 @@ def _root_into(parts: list[bytes], tag: bytes, root: RootAttributes) -> None:
     append(_tagged(tag, s.VERDICTS_DROPPED, selection.dropped))
     if root.why_url:
         extend(_str_field(tag, _WHY_PREFIX, root.why_url.encode()))
-    extend(_str_field(tag, _RECORD_PREFIX, record_bytes(record)))
+    extend(_str_field(tag, _RECORD_PREFIX, record_value_bytes(record)))
     if root.paths or root.labels:
         extras: dict[str, Any] = {s.REDACTED: list(root.paths)} if root.paths else {}
         for label in sorted(root.labels):

@@ -15,8 +15,7 @@ import pytest
 
 from audit.api.auth import Redaction, redact_record, redact_stored
 from audit.api.stored import admin_body, complete, record_data
-from audit.records import DecisionRecord, DeviceRef, Exemplar, TierBlocker, TierSummary
-from audit.store.rows import record_json
+from audit.records import DecisionRecord, DeviceRef, Exemplar, TierBlocker, TierSummary, record_text
 from audit.telemetry.record_dict import record_dict
 from tests.api.conftest import start_server, stop
 from tests.builders import device
@@ -63,7 +62,7 @@ def _expected(text: str) -> dict[str, Any]:
 
 
 def test_a_text_with_every_field_is_answered_as_stored() -> None:
-    text = record_json(_full())
+    text = record_text(_full())
     assert complete(orjson.loads(text))
     assert admin_body(text) == text.encode()
     assert json.loads(admin_body(text)) == _expected(text) == record_data(text)
@@ -71,7 +70,7 @@ def test_a_text_with_every_field_is_answered_as_stored() -> None:
 
 @pytest.mark.parametrize(("part", "name"), list(_defaulted()), ids=lambda v: v or "record")
 def test_a_text_without_a_defaulted_field_is_answered_with_its_default(part: str, name: str) -> None:
-    text = json.dumps(_without(json.loads(record_json(_full())), part, name), ensure_ascii=False)
+    text = json.dumps(_without(json.loads(record_text(_full())), part, name), ensure_ascii=False)
     assert not complete(orjson.loads(text))
     assert json.loads(admin_body(text)) == _expected(text) == record_data(text)
 
@@ -79,14 +78,14 @@ def test_a_text_without_a_defaulted_field_is_answered_with_its_default(part: str
 def test_every_field_of_every_part_is_checked() -> None:
     """Leaving out any field, defaulted or required, makes the text incomplete: nothing is passed on
     that the long way would have filled in or refused."""
-    data = json.loads(record_json(_full()))
+    data = json.loads(record_text(_full()))
     for part, cls in PARTS.items():
         for f in dataclasses.fields(cls):
             assert not complete(_without(data, part, f.name)), f"{part}.{f.name}"
 
 
 def test_a_text_with_an_unknown_field_fails_as_before() -> None:
-    data = json.loads(record_json(_full()))
+    data = json.loads(record_text(_full()))
     data["tiers"][0]["surprise"] = 1
     text = json.dumps(data)
     assert not complete(orjson.loads(text))
@@ -99,7 +98,7 @@ def test_a_text_with_an_unknown_field_fails_as_before() -> None:
 def test_an_integer_beyond_64_bits_goes_the_long_way() -> None:
     record = _full()
     record.blockers[0].detail["count"] = 2**70
-    text = record_json(record)
+    text = record_text(record)
     assert json.loads(admin_body(text)) == _expected(text) == record_data(text)
 
 
@@ -108,14 +107,14 @@ def test_an_integer_beyond_64_bits_goes_the_long_way() -> None:
 @pytest.mark.parametrize(("part", "name"), [("", ""), *_defaulted()], ids=lambda v: v or "complete")
 def test_the_tenant_view_of_a_stored_text_is_the_view_of_its_record(part: str, name: str,
                                                                      redaction: Redaction) -> None:
-    data = json.loads(record_json(_full()))
+    data = json.loads(record_text(_full()))
     text = json.dumps(_without(data, part, name) if name else data)
     assert redact_stored(text, redaction) == redact_record(DecisionRecord.from_dict(json.loads(text)), redaction)
 
 
 def _old_text(record: DecisionRecord) -> str:
     """The record as a writer from before every defaulted field existed would have stored it."""
-    data = json.loads(record_json(record))
+    data = json.loads(record_text(record))
     for part, name in sorted(_defaulted(), reverse=True):  # the nested parts' fields before the lists holding them
         if part or name not in ("devices", "tiers", "blockers"):
             data = _without(data, part, name)
@@ -127,11 +126,11 @@ def test_a_served_record_is_the_record_for_old_and_new_texts(tmp_path: Path) -> 
 
     new, old = _full(), dataclasses.replace(_full(), decision_id="old-0", pod="old-pod", seq=5)
     with AuditStore.open(f"chdb://{tmp_path}/db") as store:
-        store._insert("decisions_in", ["record"], [[record_json(new)], [_old_text(old)]])
+        store._insert("decisions_in", ["record"], [[record_text(new)], [_old_text(old)]])
         assert {r.decision_id for r in store.list_decisions(store_filter(), None, 10)[0]} == {new.decision_id, "old-0"}
     srv, proc = start_server(tmp_path)
     try:
-        texts = {new.decision_id: record_json(new), "old-0": _old_text(old)}
+        texts = {new.decision_id: record_text(new), "old-0": _old_text(old)}
         for decision_id, text in texts.items():
             expected = _expected(text)
             assert srv.get(f"/v1/decisions/{decision_id}").json() == expected

@@ -17,9 +17,8 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, record_text
 from audit.telemetry import schema as s
-from audit.telemetry.record_dict import record_json
 from tests.api.conftest import Server, own_server
 from tests.otlp.payloads import span, traces
 from tests.telemetry.records_factory import make_record
@@ -80,7 +79,7 @@ CASES = {
 
 
 def _export(server: Server, records: list[DecisionRecord]) -> httpx.Response:
-    request = traces(*(span(s.ROOT_SPAN, {s.RECORD: record_json(r)}, span_id=i + 1) for i, r in enumerate(records)))
+    request = traces(*(span(s.ROOT_SPAN, {s.RECORD: record_text(r)}, span_id=i + 1) for i, r in enumerate(records)))
     return server.post("/v1/traces", content=request.SerializeToString(), headers=PB)
 
 
@@ -122,7 +121,7 @@ def test_a_redacted_copy_declaring_the_stored_digest_is_refused_naming_that_dige
     original = _record("redacted")
     redacted = dataclasses.replace(original, message="pod sha256:0123456789abcdef waited")
     assert _export(server, [original]).status_code == 200
-    request = traces(span(s.ROOT_SPAN, {s.RECORD: record_json(redacted), s.REDACTED: ["/message"]}))
+    request = traces(span(s.ROOT_SPAN, {s.RECORD: record_text(redacted), s.REDACTED: ["/message"]}))
 
     response = server.post("/v1/traces", content=request.SerializeToString(), headers=PB)
 

@@ -13,9 +13,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, record_text
 from audit.telemetry import schema as s
-from audit.telemetry.record_dict import record_json
 from tests.otlp.loopback import ReceiverApp, running_receiver, serve
 from tests.otlp.payloads import exported, log, logs, otlp_json, span, traces
 from tests.telemetry.records_factory import make_record
@@ -112,7 +111,7 @@ def test_malformed_payload_is_refused_and_quarantined_as_received(
 
 
 def _decision_attrs(record: DecisionRecord, **extra: object) -> dict[str, object]:
-    return {s.DECISION_ID: record.decision_id, s.RECORD: record_json(record), **extra}
+    return {s.DECISION_ID: record.decision_id, s.RECORD: record_text(record), **extra}
 
 
 def _with(record: DecisionRecord, **changes: object) -> str:
@@ -161,7 +160,7 @@ def test_invalid_decision_span_is_quarantined_while_the_rest_of_the_batch_is_kep
 def test_record_without_output_digest_is_sealed_on_receipt(rx: ReceiverApp) -> None:
     unsealed = make_record()
     unsealed.output_digest = ""  # a plugin may leave the digest to the receiver
-    request = traces(span(s.ROOT_SPAN, {s.RECORD: record_json(unsealed)}))
+    request = traces(span(s.ROOT_SPAN, {s.RECORD: record_text(unsealed)}))
     assert _post(rx, "/v1/traces", request.SerializeToString(), PB).status_code == 200
     assert rx.sink.records[0].output_digest == make_record().output_digest
 
@@ -170,7 +169,7 @@ def test_logs_carry_decisions_and_verdicts(rx: ReceiverApp) -> None:
     _, verdict_logs = exported([make_record()])
     verdict_logs.resource_logs[0].scope_logs[0].log_records.extend(
         [
-            log(s.DECISION_EVENT, {s.RECORD: record_json(make_record(4))}),
+            log(s.DECISION_EVENT, {s.RECORD: record_text(make_record(4))}),
             log("app.start", {"service": "x"}),
         ]
     )
@@ -289,7 +288,7 @@ _SPANS, _LOGS = exported([make_record()])
     [
         ("/v1/traces", _SPANS.SerializeToString(), PB),
         ("/v1/traces", otlp_json(_SPANS), JS),
-        ("/v1/logs", logs(log(s.DECISION_EVENT, {s.RECORD: record_json(make_record())})).SerializeToString(), PB),
+        ("/v1/logs", logs(log(s.DECISION_EVENT, {s.RECORD: record_text(make_record())})).SerializeToString(), PB),
     ],
     ids=["traces-protobuf", "traces-json", "logs-protobuf"],
 )

@@ -14,8 +14,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from audit.records import record_text
 from audit.telemetry import schema as s
-from audit.telemetry.record_dict import record_json
 from ingest.otlp import MemorySink, ReceiverCounters, start_server
 from tests.otlp.loopback import running_receiver
 from tests.otlp.payloads import log, logs, span, traces
@@ -23,7 +23,7 @@ from tests.telemetry.records_factory import make_record
 
 GOOD = make_record(0)
 BAD = make_record(1)
-LONG_SEQ = record_json(BAD).replace(f'"seq":{BAD.seq}', '"seq":1' + "0" * 5000)
+LONG_SEQ = record_text(BAD).replace(f'"seq":{BAD.seq}', '"seq":1' + "0" * 5000)
 ERROR = "DecisionRecord: attribute claimtrail.record is not JSON (Exceeds the limit (4300 digits)"
 
 
@@ -46,12 +46,12 @@ def _grpc_traces(request: Message) -> tuple[Message, MemorySink, ReceiverCounter
 
 
 def _spans() -> Message:
-    return traces(span(s.ROOT_SPAN, {s.RECORD: record_json(GOOD)}, span_id=1),
+    return traces(span(s.ROOT_SPAN, {s.RECORD: record_text(GOOD)}, span_id=1),
                   span(s.ROOT_SPAN, {s.RECORD: LONG_SEQ}, span_id=2))
 
 
 def _logs() -> Message:
-    return logs(log(s.DECISION_EVENT, {s.RECORD: record_json(GOOD)}), log(s.DECISION_EVENT, {s.RECORD: LONG_SEQ}))
+    return logs(log(s.DECISION_EVENT, {s.RECORD: record_text(GOOD)}), log(s.DECISION_EVENT, {s.RECORD: LONG_SEQ}))
 
 
 CASES: dict[str, tuple[Callable[[], tuple[Message, MemorySink, ReceiverCounters]], str, str]] = {

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from audit.store.rows import record_json
+from audit.records import record_text
 from audit.telemetry import schema as s
 from ingest.otlp.decode import records_from_traces
 from tests.otlp.payloads import span, traces
@@ -30,7 +30,7 @@ CHANGED = dataclasses.replace(ORIGINAL, message="pod sha256:0123456789abcdef wai
     ],
 )
 def test_only_a_list_of_pointers_lifts_the_output_digest_check(redacted: Any, taken: bool) -> None:
-    attrs: dict[str, Any] = {s.RECORD: record_json(CHANGED)}
+    attrs: dict[str, Any] = {s.RECORD: record_text(CHANGED)}
     if redacted is not None:
         attrs[s.REDACTED] = redacted
     decoded = records_from_traces(traces(span(s.ROOT_SPAN, attrs)))

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit.canonical import canonical_json
-from audit.records import DecisionRecord, DeviceRef, Exemplar, Outcome, TierBlocker, TierSummary
-from audit.telemetry.record_dict import record_dict, record_json
+from audit.records import DecisionRecord, DeviceRef, Exemplar, Outcome, TierBlocker, TierSummary, record_text
+from audit.telemetry.record_dict import record_dict
 from ingest.otlp.decode import records_from_logs, records_from_traces
 from tests.otlp.payloads import exported
 
@@ -89,4 +89,4 @@ def test_fast_record_dict_equals_to_dict(record: DecisionRecord) -> None:
 @settings(max_examples=40, deadline=None)
 @given(records())
 def test_record_json_is_the_canonical_json_of_to_dict(record: DecisionRecord) -> None:
-    assert record_json(record).encode() == canonical_json(record.to_dict())
+    assert record_text(record).encode() == canonical_json(record.to_dict())

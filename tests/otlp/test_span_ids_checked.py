@@ -14,9 +14,8 @@ import re
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, record_text
 from audit.telemetry import schema as s
-from audit.telemetry.record_dict import record_json
 from ingest.otlp.decode import records_from_traces
 from tests.api.conftest import Server, own_server
 from tests.otlp.payloads import otlp_json, span, traces
@@ -69,11 +68,11 @@ INVALID = {
 def _body(encoding: str, good: DecisionRecord, bad: DecisionRecord, name: str, ids: dict[str, bytes]) -> bytes:
     """A valid decision span, then the span given the bad ids: a second decision, or the first
     decision's tier span."""
-    attrs = {s.DECISION_ID: good.decision_id} if name == TIER else {s.RECORD: record_json(bad)}
+    attrs = {s.DECISION_ID: good.decision_id} if name == TIER else {s.RECORD: record_text(bad)}
     broken = span(name, attrs, span_id=2)
     for field, value in ids.items():
         setattr(broken, field, value)
-    request = traces(span(ROOT, {s.RECORD: record_json(good)}, span_id=1), broken)
+    request = traces(span(ROOT, {s.RECORD: record_text(good)}, span_id=1), broken)
     if encoding == "protobuf":
         return request.SerializeToString()
     data = json.loads(otlp_json(request))

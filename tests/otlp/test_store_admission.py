@@ -15,9 +15,8 @@ import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, record_text
 from audit.telemetry import schema as s
-from audit.telemetry.record_dict import record_json
 from tests.api.conftest import Server, own_server
 from tests.otlp.payloads import log, logs, span, traces
 from tests.telemetry.records_factory import make_record
@@ -63,8 +62,8 @@ def test_a_decision_the_store_would_refuse_is_a_rejected_span(
     before = {name: _counter(server, "claimtrail_otlp_items", name) for name in ("records", "rejected")}
     quarantined = _counter(server, "claimtrail_store", "writer_quarantined")
 
-    body = traces(span(s.ROOT_SPAN, {s.RECORD: record_json(good)}, span_id=1),
-                  span(s.ROOT_SPAN, {s.RECORD: record_json(bad)}, span_id=2))
+    body = traces(span(s.ROOT_SPAN, {s.RECORD: record_text(good)}, span_id=1),
+                  span(s.ROOT_SPAN, {s.RECORD: record_text(bad)}, span_id=2))
     response = server.post("/v1/traces", content=body.SerializeToString(), headers=PB)
 
     assert response.status_code == 200
@@ -83,7 +82,7 @@ def test_a_decision_without_a_decision_id_is_a_rejected_span_naming_the_field(se
     anonymous = _record("no-id", decision_id="")
     rejected = _counter(server, "claimtrail_otlp_items", "rejected")
 
-    body = traces(span(s.ROOT_SPAN, {s.RECORD: record_json(anonymous)}))
+    body = traces(span(s.ROOT_SPAN, {s.RECORD: record_text(anonymous)}))
     response = server.post("/v1/traces", content=body.SerializeToString(), headers=PB)
 
     partial = ExportTraceServiceResponse.FromString(response.content).partial_success
@@ -97,7 +96,7 @@ def test_a_decision_log_record_the_store_would_refuse_is_rejected_the_same_way(s
     bad = _record("log", seq=-1)
     rejected = _counter(server, "claimtrail_otlp_items", "rejected")
 
-    body = logs(log(s.DECISION_EVENT, {s.RECORD: record_json(bad)}))
+    body = logs(log(s.DECISION_EVENT, {s.RECORD: record_text(bad)}))
     response = server.post("/v1/logs", content=body.SerializeToString(), headers=PB)
 
     partial = ExportLogsServiceResponse.FromString(response.content).partial_success

@@ -17,10 +17,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, record_text
 from audit.telemetry import DecisionExporter
 from audit.telemetry import schema as s
-from audit.telemetry.record_dict import record_json
 from audit.telemetry.timefmt import time_ns
 from tests.otlp.loopback import ReceiverApp, running_receiver, set_otel_env
 from tests.otlp.payloads import exported, span, traces
@@ -147,7 +146,7 @@ REFUSED_ATTRIBUTES: dict[str, tuple[dict[str, Any], str]] = {
 def test_an_unsigned_attribute_outside_its_column_or_not_as_written_is_refused_naming_it(
     rx: ReceiverApp, attributes: dict[str, Any], error: str
 ) -> None:
-    sent = span(s.ROOT_SPAN, {s.RECORD: record_json(GOOD), **attributes}, span_id=9)
+    sent = span(s.ROOT_SPAN, {s.RECORD: record_text(GOOD), **attributes}, span_id=9)
     response = _post(rx, traces(sent))
     expected = f"span 'dra.allocate': decision {GOOD.decision_id}: DecisionRecord: {error}"
     assert (response.partial_success.rejected_spans, response.partial_success.error_message) == (1, expected)
@@ -155,7 +154,7 @@ def test_an_unsigned_attribute_outside_its_column_or_not_as_written_is_refused_n
 
 
 def test_a_record_past_the_column_is_refused_as_the_store_refuses_it(rx: ReceiverApp) -> None:
-    text = record_json(GOOD).replace('"seq":1042', f'"seq":{2**64}')
+    text = record_text(GOOD).replace('"seq":1042', f'"seq":{2**64}')
     response = _post(rx, traces(span(s.ROOT_SPAN, {s.RECORD: text}, span_id=9)))
     assert response.partial_success.error_message == (
         f"span 'dra.allocate': decision {GOOD.decision_id}: seq: {2**64} is outside 0..{UINT64_MAX}")

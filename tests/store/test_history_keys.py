@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from audit.events import WorldEvent
+from audit.records import record_text
 from audit.store.queries import AuditStore
-from audit.store.rows import event_json, record_json
+from audit.store.rows import event_json
 from tests.store.test_history_property import make_event, make_record
 
 CLUSTER = "keys"
@@ -48,7 +49,7 @@ def _stored_sha(store: AuditStore, kind: str, key: int) -> str:
 def test_the_key_tables_hold_every_stored_key_with_the_digest_of_its_text(reopened: AuditStore) -> None:
     decisions = reopened.client.query("SELECT decision_id, lower(hex(sha256)) FROM decision_keys ORDER BY decision_id")
     assert decisions.result_rows == sorted(
-        (make_record(CLUSTER, k, 0).decision_id, hashlib.sha256(record_json(make_record(CLUSTER, k, 0)).encode()).hexdigest())
+        (make_record(CLUSTER, k, 0).decision_id, hashlib.sha256(record_text(make_record(CLUSTER, k, 0)).encode()).hexdigest())
         for k in range(3))
     events = reopened.client.query("SELECT cluster, seq, lower(hex(sha256)) FROM event_keys ORDER BY seq")
     assert events.result_rows == [(CLUSTER, k, _stored_sha(reopened, "events", k)) for k in range(3)]
@@ -87,6 +88,6 @@ def test_a_decision_measured_again_differs_only_in_its_clock_and_is_absorbed(reo
     # another duration_us gives another text (and digest), so the stored text is read back and
     # compared without its clock fields
     again = dataclasses.replace(make_record(CLUSTER, 2, 0), duration_us=make_record(CLUSTER, 2, 0).duration_us + 1000)
-    assert record_json(again) != record_json(make_record(CLUSTER, 2, 0))
+    assert record_text(again) != record_text(make_record(CLUSTER, 2, 0))
     result = reopened.ingest_jsonl(json.dumps(again.to_dict()).encode(), "records", "again", compressed=False)
     assert (result.accepted, result.absorbed, result.quarantined) == (0, 1, 0)

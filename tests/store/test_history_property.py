@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit.records import DecisionRecord
+from audit.records import DecisionRecord, record_text
 from audit.store.queries import AuditStore
-from audit.store.rows import event_json, record_json
+from audit.store.rows import event_json
 from tests.builders import decision
 
 CLUSTERS = itertools.count()
@@ -70,7 +70,7 @@ def test_the_store_keeps_the_first_version_of_every_key(shared_store: AuditStore
         assert totals == [len(first), len(sent) - len(first) - conflicting, conflicting]
     stored = shared_store.client.query("SELECT record FROM decisions WHERE cluster = {c:String} ORDER BY seq",
                                        parameters={"c": cluster}).result_rows
-    assert [r[0] for r in stored] == [record_json(make_record(cluster, k, first[k])) for k in sorted(first)]
+    assert [r[0] for r in stored] == [record_text(make_record(cluster, k, first[k])) for k in sorted(first)]
     events = list(shared_store.event_texts(cluster, -1, 100))
     from audit.events import WorldEvent
 
@@ -81,8 +81,8 @@ def test_the_store_keeps_the_first_version_of_every_key(shared_store: AuditStore
 def test_a_record_differing_only_in_its_measured_duration_is_the_same_decision(shared_store: AuditStore) -> None:
     a = make_record("duration", 1, 0)
     b = DecisionRecord.from_dict({**a.to_dict(), "duration_us": a.duration_us + 1})
-    assert shared_store.ingest_jsonl(record_json(a).encode(), "records", "t").accepted == 1
-    again = shared_store.ingest_jsonl(record_json(b).encode(), "records", "t")
+    assert shared_store.ingest_jsonl(record_text(a).encode(), "records", "t").accepted == 1
+    again = shared_store.ingest_jsonl(record_text(b).encode(), "records", "t")
     assert (again.accepted, again.absorbed, again.quarantined) == (0, 1, 0)
 
 

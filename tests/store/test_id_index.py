@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.store import rows
+from audit.records import record_text
 from audit.store.id_index import IdIndex, IdIndexKeeper
 from audit.store.queries import AuditStore, open_writer
 from audit.store.schema import Retention
@@ -53,7 +53,7 @@ def test_records_a_writer_stores_once_the_index_runs_are_indexed_as_stored(store
     write_all(store, RECORDS)
     assert index.wait_idle(60)
     for r in RECORDS:
-        assert index.index.get(r.decision_id) == (r.tenant, rows.record_json(r))
+        assert index.index.get(r.decision_id) == (r.tenant, record_text(r))
     assert index.index.count() == len(RECORDS)
 
 
@@ -65,10 +65,10 @@ def test_a_record_the_engine_found_after_a_miss_is_indexed(store: AuditStore, tm
     assert writer.flush()
     writer.close()
     r = RECORDS[0]
-    assert store.get_decision_text(r.decision_id, None) == rows.record_json(r)
+    assert store.get_decision_text(r.decision_id, None) == record_text(r)
     assert (index.hits, index.misses) == (0, 1)
     assert index.wait_idle(60)
-    assert store.get_decision_text(r.decision_id, r.tenant) == rows.record_json(r)
+    assert store.get_decision_text(r.decision_id, r.tenant) == record_text(r)
     assert (index.hits, index.misses, store.id_lookups.lookups) == (1, 1, 1)
 
 
@@ -149,14 +149,14 @@ def test_a_store_put_back_from_a_backup_does_not_answer_what_it_lost(tmp_path: P
         assert restored.keep_id_index()
         assert restored.id_index is not None and restored.id_index.wait_idle(60)
         assert [restored.get_decision_text(r.decision_id, None) for r in RECORDS] == \
-            [rows.record_json(r) for r in RECORDS[:6]] + [None] * 6
+            [record_text(r) for r in RECORDS[:6]] + [None] * 6
         assert restored.id_index.index.count() == 6
 
 
 def test_a_batch_beyond_the_hand_over_bound_is_skipped_and_counted(tmp_path: Path) -> None:
     keeper = IdIndexKeeper(IdIndex(tmp_path / "ids.sqlite", "t", 0), lambda after, n: [], max_pending_bytes=100)
     try:
-        line = rows.record_json(RECORDS[0]).encode()  # over 100 bytes
+        line = record_text(RECORDS[0]).encode()  # over 100 bytes
         keeper.stored([line])
         assert keeper.wait_idle(60)
         assert (keeper.skipped, keeper.index.count()) == (1, 0)
@@ -173,5 +173,5 @@ def test_a_store_whose_decisions_expire_keeps_no_index_and_drops_the_one_it_had(
     with AuditStore.open(f"chdb://{tmp_path}/db", Retention({"decisions": 400})) as expiring:
         assert not expiring.keep_id_index()
         assert expiring.id_index is None
-        assert expiring.get_decision_text(RECORDS[0].decision_id, None) == rows.record_json(RECORDS[0])
+        assert expiring.get_decision_text(RECORDS[0].decision_id, None) == record_text(RECORDS[0])
     assert not (tmp_path / "ids.sqlite").exists()

@@ -1,9 +1,10 @@
-"""The store's record text is the canonical JSON, byte for byte, whatever the field values hold.
+"""A record's text is the canonical JSON, byte for byte, whatever the field values hold.
 
-``rows.record_bytes`` (and ``rows.record_json``, the same as text) has orjson write the record with
-its dataclasses opened by a generated function, or the generic encoder where that path would not
-write what json writes; ``canonical_json(to_dict())`` is the definition both must match (digests
-and ``get_decision`` depend on it).
+``audit.records.record_bytes`` (and ``record_text``, the same as text: what the store keeps and
+``claimtrail.record`` carries) has orjson write the record with its dataclasses opened by a
+generated function, or the generic encoder where that path would not write what json writes;
+``canonical_json(to_dict())`` is the definition both must match (digests and ``get_decision``
+depend on it).
 """
 
 from __future__ import annotations
@@ -16,8 +17,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit.canonical import canonical_json
-from audit.records import DecisionRecord, DeviceRef, Exemplar, Outcome, TierBlocker, TierSummary
-from audit.store import rows
+from audit.records import (
+    DecisionRecord,
+    DeviceRef,
+    Exemplar,
+    Outcome,
+    TierBlocker,
+    TierSummary,
+    record_bytes,
+    record_text,
+)
 from tests.store.factory import make_record
 
 text = st.text(max_size=12)  # every code point but lone surrogates: quotes, backslashes, controls, non-ASCII
@@ -59,12 +68,12 @@ def _assert_canonical(record: DecisionRecord) -> None:
     try:
         expected = canonical_json(record.to_dict())
     except ValueError as exc:  # a value JSON has no form for (NaN): refused the same way
-        for encode in (rows.record_bytes, rows.record_json):
+        for encode in (record_bytes, record_text):
             with pytest.raises(type(exc)):
                 encode(record)
         return
-    assert rows.record_bytes(record) == expected
-    assert rows.record_json(record).encode() == expected
+    assert record_bytes(record) == expected
+    assert record_text(record).encode() == expected
 
 
 def _with_tier(**changes: Any) -> DecisionRecord:
