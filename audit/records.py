@@ -330,11 +330,13 @@ def to_jsonl(records: list[DecisionRecord]) -> str:
 
 
 class RecordError(ValueError):
-    """An incoming record failed validation; ``path`` names the field, as quarantine stores it."""
+    """An incoming record failed validation; ``path`` names the field, as quarantine stores it,
+    and ``reason`` says what is wrong with it."""
 
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"DecisionRecord: {path}: {message}" if path else f"DecisionRecord: {message}")
         self.path = path
+        self.reason = message
 
 
 # The canonical text of a record -------------------------------------------------------------
@@ -347,8 +349,10 @@ class RecordError(ValueError):
 # record dataclasses only to open each dataclass into its fields (no ``dataclasses.asdict`` deep
 # copy, no intermediate tree). A record holding what that path does not write as json would (a
 # value not of its declared type, a null, a float in one of the forms the two write differently)
-# is written by json, so the bytes never differ from the definition.
-# ``tests/store/test_record_text.py`` holds them equal.
+# is written by json, so the bytes never differ from the definition;
+# ``tests/store/test_record_text.py`` holds them equal. A text UTF-8 cannot hold (a lone
+# surrogate) has no canonical form: such a record is refused, the field named.
+# (Python strings can hold one, from a JSON or YAML escape such as ``\ud800``, say.)
 
 
 def _opener_source(classes: list[type], names: dict[type, str]) -> str:
@@ -399,17 +403,30 @@ _JSON_TEXT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 
 
 def record_bytes(record: DecisionRecord) -> bytes:
-    """The record's canonical JSON as UTF-8: byte for byte ``canonical_json(record.to_dict())``."""
+    """The record's canonical JSON as UTF-8: byte for byte ``canonical_json(record.to_dict())``.
+
+    RecordError naming the field when a text in it has no UTF-8 form (a lone surrogate, which a
+    Python string can hold): such a record has no canonical text, and nothing can store or send it
+    as it is (``escaped_record_text`` gives it in a form that can be kept)."""
     out = fast_canonical_json(record, _OPENED)
-    return out if out is not None else _JSON_TEXT(record).encode()
+    if out is not None:
+        return out
+    try:
+        return _JSON_TEXT(record).encode()
+    except UnicodeEncodeError:
+        raise _not_utf8(record) from None
 
 
 def record_text(record: DecisionRecord) -> str:
-    """``record_bytes`` as text."""
+    """``record_bytes`` as text (and refused alike)."""
     out = fast_canonical_json(record, _OPENED)
     if out is not None:
         return out.decode()
     text: str = _JSON_TEXT(record)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise _not_utf8(record) from None
     return text
 
 
@@ -424,6 +441,71 @@ def record_value_bytes(record: DecisionRecord) -> bytes:
         return orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
     except TypeError:
         return record_bytes(record)
+
+
+def escaped_record_text(record: DecisionRecord) -> str:
+    """``record_text``, also for a record that has none: each lone surrogate written as its JSON
+    escape (``\\ud800``), which is valid UTF-8 and reads back as the same string; for keeping a
+    record that cannot be stored (quarantine) or letting the receiving end refuse it."""
+    text: str = _JSON_TEXT(record)
+    return text.encode("utf-8", "backslashreplace").decode() if not text.isascii() else text
+
+
+def record_problem(record: DecisionRecord, error: RecordError) -> str:
+    """``error`` of ``record`` as one line naming the decision and the field."""
+    return f"decision {shown_text(record.decision_id)}: field {error.path}: {error.reason}"
+
+
+def _not_utf8(record: DecisionRecord) -> RecordError:
+    """The error for the first text of ``record`` (a value, or a key of a map) that UTF-8 cannot hold."""
+    # none found: no text of the record's own, a value of another type wrote the surrogate
+    return _lone_surrogate(record) or RecordError("", "not valid UTF-8 text")
+
+
+def _lone_surrogate(value: Any) -> RecordError | None:
+    """The error for the first text under ``value`` (a record, or its JSON parsed) that UTF-8
+    cannot hold, if any."""
+    found = _unencodable(value, "")
+    if found is None:
+        return None
+    path, what, text = found
+    at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
+    return RecordError(path, f"{what}not valid UTF-8 text (lone surrogate U+{ord(text[at]):04X} at character {at})")
+
+
+def _unencodable(value: Any, path: str) -> tuple[str, str, str] | None:
+    """(path, what, text) of the first string under ``value`` with no UTF-8 form."""
+    if isinstance(value, str):
+        return None if value.isascii() or _utf8(value) else (path, "", value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items: Any = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+    elif isinstance(value, dict):
+        items = value.items()
+        for key in value:
+            if isinstance(key, str) and not _utf8(key):
+                return path, f"key {shown_text(key)}: ", key
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for name, item in items:
+        found = _unencodable(item, f"{path}.{shown_text(str(name))}" if path else shown_text(str(name)))
+        if found is not None:
+            return found
+    return None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_text(text: str) -> str:
+    """``text`` for a message: what UTF-8 cannot hold written as a backslash escape."""
+    return text.encode("utf-8", "backslashreplace").decode()
 
 
 def record_json_schema() -> dict[str, Any]:
@@ -451,7 +533,9 @@ def validate_record(data: Any, text: bytes | None = None) -> DecisionRecord:
         rec = _adapter().validate_json(source, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise RecordError(".".join(str(p) for p in err["loc"]), err["msg"]) from None
+        # a JSON escape of a lone surrogate (\ud800) that json.loads took: name the field, not the column
+        surrogate = _lone_surrogate(data) if err["type"] == "json_invalid" else None
+        raise surrogate or RecordError(".".join(str(p) for p in err["loc"]), err["msg"]) from None
     if rec.outcome not in _OUTCOMES:
         raise RecordError("outcome", f"unknown outcome {rec.outcome!r}")
     if rec.track not in _TRACKS:

@@ -33,7 +33,7 @@ import httpx
 
 from audit.errors import UserError
 from audit.events import WorldEvent, loads_json
-from audit.records import DecisionRecord, record_text
+from audit.records import DecisionRecord, RecordError, escaped_record_text, record_problem, record_text
 from audit.store.connection import data_dir
 from audit.store.ports import PodDecision
 from audit.store.rows import event_json
@@ -45,6 +45,18 @@ from ingest.files import FileFormatError, ImportResult, JsonlAppender, import_fi
 log = logging.getLogger(__name__)
 
 LAST_SEQ = 2**63 - 1  # the highest seq a read of the events can bind (its bounds are Int64)
+
+
+def record_line(record: DecisionRecord) -> str:
+    """The record's JSON line for a file or the API: its canonical text, or, for a record that has
+    none (a text UTF-8 cannot hold), its JSON with that text escaped, which the reader of the file
+    or the API refuses into its quarantine. Either way nothing is dropped and the batch goes on; a
+    warning names the decision and the field here."""
+    try:
+        return record_text(record)
+    except RecordError as exc:
+        log.warning("%s; sent with the text escaped, for the receiving end to quarantine", record_problem(record, exc))
+        return escaped_record_text(record)
 
 
 class SinkError(UserError, ValueError):
@@ -120,7 +132,7 @@ class FileSink:
         self._counts = {"received": 0, "written": 0, "events_received": 0, "events_written": 0}
 
     def write_records(self, records: Iterable[DecisionRecord]) -> None:
-        n = self._records.write_lines(record_text(r) for r in records)
+        n = self._records.write_lines(record_line(r) for r in records)
         self._counts["received"] += n
         self._counts["written"] += n
 
@@ -285,7 +297,7 @@ class HttpSink:
         self._thread.start()
 
     def write_records(self, records: Iterable[DecisionRecord]) -> None:
-        self._add("records", (record_text(r) for r in records))
+        self._add("records", (record_line(r) for r in records))
 
     def write_events(self, events: Iterable[WorldEvent]) -> None:
         self._add("events", (event_json(e) for e in events))

@@ -28,7 +28,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from audit.canonical import canonical_json
 from audit.events import WorldEvent
-from audit.records import DecisionRecord, record_text
+from audit.records import DecisionRecord, RecordError, record_text
 from audit.store import quarantine as q
 from audit.store.rows import event_json
 
@@ -68,7 +68,9 @@ CLOCK_FIELDS = ("duration_us",)
 
 @dataclass
 class Screened(Generic[T]):
-    """A batch split by what the store holds: ``fresh`` to write, ``absorbed`` re-sends, ``conflicts``."""
+    """A batch split by what the store holds: ``fresh`` to write, ``absorbed`` re-sends, and
+    ``conflicts``, the quarantine rows of items that differ from history (or, for records, have no
+    text the store can hold)."""
 
     fresh: list[T] = field(default_factory=list)
     fresh_lines: list[int] = field(default_factory=list)
@@ -144,8 +146,27 @@ class HistoryGuard:
 
     def screen_records(self, records: Sequence[DecisionRecord], lines: Sequence[int],
                        source: str) -> Screened[DecisionRecord]:
-        return self._screen_records(records, [r.decision_id for r in records], [record_text(r) for r in records],
-                                    [r.output_digest for r in records], lines, source, record_identity)
+        """A record with no canonical text (a text UTF-8 cannot hold) is quarantined with the
+        conflicts, naming the decision and the field; the others are screened."""
+        good: list[DecisionRecord] = []
+        good_lines: list[int] = []
+        texts: list[str] = []
+        refused: list[tuple[q.QuarantineRow, dict[str, Any]]] = []
+        for record, line in zip(records, lines, strict=True):
+            try:
+                texts.append(record_text(record))
+            except RecordError as exc:
+                row = q.unwritable_record(source, record, exc)
+                refused.append((row, {"line": line, "path": exc.path, "error": row.error}))
+                continue
+            good.append(record)
+            good_lines.append(line)
+        out = self._screen_records(good, [r.decision_id for r in good], texts, [r.output_digest for r in good],
+                                   good_lines, source, record_identity)
+        for row, error in refused:
+            out.conflicts.append(row)
+            out.conflict_errors.append(error)
+        return out
 
     def screen_encoded(self, records: Sequence[E], lines: Sequence[int], source: str) -> Screened[E]:
         """As ``screen_records``, for records whose canonical text and identity are already made

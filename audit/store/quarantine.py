@@ -11,6 +11,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from audit.records import DecisionRecord, RecordError, escaped_record_text, record_problem
+
 RAW_CAP = 64 * 1024
 COLUMNS = ("time", "source", "kind", "error", "path", "raw", "raw_size", "raw_digest")
 
@@ -43,6 +45,13 @@ def quarantine_row(source: str, kind: str, error: str, path: str, raw: bytes | s
         raw_size=len(data),
         raw_digest=hashlib.sha256(data).hexdigest(),
     )
+
+
+def unwritable_record(source: str, record: DecisionRecord, error: RecordError) -> QuarantineRow:
+    """The row of a record that has no canonical text (``audit.records.record_bytes`` refused it:
+    a text UTF-8 cannot hold): the reason names the decision and the field, and the raw text is the
+    record's JSON with what UTF-8 cannot hold escaped, so nothing of it is lost."""
+    return quarantine_row(source, "record", record_problem(record, error), error.path, escaped_record_text(record))
 
 
 def columns(rows: list[QuarantineRow]) -> list[list[Any]]:

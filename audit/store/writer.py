@@ -42,7 +42,7 @@ from itertools import islice
 from typing import Any
 
 from audit.events import WorldEvent
-from audit.records import DecisionRecord, record_bytes, record_text
+from audit.records import DecisionRecord, RecordError, escaped_record_text, record_bytes
 from audit.store import quarantine as q
 from audit.store import rows
 from audit.store.generation import GENERATIONS
@@ -234,14 +234,19 @@ class RecordWriter:
             lines: list[bytes] = []
             ids: list[str] = []
             bad: list[q.QuarantineRow] = []
-            # one pass: each record is checked and encoded while its objects are in the CPU's cache
+            # one pass: each record is checked and encoded while its objects are in the CPU's cache;
+            # one the store cannot hold is quarantined, and the rest of the batch is written
             for record in batch:
                 try:
                     rows.check_record(record)
+                    line = record_bytes(record)
                 except rows.RowError as exc:
-                    bad.append(q.quarantine_row(self.source, "record", str(exc), exc.path, record_text(record)))
+                    bad.append(q.quarantine_row(self.source, "record", str(exc), exc.path, escaped_record_text(record)))
                     continue
-                lines.append(record_bytes(record))
+                except RecordError as exc:
+                    bad.append(q.unwritable_record(self.source, record, exc))
+                    continue
+                lines.append(line)
                 ids.append(record.decision_id)
             self.write_quarantine(bad)
             self._spool_lines(ids, b"\n".join(lines), len(lines))

@@ -9,6 +9,7 @@ depend on it).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,8 +23,10 @@ from audit.records import (
     DeviceRef,
     Exemplar,
     Outcome,
+    RecordError,
     TierBlocker,
     TierSummary,
+    escaped_record_text,
     record_bytes,
     record_text,
 )
@@ -123,3 +126,36 @@ ODD_VALUES = {
 @pytest.mark.parametrize("record", ODD_VALUES.values(), ids=ODD_VALUES.keys())
 def test_record_text_matches_json_dumps_for_values_of_another_type(record: DecisionRecord) -> None:
     _assert_canonical(record)
+
+
+def _with_exemplar_detail(detail: dict[str, Any]) -> DecisionRecord:
+    record = make_record(1)
+    tier = record.tiers[0]
+    return replace(record, tiers=[replace(tier, exemplars=[Exemplar("d", "n", "in_use", detail)]), *record.tiers[1:]])
+
+
+# A text UTF-8 cannot hold: the path and reason each way of writing the record refuses it with.
+LONE_SURROGATES = {
+    "in the message": (replace(make_record(1), message="lost\ud800"), "message",
+                       "not valid UTF-8 text (lone surrogate U+D800 at character 4)"),
+    "in a list of strings": (replace(make_record(1), claims=["ok", "\udfff"]), "claims.1",
+                             "not valid UTF-8 text (lone surrogate U+DFFF at character 0)"),
+    "in an exemplar's detail": (_with_exemplar_detail({"claim": "ns/\udc80x"}), "tiers.0.exemplars.0.detail.claim",
+                                "not valid UTF-8 text (lone surrogate U+DC80 at character 3)"),
+    "in a key of the reasons": (_with_tier(reasons={"in\ud800use": 1}), "tiers.0.reasons",
+                                "key in\\ud800use: not valid UTF-8 text (lone surrogate U+D800 at character 2)"),
+    "nested in a blocker's detail": (_with_blocker({"victims": [{"pod": "a/\ud801"}]}), "blockers.0.detail.victims.0.pod",
+                                     "not valid UTF-8 text (lone surrogate U+D801 at character 2)"),
+}
+
+
+@pytest.mark.parametrize(("record", "path", "reason"), LONE_SURROGATES.values(), ids=LONE_SURROGATES.keys())
+def test_a_text_utf8_cannot_hold_is_refused_naming_its_field(record: DecisionRecord, path: str, reason: str) -> None:
+    for encode in (record_bytes, record_text):
+        with pytest.raises(RecordError) as refused:
+            encode(record)
+        assert (refused.value.path, refused.value.reason) == (path, reason)
+    # kept whole as JSON with the surrogate escaped: valid UTF-8 that reads back as the same record
+    text = escaped_record_text(record)
+    text.encode()
+    assert json.loads(text) == record.to_dict()

@@ -1,0 +1,98 @@
+"""A record holding a text UTF-8 cannot hold (a lone surrogate, which a Python string can) is kept
+in quarantine with a reason naming the field, and the rest of its batch is stored: through the
+store's writer, through the in-process sink the simulator and the watcher write a store with,
+through the HTTP sink they send to the API with (the API refuses the one line), and through the
+file sink, whose reader refuses the one line. Real chDB stores, a real loopback server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from audit.records import DecisionRecord
+from audit.store.queries import AuditStore
+from ingest.files import import_file
+from ingest.sinks import FileSink, HttpSink, StoreSink
+from tests.store.factory import make_records
+from tests.store.test_sinks import TOKEN, IngestServer, free_port
+
+
+def _batch() -> tuple[list[DecisionRecord], DecisionRecord]:
+    first, middle, last = make_records(3)
+    bad = replace(middle, message="node lost\ud800 mid-bind")
+    return [first, bad, last], bad
+
+
+def _by_writer(db: Path, records: list[DecisionRecord]) -> None:
+    with AuditStore.open(f"chdb://{db}") as store:
+        writer = store.writer(background=False)
+        writer.write_records(records)
+        assert writer.flush()
+        writer.close()
+
+
+def _by_store_sink(db: Path, records: list[DecisionRecord]) -> None:
+    sink = StoreSink(f"chdb://{db}", spool_dir=str(db.parent / "spool"))
+    sink.write_records(records)
+    assert sink.flush()
+    assert sink.quarantined == 1
+    sink.close()
+
+
+def _by_http_sink(db: Path, records: list[DecisionRecord]) -> None:
+    port = free_port()
+    with AuditStore.open(f"chdb://{db}") as store:
+        server = IngestServer(store, port)
+        try:
+            sink = HttpSink(f"http://127.0.0.1:{port}", token=TOKEN, spool_dir=str(db.parent / "spool"))
+            sink.write_records(records)
+            assert sink.flush(timeout=30)
+            assert (sink.stats()["sent"], sink.quarantined) == (3, 1)  # lines sent, lines the API quarantined
+            sink.close()
+        finally:
+            server.stop()
+
+
+REASON = "field message: not valid UTF-8 text (lone surrogate U+D800 at character 9)"
+
+
+@pytest.mark.parametrize(("write", "reason"), [
+    (_by_writer, "decision {id}: " + REASON),
+    (_by_store_sink, "decision {id}: " + REASON),
+    (_by_http_sink, "DecisionRecord: " + REASON.removeprefix("field ")),  # as the API quarantines lines
+], ids=["writer", "store sink", "http sink"])
+def test_a_record_with_a_lone_surrogate_is_quarantined_and_the_rest_of_its_batch_stored(
+    tmp_path: Path, _empty_store_dir: Path, write: Callable[[Path, list[DecisionRecord]], None], reason: str,
+) -> None:
+    db = tmp_path / "db"
+    shutil.copytree(_empty_store_dir, db, symlinks=True)
+    records, bad = _batch()
+    write(db, records)
+    with AuditStore.open(f"chdb://{db}") as store:
+        stored = store.client.query("SELECT decision_id FROM decisions FINAL ORDER BY decision_id").result_rows
+        quarantined = store.quarantined(10)
+    assert [row[0] for row in stored] == sorted([records[0].decision_id, records[2].decision_id])
+    assert [(q["kind"], q["path"], q["error"]) for q in quarantined] == [
+        ("record", "message", reason.format(id=bad.decision_id))]
+    # nothing of it is lost: the raw text is its JSON with the surrogate escaped, read back whole
+    assert json.loads(quarantined[0]["raw"])["message"] == bad.message
+    assert DecisionRecord.from_dict(json.loads(quarantined[0]["raw"])) == bad
+
+
+def test_the_file_sink_keeps_every_record_and_its_reader_refuses_the_one_line(tmp_path: Path) -> None:
+    records, bad = _batch()
+    sink = FileSink(str(tmp_path / "out.jsonl"))
+    sink.write_records(records)
+    sink.close()
+    lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["decision_id"] for line in lines] == [r.decision_id for r in records]
+    assert json.loads(lines[1])["message"] == bad.message
+    read = import_file(tmp_path / "out.jsonl", "records")
+    assert [r.decision_id for r in read.records] == [records[0].decision_id, records[2].decision_id]
+    assert [(e.location, e.path, e.error) for e in read.errors] == [
+        (f"{tmp_path / 'out.jsonl'}:2", "message", "DecisionRecord: " + REASON.removeprefix("field "))]
