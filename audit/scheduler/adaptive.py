@@ -393,9 +393,9 @@ def has_recheck(record: DecisionRecord) -> bool:
 def hold_wakes_after_ms(record: DecisionRecord, fallback_wait_ms: int) -> tuple[int, ...]:
     """When a pod deferred for its preferred model is looked at again without a release, from the
     decision's time: after its adaptive recheck and, if later, when its wait reaches ``maxWait``
-    (a wake asks every parked pod's hold anew, and no hold outlasts ``maxWait``, so the pod falls
-    back then at the latest, release or not; both are read from the record, so a window's replay
-    restores them); or when its ``wait-for-preferred`` wait runs out."""
+    (a wake asks every parked pod's hold anew, and no hold outlasts ``maxWait``, so its later
+    tiers open then at the latest, release or not; both are read from the record, so a window's
+    replay restores them); or when its ``wait-for-preferred`` wait runs out."""
     for b in record.blockers:
         if b.code == Blocker.FALLBACK_ESTIMATE.value and "recheck_after_ms" in b.detail:
             recheck = max(1, int(b.detail["recheck_after_ms"]))

@@ -306,11 +306,11 @@ class ClusterLoop:
 
     def _recheck(self, key: str, attempts: int) -> None:
         """A wake the pod's decision asked for (``FollowUp.wakes_at_ms``: its adaptive hold's
-        ``recheck_after_ms`` or ``maxWait``, its wait-for-preferred wait running out). With strict queueing the
-        head is decided again then if that decision is still its last: the tenant's whole line
-        waits on the hold, which must end when it is due, not at the next release that lets
-        ``may_place`` through. (A best-effort pod waits alone: the wake asks ``may_place`` of it
-        as of every parked pod.)"""
+        ``recheck_after_ms`` or ``maxWait``, its wait-for-preferred wait running out). With strict
+        queueing the head is decided again then if that decision is still its last: the tenant's
+        whole line waits on the hold, which must end when it is due, not at the next release that
+        lets ``may_place`` through. (A best-effort pod waits alone: the wake asks ``may_place`` of
+        it as of every parked pod.)"""
         st = self.pods.get(key)
         if (self.world.policy.queueing_mode == "strict" and st is not None and not st.node
                 and st.attempts == attempts and key in self.world.pending):
