@@ -28,6 +28,7 @@ from benchmarks.cluster_day import cluster_day
 from benchmarks.fairness_diagnosis import (
     contended_hours,
     p99_beside_own,
+    p99_floor,
     pending_over_share,
     regret_by_reason,
 )
@@ -73,7 +74,8 @@ def day_scenario(queueing: str, fallback: dict[str, Any] | None, fairness: dict[
 
 def _day(queueing: str, fallback: dict[str, Any] | None, pacer: MemoryPacer,
          fairness: dict[str, Any] | None = None) -> dict[str, Any]:
-    paced = paced_day(Simulator(day_scenario(queueing, fallback, fairness), seed=SEED, hours=HOURS), pacer.speed)
+    scenario = day_scenario(queueing, fallback, fairness)
+    paced = paced_day(Simulator(scenario, seed=SEED, hours=HOURS), pacer.speed)
     result = paced.result
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)
@@ -83,7 +85,13 @@ def _day(queueing: str, fallback: dict[str, Any] | None, pacer: MemoryPacer,
             "hours": contended_hours(life, window),
             "regret_groups": regret_by_reason(result.records, life),
             "over_share": {t: pending_over_share(life, window, t) for t in sorted({p.tenant for p in life.pods})},
-            "beside_own": p99_beside_own(life, window)}
+            "beside_own": p99_beside_own(life, window),
+            "floor": {t: p99_floor(life, window, t, dra_devices(scenario)) for t in sorted({p.tenant for p in life.pods})}}
+
+
+def dra_devices(scenario: Scenario) -> int:
+    """The devices of the scenario's DRA node pools (no node lost or tainted)."""
+    return sum(pool.nodes * pool.gpus_per_node for pool in scenario.pools if not pool.device_plugin)
 
 
 def tenant_p99(fairness: dict[str, Any]) -> dict[str, float]:
@@ -122,6 +130,19 @@ def _capped(day: dict[str, Any]) -> str:
             "share of capacity")
 
 
+def _floor(day: dict[str, Any], p99: dict[str, float]) -> str:
+    """The worst tenant's p99 floor (``fairness_diagnosis.p99_floor``) against the best tenant's p99:
+    the worst/best ratio no schedule goes below without taking devices from the other tenants or
+    making them wait longer."""
+    worst = max(p99, key=p99.__getitem__)
+    floor = day["floor"].get(worst, 0.0)
+    if not floor:
+        return ""
+    return (f"; {worst}'s p99 exceeds {floor:,.0f} s in any schedule that leaves the other tenants' pods "
+            f"holding what they held, {worst_best({worst: floor, **{t: v for t, v in p99.items() if t != worst}}):.1f}x "
+            "the best tenant's")
+
+
 def _beside_own(day: dict[str, Any]) -> str:
     """The worst/best p99 ratio with each pod's wait less the time its tenant's quota of its first
     choice was closed (``fairness_diagnosis.p99_beside_own``)."""
@@ -149,7 +170,7 @@ def _rows(label: str, day: dict[str, Any], policy: str = "DRF") -> list[dict[str
                  f"* backlog only device-plugin pods): {_lowest_hours(day)}{_capped(day)}"},
         {"issue": "#16", "name": f"{name}: worst/best tenant p99 wait", "value": round(worst_best(p99), 1), "unit": "x",
          "target": "<= 3" if judged else "", "note": f"p99 wait per tenant: {per_tenant}; {_behind_own(day, max(p99, key=p99.__getitem__))}"
-                                  f"{_beside_own(day)}; pods past the starvation timeout: {starving}"},
+                                  f"{_beside_own(day)}{_floor(day, p99)}; pods past the starvation timeout: {starving}"},
         {"issue": "#16", "name": f"{name}: pending pod-minutes while an allowed tier fit",
          "value": round(100 * day["idle"], 1), "unit": "%",
          "target": "<= 5" if judged else "",

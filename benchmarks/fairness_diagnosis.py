@@ -35,6 +35,15 @@ metric, and none changes a figure):
   lifecycle shows held), or that its tenant held at least its weighted share (as
   ``pending_over_share``): how much of the gap between tenants' p99 waits is a wait behind the
   tenant's own quota or own demand rather than behind other tenants.
+* ``p99_floor``: a lower bound on one tenant's p99 wait over every schedule that leaves the other
+  tenants' pods holding what they held in the run (the same devices count at the same times) and
+  binds the same pods of the tenant within the window: how far the worst/best ratio can fall
+  without taking from the other tenants or making them wait longer. The argument: a pod that
+  arrived at aᵢ and waited at most X starts by aᵢ + X and, if its run dᵢ is longer than τ − aᵢ,
+  still holds its gᵢ devices at τ ≥ aᵢ + X. At τ only the devices the others do not hold are left,
+  so of the pods with aᵢ ≤ τ − X < τ < aᵢ + dᵢ at most as many as the smallest gᵢ fit into them
+  waited ≤ X; every other such pod waited longer. Nodes, quotas, health and the tenant's own other
+  pods are ignored, which can only lower the bound.
 
 Run ``python -m benchmarks.fairness_diagnosis [seed] [immediate|adaptive] [hours]`` to print them for
 the default scenario.
@@ -42,8 +51,10 @@ the default scenario.
 
 from __future__ import annotations
 
+import bisect
+import math
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from audit.metrics import Window, fold_lifecycle
@@ -304,14 +315,84 @@ def p99_beside_own(life: Lifecycle, window: Window) -> dict[str, dict[str, float
     return out
 
 
+def _held_by_others(life: Lifecycle, tenant: str, track: str) -> tuple[list[int], list[int]]:
+    """When devices of ``track`` held by the other tenants' pods change, and how many they hold from
+    then on (a pod still holding at the fold's end holds on)."""
+    changes: dict[int, int] = {}
+    for p in life.pods:
+        if p.tenant == tenant or p.track != track or p.allocated_ms is None or not p.devices:
+            continue
+        changes[p.allocated_ms] = changes.get(p.allocated_ms, 0) + p.devices
+        if p.released_ms is not None:
+            changes[p.released_ms] = changes.get(p.released_ms, 0) - p.devices
+    times = sorted(changes)
+    held, total = [], 0
+    for t in times:
+        total += changes[t]
+        held.append(total)
+    return times, held
+
+
+def _late_at_least(pods: list[tuple[int, int, int]], free_at: Callable[[int], int], wait_ms: int) -> int:
+    """The most pods of ``pods`` ((arrival, run lower bound, devices)) some instant proves waited
+    longer than ``wait_ms`` (``p99_floor``'s argument, at every τ = aᵢ + ``wait_ms``)."""
+    worst = 0
+    for a, _, _ in pods:
+        tau = a + wait_ms
+        running = sorted(g for a2, d2, g in pods if a2 <= a and a2 + d2 > tau)
+        room, fit = free_at(tau), 0
+        for g in running:
+            if g > room:
+                break
+            room -= g
+            fit += 1
+        worst = max(worst, len(running) - fit)
+    return worst
+
+
+def p99_floor(life: Lifecycle, window: Window, tenant: str, devices: int, track: str = "dra") -> float:
+    """A lower bound in seconds on ``tenant``'s nearest-rank p99 wait (see the module's
+    ``p99_floor``), its pods all of ``track`` on a pool of ``devices`` devices: a whole second X at
+    which some instant proves that more of the tenant's pods first bound in the window waited longer
+    than X than the nearest-rank p99 allows, so the p99 exceeds X; 0.0 when nothing is proved. X is
+    found by bisection over seconds, each step proved on its own, so a larger X may hold too."""
+    bound = [p for p in life.pods if p.tenant == tenant and window.holds(p.bound_ms)]
+    waits = [b - p.created_ms for p in bound if (b := p.bound_ms) is not None]
+    if not bound or any(p.track != track for p in life.pods if p.tenant == tenant):
+        return 0.0
+    times, held = _held_by_others(life, tenant, track)
+
+    def free_at(t: int) -> int:
+        i = bisect.bisect_right(times, t) - 1
+        return devices - (held[i] if i >= 0 else 0)
+
+    end = life.end_ms
+    # a run's length from the run itself; a pod still holding at the end ran at least until then
+    pods = sorted((p.created_ms, (p.released_ms if p.released_ms is not None else end) - held_from, p.devices)
+                  for p in bound if (held_from := p.allocated_ms) is not None)
+    n = len(bound)
+    needed = n - math.ceil(0.99 * n) + 1  # pods longer than X that put the ⌈0.99·n⌉-th smallest wait above X
+    lo, hi = 0, max(waits) // 1000  # proved above lo - 1; not above hi
+    if _late_at_least(pods, free_at, 0) < needed:
+        return 0.0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _late_at_least(pods, free_at, mid * 1000) >= needed:
+            lo = mid
+        else:
+            hi = mid - 1
+    return float(lo)
+
+
 def main(argv: list[str]) -> None:
-    from benchmarks.bench_fairness import ADAPTIVE, day_scenario
+    from benchmarks.bench_fairness import ADAPTIVE, day_scenario, dra_devices
     from ingest.simulate.loop import simulate
 
     seed = int(argv[0]) if argv else 1
     adaptive = len(argv) > 1 and argv[1] == "adaptive"
     hours_ = float(argv[2]) if len(argv) > 2 else 24.0
-    result = simulate(day_scenario("", ADAPTIVE if adaptive else None), seed=seed, hours=hours_)
+    scenario = day_scenario("", ADAPTIVE if adaptive else None)
+    result = simulate(scenario, seed=seed, hours=hours_)
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)
     rows = contended_hours(life, window)
@@ -344,6 +425,10 @@ def main(argv: list[str]) -> None:
     for k in ("all", "less_quota", "less_share"):
         vals = [max(1.0, v[k]) for v in beside.values()]
         print(f"worst/best p99 ({k}): {max(vals) / min(vals):.1f}")
+    devices = dra_devices(scenario)
+    for tenant in sorted({p.tenant for p in life.pods}):
+        print(f"p99 wait {tenant} exceeds {p99_floor(life, window, tenant, devices):,.0f} s in any schedule that leaves "
+              "the other tenants' pods holding what they held (0: nothing proved)")
 
 
 if __name__ == "__main__":

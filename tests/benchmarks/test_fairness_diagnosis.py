@@ -15,6 +15,7 @@ from benchmarks.fairness_diagnosis import (
     contended_hours,
     p99_beside_own,
     p99_by_track,
+    p99_floor,
     pending_over_share,
     regret_by_ask,
     regret_by_reason,
@@ -201,3 +202,24 @@ def test_p99_beside_own_takes_out_the_wait_behind_the_tenants_own_quota(borrowin
     # small (weight 1 of 3) never holds its 30 H100-eq share, so no wait is behind its own demand
     assert got["small"] == {"all": 2400.0, "less_quota": less_quota_s, "less_share": 2400.0}
     assert got["big"]["all"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("pool", "small_tracks", "floor"),
+    [
+        # 4 devices, 3 held by big for an hour: the one left holds one of small's two 30-minute pods
+        # created at 0, so the other waited until it ended; its wait (1,800 s) is small's p99 (the
+        # 2nd of 2) and every X below 1,800 s is proved
+        pytest.param(4, ("dra", "dra"), 1799.0, id="one-device-left-for-two-pods-proves-the-p99"),
+        pytest.param(5, ("dra", "dra"), 0.0, id="room-for-both-proves-nothing"),
+        # a device-plugin pod waits for the nodes it is pinned to, which the pool's count does not say
+        pytest.param(4, ("dra", "device-plugin"), 0.0, id="a-tenant-with-device-plugin-pods-gets-no-bound"),
+    ],
+)
+def test_the_p99_floor_counts_pods_no_schedule_can_start_in_time(pool, small_tracks, floor):
+    big = [_pod(f"b{i}", "big", 0, 0, held_min=60) for i in range(3)]
+    small = [_pod("s1", "small", 0, 0, held_min=30, track=small_tracks[0]),
+             _pod("s2", "small", 0, 30, held_min=30, track=small_tracks[1])]
+    life = _life(big + small)
+    assert p99_floor(life, Window(0, 2 * HOUR), "small", pool) == floor
+    assert p99_beside_own(life, Window(0, 2 * HOUR))["small"]["all"] == 1800.0  # the p99 it bounds
