@@ -88,7 +88,9 @@ class Counterfactual(ClusterLoop):
     def _adopt(self, start: QueueState) -> None:
         """Pods already in the world at the start: pending ones queue (or wait for their retry),
         running ones keep running; waiting tenants keep waiting."""
-        if self.world.seq >= 0 and self.world.policy.digest != self.policy.digest:
+        # another policy than the one in force comes in force at the start, as a live activation
+        activated = self.world.seq >= 0 and self.world.policy.digest != self.policy.digest
+        if activated:
             name = str(self.policy_doc.get("metadata", {}).get("name", "counterfactual"))
             self.apply(WorldEvent(self.world.cluster, self.world.seq + 1, self.world.time, EventType.UPSERT.value,
                                   "Policy", "", name, self.policy_doc))
@@ -105,7 +107,8 @@ class Counterfactual(ClusterLoop):
             elif key in self.world.pending:
                 self.enqueue(key, self.world.pending[key])
             if key in self.world.pending:
-                self.arm(key, self.world.pending[key])
+                if not activated:
+                    self.arm(key, self.world.pending[key])
             elif st.node:
                 if key in self.history.finished_at:
                     running.append(key)
@@ -120,6 +123,11 @@ class Counterfactual(ClusterLoop):
                               group=lambda key: str(self._shape(key)[1]))
         for at, key, attempt in start.wakes:
             self.schedule(at, "wake", (key, attempt))
+        if activated:
+            self.rearm()
+        else:
+            for at, key, armed_under in start.dues:
+                self.schedule(at, "due", (key, armed_under))
         for ev in self.history.external:
             self.push(parse_time_ms(ev.time), ev.seq, "world", ev)
         for (key, _attempt), evs in sorted(self._interference.items()):

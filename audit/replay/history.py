@@ -27,6 +27,7 @@ from audit.events import EventType, WorldEvent
 from audit.policy import Policy, default_policy, parse_policy
 from audit.records import DecisionRecord, Outcome
 from audit.replay.verify import bind_seq
+from audit.scheduler.engine import hold_deadline_ms
 from audit.scheduler.pending import follow_up
 from audit.timestamps import parse_time_ms
 
@@ -120,6 +121,33 @@ class QueueState:
     # pending wake-ups a decision asked for (``follow_up``: waiting for the preferred model), as
     # (ms, pod key, the decision's attempt)
     wakes: list[tuple[int, str, int]] = field(default_factory=list)
+    # the ends of holds the last policy activation moved (``ClusterLoop.rearm``), as (ms, pod key,
+    # the digest of the policy that armed them)
+    dues: list[tuple[int, str, str]] = field(default_factory=list)
+
+
+def activation_dues(events: Iterable[WorldEvent], pending: Mapping[str, int], policy: Policy,
+                    since_ms: int) -> list[tuple[int, str, str]]:
+    """The ``due`` wakes the cluster loop armed at the last policy activation of ``events`` (the
+    log before a window, in seq order) that are still ahead at ``since_ms``: one per pod of
+    ``pending`` (pod key -> pending since, at the window's start) created before that activation,
+    at the end of its hold under ``policy`` (the one in force at the window's start) — none when a
+    later deletion put another policy in force, as those wakes then do nothing."""
+    activated: tuple[int, str] | None = None  # (seq, digest) of the last Policy upsert
+    first_seen: dict[str, int] = {}
+    for ev in events:
+        if ev.object_kind == "Policy" and ev.type == EventType.UPSERT.value:
+            activated = (ev.seq, parse_policy(ev.payload).digest)
+        elif ev.object_kind == "Pod" and ev.type == EventType.UPSERT.value:
+            first_seen.setdefault(f"{ev.namespace}/{ev.name}", ev.seq)
+    if activated is None or activated[1] != policy.digest:
+        return []
+    dues = []
+    for key, created in sorted(pending.items()):
+        end = hold_deadline_ms(policy, created)
+        if end is not None and end >= since_ms and first_seen.get(key, activated[0]) < activated[0]:
+            dues.append((end, key, policy.digest))
+    return dues
 
 
 def recorded_policies(events: Iterable[WorldEvent]) -> dict[str, Policy]:
@@ -139,8 +167,8 @@ def queue_state(prior: list[DecisionRecord], since_ms: int, policy: Policy,
     """``prior``: records before the window, in the order they were made; ``policy``: the one in
     force at the window's start; ``policies`` (``recorded_policies``): those the records were made
     under. A wake-up is read from a record under the policy it was made under, as the cluster loop
-    armed it then (a later policy does not re-arm it); a record whose policy is not among
-    ``policies`` is read under ``policy``."""
+    armed it then (a later policy arms wakes of its own, ``dues``, and leaves it); a record whose
+    policy is not among ``policies`` is read under ``policy``."""
     state = QueueState()
     last_of_pod: dict[str, DecisionRecord] = {}
     for r in sorted(prior, key=lambda r: r.seq):  # stable: same-seq records keep their order

@@ -26,7 +26,7 @@ from audit.metrics.breakdown import wait_breakdown
 from audit.records import DecisionRecord
 from audit.replay.checkpoints import checkpoint_body, load_checkpoint
 from audit.replay.counterfactual import Counterfactual, QuotaViolation, quota_violations
-from audit.replay.history import queue_state, recorded_policies, split_history
+from audit.replay.history import activation_dues, queue_state, recorded_policies, split_history
 from audit.timestamps import parse_time_ms
 from audit.world import World
 
@@ -64,6 +64,7 @@ def whatif(start: World, events: Iterable[WorldEvent], records: Iterable[Decisio
     prior = [r for r in known if parse_time_ms(r.time) < since_ms]
     policies = recorded_policies(e for e in events if e.seq <= start.seq)
     queues = queue_state(prior, since_ms, start.policy, policies)
+    queues.dues = activation_dues((e for e in events if e.seq <= start.seq), start.pending, start.policy, since_ms)
     history = split_history(window_events, known)
     recorded = Side(in_window, window_events, recorded_violations(_copy(start), window_events))
     cf = Counterfactual(_copy(start), history, policy_doc, until_ms, queues).run()

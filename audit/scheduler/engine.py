@@ -313,6 +313,17 @@ def _adaptive(ctx: AttemptContext, rts: list[RequestTiers]) -> AdaptiveHold | No
     return adaptive_hold(ctx.world, ctx.policy, ctx.tenant, rts, ctx.wait_ms, ctx.time_ms, ctx.pod_key)
 
 
+def hold_deadline_ms(policy: Policy, created_ms: int) -> int | None:
+    """When the policy stops holding a pod pending since ``created_ms`` for its preferred model,
+    release or not: the end of a ``wait-for-preferred`` wait, an adaptive ``maxWait``; None when
+    nothing holds it (immediate fallback) or nothing ends the hold (strict fallback)."""
+    if policy.fallback_mode == "wait-for-preferred":
+        return created_ms + policy.fallback_wait_ms
+    if policy.fallback_mode == "adaptive":
+        return created_ms + policy.fallback_max_wait_ms
+    return None
+
+
 def holding_for_preferred(world: World, pod_key: str, time_ms: int, policy: Policy | None = None) -> bool:
     """Whether the policy keeps the pod's later tiers shut now (strict, wait-for-preferred within
     its wait, adaptive while the first choice is expected in time): what the cluster loop groups

@@ -70,7 +70,7 @@ def _goes_first(world: World, key: str) -> bool:
 
 
 # The loop's own actions; any other kind is the driver's.
-OWN_ACTIONS = ("finish", "retry", "wake", "reserve")
+OWN_ACTIONS = ("finish", "retry", "wake", "reserve", "due")
 # Failures that hold for every pod of the same shape until capacity grows (a fair-share deferral
 # does not: another tenant's placement in the same pass may lift it).
 UNFIT_CLASSES = frozenset({RetryClass.UNSCHEDULABLE.value, RetryClass.QUOTA.value})
@@ -222,7 +222,15 @@ class ClusterLoop:
                 self._recheck(*data)
             self.wake()
         elif kind == "reserve":
-            self.try_to_reserve(data)
+            key, armed_under = data
+            if armed_under == self.world.policy.digest:  # else the policy in force armed its own
+                self.try_to_reserve(key)
+        elif kind == "due":
+            key, armed_under = data
+            st = self.pods.get(key)
+            if armed_under == self.world.policy.digest and st is not None and key in self.world.pending:
+                self._recheck(key, st.attempts)
+                self.wake()
         else:
             self.on_action(kind, data)
 
@@ -252,12 +260,31 @@ class ClusterLoop:
 
     # ---- reservations -------------------------------------------------------------------------
 
-    def arm(self, key: str, created: int) -> None:
+    def arm(self, key: str, created: int, activation: bool = False) -> None:
         """A ``reserve`` action when the pod will have waited ``reserveAfter`` (not in the past:
-        a window's replay starts after the actions before it happened)."""
-        after = self.world.policy.reserve_after_ms
-        if after is not None and created + after >= self.now:
-            self.schedule(created + after, "reserve", key)
+        a window's replay starts after the actions before it happened), under the policy in
+        force; an action armed under another policy does nothing. At a policy's ``activation`` a
+        pod that has already waited that long is tried now."""
+        policy = self.world.policy
+        after = policy.reserve_after_ms
+        if after is not None and (activation or created + after >= self.now):
+            self.schedule(max(created + after, self.now), "reserve", (key, policy.digest))
+
+    def rearm(self) -> None:
+        """A policy came in force: each pending pod's deadlines are the new policy's. The end of
+        its hold for the preferred model (``engine.hold_deadline_ms``) becomes a ``due`` wake, and
+        the time it may reserve a ``reserve`` action (``arm``); both are marked with the policy, so
+        those the pod's earlier decisions and policies armed do nothing now. A window's replay
+        restores the wakes of the last activation before it (``audit.replay.history.queue_state``)."""
+        policy = self.world.policy
+        for key, created in sorted(self.world.pending.items()):
+            st = self.pods.get(key)
+            if st is None or st.node:
+                continue
+            self.arm(key, created, activation=True)
+            end = engine.hold_deadline_ms(policy, created)
+            if end is not None and end > self.now:
+                self.schedule(end, "due", (key, policy.digest))
 
     def try_to_reserve(self, key: str) -> None:
         """Try a pending pod now if it has waited ``reserveAfter``, holds no reservation and its
@@ -479,9 +506,10 @@ class ClusterLoop:
         rest could only fail again, and every change that could help them wakes again — and
         waiting tenants of strict queues may be picked again (their heads are asked the same when
         their turn comes, ``schedule_pass``). A policy activation (``everything``) brings every
-        pod back, as tenants and gates may differ."""
+        pod back, as tenants and gates may differ, and moves their deadlines (``rearm``)."""
         if everything:
             self.pending.wake()
+            self.rearm()
         else:
             self.pending.wake(self._admit, self._alike)
 

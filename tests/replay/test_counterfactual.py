@@ -154,30 +154,33 @@ def test_pods_running_at_the_window_start_that_finish_together_finish_in_the_rec
 
 
 def test_a_window_after_a_policy_change_reads_each_wake_under_the_policy_that_armed_it():
-    """A pod deferred for its preferred model under ``wait: 5m`` is woken at 5 min as armed then,
-    though a policy with ``wait: 3m`` came in force at 1 min (no release comes in between). A
-    window from 2 min, with the recorded policy, restores that wake-up and falls back at 5 min as
-    the run did, not at the 3 min the later policy would have armed."""
+    """A strict head deferred for its preferred model under ``wait: 5m`` asked for a wake at 5 min;
+    a policy with ``wait: 10m`` came in force at 1 min (no release comes). The wake still decides
+    the head again at 5 min, as armed then, and the new policy's end falls back at 10 min. A window
+    from 2 min, with the recorded policy, reads that wake under the policy of its record and
+    decides as the run did, not at the 10 min the later policy would have armed it."""
     from audit.policy import policy_document
     from tests.scheduler.worlds import ALL_DEVICES, H100_NODES, MINUTE, cluster, hold, submit
 
-    sim = cluster(fallback={"mode": "wait-for-preferred", "wait": "5m"})
+    sim = cluster(fallback={"mode": "wait-for-preferred", "wait": "5m"}, queueing={"mode": "strict"})
     for node in H100_NODES:
         hold(sim, node, ALL_DEVICES)
     submitted = sim.now
     submit(sim, "job")
     sim.schedule_pass()
     doc = policy_document(sim.world.policy)
-    doc["spec"].update(version="2", fallback={"mode": "wait-for-preferred", "wait": "3m"})
+    doc["spec"].update(version="2", fallback={"mode": "wait-for-preferred", "wait": "10m"})
     sim.schedule(submitted + MINUTE, "policy", doc)
-    sim.run_until(submitted + 7 * MINUTE)
+    sim.run_until(submitted + 12 * MINUTE)
     assert [(r.time, r.outcome, r.allocated_model, r.policy_version) for r in sim.records] == [
-        ("2026-11-02T00:00:00.000Z", "deferred", "", "1"), ("2026-11-02T00:05:00.000Z", "allocated", "A100", "2")]
+        ("2026-11-02T00:00:00.000Z", "deferred", "", "1"), ("2026-11-02T00:05:00.000Z", "deferred", "", "2"),
+        ("2026-11-02T00:10:00.000Z", "allocated", "A100", "2")]
     since = submitted + 2 * MINUTE
     start = World(sim.world.cluster)
     for e in sim.events:
         if parse_time_ms(e.time) < since:
             start.apply(e)
-    w = whatif(start, sim.events, sim.records, doc, since, submitted + 7 * MINUTE)
+    w = whatif(start, sim.events, sim.records, doc, since, submitted + 12 * MINUTE)
     assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
-    assert [(r.time, r.outcome) for r in w.counterfactual.records] == [("2026-11-02T00:05:00.000Z", "allocated")]
+    assert [(r.time, r.outcome) for r in w.counterfactual.records] == [
+        ("2026-11-02T00:05:00.000Z", "deferred"), ("2026-11-02T00:10:00.000Z", "allocated")]
