@@ -22,8 +22,8 @@ tier, whose counts cover all its models: the sentence says so. A device-plugin p
 counts every device-plugin GPU, of whatever model its node holds, and the sentence says
 ``nvidia.com/gpu``. Such a pod names no model, so a model it neither got nor was turned down for
 is not "outside its preference list": the record does not know which of its nodes hold that
-model, and its counts and blockers are of other models (a quota it was deferred on is the one
-its blocker names), so the answer counts nothing and gives a ``no_model_choice`` blocker saying
+model, and its counts and blockers are of other models (a quota it was deferred on is one
+its blockers name), so the answer counts nothing and gives a ``no_model_choice`` blocker saying
 that the record does not say (with a world, ``audit.explain.deviceplugin`` counts the model's own
 GPUs instead).
 Devices a reservation held for another pod count as ``in_use`` (the allocator saw them so); the
@@ -157,8 +157,8 @@ def explain_record(record: DecisionRecord, model: str) -> Explanation:
     dp = record.track == Track.DEVICE_PLUGIN.value
     unnamed = not names_model(record, model)
     # Of a model a device-plugin record does not name it says nothing: its one tier counts the
-    # GPUs of every model its nodes hold, and a quota it closed on is another model's (its blocker
-    # names which), so no figure of it is this model's.
+    # GPUs of every model its nodes hold, and a quota it closed on is another model's (its blockers
+    # name which), so no figure of it is this model's.
     tier = None if unnamed else model_tier(record, model)
     counts = (device_reason_counts(tier, record.outcome == Outcome.ALLOCATED.value, own_devices(record, tier))
               if tier else {})

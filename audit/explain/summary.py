@@ -36,7 +36,7 @@ def _reason_phrases(reasons: Mapping[str, int], node_causes: Mapping[str, int],
 
 def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
     """Detail keys follow the decision engine's blockers (audit.scheduler): quota ``used``/
-    ``nominal``/``limit``, insufficient ``count``/``fallback_mode``; fair share ``tenant_share``/
+    ``nominal``/``limit`` (and ``free`` of a device-plugin record's), insufficient ``count``/``fallback_mode``; fair share ``tenant_share``/
     ``other_share``/``other_tenant``; not requested ``preference``; the adaptive fallback's
     estimate (``audit.scheduler.adaptive``); reservations their own."""
     code = blocker.get("code")
@@ -51,7 +51,12 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
         if lendable is not None and not (isinstance(limit, int) and isinstance(used, int) and isinstance(requested, int)
                                          and used + requested > limit):
             beyond.append(f"{lendable} lendable by other tenants")
-        return text + (f" ({', '.join(beyond)})" if beyond else "")
+        said = ", ".join(beyond)
+        # a device-plugin record deferred on several models' quotas gives each its part of the
+        # tier's quota_exhausted count (audit.scheduler.deviceplugin)
+        if blocker.get("free") is not None:
+            said = "; ".join(part for part in (said, f"{blocker['free']} of the GPUs over quota are {model}") if part)
+        return text + (f" ({said})" if said else "")
     if code == Blocker.FAIR_SHARE_DEFERRED.value:
         text = f"deferred for fair share (tenant share {blocker.get('tenant_share', '?')}"
         if blocker.get("other_tenant"):

@@ -6,7 +6,12 @@ the ``device-plugin`` track with no device identities (the kubelet picks them la
 node the pod admits has the GPUs free and only the tenant's quota of its model stands in the way,
 the pod is deferred on quota, as a DRA pod whose tiers the quota closes: its record says so (a
 ``quota_exhausted`` blocker with the tenant's usage and limits, retry class ``quota``) and the
-cluster loop waits for quota to come back instead of for free GPUs.
+cluster loop waits for quota to come back instead of for free GPUs. The one tier's
+``quota_exhausted`` figure counts the free GPUs of every node the quota turned the pod away from;
+when those nodes hold several models whose quotas are full, the record names each: one blocker per
+model, in the order the nodes came, each with ``free``, that model's part of the figure (a lone
+blocker's is the whole figure, so it carries none), as a DRA pod's record gives each closed tier
+its blocker and its count.
 """
 
 from __future__ import annotations
@@ -50,8 +55,9 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
     capacity = sum(world.dp_capacity.values())
     used = sum(max(0, world.dp_used.get(n, 0)) for n in world.dp_capacity)
     reasons: dict[str, int] = {}
-    quota_blocked = 0
-    closed: QuotaCheck | None = None  # the quota of the first node with room that the pod admits
+    # model -> its quota's check and the free GPUs of its nodes with room that the pod admits, in
+    # the order the nodes came
+    closed: dict[str, tuple[QuotaCheck, int]] = {}
     chosen = ""
     for node in sorted(world.dp_capacity):
         free = world.dp_capacity[node] - world.dp_used.get(node, 0)
@@ -62,10 +68,11 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
         if blocked == "node_filtered":
             reasons["node_filtered"] = reasons.get("node_filtered", 0) + free
         elif isinstance(blocked, QuotaCheck):
-            quota_blocked += free
-            closed = closed or blocked
+            seen = closed.get(blocked.model)
+            closed[blocked.model] = (blocked, free + (seen[1] if seen else 0))
     if used:
         reasons["in_use"] = used
+    quota_blocked = sum(free for _, free in closed.values())
     if quota_blocked:
         reasons["quota_exhausted"] = quota_blocked
     if chosen:
@@ -75,14 +82,10 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
         reasons["not_reached"] = rest
     rec.tiers = [TierSummary(index=0, request="nvidia.com/gpu", model=ANY_MODEL, considered=capacity,
                              reasons=dict(sorted(reasons.items())), nodes_evaluated=0)]
-    if not chosen and closed is not None:
+    if not chosen and closed:
         rec.outcome = Outcome.DEFERRED.value
         rec.retry_class = RetryClass.QUOTA.value
-        rec.blockers = [TierBlocker(Blocker.QUOTA_EXHAUSTED.value, 0, closed.detail())]
-        limit = "no borrowing limit" if closed.limit is None else f"limit {closed.limit}"
-        rec.message = (f"tenant {ctx.tenant} has no {closed.model} quota left for {gpus} nvidia.com/gpu "
-                       f"({closed.used} in use, nominal {closed.nominal}, {limit}, {closed.lendable} lendable by "
-                       "other tenants); a device-plugin node has them free")
+        rec.blockers, rec.message = _quota_deferral(ctx.tenant, gpus, list(closed.values()))
         return Decision(ctx.pod_key, ctx.attempt, rec.seal(), satisfiable=True)
     if not chosen:
         rec.retry_class = RetryClass.UNSCHEDULABLE.value if any(c >= gpus for c in world.dp_capacity.values()) \
@@ -97,3 +100,21 @@ def decide_device_plugin(ctx: AttemptContext) -> Decision:
     rec.message = f"{gpus} x nvidia.com/gpu on {chosen} (device plugin: count only)"
     proposal = Proposal(chosen, [], [], [], {}, 0, dp_gpus=gpus)
     return Decision(ctx.pod_key, ctx.attempt, rec.seal(), proposal=proposal)
+
+
+def _quota_deferral(tenant: str, gpus: int, closed: list[tuple[QuotaCheck, int]]) -> tuple[list[TierBlocker], str]:
+    """The blockers and message of a pod deferred on quota: ``closed`` holds each model whose
+    quota turned it away, with the free GPUs of that model's nodes it passed over for it."""
+    def said(q: QuotaCheck) -> str:
+        limit = "no borrowing limit" if q.limit is None else f"limit {q.limit}"
+        return f"{q.used} in use, nominal {q.nominal}, {limit}, {q.lendable} lendable by other tenants"
+
+    first = closed[0][0]
+    text = f"tenant {tenant} has no {first.model} quota left for {gpus} nvidia.com/gpu ({said(first)})"
+    if len(closed) == 1:
+        return ([TierBlocker(Blocker.QUOTA_EXHAUSTED.value, 0, first.detail())],
+                f"{text}; a device-plugin node has them free")
+    blockers = [TierBlocker(Blocker.QUOTA_EXHAUSTED.value, 0, {**q.detail(), "free": free}) for q, free in closed]
+    others = "".join(f", nor {q.model} quota ({said(q)})" for q, _ in closed[1:])
+    free = ", ".join(f"{n} {q.model}" for q, n in closed)
+    return blockers, f"{text}{others}; device-plugin nodes have them free ({free})"

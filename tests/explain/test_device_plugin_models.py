@@ -159,3 +159,56 @@ def test_a_pod_deferred_on_one_models_quota_is_not_answered_with_its_figures_for
     answer = (explain_record(record, model) if source == "record"
               else explain(view, ("team-c", "train-4"), model, policy, record=record))
     assert (answer.skipped, answer.reasons, answer.blockers, answer.summary) == (True, *DEFERRED_ANSWERS[source, model])
+
+
+def _deferred_on_two_quotas() -> Any:
+    """The engine's record deferring team-a/train-2 on team-a's A100 and H100 quotas, both full, with
+    4 A100 and 6 H100 free on nodes it may use (``cluster-device-plugin-two-quotas.yaml``)."""
+    import yaml
+
+    from audit.events import WorldEvent
+    from audit.scheduler.engine import decide
+    from audit.world import World
+
+    doc = yaml.safe_load((FIXTURES / "policy-h100-a100-quotas.yaml").read_text())
+    items = yaml.safe_load((FIXTURES / "cluster-device-plugin-two-quotas.yaml").read_text())["items"]
+    world = World("lab")
+    for seq, o in enumerate([doc, *items]):
+        world.apply(WorldEvent("lab", seq, "2026-05-01T07:10:00.000Z", "upsert", o["kind"],
+                               o["metadata"].get("namespace", ""), o["metadata"]["name"], o))
+    return decide(world, "team-a/train-2", 1, world.time_ms).record
+
+
+TWO_DEFERRED = "Pod not allocated (deferred, retry class quota) under policy v4."
+# model: blockers, summary (the reasons are the record's one tier's: {"in_use": 14, "quota_exhausted": 10})
+TWO_QUOTA_ANSWERS: dict[str, tuple[list[dict[str, Any]], str]] = {
+    "A100": ([{"code": "quota_exhausted", "tier": 0, "model": "A100", "used": 4, "requested": 2, "nominal": 4,
+               "limit": 4, "lendable": 0, "free": 4}],
+             "A100 skipped: of 24 nvidia.com/gpu, 14 in use, 10 over the tenant's quota; tenant quota 4/4 A100 used "
+             f"(4 of the GPUs over quota are A100). {TWO_DEFERRED}"),
+    "H100": ([{"code": "quota_exhausted", "tier": 0, "model": "H100", "used": 2, "requested": 2, "nominal": 2,
+               "limit": 2, "lendable": 0, "free": 6}],
+             "H100 skipped: of 24 nvidia.com/gpu, 14 in use, 10 over the tenant's quota; tenant quota 2/2 H100 used "
+             f"(6 of the GPUs over quota are H100). {TWO_DEFERRED}"),
+}
+
+
+@pytest.mark.parametrize("model", sorted(TWO_QUOTA_ANSWERS))
+def test_a_pod_deferred_on_two_quotas_is_answered_for_each_with_its_part_of_the_figure(model: str) -> None:
+    """Both models' quotas turned the pod away from nodes with room: the record names each, so
+    the record answers for each with its own blocker and its part of the 10 over quota (before,
+    it named A100 alone beside a figure counting the H100 too, and said nothing of H100)."""
+    from audit.explain import explain_record
+
+    answer = explain_record(_deferred_on_two_quotas(), model)
+    assert (answer.skipped, answer.reasons, answer.blockers, answer.summary) == (
+        True, {"in_use": 14, "quota_exhausted": 10}, *TWO_QUOTA_ANSWERS[model])
+
+
+def test_a_pending_pod_over_two_quotas_would_be_turned_away_by_both(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["why", "--dump", str(FIXTURES / "cluster-device-plugin-two-quotas.yaml"), "team-a/train-2",
+                 "--model", "L4", "--policy", str(FIXTURES / "policy-h100-a100-quotas.yaml"), "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"] == (
+        "L4 skipped: of 8 L4, 8 in use. Pod not allocated (pending) under policy v4. If scheduled now: nothing fits "
+        "(tier 0 A100: tenant quota 4/4 A100 used (4 of the GPUs over quota are A100); tier 0 H100: tenant quota 2/2 "
+        "H100 used (6 of the GPUs over quota are H100)).")

@@ -1,6 +1,10 @@
 """Legacy nvidia.com/gpu pods are decided by count only and recorded on the device-plugin track."""
 
+from pathlib import Path
+from typing import Any
+
 import pytest
+import yaml
 
 from tests.scheduler.worlds import cluster, decide_and_bind, submit
 
@@ -91,3 +95,64 @@ def test_a_device_plugin_pod_is_woken_only_when_its_quota_has_room(extra, woken)
     world, now = _quota_world(*extra)
     assert may_place(world, "team-a/waiting", now) is woken
     assert (decide(world, "team-a/waiting", 1, now).record.outcome == "allocated") is woken
+
+
+DUMPS = Path(__file__).resolve().parents[1] / "fixtures" / "explain"
+
+
+def _dump_decision(dump: str, policy: str, pod: str) -> Any:
+    """The engine's record for ``pod`` on the world of a cluster dump under a policy file."""
+    from audit.events import WorldEvent
+    from audit.scheduler.engine import decide
+    from audit.world import World
+
+    objects = [yaml.safe_load((DUMPS / policy).read_text()), *yaml.safe_load((DUMPS / dump).read_text())["items"]]
+    world = World("lab")
+    for seq, o in enumerate(objects):
+        world.apply(WorldEvent("lab", seq, "2026-05-01T07:10:00.000Z", "upsert", o["kind"],
+                               o["metadata"].get("namespace", ""), o["metadata"]["name"], o))
+    return decide(world, pod, 1, world.time_ms).record
+
+
+TWO_QUOTAS = ("cluster-device-plugin-two-quotas.yaml", "policy-h100-a100-quotas.yaml")
+_A100_FULL = {"model": "A100", "used": 4, "requested": 2, "nominal": 4, "limit": 4, "lendable": 0}
+_H100_FULL = {"model": "H100", "used": 2, "requested": 2, "nominal": 2, "limit": 2, "lendable": 0}
+_A100_SAID = "4 in use, nominal 4, limit 4, 0 lendable by other tenants"
+_H100_SAID = "2 in use, nominal 2, limit 2, 0 lendable by other tenants"
+
+# (dump, policy, pod): the tier's reason counts, the blockers' details, the message
+QUOTA_DEFERRALS: dict[str, tuple[tuple[str, str, str], dict[str, int], list[dict[str, Any]], str]] = {
+    # one model's quota in the way: the figure is its GPUs alone, and the record is as it always was
+    "one_quota_full": (("cluster-device-plugin-quota.yaml", "policy-h100-quota-gh200.yaml", "team-c/train-4"),
+                       {"in_use": 16, "quota_exhausted": 12},
+                       [{"model": "H100", "used": 4, "requested": 4, "nominal": 4, "limit": 4, "lendable": 0}],
+                       "tenant team-c has no H100 quota left for 4 nvidia.com/gpu (4 in use, nominal 4, limit 4, 0 "
+                       "lendable by other tenants); a device-plugin node has them free"),
+    # both quotas full, but only the H100 node has room for 5: the A100 node's 4 free GPUs were
+    # never the quota's to turn down
+    "two_quotas_full_one_node_with_room": ((*TWO_QUOTAS, "team-a/train-5"),
+                                           {"in_use": 14, "not_reached": 4, "quota_exhausted": 6},
+                                           [{**_H100_FULL, "requested": 5}],
+                                           f"tenant team-a has no H100 quota left for 5 nvidia.com/gpu ({_H100_SAID}); "
+                                           "a device-plugin node has them free"),
+    # both quotas turn it away from nodes with room: each is named with its part of the figure
+    # (was: one A100 blocker beside a figure of 10 that counted the H100 node's 6 too)
+    "two_quotas_full_both_nodes_with_room": ((*TWO_QUOTAS, "team-a/train-2"),
+                                             {"in_use": 14, "quota_exhausted": 10},
+                                             [{**_A100_FULL, "free": 4}, {**_H100_FULL, "free": 6}],
+                                             f"tenant team-a has no A100 quota left for 2 nvidia.com/gpu ({_A100_SAID}), "
+                                             f"nor H100 quota ({_H100_SAID}); device-plugin nodes have them free "
+                                             "(4 A100, 6 H100)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(QUOTA_DEFERRALS))
+def test_a_quota_deferral_names_every_model_its_quota_figure_counts(case: str) -> None:
+    world, reasons, details, message = QUOTA_DEFERRALS[case]
+    r = _dump_decision(*world)
+    assert (r.outcome, r.retry_class) == ("deferred", "quota")
+    assert r.tiers[0].reasons == reasons
+    assert [(b.code, b.tier, b.detail) for b in r.blockers] == [("quota_exhausted", 0, d) for d in details]
+    assert r.message == message
+    # the blockers' parts add up to the figure (a lone blocker's part is the whole figure)
+    assert sum(b.detail.get("free", reasons["quota_exhausted"]) for b in r.blockers) == reasons["quota_exhausted"]
