@@ -28,10 +28,10 @@ from audit.explain import (
     explain_record,
     would_get_now,
 )
-from audit.explain.record import names_model
+from audit.explain.record import names_model, record_models
 from audit.explain.summary import would_get_sentence
 from audit.policy import Policy, PolicyError
-from audit.records import DecisionRecord, Outcome, Track, label_models
+from audit.records import DecisionRecord, Outcome, Track
 from audit.store.ports import StoreReads
 
 router = APIRouter(prefix="/v1", tags=["decisions"])
@@ -174,9 +174,7 @@ def _check_model(record: DecisionRecord, model: str | None, policy_models: Calla
     checked = params.model(model)
     if checked is None:
         raise Problem("invalid-parameter", "model: required, e.g. ?model=H100")
-    labels = [*record.preference, *(t.model for t in record.tiers)]
-    named = {m for label in labels for m in label_models(label)} | ({record.allocated_model, record.preferred_model}
-                                                                     - {""})
+    named = record_models(record)
     if checked in named:
         return checked
     try:

@@ -79,6 +79,16 @@ def names_model(record: DecisionRecord, model: str) -> bool:
             or (record.outcome == Outcome.ALLOCATED.value and model == record.allocated_model))
 
 
+def record_models(record: DecisionRecord) -> set[str]:
+    """The device models the record names, which ``why`` may be asked about: those of its
+    preference entries and tier labels (a device-plugin record's one entry is the resource its
+    pod asks for, ``nvidia.com/gpu``, not a model), the model it got and its first choice."""
+    preference = record.preference if record.track != Track.DEVICE_PLUGIN.value else []
+    labels = [*preference, *(t.model for t in record.tiers)]
+    return {m for label in labels for m in label_models(label)} | ({record.allocated_model, record.preferred_model}
+                                                                   - {""})
+
+
 def no_model_choice(model_nodes: int | None = None) -> dict[str, Any]:
     """The blocker of a device-plugin pod asked about a model it names nowhere: it chooses no
     model. ``model_nodes``: how many device-plugin nodes hold the model, when a world says it."""
