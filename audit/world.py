@@ -713,10 +713,9 @@ class World:
             self.dp_model.pop(key, None)
             return
         self.nodes.add(key)
-        alloc = (new.get("status", {}) or {}).get("allocatable", {}) or {}
-        gpus = alloc.get(DEVICE_PLUGIN_RESOURCE)
+        gpus = device_plugin_capacity(new)
         if gpus is not None:
-            self.dp_capacity[key] = int(str(gpus))
+            self.dp_capacity[key] = gpus
             self.dp_model[key] = device_plugin_model(self.policy, new)
         else:
             self.dp_capacity.pop(key, None)
@@ -927,6 +926,12 @@ def _allocated_ids(claim: dict[str, Any] | None) -> list[str]:
     # admin-access results do not occupy the device (upstream allocateddevices.go)
     return [f"{r.get('driver', '')}/{r.get('pool', '')}/{r.get('device', '')}"
             for r in (alloc.get("devices") or {}).get("results", []) or [] if not r.get("adminAccess")]
+
+
+def device_plugin_capacity(node: dict[str, Any]) -> int | None:
+    """The node's allocatable ``nvidia.com/gpu``, None when it is no device-plugin node."""
+    gpus = ((node.get("status") or {}).get("allocatable") or {}).get(DEVICE_PLUGIN_RESOURCE)
+    return None if gpus is None else int(str(gpus))
 
 
 def device_plugin_model(policy: Policy, node: dict[str, Any]) -> str:

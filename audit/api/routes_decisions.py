@@ -26,6 +26,7 @@ from audit.explain import (
     check_model,
     explain,
     explain_record,
+    known_models,
     would_get_now,
 )
 from audit.explain.record import names_model, record_models
@@ -128,10 +129,11 @@ async def get_decision(decision: str, who: Annotated[Principal, Depends(principa
     return Response(body, media_type="application/json")
 
 
-def _policy_models(db: StoreReads, cache: AnswerCache, record: DecisionRecord) -> frozenset[str]:
+def _policy_models(db: StoreReads, cache: AnswerCache, record: DecisionRecord) -> tuple[frozenset[str], bool]:
     """The models the device-model table of the policy in force at the record's ``seq`` names, in
     its cluster's stored world (``worldview.policy_at``; the default policy's while the store holds
-    none of that world).
+    none of that world), and whether a rule of it takes the model from the attribute's text
+    (``ModelTable.expands``: the models it gives are known only from the devices).
 
     Parsing a policy on every "why" cost more than the answer, so the models are kept once the
     store holds the world through that ``seq``, which no later event changes: under the record's
@@ -149,28 +151,61 @@ def _policy_models(db: StoreReads, cache: AnswerCache, record: DecisionRecord) -
         except PolicyError:  # a stored policy that does not parse names no models of its own
             return latest, None
 
-    def compute() -> frozenset[str] | None:
+    def compute() -> tuple[frozenset[str], bool] | None:
         latest, policy = storeport.call(read)
-        models = _DEFAULT_MODELS if policy is None else frozenset(ModelTable.of(policy).known_models())
+        table = ModelTable.of(policy)
+        models = (_DEFAULT_MODELS, False) if policy is None else (frozenset(table.known_models()), table.expands)
         if policy is None or latest is None or latest < record.seq or (
                 record.policy_digest and policy.digest != record.policy_digest):
             provisional.append(models)  # the world through the record's seq may still arrive
             return None
         return models
 
-    provisional: list[frozenset[str]] = []
+    provisional: list[tuple[frozenset[str], bool]] = []
     found = cache.get_or_compute(key, compute)
     return found if found is not None else provisional[0]
 
 
 # the models the default policy names, in force where a cluster's store holds no policy yet
+# (its table names every model itself)
 _DEFAULT_MODELS = frozenset(ModelTable.of(None).known_models())
 
 
-def _check_model(record: DecisionRecord, model: str | None, policy_models: Callable[[], frozenset[str]]) -> str:
-    """``model`` when the record or the device-model table of the policy in force for it names it,
-    else the ``unknown-model`` problem; ``policy_models`` (``_policy_models``) is asked only for a
-    model the record does not name."""
+def _device_models(db: StoreReads, cache: AnswerCache, record: DecisionRecord) -> frozenset[str]:
+    """Every model of the cluster's world at the record's ``seq``: the table's own and those it
+    gives the devices there (``audit.explain.known_models``), for a table some of whose models
+    only the devices say. A world rebuilt for it, so kept per ``seq`` once the store holds the
+    world through it; none (the table's own are asked apart) while it does not."""
+    def compute() -> frozenset[str] | None:
+        latest = storeport.call(db.max_seq, record.cluster)
+        if latest is None or latest < record.seq:
+            return None
+        try:
+            with collector_paused():
+                view, policy = world_at(db, record.cluster, record.seq)
+                return frozenset(known_models(view, policy))
+        except storeport.STORE_ERRORS as exc:
+            raise storeport.unavailable(exc) from None
+        except ValueError:  # an object or the policy of that world is invalid: no device says more
+            return frozenset()
+
+    found = cache.get_or_compute(("device models", record.cluster, record.seq), compute)
+    return found if found is not None else frozenset()
+
+
+def _cluster_models(db: StoreReads, cache: AnswerCache, record: DecisionRecord, model: str) -> frozenset[str]:
+    """The models ``model`` is checked against besides the record's own: the policy's
+    (``_policy_models``), and only when it is none of them and the policy's table takes models
+    from the attribute's text (``\\1``), those the table gives the devices of the world the
+    decision saw (``_device_models``, which rebuilds that world)."""
+    models, expands = _policy_models(db, cache, record)
+    return models | _device_models(db, cache, record) if expands and model not in models else models
+
+
+def _check_model(record: DecisionRecord, model: str | None, cluster_models: Callable[[str], frozenset[str]]) -> str:
+    """``model`` when the record or the device-model table of the policy in force for it names it
+    (or gives it to a device of the world the decision saw), else the ``unknown-model`` problem;
+    ``cluster_models`` (``_cluster_models``) is asked only for a model the record does not name."""
     checked = params.model(model)
     if checked is None:
         raise Problem("invalid-parameter", "model: required, e.g. ?model=H100")
@@ -178,7 +213,7 @@ def _check_model(record: DecisionRecord, model: str | None, policy_models: Calla
     if checked in named:
         return checked
     try:
-        return check_model(checked, named | policy_models(), "model", "this cluster or decision")
+        return check_model(checked, named | cluster_models(checked), "model", "this cluster or decision")
     except UnknownModel as exc:
         raise Problem("unknown-model", str(exc)) from None
 
@@ -230,7 +265,7 @@ def _why(db: StoreReads, who: Principal, cfg: Settings, cache: AnswerCache, reco
 def _answer(db: StoreReads, who: Principal, cfg: Settings, cache: AnswerCache, record: DecisionRecord,
             model: str | None, detail: str | None, next_step: bool) -> tuple[dict[str, Any], bool]:
     """``_why``'s answer, and whether a summary answer may be kept (``_summary``)."""
-    checked = _check_model(record, model, lambda: _policy_models(db, cache, record))
+    checked = _check_model(record, model, lambda asked: _cluster_models(db, cache, record, asked))
     if detail not in (None, "", "devices"):
         raise Problem("invalid-parameter", f"detail {detail[:40]!r}: expected 'devices' or nothing")
     if detail == "devices" and record.track == Track.DEVICE_PLUGIN.value:

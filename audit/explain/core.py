@@ -37,11 +37,16 @@ from audit.explain.summary import render_summary
 from audit.explain.tiers import Tier, TierMatcher, pod_tiers
 from audit.explain.verdicts import close_tier, closing_code, mark_selected
 from audit.explain.view import ClusterView, Device, ViewError, obj_name, obj_namespace
-from audit.policy import Policy, default_policy
+from audit.policy import UNKNOWN_MODEL, Policy, default_policy
 from audit.records import Blocker, DecisionRecord, Reason, Track
 from audit.scheduler.claimspec import claim_key, result_device_id
 from audit.scheduler.quota import QuotaAsk, QuotaCheck, quota_rule, tier_quota
-from audit.world import DEVICE_PLUGIN_RESOURCE, device_plugin_gpus, device_plugin_model
+from audit.world import (
+    DEVICE_PLUGIN_RESOURCE,
+    device_plugin_capacity,
+    device_plugin_gpus,
+    device_plugin_model,
+)
 
 
 def _pod_key(pod: str | tuple[str, str]) -> tuple[str, str]:
@@ -285,9 +290,12 @@ def _pod_inputs(view: ClusterView, pod: str | tuple[str, str], policy: Policy | 
 
 
 def known_models(view: ClusterView, policy: Policy | None = None, model_table: ModelTable | None = None) -> set[str]:
-    """Every model the device-model table names or a device of the view is."""
+    """Every model the device-model table names, a device of the view is, or the GPUs of a
+    device-plugin node of the view are (read from its GPU product label by the same table)."""
     table = model_table or ModelTable.of(policy)
-    return (table.known_models() | {d.model for d in view.devices(table.model_of)}) - {""}
+    gpus = {device_plugin_model(table.policy, node) for node in view.nodes.values()
+            if device_plugin_capacity(node) is not None}
+    return (table.known_models() | {d.model for d in view.devices(table.model_of)} | gpus) - {"", UNKNOWN_MODEL}
 
 
 def _device_plugin_pod(view: ClusterView, pod: str | tuple[str, str]) -> tuple[dict[str, Any], int] | None:

@@ -42,7 +42,14 @@ class ModelTable:
         return found
 
     def known_models(self) -> set[str]:
+        """The models the table names itself; those of its rules that take the model from the
+        attribute's text (``expands``) are known only from the devices they read."""
         return {rule.model for rule in self.policy.model_rules if "\\" not in rule.model}
+
+    @property
+    def expands(self) -> bool:
+        """Whether a rule names the model with a group reference of its match (``\\1``)."""
+        return any("\\" in rule.model for rule in self.policy.model_rules)
 
 
 class UnknownModel(ValueError):

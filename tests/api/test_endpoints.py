@@ -229,6 +229,6 @@ def test_an_unknown_model_is_refused_listing_models_not_tier_labels() -> None:
     record = dataclasses.replace(base, tiers=[dataclasses.replace(base.tiers[0], model="A100|H100|L40S"),
                                               dataclasses.replace(base.tiers[0], index=1, model="any")])
     with pytest.raises(Problem) as refused:
-        _check_model(record, "Z9000", lambda: _DEFAULT_MODELS)  # a store without the record's world
+        _check_model(record, "Z9000", lambda _: _DEFAULT_MODELS)  # a store without the record's world
     known = str(refused.value.detail).split("(known: ")[1].rstrip(")").split(", ")
     assert "L40S" in known and not any("|" in m or m == "any" for m in known)

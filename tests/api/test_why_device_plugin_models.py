@@ -55,6 +55,10 @@ def _decisions(cluster: str) -> dict[str, DecisionRecord]:
 GH_CLUSTER = "lab-dp-gh"
 GH_WORLD = ("policy-h100-quota-gh200.yaml", "cluster-device-plugin-quota.yaml")
 GH_DEFERRED = _decide(_events(GH_CLUSTER, *GH_WORLD), ("team-c/train-4",))["train-4"]
+# the same dump under a policy whose rule takes the Grace Hopper model from the product's name (\1)
+GROUP_CLUSTER = "lab-dp-group"
+GROUP_WORLD = ("policy-gh-group.yaml", "cluster-device-plugin-quota.yaml")
+GROUP_DEFERRED = _decide(_events(GROUP_CLUSTER, *GROUP_WORLD), ("team-c/train-4",))["train-4"]
 
 
 def _post(srv: Server, path: str, lines: str) -> None:
@@ -78,7 +82,8 @@ def dp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     try:
         _post(srv, "/v1/ingest/events", _events_jsonl(CLUSTER))
         _post(srv, "/v1/ingest/events", _events_jsonl(GH_CLUSTER, *GH_WORLD))
-        _post(srv, "/v1/ingest/records", to_jsonl([*DECIDED.values(), *LATE.values(), GH_DEFERRED]))
+        _post(srv, "/v1/ingest/events", _events_jsonl(GROUP_CLUSTER, *GROUP_WORLD))
+        _post(srv, "/v1/ingest/records", to_jsonl([*DECIDED.values(), *LATE.values(), GH_DEFERRED, GROUP_DEFERRED]))
         yield srv
     finally:
         stop(proc)
@@ -249,3 +254,41 @@ def test_before_its_world_arrives_the_default_policys_models_are_taken_and_not_k
     _post(dp_server, "/v1/ingest/events", _events_jsonl("lab-dp-gh-late", *GH_WORLD))
     assert [dp_server.get(path, model=model).json()["summary"] for model in ("GH200", "A100")] == [
         f"GH200 skipped: of 4 GH200, 4 in use. {DEFERRED}", f"A100 skipped: of 8 A100, 8 in use. {DEFERRED}"]
+
+
+# route, model: status, the answer's summary (200) or the problem's detail
+GROUP_MODELS: dict[tuple[str, str], tuple[int, str]] = {
+    # (was: 422, known: A100, H100, L4, L40S)
+    (f"/v1/decisions/{GROUP_DEFERRED.decision_id}/why", "GH200"): (
+        200, f"GH200 skipped: of 4 GH200, 4 in use. {DEFERRED}"),
+    ("/v1/pods/team-c/train-4/why", "GH200"): (
+        200, f"GH200 skipped: of 4 GH200, 4 in use. {DEFERRED} If scheduled now: nothing fits (tier 0 H100: tenant "
+        "quota 4/4 H100 used)."),
+    (f"/v1/decisions/{GROUP_DEFERRED.decision_id}/why", "GH300"): (
+        422, "model 'GH300': not a device model this cluster or decision knows (known: A100, GH200, H100, L4, L40S)"),
+}
+
+
+@pytest.mark.parametrize(("route", "model"), sorted(GROUP_MODELS))
+def test_a_model_a_rule_takes_from_the_devices_text_is_known_by_the_devices_of_the_decisions_world(
+        dp_server: Server, route: str, model: str) -> None:
+    """The table names no GH200 itself: its rule gives GH200 to the GH200 node's GPUs, which the
+    world at the record's seq holds."""
+    status, said = GROUP_MODELS[route, model]
+    r = dp_server.get(route, model=model, **({"cluster": GROUP_CLUSTER} if route.startswith("/v1/pods/") else {}))
+    assert (r.status_code, r.json()["summary" if status == 200 else "detail"]) == (status, said)
+
+
+def test_the_devices_models_are_kept_not_rebuilt_for_each_question(dp_server: Server) -> None:
+    """The pod route keeps no answer: a second question finds the policy's and the devices' models kept."""
+    from tests.api.test_hardened_ingest import metric
+
+    def counters() -> tuple[float, float]:
+        return (metric(dp_server, 'claimtrail_answer_cache{counter="hits"}'),
+                metric(dp_server, 'claimtrail_answer_cache{counter="misses"}'))
+
+    ask = {"model": "GH200", "cluster": GROUP_CLUSTER}
+    assert dp_server.get("/v1/pods/team-c/train-4/why", **ask).status_code == 200
+    hits, misses = counters()
+    assert dp_server.get("/v1/pods/team-c/train-4/why", **ask).status_code == 200
+    assert counters() == (hits + 2, misses)

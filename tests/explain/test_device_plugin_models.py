@@ -212,3 +212,14 @@ def test_a_pending_pod_over_two_quotas_would_be_turned_away_by_both(capsys: pyte
         "L4 skipped: of 8 L4, 8 in use. Pod not allocated (pending) under policy v4. If scheduled now: nothing fits "
         "(tier 0 A100: tenant quota 4/4 A100 used (4 of the GPUs over quota are A100); tier 0 H100: tenant quota 2/2 "
         "H100 used (6 of the GPUs over quota are H100)).")
+
+
+def test_a_model_a_rule_takes_from_a_device_plugin_nodes_product_is_known(capsys: pytest.CaptureFixture[str]) -> None:
+    """The policy's GH200 rule keeps the product's own name (\\1): the GH200 node's GPUs are GH200,
+    so the dump knows the model though the table names it nowhere (was: refused, known: A100, H100,
+    L4, L40S)."""
+    assert main(["why", "--dump", str(QUOTA_DUMP), "team-c/train-4", "--model", "GH200", "--policy",
+                 str(FIXTURES / "policy-gh-group.yaml"), "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"] == (
+        "GH200 skipped: of 4 GH200, 4 in use. Pod not allocated (pending) under policy v9. If scheduled now: nothing "
+        "fits (tier 0 H100: tenant quota 4/4 H100 used).")
