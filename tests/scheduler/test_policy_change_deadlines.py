@@ -92,3 +92,34 @@ def test_a_pod_past_a_shorter_reserve_after_is_tried_for_a_reservation_when_the_
     sim.run_until(submitted + 12 * MINUTE)
     assert [(r.time[11:19], r.attempt, r.policy_version, [b.code for b in r.blockers if b.code.startswith("reserv")])
             for r in sim.records] == [("00:00:00", 1, "1", []), ("00:05:00", 2, "2", ["reservation_made"])]
+
+
+def _busy_day_with_a_change():  # noqa: ANN202
+    """Four hours of busy-small, waiting 5 minutes for the preferred model and reserving after
+    10, until a policy at 3 h waits 2 and reserves after 4: pods are pending across the change."""
+    from ingest.simulate.loop import simulate
+    from ingest.simulate.scenario import load_scenario_text
+    from tests.scheduler.busysmall import SCENARIO
+
+    with open(SCENARIO, encoding="utf-8") as fh:
+        sc = load_scenario_text(fh.read(), "busy-small.yaml")
+    sc.policy["spec"].update(fallback={"mode": "wait-for-preferred", "wait": "5m"}, queueing={"reserveAfter": "10m"})
+    for _, doc in sc.policy_changes:
+        doc["spec"].update(fallback={"mode": "wait-for-preferred", "wait": "2m"}, queueing={"reserveAfter": "4m"})
+    return simulate(sc, seed=3, hours=4.0)
+
+
+@pytest.mark.parametrize("after_change_min", [1, 7])
+def test_a_busy_window_starting_after_a_policy_change_replays_as_the_run(after_change_min):
+    res = _busy_day_with_a_change()
+    change = next(e for e in res.events if e.object_kind == "Policy" and e.payload["spec"]["version"] == "2")
+    since = parse_time_ms(change.time) + after_change_min * MINUTE + 777
+    start = World(res.world.cluster)
+    for e in res.events:
+        if parse_time_ms(e.time) < since:
+            start.apply(e)
+    assert start.pending  # pods wait across the change
+    w = whatif(start, res.events, res.records, change.payload, since, since + 40 * MINUTE)
+    assert len(w.recorded.records) > 20
+    assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
+    assert [e.to_dict() for e in w.counterfactual.events] == [e.to_dict() for e in w.recorded.events]
