@@ -283,8 +283,15 @@ def output_view(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def record_dict(r: DecisionRecord) -> dict[str, Any]:
-    """``r.to_dict()``, built by hand: ``dataclasses.asdict`` walks every nested value generically
-    and costs several times as much (the tests compare the two on every record of a simulation)."""
+    """The record as plain JSON data: the value ``record_text`` writes (``json.loads`` of it, short
+    of parsing), a new dict that shares nothing mutable with the record, so a caller may change it.
+
+    For a record of declared types that is ``r.to_dict()`` (the tests compare the two on every
+    record of a simulation); it is built by hand because ``dataclasses.asdict`` walks every value
+    generically and costs several times as much. The open maps (a verdict's ``detail``) may hold
+    any value; what is not JSON's own there is written as its JSON value: a tuple as a list, a
+    dataclass as its fields, so the API's tenant view and redaction, which read them as JSON, see
+    what is stored and exported. A value JSON has no form for (a set, say) is a TypeError."""
     return {
         "decision_id": r.decision_id, "cluster": r.cluster, "seq": r.seq, "time": r.time, "attempt": r.attempt,
         "tenant": r.tenant, "namespace": r.namespace, "pod": r.pod, "pod_uid": r.pod_uid,
@@ -296,15 +303,47 @@ def record_dict(r: DecisionRecord) -> dict[str, Any]:
         "fallback": r.fallback,
         "tiers": [{"index": t.index, "request": t.request, "model": t.model, "considered": t.considered,
                    "reasons": dict(t.reasons),
-                   "exemplars": [{"device": e.device, "node": e.node, "reason": e.reason, "detail": dict(e.detail)}
+                   "exemplars": [{"device": e.device, "node": e.node, "reason": e.reason, "detail": _plain_map(e.detail)}
                                  for e in t.exemplars],
                    "nodes_evaluated": t.nodes_evaluated} for t in r.tiers],
-        "blockers": [{"code": b.code, "tier": b.tier, "detail": dict(b.detail)} for b in r.blockers],
+        "blockers": [{"code": b.code, "tier": b.tier, "detail": _plain_map(b.detail)} for b in r.blockers],
         "retry_class": r.retry_class, "backoff_ms": r.backoff_ms, "wait_ms": r.wait_ms, "steps": r.steps,
         "duration_us": r.duration_us, "track": r.track, "template_version": r.template_version,
         "message": r.message, "engine_version": r.engine_version, "input_digest": r.input_digest,
         "output_digest": r.output_digest, "schema_version": r.schema_version,
     }
+
+
+_ATOMIC = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_map(values: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an open map with every value as plain JSON data; a map of scalars (nearly every
+    one) is copied as it is."""
+    if _ATOMIC.issuperset(map(type, values.values())):
+        return dict(values)
+    return {k: _plain(v) for k, v in values.items()}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain JSON data (a new container wherever it has one)."""
+    cls = value.__class__
+    if cls in _ATOMIC:
+        return value
+    if cls is dict:
+        return {k: _plain(v) for k, v in value.items()}
+    if cls is list or cls is tuple:
+        return [_plain(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    # subclasses of the plain types (a str enum member, say) are kept as they are: JSON writes their value
+    if isinstance(value, str | int | float):
+        return value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    raise TypeError(f"DecisionRecord: a value of type {cls.__name__} has no JSON form")
 
 
 def check_output_digest(record: DecisionRecord) -> None:

@@ -34,8 +34,7 @@ from audit.api.stored import record_data
 from audit.api.tenant_view import tenant_explanation, tenant_view
 from audit.dra.loader import yaml_problem
 from audit.errors import UserError
-from audit.records import DecisionRecord, tenant_name_problem
-from audit.telemetry.record_dict import record_dict
+from audit.records import DecisionRecord, record_dict, tenant_name_problem
 from audit.telemetry.redaction import OPTIONS as REDACTION_OPTIONS
 from audit.telemetry.redaction import Redaction, Scrubber, redact
 

@@ -20,8 +20,7 @@ from typing import Any
 import orjson
 
 from audit.api.bodies import json_bytes
-from audit.records import DecisionRecord, DeviceRef, Exemplar, TierBlocker, TierSummary
-from audit.telemetry.record_dict import record_dict
+from audit.records import DecisionRecord, DeviceRef, Exemplar, TierBlocker, TierSummary, record_dict
 
 
 def _names(cls: type) -> frozenset[str]:

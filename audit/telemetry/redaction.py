@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audit.records import OBJECT_KEYS, DecisionRecord
+from audit.records import OBJECT_KEYS, DecisionRecord, record_dict
 from audit.telemetry.errors import TelemetryConfigError
-from audit.telemetry.record_dict import record_dict
 
 ENV_REDACT = "CLAIMTRAIL_OTEL_REDACT"
 ENV_REDACT_SALT = "CLAIMTRAIL_OTEL_REDACT_SALT"

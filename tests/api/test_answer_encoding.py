@@ -9,7 +9,7 @@ import pytest
 from starlette.responses import JSONResponse as StarletteJSON
 
 from audit.api.routes_decisions import JSONResponse
-from audit.telemetry.record_dict import record_dict
+from audit.records import record_dict
 from tests.store.factory import make_record
 
 

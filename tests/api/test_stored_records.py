@@ -15,8 +15,15 @@ import pytest
 
 from audit.api.auth import Redaction, redact_record, redact_stored
 from audit.api.stored import admin_body, complete, record_data
-from audit.records import DecisionRecord, DeviceRef, Exemplar, TierBlocker, TierSummary, record_text
-from audit.telemetry.record_dict import record_dict
+from audit.records import (
+    DecisionRecord,
+    DeviceRef,
+    Exemplar,
+    TierBlocker,
+    TierSummary,
+    record_dict,
+    record_text,
+)
 from tests.api.conftest import start_server, stop
 from tests.builders import device
 from tests.store.factory import make_record

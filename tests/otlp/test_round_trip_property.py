@@ -6,8 +6,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit.canonical import canonical_json
-from audit.records import DecisionRecord, DeviceRef, Exemplar, Outcome, TierBlocker, TierSummary, record_text
-from audit.telemetry.record_dict import record_dict
+from audit.records import (
+    DecisionRecord,
+    DeviceRef,
+    Exemplar,
+    Outcome,
+    TierBlocker,
+    TierSummary,
+    record_dict,
+    record_text,
+)
 from ingest.otlp.decode import records_from_logs, records_from_traces
 from tests.otlp.payloads import exported
 
