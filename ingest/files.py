@@ -26,7 +26,7 @@ from audit.canonical import canonical_json
 from audit.dra.loader import yaml_problem
 from audit.errors import UserError
 from audit.events import WorldEvent
-from audit.records import DecisionRecord, record_text
+from audit.records import DecisionRecord, record_bytes, record_text
 from audit.store.ingest import GZIP_MAGIC, AdmissionError, admit_event, admit_record
 from audit.store.rows import event_json
 
@@ -148,30 +148,32 @@ def admitted(path: str, kind: Kind, flag: str) -> ImportResult:
 
 
 def _one_per_key(items: list[Any], locations: list[str], key: Callable[[Any], Hashable],
-                 clash: Callable[[Any, str, str], str]) -> list[Any]:
+                 text: Callable[[Any], bytes], clash: Callable[[Any, str, str], str]) -> list[Any]:
     """The items with one given twice taken once, as the store absorbs an identical re-send (logs
     concatenated where they overlap); ValueError (``clash``: the item and both locations) for two
-    different items under one key, since a history holds one of each."""
+    different items under one key, since a history holds one of each. ``text``: an item's
+    canonical JSON."""
     seen: dict[Hashable, tuple[Any, str]] = {}
     for item, where in zip(items, locations, strict=True):
         first, first_where = seen.setdefault(key(item), (item, where))
         # by canonical text, as the store tells a re-send from a conflict, not == (which takes 1
         # and true in a payload for the same value)
-        if first is not item and canonical_json(first.to_dict()) != canonical_json(item.to_dict()):
+        if first is not item and text(first) != text(item):
             raise ValueError(clash(item, first_where, where))
     return [item for item, _ in seen.values()]
 
 
 def one_event_per_seq(imported: ImportResult) -> list[WorldEvent]:
     """The imported events, one per cluster and seq (``_one_per_key``)."""
-    return _one_per_key(imported.events, imported.locations, lambda e: (e.cluster, e.seq), lambda e, a, b: (
+    return _one_per_key(imported.events, imported.locations, lambda e: (e.cluster, e.seq),
+                        lambda e: canonical_json(e.to_dict()), lambda e, a, b: (
         f"{a} and {b}: event seq {e.seq} of cluster {e.cluster} appears twice with different contents; a "
         "history holds one event per cluster and seq"))
 
 
 def one_record_per_decision(imported: ImportResult) -> list[DecisionRecord]:
     """The imported records, one per decision (``_one_per_key``)."""
-    return _one_per_key(imported.records, imported.locations, lambda r: r.decision_id, lambda r, a, b: (
+    return _one_per_key(imported.records, imported.locations, lambda r: r.decision_id, record_bytes, lambda r, a, b: (
         f"{a} and {b}: decision {r.decision_id} appears twice with different contents; a history holds one "
         "record per decision"))
 
