@@ -219,7 +219,7 @@ class StoreSink:
             screened = screen(batch, range(1, len(batch) + 1), self._source)
             if screened.conflicts:
                 self.writer.write_quarantine(screened.conflicts)
-            write(screened.fresh)
+            write(screened.fresh, screened.fresh_texts)  # spooled as screened, not encoded again
             self._guard.remember(screened.accepted)
 
     def flush(self) -> bool:

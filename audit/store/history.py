@@ -74,6 +74,8 @@ class Screened(Generic[T]):
 
     fresh: list[T] = field(default_factory=list)
     fresh_lines: list[int] = field(default_factory=list)
+    # the canonical text of each fresh item, made to screen it: the writer spools it as it is
+    fresh_texts: list[str] = field(default_factory=list)
     absorbed: int = 0
     conflicts: list[q.QuarantineRow] = field(default_factory=list)
     conflict_errors: list[dict[str, Any]] = field(default_factory=list)  # line, path, error
@@ -236,6 +238,7 @@ class HistoryGuard:
                 out.accepted.append((key, *mine))
                 out.fresh.append(item)
                 out.fresh_lines.append(line)
+                out.fresh_texts.append(text)
             elif before[1] == sha or _identity(before[0]) == identity(text):
                 out.absorbed += 1  # the same text, or the same decision measured again
             else:

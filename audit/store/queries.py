@@ -258,8 +258,8 @@ class AuditStore:
                                                       source)
             screened_e = self._history.screen_events(events, event_lines or list(range(1, len(events) + 1)), source)
             writer.write_quarantine([*(bad or []), *screened_r.conflicts, *screened_e.conflicts])
-            writer.write_records(screened_r.fresh)
-            writer.write_events(screened_e.fresh)
+            writer.write_records(screened_r.fresh, screened_r.fresh_texts)
+            writer.write_events(screened_e.fresh, screened_e.fresh_texts)
             self._history.remember(screened_r.accepted + screened_e.accepted)
         return screened_r, screened_e
 

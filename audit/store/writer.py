@@ -85,8 +85,9 @@ class RecordWriter:
         # the delivery thread never wait on it for counters, so inserting overlaps encoding
         self._cut_lock = threading.Lock()
         self._deliver_lock = threading.Lock()  # one delivery at a time, in spool order
-        self._records: list[DecisionRecord] = []
-        self._events: list[WorldEvent] = []
+        # buffered items, each with its canonical text when the caller already made it
+        self._records: list[tuple[DecisionRecord, str | None]] = []
+        self._events: list[tuple[WorldEvent, str | None]] = []
         self._oldest = 0.0
         # payloads of recently spooled batches, so delivery need not read them back from disk
         self._ready: dict[tuple[int, int], Prepared] = {}
@@ -106,8 +107,11 @@ class RecordWriter:
         self._background = background
 
     # producers ---------------------------------------------------------------------------
-    def write_records(self, records: Iterable[DecisionRecord]) -> None:
-        self._take(records, "_records", "received")
+    def write_records(self, records: Iterable[DecisionRecord], texts: Iterable[str] | None = None) -> None:
+        """Buffer ``records``. ``texts``: their canonical texts (``audit.records.record_text``),
+        when the caller made them already (to screen them against history), spooled as they are
+        instead of being encoded again."""
+        self._take(_paired(records, texts), "_records", "received")
 
     def write_record_texts(self, ids: list[str], texts: list[str]) -> None:
         """Spool records given as their canonical JSON texts (``audit.records.record_text``), already checked
@@ -123,8 +127,9 @@ class RecordWriter:
                 batch = texts[start:start + self.batch_size]
                 self._spool_lines(ids[start:start + self.batch_size], "\n".join(batch).encode(), len(batch))
 
-    def write_events(self, events: Iterable[WorldEvent]) -> None:
-        self._take(events, "_events", "events_received")
+    def write_events(self, events: Iterable[WorldEvent], texts: Iterable[str] | None = None) -> None:
+        """Buffer ``events``; ``texts`` as for ``write_records`` (``rows.event_json``)."""
+        self._take(_paired(events, texts), "_events", "events_received")
 
     def _take(self, items: Iterable[Any], buffer_name: str, counter: str) -> None:
         """Buffer ``items`` in slices that fill the current batch, cutting each full batch. The
@@ -229,17 +234,17 @@ class RecordWriter:
             self._spool_records(batch)
             self._spool_events(batch_e)
 
-    def _spool_records(self, batch: list[DecisionRecord]) -> None:
+    def _spool_records(self, batch: list[tuple[DecisionRecord, str | None]]) -> None:
         if batch:
             lines: list[bytes] = []
             ids: list[str] = []
             bad: list[q.QuarantineRow] = []
             # one pass: each record is checked and encoded while its objects are in the CPU's cache;
             # one the store cannot hold is quarantined, and the rest of the batch is written
-            for record in batch:
+            for record, text in batch:
                 try:
                     rows.check_record(record)
-                    line = record_bytes(record)
+                    line = record_bytes(record) if text is None else text.encode()
                 except rows.RowError as exc:
                     bad.append(q.quarantine_row(self.source, "record", str(exc), exc.path, escaped_record_text(record)))
                     continue
@@ -266,19 +271,20 @@ class RecordWriter:
             with self._lock:
                 self._counters["spooled"] += n
 
-    def _spool_events(self, batch_e: list[WorldEvent]) -> None:
+    def _spool_events(self, batch_e: list[tuple[WorldEvent, str | None]]) -> None:
         if batch_e:
-            good_e: list[WorldEvent] = []
+            lines: list[str] = []
             bad = []
-            for event in batch_e:
+            for event, text in batch_e:
+                line = rows.event_json(event) if text is None else text
                 try:
                     rows.check_event(event)
-                    good_e.append(event)
+                    lines.append(line)
                 except rows.RowError as exc:
-                    bad.append(q.quarantine_row(self.source, "event", str(exc), exc.path, rows.event_json(event)))
+                    bad.append(q.quarantine_row(self.source, "event", str(exc), exc.path, line))
             self.write_quarantine(bad)
-            if good_e:
-                self.spool.append("events", "\n".join(rows.event_json(e) for e in good_e).encode(), sync=False)
+            if lines:
+                self.spool.append("events", "\n".join(lines).encode(), sync=False)
 
     def _count_duplicates(self, decision_ids: list[str]) -> None:
         """Count records whose decision_id is among the last ``RECENT_IDS`` this writer took (the
@@ -374,6 +380,10 @@ class RecordWriter:
         else:
             qrows = [q.QuarantineRow(**json.loads(line)) for line in lines]
             _insert_columns(client, "quarantine", dict(zip(q.COLUMNS, q.columns(qrows), strict=True)), token)
+
+
+def _paired(items: Iterable[Any], texts: Iterable[str] | None) -> Iterable[tuple[Any, str | None]]:
+    return ((item, None) for item in items) if texts is None else zip(items, texts, strict=True)
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import socket
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import audit.records
 from audit.canonical import canonical_json
+from audit.records import record_text
+from audit.store import rows
 from audit.store.queries import AuditStore
 from ingest.files import export_events, export_records, import_file
 from ingest.sinks import FileSink, HttpSink, SinkError, StoreSink, open_sink
@@ -270,6 +276,39 @@ def test_store_sink_writes_through_the_spooled_writer(tmp_path: Path) -> None:
     sink.close()
     with AuditStore.open(f"chdb://{tmp_path}/db") as store:
         assert store.client.query("SELECT count() FROM decisions").result_rows[0][0] == 30
+
+
+def test_the_store_sink_encodes_each_item_once_and_stores_its_canonical_text(
+        tmp_path: Path, _empty_store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: Counter[str] = Counter()
+    encode_record, encode_event = audit.records.fast_canonical_json, rows._ENCODE_SORTED
+
+    def counted_record(obj: Any, opened: Any) -> bytes | None:
+        encoded[type(obj).__name__] += 1
+        return encode_record(obj, opened)
+
+    def counted_event(obj: Any) -> str:
+        encoded["event"] += 1
+        return encode_event(obj)
+
+    # the real encoders, counted: record_bytes and record_text both start with the first
+    monkeypatch.setattr(audit.records, "fast_canonical_json", counted_record)
+    monkeypatch.setattr(rows, "_ENCODE_SORTED", counted_event)
+    db = tmp_path / "db"
+    shutil.copytree(_empty_store_dir, db, symlinks=True)
+    records, events = make_records(20), [make_event(s) for s in range(5, 12)]
+    sink = StoreSink(f"chdb://{db}", spool_dir=str(tmp_path / "sp"))
+    sink.write_events(events)
+    sink.write_records(records)
+    assert sink.flush() is True
+    sink.close()
+    assert encoded == {"DecisionRecord": 20, "event": 7}
+    monkeypatch.undo()
+    with AuditStore.open(f"chdb://{db}") as store:
+        stored = store.client.query("SELECT record FROM decisions FINAL ORDER BY decision_id").result_rows
+        bodies = store.client.query("SELECT body FROM events ORDER BY seq").result_rows
+    assert [row[0] for row in stored] == [record_text(r) for r in sorted(records, key=lambda r: r.decision_id)]
+    assert [row[0] for row in bodies] == [rows.event_json(e) for e in events]
 
 
 @pytest.mark.parametrize("target", ["out.csv", "ftp://host/x", "/tmp/no-suffix"], ids=["csv", "ftp", "no-suffix"])
