@@ -18,11 +18,14 @@ Otherwise, and for whatever orjson refuses (integers beyond 64 bits, keys that a
 lone surrogates, subclasses of ``str``/``int``/``dict``/``list``, dataclasses, datetimes), the
 json encoder writes the value and raises its own errors. orjson also writes Enum members and
 UUIDs, which json refuses; no caller passes them. ``tests/foundation/test_canonical_fast.py``
-holds the two byte-equal.
+holds the two byte-equal. A text UTF-8 cannot hold (a lone surrogate) has no encoding: this module
+also names the first such text of a value (``lone_surrogate``) and writes a JSON text holding one
+in a form that can be kept (``escaped_text``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -192,3 +195,65 @@ def _hash_canonical(h: Any, obj: Any, depth: int) -> None:
         _hash_canonical(h, obj[k], depth - 1)
         sep = ","
     h.update(b"}" if sep == "," else b"{}")
+
+
+# Texts UTF-8 cannot hold ---------------------------------------------------------------------
+#
+# A Python string can hold a lone surrogate (from a JSON or YAML escape such as ``\ud800``, say),
+# which UTF-8 cannot encode, so a value holding one has no canonical encoding. Records and world
+# events holding one are kept in the store's quarantine instead of history: these name the first
+# such text and write a JSON text in a form that can be kept.
+
+
+def lone_surrogate(value: Any) -> tuple[str, str] | None:
+    """(path, reason) of the first text under ``value`` (a dataclass, a dict, a list or tuple, or a
+    string) that UTF-8 cannot hold, if any: the path joins field names, keys and indexes with dots
+    (a key that cannot be held is named in the reason, under the path of its map)."""
+    found = _unencodable(value, "")
+    if found is None:
+        return None
+    path, what, text = found
+    at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
+    return path, f"{what}not valid UTF-8 text (lone surrogate U+{ord(text[at]):04X} at character {at})"
+
+
+def escaped_text(text: str) -> str:
+    """A JSON text (written with non-ASCII kept) with each lone surrogate written as its JSON
+    escape (``\\ud800``): valid UTF-8 that reads back as the same value."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode()
+
+
+def _unencodable(value: Any, path: str) -> tuple[str, str, str] | None:
+    """(path, what, text) of the first string under ``value`` with no UTF-8 form."""
+    if isinstance(value, str):
+        return None if value.isascii() or utf8_encodable(value) else (path, "", value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items: Any = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+    elif isinstance(value, dict):
+        items = value.items()
+        for key in value:
+            if isinstance(key, str) and not utf8_encodable(key):
+                return path, f"key {shown_text(key)}: ", key
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for name, item in items:
+        found = _unencodable(item, f"{path}.{shown_text(str(name))}" if path else shown_text(str(name)))
+        if found is not None:
+            return found
+    return None
+
+
+def utf8_encodable(text: str) -> bool:
+    """Whether UTF-8 can hold ``text`` (it holds no lone surrogate)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_text(text: str) -> str:
+    """``text`` for a message: what UTF-8 cannot hold written as a backslash escape."""
+    return text.encode("utf-8", "backslashreplace").decode()

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from audit.canonical import digest
+from audit.canonical import digest, shown_text
 from audit.records import cluster_name_problem
 
 
@@ -91,6 +91,15 @@ class EventError(ValueError):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"WorldEvent: {path}: {message}")
         self.path = path
+        self.reason = message
+
+
+def event_problem(event: WorldEvent, error: EventError) -> str:
+    """``error`` of ``event`` as one line naming the event (its cluster and seq, the object it is
+    about) and the field."""
+    obj = f"{event.namespace}/{event.name}" if event.namespace else event.name
+    return shown_text(f"event {event.cluster}/{event.seq} ({event.object_kind} {obj}): field {error.path}: "
+                      f"{error.reason}")
 
 
 _FIELD_TYPES: dict[str, type] = {

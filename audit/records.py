@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from audit.canonical import digest, fast_canonical_json
+from audit.canonical import digest, escaped_text, fast_canonical_json, lone_surrogate, shown_text
 
 SCHEMA_VERSION = 1
 
@@ -390,8 +390,8 @@ class RecordError(ValueError):
 # value not of its declared type, a null, a float in one of the forms the two write differently)
 # is written by json, so the bytes never differ from the definition;
 # ``tests/store/test_record_text.py`` holds them equal. A text UTF-8 cannot hold (a lone
-# surrogate) has no canonical form: such a record is refused, the field named.
-# (Python strings can hold one, from a JSON or YAML escape such as ``\ud800``, say.)
+# surrogate) has no canonical form: such a record is refused, the field named
+# (``audit.canonical.lone_surrogate``).
 
 
 def _opener_source(classes: list[type], names: dict[type, str]) -> str:
@@ -486,8 +486,7 @@ def escaped_record_text(record: DecisionRecord) -> str:
     """``record_text``, also for a record that has none: each lone surrogate written as its JSON
     escape (``\\ud800``), which is valid UTF-8 and reads back as the same string; for keeping a
     record that cannot be stored (quarantine) or letting the receiving end refuse it."""
-    text: str = _JSON_TEXT(record)
-    return text.encode("utf-8", "backslashreplace").decode() if not text.isascii() else text
+    return escaped_text(_JSON_TEXT(record))
 
 
 def record_problem(record: DecisionRecord, error: RecordError) -> str:
@@ -504,47 +503,8 @@ def _not_utf8(record: DecisionRecord) -> RecordError:
 def _lone_surrogate(value: Any) -> RecordError | None:
     """The error for the first text under ``value`` (a record, or its JSON parsed) that UTF-8
     cannot hold, if any."""
-    found = _unencodable(value, "")
-    if found is None:
-        return None
-    path, what, text = found
-    at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
-    return RecordError(path, f"{what}not valid UTF-8 text (lone surrogate U+{ord(text[at]):04X} at character {at})")
-
-
-def _unencodable(value: Any, path: str) -> tuple[str, str, str] | None:
-    """(path, what, text) of the first string under ``value`` with no UTF-8 form."""
-    if isinstance(value, str):
-        return None if value.isascii() or _utf8(value) else (path, "", value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        items: Any = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
-    elif isinstance(value, dict):
-        items = value.items()
-        for key in value:
-            if isinstance(key, str) and not _utf8(key):
-                return path, f"key {shown_text(key)}: ", key
-    elif isinstance(value, list | tuple):
-        items = enumerate(value)
-    else:
-        return None
-    for name, item in items:
-        found = _unencodable(item, f"{path}.{shown_text(str(name))}" if path else shown_text(str(name)))
-        if found is not None:
-            return found
-    return None
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def shown_text(text: str) -> str:
-    """``text`` for a message: what UTF-8 cannot hold written as a backslash escape."""
-    return text.encode("utf-8", "backslashreplace").decode()
+    found = lone_surrogate(value)
+    return None if found is None else RecordError(*found)
 
 
 def record_json_schema() -> dict[str, Any]:

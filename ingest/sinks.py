@@ -32,11 +32,11 @@ from typing import Any, Protocol
 import httpx
 
 from audit.errors import UserError
-from audit.events import WorldEvent, loads_json
+from audit.events import EventError, WorldEvent, event_problem, loads_json
 from audit.records import DecisionRecord, RecordError, escaped_record_text, record_problem, record_text
 from audit.store.connection import data_dir
 from audit.store.ports import PodDecision
-from audit.store.rows import event_json
+from audit.store.rows import escaped_event_text, event_json
 from audit.store.spool import Frame, Spool
 from audit.world import Objects, fold_object, obj_key, policy_in_force
 from ingest.claims import follow_reservations
@@ -52,11 +52,22 @@ def record_line(record: DecisionRecord) -> str:
     none (a text UTF-8 cannot hold), its JSON with that text escaped, which the reader of the file
     or the API refuses into its quarantine. Either way nothing is dropped and the batch goes on; a
     warning names the decision and the field here."""
+    return _line(record, record_text, escaped_record_text, record_problem)
+
+
+def event_line(event: WorldEvent) -> str:
+    """``record_line`` for a world event (its stored text, ``event_json``); the API quarantines
+    one sent escaped."""
+    return _line(event, event_json, escaped_event_text, event_problem)
+
+
+def _line(item: Any, text: Callable[[Any], str], escaped: Callable[[Any], str],
+          problem: Callable[[Any, Any], str]) -> str:
     try:
-        return record_text(record)
-    except RecordError as exc:
-        log.warning("%s; sent with the text escaped, for the receiving end to quarantine", record_problem(record, exc))
-        return escaped_record_text(record)
+        return text(item)
+    except (RecordError, EventError) as exc:
+        log.warning("%s; sent with the text escaped, for the receiving end to quarantine", problem(item, exc))
+        return escaped(item)
 
 
 class SinkError(UserError, ValueError):
@@ -137,7 +148,7 @@ class FileSink:
         self._counts["written"] += n
 
     def write_events(self, events: Iterable[WorldEvent]) -> None:
-        n = self._events.write_lines(event_json(e) for e in events)
+        n = self._events.write_lines(event_line(e) for e in events)
         self._counts["events_received"] += n
         self._counts["events_written"] += n
 
@@ -300,7 +311,7 @@ class HttpSink:
         self._add("records", (record_line(r) for r in records))
 
     def write_events(self, events: Iterable[WorldEvent]) -> None:
-        self._add("events", (event_json(e) for e in events))
+        self._add("events", (event_line(e) for e in events))
 
     def _add(self, kind: str, lines: Iterable[str]) -> None:
         with self._lock:

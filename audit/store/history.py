@@ -27,7 +27,7 @@ from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
 from audit.canonical import canonical_json
-from audit.events import WorldEvent
+from audit.events import EventError, WorldEvent
 from audit.records import DecisionRecord, RecordError, record_text
 from audit.store import quarantine as q
 from audit.store.rows import event_json
@@ -92,6 +92,37 @@ def record_identity(text: str | bytes) -> bytes:
     return hashlib.sha256(canonical_json(data)).digest()
 
 
+# an item's quarantine row, with the line it came on, the path and the error a sender is told
+Refused = tuple[q.QuarantineRow, dict[str, Any]]
+
+
+def _texts(items: Sequence[T], lines: Sequence[int], text: Callable[[T], str],
+           unwritable: Callable[[T, Any], q.QuarantineRow]) -> tuple[list[T], list[int], list[str], list[Refused]]:
+    """The items that have a stored text (``text``), their lines and texts, and the quarantine row
+    of each that has none (``text`` refused it: a text UTF-8 cannot hold)."""
+    good: list[T] = []
+    good_lines: list[int] = []
+    texts: list[str] = []
+    refused: list[Refused] = []
+    for item, line in zip(items, lines, strict=True):
+        try:
+            texts.append(text(item))
+        except (RecordError, EventError) as exc:
+            row = unwritable(item, exc)
+            refused.append((row, {"line": line, "path": exc.path, "error": row.error}))
+            continue
+        good.append(item)
+        good_lines.append(line)
+    return good, good_lines, texts, refused
+
+
+def _with_refused(out: Screened[T], refused: list[Refused]) -> Screened[T]:
+    for row, error in refused:
+        out.conflicts.append(row)
+        out.conflict_errors.append(error)
+    return out
+
+
 def _identity(value: Identity) -> bytes:
     return value if isinstance(value, bytes) else value()
 
@@ -150,25 +181,11 @@ class HistoryGuard:
                        source: str) -> Screened[DecisionRecord]:
         """A record with no canonical text (a text UTF-8 cannot hold) is quarantined with the
         conflicts, naming the decision and the field; the others are screened."""
-        good: list[DecisionRecord] = []
-        good_lines: list[int] = []
-        texts: list[str] = []
-        refused: list[tuple[q.QuarantineRow, dict[str, Any]]] = []
-        for record, line in zip(records, lines, strict=True):
-            try:
-                texts.append(record_text(record))
-            except RecordError as exc:
-                row = q.unwritable_record(source, record, exc)
-                refused.append((row, {"line": line, "path": exc.path, "error": row.error}))
-                continue
-            good.append(record)
-            good_lines.append(line)
+        good, good_lines, texts, refused = _texts(records, lines, record_text,
+                                                  lambda r, exc: q.unwritable_record(source, r, exc))
         out = self._screen_records(good, [r.decision_id for r in good], texts, [r.output_digest for r in good],
                                    good_lines, source, record_identity)
-        for row, error in refused:
-            out.conflicts.append(row)
-            out.conflict_errors.append(error)
-        return out
+        return _with_refused(out, refused)
 
     def screen_encoded(self, records: Sequence[E], lines: Sequence[int], source: str) -> Screened[E]:
         """As ``screen_records``, for records whose canonical text and identity are already made
@@ -196,7 +213,10 @@ class HistoryGuard:
                            identity, lambda r: f"decision {r.decision_id}", "decision_id", "output_digest")
 
     def screen_events(self, events: Sequence[WorldEvent], lines: Sequence[int], source: str) -> Screened[WorldEvent]:
-        texts = [event_json(e) for e in events]
+        """As ``screen_records``: an event with no stored text is quarantined naming the event and
+        the field."""
+        events, lines, texts, refused = _texts(events, lines, event_json,
+                                               lambda e, exc: q.unwritable_event(source, e, exc))
         keys: list[Hashable] = [(e.cluster, e.seq) for e in events]
         stored: dict[Hashable, tuple[Identity, str, Named]] = {}
         by_cluster: dict[str, set[int]] = {}
@@ -207,9 +227,9 @@ class HistoryGuard:
             # an event's identity is the sha256 of its text, so the stored digest is all it takes
             for seq, sha in self._stored_event_digests(cluster, sorted(seqs)):
                 stored[(cluster, seq)] = (bytes.fromhex(sha), sha, sha)
-        return self._split(events, lines, texts, None, keys, stored, source, "event",
-                           lambda t: hashlib.sha256(t.encode()).digest(),
-                           lambda e: f"event {e.cluster}/{e.seq}", "seq", "sha256")
+        return _with_refused(self._split(events, lines, texts, None, keys, stored, source, "event",
+                                         lambda t: hashlib.sha256(t.encode()).digest(),
+                                         lambda e: f"event {e.cluster}/{e.seq}", "seq", "sha256"), refused)
 
     def remember(self, screened: Iterable[tuple[Hashable, bytes, str, str]]) -> None:
         for key, identity, sha, named in screened:

@@ -11,7 +11,9 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from audit.events import EventError, WorldEvent, event_problem
 from audit.records import DecisionRecord, RecordError, escaped_record_text, record_problem
+from audit.store.rows import escaped_event_text
 
 RAW_CAP = 64 * 1024
 COLUMNS = ("time", "source", "kind", "error", "path", "raw", "raw_size", "raw_digest")
@@ -52,6 +54,13 @@ def unwritable_record(source: str, record: DecisionRecord, error: RecordError) -
     a text UTF-8 cannot hold): the reason names the decision and the field, and the raw text is the
     record's JSON with what UTF-8 cannot hold escaped, so nothing of it is lost."""
     return quarantine_row(source, "record", record_problem(record, error), error.path, escaped_record_text(record))
+
+
+def unwritable_event(source: str, event: WorldEvent, error: EventError) -> QuarantineRow:
+    """The row of a world event that has no stored text (``audit.store.rows.event_json`` refused
+    it), as ``unwritable_record``: the reason names the event and the field, the raw text is its
+    JSON with what UTF-8 cannot hold escaped."""
+    return quarantine_row(source, "event", event_problem(event, error), error.path, escaped_event_text(event))
 
 
 def columns(rows: list[QuarantineRow]) -> list[list[Any]]:

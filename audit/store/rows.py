@@ -12,7 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from audit.events import WorldEvent
+from audit.canonical import escaped_text, lone_surrogate, utf8_encodable
+from audit.events import EventError, WorldEvent
 from audit.records import DecisionRecord, record_text
 from audit.timestamps import NOT_A_TIME, datetime_ms, parse_rfc3339, rfc3339_form_problem
 
@@ -28,8 +29,21 @@ class RowError(ValueError):
 
 
 def event_json(event: WorldEvent) -> str:
+    """The event's stored text: its fields as sorted JSON. EventError naming the field when a text
+    in it has no UTF-8 form (a lone surrogate): such an event has no text the store can hold
+    (``escaped_event_text`` gives it in a form that can be kept)."""
     text: str = _ENCODE_SORTED(event.to_dict())
+    if not text.isascii() and not utf8_encodable(text):
+        # none found: no text of the event's own, a value of another type wrote the surrogate
+        raise EventError(*(lone_surrogate(event) or ("", "not valid UTF-8 text")))
     return text
+
+
+def escaped_event_text(event: WorldEvent) -> str:
+    """``event_json``, also for an event that has none: each lone surrogate written as its JSON
+    escape, for keeping an event that cannot be stored (quarantine) or letting the receiving end
+    refuse it."""
+    return escaped_text(_ENCODE_SORTED(event.to_dict()))
 
 
 _YEAR_2300_MS = 10_413_792_000_000

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from audit.events import WorldEvent
+from audit.events import EventError, WorldEvent
 from audit.records import DecisionRecord, RecordError, escaped_record_text, record_bytes
 from audit.store import quarantine as q
 from audit.store import rows
@@ -275,13 +275,18 @@ class RecordWriter:
         if batch_e:
             lines: list[str] = []
             bad = []
+            # as for records: an event the store cannot hold is quarantined, the rest of the batch written
             for event, text in batch_e:
-                line = rows.event_json(event) if text is None else text
                 try:
+                    line = rows.event_json(event) if text is None else text
                     rows.check_event(event)
-                    lines.append(line)
+                except EventError as exc:
+                    bad.append(q.unwritable_event(self.source, event, exc))
+                    continue
                 except rows.RowError as exc:
                     bad.append(q.quarantine_row(self.source, "event", str(exc), exc.path, line))
+                    continue
+                lines.append(line)
             self.write_quarantine(bad)
             if lines:
                 self.spool.append("events", "\n".join(lines).encode(), sync=False)
