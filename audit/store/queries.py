@@ -711,11 +711,7 @@ class AuditStore:
 
     def max_seq(self, cluster: str) -> int | None:
         """The highest event seq stored for ``cluster``; None when it has no events."""
-        # read in the table's (cluster, seq) order from the end: one granule, where max() reads the
-        # whole log of the cluster (every stats answer asks this, to know whether to fold)
-        rows_ = self._query("SELECT seq FROM events WHERE cluster = {c:String} ORDER BY seq DESC LIMIT 1",
-                            {"c": cluster}, short=True).result_rows
-        return int(rows_[0][0]) if rows_ else None
+        return max_seq(lambda sql, p: self._query(sql, p, short=True).result_rows, cluster)
 
     def nearest_checkpoint(self, cluster: str, seq: int) -> tuple[int, dict] | None:
         """The checkpoint with the largest seq <= ``seq``; a rewritten checkpoint reads as its last write."""
@@ -724,10 +720,15 @@ class AuditStore:
 
     def nearest_checkpoint_text(self, cluster: str, seq: int) -> tuple[int, str] | None:
         """As ``nearest_checkpoint``, with the body as the stored text, unparsed."""
-        rows_ = self._query(
-            "SELECT seq, body FROM checkpoints FINAL WHERE cluster = {c:String} AND seq <= {s:Int64} "
-            "ORDER BY seq DESC LIMIT 1", {"c": cluster, "s": seq}).result_rows
-        return (int(rows_[0][0]), rows_[0][1]) if rows_ else None
+        return nearest_checkpoint_text(lambda sql, p: self._query(sql, p).result_rows, cluster, seq)
+
+    def object_events(self, cluster: str, kind: str, keys: Sequence[str], after_seq: int, upto_seq: int,
+                      page: int = 10_000) -> Iterator[WorldEvent]:
+        """The events about the objects of ``kind`` named by ``keys`` (``audit.world.obj_key``)
+        with ``after_seq < seq <= upto_seq``, in seq order, each once."""
+        for _, body in event_pages(lambda sql, p: self._query(sql, p, column_formats={"body": "bytes"}).result_rows,
+                                   cluster, after_seq, upto_seq, page, objects=(kind, keys)):
+            yield WorldEvent.from_dict(loads_json(body))
 
     def checkpoint_seqs(self, cluster: str) -> list[int]:
         rows_ = self._query("SELECT DISTINCT seq FROM checkpoints WHERE cluster = {c:String} ORDER BY seq",
@@ -801,20 +802,46 @@ def _newest_order(f: DecisionFilter) -> tuple[str, str]:
 Read = Callable[[str, dict[str, Any]], Sequence[tuple[Any, ...]]]
 
 
-def event_pages(read: Read, cluster: str, after_seq: int, upto_seq: int,
-                page: int = 10_000) -> Iterator[tuple[int, Any]]:
+def event_pages(read: Read, cluster: str, after_seq: int, upto_seq: int, page: int = 10_000,
+                objects: tuple[str, Sequence[str]] | None = None) -> Iterator[tuple[int, Any]]:
     """(seq, stored body) with ``after_seq < seq <= upto_seq`` in seq order, each seq once, read
-    ``page`` events per query in the table's (cluster, seq) order."""
+    ``page`` events per query in the table's (cluster, seq) order; ``objects`` (kind, keys): only
+    the events about those objects, named as ``audit.world.obj_key`` names them."""
     last = after_seq
+    only, bound = "", {}
+    if objects is not None:
+        kind, keys = objects
+        # the name alone first: a column read where the key is built only for the rows it matches
+        only = ("AND object_kind = {k:String} AND name IN {names:Array(String)} "
+                "AND if(namespace = '', name, concat(namespace, '/', name)) IN {keys:Array(String)} ")
+        # (a key with a "/" names a namespaced object, or a cluster-scoped one whose name holds one)
+        names = {part for key in keys for part in (key, key.partition("/")[2]) if part}
+        bound = {"k": kind, "names": sorted(names), "keys": sorted(set(keys))}
     sql = ("SELECT seq, body FROM events WHERE cluster = {c:String} AND seq > {a:Int64} AND seq <= {u:Int64} "
-           "ORDER BY seq LIMIT 1 BY seq LIMIT {n:UInt32}")
+           f"{only}ORDER BY seq LIMIT 1 BY seq LIMIT {{n:UInt32}}")
     while True:
-        rows_ = read(sql, {"c": cluster, "a": last, "u": upto_seq, "n": page})
+        rows_ = read(sql, {"c": cluster, "a": last, "u": upto_seq, "n": page, **bound})
         yield from rows_
         if rows_:
             last = rows_[-1][0]
         if len(rows_) < page:
             return
+
+
+def max_seq(read: Read, cluster: str) -> int | None:
+    """The highest event seq stored for ``cluster``; None when it has no events."""
+    # read in the table's (cluster, seq) order from the end: one granule, where max() reads the
+    # whole log of the cluster (every stats answer asks this, to know whether to fold)
+    rows_ = read("SELECT seq FROM events WHERE cluster = {c:String} ORDER BY seq DESC LIMIT 1", {"c": cluster})
+    return int(rows_[0][0]) if rows_ else None
+
+
+def nearest_checkpoint_text(read: Read, cluster: str, seq: int) -> tuple[int, str] | None:
+    """The stored text of the checkpoint with the largest seq <= ``seq``, with that seq; a
+    rewritten checkpoint reads as its last write."""
+    rows_ = read("SELECT seq, body FROM checkpoints FINAL WHERE cluster = {c:String} AND seq <= {s:Int64} "
+                 "ORDER BY seq DESC LIMIT 1", {"c": cluster, "s": seq})
+    return (int(rows_[0][0]), rows_[0][1]) if rows_ else None
 
 
 def pod_decisions(read: Read, cluster: str, pod_uids: Sequence[str], batch: int = ID_BATCH) -> list[PodDecision]:

@@ -19,7 +19,7 @@ PARAMS = st.dictionaries(
 PATHS = st.sampled_from(["/v1/decisions", "/v1/stats/fallback", "/v1/stats/fairness", "/v1/stats/health",
                          "/v1/stats/migration", "/v1/stats/replay", "/v1/stats/overview", f"/v1/decisions/{factory.FALLBACK.decision_id}/why",
                          "/v1/pods/team-a/train-1/why", "/v1/ingest/events/last-seq",
-                         "/v1/events"])
+                         "/v1/events", "/v1/events/checkpoint"])
 
 
 def _check(r: httpx.Response) -> None:

@@ -26,12 +26,14 @@ GETS: list[tuple[str, dict[str, str]]] = [
     ("/v1/stats/overview", {}),
     ("/v1/replay/some-job", {}),
     ("/v1/events", {"cluster": factory.CLUSTER}),
+    ("/v1/events/checkpoint", {"cluster": factory.CLUSTER}),
 ]
 POSTS: list[tuple[str, dict[str, Any]]] = [
     ("/v1/ingest/records", {"content": b""}),
     ("/v1/ingest/events", {"content": b""}),
     ("/v1/replay", {"json": {"decision_ids": [A_ID]}}),
     ("/v1/traces", {"content": b"", "headers": {"Content-Type": "application/x-protobuf"}}),
+    ("/v1/events/objects", {"json": {"cluster": factory.CLUSTER, "kind": "ResourceClaim", "names": ["team-a/c"]}}),
 ]
 
 
@@ -134,7 +136,7 @@ def test_tenant_health_and_migration_cover_only_its_own_decisions(server: Server
     assert sum(r["decisions"] for r in migration) == 2
 
 
-@pytest.mark.parametrize(("path", "kwargs"), POSTS[:2] + POSTS[3:], ids=["records", "events", "otlp"])
+@pytest.mark.parametrize(("path", "kwargs"), POSTS[:2] + POSTS[3:4], ids=["records", "events", "otlp"])
 def test_tenants_cannot_ingest(server: Server, path: str, kwargs: dict[str, Any]) -> None:
     r = server.post(path, "team-a", **kwargs)
     assert r.status_code == 403
