@@ -5,7 +5,7 @@ been reserved for tells which stored decisions are about that allocation)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -54,3 +54,30 @@ def follow_reservations(history: dict[str, list[str]], old: Mapping[str, Any] | 
         return
     pods = history.get(uid, []) if same_allocation(old, new) else []
     history[uid] = pods + [p for p in reserved_pods(new) if p not in pods]
+
+
+def reserved_since_allocated(states: Sequence[Mapping[str, Any] | None], *, whole: bool) -> list[str] | None:
+    """What ``follow_reservations``, carried over a claim's whole log, holds for the claim as the
+    last of ``states`` leaves it: ``states`` are the end of one claim name's logged states, in log
+    order (None where it was deleted). Only the states since the change that made its allocation
+    count (one after which the claim no longer holds the ``same_allocation``), so this says None
+    when that change is not among them and ``whole`` (they are the name's whole log) is not said.
+    A claim's uid is its own (the API server never gives one object's uid to another), so the
+    states of other names do not change the answer."""
+    last = states[-1] if states else None
+    begun = next((i for i in range(len(states) - 1, 0, -1) if _begins(states[i - 1], states[i])), None)
+    if begun is None:
+        if not whole:
+            return None
+        begun = 0
+    history: dict[str, list[str]] = {}
+    old = states[begun - 1] if begun > 0 else None
+    for new in states[begun:]:
+        follow_reservations(history, old, new)
+        old = new
+    return history.get(_uid(last), []) if last is not None else []
+
+
+def _begins(before: Mapping[str, Any] | None, claim: Mapping[str, Any] | None) -> bool:
+    """Whether the history ``follow_reservations`` keeps starts over at ``claim`` (None: deleted)."""
+    return claim is None or not same_allocation(before, claim)

@@ -13,7 +13,10 @@
 Every sink also reads back what it holds of a cluster (``stored_world``): the objects alive at the
 end of the cluster's event log, folded with ``audit.world.fold_object``, and the decisions stored
 about the pods among them and the pods the alive claims' allocations served, so a restarted
-Kubernetes watcher goes on from that world instead of an empty one.
+Kubernetes watcher goes on from that world instead of an empty one. The store's sinks (direct
+and over the API) start from the newest world checkpoint the store keeps at or before the log's
+end and fold only the events after it (``read_stored``), which gives what folding the whole log
+gives; the file sink has no checkpoints and folds its whole events file.
 """
 
 from __future__ import annotations
@@ -32,14 +35,15 @@ from typing import Any, Protocol
 import httpx
 
 from audit.errors import UserError
-from audit.events import EventError, WorldEvent, event_problem, loads_json
+from audit.events import EventError, EventType, WorldEvent, event_problem, loads_json
 from audit.records import DecisionRecord, RecordError, escaped_record_text, record_problem, record_text
+from audit.replay.checkpoints import CheckpointCorrupt, checkpoint_snapshot
 from audit.store.connection import data_dir
 from audit.store.ports import PodDecision
 from audit.store.rows import escaped_event_text, event_json
 from audit.store.spool import Frame, Spool
 from audit.world import Objects, fold_object, obj_key, policy_in_force
-from ingest.claims import follow_reservations
+from ingest.claims import follow_reservations, reserved_since_allocated
 from ingest.files import FileFormatError, ImportResult, JsonlAppender, import_file
 
 log = logging.getLogger(__name__)
@@ -86,11 +90,15 @@ class Sink(Protocol):
 @dataclass
 class StoredWorld:
     """What a sink holds of one cluster: the objects alive at the end of its event log (kind ->
-    ``audit.world.obj_key`` -> payload), the log's last seq (None: no events), how many events
-    were folded, for each claim allocated at the end the pods its allocation has been reserved for
-    (``ingest.claims.follow_reservations``: claim uid -> pod uids, gone pods included), and the
-    decisions stored about the pods among those objects and those reserved pods, and the Policy
-    object in force."""
+    ``audit.world.obj_key`` -> payload; a kind with none alive is left out), the log's last seq
+    (None: no events), for each claim allocated at the end the pods its allocation has been
+    reserved for (``ingest.claims.follow_reservations``: claim uid -> pod uids, gone pods
+    included), the decisions stored about the pods among those objects and those reserved pods,
+    and the Policy object in force. All of these are what folding the whole log gives, whether
+    the world was read from a checkpoint or not. ``checkpoint`` is the seq of the checkpoint it
+    started from (None: the log's first event), and ``events`` how many events were read to build
+    it: those after the checkpoint, and the claims' own events read back for their reservations
+    (what restoring it cost, not the size of the log)."""
 
     last_seq: int | None = None
     objects: Objects = field(default_factory=dict)
@@ -100,14 +108,87 @@ class StoredWorld:
     # the ``obj_key`` of the Policy object in force at the end of the log ("": the default policy),
     # as ``audit.world.World`` reads the log: the policy that names the models of what it implies
     policy: str = ""
+    checkpoint: int | None = None
 
 
-def fold_stored(events: Iterable[WorldEvent],
-                decisions_of: Callable[[list[str]], list[PodDecision]]) -> StoredWorld:
-    """Fold one cluster's ``events`` (in seq order) into its world, then ask ``decisions_of`` for
-    the decisions stored about the pods alive at its end and the pods its claims' allocations
-    served (by uid): a standalone claim's allocation may be recorded for a pod deleted since."""
-    world = StoredWorld()
+class StoredLog(Protocol):
+    """What a sink reads of one cluster's stored history to give its ``StoredWorld``."""
+
+    def checkpoint(self) -> str | bytes | None:
+        """The stored text of the newest checkpoint at or before the log's end (None: none)."""
+
+    def events(self, after_seq: int) -> Iterable[WorldEvent]:
+        """The events after ``after_seq`` through the log's end, in seq order."""
+
+    def claim_events(self, keys: list[str], after_seq: int, upto_seq: int) -> Iterable[WorldEvent]:
+        """The events about the ResourceClaims named by ``keys`` (``obj_key``) with
+        ``after_seq < seq <= upto_seq``, in seq order."""
+
+    def decisions(self, uids: list[str]) -> list[PodDecision]:
+        """The decisions stored about the pods of these uids."""
+
+
+# The first stretch of log read back for the reservations of the claims a checkpoint holds
+# allocated: a checkpoint interval's worth (``audit.replay.checkpoints.DEFAULT_INTERVAL``) before
+# it; each stretch further back is twice as long as the one before.
+CLAIM_WINDOW = 10_000
+
+
+def read_stored(cluster: str, log: StoredLog, window: int = CLAIM_WINDOW) -> StoredWorld:
+    """``cluster``'s world as ``log`` leaves it: from its newest checkpoint, when it has one that
+    checks out, and the events after it; else every event.
+
+    A checkpoint holds the objects and the Policy in force, not the reservations, which remember
+    pods that left a claim before the checkpoint: for the claims it holds allocated that are still
+    so at the end, each one's own events are read back from the end, a stretch at a time, until
+    the change that made its allocation is among them (``ingest.claims.reserved_since_allocated``),
+    so a claim's read is bounded by how long it has been held, not by the log. That answer takes
+    a claim's uid to be its own, as the API server makes it; were a claim alive at the checkpoint
+    or at the end to have none, or one another claim has, the whole log is folded instead."""
+    text = log.checkpoint()
+    start = _checkpoint(cluster, text) if text is not None else None
+    if start is None:
+        return _decided(_fold(StoredWorld(), log.events(-1)), log)
+    at = int(start["seq"])
+    world = StoredWorld(last_seq=at, checkpoint=at, policy=str(start.get("policy") or ""),
+                        objects={kind: dict(by_key) for kind, by_key in (start.get("objects") or {}).items()})
+    claims = world.objects.get("ResourceClaim", {})
+    if not _uids_own(claims.values()):
+        return _decided(_fold(StoredWorld(), log.events(-1)), log)
+    for claim in claims.values():
+        # each allocated claim with the pods it names at the checkpoint; those it named before are read back below
+        follow_reservations(world.reservations, None, claim)
+    held_then = set(world.reservations)
+    _fold(world, log.events(at))
+    claims = world.objects.get("ResourceClaim", {})
+    if not _uids_own(claims.values()):
+        return _decided(_fold(StoredWorld(), log.events(-1)), log)
+    held = {key: uid for key, claim in claims.items()
+            if (uid := str((claim.get("metadata") or {}).get("uid") or "")) in held_then and uid in world.reservations}
+    if held:
+        found = _reserved_since_allocated(log, sorted(held), world.last_seq if world.last_seq is not None else at,
+                                           at - window, world)
+        world.reservations.update({held[key]: pods for key, pods in found.items()})
+    return _decided(world, log)
+
+
+def _checkpoint(cluster: str, text: str | bytes) -> dict[str, Any] | None:
+    """The snapshot ``text`` holds; None (logged) when it fails its own digest."""
+    try:
+        return checkpoint_snapshot(cluster, None, text)
+    except CheckpointCorrupt as exc:
+        log.warning("stored world read from the whole log", extra={"error": str(exc)[:500]})
+        return None
+
+
+def _uids_own(claims: Iterable[dict[str, Any]]) -> bool:
+    """Whether each of ``claims`` has a uid of its own (see ``read_stored``)."""
+    uids = [str((claim.get("metadata") or {}).get("uid") or "") for claim in claims]
+    return "" not in uids and len(set(uids)) == len(uids)
+
+
+def _fold(world: StoredWorld, events: Iterable[WorldEvent]) -> StoredWorld:
+    """Fold ``events`` (in seq order, after ``world``'s last) into ``world``."""
     for event in events:
         old, new = fold_object(world.objects, event)
         if event.object_kind == "ResourceClaim":
@@ -117,9 +198,42 @@ def fold_stored(events: Iterable[WorldEvent],
                                            deleted=new is None)
         world.last_seq = event.seq
         world.events += 1
+    return world
+
+
+def _reserved_since_allocated(log: StoredLog, keys: list[str], upto: int, lo: int,
+                              world: StoredWorld) -> dict[str, list[str]]:
+    """The reservations of the claims named by ``keys``, allocated at ``upto``, each from its own
+    events read back from ``upto`` through ``lo`` and then stretches twice as long each (counted
+    in ``world.events``), until the change that made its allocation is among them."""
+    states: dict[str, list[dict[str, Any] | None]] = {key: [] for key in keys}
+    found: dict[str, list[str]] = {}
+    hi, span = upto, upto - lo
+    while states:
+        lo = max(-1, hi - span)
+        read: dict[str, list[dict[str, Any] | None]] = {}
+        for event in log.claim_events(sorted(states), lo, hi):
+            world.events += 1
+            read.setdefault(obj_key(event.namespace, event.name), []).append(
+                None if event.type == EventType.DELETE.value else event.payload)
+        for key in sorted(states):
+            states[key] = read.get(key, []) + states[key]
+            pods = reserved_since_allocated(states[key], whole=lo < 0)
+            if pods is not None:
+                found[key] = pods
+                del states[key]
+        hi, span = lo, span * 2
+    return found
+
+
+def _decided(world: StoredWorld, log: StoredLog) -> StoredWorld:
+    """``world`` with the decisions stored about the pods alive at its end and the pods its claims'
+    allocations served (by uid): a standalone claim's allocation may be recorded for a pod deleted
+    since. A kind none of whose objects is alive is left out, as a checkpoint leaves it out."""
+    world.objects = {kind: by_key for kind, by_key in world.objects.items() if by_key}
     uids = sorted(({str((pod.get("metadata") or {}).get("uid") or "") for pod in world.objects.get("Pod", {}).values()}
                    | {pod for pods in world.reservations.values() for pod in pods}) - {""})
-    world.decisions = decisions_of(uids) if uids else []
+    world.decisions = log.decisions(uids) if uids else []
     return world
 
 
@@ -166,16 +280,9 @@ class FileSink:
 
     def stored_world(self, cluster: str) -> StoredWorld:
         """The cluster's world as the events file leaves it, with the records file's decisions
-        about its pods. A line these files hold that ingest would refuse is a ``SinkError``."""
-        events = sorted((e for e in self._read("events").events if e.cluster == cluster), key=lambda e: e.seq)
-
-        def decisions_of(uids: list[str]) -> list[PodDecision]:
-            wanted = set(uids)
-            found = {r.decision_id: PodDecision(r.decision_id, r.namespace, r.pod_uid, r.attempt, r.outcome)
-                     for r in self._read("records").records if r.cluster == cluster and r.pod_uid in wanted}
-            return [found[d] for d in sorted(found)]
-
-        return fold_stored(events, decisions_of)
+        about its pods: the whole file is folded (it keeps no checkpoints). A line these files
+        hold that ingest would refuse is a ``SinkError``."""
+        return read_stored(cluster, _FileLog(self, cluster))
 
     def _read(self, kind: str) -> ImportResult:
         path = self._paths[kind]
@@ -192,6 +299,32 @@ class FileSink:
             raise SinkError(f"{first.location}{where}: {first.error} ({len(result.errors)} invalid line(s): a "
                             "restarted producer reads back what this file holds; fix or remove them first)")
         return result
+
+
+class _FileLog:
+    """A ``FileSink``'s files as a ``StoredLog``: no checkpoints."""
+
+    def __init__(self, sink: FileSink, cluster: str) -> None:
+        self._sink = sink
+        self._cluster = cluster
+
+    def checkpoint(self) -> None:
+        return None
+
+    def events(self, after_seq: int) -> list[WorldEvent]:
+        return sorted((e for e in self._sink._read("events").events if e.cluster == self._cluster and e.seq > after_seq),
+                      key=lambda e: e.seq)
+
+    def claim_events(self, keys: list[str], after_seq: int, upto_seq: int) -> list[WorldEvent]:
+        wanted = set(keys)
+        return [e for e in self.events(after_seq) if e.seq <= upto_seq and e.object_kind == "ResourceClaim"
+                and obj_key(e.namespace, e.name) in wanted]
+
+    def decisions(self, uids: list[str]) -> list[PodDecision]:
+        wanted = set(uids)
+        found = {r.decision_id: PodDecision(r.decision_id, r.namespace, r.pod_uid, r.attempt, r.outcome)
+                 for r in self._sink._read("records").records if r.cluster == self._cluster and r.pod_uid in wanted}
+        return [found[d] for d in sorted(found)]
 
 
 class StoreSink:
@@ -251,15 +384,44 @@ class StoreSink:
     def first_quarantined(self) -> str:
         return str(self.writer.first_quarantined)
 
-    def stored_world(self, cluster: str) -> StoredWorld:
+    def stored_world(self, cluster: str, window: int = CLAIM_WINDOW) -> StoredWorld:
         """The cluster's world as the store's event log leaves it (after delivering what is
-        spooled), read a page of events at a time, with the decisions stored about its pods."""
-        from audit.store.queries import event_pages, pod_decisions
-
+        spooled): from its newest checkpoint and the events after it (``read_stored``), read a page
+        of events at a time, with the decisions stored about its pods."""
         self.writer.flush()
-        events = (WorldEvent.from_dict(loads_json(body.encode() if isinstance(body, str) else body))
-                  for _, body in event_pages(self.writer.query, cluster, -1, LAST_SEQ))
-        return fold_stored(events, lambda uids: pod_decisions(self.writer.query, cluster, uids))
+        return read_stored(cluster, _StoreLog(self.writer.query, cluster), window)
+
+
+class _StoreLog:
+    """The store's tables, read through a writer's connection, as a ``StoredLog``."""
+
+    def __init__(self, query: Callable[[str, dict[str, Any]], list[tuple]], cluster: str) -> None:
+        self._query = query
+        self._cluster = cluster
+
+    def checkpoint(self) -> str | None:
+        from audit.store.queries import max_seq, nearest_checkpoint_text
+
+        top = max_seq(self._query, self._cluster)
+        found = nearest_checkpoint_text(self._query, self._cluster, top) if top is not None else None
+        return str(found[1]) if found is not None else None
+
+    def events(self, after_seq: int) -> Iterator[WorldEvent]:
+        return self._events(after_seq, LAST_SEQ, None)
+
+    def claim_events(self, keys: list[str], after_seq: int, upto_seq: int) -> Iterator[WorldEvent]:
+        return self._events(after_seq, upto_seq, ("ResourceClaim", keys))
+
+    def _events(self, after_seq: int, upto_seq: int, objects: tuple[str, list[str]] | None) -> Iterator[WorldEvent]:
+        from audit.store.queries import event_pages
+
+        return (WorldEvent.from_dict(loads_json(body.encode() if isinstance(body, str) else body))
+                for _, body in event_pages(self._query, self._cluster, after_seq, upto_seq, objects=objects))
+
+    def decisions(self, uids: list[str]) -> list[PodDecision]:
+        from audit.store.queries import pod_decisions
+
+        return pod_decisions(self._query, self._cluster, uids)
 
 
 class _Rows:
@@ -362,32 +524,24 @@ class HttpSink:
         out["spool_batches"] = self.spool.pending_frames()
         return out
 
-    def stored_world(self, cluster: str, timeout: float = 15.0, page: int = 10_000) -> StoredWorld | None:
-        """The cluster's world as the server's event log leaves it (``GET /v1/events``, a page of
-        ``page`` events at a time, after delivering what the spool holds), with the decisions the
-        server stores about its pods (``POST /v1/ingest/pod-decisions``). None when the server
-        cannot be asked (the reason is logged): the caller then starts from an empty world."""
+    def stored_world(self, cluster: str, timeout: float = 15.0, page: int = 10_000,
+                     window: int = CLAIM_WINDOW) -> StoredWorld | None:
+        """The cluster's world as the server's event log leaves it (after delivering what the
+        spool holds): from its newest checkpoint (``GET /v1/events/checkpoint``) and the events
+        after it (``GET /v1/events``, a page of ``page`` events at a time), or every event when it
+        keeps none (``read_stored``), with the decisions the server stores about its pods
+        (``POST /v1/ingest/pod-decisions``). None when the server cannot be asked (the reason is
+        logged): the caller then starts from an empty world."""
         what = "stored world"
         if not self._delivered(what, timeout):
             return None
         try:
-            return fold_stored(self._stored_events(cluster, page), lambda uids: [
-                PodDecision(**item) for start in range(0, len(uids), POD_UIDS_PER_REQUEST)
-                for item in self._ask(what, "POST", "/v1/ingest/pod-decisions", json={
-                    "cluster": cluster, "pod_uids": uids[start:start + POD_UIDS_PER_REQUEST]})["items"]])
+            return read_stored(cluster, _HttpLog(self, cluster, page), window)
         except _Unanswered:
             return None
         except (KeyError, TypeError, ValueError) as exc:
             self._unknown(what, f"{self.url}: unexpected answer ({exc})")
             return None
-
-    def _stored_events(self, cluster: str, page: int) -> Iterator[WorldEvent]:
-        after: int | None = -1
-        while after is not None:
-            answer = self._ask("stored world", "GET", "/v1/events",
-                               params={"cluster": cluster, "after_seq": after, "limit": page})
-            yield from (WorldEvent.from_dict(item) for item in answer["items"])
-            after = answer["next_after_seq"]
 
     def _delivered(self, what: str, timeout: float) -> bool:
         """Whether the spool drained within ``timeout`` s: what an earlier run left is part of the
@@ -400,21 +554,27 @@ class HttpSink:
     def _ask(self, what: str, method: str, path: str, **kwargs: Any) -> Any:
         """The JSON answer of the server to one request; ``_Unanswered`` (logged as ``what``
         unknown) when it cannot be asked or does not answer with JSON."""
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        try:
-            response = self._client.request(method, self.url + path, headers=headers, **kwargs)
-        except httpx.HTTPError as exc:
-            self._unknown(what, f"{self.url}: {type(exc).__name__}: {exc}")
-            raise _Unanswered from None
-        if not response.is_success:
-            self._unknown(what, f"{self.url}{path}: HTTP {response.status_code}: {response.text[:300]}")
-            raise _Unanswered
+        response = self._request(what, method, path, **kwargs)
         try:
             # orjson where it reads the same values: a page of events is megabytes of JSON
             return loads_json(response.content)
         except ValueError:
             self._unknown(what, f"{self.url}{path}: unexpected answer {response.text[:200]!r}")
             raise _Unanswered from None
+
+    def _request(self, what: str, method: str, path: str, missing: bool = False, **kwargs: Any) -> httpx.Response:
+        """The server's successful answer to one request (with ``missing``, a 404 too);
+        ``_Unanswered`` (logged as ``what`` unknown) when it cannot be asked or answers otherwise."""
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        try:
+            response = self._client.request(method, self.url + path, headers=headers, **kwargs)
+        except httpx.HTTPError as exc:
+            self._unknown(what, f"{self.url}: {type(exc).__name__}: {exc}")
+            raise _Unanswered from None
+        if not response.is_success and not (missing and response.status_code == 404):
+            self._unknown(what, f"{self.url}{path}: HTTP {response.status_code}: {response.text[:300]}")
+            raise _Unanswered
+        return response
 
     @staticmethod
     def _unknown(what: str, error: str) -> None:
@@ -499,6 +659,48 @@ class HttpSink:
         return False
 
 
+class _HttpLog:
+    """The audit API's event log and checkpoints of one cluster, as a ``StoredLog``."""
+
+    WHAT = "stored world"
+    CLAIMS_PER_REQUEST = 1_000  # the API's limit (``audit.api.routes_events.MAX_NAMES``)
+
+    def __init__(self, sink: HttpSink, cluster: str, page: int) -> None:
+        self._sink = sink
+        self._cluster = cluster
+        self._page = page
+
+    def checkpoint(self) -> bytes | None:
+        """The checkpoint's stored text; None when the server keeps none of the cluster's (404; a
+        server of a release before the route says the same, and its whole log is read instead)."""
+        response = self._sink._request(self.WHAT, "GET", "/v1/events/checkpoint", missing=True,
+                                       params={"cluster": self._cluster})
+        return None if response.status_code == 404 else response.content
+
+    def events(self, after_seq: int) -> Iterator[WorldEvent]:
+        after: int | None = after_seq
+        while after is not None:
+            answer = self._sink._ask(self.WHAT, "GET", "/v1/events",
+                                     params={"cluster": self._cluster, "after_seq": after, "limit": self._page})
+            yield from (WorldEvent.from_dict(item) for item in answer["items"])
+            after = answer["next_after_seq"]
+
+    def claim_events(self, keys: list[str], after_seq: int, upto_seq: int) -> Iterator[WorldEvent]:
+        for start in range(0, len(keys), self.CLAIMS_PER_REQUEST):
+            after: int | None = after_seq
+            while after is not None:
+                answer = self._sink._ask(self.WHAT, "POST", "/v1/events/objects", json={
+                    "cluster": self._cluster, "kind": "ResourceClaim", "names": keys[start:start + self.CLAIMS_PER_REQUEST],
+                    "after_seq": after, "upto_seq": upto_seq, "limit": self._page})
+                yield from (WorldEvent.from_dict(item) for item in answer["items"])
+                after = answer["next_after_seq"]
+
+    def decisions(self, uids: list[str]) -> list[PodDecision]:
+        return [PodDecision(**item) for start in range(0, len(uids), POD_UIDS_PER_REQUEST)
+                for item in self._sink._ask(self.WHAT, "POST", "/v1/ingest/pod-decisions", json={
+                    "cluster": self._cluster, "pod_uids": uids[start:start + POD_UIDS_PER_REQUEST]})["items"]]
+
+
 def open_sink(target: str, *, events_path: str | None = None, token: str | None = None,
               spool_dir: str | None = None, **opts: Any) -> Any:
     """A sink for ``target`` (see the module docstring); bad targets raise ``SinkError``."""
@@ -512,4 +714,4 @@ def open_sink(target: str, *, events_path: str | None = None, token: str | None 
                     "or a chdb:// / clickhouse:// DSN")
 
 
-__all__ = ["FileSink", "HttpSink", "Sink", "SinkError", "StoreSink", "open_sink"]
+__all__ = ["FileSink", "HttpSink", "Sink", "SinkError", "StoreSink", "StoredLog", "StoredWorld", "open_sink", "read_stored"]

@@ -106,8 +106,9 @@ def _stored_world(sink: Any, cluster: str) -> Any:
     stored = sink.stored_world(cluster)
     if stored is not None:
         log.info("read the stored world", extra={
-            "events": stored.events, "objects": sum(len(v) for v in stored.objects.values()),
-            "decisions": len(stored.decisions), "seconds": round(time.monotonic() - started, 3)})
+            "checkpoint": stored.checkpoint, "events": stored.events, "last_seq": stored.last_seq,
+            "objects": sum(len(v) for v in stored.objects.values()), "decisions": len(stored.decisions),
+            "seconds": round(time.monotonic() - started, 3)})
     else:
         log.warning("starting from an empty world: every object is logged as new")
     return stored

@@ -3,7 +3,8 @@
 A checkpoint body is ``World.snapshot()`` plus ``content_digest`` (sha256 of the canonical
 snapshot), so a body that was truncated, edited or mixed up with another sequence number is
 refused on load instead of silently rebuilding a different world. Bodies stay readable as plain
-snapshots (the API's world view reads ``objects`` and ``policy`` from them).
+snapshots (the API's world view reads ``objects`` and ``policy`` from them); ``checkpoint_snapshot``
+checks one as a load does without rebuilding its world, for readers that need its objects alone.
 
 A body is stored as its canonical JSON text (``checkpoint_text``). ``load_checkpoint_text``
 verifies that text by hashing its bytes — the snapshot's canonical bytes are the text with the
@@ -170,34 +171,68 @@ def load_checkpoint_text(cluster: str, seq: int, text: str | bytes) -> World:
     hashed to the object that is rebuilt.
     """
     raw = text.encode() if isinstance(text, str) else text
-    member = _DIGEST_MEMBER.search(raw)
-    matched = False
-    if member is not None:
-        h = hashlib.sha256()
-        view = memoryview(raw)
-        h.update(view[:member.start()])
-        h.update(view[member.end():])
-        matched = h.hexdigest() == member.group(1).decode()
+    digest = _hashed_digest(raw)
     with collector_paused():
-        if member is not None and matched:
-            kept = _KEPT.get(member.group(1).decode())
+        if digest is not None:
+            kept = _KEPT.get(digest)
             if kept is not None:
                 _check_position(cluster, seq, kept.cluster, kept.seq)
                 return kept.fork()
-        try:
-            body = loads_json(raw)  # json's value and errors, through orjson where they agree
-        except ValueError as exc:
-            raise CheckpointCorrupt(cluster, seq, f"body is not JSON: {exc}") from None
-        if member is None or not matched or not isinstance(body, dict) \
-                or body.get(DIGEST_KEY) != member.group(1).decode():
+        body = _parsed(cluster, seq, raw)
+        if digest is None or not isinstance(body, dict) or body.get(DIGEST_KEY) != digest:
             return load_checkpoint(cluster, seq, body)  # the parsed content decides
         world = _rebuild(cluster, seq, {k: v for k, v in body.items() if k != DIGEST_KEY})
-        _KEPT.put(body[DIGEST_KEY], world.fork())
+        _KEPT.put(digest, world.fork())
         return world
+
+
+def checkpoint_snapshot(cluster: str, seq: int | None, text: str | bytes) -> dict[str, Any]:
+    """The snapshot (``World.snapshot()``) a stored checkpoint text holds, checked as
+    ``load_checkpoint_text`` checks it, without rebuilding its world: for readers that need its
+    objects alone. ``seq`` None takes the body's own seq (a text handed on without its row)."""
+    raw = text.encode() if isinstance(text, str) else text
+    digest = _hashed_digest(raw)
+    with collector_paused():
+        body = _parsed(cluster, -1 if seq is None else seq, raw)
+        own = body.get("seq") if isinstance(body, dict) else None
+        where = seq if seq is not None else own if isinstance(own, int) else -1
+        if digest is None or not isinstance(body, dict) or body.get(DIGEST_KEY) != digest:
+            snap = _checked_snapshot(cluster, where, body)  # the parsed content decides
+        else:
+            snap = {k: v for k, v in body.items() if k != DIGEST_KEY}
+    _check_position(cluster, where, snap.get("cluster"), snap.get("seq"))
+    return snap
+
+
+def _hashed_digest(raw: bytes) -> str | None:
+    """The text's top-level ``content_digest`` if its bytes hash to it (see the module docstring)."""
+    member = _DIGEST_MEMBER.search(raw)
+    if member is None:
+        return None
+    h = hashlib.sha256()
+    view = memoryview(raw)
+    h.update(view[:member.start()])
+    h.update(view[member.end():])
+    digest = member.group(1).decode()
+    return digest if h.hexdigest() == digest else None
+
+
+def _parsed(cluster: str, seq: int, raw: bytes) -> Any:
+    try:
+        return loads_json(raw)  # json's value and errors, through orjson where they agree
+    except ValueError as exc:
+        raise CheckpointCorrupt(cluster, seq, f"body is not JSON: {exc}") from None
 
 
 def load_checkpoint(cluster: str, seq: int, body: Any) -> World:
     """The world the checkpoint holds, after checking its digest and sequence number."""
+    snap = _checked_snapshot(cluster, seq, body)
+    with collector_paused():
+        return _rebuild(cluster, seq, snap)
+
+
+def _checked_snapshot(cluster: str, seq: int, body: Any) -> dict[str, Any]:
+    """``body`` without its digest, after checking that its content hashes to it."""
     if not isinstance(body, dict):
         raise CheckpointCorrupt(cluster, seq, f"body is {type(body).__name__}, not an object")
     snap = {k: v for k, v in body.items() if k != DIGEST_KEY}
@@ -207,8 +242,7 @@ def load_checkpoint(cluster: str, seq: int, body: Any) -> World:
     actual = canonical_digest(snap, _STREAM_DEPTH)
     if actual != recorded:
         raise CheckpointCorrupt(cluster, seq, f"{DIGEST_KEY}: recorded {recorded}, content hashes to {actual}")
-    with collector_paused():
-        return _rebuild(cluster, seq, snap)
+    return snap
 
 
 def _check_position(cluster: str, seq: int, body_cluster: Any, body_seq: Any) -> None:

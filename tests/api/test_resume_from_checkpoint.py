@@ -1,5 +1,6 @@
-"""``GET /v1/events/checkpoint`` serves a cluster's newest checkpoint as stored, and
-``POST /v1/events/objects`` the events about the objects named, paged as ``GET /v1/events``."""
+"""A watcher's HTTP sink reads its cluster's world from the API's newest checkpoint
+(``GET /v1/events/checkpoint``), the events after it (``GET /v1/events``) and its held claims'
+own events (``POST /v1/events/objects``), and gets what folding the whole log gets."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 
 from audit.replay.checkpoints import CheckpointWriter, checkpoint_text
 from audit.store.queries import AuditStore
-from ingest.sinks import FileSink
-from tests.api.conftest import Server, start_server, stop
+from ingest.sinks import FileSink, HttpSink
+from tests.api.conftest import TOKENS, Server, start_server, stop
 from tests.store.claim_histories import decisions_for, random_history
 
 CHECKED, UNCHECKED = "checked", "unchecked"
@@ -49,6 +50,24 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, d
         yield server, bodies, root
     finally:
         stop(proc)
+
+
+@pytest.mark.parametrize(("cluster", "checkpoint"), [(CHECKED, 279), (UNCHECKED, None)],
+                         ids=["from-the-newest-checkpoint", "from-the-whole-log-without-one"])
+def test_the_http_sink_reads_the_world_the_whole_log_gives(served: tuple[Server, dict[int, str], Path], tmp_path: Path,
+                                                           cluster: str, checkpoint: int | None) -> None:
+    server, _, root = served
+    sink = HttpSink(server.base, token=TOKENS["admin"], spool_dir=str(tmp_path / "spool"))
+    try:
+        resumed = sink.stored_world(cluster, page=50, window=5)  # pages and stretches short enough to take several
+    finally:
+        sink.close()
+    whole = FileSink(str(root / f"{cluster}.jsonl")).stored_world(cluster)
+    assert resumed is not None and resumed.reservations and resumed.decisions
+    assert (resumed.objects, resumed.last_seq, resumed.policy, resumed.reservations, resumed.decisions) == (
+        whole.objects, whole.last_seq, whole.policy, whole.reservations, whole.decisions)
+    assert resumed.checkpoint == checkpoint
+    assert (resumed.events < len(EVENTS[cluster])) == (checkpoint is not None)
 
 
 def test_the_newest_checkpoint_is_served_as_stored(served: tuple[Server, dict[int, str], Path]) -> None:
