@@ -70,7 +70,7 @@ def _line(item: Any, text: Callable[[Any], str], escaped: Callable[[Any], str],
     try:
         return text(item)
     except (RecordError, EventError) as exc:
-        log.warning("%s; sent with the text escaped, for the receiving end to quarantine", problem(item, exc))
+        log.warning("%s; written with that text escaped, so that nothing is lost", problem(item, exc))
         return escaped(item)
 
 
