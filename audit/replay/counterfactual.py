@@ -101,7 +101,8 @@ class Counterfactual(ClusterLoop):
             node = (pod.get("spec") or {}).get("nodeName", "")
             st = self.pods[key] = PodState(start.attempts.get(key, 0), node,
                                            not (pod.get("spec") or {}).get("resourceClaims"),
-                                           start.bind_failures.get(key, 0))
+                                           start.bind_failures.get(key, 0),
+                                           reserve_settled=key in start.reserve_settled)
             if key in self.world.pending and key in start.retries:
                 self.schedule(start.retries[key], "retry", key)
             elif key in self.world.pending:

@@ -27,6 +27,7 @@ from audit.events import EventType, WorldEvent
 from audit.policy import Policy, default_policy, parse_policy
 from audit.records import DecisionRecord, Outcome
 from audit.replay.verify import bind_seq
+from audit.scheduler import reservations
 from audit.scheduler.engine import hold_deadline_ms
 from audit.scheduler.pending import follow_up
 from audit.timestamps import parse_time_ms
@@ -121,6 +122,8 @@ class QueueState:
     # pending wake-ups a decision asked for (``follow_up``: waiting for the preferred model), as
     # (ms, pod key, the decision's attempt)
     wakes: list[tuple[int, str, int]] = field(default_factory=list)
+    # pods whose last decision answered their reservation (``reservations.settled``)
+    reserve_settled: set[str] = field(default_factory=set)
     # the ends of holds the last policy activation moved (``ClusterLoop.rearm``), as (ms, pod key,
     # the digest of the policy that armed them)
     dues: list[tuple[int, str, str]] = field(default_factory=list)
@@ -181,6 +184,7 @@ def queue_state(prior: list[DecisionRecord], since_ms: int, policy: Policy,
         for at in follow_up(r, own, parse_time_ms(r.time)).wakes_at_ms:
             if at >= since_ms:
                 state.wakes.append((at, key, r.attempt))
+    state.reserve_settled = {key for key, r in last_of_pod.items() if reservations.settled(r)}
     for key, r in last_of_pod.items():
         if r.retry_class in BIND_RETRY and r.backoff_ms > 0 and parse_time_ms(r.time) + r.backoff_ms >= since_ms:
             state.retries[key] = parse_time_ms(r.time) + r.backoff_ms

@@ -21,7 +21,9 @@ the loop deletes it when the pod binds, fails or is deleted, then wakes the queu
 devices are free again). Each pod gets a ``reserve`` action when it has waited ``reserveAfter``:
 if its tenant may hold another reservation, the pod is tried at once (a parked pod would
 otherwise wait for a change); when a reservation ends, the oldest eligible pod of each tenant with
-a free reservation slot is tried the same way.
+a free reservation slot is tried the same way, and so, at every wake with best-effort queueing, is
+each tenant's oldest eligible pod whose reservation no decision has answered (its tenant could
+not reserve when it was asked).
 
 Reclaim (``audit.scheduler.reclaim``): a decision with outcome ``preempted`` names running pods
 to evict. The loop evicts them as a cluster does — the pod gets a ``DisruptionTarget`` condition
@@ -89,6 +91,8 @@ class PodState:
     device_plugin: bool = False
     bind_failures: int = 0
     shape: tuple[str, str, str] | None = None  # (policy digest, tenant, spec digest): ``ClusterLoop._shape``
+    # whether its last decision answered its reservation (``reservations.settled``)
+    reserve_settled: bool = False
 
 
 class ClusterLoop:
@@ -512,6 +516,28 @@ class ClusterLoop:
             self.rearm()
         else:
             self.pending.wake(self._admit, self._alike)
+            self._reserve_when_tenant_may()
+
+    def _reserve_when_tenant_may(self) -> None:
+        """Best-effort queueing: each tenant's oldest pod past ``reserveAfter`` whose reservation
+        no decision has answered yet (its ``reserve`` action, or a decision, found that its tenant
+        may not reserve then: ``reservations.TENANT_CAUSES``) is tried for one (``try_to_reserve``,
+        which asks the tenant first). What lifts such a cause — the tenant's pods ending, its share
+        decaying — comes with a wake or with time, and a parked pod would otherwise wait for a
+        change that lets it fit. (A strict head is asked the same by ``_may_reserve``.)"""
+        policy = self.world.policy
+        after = policy.reserve_after_ms
+        if after is None or policy.queueing_mode == "strict":
+            return
+        for _, order in sorted(self.world.pending_order.items()):
+            for created, key in order:
+                if self.now - created < after:
+                    break
+                st = self.pods.get(key)
+                if st is None or st.node or st.reserve_settled or key in self.world.reserved_node:
+                    continue
+                self.try_to_reserve(key)
+                break
 
     def _admit(self, tenant: str, pods: list[tuple[int, str]]) -> list[tuple[int, str]]:
         """Of parked pods of one tenant and spec, those ``may_place`` allows; one question per
@@ -622,6 +648,7 @@ class ClusterLoop:
                 st.bind_failures += 1
         self.record(d.record)
         rec = d.record
+        st.reserve_settled = reservations.settled(rec)
         if d.reservation is not None and key in self.pods:
             ns, name = key.split("/", 1)
             self.emit("Reservation", ns, name, d.reservation)

@@ -46,7 +46,7 @@ from __future__ import annotations
 from typing import Any
 
 from audit.policy import Policy
-from audit.records import Blocker, TierBlocker
+from audit.records import Blocker, DecisionRecord, TierBlocker
 from audit.scheduler.filters import node_filter
 from audit.scheduler.queue import tenant_share
 from audit.scheduler.tiers import Tier
@@ -172,6 +172,22 @@ def plan(world: World, policy: Policy, pod_key: str, pod: dict[str, Any], tenant
                     "tier": tier.index, "since": format_time_ms(time_ms)}}
     return TierBlocker(Blocker.RESERVATION_MADE.value, tier.index, {
         "node": node, "model": tier.label, "count": tier.count, "missing": missing}), obj
+
+
+# causes that lift by themselves as the tenant's pods end or its share decays: the pod is asked again
+TENANT_CAUSES = frozenset({"tenant_limit", "at_fair_share"})
+
+
+def settled(record: DecisionRecord) -> bool:
+    """Whether the decision answered the pod's reservation for now: one made or held for it, or
+    none to be had on any node. A decision without reservation evidence, or one that found its
+    tenant may not reserve yet (``TENANT_CAUSES``), leaves it to be asked when its tenant may."""
+    for b in record.blockers:
+        if b.code in (Blocker.RESERVATION_MADE.value, Blocker.RESERVATION_WAITING.value):
+            return True
+        if b.code == Blocker.RESERVATION_UNAVAILABLE.value and b.detail.get("cause") not in TENANT_CAUSES:
+            return True
+    return False
 
 
 def _unavailable(tier: int, cause: str, holds: int, limit: int) -> TierBlocker:

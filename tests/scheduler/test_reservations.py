@@ -473,3 +473,68 @@ def test_a_held_head_reserves_at_the_first_wake_at_which_its_tenant_may():
     assert [(r.attempt, r.time, [c for c, _ in _codes(r)]) for r in sim.records if f"{r.namespace}/{r.pod}" == alpha] == [
         (1, "2026-11-02T00:00:00.000Z", []), (2, "2026-11-02T00:05:20.000Z", ["reservation_made"])]
     assert sim.world.reserved_node == {beta: "h100-000", alpha: "h100-001"}
+
+
+def test_a_parked_pod_reserves_at_the_first_wake_at_which_its_tenant_may():
+    """The best-effort twin of the strict test above: alpha's parked 4-H100 pod met its
+    ``reserveAfter`` while alpha held more than its share, so its reserve action tried nothing;
+    the release that brings alpha below its share tries it, and it reserves."""
+    sim = cluster(queueing={"reserveAfter": "5m"}, fallback={"mode": "strict"},
+                  fairness={"mode": "drf", "usageHalfLife": "1ms"})
+    for node in NODES[:2]:
+        hold(sim, node, [0, 1, 2, 3, 4])
+    for node in NODES[2:]:
+        hold(sim, node, list(range(8)), name=f"alpha-{node}", namespace="alpha")
+    alpha, beta = submit(sim, "big", "alpha", size=4), submit(sim, "big", "beta", size=4)
+    sim.schedule_pass()
+    sim.run_until(sim.now + 5 * MINUTE + 1)
+    assert sim.world.reserved_node == {beta: "h100-000"}
+    for claim in ("alpha-l40s-000", "alpha-a100-001"):
+        sim.now += 10_000
+        sim.emit("ResourceClaim", "alpha", claim, None, "delete")
+        sim.wake()
+        sim.schedule_pass()
+    assert [(r.attempt, r.time, [c for c, _ in _codes(r)]) for r in sim.records if f"{r.namespace}/{r.pod}" == alpha] == [
+        (1, "2026-11-02T00:00:00.000Z", []), (2, "2026-11-02T00:05:20.000Z", ["reservation_made"])]
+    assert sim.world.reserved_node == {beta: "h100-000", alpha: "h100-001"}
+
+
+def test_a_window_does_not_ask_again_a_reservation_a_decision_answered_before_it():
+    """alpha may hold two reservations; its second big pod, asked once both H100 nodes were held
+    (``no_node``), is not asked again at later wakes, in the run or in a window starting after."""
+    from audit.records import to_jsonl
+    from audit.replay.whatif import whatif
+    from audit.timestamps import parse_time_ms
+
+    sim = cluster(queueing={"reserveAfter": "5m", "maxReservationsPerTenant": 2}, fallback={"mode": "strict"},
+                  fairness={"mode": "drf", "usageHalfLife": "1ms"})
+    for node in NODES[:2]:
+        hold(sim, node, [0, 1, 2, 3, 4])
+    for node in NODES[2:]:
+        hold(sim, node, list(range(8)), name=f"alpha-{node}", namespace="alpha")
+    t0 = sim.now
+    for name, namespace in (("big", "alpha"), ("big", "beta"), ("big2", "alpha")):
+        submit(sim, name, namespace, size=4)
+    sim.schedule_pass()
+    sim.run_until(sim.now + 5 * MINUTE + 1)
+    for claim in ("alpha-l40s-000", "alpha-a100-001", "alpha-a100-000"):
+        sim.now += 10_000
+        sim.emit("ResourceClaim", "alpha", claim, None, "delete")
+        sim.wake()
+        sim.schedule_pass()
+    asked = [(r.pod, r.time[14:19], [c.get("cause", c.get("node")) for _, c in _codes(r)])
+             for r in sim.records if r.namespace == "alpha"]
+    assert asked == [("big", "00:00", []), ("big2", "00:00", []), ("big", "05:20", ["h100-001"]),
+                     ("big2", "05:30", ["no_node"])]
+    since = t0 + 5 * MINUTE + 35_000
+    start = World(sim.world.cluster)
+    for e in sim.events:
+        if parse_time_ms(e.time) < since:
+            start.apply(e)
+    sim.now = t0 + 6 * MINUTE
+    sim.emit("ResourceClaim", "ops", "held-l40s-000-0-1-2-3-4", None, "delete")  # one more wake
+    sim.wake()
+    sim.schedule_pass()
+    policy = [e for e in sim.events if e.object_kind == "Policy"][-1].payload
+    w = whatif(start, sim.events, sim.records, policy, since, t0 + 7 * MINUTE)
+    assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
