@@ -18,7 +18,9 @@ policy closed before any device was looked at keeps its closing code for all its
 (``quota_exhausted``, ``fair_share_deferred``), next to the blocker that gives the numbers; the
 per-device answer gives the same code, with what each device's checks found as evidence.
 A model that only a tier of several models asks for (``A100|H100|L40S``) is answered from that
-tier, whose counts cover all its models: the sentence says so. A device-plugin pod's one tier
+tier, whose counts cover all its models: the sentence says so. When the tenant's quota closed
+such a tier (none of its models fits), the record has a ``quota_exhausted`` blocker per model,
+each with ``free``, its part of the tier's count: the answer gives the model's own. A device-plugin pod's one tier
 counts every device-plugin GPU, of whatever model its node holds, and the sentence says
 ``nvidia.com/gpu``. Such a pod names no model, so a model it neither got nor was turned down for
 is not "outside its preference list": the record does not know which of its nodes hold that
@@ -97,12 +99,16 @@ def no_model_choice(model_nodes: int | None = None) -> dict[str, Any]:
 
 
 def record_blockers(record: DecisionRecord, tier: TierSummary | None, model: str) -> list[dict[str, Any]]:
+    """The record's blockers that answer for ``model`` asked through ``tier``: the tier's own, but
+    those naming another of its models alone. A tier the tenant's quota closed on several models'
+    quotas (a DRA tier of several models, none of which fits; a device-plugin pod turned away by
+    the quotas of several of its nodes' models) has a ``quota_exhausted`` blocker per model, with
+    its part of the tier's count (``audit.scheduler.quota.closed_details``): the model's own is its
+    answer. Blockers naming the whole tier (its label) or no model stay."""
     if tier is None:
         return [{"code": Blocker.NOT_REQUESTED.value, "preference": list(record.preference)}]
-    # a device-plugin tier's blockers may name other models of its nodes: only the model's own
-    dp = record.track == Track.DEVICE_PLUGIN.value
     return [{"code": b.code, "tier": b.tier, **b.detail} for b in record.blockers
-            if (b.tier == tier.index and not (dp and b.detail.get("model", model) != model))
+            if (b.tier == tier.index and b.detail.get("model") in (None, "", model, tier.model))
             or (b.code in (Blocker.RESERVATION_HELD.value, Blocker.RECLAIM_VICTIM.value)
                 and model in str(b.detail.get("model", "")).split("|"))]
 

@@ -36,7 +36,8 @@ def _reason_phrases(reasons: Mapping[str, int], node_causes: Mapping[str, int],
 
 def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
     """Detail keys follow the decision engine's blockers (audit.scheduler): quota ``used``/
-    ``nominal``/``limit`` (and ``free`` of a device-plugin record's), insufficient ``count``/``fallback_mode``; fair share ``tenant_share``/
+    ``nominal``/``limit`` (and ``free`` when several models' quotas closed the tier), insufficient
+    ``count``/``fallback_mode``; fair share ``tenant_share``/
     ``other_share``/``other_tenant``; not requested ``preference``; the adaptive fallback's
     estimate (``audit.scheduler.adaptive``); reservations their own."""
     code = blocker.get("code")
@@ -52,8 +53,8 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
                                          and used + requested > limit):
             beyond.append(f"{lendable} lendable by other tenants")
         said = ", ".join(beyond)
-        # a device-plugin record deferred on several models' quotas gives each its part of the
-        # tier's quota_exhausted count (audit.scheduler.deviceplugin)
+        # a tier closed on several models' quotas gives each its part of the tier's
+        # quota_exhausted count (audit.scheduler.quota.closed_details)
         if blocker.get("free") is not None:
             said = "; ".join(part for part in (said, f"{blocker['free']} of the GPUs over quota are {model}") if part)
         return text + (f" ({said})" if said else "")

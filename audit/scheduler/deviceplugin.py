@@ -10,8 +10,8 @@ cluster loop waits for quota to come back instead of for free GPUs. The one tier
 ``quota_exhausted`` figure counts the free GPUs of every node the quota turned the pod away from;
 when those nodes hold several models whose quotas are full, the record names each: one blocker per
 model, in the order the nodes came, each with ``free``, that model's part of the figure (a lone
-blocker's is the whole figure, so it carries none), as a DRA pod's record gives each closed tier
-its blocker and its count.
+blocker's is the whole figure, so it carries none): ``audit.scheduler.quota.closed_details``, which
+gives a DRA tier of several models that the quota closed its blockers alike.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from audit.records import (
 )
 from audit.scheduler.attempt import AttemptContext, Decision, Proposal, new_record
 from audit.scheduler.filters import node_filter
-from audit.scheduler.quota import QuotaCheck, check_quota
+from audit.scheduler.quota import QuotaCheck, check_quota, closed_details
 from audit.world import DEVICE_PLUGIN_RESOURCE, device_plugin_gpus
 
 
@@ -111,10 +111,9 @@ def _quota_deferral(tenant: str, gpus: int, closed: list[tuple[QuotaCheck, int]]
 
     first = closed[0][0]
     text = f"tenant {tenant} has no {first.model} quota left for {gpus} nvidia.com/gpu ({said(first)})"
+    blockers = [TierBlocker(Blocker.QUOTA_EXHAUSTED.value, 0, d) for d in closed_details(closed)]
     if len(closed) == 1:
-        return ([TierBlocker(Blocker.QUOTA_EXHAUSTED.value, 0, first.detail())],
-                f"{text}; a device-plugin node has them free")
-    blockers = [TierBlocker(Blocker.QUOTA_EXHAUSTED.value, 0, {**q.detail(), "free": free}) for q, free in closed]
+        return blockers, f"{text}; a device-plugin node has them free"
     others = "".join(f", nor {q.model} quota ({said(q)})" for q, _ in closed[1:])
     free = ", ".join(f"{n} {q.model}" for q, n in closed)
     return blockers, f"{text}{others}; device-plugin nodes have them free ({free})"

@@ -62,7 +62,7 @@ from audit.scheduler.fairshare import fair_share_blocker
 from audit.scheduler.filters import node_filter
 from audit.scheduler.nodealloc import allocate_on_node, augmented_claims
 from audit.scheduler.placement import placement_refusal
-from audit.scheduler.quota import QuotaCheck, check_quota, tier_quota
+from audit.scheduler.quota import QuotaCheck, check_quota, closed_details, tier_quota
 from audit.scheduler.tiers import (
     RequestTiers,
     Tier,
@@ -258,7 +258,9 @@ def _tier_may_fit(ctx: AttemptContext, t: Tier, checks: list[QuotaCheck]) -> boo
 
 def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers], adaptive: bool = True) -> tuple[
         dict[tuple[str, str], tuple[Tier, ...]], dict[tuple[str, str, int], str], list[TierBlocker], bool]:
-    """Tiers the policy leaves open per request (fallback mode, quota), and why others are closed."""
+    """Tiers the policy leaves open per request (fallback mode, quota), and why others are closed:
+    a tier the tenant's quota closes gets a ``quota_exhausted`` blocker per model of it
+    (``closed_details``: a tier of several models is closed only when none of them fits)."""
     closed: dict[tuple[str, str, int], str] = {}
     blockers: list[TierBlocker] = []
     allowed: dict[tuple[str, str], tuple[Tier, ...]] = {}
@@ -271,7 +273,11 @@ def _policy_gates(ctx: AttemptContext, rts: list[RequestTiers], adaptive: bool =
             if shut is not None:
                 closed[(t.claim, t.request, t.index)] = shut
                 if shut == "quota_exhausted":
-                    blockers.append(TierBlocker(Blocker.QUOTA_EXHAUSTED.value, t.index, checks[0].detail()))
+                    # every model's quota closed it: the tier counts each model's devices under
+                    # quota_exhausted (audit.scheduler.evidence), and each blocker says its part
+                    totals = ctx.world.model_totals
+                    blockers += [TierBlocker(Blocker.QUOTA_EXHAUSTED.value, t.index, detail)
+                                 for detail in closed_details([(q, totals.get(q.model, 0)) for q in checks])]
                 continue
             keep.append(t)
         allowed[(rt.claim, rt.request)] = tuple(keep)

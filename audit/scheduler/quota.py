@@ -91,6 +91,20 @@ def tier_quota(models: Sequence[str], count: int, ask: QuotaAsk) -> tuple[bool, 
     return bool(checks) and not any(c.fits for c in checks), checks
 
 
+def closed_details(closed: Sequence[tuple[QuotaCheck, int]]) -> list[dict[str, int | str | None]]:
+    """The details of the ``quota_exhausted`` blockers of a tier the tenant's quota closed, one per
+    model whose quota closed it, in the order given: ``closed`` holds each model's check with its
+    part of the tier's ``quota_exhausted`` count. A tier closed on one model's quota has one
+    blocker, its check's detail alone (its part is the whole count); with several, each carries
+    ``free``, its part, so what each model's quota turned down adds up to the count. The decision
+    engine's records (a DRA tier of several models, ``tier_quota``; a device-plugin pod turned
+    away by several models' quotas, ``audit.scheduler.deviceplugin``) and ``why``'s "if scheduled
+    now" give a tier's quota blockers so, and ``why`` reads each as its model's."""
+    if len(closed) == 1:
+        return [closed[0][0].detail()]
+    return [{**q.detail(), "free": part} for q, part in closed]
+
+
 def placement_quota(counts: Mapping[str, int], ask: QuotaAsk) -> QuotaCheck | None:
     """The check of the first model (by name) of a node's placement (``counts``: devices per
     model) that the tenant's quota cannot take, or None when it takes them all."""

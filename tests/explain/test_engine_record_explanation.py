@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from audit.explain.reasons import PRIMARY_ORDER
 from audit.records import DeviceRef, Reason, TierSummary
 from audit.scheduler.engine import decide
 from tests.api import factory
-from tests.scheduler.worlds import occupied, submit, world_view
+from tests.scheduler.worlds import dump_world, occupied, submit, world_view
 
 ALL = list(range(8))
 NODES = ["h100-000", "h100-001", "a100-000", "a100-001", "l40s-000"]
@@ -163,6 +164,47 @@ def test_a_tier_the_quota_closed_reads_alike_from_the_record_and_device_by_devic
                             "Allocated A100 gpu-0 on node a100-000 (tier 1) under policy 1.")
     assert full.summary == ("H100 skipped: of 16 H100, 16 over the tenant's quota (5 in use, 11 available); tenant "
                             "quota 0/0 H100 used. Allocated A100 gpu-0 on node a100-000 (tier 1) under policy 1.")
+
+
+DUMPS = Path(__file__).resolve().parents[1] / "fixtures" / "explain"
+TWO_QUOTAS = (DUMPS / "policy-h100-a100-quotas.yaml", DUMPS / "cluster-dra-two-quotas.yaml")
+DEFERRED_V4 = "Pod not allocated (deferred, retry class quota) under policy v4."
+_A100_FULL = {"code": "quota_exhausted", "model": "A100", "used": 4, "nominal": 4, "limit": 4, "lendable": 0}
+_H100_FULL = {"code": "quota_exhausted", "model": "H100", "used": 2, "nominal": 2, "limit": 2, "lendable": 0}
+
+# (pod, model): the answer's reasons, blockers and sentence from the engine's record alone. Both
+# of team-a's quotas are used up; train-2's one tier (A100|H100) and train-1's second are closed
+# by both, train-1's first (H100) by the H100 quota.
+SEVERAL_QUOTAS: dict[tuple[str, str], tuple[dict[str, int], list[dict[str, Any]], str]] = {
+    ("team-a/train-2", "A100"): (
+        {"quota_exhausted": 12}, [{**_A100_FULL, "tier": 0, "requested": 2, "free": 8}],
+        "A100 skipped: of 12 A100|H100, 12 over the tenant's quota; tenant quota 4/4 A100 used (8 of the GPUs over "
+        f"quota are A100). {DEFERRED_V4}"),
+    # was: the A100 quota's figures said as H100's ("tenant quota 4/4 H100 used")
+    ("team-a/train-2", "H100"): (
+        {"quota_exhausted": 12}, [{**_H100_FULL, "tier": 0, "requested": 2, "free": 4}],
+        "H100 skipped: of 12 A100|H100, 12 over the tenant's quota; tenant quota 2/2 H100 used (4 of the GPUs over "
+        f"quota are H100). {DEFERRED_V4}"),
+    ("team-a/train-1", "A100"): (
+        {"quota_exhausted": 12}, [{**_A100_FULL, "tier": 1, "requested": 1, "free": 8}],
+        "A100 skipped: of 12 A100|H100, 12 over the tenant's quota; tenant quota 4/4 A100 used (8 of the GPUs over "
+        f"quota are A100). {DEFERRED_V4}"),
+    # the model's own tier, closed on its quota alone: as it always was
+    ("team-a/train-1", "H100"): (
+        {"quota_exhausted": 4}, [{**_H100_FULL, "tier": 0, "requested": 1}],
+        f"H100 skipped: of 4 H100, 4 over the tenant's quota; tenant quota 2/2 H100 used. {DEFERRED_V4}"),
+}
+
+
+@pytest.mark.parametrize(("pod", "model"), sorted(SEVERAL_QUOTAS))
+def test_a_tier_closed_by_several_quotas_is_answered_with_the_models_own(pod: str, model: str) -> None:
+    """The record names each model whose quota closed the tier, with its part of the tier's count:
+    the answer gives the asked model's quota and part, from the record and device by device."""
+    world = dump_world(*TWO_QUOTAS)
+    record = decide(world, pod, 1, world.time_ms).record
+    fast = explain_record(record, model)
+    assert (fast.reasons, fast.blockers, fast.summary) == SEVERAL_QUOTAS[pod, model]
+    assert explain(world_view(world), pod, model, world.policy, record=record, detail=True).blockers == fast.blockers
 
 
 def test_the_pods_own_device_reads_selected_in_both_views():

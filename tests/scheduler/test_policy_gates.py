@@ -1,10 +1,14 @@
 """Quota, fallback modes and mixed-model rules close tiers; fallback never bypasses them."""
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from audit.policy import default_policy
+from audit.scheduler.engine import decide
 from audit.scheduler.quota import check_quota
-from tests.scheduler.worlds import ALL_DEVICES, cluster, decide_and_bind, hold, submit
+from tests.scheduler.worlds import ALL_DEVICES, cluster, decide_and_bind, dump_world, hold, submit
 
 
 def test_quota_exhausted_h100_falls_back_to_a100_with_blocker():
@@ -40,7 +44,12 @@ def test_quota_on_every_tier_defers():
                                  "prefix": f"NVIDIA {m}", "h100Equivalent": 1.0} for m in ("H100", "A100", "L40S")])
     r = decide_and_bind(sim, submit(sim, "a-1")).record
     assert (r.outcome, r.retry_class) == ("deferred", "quota")
-    assert [b.code for b in r.blockers] == ["quota_exhausted"] * 3
+    # the compatible tier (A100|H100|L40S) is closed by all three quotas: a blocker each, with its
+    # part of the tier's 40 devices
+    assert [(b.code, b.tier, b.detail["model"], b.detail.get("free")) for b in r.blockers] == [
+        ("quota_exhausted", 0, "H100", None), ("quota_exhausted", 1, "A100", None),
+        ("quota_exhausted", 2, "A100", 16), ("quota_exhausted", 2, "H100", 16), ("quota_exhausted", 2, "L40S", 8)]
+    assert r.tiers[2].reasons == {"quota_exhausted": 40}
 
 
 @pytest.mark.parametrize(
@@ -95,3 +104,52 @@ def test_quota_answers_follow_every_folded_event_and_the_policy_asked():
     assert check_quota(world, world.policy, "alpha", "H100", 1) is asked  # the same state, the same answer
     free = check_quota(world, default_policy(), "alpha", "H100", 1)  # no quotas: another answer at this seq
     assert (free.fits, free.used, free.nominal) == (True, 2, None)
+
+
+DUMPS = Path(__file__).resolve().parents[1] / "fixtures" / "explain"
+TWO_QUOTAS = ("cluster-dra-two-quotas.yaml", "policy-h100-a100-quotas.yaml")
+_A100_FULL = {"model": "A100", "used": 4, "nominal": 4, "limit": 4, "lendable": 0}
+_H100_FULL = {"model": "H100", "used": 2, "nominal": 2, "limit": 2, "lendable": 0}
+_NO_QUOTA = "tenant team-a has no quota left for any allowed tier"
+
+# (dump, policy, pod): outcome, each tier's (model, reasons), the blockers (code, tier, detail), the message
+QUOTA_CLOSED_TIERS: dict[str, tuple[tuple[str, str, str], str, list[tuple[str, dict[str, int]]],
+                                    list[tuple[str, int, dict[str, Any]]], str]] = {
+    # one model's quota closes a tier of that model alone: one blocker, the record as it always was
+    "a_tier_of_one_model_has_its_quota_alone": (
+        ("cluster-quota-tier.yaml", "policy-h100-quota.yaml", "team-a/train-1"), "allocated",
+        [("H100", {"quota_exhausted": 3}), ("A100|H100", {"in_use": 2, "not_reached": 1, "selected": 2})],
+        [("quota_exhausted", 0, {"model": "H100", "used": 1, "requested": 1, "nominal": 1, "limit": 1, "lendable": 0})],
+        "allocated 1 device(s) on gpu-node-2 from tier 1 (A100)"),
+    # both quotas full: the tier of both models is closed, and each model is named with its part
+    # of the 12 (was: one A100 blocker, beside a figure that counted the H100s too)
+    "a_tier_of_two_models_names_both_quotas": (
+        (*TWO_QUOTAS, "team-a/train-2"), "deferred",
+        [("A100|H100", {"quota_exhausted": 12})],
+        [("quota_exhausted", 0, {**_A100_FULL, "requested": 2, "free": 8}),
+         ("quota_exhausted", 0, {**_H100_FULL, "requested": 2, "free": 4})],
+        _NO_QUOTA),
+    "a_tier_of_one_model_then_of_two_each_as_closed": (
+        (*TWO_QUOTAS, "team-a/train-1"), "deferred",
+        [("H100", {"quota_exhausted": 4}), ("A100|H100", {"quota_exhausted": 12})],
+        [("quota_exhausted", 0, {**_H100_FULL, "requested": 1}),
+         ("quota_exhausted", 1, {**_A100_FULL, "requested": 1, "free": 8}),
+         ("quota_exhausted", 1, {**_H100_FULL, "requested": 1, "free": 4})],
+        _NO_QUOTA),
+}
+
+
+@pytest.mark.parametrize("case", sorted(QUOTA_CLOSED_TIERS))
+def test_a_tier_closed_by_quota_names_every_model_its_figure_counts(case: str) -> None:
+    (dump, policy, pod), outcome, tiers, blockers, message = QUOTA_CLOSED_TIERS[case]
+    world = dump_world(DUMPS / policy, DUMPS / dump)
+    r = decide(world, pod, 1, world.time_ms).record
+    assert r.outcome == outcome
+    assert [(t.model, t.reasons) for t in r.tiers] == tiers
+    assert [(b.code, b.tier, b.detail) for b in r.blockers] == blockers
+    assert r.message == message
+    # each closed tier's blockers' parts add up to its figure (a lone blocker's part is the whole)
+    for t in r.tiers:
+        if "quota_exhausted" in t.reasons:
+            assert sum(b.detail.get("free", t.reasons["quota_exhausted"]) for b in r.blockers
+                       if b.tier == t.index) == t.reasons["quota_exhausted"]

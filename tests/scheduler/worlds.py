@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from audit.policy import parse_policy, policy_document
 from ingest.simulate.loop import Job, Simulator
@@ -100,3 +103,24 @@ def world_view(world: Any) -> Any:
 
     return ClusterView.from_objects({**obj, "kind": kind} for kind, by_key in sorted(world.objects.items())
                                     if kind != "Policy" for _, obj in sorted(by_key.items()))
+
+
+
+# Kinds in the order a watcher logs a cluster: what the devices are before what holds them (a
+# claim folded before its devices' slice holds devices of no model).
+DUMP_KINDS = ("Policy", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "ResourceClaim", "Pod")
+
+
+def dump_world(policy: Path, dump: Path, cluster_name: str = "lab") -> Any:
+    """The decision engine's world of a cluster dump (``kubectl get … -o yaml``, a ``List``) under a
+    policy file, its objects folded kind by kind (``DUMP_KINDS``, file order within a kind) at one
+    moment."""
+    from audit.events import WorldEvent
+    from audit.world import World
+
+    objects = [yaml.safe_load(policy.read_text()), *yaml.safe_load(dump.read_text())["items"]]
+    world = World(cluster_name)
+    for seq, o in enumerate(sorted(objects, key=lambda o: DUMP_KINDS.index(o["kind"]))):
+        world.apply(WorldEvent(cluster_name, seq, "2026-05-01T07:10:00.000Z", "upsert", o["kind"],
+                               o["metadata"].get("namespace", ""), o["metadata"]["name"], o))
+    return world
