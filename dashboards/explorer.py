@@ -63,7 +63,8 @@ def next_step_text(would_get: dict[str, Any]) -> str:
 
 
 def next_step_blockers(would_get: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per tier that stops the pod now: its request, model, blocker and device reasons."""
+    """One row per blocker of a tier that stops the pod now (a tier closed by several models' quotas
+    has one per model): its request, model, blocker and device reasons."""
     return [{"tier": b.get("tier"), "request": b.get("request", ""), "model": b.get("model") or "–",
              "blocker": b.get("code", ""), "devices": detail_text(b.get("reasons") or {})}
             for b in would_get.get("blockers") or []]

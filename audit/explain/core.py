@@ -40,7 +40,7 @@ from audit.explain.view import ClusterView, Device, ViewError, obj_name, obj_nam
 from audit.policy import UNKNOWN_MODEL, Policy, default_policy
 from audit.records import Blocker, DecisionRecord, Reason, Track
 from audit.scheduler.claimspec import claim_key, result_device_id
-from audit.scheduler.quota import QuotaAsk, QuotaCheck, quota_rule, tier_quota
+from audit.scheduler.quota import QuotaAsk, QuotaCheck, closed_details, quota_rule, tier_quota
 from audit.world import (
     DEVICE_PLUGIN_RESOURCE,
     device_plugin_capacity,
@@ -156,13 +156,26 @@ def _tenant_quota(view: ClusterView, policy: Policy | None, namespace: str, by_i
     return tenant, ask
 
 
-def _quota_blocker(tenant: str, tier: Tier, checks: Sequence[QuotaCheck]) -> dict[str, Any]:
-    """A tier the tenant's quota closes: the decision engine's quota blocker (the detail of the
-    check of the tier's first model) with the tenant, and for a tier of several models ``models``,
-    the devices the closing counts (``A100|H100|L40S``, none of which fits)."""
-    several = {"models": "|".join(c.model for c in checks)} if len(checks) > 1 else {}
-    return {"code": Blocker.QUOTA_EXHAUSTED.value, "tier": tier.index, "tenant": tenant, **checks[0].detail(),
-            **several}
+def _quota_blocker(tenant: str, tier: Tier, detail: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``quota_exhausted`` blocker of ``tier``: the tenant, and the detail of one model's quota
+    as the decision engine records it."""
+    return {"code": Blocker.QUOTA_EXHAUSTED.value, "tier": tier.index, "tenant": tenant, **detail}
+
+
+def _closed_tier_blockers(tenant: str, tier: Tier, checks: Sequence[QuotaCheck],
+                          indexed: Mapping[str, int]) -> list[dict[str, Any]]:
+    """A tier the tenant's quota closes (no model of it fits): the decision engine's blockers,
+    one per model, each with its part of what the tier counts (``closed_details``: the model's
+    devices the engine's world indexes, ``indexed``), with the tenant and the tier's request."""
+    return [{**_quota_blocker(tenant, tier, detail), "request": tier.label}
+            for detail in closed_details([(c, indexed.get(c.model, 0)) for c in checks])]
+
+
+def _indexed_models(view: ClusterView, everything: Sequence[Device]) -> Counter[str]:
+    """Devices per model as the decision engine's world counts them (``World.model_totals``, all of
+    which a tier the quota closes counts): those of slices that name their node."""
+    return Counter(d.model for d in everything
+                   if ((view.slices.get(d.slice_name) or {}).get("spec") or {}).get("nodeName"))
 
 
 def _model_quota_blocker(ask: QuotaAsk | None, tenant: str, model: str, tier: Tier) -> dict[str, Any] | None:
@@ -172,7 +185,7 @@ def _model_quota_blocker(ask: QuotaAsk | None, tenant: str, model: str, tier: Ti
     if ask is None:
         return None
     check = ask(model, tier.count)
-    return None if check.fits else _quota_blocker(tenant, tier, [check])
+    return None if check.fits else _quota_blocker(tenant, tier, check.detail())
 
 
 def _tally(judged: Mapping[str, tuple[str, Verdict]]) -> tuple[dict[str, int], Counter[str], dict[str, str]]:
@@ -236,27 +249,28 @@ def _would_get(view: ClusterView, pod: Mapping[str, Any], claims: Sequence[Mappi
     is closed when no model it asks for fits its count, and a node is passed over when the
     devices it would give do not fit, model by model."""
     by_id = {d.id: d for d in everything}
-    closed: dict[int, dict[str, Any]] = {}
+    closed: dict[int, list[dict[str, Any]]] = {}
     models = {t.index: [m for m in matcher.models() if matcher.selects(t, m)] for t in tiers}
     mode = policy.fallback_mode if policy is not None else "immediate"
+    indexed: Counter[str] | None = None
     for t in tiers:
         if mode == "strict" and t.sub_index > 0:
-            closed[t.index] = {"code": Blocker.INSUFFICIENT_ON_NODE.value, "tier": t.index, "request": t.label,
-                               "model": "|".join(models[t.index]), "count": t.count, "fallback_mode": mode}
+            closed[t.index] = [{"code": Blocker.INSUFFICIENT_ON_NODE.value, "tier": t.index, "request": t.label,
+                                "model": "|".join(models[t.index]), "count": t.count, "fallback_mode": mode}]
             continue
         if ask is not None:
             shut, checks = tier_quota(models[t.index], t.count, ask)
             if shut:
-                closed[t.index] = {**_quota_blocker(tenant, t, checks), "request": t.label}
+                indexed = _indexed_models(view, everything) if indexed is None else indexed
+                closed[t.index] = _closed_tier_blockers(tenant, t, checks, indexed)
     # Fallbacks that open after a wait are taken as open: the pod's wait is not known here.
     note = {"fallback_mode": mode} if mode in ("wait-for-preferred", "adaptive") else {}
     found = best_allocation(view, pod, claims, tiers, closed, own, policy, held=sorted(reserved), by_id=by_id,
                             quota=ask)
     if found is not None:
         return {**allocation_summary(found[1], tiers, by_id, found[0]), **note}
-    blockers = [closed.get(t.index) or _tier_blocker(view, pod, claims, t, models[t.index], everything, own, policy,
-                                                     matcher, ask)
-                for t in tiers]
+    blockers = [b for t in tiers for b in closed.get(t.index) or [
+        _tier_blocker(view, pod, claims, t, models[t.index], everything, own, policy, matcher, ask)]]
     return {"result": "unschedulable", "model": "", "devices": [], "node": "", "tier": -1, "blockers": blockers,
             **note}
 

@@ -161,10 +161,8 @@ def would_get_sentence(would_get: Mapping[str, Any]) -> str:
         if b.get("fallback_mode"):
             why = f"no fallback under the policy's {b['fallback_mode']} fallback mode"
         elif b.get("code") == Blocker.QUOTA_EXHAUSTED.value:
+            # a tier closed on several models' quotas has a blocker per model, said one by one
             why = _blocker_phrase(tier_model, b)
-            if b.get("models"):  # a tier of several models, closed because none of them fits
-                tier_model = str(b["models"])
-                why += "; no other model of the tier fits the tenant's quota either"
         else:
             counts = b.get("reasons") or {}
             why = ", ".join(_reason_phrases(counts, b.get("node_causes") or {}, {})) if counts else (

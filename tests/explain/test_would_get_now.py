@@ -183,16 +183,20 @@ SEVERAL_MODELS: dict[str, tuple[str, str, dict[str, Any], str]] = {
              "best": 1, "best_node": "gpu-node-2", "reasons": {"in_use": 2, "available": 1, "quota_exhausted": 2}}]},
         "under policy v4. If scheduled now: nothing fits (tier 0 H100: tenant quota 1/1 H100 used; tier 1 A100|H100: "
         "2 in use, 1 available, 2 over the tenant's quota; at most 1 on node gpu-node-2, 2 needed)."),
-    # no model of the tier fits: the tier is closed, and its blocker names them all
+    # no model of the tier fits: the tier is closed, with a blocker per model as the engine records
+    # it, each with its part of the tier's 5 devices
     "closed_when_no_model_of_the_tier_fits": (
         "policy-gpu-quotas.yaml", "team-a/train-1",
         {"result": "unschedulable", "model": "", "node": "", "tier": -1, "devices": [], "blockers": [
             {"code": "quota_exhausted", "tier": 0, "tenant": "team-a", "model": "H100", "used": 1, "requested": 1,
              "nominal": 1, "limit": 1, "lendable": 0, "request": "gpu/h100"},
             {"code": "quota_exhausted", "tier": 1, "tenant": "team-a", "model": "A100", "used": 0, "requested": 1,
-             "nominal": 0, "limit": 0, "lendable": 0, "models": "A100|H100", "request": "gpu/any"}]},
-        "under policy v5. If scheduled now: nothing fits (tier 0 H100: tenant quota 1/1 H100 used; tier 1 A100|H100: "
-        "tenant quota 0/0 A100 used; no other model of the tier fits the tenant's quota either)."),
+             "nominal": 0, "limit": 0, "lendable": 0, "free": 2, "request": "gpu/any"},
+            {"code": "quota_exhausted", "tier": 1, "tenant": "team-a", "model": "H100", "used": 1, "requested": 1,
+             "nominal": 1, "limit": 1, "lendable": 0, "free": 3, "request": "gpu/any"}]},
+        "under policy v5. If scheduled now: nothing fits (tier 0 H100: tenant quota 1/1 H100 used; tier 1 A100: "
+        "tenant quota 0/0 A100 used (2 of the GPUs over quota are A100); tier 1 H100: tenant quota 1/1 H100 used "
+        "(3 of the GPUs over quota are H100))."),
 }
 
 
@@ -225,13 +229,42 @@ def test_a_tier_of_several_models_never_offers_one_over_quota(case: str, capsys:
         (expected["result"] == "allocated", expected["devices"])
 
 
+TWO_QUOTAS = FIXTURES / "cluster-dra-two-quotas.yaml"
+# pod -> the sentence why --dump ends with for it. Both of team-a's quotas are used up: a tier of
+# A100 and H100 is closed by both, and each model's quota is said with its part of the tier's
+# devices (was: "tier 0 A100|H100: tenant quota 4/4 A100 used; no other model of the tier fits
+# the tenant's quota either", the H100 quota unsaid)
+BOTH_QUOTAS_NOW: dict[str, str] = {
+    "team-a/train-1": "If scheduled now: nothing fits (tier 0 H100: tenant quota 2/2 H100 used; tier 1 A100: tenant "
+                      "quota 4/4 A100 used (8 of the GPUs over quota are A100); tier 1 H100: tenant quota 2/2 H100 "
+                      "used (4 of the GPUs over quota are H100)).",
+    "team-a/train-2": "If scheduled now: nothing fits (tier 0 A100: tenant quota 4/4 A100 used (8 of the GPUs over "
+                      "quota are A100); tier 0 H100: tenant quota 2/2 H100 used (4 of the GPUs over quota are H100)).",
+}
+
+
+@pytest.mark.parametrize("pod_key", sorted(BOTH_QUOTAS_NOW))
+def test_a_tier_closed_by_several_quotas_now_is_blocked_as_the_engine_records_it(
+        pod_key: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["why", "--dump", str(TWO_QUOTAS), pod_key, "--model", "H100", "--policy",
+                 str(FIXTURES / "policy-h100-a100-quotas.yaml"), "-o", "json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["summary"].endswith(f"Pod not allocated (pending) under policy v4. {BOTH_QUOTAS_NOW[pod_key]}")
+    # one rule: the engine's record of the pod on the same objects has these very blockers
+    record = _engine_decision("policy-h100-a100-quotas.yaml", pod_key, TWO_QUOTAS)
+    assert [{k: v for k, v in b.items() if k not in ("tenant", "request")} for b in answer["would_get"]["blockers"]] \
+        == [{"code": b.code, "tier": b.tier, **b.detail} for b in record.blockers]
+
+
 # policy, pod, the "now:" lines of the text output
 NOW_LINES: dict[str, tuple[str, str, list[str]]] = {
     "a_tier_of_several_models_closed_by_quota_says_what_closed_it": ("policy-gpu-quotas.yaml", "team-a/train-1", [
         "now: tier 0 gpu/h100: quota_exhausted (tenant=team-a, model=H100, used=1, requested=1, nominal=1, limit=1, "
         "lendable=0)",
         "now: tier 1 gpu/any: quota_exhausted (tenant=team-a, model=A100, used=0, requested=1, nominal=0, limit=0, "
-        "lendable=0, models=A100|H100)"]),
+        "lendable=0, free=2)",
+        "now: tier 1 gpu/any: quota_exhausted (tenant=team-a, model=H100, used=1, requested=1, nominal=1, limit=1, "
+        "lendable=0, free=3)"]),
     "a_tier_with_no_room_says_what_its_devices_are": ("policy-h100-quota.yaml", "team-a/train-2", [
         "now: tier 0 gpu/h100: quota_exhausted (tenant=team-a, model=H100, used=1, requested=2, nominal=1, limit=1, "
         "lendable=0)",

@@ -105,22 +105,28 @@ def world_view(world: Any) -> Any:
                                     if kind != "Policy" for _, obj in sorted(by_key.items()))
 
 
-
 # Kinds in the order a watcher logs a cluster: what the devices are before what holds them (a
 # claim folded before its devices' slice holds devices of no model).
 DUMP_KINDS = ("Policy", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "ResourceClaim", "Pod")
 
 
-def dump_world(policy: Path, dump: Path, cluster_name: str = "lab") -> Any:
-    """The decision engine's world of a cluster dump (``kubectl get … -o yaml``, a ``List``) under a
-    policy file, its objects folded kind by kind (``DUMP_KINDS``, file order within a kind) at one
-    moment."""
+def dump_events(policy: Path, dump: Path, cluster_name: str = "lab") -> list[Any]:
+    """The events a watcher logs of a cluster dump (``kubectl get … -o yaml``, a ``List``) under a
+    policy file: its objects upserted kind by kind (``DUMP_KINDS``, file order within a kind), the
+    policy first, at one moment."""
     from audit.events import WorldEvent
-    from audit.world import World
 
     objects = [yaml.safe_load(policy.read_text()), *yaml.safe_load(dump.read_text())["items"]]
+    return [WorldEvent(cluster_name, seq, "2026-05-01T07:10:00.000Z", "upsert", o["kind"],
+                       o["metadata"].get("namespace", ""), o["metadata"]["name"], o)
+            for seq, o in enumerate(sorted(objects, key=lambda o: DUMP_KINDS.index(o["kind"])))]
+
+
+def dump_world(policy: Path, dump: Path, cluster_name: str = "lab") -> Any:
+    """The decision engine's world of ``dump_events``."""
+    from audit.world import World
+
     world = World(cluster_name)
-    for seq, o in enumerate(sorted(objects, key=lambda o: DUMP_KINDS.index(o["kind"]))):
-        world.apply(WorldEvent(cluster_name, seq, "2026-05-01T07:10:00.000Z", "upsert", o["kind"],
-                               o["metadata"].get("namespace", ""), o["metadata"]["name"], o))
+    for event in dump_events(policy, dump, cluster_name):
+        world.apply(event)
     return world
