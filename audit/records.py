@@ -85,7 +85,8 @@ class Blocker(StrEnum):
 DETAIL_KEYS = frozenset({
     "key", "value", "effect", "taint", "selector", "expression", "error", "capacity", "problem", "counterSet",
     "counter", "constraint", "attribute", "pool", "node", "backtracked", "device", "generation", "free", "bind_seq",
-    "model", "used", "requested", "nominal", "limit", "lendable", "request", "count", "nodes_with_capacity",
+    "model", "used", "requested", "nominal", "limit", "lendable", "over_quota", "request", "count",
+    "nodes_with_capacity",
     "fallback_mode", "fallback_after_ms", "held_eq", "entitlement_eq", "waiting_held_eq", "waiting_entitlement_eq",
     # explanation blockers (audit/explain) carry these next to code and tier
     "code", "tier", "tenant_share", "other_share", "best_node", "best", "preference", "model_nodes",

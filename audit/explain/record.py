@@ -20,7 +20,7 @@ per-device answer gives the same code, with what each device's checks found as e
 A model that only a tier of several models asks for (``A100|H100|L40S``) is answered from that
 tier, whose counts cover all its models: the sentence says so. When the tenant's quota closed
 such a tier (none of its models fits), the record has a ``quota_exhausted`` blocker per model,
-each with ``free``, its part of the tier's count: the answer gives the model's own. A device-plugin pod's one tier
+each with ``over_quota``, its part of the tier's count: the answer gives the model's own. A device-plugin pod's one tier
 counts every device-plugin GPU, of whatever model its node holds, and the sentence says
 ``nvidia.com/gpu``. Such a pod names no model, so a model it neither got nor was turned down for
 is not "outside its preference list": the record does not know which of its nodes hold that

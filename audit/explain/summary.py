@@ -36,7 +36,7 @@ def _reason_phrases(reasons: Mapping[str, int], node_causes: Mapping[str, int],
 
 def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
     """Detail keys follow the decision engine's blockers (audit.scheduler): quota ``used``/
-    ``nominal``/``limit`` (and ``free`` when several models' quotas closed the tier), insufficient
+    ``nominal``/``limit`` (and ``over_quota`` when several models' quotas closed the tier), insufficient
     ``count``/``fallback_mode``; fair share ``tenant_share``/
     ``other_share``/``other_tenant``; not requested ``preference``; the adaptive fallback's
     estimate (``audit.scheduler.adaptive``); reservations their own."""
@@ -55,8 +55,8 @@ def _blocker_phrase(model: str, blocker: Mapping[str, Any]) -> str:
         said = ", ".join(beyond)
         # a tier closed on several models' quotas gives each its part of the tier's
         # quota_exhausted count (audit.scheduler.quota.closed_details)
-        if blocker.get("free") is not None:
-            said = "; ".join(part for part in (said, f"{blocker['free']} of the GPUs over quota are {model}") if part)
+        if blocker.get("over_quota") is not None:
+            said = "; ".join(part for part in (said, f"{blocker['over_quota']} of the GPUs over quota are {model}") if part)
         return text + (f" ({said})" if said else "")
     if code == Blocker.FAIR_SHARE_DEFERRED.value:
         text = f"deferred for fair share (tenant share {blocker.get('tenant_share', '?')}"

@@ -9,7 +9,7 @@ the pod is deferred on quota, as a DRA pod whose tiers the quota closes: its rec
 cluster loop waits for quota to come back instead of for free GPUs. The one tier's
 ``quota_exhausted`` figure counts the free GPUs of every node the quota turned the pod away from;
 when those nodes hold several models whose quotas are full, the record names each: one blocker per
-model, in the order the nodes came, each with ``free``, that model's part of the figure (a lone
+model, in the order the nodes came, each with ``over_quota``, that model's part of the figure (a lone
 blocker's is the whole figure, so it carries none): ``audit.scheduler.quota.closed_details``, which
 gives a DRA tier of several models that the quota closed its blockers alike.
 """

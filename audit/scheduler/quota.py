@@ -96,13 +96,13 @@ def closed_details(closed: Sequence[tuple[QuotaCheck, int]]) -> list[dict[str, i
     model whose quota closed it, in the order given: ``closed`` holds each model's check with its
     part of the tier's ``quota_exhausted`` count. A tier closed on one model's quota has one
     blocker, its check's detail alone (its part is the whole count); with several, each carries
-    ``free``, its part, so what each model's quota turned down adds up to the count. The decision
+    ``over_quota``, its part, so what each model's quota turned down adds up to the count. The decision
     engine's records (a DRA tier of several models, ``tier_quota``; a device-plugin pod turned
     away by several models' quotas, ``audit.scheduler.deviceplugin``) and ``why``'s "if scheduled
     now" give a tier's quota blockers so, and ``why`` reads each as its model's."""
     if len(closed) == 1:
         return [closed[0][0].detail()]
-    return [{**q.detail(), "free": part} for q, part in closed]
+    return [{**q.detail(), "over_quota": part} for q, part in closed]
 
 
 def placement_quota(counts: Mapping[str, int], ask: QuotaAsk) -> QuotaCheck | None:

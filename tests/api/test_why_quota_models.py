@@ -40,8 +40,8 @@ def quota_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         stop(proc)
 
 
-_FULL = {"A100": {"model": "A100", "used": 4, "requested": 2, "nominal": 4, "limit": 4, "lendable": 0, "free": 8},
-         "H100": {"model": "H100", "used": 2, "requested": 2, "nominal": 2, "limit": 2, "lendable": 0, "free": 4}}
+_FULL = {"A100": {"model": "A100", "used": 4, "requested": 2, "nominal": 4, "limit": 4, "lendable": 0, "over_quota": 8},
+         "H100": {"model": "H100", "used": 2, "requested": 2, "nominal": 2, "limit": 2, "lendable": 0, "over_quota": 4}}
 DEFERRED_V4 = "Pod not allocated (deferred, retry class quota) under policy v4."
 NOW = ("If scheduled now: nothing fits (tier 0 A100: tenant quota 4/4 A100 used (8 of the GPUs over quota are A100); "
        "tier 0 H100: tenant quota 2/2 H100 used (4 of the GPUs over quota are H100)).")
@@ -66,4 +66,4 @@ def test_each_model_is_answered_with_its_own_quota_and_part(quota_server: Server
 def test_the_pod_route_adds_every_models_quota_if_scheduled_now(quota_server: Server) -> None:
     body = quota_server.get("/v1/pods/team-a/train-2/why", model="H100", cluster=CLUSTER).json()
     assert body["summary"] == f"{ANSWERS['H100']} {NOW}"
-    assert [(b["tier"], b["model"], b["free"]) for b in body["would_get"]["blockers"]] == [(0, "A100", 8), (0, "H100", 4)]
+    assert [(b["tier"], b["model"], b["over_quota"]) for b in body["would_get"]["blockers"]] == [(0, "A100", 8), (0, "H100", 4)]

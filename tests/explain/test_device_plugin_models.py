@@ -183,11 +183,11 @@ TWO_DEFERRED = "Pod not allocated (deferred, retry class quota) under policy v4.
 # model: blockers, summary (the reasons are the record's one tier's: {"in_use": 14, "quota_exhausted": 10})
 TWO_QUOTA_ANSWERS: dict[str, tuple[list[dict[str, Any]], str]] = {
     "A100": ([{"code": "quota_exhausted", "tier": 0, "model": "A100", "used": 4, "requested": 2, "nominal": 4,
-               "limit": 4, "lendable": 0, "free": 4}],
+               "limit": 4, "lendable": 0, "over_quota": 4}],
              "A100 skipped: of 24 nvidia.com/gpu, 14 in use, 10 over the tenant's quota; tenant quota 4/4 A100 used "
              f"(4 of the GPUs over quota are A100). {TWO_DEFERRED}"),
     "H100": ([{"code": "quota_exhausted", "tier": 0, "model": "H100", "used": 2, "requested": 2, "nominal": 2,
-               "limit": 2, "lendable": 0, "free": 6}],
+               "limit": 2, "lendable": 0, "over_quota": 6}],
              "H100 skipped: of 24 nvidia.com/gpu, 14 in use, 10 over the tenant's quota; tenant quota 2/2 H100 used "
              f"(6 of the GPUs over quota are H100). {TWO_DEFERRED}"),
 }

@@ -177,16 +177,16 @@ _H100_FULL = {"code": "quota_exhausted", "model": "H100", "used": 2, "nominal": 
 # by both, train-1's first (H100) by the H100 quota.
 SEVERAL_QUOTAS: dict[tuple[str, str], tuple[dict[str, int], list[dict[str, Any]], str]] = {
     ("team-a/train-2", "A100"): (
-        {"quota_exhausted": 12}, [{**_A100_FULL, "tier": 0, "requested": 2, "free": 8}],
+        {"quota_exhausted": 12}, [{**_A100_FULL, "tier": 0, "requested": 2, "over_quota": 8}],
         "A100 skipped: of 12 A100|H100, 12 over the tenant's quota; tenant quota 4/4 A100 used (8 of the GPUs over "
         f"quota are A100). {DEFERRED_V4}"),
     # was: the A100 quota's figures said as H100's ("tenant quota 4/4 H100 used")
     ("team-a/train-2", "H100"): (
-        {"quota_exhausted": 12}, [{**_H100_FULL, "tier": 0, "requested": 2, "free": 4}],
+        {"quota_exhausted": 12}, [{**_H100_FULL, "tier": 0, "requested": 2, "over_quota": 4}],
         "H100 skipped: of 12 A100|H100, 12 over the tenant's quota; tenant quota 2/2 H100 used (4 of the GPUs over "
         f"quota are H100). {DEFERRED_V4}"),
     ("team-a/train-1", "A100"): (
-        {"quota_exhausted": 12}, [{**_A100_FULL, "tier": 1, "requested": 1, "free": 8}],
+        {"quota_exhausted": 12}, [{**_A100_FULL, "tier": 1, "requested": 1, "over_quota": 8}],
         "A100 skipped: of 12 A100|H100, 12 over the tenant's quota; tenant quota 4/4 A100 used (8 of the GPUs over "
         f"quota are A100). {DEFERRED_V4}"),
     # the model's own tier, closed on its quota alone: as it always was

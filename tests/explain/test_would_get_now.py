@@ -191,9 +191,9 @@ SEVERAL_MODELS: dict[str, tuple[str, str, dict[str, Any], str]] = {
             {"code": "quota_exhausted", "tier": 0, "tenant": "team-a", "model": "H100", "used": 1, "requested": 1,
              "nominal": 1, "limit": 1, "lendable": 0, "request": "gpu/h100"},
             {"code": "quota_exhausted", "tier": 1, "tenant": "team-a", "model": "A100", "used": 0, "requested": 1,
-             "nominal": 0, "limit": 0, "lendable": 0, "free": 2, "request": "gpu/any"},
+             "nominal": 0, "limit": 0, "lendable": 0, "over_quota": 2, "request": "gpu/any"},
             {"code": "quota_exhausted", "tier": 1, "tenant": "team-a", "model": "H100", "used": 1, "requested": 1,
-             "nominal": 1, "limit": 1, "lendable": 0, "free": 3, "request": "gpu/any"}]},
+             "nominal": 1, "limit": 1, "lendable": 0, "over_quota": 3, "request": "gpu/any"}]},
         "under policy v5. If scheduled now: nothing fits (tier 0 H100: tenant quota 1/1 H100 used; tier 1 A100: "
         "tenant quota 0/0 A100 used (2 of the GPUs over quota are A100); tier 1 H100: tenant quota 1/1 H100 used "
         "(3 of the GPUs over quota are H100))."),
@@ -262,9 +262,9 @@ NOW_LINES: dict[str, tuple[str, str, list[str]]] = {
         "now: tier 0 gpu/h100: quota_exhausted (tenant=team-a, model=H100, used=1, requested=1, nominal=1, limit=1, "
         "lendable=0)",
         "now: tier 1 gpu/any: quota_exhausted (tenant=team-a, model=A100, used=0, requested=1, nominal=0, limit=0, "
-        "lendable=0, free=2)",
+        "lendable=0, over_quota=2)",
         "now: tier 1 gpu/any: quota_exhausted (tenant=team-a, model=H100, used=1, requested=1, nominal=1, limit=1, "
-        "lendable=0, free=3)"]),
+        "lendable=0, over_quota=3)"]),
     "a_tier_with_no_room_says_what_its_devices_are": ("policy-h100-quota.yaml", "team-a/train-2", [
         "now: tier 0 gpu/h100: quota_exhausted (tenant=team-a, model=H100, used=1, requested=2, nominal=1, limit=1, "
         "lendable=0)",

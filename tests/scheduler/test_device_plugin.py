@@ -139,7 +139,7 @@ QUOTA_DEFERRALS: dict[str, tuple[tuple[str, str, str], dict[str, int], list[dict
     # (was: one A100 blocker beside a figure of 10 that counted the H100 node's 6 too)
     "two_quotas_full_both_nodes_with_room": ((*TWO_QUOTAS, "team-a/train-2"),
                                              {"in_use": 14, "quota_exhausted": 10},
-                                             [{**_A100_FULL, "free": 4}, {**_H100_FULL, "free": 6}],
+                                             [{**_A100_FULL, "over_quota": 4}, {**_H100_FULL, "over_quota": 6}],
                                              f"tenant team-a has no A100 quota left for 2 nvidia.com/gpu ({_A100_SAID}), "
                                              f"nor H100 quota ({_H100_SAID}); device-plugin nodes have them free "
                                              "(4 A100, 6 H100)"),
@@ -155,4 +155,4 @@ def test_a_quota_deferral_names_every_model_its_quota_figure_counts(case: str) -
     assert [(b.code, b.tier, b.detail) for b in r.blockers] == [("quota_exhausted", 0, d) for d in details]
     assert r.message == message
     # the blockers' parts add up to the figure (a lone blocker's part is the whole figure)
-    assert sum(b.detail.get("free", reasons["quota_exhausted"]) for b in r.blockers) == reasons["quota_exhausted"]
+    assert sum(b.detail.get("over_quota", reasons["quota_exhausted"]) for b in r.blockers) == reasons["quota_exhausted"]

@@ -46,7 +46,7 @@ def test_quota_on_every_tier_defers():
     assert (r.outcome, r.retry_class) == ("deferred", "quota")
     # the compatible tier (A100|H100|L40S) is closed by all three quotas: a blocker each, with its
     # part of the tier's 40 devices
-    assert [(b.code, b.tier, b.detail["model"], b.detail.get("free")) for b in r.blockers] == [
+    assert [(b.code, b.tier, b.detail["model"], b.detail.get("over_quota")) for b in r.blockers] == [
         ("quota_exhausted", 0, "H100", None), ("quota_exhausted", 1, "A100", None),
         ("quota_exhausted", 2, "A100", 16), ("quota_exhausted", 2, "H100", 16), ("quota_exhausted", 2, "L40S", 8)]
     assert r.tiers[2].reasons == {"quota_exhausted": 40}
@@ -126,15 +126,15 @@ QUOTA_CLOSED_TIERS: dict[str, tuple[tuple[str, str, str], str, list[tuple[str, d
     "a_tier_of_two_models_names_both_quotas": (
         (*TWO_QUOTAS, "team-a/train-2"), "deferred",
         [("A100|H100", {"quota_exhausted": 12})],
-        [("quota_exhausted", 0, {**_A100_FULL, "requested": 2, "free": 8}),
-         ("quota_exhausted", 0, {**_H100_FULL, "requested": 2, "free": 4})],
+        [("quota_exhausted", 0, {**_A100_FULL, "requested": 2, "over_quota": 8}),
+         ("quota_exhausted", 0, {**_H100_FULL, "requested": 2, "over_quota": 4})],
         _NO_QUOTA),
     "a_tier_of_one_model_then_of_two_each_as_closed": (
         (*TWO_QUOTAS, "team-a/train-1"), "deferred",
         [("H100", {"quota_exhausted": 4}), ("A100|H100", {"quota_exhausted": 12})],
         [("quota_exhausted", 0, {**_H100_FULL, "requested": 1}),
-         ("quota_exhausted", 1, {**_A100_FULL, "requested": 1, "free": 8}),
-         ("quota_exhausted", 1, {**_H100_FULL, "requested": 1, "free": 4})],
+         ("quota_exhausted", 1, {**_A100_FULL, "requested": 1, "over_quota": 8}),
+         ("quota_exhausted", 1, {**_H100_FULL, "requested": 1, "over_quota": 4})],
         _NO_QUOTA),
 }
 
@@ -151,5 +151,5 @@ def test_a_tier_closed_by_quota_names_every_model_its_figure_counts(case: str) -
     # each closed tier's blockers' parts add up to its figure (a lone blocker's part is the whole)
     for t in r.tiers:
         if "quota_exhausted" in t.reasons:
-            assert sum(b.detail.get("free", t.reasons["quota_exhausted"]) for b in r.blockers
+            assert sum(b.detail.get("over_quota", t.reasons["quota_exhausted"]) for b in r.blockers
                        if b.tier == t.index) == t.reasons["quota_exhausted"]
