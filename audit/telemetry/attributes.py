@@ -242,14 +242,19 @@ def tier_attributes(
 
 def tier_blocker_attributes(record: DecisionRecord, tier_index: int) -> dict[str, AttributeValue]:
     """The tier's blocker attributes, the last of its span's: their codes, then each one's
-    parameters (empty when no blocker names the tier)."""
+    parameters (empty when no blocker names the tier). A code the tier has more than once (a
+    ``quota_exhausted`` per model whose quota closed it) keys its n-th blocker's parameters under
+    ``<code>.<n>.`` from the second on, so none overwrites another's."""
     blockers = [b for b in record.blockers if b.tier == tier_index]
     attrs: dict[str, AttributeValue] = {}
     if blockers:
         attrs[s.TIER_BLOCKERS] = [b.code for b in blockers]
+        seen: dict[str, int] = {}
         for b in blockers:
+            n = seen[b.code] = seen.get(b.code, 0) + 1
+            prefix = f"{s.TIER_BLOCKER_PREFIX}{b.code}." if n == 1 else f"{s.TIER_BLOCKER_PREFIX}{b.code}.{n}."
             for key in sorted(b.detail):
-                attrs[f"{s.TIER_BLOCKER_PREFIX}{b.code}.{key}"] = _scalar(b.detail[key])
+                attrs[prefix + key] = _scalar(b.detail[key])
     return attrs
 
 

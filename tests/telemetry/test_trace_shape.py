@@ -159,6 +159,22 @@ def test_tier_spans_count_devices_per_reason_code_and_carry_their_blockers(monke
     assert tiers[1]["claimtrail.tier.result"] == "selected"
 
 
+def test_a_tier_closed_by_several_quotas_keeps_each_blockers_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
+    quota = {"used": 4, "requested": 2, "nominal": 4, "limit": 4, "lendable": 0}
+    record = make_record(blockers=[
+        TierBlocker("quota_exhausted", 0, {"model": "A100", **quota, "over_quota": 8}),
+        TierBlocker("quota_exhausted", 0, {"model": "H100", **quota, "used": 2, "over_quota": 4}),
+    ])
+    tier = next(attrs(t) for t in export_over_http(monkeypatch, [record]).tiers() if attrs(t)[s.TIER_INDEX] == 0)
+    assert {k: v for k, v in tier.items() if k.startswith("claimtrail.tier.blocker")} == {
+        "claimtrail.tier.blockers": ["quota_exhausted", "quota_exhausted"],
+        **{f"claimtrail.tier.blocker.quota_exhausted.{k}": v for k, v in
+           {"model": "A100", **quota, "over_quota": 8}.items()},
+        **{f"claimtrail.tier.blocker.quota_exhausted.2.{k}": v for k, v in
+           {"model": "H100", **quota, "used": 2, "over_quota": 4}.items()},
+    }
+
+
 def test_a_failed_preferred_tier_is_an_error_with_its_reasons(monkeypatch: pytest.MonkeyPatch) -> None:
     h100, a100 = export_over_http(monkeypatch, [make_record()]).tiers()
     assert (h100.status.code, h100.status.message) == (2, "H100 exhausted: in_use 6, unhealthy 2; blocked: insufficient_on_node")
