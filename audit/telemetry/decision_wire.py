@@ -347,8 +347,8 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
     t = time_ns(record)
     decision_id = record.decision_id
     salt = options.id_salt
-    trace, span_ids = decision_id_bytes(decision_id, len(tiers), salt)  # 8 bytes each: root, wait, tiers
-    root_id = span_ids[:8]
+    trace, span_ids = decision_id_bytes(decision_id, len(tiers), salt)  # 8 bytes each: root, wait, the tiers
+    root_id = span_ids[0]
     why = why_url(options.api_url, record) if options.api_url else ""
     # the retry links change state: everything that can send a decision the general way is above
     # (an attribute group not cached yet is handed to the general writer in place, further down)
@@ -378,7 +378,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
             result = results[position]
             start = starts[position]
             times = _TIMES(0x39, start, 0x41, start if result == _NOT_TRIED else start + slot)
-            tier_id = span_ids[8 * position + 16:8 * position + 24]
+            tier_id = span_ids[position + 2]
             index, nodes, considered, request, model = (
                 tier.index, tier.nodes_evaluated, tier.considered, tier.request, tier.model)
             if (index.__class__ is nodes.__class__ is considered.__class__ is int and request.__class__ is model.__class__
@@ -417,7 +417,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
         root_start = pod_created_ns(t, wait_ms)
         if wait_ms:
             out_spans.append(_field(b"\x12", b"".join((
-                trace_head, span_ids[8:16], parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
+                trace_head, span_ids[1], parent, _WAIT_NAME, _TIMES(0x39, root_start, 0x41, t),
                 _SPAN_ATTR, decision, _SPAN_ATTR, otlpwire._recent(s.WAIT_MS, wait_ms), _UNSET_TAIL))))
 
         parts = [trace_head, root_id, _ROOT_NAME, _TIMES(0x39, root_start, 0x41, decided)]
@@ -442,7 +442,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
                 continue
             at = _FIXED64(starts[position])
             # what comes before a verdict's body and after its attributes, the same for the tier's
-            lead, tail = b"\x09" + at + _LOG_HEAD, trace_tail + span_ids[8 * position + 16:8 * position + 24] + b"\x59" + at + _LOG_TAIL
+            lead, tail = b"\x09" + at + _LOG_HEAD, trace_tail + span_ids[position + 2] + b"\x59" + at + _LOG_TAIL
             index = tier.index
             plain_index = index.__class__ is int
             for ex in tier.exemplars:

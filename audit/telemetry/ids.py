@@ -17,6 +17,7 @@ generator is involved.
 from __future__ import annotations
 
 import hashlib
+import struct
 
 ROOT, WAIT, FIRST_TIER = 0, 1, 2  # span positions
 # odd, so position -> position * STEP is a bijection modulo 2**64 (2**64 / golden ratio: the
@@ -33,16 +34,18 @@ def _mask(position: int) -> int:
 
 
 class _Spans:
-    """For ``count`` span positions: the masks, and the two big integers that lay the ids of all
-    of them side by side (8 bytes each, position 0 first) from a base in two operations:
-    ``base * repeat`` is the base in every 8-byte place, ``^ masks`` applies each place's mask."""
+    """For ``count`` span positions: the masks, the two big integers that lay the ids of all of
+    them side by side (8 bytes each, position 0 first) from a base in two operations (``base *
+    repeat`` is the base in every 8-byte place, ``^ masks`` applies each place's mask), and the
+    unpacking that cuts them into one bytes object per position in one call."""
 
-    __slots__ = ("masks", "repeat", "side_by_side")
+    __slots__ = ("masks", "repeat", "side_by_side", "split")
 
     def __init__(self, count: int) -> None:
         self.masks = frozenset(_mask(position) for position in range(count))
         self.repeat = sum(1 << (64 * place) for place in range(count))
         self.side_by_side = sum(_mask(position) << (64 * (count - 1 - position)) for position in range(count))
+        self.split = struct.Struct("8s" * count).unpack
 
 
 _BY_COUNT: dict[int, _Spans] = {}
@@ -57,11 +60,14 @@ def _spans(count: int) -> _Spans:
     return spans
 
 
-def _digest(decision_id: str, salt: str) -> bytes:
+def _trace_and_base(decision_id: str, salt: str) -> tuple[bytes, int]:
+    """The trace id (the digest's first 16 bytes) and the base of the span ids (the next 8)."""
     # a salt (CLAIMTRAIL_OTEL_ID_SALT) gives the same decisions new ids, for backends that drop a
     # trace id they have seen; without one the ids are exactly the unsalted ones
     text = _PREFIX + decision_id.encode()
-    return hashlib.sha256(text + b"\x00salt\x00" + salt.encode() if salt else text).digest()
+    digest = hashlib.sha256(text + b"\x00salt\x00" + salt.encode() if salt else text).digest()
+    trace = digest[:16]
+    return _ONE16 if trace == _ZERO16 else trace, int.from_bytes(digest[16:24], "big")  # all-zero ids are invalid
 
 
 def _span(base: int, position: int) -> int:
@@ -69,52 +75,44 @@ def _span(base: int, position: int) -> int:
     return base ^ _mask(position) or base ^ _HIGH
 
 
-def _trace(digest: bytes) -> bytes:
-    trace = digest[:16]
-    return _ONE16 if trace == _ZERO16 else trace  # all-zero ids are invalid in OTLP
-
-
-def _base(digest: bytes) -> int:
-    return int.from_bytes(digest[16:24], "big")
-
-
 def trace_id_for(decision_id: str, salt: str = "") -> int:
-    return int.from_bytes(_trace(_digest(decision_id, salt)), "big")
+    return int.from_bytes(_trace_and_base(decision_id, salt)[0], "big")
 
 
 def root_span_id_for(decision_id: str, salt: str = "") -> int:
-    return _span(_base(_digest(decision_id, salt)), ROOT)
+    return _span(_trace_and_base(decision_id, salt)[1], ROOT)
 
 
 def tier_span_id_for(decision_id: str, position: int, salt: str = "") -> int:
     """Span id of the tier at ``position`` in ``record.tiers`` (tier indexes repeat across requests)."""
-    return _span(_base(_digest(decision_id, salt)), FIRST_TIER + position)
+    return _span(_trace_and_base(decision_id, salt)[1], FIRST_TIER + position)
 
 
 def wait_span_id_for(decision_id: str, salt: str = "") -> int:
-    return _span(_base(_digest(decision_id, salt)), WAIT)
+    return _span(_trace_and_base(decision_id, salt)[1], WAIT)
 
 
 def decision_span_ids(decision_id: str, tiers: int, salt: str = "") -> tuple[int, int, int, list[int]]:
     """The trace id, the root and wait span ids and the ids of ``tiers`` tier spans (positions 0
     onwards): the values of the functions above, from one digest."""
-    digest = _digest(decision_id, salt)
-    base = _base(digest)
-    return (int.from_bytes(_trace(digest), "big"), _span(base, ROOT), _span(base, WAIT),
+    trace, base = _trace_and_base(decision_id, salt)
+    return (int.from_bytes(trace, "big"), _span(base, ROOT), _span(base, WAIT),
             [_span(base, FIRST_TIER + position) for position in range(tiers)])
 
 
-def decision_id_bytes(decision_id: str, tiers: int, salt: str = "") -> tuple[bytes, bytes]:
-    """The trace id (16 bytes) and the span ids of the root, the wait and ``tiers`` tier spans
-    side by side, 8 big-endian bytes each in that order: the form the direct encoder writes, which
-    takes each span's id as a slice (positions as ``ROOT``, ``WAIT``, ``FIRST_TIER``)."""
-    digest = _digest(decision_id, salt)
-    return _trace(digest), side_by_side(_base(digest), FIRST_TIER + tiers)
+def decision_id_bytes(decision_id: str, tiers: int, salt: str = "") -> tuple[bytes, tuple[bytes, ...]]:
+    """The trace id (16 bytes) and the span ids of the root, the wait and ``tiers`` tier spans,
+    8 big-endian bytes each, by position (``ROOT``, ``WAIT``, ``FIRST_TIER`` + i): the form the
+    direct encoder writes."""
+    trace, base = _trace_and_base(decision_id, salt)
+    return trace, span_id_bytes(base, FIRST_TIER + tiers)
 
 
-def side_by_side(base: int, count: int) -> bytes:
+def span_id_bytes(base: int, count: int) -> tuple[bytes, ...]:
     """The span ids of positions 0 to ``count`` - 1 from ``base``, 8 big-endian bytes each."""
-    spans = _spans(count)
+    spans = _BY_COUNT.get(count)
+    if spans is None:
+        spans = _spans(count)
     if base in spans.masks:  # one position's id would be zero
-        return b"".join(_span(base, position).to_bytes(8, "big") for position in range(count))
-    return (base * spans.repeat ^ spans.side_by_side).to_bytes(8 * count, "big")
+        return tuple(_span(base, position).to_bytes(8, "big") for position in range(count))
+    return spans.split((base * spans.repeat ^ spans.side_by_side).to_bytes(8 * count, "big"))

@@ -17,7 +17,7 @@ from audit.telemetry.ids import (
     decision_id_bytes,
     decision_span_ids,
     root_span_id_for,
-    side_by_side,
+    span_id_bytes,
     tier_span_id_for,
     trace_id_for,
     wait_span_id_for,
@@ -38,7 +38,7 @@ def test_all_ids_at_once_equal_each_roles_own_and_are_distinct_and_non_zero(deci
     spans = [root, wait, *tier_ids]
     assert 0 not in spans and len(set(spans)) == len(spans)
     assert decision_id_bytes(decision_id, tiers, salt) == (
-        trace.to_bytes(16, "big"), b"".join(span.to_bytes(8, "big") for span in spans))
+        trace.to_bytes(16, "big"), tuple(span.to_bytes(8, "big") for span in spans))
     assert decision_span_ids(decision_id, tiers, salt) == (trace, root, wait, tier_ids)  # deterministic
 
 
@@ -66,6 +66,6 @@ def test_the_position_whose_id_would_be_zero_takes_an_id_no_other_span_has(zero_
     ids = [_span(base, position) for position in range(FIRST_TIER + 50)]
     assert ids[zero_at] == base ^ (1 << 63)
     assert 0 not in ids and len(set(ids)) == len(ids)
-    # the side-by-side form the encoder takes gives the same ids for such a base
-    assert side_by_side(base, FIRST_TIER + 50) == b"".join(i.to_bytes(8, "big") for i in ids)
+    # the form the encoder takes gives the same ids for such a base
+    assert span_id_bytes(base, FIRST_TIER + 50) == tuple(i.to_bytes(8, "big") for i in ids)
 
