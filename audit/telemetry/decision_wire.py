@@ -35,6 +35,8 @@ from audit.telemetry.attributes import (
     Verdict,
     VerdictAttributes,
     VerdictSelection,
+    declared_field_reader,
+    field_reader,
     tier_blocker_attributes,
     tier_results,
     tier_status_message,
@@ -91,15 +93,16 @@ _SEQ, _WAIT, _STEPS, _DURATION, _EXPORTED, _CONSIDERED = (_int_heads(_SPAN_ATTR,
 _DECISION = tuple(b"".join(otlpwire._str_field(b"", _key_prefix(s.DECISION_ID), b"\x00" * n)[1:4]) for n in range(_SHORT))
 _NONE_DROPPED = otlpwire._tagged(_SPAN_ATTR, s.VERDICTS_DROPPED, 0)
 _CLAIMS, _CLAIM_UIDS, _DEVICES, _RECORD = (_key_prefix(key) for key in (s.CLAIMS, s.CLAIM_UIDS, s.DEVICES, s.RECORD))
-_stable_values = operator.attrgetter(*(name for _, name in ROOT_FIELDS[:ROOT_STABLE]))
-_varying_values = operator.attrgetter("pod", "pod_uid", "node", "input_digest", "output_digest", "message",
-                                      "seq", "wait_ms", "steps", "duration_us", "claims", "claim_uids", "preference")
+_stable_values = declared_field_reader([name for _, name in ROOT_FIELDS[:ROOT_STABLE]])
+_varying_values = field_reader(("pod", "pod_uid", "node", "input_digest", "output_digest", "message",
+                                "seq", "wait_ms", "steps", "duration_us", "claims", "claim_uids", "preference"))
 # a tier's reason codes sorted, each with its attributes by count, by the codes in the tier's order
 _REASON_ORDER: dict[tuple[str, ...], tuple[tuple[str, dict[int, bytes] | None], ...]] = {}
 # a reason count's attribute by its code and count; a code's heads (see _int_heads) by the code
 _REASON_COUNTS: dict[str, dict[int, bytes]] = {}
 _REASON_HEADS: dict[str, tuple[bytes, ...]] = {}
 _COUNTS_PER_REASON = 4096
+_STABLE: dict[tuple[Any, ...], bytes] = {}  # the root's stable attributes, by values of their declared classes
 _TIER_SPANS: dict[tuple[int, str, str, int, str], tuple[bytes, bytes, bytes]] = {}  # see _tier_groups
 _DETAILS: dict[tuple[str, str], bytes] = {}  # a verdict's detail of one text, by its key and text
 _VERDICTS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}  # see _verdict
@@ -174,10 +177,13 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
     labels or redaction, and with no verdict dropped; False (and nothing written) when a
     field holds a value of another class than the record's own, which the general way handles."""
     stable = _stable_values(record)
-    # the class of each value is part of the key: True and 1 are equal but encode differently
-    cached = otlpwire._STABLE.get((_SPAN_ATTR, *stable, *map(type, stable)))
+    if stable is None:
+        return False  # a value of another class than its field's: the general way keys by class too
+    cached = _STABLE.get(stable)
     if cached is None:
-        return False  # the general way encodes and keeps it
+        if len(_STABLE) >= otlpwire._CACHE_LIMIT:
+            _STABLE.clear()
+        cached = _STABLE[stable] = otlpwire.stable_root_attributes(_SPAN_ATTR, stable)
     pod, uid, node, digest_in, digest_out, message, seq, wait, steps, duration, claims, uids, preference = (
         _varying_values(record))
     if not (pod.__class__ is uid.__class__ is node.__class__ is digest_in.__class__ is digest_out.__class__

@@ -253,6 +253,12 @@ def root_attributes(tag: bytes, root: RootAttributes) -> bytes:
     return b"".join(parts)
 
 
+def stable_root_attributes(tag: bytes, values: Sequence[Any]) -> bytes:
+    """The root's first ROOT_STABLE attributes, for those fields' ``values`` (empty texts left out)."""
+    return b"".join(tag + _key_value(key, value)
+                    for (key, _), value in zip(ROOT_FIELDS[:ROOT_STABLE], values, strict=True) if value != "")
+
+
 def _root_into(parts: list[bytes], tag: bytes, root: RootAttributes) -> None:
     record = root.record
     values = root_field_values(record)
@@ -263,9 +269,7 @@ def _root_into(parts: list[bytes], tag: bytes, root: RootAttributes) -> None:
     if stable is None:
         if len(_STABLE) >= _CACHE_LIMIT:
             _STABLE.clear()
-        stable = _STABLE[stable_key] = b"".join(
-            tag + _key_value(key, value)
-            for (key, _), value in zip(ROOT_FIELDS[:ROOT_STABLE], stable_values, strict=True) if value != "")
+        stable = _STABLE[stable_key] = stable_root_attributes(tag, stable_values)
     parts.append(stable)
     append, extend = parts.append, parts.extend
     for (key, prefix, repeats), value in zip(_ROOT_VARYING, values[ROOT_STABLE:], strict=True):

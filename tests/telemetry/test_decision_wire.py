@@ -13,7 +13,7 @@ from audit.records import DecisionRecord, Exemplar, Outcome, TierBlocker
 from audit.telemetry import Redaction, TelemetrySettings, decision_wire, otlpwire
 from audit.telemetry.shape import AttemptLinks, decision_shape
 from tests.otlp.test_round_trip_property import records
-from tests.telemetry.records_factory import make_record
+from tests.telemetry.records_factory import TENANT, make_record
 from tests.telemetry.test_direct_spans import _evidence
 
 LOGS = TelemetrySettings(verdicts="logs").shape_options()
@@ -86,6 +86,28 @@ def test_usual_decisions_are_written_in_one_pass_with_the_shapes_bytes(records: 
     written = _one_pass(records)
     assert None not in written
     assert written == _general(records)
+
+
+class _Shown(str):
+    """A str that shows itself otherwise, as the member of a str-valued enum does."""
+
+    def __str__(self) -> str:
+        return f"shown:{str.__str__(self)}"
+
+
+# each after the same decision with the declared classes, whose root attributes are kept by value
+ROOT_VALUES_OF_OTHER_CLASSES = {
+    "an-int-field-holding-a-bool": [_usual(1), _usual(True)],
+    "a-bool-field-holding-an-int": [_usual(), _usual(fallback=1)],
+    "a-str-field-holding-a-str-subclass": [_usual(), _usual(tenant=_Shown(TENANT))],
+}
+
+
+@pytest.mark.parametrize("records", list(ROOT_VALUES_OF_OTHER_CLASSES.values()), ids=list(ROOT_VALUES_OF_OTHER_CLASSES))
+def test_root_values_equal_to_kept_ones_but_of_other_classes_are_written_as_their_shape_writes_them(
+    records: list[DecisionRecord],
+) -> None:
+    assert _one_pass(records) == _general(records)
 
 
 OPTIONS = {
