@@ -70,6 +70,11 @@ _ROOT_NAME = b"\x2a" + otlpwire.varint(len(s.ROOT_SPAN)) + s.ROOT_SPAN.encode() 
 _WAIT_NAME = b"\x2a" + otlpwire.varint(len(s.WAIT_SPAN)) + s.WAIT_SPAN.encode() + b"\x30\x01"
 _SMALL, _ld, _varint, _key_prefix = otlpwire._SMALL, otlpwire._ld, otlpwire.varint, otlpwire._key_prefix
 _SHORT = 128  # texts shorter than this have their attribute's head ready-made
+# a span's or log record's field in its scope (tag 2 and the length) for a body of n < _ITEMS
+# bytes: the item is one concatenation of ready pieces (most spans are a few hundred bytes, a root
+# with its record a few thousand)
+_ITEMS = 8192
+_ITEM_HEADS = tuple(b"\x12" + _SMALL[n] for n in range(_ITEMS))
 
 
 def _string_heads(tag: bytes, key: str) -> tuple[bytes, ...]:
@@ -87,12 +92,22 @@ def _int_heads(tag: bytes, key: str) -> tuple[bytes, ...]:
 
 _POD, _UID, _NODE, _IN, _OUT, _MESSAGE, _WHY = (_string_heads(_SPAN_ATTR, key) for key in (
     s.K8S_POD_NAME, s.K8S_POD_UID, s.K8S_NODE, s.INPUT_DIGEST, s.OUTPUT_DIGEST, s.MESSAGE, s.WHY_URL))
-_SEQ, _WAIT, _STEPS, _DURATION, _EXPORTED, _CONSIDERED = (_int_heads(_SPAN_ATTR, key) for key in (
-    s.SEQ, s.WAIT_MS, s.STEPS, s.DURATION_US, s.VERDICTS_EXPORTED, s.TIER_CONSIDERED))
+_SEQ, _WAIT, _STEPS, _DURATION, _EXPORTED = (_int_heads(_SPAN_ATTR, key) for key in (
+    s.SEQ, s.WAIT_MS, s.STEPS, s.DURATION_US, s.VERDICTS_EXPORTED))
 # a decision id attribute (a KeyValue after its parent's tag) before its text, by the text's length
 _DECISION = tuple(b"".join(otlpwire._str_field(b"", _key_prefix(s.DECISION_ID), b"\x00" * n)[1:4]) for n in range(_SHORT))
 _NONE_DROPPED = otlpwire._tagged(_SPAN_ATTR, s.VERDICTS_DROPPED, 0)
 _CLAIMS, _CLAIM_UIDS, _DEVICES, _RECORD = (_key_prefix(key) for key in (s.CLAIMS, s.CLAIM_UIDS, s.DEVICES, s.RECORD))
+
+
+def _one_string_heads(prefix: bytes) -> tuple[bytes, ...]:
+    """Everything before the text of a list attribute holding one string of n < _SHORT bytes, by
+    n, as ``otlpwire._strings_field`` writes it (most pods have one claim and one device)."""
+    return tuple(written[:len(written) - n] for n in range(_SHORT)
+                 for written in (otlpwire._strings_field(_SPAN_ATTR, prefix, ["\x00" * n]),))
+
+
+_ONE_CLAIM, _ONE_CLAIM_UID, _ONE_DEVICE = (_one_string_heads(prefix) for prefix in (_CLAIMS, _CLAIM_UIDS, _DEVICES))
 _stable_values = declared_field_reader([name for _, name in ROOT_FIELDS[:ROOT_STABLE]])
 _varying_values = field_reader(("pod", "pod_uid", "node", "input_digest", "output_digest", "message",
                                 "seq", "wait_ms", "steps", "duration_us", "claims", "claim_uids", "preference"))
@@ -103,7 +118,7 @@ _REASON_COUNTS: dict[str, dict[int, bytes]] = {}
 _REASON_HEADS: dict[str, tuple[bytes, ...]] = {}
 _COUNTS_PER_REASON = 4096
 _STABLE: dict[tuple[Any, ...], bytes] = {}  # the root's stable attributes, by values of their declared classes
-_TIER_SPANS: dict[tuple[int, str, str, int, str], tuple[bytes, bytes, bytes]] = {}  # see _tier_groups
+_TIER_SPANS: dict[tuple[int, str, str, int, int, str], tuple[bytes, bytes]] = {}  # see _tier_groups
 _DETAILS: dict[tuple[str, str], bytes] = {}  # a verdict's detail of one text, by its key and text
 _VERDICTS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}  # see _verdict
 _TIER_NAMES: dict[str, bytes] = {}  # a tier span's name field and kind, by the tier's label
@@ -228,15 +243,15 @@ def _root_attributes(parts: list[bytes], record: DecisionRecord, decision: bytes
         n = len(text)
         parts += (_MESSAGE[n] if n < _SHORT else _long_head(s.MESSAGE, text), text)
     if claims:
-        parts.append(_list_field(_CLAIMS, claims))
+        parts += _list_pieces(_ONE_CLAIM, _CLAIMS, claims)
     if uids:
-        parts.append(_list_field(_CLAIM_UIDS, uids))
+        parts += _list_pieces(_ONE_CLAIM_UID, _CLAIM_UIDS, uids)
     if preference:
         parts += (_SPAN_ATTR, listed)
     devices = record.devices
     if devices:
-        if len(devices) == 1 and devices[0].device.__class__ is str:
-            parts.append(otlpwire._string_list_field(_SPAN_ATTR, _DEVICES, devices[0].device.encode()))
+        if len(devices) == 1:
+            parts += _list_pieces(_ONE_DEVICE, _DEVICES, (devices[0].device,))
         else:
             parts.append(_device_list(tuple(map(_device_name, devices))))
     if record.blockers:
@@ -270,45 +285,41 @@ def _long_head(key: str, text: bytes) -> bytes:
     return b"".join(otlpwire._str_field(_SPAN_ATTR, _key_prefix(key), text)[:4])
 
 
-def _list_field(prefix: bytes, values: list[str]) -> bytes:
-    if len(values) == 1 and values[0].__class__ is str:
-        return otlpwire._string_list_field(_SPAN_ATTR, prefix, values[0].encode())
-    return otlpwire._strings_field(_SPAN_ATTR, prefix, values)
+def _list_pieces(heads: tuple[bytes, ...], prefix: bytes, values: Sequence[str]) -> tuple[bytes, ...]:
+    """A list attribute as pieces for the span's ``join``: of one short string, its ready head
+    (``heads``, by the text's length) and the text; else the attribute whole."""
+    if len(values) == 1:
+        value = values[0]
+        if value.__class__ is str:
+            text = value.encode()
+            n = len(text)
+            if n < _SHORT:
+                return heads[n], text
+    return (otlpwire._strings_field(_SPAN_ATTR, prefix, list(values)),)
 
 
-def _tier_groups(key: tuple[int, str, str, int, str]) -> tuple[bytes, bytes, bytes]:
-    """A tier span's name field, its index, request and model attributes, and its nodes
-    evaluated, verdicts dropped (none here) and result attributes, kept by those values."""
-    index, request, model, nodes, result = key
+def _tier_groups(key: tuple[int, str, str, int, int, str]) -> tuple[bytes, bytes]:
+    """A tier span's name field, and its attributes from the index to the result as
+    ``otlpwire._tier_into`` writes them (none dropped here), kept by those values: a tier considers
+    its pool, so the devices considered repeat with the rest (a few dozen keys in a cluster-day)."""
+    index, request, model, nodes, considered, result = key
     if len(_TIER_SPANS) >= otlpwire._CACHE_LIMIT:
         _TIER_SPANS.clear()
-    groups = _TIER_SPANS[key] = (_tier_name(model or request or str(index)),
-                                 otlpwire.tier_head(_SPAN_ATTR, index, request, model),
-                                 otlpwire.tier_tail(_SPAN_ATTR, nodes, 0, result))
+    groups = _TIER_SPANS[key] = (_tier_name(model or request or str(index)), b"".join((
+        otlpwire.tier_head(_SPAN_ATTR, index, request, model), otlpwire._tagged(_SPAN_ATTR, s.TIER_CONSIDERED, considered),
+        otlpwire.tier_tail(_SPAN_ATTR, nodes, 0, result))))
     return groups
 
 
-def _reasons_into(parts: list[bytes], reasons: Mapping[str, Any]) -> None:
-    """A tier's reason counts as ``otlpwire._tier_into`` writes them: by code, sorted. The order
-    is kept by the codes as the tier lists them (a handful of sets), and each code's attribute by
-    its count: counts repeat across decisions (a pool's size, the devices in use)."""
-    codes = tuple(reasons)
-    order = _REASON_ORDER.get(codes)
-    if order is None:
-        if len(_REASON_ORDER) >= 1024:
-            _REASON_ORDER.clear()
-        order = _REASON_ORDER[codes] = tuple(
-            (code, _reason_counts(code) if code.__class__ is str else None) for code in sorted(codes))
-    for code, known in order:
-        count = reasons[code]
-        # the class is checked, not only the value: True equals 1 but is written as a bool
-        if known is not None and count.__class__ is int:
-            written = known.get(count)
-            if written is None:
-                written = _reason_count(known, code, count)
-            parts.append(written)
-        else:
-            parts.append(otlpwire._tagged(_SPAN_ATTR, s.TIER_REASON_PREFIX + code, count))
+def _reason_order(codes: tuple[str, ...]) -> tuple[tuple[str, dict[int, bytes] | None], ...]:
+    """The codes a tier lists, sorted as ``otlpwire._tier_into`` writes them, each with its
+    attributes by count (None for a code that is not a str, which the general writer handles);
+    kept by the codes in the tier's order, a handful of sets."""
+    if len(_REASON_ORDER) >= 1024:
+        _REASON_ORDER.clear()
+    order = _REASON_ORDER[codes] = tuple(
+        (code, _reason_counts(code) if code.__class__ is str else None) for code in sorted(codes))
+    return order
 
 
 def _reason_counts(code: str) -> dict[int, bytes]:
@@ -387,23 +398,28 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
             tier_id = span_ids[position + 2]
             index, nodes, considered, request, model = (
                 tier.index, tier.nodes_evaluated, tier.considered, tier.request, tier.model)
-            if (index.__class__ is nodes.__class__ is considered.__class__ is int and request.__class__ is model.__class__
-                    is str and not considered >> 63):
-                key = (index, request, model, nodes, result)
+            if index.__class__ is nodes.__class__ is considered.__class__ is int and request.__class__ is model.__class__ is str:
+                key = (index, request, model, nodes, considered, result)
                 groups = _TIER_SPANS.get(key)
                 if groups is None:
                     groups = _tier_groups(key)
-                if 0 <= considered < 16384:
-                    size = 1 if considered < 128 else 2
-                    vb = _SMALL[considered]
-                else:
-                    vb = _varint(considered)
-                    size = len(vb)
-                parts = [trace_head, tier_id, parent, groups[0], times, tagged, groups[1],
-                         _CONSIDERED[size], vb, groups[2]]
+                parts = [trace_head, tier_id, parent, groups[0], times, tagged, groups[1]]
                 reasons = tier.reasons
                 if reasons:
-                    _reasons_into(parts, reasons)
+                    # by code, sorted; each code's attribute kept by its count: counts repeat across
+                    # decisions (a pool's size, the devices in use)
+                    codes = tuple(reasons)
+                    order = _REASON_ORDER.get(codes)
+                    if order is None:
+                        order = _reason_order(codes)
+                    for code, known in order:
+                        count = reasons[code]
+                        # the class is checked, not only the value: True equals 1 but is written as a bool
+                        if known is not None and count.__class__ is int:
+                            counted = known.get(count)
+                            parts.append(counted if counted is not None else _reason_count(known, code, count))
+                        else:
+                            parts.append(otlpwire._tagged(_SPAN_ATTR, s.TIER_REASON_PREFIX + code, count))
                 if blockers:
                     blocked = tier_blocker_attributes(record, index)
                     if blocked:
@@ -418,7 +434,7 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
                 parts.append(_UNSET_TAIL)
             body = b"".join(parts)
             n = len(body)
-            out_spans.append(b"\x12" + _SMALL[n] + body if n < 16384 else _field(b"\x12", body))
+            out_spans.append(_ITEM_HEADS[n] + body if n < _ITEMS else _field(b"\x12", body))
 
         root_start = pod_created_ns(t, wait_ms)
         if wait_ms:
@@ -438,7 +454,9 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
             parts += (b"\x7a", _ld(_field(b"\x12", message) + _ERROR_CODE), _SPAN_FLAGS)
         else:
             parts.append(_UNSET_TAIL)
-        out_spans.append(_field(b"\x12", b"".join(parts)))
+        body = b"".join(parts)
+        n = len(body)
+        out_spans.append(_ITEM_HEADS[n] + body if n < _ITEMS else _field(b"\x12", body))
 
     out_logs: list[bytes] = []
     if exemplars and logs and options.verdict_logs:
@@ -446,9 +464,9 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
         for position, tier in enumerate(tiers):
             if not tier.exemplars:
                 continue
-            at = _FIXED64(starts[position])
-            # what comes before a verdict's body and after its attributes, the same for the tier's
-            lead, tail = b"\x09" + at + _LOG_HEAD, trace_tail + span_ids[position + 2] + b"\x59" + at + _LOG_TAIL
+            # the time and the tier's span id, the same for the tier's verdicts: a tier has a few
+            # (the engine keeps three at most), so each log record is joined from the pieces
+            at, tier_id = _FIXED64(starts[position]), span_ids[position + 2]
             index = tier.index
             plain_index = index.__class__ is int
             for ex in tier.exemplars:
@@ -461,9 +479,11 @@ def encode(record: DecisionRecord, options: ShapeOptions, links: AttemptLinks | 
                 if written is None:
                     written = _verdict(verdict_key, index, device, node, reason, position, decision_id)
                 if detail:
-                    body = b"".join((lead, written[0], tagged, written[1], _detail(detail), tail))
+                    body = b"".join((b"\x09", at, _LOG_HEAD, written[0], tagged, written[1], _detail(detail),
+                                     trace_tail, tier_id, b"\x59", at, _LOG_TAIL))
                 else:
-                    body = b"".join((lead, written[0], tagged, written[1], tail))
+                    body = b"".join((b"\x09", at, _LOG_HEAD, written[0], tagged, written[1],
+                                     trace_tail, tier_id, b"\x59", at, _LOG_TAIL))
                 n = len(body)
-                out_logs.append(b"\x12" + _SMALL[n] + body if n < 16384 else _field(b"\x12", body))
+                out_logs.append(_ITEM_HEADS[n] + body if n < _ITEMS else _field(b"\x12", body))
     return out_spans, out_logs
