@@ -40,9 +40,9 @@ CONFIGURATIONS = {
 }
 # sha256 of every traces request body, then every logs request body, in the order sent; requests sent
 PINNED = {
-    "defaults": ("81fe76d7d04b05f2894e8ddb3bfa5e7954342750589c1d6b7d76d47582063adf",
+    "defaults": ("6f1b2032500e2975345110a5dcbae3e726ab3c0e500ff25cb2a184e3ca92b060",
                  "10f8e63fb3810d7689a120cc4eea435ab62dafcefdf07aad05d1247981aa790c", (7, 6)),
-    "events-both-salted-redacted-with-why-urls": ("ad772c2182f8550a602db78296f44002f989af20902837d0875302a0fece5501",
+    "events-both-salted-redacted-with-why-urls": ("bdc5d13c8287e8fbb09501c2696b890083e7a01203cf1e4b8a04a778fe56859a",
                                                   "ae0e12721c138779ec2b399647ea3eed8abb8b345902c7fa39d3cda509053332",
                                                   (7, 3)),
 }
