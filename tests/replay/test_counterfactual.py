@@ -159,19 +159,12 @@ def test_a_window_after_a_policy_change_reads_each_wake_under_the_policy_that_ar
     the head again at 5 min, as armed then, and the new policy's end falls back at 10 min. A window
     from 2 min, with the recorded policy, reads that wake under the policy of its record and
     decides as the run did, not at the 10 min the later policy would have armed it."""
-    from audit.policy import policy_document
-    from tests.scheduler.worlds import ALL_DEVICES, H100_NODES, MINUTE, cluster, hold, submit
+    from tests.scheduler.test_policy_change_deadlines import waiting_for_h100
+    from tests.scheduler.worlds import MINUTE
 
-    sim = cluster(fallback={"mode": "wait-for-preferred", "wait": "5m"}, queueing={"mode": "strict"})
-    for node in H100_NODES:
-        hold(sim, node, ALL_DEVICES)
-    submitted = sim.now
-    submit(sim, "job")
-    sim.schedule_pass()
-    doc = policy_document(sim.world.policy)
-    doc["spec"].update(version="2", fallback={"mode": "wait-for-preferred", "wait": "10m"})
-    sim.schedule(submitted + MINUTE, "policy", doc)
-    sim.run_until(submitted + 12 * MINUTE)
+    sim, submitted, doc = waiting_for_h100({"mode": "wait-for-preferred", "wait": "5m"},
+                                           {"mode": "wait-for-preferred", "wait": "10m"}, 1, 12,
+                                           queueing={"mode": "strict"})
     assert [(r.time, r.outcome, r.allocated_model, r.policy_version) for r in sim.records] == [
         ("2026-11-02T00:00:00.000Z", "deferred", "", "1"), ("2026-11-02T00:05:00.000Z", "deferred", "", "2"),
         ("2026-11-02T00:10:00.000Z", "allocated", "A100", "2")]

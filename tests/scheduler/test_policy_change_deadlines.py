@@ -16,17 +16,18 @@ from tests.scheduler.worlds import ALL_DEVICES, H100_NODES, MINUTE, cluster, hol
 NODES = ("h100-000", "h100-001", "a100-000", "a100-001", "l40s-000")
 
 
-def _waiting_for_h100(first: dict, then: dict, at_min: float, run_min: float):  # noqa: ANN202
+def waiting_for_h100(first: dict, then: dict, at_min: float, run_min: float, **policy: object):  # noqa: ANN202
     """Every H100 busy for the hour, A100 free: a pod that prefers H100 waits under ``first``;
-    ``then`` comes in force ``at_min`` after it arrived; no release comes."""
-    sim = cluster(fallback=first)
+    ``then`` comes in force ``at_min`` after it arrived; no release comes. ``policy``: more of both
+    policies' spec (``queueing``, say)."""
+    sim = cluster(fallback=first, **policy)
     for node in H100_NODES:
         hold(sim, node, ALL_DEVICES)
     submitted = sim.now
     submit(sim, "job")
     sim.schedule_pass()
     doc = policy_document(sim.world.policy)
-    doc["spec"].update(version="2", fallback=then)
+    doc["spec"].update(version="2", fallback=then, **policy)
     sim.schedule(submitted + round(at_min * MINUTE), "policy", doc)
     sim.run_until(submitted + round(run_min * MINUTE))
     return sim, submitted, doc
@@ -51,7 +52,7 @@ WAIT_5 = {"mode": "wait-for-preferred", "wait": "5m"}
                  id="immediate-fallback-at-once"),
 ])
 def test_a_wait_for_the_preferred_model_ends_when_the_policy_in_force_says(then, expected):
-    sim, _, _ = _waiting_for_h100(WAIT_5, then, 1, 12)
+    sim, _, _ = waiting_for_h100(WAIT_5, then, 1, 12)
     assert [(r.time[11:19], r.outcome, r.allocated_model, r.policy_version) for r in sim.records] == expected
 
 
@@ -64,7 +65,7 @@ def test_a_wait_for_the_preferred_model_ends_when_the_policy_in_force_says(then,
 def test_a_window_after_a_policy_change_restores_the_moved_deadline(then, since_min, fell_back):
     """A window of the recorded policy starting after the change (and, for the longer wait, after
     the end the first policy had armed) falls back when the run did."""
-    sim, submitted, doc = _waiting_for_h100(WAIT_5, then, 1, 12)
+    sim, submitted, doc = waiting_for_h100(WAIT_5, then, 1, 12)
     since = submitted + since_min * MINUTE
     start = World(sim.world.cluster)
     for e in sim.events:

@@ -445,55 +445,44 @@ def test_a_tenant_at_its_fair_share_makes_no_reservation():
         ("reservation_unavailable", {"cause": "at_fair_share", "reservations": 0, "limit": 1})]
 
 
-def test_a_held_head_reserves_at_the_first_wake_at_which_its_tenant_may():
-    """With strict queueing and fallback, alpha's 4-H100 head is past ``reserveAfter`` while alpha
-    holds more than its share (every A100 and L40S): no reservation, and releases of alpha's
-    L40S and then of an A100 node help no placement. The first still leaves alpha above its
-    share and writes nothing; at the second alpha is below it, and the head reserves."""
-    from audit.scheduler.queue import tenant_share
-
-    sim = cluster(queueing={"mode": "strict", "reserveAfter": "5m"}, fallback={"mode": "strict"},
+def _alpha_above_its_share(**queueing: object):  # noqa: ANN202
+    """alpha holds every A100 and L40S (its usage history set to catch up at once), far above its
+    share; the H100 nodes keep 3 GPUs free each; fallback is strict, so a 4-GPU pod fits nowhere."""
+    sim = cluster(queueing={"reserveAfter": "5m", **queueing}, fallback={"mode": "strict"},
                   fairness={"mode": "drf", "usageHalfLife": "1ms"})
     for node in NODES[:2]:
         hold(sim, node, [0, 1, 2, 3, 4])
     for node in NODES[2:]:
         hold(sim, node, list(range(8)), name=f"alpha-{node}", namespace="alpha")
-    alpha, beta = submit(sim, "big", "alpha", size=4), submit(sim, "big", "beta", size=4)
-    sim.schedule_pass()
-    sim.run_until(sim.now + 5 * MINUTE + 1)
-    assert sim.world.reserved_node == {beta: "h100-000"}
+    return sim
+
+
+def _release_alphas(sim, claims: tuple[str, ...]):  # noqa: ANN001, ANN202
+    """Every 10 s one of alpha's claims goes, each with its wake and pass; alpha's share after each."""
+    from audit.scheduler.queue import tenant_share
+
     shares = []
-    for claim in ("alpha-l40s-000", "alpha-a100-001"):
+    for claim in claims:
         sim.now += 10_000
         sim.emit("ResourceClaim", "alpha", claim, None, "delete")
         sim.wake()
         sim.schedule_pass()
         shares.append(round(tenant_share(sim.world, sim.world.policy, "alpha", sim.now), 4))
-    assert shares == [1.0337, 0.6598]
-    assert [(r.attempt, r.time, [c for c, _ in _codes(r)]) for r in sim.records if f"{r.namespace}/{r.pod}" == alpha] == [
-        (1, "2026-11-02T00:00:00.000Z", []), (2, "2026-11-02T00:05:20.000Z", ["reservation_made"])]
-    assert sim.world.reserved_node == {beta: "h100-000", alpha: "h100-001"}
+    return shares
 
 
-def test_a_parked_pod_reserves_at_the_first_wake_at_which_its_tenant_may():
-    """The best-effort twin of the strict test above: alpha's parked 4-H100 pod met its
-    ``reserveAfter`` while alpha held more than its share, so its reserve action tried nothing;
-    the release that brings alpha below its share tries it, and it reserves."""
-    sim = cluster(queueing={"reserveAfter": "5m"}, fallback={"mode": "strict"},
-                  fairness={"mode": "drf", "usageHalfLife": "1ms"})
-    for node in NODES[:2]:
-        hold(sim, node, [0, 1, 2, 3, 4])
-    for node in NODES[2:]:
-        hold(sim, node, list(range(8)), name=f"alpha-{node}", namespace="alpha")
+@pytest.mark.parametrize("mode", ["strict", "best-effort"])
+def test_a_pod_reserves_at_the_first_wake_at_which_its_tenant_may(mode):
+    """alpha's 4-H100 pod (a strict head, or parked) is past ``reserveAfter`` while alpha holds
+    more than its share (every A100 and L40S): its reserve action tries nothing, and releases of
+    alpha's L40S and then of an A100 node help no placement. The first still leaves alpha above
+    its share and writes nothing; at the second alpha is below it, and the pod reserves."""
+    sim = _alpha_above_its_share(mode=mode)
     alpha, beta = submit(sim, "big", "alpha", size=4), submit(sim, "big", "beta", size=4)
     sim.schedule_pass()
     sim.run_until(sim.now + 5 * MINUTE + 1)
     assert sim.world.reserved_node == {beta: "h100-000"}
-    for claim in ("alpha-l40s-000", "alpha-a100-001"):
-        sim.now += 10_000
-        sim.emit("ResourceClaim", "alpha", claim, None, "delete")
-        sim.wake()
-        sim.schedule_pass()
+    assert _release_alphas(sim, ("alpha-l40s-000", "alpha-a100-001")) == [1.0337, 0.6598]
     assert [(r.attempt, r.time, [c for c, _ in _codes(r)]) for r in sim.records if f"{r.namespace}/{r.pod}" == alpha] == [
         (1, "2026-11-02T00:00:00.000Z", []), (2, "2026-11-02T00:05:20.000Z", ["reservation_made"])]
     assert sim.world.reserved_node == {beta: "h100-000", alpha: "h100-001"}
@@ -506,22 +495,13 @@ def test_a_window_does_not_ask_again_a_reservation_a_decision_answered_before_it
     from audit.replay.whatif import whatif
     from audit.timestamps import parse_time_ms
 
-    sim = cluster(queueing={"reserveAfter": "5m", "maxReservationsPerTenant": 2}, fallback={"mode": "strict"},
-                  fairness={"mode": "drf", "usageHalfLife": "1ms"})
-    for node in NODES[:2]:
-        hold(sim, node, [0, 1, 2, 3, 4])
-    for node in NODES[2:]:
-        hold(sim, node, list(range(8)), name=f"alpha-{node}", namespace="alpha")
+    sim = _alpha_above_its_share(maxReservationsPerTenant=2)
     t0 = sim.now
     for name, namespace in (("big", "alpha"), ("big", "beta"), ("big2", "alpha")):
         submit(sim, name, namespace, size=4)
     sim.schedule_pass()
     sim.run_until(sim.now + 5 * MINUTE + 1)
-    for claim in ("alpha-l40s-000", "alpha-a100-001", "alpha-a100-000"):
-        sim.now += 10_000
-        sim.emit("ResourceClaim", "alpha", claim, None, "delete")
-        sim.wake()
-        sim.schedule_pass()
+    _release_alphas(sim, ("alpha-l40s-000", "alpha-a100-001", "alpha-a100-000"))
     asked = [(r.pod, r.time[14:19], [c.get("cause", c.get("node")) for _, c in _codes(r)])
              for r in sim.records if r.namespace == "alpha"]
     assert asked == [("big", "00:00", []), ("big2", "00:00", []), ("big", "05:20", ["h100-001"]),

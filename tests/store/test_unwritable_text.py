@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,31 +31,36 @@ def _batch() -> tuple[list[DecisionRecord], DecisionRecord]:
     return [first, bad, last], bad
 
 
-def _by_writer(db: Path, records: list[DecisionRecord]) -> None:
+# Each writes ``items`` (records or world events, as ``kind`` says) the way its name says and
+# checks that one of them was kept aside.
+
+
+def _by_writer(db: Path, kind: str, items: list[Any]) -> None:
     with AuditStore.open(f"chdb://{db}") as store:
         writer = store.writer(background=False)
-        writer.write_records(records)
+        getattr(writer, f"write_{kind}")(items)
         assert writer.flush()
         writer.close()
 
 
-def _by_store_sink(db: Path, records: list[DecisionRecord]) -> None:
+def _by_store_sink(db: Path, kind: str, items: list[Any]) -> None:
     sink = StoreSink(f"chdb://{db}", spool_dir=str(db.parent / "spool"))
-    sink.write_records(records)
+    getattr(sink, f"write_{kind}")(items)
     assert sink.flush()
     assert sink.quarantined == 1
     sink.close()
 
 
-def _by_http_sink(db: Path, records: list[DecisionRecord]) -> None:
+def _by_http_sink(db: Path, kind: str, items: list[Any]) -> None:
     port = free_port()
     with AuditStore.open(f"chdb://{db}") as store:
         server = IngestServer(store, port)
         try:
             sink = HttpSink(f"http://127.0.0.1:{port}", token=TOKEN, spool_dir=str(db.parent / "spool"))
-            sink.write_records(records)
+            getattr(sink, f"write_{kind}")(items)
             assert sink.flush(timeout=30)
-            assert (sink.stats()["sent"], sink.quarantined) == (3, 1)  # lines sent, lines the API quarantined
+            sent = "sent" if kind == "records" else "events_sent"
+            assert (sink.stats()[sent], sink.quarantined) == (3, 1)  # lines sent, lines the API quarantined
             sink.close()
         finally:
             server.stop()
@@ -69,12 +75,12 @@ REASON = "field message: not valid UTF-8 text (lone surrogate U+D800 at characte
     (_by_http_sink, "DecisionRecord: " + REASON.removeprefix("field ")),  # as the API quarantines lines
 ], ids=["writer", "store sink", "http sink"])
 def test_a_record_with_a_lone_surrogate_is_quarantined_and_the_rest_of_its_batch_stored(
-    tmp_path: Path, _empty_store_dir: Path, write: Callable[[Path, list[DecisionRecord]], None], reason: str,
+    tmp_path: Path, _empty_store_dir: Path, write: Callable[[Path, str, list[Any]], None], reason: str,
 ) -> None:
     db = tmp_path / "db"
     shutil.copytree(_empty_store_dir, db, symlinks=True)
     records, bad = _batch()
-    write(db, records)
+    write(db, "records", records)
     with AuditStore.open(f"chdb://{db}") as store:
         stored = store.client.query("SELECT decision_id FROM decisions FINAL ORDER BY decision_id").result_rows
         quarantined = store.quarantined(10)
@@ -106,49 +112,19 @@ def _events() -> tuple[list[WorldEvent], WorldEvent]:
     return [first, bad, last], bad
 
 
-def _events_by_writer(db: Path, events: list[WorldEvent]) -> None:
-    with AuditStore.open(f"chdb://{db}") as store:
-        writer = store.writer(background=False)
-        writer.write_events(events)
-        assert writer.flush()
-        writer.close()
-
-
-def _events_by_store_sink(db: Path, events: list[WorldEvent]) -> None:
-    sink = StoreSink(f"chdb://{db}", spool_dir=str(db.parent / "spool"))
-    sink.write_events(events)
-    assert sink.flush()
-    assert sink.quarantined == 1
-    sink.close()
-
-
-def _events_by_http_sink(db: Path, events: list[WorldEvent]) -> None:
-    port = free_port()
-    with AuditStore.open(f"chdb://{db}") as store:
-        server = IngestServer(store, port)
-        try:
-            sink = HttpSink(f"http://127.0.0.1:{port}", token=TOKEN, spool_dir=str(db.parent / "spool"))
-            sink.write_events(events)
-            assert sink.flush(timeout=30)
-            assert (sink.stats()["events_sent"], sink.quarantined) == (3, 1)
-            sink.close()
-        finally:
-            server.stop()
-
-
 EVENT_REASON = ("event c1/6 (ResourceSlice node-1-gpus): field payload.spec.driver: not valid UTF-8 text "
                 "(lone surrogate U+D800 at character 3)")
 
 
-@pytest.mark.parametrize("write", [_events_by_writer, _events_by_store_sink, _events_by_http_sink],
+@pytest.mark.parametrize("write", [_by_writer, _by_store_sink, _by_http_sink],
                          ids=["writer", "store sink", "http sink"])
 def test_an_event_with_a_lone_surrogate_is_quarantined_and_the_rest_of_its_batch_stored(
-    tmp_path: Path, _empty_store_dir: Path, write: Callable[[Path, list[WorldEvent]], None],
+    tmp_path: Path, _empty_store_dir: Path, write: Callable[[Path, str, list[Any]], None],
 ) -> None:
     db = tmp_path / "db"
     shutil.copytree(_empty_store_dir, db, symlinks=True)
     events, bad = _events()
-    write(db, events)
+    write(db, "events", events)
     with AuditStore.open(f"chdb://{db}") as store:
         stored = store.client.query("SELECT seq FROM events ORDER BY seq").result_rows
         quarantined = store.quarantined(10)
