@@ -184,7 +184,8 @@ def queue_state(prior: list[DecisionRecord], since_ms: int, policy: Policy,
         for at in follow_up(r, own, parse_time_ms(r.time)).wakes_at_ms:
             if at >= since_ms:
                 state.wakes.append((at, key, r.attempt))
-    state.reserve_settled = {key for key, r in last_of_pod.items() if reservations.settled(r)}
+    state.reserve_settled = {key for key, r in last_of_pod.items()
+                             if reservations.settled(r, policies.get(r.policy_digest, policy) if policies else policy)}
     for key, r in last_of_pod.items():
         if r.retry_class in BIND_RETRY and r.backoff_ms > 0 and parse_time_ms(r.time) + r.backoff_ms >= since_ms:
             state.retries[key] = parse_time_ms(r.time) + r.backoff_ms

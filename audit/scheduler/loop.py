@@ -648,7 +648,7 @@ class ClusterLoop:
                 st.bind_failures += 1
         self.record(d.record)
         rec = d.record
-        st.reserve_settled = reservations.settled(rec)
+        st.reserve_settled = reservations.settled(rec, self.world.policy)
         if d.reservation is not None and key in self.pods:
             ns, name = key.split("/", 1)
             self.emit("Reservation", ns, name, d.reservation)

@@ -178,16 +178,16 @@ def plan(world: World, policy: Policy, pod_key: str, pod: dict[str, Any], tenant
 TENANT_CAUSES = frozenset({"tenant_limit", "at_fair_share"})
 
 
-def settled(record: DecisionRecord) -> bool:
-    """Whether the decision answered the pod's reservation for now: one made or held for it, or
-    none to be had on any node. A decision without reservation evidence, or one that found its
-    tenant may not reserve yet (``TENANT_CAUSES``), leaves it to be asked when its tenant may."""
-    for b in record.blockers:
-        if b.code in (Blocker.RESERVATION_MADE.value, Blocker.RESERVATION_WAITING.value):
-            return True
-        if b.code == Blocker.RESERVATION_UNAVAILABLE.value and b.detail.get("cause") not in TENANT_CAUSES:
-            return True
-    return False
+def settled(record: DecisionRecord, policy: Policy) -> bool:
+    """Whether the decision (made under ``policy``) answered the pod's reservation for now: it was
+    made once the pod was eligible, so it made or kept one, found none to be had, or did not need
+    one (the pod was placed, or held back by something a reservation does not help, its quota
+    say) — unless it found that its tenant may not reserve yet (``TENANT_CAUSES``), which lifts
+    as the tenant's pods end or its share decays."""
+    if not eligible(policy, record.wait_ms):
+        return False
+    return not any(b.code == Blocker.RESERVATION_UNAVAILABLE.value and b.detail.get("cause") in TENANT_CAUSES
+                   for b in record.blockers)
 
 
 def _unavailable(tier: int, cause: str, holds: int, limit: int) -> TierBlocker:

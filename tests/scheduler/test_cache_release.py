@@ -22,7 +22,7 @@ def _run(variant: str) -> SimulationResult:
     return busy_small()
 
 
-@pytest.mark.parametrize(("variant", "finished"), [("default policy", 1161), ("adaptive fallback", 989)])
+@pytest.mark.parametrize(("variant", "finished"), [("default policy", 1161), ("adaptive fallback", 1004)])
 def test_caches_hold_only_claims_and_pods_still_in_the_world(variant: str, finished: int) -> None:
     res = _run(variant)
     world = res.world
