@@ -518,3 +518,24 @@ def test_a_window_does_not_ask_again_a_reservation_a_decision_answered_before_it
     policy = [e for e in sim.events if e.object_kind == "Policy"][-1].payload
     w = whatif(start, sim.events, sim.records, policy, since, t0 + 7 * MINUTE)
     assert to_jsonl(w.counterfactual.records) == to_jsonl(w.recorded.records)
+
+
+def test_a_pod_held_back_by_its_quota_once_eligible_is_not_asked_again_at_every_wake():
+    """alpha's H100 quota (1) is full with its own pod and fallback is strict: its 1-GPU pod, past
+    ``reserveAfter``, is deferred on quota, which no reservation helps. Releases elsewhere wake
+    the queues three times; none decides it again."""
+    alpha = {"name": "alpha", "namespaces": ["alpha"], "weight": 1,
+             "quotas": {"H100": {"nominal": 1, "borrowingLimit": 0}}}
+    sim = cluster(queueing={"reserveAfter": "1m"}, fallback={"mode": "strict"}, tenants=[alpha])
+    hold(sim, "h100-000", [0], name="own", namespace="alpha")
+    for node in NODES[2:]:
+        hold(sim, node, [0])
+    submit(sim, "job")
+    sim.schedule_pass()
+    sim.run_until(sim.now + 2 * MINUTE)
+    for node in NODES[2:]:
+        sim.now += 10_000
+        sim.emit("ResourceClaim", "ops", f"held-{node}-0", None, "delete")
+        sim.wake()
+        sim.schedule_pass()
+    assert [(r.pod, r.attempt, r.retry_class) for r in sim.records] == [("job", 1, "quota"), ("job", 2, "quota")]
