@@ -279,7 +279,7 @@ class ClusterLoop:
         its hold for the preferred model (``engine.hold_deadline_ms``) becomes a ``due`` wake, and
         the time it may reserve a ``reserve`` action (``arm``); both are marked with the policy, so
         those the pod's earlier decisions and policies armed do nothing now. A window's replay
-        restores the wakes of the last activation before it (``audit.replay.history.queue_state``)."""
+        restores the wakes of the last activation before it (``audit.replay.history.activation_dues``)."""
         policy = self.world.policy
         for key, created in sorted(self.world.pending.items()):
             st = self.pods.get(key)
@@ -520,11 +520,12 @@ class ClusterLoop:
 
     def _reserve_when_tenant_may(self) -> None:
         """Best-effort queueing: each tenant's oldest pod past ``reserveAfter`` whose reservation
-        no decision has answered yet (its ``reserve`` action, or a decision, found that its tenant
-        may not reserve then: ``reservations.TENANT_CAUSES``) is tried for one (``try_to_reserve``,
-        which asks the tenant first). What lifts such a cause — the tenant's pods ending, its share
-        decaying — comes with a wake or with time, and a parked pod would otherwise wait for a
-        change that lets it fit. (A strict head is asked the same by ``_may_reserve``.)"""
+        no decision has answered (``reservations.settled``: none since it became eligible — its
+        ``reserve`` action found its tenant may not reserve and decided nothing — or one that found
+        so) is tried for one (``try_to_reserve``, which asks the tenant first). What lifts such a
+        cause — the tenant's pods ending, its share decaying — comes with a wake or with time, and
+        a parked pod would otherwise wait for a change that lets it fit. (A strict head is asked
+        the same by ``_may_reserve``.)"""
         policy = self.world.policy
         after = policy.reserve_after_ms
         if after is None or policy.queueing_mode == "strict":
