@@ -55,7 +55,7 @@ def _rows(pacer: MemoryPacer, label: str, basis: str | None) -> list[dict[str, A
     evicted: dict[str, int] = {}
     for v in victims:
         evicted[str(v["tenant"])] = evicted.get(str(v["tenant"]), 0) + 1
-    name = f"reclaim, cluster-day {HOURS:g} h seed {SEED}, DRF/immediate, {label}"
+    name = f"reclaim, cluster-day {HOURS:g} h seed {SEED}, DRF, default policies, {label}"
     per_tenant = ", ".join(f"{t} {v:,.0f}s" for t, v in p99.items())
     return [
         {"issue": "#16", "name": f"{name}: Jain under contention",

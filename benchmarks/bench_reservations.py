@@ -1,7 +1,8 @@
 """Reservations against starvation of large pods, over a simulated day.
 
 The default scenario (``ingest/simulate/scenarios/cluster-day.yaml``: weighted DRF, immediate
-fallback, best-effort queueing) runs for 24 simulated hours without reservations and with
+fallback until its noon policy change brings a 5-minute wait for the preferred model, best-effort
+queueing) runs for 24 simulated hours without reservations and with
 ``spec.queueing.reserveAfter: 10m`` (one reservation per tenant at a time, the default, and four),
 in this process, so the variants are compared within one run. Per variant, from ``audit.metrics`` (pod lifecycle folded
 from the event log; waits are first bind − creation, nearest-rank percentiles): the p99 wait of
@@ -95,7 +96,7 @@ def _rows(pacer: MemoryPacer, label: str, reserve_after: str, per_tenant: int | 
     p99 = tenant_p99(report)
     made = sum(1 for e in result.events if e.object_kind == "Reservation" and e.type == "upsert")
     kept_off = sum(1 for r in result.records if any(b.code == "reservation_held" for b in r.blockers))
-    name = f"reservations, cluster-day {HOURS:g} h seed {SEED}, DRF/immediate, {label}"
+    name = f"reservations, cluster-day {HOURS:g} h seed {SEED}, DRF, default policies, {label}"
     rows = [p99_row(f"{name}: {TENANT} {what} pods p99 wait", stats)
             for what, stats in (("2/4/8-GPU", multi), ("8-GPU", eight)) if stats is not None]
     waits = ", ".join(f"{t} {v:,.0f}s" for t, v in p99.items())

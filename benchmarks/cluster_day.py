@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from audit.policy import Policy, parse_policy
+from audit.scheduler.adaptive import duration_text
 from ingest.simulate.scenario import Scenario, load_scenario_text
 
 SCENARIO = Path(__file__).resolve().parents[1] / "ingest" / "simulate" / "scenarios" / "cluster-day.yaml"
@@ -28,3 +30,31 @@ def cluster_day(edit: Callable[[dict[str, Any]], None] | None = None) -> Scenari
     for doc in [sc.policy, *(d for _, d in sc.policy_changes)]:
         edit(doc["spec"])
     return sc
+
+
+def _fallback_text(policy: Policy) -> str:
+    mode = policy.fallback_mode
+    if mode == "wait-for-preferred":
+        return f"wait-for-preferred fallback (wait {duration_text(policy.fallback_wait_ms)})"
+    if mode == "adaptive":
+        return f"adaptive fallback (maxWait {duration_text(policy.fallback_max_wait_ms)})"
+    return f"{mode} fallback"
+
+
+def fallback_label(scenario: Scenario, hours: float) -> str:
+    """The fallback the scenario's policies use over its first ``hours``, in words, read from the
+    policies themselves so that a row's name cannot claim a mode that a policy change at noon
+    replaced: ``immediate fallback``, or ``immediate fallback, then wait-for-preferred fallback
+    (wait 5m) from 12h00m`` when a change within the day brings another mode."""
+    if scenario.policy is None:
+        raise ValueError(f"{SCENARIO.name}: no policy to describe")
+    text = _fallback_text(parse_policy(scenario.policy))
+    label, last = text, text
+    for at, doc in scenario.policy_changes:
+        if at >= hours * 3_600_000:
+            continue
+        text = _fallback_text(parse_policy(doc))
+        if text != last:
+            label += f", then {text} from {duration_text(at)}"
+            last = text
+    return label

@@ -45,8 +45,9 @@ metric, and none changes a figure):
   waited ≤ X; every other such pod waited longer. Nodes, quotas, health and the tenant's own other
   pods are ignored, which can only lower the bound.
 
-Run ``python -m benchmarks.fairness_diagnosis [seed] [immediate|adaptive] [hours]`` to print them for
-the default scenario.
+Run ``python -m benchmarks.fairness_diagnosis [seed] [default|immediate|adaptive] [hours]`` to print
+them for the default scenario: with its own policies, with immediate fallback all day, or with
+adaptive fallback.
 """
 
 from __future__ import annotations
@@ -385,13 +386,16 @@ def p99_floor(life: Lifecycle, window: Window, tenant: str, devices: int, track:
 
 
 def main(argv: list[str]) -> None:
-    from benchmarks.bench_fairness import ADAPTIVE, day_scenario, dra_devices
+    from benchmarks.bench_fairness import ADAPTIVE, IMMEDIATE, day_scenario, dra_devices
     from ingest.simulate.loop import simulate
 
+    fallbacks = {"default": None, "immediate": IMMEDIATE, "adaptive": ADAPTIVE}
     seed = int(argv[0]) if argv else 1
-    adaptive = len(argv) > 1 and argv[1] == "adaptive"
+    mode = argv[1] if len(argv) > 1 else "default"
+    if mode not in fallbacks:
+        raise SystemExit(f"fallback {mode!r}: one of {', '.join(fallbacks)}")
     hours_ = float(argv[2]) if len(argv) > 2 else 24.0
-    scenario = day_scenario("", ADAPTIVE if adaptive else None)
+    scenario = day_scenario("", fallbacks[mode])
     result = simulate(scenario, seed=seed, hours=hours_)
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)

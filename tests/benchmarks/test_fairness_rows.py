@@ -13,8 +13,8 @@ from benchmarks import bench_fairness as bf
 def test_the_engine_rows_carry_the_targets_and_the_baseline_rows_none(monkeypatch):
     monkeypatch.setattr(bf, "HOURS", 2.0)  # a short day: the rows, not the figures, are under test
     day = bf._day("", None, SimpleNamespace(speed=lambda: 1.0), bf.FIFO_BACKFILL)
-    engine = bf._rows("immediate fallback", day)
-    baseline = bf._rows("immediate fallback", day, bf.BASELINE)
+    engine = bf._rows("best-effort queueing", day)
+    baseline = bf._rows("best-effort queueing", day, bf.BASELINE)
     assert [r["target"] for r in engine] == [">= 0.95", "<= 3", "<= 5", "", ""]
     assert [r["target"] for r in baseline] == ["", "", "", "", ""]
     assert [r["name"].split(": ")[-1] for r in baseline] == [
@@ -22,8 +22,9 @@ def test_the_engine_rows_carry_the_targets_and_the_baseline_rows_none(monkeypatc
         "fallback regret", "decisions/s"]
     starving = ", ".join(f"{t['tenant']} {t['starving_pods']}" for t in day["fairness"]["tenants"] if t["pods_started"])
     assert baseline[1]["note"].endswith(f"; pods past the starvation timeout: {starving}")
+    # a 2-hour day ends before the noon change: one fallback all day
     assert baseline[0]["name"].startswith(
-        f"{bf.DAY_NAME}, FIFO with backfill (fairness off), immediate fallback: ")
+        f"{bf.DAY_NAME}, FIFO with backfill (fairness off), immediate fallback, best-effort queueing: ")
 
 
 def _day_of(p99: dict[str, float | None]) -> dict[str, object]:

@@ -24,7 +24,7 @@ NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adapt
              ("Jain", 0.9583, "seed 1 0.9600, seed 2 0.9583"),
              ("worst/best", 20.9, "seed 1 9.7, seed 2 20.9"),
              ("regret", 11.9, "seed 1 11.9, seed 2 9.4"),
-             ("adaptive / default", 2.27, "seed 1 1.14 (team-a), seed 2 2.27 (research)"),
+             ("adaptive / immediate", 2.27, "seed 1 1.14 (team-a), seed 2 2.27 (research)"),
              ("less FIFO with backfill", 0.0379, "seed 1 0.0379 (0.9497 vs 0.9118), seed 2 0.0515 (0.9530 vs 0.9015)"),
              ("/ FIFO with backfill", 1.78, "seed 1 1.78 (team-b), seed 2 1.74 (team-b)")],
             id="each-target-takes-its-worst-seed-lowest-jain-to-four-decimals-highest-of-the-rest"),
@@ -34,14 +34,14 @@ NO_CONTENTION = SeedFigures(3, jain=None, worst_best=2.0, regret_pct=None, adapt
              ("Jain", 0.96, "seed 1 0.9600, seed 3 -"),
              ("worst/best", 9.7, "seed 1 9.7, seed 3 2.0"),
              ("regret", 11.9, "seed 1 11.9, seed 3 -"),
-             ("adaptive / default", 1.14, "seed 1 1.14 (team-a), seed 3 1.00 (team-b)"),
+             ("adaptive / immediate", 1.14, "seed 1 1.14 (team-a), seed 3 1.00 (team-b)"),
              ("less FIFO with backfill", 0.0379, "seed 1 0.0379 (0.9497 vs 0.9118), seed 3 -"),
              ("/ FIFO with backfill", 1.78, "seed 1 1.78 (team-b), seed 3 0.50 (research)")],
             id="a-seed-without-a-value-is-named-and-left-out"),
         pytest.param(
             [NO_CONTENTION], "seed 3",
             [("Jain", None, "seed 3 -"), ("Jain", None, "seed 3 -"), ("worst/best", 2.0, "seed 3 2.0"), ("regret", None, "seed 3 -"),
-             ("adaptive / default", 1.0, "seed 3 1.00 (team-b)"), ("less FIFO with backfill", None, "seed 3 -"),
+             ("adaptive / immediate", 1.0, "seed 3 1.00 (team-b)"), ("less FIFO with backfill", None, "seed 3 -"),
              ("/ FIFO with backfill", 0.5, "seed 3 0.50 (research)")],
             id="no-seed-with-a-value-gives-none"),
     ],
@@ -58,24 +58,24 @@ def test_the_fair_share_reclaim_rows_name_their_policies():
     got = rows([SEED_1], WITH_FAIR_SHARE_RECLAIM)
     head = f"fairness across seed 1, cluster-day {HOURS:g} h, DRF, reclaim of fair shares (minRuntime 10m): "
     assert [r["name"] for r in got] == [
-        head + "Jain under contention, immediate fallback, lowest",
+        head + "Jain under contention, default policies, lowest",
         head + "Jain under contention, adaptive fallback (maxWait 10m), lowest",
-        head + "worst/best tenant p99 wait, immediate fallback, highest",
+        head + "worst/best tenant p99 wait, default policies, highest",
         head + "fallback regret, adaptive fallback (maxWait 10m), highest",
         head + "worst tenant p99 wait, adaptive / immediate fallback, highest"]
     assert [r["value"] for r in got] == [0.9497, 0.96, 9.7, 11.9, 1.14]
 
 
-def test_the_default_rows_keep_their_names():
+def test_the_default_rows_name_the_default_policies_and_hold_adaptive_against_immediate_fallback():
     head = f"fairness across seed 1, cluster-day {HOURS:g} h, DRF: "
     assert [r["name"] for r in rows([SEED_1])] == [
-        head + "Jain under contention, default policy, lowest",
+        head + "Jain under contention, default policies, lowest",
         head + "Jain under contention, adaptive fallback (maxWait 10m), lowest",
-        head + "worst/best tenant p99 wait, default policy, highest",
+        head + "worst/best tenant p99 wait, default policies, highest",
         head + "fallback regret, adaptive fallback (maxWait 10m), highest",
-        head + "worst tenant p99 wait, adaptive / default policy, highest",
-        head + "Jain under contention, default policy less FIFO with backfill (fairness off), lowest",
-        head + "worst tenant p99 wait, default policy / FIFO with backfill (fairness off), highest"]
+        head + "worst tenant p99 wait, adaptive / immediate fallback, highest",
+        head + "Jain under contention, default policies less FIFO with backfill (fairness off), lowest",
+        head + "worst tenant p99 wait, default policies / FIFO with backfill (fairness off), highest"]
 
 
 @pytest.mark.parametrize(
