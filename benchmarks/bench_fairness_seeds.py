@@ -108,8 +108,10 @@ DEFAULT = Variant(against_baseline=True)
 WITH_FAIR_SHARE_RECLAIM = Variant("DRF, reclaim of fair shares (minRuntime 10m)", preemption=FAIR_SHARE_RECLAIM)
 
 
-def _day(seed: int, fallback: dict[str, Any] | None, preemption: dict[str, Any] | None,
-         fairness: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def day_reports(seed: int, fallback: dict[str, Any] | None, preemption: dict[str, Any] | None = None,
+                fairness: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``fairness_report`` and ``fallback_report`` of the default scenario's day on ``seed``, with
+    the variant's fallback, preemption and fairness settings (``bench_fairness.day_scenario``)."""
     result = simulate(day_scenario("", fallback, fairness, preemption), seed=seed, hours=HOURS)
     window = Window(result.start_ms, result.end_ms)
     life = fold_lifecycle(result.events, result.world.cluster)
@@ -117,9 +119,9 @@ def _day(seed: int, fallback: dict[str, Any] | None, preemption: dict[str, Any] 
 
 
 def seed_figures(seed: int, variant: Variant = DEFAULT) -> SeedFigures:
-    fair, _ = _day(seed, None, variant.preemption)
-    adaptive_fair, adaptive_fb = _day(seed, ADAPTIVE, variant.preemption)
-    immediate, _ = _day(seed, IMMEDIATE, variant.preemption)
+    fair, _ = day_reports(seed, None, variant.preemption)
+    adaptive_fair, adaptive_fb = day_reports(seed, ADAPTIVE, variant.preemption)
+    immediate, _ = day_reports(seed, IMMEDIATE, variant.preemption)
     p99 = tenant_p99(fair)
     worst, ratio = worst_ratio(p99_ratios(tenant_p99(adaptive_fair), tenant_p99(immediate)))
     regret = adaptive_fb["regret_rate"]
@@ -127,7 +129,7 @@ def seed_figures(seed: int, variant: Variant = DEFAULT) -> SeedFigures:
                           None if regret is None else 100 * regret, ratio, worst, adaptive_fair["jain_contention"])
     if not variant.against_baseline:
         return figures
-    baseline, _ = _day(seed, None, variant.preemption, FIFO_BACKFILL)
+    baseline, _ = day_reports(seed, None, variant.preemption, FIFO_BACKFILL)
     base_worst, base_ratio = worst_ratio(p99_ratios(p99, tenant_p99(baseline)))
     return replace(figures, baseline_jain=baseline["jain_contention"], baseline_ratio=base_ratio,
                    baseline_worst=base_worst)
