@@ -465,10 +465,57 @@ def _tables(groups: Sequence[_Group], curve: _Curve, offsets: npt.NDArray[np.int
     return out
 
 
+def _chunk(groups: Sequence[_Group], curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[list[float], list[float]]:
+    """Per offset, P(no group ready yet) (the groups' factors multiplied in group order, as
+    1.0 * f0 * f1 * ... would be) and the soonest offset where some group's factor changes."""
+    nodes = [g for g in groups if type(g) is _NodeGroup]
+    if len(nodes) >= _SIDE_BY_SIDE and len(nodes) == len(groups):
+        return _node_chunk(nodes, curve, offsets)
+    tables = _tables(groups, curve, offsets)
+    return (np.multiply.reduce([f for f, _ in tables], axis=0).tolist(),
+            np.minimum.reduce([u for _, u in tables], axis=0).tolist())
+
+
+def _node_chunk(groups: Sequence[_NodeGroup], curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[
+        list[float], list[float]]:
+    """``_chunk`` over nodes, without a table per node: bit for bit what ``_tables`` gives. A
+    node's P(not ready), fewer than ``need`` released, is its rows ``0 .. need - 1`` summed in
+    ascending order (``_below``), which is the running sum of the rows at ``need - 1``, taken for
+    every node at once from the distributions run side by side; the soonest change over the
+    groups is the soonest over all their holdings (a minimum, in any grouping)."""
+    width = len(offsets)
+    holdings = [h for g in groups for h in g.holdings]
+    p_all, change_all = curve.held_rows(holdings, offsets)
+    caps = [g.need for g in groups]
+    devices: list[list[int]] = []
+    rows: list[npt.NDArray[np.float64]] = []
+    start = 0
+    for g in groups:
+        end = start + len(g.holdings)
+        devices.append([h.devices for h in g.holdings])
+        rows.append(p_all[start:end])
+        start = end
+    if min(caps) <= 0:  # (a node already ready: not asked, ``_estimate`` answers free_now first)
+        tables = _tables(groups, curve, offsets)
+        return (np.multiply.reduce([f for f, _ in tables], axis=0).tolist(),
+                np.minimum.reduce([u for _, u in tables], axis=0).tolist())
+    below = np.cumsum(_released_stack(caps, devices, rows, width), axis=1)
+    not_ready = below[np.arange(len(groups)), np.asarray(caps) - 1]
+    return (np.multiply.reduce(not_ready, axis=0).tolist(),
+            (change_all.min(axis=0) if len(change_all) else np.full(width, np.inf)).tolist())
+
+
 # Grid points whose factors are computed together, a chunk more only when the integral goes on. A
 # chunk costs per numpy call far more than per point: 96 points reach 83 minutes, past which few
-# estimates go, where four in ten quota estimates of a contended day went past the first 48.
+# estimates go, where four in ten quota estimates of a contended day went past the first 48. Over
+# many groups the first chunk is short: with hundreds of nodes each holding running allocations,
+# P(no node ready) falls below the negligible within a grid step or two (every estimate of the
+# first 20 minutes of a 1,000-node day ended by 30 s), and 96 points for each node would cost
+# twenty times what the answer reads; over a few groups (a quota, a small cluster's nodes) the
+# calls cost more than the points, and one chunk of 96 is cheaper. Every point's factors are
+# computed element by element, so the chunks' widths change no bit of any answer.
 _CHUNK = 96
+_MANY_GROUPS, _FIRST_CHUNK = 32, 4
 
 
 def _expected(groups: Sequence[_Group], curve: _Curve, cap_ms: int, history: int, running: int) -> ReleaseEstimate:
@@ -482,6 +529,7 @@ def _expected(groups: Sequence[_Group], curve: _Curve, cap_ms: int, history: int
     factors: list[float] = []  # per grid point of the chunk: P(no group ready yet)
     changes: list[float] = []  # and the soonest offset where some group's factor changes
     lo = hi = 0
+    first = _FIRST_CHUNK if len(groups) >= _MANY_GROUPS else _CHUNK
     total = 0.0
     k = 0
     while k < len(GRID) - 1:
@@ -489,12 +537,9 @@ def _expected(groups: Sequence[_Group], curve: _Curve, cap_ms: int, history: int
         if t >= horizon:
             return ReleaseEstimate("estimate", round(total), history, running)
         if k >= hi:
-            lo, hi = k, min(len(GRID), k + _CHUNK)
+            lo, hi = k, min(len(GRID), k + (_CHUNK if hi else first))
             offsets = np.asarray(GRID[lo:hi], dtype=np.int64)
-            tables = _tables(groups, curve, offsets)
-            # the groups' factors multiplied in group order, as 1.0 * f0 * f1 * ... would be
-            factors = np.multiply.reduce([f for f, _ in tables], axis=0).tolist()
-            changes = np.minimum.reduce([u for _, u in tables], axis=0).tolist()
+            factors, changes = _chunk(groups, curve, offsets)
         p = factors[k - lo]
         change = min(float(horizon), changes[k - lo])
         if p * (horizon - t) < NEGLIGIBLE_MS:  # all that is left of the integral, at most
@@ -538,7 +583,20 @@ _SIDE_BY_SIDE = 3
 
 def _released_many(caps: list[int], devices: list[list[int]], p_held: list[npt.NDArray[np.float64]],
                    width: int) -> list[npt.NDArray[np.float64]]:
-    """``_released`` of each distribution, bit for bit, several run side by side.
+    """``_released`` of each distribution, bit for bit, several run side by side
+    (``_released_stack``)."""
+    n = len(caps)
+    if n < _SIDE_BY_SIDE or max(caps, default=0) == 0:
+        return [_released(c, d, p) for c, d, p in zip(caps, devices, p_held, strict=True)]
+    dist = _released_stack(caps, devices, p_held, width)
+    return [dist[i, :c] for i, c in enumerate(caps)]
+
+
+def _released_stack(caps: list[int], devices: list[list[int]], p_held: list[npt.NDArray[np.float64]],
+                    width: int) -> npt.NDArray[np.float64]:
+    """``_released`` of each distribution run side by side, as one array (distribution, k, offset)
+    with rows up to the largest cap (and one more, of zeros): row ``k < caps[i]`` of
+    distribution ``i`` is, bit for bit, row ``k`` of ``_released(caps[i], ...)``.
 
     Every element goes through the same operations in the same order as alone. A distribution
     with fewer holdings is padded with holdings certain to be still held (``x * 1.0`` and
@@ -548,8 +606,6 @@ def _released_many(caps: list[int], devices: list[list[int]], p_held: list[npt.N
     """
     n = len(caps)
     top = max(caps, default=0)
-    if n < _SIDE_BY_SIDE or top == 0:
-        return [_released(c, d, p) for c, d, p in zip(caps, devices, p_held, strict=True)]
     steps = max(len(d) for d in devices)
     held = np.ones((n, steps, width))
     # a padding holding adds "k - d before it ended" times 0.0 whatever its d: it takes the d of
@@ -573,7 +629,7 @@ def _released_many(caps: list[int], devices: list[list[int]], p_held: list[npt.N
         elif (d := int(gives[0, s])) < top:
             nxt[:, d:top] += dist[:, :top - d] * gone[:, s, None, :]
         dist = nxt
-    return [dist[i, :c] for i, c in enumerate(caps)]
+    return dist
 
 
 def _below(need: int, dist: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -14,14 +14,19 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from audit.scheduler import release_estimate
 from audit.scheduler.quota import QuotaGap
 from audit.scheduler.release_estimate import (
+    _chunk,
     _Curve,
+    _expected,
     _Holding,
+    _NodeGroup,
     _QuotaGroup,
     _released,
     _released_many,
     _Shared,
+    _tables,
     survival,
 )
 
@@ -167,3 +172,49 @@ def test_quota_groups_sharing_their_holdings_tables_give_each_gap_its_own_table_
         alone = _QuotaGroup(g, mine, theirs).table(curve, offsets)
         sharing = _QuotaGroup(g, mine, theirs, shared).table(curve, offsets)
         assert [a.tobytes() for a in sharing] == [a.tobytes() for a in alone]
+
+
+node = st.tuples(st.integers(1, 4), st.lists(st.tuples(st.integers(0, 50), st.integers(1, 4)), min_size=1, max_size=5))
+
+
+def _nodes(nodes: list[tuple[int, list[tuple[int, int]]]], finished: list[int]) -> tuple[list[_NodeGroup], _Curve]:
+    """Node groups (need, holdings of (age, devices)) on the survival curve of ``finished``."""
+    ages = [a for _, hs in nodes for a, _ in hs]
+    times, surv = survival(finished, ages)
+    return [_NodeGroup(need, [_Holding(f"node-{i}", a, d) for a, d in hs]) for i, (need, hs) in enumerate(nodes)], \
+        _Curve(times, surv)
+
+
+@given(nodes=st.lists(node, min_size=1, max_size=9), finished=st.lists(st.integers(1, 70), min_size=1, max_size=12),
+       offsets=st.lists(st.integers(0, 80), min_size=1, max_size=6))
+def test_the_chunk_over_many_nodes_is_the_product_of_each_nodes_table_bit_for_bit(
+        nodes: list[tuple[int, list[tuple[int, int]]]], finished: list[int], offsets: list[int]) -> None:
+    """Over three or more nodes the chunk skips the table per node (``_node_chunk``): its factors
+    and soonest changes are, bit for bit, the per-node tables multiplied and taken the least of in
+    node order."""
+    groups, curve = _nodes(nodes, finished)
+    at = np.array(sorted(offsets), dtype=np.int64)
+    tables = _tables(groups, curve, at)
+    want = (np.multiply.reduce([f for f, _ in tables], axis=0).tolist(),
+            np.minimum.reduce([u for _, u in tables], axis=0).tolist())
+    assert _chunk(groups, curve, at) == want
+
+
+@given(nodes=st.lists(node, min_size=1, max_size=40), finished=st.lists(st.integers(1, 3_000_000), min_size=1,
+                                                                          max_size=12),
+       cap_ms=st.integers(1, 1_200_000))
+def test_the_estimate_is_the_same_whatever_the_width_of_the_first_chunk(
+        nodes: list[tuple[int, list[tuple[int, int]]]], finished: list[int], cap_ms: int) -> None:
+    """Many nodes start the integral with a short chunk of grid points; every point's factors are
+    computed element by element, so the answer is the one a single chunk of 96 gives."""
+    groups, curve = _nodes([(need, [(a * 60_000, d) for a, d in hs]) for need, hs in nodes], finished)
+    short = _expected(groups, curve, cap_ms, len(finished), len(groups))
+    many, first = release_estimate._MANY_GROUPS, release_estimate._FIRST_CHUNK
+    try:
+        release_estimate._MANY_GROUPS = 10_000
+        long = _expected(groups, curve, cap_ms, len(finished), len(groups))
+        release_estimate._MANY_GROUPS, release_estimate._FIRST_CHUNK = 1, 1
+        shortest = _expected(groups, curve, cap_ms, len(finished), len(groups))
+    finally:
+        release_estimate._MANY_GROUPS, release_estimate._FIRST_CHUNK = many, first
+    assert short == long == shortest
