@@ -7,6 +7,9 @@ pool generation only), which devices are allocated and to which claim, which are
 model with name-sorted node lists per count, pending pods, device-plugin capacity, and each
 tenant's usage (current H100-equivalents plus an exponentially decayed history, half-life from the
 policy) computed from allocation and release events and their times, never from hidden state.
+A claim is charged for each device under the model the world knows it by now (``UNINDEXED_MODEL``
+while no slice lists it), so these counts are those of the final objects, whether a slice was
+logged before or after the claims that hold its devices.
 
 ``chain_digest`` = sha256(previous chain || event digest), so one hash names the whole history a
 decision saw. ``snapshot()``/``from_snapshot()`` checkpoint the world; indexes are rebuilt from the
@@ -223,7 +226,8 @@ class Hold:
 
 @dataclass
 class Charge:
-    """What an allocation charged a tenant, so its release subtracts exactly that."""
+    """What an allocation charged a tenant, so its release subtracts exactly that (charged again
+    when the world learns another model for a device it holds: ``World._settle_charges``)."""
 
     tenant: str
     eq: float
@@ -254,6 +258,11 @@ class World:
         self.allocated_by: dict[str, str] = {}  # device id -> claim key
         self.claim_devices: dict[str, list[str]] = {}  # allocated claim -> device ids
         self.charges: dict[str, Charge] = {}  # claim key or "pod:<key>" -> charge
+        # an indexing pass under way: held devices it took out of the index -> the model their
+        # claim's charge counts them under, and claims with a held device now indexed under
+        # another model; both are settled, and empty again, when the pass ends (``_settle_charges``)
+        self._displaced: dict[str, str] = {}
+        self._remodelled: set[str] = set()
         self.alloc_start: dict[str, int] = {}  # allocated claim -> ms of the event that allocated it
         self.finished: dict[str, list[int]] = {}  # model -> last FINISHED_KEPT holding times (ms), oldest first
         self.usage: dict[str, TenantUsage] = {}
@@ -443,6 +452,8 @@ class World:
         touched.update(self.devices[d].node for d in self.pool_devices.get((driver, pool), []))
         for node in touched:
             self._touch(node)
+        if self._displaced or self._remodelled:
+            self._settle_charges()
 
     def _reindex_pool_devices(self, driver: str, pool: str, facts: DeviceFacts,
                               rules: list[tuple[Any, Any, str, tuple[str, str, str]]]) -> None:
@@ -509,8 +520,11 @@ class World:
         self.capacity_version += 1
         if not self._bulk and self._usable(dev):
             self._shift_free(dev.node, dev.model, +1)
-        if dev.id in self.allocated_by:
+        if dev.id in self.allocated_by:  # (the one lookup a device no claim holds costs)
             self.model_allocated[dev.model] = self.model_allocated.get(dev.model, 0) + 1
+            # a device its claim took before any slice published it was charged as unindexed
+            if self._displaced.pop(dev.id, UNINDEXED_MODEL) != dev.model:
+                self._remodelled.add(self.allocated_by[dev.id])
         sig = dev.signature
         entry = self.signatures.get(sig)
         if entry is None:
@@ -534,6 +548,7 @@ class World:
             self._shift_free(dev.node, dev.model, -1)
         if dev_id in self.allocated_by:
             self.model_allocated[dev.model] = self.model_allocated.get(dev.model, 0) - 1
+            self._displaced[dev_id] = dev.model
         if counts[0] == 0:
             del self.node_model[dev.node][dev.model]
             if not self.node_model[dev.node]:
@@ -614,29 +629,59 @@ class World:
     def _allocate(self, key: str, namespace: str, ids: list[str]) -> None:
         self.claim_devices[key] = ids
         self.alloc_start[key] = self.time_ms
-        models: dict[str, int] = {}
         taken: dict[tuple[str, str], int] = {}  # (node, model) -> free, healthy devices taken
-        h100: dict[str, float] = {}
-        eq = 0.0
         devices, allocated_by, model_allocated = self.devices, self.allocated_by, self.model_allocated
         for dev_id in ids:
             dev = devices.get(dev_id)
-            if dev is None:
-                model = UNINDEXED_MODEL
-            else:
+            if dev is not None:
                 model = dev.model
                 if not dev.unhealthy and dev_id not in allocated_by:
                     taken[(dev.node, model)] = taken.get((dev.node, model), 0) + 1
                 model_allocated[model] = model_allocated.get(model, 0) + 1
             allocated_by[dev_id] = key
+        for (node, model), n in taken.items():
+            self._shift_free(node, model, -n)
+        self._charge(key, self._holding_charge(self.policy.tenant_for(namespace), ids))
+
+    def _holding_charge(self, tenant: str, ids: list[str]) -> Charge:
+        """What holding the devices ``ids`` charges ``tenant``: each device under its model as the
+        world knows it now, ``UNINDEXED_MODEL`` while no slice it indexes publishes it."""
+        models: dict[str, int] = {}
+        h100: dict[str, float] = {}
+        eq = 0.0
+        devices = self.devices
+        for dev_id in ids:
+            dev = devices.get(dev_id)
+            model = UNINDEXED_MODEL if dev is None else dev.model
             models[model] = models.get(model, 0) + 1
             per_device = h100.get(model)
             if per_device is None:
                 per_device = h100[model] = self.policy.h100_equivalent(model)
             eq += per_device  # device by device, as ever: the sum's rounding is part of the usage
-        for (node, model), n in taken.items():
-            self._shift_free(node, model, -n)
-        self._charge(key, Charge(self.policy.tenant_for(namespace), eq, models))
+        return Charge(tenant, eq, models)
+
+    def _settle_charges(self) -> None:
+        """Charge again each claim an indexing pass just ended gave a held device another model
+        (indexed for the first time, under another model, or no longer indexed): as the same
+        allocation would be charged now (models and H100-equivalents under the policy in force),
+        to the tenant it was charged to, so its release gives back exactly this. The world then
+        counts what a fold of its final objects with slices before claims counts, whatever order
+        they were logged in. That order does vary: the watcher logs each first list as it
+        completes and a watch is ordered within its kind only, so a claim can come before the
+        slice of its devices; and the kubelet deletes a driver's slices once the driver is gone
+        longer than its wiping delay (``defaultWipingDelay``, 30 s, kubelet ``pkg/kubelet/cm/dra``)
+        and when the kubelet starts, which the driver publishes again while claims hold them."""
+        remodelled = self._remodelled | {self.allocated_by[d] for d in self._displaced if d in self.allocated_by}
+        self._displaced, self._remodelled = {}, set()
+        for key in sorted(remodelled):
+            old = self.charges.get(key)
+            ids = self.claim_devices.get(key)
+            if old is None or ids is None:
+                continue
+            charge = self._holding_charge(old.tenant, ids)
+            if charge.models != old.models:  # (else it keeps the weights it was charged in)
+                self._uncharge(key)
+                self._charge(key, charge)
 
     def _release(self, key: str, ids: list[str]) -> None:
         self.claim_devices.pop(key, None)
@@ -701,7 +746,11 @@ class World:
             usage.in_use_eq = 0.0
         tm = self._models_of(charge.tenant)
         for m, n in charge.models.items():
-            tm[m] = tm.get(m, 0) - n
+            left = tm.get(m, 0) - n
+            if left:
+                tm[m] = left
+            else:  # (a model held no more is no entry, as in a world that never held it)
+                tm.pop(m, None)
 
     # ---- nodes and pods -----------------------------------------------------------------------------
 
@@ -797,6 +846,7 @@ class World:
         w.allocated_by = dict(self.allocated_by)
         w.claim_devices = {key: list(ids) for key, ids in self.claim_devices.items()}
         w.charges = dict(self.charges)
+        w._displaced, w._remodelled = {}, set()  # (empty between events)
         w.alloc_start = dict(self.alloc_start)
         w.finished = {model: list(held) for model, held in self.finished.items()}
         w.usage = {t: TenantUsage(u.in_use_eq, u.decayed, u.last_ms) for t, u in self.usage.items()}
@@ -868,15 +918,21 @@ class World:
         w._bulk = True
         w._reindex_devices()
         devices, allocated_by, model_allocated = w.devices, w.allocated_by, w.model_allocated
+        held: dict[str, dict[str, int]] = {}  # allocated claim -> its devices by model, as charged
         for key, claim in w.objects["ResourceClaim"].items():
             ids = _allocated_ids(claim)
             if ids:
                 w.claim_devices[key] = ids
+                models = held[key] = {}
                 for dev_id in ids:
                     allocated_by[dev_id] = key
                     dev = devices.get(dev_id)
-                    if dev is not None:
-                        model_allocated[dev.model] = model_allocated.get(dev.model, 0) + 1
+                    if dev is None:
+                        model = UNINDEXED_MODEL
+                    else:
+                        model = dev.model
+                        model_allocated[model] = model_allocated.get(model, 0) + 1
+                    models[model] = models.get(model, 0) + 1
         w._bulk = False
         w._count_free()
         w._rebuild_free_lists()
@@ -903,6 +959,13 @@ class World:
         w._count_pending_by_tenant()
         w.seq, w.time, w.chain_digest = snap["seq"], snap["time"], snap["chain"]
         w.time_ms = parse_time_ms(snap["time"]) if snap["time"] else 0
+        # a checkpoint written before charges followed their devices may charge a claim under a
+        # model its devices do not have (a claim logged before its slice): it is charged as the
+        # fold of its history now charges it
+        w._remodelled = {key for key, models in held.items()
+                         if (charge := w.charges.get(key)) is not None and charge.models != models}
+        if w._remodelled:
+            w._settle_charges()
         return w
 
 

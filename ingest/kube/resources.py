@@ -37,7 +37,11 @@ class WatchedResource:
 
 
 # Order matters only for start-up: inventory first, so the first observed claims find their
-# slices and classes already in the world.
+# slices and classes already in the world. It is the order the reflectors start in, not the one
+# their lists are logged in: each list is logged as it completes (``Watcher._consume``), and
+# watches are ordered within a kind only, so a claim can still be logged before the slice of its
+# devices; the world charges it by the devices as it knows them when the slice comes
+# (``audit.world.World._settle_charges``).
 WATCHED: tuple[WatchedResource, ...] = (
     WatchedResource("DeviceClass", "ResourceV1Api", "list_device_class"),
     WatchedResource("ResourceSlice", "ResourceV1Api", "list_resource_slice"),
