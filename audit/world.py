@@ -8,8 +8,12 @@ model with name-sorted node lists per count, pending pods, device-plugin capacit
 tenant's usage (current H100-equivalents plus an exponentially decayed history, half-life from the
 policy) computed from allocation and release events and their times, never from hidden state.
 A claim is charged for each device under the model the world knows it by now (``UNINDEXED_MODEL``
-while no slice lists it), so these counts are those of the final objects, whether a slice was
-logged before or after the claims that hold its devices.
+while no slice has listed it), and a device it holds that no slice lists any more (its node lost,
+its driver's slices wiped) under the last model a slice gave it: a claim keeps what it was
+allocated until it is deallocated. So, whether a slice was logged before or after the claims
+that hold its devices, these counts are those of folding the final objects with slices before
+claims, except that a held device no slice lists any more counts under the last model a slice
+gave it.
 
 ``chain_digest`` = sha256(previous chain || event digest), so one hash names the whole history a
 decision saw. ``snapshot()``/``from_snapshot()`` checkpoint the world; indexes are rebuilt from the
@@ -258,10 +262,12 @@ class World:
         self.allocated_by: dict[str, str] = {}  # device id -> claim key
         self.claim_devices: dict[str, list[str]] = {}  # allocated claim -> device ids
         self.charges: dict[str, Charge] = {}  # claim key or "pod:<key>" -> charge
-        # an indexing pass under way: held devices it took out of the index -> the model their
-        # claim's charge counts them under, and claims with a held device now indexed under
-        # another model; both are settled, and empty again, when the pass ends (``_settle_charges``)
-        self._displaced: dict[str, str] = {}
+        # held device no slice lists any more -> the last model a slice gave it, which its claim's
+        # charge goes on counting it under until the claim releases it or a slice lists it again
+        self.unlisted: dict[str, str] = {}
+        # an indexing pass under way: claims with a held device it indexed under another model than
+        # the one their charge counts it under; settled, and empty again, when the pass ends
+        # (``_settle_charges``)
         self._remodelled: set[str] = set()
         self.alloc_start: dict[str, int] = {}  # allocated claim -> ms of the event that allocated it
         self.finished: dict[str, list[int]] = {}  # model -> last FINISHED_KEPT holding times (ms), oldest first
@@ -452,7 +458,7 @@ class World:
         touched.update(self.devices[d].node for d in self.pool_devices.get((driver, pool), []))
         for node in touched:
             self._touch(node)
-        if self._displaced or self._remodelled:
+        if self._remodelled:
             self._settle_charges()
 
     def _reindex_pool_devices(self, driver: str, pool: str, facts: DeviceFacts,
@@ -522,8 +528,8 @@ class World:
             self._shift_free(dev.node, dev.model, +1)
         if dev.id in self.allocated_by:  # (the one lookup a device no claim holds costs)
             self.model_allocated[dev.model] = self.model_allocated.get(dev.model, 0) + 1
-            # a device its claim took before any slice published it was charged as unindexed
-            if self._displaced.pop(dev.id, UNINDEXED_MODEL) != dev.model:
+            # charged under the last model a slice gave it, or as unindexed if none had yet
+            if self.unlisted.pop(dev.id, UNINDEXED_MODEL) != dev.model:
                 self._remodelled.add(self.allocated_by[dev.id])
         sig = dev.signature
         entry = self.signatures.get(sig)
@@ -548,7 +554,7 @@ class World:
             self._shift_free(dev.node, dev.model, -1)
         if dev_id in self.allocated_by:
             self.model_allocated[dev.model] = self.model_allocated.get(dev.model, 0) - 1
-            self._displaced[dev_id] = dev.model
+            self.unlisted[dev_id] = dev.model  # (the pass drops it again if it lists the device)
         if counts[0] == 0:
             del self.node_model[dev.node][dev.model]
             if not self.node_model[dev.node]:
@@ -645,14 +651,15 @@ class World:
 
     def _holding_charge(self, tenant: str, ids: list[str]) -> Charge:
         """What holding the devices ``ids`` charges ``tenant``: each device under its model as the
-        world knows it now, ``UNINDEXED_MODEL`` while no slice it indexes publishes it."""
+        world knows it now; one no slice lists any more under the last model a slice gave it while
+        held, ``UNINDEXED_MODEL`` when no slice has."""
         models: dict[str, int] = {}
         h100: dict[str, float] = {}
         eq = 0.0
-        devices = self.devices
+        devices, unlisted = self.devices, self.unlisted
         for dev_id in ids:
             dev = devices.get(dev_id)
-            model = UNINDEXED_MODEL if dev is None else dev.model
+            model = unlisted.get(dev_id, UNINDEXED_MODEL) if dev is None else dev.model
             models[model] = models.get(model, 0) + 1
             per_device = h100.get(model)
             if per_device is None:
@@ -662,17 +669,21 @@ class World:
 
     def _settle_charges(self) -> None:
         """Charge again each claim an indexing pass just ended gave a held device another model
-        (indexed for the first time, under another model, or no longer indexed): as the same
-        allocation would be charged now (models and H100-equivalents under the policy in force),
-        to the tenant it was charged to, so its release gives back exactly this. The world then
-        counts what a fold of its final objects with slices before claims counts, whatever order
-        they were logged in. That order does vary: the watcher logs each first list as it
-        completes and a watch is ordered within its kind only, so a claim can come before the
-        slice of its devices; and the kubelet deletes a driver's slices once the driver is gone
-        longer than its wiping delay (``defaultWipingDelay``, 30 s, kubelet ``pkg/kubelet/cm/dra``)
-        and when the kubelet starts, which the driver publishes again while claims hold them."""
-        remodelled = self._remodelled | {self.allocated_by[d] for d in self._displaced if d in self.allocated_by}
-        self._displaced, self._remodelled = {}, set()
+        (indexed for the first time, or listed again or ruled under another model than the one it
+        was charged under): as the same allocation would be charged now (models and
+        H100-equivalents under the policy in force), to the tenant it was charged to, so its
+        release gives back exactly this. A held device no slice lists any more is no such change:
+        it goes on counting under the last model a slice gave it (``unlisted``), as its claim
+        keeps its allocation until deallocated. The world then counts what a fold of its final
+        objects with slices before claims counts, whatever order they were logged in, except that
+        a held device no slice lists any more counts under the last model a slice gave it. That
+        order does vary: the watcher logs each first list as it completes and a watch is ordered
+        within its kind only, so a claim can come before the slice of its devices; and the
+        kubelet deletes a driver's slices once the driver is gone longer than its wiping delay
+        (``defaultWipingDelay``, 30 s, kubelet ``pkg/kubelet/cm/dra``) and when the kubelet
+        starts, which the driver publishes again while claims hold them, as a lost node's slices
+        go while its claims are still allocated."""
+        remodelled, self._remodelled = self._remodelled, set()
         for key in sorted(remodelled):
             old = self.charges.get(key)
             ids = self.claim_devices.get(key)
@@ -698,6 +709,8 @@ class World:
                         held.append(dev.model)
                     if not dev.unhealthy:
                         returned[(dev.node, dev.model)] = returned.get((dev.node, dev.model), 0) + 1
+                else:
+                    self.unlisted.pop(dev_id, None)
         for (node, model), n in returned.items():
             self._shift_free(node, model, n)
         self._uncharge(key)
@@ -846,7 +859,8 @@ class World:
         w.allocated_by = dict(self.allocated_by)
         w.claim_devices = {key: list(ids) for key, ids in self.claim_devices.items()}
         w.charges = dict(self.charges)
-        w._displaced, w._remodelled = {}, set()  # (empty between events)
+        w.unlisted = dict(self.unlisted)
+        w._remodelled = set()  # (empty between events)
         w.alloc_start = dict(self.alloc_start)
         w.finished = {model: list(held) for model, held in self.finished.items()}
         w.usage = {t: TenantUsage(u.in_use_eq, u.decayed, u.last_ms) for t, u in self.usage.items()}
@@ -888,6 +902,7 @@ class World:
             "objects": {k: dict(sorted(v.items())) for k, v in sorted(self.objects.items()) if v},
             "usage": {t: [u.in_use_eq, u.decayed, u.last_ms] for t, u in sorted(self.usage.items())},
             "charges": {k: [c.tenant, c.eq, dict(sorted(c.models.items()))] for k, c in sorted(self.charges.items())},
+            "unlisted": dict(sorted(self.unlisted.items())),
             "holdings": {"started": dict(sorted(self.alloc_start.items())),
                          "finished": {m: list(v) for m, v in sorted(self.finished.items())}},
         }
@@ -919,6 +934,10 @@ class World:
         w._reindex_devices()
         devices, allocated_by, model_allocated = w.devices, w.allocated_by, w.model_allocated
         held: dict[str, dict[str, int]] = {}  # allocated claim -> its devices by model, as charged
+        # A checkpoint written before held devices no slice lists kept their last model has no
+        # "unlisted": it loads as empty, so such devices count as UNINDEXED_MODEL (the claims on a
+        # node lost when it was written, until they release them or a slice lists them again).
+        unlisted = snap.get("unlisted") or {}
         for key, claim in w.objects["ResourceClaim"].items():
             ids = _allocated_ids(claim)
             if ids:
@@ -928,7 +947,9 @@ class World:
                     allocated_by[dev_id] = key
                     dev = devices.get(dev_id)
                     if dev is None:
-                        model = UNINDEXED_MODEL
+                        model = unlisted.get(dev_id, UNINDEXED_MODEL)
+                        if dev_id in unlisted:
+                            w.unlisted[dev_id] = model
                     else:
                         model = dev.model
                         model_allocated[model] = model_allocated.get(model, 0) + 1

@@ -34,16 +34,13 @@ SIMULATED_DAY = "2b493c7864bd232f0b01430d405c15256b50019060761a7d49b47e92c708ae2
 VERIFIED = "83af68dd61bf78c273f9082c733c542da97489afe607e8c56704e518822c48d3"
 VERIFIED_FROM_STORE = "83af68dd61bf78c273f9082c733c542da97489afe607e8c56704e518822c48d3"
 CLI_VERIFY = "3af7191331e7300b35ab7daa17b0121f6c215e6386559b59094d4d6e2761491f"
-# The counterfactual moved when a claim came to be charged by its devices as the world knows them
-# now: its records and deltas, when claims it placed on nodes the recorded history loses went on
-# holding them as unknown devices (no longer as H100s or A100s) until released.
-COUNTERFACTUAL_RECORDS = "4addc4436a1abb4305300d6455434bfd8fa5d7eb6656d73e902dc64bedc66464"
+COUNTERFACTUAL_RECORDS = "c4f9e2bb3ff0912f79eed3d21ff40226bdee4567835b09d2a38ae1dac443cf1d"
 # The deltas moved when they became audit.metrics' pod figures over each side's lifecycle; being
 # folded from the event log, not summed over records, they no longer depend on the order a store
 # returns the records in, so the files and the store give the same bytes.
-COUNTERFACTUAL_DELTAS = "1a574baf7e0ef77f119bf2c1283cbaee576e6e034e078a23e675c483f7cb2257"
+COUNTERFACTUAL_DELTAS = "fda6765132087a5a7598594e43b41c9e5e00983c7a5d330a4ba22d7991958e93"
 STORE_COUNTERFACTUAL_DELTAS = COUNTERFACTUAL_DELTAS
-API_COUNTERFACTUAL = "dd451374aa1a928710b52b770a5ee91e42f50c3dc8ac07477590aeea7d465725"
+API_COUNTERFACTUAL = "7f26d44e5d7e0ef0d3095ba3dea2a0bff93b46a8d39dc4667ef2a9864d2b36af"
 
 
 def _day():
