@@ -935,9 +935,10 @@ class World:
         devices, allocated_by, model_allocated = w.devices, w.allocated_by, w.model_allocated
         held: dict[str, dict[str, int]] = {}  # allocated claim -> its devices by model, as charged
         # A checkpoint written before held devices no slice lists kept their last model has no
-        # "unlisted": it loads as empty, so such devices count as UNINDEXED_MODEL (the claims on a
-        # node lost when it was written, until they release them or a slice lists them again).
-        unlisted = snap.get("unlisted") or {}
+        # "unlisted": such devices (the claims on a node lost when it was written) take the model
+        # their claim's stored charge counts beyond its listed devices, when that is one model,
+        # as the fold of the log from its start gives (``_unlisted_from_charges``).
+        unlisted = snap["unlisted"] if "unlisted" in snap else _unlisted_from_charges(snap, devices)
         for key, claim in w.objects["ResourceClaim"].items():
             ids = _allocated_ids(claim)
             if ids:
@@ -988,6 +989,28 @@ class World:
         if w._remodelled:
             w._settle_charges()
         return w
+
+
+def _unlisted_from_charges(snap: dict[str, Any], devices: dict[str, Device]) -> dict[str, str]:
+    """For a checkpoint without ``unlisted``: each allocated claim's devices that no slice lists,
+    under the one model its stored charge counts beyond the devices the slices list (none when
+    that is not one model: such devices count as ``UNINDEXED_MODEL``)."""
+    out: dict[str, str] = {}
+    charges = snap.get("charges") or {}
+    for key, claim in snap["objects"].get("ResourceClaim", {}).items():
+        ids = _allocated_ids(claim)
+        missing = [d for d in ids if d not in devices]
+        if not missing or key not in charges:
+            continue
+        left = dict(charges[key][2])
+        for d in ids:
+            if d in devices:
+                left[devices[d].model] = left.get(devices[d].model, 0) - 1
+        rest = {m: n for m, n in left.items() if n}
+        if len(rest) == 1 and next(iter(rest.values())) == len(missing):
+            model = next(iter(rest))
+            out.update((d, model) for d in missing)
+    return out
 
 
 def policy_in_force(current: str, key: str, *, deleted: bool) -> str:

@@ -288,15 +288,18 @@ def test_a_claim_on_a_lost_node_holds_its_tenants_quota_until_released(history: 
             world.tenant_usage("team-a").in_use_eq) == (check, in_use_eq)
 
 
-def test_a_checkpoint_written_before_held_devices_kept_their_last_model_counts_them_as_unknown() -> None:
-    """Such a checkpoint has no "unlisted": the claims on a node lost when it was written hold
-    unindexed devices from then on, as before."""
+def test_a_checkpoint_written_before_held_devices_kept_their_last_model_reads_it_from_the_charges() -> None:
+    """Such a checkpoint has no "unlisted": the claims on a node lost when it was written were
+    charged for their devices as they were when allocated, so the model their charge counts
+    beyond their listed devices is the one those devices had, as the fold from the start gives."""
     snap = fold(NODE_LOST).snapshot()
     assert snap["unlisted"] == {"gpu.nvidia.com/n1/g0": "H100", "gpu.nvidia.com/n1/g1": "H100"}
     del snap["unlisted"]
     world = World.from_snapshot(snap)
+    whole = fold(NODE_LOST)
     assert (world.tenant_models, world.unlisted, world.charges["team-a/train"].models) \
-        == ({"team-a": {"unknown": 2}}, {}, {"unknown": 2})
+        == (whole.tenant_models, whole.unlisted, whole.charges["team-a/train"].models) \
+        == ({"team-a": {"H100": 2}}, {"gpu.nvidia.com/n1/g0": "H100", "gpu.nvidia.com/n1/g1": "H100"}, {"H100": 2})
 
 
 def test_a_checkpoint_charging_a_claim_as_before_its_slice_came_is_charged_as_the_fold_now_is() -> None:
