@@ -451,17 +451,14 @@ def run(args: argparse.Namespace) -> int:
 def write_checkpoints(args: argparse.Namespace) -> int:
     """Checkpoint a store's event log every N events, resuming after the latest stored checkpoint:
     every cluster's, or only that of ``--cluster``."""
-    from audit.replay.checkpoints import CheckpointCorrupt, CheckpointWriter, load_checkpoint
-    from audit.replay.source import StoreHistory
+    from audit.replay.checkpoints import CheckpointCorrupt, CheckpointGap, extend_checkpoints
     from audit.store.queries import AuditStore
-    from audit.world import World
 
     if not args.dsn:
         raise UserError("--write-checkpoints: needs the store as --dsn")
     if args.write_checkpoints < 1:
         raise UserError(f"--write-checkpoints {args.write_checkpoints}: must be >= 1")
     with AuditStore.open(args.dsn, create=False) as store:
-        history = StoreHistory(store)
         clusters = store.event_clusters()  # every cluster with a log, whether its decisions are stored yet or not
         if args.cluster:
             clusters = [_held_cluster(args.cluster, clusters, "the store")]
@@ -471,20 +468,13 @@ def write_checkpoints(args: argparse.Namespace) -> int:
             top = store.max_seq(cluster)
             if top is None:
                 continue
-            writer = CheckpointWriter(store.write_checkpoint, args.write_checkpoints, cluster)
-            latest = history.nearest_checkpoint(cluster, top)
             try:
-                world = load_checkpoint(cluster, latest[0], latest[1]) if latest is not None else World(cluster)
+                written = extend_checkpoints(store, store.write_checkpoint, cluster, args.write_checkpoints, top)
             except CheckpointCorrupt as exc:
                 raise UserError(f"{exc}; remove it before writing new checkpoints after it") from None
-            for ev in history.events(cluster, world.seq, top):
-                if ev.seq != world.seq + 1:
-                    # a checkpoint over a gap would describe a world that never existed
-                    raise UserError(f"world {cluster}: event seq {world.seq + 1} missing from the store; "
-                                    f"{len(writer.written):,} checkpoint(s) written before it")
-                world.apply(ev)
-                writer.observe(world)
-            print(f"{cluster}: {len(writer.written):,} checkpoint(s) written, every {args.write_checkpoints:,} events "
+            except CheckpointGap as exc:
+                raise UserError(str(exc)) from None
+            print(f"{cluster}: {len(written):,} checkpoint(s) written, every {args.write_checkpoints:,} events "
                   f"up to seq {top:,}")
     return 0
 

@@ -20,7 +20,10 @@ multiple of ``every`` — so the positions do not depend on how producers batch 
 one replay folds at most ``every`` events after its checkpoint. Producers hook it in without
 changing their code: ``follow(world)`` gives an ``on_events`` callback for a producer that folds
 its own world (the simulator), ``fold(events)`` folds a private world for one that only sees
-the event stream (a store writer). The sink does the I/O.
+the event stream (a store writer). The sink does the I/O. ``extend_checkpoints`` brings a stored
+log's checkpoints up to a seq, going on from the newest one it holds: what ``claimtrail replay
+--write-checkpoints`` and the API server's own checkpoint keeper both run, so the two write the
+same checkpoints of the same log.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from audit.canonical import canonical_digest, canonical_json
 from audit.events import WorldEvent, loads_json
@@ -294,3 +297,39 @@ class CheckpointWriter:
                 self._world = World(ev.cluster or self._cluster)
             self._world.apply(ev)
             self.observe(self._world)
+
+
+class CheckpointedLog(Protocol):
+    """What ``extend_checkpoints`` reads of a stored log (``audit.store.AuditStore`` provides it)."""
+
+    def nearest_checkpoint_text(self, cluster: str, seq: int) -> tuple[int, str] | None: ...
+
+    def events(self, cluster: str, after_seq: int, upto_seq: int) -> Iterator[WorldEvent]: ...
+
+
+class CheckpointGap(LookupError):
+    """An event missing from a log being checkpointed: a checkpoint past it would describe a
+    world that never existed. ``written``: the checkpoints written before it."""
+
+    def __init__(self, cluster: str, missing: int, written: list[int]) -> None:
+        super().__init__(f"world {cluster}: event seq {missing} missing from the store; "
+                         f"{len(written):,} checkpoint(s) written before it")
+        self.cluster = cluster
+        self.missing = missing
+        self.written = written
+
+
+def extend_checkpoints(log: CheckpointedLog, sink: CheckpointSink, cluster: str, every: int, upto: int) -> list[int]:
+    """Checkpoint ``cluster``'s log every ``every`` events up to seq ``upto``, going on from the
+    newest checkpoint at or before it (from the first event without one), through ``sink``; the
+    seqs written. ``CheckpointCorrupt`` when that checkpoint fails its digest, ``CheckpointGap``
+    at the first missing event (the checkpoints before it are written)."""
+    writer = CheckpointWriter(sink, every, cluster)
+    latest = log.nearest_checkpoint_text(cluster, upto)
+    world = load_checkpoint_text(cluster, latest[0], latest[1]) if latest is not None else World(cluster)
+    for ev in log.events(cluster, world.seq, upto):
+        if ev.seq != world.seq + 1:
+            raise CheckpointGap(cluster, world.seq + 1, writer.written)
+        world.apply(ev)
+        writer.observe(world)
+    return writer.written
