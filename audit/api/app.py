@@ -188,8 +188,10 @@ def create_app(store: Any, settings: Settings, receiver: ReceiverFactory | None 
             store_counters = {}
         lines += render_gauges("claimtrail_store", "Store writer counters (writer_received, writer_written, "
                                "writer_quarantined, ...), replay_decisions / replay_mismatches, reads by id "
-                               "(id_lookups: asked of the engine) and the id index's id_index_hits / misses / "
-                               "skipped / errors and id_index_backfilled (1 once it holds the store).",
+                               "(id_lookups: asked of the engine), the id index's id_index_hits / misses / "
+                               "skipped / errors and id_index_backfilled (1 once it holds the store), and the "
+                               "world checkpoints the server wrote itself (checkpoints_written) and the rounds "
+                               "that failed (checkpoint_errors, logged).",
                                store_counters, "counter")
         cache: AnswerCache = app.state.answers
         lines += render_gauges("claimtrail_answer_cache", "Decisions and summary explanations served from the "

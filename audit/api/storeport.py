@@ -77,6 +77,9 @@ def counters(store: Any) -> dict[str, float]:
     if index is not None:
         out.update({"id_index_hits": index.hits, "id_index_misses": index.misses, "id_index_skipped": index.skipped,
                     "id_index_errors": index.errors, "id_index_backfilled": float(index.after is None)})
+    keeper = getattr(store, "checkpoints", None)  # world checkpoints the server writes itself (serve --checkpoint-every)
+    if keeper is not None:
+        out["checkpoints_written"], out["checkpoint_errors"] = keeper.written, keeper.errors
     return out
 
 

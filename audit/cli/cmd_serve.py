@@ -5,6 +5,9 @@ every producer sends data to its ingest endpoints. An explicit ``--dsn`` must na
 store unless ``--create`` is given. Auth comes from ``--tokens FILE`` (see
 ``audit.api.auth``; it is reloaded on SIGHUP and when it changes); ``--insecure-local`` makes every caller an admin and is refused unless the
 server binds a loopback address. ``--hash-token TOKEN`` prints the digest to put in the file.
+``--checkpoint-every N`` (default 10,000; 0: off) has the server checkpoint each cluster's world
+event log itself, in the background, as ``claimtrail replay --write-checkpoints N`` would (see
+``audit.store.checkpoint_keeper``), so resumed watchers and replays fold at most N events.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import UserError
+from audit.replay.checkpoints import DEFAULT_INTERVAL
 
 # How long a thread may keep the interpreter while another waits for it (Python's default: 5 ms).
 # A read hands the interpreter back at every call into the store engine, and must win it back to
@@ -60,6 +64,10 @@ def register(sub: Any) -> None:
     p.add_argument("--no-id-index", action="store_true",
                    help="read decisions by id from the store engine only, without the index file kept beside an "
                         "embedded store (ids.sqlite: about 0.9 KB per decision of 1.3 KB)")
+    p.add_argument("--checkpoint-every", type=int, default=DEFAULT_INTERVAL, metavar="N",
+                   help="checkpoint each cluster's world event log every N events, in the background as its events "
+                        "are stored (the checkpoints `claimtrail replay --write-checkpoints N` writes), so a resumed "
+                        f"watcher or a replay folds at most N events; 0: write none (default {DEFAULT_INTERVAL:,})")
     p.add_argument("--hash-token", metavar="TOKEN", help="print the sha256 digest of TOKEN for the tokens file, then exit")
     p.set_defaults(func=run)
 
@@ -125,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--tokens-poll-seconds {args.tokens_poll_seconds:g}: expected a positive number")
     if args.replay_job_step < 1:
         raise UserError(f"--replay-job-step {args.replay_job_step}: expected at least 1")
+    if args.checkpoint_every < 0:
+        raise UserError(f"--checkpoint-every {args.checkpoint_every}: expected a number of events, or 0 for no "
+                        "checkpoints")
     thresholds = _thresholds(args.migration_thresholds) if args.migration_thresholds else _shipped_thresholds()
 
     import uvicorn
@@ -166,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
             store.keep_id_index()  # reads by id without an engine query, once the index has the store
         store.recover_ingest()
         store.keep_pod_tables()  # events stored while no server ran, or by another process
+        if args.checkpoint_every:
+            store.keep_checkpoints(args.checkpoint_every)  # also what the logs stored so far are due
         store.parse_in_child_process()  # reads must not wait for the interpreter while a body is parsed
         app = create_app(store, Settings(auth=auth, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                                          replay_sync_limit=args.replay_sync_limit,

@@ -27,6 +27,7 @@ from audit.metrics.lifecycle import Lifecycle
 from audit.records import DecisionRecord
 from audit.replay.result import ReplayResult
 from audit.store import aggregates, migrations
+from audit.store.checkpoint_keeper import CheckpointKeeper
 from audit.store.connection import (
     ID_INDEX_FILE,
     SPOOL_DIR,
@@ -123,6 +124,7 @@ class AuditStore:
         self._lifecycles = LifecycleCache(PodTable(self._insert_columns))
         self._pod_keeper: PodTableKeeper | None = None  # started by the first events a writer delivers
         self._keeper_lock = threading.Lock()
+        self.checkpoints: CheckpointKeeper | None = None  # checkpoints kept as events are stored (keep_checkpoints)
         self._parser: ParserProcess | None = None  # None: bodies are parsed in this process
         self._expire: bool | None = None  # the decisions table has a TTL; read on first need
 
@@ -150,6 +152,9 @@ class AuditStore:
         if self._pod_keeper is not None:
             self._pod_keeper.close()
             self._pod_keeper = None
+        if self.checkpoints is not None:  # after the writers: their last deliveries may make one due
+            self.checkpoints.close()
+            self.checkpoints = None
         self._reads.close()
         if self._parser is not None:
             self._parser.close()
@@ -272,6 +277,22 @@ class AuditStore:
 
     def _events_stored(self, clusters: list[str], lines: list[str]) -> None:
         self._keeper().poke(clusters, lines)
+        if self.checkpoints is not None:
+            self.checkpoints.poke(set(clusters))
+
+    def keep_checkpoints(self, every: int) -> None:
+        """Write each cluster's world checkpoints every ``every`` events from now on, in the
+        background as its events are stored (``audit.store.checkpoint_keeper``), starting with
+        what the logs already stored are due."""
+        if self.checkpoints is None:
+            self.checkpoints = CheckpointKeeper(self, every)
+            self.checkpoints.poke(self.event_clusters())
+
+    def wait_checkpoints(self, timeout: float | None = None) -> bool:
+        """Wait until the checkpoints due for the events delivered so far are written (or their
+        failure logged); False on timeout."""
+        keeper = self.checkpoints
+        return keeper is None or keeper.wait_idle(timeout)
 
     def keep_id_index(self) -> bool:
         """Answer reads by id from now on from an index file beside an embedded store
@@ -729,6 +750,12 @@ class AuditStore:
         for _, body in event_pages(lambda sql, p: self._query(sql, p, column_formats={"body": "bytes"}).result_rows,
                                    cluster, after_seq, upto_seq, page, objects=(kind, keys)):
             yield WorldEvent.from_dict(loads_json(body))
+
+    def latest_checkpoint_seq(self, cluster: str, seq: int) -> int | None:
+        """The largest checkpoint seq <= ``seq`` of ``cluster``; None when it has none."""
+        rows_ = self._query("SELECT seq FROM checkpoints WHERE cluster = {c:String} AND seq <= {s:Int64} "
+                            "ORDER BY seq DESC LIMIT 1", {"c": cluster, "s": seq}, short=True).result_rows
+        return int(rows_[0][0]) if rows_ else None
 
     def checkpoint_seqs(self, cluster: str) -> list[int]:
         rows_ = self._query("SELECT DISTINCT seq FROM checkpoints WHERE cluster = {c:String} ORDER BY seq",

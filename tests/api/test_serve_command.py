@@ -20,7 +20,9 @@ from tests.api.conftest import REPO, Server, free_port
     ([], "no authentication configured"),
     (["--tokens", "/nonexistent/tokens.yaml"], "tokens file /nonexistent/tokens.yaml: cannot read"),
     (["--insecure-local", "--port", "70000"], "--port 70000: expected 1..65535"),
-], ids=["any-address", "lan-address", "no-auth", "missing-tokens", "bad-port"])
+    (["--insecure-local", "--checkpoint-every", "-1"],
+     "--checkpoint-every -1: expected a number of events, or 0 for no checkpoints"),
+], ids=["any-address", "lan-address", "no-auth", "missing-tokens", "bad-port", "negative-checkpoint-interval"])
 def test_refused_setups(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", *argv]) == 2
     err = capsys.readouterr().err
