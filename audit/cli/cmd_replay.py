@@ -469,7 +469,7 @@ def write_checkpoints(args: argparse.Namespace) -> int:
             if top is None:
                 continue
             try:
-                written = extend_checkpoints(store, store.write_checkpoint, cluster, args.write_checkpoints, top)
+                written, _ = extend_checkpoints(store, store.write_checkpoint, cluster, args.write_checkpoints, top)
             except CheckpointCorrupt as exc:
                 raise UserError(f"{exc}; remove it before writing new checkpoints after it") from None
             except CheckpointGap as exc:

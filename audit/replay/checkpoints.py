@@ -319,17 +319,21 @@ class CheckpointGap(LookupError):
         self.written = written
 
 
-def extend_checkpoints(log: CheckpointedLog, sink: CheckpointSink, cluster: str, every: int, upto: int) -> list[int]:
-    """Checkpoint ``cluster``'s log every ``every`` events up to seq ``upto``, going on from the
-    newest checkpoint at or before it (from the first event without one), through ``sink``; the
-    seqs written. ``CheckpointCorrupt`` when that checkpoint fails its digest, ``CheckpointGap``
-    at the first missing event (the checkpoints before it are written)."""
+def extend_checkpoints(log: CheckpointedLog, sink: CheckpointSink, cluster: str, every: int, upto: int,
+                       world: World | None = None) -> tuple[list[int], World]:
+    """Checkpoint ``cluster``'s log every ``every`` events up to seq ``upto`` through ``sink``,
+    going on from ``world`` (the log's world at a seq at or after its newest checkpoint, as this
+    returned it) or else from the newest checkpoint at or before ``upto`` (from the first event
+    without one); the seqs written and the world at ``upto``. ``CheckpointCorrupt`` when that
+    checkpoint fails its digest, ``CheckpointGap`` at the first missing event (the checkpoints
+    before it are written)."""
     writer = CheckpointWriter(sink, every, cluster)
-    latest = log.nearest_checkpoint_text(cluster, upto)
-    world = load_checkpoint_text(cluster, latest[0], latest[1]) if latest is not None else World(cluster)
+    if world is None:
+        latest = log.nearest_checkpoint_text(cluster, upto)
+        world = load_checkpoint_text(cluster, latest[0], latest[1]) if latest is not None else World(cluster)
     for ev in log.events(cluster, world.seq, upto):
         if ev.seq != world.seq + 1:
             raise CheckpointGap(cluster, world.seq + 1, writer.written)
         world.apply(ev)
         writer.observe(world)
-    return writer.written
+    return writer.written, world

@@ -68,10 +68,11 @@ def _ready() -> bool:
     return True
 
 
-def _exit_with(parent: int) -> None:
-    """Runs in the child: end it when the server's process is gone. A server killed outright
-    (SIGKILL, out of memory) never shuts its pool down, and a child left waiting for work would
-    live on, holding the server's inherited output pipes and memory."""
+def follow_parent(parent: int) -> None:
+    """Runs in a child of the server (this parser, the checkpoint keeper's folder): lower its
+    priority (``NICENESS``), and end it when the server's process is gone. A server killed
+    outright (SIGKILL, out of memory) never shuts its pool down, and a child left waiting for work
+    would live on, holding the server's inherited output pipes and memory."""
     os.nice(NICENESS)
 
     def watch() -> None:
@@ -121,5 +122,5 @@ class ParserProcess:
         with self._lock:
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"),
-                                                 initializer=_exit_with, initargs=(os.getpid(),))
+                                                 initializer=follow_parent, initargs=(os.getpid(),))
             return self._pool

@@ -360,10 +360,11 @@ class AuditStore:
                 total[key] = total.get(key, 0) + value
         return total
 
-    def write_checkpoint(self, cluster: str, seq: int, body: dict[str, Any]) -> None:
+    def write_checkpoint(self, cluster: str, seq: int, body: dict[str, Any] | str) -> None:
         """Store ``body`` as its canonical JSON text, which replay verifies byte-wise before parsing
-        (``audit.replay.checkpoints.load_checkpoint_text``); ``digest`` is that text's sha256."""
-        text = canonical_json(body)
+        (``audit.replay.checkpoints.load_checkpoint_text``); ``digest`` is that text's sha256. A
+        text is stored as given (``checkpoint_text`` of a body, made in another process)."""
+        text = body.encode() if isinstance(body, str) else canonical_json(body)
         self._insert("checkpoints", ["cluster", "seq", "digest", "body"],
                      [[cluster, seq, hashlib.sha256(text).hexdigest(), text.decode()]])
 

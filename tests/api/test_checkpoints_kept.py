@@ -15,7 +15,6 @@ import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -25,7 +24,9 @@ from audit.api.auth import AuthConfig
 from audit.api.deps import Settings
 from audit.cli.main import main
 from audit.events import WorldEvent
+from audit.replay.checkpoints import checkpoint_body
 from audit.store.queries import AuditStore
+from audit.world import World
 from ingest.sinks import FileSink, HttpSink
 from tests.api.conftest import TOKENS, start_server, stop
 from tests.otlp.loopback import serve
@@ -86,51 +87,44 @@ def test_ingested_events_are_checkpointed_at_every_nth_and_a_resume_starts_from_
         'claimtrail_store{counter="checkpoint_errors"} 0', 'claimtrail_store{counter="checkpoints_written"} 2']
 
 
-def _damage(store: AuditStore) -> None:
-    """A checkpoint at 999 whose content no longer hashes to its digest."""
-    body = json.loads(_stored(store)[0][2])
-    store.write_checkpoint(CLUSTER, 999, {**body, "policy": "tampered"})
-
-
-# what is ingested first (and done before), the checkpoints and error then; what comes next
-FAILURES = {
-    "an-event-missing": (EVENTS[:1500] + EVENTS[1600:], None, [999],
-                         f"checkpoints of cluster {CLUSTER} not written: world {CLUSTER}: event seq 1500 missing from "
-                         "the store; 1 checkpoint(s) written before it; checkpoints go on once it is stored (tried "
-                         "again when its next events are stored)",
-                         EVENTS[1500:1600], [999, 1999]),
-    "a-damaged-checkpoint": (EVENTS[:1000], _damage, [999], None, EVENTS[1000:], [999]),
-}
-
-
-@pytest.mark.parametrize(("first", "then", "seqs", "error", "later", "seqs_later"), FAILURES.values(),
-                         ids=FAILURES.keys())
-def test_a_failed_round_is_logged_and_tried_again_at_the_next_ingest(served: tuple[str, AuditStore],
-                                                                     caplog: pytest.LogCaptureFixture,
-                                                                     first: list[WorldEvent], then: Any,
-                                                                     seqs: list[int], error: str | None,
-                                                                     later: list[WorldEvent],
-                                                                     seqs_later: list[int]) -> None:
+def test_a_round_stopped_by_a_missing_event_is_logged_and_goes_on_at_the_next_ingest(
+        served: tuple[str, AuditStore], caplog: pytest.LogCaptureFixture) -> None:
     base, store = served
     caplog.set_level(logging.ERROR, logger="claimtrail.store.checkpoints")
-    _post(base, first, body=len(first))  # one delivery, one round: the error is logged once
+    _post(base, EVENTS[:1500] + EVENTS[1600:], body=2400)  # one delivery, one round: the error is logged once
     assert store.wait_checkpoints(timeout=120)
-    if then is not None:
-        then(store)
-    assert [seq for seq, _, _ in _stored(store)] == seqs
-    assert _logged(caplog) == ([error] if error else [])
+    assert [seq for seq, _, _ in _stored(store)] == [999]
+    assert _logged(caplog) == [
+        f"checkpoints of cluster {CLUSTER} not written: world {CLUSTER}: event seq 1500 missing from the store; "
+        "1 checkpoint(s) written before it; checkpoints go on once it is stored (tried again when its next events "
+        "are stored)"]
     caplog.clear()
-    _post(base, later, body=len(later))
+    _post(base, EVENTS[1500:1600])
     assert store.wait_checkpoints(timeout=120)
-    assert [seq for seq, _, _ in _stored(store)] == seqs_later
+    assert [seq for seq, _, _ in _stored(store)] == [999, 1999]
+    assert _logged(caplog) == []
+    assert store.checkpoints is not None and (store.checkpoints.written, store.checkpoints.errors) == (2, 1)
+
+
+def test_a_damaged_checkpoint_to_go_on_from_is_logged_with_what_to_do(store: AuditStore,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.ERROR, logger="claimtrail.store.checkpoints")
+    writer = store.writer(name="history")
+    writer.write_events(EVENTS)
+    assert writer.flush()
+    world = World(CLUSTER)
+    for event in EVENTS[:1000]:
+        world.apply(event)
+    store.write_checkpoint(CLUSTER, 999, {**checkpoint_body(world), "policy": "tampered"})  # no longer its digest's
+    store.keep_checkpoints(EVERY)  # as a server starting on the store
+    assert store.wait_checkpoints(timeout=120)
+    assert [seq for seq, _, _ in _stored(store)] == [999]
+    assert [line.split(": content_digest")[0] for line in _logged(caplog)] == [
+        f"checkpoints of cluster {CLUSTER} not written: checkpoint {CLUSTER}@999"]
     keeper = store.checkpoints
     assert keeper is not None and keeper.errors == 1
-    if then is _damage:  # found only once a checkpoint after it is due, and named with what to do
-        assert [line.split(": content_digest")[0] for line in _logged(caplog)] == [
-            f"checkpoints of cluster {CLUSTER} not written: checkpoint {CLUSTER}@999"]
-        assert keeper.last_error.endswith("; remove it before new checkpoints can be written after it")
-    else:
-        assert _logged(caplog) == []
+    assert keeper.last_error.startswith(f"cluster {CLUSTER}: checkpoint {CLUSTER}@999: content_digest: recorded ")
+    assert keeper.last_error.endswith("; remove it before new checkpoints can be written after it")
 
 
 def _logged(caplog: pytest.LogCaptureFixture) -> list[str]:
