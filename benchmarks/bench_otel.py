@@ -7,10 +7,18 @@ in the engine's process encodes OTLP protobuf from the records and POSTs the bat
 engine process's CPU (all its threads, ``time.process_time``) holds all of it. A seeded slice of ``bench_engine``'s day
 scenario (each decision 4 spans, root and three tiers, plus its verdicts as log records) runs in
 pairs, bare and exporting back to back (the order alternates), several pairs in each of a few
-fresh processes after warm-up slices of both: what a long-running engine pays. The median pair
-is the headline, every pair's figure in its note; flushing is inside the timed part, the bench's
-own count of what was sent (for the delivery check) outside it, and every decision and verdict
-sent must have arrived ("all delivered").
+fresh processes after warm-up slices of both: what a long-running engine pays. Each pair
+simulates a seed of its own (``engine_plan``), which no earlier run of its process exported: the
+encoder keeps the encoding of what recurs (a root's stable fields, a tier, a verdict's device and
+node, device sets, reason counts, parsed times) and a long-running engine's decisions are all new
+(new pods, claims and times) while its nodes, models, tenants and policies recur; a pair that
+re-ran the seed before it would find exactly its own decisions' pieces kept, which no engine does
+(such pairs cost the encoder about a fifth fewer instructions per decision). The warm-up slice
+(another seed) warms the code and what recurs, as a running engine has it warm; bare and
+exporting runs of a pair simulate the same seed, so their difference is the export's alone. The
+median pair is the headline, every pair's figure in its note; flushing is inside the timed part,
+the bench's own count of what was sent (for the delivery check) outside it, and every decision
+and verdict sent must have arrived ("all delivered").
 
 For comparison, in the same run: the export child of before (``ExporterProcess``: the engine's
 side plus the child's own CPU, reported by the child) and the SDK in the engine's process
@@ -53,6 +61,8 @@ ENGINE_PROCESSES = 4
 ENGINE_ROUNDS = 10  # bare/exporting pairs per engine process: one pair varies by ~3 points, 40 pairs bring the median to ~0.6
 ENGINE_PAIRS = ENGINE_PROCESSES * ENGINE_ROUNDS
 CONTEXT_RUNS = 2
+WARM_UP_SEED = 1  # bench_engine's seed: every engine process warms up with this slice, timed on none
+PAIR_VARIANTS = ("bare", "direct")
 HEADLINE = "OTel export CPU vs engine CPU per decision (direct OTLP, caller + helpers)"
 
 
@@ -260,19 +270,36 @@ def _direct_loop(backend: _Server) -> LoopFigures:
 @dataclass
 class EngineRun:
     variant: str  # "bare", "direct", "child" or "sdk"
+    seed: int  # the slice simulated (see engine_plan)
     cpu_s: float  # the engine's process, all threads, flush included
     wall_s: float
     decisions: int
     helper_cpu_s: float = 0.0  # the export child's, start-up excluded ("child" only)
 
 
-def engine_process_main(plan: str) -> None:
-    """One fresh engine process; prints its runs and what it sent as JSON.
+def engine_plan(process: int, variants: tuple[str, ...], rounds: int) -> list[tuple[str, int]]:
+    """The timed runs of engine process number ``process``, in order: (variant, seed). Round r
+    runs each of ``variants`` on one seed (the order reversed in odd rounds), a seed that no other
+    round of any process and not the warm-up takes, so each round exports decisions its process
+    has not exported before while the runs within a round make the same decisions."""
+    if not 0 < rounds <= ENGINE_ROUNDS:
+        raise ValueError(f"rounds: 1 to {ENGINE_ROUNDS}, got {rounds}")
+    plan = []
+    for r in range(rounds):
+        seed = WARM_UP_SEED + 1 + process * ENGINE_ROUNDS + r
+        plan += [(variant, seed) for variant in (variants if r % 2 == 0 else variants[::-1])]
+    return plan
+
+
+def engine_process_main(plan: str, process: int) -> None:
+    """One fresh engine process (number ``process`` of the run); prints its runs and what it sent
+    as JSON.
 
     ``pairs``: untimed warm-up slices bare and exporting, then ENGINE_ROUNDS pairs of timed slices,
     bare and exporting back to back (the order alternating), one ``DecisionExporter`` kept
     between them and flushed inside each timed run. ``child`` and ``sdk``: a warm-up slice, then
-    CONTEXT_RUNS timed slices through ``ExporterProcess`` or ``DecisionTelemetry``.
+    CONTEXT_RUNS timed slices through ``ExporterProcess`` or ``DecisionTelemetry``. Seeds and
+    order as ``engine_plan`` gives them.
     """
     import json
 
@@ -283,8 +310,8 @@ def engine_process_main(plan: str) -> None:
     max_verdicts = int(os.environ.get("CLAIMTRAIL_OTEL_MAX_VERDICTS", "64"))
     sent = [0, 0]
 
-    def simulate(on_record: Any = None) -> list[Any]:
-        sim = Simulator(_day_scenario(), seed=1, hours=ENGINE_HOURS, keep_events=False, on_record=on_record)
+    def simulate(seed: int, on_record: Any = None) -> list[Any]:
+        sim = Simulator(_day_scenario(), seed=seed, hours=ENGINE_HOURS, keep_events=False, on_record=on_record)
         return list(sim.run().records)
 
     def count_sent(records: list[Any]) -> None:
@@ -293,19 +320,23 @@ def engine_process_main(plan: str) -> None:
         sent[0] += len(records)
         sent[1] += _verdicts_sent(records, max_verdicts)
 
-    def timed(variant: str, export: Any = None, flush: Callable[[], float] = lambda: 0.0) -> EngineRun:
+    def warm_up(export: Any, flush: Callable[[], float]) -> None:
+        count_sent(simulate(WARM_UP_SEED, export))
+        flush()
+
+    def timed(variant: str, seed: int, export: Any = None, flush: Callable[[], float] = lambda: 0.0) -> EngineRun:
         gc.collect()
         before = flush()
         started, wall = time.process_time(), time.perf_counter()
-        records = simulate(export)
+        records = simulate(seed, export)
         helper = flush() - before
         spent, wall = time.process_time() - started, time.perf_counter() - wall
         if export is not None:
             count_sent(records)
-        return EngineRun(variant, spent, wall, len(records), helper)
+        return EngineRun(variant, seed, spent, wall, len(records), helper)
 
     runs: list[EngineRun] = []
-    simulate()
+    simulate(WARM_UP_SEED)
     if plan == "pairs":
         with DecisionExporter() as exporter:
             def flush_direct() -> float:
@@ -314,20 +345,18 @@ def engine_process_main(plan: str) -> None:
                     raise RuntimeError(f"export failed: {report.lines()}")
                 return 0.0
 
-            count_sent(simulate(exporter.export))
-            flush_direct()
-            for pair in range(ENGINE_ROUNDS):
-                for variant in ("bare", "direct") if pair % 2 == 0 else ("direct", "bare"):
-                    runs.append(timed(variant, exporter.export, flush_direct) if variant == "direct" else timed(variant))
+            warm_up(exporter.export, flush_direct)
+            for variant, seed in engine_plan(process, PAIR_VARIANTS, ENGINE_ROUNDS):
+                runs.append(timed(variant, seed, exporter.export, flush_direct) if variant == "direct"
+                            else timed(variant, seed))
     elif plan == "child":
         with ExporterProcess() as child:
             def flush_child() -> float:
                 return child.flush().cpu_seconds
 
-            count_sent(simulate(child.export))
-            flush_child()
-            for _ in range(CONTEXT_RUNS):
-                runs.append(timed("child", child.export, flush_child))
+            warm_up(child.export, flush_child)
+            for variant, seed in engine_plan(process, ("child",), CONTEXT_RUNS):
+                runs.append(timed(variant, seed, child.export, flush_child))
     else:
         telemetry = DecisionTelemetry.from_env()
 
@@ -335,19 +364,18 @@ def engine_process_main(plan: str) -> None:
             telemetry.force_flush()
             return 0.0
 
-        count_sent(simulate(telemetry.export))
-        flush_sdk()
-        for _ in range(CONTEXT_RUNS):
-            runs.append(timed("sdk", telemetry.export, flush_sdk))
+        warm_up(telemetry.export, flush_sdk)
+        for variant, seed in engine_plan(process, ("sdk",), CONTEXT_RUNS):
+            runs.append(timed(variant, seed, telemetry.export, flush_sdk))
         telemetry.shutdown()
     print(json.dumps({"runs": [vars(run) for run in runs], "sent": sent}))
 
 
-def _engine_process(backend: _Server, plan: str, delivery: Delivery) -> list[EngineRun]:
+def _engine_process(backend: _Server, plan: str, process: int, delivery: Delivery) -> list[EngineRun]:
     import json
 
     before = backend.counts()
-    code = f"from benchmarks.bench_otel import engine_process_main; engine_process_main({plan!r})"
+    code = f"from benchmarks.bench_otel import engine_process_main; engine_process_main({plan!r}, {process})"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(f"engine process {plan!r} failed: {out.stderr.strip().splitlines()[-1:]}")
@@ -357,9 +385,28 @@ def _engine_process(backend: _Server, plan: str, delivery: Delivery) -> list[Eng
     return [EngineRun(**run) for run in result["runs"]]
 
 
+def paired(runs: list[EngineRun]) -> list[tuple[EngineRun, EngineRun]]:
+    """The bare and the exporting run of each seed, in the order run. Both simulate the same
+    seeded slice, so a different count of decisions means the engine did not repeat itself."""
+    by_seed: dict[int, dict[str, EngineRun]] = {}
+    for run in runs:
+        if run.variant in PAIR_VARIANTS:
+            by_seed.setdefault(run.seed, {})[run.variant] = run
+    pairs = []
+    for seed, pair in by_seed.items():
+        if set(pair) != set(PAIR_VARIANTS):
+            raise RuntimeError(f"seed {seed}: runs {sorted(pair)}, not a bare and an exporting one")
+        bare, direct = pair["bare"], pair["direct"]
+        if bare.decisions != direct.decisions:
+            raise RuntimeError(f"seed {seed}: the bare run made {bare.decisions} decisions, the exporting one "
+                               f"{direct.decisions}")
+        pairs.append((bare, direct))
+    return pairs
+
+
 @dataclass
 class EngineFigures:
-    decisions: int
+    decisions: list[int]  # per pair
     bare_us: list[float]  # engine CPU per decision, one per pair
     direct_us: list[float]  # engine process CPU per decision exporting, same pairs
     bare_wall_us: list[float]
@@ -386,23 +433,24 @@ def _engine_runs(backend: _Server) -> EngineFigures:
     _configure(backend, 64)
     delivery = {plan: Delivery() for plan in ("pairs", "child", "sdk")}
     runs: list[EngineRun] = []
+    # the context processes are numbered after the pairs' ones, so engine_plan gives them seeds of their own
     for index in range(ENGINE_PROCESSES):
-        runs += _engine_process(backend, "pairs", delivery["pairs"])
+        runs += _engine_process(backend, "pairs", index, delivery["pairs"])
         if index == 0:
-            runs += _engine_process(backend, "child", delivery["child"])
+            runs += _engine_process(backend, "child", ENGINE_PROCESSES, delivery["child"])
         if index == 1:
-            runs += _engine_process(backend, "sdk", delivery["sdk"])
-    counts = {run.decisions for run in runs}
-    if len(counts) != 1:
-        raise RuntimeError(f"seeded runs made different decision counts: {sorted(counts)}")
-    n = counts.pop()
+            runs += _engine_process(backend, "sdk", ENGINE_PROCESSES + 1, delivery["sdk"])
+    pairs = paired(runs)
 
-    def per_decision(variant: str, field: str = "cpu_s") -> list[float]:
-        return [getattr(run, field) / n * 1e6 for run in runs if run.variant == variant]
+    def us(run: EngineRun, field: str = "cpu_s") -> float:
+        return float(getattr(run, field)) / run.decisions * 1e6
 
-    return EngineFigures(n, per_decision("bare"), per_decision("direct"), per_decision("bare", "wall_s"),
-                         per_decision("direct", "wall_s"), per_decision("child"),
-                         per_decision("child", "helper_cpu_s"), per_decision("sdk"), delivery)
+    def context(variant: str, field: str = "cpu_s") -> list[float]:
+        return [us(run, field) for run in runs if run.variant == variant]
+
+    return EngineFigures([b.decisions for b, _ in pairs], [us(b) for b, _ in pairs], [us(d) for _, d in pairs],
+                         [us(b, "wall_s") for b, _ in pairs], [us(d, "wall_s") for _, d in pairs],
+                         context("child"), context("child", "helper_cpu_s"), context("sdk"), delivery)
 
 
 def _engine_rows(backend: _Server) -> list[dict[str, Any]]:
@@ -425,12 +473,14 @@ def _engine_rows(backend: _Server) -> list[dict[str, Any]]:
          "note": f"{direct_us:+.0f} µs CPU per decision (4 spans + {f.delivery['pairs'].verdicts_per_decision:.2f} "
                  f"verdict logs), caller and sender thread, flush included: the median of {ENGINE_PAIRS} "
                  f"back-to-back pairs of runs, {ENGINE_ROUNDS} in each of {ENGINE_PROCESSES} fresh processes after "
-                 f"warm-up slices with and without export (all pairs, µs: {pairs}); no helper process; the engine's "
+                 f"warm-up slices with and without export, each pair on a seed of its own, so on decisions its "
+                 f"process had not exported (all pairs, µs: {pairs}); no helper process; the engine's "
                  f"wall time per decision {wall_us:+.0f} µs (median pair); {f.delivery['pairs']}"},
         {"issue": "#22", "name": "engine CPU per decision (bench_engine day slice, no export)",
          "value": round(engine_us, 1), "unit": "µs", "target": "",
-         "note": f"median of {ENGINE_PAIRS} runs of {f.decisions:,} decisions ({ENGINE_HOURS} h slice after "
-                 "untimed warm-up slices, world setup included)"},
+         "note": f"median of {ENGINE_PAIRS} runs of {min(f.decisions):,} to {max(f.decisions):,} decisions "
+                 f"({ENGINE_HOURS} h slices of {ENGINE_PAIRS} seeds after untimed warm-up slices, world setup "
+                 "included)"},
         {"issue": "#22", "name": "OTel export CPU vs engine CPU, before: export child (engine side + child)",
          "value": round((child_side + child_own) / engine_us * 100, 2), "unit": "%", "target": "(context)",
          "note": f"{child_side:+.0f} µs in the engine's process and {child_own:.0f} µs in the child per decision, "
