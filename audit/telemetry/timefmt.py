@@ -28,7 +28,10 @@ def parsed_time(record: DecisionRecord) -> datetime:
 _PARSED: dict[str, int] = {}
 # the start of each minute seen in the engine's own form of time, by its "YYYY-MM-DDTHH:MM:" text
 _MINUTES: dict[str, int] = {}
-_DIGITS = frozenset("0123456789")
+# a time's seconds ("SS", below 60) and milliseconds ("mmm") in nanoseconds, by their text: one
+# lookup each both checks the digits and reads them, for less than checking and converting them
+_SECONDS = {f"{second:02d}": second * 1_000_000_000 for second in range(60)}
+_MILLIS = {f"{milli:03d}": milli * 1_000_000 for milli in range(1000)}
 _ENGINE_FORM = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
@@ -43,10 +46,12 @@ def time_ns(record: DecisionRecord) -> int:
     # milliseconds, read here when they are plain digits and the seconds below 60
     if text.__class__ is str and len(text) == 24 and text[19] == "." and text[23] == "Z":
         minute = _MINUTES.get(text[:17])
-        if minute is not None and _DIGITS.issuperset(text[17:19]) and text[17] < "6" and _DIGITS.issuperset(text[20:23]):
-            value = minute + int(text[17:19]) * 1_000_000_000 + int(text[20:23]) * 1_000_000
-            _keep(text, value)
-            return value
+        if minute is not None:
+            second, milli = _SECONDS.get(text[17:19]), _MILLIS.get(text[20:23])
+            if second is not None and milli is not None:
+                value = minute + second + milli
+                _keep(text, value)
+                return value
     parsed = parsed_time(record)
     whole = int(parsed.replace(microsecond=0).timestamp())
     value = whole * 1_000_000_000 + parsed.microsecond * 1000
