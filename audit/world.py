@@ -775,6 +775,7 @@ class World:
             self.dp_model.pop(key, None)
             return
         self.nodes.add(key)
+        was = self.dp_model.get(key)
         gpus = device_plugin_capacity(new)
         if gpus is not None:
             self.dp_capacity[key] = gpus
@@ -782,6 +783,28 @@ class World:
         else:
             self.dp_capacity.pop(key, None)
             self.dp_model.pop(key, None)
+        model = self.dp_model.get(key)
+        if model is not None and model != was and self.dp_used.get(key):
+            self._recharge_pods_on(key, model)
+
+    def _recharge_pods_on(self, node: str, model: str) -> None:
+        """Charge the device-plugin pods bound to ``node`` again under the model the node now
+        names (its GPU product label, under the policy's device-model rules), as a pod bound there
+        after the node was logged is charged: a pod logged before its node (the watcher's first
+        lists complete in any order) was charged as unindexed, and a node relabelled for another
+        product changes what its pods hold. A node deleted leaves its pods charged as they were,
+        as a claim keeps the model of devices no slice lists any more."""
+        pods = self.objects.get("Pod", {})
+        for key in sorted(pods):
+            pod = pods[key]
+            if ((pod.get("spec") or {}).get("nodeName") != node or _terminated(pod)
+                    or (old := self.charges.get(_pod_charge_key(key))) is None):
+                continue
+            gpus = device_plugin_gpus(pod)
+            if old.models != {model: gpus}:
+                self._uncharge(_pod_charge_key(key))
+                self._charge(_pod_charge_key(key), Charge(old.tenant, gpus * self.policy.h100_equivalent(model),
+                                                          {model: gpus}))
 
     def _on_pod(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         old_node = ((old or {}).get("spec") or {}).get("nodeName", "")

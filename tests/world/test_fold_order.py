@@ -370,3 +370,44 @@ def test_any_history_counts_as_its_final_objects_folded_slices_first(history: li
     world = fold(steps)
     assert derived(world) == reference(steps)
     assert derived(World.from_snapshot(world.snapshot())) == derived(world)
+
+
+# device-plugin pods: gpu-node-1 (H100) runs team-a's serve-1, gpu-node-2 (A100) its serve-2, as
+# the device plugin's nvidia.com/gpu limit counts them; their model is the node's product label
+DP_DUMP = [yaml.safe_load((FIXTURES / "policy-gpu-quotas.yaml").read_text()),
+           *yaml.safe_load((FIXTURES / "cluster-device-plugin.yaml").read_text())["items"]]
+
+
+def _dp(kinds_first: tuple[str, ...]) -> list[Step]:
+    """The device-plugin dump with objects of ``kinds_first`` logged first, in that order."""
+    rank = {kind: i for i, kind in enumerate(kinds_first)}
+    return [("upsert", o) for o in sorted(DP_DUMP, key=lambda o: rank.get(o["kind"], len(rank)))]
+
+
+def _dp_node(name: str, product: str) -> dict[str, Any]:
+    relabelled = copy.deepcopy(next(o for o in DP_DUMP if o["metadata"]["name"] == name))
+    relabelled["metadata"]["labels"]["nvidia.com/gpu.product"] = product
+    return relabelled
+
+
+DP_ROWS = {
+    "nodes_before_pods": (_dp(("Policy", "Node")), {"H100": 6, "A100": 4}, 8.0),
+    # was: {"unknown": 10}, 10.0 — the pods bound to nodes the world had not seen yet
+    "pods_before_nodes": (_dp(("Policy", "Pod")), {"H100": 6, "A100": 4}, 8.0),
+    "a_node_relabelled_for_another_product": (
+        _dp(("Policy", "Node")) + [("upsert", _dp_node("gpu-node-2", "NVIDIA-H100-80GB-HBM3"))], {"H100": 10}, 10.0),
+    # a node deleted leaves its pods charged as they were, as a claim keeps the model of devices
+    # no slice lists any more
+    "a_node_deleted_under_its_pods": (
+        _dp(("Policy", "Node")) + [("delete", _dp_node("gpu-node-2", "NVIDIA-A100-SXM4-80GB"))],
+        {"H100": 6, "A100": 4}, 8.0),
+}
+
+
+@pytest.mark.parametrize("history", sorted(DP_ROWS))
+def test_device_plugin_pods_are_charged_by_their_nodes_product_whatever_the_log_order(history: str) -> None:
+    steps, models, in_use_eq = DP_ROWS[history]
+    world = fold(steps)
+    assert (world.tenant_models, world.tenant_usage("team-a").in_use_eq) == ({"team-a": models}, in_use_eq)
+    if "deleted" not in history:
+        assert derived(world) == derived(canonical(steps))
