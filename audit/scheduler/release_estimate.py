@@ -469,7 +469,8 @@ def _chunk(groups: Sequence[_Group], curve: _Curve, offsets: npt.NDArray[np.int6
     """Per offset, P(no group ready yet) (the groups' factors multiplied in group order, as
     1.0 * f0 * f1 * ... would be) and the soonest offset where some group's factor changes."""
     nodes = [g for g in groups if type(g) is _NodeGroup]
-    if len(nodes) >= _SIDE_BY_SIDE and len(nodes) == len(groups):
+    # (a node that needs nothing more is ready now: ``_estimate`` answers free_now before asking)
+    if len(nodes) >= _SIDE_BY_SIDE and len(nodes) == len(groups) and min(g.need for g in nodes) > 0:
         return _node_chunk(nodes, curve, offsets)
     tables = _tables(groups, curve, offsets)
     return (np.multiply.reduce([f for f, _ in tables], axis=0).tolist(),
@@ -478,11 +479,12 @@ def _chunk(groups: Sequence[_Group], curve: _Curve, offsets: npt.NDArray[np.int6
 
 def _node_chunk(groups: Sequence[_NodeGroup], curve: _Curve, offsets: npt.NDArray[np.int64]) -> tuple[
         list[float], list[float]]:
-    """``_chunk`` over nodes, without a table per node: bit for bit what ``_tables`` gives. A
-    node's P(not ready), fewer than ``need`` released, is its rows ``0 .. need - 1`` summed in
-    ascending order (``_below``), which is the running sum of the rows at ``need - 1``, taken for
-    every node at once from the distributions run side by side; the soonest change over the
-    groups is the soonest over all their holdings (a minimum, in any grouping)."""
+    """``_chunk`` over nodes that each need one device or more, without a table per node: bit for
+    bit what ``_tables`` gives. A node's P(not ready), fewer than ``need`` released, is its rows
+    ``0 .. need - 1`` summed in ascending order (``_below``), which is the running sum of the rows
+    at ``need - 1``, taken for every node at once from the distributions run side by side; the
+    soonest change over the groups is the soonest over all their holdings (a minimum, in any
+    grouping)."""
     width = len(offsets)
     holdings = [h for g in groups for h in g.holdings]
     p_all, change_all = curve.held_rows(holdings, offsets)
@@ -495,10 +497,6 @@ def _node_chunk(groups: Sequence[_NodeGroup], curve: _Curve, offsets: npt.NDArra
         devices.append([h.devices for h in g.holdings])
         rows.append(p_all[start:end])
         start = end
-    if min(caps) <= 0:  # (a node already ready: not asked, ``_estimate`` answers free_now first)
-        tables = _tables(groups, curve, offsets)
-        return (np.multiply.reduce([f for f, _ in tables], axis=0).tolist(),
-                np.minimum.reduce([u for _, u in tables], axis=0).tolist())
     below = np.cumsum(_released_stack(caps, devices, rows, width), axis=1)
     not_ready = below[np.arange(len(groups)), np.asarray(caps) - 1]
     return (np.multiply.reduce(not_ready, axis=0).tolist(),
